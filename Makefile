@@ -1,0 +1,68 @@
+# train_gpt — build. `make` builds ./train_gpt and ./tokenize (CPU backend
+# always; the CUDA backend too when nvcc is found). `make test` runs the
+# Criterion suite. `make data` prepares the default dataset.
+CC      ?= gcc
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP
+LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lm
+NVFLAGS ?= -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+           -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror all-warnings -I.
+WERROR  ?=
+CFLAGS  += $(WERROR)
+
+BUILD   := build
+LIB_SRC := $(wildcard model/*.c kernels/*.c kernels/cpu/*.c data/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CU_SRC  := $(wildcard kernels/cuda/*.cu)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+PROGRAMS := train_gpt $(if $(wildcard tokenize.c),tokenize)
+
+ifneq ($(NVCC),)
+ifneq ($(CU_SRC),)
+  HAVE_CUDA := 1
+  CFLAGS  += -DHAVE_CUDA -I$(CUDA_HOME)/include
+  CU_OBJ  := $(CU_SRC:%.cu=$(BUILD)/%.o)
+  LIB_OBJ += $(CU_OBJ)
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
+endif
+endif
+
+.PHONY: all test data clean cuda-check
+all: $(PROGRAMS)
+ifeq ($(HAVE_CUDA),1)
+	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
+else
+	@echo "built CPU-only: nvcc not found (set NVCC=/path/to/nvcc for the CUDA backend)"
+endif
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -DHAVE_CUDA -c $< -o $@
+
+$(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libtrain_gpt.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+tests/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
+
+# The suite: unit and end-to-end tests (they run ./train_gpt, so build it).
+test: all tests/run_tests
+	OMP_NUM_THREADS=2 ./tests/run_tests --jobs 1 $(TEST_ARGS)
+
+clean:
+	rm -rf $(BUILD) train_gpt tokenize tests/run_tests
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,30 @@
+/* kernels/backend.h — choosing and opening a backend.
+ *
+ * Owns: the registry of backends. This is the only place that knows which
+ * backends were compiled in (HAVE_CUDA); the model code only sees ops.h. */
+#ifndef KERNELS_BACKEND_H
+#define KERNELS_BACKEND_H
+
+#include <stddef.h>
+
+#include "ops.h"
+
+/* device: "cpu", "cuda" or "auto" (cuda when compiled in and a GPU is present,
+ * else cpu, with a one-line notice on stderr). dtype: "fp32" or "bf16"
+ * (bf16 is cuda-only). threads: OpenMP threads for cpu (0 = default).
+ * Returns NULL with a one-line reason in err on failure. */
+Backend *backend_open(const char *device, const char *dtype, int threads, char *err,
+                      size_t err_len);
+void backend_close(Backend *be);
+
+/* 1 when this binary was built with the CUDA backend. */
+int backend_cuda_compiled(void);
+
+/* Constructors each backend provides. */
+Backend *cpu_backend_open(int threads, char *err, size_t err_len);
+void cpu_backend_close(Backend *be);
+Backend *cuda_backend_open(const char *dtype, char *err, size_t err_len); /* HAVE_CUDA only */
+void cuda_backend_close(Backend *be);
+int cuda_device_count(void);                                             /* HAVE_CUDA only */
+
+#endif

@@ -1,0 +1,126 @@
+/* kernels/ops.h — the op table every backend implements (cpu now, cuda too).
+ *
+ * Owns: the Backend handle and the signature of every op the model's schedule
+ * calls. The model code (model/) calls only these; it never knows which
+ * backend runs.
+ *
+ * Element types. Three kinds of tensor pointer appear below:
+ *   act  activations, in the backend's activation dtype (be->act_bytes wide:
+ *        4 = fp32 on the CPU, 2 = bf16 by default on CUDA);
+ *   par  working parameters and their gradients, be->par_bytes wide;
+ *   f32  always float: LayerNorm mean/rstd, attention log-sum-exp, per-token
+ *        losses, the head's chunk buffer, AdamW master weights and moments.
+ * They are all void or float pointers into backend memory (host memory for
+ * the cpu backend, device memory for cuda). Integer token buffers are int32.
+ *
+ * Shapes use N = B*T rows. "=" in a comment means the op overwrites the
+ * output; "+=" means it accumulates into it (callers zero it first). Every
+ * op must be deterministic: the same inputs and launch shapes give the same
+ * bits, which is what makes recompute 0 and 1 bitwise identical. */
+#ifndef KERNELS_OPS_H
+#define KERNELS_OPS_H
+
+#include <stddef.h>
+
+typedef struct Backend Backend;
+
+typedef struct BackendOps {
+    /* ---- memory; mem_alloc returns NULL on failure (never aborts) ---- */
+    void *(*mem_alloc)(Backend *be, size_t bytes);
+    void (*mem_free)(Backend *be, void *p);
+    void (*mem_zero)(Backend *be, void *p, size_t bytes);
+    void (*mem_upload)(Backend *be, void *dst, const void *host, size_t bytes);
+    void (*mem_download)(Backend *be, void *host, const void *src, size_t bytes);
+    void (*sync)(Backend *be);
+    /* Device memory as the driver sees it; returns -1 where that has no
+     * meaning (cpu), 0 otherwise. */
+    int (*mem_info)(Backend *be, size_t *free_bytes, size_t *total_bytes);
+
+    /* Parameters cross the host boundary as fp32. params_upload writes the
+     * working copy (par dtype) and, when master != NULL, the fp32 master.
+     * params_download reads the master when given, else the working copy. */
+    void (*params_upload)(Backend *be, void *params, float *master, const float *host, size_t n);
+    void (*params_download)(Backend *be, float *host, const void *params, const float *master,
+                            size_t n);
+
+    /* ---- embedding ----
+     * out(N,C) = wte[tokens[n]] + wpe[n % T]       tokens: int32 (N)  */
+    void (*encoder_forward)(Backend *be, void *out, const int *tokens, const void *wte,
+                            const void *wpe, int B, int T, int C);
+    /* dwte(Vp,C) +=, dwpe(maxT,C) += from dout(N,C); deterministic order. */
+    void (*encoder_backward)(Backend *be, void *dwte, void *dwpe, const void *dout,
+                             const int *tokens, int B, int T, int C);
+
+    /* ---- LayerNorm over C, eps 1e-5 ----
+     * out(N,C) =, mean(N) =, rstd(N) = */
+    void (*layernorm_forward)(Backend *be, void *out, float *mean, float *rstd, const void *inp,
+                              const void *weight, const void *bias, int N, int C);
+    /* dinp(N,C) +=, dweight(C) +=, dbias(C) += */
+    void (*layernorm_backward)(Backend *be, void *dinp, void *dweight, void *dbias,
+                               const void *dout, const void *inp, const void *weight,
+                               const float *mean, const float *rstd, int N, int C);
+
+    /* ---- matmul: out(N,OC) = inp(N,IC) . weight(OC,IC)^T + bias(OC) ----
+     * bias may be NULL. */
+    void (*matmul_forward)(Backend *be, void *out, const void *inp, const void *weight,
+                           const void *bias, int N, int IC, int OC);
+    /* dinp(N,IC) =, dweight(OC,IC) +=, dbias(OC) += (dbias may be NULL). */
+    void (*matmul_backward)(Backend *be, void *dinp, void *dweight, void *dbias,
+                            const void *dout, const void *inp, const void *weight, int N,
+                            int IC, int OC);
+
+    /* ---- causal self-attention, NH heads of size C/NH ----
+     * qkv(N,3C) holds [q | k | v] per row. out(N,C) =, lse(B,NH,T) = the
+     * per-row log-sum-exp of the scaled scores. Never stores (T,T). */
+    void (*attention_forward)(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
+                              int C, int NH);
+    /* dqkv(N,3C) = from dout(N,C), using qkv, out and lse from forward. */
+    void (*attention_backward)(Backend *be, void *dqkv, const void *dout, const void *qkv,
+                               const void *out, const float *lse, int B, int T, int C, int NH);
+
+    /* ---- GELU (tanh approximation), elementwise over n ----
+     * out =; dinp = (dinp may alias dout). */
+    void (*gelu_forward)(Backend *be, void *out, const void *inp, size_t n);
+    void (*gelu_backward)(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
+
+    /* out(n) = a + b (out may alias a or b) */
+    void (*residual_forward)(Backend *be, void *out, const void *a, const void *b, size_t n);
+
+    /* ---- fused, token-chunked LM head + cross-entropy ----
+     * For rows of x(N,C) in chunks of `chunk` tokens:
+     *   logits = x_chunk . wte^T  into chunk_buf(chunk,Vp), columns >= V ignored;
+     *   losses[n] = logsumexp(logits[n,:V]) - logits[n,targets[n]];
+     *   if dx != NULL: dlogits = (softmax - onehot) * dloss, in place, then
+     *     dx(N,C) = dlogits . wte (=) and dwte(Vp,C) += dlogits^T . x_chunk.
+     * dx == NULL is evaluation: forward half only, dwte untouched.
+     * The full (N,Vp) logits never exist. */
+    void (*head_forward_backward)(Backend *be, float *losses, void *dx, void *dwte, const void *x,
+                                  const void *wte, const int *targets, float *chunk_buf, int N,
+                                  int C, int V, int Vp, int chunk, float dloss);
+    /* logits(n,Vp) = x(n,C) . wte^T, fp32, for sampling a few positions. */
+    void (*head_logits)(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
+                        int Vp);
+
+    /* ---- optimizer ----
+     * Sum of squares of grads(n), accumulated in a fixed order; returned to the host. */
+    double (*grad_norm_sq)(Backend *be, const void *grads, size_t n);
+    /* AdamW on n elements, llm.c's form, with t the 1-based step:
+     *   g = grads * grad_scale; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+     *   p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd * p)
+     * master (fp32) is the value updated when non-NULL, and params gets its
+     * rounded copy; otherwise params (fp32) is updated directly. */
+    void (*adamw_update)(Backend *be, void *params, float *master, const void *grads, float *m,
+                         float *v, size_t n, float lr, float beta1, float beta2, float eps,
+                         float weight_decay, float grad_scale, int t);
+} BackendOps;
+
+struct Backend {
+    const char *name;       /* "cpu" or "cuda" */
+    const BackendOps *ops;
+    int act_bytes;          /* bytes per activation element */
+    int par_bytes;          /* bytes per working parameter / gradient element */
+    int has_master;         /* 1 when fp32 master weights are kept apart */
+    void *state;            /* backend-private */
+};
+
+#endif

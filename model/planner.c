@@ -1,0 +1,118 @@
+/* model/planner.c — see planner.h. */
+#include "planner.h"
+
+#include <string.h>
+
+int dtype_bytes(DType d) { return d == DTYPE_BF16 ? 2 : 4; }
+const char *dtype_name(DType d) { return d == DTYPE_BF16 ? "bf16" : "fp32"; }
+
+int planner_default_loss_chunk(int B, int T, int padded_vocab)
+{
+    long n = (long)B * T;
+    long cap = (32L << 20) / (4L * padded_vocab); /* rows in 32 MiB of fp32 logits */
+    if (cap < 64) cap = 64;
+    return (int)(n < cap ? n : cap);
+}
+
+static void tape_layout(TapeLayout *tl, size_t N, size_t C, size_t NH, size_t T)
+{
+    size_t o = 0;
+    tl->ln1 = o;      o += N * C;
+    tl->qkv = o;      o += N * 3 * C;
+    tl->atty = o;     o += N * C;
+    tl->res2 = o;     o += N * C;
+    tl->ln2 = o;      o += N * C;
+    tl->fch = o;      o += N * 4 * C;
+    tl->fch_gelu = o; o += N * 4 * C;
+    tl->act_elems = o;
+    size_t B = N / T;
+    o = 0;
+    tl->ln1_mean = o; o += N;
+    tl->ln1_rstd = o; o += N;
+    tl->lse = o;      o += B * NH * T;
+    tl->ln2_mean = o; o += N;
+    tl->ln2_rstd = o; o += N;
+    tl->f32_elems = o;
+}
+
+void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
+{
+    memset(p, 0, sizeof *p);
+    const GPTConfig *cfg = &in->cfg;
+    size_t N = (size_t)in->B * in->T, C = (size_t)cfg->channels;
+    size_t ab = (size_t)dtype_bytes(in->dtype);
+
+    p->num_params = config_num_params(cfg);
+    p->bytes[MEM_PARAMS] = p->num_params * ab;
+    p->bytes[MEM_GRADS] = p->num_params * ab;
+    p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : p->num_params * 4;
+    p->moment_bytes = 2 * p->num_params * 4;
+    p->bytes[MEM_OPTIMIZER] = p->master_bytes + p->moment_bytes;
+
+    tape_layout(&p->tape, N, C, (size_t)cfg->num_heads, (size_t)in->T);
+    p->residual_bytes = N * C * ab;
+    p->tape_act_bytes = p->tape.act_elems * ab;
+    p->tape_f32_bytes = p->tape.f32_elems * 4;
+    size_t tape_bytes = p->tape_act_bytes + p->tape_f32_bytes;
+    p->n_res_stored = s->n_res_stored;
+    p->n_res_work = s->n_res_slots - s->n_res_stored;
+    p->n_tape_stored = s->n_tape_stored;
+    p->n_tape_work = s->n_tape_slots - s->n_tape_stored;
+    p->bytes[MEM_ACTIVATIONS] =
+        (size_t)p->n_res_stored * p->residual_bytes + (size_t)p->n_tape_stored * tape_bytes;
+    p->bytes[MEM_WORKSPACE] =
+        (size_t)p->n_res_work * p->residual_bytes + (size_t)p->n_tape_work * tape_bytes;
+
+    /* scratch: the act buffers named at SCRATCH_ACT_PER_TOKEN_C, LN_f
+     * mean/rstd and per-token losses (fp32), tokens and targets (int32). */
+    p->scratch_act_bytes = SCRATCH_ACT_PER_TOKEN_C * N * C * ab;
+    p->scratch_f32_bytes = 3 * N * 4;
+    p->scratch_int_bytes = 2 * N * 4;
+    p->bytes[MEM_SCRATCH] = p->scratch_act_bytes + p->scratch_f32_bytes + p->scratch_int_bytes;
+
+    p->loss_chunk = in->loss_chunk > 0 ? in->loss_chunk
+                                       : planner_default_loss_chunk(in->B, in->T, cfg->padded_vocab);
+    if ((size_t)p->loss_chunk > N) p->loss_chunk = (int)N;
+    p->bytes[MEM_HEAD] = (size_t)p->loss_chunk * (size_t)cfg->padded_vocab * 4;
+
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++) p->total += p->bytes[c];
+}
+
+int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, size_t err_len)
+{
+    Schedule s;
+    if (schedule_build(&s, mode, in->cfg.num_layers, err, err_len) != 0) return -1;
+    planner_plan(in, &s, out);
+    schedule_free(&s);
+    return 0;
+}
+
+const char *planner_category_name(int cat)
+{
+    static const char *names[MEM_NUM_CATEGORIES] = {
+        "params", "grads", "optimizer", "activations", "workspace", "scratch", "head",
+    };
+    return cat >= 0 && cat < MEM_NUM_CATEGORIES ? names[cat] : "?";
+}
+
+void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
+{
+    static const char *notes[MEM_NUM_CATEGORIES] = {
+        "working weights",
+        "",
+        "AdamW m, v (+ fp32 master)",
+        "kept from forward to backward",
+        "recompute: re-forward tapes/inputs",
+        "grad buffers, final LN, tokens",
+        "loss head: chunk x Vp fp32 logits",
+    };
+    fprintf(f, "memory plan (recompute %s)\n", mode_name);
+    fprintf(f, "  %-12s %15s %11s\n", "buffer", "bytes", "MiB");
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+        fprintf(f, "  %-12s %15zu %11.2f  %s\n", planner_category_name(c), p->bytes[c],
+                p->bytes[c] / 1048576.0, notes[c]);
+    fprintf(f, "  %-12s %15zu %11.2f\n", "total", p->total, p->total / 1048576.0);
+    fprintf(f, "  stored: %d block inputs + %d tapes; workspace: %d inputs + %d tapes; "
+               "head chunk %d tokens\n",
+            p->n_res_stored, p->n_tape_stored, p->n_res_work, p->n_tape_work, p->loss_chunk);
+}
