@@ -1,0 +1,90 @@
+/* kernels/cpu/cpu_backend.c — the cpu backend: host memory and the op table.
+ *
+ * fp32 activations and parameters, no separate master copy. The thread
+ * count is fixed at open (OpenMP and OpenBLAS alike): results are bitwise
+ * repeatable for a fixed count. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+#include "kernels/backend.h"
+
+static void *cpu_mem_alloc(Backend *be, size_t bytes)
+{
+    /* 64-byte aligned; pages are committed lazily by the OS, on first touch. */
+    size_t rounded = (bytes + 63) / 64 * 64;
+    return aligned_alloc(64, rounded ? rounded : 64);
+}
+static void cpu_mem_free(Backend *be, void *p) { free(p); }
+static void cpu_mem_zero(Backend *be, void *p, size_t bytes) { memset(p, 0, bytes); }
+static void cpu_mem_copy(Backend *be, void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+}
+static void cpu_sync(Backend *be) {}
+static int cpu_mem_info(Backend *be, size_t *free_bytes, size_t *total_bytes) { return -1; }
+
+static void cpu_params_upload(Backend *be, void *params, float *master, const float *host, size_t n)
+{
+    memcpy(params, host, n * sizeof(float));
+    if (master) memcpy(master, host, n * sizeof(float));
+}
+static void cpu_params_download(Backend *be, float *host, const void *params, const float *master,
+                                size_t n)
+{
+    memcpy(host, master ? master : params, n * sizeof(float));
+}
+
+static const BackendOps cpu_ops = {
+    .mem_alloc = cpu_mem_alloc,
+    .mem_free = cpu_mem_free,
+    .mem_zero = cpu_mem_zero,
+    .mem_upload = cpu_mem_copy,
+    .mem_download = cpu_mem_copy,
+    .sync = cpu_sync,
+    .mem_info = cpu_mem_info,
+    .params_upload = cpu_params_upload,
+    .params_download = cpu_params_download,
+    .encoder_forward = cpu_encoder_forward,
+    .encoder_backward = cpu_encoder_backward,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .matmul_forward = cpu_matmul_forward,
+    .matmul_backward = cpu_matmul_backward,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
+    .gelu_forward = cpu_gelu_forward,
+    .gelu_backward = cpu_gelu_backward,
+    .residual_forward = cpu_residual_forward,
+    .head_forward_backward = cpu_head_forward_backward,
+    .head_logits = cpu_head_logits,
+    .grad_norm_sq = cpu_grad_norm_sq,
+    .adamw_update = cpu_adamw_update,
+};
+
+Backend *cpu_backend_open(int threads, char *err, size_t err_len)
+{
+    if (threads < 0 || threads > 1024) {
+        snprintf(err, err_len, "--threads: must be in 0..1024 (got %d)", threads);
+        return NULL;
+    }
+    Backend *be = calloc(1, sizeof *be);
+    if (!be) {
+        snprintf(err, err_len, "cpu backend: out of host memory");
+        return NULL;
+    }
+    if (threads > 0) omp_set_num_threads(threads);
+    /* OpenBLAS gets the same count so sgemm partitions never vary. */
+    openblas_set_num_threads(threads > 0 ? threads : omp_get_max_threads());
+    be->name = "cpu";
+    be->ops = &cpu_ops;
+    be->act_bytes = 4;
+    be->par_bytes = 4;
+    be->has_master = 0;
+    return be;
+}
+
+void cpu_backend_close(Backend *be) { free(be); }

@@ -1,0 +1,48 @@
+/* kernels/cpu/cpu_ops.h — the cpu backend's op functions (private).
+ *
+ * fp32 throughout, OpenMP across rows or channels. Every reduction runs in
+ * an order fixed by the shapes alone (never by thread timing), so results
+ * are bitwise repeatable; matmuls go through OpenBLAS cblas_sgemm.
+ * Signatures are exactly those of ops.h, with float in place of void. */
+#ifndef KERNELS_CPU_OPS_H
+#define KERNELS_CPU_OPS_H
+
+#include <stddef.h>
+
+#include "kernels/ops.h"
+
+void cpu_encoder_forward(Backend *be, void *out, const int *tokens, const void *wte,
+                         const void *wpe, int B, int T, int C);
+void cpu_encoder_backward(Backend *be, void *dwte, void *dwpe, const void *dout,
+                          const int *tokens, int B, int T, int C);
+void cpu_layernorm_forward(Backend *be, void *out, float *mean, float *rstd, const void *inp,
+                           const void *weight, const void *bias, int N, int C);
+void cpu_layernorm_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
+                            const void *inp, const void *weight, const float *mean,
+                            const float *rstd, int N, int C);
+void cpu_matmul_forward(Backend *be, void *out, const void *inp, const void *weight,
+                        const void *bias, int N, int IC, int OC);
+void cpu_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
+                         const void *inp, const void *weight, int N, int IC, int OC);
+void cpu_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
+                           int C, int NH);
+void cpu_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
+                            const void *out, const float *lse, int B, int T, int C, int NH);
+void cpu_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
+void cpu_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
+void cpu_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);
+void cpu_head_forward_backward(Backend *be, float *losses, void *dx, void *dwte, const void *x,
+                               const void *wte, const int *targets, float *chunk_buf, int N, int C,
+                               int V, int Vp, int chunk, float dloss);
+void cpu_head_logits(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
+                     int Vp);
+double cpu_grad_norm_sq(Backend *be, const void *grads, size_t n);
+void cpu_adamw_update(Backend *be, void *params, float *master, const void *grads, float *m,
+                      float *v, size_t n, float lr, float beta1, float beta2, float eps,
+                      float weight_decay, float grad_scale, int t);
+
+/* Column-block width for reductions over rows: each thread owns a block of
+ * columns and walks the rows in order, so the sum order is fixed. */
+#define CPU_COL_BLOCK 32
+
+#endif

@@ -1,0 +1,56 @@
+/* kernels/cpu/head.c — fused, token-chunked LM head + cross-entropy.
+ *
+ * x(N,C) final LayerNorm output, wte(Vp,C) tied embedding, targets(N).
+ * Per chunk of `chunk` rows, with only the real V rows of wte:
+ *   logits(chunk,V) = x_chunk . wte[:V]^T        (in chunk_buf, row stride Vp)
+ *   losses[n] = lse_n - logit[n, target_n]
+ *   dlogits = (softmax - onehot) * dloss         (in place)
+ *   dx_chunk(chunk,C) = dlogits . wte[:V]        (=)
+ *   dwte[:V] += dlogits^T . x_chunk
+ * Padded vocab rows V..Vp-1 never enter the softmax and get no gradient.
+ * The (N,Vp) logits are never held: chunk_buf is (chunk,Vp) fp32. */
+#include <cblas.h>
+#include <math.h>
+
+#include "cpu_ops.h"
+
+void cpu_head_forward_backward(Backend *be, float *losses, void *dx_, void *dwte, const void *x_,
+                               const void *wte, const int *targets, float *buf, int N, int C,
+                               int V, int Vp, int chunk, float dloss)
+{
+    const float *x = x_;
+    float *dx = dx_;
+    for (int n0 = 0; n0 < N; n0 += chunk) {
+        int rows = N - n0 < chunk ? N - n0 : chunk;
+        const float *xc = x + (size_t)n0 * C;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, V, C, 1.0f, xc, C, wte, C, 0.0f,
+                    buf, Vp);
+#pragma omp parallel for
+        for (int r = 0; r < rows; r++) {
+            float *lg = buf + (size_t)r * Vp;
+            float mx = -INFINITY;
+            for (int v = 0; v < V; v++) mx = lg[v] > mx ? lg[v] : mx;
+            float sum = 0.0f;
+            for (int v = 0; v < V; v++) sum += expf(lg[v] - mx);
+            float lse = mx + logf(sum);
+            int tgt = targets[n0 + r];
+            losses[n0 + r] = lse - lg[tgt];
+            if (dx) {
+                for (int v = 0; v < V; v++) lg[v] = expf(lg[v] - lse) * dloss;
+                lg[tgt] -= dloss;
+            }
+        }
+        if (!dx) continue;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, V, 1.0f, buf, Vp, wte, C,
+                    0.0f, dx + (size_t)n0 * C, C);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, C, rows, 1.0f, buf, Vp, xc, C, 1.0f,
+                    dwte, C);
+    }
+}
+
+void cpu_head_logits(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
+                     int Vp)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, Vp, C, 1.0f, x, C, wte, C, 0.0f, logits,
+                Vp);
+}

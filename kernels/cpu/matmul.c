@@ -1,0 +1,49 @@
+/* kernels/cpu/matmul.c — linear layers through OpenBLAS.
+ *
+ * forward:  out(N,OC) = inp(N,IC) . w(OC,IC)^T + bias(OC)
+ * backward: dinp(N,IC) = dout(N,OC) . w(OC,IC)
+ *           dw(OC,IC) += dout^T . inp
+ *           dbias(OC) += sum_n dout       (column blocks, rows in order)
+ * OpenBLAS partitions sgemm by output tiles for a fixed thread count, so
+ * each output element is summed in one fixed order: repeatable bits. */
+#include <cblas.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+
+void cpu_matmul_forward(Backend *be, void *out_, const void *inp, const void *weight,
+                        const void *bias_, int N, int IC, int OC)
+{
+    float *out = out_;
+    const float *bias = bias_;
+    float beta = 0.0f;
+    if (bias) {
+#pragma omp parallel for
+        for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight, IC,
+                beta, out, OC);
+}
+
+void cpu_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias_, const void *dout_,
+                         const void *inp, const void *weight, int N, int IC, int OC)
+{
+    const float *dout = dout_;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC,
+                0.0f, dinp, IC);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f,
+                dweight, IC);
+    if (dbias_) {
+        float *db = dbias_;
+        int nblocks = (OC + CPU_COL_BLOCK - 1) / CPU_COL_BLOCK;
+#pragma omp parallel for
+        for (int cb = 0; cb < nblocks; cb++) {
+            int c0 = cb * CPU_COL_BLOCK, c1 = c0 + CPU_COL_BLOCK < OC ? c0 + CPU_COL_BLOCK : OC;
+            for (int n = 0; n < N; n++) {
+                const float *d = dout + (size_t)n * OC;
+                for (int c = c0; c < c1; c++) db[c] += d[c];
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/* model/arena.c — see arena.h. */
+#include "arena.h"
+
+#include <stdio.h>
+
+int arena_init(Arena *a, Backend *be, const char *name, size_t size, char *err, size_t err_len)
+{
+    a->name = name;
+    a->be = be;
+    a->size = size;
+    a->used = 0;
+    a->base = NULL;
+    if (size == 0) return 0;
+    a->base = be->ops->mem_alloc(be, size);
+    if (!a->base) {
+        size_t free_b = 0, total_b = 0;
+        if (be->ops->mem_info(be, &free_b, &total_b) == 0)
+            snprintf(err, err_len,
+                     "out of %s memory: arena '%s' asked for %zu bytes (%.1f MiB), %zu bytes "
+                     "(%.1f MiB) free; try --recompute 1 or a smaller --batch",
+                     be->name, name, size, size / 1048576.0, free_b, free_b / 1048576.0);
+        else
+            snprintf(err, err_len,
+                     "out of %s memory: arena '%s' asked for %zu bytes (%.1f MiB); try "
+                     "--recompute 1 or a smaller --batch",
+                     be->name, name, size, size / 1048576.0);
+        return -1;
+    }
+    return 0;
+}
+
+void *arena_take(Arena *a, size_t bytes)
+{
+    if (bytes > a->size - a->used) {
+        fprintf(stderr, "internal error: arena '%s' overflow (%zu + %zu > %zu): planner and model "
+                        "disagree\n", a->name, a->used, bytes, a->size);
+        return NULL;
+    }
+    void *p = a->base + a->used;
+    a->used += bytes;
+    return p;
+}
+
+void arena_free(Arena *a)
+{
+    if (a->base) a->be->ops->mem_free(a->be, a->base);
+    a->base = NULL;
+    a->size = a->used = 0;
+}

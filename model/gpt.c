@@ -1,0 +1,327 @@
+/* model/gpt.c — buffers and the schedule interpreter (see gpt.h). */
+#include "gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPS (g->be->ops)
+
+/* Element offset of layer l inside per-layer tensor i (tensors 2..13). */
+static void *layer_ptr(const GPT *g, void *const *base, int i, int l)
+{
+    size_t per_layer = g->param_sizes[i] / (size_t)g->cfg.num_layers;
+    return (char *)base[i] + (size_t)l * per_layer * g->be->par_bytes;
+}
+#define P(i, l) layer_ptr(g, g->param_t, (i), (l))
+#define G(i, l) layer_ptr(g, g->grad_t, (i), (l))
+
+enum { WTE, WPE, LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW,
+       FCPROJB, LNFW, LNFB };
+
+static int carve_tape(GPT *g, Arena *act_arena, Arena *f32_arena, BlockTape *tp)
+{
+    const TapeLayout *tl = &g->plan.tape;
+    size_t ab = (size_t)g->be->act_bytes;
+    char *a = arena_take(act_arena, tl->act_elems * ab);
+    float *f = arena_take(f32_arena, tl->f32_elems * sizeof(float));
+    if (!a || !f) return -1;
+    tp->ln1 = a + tl->ln1 * ab;
+    tp->qkv = a + tl->qkv * ab;
+    tp->atty = a + tl->atty * ab;
+    tp->res2 = a + tl->res2 * ab;
+    tp->ln2 = a + tl->ln2 * ab;
+    tp->fch = a + tl->fch * ab;
+    tp->fch_gelu = a + tl->fch_gelu * ab;
+    tp->ln1_mean = f + tl->ln1_mean;
+    tp->ln1_rstd = f + tl->ln1_rstd;
+    tp->lse = f + tl->lse;
+    tp->ln2_mean = f + tl->ln2_mean;
+    tp->ln2_rstd = f + tl->ln2_rstd;
+    return 0;
+}
+
+/* Carve the activation categories. Order inside an arena: residual slots,
+ * then tapes' act parts, then tapes' f32 parts, so the f32 stats (whose
+ * sizes are not multiples of the act buffers') come last. */
+static int carve_activations(GPT *g)
+{
+    const Schedule *s = &g->sched;
+    const MemoryPlan *p = &g->plan;
+    Arena *stored = &g->arenas[MEM_ACTIVATIONS], *work = &g->arenas[MEM_WORKSPACE];
+    g->res_slots = calloc((size_t)s->n_res_slots, sizeof(void *));
+    g->tapes = calloc((size_t)s->n_tape_slots, sizeof(BlockTape));
+    if (!g->res_slots || !g->tapes) return -1;
+    for (int i = 0; i < s->n_res_slots; i++) {
+        Arena *a = i < s->n_res_stored ? stored : work;
+        if (!(g->res_slots[i] = arena_take(a, p->residual_bytes))) return -1;
+    }
+    /* A tape's act and f32 parts come from the same arena; take all act
+     * parts first, then all f32 parts. */
+    const TapeLayout *tl = &p->tape;
+    size_t ab = (size_t)g->be->act_bytes;
+    for (int j = 0; j < s->n_tape_slots; j++) {
+        Arena *a = j < s->n_tape_stored ? stored : work;
+        char *base = arena_take(a, tl->act_elems * ab);
+        if (!base) return -1;
+        g->tapes[j].ln1 = base; /* placeholder: filled in carve_tape below */
+    }
+    for (int j = 0; j < s->n_tape_slots; j++) {
+        Arena *a = j < s->n_tape_stored ? stored : work;
+        float *f = arena_take(a, tl->f32_elems * sizeof(float));
+        if (!f) return -1;
+        char *base = g->tapes[j].ln1;
+        BlockTape *tp = &g->tapes[j];
+        tp->ln1 = base + tl->ln1 * ab;
+        tp->qkv = base + tl->qkv * ab;
+        tp->atty = base + tl->atty * ab;
+        tp->res2 = base + tl->res2 * ab;
+        tp->ln2 = base + tl->ln2 * ab;
+        tp->fch = base + tl->fch * ab;
+        tp->fch_gelu = base + tl->fch_gelu * ab;
+        tp->ln1_mean = f + tl->ln1_mean;
+        tp->ln1_rstd = f + tl->ln1_rstd;
+        tp->lse = f + tl->lse;
+        tp->ln2_mean = f + tl->ln2_mean;
+        tp->ln2_rstd = f + tl->ln2_rstd;
+    }
+    (void)carve_tape;
+    return 0;
+}
+
+static int carve_scratch(GPT *g)
+{
+    size_t N = (size_t)g->B * g->T, C = (size_t)g->cfg.channels, ab = (size_t)g->be->act_bytes;
+    Arena *s = &g->arenas[MEM_SCRATCH];
+    g->final_res = arena_take(s, N * C * ab);
+    g->lnf = arena_take(s, N * C * ab);
+    g->dres = arena_take(s, N * C * ab);
+    g->dsmall = arena_take(s, N * C * ab);
+    g->dbig = arena_take(s, 4 * N * C * ab);
+    g->lnf_mean = arena_take(s, N * sizeof(float));
+    g->lnf_rstd = arena_take(s, N * sizeof(float));
+    g->losses = arena_take(s, N * sizeof(float));
+    g->tokens = arena_take(s, N * sizeof(int));
+    g->targets = arena_take(s, N * sizeof(int));
+    g->chunk_buf = arena_take(&g->arenas[MEM_HEAD], g->arenas[MEM_HEAD].size);
+    return g->final_res && g->lnf && g->dres && g->dsmall && g->dbig && g->lnf_mean &&
+                   g->lnf_rstd && g->losses && g->tokens && g->targets && g->chunk_buf
+               ? 0
+               : -1;
+}
+
+int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
+             int loss_chunk, char *err, size_t err_len)
+{
+    memset(g, 0, sizeof *g);
+    g->cfg = *cfg;
+    g->be = be;
+    g->B = B;
+    g->T = T;
+    if (config_validate(cfg, err, err_len) != 0) return -1;
+    if (T > cfg->max_seq_len) {
+        snprintf(err, err_len, "--seq-len %d exceeds the model's maximum sequence length %d", T,
+                 cfg->max_seq_len);
+        return -1;
+    }
+    if (schedule_build(&g->sched, recompute, cfg->num_layers, err, err_len) != 0) return -1;
+    if (schedule_validate(&g->sched, err, err_len) != 0) return -1;
+    PlanInput in = {.cfg = *cfg, .B = B, .T = T,
+                    .dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32,
+                    .loss_chunk = loss_chunk};
+    planner_plan(&in, &g->sched, &g->plan);
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+        if (arena_init(&g->arenas[c], be, planner_category_name(c), g->plan.bytes[c], err,
+                       err_len) != 0) {
+            gpt_free(g);
+            return -1;
+        }
+
+    config_param_sizes(cfg, g->param_sizes);
+    size_t np = g->plan.num_params;
+    g->params = arena_take(&g->arenas[MEM_PARAMS], np * be->par_bytes);
+    g->grads = arena_take(&g->arenas[MEM_GRADS], np * be->par_bytes);
+    if (g->plan.master_bytes) g->master = arena_take(&g->arenas[MEM_OPTIMIZER], np * 4);
+    g->m = arena_take(&g->arenas[MEM_OPTIMIZER], np * 4);
+    g->v = arena_take(&g->arenas[MEM_OPTIMIZER], np * 4);
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        g->param_t[i] = (char *)g->params + off * be->par_bytes;
+        g->grad_t[i] = (char *)g->grads + off * be->par_bytes;
+        off += g->param_sizes[i];
+    }
+    g->host_losses = malloc((size_t)B * T * sizeof(float));
+    if (!g->params || !g->grads || !g->m || !g->v || !g->host_losses || carve_activations(g) != 0 ||
+        carve_scratch(g) != 0) {
+        snprintf(err, err_len, "internal error: buffers do not match the memory plan");
+        gpt_free(g);
+        return -1;
+    }
+    be->ops->mem_zero(be, g->m, np * 4);
+    be->ops->mem_zero(be, g->v, np * 4);
+    be->ops->mem_zero(be, g->grads, np * be->par_bytes);
+    return 0;
+}
+
+void gpt_free(GPT *g)
+{
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++) arena_free(&g->arenas[c]);
+    schedule_free(&g->sched);
+    free(g->res_slots);
+    free(g->tapes);
+    free(g->host_losses);
+    g->res_slots = NULL;
+    g->tapes = NULL;
+    g->host_losses = NULL;
+}
+
+void gpt_set_params(GPT *g, const float *host)
+{
+    OPS->params_upload(g->be, g->params, g->master, host, g->plan.num_params);
+}
+
+void gpt_get_params(GPT *g, float *host)
+{
+    OPS->params_download(g->be, host, g->params, g->master, g->plan.num_params);
+}
+
+void gpt_get_grads(GPT *g, float *host)
+{
+    OPS->params_download(g->be, host, g->grads, NULL, g->plan.num_params);
+}
+
+void gpt_zero_grads(GPT *g) { OPS->mem_zero(g->be, g->grads, g->plan.num_params * g->be->par_bytes); }
+
+/* ---- one block ---- */
+
+/* FORWARD(l): x (N,C) -> tape; when out != NULL also out = x_{l+1}. */
+static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out)
+{
+    int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
+    OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
+    OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
+    OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
+    OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
+    OPS->residual_forward(g->be, tp->res2, tp->res2, x, (size_t)N * C);
+    OPS->layernorm_forward(g->be, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, P(LN2W, l), P(LN2B, l), N, C);
+    OPS->matmul_forward(g->be, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
+    OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
+    if (!out) return; /* a re-forward: backward never reads the block output */
+    OPS->matmul_forward(g->be, out, tp->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), N, 4 * C, C);
+    OPS->residual_forward(g->be, out, out, tp->res2, (size_t)N * C);
+}
+
+/* BACKWARD(l): dres holds dL/dx_{l+1} on entry and dL/dx_l on exit.
+ * dbig (N,4C) carries d(gelu), d(fch) in place, then d(qkv) (N,3C);
+ * dsmall (N,C) carries d(ln2), d(atty), d(ln1) in turn. */
+static void block_backward(GPT *g, int l, const void *x, const BlockTape *tp)
+{
+    int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
+    void *dres = g->dres, *dsmall = g->dsmall, *dbig = g->dbig;
+    OPS->matmul_backward(g->be, dbig, G(FCPROJW, l), G(FCPROJB, l), dres, tp->fch_gelu, P(FCPROJW, l), N, 4 * C, C);
+    OPS->gelu_backward(g->be, dbig, tp->fch, dbig, (size_t)N * 4 * C);
+    OPS->matmul_backward(g->be, dsmall, G(FCW, l), G(FCB, l), dbig, tp->ln2, P(FCW, l), N, C, 4 * C);
+    OPS->layernorm_backward(g->be, dres, G(LN2W, l), G(LN2B, l), dsmall, tp->res2, P(LN2W, l), tp->ln2_mean, tp->ln2_rstd, N, C);
+    OPS->matmul_backward(g->be, dsmall, G(ATTPROJW, l), G(ATTPROJB, l), dres, tp->atty, P(ATTPROJW, l), N, C, C);
+    OPS->attention_backward(g->be, dbig, dsmall, tp->qkv, tp->atty, tp->lse, B, T, C, NH);
+    OPS->matmul_backward(g->be, dsmall, G(QKVW, l), G(QKVB, l), dbig, tp->ln1, P(QKVW, l), N, C, 3 * C);
+    OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
+}
+
+/* Run schedule steps [k0, k1). */
+static void run_steps(GPT *g, int k0, int k1)
+{
+    for (int k = k0; k < k1; k++) {
+        const ScheduleStep *st = &g->sched.steps[k];
+        const void *x = g->res_slots[st->in_slot];
+        BlockTape *tp = &g->tapes[st->tape_slot];
+        if (st->kind == STEP_FORWARD) {
+            void *out = st->out_slot == SLOT_FINAL ? g->final_res
+                        : st->out_slot == SLOT_NONE ? NULL
+                                                    : g->res_slots[st->out_slot];
+            block_forward(g, st->block, x, tp, out);
+        } else {
+            block_backward(g, st->block, x, tp);
+        }
+    }
+}
+
+/* Embedding, the forward part of the schedule, and the final LayerNorm. */
+static void forward_to_lnf(GPT *g, const int *inputs)
+{
+    int N = g->B * g->T, C = g->cfg.channels;
+    OPS->mem_upload(g->be, g->tokens, inputs, (size_t)N * sizeof(int));
+    OPS->encoder_forward(g->be, g->res_slots[g->sched.embed_slot], g->tokens, g->param_t[WTE],
+                         g->param_t[WPE], g->B, g->T, C);
+    run_steps(g, 0, g->sched.n_forward);
+    OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
+                           g->param_t[LNFW], g->param_t[LNFB], N, C);
+}
+
+static double mean_loss(GPT *g)
+{
+    int N = g->B * g->T;
+    OPS->mem_download(g->be, g->host_losses, g->losses, (size_t)N * sizeof(float));
+    double s = 0.0;
+    for (int n = 0; n < N; n++) s += g->host_losses[n];
+    return s / N;
+}
+
+double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float dloss)
+{
+    int N = g->B * g->T, C = g->cfg.channels;
+    forward_to_lnf(g, inputs);
+    OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
+    /* Head forward and backward in one chunked pass: dsmall = dL/d(lnf out). */
+    OPS->head_forward_backward(g->be, g->losses, g->dsmall, g->grad_t[WTE], g->lnf,
+                               g->param_t[WTE], g->targets, g->chunk_buf, N, C,
+                               g->cfg.vocab_size, g->cfg.padded_vocab, g->plan.loss_chunk, dloss);
+    OPS->mem_zero(g->be, g->dres, (size_t)N * C * g->be->act_bytes);
+    OPS->layernorm_backward(g->be, g->dres, g->grad_t[LNFW], g->grad_t[LNFB], g->dsmall,
+                            g->final_res, g->param_t[LNFW], g->lnf_mean, g->lnf_rstd, N, C);
+    run_steps(g, g->sched.n_forward, g->sched.n_steps);
+    OPS->encoder_backward(g->be, g->grad_t[WTE], g->grad_t[WPE], g->dres, g->tokens, g->B, g->T, C);
+    return mean_loss(g);
+}
+
+double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+{
+    int N = g->B * g->T, C = g->cfg.channels;
+    forward_to_lnf(g, inputs);
+    OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
+    OPS->head_forward_backward(g->be, g->losses, NULL, NULL, g->lnf, g->param_t[WTE], g->targets,
+                               g->chunk_buf, N, C, g->cfg.vocab_size, g->cfg.padded_vocab,
+                               g->plan.loss_chunk, 0.0f);
+    return mean_loss(g);
+}
+
+void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits)
+{
+    int C = g->cfg.channels, Vp = g->cfg.padded_vocab;
+    forward_to_lnf(g, inputs);
+    /* chunk_buf holds at least one row of Vp floats. */
+    const char *row = (const char *)g->lnf + (size_t)pos * C * g->be->act_bytes;
+    OPS->head_logits(g->be, g->chunk_buf, row, g->param_t[WTE], 1, C, Vp);
+    OPS->mem_download(g->be, logits, g->chunk_buf, (size_t)Vp * sizeof(float));
+}
+
+double gpt_grad_norm(GPT *g)
+{
+    return sqrt(OPS->grad_norm_sq(g->be, g->grads, g->plan.num_params));
+}
+
+void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
+{
+    float scale = 1.0f;
+    if (opt->grad_clip > 0.0f && norm > opt->grad_clip) scale = (float)(opt->grad_clip / norm);
+    g->adam_t++;
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        int decays = i == WTE || i == WPE || i == QKVW || i == ATTPROJW || i == FCW || i == FCPROJW;
+        OPS->adamw_update(g->be, g->param_t[i], g->master ? g->master + off : NULL, g->grad_t[i],
+                          g->m + off, g->v + off, g->param_sizes[i], lr, opt->beta1, opt->beta2,
+                          opt->eps, decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
+        off += g->param_sizes[i];
+    }
+}

@@ -1,0 +1,96 @@
+/* model/gpt.h — the GPT-2 model: buffers, the training step, evaluation.
+ *
+ * Owns: GPT (parameters, gradients, optimizer state and activation buffers,
+ * all carved from planner-sized arenas) and the interpreter that runs a
+ * recompute schedule (model/schedule.h) through a backend's op table. The
+ * order of ops is written once here for every backend; the policy of what
+ * is stored is the schedule's.
+ *
+ * Architecture (llm.c's GPT-2): x0 = wte[tok] + wpe[pos]; per block
+ *   r = x + attproj(attn(ln1(x)));  x' = r + fcproj(gelu(fc(ln2(r))));
+ * then logits = lnf(x_L) . wte^T over the padded vocab (tied head). */
+#ifndef MODEL_GPT_H
+#define MODEL_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "config.h"
+#include "kernels/ops.h"
+#include "planner.h"
+#include "schedule.h"
+
+/* Pointers into one block tape (layout: planner.h's TapeLayout). */
+typedef struct {
+    void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;   /* act */
+    float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd; /* f32 */
+} BlockTape;
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    float grad_clip; /* 0 = off */
+} AdamWConfig;
+
+typedef struct {
+    GPTConfig cfg;
+    Backend *be;
+    int B, T;
+    Schedule sched;
+    MemoryPlan plan;
+    Arena arenas[MEM_NUM_CATEGORIES];
+    size_t param_sizes[NUM_PARAM_TENSORS]; /* elements */
+    void *params, *grads;                  /* par dtype, num_params each */
+    void *param_t[NUM_PARAM_TENSORS], *grad_t[NUM_PARAM_TENSORS];
+    float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
+    void **res_slots;                      /* n_res_slots residual buffers (N,C) */
+    BlockTape *tapes;                      /* n_tape_slots */
+    void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
+    float *lnf_mean, *lnf_rstd, *losses;          /* scratch f32 (N) */
+    int *tokens, *targets;                        /* backend int32 (N) */
+    float *chunk_buf;                             /* head (chunk,Vp) */
+    float *host_losses;                           /* N, host */
+    int adam_t;                                   /* AdamW steps taken */
+} GPT;
+
+/* Build the schedule for `recompute`, plan, and carve every buffer.
+ * loss_chunk 0 lets the planner choose. Returns 0, or -1 with a message. */
+int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
+             int loss_chunk, char *err, size_t err_len);
+void gpt_free(GPT *g);
+
+/* Parameters as fp32 on the host, llm.c order, config_num_params() floats. */
+void gpt_set_params(GPT *g, const float *host);
+void gpt_get_params(GPT *g, float *host);
+void gpt_get_grads(GPT *g, float *host); /* grads as fp32 */
+
+/* GPT-2 initialisation into a host array: N(0, 0.02); the residual output
+ * projections (attprojw, fcprojw) N(0, 0.02/sqrt(2L)); LayerNorm weights 1,
+ * biases 0; padded vocab rows 0. Deterministic in seed. */
+void gpt_init_weights(const GPTConfig *cfg, uint64_t seed, float *host);
+
+void gpt_zero_grads(GPT *g);
+
+/* One forward + backward over a micro-batch of B*T inputs and targets
+ * (host int32). Gradients accumulate into g->grads, scaled by dloss per
+ * token (1/(B*T*grad_accum)). Returns the micro-batch's mean loss. */
+double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float dloss);
+
+/* Forward only: mean loss of a micro-batch (validation). */
+double gpt_eval_loss(GPT *g, const int *inputs, const int *targets);
+
+/* Logits (padded vocab, fp32, host) at position pos of batch row 0 after a
+ * forward over inputs (B*T, host int32). For sampling. */
+void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
+
+/* Global gradient norm (before clipping). */
+double gpt_grad_norm(GPT *g);
+
+/* AdamW step on every tensor. `norm` is gpt_grad_norm()'s value: when
+ * grad_clip > 0 and norm > grad_clip, gradients are scaled by
+ * grad_clip/norm. Weight decay applies to the 2-D tensors (embeddings and
+ * matmul weights), not to LayerNorm parameters or biases, as llm.c's GPU
+ * trainer and nanoGPT do. */
+void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm);
+
+#endif
