@@ -16,7 +16,7 @@ BUILD   := build
 LIB_SRC := $(wildcard model/*.c kernels/*.c kernels/cpu/*.c data/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CU_SRC  := $(wildcard kernels/cuda/*.cu)
-TEST_SRC := $(wildcard tests/test_*.c)
+TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 PROGRAMS := train_gpt $(if $(wildcard tokenize.c),tokenize)
 
