@@ -49,7 +49,7 @@ $(BUILD)/%.o: %.cu
 $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-train_gpt: $(BUILD)/train_gpt.o $(BUILD)/libtrain_gpt.a
+train_gpt: $(BUILD)/train_gpt.o $(BUILD)/train_options.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a

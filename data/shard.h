@@ -6,10 +6,13 @@
  * the rest zero), then n uint16 tokens. File size is exactly 1024 + 2n.
  *
  * Order (shuffle off, llm.c's): step s of rank r reads B*T+1 tokens at token
- * offset (s*nranks + r)*B*T within the current shard; when that window would
- * overrun the shard, the loader moves to the next shard (wrapping to the
- * first) and restarts at offset r*B*T. With shuffle on, the shard order and
- * the order of windows inside each shard are permuted by a seeded RNG. */
+ * offset (s*nranks + r)*B*T within the current shard. A shard of n tokens
+ * has floor((n-1) / (nranks*B*T)) such steps: the loader moves to the next
+ * shard (wrapping to the first) when the windows of all ranks for the next
+ * step would not fit, so ranks always change shards together. With shuffle
+ * on, the shard order and the order of steps inside each shard are permuted
+ * by an RNG seeded from (seed, epoch); every rank draws the same
+ * permutation, so the rank windows stay disjoint. */
 #ifndef DATA_SHARD_H
 #define DATA_SHARD_H
 
@@ -45,10 +48,11 @@ typedef struct {
     long *window_order;  /* permutation of windows (shuffle) or identity */
     long num_windows;    /* windows of the current shard for this rank */
     uint64_t epoch;      /* times all shards were consumed */
-    /* the current shard, read whole */
-    int loaded;          /* shard index loaded, -1 none */
-    uint16_t *tokens;
-    size_t tokens_cap;
+    /* the current shard: an open descriptor; each window is read with
+     * pread, so memory use does not grow with shard size */
+    int loaded;          /* shard index open, -1 none */
+    int fd;
+    uint16_t *window;    /* B*T+1 tokens */
 } Loader;
 
 /* Expand a glob, validate every shard (header, size, at least

@@ -39,7 +39,7 @@ Backend *backend_open(const char *device, const char *dtype, int threads, char *
         return NULL;
     }
 #endif
-    if (strcmp(dtype, "fp32") != 0) {
+    if (strcmp(dtype, "fp32") != 0 && strcmp(dtype, "auto") != 0) {
         snprintf(err, err_len, "--dtype %s: the cpu backend computes in fp32 only", dtype);
         return NULL;
     }

@@ -1,0 +1,78 @@
+/* model/init.c — GPT-2's initialisation (gpt_init_weights, see gpt.h).
+ *
+ * Normals come from splitmix64 feeding Box-Muller: simple, fast and fully
+ * determined by the seed, which is all a reproducible init needs. */
+#include <math.h>
+#include <string.h>
+
+#include "gpt.h"
+
+typedef struct {
+    uint64_t state;
+    int has_spare;
+    double spare;
+} NormalRng;
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(NormalRng *r) /* in (0, 1] */
+{
+    return ((splitmix64(&r->state) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+static double normal(NormalRng *r)
+{
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return r->spare;
+    }
+    double u = uniform01(r), v = uniform01(r);
+    double rad = sqrt(-2.0 * log(u)), th = 2.0 * M_PI * v;
+    r->spare = rad * sin(th);
+    r->has_spare = 1;
+    return rad * cos(th);
+}
+
+static void fill_normal(NormalRng *r, float *p, size_t n, double std)
+{
+    for (size_t i = 0; i < n; i++) p[i] = (float)(normal(r) * std);
+}
+
+static void fill_const(float *p, size_t n, float value)
+{
+    for (size_t i = 0; i < n; i++) p[i] = value;
+}
+
+void gpt_init_weights(const GPTConfig *cfg, uint64_t seed, float *host)
+{
+    size_t sz[NUM_PARAM_TENSORS];
+    config_param_sizes(cfg, sz);
+    NormalRng rng = {.state = seed};
+    double std = 0.02, proj_std = 0.02 / sqrt(2.0 * cfg->num_layers);
+    float *p = host;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        switch (i) {
+        case 2: case 8: case 14: /* LayerNorm weights */
+            fill_const(p, sz[i], 1.0f);
+            break;
+        case 3: case 5: case 7: case 9: case 11: case 13: case 15: /* biases */
+            fill_const(p, sz[i], 0.0f);
+            break;
+        case 6: case 12: /* residual output projections */
+            fill_normal(&rng, p, sz[i], proj_std);
+            break;
+        default: /* wte, wpe, qkvw, fcw */
+            fill_normal(&rng, p, sz[i], std);
+        }
+        if (i == 0) /* padded vocab rows stay zero */
+            memset(p + (size_t)cfg->vocab_size * cfg->channels, 0,
+                   sizeof(float) * (size_t)(cfg->padded_vocab - cfg->vocab_size) * cfg->channels);
+        p += sz[i];
+    }
+}

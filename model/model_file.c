@@ -1,0 +1,160 @@
+/* model/model_file.c — see model_file.h. */
+#include "model_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Open path for reading, refusing anything but a regular file. */
+static FILE *open_regular(const char *path, off_t *size, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, err_len, "%s: not a regular file", path);
+        fclose(f);
+        return NULL;
+    }
+    *size = st.st_size;
+    return f;
+}
+
+static int read_header(FILE *f, const char *path, off_t size, GPTConfig *cfg, int *version,
+                       char *err, size_t err_len)
+{
+    int32_t h[256];
+    if (size < (off_t)sizeof h || fread(h, sizeof h, 1, f) != 1) {
+        snprintf(err, err_len, "%s: truncated header (%lld bytes; a model file starts with a "
+                 "1024-byte header)", path, (long long)size);
+        return -1;
+    }
+    if (h[0] != MODEL_FILE_MAGIC) {
+        snprintf(err, err_len, "%s: bad magic %d (expected %d: not an llm.c model file)", path,
+                 h[0], MODEL_FILE_MAGIC);
+        return -1;
+    }
+    if (h[1] != MODEL_FILE_FP32 && h[1] != MODEL_FILE_BF16) {
+        snprintf(err, err_len, "%s: unsupported version %d (accepted: 3 = fp32, 5 = bf16)", path,
+                 h[1]);
+        return -1;
+    }
+    cfg->max_seq_len = h[2];
+    cfg->vocab_size = h[3];
+    cfg->num_layers = h[4];
+    cfg->num_heads = h[5];
+    cfg->channels = h[6];
+    cfg->padded_vocab = h[7];
+    char why[160];
+    if (config_validate(cfg, why, sizeof why) != 0) {
+        snprintf(err, err_len, "%s: bad header: %s", path, why);
+        return -1;
+    }
+    size_t esize = h[1] == MODEL_FILE_FP32 ? 4 : 2;
+    size_t want = 1024 + config_num_params(cfg) * esize;
+    if ((size_t)size != want) {
+        snprintf(err, err_len, "%s: size %lld bytes, but the header implies %zu (%s)", path,
+                 (long long)size, want, (size_t)size < want ? "truncated" : "trailing bytes");
+        return -1;
+    }
+    *version = h[1];
+    return 0;
+}
+
+int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char *err,
+                           size_t err_len)
+{
+    off_t size;
+    FILE *f = open_regular(path, &size, err, err_len);
+    if (!f) return -1;
+    int rc = read_header(f, path, size, cfg, version, err, err_len);
+    fclose(f);
+    return rc;
+}
+
+int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len)
+{
+    off_t size;
+    int version;
+    *params = NULL;
+    FILE *f = open_regular(path, &size, err, err_len);
+    if (!f) return -1;
+    if (read_header(f, path, size, cfg, &version, err, err_len) != 0) {
+        fclose(f);
+        return -1;
+    }
+    size_t n = config_num_params(cfg);
+    float *p = malloc(n * sizeof(float));
+    if (!p) {
+        snprintf(err, err_len, "%s: out of host memory for %zu parameters", path, n);
+        fclose(f);
+        return -1;
+    }
+    int ok;
+    if (version == MODEL_FILE_FP32) {
+        ok = fread(p, sizeof(float), n, f) == n;
+    } else {
+        /* bf16 is the top half of an fp32: widen in place from the back. */
+        uint16_t *h = (uint16_t *)p;
+        ok = fread(h, sizeof(uint16_t), n, f) == n;
+        for (size_t i = n; ok && i-- > 0;) {
+            uint32_t bits = (uint32_t)h[i] << 16;
+            memcpy(&p[i], &bits, sizeof bits);
+        }
+    }
+    fclose(f);
+    if (!ok) {
+        snprintf(err, err_len, "%s: read failed (file changed while reading?)", path);
+        free(p);
+        return -1;
+    }
+    *params = p;
+    return 0;
+}
+
+int model_file_save(const char *path, const GPTConfig *cfg, const float *params, char *err,
+                    size_t err_len)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        snprintf(err, err_len, "%s: path too long", path);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, err_len, "%s: cannot create: %s", tmp, strerror(errno));
+        return -1;
+    }
+    int32_t h[256] = {0};
+    h[0] = MODEL_FILE_MAGIC;
+    h[1] = MODEL_FILE_FP32;
+    h[2] = cfg->max_seq_len;
+    h[3] = cfg->vocab_size;
+    h[4] = cfg->num_layers;
+    h[5] = cfg->num_heads;
+    h[6] = cfg->channels;
+    h[7] = cfg->padded_vocab;
+    size_t n = config_num_params(cfg);
+    int bad = fwrite(h, sizeof h, 1, f) != 1 || fwrite(params, sizeof(float), n, f) != n ||
+              fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int e = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad || rename(tmp, path) != 0) {
+        if (!bad) e = errno;
+        snprintf(err, err_len, "%s: write failed: %s", path, strerror(e));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,113 @@
+/* tests/test_planner.c — the memory planner's figures, checked by hand and
+ * against the arenas the model really carves. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "model/gpt.h"
+#include "model/planner.h"
+#include "test_util.h"
+
+static PlanInput xl_input(int B)
+{
+    PlanInput in = {.B = B, .T = 1024, .dtype = DTYPE_FP32};
+    config_preset(&in.cfg, "d48");
+    in.cfg.vocab_size = 50257;
+    in.cfg.padded_vocab = 50304;
+    in.cfg.max_seq_len = 1024;
+    return in;
+}
+
+Test(planner, recompute1_stores_exactly_block_inputs)
+{
+    for (int L = 1; L <= 48; L += 47) {
+        PlanInput in = xl_input(2);
+        in.cfg.num_layers = L;
+        MemoryPlan p;
+        char err[128];
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0, "%s", err);
+        size_t want = (size_t)L * 2 * 1024 * 1600 * 4;
+        cr_expect_eq(p.bytes[MEM_ACTIVATIONS], want, "L=%d: stored %zu, want L*B*T*C*4 = %zu", L,
+                     p.bytes[MEM_ACTIVATIONS], want);
+        /* the workspace is one block tape: 15 C act values and 4 + NH fp32
+         * statistics per token */
+        size_t tape = (size_t)2 * 1024 * (15 * 1600 * 4 + (4 + 25) * 4);
+        cr_expect_eq(p.bytes[MEM_WORKSPACE], tape);
+    }
+}
+
+Test(planner, recompute0_to_1_ratio_at_48_layers)
+{
+    PlanInput in = xl_input(1);
+    MemoryPlan p0, p1;
+    char err[128];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p0, err, sizeof err), 0);
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p1, err, sizeof err), 0);
+    double ratio = (double)p0.bytes[MEM_ACTIVATIONS] / (double)p1.bytes[MEM_ACTIVATIONS];
+    printf("planner: L=48 C=1600 T=1024 B=1: stored activations %zu (recompute 0) / %zu "
+           "(recompute 1) = %.2fx\n", p0.bytes[MEM_ACTIVATIONS], p1.bytes[MEM_ACTIVATIONS], ratio);
+    cr_expect_gt(ratio, 10.0, "ratio %.2f", ratio);
+    cr_expect_eq(p0.bytes[MEM_WORKSPACE], 0);
+}
+
+Test(planner, hand_computed_tiny_fp32)
+{
+    PlanInput in = {.cfg = tu_tiny_config(), .B = 2, .T = 8, .dtype = DTYPE_FP32, .loss_chunk = 5};
+    MemoryPlan p;
+    char err[128];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p, err, sizeof err), 0);
+    /* params: wte 128*32 + wpe 8*32 + 2 layers * (12*32*32 + 13*32) + 2*32 */
+    size_t np = 4096 + 256 + 2 * (12288 + 416) + 64;
+    cr_expect_eq(p.num_params, np);
+    cr_expect_eq(p.bytes[MEM_PARAMS], np * 4);
+    cr_expect_eq(p.bytes[MEM_GRADS], np * 4);
+    cr_expect_eq(p.bytes[MEM_OPTIMIZER], np * 8);
+    size_t N = 16, C = 32, tape = N * 15 * C * 4 + N * (4 + 4) * 4;
+    cr_expect_eq(p.bytes[MEM_ACTIVATIONS], 2 * (N * C * 4) + 2 * tape);
+    cr_expect_eq(p.bytes[MEM_SCRATCH], 8 * N * C * 4 + 3 * N * 4 + 2 * N * 4);
+    cr_expect_eq(p.bytes[MEM_HEAD], 5 * 128 * 4, "head = chunk * Vp * 4");
+}
+
+Test(planner, bf16_halves_activations_and_adds_master)
+{
+    PlanInput in = xl_input(1);
+    MemoryPlan f, b;
+    char err[128];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &f, err, sizeof err), 0);
+    in.dtype = DTYPE_BF16;
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &b, err, sizeof err), 0);
+    cr_expect_eq(b.bytes[MEM_ACTIVATIONS] * 2, f.bytes[MEM_ACTIVATIONS]);
+    cr_expect_eq(b.bytes[MEM_PARAMS] * 2, f.bytes[MEM_PARAMS]);
+    cr_expect_eq(b.bytes[MEM_OPTIMIZER], f.bytes[MEM_OPTIMIZER] + f.num_params * 4);
+}
+
+Test(planner, head_never_holds_full_logits)
+{
+    PlanInput in = xl_input(8);
+    MemoryPlan p;
+    char err[128];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
+    cr_expect_lt(p.bytes[MEM_HEAD], (size_t)8 * 1024 * 50304 * 4);
+    cr_expect_eq(p.bytes[MEM_HEAD], (size_t)p.loss_chunk * 50304 * 4);
+}
+
+/* The arenas reserve exactly the planner's bytes and the model carves
+ * every byte of them: high-water == planner, per category. */
+Test(planner, arenas_allocate_exactly_the_plan)
+{
+    for (int mode = 0; mode <= 1; mode++) {
+        GPTConfig cfg = tu_tiny_config();
+        cfg.num_layers = 3;
+        Backend *be = tu_cpu();
+        GPT g;
+        char err[256];
+        cr_assert_eq(gpt_init(&g, &cfg, be, 2, 8, mode, 0, err, sizeof err), 0, "%s", err);
+        for (int c = 0; c < MEM_NUM_CATEGORIES; c++) {
+            cr_expect_eq(g.arenas[c].size, g.plan.bytes[c], "mode %d %s", mode,
+                         planner_category_name(c));
+            cr_expect_eq(g.arenas[c].used, g.plan.bytes[c], "mode %d %s: carved %zu of %zu", mode,
+                         planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
+        }
+        gpt_free(&g);
+        backend_close(be);
+    }
+}

@@ -1,0 +1,35 @@
+/* tests/test_util.h — shared helpers for the Criterion tests: a tiny model
+ * on the cpu backend, random parameters and tokens, temp folders. */
+#ifndef TESTS_TEST_UTIL_H
+#define TESTS_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/backend.h"
+#include "model/gpt.h"
+
+/* L=2, C=32, NH=4, maxT=8, V=64 (padded 128) unless changed after. */
+GPTConfig tu_tiny_config(void);
+
+/* Uniform tokens in [0, V), deterministic in seed. */
+void tu_random_tokens(int *tok, size_t n, int V, uint64_t seed);
+
+/* Parameters with std 0.1 noise everywhere (LayerNorm weights 1 + noise),
+ * padded vocab rows zero: gradients are not vanishingly small. Caller frees. */
+float *tu_random_params(const GPTConfig *cfg, uint64_t seed);
+
+/* A cpu backend with 2 threads; asserts on failure. */
+Backend *tu_cpu(void);
+
+/* mkdtemp under /tmp; returns a static-lifetime string the caller frees. */
+char *tu_tempdir(void);
+
+/* Run a shell command, return its exit status (or -1). Output to files
+ * given in the command. */
+int tu_run(const char *cmd);
+
+/* Read a whole file into a malloc'd NUL-terminated buffer (NULL if absent). */
+char *tu_read_file(const char *path, size_t *len);
+
+#endif

@@ -1,0 +1,287 @@
+/* train_gpt.c — the command-line trainer: set-up, the training loop, the
+ * memory report. Flags live in train_options.c; the model, its recompute
+ * schedule and the memory planner in model/; the ops in kernels/. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "data/shard.h"
+#include "kernels/backend.h"
+#include "model/gpt.h"
+#include "model/lr_schedule.h"
+#include "model/model_file.h"
+#include "train_options.h"
+
+typedef struct {
+    TrainOptions opt;
+    Backend *be;
+    GPTConfig cfg;
+    GPT model;
+    Loader train, val;
+    int have_val;
+    FILE *log;
+    int *inputs, *targets; /* host, B*T */
+    size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
+    int have_mem_info;
+} Trainer;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int fail(const char *msg)
+{
+    fprintf(stderr, "error: %s\n", msg);
+    return 1;
+}
+
+/* The model's shape: from --init-from's header, else from the flags. */
+static int resolve_config(Trainer *tr, char *err, size_t len)
+{
+    const TrainOptions *o = &tr->opt;
+    if (o->init_from) {
+        int version;
+        return model_file_read_header(o->init_from, &tr->cfg, &version, err, len);
+    }
+    tr->cfg.num_layers = o->layers;
+    tr->cfg.channels = o->channels;
+    tr->cfg.num_heads = o->heads;
+    tr->cfg.vocab_size = o->vocab;
+    tr->cfg.padded_vocab = config_pad_vocab(o->vocab);
+    tr->cfg.max_seq_len = o->max_seq_len ? o->max_seq_len : o->seq_len;
+    return config_validate(&tr->cfg, err, len);
+}
+
+static int open_data(Trainer *tr, char *err, size_t len)
+{
+    const TrainOptions *o = &tr->opt;
+    if (loader_open(&tr->train, o->train_data, o->batch, o->seq_len, 0, 1, tr->cfg.vocab_size,
+                    o->shuffle, o->seed, err, len) != 0) {
+        if (!o->train_data_given)
+            snprintf(err + strlen(err), len - strlen(err),
+                     " (the default dataset: run `make data`, or pass --train-data)");
+        return -1;
+    }
+    int rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, 0, 1, tr->cfg.vocab_size, 0,
+                         o->seed, err, len);
+    if (rc != 0 && o->val_data_given) return -1;
+    if (rc != 0) fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
+    tr->have_val = rc == 0;
+    return 0;
+}
+
+static int load_params(Trainer *tr, char *err, size_t len)
+{
+    float *host = NULL;
+    if (tr->opt.init_from) {
+        GPTConfig cfg;
+        if (model_file_load(tr->opt.init_from, &cfg, &host, err, len) != 0) return -1;
+    } else {
+        host = malloc(config_num_params(&tr->cfg) * sizeof(float));
+        if (!host) {
+            snprintf(err, len, "out of host memory for the initial parameters");
+            return -1;
+        }
+        gpt_init_weights(&tr->cfg, tr->opt.seed, host);
+    }
+    gpt_set_params(&tr->model, host);
+    free(host);
+    return 0;
+}
+
+static void log_json(Trainer *tr, cJSON *obj)
+{
+    if (tr->log) {
+        char *s = cJSON_PrintUnformatted(obj);
+        fprintf(tr->log, "%s\n", s);
+        fflush(tr->log);
+        cJSON_free(s);
+    }
+    cJSON_Delete(obj);
+}
+
+static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
+{
+    loader_reset(&tr->val);
+    double sum = 0.0;
+    for (int i = 0; i < tr->opt.val_batches; i++) {
+        if (loader_next(&tr->val, tr->inputs, tr->targets, err, len) != 0) return -1;
+        sum += gpt_eval_loss(&tr->model, tr->inputs, tr->targets);
+    }
+    *loss = sum / tr->opt.val_batches;
+    return 0;
+}
+
+static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
+{
+    size_t n = tr->model.plan.num_params;
+    float *g = malloc(n * sizeof(float));
+    FILE *f = g ? fopen(tr->opt.dump_grads, "wb") : NULL;
+    float l = (float)loss;
+    int ok = f != NULL;
+    if (ok) {
+        gpt_get_grads(&tr->model, g);
+        ok = fwrite(&l, sizeof l, 1, f) == 1 && fwrite(g, sizeof(float), n, f) == n;
+        ok = (fclose(f) == 0) && ok;
+    }
+    free(g);
+    if (!ok) snprintf(err, len, "--dump-grads %s: cannot write", tr->opt.dump_grads);
+    return ok ? 0 : -1;
+}
+
+/* Measured peak: the process's peak RSS on the cpu; on a device backend,
+ * the device bytes the driver reports used since before the arenas. */
+static size_t measured_peak(Trainer *tr)
+{
+    size_t free_b, total_b;
+    if (tr->have_mem_info && tr->be->ops->mem_info(tr->be, &free_b, &total_b) == 0)
+        return tr->mem_free_before > free_b ? tr->mem_free_before - free_b : 0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (size_t)ru.ru_maxrss * 1024;
+}
+
+static void print_summary(Trainer *tr)
+{
+    const MemoryPlan *p = &tr->model.plan;
+    size_t peak = measured_peak(tr);
+    double diff = 100.0 * ((double)peak - (double)p->total) / (double)p->total;
+    printf("memory: planner total %.2f MiB, measured peak %.2f MiB (%s), difference %+.1f%%\n",
+           p->total / 1048576.0, peak / 1048576.0,
+           tr->have_mem_info ? "device memory used by the run" : "process peak RSS", diff);
+    cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "summary");
+    cJSON_AddNumberToObject(o, "recompute", tr->opt.recompute);
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+        cJSON_AddNumberToObject(m, planner_category_name(c), (double)p->bytes[c]);
+    cJSON_AddNumberToObject(m, "total", (double)p->total);
+    cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
+    cJSON_AddItemToObject(o, "memory", m);
+    log_json(tr, o);
+}
+
+static int train(Trainer *tr, char *err, size_t len)
+{
+    const TrainOptions *o = &tr->opt;
+    AdamWConfig adam = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip};
+    float dloss = 1.0f / ((float)o->batch * o->seq_len * o->grad_accum);
+    double tokens_per_step = (double)o->batch * o->seq_len * o->grad_accum;
+    for (int step = 1; step <= o->steps; step++) {
+        if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
+            double vl;
+            if (eval_val(tr, &vl, err, len) != 0) return -1;
+            printf("step %5d | val loss %.6f\n", step - 1, vl);
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddNumberToObject(j, "step", step - 1);
+            cJSON_AddNumberToObject(j, "val_loss", vl);
+            log_json(tr, j);
+        }
+        double t0 = now_ms(), loss = 0.0;
+        gpt_zero_grads(&tr->model);
+        for (int micro = 0; micro < o->grad_accum; micro++) {
+            if (loader_next(&tr->train, tr->inputs, tr->targets, err, len) != 0) return -1;
+            loss += gpt_forward_backward(&tr->model, tr->inputs, tr->targets, dloss);
+        }
+        loss /= o->grad_accum;
+        if (step == 1 && o->dump_grads && dump_grads(tr, loss, err, len) != 0) return -1;
+        double norm = gpt_grad_norm(&tr->model);
+        float lr = lr_at((LrKind)o->lr_schedule, o->lr, o->warmup, o->lr_min_frac, step - 1,
+                         o->steps);
+        gpt_update(&tr->model, &adam, lr, norm);
+        tr->be->ops->sync(tr->be);
+        double ms = now_ms() - t0;
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s\n", step,
+               o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3));
+        fflush(stdout);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "step", step);
+        cJSON_AddNumberToObject(j, "loss", loss);
+        cJSON_AddNumberToObject(j, "lr", lr);
+        cJSON_AddNumberToObject(j, "grad_norm", norm);
+        cJSON_AddNumberToObject(j, "ms", ms);
+        cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / (ms / 1e3));
+        log_json(tr, j);
+    }
+    if (tr->have_val) {
+        double vl;
+        if (eval_val(tr, &vl, err, len) != 0) return -1;
+        printf("step %5d | val loss %.6f\n", o->steps, vl);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "step", o->steps);
+        cJSON_AddNumberToObject(j, "val_loss", vl);
+        log_json(tr, j);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static Trainer tr;
+    char err[1024] = "";
+    int rc = train_options_parse(&tr.opt, argc, argv);
+    if (rc) return rc == 1 ? 0 : 2;
+    const TrainOptions *o = &tr.opt;
+
+    /* Validate everything that can be checked before any allocation. */
+    if (resolve_config(&tr, err, sizeof err) != 0) return fail(err);
+    if (o->seq_len > tr.cfg.max_seq_len) {
+        fprintf(stderr, "--seq-len: %d exceeds the model's maximum sequence length %d\n",
+                o->seq_len, tr.cfg.max_seq_len);
+        return 2;
+    }
+    if (open_data(&tr, err, sizeof err) != 0) return fail(err);
+
+    tr.be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
+    if (!tr.be) return fail(err);
+    size_t total_b;
+    tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &total_b) == 0;
+    if (gpt_init(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, o->recompute, o->loss_chunk, err,
+                 sizeof err) != 0)
+        return fail(err);
+    tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
+    tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
+    if (!tr.inputs || !tr.targets) return fail("out of host memory for a batch");
+    if (load_params(&tr, err, sizeof err) != 0) return fail(err);
+    if (o->log_path && !(tr.log = fopen(o->log_path, "w"))) {
+        fprintf(stderr, "error: --log %s: cannot open for writing\n", o->log_path);
+        return 1;
+    }
+
+    printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
+           "grad-accum=%d\n", tr.be->name, tr.be->act_bytes == 2 ? "bf16" : "fp32",
+           tr.cfg.num_layers, tr.cfg.channels, tr.cfg.num_heads, o->seq_len, tr.cfg.vocab_size,
+           tr.cfg.padded_vocab, o->batch, o->grad_accum);
+    printf("parameters: %zu\n", tr.model.plan.num_params);
+    planner_print(stdout, &tr.model.plan, schedule_mode_name(o->recompute));
+    printf("train data: %d shard(s) from %s\n", tr.train.num_shards, o->train_data);
+
+    rc = train(&tr, err, sizeof err);
+    if (rc == 0 && o->save) {
+        float *host = malloc(tr.model.plan.num_params * sizeof(float));
+        if (!host) return fail("out of host memory for --save");
+        gpt_get_params(&tr.model, host);
+        rc = model_file_save(o->save, &tr.cfg, host, err, sizeof err);
+        free(host);
+        if (rc == 0) printf("saved %s\n", o->save);
+    }
+    if (rc != 0) {
+        if (tr.log) fclose(tr.log);
+        return fail(err);
+    }
+    print_summary(&tr);
+    if (tr.log) fclose(tr.log);
+    free(tr.inputs);
+    free(tr.targets);
+    gpt_free(&tr.model);
+    loader_close(&tr.train);
+    if (tr.have_val) loader_close(&tr.val);
+    backend_close(tr.be);
+    return 0;
+}

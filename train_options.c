@@ -1,0 +1,244 @@
+/* train_options.c — see train_options.h. */
+#include "train_options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/config.h"
+
+typedef enum { K_INT, K_FLOAT, K_U64, K_STR, K_CHOICE } Kind;
+
+typedef struct {
+    const char *name;
+    Kind kind;
+    size_t offset;      /* into TrainOptions */
+    const char *def;    /* default, parsed like a user value; NULL = none */
+    double lo, hi;      /* accepted range for numbers */
+    const char *choices;/* K_CHOICE: '|'-separated; stored as the index */
+    const char *group, *help;
+} OptSpec;
+
+#define O(f) offsetof(TrainOptions, f)
+static const OptSpec SPECS[] = {
+    {"model", K_STR, O(preset), NULL, 0, 0, NULL, "Shape",
+     "GPT-2 preset d12|d24|d36|d48 (124M/350M/774M/1558M); shape flags given too win"},
+    {"layers", K_INT, O(layers), "12", 1, 4096, NULL, "Shape", "transformer blocks L"},
+    {"channels", K_INT, O(channels), "768", 1, 65536, NULL, "Shape", "embedding width C"},
+    {"heads", K_INT, O(heads), "12", 1, 65536, NULL, "Shape", "attention heads NH (divides C)"},
+    {"seq-len", K_INT, O(seq_len), "1024", 1, 1048576, NULL, "Shape", "sequence length T"},
+    {"max-seq-len", K_INT, O(max_seq_len), "0", 0, 1048576, NULL, "Shape",
+     "rows of the position embedding (0 = seq-len)"},
+    {"vocab", K_INT, O(vocab), "50257", 2, 65536, NULL, "Shape",
+     "vocabulary V (padded to a multiple of 128)"},
+    {"batch", K_INT, O(batch), "4", 1, 1 << 20, NULL, "Batch", "micro-batch size B"},
+    {"grad-accum", K_INT, O(grad_accum), "1", 1, 1 << 20, NULL, "Batch",
+     "micro-batches per optimizer step"},
+    {"steps", K_INT, O(steps), "20", 0, 1 << 30, NULL, "Batch", "optimizer steps"},
+    {"lr", K_FLOAT, O(lr), "3e-4", 0, 10, NULL, "Optimizer", "peak learning rate"},
+    {"lr-schedule", K_CHOICE, O(lr_schedule), "constant", 0, 0, "constant|cosine", "Optimizer",
+     "decay after warmup"},
+    {"warmup", K_INT, O(warmup), "0", 0, 1 << 30, NULL, "Optimizer", "linear warmup steps"},
+    {"lr-min-frac", K_FLOAT, O(lr_min_frac), "0.0", 0, 1, NULL, "Optimizer",
+     "cosine floor as a fraction of --lr"},
+    {"beta1", K_FLOAT, O(beta1), "0.9", 0, 0.999999, NULL, "Optimizer", "AdamW beta1"},
+    {"beta2", K_FLOAT, O(beta2), "0.95", 0, 0.999999, NULL, "Optimizer", "AdamW beta2"},
+    {"eps", K_FLOAT, O(eps), "1e-8", 1e-30, 1, NULL, "Optimizer", "AdamW epsilon"},
+    {"weight-decay", K_FLOAT, O(weight_decay), "0.0", 0, 10, NULL, "Optimizer",
+     "decoupled weight decay (2-D tensors only)"},
+    {"grad-clip", K_FLOAT, O(grad_clip), "1.0", 0, 1e30, NULL, "Optimizer",
+     "clip the global gradient norm (0 = off)"},
+    {"recompute", K_CHOICE, O(recompute), "0", 0, 0, "0|1", "Recompute",
+     "0 = store every block's activations; 1 = store block inputs, re-forward in backward"},
+    {"loss-chunk", K_INT, O(loss_chunk), "0", 0, 1 << 30, NULL, "Recompute",
+     "tokens per loss-head chunk (0 = planner's choice)"},
+    {"train-data", K_STR, O(train_data), "data/tinyshakespeare_train_*.bin", 0, 0, NULL, "Data",
+     "training shards (glob)"},
+    {"val-data", K_STR, O(val_data), "data/tinyshakespeare_val_*.bin", 0, 0, NULL, "Data",
+     "validation shards (glob); the default is skipped when absent"},
+    {"shuffle", K_CHOICE, O(shuffle), "0", 0, 0, "0|1", "Data", "permute shards and windows"},
+    {"seed", K_U64, O(seed), "1337", 0, 0, NULL, "Data", "seed for init and shuffling"},
+    {"val-every", K_INT, O(val_every), "20", 0, 1 << 30, NULL, "Data",
+     "steps between val losses (0 = only at the end)"},
+    {"val-batches", K_INT, O(val_batches), "5", 1, 1 << 20, NULL, "Data",
+     "micro-batches per val loss"},
+    {"init-from", K_STR, O(init_from), NULL, 0, 0, NULL, "Model files",
+     "llm.c model file to start from (version 3 or 5)"},
+    {"save", K_STR, O(save), NULL, 0, 0, NULL, "Model files",
+     "write the final model (llm.c version 3, fp32)"},
+    {"log", K_STR, O(log_path), NULL, 0, 0, NULL, "Other", "JSON-lines log file"},
+    {"threads", K_INT, O(threads), "0", 0, 1024, NULL, "Other", "CPU threads (0 = OpenMP default)"},
+    {"device", K_STR, O(device), "auto", 0, 0, NULL, "Other", "auto|cpu|cuda"},
+    {"dtype", K_STR, O(dtype), "auto", 0, 0, NULL, "Other",
+     "auto|fp32|bf16 (auto: bf16 on cuda, fp32 on cpu)"},
+    {"dump-grads", K_STR, O(dump_grads), NULL, 0, 0, NULL, "Other",
+     "after step 1's backward, write the loss and all gradients (fp32) to FILE"},
+};
+#define NUM_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
+
+static int choice_index(const char *choices, const char *value)
+{
+    size_t vlen = strlen(value);
+    int idx = 0;
+    for (const char *p = choices;; idx++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == vlen && strncmp(p, value, len) == 0) return idx;
+        if (!bar) return -1;
+        p = bar + 1;
+    }
+}
+
+/* Store one value; 0 on success, else prints the error line and returns 2. */
+static int set_value(TrainOptions *opt, const OptSpec *s, const char *value)
+{
+    char *end = NULL;
+    void *field = (char *)opt + s->offset;
+    errno = 0;
+    switch (s->kind) {
+    case K_INT: {
+        long v = strtol(value, &end, 10);
+        if (errno || end == value || *end || v < s->lo || v > s->hi) {
+            fprintf(stderr, "--%s: expected an integer in %.0f..%.0f, got '%s'\n", s->name, s->lo,
+                    s->hi, value);
+            return 2;
+        }
+        *(int *)field = (int)v;
+        return 0;
+    }
+    case K_FLOAT: {
+        double v = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(v) || v < s->lo || v > s->hi) {
+            fprintf(stderr, "--%s: expected a number in [%g, %g], got '%s'\n", s->name, s->lo,
+                    s->hi, value);
+            return 2;
+        }
+        *(float *)field = (float)v;
+        return 0;
+    }
+    case K_U64: {
+        unsigned long long v = strtoull(value, &end, 10);
+        if (errno || end == value || *end || value[0] == '-') {
+            fprintf(stderr, "--%s: expected a non-negative integer, got '%s'\n", s->name, value);
+            return 2;
+        }
+        *(uint64_t *)field = v;
+        return 0;
+    }
+    case K_STR:
+        if (!*value) {
+            fprintf(stderr, "--%s: expected a non-empty value\n", s->name);
+            return 2;
+        }
+        *(const char **)field = value;
+        return 0;
+    case K_CHOICE: {
+        int idx = choice_index(s->choices, value);
+        if (idx < 0) {
+            fprintf(stderr, "--%s: expected one of %s, got '%s'\n", s->name, s->choices, value);
+            return 2;
+        }
+        *(int *)field = idx;
+        return 0;
+    }
+    }
+    return 2;
+}
+
+static void print_help(void)
+{
+    printf("usage: ./train_gpt [flags]\n"
+           "Trains a GPT-2 model on llm.c token shards, printing the planned and measured memory.\n");
+    const char *group = "";
+    for (int i = 0; i < NUM_SPECS; i++) {
+        const OptSpec *s = &SPECS[i];
+        if (strcmp(group, s->group) != 0) printf("\n%s:\n", group = s->group);
+        char left[64];
+        const char *meta = s->kind == K_CHOICE ? s->choices
+                           : s->kind == K_STR  ? "S"
+                           : s->kind == K_FLOAT ? "X"
+                                                : "N";
+        snprintf(left, sizeof left, "--%s %s", s->name, meta);
+        printf("  %-30s %s", left, s->help);
+        if (s->def) printf(" [default: %s]", s->def);
+        printf("\n");
+    }
+    printf("\n  %-30s %s\n", "--help", "this list");
+}
+
+int train_options_parse(TrainOptions *opt, int argc, char **argv)
+{
+    memset(opt, 0, sizeof *opt);
+    for (int i = 0; i < NUM_SPECS; i++)
+        if (SPECS[i].def && set_value(opt, &SPECS[i], SPECS[i].def) != 0) return 2;
+
+    struct option longopts[NUM_SPECS + 2];
+    for (int i = 0; i < NUM_SPECS; i++)
+        longopts[i] = (struct option){SPECS[i].name, required_argument, NULL, 256 + i};
+    longopts[NUM_SPECS] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[NUM_SPECS + 1] = (struct option){0, 0, 0, 0};
+
+    char given[NUM_SPECS];
+    memset(given, 0, sizeof given);
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            print_help();
+            return 1;
+        }
+        if (c == '?') {
+            /* getopt_long sets optopt to the flag's value when its argument
+             * is missing, and to 0 for an unknown flag. */
+            const char *arg = argv[optind - 1];
+            if (optopt >= 256)
+                fprintf(stderr, "--%s: missing value (see --help)\n", SPECS[optopt - 256].name);
+            else
+                fprintf(stderr, "%s: unknown flag (see --help for the accepted flags)\n", arg);
+            return 2;
+        }
+        c -= 256;
+        if (set_value(opt, &SPECS[c], optarg) != 0) return 2;
+        given[c] = 1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument (flags take the form --name value)\n",
+                argv[optind]);
+        return 2;
+    }
+    for (int i = 0; i < NUM_SPECS; i++) {
+        if (strcmp(SPECS[i].name, "train-data") == 0) opt->train_data_given = given[i];
+        if (strcmp(SPECS[i].name, "val-data") == 0) opt->val_data_given = given[i];
+    }
+    if (opt->preset) {
+        GPTConfig cfg = {0};
+        if (config_preset(&cfg, opt->preset) != 0) {
+            fprintf(stderr, "--model: expected one of d12|d24|d36|d48, got '%s'\n", opt->preset);
+            return 2;
+        }
+        for (int i = 0; i < NUM_SPECS; i++) {
+            if (given[i]) continue; /* explicit shape flags win over the preset */
+            if (strcmp(SPECS[i].name, "layers") == 0) opt->layers = cfg.num_layers;
+            if (strcmp(SPECS[i].name, "heads") == 0) opt->heads = cfg.num_heads;
+            if (strcmp(SPECS[i].name, "channels") == 0) opt->channels = cfg.channels;
+        }
+    }
+    if (strcmp(opt->device, "auto") && strcmp(opt->device, "cpu") && strcmp(opt->device, "cuda")) {
+        fprintf(stderr, "--device: expected one of auto|cpu|cuda, got '%s'\n", opt->device);
+        return 2;
+    }
+    if (strcmp(opt->dtype, "auto") && strcmp(opt->dtype, "fp32") && strcmp(opt->dtype, "bf16")) {
+        fprintf(stderr, "--dtype: expected one of auto|fp32|bf16, got '%s'\n", opt->dtype);
+        return 2;
+    }
+    if (opt->channels % opt->heads != 0) {
+        fprintf(stderr, "--heads: %d does not divide --channels %d\n", opt->heads, opt->channels);
+        return 2;
+    }
+    return 0;
+}

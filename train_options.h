@@ -1,0 +1,39 @@
+/* train_options.h — the command line of ./train_gpt.
+ *
+ * Owns: TrainOptions, its defaults, getopt_long parsing and --help. Every
+ * flag is listed once, in the table in train_options.c, with its default
+ * and help text; --help prints that table. A bad flag or value prints one
+ * line naming the flag and the accepted values and exits with status 2. */
+#ifndef TRAIN_OPTIONS_H
+#define TRAIN_OPTIONS_H
+
+#include <stdint.h>
+
+typedef struct {
+    /* shape (fresh models; a model file's header wins) */
+    const char *preset;
+    int layers, channels, heads, seq_len, max_seq_len, vocab;
+    /* batch and length */
+    int batch, grad_accum, steps;
+    /* optimizer */
+    float lr, lr_min_frac, beta1, beta2, eps, weight_decay, grad_clip;
+    int lr_schedule, warmup; /* LrKind */
+    /* recompute and memory */
+    int recompute, loss_chunk;
+    /* data */
+    const char *train_data, *val_data;
+    int train_data_given, val_data_given;
+    int shuffle, val_every, val_batches;
+    uint64_t seed;
+    /* model files */
+    const char *init_from, *save;
+    /* other */
+    const char *log_path, *device, *dtype, *dump_grads;
+    int threads;
+} TrainOptions;
+
+/* Parse argv into opt (defaults first). Returns 0 to run, 1 when --help was
+ * printed (exit 0), or 2 after printing a one-line error (exit 2). */
+int train_options_parse(TrainOptions *opt, int argc, char **argv);
+
+#endif
