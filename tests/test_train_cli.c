@@ -1,0 +1,200 @@
+/* tests/test_train_cli.c — ./train_gpt end to end, and its command line.
+ *
+ * The end-to-end run trains on raw bytes (vocab 256) of the public-domain
+ * tinyshakespeare text at ../shared/data/tinyshakespeare/input.txt: the
+ * first loss is about ln(256) = 5.545, and after 60 steps the validation
+ * loss must be under 3.4 (a unigram byte model is about 3.3 nats). */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/shard.h"
+#include "test_util.h"
+
+#define SHAKESPEARE "../shared/data/tinyshakespeare/input.txt"
+
+/* Byte shards: the first 10% of the text is val, the rest train. */
+static char *make_byte_shards(void)
+{
+    size_t len;
+    char *text = tu_read_file(SHAKESPEARE, &len);
+    cr_assert_not_null(text, "cannot read %s", SHAKESPEARE);
+    cr_assert_eq(len, 1115394);
+    uint16_t *tok = malloc(len * sizeof *tok);
+    for (size_t i = 0; i < len; i++) tok[i] = (unsigned char)text[i];
+    char *d = tu_tempdir(), path[512], err[256];
+    size_t nval = len / 10;
+    snprintf(path, sizeof path, "%s/bytes_val_000000.bin", d);
+    cr_assert_eq(shard_write(path, tok, nval, err, sizeof err), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/bytes_train_000000.bin", d);
+    cr_assert_eq(shard_write(path, tok + nval, len - nval, err, sizeof err), 0, "%s", err);
+    free(tok);
+    free(text);
+    return d;
+}
+
+#define TINY_FLAGS "--layers 2 --channels 64 --heads 4 --seq-len 64 --vocab 256 --batch 8 --threads 1"
+
+static cJSON *last_line_with(const char *log, const char *key)
+{
+    char *text = tu_read_file(log, NULL);
+    cr_assert_not_null(text, "no log at %s", log);
+    cJSON *found = NULL;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert_not_null(j, "log line is not JSON: %s", line);
+        if (cJSON_GetObjectItem(j, key)) {
+            cJSON_Delete(found);
+            found = j;
+        } else {
+            cJSON_Delete(j);
+        }
+    }
+    free(text);
+    return found;
+}
+
+static double num(cJSON *o, const char *key)
+{
+    cJSON *v = cJSON_GetObjectItem(o, key);
+    cr_assert(cJSON_IsNumber(v), "missing number '%s'", key);
+    return v->valuedouble;
+}
+
+Test(train_cli, loss_falls_on_tinyshakespeare_bytes, .timeout = 300)
+{
+    char *d = make_byte_shards(), cmd[2048], log[512];
+    snprintf(log, sizeof log, "%s/log.jsonl", d);
+    snprintf(cmd, sizeof cmd,
+             "./train_gpt " TINY_FLAGS " --steps 60 --lr 3e-3 --warmup 5 --lr-schedule cosine "
+             "--lr-min-frac 0.1 --val-every 0 --val-batches 8 --recompute 1 "
+             "--train-data '%s/bytes_train_*.bin' --val-data '%s/bytes_val_*.bin' --log %s "
+             "> %s/out.txt 2>&1", d, d, log, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s failed", cmd);
+    char *text = tu_read_file(log, NULL), *first = strtok(text, "\n");
+    cJSON *j1 = cJSON_Parse(first);
+    double loss1 = num(j1, "loss");
+    cr_expect(fabs(loss1 - 5.545177) < 0.25, "first loss %.4f, want about ln 256", loss1);
+    cr_expect_eq(num(j1, "step"), 1);
+    cJSON_Delete(j1);
+    free(text);
+    cJSON *val = last_line_with(log, "val_loss");
+    double vl = num(val, "val_loss");
+    cr_expect_lt(vl, 3.4, "val loss after 60 steps %.4f, want < 3.4", vl);
+    cJSON_Delete(val);
+    cJSON *sum = last_line_with(log, "event");
+    cr_assert_not_null(sum);
+    cr_expect_eq(num(sum, "recompute"), 1);
+    cJSON *mem = cJSON_GetObjectItem(sum, "memory");
+    double total = 0;
+    const char *cats[] = {"params", "grads", "optimizer", "activations", "workspace", "scratch", "head"};
+    for (int c = 0; c < 7; c++) total += num(mem, cats[c]);
+    cr_expect_eq(total, num(mem, "total"), "the categories add up to the total");
+    cr_expect_gt(num(mem, "peak_measured"), 0);
+    cJSON_Delete(sum);
+    free(d);
+}
+
+/* --steps 0 --save writes a fresh initialisation; --init-from reads it back
+ * and training from it is the same as training from the seed. */
+Test(train_cli, save_fresh_init_and_init_from, .timeout = 120)
+{
+    char *d = make_byte_shards(), cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "./train_gpt " TINY_FLAGS " --steps 0 --save %s/init.bin --train-data "
+             "'%s/bytes_train_*.bin' --val-data '%s/bytes_val_*.bin' > /dev/null 2>&1 && "
+             "./train_gpt --init-from %s/init.bin --seq-len 64 --batch 8 --threads 1 --steps 2 "
+             "--val-every 0 --train-data '%s/bytes_train_*.bin' --val-data '%s/bytes_val_*.bin' "
+             "--save %s/a.bin > /dev/null 2>&1 && "
+             "./train_gpt " TINY_FLAGS " --steps 2 --val-every 0 --train-data "
+             "'%s/bytes_train_*.bin' --val-data '%s/bytes_val_*.bin' --save %s/b.bin > /dev/null "
+             "2>&1 && cmp %s/a.bin %s/b.bin",
+             d, d, d, d, d, d, d, d, d, d, d, d);
+    cr_expect_eq(tu_run(cmd), 0, "init-from a saved init must train bitwise like the seed: %s", cmd);
+    size_t len;
+    char path[512];
+    snprintf(path, sizeof path, "%s/init.bin", d);
+    char *bytes = tu_read_file(path, &len);
+    cr_assert_not_null(bytes);
+    int32_t h[8];
+    memcpy(h, bytes, sizeof h);
+    cr_expect(h[0] == 20240326 && h[1] == 3 && h[2] == 64 && h[3] == 256 && h[4] == 2 &&
+              h[5] == 4 && h[6] == 64 && h[7] == 256, "llm.c header fields");
+    free(bytes);
+    free(d);
+}
+
+/* Run ./train_gpt with args; return the exit status and stderr's text. */
+static int run_cli(const char *args, char **err_text)
+{
+    char *d = tu_tempdir(), cmd[4096], path[512];
+    snprintf(path, sizeof path, "%s/stderr.txt", d);
+    snprintf(cmd, sizeof cmd, "./train_gpt %s > /dev/null 2> %s", args, path);
+    int rc = tu_run(cmd);
+    *err_text = tu_read_file(path, NULL);
+    free(d);
+    return rc;
+}
+
+static void expect_usage_error(const char *args, const char *needle)
+{
+    char *e;
+    int rc = run_cli(args, &e);
+    cr_expect_eq(rc, 2, "'%s' exited %d, want 2", args, rc);
+    cr_expect(e && strstr(e, needle), "'%s': stderr '%s' lacks '%s'", args, e ? e : "", needle);
+    int lines = 0;
+    for (char *p = e; p && *p; p++) lines += *p == '\n';
+    cr_expect_eq(lines, 1, "'%s': want a one-line message, got '%s'", args, e ? e : "");
+    free(e);
+}
+
+Test(train_cli, usage_errors_exit_2_with_one_line)
+{
+    expect_usage_error("--no-such-flag 1", "--no-such-flag: unknown flag");
+    expect_usage_error("--layers 0", "--layers: expected an integer in 1..4096");
+    expect_usage_error("--layers 12x", "--layers");
+    expect_usage_error("--lr -1", "--lr: expected a number");
+    expect_usage_error("--recompute 7", "--recompute: expected one of 0|1");
+    expect_usage_error("--lr-schedule linear", "constant|cosine");
+    expect_usage_error("--shuffle 2", "--shuffle");
+    expect_usage_error("--model d99", "--model: expected one of d12|d24|d36|d48");
+    expect_usage_error("--heads 5 --channels 64", "--heads: 5 does not divide");
+    expect_usage_error("--device tpu", "--device");
+    expect_usage_error("--batch", "--batch: missing value");
+    expect_usage_error("stray", "unexpected argument");
+}
+
+Test(train_cli, help_lists_every_flag_with_defaults)
+{
+    char *d = tu_tempdir(), cmd[1100], path[512];
+    snprintf(path, sizeof path, "%s/help.txt", d);
+    snprintf(cmd, sizeof cmd, "./train_gpt --help > %s", path);
+    cr_assert_eq(tu_run(cmd), 0);
+    char *h = tu_read_file(path, NULL);
+    const char *flags[] = {"--layers", "--channels", "--heads", "--seq-len", "--vocab", "--batch",
+                           "--grad-accum", "--steps", "--lr ", "--lr-schedule", "--warmup",
+                           "--lr-min-frac", "--beta1", "--beta2", "--eps", "--weight-decay",
+                           "--grad-clip", "--recompute", "--train-data", "--val-data", "--shuffle",
+                           "--seed", "--val-every", "--val-batches", "--init-from", "--save",
+                           "--log", "--threads", "--device", "--model"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        cr_expect(strstr(h, flags[i]), "--help lacks %s", flags[i]);
+    cr_expect(strstr(h, "[default: 12]") && strstr(h, "[default: 50257]"), "defaults shown");
+    free(h), free(d);
+}
+
+Test(train_cli, data_errors_name_the_file_and_exit_nonzero)
+{
+    char *e;
+    int rc = run_cli("--train-data '/nonexistent/x_*.bin' --vocab 256", &e);
+    cr_expect_neq(rc, 0);
+    cr_expect(e && strstr(e, "/nonexistent/x_*.bin: glob matched no files"), "%s", e);
+    free(e);
+    rc = run_cli("--init-from /nonexistent/model.bin", &e);
+    cr_expect_neq(rc, 0);
+    cr_expect(e && strstr(e, "/nonexistent/model.bin: cannot open"), "%s", e);
+    free(e);
+}
