@@ -3,25 +3,32 @@
  * qkv(B,T,3C): row (b,t) holds q | k | v, each C = NH*hs wide; head h uses
  * columns h*hs..(h+1)*hs of each part. Scores s_tj = q_t.k_j / sqrt(hs) for
  * j <= t.
- * forward:  out(B,T,C), lse(B,NH,T) = log sum_j exp(s_tj). One pass per
- *           query row with an online softmax (running max and sum, the
- *           accumulator rescaled when the max grows): no (T,T) tensor.
+ * forward:  out(B,T,C), lse(B,NH,T) = log sum_j exp(s_tj). Each query row
+ *           computes its t+1 scores into a row buffer on the stack (T
+ *           floats), takes max and sum, and forms p.V: no (T,T) tensor.
  * backward: recompute p_tj = exp(s_tj - lse_t); D_t = dout_t . out_t;
- *           ds_tj = p_tj (dout_t . v_j - D_t);
- *           dq_t = sum_j ds_tj k_j / sqrt(hs); dk_j = sum_t ds_tj q_t / sqrt(hs);
- *           dv_j = sum_t p_tj dout_t.
+ *           ds_tj = p_tj (dout_t . v_j - D_t) / sqrt(hs);
+ *           dq_t = sum_j ds_tj k_j; dk_j += ds_tj q_t; dv_j += p_tj dout_t.
  * Forward parallelises over rows; backward over (b,h) pairs, each walking
- * t in order, so every accumulation has a fixed order. */
+ * t in order, so every accumulation has a fixed order. Inner loops run over
+ * the head dimension and are written for SIMD (omp simd). */
 #include <math.h>
 #include <string.h>
 
 #include "cpu_ops.h"
 
-static float dot(const float *a, const float *b, int n)
+static inline float dot(const float *a, const float *b, int n)
 {
     float s = 0.0f;
+#pragma omp simd reduction(+ : s)
     for (int i = 0; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+static inline void axpy(float *y, float a, const float *x, int n)
+{
+#pragma omp simd
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_, int B, int T,
@@ -32,31 +39,27 @@ void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_
     int hs = C / NH;
     size_t C3 = (size_t)3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(3)
+#pragma omp parallel for collapse(3) schedule(dynamic, 16)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
                 const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                float acc[hs];
-                memset(acc, 0, sizeof acc);
-                float m = -INFINITY, l = 0.0f;
+                const float *k0 = qkv + (size_t)b * T * C3 + C + (size_t)h * hs;
+                float s[t + 1];
+                float m = -INFINITY;
                 for (int j = 0; j <= t; j++) {
-                    const float *k = qkv + ((size_t)b * T + j) * C3 + C + (size_t)h * hs;
-                    const float *v = k + C;
-                    float s = dot(q, k, hs) * scale;
-                    if (s > m) {
-                        float corr = expf(m - s); /* 0 on the first key */
-                        l *= corr;
-                        for (int i = 0; i < hs; i++) acc[i] *= corr;
-                        m = s;
-                    }
-                    float p = expf(s - m);
-                    l += p;
-                    for (int i = 0; i < hs; i++) acc[i] += p * v[i];
+                    s[j] = dot(q, k0 + j * C3, hs) * scale;
+                    m = s[j] > m ? s[j] : m;
+                }
+                float l = 0.0f;
+                for (int j = 0; j <= t; j++) {
+                    s[j] = expf(s[j] - m);
+                    l += s[j];
                 }
                 float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+                memset(o, 0, sizeof(float) * hs);
                 float inv = 1.0f / l;
-                for (int i = 0; i < hs; i++) o[i] = acc[i] * inv;
+                for (int j = 0; j <= t; j++) axpy(o, s[j] * inv, k0 + j * C3 + C, hs);
                 lse[((size_t)b * NH + h) * T + t] = m + logf(l);
             }
 }
@@ -69,33 +72,33 @@ void cpu_attention_backward(Backend *be, void *dqkv_, const void *dout_, const v
     int hs = C / NH;
     size_t C3 = (size_t)3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2)
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
+            float *d0 = dqkv + (size_t)b * T * C3 + (size_t)h * hs; /* dq of row 0 */
+            const float *q0 = qkv + (size_t)b * T * C3 + (size_t)h * hs;
             for (int t = 0; t < T; t++) {
-                float *row = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                memset(row, 0, sizeof(float) * hs);
-                memset(row + C, 0, sizeof(float) * hs);
-                memset(row + 2 * C, 0, sizeof(float) * hs);
+                memset(d0 + t * C3, 0, sizeof(float) * hs);
+                memset(d0 + t * C3 + C, 0, sizeof(float) * hs);
+                memset(d0 + t * C3 + 2 * C, 0, sizeof(float) * hs);
             }
+            float ds[T];
             for (int t = 0; t < T; t++) {
                 size_t rt = (size_t)b * T + t;
-                const float *q = qkv + rt * C3 + (size_t)h * hs;
+                const float *q = q0 + t * C3;
                 const float *dy = dout + rt * C + (size_t)h * hs;
                 const float *y = out + rt * C + (size_t)h * hs;
-                float *dq = dqkv + rt * C3 + (size_t)h * hs;
                 float D = dot(dy, y, hs), L = lse[((size_t)b * NH + h) * T + t];
                 for (int j = 0; j <= t; j++) {
-                    size_t rj = (size_t)b * T + j;
-                    const float *k = qkv + rj * C3 + C + (size_t)h * hs, *v = k + C;
-                    float *dk = dqkv + rj * C3 + C + (size_t)h * hs, *dv = dk + C;
+                    const float *k = q0 + j * C3 + C, *v = k + C;
                     float p = expf(dot(q, k, hs) * scale - L);
-                    float ds = p * (dot(dy, v, hs) - D) * scale;
-                    for (int i = 0; i < hs; i++) {
-                        dq[i] += ds * k[i];
-                        dk[i] += ds * q[i];
-                        dv[i] += p * dy[i];
-                    }
+                    ds[j] = p * (dot(dy, v, hs) - D) * scale;
+                    axpy(d0 + j * C3 + 2 * C, p, dy, hs); /* dv_j */
+                }
+                float *dq = d0 + t * C3;
+                for (int j = 0; j <= t; j++) {
+                    axpy(dq, ds[j], q0 + j * C3 + C, hs); /* dq_t += ds k_j */
+                    axpy(d0 + j * C3 + C, ds[j], q, hs);  /* dk_j += ds q_t */
                 }
             }
         }

@@ -27,9 +27,9 @@ void cpu_gelu_backward(Backend *be, void *dinp_, const void *inp_, const void *d
 #pragma omp parallel for
     for (size_t i = 0; i < n; i++) {
         float u = GELU_SCALE * (x[i] + 0.044715f * x[i] * x[i] * x[i]);
-        float th = tanhf(u), ch = coshf(u);
+        float th = tanhf(u), sech2 = 1.0f - th * th; /* sech^2 = 1 - tanh^2 */
         float grad = 0.5f * (1.0f + th) +
-                     0.5f * x[i] * (1.0f / (ch * ch)) * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x[i] * x[i]);
+                     0.5f * x[i] * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x[i] * x[i]);
         dinp[i] = grad * dout[i];
     }
 }
