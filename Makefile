@@ -9,8 +9,10 @@ CFLAGS  += -std=gnu11 -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP
 # OpenBLAS's OpenMP build shares our OpenMP thread pool; the default pthread
 # build runs a second pool that spins against ours (3x slower on 2 cores).
 OPENBLAS_OMP := /usr/lib/$(shell gcc -print-multiarch)/openblas-openmp
-LDLIBS  += $(if $(wildcard $(OPENBLAS_OMP)/libopenblas.so),-L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)) \
-           -lopenblas -lpcre2-8 -lcjson -lm
+ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
+  LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
+endif
+LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lm
 NVFLAGS ?= -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
            -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror all-warnings -I.
 WERROR  ?=
