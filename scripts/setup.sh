@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — the README's first command: from a fresh Debian machine
+# to a trained model. Installs missing Debian packages (when run as root),
+# builds, prepares the default dataset (make data), and runs the main job:
+# a short training run with recompute off and on, showing memory for both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential make python3 curl ca-certificates
+          libopenblas-dev libopenblas-openmp-dev libcriterion-dev libpcre2-dev libcjson-dev
+          libopenmpi-dev openmpi-bin gnuplot-nox clang)
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "setup: installing ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null
+    else
+        echo "setup: missing Debian packages: ${missing[*]}" >&2
+        echo "setup: run as root, or: sudo apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+make -j"$(nproc)"
+make data
+# The main job: 12 layers, C=128, B=4, T=256 on tinyshakespeare (GPT-2 BPE),
+# 3 steps at --recompute 0 and 1, memory side by side.
+scripts/compare_memory.sh --layers 12 --channels 128 --heads 4 --batch 4 --seq-len 256 --steps 3
