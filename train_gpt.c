@@ -15,6 +15,7 @@
 #include "model/lr_schedule.h"
 #include "model/model_file.h"
 #include "train_options.h"
+#include "train_sample.h"
 
 typedef struct {
     TrainOptions opt;
@@ -27,6 +28,9 @@ typedef struct {
     int *inputs, *targets; /* host, B*T */
     size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
     int have_mem_info;
+    TextCodec codec;         /* when sampling or generating */
+    TokenIds prompt;
+    SampleRng rng;
 } Trainer;
 
 static double now_ms(void)
@@ -167,6 +171,37 @@ static void print_summary(Trainer *tr)
     log_json(tr, o);
 }
 
+static int open_sampling(Trainer *tr, char *err, size_t len)
+{
+    if (codec_open(&tr->codec, tr->cfg.vocab_size, err, len) != 0) return -1;
+    sample_seed(&tr->rng, tr->opt.seed);
+    if (!tr->opt.prompt) return 0;
+    return codec_encode(&tr->codec, tr->opt.prompt, tr->cfg.vocab_size, &tr->prompt, err, len);
+}
+
+/* The tokens samples continue: --prompt's last T tokens, or one start token
+ * (end-of-text for GPT-2, a newline for bytes, id 0 otherwise). */
+static const int32_t *prompt_tokens(Trainer *tr, int T, int *n)
+{
+    static int32_t start;
+    start = tr->codec.kind == CODEC_GPT2 ? GPT2_EOT : tr->codec.kind == CODEC_BYTES ? '\n' : 0;
+    if (tr->prompt.len == 0) {
+        *n = 1;
+        return &start;
+    }
+    *n = (int)tr->prompt.len < T ? (int)tr->prompt.len : T;
+    return tr->prompt.data + tr->prompt.len - *n;
+}
+
+static void print_sample(Trainer *tr, int step)
+{
+    int n;
+    const int32_t *p = prompt_tokens(tr, tr->model.T, &n);
+    printf("step %5d | sample:\n", step);
+    sample_generate(&tr->model, &tr->codec, p, n, tr->opt.sample_tokens, tr->opt.temperature,
+                    &tr->rng, stdout);
+}
+
 static int train(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
@@ -200,6 +235,7 @@ static int train(Trainer *tr, char *err, size_t len)
         printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s\n", step,
                o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3));
         fflush(stdout);
+        if (o->sample_every > 0 && step % o->sample_every == 0) print_sample(tr, step);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "step", step);
         cJSON_AddNumberToObject(j, "loss", loss);
@@ -221,6 +257,28 @@ static int train(Trainer *tr, char *err, size_t len)
     return 0;
 }
 
+/* --generate: load (or initialise) the model with one row of seq-len
+ * tokens, print the tokens, exit. No data, no training. */
+static int generate_only(Trainer *tr)
+{
+    char err[1024];
+    const TrainOptions *o = &tr->opt;
+    if (open_sampling(tr, err, sizeof err) != 0) return fail(err);
+    tr->be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
+    if (!tr->be) return fail(err);
+    if (gpt_init(&tr->model, &tr->cfg, tr->be, 1, o->seq_len, 0, 0, err, sizeof err) != 0 ||
+        load_params(tr, err, sizeof err) != 0)
+        return fail(err);
+    int np;
+    const int32_t *p = prompt_tokens(tr, o->seq_len, &np);
+    sample_generate(&tr->model, &tr->codec, p, np, o->generate, o->temperature, &tr->rng, stdout);
+    gpt_free(&tr->model);
+    codec_close(&tr->codec);
+    free(tr->prompt.data);
+    backend_close(tr->be);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static Trainer tr;
@@ -236,6 +294,7 @@ int main(int argc, char **argv)
                 o->seq_len, tr.cfg.max_seq_len);
         return 2;
     }
+    if (o->generate > 0) return generate_only(&tr);
     if (open_data(&tr, err, sizeof err) != 0) return fail(err);
 
     tr.be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
@@ -249,6 +308,7 @@ int main(int argc, char **argv)
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     if (!tr.inputs || !tr.targets) return fail("out of host memory for a batch");
     if (load_params(&tr, err, sizeof err) != 0) return fail(err);
+    if (o->sample_every > 0 && open_sampling(&tr, err, sizeof err) != 0) return fail(err);
     if (o->log_path && !(tr.log = fopen(o->log_path, "w"))) {
         fprintf(stderr, "error: --log %s: cannot open for writing\n", o->log_path);
         return 1;

@@ -30,6 +30,10 @@ typedef struct {
     /* other */
     const char *log_path, *device, *dtype, *dump_grads;
     int threads;
+    /* text samples */
+    int sample_every, sample_tokens, generate;
+    float temperature;
+    const char *prompt;
 } TrainOptions;
 
 /* Parse argv into opt (defaults first). Returns 0 to run, 1 when --help was
