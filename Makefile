@@ -6,7 +6,7 @@ NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP
-LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lm
+LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lm
 NVFLAGS ?= -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
            -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror all-warnings -I.
 WERROR  ?=
