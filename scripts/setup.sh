@@ -25,7 +25,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
-make -j"$(nproc)"
+# WERROR=-Werror (as CI sets it) makes warnings errors.
+make -j"$(nproc)" WERROR="${WERROR:-}"
 make data
 # The main job: 12 layers, C=128, B=4, T=256 on tinyshakespeare (GPT-2 BPE),
 # 3 steps at --recompute 0 and 1, memory side by side.
