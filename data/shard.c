@@ -85,13 +85,9 @@ static int enter_shard(Loader *ld, char *err, size_t err_len)
         }
         ld->loaded = shard;
     }
+    /* window_order was sized at open for the largest shard: no allocation
+     * while training. */
     ld->num_windows = steps_in_shard(ld, shard);
-    free(ld->window_order);
-    ld->window_order = malloc(sizeof(long) * (size_t)ld->num_windows);
-    if (!ld->window_order) {
-        snprintf(err, err_len, "%s: out of host memory", ld->paths[shard]);
-        return -1;
-    }
     for (long i = 0; i < ld->num_windows; i++) ld->window_order[i] = i;
     if (ld->shuffle) {
         uint64_t st = ld->seed ^ (ld->epoch * 0x2545f4914f6cdd1dull) ^ ((uint64_t)ld->shard_pos << 32);
@@ -173,6 +169,15 @@ int loader_open(Loader *ld, const char *pattern, int B, int T, int rank, int nra
         }
     }
     globfree(&gl);
+    long most = 0;
+    for (int i = 0; i < ld->num_shards; i++)
+        most = steps_in_shard(ld, i) > most ? steps_in_shard(ld, i) : most;
+    ld->window_order = malloc(sizeof(long) * (size_t)most);
+    if (!ld->window_order) {
+        snprintf(err, err_len, "%s: out of host memory", pattern);
+        loader_close(ld);
+        return -1;
+    }
     order_shards(ld);
     if (enter_shard(ld, err, err_len) != 0) {
         loader_close(ld);

@@ -1,33 +1,30 @@
 /* kernels/cpu/optimizer.c — global gradient norm and AdamW.
  *
- * grad_norm_sq: sum of g^2 over n floats. Fixed 64K-element chunks are each
- * summed in double, then the chunk sums are added in index order: the result
- * does not depend on the thread count.
+ * grad_norm_sq: sum of g^2 over n floats, in double: 1024 fixed runs, then
+ * the run sums in index order; the result does not depend on threads.
  * adamw_update: llm.c's update (see ops.h), elementwise. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "cpu_ops.h"
 
-#define NORM_CHUNK 65536
+#define NORM_PARTS 1024
 
 double cpu_grad_norm_sq(Backend *be, const void *grads, size_t n)
 {
+    /* n is cut into at most NORM_PARTS equal runs, fixed by n alone; no
+     * allocation, and the same order for any thread count. */
     const float *g = grads;
-    size_t nchunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
-    double partial_stack[64];
-    double *partial = nchunks <= 64 ? partial_stack : malloc(sizeof(double) * nchunks);
-    if (!partial) return NAN; /* reported by the caller as a non-finite norm */
+    size_t run = (n + NORM_PARTS - 1) / NORM_PARTS;
+    double partial[NORM_PARTS] = {0};
 #pragma omp parallel for
-    for (size_t k = 0; k < nchunks; k++) {
-        size_t i0 = k * NORM_CHUNK, i1 = i0 + NORM_CHUNK < n ? i0 + NORM_CHUNK : n;
+    for (size_t k = 0; k < NORM_PARTS; k++) {
+        size_t i0 = k * run, i1 = i0 + run < n ? i0 + run : n;
         double s = 0.0;
         for (size_t i = i0; i < i1; i++) s += (double)g[i] * g[i];
         partial[k] = s;
     }
     double total = 0.0;
-    for (size_t k = 0; k < nchunks; k++) total += partial[k];
-    if (partial != partial_stack) free(partial);
+    for (size_t k = 0; k < NORM_PARTS; k++) total += partial[k];
     return total;
 }
 
