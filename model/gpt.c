@@ -20,26 +20,21 @@ static void *layer_ptr(const GPT *g, void *const *base, int i, int l)
 enum { WTE, WPE, LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW,
        FCPROJB, LNFW, LNFB };
 
-static int carve_tape(GPT *g, Arena *act_arena, Arena *f32_arena, BlockTape *tp)
+/* Point a BlockTape at its act buffer (act_elems) and fp32 buffer (f32_elems). */
+static void tape_point(BlockTape *tp, const TapeLayout *tl, char *act, float *f, size_t ab)
 {
-    const TapeLayout *tl = &g->plan.tape;
-    size_t ab = (size_t)g->be->act_bytes;
-    char *a = arena_take(act_arena, tl->act_elems * ab);
-    float *f = arena_take(f32_arena, tl->f32_elems * sizeof(float));
-    if (!a || !f) return -1;
-    tp->ln1 = a + tl->ln1 * ab;
-    tp->qkv = a + tl->qkv * ab;
-    tp->atty = a + tl->atty * ab;
-    tp->res2 = a + tl->res2 * ab;
-    tp->ln2 = a + tl->ln2 * ab;
-    tp->fch = a + tl->fch * ab;
-    tp->fch_gelu = a + tl->fch_gelu * ab;
+    tp->ln1 = act + tl->ln1 * ab;
+    tp->qkv = act + tl->qkv * ab;
+    tp->atty = act + tl->atty * ab;
+    tp->res2 = act + tl->res2 * ab;
+    tp->ln2 = act + tl->ln2 * ab;
+    tp->fch = act + tl->fch * ab;
+    tp->fch_gelu = act + tl->fch_gelu * ab;
     tp->ln1_mean = f + tl->ln1_mean;
     tp->ln1_rstd = f + tl->ln1_rstd;
     tp->lse = f + tl->lse;
     tp->ln2_mean = f + tl->ln2_mean;
     tp->ln2_rstd = f + tl->ln2_rstd;
-    return 0;
 }
 
 /* Carve the activation categories. Order inside an arena: residual slots,
@@ -61,32 +56,17 @@ static int carve_activations(GPT *g)
      * parts first, then all f32 parts. */
     const TapeLayout *tl = &p->tape;
     size_t ab = (size_t)g->be->act_bytes;
-    for (int j = 0; j < s->n_tape_slots; j++) {
-        Arena *a = j < s->n_tape_stored ? stored : work;
-        char *base = arena_take(a, tl->act_elems * ab);
-        if (!base) return -1;
-        g->tapes[j].ln1 = base; /* placeholder: filled in carve_tape below */
+    char **act = calloc((size_t)s->n_tape_slots, sizeof(char *));
+    if (!act) return -1;
+    int ok = 1;
+    for (int j = 0; j < s->n_tape_slots && ok; j++)
+        ok = (act[j] = arena_take(j < s->n_tape_stored ? stored : work, tl->act_elems * ab)) != NULL;
+    for (int j = 0; j < s->n_tape_slots && ok; j++) {
+        float *f = arena_take(j < s->n_tape_stored ? stored : work, tl->f32_elems * sizeof(float));
+        if ((ok = f != NULL)) tape_point(&g->tapes[j], tl, act[j], f, ab);
     }
-    for (int j = 0; j < s->n_tape_slots; j++) {
-        Arena *a = j < s->n_tape_stored ? stored : work;
-        float *f = arena_take(a, tl->f32_elems * sizeof(float));
-        if (!f) return -1;
-        char *base = g->tapes[j].ln1;
-        BlockTape *tp = &g->tapes[j];
-        tp->ln1 = base + tl->ln1 * ab;
-        tp->qkv = base + tl->qkv * ab;
-        tp->atty = base + tl->atty * ab;
-        tp->res2 = base + tl->res2 * ab;
-        tp->ln2 = base + tl->ln2 * ab;
-        tp->fch = base + tl->fch * ab;
-        tp->fch_gelu = base + tl->fch_gelu * ab;
-        tp->ln1_mean = f + tl->ln1_mean;
-        tp->ln1_rstd = f + tl->ln1_rstd;
-        tp->lse = f + tl->lse;
-        tp->ln2_mean = f + tl->ln2_mean;
-        tp->ln2_rstd = f + tl->ln2_rstd;
-    }
-    (void)carve_tape;
+    free(act);
+    if (!ok) return -1;
     return 0;
 }
 
