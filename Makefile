@@ -68,6 +68,9 @@ tests/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
 test: all tests/run_tests
 	OMP_NUM_THREADS=2 ./tests/run_tests --jobs 1 $(TEST_ARGS)
 
+data: tokenize
+	scripts/prepare_data.sh
+
 clean:
 	rm -rf $(BUILD) train_gpt tokenize tests/run_tests
 
