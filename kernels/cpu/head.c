@@ -27,16 +27,22 @@ void cpu_head_forward_backward(Backend *be, float *losses, void *dx_, void *dwte
                     buf, Vp);
 #pragma omp parallel for
         for (int r = 0; r < rows; r++) {
+            /* one exp per logit: e = exp(l - max) in place, then
+             * softmax = e / sum and dlogits = softmax * dloss. */
             float *lg = buf + (size_t)r * Vp;
-            float mx = -INFINITY;
+            int tgt = targets[n0 + r];
+            float mx = -INFINITY, target_logit = lg[tgt];
             for (int v = 0; v < V; v++) mx = lg[v] > mx ? lg[v] : mx;
             float sum = 0.0f;
-            for (int v = 0; v < V; v++) sum += expf(lg[v] - mx);
-            float lse = mx + logf(sum);
-            int tgt = targets[n0 + r];
-            losses[n0 + r] = lse - lg[tgt];
+            for (int v = 0; v < V; v++) {
+                lg[v] = expf(lg[v] - mx);
+                sum += lg[v];
+            }
+            losses[n0 + r] = mx + logf(sum) - target_logit;
             if (dx) {
-                for (int v = 0; v < V; v++) lg[v] = expf(lg[v] - lse) * dloss;
+                float scale = dloss / sum;
+#pragma omp simd
+                for (int v = 0; v < V; v++) lg[v] *= scale;
                 lg[tgt] -= dloss;
             }
         }
