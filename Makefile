@@ -13,13 +13,22 @@ ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
   LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
 endif
 LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lm
+# MPI (dist/): OpenMPI's compile and link flags, from its compiler wrapper.
+MPICC   ?= mpicc
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
+ifeq ($(MPI_LIBS),)
+  $(error MPI not found: `$(MPICC) --showme:link` failed; install libopenmpi-dev and openmpi-bin (Debian), or set MPICC=/path/to/mpicc)
+endif
+CFLAGS  += $(MPI_CFLAGS)
+LDLIBS  += $(MPI_LIBS)
 NVFLAGS ?= -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
            -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror all-warnings -I.
 WERROR  ?=
 CFLAGS  += $(WERROR)
 
 BUILD   := build
-LIB_SRC := $(wildcard model/*.c kernels/*.c kernels/cpu/*.c data/*.c)
+LIB_SRC := $(wildcard model/*.c kernels/*.c kernels/cpu/*.c data/*.c dist/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CU_SRC  := $(wildcard kernels/cuda/*.cu)
 TEST_SRC := $(wildcard tests/*.c)
@@ -32,12 +41,19 @@ ifneq ($(CU_SRC),)
   CFLAGS  += -DHAVE_CUDA -I$(CUDA_HOME)/include
   CU_OBJ  := $(CU_SRC:%.cu=$(BUILD)/%.o)
   LIB_OBJ += $(CU_OBJ)
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lnccl -lcudart -lstdc++
 endif
 endif
 
+# The NCCL path (dist/dist_nccl.c) compiled against the real nccl.h and CUDA
+# runtime headers even when the CUDA backend is not built, so CI (no GPU)
+# checks it whenever the CUDA toolkit is installed.
+ifneq ($(HAVE_CUDA),1)
+  NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/dist/nccl_check.o)
+endif
+
 .PHONY: all test data clean cuda-check
-all: $(PROGRAMS)
+all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
 else
@@ -51,6 +67,10 @@ $(BUILD)/%.o: %.c
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -DHAVE_CUDA -c $< -o $@
+
+$(BUILD)/dist/nccl_check.o: dist/dist_nccl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DHAVE_CUDA -I$(CUDA_HOME)/include -Werror -c $< -o $@
 
 $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^

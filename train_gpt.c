@@ -1,6 +1,9 @@
 /* train_gpt.c — the command-line trainer: set-up, the training loop, the
  * memory report. Flags live in train_options.c; the model, its recompute
- * schedule and the memory planner in model/; the ops in kernels/. */
+ * schedule and the memory planner in model/; the ops in kernels/; data
+ * parallelism over ranks (mpirun/srun) in dist/. Under several ranks,
+ * stdout and the --log file come from rank 0 only, the loss and val loss
+ * printed are means over ranks, and rank 0 writes the model files. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,8 +11,10 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "data/shard.h"
+#include "dist/dist.h"
 #include "kernels/backend.h"
 #include "model/gpt.h"
 #include "model/lr_schedule.h"
@@ -19,6 +24,7 @@
 
 typedef struct {
     TrainOptions opt;
+    Dist dist;
     Backend *be;
     GPTConfig cfg;
     GPT model;
@@ -40,11 +46,9 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int fail(const char *msg)
-{
-    fprintf(stderr, "error: %s\n", msg);
-    return 1;
-}
+/* A fatal error: under several ranks the message carries the rank and the
+ * whole job is aborted (dist_fail). */
+static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, "%s", msg); }
 
 /* The model's shape: from --init-from's header, else from the flags. */
 static int resolve_config(Trainer *tr, char *err, size_t len)
@@ -66,17 +70,19 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
 static int open_data(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
-    if (loader_open(&tr->train, o->train_data, o->batch, o->seq_len, 0, 1, tr->cfg.vocab_size,
-                    o->shuffle, o->seed, err, len) != 0) {
+    int rank = tr->dist.rank, world = tr->dist.world;
+    if (loader_open(&tr->train, o->train_data, o->batch, o->seq_len, rank, world,
+                    tr->cfg.vocab_size, o->shuffle, o->seed, err, len) != 0) {
         if (!o->train_data_given)
             snprintf(err + strlen(err), len - strlen(err),
                      " (the default dataset: run `make data`, or pass --train-data)");
         return -1;
     }
-    int rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, 0, 1, tr->cfg.vocab_size, 0,
-                         o->seed, err, len);
+    int rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
+                         tr->cfg.vocab_size, 0, o->seed, err, len);
     if (rc != 0 && o->val_data_given) return -1;
-    if (rc != 0) fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
+    if (rc != 0 && rank == 0)
+        fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
     tr->have_val = rc == 0;
     return 0;
 }
@@ -95,6 +101,10 @@ static int load_params(Trainer *tr, char *err, size_t len)
         }
         gpt_init_weights(&tr->cfg, tr->opt.seed, host);
     }
+    /* Every rank loads or seeds the same parameters; check rather than trust. */
+    if (!dist_replicas_agree(&tr->dist, dist_hash_floats(host, config_num_params(&tr->cfg))))
+        dist_exit_all(&tr->dist, 1, "the ranks start from different parameters%s",
+                      tr->opt.init_from ? " (is --init-from the same file on every node?)" : "");
     gpt_set_params(&tr->model, host);
     free(host);
     return 0;
@@ -119,7 +129,7 @@ static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
         if (loader_next(&tr->val, tr->inputs, tr->targets, err, len) != 0) return -1;
         sum += gpt_eval_loss(&tr->model, tr->inputs, tr->targets);
     }
-    *loss = sum / tr->opt.val_batches;
+    *loss = dist_mean(&tr->dist, sum / tr->opt.val_batches);
     return 0;
 }
 
@@ -127,11 +137,19 @@ static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
 {
     size_t n = tr->model.plan.num_params;
     float *g = malloc(n * sizeof(float));
-    FILE *f = g ? fopen(tr->opt.dump_grads, "wb") : NULL;
+    if (!g) {
+        snprintf(err, len, "--dump-grads: out of host memory");
+        return -1;
+    }
+    if (dist_get_grads(&tr->dist, g, err, len) != 0) return -1; /* collective */
+    if (tr->dist.rank != 0) {
+        free(g);
+        return 0;
+    }
+    FILE *f = fopen(tr->opt.dump_grads, "wb");
     float l = (float)loss;
     int ok = f != NULL;
     if (ok) {
-        gpt_get_grads(&tr->model, g);
         ok = fwrite(&l, sizeof l, 1, f) == 1 && fwrite(g, sizeof(float), n, f) == n;
         ok = (fclose(f) == 0) && ok;
     }
@@ -163,6 +181,8 @@ static void print_summary(Trainer *tr)
     cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "event", "summary");
     cJSON_AddNumberToObject(o, "recompute", tr->opt.recompute);
+    cJSON_AddNumberToObject(o, "world_size", tr->dist.world);
+    cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         cJSON_AddNumberToObject(m, planner_category_name(c), (double)p->bytes[c]);
     cJSON_AddNumberToObject(m, "total", (double)p->total);
@@ -205,9 +225,12 @@ static void print_sample(Trainer *tr, int step)
 static int train(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
+    Dist *d = &tr->dist;
     AdamWConfig adam = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip};
-    float dloss = 1.0f / ((float)o->batch * o->seq_len * o->grad_accum);
-    double tokens_per_step = (double)o->batch * o->seq_len * o->grad_accum;
+    /* Each rank's share of the mean over the global batch: the ranks' summed
+     * gradients are then the global mean's. */
+    float dloss = 1.0f / ((float)o->batch * o->seq_len * o->grad_accum * d->world);
+    double tokens_per_step = (double)o->batch * o->seq_len * o->grad_accum * d->world;
     for (int step = 1; step <= o->steps; step++) {
         if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
             double vl;
@@ -222,20 +245,23 @@ static int train(Trainer *tr, char *err, size_t len)
         gpt_zero_grads(&tr->model);
         for (int micro = 0; micro < o->grad_accum; micro++) {
             if (loader_next(&tr->train, tr->inputs, tr->targets, err, len) != 0) return -1;
+            dist_begin_micro(d, micro == o->grad_accum - 1);
             loss += gpt_forward_backward(&tr->model, tr->inputs, tr->targets, dloss);
         }
-        loss /= o->grad_accum;
+        dist_finish_grads(d);
+        loss = dist_mean(d, loss / o->grad_accum);
         if (step == 1 && o->dump_grads && dump_grads(tr, loss, err, len) != 0) return -1;
-        double norm = gpt_grad_norm(&tr->model);
+        double norm = dist_grad_norm(d);
         float lr = lr_at((LrKind)o->lr_schedule, o->lr, o->warmup, o->lr_min_frac, step - 1,
                          o->steps);
-        gpt_update(&tr->model, &adam, lr, norm);
+        dist_update(d, &adam, lr, norm);
         tr->be->ops->sync(tr->be);
         double ms = now_ms() - t0;
         printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s\n", step,
                o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3));
         fflush(stdout);
-        if (o->sample_every > 0 && step % o->sample_every == 0) print_sample(tr, step);
+        if (o->sample_every > 0 && step % o->sample_every == 0 && d->rank == 0)
+            print_sample(tr, step); /* no collectives inside: rank 0 alone */
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "step", step);
         cJSON_AddNumberToObject(j, "loss", loss);
@@ -263,12 +289,14 @@ static int generate_only(Trainer *tr)
 {
     char err[1024];
     const TrainOptions *o = &tr->opt;
-    if (open_sampling(tr, err, sizeof err) != 0) return fail(err);
+    if (open_sampling(tr, err, sizeof err) != 0) fail(tr, err);
+    if (strcmp(o->device, "cpu") != 0 && dist_select_device(&tr->dist, err, sizeof err) != 0)
+        fail(tr, err);
     tr->be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
-    if (!tr->be) return fail(err);
+    if (!tr->be) fail(tr, err);
     if (gpt_init(&tr->model, &tr->cfg, tr->be, 1, o->seq_len, 0, 0, err, sizeof err) != 0 ||
         load_params(tr, err, sizeof err) != 0)
-        return fail(err);
+        fail(tr, err);
     int np;
     const int32_t *p = prompt_tokens(tr, o->seq_len, &np);
     sample_generate(&tr->model, &tr->codec, p, np, o->generate, o->temperature, &tr->rng, stdout);
@@ -276,7 +304,74 @@ static int generate_only(Trainer *tr)
     codec_close(&tr->codec);
     free(tr->prompt.data);
     backend_close(tr->be);
+    dist_finalize(&tr->dist);
     return 0;
+}
+
+/* CPU threads per rank: --threads, else OMP_NUM_THREADS, else the node's
+ * cores shared among its ranks (OpenMP's default would give every rank all
+ * of them). */
+static int cpu_threads(const Trainer *tr)
+{
+    if (tr->opt.threads > 0 || getenv("OMP_NUM_THREADS") || tr->dist.local_world <= 1)
+        return tr->opt.threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long t = cores / tr->dist.local_world;
+    return t < 1 ? 1 : t > 1024 ? 1024 : (int)t;
+}
+
+/* --total-batch: derive grad-accum from B, T and the world size. */
+static void resolve_total_batch(Trainer *tr)
+{
+    TrainOptions *o = &tr->opt;
+    if (o->total_batch == 0) return;
+    long per_micro = (long)o->batch * o->seq_len * tr->dist.world;
+    if (o->total_batch % per_micro != 0)
+        dist_exit_all(&tr->dist, 2,
+                      "--total-batch %ld: not a multiple of the %ld tokens one micro-step "
+                      "reads over all ranks (batch %d x seq-len %d x %d rank%s)",
+                      o->total_batch, per_micro, o->batch, o->seq_len, tr->dist.world,
+                      tr->dist.world == 1 ? "" : "s");
+    long accum = o->total_batch / per_micro;
+    if (o->grad_accum_given && accum != o->grad_accum)
+        dist_exit_all(&tr->dist, 2,
+                      "--grad-accum %d contradicts --total-batch %ld, which needs %ld "
+                      "(batch %d x seq-len %d x %d rank%s); give one of them",
+                      o->grad_accum, o->total_batch, accum, o->batch, o->seq_len,
+                      tr->dist.world, tr->dist.world == 1 ? "" : "s");
+    if (accum > (1 << 20))
+        dist_exit_all(&tr->dist, 2, "--total-batch %ld: %ld micro-steps per step is more than "
+                      "the 1048576 allowed", o->total_batch, accum);
+    o->grad_accum = (int)accum;
+}
+
+/* After training: every rank's parameters must be the same bits; rank 0
+ * writes --save. Collective: every rank calls it. */
+static int finish(Trainer *tr, char *err, size_t len)
+{
+    Dist *d = &tr->dist;
+    if (!d->mpi && !tr->opt.save) return 0;
+    size_t n = tr->model.plan.num_params;
+    float *host = malloc(n * sizeof(float));
+    if (!host) {
+        snprintf(err, len, "out of host memory for the final parameters");
+        return -1;
+    }
+    int rc = dist_get_params(d, host, err, len);
+    if (rc == 0 && d->mpi) {
+        if (!dist_replicas_agree(d, dist_hash_floats(host, n))) {
+            free(host);
+            dist_exit_all(d, 1, "internal error: the ranks' final parameters differ");
+        }
+        printf("replicas: parameters identical on all %d rank%s\n", d->world,
+               d->world == 1 ? "" : "s");
+    }
+    if (rc == 0 && tr->opt.save && d->rank == 0) {
+        rc = model_file_save(tr->opt.save, &tr->cfg, host, err, len);
+        if (rc == 0) printf("saved %s\n", tr->opt.save);
+    }
+    free(host);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -285,60 +380,64 @@ int main(int argc, char **argv)
     char err[1024] = "";
     int rc = train_options_parse(&tr.opt, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
-    const TrainOptions *o = &tr.opt;
+    TrainOptions *o = &tr.opt;
+    if (dist_init(&tr.dist, &argc, &argv, err, sizeof err) != 0) fail(&tr, err);
+    Dist *d = &tr.dist;
+    /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
+    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
+        dist_fail(d, "cannot silence stdout on rank %d", d->rank);
 
     /* Validate everything that can be checked before any allocation. */
-    if (resolve_config(&tr, err, sizeof err) != 0) return fail(err);
-    if (o->seq_len > tr.cfg.max_seq_len) {
-        fprintf(stderr, "--seq-len: %d exceeds the model's maximum sequence length %d\n",
-                o->seq_len, tr.cfg.max_seq_len);
-        return 2;
-    }
+    resolve_total_batch(&tr);
+    if (resolve_config(&tr, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    if (o->seq_len > tr.cfg.max_seq_len)
+        dist_exit_all(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
+                      o->seq_len, tr.cfg.max_seq_len);
     if (o->generate > 0) return generate_only(&tr);
-    if (open_data(&tr, err, sizeof err) != 0) return fail(err);
+    if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
 
-    tr.be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
-    if (!tr.be) return fail(err);
+    if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
+        fail(&tr, err);
+    tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
+    if (!tr.be) fail(&tr, err);
     size_t total_b;
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &total_b) == 0;
-    if (gpt_init(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, o->recompute, o->loss_chunk, err,
-                 sizeof err) != 0)
-        return fail(err);
+    GPTShard shard = dist_shard(d, o->zero);
+    if (gpt_init_shard(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, o->recompute,
+                       o->loss_chunk, &shard, err, sizeof err) != 0)
+        fail(&tr, err);
+    if (dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
-    if (!tr.inputs || !tr.targets) return fail("out of host memory for a batch");
-    if (load_params(&tr, err, sizeof err) != 0) return fail(err);
-    if (o->sample_every > 0 && open_sampling(&tr, err, sizeof err) != 0) return fail(err);
-    if (o->log_path && !(tr.log = fopen(o->log_path, "w"))) {
-        fprintf(stderr, "error: --log %s: cannot open for writing\n", o->log_path);
-        return 1;
-    }
+    if (!tr.inputs || !tr.targets) fail(&tr, "out of host memory for a batch");
+    if (load_params(&tr, err, sizeof err) != 0) fail(&tr, err);
+    if (o->sample_every > 0 && d->rank == 0 && open_sampling(&tr, err, sizeof err) != 0)
+        fail(&tr, err);
+    if (d->rank == 0 && o->log_path && !(tr.log = fopen(o->log_path, "w")))
+        dist_fail(d, "--log %s: cannot open for writing", o->log_path);
 
     printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
            "grad-accum=%d\n", tr.be->name, tr.be->act_bytes == 2 ? "bf16" : "fp32",
            tr.cfg.num_layers, tr.cfg.channels, tr.cfg.num_heads, o->seq_len, tr.cfg.vocab_size,
            tr.cfg.padded_vocab, o->batch, o->grad_accum);
+    printf("data parallel: %d rank%s, collectives %s | zero %d | %ld tokens per step\n",
+           d->world, d->world == 1 ? "" : "s", dist_library(d), o->zero,
+           (long)o->batch * o->seq_len * o->grad_accum * d->world);
     printf("parameters: %zu\n", tr.model.plan.num_params);
     planner_print(stdout, &tr.model.plan, schedule_mode_name(o->recompute));
     printf("train data: %d shard(s) from %s\n", tr.train.num_shards, o->train_data);
 
     rc = train(&tr, err, sizeof err);
-    if (rc == 0 && o->save) {
-        float *host = malloc(tr.model.plan.num_params * sizeof(float));
-        if (!host) return fail("out of host memory for --save");
-        gpt_get_params(&tr.model, host);
-        rc = model_file_save(o->save, &tr.cfg, host, err, sizeof err);
-        free(host);
-        if (rc == 0) printf("saved %s\n", o->save);
-    }
+    if (rc == 0) rc = finish(&tr, err, sizeof err);
     if (rc != 0) {
         if (tr.log) fclose(tr.log);
-        return fail(err);
+        fail(&tr, err);
     }
     print_summary(&tr);
     if (tr.log) fclose(tr.log);
     free(tr.inputs);
     free(tr.targets);
+    dist_finalize(d);
     gpt_free(&tr.model);
     loader_close(&tr.train);
     if (tr.have_val) loader_close(&tr.val);

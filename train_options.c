@@ -11,7 +11,7 @@
 
 #include "model/config.h"
 
-typedef enum { K_INT, K_FLOAT, K_U64, K_STR, K_CHOICE } Kind;
+typedef enum { K_INT, K_LONG, K_FLOAT, K_U64, K_STR, K_CHOICE } Kind;
 
 typedef struct {
     const char *name;
@@ -38,6 +38,9 @@ static const OptSpec SPECS[] = {
     {"batch", K_INT, O(batch), "4", 1, 1 << 20, NULL, "Batch", "micro-batch size B"},
     {"grad-accum", K_INT, O(grad_accum), "1", 1, 1 << 20, NULL, "Batch",
      "micro-batches per optimizer step"},
+    {"total-batch", K_LONG, O(total_batch), "0", 0, 1e15, NULL, "Batch",
+     "tokens per optimizer step over all ranks; sets grad-accum = total / (B*T*ranks), "
+     "which must divide exactly (0 = off)"},
     {"steps", K_INT, O(steps), "20", 0, 1 << 30, NULL, "Batch", "optimizer steps"},
     {"lr", K_FLOAT, O(lr), "3e-4", 0, 10, NULL, "Optimizer", "peak learning rate"},
     {"lr-schedule", K_CHOICE, O(lr_schedule), "constant", 0, 0, "constant|cosine", "Optimizer",
@@ -56,6 +59,8 @@ static const OptSpec SPECS[] = {
      "0 = store every block's activations; 1 = store block inputs, re-forward in backward"},
     {"loss-chunk", K_INT, O(loss_chunk), "0", 0, 1 << 30, NULL, "Recompute",
      "tokens per loss-head chunk (0 = planner's choice)"},
+    {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1", "Data parallel",
+     "1 = ZeRO-1: shard AdamW m, v (and master weights) over the ranks"},
     {"train-data", K_STR, O(train_data), "data/tinyshakespeare_train_*.bin", 0, 0, NULL, "Data",
      "training shards (glob)"},
     {"val-data", K_STR, O(val_data), "data/tinyshakespeare_val_*.bin", 0, 0, NULL, "Data",
@@ -65,7 +70,7 @@ static const OptSpec SPECS[] = {
     {"val-every", K_INT, O(val_every), "20", 0, 1 << 30, NULL, "Data",
      "steps between val losses (0 = only at the end)"},
     {"val-batches", K_INT, O(val_batches), "5", 1, 1 << 20, NULL, "Data",
-     "micro-batches per val loss"},
+     "micro-batches per val loss, per rank"},
     {"init-from", K_STR, O(init_from), NULL, 0, 0, NULL, "Model files",
      "llm.c model file to start from (version 3 or 5)"},
     {"save", K_STR, O(save), NULL, 0, 0, NULL, "Model files",
@@ -81,7 +86,8 @@ static const OptSpec SPECS[] = {
     {"temperature", K_FLOAT, O(temperature), "1.0", 0, 100, NULL, "Text",
      "sampling temperature (0 = greedy); samples are seeded by --seed"},
     {"log", K_STR, O(log_path), NULL, 0, 0, NULL, "Other", "JSON-lines log file"},
-    {"threads", K_INT, O(threads), "0", 0, 1024, NULL, "Other", "CPU threads (0 = OpenMP default)"},
+    {"threads", K_INT, O(threads), "0", 0, 1024, NULL, "Other",
+     "CPU threads per rank (0 = OMP_NUM_THREADS, else the cores / ranks on the node)"},
     {"device", K_STR, O(device), "auto", 0, 0, NULL, "Other", "auto|cpu|cuda"},
     {"dtype", K_STR, O(dtype), "auto", 0, 0, NULL, "Other",
      "auto|fp32|bf16 (auto: bf16 on cuda, fp32 on cpu)"},
@@ -118,6 +124,16 @@ static int set_value(TrainOptions *opt, const OptSpec *s, const char *value)
             return 2;
         }
         *(int *)field = (int)v;
+        return 0;
+    }
+    case K_LONG: {
+        long long v = strtoll(value, &end, 10);
+        if (errno || end == value || *end || v < s->lo || v > s->hi) {
+            fprintf(stderr, "--%s: expected an integer in %.0f..%.0f, got '%s'\n", s->name, s->lo,
+                    s->hi, value);
+            return 2;
+        }
+        *(long *)field = (long)v;
         return 0;
     }
     case K_FLOAT: {
@@ -224,6 +240,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     for (int i = 0; i < NUM_SPECS; i++) {
         if (strcmp(SPECS[i].name, "train-data") == 0) opt->train_data_given = given[i];
         if (strcmp(SPECS[i].name, "val-data") == 0) opt->val_data_given = given[i];
+        if (strcmp(SPECS[i].name, "grad-accum") == 0) opt->grad_accum_given = given[i];
     }
     if (opt->preset) {
         GPTConfig cfg = {0};

@@ -15,11 +15,15 @@ typedef struct {
     int layers, channels, heads, seq_len, max_seq_len, vocab;
     /* batch and length */
     int batch, grad_accum, steps;
+    long total_batch;  /* tokens per optimizer step over all ranks; 0 = B*T*grad_accum*world */
+    int grad_accum_given;
     /* optimizer */
     float lr, lr_min_frac, beta1, beta2, eps, weight_decay, grad_clip;
     int lr_schedule, warmup; /* LrKind */
     /* recompute and memory */
     int recompute, loss_chunk;
+    /* data parallelism */
+    int zero;          /* 1: ZeRO-1 */
     /* data */
     const char *train_data, *val_data;
     int train_data_given, val_data_given;

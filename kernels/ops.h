@@ -35,6 +35,10 @@ typedef struct BackendOps {
     /* Device memory as the driver sees it; returns -1 where that has no
      * meaning (cpu), 0 otherwise. */
     int (*mem_info)(Backend *be, size_t *free_bytes, size_t *total_bytes);
+    /* Optional (NULL on cpu): the stream every op is enqueued on, as a
+     * cudaStream_t. dist/'s NCCL path orders its collectives after it with
+     * events, on a stream of its own. */
+    void *(*native_stream)(Backend *be);
 
     /* Parameters cross the host boundary as fp32. params_upload writes the
      * working copy (par dtype) and, when master != NULL, the fp32 master.

@@ -94,6 +94,14 @@ static int carve_scratch(GPT *g)
 int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
              int loss_chunk, char *err, size_t err_len)
 {
+    return gpt_init_shard(g, cfg, be, B, T, recompute, loss_chunk, NULL, err, err_len);
+}
+
+int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
+                   int loss_chunk, const GPTShard *shard, char *err, size_t err_len)
+{
+    GPTShard one = {1, 0, 0};
+    if (!shard) shard = &one;
     memset(g, 0, sizeof *g);
     g->cfg = *cfg;
     g->be = be;
@@ -109,7 +117,8 @@ int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recomp
     if (schedule_validate(&g->sched, err, err_len) != 0) return -1;
     PlanInput in = {.cfg = *cfg, .B = B, .T = T,
                     .dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32,
-                    .loss_chunk = loss_chunk};
+                    .loss_chunk = loss_chunk, .world_size = shard->world,
+                    .zero = shard->zero};
     planner_plan(&in, &g->sched, &g->plan);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         if (arena_init(&g->arenas[c], be, planner_category_name(c), g->plan.bytes[c], err,
@@ -119,12 +128,15 @@ int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recomp
         }
 
     config_param_sizes(cfg, g->param_sizes);
-    size_t np = g->plan.num_params;
+    /* params and grads: padded_params elements; m, v, master: shard_params
+     * (both num_params without ZeRO-1). */
+    size_t np = g->plan.padded_params, ns = g->plan.shard_params;
+    planner_shard_range(&g->plan, shard->rank, &g->opt_begin, &g->opt_end);
     g->params = arena_take(&g->arenas[MEM_PARAMS], np * be->par_bytes);
     g->grads = arena_take(&g->arenas[MEM_GRADS], np * be->par_bytes);
-    if (g->plan.master_bytes) g->master = arena_take(&g->arenas[MEM_OPTIMIZER], np * 4);
-    g->m = arena_take(&g->arenas[MEM_OPTIMIZER], np * 4);
-    g->v = arena_take(&g->arenas[MEM_OPTIMIZER], np * 4);
+    if (g->plan.master_bytes) g->master = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
+    g->m = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
+    g->v = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
     size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         g->param_t[i] = (char *)g->params + off * be->par_bytes;
@@ -138,8 +150,10 @@ int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recomp
         gpt_free(g);
         return -1;
     }
-    be->ops->mem_zero(be, g->m, np * 4);
-    be->ops->mem_zero(be, g->v, np * 4);
+    be->ops->mem_zero(be, g->m, ns * 4);
+    be->ops->mem_zero(be, g->v, ns * 4);
+    if (g->master) be->ops->mem_zero(be, g->master, ns * 4);
+    be->ops->mem_zero(be, g->params, np * be->par_bytes); /* the padding stays 0 */
     be->ops->mem_zero(be, g->grads, np * be->par_bytes);
     return 0;
 }
@@ -156,14 +170,43 @@ void gpt_free(GPT *g)
     g->host_losses = NULL;
 }
 
+void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx)
+{
+    g->grad_ready = fn;
+    g->grad_ready_ctx = ctx;
+}
+
+/* 1 when the master copy covers only part of the vector (ZeRO-1). */
+static int master_sharded(const GPT *g)
+{
+    return g->master && (g->opt_begin != 0 || g->opt_end != g->plan.num_params);
+}
+
+static char *par_at(const GPT *g, void *base, size_t elem)
+{
+    return (char *)base + elem * g->be->par_bytes;
+}
+
 void gpt_set_params(GPT *g, const float *host)
 {
-    OPS->params_upload(g->be, g->params, g->master, host, g->plan.num_params);
+    size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
+    if (!master_sharded(g)) {
+        OPS->params_upload(g->be, g->params, g->master, host, n);
+        return;
+    }
+    OPS->params_upload(g->be, g->params, NULL, host, n);
+    OPS->params_upload(g->be, par_at(g, g->params, b), g->master, host + b, e - b);
 }
 
 void gpt_get_params(GPT *g, float *host)
 {
-    OPS->params_download(g->be, host, g->params, g->master, g->plan.num_params);
+    size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
+    if (!master_sharded(g)) {
+        OPS->params_download(g->be, host, g->params, g->master, n);
+        return;
+    }
+    OPS->params_download(g->be, host, g->params, NULL, n);
+    OPS->params_download(g->be, host + b, par_at(g, g->params, b), g->master, e - b);
 }
 
 void gpt_get_grads(GPT *g, float *host)
@@ -171,7 +214,33 @@ void gpt_get_grads(GPT *g, float *host)
     OPS->params_download(g->be, host, g->grads, NULL, g->plan.num_params);
 }
 
-void gpt_zero_grads(GPT *g) { OPS->mem_zero(g->be, g->grads, g->plan.num_params * g->be->par_bytes); }
+void gpt_zero_grads(GPT *g)
+{
+    OPS->mem_zero(g->be, g->grads, g->plan.padded_params * g->be->par_bytes);
+}
+
+/* Tell the gradient hook that tensors t[0..n) (slice `layer` of the
+ * per-layer ones, the whole tensor of the others) are final. */
+static void grads_ready(GPT *g, const int *t, int n, int layer)
+{
+    if (!g->grad_ready) return;
+    size_t start[NUM_PARAM_TENSORS], offs[NUM_PARAM_TENSORS], counts[NUM_PARAM_TENSORS], o = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        start[i] = o;
+        o += g->param_sizes[i];
+    }
+    for (int k = 0; k < n; k++) {
+        size_t sz = g->param_sizes[t[k]];
+        if (layer < 0) {
+            offs[k] = start[t[k]];
+            counts[k] = sz;
+        } else {
+            counts[k] = sz / (size_t)g->cfg.num_layers;
+            offs[k] = start[t[k]] + (size_t)layer * counts[k];
+        }
+    }
+    g->grad_ready(g->grad_ready_ctx, offs, counts, n);
+}
 
 /* ---- one block ---- */
 
@@ -222,7 +291,10 @@ static void run_steps(GPT *g, int k0, int k1)
                                                     : g->res_slots[st->out_slot];
             block_forward(g, st->block, x, tp, out);
         } else {
+            static const int block_tensors[12] = {LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB,
+                                                  LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB};
             block_backward(g, st->block, x, tp);
+            grads_ready(g, block_tensors, 12, st->block);
         }
     }
 }
@@ -260,8 +332,11 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
     OPS->mem_zero(g->be, g->dres, (size_t)N * C * g->be->act_bytes);
     OPS->layernorm_backward(g->be, g->dres, g->grad_t[LNFW], g->grad_t[LNFB], g->dsmall,
                             g->final_res, g->param_t[LNFW], g->lnf_mean, g->lnf_rstd, N, C);
+    static const int lnf_tensors[2] = {LNFW, LNFB}, embed_tensors[2] = {WTE, WPE};
+    grads_ready(g, lnf_tensors, 2, -1);
     run_steps(g, g->sched.n_forward, g->sched.n_steps);
     OPS->encoder_backward(g->be, g->grad_t[WTE], g->grad_t[WPE], g->dres, g->tokens, g->B, g->T, C);
+    grads_ready(g, embed_tensors, 2, -1);
     return mean_loss(g);
 }
 
@@ -291,17 +366,30 @@ double gpt_grad_norm(GPT *g)
     return sqrt(OPS->grad_norm_sq(g->be, g->grads, g->plan.num_params));
 }
 
+double gpt_grad_norm_sq_local(GPT *g)
+{
+    size_t b = g->opt_begin, e = g->opt_end;
+    return e > b ? OPS->grad_norm_sq(g->be, par_at(g, g->grads, b), e - b) : 0.0;
+}
+
 void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
 {
     float scale = 1.0f;
     if (opt->grad_clip > 0.0f && norm > opt->grad_clip) scale = (float)(opt->grad_clip / norm);
     g->adam_t++;
-    size_t off = 0;
+    /* Each tensor's part inside [opt_begin, opt_end): the decay flag is the
+     * tensor's, also when a ZeRO-1 shard boundary cuts through it. m, v and
+     * master are indexed from opt_begin. */
+    size_t off = 0, b = g->opt_begin, e = g->opt_end;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        int decays = i == WTE || i == WPE || i == QKVW || i == ATTPROJW || i == FCW || i == FCPROJW;
-        OPS->adamw_update(g->be, g->param_t[i], g->master ? g->master + off : NULL, g->grad_t[i],
-                          g->m + off, g->v + off, g->param_sizes[i], lr, opt->beta1, opt->beta2,
-                          opt->eps, decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
+        size_t lo = off > b ? off : b, hi = off + g->param_sizes[i] < e ? off + g->param_sizes[i] : e;
         off += g->param_sizes[i];
+        if (lo >= hi) continue;
+        int decays = i == WTE || i == WPE || i == QKVW || i == ATTPROJW || i == FCW || i == FCPROJW;
+        size_t k = lo - b;
+        OPS->adamw_update(g->be, par_at(g, g->params, lo), g->master ? g->master + k : NULL,
+                          par_at(g, g->grads, lo), g->m + k, g->v + k, hi - lo, lr, opt->beta1,
+                          opt->beta2, opt->eps, decays ? opt->weight_decay : 0.0f, scale,
+                          g->adam_t);
     }
 }

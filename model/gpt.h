@@ -32,6 +32,21 @@ typedef struct {
     float grad_clip; /* 0 = off */
 } AdamWConfig;
 
+/* Data-parallel placement of this model (dist/ fills it; NULL = one
+ * process). zero = 1 shards the AdamW state and master weights (planner.h,
+ * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range. */
+typedef struct {
+    int world, rank, zero;
+} GPTShard;
+
+/* Called during backward as gradients become final, with n flat element
+ * ranges [offsets[k], offsets[k] + counts[k]) of the gradient vector that
+ * no later op of this micro-batch writes: the LN_f tensors after their
+ * backward, block l's twelve slices right after BACKWARD(l) (re-forwarded
+ * blocks included), wte and wpe after the embedding backward. dist/ uses
+ * it to launch the gradient all-reduce layer by layer. */
+typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *counts, int n);
+
 typedef struct {
     GPTConfig cfg;
     Backend *be;
@@ -51,15 +66,29 @@ typedef struct {
     float *chunk_buf;                             /* head (chunk,Vp) */
     float *host_losses;                           /* N, host */
     int adam_t;                                   /* AdamW steps taken */
+    /* optimizer range: m, v, master hold elements [opt_begin, opt_end) of
+     * the flat vector ([0, num_params) unless ZeRO-1 shards it) */
+    size_t opt_begin, opt_end;
+    GradReadyFn grad_ready;
+    void *grad_ready_ctx;
 } GPT;
 
 /* Build the schedule for `recompute`, plan, and carve every buffer.
  * loss_chunk 0 lets the planner choose. Returns 0, or -1 with a message. */
 int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
              int loss_chunk, char *err, size_t err_len);
+/* The same, for one rank of a data-parallel job (shard NULL = gpt_init). */
+int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
+                   int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
 void gpt_free(GPT *g);
 
-/* Parameters as fp32 on the host, llm.c order, config_num_params() floats. */
+/* Install (fn != NULL) or remove the gradient-ready callback. */
+void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
+
+/* Parameters as fp32 on the host, llm.c order, config_num_params() floats.
+ * Under ZeRO-1 with a master copy, gpt_get_params reads this rank's range
+ * from its master and the rest from the working copy (dist_get_params
+ * gathers the other ranks' masters). */
 void gpt_set_params(GPT *g, const float *host);
 void gpt_get_params(GPT *g, float *host);
 void gpt_get_grads(GPT *g, float *host); /* grads as fp32 */
@@ -85,8 +114,11 @@ void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
 
 /* Global gradient norm (before clipping). */
 double gpt_grad_norm(GPT *g);
+/* Sum of squared gradients over this rank's optimizer range (the whole
+ * vector without ZeRO-1); dist/ sums it over ranks. */
+double gpt_grad_norm_sq_local(GPT *g);
 
-/* AdamW step on every tensor. `norm` is gpt_grad_norm()'s value: when
+/* AdamW step on every tensor (on this rank's optimizer range of each). `norm` is gpt_grad_norm()'s value: when
  * grad_clip > 0 and norm > grad_clip, gradients are scaled by
  * grad_clip/norm. Weight decay applies to the 2-D tensors (embeddings and
  * matmul weights), not to LayerNorm parameters or biases, as llm.c's GPU

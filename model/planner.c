@@ -35,6 +35,38 @@ static void tape_layout(TapeLayout *tl, size_t N, size_t C, size_t NH, size_t T)
     tl->f32_elems = o;
 }
 
+/* Parameters, gradients and the optimizer state, sharded under ZeRO-1. */
+static void plan_params(const PlanInput *in, MemoryPlan *p)
+{
+    size_t ab = (size_t)dtype_bytes(in->dtype), n = config_num_params(&in->cfg);
+    size_t W = in->world_size > 1 ? (size_t)in->world_size : 1;
+    p->num_params = n;
+    p->world_size = (int)W;
+    p->zero = in->zero ? 1 : 0;
+    if (p->zero) {
+        size_t a = PLANNER_SHARD_ALIGN;
+        p->shard_params = ((n + W - 1) / W + a - 1) / a * a;
+        p->padded_params = W * p->shard_params;
+    } else {
+        p->shard_params = p->padded_params = n;
+    }
+    p->bytes[MEM_PARAMS] = p->padded_params * ab;
+    p->bytes[MEM_GRADS] = p->padded_params * ab;
+    p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : p->shard_params * 4;
+    p->moment_bytes = 2 * p->shard_params * 4;
+    p->bytes[MEM_OPTIMIZER] = p->master_bytes + p->moment_bytes;
+}
+
+void planner_shard_range(const MemoryPlan *p, int rank, size_t *begin, size_t *end)
+{
+    size_t b = p->zero ? (size_t)rank * p->shard_params : 0;
+    size_t e = p->zero ? b + p->shard_params : p->num_params;
+    if (e > p->num_params) e = p->num_params;
+    if (b > e) b = e;
+    *begin = b;
+    *end = e;
+}
+
 void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
 {
     memset(p, 0, sizeof *p);
@@ -42,12 +74,7 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
     size_t N = (size_t)in->B * in->T, C = (size_t)cfg->channels;
     size_t ab = (size_t)dtype_bytes(in->dtype);
 
-    p->num_params = config_num_params(cfg);
-    p->bytes[MEM_PARAMS] = p->num_params * ab;
-    p->bytes[MEM_GRADS] = p->num_params * ab;
-    p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : p->num_params * 4;
-    p->moment_bytes = 2 * p->num_params * 4;
-    p->bytes[MEM_OPTIMIZER] = p->master_bytes + p->moment_bytes;
+    plan_params(in, p);
 
     tape_layout(&p->tape, N, C, (size_t)cfg->num_heads, (size_t)in->T);
     p->residual_bytes = N * C * ab;
@@ -108,10 +135,20 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
     };
     fprintf(f, "memory plan (recompute %s)\n", mode_name);
     fprintf(f, "  %-12s %15s %11s\n", "buffer", "bytes", "MiB");
+    char zero_note[96];
+    snprintf(zero_note, sizeof zero_note, "AdamW m, v (+ fp32 master): per rank, 1/%d shard",
+             p->world_size);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         fprintf(f, "  %-12s %15zu %11.2f  %s\n", planner_category_name(c), p->bytes[c],
-                p->bytes[c] / 1048576.0, notes[c]);
+                p->bytes[c] / 1048576.0,
+                c == MEM_OPTIMIZER && p->zero ? zero_note : notes[c]);
     fprintf(f, "  %-12s %15zu %11.2f\n", "total", p->total, p->total / 1048576.0);
+    if (p->zero)
+        fprintf(f, "  zero 1: optimizer shard %zu elements per rank over %d ranks "
+                   "(unsharded: %.2f MiB); params and grads padded by %zu elements\n",
+                p->shard_params, p->world_size,
+                (p->num_params * (p->master_bytes ? 12.0 : 8.0)) / 1048576.0,
+                p->padded_params - p->num_params);
     fprintf(f, "  stored: %d block inputs + %d tapes; workspace: %d inputs + %d tapes; "
                "head chunk %d tokens\n",
             p->n_res_stored, p->n_tape_stored, p->n_res_work, p->n_tape_work, p->loss_chunk);

@@ -25,7 +25,20 @@ typedef struct {
     int B, T;          /* micro-batch */
     DType dtype;       /* activations and working params */
     int loss_chunk;    /* tokens per head chunk; 0 = planner's default */
+    int world_size;    /* data-parallel ranks; 0 is read as 1 */
+    int zero;          /* 1: ZeRO-1, AdamW state (and master) sharded over ranks */
 } PlanInput;
+
+/* ZeRO-1 sharding (--zero 1). The flat parameter vector (llm.c order,
+ * num_params elements) is padded with zeros to padded_params = world *
+ * shard_params elements; rank r's optimizer owns the contiguous range
+ * [r * shard_params, min((r+1) * shard_params, num_params)). shard_params
+ * is ceil(num_params / world) rounded up to PLANNER_SHARD_ALIGN elements so
+ * every shard starts 256-byte aligned. The working parameters and the
+ * gradients are padded_params long (reduce-scatter and all-gather need
+ * equal blocks); AdamW m, v and the fp32 master hold shard_params each.
+ * Without --zero: shard_params = padded_params = num_params. */
+#define PLANNER_SHARD_ALIGN 64
 
 /* Element offsets (in elements of their own type) inside one block tape.
  * Activation fields are laid out in one act buffer, fp32 stats in another. */
@@ -48,7 +61,9 @@ typedef struct {
     size_t residual_bytes;   /* one residual slot (B,T,C) */
     size_t tape_act_bytes;   /* activation part of one tape */
     size_t tape_f32_bytes;   /* fp32 stats of one tape */
-    size_t master_bytes, moment_bytes;      /* fp32 master (0 in fp32) and m + v */
+    size_t master_bytes, moment_bytes;      /* fp32 master (0 in fp32) and m + v, per rank */
+    int world_size, zero;
+    size_t padded_params, shard_params;     /* elements; see PLANNER_SHARD_ALIGN */
     size_t scratch_act_bytes, scratch_f32_bytes, scratch_int_bytes;
     int loss_chunk;          /* chosen head chunk, tokens */
     int n_res_stored, n_res_work, n_tape_stored, n_tape_work;
@@ -72,6 +87,11 @@ void planner_plan(const PlanInput *in, const Schedule *sched, MemoryPlan *out);
 int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, size_t err_len);
 
 const char *planner_category_name(int cat);
+
+/* Rank r's ZeRO-1 range [*begin, *end) of the flat parameter vector (empty
+ * when the shard lies wholly in the padding). The whole vector without
+ * --zero. Checkpoints of a sharded optimizer state use it to re-shard. */
+void planner_shard_range(const MemoryPlan *p, int rank, size_t *begin, size_t *end);
 
 /* Print the start-up memory table to f. */
 void planner_print(FILE *f, const MemoryPlan *plan, const char *mode_name);

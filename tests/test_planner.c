@@ -111,3 +111,67 @@ Test(planner, arenas_allocate_exactly_the_plan)
         backend_close(be);
     }
 }
+
+/* ZeRO-1 (--zero 1): per-rank optimizer bytes and padding, by hand. GPT-2
+ * XL (1,557,686,400 parameters with Vp = 50304) over 8 ranks: a shard is
+ * ceil(n / 8) = 194,710,800 rounded up to a multiple of 64 = 194,710,848
+ * elements, so 8 shards pad the vector by 384 elements. */
+Test(planner, zero1_shards_the_optimizer_state)
+{
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        PlanInput in = xl_input(1);
+        in.dtype = bf16 ? DTYPE_BF16 : DTYPE_FP32;
+        MemoryPlan p0, p1;
+        char err[128];
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p0, err, sizeof err), 0);
+        in.world_size = 8;
+        in.zero = 1;
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p1, err, sizeof err), 0);
+        size_t n = 1557686400, shard = 194710848, ab = bf16 ? 2 : 4;
+        cr_assert_eq(p1.num_params, n);
+        cr_expect_eq(p1.shard_params, shard);
+        cr_expect_eq(p1.padded_params, 8 * shard);
+        cr_expect_eq(p1.bytes[MEM_PARAMS], 8 * shard * ab);
+        cr_expect_eq(p1.bytes[MEM_GRADS], 8 * shard * ab);
+        /* m and v (and the fp32 master in bf16), fp32, one shard each */
+        cr_expect_eq(p1.bytes[MEM_OPTIMIZER], shard * 4 * (bf16 ? 3 : 2));
+        cr_expect_eq(p0.bytes[MEM_OPTIMIZER], n * 4 * (bf16 ? 3 : 2));
+        cr_expect_eq(p1.total - p0.total,
+                     (p1.bytes[MEM_PARAMS] - p0.bytes[MEM_PARAMS]) * 2 -
+                         (p0.bytes[MEM_OPTIMIZER] - p1.bytes[MEM_OPTIMIZER]));
+        printf("planner: GPT-2 XL, %s, 8 ranks: optimizer %zu bytes per rank with --zero 1, "
+               "%zu without; total %zu vs %zu\n", bf16 ? "bf16" : "fp32", p1.bytes[MEM_OPTIMIZER],
+               p0.bytes[MEM_OPTIMIZER], p1.total, p0.total);
+        /* the ranges tile [0, n) in rank order */
+        size_t at = 0;
+        for (int r = 0; r < 8; r++) {
+            size_t b, e;
+            planner_shard_range(&p1, r, &b, &e);
+            cr_expect_eq(b, at);
+            cr_expect_eq(e, r < 7 ? (size_t)(r + 1) * shard : n);
+            at = e;
+        }
+        cr_expect_eq(at, n);
+    }
+}
+
+/* A tiny model over more ranks than 64-element blocks: the last ranks own
+ * empty ranges in the padding, and the ranges still tile the vector. */
+Test(planner, zero1_more_ranks_than_blocks)
+{
+    PlanInput in = {.cfg = tu_tiny_config(), .B = 1, .T = 8, .dtype = DTYPE_FP32,
+                    .world_size = 1000, .zero = 1};
+    MemoryPlan p;
+    char err[128];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p, err, sizeof err), 0);
+    cr_expect_eq(p.shard_params, 64);
+    cr_expect_eq(p.padded_params, 64000);
+    size_t at = 0, b, e;
+    for (int r = 0; r < 1000; r++) {
+        planner_shard_range(&p, r, &b, &e);
+        cr_expect_eq(b, at < p.num_params ? at : p.num_params);
+        cr_expect_leq(b, e);
+        at = (size_t)(r + 1) * 64;
+    }
+    cr_expect_eq(e, p.num_params);
+}

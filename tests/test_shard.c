@@ -197,3 +197,109 @@ Test(shard, token_outside_vocab_rejected_when_read)
     loader_close(&ld);
     free(p), free(d);
 }
+
+/* ---- rank slicing against the one-process global batch ----
+ * Token i of a test shard is i (vocabulary 65536), so a row's first input
+ * is its token offset. For a global batch of W*b rows, rank r of W with
+ * batch b must read, at every step, exactly rows [r*b, (r+1)*b) of the one
+ * process with batch W*b (inputs and targets), across shard changes and
+ * epochs, shuffled or not; the ranks' token ranges within a step are
+ * disjoint. Loaders are opened with rank r of W directly (no MPI). */
+
+/* Shards of the given sizes, token i = (start + i) % 65536 with start
+ * running on across shards, in dir/train_00k.bin. */
+static void write_shards(const char *dir, const size_t *sizes, int n)
+{
+    size_t start = 0;
+    for (int k = 0; k < n; k++) {
+        uint16_t *t = malloc(sizes[k] * sizeof(uint16_t));
+        for (size_t i = 0; i < sizes[k]; i++) t[i] = (uint16_t)((start + i) % 65536);
+        char path[512], err[256];
+        snprintf(path, sizeof path, "%s/train_%03d.bin", dir, k);
+        cr_assert_eq(shard_write(path, t, sizes[k], err, sizeof err), 0, "%s", err);
+        free(t);
+        start += sizes[k];
+    }
+}
+
+static void check_slicing(int W, int b, int T, int shuffle, const size_t *sizes, int nshards,
+                          int steps)
+{
+    char *dir = tu_tempdir(), glob[512], err[256];
+    write_shards(dir, sizes, nshards);
+    snprintf(glob, sizeof glob, "%s/train_*.bin", dir);
+    Loader one, ranks[4];
+    cr_assert_eq(loader_open(&one, glob, W * b, T, 0, 1, 65536, shuffle, 7, err, sizeof err), 0,
+                 "%s", err);
+    for (int r = 0; r < W; r++)
+        cr_assert_eq(loader_open(&ranks[r], glob, b, T, r, W, 65536, shuffle, 7, err, sizeof err),
+                     0, "%s", err);
+    size_t N1 = (size_t)W * b * T, Nr = (size_t)b * T;
+    int *in1 = malloc(N1 * sizeof(int)), *tg1 = malloc(N1 * sizeof(int));
+    int *in = malloc(Nr * sizeof(int)), *tg = malloc(Nr * sizeof(int));
+    for (int s = 0; s < steps; s++) {
+        long lo[4], hi[4];
+        for (int r = 0; r < W; r++) {
+            cr_assert_str_eq(loader_current_path(&ranks[r]), loader_current_path(&one),
+                             "step %d: rank %d reads another shard than the one process", s, r);
+            lo[r] = loader_offset(&ranks[r]);
+            hi[r] = lo[r] + (long)Nr; /* inputs cover [lo, hi) */
+        }
+        cr_assert_eq(loader_next(&one, in1, tg1, err, sizeof err), 0, "%s", err);
+        for (int r = 0; r < W; r++) {
+            cr_assert_eq(loader_next(&ranks[r], in, tg, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(memcmp(in, in1 + (size_t)r * Nr, Nr * sizeof(int)), 0,
+                         "W=%d b=%d shuffle=%d step %d: rank %d's inputs are not rows %d..%d of "
+                         "the one-process batch", W, b, shuffle, s, r, r * b, (r + 1) * b - 1);
+            cr_assert_eq(memcmp(tg, tg1 + (size_t)r * Nr, Nr * sizeof(int)), 0,
+                         "step %d: rank %d's targets differ", s, r);
+        }
+        for (int r = 0; r < W; r++)
+            for (int q = r + 1; q < W; q++)
+                cr_assert(hi[r] <= lo[q] || hi[q] <= lo[r],
+                          "step %d: ranks %d [%ld,%ld) and %d [%ld,%ld) overlap", s, r, lo[r],
+                          hi[r], q, lo[q], hi[q]);
+    }
+    free(in1), free(tg1), free(in), free(tg);
+    loader_close(&one);
+    for (int r = 0; r < W; r++) loader_close(&ranks[r]);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd);
+    free(dir);
+}
+
+/* 1000 and 700 tokens: windows of 16 (or 48) tokens, partial tails, and
+ * 200 steps cross both shards and several epochs. */
+static const size_t SIZES[2] = {1000, 700};
+
+Test(shard, two_ranks_b1_match_one_process_b2) { check_slicing(2, 1, 8, 0, SIZES, 2, 200); }
+Test(shard, two_ranks_b2_match_one_process_b4) { check_slicing(2, 2, 8, 0, SIZES, 2, 200); }
+Test(shard, three_ranks_match_one_process) { check_slicing(3, 2, 8, 0, SIZES, 2, 200); }
+Test(shard, slicing_holds_when_shuffled) { check_slicing(2, 1, 8, 1, SIZES, 2, 200); }
+Test(shard, three_ranks_shuffled) { check_slicing(3, 1, 5, 1, SIZES, 2, 300); }
+
+/* A shard needs world * B * T + 1 tokens: 16 tokens serve one rank of
+ * B=1, T=8 (9 needed) but not two (17 needed). */
+Test(shard, too_small_for_the_world_is_rejected)
+{
+    char *dir = tu_tempdir(), glob[512], err[512];
+    size_t n = 16;
+    write_shards(dir, &n, 1);
+    snprintf(glob, sizeof glob, "%s/train_*.bin", dir);
+    Loader ld;
+    cr_assert_eq(loader_open(&ld, glob, 1, 8, 0, 1, 65536, 0, 1, err, sizeof err), 0, "%s", err);
+    loader_close(&ld);
+    cr_assert_eq(loader_open(&ld, glob, 1, 8, 1, 2, 65536, 0, 1, err, sizeof err), -1);
+    cr_expect(strstr(err, "train_000.bin: 16 tokens, fewer than the 17 one step needs (ranks 2 x "
+                     "batch 1 x seq-len 8 + 1)") != NULL, "message: %s", err);
+    /* exactly 17 is enough */
+    n = 17;
+    write_shards(dir, &n, 1);
+    cr_assert_eq(loader_open(&ld, glob, 1, 8, 1, 2, 65536, 0, 1, err, sizeof err), 0, "%s", err);
+    loader_close(&ld);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd);
+    free(dir);
+}

@@ -1,0 +1,256 @@
+/* dist/dist.c — the world, the trainer-facing steps, scalars and errors
+ * (see dist.h). The collectives on gradient and parameter buffers are in
+ * dist_mpi.c (cpu) and dist_nccl.c (cuda). */
+#include "dist.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist_internal.h"
+
+int dist_launched(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) return 1;
+    return 0;
+}
+
+/* A non-negative integer from the environment, else -1. */
+static int env_int(const char *name)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return -1;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *end || v < 0 || v > INT_MAX ? -1 : (int)v;
+}
+
+int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
+{
+    memset(d, 0, sizeof *d);
+    d->world = d->local_world = 1;
+    d->device = -1;
+    if (!dist_launched()) return 0;
+    int provided;
+    /* FUNNELED: OpenMP threads compute, only the main thread calls MPI. */
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        snprintf(err, err_len, "MPI_Init_thread failed (launched by mpirun/srun?)");
+        return -1;
+    }
+    d->mpi = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d->world);
+    /* The node-local communicator gives the local size always, and the
+     * local rank when the launcher does not export it. */
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node);
+    int node_rank;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_size(node, &d->local_world);
+    MPI_Comm_free(&node);
+    d->local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (d->local_rank < 0) d->local_rank = env_int("SLURM_LOCALID");
+    if (d->local_rank < 0) d->local_rank = node_rank;
+    return 0;
+}
+
+int dist_select_device(Dist *d, char *err, size_t err_len)
+{
+#ifdef HAVE_CUDA
+    return dist_nccl_select_device(d->local_rank, &d->device, err, err_len);
+#else
+    (void)d, (void)err, (void)err_len;
+    return 0;
+#endif
+}
+
+GPTShard dist_shard(const Dist *d, int zero)
+{
+    GPTShard s = {d->world, d->rank, zero};
+    return s;
+}
+
+/* The model's grad hook: on the last micro-batch, start summing the
+ * ranges that just became final (--zero 0; ZeRO-1 reduce-scatters after
+ * backward, see dist.h). */
+static void on_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n)
+{
+    Dist *d = ctx;
+    if (d->armed && !d->zero) d->comm->allreduce_start(d->comm, d->g->grads, offs, counts, n);
+}
+
+int dist_attach(Dist *d, GPT *g, char *err, size_t err_len)
+{
+    d->g = g;
+    d->zero = g->plan.zero;
+    if (!d->mpi) return 0;
+    if (d->zero && g->plan.shard_params > (size_t)INT_MAX) {
+        snprintf(err, err_len, "--zero 1: a shard of %zu elements is more than MPI's int count "
+                 "allows; use more ranks", g->plan.shard_params);
+        return -1;
+    }
+    if (strcmp(g->be->name, "cuda") == 0) {
+#ifdef HAVE_CUDA
+        d->comm = dist_nccl_open(d, g, err, err_len);
+#else
+        snprintf(err, err_len, "internal error: a cuda backend in a build without CUDA");
+#endif
+    } else {
+        d->comm = dist_mpi_open(d, g, err, err_len);
+    }
+    if (!d->comm) return -1;
+    gpt_set_grad_hook(g, on_grads_ready, d);
+    return 0;
+}
+
+const char *dist_library(const Dist *d)
+{
+    return d->comm ? d->comm->name : "none (no launcher)";
+}
+
+void dist_begin_micro(Dist *d, int last) { d->armed = last && d->comm; }
+
+void dist_finish_grads(Dist *d)
+{
+    if (!d->comm) return;
+    if (d->zero) d->comm->reduce_scatter_start(d->comm, d->g->grads, d->g->plan.shard_params);
+    d->comm->wait(d->comm);
+    d->armed = 0;
+}
+
+static double sum_over_ranks(const Dist *d, double x)
+{
+    if (d->mpi) MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return x;
+}
+
+double dist_grad_norm(Dist *d)
+{
+    if (!d->comm || !d->zero) return gpt_grad_norm(d->g);
+    return sqrt(sum_over_ranks(d, gpt_grad_norm_sq_local(d->g)));
+}
+
+void dist_update(Dist *d, const AdamWConfig *opt, float lr, double norm)
+{
+    gpt_update(d->g, opt, lr, norm);
+    if (d->comm && d->zero) d->comm->allgather(d->comm, d->g->params, d->g->plan.shard_params);
+}
+
+double dist_mean(Dist *d, double x) { return sum_over_ranks(d, x) / d->world; }
+
+/* Gather every rank's ZeRO-1 block of a host vector of world * shard
+ * floats into all ranks (each rank's own block is already in place). */
+static void allgather_host(const Dist *d, float *buf, size_t shard)
+{
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)shard, MPI_FLOAT,
+                  MPI_COMM_WORLD);
+}
+
+/* Read a vector the model hands out whole (get) into host; under ZeRO-1
+ * only this rank's block is right, so all-gather the blocks. */
+static int gather_full(Dist *d, float *host, void (*get)(GPT *, float *), int sharded,
+                       char *err, size_t err_len)
+{
+    const MemoryPlan *p = &d->g->plan;
+    if (!d->comm || !d->zero || !sharded) {
+        get(d->g, host);
+        return 0;
+    }
+    float *tmp = calloc(p->padded_params, sizeof(float));
+    if (!tmp) {
+        snprintf(err, err_len, "out of host memory gathering %zu parameters", p->padded_params);
+        return -1;
+    }
+    get(d->g, tmp);
+    allgather_host(d, tmp, p->shard_params);
+    memcpy(host, tmp, p->num_params * sizeof(float));
+    free(tmp);
+    return 0;
+}
+
+int dist_get_params(Dist *d, float *host, char *err, size_t err_len)
+{
+    /* Without a master copy the all-gathered working parameters are the
+     * fp32 values themselves; with one, only this rank's master is exact. */
+    return gather_full(d, host, gpt_get_params, d->g->master != NULL, err, err_len);
+}
+
+int dist_get_grads(Dist *d, float *host, char *err, size_t err_len)
+{
+    return gather_full(d, host, gpt_get_grads, 1, err, err_len);
+}
+
+uint64_t dist_hash_floats(const float *x, size_t n)
+{
+    /* FNV-1a over 32-bit words (the bits of each float). */
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t w;
+        memcpy(&w, x + i, sizeof w);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+int dist_replicas_agree(Dist *d, uint64_t hash)
+{
+    if (!d->mpi) return 1;
+    uint64_t lo = hash, hi = hash;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return lo == hi;
+}
+
+static void vprint_error(const Dist *d, const char *fmt, va_list ap)
+{
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (d && d->mpi)
+        fprintf(stderr, "error: rank %d of %d: %s\n", d->rank, d->world, msg);
+    else
+        fprintf(stderr, "error: %s\n", msg);
+    fflush(stderr);
+}
+
+void dist_fail(const Dist *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprint_error(d, fmt, ap);
+    va_end(ap);
+    if (d && d->mpi) MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+void dist_exit_all(Dist *d, int code, const char *fmt, ...)
+{
+    if (d->rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        char msg[2048];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "error: %s\n", msg);
+        fflush(stderr);
+    }
+    dist_finalize(d);
+    exit(code);
+}
+
+void dist_finalize(Dist *d)
+{
+    if (d->comm) {
+        if (d->g) gpt_set_grad_hook(d->g, NULL, NULL);
+        d->comm->close(d->comm);
+        d->comm = NULL;
+    }
+    if (d->mpi) {
+        MPI_Finalize();
+        d->mpi = 0;
+    }
+}

@@ -1,0 +1,134 @@
+/* dist/dist.h — data-parallel training over processes: MPI launches the
+ * ranks and agrees on scalars; NCCL (cuda backend) or MPI (cpu backend)
+ * moves gradients and parameters.
+ *
+ * Owns: the world (rank, local rank, world size), the choice of collective
+ * library, averaging gradients during backward, ZeRO-1's reduce-scatter and
+ * all-gather, averages of scalars (loss, val loss), gathering full fp32
+ * parameters for saving, and fatal errors that must end every rank.
+ *
+ * Launch. MPI is initialised only when a launcher started the process
+ * (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE; srun or another PMI launcher:
+ * PMIX_RANK, PMI_RANK or PMI_SIZE). Without one the process is rank 0 of 1
+ * and never calls MPI: no collectives, no MPI start-up cost. Under a
+ * launcher the collectives run even at world size 1 (mpirun -np 1 checks
+ * the path end to end).
+ *
+ * Devices. Local rank (OMPI_COMM_WORLD_LOCAL_RANK, else SLURM_LOCALID, else
+ * the rank in MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) picks CUDA device
+ * local_rank % visible devices, before the backend opens. NCCL refuses two
+ * ranks on one device; that error names the rank.
+ *
+ * Gradients (--zero 0). Each rank's backward scales its loss gradient by
+ * 1/(B*T*grad_accum*world); on the last micro-batch of a step, every
+ * layer's gradient slices are summed over ranks (MPI_Iallreduce on host
+ * buffers; ncclAllReduce on a separate CUDA stream that waits on an event
+ * of the compute stream) as soon as the model's grad hook reports them
+ * final, so the reduction overlaps the backward of earlier layers.
+ * dist_finish_grads waits (cpu) or makes the compute stream wait (cuda).
+ *
+ * ZeRO-1 (--zero 1). AdamW m, v and the fp32 master are sharded by
+ * contiguous ranges of the flat parameter vector (model/planner.h:
+ * planner_shard_range, PLANNER_SHARD_ALIGN). After backward the padded
+ * gradient vector is reduce-scattered (MPI_Reduce_scatter_block /
+ * ncclReduceScatter): rank r receives the sum of its own block. The
+ * clipping norm is the square root of the sum over ranks of each shard's
+ * squared norm, i.e. the norm of the full reduced gradient. Each rank
+ * updates its range (weight decay follows each element's tensor), then the
+ * parameters are all-gathered (MPI_Allgather / ncclAllGather) so every rank
+ * holds identical parameters again. The reduce-scatter runs once, after
+ * backward: shards are ranges of the flat vector, which cut across layers,
+ * so no shard is final before the last layer's backward. With --zero 1 the
+ * optimizer state of a checkpoint is the concatenation of the ranks'
+ * shards in rank order, truncated to num_params: it can be re-split for
+ * any other world size with planner_shard_range.
+ *
+ * Errors. dist_fail prints the message with the rank and, under MPI, calls
+ * MPI_Abort so the whole job exits non-zero instead of hanging in a
+ * collective. */
+#ifndef DIST_DIST_H
+#define DIST_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/gpt.h"
+
+typedef struct DistComm DistComm; /* the collective library, dist_internal.h */
+
+typedef struct {
+    int rank, world;             /* 0 and 1 without a launcher */
+    int local_rank, local_world; /* on this node */
+    int mpi;                     /* 1 when MPI was initialised */
+    int zero;                    /* --zero */
+    int device;                  /* CUDA device chosen, -1 none */
+    GPT *g;                      /* set by dist_attach */
+    DistComm *comm;              /* NULL without MPI */
+    int armed;                   /* this micro-batch's gradients are reduced */
+} Dist;
+
+/* 1 when a launcher (mpirun, srun) started this process. */
+int dist_launched(void);
+
+/* Join the world (MPI_Init_thread when launched, see the top). Returns 0,
+ * or -1 with a message in err. */
+int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len);
+
+/* Before the backend opens: make CUDA device local_rank % count current
+ * (cuda builds with a visible device; a no-op otherwise). */
+int dist_select_device(Dist *d, char *err, size_t err_len);
+
+/* The model's placement for gpt_init_shard. */
+GPTShard dist_shard(const Dist *d, int zero);
+
+/* After gpt_init_shard: open the collectives for g's backend (NCCL for
+ * cuda, MPI for cpu) and install the gradient hook. Returns 0, or -1 with
+ * a message. Without MPI it only records g. */
+int dist_attach(Dist *d, GPT *g, char *err, size_t err_len);
+
+/* "nccl", "mpi", or "none (no launcher)". */
+const char *dist_library(const Dist *d);
+
+/* Before each micro-batch's forward/backward: the gradients are reduced
+ * during this backward when `last` (the last micro-batch of the step). */
+void dist_begin_micro(Dist *d, int last);
+
+/* After the last micro-batch: gradients are summed over ranks (ZeRO-1:
+ * this rank's block only) and ready for the optimizer. */
+void dist_finish_grads(Dist *d);
+
+/* Norm of the full reduced gradient (identical on every rank). */
+double dist_grad_norm(Dist *d);
+
+/* AdamW on this rank's range; ZeRO-1 then all-gathers the parameters. */
+void dist_update(Dist *d, const AdamWConfig *opt, float lr, double norm);
+
+/* Mean of x over ranks (x itself without MPI). */
+double dist_mean(Dist *d, double x);
+
+/* Full fp32 parameters (num_params floats) on every rank; under ZeRO-1
+ * with master weights the ranks' master shards are all-gathered. */
+int dist_get_params(Dist *d, float *host, char *err, size_t err_len);
+
+/* Full fp32 reduced gradients (num_params floats), for --dump-grads. */
+int dist_get_grads(Dist *d, float *host, char *err, size_t err_len);
+
+/* 64-bit FNV-1a hash (over 32-bit words) of n floats, and whether every rank's hash of its
+ * own parameters equals rank 0's (1 = identical replicas). */
+uint64_t dist_hash_floats(const float *x, size_t n);
+int dist_replicas_agree(Dist *d, uint64_t hash);
+
+/* Print "error: <msg>" (with "rank r of W" under MPI) to stderr and end
+ * the job: MPI_Abort under MPI, exit(1) otherwise. Never returns. */
+_Noreturn void dist_fail(const Dist *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* An error every rank finds alike (a flag that does not fit the world
+ * size): rank 0 prints it, every rank finalises and exits with `code`. */
+_Noreturn void dist_exit_all(Dist *d, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Close the collectives (the model stays) and finalise MPI. */
+void dist_finalize(Dist *d);
+
+#endif

@@ -1,0 +1,41 @@
+/* dist/dist_internal.h — private to dist/: the interface between dist.c and
+ * the two collective libraries (dist_mpi.c on host memory, dist_nccl.c on
+ * CUDA memory). Buffers are the model's parameter or gradient vectors, in
+ * the backend's par dtype (be->par_bytes wide); counts are in elements. */
+#ifndef DIST_DIST_INTERNAL_H
+#define DIST_DIST_INTERNAL_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "dist.h"
+
+struct DistComm {
+    const char *name; /* "mpi" or "nccl" */
+    /* Start summing n ranges [offs[k], offs[k] + counts[k]) of grads over
+     * ranks, in place; returns before they finish. */
+    void (*allreduce_start)(DistComm *c, void *grads, const size_t *offs, const size_t *counts,
+                            int n);
+    /* Start the ZeRO-1 reduce-scatter of grads (world * shard elements):
+     * rank r's block [r * shard, (r+1) * shard) receives the sum over ranks. */
+    void (*reduce_scatter_start)(DistComm *c, void *grads, size_t shard);
+    /* Everything started is complete as far as later backend ops see it. */
+    void (*wait)(DistComm *c);
+    /* All-gather params: rank r's block [r * shard, (r+1) * shard) to every
+     * rank; complete for later backend ops on return. */
+    void (*allgather)(DistComm *c, void *params, size_t shard);
+    void (*close)(DistComm *c);
+    const Dist *d;
+    MPI_Comm world;
+};
+
+/* Open over g's backend memory. NULL with a message in err on failure. */
+DistComm *dist_mpi_open(const Dist *d, GPT *g, char *err, size_t err_len);
+DistComm *dist_nccl_open(const Dist *d, GPT *g, char *err, size_t err_len); /* HAVE_CUDA */
+int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_len); /* HAVE_CUDA */
+
+/* MPI counts are int: collectives on longer vectors are split into pieces
+ * of at most this many elements. */
+#define DIST_MPI_CHUNK ((size_t)1 << 30)
+
+#endif

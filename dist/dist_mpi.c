@@ -1,0 +1,104 @@
+/* dist/dist_mpi.c — collectives on host memory with MPI, for the cpu
+ * backend (fp32 gradients and parameters).
+ *
+ * All-reduce: one MPI_Iallreduce per range (split at DIST_MPI_CHUNK), in
+ * place, started from the model's grad hook; MPI_Testall after each start
+ * lets the library progress them while the next layers' backward runs, and
+ * wait is MPI_Waitall. The sum of a float vector is the same on every rank
+ * (each element is reduced once and the result distributed, or the
+ * partners add the same two values), so the replicas stay bitwise equal;
+ * the trainer checks that at the end with dist_replicas_agree. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist_internal.h"
+
+typedef struct {
+    DistComm base;
+    MPI_Request *reqs;
+    int nreq, cap;
+} MpiComm;
+
+static void mpi_allreduce_start(DistComm *c, void *grads, const size_t *offs,
+                                const size_t *counts, int n)
+{
+    MpiComm *m = (MpiComm *)c;
+    float *g = grads;
+    for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < counts[k]; i += DIST_MPI_CHUNK) {
+            size_t len = counts[k] - i < DIST_MPI_CHUNK ? counts[k] - i : DIST_MPI_CHUNK;
+            if (m->nreq == m->cap)
+                dist_fail(c->d, "internal error: more than %d gradient all-reduces in a step",
+                          m->cap);
+            MPI_Iallreduce(MPI_IN_PLACE, g + offs[k] + i, (int)len, MPI_FLOAT, MPI_SUM, c->world,
+                           &m->reqs[m->nreq++]);
+        }
+    int flag;
+    MPI_Testall(m->nreq, m->reqs, &flag, MPI_STATUSES_IGNORE);
+}
+
+static void mpi_reduce_scatter_start(DistComm *c, void *grads, size_t shard)
+{
+    /* In place, MPI_Reduce_scatter_block leaves this rank's sum at the
+     * start of the buffer; move it to the rank's own block. */
+    float *g = grads;
+    MPI_Reduce_scatter_block(MPI_IN_PLACE, g, (int)shard, MPI_FLOAT, MPI_SUM, c->world);
+    if (c->d->rank > 0) memcpy(g + (size_t)c->d->rank * shard, g, shard * sizeof(float));
+}
+
+static void mpi_wait(DistComm *c)
+{
+    MpiComm *m = (MpiComm *)c;
+    MPI_Waitall(m->nreq, m->reqs, MPI_STATUSES_IGNORE);
+    m->nreq = 0;
+}
+
+static void mpi_allgather(DistComm *c, void *params, size_t shard)
+{
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params, (int)shard, MPI_FLOAT, c->world);
+}
+
+static void mpi_close(DistComm *c)
+{
+    MpiComm *m = (MpiComm *)c;
+    free(m->reqs);
+    free(m);
+}
+
+/* Pieces one step's hook calls can start: the per-layer slices of the
+ * block tensors and the four whole tensors, each split at DIST_MPI_CHUNK. */
+static int count_pieces(const GPT *g)
+{
+    size_t n = 0;
+    int L = g->cfg.num_layers;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        int per_layer = i >= 2 && i <= 13;
+        size_t len = per_layer ? g->param_sizes[i] / (size_t)L : g->param_sizes[i];
+        size_t pieces = (len + DIST_MPI_CHUNK - 1) / DIST_MPI_CHUNK;
+        n += (per_layer ? (size_t)L : 1) * (pieces ? pieces : 1);
+    }
+    return (int)n;
+}
+
+DistComm *dist_mpi_open(const Dist *d, GPT *g, char *err, size_t err_len)
+{
+    if (g->be->par_bytes != 4) {
+        snprintf(err, err_len, "internal error: MPI collectives take fp32 host buffers; the %s "
+                 "backend keeps %d-byte parameters", g->be->name, g->be->par_bytes);
+        return NULL;
+    }
+    MpiComm *m = calloc(1, sizeof *m);
+    if (m) m->cap = count_pieces(g);
+    if (m) m->reqs = malloc(sizeof(MPI_Request) * (size_t)m->cap);
+    if (!m || !m->reqs) {
+        free(m);
+        snprintf(err, err_len, "out of host memory for MPI requests");
+        return NULL;
+    }
+    m->base = (DistComm){.name = "mpi", .allreduce_start = mpi_allreduce_start,
+                         .reduce_scatter_start = mpi_reduce_scatter_start, .wait = mpi_wait,
+                         .allgather = mpi_allgather, .close = mpi_close, .d = d,
+                         .world = MPI_COMM_WORLD};
+    return &m->base;
+}

@@ -1,0 +1,176 @@
+/* dist/dist_nccl.c — collectives on CUDA memory with NCCL, for the cuda
+ * backend (fp32 or bf16 gradients and parameters). Built with HAVE_CUDA.
+ *
+ * Bootstrap: rank 0 makes the ncclUniqueId, MPI_Bcast hands it to every
+ * rank, and every rank calls ncclCommInitRank on its own device.
+ *
+ * Streams: the backend runs every op on one compute stream (its
+ * native_stream op). Collectives run on a second stream: each start
+ * records an event on the compute stream and makes the comm stream wait
+ * on it, so a layer's all-reduce begins when that layer's backward has
+ * finished and runs while the compute stream goes on with earlier layers.
+ * wait records an event on the comm stream and makes the compute stream
+ * wait on it: the optimizer sees summed gradients, and no host sync is
+ * needed. ncclAllReduce and ncclReduceScatter sum (ncclSum): each rank's
+ * loss gradient already carries the 1/world factor. */
+#ifdef HAVE_CUDA
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dist_internal.h"
+
+typedef struct {
+    DistComm base;
+    ncclComm_t comm;
+    ncclDataType_t dtype;
+    size_t elem_bytes;
+    cudaStream_t compute, stream;
+    cudaEvent_t ready, done;
+    int pending;
+} NcclComm;
+
+#define CUDA_OK(d, call)                                                                       \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess)                                                                 \
+            dist_fail((d), "%s failed: %s (%s:%d)", #call, cudaGetErrorString(e_), __FILE__,   \
+                      __LINE__);                                                               \
+    } while (0)
+
+#define NCCL_OK(d, call)                                                                       \
+    do {                                                                                       \
+        ncclResult_t r_ = (call);                                                              \
+        if (r_ != ncclSuccess)                                                                 \
+            dist_fail((d), "%s failed: %s (%s) (%s:%d)", #call, ncclGetErrorString(r_),       \
+                      ncclGetLastError(NULL), __FILE__, __LINE__);                             \
+    } while (0)
+
+/* Order the comm stream after everything enqueued on the compute stream. */
+static void comm_after_compute(NcclComm *n)
+{
+    CUDA_OK(n->base.d, cudaEventRecord(n->ready, n->compute));
+    CUDA_OK(n->base.d, cudaStreamWaitEvent(n->stream, n->ready, 0));
+    n->pending = 1;
+}
+
+static char *at(NcclComm *n, void *base, size_t elem) { return (char *)base + elem * n->elem_bytes; }
+
+static void nccl_allreduce_start(DistComm *c, void *grads, const size_t *offs,
+                                 const size_t *counts, int k)
+{
+    NcclComm *n = (NcclComm *)c;
+    comm_after_compute(n);
+    NCCL_OK(c->d, ncclGroupStart());
+    for (int i = 0; i < k; i++) {
+        void *p = at(n, grads, offs[i]);
+        NCCL_OK(c->d, ncclAllReduce(p, p, counts[i], n->dtype, ncclSum, n->comm, n->stream));
+    }
+    NCCL_OK(c->d, ncclGroupEnd());
+}
+
+static void nccl_reduce_scatter_start(DistComm *c, void *grads, size_t shard)
+{
+    NcclComm *n = (NcclComm *)c;
+    comm_after_compute(n);
+    /* In place: the receive buffer is this rank's own block of the send buffer. */
+    void *mine = at(n, grads, (size_t)c->d->rank * shard);
+    NCCL_OK(c->d, ncclReduceScatter(grads, mine, shard, n->dtype, ncclSum, n->comm, n->stream));
+}
+
+static void nccl_wait(DistComm *c)
+{
+    NcclComm *n = (NcclComm *)c;
+    if (!n->pending) return;
+    CUDA_OK(c->d, cudaEventRecord(n->done, n->stream));
+    CUDA_OK(c->d, cudaStreamWaitEvent(n->compute, n->done, 0));
+    n->pending = 0;
+}
+
+static void nccl_allgather(DistComm *c, void *params, size_t shard)
+{
+    NcclComm *n = (NcclComm *)c;
+    comm_after_compute(n);
+    void *mine = at(n, params, (size_t)c->d->rank * shard);
+    NCCL_OK(c->d, ncclAllGather(mine, params, shard, n->dtype, n->comm, n->stream));
+    nccl_wait(c);
+}
+
+static void nccl_close(DistComm *c)
+{
+    NcclComm *n = (NcclComm *)c;
+    CUDA_OK(c->d, cudaStreamSynchronize(n->stream));
+    NCCL_OK(c->d, ncclCommDestroy(n->comm));
+    CUDA_OK(c->d, cudaEventDestroy(n->ready));
+    CUDA_OK(c->d, cudaEventDestroy(n->done));
+    CUDA_OK(c->d, cudaStreamDestroy(n->stream));
+    free(n);
+}
+
+int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_len)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+        (void)cudaGetLastError(); /* no device: the backend falls back or reports it */
+        *device = -1;
+        return 0;
+    }
+    *device = local_rank % count;
+    cudaError_t e = cudaSetDevice(*device);
+    if (e != cudaSuccess) {
+        snprintf(err, err_len, "local rank %d: cudaSetDevice(%d) failed: %s", local_rank,
+                 *device, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+DistComm *dist_nccl_open(const Dist *d, GPT *g, char *err, size_t err_len)
+{
+    Backend *be = g->be;
+    if (!be->ops->native_stream || !be->ops->native_stream(be)) {
+        snprintf(err, err_len, "the %s backend does not expose its compute stream "
+                 "(BackendOps.native_stream); NCCL cannot be ordered after it", be->name);
+        return NULL;
+    }
+    NcclComm *n = calloc(1, sizeof *n);
+    if (!n) {
+        snprintf(err, err_len, "out of host memory for the NCCL communicator");
+        return NULL;
+    }
+    n->compute = (cudaStream_t)be->ops->native_stream(be);
+    n->elem_bytes = (size_t)be->par_bytes;
+    n->dtype = be->par_bytes == 2 ? ncclBfloat16 : ncclFloat32;
+
+    ncclUniqueId id;
+    if (d->rank == 0) {
+        ncclResult_t r = ncclGetUniqueId(&id);
+        if (r != ncclSuccess) dist_fail(d, "ncclGetUniqueId failed: %s", ncclGetErrorString(r));
+    }
+    MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    ncclResult_t r = ncclCommInitRank(&n->comm, d->world, id, d->rank);
+    if (r != ncclSuccess) {
+        snprintf(err, err_len, "ncclCommInitRank (rank %d of %d, local rank %d, CUDA device "
+                 "%d) failed: %s: %s (NCCL needs one GPU per rank: %d ranks on this node need "
+                 "%d visible devices)", d->rank, d->world, d->local_rank, d->device,
+                 ncclGetErrorString(r), ncclGetLastError(NULL), d->local_world,
+                 d->local_world);
+        free(n);
+        return NULL;
+    }
+    CUDA_OK(d, cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking));
+    CUDA_OK(d, cudaEventCreateWithFlags(&n->ready, cudaEventDisableTiming));
+    CUDA_OK(d, cudaEventCreateWithFlags(&n->done, cudaEventDisableTiming));
+    n->base = (DistComm){.name = "nccl", .allreduce_start = nccl_allreduce_start,
+                         .reduce_scatter_start = nccl_reduce_scatter_start, .wait = nccl_wait,
+                         .allgather = nccl_allgather, .close = nccl_close, .d = d,
+                         .world = MPI_COMM_WORLD};
+    return &n->base;
+}
+
+#else
+/* A build without CUDA has no NCCL path; ISO C wants a declaration here. */
+typedef int dist_nccl_not_built;
+#endif
