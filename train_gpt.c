@@ -48,7 +48,7 @@ static double now_ms(void)
 
 /* A fatal error: under several ranks the message carries the rank and the
  * whole job is aborted (dist_fail). */
-static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, "%s", msg); }
+static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, 1, "%s", msg); }
 
 /* The model's shape: from --init-from's header, else from the flags. */
 static int resolve_config(Trainer *tr, char *err, size_t len)
@@ -385,14 +385,14 @@ int main(int argc, char **argv)
     Dist *d = &tr.dist;
     /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
     if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
-        dist_fail(d, "cannot silence stdout on rank %d", d->rank);
+        dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
 
     /* Validate everything that can be checked before any allocation. */
     resolve_total_batch(&tr);
-    if (resolve_config(&tr, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    if (resolve_config(&tr, err, sizeof err) != 0) fail(&tr, err);
     if (o->seq_len > tr.cfg.max_seq_len)
-        dist_exit_all(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
-                      o->seq_len, tr.cfg.max_seq_len);
+        dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
+                  o->seq_len, tr.cfg.max_seq_len);
     if (o->generate > 0) return generate_only(&tr);
     if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
 
@@ -414,7 +414,7 @@ int main(int argc, char **argv)
     if (o->sample_every > 0 && d->rank == 0 && open_sampling(&tr, err, sizeof err) != 0)
         fail(&tr, err);
     if (d->rank == 0 && o->log_path && !(tr.log = fopen(o->log_path, "w")))
-        dist_fail(d, "--log %s: cannot open for writing", o->log_path);
+        dist_fail(d, 1, "--log %s: cannot open for writing", o->log_path);
 
     printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
            "grad-accum=%d\n", tr.be->name, tr.be->act_bytes == 2 ? "bf16" : "fp32",

@@ -217,14 +217,14 @@ static void vprint_error(const Dist *d, const char *fmt, va_list ap)
     fflush(stderr);
 }
 
-void dist_fail(const Dist *d, const char *fmt, ...)
+void dist_fail(const Dist *d, int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vprint_error(d, fmt, ap);
     va_end(ap);
-    if (d && d->mpi) MPI_Abort(MPI_COMM_WORLD, 1);
-    exit(1);
+    if (d && d->mpi) MPI_Abort(MPI_COMM_WORLD, status);
+    exit(status);
 }
 
 void dist_exit_all(Dist *d, int code, const char *fmt, ...)

@@ -119,12 +119,15 @@ uint64_t dist_hash_floats(const float *x, size_t n);
 int dist_replicas_agree(Dist *d, uint64_t hash);
 
 /* Print "error: <msg>" (with "rank r of W" under MPI) to stderr and end
- * the job: MPI_Abort under MPI, exit(1) otherwise. Never returns. */
-_Noreturn void dist_fail(const Dist *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ * the job with `status`: MPI_Abort(MPI_COMM_WORLD, status) under MPI, so
+ * no rank is left waiting in a collective; exit(status) otherwise. */
+_Noreturn void dist_fail(const Dist *d, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-/* An error every rank finds alike (a flag that does not fit the world
- * size): rank 0 prints it, every rank finalises and exits with `code`. */
+/* An error every rank finds alike because it follows from the flags and
+ * the world size alone (--total-batch), or from values already agreed by
+ * a collective: rank 0 prints it, every rank finalises and exits with
+ * `code`. Anything read from files or devices uses dist_fail instead. */
 _Noreturn void dist_exit_all(Dist *d, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -29,8 +29,8 @@ static void mpi_allreduce_start(DistComm *c, void *grads, const size_t *offs,
         for (size_t i = 0; i < counts[k]; i += DIST_MPI_CHUNK) {
             size_t len = counts[k] - i < DIST_MPI_CHUNK ? counts[k] - i : DIST_MPI_CHUNK;
             if (m->nreq == m->cap)
-                dist_fail(c->d, "internal error: more than %d gradient all-reduces in a step",
-                          m->cap);
+                dist_fail(c->d, 1, "internal error: more than %d gradient all-reduces in a "
+                          "step", m->cap);
             MPI_Iallreduce(MPI_IN_PLACE, g + offs[k] + i, (int)len, MPI_FLOAT, MPI_SUM, c->world,
                            &m->reqs[m->nreq++]);
         }

@@ -32,19 +32,20 @@ typedef struct {
     int pending;
 } NcclComm;
 
+/* A failed CUDA or NCCL call ends the whole job, naming the rank. */
 #define CUDA_OK(d, call)                                                                       \
     do {                                                                                       \
         cudaError_t e_ = (call);                                                               \
         if (e_ != cudaSuccess)                                                                 \
-            dist_fail((d), "%s failed: %s (%s:%d)", #call, cudaGetErrorString(e_), __FILE__,   \
-                      __LINE__);                                                               \
+            dist_fail((d), 1, "%s failed: %s (%s:%d)", #call, cudaGetErrorString(e_),           \
+                      __FILE__, __LINE__);                                                     \
     } while (0)
 
 #define NCCL_OK(d, call)                                                                       \
     do {                                                                                       \
         ncclResult_t r_ = (call);                                                              \
         if (r_ != ncclSuccess)                                                                 \
-            dist_fail((d), "%s failed: %s (%s) (%s:%d)", #call, ncclGetErrorString(r_),       \
+            dist_fail((d), 1, "%s failed: %s (%s) (%s:%d)", #call, ncclGetErrorString(r_),   \
                       ncclGetLastError(NULL), __FILE__, __LINE__);                             \
     } while (0)
 
@@ -56,7 +57,10 @@ static void comm_after_compute(NcclComm *n)
     n->pending = 1;
 }
 
-static char *at(NcclComm *n, void *base, size_t elem) { return (char *)base + elem * n->elem_bytes; }
+static char *at(NcclComm *n, void *base, size_t elem)
+{
+    return (char *)base + elem * n->elem_bytes;
+}
 
 static void nccl_allreduce_start(DistComm *c, void *grads, const size_t *offs,
                                  const size_t *counts, int k)
@@ -147,7 +151,7 @@ DistComm *dist_nccl_open(const Dist *d, GPT *g, char *err, size_t err_len)
     ncclUniqueId id;
     if (d->rank == 0) {
         ncclResult_t r = ncclGetUniqueId(&id);
-        if (r != ncclSuccess) dist_fail(d, "ncclGetUniqueId failed: %s", ncclGetErrorString(r));
+        if (r != ncclSuccess) dist_fail(d, 1, "ncclGetUniqueId failed: %s", ncclGetErrorString(r));
     }
     MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
     ncclResult_t r = ncclCommInitRank(&n->comm, d->world, id, d->rank);

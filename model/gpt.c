@@ -382,8 +382,9 @@ void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
      * master are indexed from opt_begin. */
     size_t off = 0, b = g->opt_begin, e = g->opt_end;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        size_t lo = off > b ? off : b, hi = off + g->param_sizes[i] < e ? off + g->param_sizes[i] : e;
-        off += g->param_sizes[i];
+        size_t end = off + g->param_sizes[i];
+        size_t lo = off > b ? off : b, hi = end < e ? end : e;
+        off = end;
         if (lo >= hi) continue;
         int decays = i == WTE || i == WPE || i == QKVW || i == ATTPROJW || i == FCW || i == FCPROJW;
         size_t k = lo - b;
