@@ -1,6 +1,7 @@
 # train_gpt — build. `make` builds ./train_gpt and ./tokenize (CPU backend
 # always; the CUDA backend too when nvcc is found). `make test` runs the
-# Criterion suite. `make data` prepares the default dataset.
+# Criterion suite. `make data` prepares the default dataset. `make test-asan`
+# runs the suite under ASan+UBSan; `make fuzz` builds the libFuzzer targets.
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
@@ -12,7 +13,7 @@ OPENBLAS_OMP := /usr/lib/$(shell gcc -print-multiarch)/openblas-openmp
 ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
   LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
 endif
-LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lm
+LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lz -lm
 # MPI (dist/): OpenMPI's compile and link flags, from its compiler wrapper.
 MPICC   ?= mpicc
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
@@ -25,10 +26,11 @@ LDLIBS  += $(MPI_LIBS)
 NVFLAGS ?= -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
            -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror all-warnings -I.
 WERROR  ?=
-CFLAGS  += $(WERROR)
+SANITIZE ?=
+CFLAGS  += $(WERROR) $(SANITIZE)
 
 BUILD   := build
-LIB_SRC := $(wildcard model/*.c kernels/*.c kernels/cpu/*.c data/*.c dist/*.c)
+LIB_SRC := $(wildcard model/*.c kernels/*.c kernels/cpu/*.c data/*.c dist/*.c run/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CU_SRC  := $(wildcard kernels/cuda/*.cu)
 TEST_SRC := $(wildcard tests/*.c)
@@ -93,5 +95,43 @@ data: tokenize
 
 clean:
 	rm -rf $(BUILD) train_gpt tokenize tests/run_tests
+
+# ---- Sanitizers and fuzzing (run/, the file readers) ----
+# `make test-asan`: the CPU code and the suite built with ASan+UBSan in
+# build/asan, run once; the end-to-end tests drive build/asan/train_gpt.
+# Sanitizer reports exit 99 so they cannot pass for an expected error exit.
+# Leak checking is off: error exits return from main without freeing.
+ASAN_DIR := build/asan
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+.PHONY: test-asan fuzz
+test-asan:
+	$(MAKE) BUILD=$(ASAN_DIR) SANITIZE="$(SAN_FLAGS)" NVCC= $(ASAN_DIR)/train_gpt $(ASAN_DIR)/tokenize \
+	  $(ASAN_DIR)/run_tests
+	ASAN_OPTIONS=detect_leaks=0:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99 \
+	  TRAIN_GPT_BIN=$(ASAN_DIR)/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(ASAN_DIR)/tokenize \
+	  OMP_NUM_THREADS=2 $(ASAN_DIR)/run_tests --jobs 1 $(TEST_ARGS)
+
+# (the same program as ./train_gpt: its top-level train_*.c files and the library)
+$(BUILD)/train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/libtrain_gpt.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
+
+# `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
+# for every file reader, in build/fuzz/. scripts/run_fuzzers.sh runs them.
+FUZZ_CC   ?= clang
+FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB  := data/shard.c model/model_file.c model/config.c run/fileio.c run/run_state.c \
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c
+FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
+fuzz: $(FUZZ_BIN)
+build/fuzz/%: fuzz/%.c fuzz/fuzz_common.h $(FUZZ_LIB)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB) -o $@ -lcjson -lz -lpcre2-8 -lcrypto -lm
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

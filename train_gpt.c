@@ -6,6 +6,7 @@
  * printed are means over ranks, and rank 0 writes the model files. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #include "model/gpt.h"
 #include "model/lr_schedule.h"
 #include "model/model_file.h"
+#include "run/session.h"
+#include "run/signals.h"
 #include "train_options.h"
 #include "train_sample.h"
 
@@ -37,6 +40,9 @@ typedef struct {
     TextCodec codec;         /* when sampling or generating */
     TokenIds prompt;
     SampleRng rng;
+    RunSession sess;         /* saves, resume, test hooks (run/session.h) */
+    char resume_dir[4096];   /* the save resumed from; "" for a new run */
+    int start_step, bad_steps;
 } Trainer;
 
 static double now_ms(void)
@@ -54,9 +60,15 @@ static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, 
 static int resolve_config(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
-    if (o->init_from) {
+    char resumed[4200];
+    const char *from = o->init_from;
+    if (tr->resume_dir[0]) { /* resuming: the save's shape */
+        snprintf(resumed, sizeof resumed, "%s/model.bin", tr->resume_dir);
+        from = resumed;
+    }
+    if (from) {
         int version;
-        return model_file_read_header(o->init_from, &tr->cfg, &version, err, len);
+        return model_file_read_header(from, &tr->cfg, &version, err, len);
     }
     tr->cfg.num_layers = o->layers;
     tr->cfg.channels = o->channels;
@@ -231,7 +243,7 @@ static int train(Trainer *tr, char *err, size_t len)
      * gradients are then the global mean's. */
     float dloss = 1.0f / ((float)o->batch * o->seq_len * o->grad_accum * d->world);
     double tokens_per_step = (double)o->batch * o->seq_len * o->grad_accum * d->world;
-    for (int step = 1; step <= o->steps; step++) {
+    for (int step = tr->start_step + 1; step <= o->steps; step++) {
         if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
             double vl;
             if (eval_val(tr, &vl, err, len) != 0) return -1;
@@ -250,15 +262,21 @@ static int train(Trainer *tr, char *err, size_t len)
         }
         dist_finish_grads(d);
         loss = dist_mean(d, loss / o->grad_accum);
+        session_test_inject_nan(&tr->sess, &tr->model, step);
         if (step == 1 && o->dump_grads && dump_grads(tr, loss, err, len) != 0) return -1;
         double norm = dist_grad_norm(d);
         float lr = lr_at((LrKind)o->lr_schedule, o->lr, o->warmup, o->lr_min_frac, step - 1,
                          o->steps);
-        dist_update(d, &adam, lr, norm);
+        /* Non-finite guard: no update, AdamW's step not advanced. loss and
+         * norm are agreed over ranks, so every rank decides alike. */
+        int skip = !isfinite(loss) || !isfinite(norm);
+        tr->bad_steps = skip ? tr->bad_steps + 1 : 0;
+        if (!skip) dist_update(d, &adam, lr, norm);
         tr->be->ops->sync(tr->be);
         double ms = now_ms() - t0;
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s\n", step,
-               o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3));
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s%s\n", step,
+               o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3),
+               skip ? " | SKIPPED: non-finite loss or gradient norm, no update" : "");
         fflush(stdout);
         if (o->sample_every > 0 && step % o->sample_every == 0 && d->rank == 0)
             print_sample(tr, step); /* no collectives inside: rank 0 alone */
@@ -269,7 +287,31 @@ static int train(Trainer *tr, char *err, size_t len)
         cJSON_AddNumberToObject(j, "grad_norm", norm);
         cJSON_AddNumberToObject(j, "ms", ms);
         cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / (ms / 1e3));
+        if (skip) cJSON_AddBoolToObject(j, "skipped", 1);
         log_json(tr, j);
+        if (tr->bad_steps >= o->max_bad_steps) {
+            fprintf(stderr, "error: %d consecutive steps (up to step %d) had a non-finite loss or "
+                    "gradient norm (--max-bad-steps %d): saving and aborting\n", tr->bad_steps,
+                    step, o->max_bad_steps);
+            if (session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->rng, step,
+                             tr->bad_steps, err, len) != 0)
+                fprintf(stderr, "error: %s\n", err);
+            return TRAIN_EXIT_NONFINITE;
+        }
+        /* A signal reaches the ranks at different moments: stop when any
+         * rank has one, all after the same step. */
+        int sig = signals_pending();
+        if (d->world > 1 && dist_mean(d, sig != 0) > 0 && !sig) sig = SIGTERM;
+        if ((sig || session_save_due(&tr->sess, o, step)) &&
+            session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->rng, step, tr->bad_steps,
+                         err, len) != 0)
+            return -1;
+        if (sig) {
+            printf("stopped by signal %d after step %d%s\n", sig, step,
+                   tr->sess.dir[0] ? "; resume with --resume"
+                                   : " (no --checkpoint-dir: not saved)");
+            return TRAIN_EXIT_STOPPED;
+        }
     }
     if (tr->have_val) {
         double vl;
@@ -386,6 +428,13 @@ int main(int argc, char **argv)
     /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
     if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
         dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
+    if (signals_install() != 0) fail(&tr, "cannot install the SIGINT/SIGTERM handlers");
+    if (session_init(&tr.sess, o, d, err, sizeof err) != 0) fail(&tr, err);
+    rc = session_locate(&tr.sess, o, tr.resume_dir, sizeof tr.resume_dir, err, sizeof err);
+    if (rc < 0) fail(&tr, err);
+    if (rc == 0) tr.resume_dir[0] = 0;
+    else if (o->init_from)
+        printf("note: resuming from %s; --init-from %s is not used\n", tr.resume_dir, o->init_from);
 
     /* Validate everything that can be checked before any allocation. */
     resolve_total_batch(&tr);
@@ -410,10 +459,16 @@ int main(int argc, char **argv)
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     if (!tr.inputs || !tr.targets) fail(&tr, "out of host memory for a batch");
-    if (load_params(&tr, err, sizeof err) != 0) fail(&tr, err);
+    /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
     if (o->sample_every > 0 && d->rank == 0 && open_sampling(&tr, err, sizeof err) != 0)
         fail(&tr, err);
-    if (d->rank == 0 && o->log_path && !(tr.log = fopen(o->log_path, "w")))
+    if (tr.resume_dir[0] ? session_resume(&tr.sess, o, tr.resume_dir, &tr.model, &tr.train,
+                                          &tr.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
+                         : load_params(&tr, err, sizeof err))
+        fail(&tr, err);
+    /* A resumed run appends to its log, so the log covers the whole run. */
+    if (d->rank == 0 && o->log_path &&
+        !(tr.log = fopen(o->log_path, tr.resume_dir[0] ? "a" : "w")))
         dist_fail(d, 1, "--log %s: cannot open for writing", o->log_path);
 
     printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
@@ -428,6 +483,11 @@ int main(int argc, char **argv)
     printf("train data: %d shard(s) from %s\n", tr.train.num_shards, o->train_data);
 
     rc = train(&tr, err, sizeof err);
+    if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
+        if (tr.log) fclose(tr.log);
+        dist_finalize(d);
+        return rc;
+    }
     if (rc == 0) rc = finish(&tr, err, sizeof err);
     if (rc != 0) {
         if (tr.log) fclose(tr.log);

@@ -11,7 +11,9 @@
 
 #include "model/config.h"
 
-typedef enum { K_INT, K_LONG, K_FLOAT, K_U64, K_STR, K_CHOICE } Kind;
+/* K_OPTSTR: an optional string, attached as --name=VALUE (getopt_long's
+ * rule for optional arguments); the flag alone stores NULL. */
+typedef enum { K_INT, K_LONG, K_FLOAT, K_U64, K_STR, K_CHOICE, K_OPTSTR } Kind;
 
 typedef struct {
     const char *name;
@@ -85,6 +87,18 @@ static const OptSpec SPECS[] = {
      "text the samples continue (default: the end-of-text token)"},
     {"temperature", K_FLOAT, O(temperature), "1.0", 0, 100, NULL, "Text",
      "sampling temperature (0 = greedy); samples are seeded by --seed"},
+    {"checkpoint-dir", K_STR, O(checkpoint_dir), NULL, 0, 0, NULL, "Checkpoints",
+     "folder for resumable saves (DIR/step_N/{model.bin,state_r00000.bin,COMPLETE})"},
+    {"save-every", K_INT, O(save_every), "0", 0, 1 << 30, NULL, "Checkpoints",
+     "save every N steps (0 = only at the end, on a signal, or on a non-finite abort)"},
+    {"keep", K_INT, O(keep), "3", 0, 1 << 30, NULL, "Checkpoints",
+     "complete saves to keep, newest first (0 = all)"},
+    {"resume", K_OPTSTR, O(resume_path), NULL, 0, 0, NULL, "Checkpoints",
+     "continue from the newest complete save in --checkpoint-dir (a new run if none), or "
+     "--resume=DIR: from DIR (a checkpoint folder or one step_N folder; must exist)"},
+    {"max-bad-steps", K_INT, O(max_bad_steps), "5", 1, 1 << 30, NULL, "Checkpoints",
+     "consecutive non-finite (NaN/Inf loss or gradient norm) steps, skipped, before saving "
+     "and aborting"},
     {"log", K_STR, O(log_path), NULL, 0, 0, NULL, "Other", "JSON-lines log file"},
     {"threads", K_INT, O(threads), "0", 0, 1024, NULL, "Other",
      "CPU threads per rank (0 = OMP_NUM_THREADS, else the cores / ranks on the node)"},
@@ -155,6 +169,9 @@ static int set_value(TrainOptions *opt, const OptSpec *s, const char *value)
         *(uint64_t *)field = v;
         return 0;
     }
+    case K_OPTSTR:
+        if (!value) return 0;
+        /* fall through */
     case K_STR:
         if (!*value) {
             fprintf(stderr, "--%s: expected a non-empty value\n", s->name);
@@ -185,10 +202,11 @@ static void print_help(void)
         if (strcmp(group, s->group) != 0) printf("\n%s:\n", group = s->group);
         char left[64];
         const char *meta = s->kind == K_CHOICE ? s->choices
+                           : s->kind == K_OPTSTR ? "[=S]"
                            : s->kind == K_STR  ? "S"
                            : s->kind == K_FLOAT ? "X"
                                                 : "N";
-        snprintf(left, sizeof left, "--%s %s", s->name, meta);
+        snprintf(left, sizeof left, "--%s%s%s", s->name, s->kind == K_OPTSTR ? "" : " ", meta);
         printf("  %-30s %s", left, s->help);
         if (s->def) printf(" [default: %s]", s->def);
         printf("\n");
@@ -204,7 +222,10 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
 
     struct option longopts[NUM_SPECS + 2];
     for (int i = 0; i < NUM_SPECS; i++)
-        longopts[i] = (struct option){SPECS[i].name, required_argument, NULL, 256 + i};
+        longopts[i] = (struct option){SPECS[i].name,
+                                      SPECS[i].kind == K_OPTSTR ? optional_argument
+                                                                : required_argument,
+                                      NULL, 256 + i};
     longopts[NUM_SPECS] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[NUM_SPECS + 1] = (struct option){0, 0, 0, 0};
 
@@ -213,7 +234,8 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    /* "+": stop at the first non-flag, so "--resume DIR" is caught below. */
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
         if (c == 'h') {
             print_help();
             return 1;
@@ -232,6 +254,11 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         if (set_value(opt, &SPECS[c], optarg) != 0) return 2;
         given[c] = 1;
     }
+    if (optind < argc && optind > 1 && strcmp(argv[optind - 1], "--resume") == 0) {
+        fprintf(stderr, "--resume: a folder must be attached with '=': --resume=%s\n",
+                argv[optind]);
+        return 2;
+    }
     if (optind < argc) {
         fprintf(stderr, "%s: unexpected argument (flags take the form --name value)\n",
                 argv[optind]);
@@ -241,6 +268,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         if (strcmp(SPECS[i].name, "train-data") == 0) opt->train_data_given = given[i];
         if (strcmp(SPECS[i].name, "val-data") == 0) opt->val_data_given = given[i];
         if (strcmp(SPECS[i].name, "grad-accum") == 0) opt->grad_accum_given = given[i];
+        if (strcmp(SPECS[i].name, "resume") == 0) opt->resume = given[i];
     }
     if (opt->preset) {
         GPTConfig cfg = {0};

@@ -31,6 +31,9 @@ typedef struct {
     uint64_t seed;
     /* model files */
     const char *init_from, *save;
+    /* checkpoints and failures (run/session.h) */
+    const char *checkpoint_dir, *resume_path;
+    int save_every, keep, resume, max_bad_steps;
     /* other */
     const char *log_path, *device, *dtype, *dump_grads;
     int threads;

@@ -230,6 +230,27 @@ int loader_next(Loader *ld, int *inputs, int *targets, char *err, size_t err_len
     return 0;
 }
 
+int loader_seek(Loader *ld, uint64_t epoch, int shard_pos, long window_pos, char *err,
+                size_t err_len)
+{
+    if (shard_pos < 0 || shard_pos >= ld->num_shards) {
+        snprintf(err, err_len, "data position: shard %d does not exist (%d shard(s))", shard_pos,
+                 ld->num_shards);
+        return -1;
+    }
+    ld->epoch = epoch;
+    order_shards(ld);
+    ld->shard_pos = shard_pos;
+    if (enter_shard(ld, err, err_len) != 0) return -1;
+    if (window_pos < 0 || window_pos >= ld->num_windows) {
+        snprintf(err, err_len, "data position: step %ld of %s does not exist (it has %ld)",
+                 window_pos, loader_current_path(ld), ld->num_windows);
+        return -1;
+    }
+    ld->window_pos = window_pos;
+    return 0;
+}
+
 void loader_reset(Loader *ld)
 {
     char err[256];

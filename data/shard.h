@@ -66,6 +66,13 @@ int loader_open(Loader *ld, const char *glob_pattern, int B, int T, int rank, in
  * the read fails. */
 int loader_next(Loader *ld, int *inputs, int *targets, char *err, size_t err_len);
 
+/* Move to a saved position: `epoch` (which decides the shuffle order),
+ * shard_pos into the shard order and window_pos into that shard's window
+ * order. Returns 0, or -1 with a message when the position does not exist
+ * for these shards (a different data set, batch or world size). */
+int loader_seek(Loader *ld, uint64_t epoch, int shard_pos, long window_pos, char *err,
+                size_t err_len);
+
 /* Back to the first window of the first shard (validation restarts). */
 void loader_reset(Loader *ld);
 

@@ -1,0 +1,239 @@
+/* run/fileio.c — see fileio.h. */
+#include "fileio.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+int io_err(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+int io_write_all(int fd, const void *buf, size_t n, const char *path, char *err, size_t err_len)
+{
+    const char *p = buf;
+    while (n > 0) {
+        /* write() takes at most ~2 GiB at a time on Linux. */
+        size_t chunk = n < ((size_t)1 << 30) ? n : ((size_t)1 << 30);
+        ssize_t k = write(fd, p, chunk);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            io_err(err, err_len, "%s: write failed: %s", path,
+                     k < 0 ? strerror(errno) : "no progress");
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+int io_create(IoWriter *w, const char *path, char *err, size_t err_len)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    if (strlen(path) >= sizeof w->path) {
+        io_err(err, err_len, "%.200s...: path too long", path);
+        return -1;
+    }
+    snprintf(w->path, sizeof w->path, "%s", path);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        io_err(err, err_len, "%s: cannot create: %s", w->tmp, strerror(errno));
+        return -1;
+    }
+    w->crc = (uint32_t)crc32(0L, Z_NULL, 0);
+    return 0;
+}
+
+int io_write(IoWriter *w, const void *buf, size_t n, char *err, size_t err_len)
+{
+    if (io_write_all(w->fd, buf, n, w->tmp, err, err_len) != 0) return -1;
+    /* zlib's crc32 takes a uInt length: feed it in pieces below 4 GiB. */
+    const unsigned char *p = buf;
+    for (size_t left = n; left > 0;) {
+        uInt k = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        w->crc = (uint32_t)crc32(w->crc, p, k);
+        p += k;
+        left -= k;
+    }
+    w->bytes += n;
+    return 0;
+}
+
+int io_commit(IoWriter *w, char *err, size_t err_len)
+{
+    if (fsync(w->fd) != 0) {
+        io_err(err, err_len, "%s: fsync failed: %s", w->tmp, strerror(errno));
+        io_abort(w);
+        return -1;
+    }
+    int rc = close(w->fd);
+    w->fd = -1;
+    if (rc != 0) {
+        io_err(err, err_len, "%s: close failed: %s", w->tmp, strerror(errno));
+        unlink(w->tmp);
+        return -1;
+    }
+    if (rename(w->tmp, w->path) != 0) {
+        io_err(err, err_len, "%s: cannot rename into place: %s", w->path, strerror(errno));
+        unlink(w->tmp);
+        return -1;
+    }
+    return 0;
+}
+
+void io_abort(IoWriter *w)
+{
+    if (w->fd >= 0) close(w->fd);
+    w->fd = -1;
+    if (w->tmp[0]) unlink(w->tmp);
+}
+
+int io_sync_dir(const char *dir, char *err, size_t err_len)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        io_err(err, err_len, "%s: cannot open folder: %s", dir, strerror(errno));
+        return -1;
+    }
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    /* Some file systems refuse fsync on a folder (EINVAL); nothing more to do there. */
+    if (rc != 0 && e != EINVAL) {
+        io_err(err, err_len, "%s: fsync of the folder failed: %s", dir, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+int io_mkdirs(const char *dir, char *err, size_t err_len)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+        io_err(err, err_len, "%.200s...: path too long", dir);
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != 0) continue;
+        char c = *p;
+        *p = 0;
+        struct stat st;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+            io_err(err, err_len, "%s: cannot create folder: %s", buf, strerror(errno));
+            return -1;
+        }
+        if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            io_err(err, err_len, "%s: exists and is not a folder", buf);
+            return -1;
+        }
+        *p = c;
+        if (!c) break;
+    }
+    return 0;
+}
+
+int io_open_regular(const char *path, off_t *size, char *err, size_t err_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        io_err(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        io_err(err, err_len, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        io_err(err, err_len, "%s: not a regular file%s", path,
+                 S_ISDIR(st.st_mode) ? " (a folder)" : "");
+        close(fd);
+        return -1;
+    }
+    *size = st.st_size;
+    return fd;
+}
+
+int io_pread_exact(int fd, void *buf, size_t n, off_t off, const char *path, char *err,
+                   size_t err_len)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t k = pread(fd, p, n, off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            io_err(err, err_len, "%s: %s at byte %lld", path,
+                     k < 0 ? strerror(errno) : "truncated (end of file)", (long long)off);
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+        off += k;
+    }
+    return 0;
+}
+
+int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, size_t err_len)
+{
+    off_t size;
+    int fd = io_open_regular(path, &size, err, err_len);
+    if (fd < 0) return -1;
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = malloc(CHUNK);
+    if (!buf) {
+        io_err(err, err_len, "%s: out of host memory", path);
+        close(fd);
+        return -1;
+    }
+    uLong c = crc32(0L, Z_NULL, 0);
+    uint64_t total = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t k = read(fd, buf, CHUNK);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            io_err(err, err_len, "%s: read failed: %s", path, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (k == 0) break;
+        c = crc32(c, buf, (uInt)k);
+        total += (uint64_t)k;
+    }
+    free(buf);
+    close(fd);
+    *bytes = total;
+    *crc = (uint32_t)c;
+    return rc;
+}
+
+int io_test_save_delay_ms(void)
+{
+    const char *s = getenv("TRAIN_GPT_TEST_SAVE_DELAY_MS");
+    if (!s || !*s) return 0;
+    int ms = atoi(s);
+    return ms > 0 && ms < 60000 ? ms : 0;
+}
+
+void io_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}

@@ -1,0 +1,62 @@
+/* run/fileio.h — crash-safe writing and careful reading of the files a run
+ * saves (checkpoint folders, their manifest and state files).
+ *
+ * Owns: the write protocol every checkpoint file follows — write
+ * "<name>.tmp" in the same folder, fsync it, rename it over <name>, fsync
+ * the folder — and the checks every read starts with (a regular file, its
+ * size). Every failure writes "<path>: <fault>" into err and returns -1. */
+#ifndef RUN_FILEIO_H
+#define RUN_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* snprintf into a message buffer (a long path is cut, never overflows);
+ * returns what snprintf would. */
+int io_err(char *err, size_t err_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* An open temp file that becomes `path` on io_commit. crc covers every byte
+ * written so far (zlib crc32). */
+typedef struct {
+    int fd;
+    char path[4096], tmp[4100];
+    uint64_t bytes;
+    uint32_t crc;
+} IoWriter;
+
+/* Create "<path>.tmp" (truncating a stale one). */
+int io_create(IoWriter *w, const char *path, char *err, size_t err_len);
+/* Append n bytes (retrying short writes; ENOSPC, EIO... are reported). */
+int io_write(IoWriter *w, const void *buf, size_t n, char *err, size_t err_len);
+/* fsync, close, rename over path. Does not fsync the folder (io_sync_dir). */
+int io_commit(IoWriter *w, char *err, size_t err_len);
+/* Close and delete the temp file (after a failure). */
+void io_abort(IoWriter *w);
+
+/* Write all n bytes to fd; err names `path`. */
+int io_write_all(int fd, const void *buf, size_t n, const char *path, char *err,
+                 size_t err_len);
+
+/* fsync a folder, so renames and new entries inside it are durable. */
+int io_sync_dir(const char *dir, char *err, size_t err_len);
+
+/* mkdir -p; an existing non-folder in the way is an error. */
+int io_mkdirs(const char *dir, char *err, size_t err_len);
+
+/* Open for reading, refusing anything but a regular file; *size = bytes. */
+int io_open_regular(const char *path, off_t *size, char *err, size_t err_len);
+
+/* pread exactly n bytes at off (a short read is "truncated"). */
+int io_pread_exact(int fd, void *buf, size_t n, off_t off, const char *path, char *err,
+                   size_t err_len);
+
+/* crc32 and size of a whole file, read in chunks. */
+int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, size_t err_len);
+
+/* A test-only pause (TRAIN_GPT_TEST_SAVE_DELAY_MS) between the files of a
+ * save, to widen the window a kill can land in. 0 when unset. */
+int io_test_save_delay_ms(void);
+void io_sleep_ms(int ms);
+
+#endif

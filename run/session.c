@@ -1,0 +1,370 @@
+/* run/session.c — see session.h. */
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "dist/dist.h"
+#include "fileio.h"
+
+/* "3", "3,7", "4-9,12": 1-based steps. */
+static int parse_nan_steps(RunSession *s, const char *v, char *err, size_t err_len)
+{
+    const char *p = v;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p || errno) goto bad;
+        p = end;
+        if (*p == '-') {
+            hi = strtol(++p, &end, 10);
+            if (end == p || errno) goto bad;
+            p = end;
+        }
+        if (lo < 1 || hi < lo || hi > INT_MAX || s->n_nan == SESSION_MAX_NAN_RANGES) goto bad;
+        s->nan_lo[s->n_nan] = (int)lo;
+        s->nan_hi[s->n_nan++] = (int)hi;
+        if (*p == ',') p++;
+        else if (*p) goto bad;
+    }
+    return 0;
+bad:
+    io_err(err, err_len, "TRAIN_GPT_TEST_NAN_STEP=%s: expected steps like 3, 3,7 or 4-9 "
+             "(at most %d ranges)", v, SESSION_MAX_NAN_RANGES);
+    return -1;
+}
+
+/* Create and remove a file in dir: permissions, read-only mounts, a full
+ * inode table all show up here rather than at the first save. */
+static int probe_writable(const char *dir, char *err, size_t err_len)
+{
+    char p[4200];
+    io_err(p, sizeof p, "%s/.train_gpt_write_test.%ld", dir, (long)getpid());
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        io_err(err, err_len, "--checkpoint-dir %s: cannot write there: %s", dir,
+                 strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(p);
+    return 0;
+}
+
+int session_init(RunSession *s, const TrainOptions *o, const Dist *d, char *err,
+                 size_t err_len)
+{
+    memset(s, 0, sizeof *s);
+    s->last_saved = -1;
+    s->rank = d->rank;
+    s->world_size = d->world;
+    s->zero = o->zero;
+    const char *nan = getenv("TRAIN_GPT_TEST_NAN_STEP");
+    if (nan && *nan && parse_nan_steps(s, nan, err, err_len) != 0) return -1;
+    if (o->resume && !o->resume_path && !o->checkpoint_dir) {
+        io_err(err, err_len, "--resume: needs --checkpoint-dir DIR (or --resume=DIR)");
+        return -1;
+    }
+    if (o->save_every > 0 && !o->checkpoint_dir && !o->resume_path) {
+        io_err(err, err_len, "--save-every: needs --checkpoint-dir DIR");
+        return -1;
+    }
+    if (o->resume_path) { /* an explicit save to resume must exist: never create it */
+        struct stat st;
+        int missing = stat(o->resume_path, &st) != 0;
+        if (missing || !S_ISDIR(st.st_mode)) {
+            io_err(err, err_len, "--resume=%s: %s", o->resume_path,
+                   missing ? strerror(errno) : "not a folder");
+            return -1;
+        }
+    }
+    const char *dir = o->checkpoint_dir;
+    char parent[4096];
+    if (!dir && o->resume_path) {
+        /* Saves continue where the resumed save lives: the folder itself, or
+         * the parent of a step_N folder. */
+        char mp[4200];
+        struct stat st;
+        io_err(mp, sizeof mp, "%s/%s", o->resume_path, CKPT_MANIFEST);
+        io_err(parent, sizeof parent, "%s", o->resume_path);
+        if (stat(mp, &st) == 0) {
+            char *slash = strrchr(parent, '/');
+            if (slash && slash != parent) *slash = 0;
+            else io_err(parent, sizeof parent, "%s", slash ? "/" : ".");
+        }
+        dir = parent;
+    }
+    if (!dir) return 0;
+    if (strlen(dir) >= sizeof s->dir - 32) {
+        io_err(err, err_len, "--checkpoint-dir: path too long");
+        return -1;
+    }
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    char why[4400];
+    if (io_mkdirs(dir, why, sizeof why) != 0) {
+        io_err(err, err_len, "--checkpoint-dir %s: %s", dir, why);
+        return -1;
+    }
+    return probe_writable(dir, err, err_len);
+}
+
+int session_locate(RunSession *s, const TrainOptions *o, char *save_dir, size_t len, char *err,
+                   size_t err_len)
+{
+    if (!o->resume) return 0;
+    int step;
+    if (o->resume_path) {
+        char mp[4200];
+        struct stat st;
+        io_err(mp, sizeof mp, "%s/%s", o->resume_path, CKPT_MANIFEST);
+        if (stat(mp, &st) == 0) { /* a step folder */
+            io_err(save_dir, len, "%s", o->resume_path);
+            return 1;
+        }
+        int r = ckpt_find_latest(o->resume_path, save_dir, len, &step, err, err_len);
+        if (r == 0)
+            io_err(err, err_len, "--resume=%s: no complete save there (a save is a step_N "
+                     "folder with a COMPLETE manifest)", o->resume_path);
+        return r == 1 ? 1 : -1;
+    }
+    int r = ckpt_find_latest(s->dir, save_dir, len, &step, err, err_len);
+    if (r == 0)
+        printf("resume: no complete save in %s yet: starting a new run\n", s->dir);
+    return r;
+}
+
+/* FNV-1a over the shard count and each shard's token count. */
+static uint64_t data_fingerprint(const Loader *ld)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < ld->num_shards; i++) {
+        uint64_t v = ld->ntok[i];
+        for (int b = 0; b < 8; b++) {
+            h ^= (v >> (8 * b)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+void session_fill_state(const RunSession *s, const TrainOptions *o, const GPTConfig *cfg,
+                        const Loader *ld, int step, int adam_t, int bad_steps, RunState *st)
+{
+    memset(st, 0, sizeof *st);
+    st->layers = cfg->num_layers;
+    st->channels = cfg->channels;
+    st->heads = cfg->num_heads;
+    st->vocab = cfg->vocab_size;
+    st->padded_vocab = cfg->padded_vocab;
+    st->max_seq_len = cfg->max_seq_len;
+    st->batch = o->batch;
+    st->seq_len = o->seq_len;
+    st->grad_accum = o->grad_accum;
+    st->world_size = s->world_size;
+    st->zero = s->zero;
+    st->shuffle = o->shuffle;
+    st->lr_schedule = o->lr_schedule;
+    st->warmup = o->warmup;
+    st->seed = o->seed;
+    st->lr = o->lr;
+    st->lr_min_frac = o->lr_min_frac;
+    st->beta1 = o->beta1;
+    st->beta2 = o->beta2;
+    st->eps = o->eps;
+    st->weight_decay = o->weight_decay;
+    st->grad_clip = o->grad_clip;
+    st->num_shards = ld->num_shards;
+    st->data_fingerprint = data_fingerprint(ld);
+    st->recompute = o->recompute;
+    st->loss_chunk = o->loss_chunk;
+    st->total_steps = o->steps;
+    st->step = step;
+    st->adam_t = adam_t;
+    st->bad_steps = bad_steps;
+    st->epoch = ld->epoch;
+    st->shard_pos = ld->shard_pos;
+    st->window_pos = ld->window_pos;
+    st->rank = s->rank;
+}
+
+int session_resume(RunSession *s, const TrainOptions *o, const char *save_dir, GPT *g,
+                   Loader *ld, SampleRng *rng, int *step, int *bad_steps, char *err,
+                   size_t err_len)
+{
+    CkptManifest man;
+    GPTConfig cfg;
+    float *params = NULL, *m = NULL, *v = NULL;
+    size_t np = g->plan.num_params, cnt = g->opt_end - g->opt_begin;
+    char why[3000];
+    int rc = -1;
+    if (ckpt_read_manifest(save_dir, &man, why, sizeof why) != 0) {
+        io_err(err, err_len, "cannot resume: %s", why);
+        return -1;
+    }
+    if (ckpt_load_model(save_dir, &man, &cfg, &params, why, sizeof why) != 0) goto fail;
+    if (memcmp(&cfg, &g->cfg, sizeof cfg) != 0 || config_num_params(&cfg) != np) {
+        io_err(why, sizeof why, "%s/model.bin: its shape differs from the model built", save_dir);
+        goto fail;
+    }
+    m = malloc((cnt ? cnt : 1) * sizeof(float));
+    v = malloc((cnt ? cnt : 1) * sizeof(float));
+    if (!m || !v) {
+        io_err(why, sizeof why, "out of host memory for the optimizer state");
+        goto fail;
+    }
+    RunState saved, now;
+    if (ckpt_load_state(save_dir, &man, &saved, np, g->opt_begin, cnt, m, v, why, sizeof why) != 0)
+        goto fail;
+    session_fill_state(s, o, &g->cfg, ld, 0, 0, 0, &now);
+    char notes[1024];
+    if (run_state_compare(&saved, &now, why, sizeof why, notes, sizeof notes) != 0) {
+        io_err(err, err_len, "cannot resume from %s: the configuration differs: %s", save_dir,
+                 why);
+        goto out;
+    }
+    if (saved.step > o->steps) {
+        io_err(err, err_len, "cannot resume from %s: it is at step %lld, beyond --steps %d "
+                 "(--steps is the run's total)", save_dir, (long long)saved.step, o->steps);
+        goto out;
+    }
+    if (saved.adam_t < 0 || saved.adam_t > saved.step || saved.bad_steps < 0 ||
+        saved.shard_pos < 0 || saved.shard_pos > INT_MAX) {
+        io_err(why, sizeof why, "%s: inconsistent progress (step %lld, adam-t %lld)", save_dir,
+                 (long long)saved.step, (long long)saved.adam_t);
+        goto fail;
+    }
+    if (loader_seek(ld, saved.epoch, (int)saved.shard_pos, (long)saved.window_pos, why,
+                    sizeof why) != 0)
+        goto fail;
+    /* Resuming an older save into a folder that holds newer ones would mix
+     * two timelines (and --resume would later pick the abandoned one). */
+    char newer[4200];
+    int newest;
+    if (s->dir[0] && ckpt_find_latest(s->dir, newer, sizeof newer, &newest, why, sizeof why) == 1 &&
+        newest > saved.step) {
+        io_err(err, err_len, "cannot resume from %s: %s holds a newer save (%s); move it away or "
+               "pass another --checkpoint-dir, so the two runs' saves do not mix", save_dir,
+               s->dir, newer);
+        goto out;
+    }
+    if (notes[0]) printf("note: resuming with a changed setting: %s\n", notes);
+    gpt_set_params(g, params);
+    g->be->ops->mem_upload(g->be, g->m, m, cnt * sizeof(float));
+    g->be->ops->mem_upload(g->be, g->v, v, cnt * sizeof(float));
+    g->adam_t = (int)saved.adam_t;
+    rng->state = saved.sample_rng;
+    *step = (int)saved.step;
+    *bad_steps = (int)saved.bad_steps;
+    s->last_saved = *step;
+    printf("resumed from %s: step %d, AdamW step %d, data epoch %llu shard %d window %ld\n",
+           save_dir, *step, g->adam_t, (unsigned long long)saved.epoch, (int)saved.shard_pos,
+           (long)saved.window_pos);
+    rc = 0;
+    goto out;
+fail:
+    io_err(err, err_len, "cannot resume: %s", why);
+out:
+    ckpt_manifest_free(&man);
+    free(params);
+    free(m);
+    free(v);
+    return rc;
+}
+
+int session_save_due(const RunSession *s, const TrainOptions *o, int step)
+{
+    if (!s->dir[0] || step == s->last_saved) return 0;
+    return (o->save_every > 0 && step % o->save_every == 0) || step == o->steps;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* -1 on every rank when rc != 0 on any (a collective: all ranks call it). */
+static int agree(Dist *d, int rc) { return dist_mean(d, rc != 0 ? 1.0 : 0.0) > 0 ? -1 : 0; }
+
+int session_save(RunSession *s, const TrainOptions *o, GPT *g, Dist *d, const Loader *ld,
+                 const SampleRng *rng, int step, int bad_steps, char *err, size_t err_len)
+{
+    if (!s->dir[0] || step == s->last_saved) return 0;
+    double t0 = now_ms();
+    size_t np = g->plan.num_params, cnt = g->opt_end - g->opt_begin;
+    int world = s->world_size, rank = s->rank, delay = io_test_save_delay_ms();
+    float *p = malloc(np * sizeof(float)), *m = malloc((cnt ? cnt : 1) * sizeof(float));
+    float *v = malloc((cnt ? cnt : 1) * sizeof(float));
+    CkptFile *files = calloc((size_t)world + 1, sizeof(CkptFile));
+    char step_dir[4200], why[4400] = "";
+    int rc = !p || !m || !v || !files;
+    if (rc) io_err(why, sizeof why, "out of host memory");
+    if (agree(d, rc) != 0) goto out;
+    g->be->ops->sync(g->be);
+    rc = dist_get_params(d, p, why, sizeof why); /* the full parameters, on every rank */
+    if (agree(d, rc) != 0) goto out;
+    g->be->ops->mem_download(g->be, m, g->m, cnt * sizeof(float));
+    g->be->ops->mem_download(g->be, v, g->v, cnt * sizeof(float));
+    RunState st;
+    session_fill_state(s, o, &g->cfg, ld, step, g->adam_t, bad_steps, &st);
+    st.sample_rng = rng->state;
+    /* 1. rank 0 makes the folder; 2. every rank writes its state file, rank
+     * 0 model.bin; 3. rank 0 lists them all in COMPLETE. */
+    rc = rank == 0 ? ckpt_begin(s->dir, step, step_dir, sizeof step_dir, why, sizeof why)
+                   : ckpt_step_dir(step_dir, sizeof step_dir, s->dir, step);
+    if (agree(d, rc) != 0) goto out;
+    rc = rank == 0 ? ckpt_write_model(step_dir, &g->cfg, p, &files[0], why, sizeof why) : 0;
+    if (delay) io_sleep_ms(delay);
+    if (rc == 0)
+        rc = ckpt_write_state(step_dir, rank, &st, np, g->opt_begin, cnt, m, v, &files[rank + 1],
+                              why, sizeof why);
+    if (delay) io_sleep_ms(delay);
+    if (agree(d, rc) != 0) goto out;
+    if (rank == 0) {
+        /* The other ranks' files: read back from the shared folder. */
+        for (int r = 1; r < world && rc == 0; r++) {
+            char fp[4300];
+            snprintf(files[r + 1].name, sizeof files[r + 1].name, "state_r%05d.bin", r);
+            io_err(fp, sizeof fp, "%s/%s", step_dir, files[r + 1].name);
+            rc = io_file_crc(fp, &files[r + 1].bytes, &files[r + 1].crc, why, sizeof why);
+        }
+        if (rc == 0)
+            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1, o->keep, why,
+                             sizeof why);
+    }
+    if (agree(d, rc) != 0) goto out;
+    s->last_saved = step;
+    printf("saved %s (%.1f MiB, %.0f ms)\n", step_dir,
+           (np + 2.0 * (double)cnt * world) * 4 / 1048576.0, now_ms() - t0);
+    fflush(stdout);
+out:
+    if (rc != 0 || s->last_saved != step)
+        io_err(err, err_len, "save at step %d failed: %s (the previous complete save in %s is "
+               "kept)", step, why[0] ? why : "on another rank", s->dir);
+    free(p);
+    free(m);
+    free(v);
+    free(files);
+    return s->last_saved == step ? 0 : -1;
+}
+
+void session_test_inject_nan(const RunSession *s, GPT *g, int step)
+{
+    for (int i = 0; i < s->n_nan; i++)
+        if (step >= s->nan_lo[i] && step <= s->nan_hi[i]) {
+            /* 0x7fc07fc0 is a NaN read as one fp32 or as two bf16 values. */
+            uint32_t bits = 0x7fc07fc0u;
+            g->be->ops->mem_upload(g->be, g->grads, &bits, sizeof bits);
+            return;
+        }
+}

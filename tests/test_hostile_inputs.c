@@ -1,0 +1,342 @@
+/* tests/test_hostile_inputs.c — every file ./train_gpt reads, damaged in
+ * each way the issue lists, gives exit status 1 and a message naming the
+ * file and the fault; never a crash, a hang or a sanitizer report (make
+ * test-asan runs this table against the ASan+UBSan build).
+ *
+ * Files: a token shard (--train-data), a model file (--init-from), a run
+ * state file and a COMPLETE manifest (--resume=DIR/step_N). Cases: truncated;
+ * oversized header count; negative dimension; huge dimension; header claiming
+ * more data than the file holds; zero-length; a folder in the file's place;
+ * plus bad magic and flipped payload bits where a checksum guards them. The
+ * run state's header checksum is recomputed after each header edit, so the
+ * field checks behind it are reached too.
+ *
+ * Tokenizer files (encoder.json, vocab.bpe) are read by ./tokenize and by
+ * ./train_gpt when it samples with the GPT-2 vocabulary; both go through
+ * tokenizer_load, which accepts only GPT-2's exact files (sha256), so every
+ * edit is refused at that gate: truncated, zero-length, one changed byte,
+ * bytes appended, a folder. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "model/model_file.h"
+#include "test_util.h"
+#include "train_cli.h"
+
+typedef enum { TRUNCATE, SET_I32, SET_U64, EMPTY, FOLDER, FLIP, REPLACE } Edit;
+
+typedef struct {
+    const char *name;
+    Edit edit;
+    long at;        /* byte offset (TRUNCATE: new length; <0 = from the end) */
+    int64_t value;
+    const char *text; /* REPLACE */
+    const char *msg;  /* expected in stderr */
+    long at2;         /* a second SET_U64 at at2 when > 0 */
+    int64_t value2;
+} Case;
+
+static void write_bytes(const char *path, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    if (n) cr_assert_eq(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+/* Apply one edit to a copy of `orig` and write it at path. */
+static void make_hostile(const char *path, const char *orig, size_t len, const Case *c,
+                         int fix_state_crc)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    tu_run(cmd);
+    if (c->edit == FOLDER) {
+        snprintf(cmd, sizeof cmd, "mkdir '%s'", path);
+        cr_assert_eq(tu_run(cmd), 0);
+        return;
+    }
+    if (c->edit == REPLACE) {
+        write_bytes(path, c->text, strlen(c->text));
+        return;
+    }
+    unsigned char *b = malloc(len + 8);
+    memcpy(b, orig, len);
+    size_t n = len;
+    if (c->edit == EMPTY) n = 0;
+    if (c->edit == TRUNCATE) n = c->at >= 0 ? (size_t)c->at : len + c->at;
+    if (c->edit == SET_I32) {
+        int32_t v = (int32_t)c->value;
+        memcpy(b + c->at, &v, 4);
+    }
+    if (c->edit == SET_U64) memcpy(b + c->at, &c->value, 8);
+    if (c->at2 > 0) memcpy(b + c->at2, &c->value2, 8);
+    if (c->edit == FLIP) b[c->at >= 0 ? (size_t)c->at : len + c->at] ^= 0x40;
+    if (fix_state_crc && (c->edit == SET_I32 || c->edit == SET_U64) && c->at < 64) {
+        memset(b + 20, 0, 4);
+        uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), b, 64);
+        memcpy(b + 20, &crc, 4);
+    }
+    write_bytes(path, b, n);
+    free(b);
+}
+
+static void expect_refused(const char *d, const char *args, const char *file, const Case *c)
+{
+    char p[700], e[800];
+    snprintf(p, sizeof p, "%s/run_%s", d, c->name);
+    int rc = tc_run(NULL, args, p);
+    snprintf(e, sizeof e, "%s.err", p);
+    char *err = tu_read_file(e, NULL);
+    cr_expect_eq(rc, 1, "%s: exit status %d (expected 1): %s", c->name, rc, err ? err : "");
+    cr_expect(err && strstr(err, file), "%s: message does not name %s: %s", c->name, file,
+              err ? err : "");
+    cr_expect(err && strstr(err, c->msg), "%s: message lacks '%s': %s", c->name, c->msg,
+              err ? err : "");
+    cr_expect(err && !strstr(err, "runtime error") && !strstr(err, "Sanitizer"),
+              "%s: sanitizer report: %s", c->name, err ? err : "");
+    free(err);
+}
+
+Test(hostile, shard, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[600];
+    tc_make_shards(d, 1, 400);
+    snprintf(path, sizeof path, "%s/train_0.bin", d);
+    size_t len;
+    char *orig = tu_read_file(path, &len);
+    snprintf(path, sizeof path, "%s/hostile.bin", d);
+    static const Case cases[] = {
+        {"truncated", TRUNCATE, 1024 + 300, 0, NULL, "truncated", 0, 0},
+        {"truncated_header", TRUNCATE, 100, 0, NULL, "truncated header (100 bytes", 0, 0},
+        {"oversized_count", SET_I32, 8, 1000000000, NULL, "1000000000 tokens need", 0, 0},
+        {"negative_count", SET_I32, 8, -5, NULL, "negative token count -5", 0, 0},
+        {"huge_count", SET_I32, 8, INT32_MAX, NULL, "2147483647 tokens need", 0, 0},
+        {"claims_more_data", SET_I32, 8, 401, NULL, "(truncated)", 0, 0},
+        {"trailing_bytes", SET_I32, 8, 399, NULL, "(trailing bytes)", 0, 0},
+        {"zero_length", EMPTY, 0, 0, NULL, "truncated header (0 bytes", 0, 0},
+        {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
+        {"bad_magic", SET_I32, 0, 1234, NULL, "bad magic 1234", 0, 0},
+        {"bad_version", SET_I32, 4, 7, NULL, "unsupported version 7", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_hostile(path, orig, len, &cases[i], 0);
+        snprintf(args, sizeof args, "%s --train-data '%s' --steps 1", tc_model_args(d), path);
+        expect_refused(d, args, path, &cases[i]);
+    }
+    /* a token outside the vocabulary is caught when its batch is read */
+    static const Case vocab = {"token_outside_vocab", SET_I32, 1024 + 10, 0x7fff7fff, NULL,
+                               "is outside the vocabulary", 0, 0};
+    make_hostile(path, orig, len, &vocab, 0);
+    snprintf(args, sizeof args, "%s --train-data '%s' --steps 1", tc_model_args(d), path);
+    expect_refused(d, args, path, &vocab);
+    free(orig);
+    free(d);
+}
+
+Test(hostile, model_file, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[600], err[512];
+    tc_make_shards(d, 1, 400);
+    GPTConfig cfg = {.max_seq_len = 16, .vocab_size = 256, .padded_vocab = 256, .num_layers = 1,
+                     .num_heads = 2, .channels = 8};
+    float *p = tu_random_params(&cfg, 5);
+    snprintf(path, sizeof path, "%s/good_model.bin", d);
+    cr_assert_eq(model_file_save(path, &cfg, p, err, sizeof err), 0, "%s", err);
+    free(p);
+    size_t len;
+    char *orig = tu_read_file(path, &len);
+    snprintf(args, sizeof args, "%s --init-from '%s' --steps 1", tc_model_args(d), path);
+    cr_assert_eq(tc_run(NULL, args, path), 0, "the unedited model file is refused");
+    snprintf(path, sizeof path, "%s/hostile_model.bin", d);
+    /* header ints: [2] maxT [3] V [4] L [5] NH [6] C [7] Vp */
+    static const Case cases[] = {
+        {"truncated", TRUNCATE, -100, 0, NULL, "(truncated)", 0, 0},
+        {"truncated_header", TRUNCATE, 512, 0, NULL, "truncated header (512 bytes", 0, 0},
+        {"oversized_count", SET_I32, 16, 4096, NULL, "(truncated)", 0, 0},
+        {"negative_dim", SET_I32, 24, -8, NULL, "channels must be in 1..65536 (got -8)", 0, 0},
+        {"negative_layers", SET_I32, 16, -1, NULL, "layers must be in 1..4096 (got -1)", 0, 0},
+        {"huge_dim", SET_I32, 24, 1 << 30, NULL, "channels must be in 1..65536", 0, 0},
+        {"huge_vocab", SET_I32, 12, 2000000000, NULL, "vocab must be in 2..65536", 0, 0},
+        {"claims_more_data", SET_I32, 8, 1024, NULL, "(truncated)", 0, 0},
+        {"zero_length", EMPTY, 0, 0, NULL, "truncated header (0 bytes", 0, 0},
+        {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
+        {"bad_magic", SET_I32, 0, 7, NULL, "bad magic 7", 0, 0},
+        {"bad_version", SET_I32, 4, 4, NULL, "unsupported version 4", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_hostile(path, orig, len, &cases[i], 0);
+        snprintf(args, sizeof args, "%s --init-from '%s' --steps 1", tc_model_args(d), path);
+        expect_refused(d, args, path, &cases[i]);
+    }
+    free(orig);
+    free(d);
+}
+
+/* A real save to damage: returns its step folder. */
+static const char *base_save(const char *d)
+{
+    static char sd[700];
+    char args[4096], p[700];
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --steps 1 --checkpoint-dir %s/ck", tc_model_args(d), d);
+    snprintf(p, sizeof p, "%s/base", d);
+    cr_assert_eq(tc_run(NULL, args, p), 0);
+    snprintf(sd, sizeof sd, "%s/ck/step_00000001", d);
+    return sd;
+}
+
+/* Rewrite COMPLETE so it records the state file's new size: the folder is
+ * then consistent and the state reader itself must find the fault. */
+static void manifest_follow_state(const char *sd, const char *state_path)
+{
+    char mp[800], cmd[4096];
+    snprintf(mp, sizeof mp, "%s/COMPLETE", sd);
+    char *text = tu_read_file(mp, NULL);
+    char *at = strstr(text, "\"state_r00000.bin\",\"bytes\":");
+    cr_assert_not_null(at);
+    at += strlen("\"state_r00000.bin\",\"bytes\":");
+    char *rest = strchr(at, ',');
+    struct stat st;
+    cr_assert_eq(stat(state_path, &st), 0);
+    size_t n = (size_t)st.st_size; /* a folder's st_size: the manifest's check must say so */
+    *at = 0;
+    snprintf(cmd, sizeof cmd, "%s%zu%s", text, n, rest);
+    write_bytes(mp, cmd, strlen(cmd));
+    free(text);
+}
+
+Test(hostile, run_state, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[800], keep[800], cmd[2048];
+    const char *sd = base_save(d);
+    snprintf(path, sizeof path, "%s/state_r00000.bin", sd);
+    snprintf(keep, sizeof keep, "%s/state.orig", d);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s/COMPLETE' '%s/COMPLETE.orig'", path, keep,
+             sd, d);
+    cr_assert_eq(tu_run(cmd), 0);
+    size_t len;
+    char *orig = tu_read_file(keep, &len);
+    /* header: 12 entries (u32), 24 num_params, 32 offset, 40 count (u64) */
+    static const Case cases[] = {
+        {"truncated", TRUNCATE, -1000, 0, NULL, "(truncated)", 0, 0},
+        {"truncated_header", TRUNCATE, 40, 0, NULL, "truncated: 40 bytes", 0, 0},
+        {"oversized_count", SET_I32, 12, 100000, NULL, "entry count 100000 outside 1..256", 0, 0},
+        {"negative_count", SET_U64, 40, -1, NULL, "bad sizes", 0, 0},
+        {"huge_params", SET_U64, 24, (int64_t)1 << 50, NULL, "bad sizes", 0, 0},
+        {"claims_more_data", SET_U64, 24, 100000, NULL, "(truncated)", 40, 100000},
+        {"zero_length", EMPTY, 0, 0, NULL, "truncated: 0 bytes", 0, 0},
+        {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
+        {"bad_magic", FLIP, 1, 0, NULL, "bad magic", 0, 0},
+        {"header_bit_flip", FLIP, 30, 0, NULL, "header checksum mismatch", 0, 0},
+        {"payload_bit_flip", FLIP, -5, 0, NULL, "checksum mismatch (corrupt file)", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "cp '%s/COMPLETE.orig' '%s/COMPLETE'", d, sd);
+        cr_assert_eq(tu_run(cmd), 0);
+        make_hostile(path, orig, len, &cases[i], 1);
+        manifest_follow_state(sd, path);
+        snprintf(args, sizeof args, "%s --steps 2 --resume=%s", tc_model_args(d), sd);
+        expect_refused(d, args, path, &cases[i]);
+    }
+    /* Unedited, but the manifest disagrees with the file's size. */
+    snprintf(cmd, sizeof cmd, "cp '%s/COMPLETE.orig' '%s/COMPLETE'", d, sd);
+    cr_assert_eq(tu_run(cmd), 0);
+    static const Case shorter = {"size_differs", TRUNCATE, -4, 0, NULL, "size differs", 0, 0};
+    make_hostile(path, orig, len, &shorter, 0);
+    snprintf(args, sizeof args, "%s --steps 2 --resume=%s", tc_model_args(d), sd);
+    expect_refused(d, args, path, &shorter);
+    free(orig);
+    free(d);
+}
+
+Test(hostile, manifest, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[800];
+    const char *sd = base_save(d);
+    snprintf(path, sizeof path, "%s/COMPLETE", sd);
+    size_t len;
+    char *orig = tu_read_file(path, &len);
+    /* the real model.bin size, plus 100 */
+    char *b = strstr(orig, "\"model.bin\",\"bytes\":") + strlen("\"model.bin\",\"bytes\":");
+    long model_bytes = strtol(b, NULL, 10);
+    char more[1024];
+    snprintf(more, sizeof more, "%.*s%ld%s", (int)(b - orig), orig, model_bytes + 100,
+             strchr(b, ','));
+    const Case cases[] = {
+        {"truncated", TRUNCATE, -40, 0, NULL, "not valid JSON", 0, 0},
+        {"oversized_count", REPLACE, 0, 0,
+         "{\"format\":\"train_gpt checkpoint\",\"version\":1,\"step\":1,\"world_size\":1000000,"
+         "\"files\":[]}", "\"world_size\" missing or not in 1..4096", 0, 0},
+        {"negative_step", REPLACE, 0, 0,
+         "{\"format\":\"train_gpt checkpoint\",\"version\":1,\"step\":-3,\"world_size\":1}",
+         "\"step\" missing or not an integer", 0, 0},
+        {"huge_bytes", REPLACE, 0, 0,
+         "{\"format\":\"train_gpt checkpoint\",\"version\":1,\"step\":1,\"world_size\":1,"
+         "\"files\":[{\"name\":\"model.bin\",\"bytes\":1e30,\"crc32\":1},"
+         "{\"name\":\"state_r00000.bin\",\"bytes\":1,\"crc32\":1}]}", "out of range", 0, 0},
+        {"claims_more_data", REPLACE, 0, 0, more, "size differs", 0, 0},
+        {"zero_length", EMPTY, 0, 0, NULL, "0 bytes (a manifest has 1..1048576)", 0, 0},
+        {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
+        {"not_json", REPLACE, 0, 0, "\x01\x02garbage", "not valid JSON", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_hostile(path, orig, len, &cases[i], 0);
+        snprintf(args, sizeof args, "%s --steps 2 --resume=%s", tc_model_args(d), sd);
+        expect_refused(d, args, sd, &cases[i]);
+    }
+    free(orig);
+    free(d);
+}
+
+/* ./tokenize --encoder E --vocab V: one file damaged at a time
+ * ($TRAIN_GPT_TOKENIZE_BIN when set: the sanitizer build). */
+Test(hostile, tokenizer_files, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[600], in[600];
+    static const char *names[2] = {"encoder.json", "vocab.bpe"};
+    snprintf(in, sizeof in, "%s/in.txt", d);
+    write_bytes(in, "hello world\n", 12);
+    for (int f = 0; f < 2; f++) {
+        char good[2][600];
+        for (int k = 0; k < 2; k++)
+            snprintf(good[k], sizeof good[k], "../shared/data/gpt2/%s", names[k]);
+        size_t len;
+        char *orig = tu_read_file(good[f], &len);
+        cr_assert_not_null(orig, "%s is missing", good[f]);
+        snprintf(path, sizeof path, "%s/hostile_%s", d, names[f]);
+        const Case cases[] = {
+            {"truncated", TRUNCATE, (long)len / 2, 0, NULL, "not GPT-2's file", 0, 0},
+            {"one_byte_changed", FLIP, 100, 0, NULL, "not GPT-2's file", 0, 0},
+            {"zero_length", EMPTY, 0, 0, NULL, "not GPT-2's file", 0, 0},
+            {"folder", FOLDER, 0, 0, NULL, "Is a directory", 0, 0},
+            {"not_text", REPLACE, 0, 0, "\x01\x02\xff{[", "not GPT-2's file", 0, 0},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            make_hostile(path, orig, len, &cases[i], 0);
+            snprintf(args, sizeof args, "--quiet --out %s/tok --encoder '%s' --vocab '%s' '%s'", d,
+                     f == 0 ? path : good[0], f == 1 ? path : good[1], in);
+            char p[700], e[800], cmd[8192];
+            snprintf(p, sizeof p, "%s/tok_%s_%s", d, names[f], cases[i].name);
+            const char *bin = getenv("TRAIN_GPT_TOKENIZE_BIN");
+            snprintf(cmd, sizeof cmd, "%s %s >'%s.out' 2>'%s.err'", bin ? bin : "./tokenize",
+                     args, p, p);
+            int rc = tu_run(cmd);
+            snprintf(e, sizeof e, "%s.err", p);
+            char *err = tu_read_file(e, NULL);
+            cr_expect_eq(rc, 1, "%s %s: exit %d: %s", names[f], cases[i].name, rc, err);
+            cr_expect(err && strstr(err, path) && strstr(err, cases[i].msg),
+                      "%s %s: message lacks the file or '%s': %s", names[f], cases[i].name,
+                      cases[i].msg, err ? err : "");
+            cr_expect(err && !strstr(err, "runtime error") && !strstr(err, "Sanitizer"));
+            free(err);
+        }
+        free(orig);
+    }
+    free(d);
+}

@@ -1,0 +1,137 @@
+/* tests/train_cli.c — see train_cli.h. */
+#include "train_cli.h"
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "data/shard.h"
+#include "test_util.h"
+
+const char *tc_bin(void)
+{
+    const char *b = getenv("TRAIN_GPT_BIN");
+    return b && *b ? b : "./train_gpt";
+}
+
+void tc_make_shards(const char *dir, int nshards, size_t tokens)
+{
+    size_t len;
+    char *text = tu_read_file("../shared/data/tinyshakespeare/input.txt", &len);
+    cr_assert_not_null(text, "../shared/data/tinyshakespeare/input.txt is missing");
+    cr_assert(len >= nshards * tokens);
+    uint16_t *tok = malloc(tokens * sizeof(uint16_t));
+    for (int s = 0; s < nshards; s++) {
+        for (size_t i = 0; i < tokens; i++) tok[i] = (unsigned char)text[s * tokens + i];
+        char path[512], err[512];
+        snprintf(path, sizeof path, "%s/train_%d.bin", dir, s);
+        cr_assert_eq(shard_write(path, tok, tokens, err, sizeof err), 0, "%s", err);
+    }
+    free(tok);
+    free(text);
+}
+
+const char *tc_model_args(const char *dir)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf,
+             "--train-data '%s/train_*.bin' --val-data '%s/train_0.bin' --val-every 0 "
+             "--val-batches 1 --layers 2 --channels 32 --heads 4 --seq-len 16 --vocab 256 "
+             "--batch 2 --lr 1e-3 --device cpu --threads 1",
+             dir, dir);
+    return buf;
+}
+
+int tc_run(const char *env, const char *args, const char *out_prefix)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s %s %s >'%s.out' 2>'%s.err'", env ? env : "", tc_bin(), args,
+             out_prefix, out_prefix);
+    return tu_run(cmd);
+}
+
+pid_t tc_spawn(const char *env, const char *args, const char *out_prefix)
+{
+    char cmd[8192];
+    /* exec: the shell becomes train_gpt, so the pid is the trainer's. */
+    snprintf(cmd, sizeof cmd, "exec %s %s %s >'%s.out' 2>'%s.err'", env ? env : "", tc_bin(),
+             args, out_prefix, out_prefix);
+    if (env && *env) /* "exec VAR=x prog" is not sh syntax: export first */
+        snprintf(cmd, sizeof cmd, "export %s; exec %s %s >'%s.out' 2>'%s.err'", env, tc_bin(),
+                 args, out_prefix, out_prefix);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+void tc_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+int tc_wait(pid_t pid, int timeout_ms)
+{
+    int st;
+    for (int waited = 0; waited <= timeout_ms; waited += 5) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return st;
+        tc_sleep_ms(5);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+int tc_log_losses(const char *path, int *steps, double *losses, int *skipped, int max)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[4096];
+    int n = 0;
+    while (n < max && fgets(line, sizeof line, f)) {
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *loss = cJSON_GetObjectItemCaseSensitive(j, "loss");
+        if (j && loss) {
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "step");
+            if (steps) steps[n] = st ? st->valueint : -1;
+            if (losses) losses[n] = cJSON_IsNumber(loss) ? loss->valuedouble : NAN;
+            if (skipped) skipped[n] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "skipped"));
+            n++;
+        }
+        cJSON_Delete(j);
+    }
+    fclose(f);
+    return n;
+}
+
+int tc_file_has(const char *path, const char *text)
+{
+    char *s = tu_read_file(path, NULL);
+    int has = s && strstr(s, text) != NULL;
+    free(s);
+    return has;
+}
+
+int tc_files_equal(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = tu_read_file(a, &na), *y = tu_read_file(b, &nb);
+    int eq = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return eq;
+}
