@@ -15,7 +15,9 @@
  *    once (status 128 + 15) and leaves the previous save loadable;
  *  - kill -9 at random moments of a run saving every step (24 trials, at
  *    least half of them inside a save): the newest complete save always
- *    loads (all checksums), never goes back, and --resume continues it. */
+ *    loads (all checksums), never goes back, and --resume continues it;
+ *  - 2 ranks with ZeRO-1 (mpirun): per-rank optimizer slices, exact resume,
+ *    and a resume on another world size refused by name. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
