@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <openssl/evp.h>
@@ -57,11 +59,33 @@ static long spelled_to_bytes(const char *s, size_t len, uint8_t *out)
     return n;
 }
 
+/* The real files are 1.0 MB (encoder.json) and 0.5 MB (vocab.bpe); anything
+ * far larger is not a GPT-2 vocabulary file. */
+#define VOCAB_FILE_MAX_BYTES (16u << 20)
+
 static int read_whole(const char *path, char **data, size_t *len, char *err, size_t err_len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* Only regular files of a sane size: a FIFO would block (even in open,
+     * hence O_NONBLOCK until checked), /dev/zero would never end. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
         snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (unsigned long long)st.st_size > VOCAB_FILE_MAX_BYTES) {
+        snprintf(err, err_len, "%s: %s", path,
+                 S_ISREG(st.st_mode) ? "larger than 16 MiB: not a GPT-2 vocabulary file"
+                                     : "not a regular file");
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        snprintf(err, err_len, "%s: cannot read: %s", path, strerror(errno));
+        close(fd);
         return -1;
     }
     size_t cap = 1 << 20, n = 0;

@@ -314,7 +314,7 @@ Test(hostile, tokenizer_files, .timeout = 120)
             {"truncated", TRUNCATE, (long)len / 2, 0, NULL, "not GPT-2's file", 0, 0},
             {"one_byte_changed", FLIP, 100, 0, NULL, "not GPT-2's file", 0, 0},
             {"zero_length", EMPTY, 0, 0, NULL, "not GPT-2's file", 0, 0},
-            {"folder", FOLDER, 0, 0, NULL, "Is a directory", 0, 0},
+            {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
             {"not_text", REPLACE, 0, 0, "\x01\x02\xff{[", "not GPT-2's file", 0, 0},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -337,6 +337,25 @@ Test(hostile, tokenizer_files, .timeout = 120)
             free(err);
         }
         free(orig);
+    }
+    free(d);
+}
+
+/* A FIFO (open would block) and an endless device are refused at once. */
+Test(hostile, tokenizer_files_not_regular, .timeout = 30)
+{
+    char *d = tu_tempdir(), fifo[600], cmd[2048], e[700];
+    snprintf(fifo, sizeof fifo, "%s/vocab_fifo", d);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    const char *bad[2] = {fifo, "/dev/zero"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(e, sizeof e, "%s/err%d.txt", d, k);
+        snprintf(cmd, sizeof cmd, "timeout 10 ./tokenize --quiet --out %s/t --vocab %s /dev/null 2>%s",
+                 d, bad[k], e);
+        cr_expect_eq(tu_run(cmd), 1, "%s: want exit 1 (not a hang, 124)", bad[k]);
+        char *err = tu_read_file(e, NULL);
+        cr_expect(err && strstr(err, bad[k]) && strstr(err, "not a regular file"), "%s", err);
+        free(err);
     }
     free(d);
 }
