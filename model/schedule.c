@@ -1,18 +1,43 @@
 /* model/schedule.c — see schedule.h. */
 #include "schedule.h"
 
-#include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void push(Schedule *s, int kind, int block, int in, int out, int tape)
+int schedule_init(Schedule *s, int mode, int L, int n_res, int n_tape)
 {
+    memset(s, 0, sizeof *s);
+    s->mode = mode;
+    s->num_layers = L;
+    s->n_res_slots = n_res;
+    s->n_tape_slots = n_tape;
+    s->cap_steps = 3 * L;
+    s->steps = calloc((size_t)s->cap_steps, sizeof *s->steps);
+    s->tape_kind = calloc((size_t)n_tape + 1, 1); /* TAPE_FULL = 0 */
+    if (!s->steps || !s->tape_kind) {
+        schedule_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+int schedule_push(Schedule *s, int kind, int block, int in, int out, int tape)
+{
+    if (s->n_steps == s->cap_steps) {
+        int cap = 2 * s->cap_steps + 16;
+        ScheduleStep *p = realloc(s->steps, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        s->steps = p;
+        s->cap_steps = cap;
+    }
     ScheduleStep *st = &s->steps[s->n_steps++];
     st->kind = kind;
     st->block = block;
     st->in_slot = in;
     st->out_slot = out;
     st->tape_slot = tape;
+    return 0;
 }
 
 /* The forward sweep shared by the simple modes: block l reads slot l and
@@ -21,8 +46,15 @@ static void push_forward_sweep(Schedule *s, int tape_of_block_is_l)
 {
     int L = s->num_layers;
     for (int l = 0; l < L; l++)
-        push(s, STEP_FORWARD, l, l, l == L - 1 ? SLOT_FINAL : l + 1, tape_of_block_is_l ? l : 0);
+        schedule_push(s, STEP_FORWARD, l, l, l == L - 1 ? SLOT_FINAL : l + 1,
+                      tape_of_block_is_l ? l : 0);
     s->n_forward = s->n_steps;
+}
+
+int schedule_default_checkpoint_every(int L)
+{
+    int k = (int)lround(sqrt((double)L));
+    return k < 1 ? 1 : k;
 }
 
 int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
@@ -32,50 +64,227 @@ int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
         snprintf(err, err_len, "schedule: need at least one layer (got %d)", L);
         return -1;
     }
-    s->mode = mode;
-    s->num_layers = L;
-    s->embed_slot = 0;
-    s->steps = calloc((size_t)3 * L, sizeof *s->steps);
-    if (!s->steps) {
-        snprintf(err, err_len, "schedule: out of host memory for %d steps", 3 * L);
+    if (mode == RECOMPUTE_SEGMENTS)
+        return schedule_build_segments(s, L, schedule_default_checkpoint_every(L), err, err_len);
+    if (mode == RECOMPUTE_AUTO) {
+        snprintf(err, err_len, "--recompute auto: the schedule depends on --memory-budget; "
+                               "build it with solver_schedule");
         return -1;
     }
-    switch (mode) {
-    case RECOMPUTE_NONE:
-        /* Every x_l and every tape is kept from forward to backward. */
-        s->n_res_slots = s->n_res_stored = L;
-        s->n_tape_slots = s->n_tape_stored = L;
-        push_forward_sweep(s, 1);
-        for (int l = L - 1; l >= 0; l--) push(s, STEP_BACKWARD, l, l, SLOT_NONE, l);
-        return 0;
-    case RECOMPUTE_BLOCK:
+    if (mode != RECOMPUTE_NONE && mode != RECOMPUTE_BLOCK && mode != RECOMPUTE_SELECTIVE) {
+        snprintf(err, err_len,
+                 "--recompute: unknown mode %d (accepted: 0, 1, 2, selective, auto)", mode);
+        return -1;
+    }
+    int n_tape = mode == RECOMPUTE_BLOCK ? 1 : L;
+    if (schedule_init(s, mode, L, L, n_tape) != 0) {
+        snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
+        return -1;
+    }
+    s->n_res_stored = L;
+    if (mode == RECOMPUTE_BLOCK) {
         /* Only x_l is kept; one workspace tape serves every block. */
-        s->n_res_slots = s->n_res_stored = L;
-        s->n_tape_slots = 1;
         s->n_tape_stored = 0;
         push_forward_sweep(s, 0);
         for (int l = L - 1; l >= 0; l--) {
-            push(s, STEP_FORWARD, l, l, SLOT_NONE, 0);
-            push(s, STEP_BACKWARD, l, l, SLOT_NONE, 0);
+            schedule_push(s, STEP_FORWARD, l, l, SLOT_NONE, 0);
+            schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, 0);
         }
         return 0;
-    default:
-        schedule_free(s);
-        snprintf(err, err_len, "--recompute: unknown mode %d (accepted: 0, 1)", mode);
+    }
+    /* Modes 0 and selective: every x_l and every tape is kept from forward
+     * to backward; selective tapes leave out LN1, LN2 and GELU outputs. */
+    s->n_tape_stored = L;
+    if (mode == RECOMPUTE_SELECTIVE) memset(s->tape_kind, TAPE_SELECTIVE, (size_t)L);
+    push_forward_sweep(s, 1);
+    for (int l = L - 1; l >= 0; l--) schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, l);
+    return 0;
+}
+
+int schedule_build_segments(Schedule *s, int L, int k, char *err, size_t err_len)
+{
+    memset(s, 0, sizeof *s);
+    if (L < 1 || k < 1 || k > L) {
+        snprintf(err, err_len, "--checkpoint-every: must be in 1..%d (the layer count); got %d",
+                 L, k);
         return -1;
     }
+    /* Residual slots: [0, nseg) hold the checkpoints x_{jk} (stored);
+     * [nseg, nseg+k-1) hold x_{jk+1} .. x_{jk+k-1} of the segment being
+     * run (workspace). Tape slots: k workspace tapes, one per segment
+     * position, all written by the re-run. */
+    int nseg = (L + k - 1) / k;
+    if (schedule_init(s, RECOMPUTE_SEGMENTS, L, nseg + k - 1, k) != 0) {
+        snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
+        return -1;
+    }
+    s->checkpoint_every = k;
+    s->n_res_stored = nseg;
+    s->n_tape_stored = 0;
+    for (int j = 0; j < nseg; j++) {
+        int first = j * k, len = L - first < k ? L - first : k;
+        for (int i = 0; i < len; i++) {
+            int l = first + i;
+            int in = i == 0 ? j : nseg + i - 1;
+            int out = l == L - 1 ? SLOT_FINAL : i == len - 1 ? j + 1 : nseg + i;
+            schedule_push(s, STEP_FORWARD, l, in, out, 0);
+        }
+    }
+    s->n_forward = s->n_steps;
+    for (int j = nseg - 1; j >= 0; j--) {
+        int first = j * k, len = L - first < k ? L - first : k;
+        for (int i = 0; i < len; i++) {
+            int in = i == 0 ? j : nseg + i - 1;
+            int out = i == len - 1 ? SLOT_NONE : nseg + i;
+            schedule_push(s, STEP_FORWARD, first + i, in, out, i);
+        }
+        for (int i = len - 1; i >= 0; i--)
+            schedule_push(s, STEP_BACKWARD, first + i, i == 0 ? j : nseg + i - 1, SLOT_NONE, i);
+    }
+    return 0; /* 3L steps: schedule_init's capacity, so no push grew the array */
 }
 
 void schedule_free(Schedule *s)
 {
     free(s->steps);
+    free(s->tape_kind);
     s->steps = NULL;
-    s->n_steps = 0;
+    s->tape_kind = NULL;
+    s->n_steps = s->cap_steps = 0;
+}
+
+/* Which slots' contents at the loss head are read after it: the first
+ * access after the head is a read. res_live and tape_live are zeroed here. */
+static void live_at_head(const Schedule *s, char *res_live, char *tape_live)
+{
+    /* seen: 0 not yet accessed after the head, 1 accessed */
+    char *res_seen = calloc((size_t)s->n_res_slots + 1, 1);
+    char *tape_seen = calloc((size_t)s->n_tape_slots + 1, 1);
+    memset(res_live, 0, (size_t)s->n_res_slots);
+    memset(tape_live, 0, (size_t)s->n_tape_slots);
+    if (!res_seen || !tape_seen) goto done;
+    for (int k = s->n_forward; k < s->n_steps; k++) {
+        const ScheduleStep *st = &s->steps[k];
+        int in = st->in_slot, t = st->tape_slot, out = st->out_slot;
+        if (in >= 0 && in < s->n_res_slots && !res_seen[in]) res_seen[in] = res_live[in] = 1;
+        if (t >= 0 && t < s->n_tape_slots && !tape_seen[t]) {
+            tape_seen[t] = 1;
+            tape_live[t] = st->kind == STEP_BACKWARD; /* a forward overwrites it */
+        }
+        if (st->kind == STEP_FORWARD && out >= 0 && out < s->n_res_slots) res_seen[out] = 1;
+    }
+done:
+    free(res_seen);
+    free(tape_seen);
+}
+
+/* new index of each slot: live ones first, then other touched ones; -1 for
+ * slots no step (and not the embedding) touches. Returns the new count and
+ * the number live. */
+static int relabel(int n, const char *live, const char *used, int *map, int *n_live)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) map[i] = used[i] && live[i] ? m++ : -1;
+    *n_live = m;
+    for (int i = 0; i < n; i++)
+        if (used[i] && !live[i]) map[i] = m++;
+    return m;
+}
+
+int schedule_finalize(Schedule *s, char *err, size_t err_len)
+{
+    int nr = s->n_res_slots, nt = s->n_tape_slots, ok = -1;
+    char *rl = calloc((size_t)nr + 1, 1), *tl = calloc((size_t)nt + 1, 1);
+    char *ru = calloc((size_t)nr + 1, 1), *tu = calloc((size_t)nt + 1, 1);
+    int *rmap = malloc(sizeof(int) * ((size_t)nr + 1)), *tmap = malloc(sizeof(int) * ((size_t)nt + 1));
+    unsigned char *kind = malloc((size_t)nt + 1);
+    if (!rl || !tl || !ru || !tu || !rmap || !tmap || !kind) {
+        snprintf(err, err_len, "schedule: out of host memory");
+        goto done;
+    }
+    for (int k = 0; k < s->n_steps; k++) {
+        const ScheduleStep *st = &s->steps[k];
+        if (st->in_slot < 0 || st->in_slot >= nr || st->tape_slot < 0 || st->tape_slot >= nt ||
+            st->out_slot >= nr) {
+            snprintf(err, err_len, "schedule step %d: slot out of range", k);
+            goto done;
+        }
+        ru[st->in_slot] = 1;
+        tu[st->tape_slot] = 1;
+        if (st->out_slot >= 0) ru[st->out_slot] = 1;
+    }
+    if (s->embed_slot < 0 || s->embed_slot >= nr) {
+        snprintf(err, err_len, "schedule: embedding slot %d out of range", s->embed_slot);
+        goto done;
+    }
+    ru[s->embed_slot] = 1;
+    live_at_head(s, rl, tl);
+    s->n_res_slots = relabel(nr, rl, ru, rmap, &s->n_res_stored);
+    s->n_tape_slots = relabel(nt, tl, tu, tmap, &s->n_tape_stored);
+    for (int j = 0; j < nt; j++)
+        if (tmap[j] >= 0) kind[tmap[j]] = s->tape_kind[j];
+    memcpy(s->tape_kind, kind, (size_t)s->n_tape_slots);
+    s->embed_slot = rmap[s->embed_slot];
+    for (int k = 0; k < s->n_steps; k++) {
+        ScheduleStep *st = &s->steps[k];
+        st->in_slot = rmap[st->in_slot];
+        st->tape_slot = tmap[st->tape_slot];
+        if (st->out_slot >= 0) st->out_slot = rmap[st->out_slot];
+    }
+    ok = 0;
+done:
+    free(rl), free(tl), free(ru), free(tu), free(rmap), free(tmap), free(kind);
+    return ok;
+}
+
+static int check_labels(const Schedule *s, char *err, size_t err_len)
+{
+    char *rl = malloc((size_t)s->n_res_slots + 1), *tl = malloc((size_t)s->n_tape_slots + 1);
+    int ok = -1;
+    if (!rl || !tl) {
+        snprintf(err, err_len, "schedule: out of host memory");
+        goto done;
+    }
+    live_at_head(s, rl, tl);
+    for (int i = 0; i < s->n_res_slots; i++)
+        if (rl[i] != (i < s->n_res_stored)) {
+            snprintf(err, err_len, "schedule: residual slot %d is %s across the head but "
+                     "labelled %s", i, rl[i] ? "live" : "dead",
+                     i < s->n_res_stored ? "stored" : "workspace");
+            goto done;
+        }
+    for (int j = 0; j < s->n_tape_slots; j++)
+        if (tl[j] != (j < s->n_tape_stored)) {
+            snprintf(err, err_len, "schedule: tape slot %d is %s across the head but "
+                     "labelled %s", j, tl[j] ? "live" : "dead",
+                     j < s->n_tape_stored ? "stored" : "workspace");
+            goto done;
+        }
+    ok = 0;
+done:
+    free(rl);
+    free(tl);
+    return ok;
 }
 
 int schedule_validate(const Schedule *s, char *err, size_t err_len)
 {
     int L = s->num_layers, ok = -1;
+    if (L < 1 || s->n_res_slots < 1 || s->n_tape_slots < 1 || s->n_res_stored < 0 ||
+        s->n_res_stored > s->n_res_slots || s->n_tape_stored < 0 ||
+        s->n_tape_stored > s->n_tape_slots || !s->tape_kind || s->n_forward < 0 ||
+        s->n_forward > s->n_steps) {
+        snprintf(err, err_len, "schedule: bad header (layers %d, %d/%d residual, %d/%d tape "
+                 "slots, %d/%d steps)", L, s->n_res_stored, s->n_res_slots, s->n_tape_stored,
+                 s->n_tape_slots, s->n_forward, s->n_steps);
+        return -1;
+    }
+    for (int j = 0; j < s->n_tape_slots; j++)
+        if (s->tape_kind[j] != TAPE_FULL && s->tape_kind[j] != TAPE_SELECTIVE) {
+            snprintf(err, err_len, "schedule: tape slot %d has unknown kind %d", j,
+                     s->tape_kind[j]);
+            return -1;
+        }
     /* res_holds[i] = index l of the x_l in residual slot i, or -1;
      * tape_holds[j] = block whose tape is in tape slot j, or -1. */
     int *res_holds = malloc(sizeof(int) * (size_t)(s->n_res_slots + 1));
@@ -95,10 +304,11 @@ int schedule_validate(const Schedule *s, char *err, size_t err_len)
     for (int k = 0; k < s->n_steps; k++) {
         const ScheduleStep *st = &s->steps[k];
         int before_head = k < s->n_forward;
-        if (st->block < 0 || st->block >= L || st->in_slot < 0 || st->in_slot >= s->n_res_slots ||
+        if ((st->kind != STEP_FORWARD && st->kind != STEP_BACKWARD) || st->block < 0 ||
+            st->block >= L || st->in_slot < 0 || st->in_slot >= s->n_res_slots ||
             st->tape_slot < 0 || st->tape_slot >= s->n_tape_slots ||
             st->out_slot >= s->n_res_slots || st->out_slot < SLOT_FINAL) {
-            snprintf(err, err_len, "schedule step %d: block or slot out of range", k);
+            snprintf(err, err_len, "schedule step %d: kind, block or slot out of range", k);
             goto done;
         }
         if (res_holds[st->in_slot] != st->block) {
@@ -149,13 +359,17 @@ int schedule_validate(const Schedule *s, char *err, size_t err_len)
             }
             next_bwd--;
         }
+        if (k == s->n_forward - 1 && !final_written) {
+            snprintf(err, err_len, "schedule: the head runs before the final residual is written");
+            goto done;
+        }
     }
     if (next_fwd != L || !final_written || next_bwd != -1) {
         snprintf(err, err_len, "schedule: incomplete (forwards %d/%d, backwards %d/%d)", next_fwd,
                  L, L - 1 - next_bwd, L);
         goto done;
     }
-    ok = 0;
+    ok = check_labels(s, err, err_len);
 done:
     free(res_holds);
     free(tape_holds);
@@ -169,11 +383,103 @@ int schedule_reforwards(const Schedule *s)
     return n;
 }
 
+int schedule_count_tapes(const Schedule *s, int kind, int *stored)
+{
+    int n = 0, st = 0;
+    for (int j = 0; j < s->n_tape_slots; j++)
+        if (s->tape_kind[j] == kind) {
+            n++;
+            st += j < s->n_tape_stored;
+        }
+    if (stored) *stored = st;
+    return n;
+}
+
+char *schedule_describe(const Schedule *s, char *buf, size_t len)
+{
+    int L = s->num_layers;
+    if (len == 0) return buf;
+    buf[0] = '\0';
+    if ((size_t)L + 1 > len) return buf;
+    char *rl = malloc((size_t)s->n_res_slots + 1), *tl = malloc((size_t)s->n_tape_slots + 1);
+    int *rh = malloc(sizeof(int) * ((size_t)s->n_res_slots + 1));
+    int *th = malloc(sizeof(int) * ((size_t)s->n_tape_slots + 1));
+    if (rl && tl && rh && th) {
+        live_at_head(s, rl, tl);
+        for (int i = 0; i < s->n_res_slots; i++) rh[i] = -1;
+        for (int j = 0; j < s->n_tape_slots; j++) th[j] = -1;
+        if (s->embed_slot >= 0 && s->embed_slot < s->n_res_slots) rh[s->embed_slot] = 0;
+        for (int k = 0; k < s->n_forward; k++) {
+            const ScheduleStep *st = &s->steps[k];
+            if (st->tape_slot >= 0 && st->tape_slot < s->n_tape_slots)
+                th[st->tape_slot] = st->block;
+            if (st->out_slot >= 0 && st->out_slot < s->n_res_slots)
+                rh[st->out_slot] = st->block + 1;
+        }
+        for (int l = 0; l < L; l++) buf[l] = '-';
+        for (int i = 0; i < s->n_res_slots; i++)
+            if (rl[i] && rh[i] >= 0 && rh[i] < L) buf[rh[i]] = 'x';
+        for (int j = 0; j < s->n_tape_slots; j++)
+            if (tl[j] && th[j] >= 0) buf[th[j]] = s->tape_kind[j] == TAPE_SELECTIVE ? 'S' : 'F';
+        buf[L] = '\0';
+    }
+    free(rl), free(tl), free(rh), free(th);
+    return buf;
+}
+
+void schedule_print(FILE *f, const Schedule *s)
+{
+    char *desc = malloc((size_t)s->num_layers + 1);
+    int sel_stored, sel = schedule_count_tapes(s, TAPE_SELECTIVE, &sel_stored);
+    fprintf(f, "schedule %s: %d layers, %d residual slots (%d stored), %d tape slots (%d stored, "
+               "%d selective), %d re-forwards\n",
+            schedule_mode_name(s->mode), s->num_layers, s->n_res_slots, s->n_res_stored,
+            s->n_tape_slots, s->n_tape_stored, sel, schedule_reforwards(s));
+    if (desc)
+        fprintf(f, "  kept at the head, block 0..%d (F full tape, S selective, x input, - none):"
+                   "\n    %s\n", s->num_layers - 1,
+                schedule_describe(s, desc, (size_t)s->num_layers + 1));
+    free(desc);
+    fprintf(f, "  steps (F block in>out tape; B block in tape; r = residual slot, t = tape slot):");
+    for (int k = 0; k < s->n_steps; k++) {
+        const ScheduleStep *st = &s->steps[k];
+        if (k % 8 == 0) fprintf(f, "\n   ");
+        if (k == s->n_forward) fprintf(f, " | head |");
+        if (st->kind == STEP_FORWARD) {
+            char out[16];
+            if (st->out_slot == SLOT_FINAL) snprintf(out, sizeof out, "final");
+            else if (st->out_slot == SLOT_NONE) snprintf(out, sizeof out, "none");
+            else snprintf(out, sizeof out, "r%d", st->out_slot);
+            fprintf(f, " F%d r%d>%s t%d", st->block, st->in_slot, out, st->tape_slot);
+        } else {
+            fprintf(f, " B%d r%d t%d", st->block, st->in_slot, st->tape_slot);
+        }
+    }
+    fprintf(f, "\n");
+}
+
+int schedule_parse_mode(const char *str, int *mode)
+{
+    static const struct { const char *name; int mode; } names[] = {
+        {"0", RECOMPUTE_NONE}, {"1", RECOMPUTE_BLOCK}, {"2", RECOMPUTE_SEGMENTS},
+        {"selective", RECOMPUTE_SELECTIVE}, {"auto", RECOMPUTE_AUTO},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (str && strcmp(str, names[i].name) == 0) {
+            *mode = names[i].mode;
+            return 0;
+        }
+    return -1;
+}
+
 const char *schedule_mode_name(int mode)
 {
     switch (mode) {
     case RECOMPUTE_NONE: return "0 (store every block's tape)";
     case RECOMPUTE_BLOCK: return "1 (store block inputs; re-forward each block in backward)";
+    case RECOMPUTE_SEGMENTS: return "2 (store every k-th block input; re-run segments taped)";
+    case RECOMPUTE_SELECTIVE: return "selective (store tapes without LayerNorm/GELU outputs)";
+    case RECOMPUTE_AUTO: return "auto (least recompute within the memory budget)";
     default: return "unknown";
     }
 }

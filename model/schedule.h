@@ -1,24 +1,34 @@
 /* model/schedule.h — where recompute is decided.
  *
  * Owns: the recompute schedule, an explicit program over the chain of L
- * transformer blocks, and its generators (one per --recompute mode) and
- * validator. The interpreter that runs a schedule is gpt_step() in gpt.c;
- * the planner sizes its slots. No other file decides what is stored.
+ * transformer blocks, and its generators (one per --recompute mode; the
+ * budgeted one lives in solver.h) and validator. The interpreter that runs a
+ * schedule is gpt_step() in gpt.c; the planner sizes its slots. No other
+ * file decides what is stored.
  *
  * Memory the schedule names:
  *   residual slots  each holds one block input x_l, (B,T,C) activations.
  *                   Slots [0, n_res_stored) live from forward to backward
  *                   ("stored activations"); the rest are workspace.
- *   tape slots      each holds one block's internal tape (LayerNorm outputs
- *                   and stats, qkv, attention output and LSE, the mid-block
- *                   residual, MLP pre- and post-GELU). Slots
- *                   [0, n_tape_stored) are stored; the rest are workspace.
+ *   tape slots      each holds one block's internal tape. A FULL tape keeps
+ *                   the LayerNorm outputs and stats, qkv, the attention
+ *                   output and LSE, the mid-block residual and the MLP pre-
+ *                   and post-GELU activations. A SELECTIVE tape keeps the
+ *                   same minus the two LayerNorm outputs and the GELU output
+ *                   (6C of 15C per token); a forward into it and a backward
+ *                   from it compute those three, one at a time, in one
+ *                   shared (B,T,4C) buffer. Slots [0, n_tape_stored) are
+ *                   stored; the rest are workspace.
+ *   "Stored" means exactly: the slot's content at the loss head is read
+ *   after it. schedule_validate checks the labels.
  * Steps:
  *   FORWARD(l, in, out, tape)  run block l on x_l read from residual slot
  *       `in`, writing its tape into tape slot `tape` and x_{l+1} into slot
- *       `out`. out = SLOT_FINAL writes the final residual (last block);
- *       out = SLOT_NONE skips the block's output projection and residual
- *       add, which backward never reads (re-forwards stop at the GELU).
+ *       `out`. out may equal in: x_l is dead once the mid-block residual is
+ *       formed, so a forward may advance a slot in place. out = SLOT_FINAL
+ *       writes the final residual (last block); out = SLOT_NONE skips the
+ *       block's output projection and residual add, which backward never
+ *       reads (re-forwards stop at the GELU).
  *   BACKWARD(l, in, tape)      backward of block l from x_l in `in` and its
  *       tape; the residual-stream gradient is updated in place.
  * Steps [0, n_forward) run before the loss head, the rest after it. */
@@ -26,13 +36,18 @@
 #define MODEL_SCHEDULE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum {
     RECOMPUTE_NONE = 0,      /* --recompute 0: every block keeps its full tape */
     RECOMPUTE_BLOCK = 1,     /* --recompute 1: keep x_l only; re-forward each block */
+    RECOMPUTE_SEGMENTS = 2,  /* --recompute 2: x_l every k blocks; re-run segments taped */
+    RECOMPUTE_SELECTIVE = 3, /* --recompute selective: every block keeps a selective tape */
+    RECOMPUTE_AUTO = 4,      /* --recompute auto: least recompute within a byte budget */
 } RecomputeMode;
 
 typedef enum { STEP_FORWARD = 0, STEP_BACKWARD = 1 } StepKind;
+typedef enum { TAPE_FULL = 0, TAPE_SELECTIVE = 1 } TapeKind;
 
 #define SLOT_NONE (-1)
 #define SLOT_FINAL (-2)
@@ -48,28 +63,60 @@ typedef struct {
 typedef struct {
     int mode;          /* RecomputeMode that generated it */
     int num_layers;
+    int checkpoint_every; /* RECOMPUTE_SEGMENTS: k; 0 otherwise */
     int embed_slot;    /* residual slot the embedding writes x_0 into */
     int n_res_slots, n_res_stored;
     int n_tape_slots, n_tape_stored;
     int n_forward;     /* steps before the loss head */
-    int n_steps;
+    int n_steps, cap_steps;
     ScheduleStep *steps;
+    unsigned char *tape_kind; /* TapeKind of each tape slot, n_tape_slots entries */
 } Schedule;
 
-/* Build the schedule for a mode. Returns 0, or -1 with a reason in err. */
+/* Build the schedule for modes 0, 1, 2 (k = round(sqrt L)) and selective.
+ * Returns 0, or -1 with a reason in err. Auto schedules come from
+ * solver_schedule (solver.h), which needs a budget. */
 int schedule_build(Schedule *s, int mode, int num_layers, char *err, size_t err_len);
+/* Chen et al.'s segments: x_l kept for l = 0, k, 2k, ...; in backward each
+ * segment is re-run from its checkpoint with full tapes (k workspace tapes,
+ * k-1 workspace inputs) and then back-propagated. 1 <= k <= L. */
+int schedule_build_segments(Schedule *s, int num_layers, int k, char *err, size_t err_len);
+/* round(sqrt(L)), the default --checkpoint-every. */
+int schedule_default_checkpoint_every(int num_layers);
 void schedule_free(Schedule *s);
+
+/* Lower-level construction, for generators: an empty schedule with the
+ * given slots (all tapes FULL, nothing stored), steps appended with
+ * schedule_push (which grows the array), then schedule_finalize, which
+ * drops slots no step touches and renumbers the rest so that the slots
+ * live across the head come first, setting n_res_stored/n_tape_stored. */
+int schedule_init(Schedule *s, int mode, int num_layers, int n_res_slots, int n_tape_slots);
+int schedule_push(Schedule *s, int kind, int block, int in, int out, int tape);
+int schedule_finalize(Schedule *s, char *err, size_t err_len);
 
 /* Simulate the schedule and check that every step reads what it needs:
  * forwards run 0..L-1 in order before the head, the last into SLOT_FINAL;
- * backwards run L-1..0 after it, each with x_l and block l's tape in place.
+ * backwards run L-1..0 after it, each with x_l and block l's tape in place;
+ * a slot is labelled stored exactly when it is live across the head.
  * Returns 0, or -1 with the first fault in err. */
 int schedule_validate(const Schedule *s, char *err, size_t err_len);
 
 /* Number of block forwards that run after the loss head (re-forwards). */
 int schedule_reforwards(const Schedule *s);
+/* Number of tape slots of a kind, and of those that are stored. */
+int schedule_count_tapes(const Schedule *s, int kind, int *stored);
 
-/* Name of a mode for printing ("0", "1"). */
+/* What the forward sweep leaves for each block at the loss head, one
+ * character per block into buf (L+1 bytes): 'F' full tape, 'S' selective
+ * tape, 'x' block input only, '-' nothing. Returns buf. */
+char *schedule_describe(const Schedule *s, char *buf, size_t len);
+/* Print the summary line and the step program, one step per line. */
+void schedule_print(FILE *f, const Schedule *s);
+
+/* Parse a --recompute value: "0", "1", "2", "selective", "auto". Returns 0
+ * and the RecomputeMode in *mode, or -1. */
+int schedule_parse_mode(const char *str, int *mode);
+/* Name of a mode for printing. */
 const char *schedule_mode_name(int mode);
 
 #endif
