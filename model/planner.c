@@ -1,6 +1,8 @@
 /* model/planner.c — see planner.h. */
 #include "planner.h"
 
+#include <ctype.h>
+#include <stdint.h>
 #include <string.h>
 
 int dtype_bytes(DType d) { return d == DTYPE_BF16 ? 2 : 4; }
@@ -14,16 +16,26 @@ int planner_default_loss_chunk(int B, int T, int padded_vocab)
     return (int)(n < cap ? n : cap);
 }
 
-static void tape_layout(TapeLayout *tl, size_t N, size_t C, size_t NH, size_t T)
+/* The fp32 stats are the same in both kinds; the activation part of a
+ * selective tape leaves out ln1, ln2 and fch_gelu. */
+static void tape_layout(TapeLayout *tl, size_t N, size_t C, size_t NH, size_t T, int selective)
 {
     size_t o = 0;
-    tl->ln1 = o;      o += N * C;
-    tl->qkv = o;      o += N * 3 * C;
-    tl->atty = o;     o += N * C;
-    tl->res2 = o;     o += N * C;
-    tl->ln2 = o;      o += N * C;
-    tl->fch = o;      o += N * 4 * C;
-    tl->fch_gelu = o; o += N * 4 * C;
+    if (selective) {
+        tl->ln1 = tl->ln2 = tl->fch_gelu = TAPE_IN_WORKSPACE;
+        tl->qkv = o;  o += N * 3 * C;
+        tl->atty = o; o += N * C;
+        tl->res2 = o; o += N * C;
+        tl->fch = o;  o += N * 4 * C;
+    } else {
+        tl->ln1 = o;      o += N * C;
+        tl->qkv = o;      o += N * 3 * C;
+        tl->atty = o;     o += N * C;
+        tl->res2 = o;     o += N * C;
+        tl->ln2 = o;      o += N * C;
+        tl->fch = o;      o += N * 4 * C;
+        tl->fch_gelu = o; o += N * 4 * C;
+    }
     tl->act_elems = o;
     size_t B = N / T;
     o = 0;
@@ -67,7 +79,8 @@ void planner_shard_range(const MemoryPlan *p, int rank, size_t *begin, size_t *e
     *end = e;
 }
 
-void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
+/* Everything that does not depend on the schedule. */
+static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 {
     memset(p, 0, sizeof *p);
     const GPTConfig *cfg = &in->cfg;
@@ -76,19 +89,12 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
 
     plan_params(in, p);
 
-    tape_layout(&p->tape, N, C, (size_t)cfg->num_heads, (size_t)in->T);
+    tape_layout(&p->tape, N, C, (size_t)cfg->num_heads, (size_t)in->T, 0);
+    tape_layout(&p->tape_sel, N, C, (size_t)cfg->num_heads, (size_t)in->T, 1);
     p->residual_bytes = N * C * ab;
     p->tape_act_bytes = p->tape.act_elems * ab;
+    p->tape_sel_act_bytes = p->tape_sel.act_elems * ab;
     p->tape_f32_bytes = p->tape.f32_elems * 4;
-    size_t tape_bytes = p->tape_act_bytes + p->tape_f32_bytes;
-    p->n_res_stored = s->n_res_stored;
-    p->n_res_work = s->n_res_slots - s->n_res_stored;
-    p->n_tape_stored = s->n_tape_stored;
-    p->n_tape_work = s->n_tape_slots - s->n_tape_stored;
-    p->bytes[MEM_ACTIVATIONS] =
-        (size_t)p->n_res_stored * p->residual_bytes + (size_t)p->n_tape_stored * tape_bytes;
-    p->bytes[MEM_WORKSPACE] =
-        (size_t)p->n_res_work * p->residual_bytes + (size_t)p->n_tape_work * tape_bytes;
 
     /* scratch: the act buffers named at SCRATCH_ACT_PER_TOKEN_C, LN_f
      * mean/rstd and per-token losses (fp32), tokens and targets (int32). */
@@ -101,7 +107,32 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
                                        : planner_default_loss_chunk(in->B, in->T, cfg->padded_vocab);
     if ((size_t)p->loss_chunk > N) p->loss_chunk = (int)N;
     p->bytes[MEM_HEAD] = (size_t)p->loss_chunk * (size_t)cfg->padded_vocab * 4;
+}
 
+/* The selective buffer holds ln1, ln2 or the GELU output, one at a time. */
+static size_t sel_ws_bytes(const PlanInput *in)
+{
+    return (size_t)in->B * in->T * 4 * (size_t)in->cfg.channels * (size_t)dtype_bytes(in->dtype);
+}
+
+void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
+{
+    plan_fixed(in, p);
+    size_t full = p->tape_act_bytes + p->tape_f32_bytes;
+    size_t sel = p->tape_sel_act_bytes + p->tape_f32_bytes;
+    int n_sel = schedule_count_tapes(s, TAPE_SELECTIVE, &p->n_sel_stored);
+    p->n_sel_work = n_sel - p->n_sel_stored;
+    p->sel_ws_bytes = n_sel > 0 ? sel_ws_bytes(in) : 0;
+    p->n_res_stored = s->n_res_stored;
+    p->n_res_work = s->n_res_slots - s->n_res_stored;
+    p->n_tape_stored = s->n_tape_stored;
+    p->n_tape_work = s->n_tape_slots - s->n_tape_stored;
+    size_t n_full_stored = (size_t)(p->n_tape_stored - p->n_sel_stored);
+    size_t n_full_work = (size_t)(p->n_tape_work - p->n_sel_work);
+    p->bytes[MEM_ACTIVATIONS] = (size_t)p->n_res_stored * p->residual_bytes +
+                                n_full_stored * full + (size_t)p->n_sel_stored * sel;
+    p->bytes[MEM_WORKSPACE] = (size_t)p->n_res_work * p->residual_bytes + n_full_work * full +
+                              (size_t)p->n_sel_work * sel + p->sel_ws_bytes;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) p->total += p->bytes[c];
 }
 
@@ -112,6 +143,55 @@ int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, siz
     planner_plan(in, &s, out);
     schedule_free(&s);
     return 0;
+}
+
+void planner_units(const PlanInput *in, PlanUnits *u)
+{
+    MemoryPlan p;
+    plan_fixed(in, &p);
+    u->fixed = 0;
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++) u->fixed += p.bytes[c];
+    u->res = p.residual_bytes;
+    u->full = p.tape_act_bytes + p.tape_f32_bytes;
+    u->sel = p.tape_sel_act_bytes + p.tape_f32_bytes;
+    u->sel_ws = sel_ws_bytes(in);
+}
+
+size_t planner_slots_total(const PlanUnits *u, int n_res, int n_full, int n_sel)
+{
+    return u->fixed + (size_t)n_res * u->res + (size_t)n_full * u->full + (size_t)n_sel * u->sel +
+           (n_sel > 0 ? u->sel_ws : 0);
+}
+
+int planner_parse_bytes(const char *s, size_t *out)
+{
+    static const struct { const char *suffix; int shift; } units[] = {
+        {"", 0}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30},
+    };
+    if (!s || !isdigit((unsigned char)s[0])) return -1;
+    uint64_t v = 0;
+    const char *p = s;
+    for (; isdigit((unsigned char)*p); p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(p, units[i].suffix) != 0) continue;
+        if (v > (uint64_t)SIZE_MAX >> units[i].shift) return -1;
+        *out = (size_t)(v << units[i].shift);
+        return 0;
+    }
+    return -1;
+}
+
+char *planner_format_bytes(size_t b, char *buf, size_t len)
+{
+    if (b >= (size_t)1 << 30) snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
+    else if (b >= (size_t)1 << 20) snprintf(buf, len, "%.2f MiB", b / 1048576.0);
+    else if (b >= (size_t)1 << 10) snprintf(buf, len, "%.2f KiB", b / 1024.0);
+    else snprintf(buf, len, "%zu B", b);
+    return buf;
 }
 
 const char *planner_category_name(int cat)
@@ -149,7 +229,8 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
                 p->shard_params, p->world_size,
                 (p->num_params * (p->master_bytes ? 12.0 : 8.0)) / 1048576.0,
                 p->padded_params - p->num_params);
-    fprintf(f, "  stored: %d block inputs + %d tapes; workspace: %d inputs + %d tapes; "
-               "head chunk %d tokens\n",
-            p->n_res_stored, p->n_tape_stored, p->n_res_work, p->n_tape_work, p->loss_chunk);
+    fprintf(f, "  stored: %d block inputs + %d tapes (%d selective); workspace: %d inputs + %d "
+               "tapes (%d selective)%s; head chunk %d tokens\n",
+            p->n_res_stored, p->n_tape_stored, p->n_sel_stored, p->n_res_work, p->n_tape_work,
+            p->n_sel_work, p->sel_ws_bytes ? " + the selective buffer" : "", p->loss_chunk);
 }

@@ -1,10 +1,16 @@
 /* model/planner.h — one pure function owns every byte the trainer allocates.
  *
  * Owns: MemoryPlan, the byte size of every buffer for a (config, B, T,
- * schedule, dtype) and the layout of one block tape. The model allocates
- * exactly these sizes in one arena per category (model/arena.h), the
- * start-up table prints them, and the tests check them. Nothing else
- * computes a buffer size. */
+ * schedule, dtype), the layout of one block tape of each kind, the byte
+ * costs the recompute solver works with (PlanUnits), the --plan table
+ * (one row per recompute mode) and the parsing of --memory-budget sizes.
+ * The model allocates exactly these sizes in one arena per category
+ * (model/arena.h), the start-up table prints them, and the tests check
+ * them. Nothing else computes a buffer size.
+ *
+ * Every arena is allocated whole before the first step, so a run's peak
+ * is the plan's total: fixed + n_res*res + n_full*full + n_sel*sel
+ * (+ sel_ws when any tape is selective), in PlanUnits terms. */
 #ifndef MODEL_PLANNER_H
 #define MODEL_PLANNER_H
 
@@ -41,7 +47,11 @@ typedef struct {
 #define PLANNER_SHARD_ALIGN 64
 
 /* Element offsets (in elements of their own type) inside one block tape.
- * Activation fields are laid out in one act buffer, fp32 stats in another. */
+ * Activation fields are laid out in one act buffer, fp32 stats in another.
+ * In a SELECTIVE tape, ln1, ln2 and fch_gelu are TAPE_IN_WORKSPACE: they
+ * live, one at a time, at offset 0 of the shared selective buffer
+ * (MemoryPlan.sel_ws_bytes, (B,T,4C) act). */
+#define TAPE_IN_WORKSPACE ((size_t)-1)
 typedef struct {
     size_t ln1, qkv, atty, res2, ln2, fch, fch_gelu, act_elems;   /* act, per tape */
     size_t ln1_mean, ln1_rstd, lse, ln2_mean, ln2_rstd, f32_elems; /* f32, per tape */
@@ -59,16 +69,31 @@ typedef struct {
     /* detail behind the categories */
     size_t num_params;
     size_t residual_bytes;   /* one residual slot (B,T,C) */
-    size_t tape_act_bytes;   /* activation part of one tape */
-    size_t tape_f32_bytes;   /* fp32 stats of one tape */
+    size_t tape_act_bytes;   /* activation part of one full tape */
+    size_t tape_f32_bytes;   /* fp32 stats of one tape (either kind) */
+    size_t tape_sel_act_bytes; /* activation part of one selective tape */
+    size_t sel_ws_bytes;     /* the selective tapes' shared (B,T,4C) buffer; 0 when none */
     size_t master_bytes, moment_bytes;      /* fp32 master (0 in fp32) and m + v, per rank */
     int world_size, zero;
     size_t padded_params, shard_params;     /* elements; see PLANNER_SHARD_ALIGN */
     size_t scratch_act_bytes, scratch_f32_bytes, scratch_int_bytes;
     int loss_chunk;          /* chosen head chunk, tokens */
-    int n_res_stored, n_res_work, n_tape_stored, n_tape_work;
-    TapeLayout tape;
+    int n_res_stored, n_res_work, n_tape_stored, n_tape_work; /* tape counts: both kinds */
+    int n_sel_stored, n_sel_work;  /* of which selective */
+    TapeLayout tape;         /* full tape */
+    TapeLayout tape_sel;     /* selective tape */
 } MemoryPlan;
+
+/* The byte costs a schedule is made of; the plan's total for a schedule
+ * with n_res residual slots, n_full full and n_sel selective tape slots is
+ * planner_slots_total(). The solver minimises recompute under it. */
+typedef struct {
+    size_t fixed;  /* params, grads, optimizer, scratch, head: no schedule changes them */
+    size_t res;    /* one residual slot */
+    size_t full;   /* one full tape slot (act + fp32 stats) */
+    size_t sel;    /* one selective tape slot (act + fp32 stats) */
+    size_t sel_ws; /* the shared selective buffer, counted once when n_sel > 0 */
+} PlanUnits;
 
 /* The scratch buffers, in act elements per token: final residual, LN_f
  * output, residual-stream gradient, a (N,C) gradient buffer and a (N,4C)
@@ -82,9 +107,57 @@ int planner_default_loss_chunk(int B, int T, int padded_vocab);
 /* The planner. Pure: no allocation beyond the caller's struct. */
 void planner_plan(const PlanInput *in, const Schedule *sched, MemoryPlan *out);
 
-/* Convenience: build the schedule for `mode` and plan it. Returns 0, or -1
- * with a reason in err. */
+/* Convenience: build the schedule for `mode` (0, 1, 2 with the default k,
+ * selective) and plan it. Returns 0, or -1 with a reason in err. */
 int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, size_t err_len);
+
+void planner_units(const PlanInput *in, PlanUnits *out);
+size_t planner_slots_total(const PlanUnits *u, int n_res, int n_full, int n_sel);
+
+/* Parse a byte count with an optional KiB, MiB or GiB suffix ("40GiB",
+ * "512MiB", "123456KiB", "1000"). Digits only: no sign, no fraction, no
+ * space. Returns 0, or -1 for garbage, an empty string or overflow. */
+int planner_parse_bytes(const char *s, size_t *out);
+/* "12.34 GiB"-style rendering of bytes into buf; returns buf. */
+char *planner_format_bytes(size_t bytes, char *buf, size_t len);
+
+/* ---- --recompute auto (planner_modes.c) ---- */
+typedef struct {
+    int fits;               /* 1: peak <= budget; 0: nothing fits, the schedule is the
+                             * smallest-peak one */
+    size_t peak;            /* planner total of the chosen schedule */
+    size_t min_peak;        /* smallest peak any schedule reaches at this shape */
+    long long recompute_flops;
+    int n_res, n_full, n_sel; /* slots of the chosen schedule */
+} AutoResult;
+
+/* The schedule with the least recomputed FLOPs whose planned peak fits
+ * budget; when none fits, the smallest-peak schedule with fits = 0. Writes
+ * the schedule into *sched (caller frees). Returns 0, or -1 with a reason
+ * in err (bad shape, too many layers for the solver, out of memory). */
+int planner_auto(const PlanInput *in, size_t budget, Schedule *sched, AutoResult *res,
+                 char *err, size_t err_len);
+
+/* One row of the --plan table. */
+typedef struct {
+    int mode, checkpoint_every;
+    int available;          /* 0: auto past the solver's layer limit; nothing else is set */
+    int fits;               /* auto: a schedule fits the budget at this B */
+    size_t stored, workspace, peak;
+    long long recompute_flops, step_flops;
+    double recompute_pct;   /* 100 * recompute_flops / step_flops */
+    int max_batch;          /* largest B (same T) whose peak fits the budget; 0 if none */
+} PlanRow;
+#define PLAN_NUM_ROWS 5     /* 0, selective, 1, 2, auto */
+
+/* Rows for modes 0, selective, 1, 2 (checkpoint_every k; 0 = default) and
+ * auto at budget, each from planner_plan / planner_auto and flops.h.
+ * Returns 0, or -1 with a reason in err. */
+int planner_mode_rows(const PlanInput *in, size_t budget, int checkpoint_every,
+                      PlanRow rows[PLAN_NUM_ROWS], char *err, size_t err_len);
+/* Print the --plan table (the rows above). Returns 0, or -1 with err. */
+int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int checkpoint_every,
+                        char *err, size_t err_len);
 
 const char *planner_category_name(int cat);
 

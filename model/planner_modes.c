@@ -1,0 +1,204 @@
+/* model/planner_modes.c — --recompute auto and the --plan table (planner.h).
+ *
+ * Both are built from planner_plan / planner_units (bytes), flops.h (work)
+ * and the solver (solver.h); no number here is computed another way. */
+#include "planner.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "flops.h"
+#include "solver.h"
+
+static SolverTable *auto_table(const PlanInput *in, FlopCounts *fc, char *err, size_t err_len)
+{
+    flops_count(&in->cfg, in->B, in->T, fc);
+    SolverCosts c = {fc->block_fwd, fc->block_fwd_noout, fc->block_sel};
+    return solver_table_build(in->cfg.num_layers, &c, err, err_len);
+}
+
+static int auto_with_table(const PlanInput *in, size_t budget, const SolverTable *t,
+                           const FlopCounts *fc, Schedule *s, AutoResult *res, char *err,
+                           size_t err_len)
+{
+    PlanUnits u;
+    SolverChoice ch, smallest;
+    MemoryPlan p;
+    int L = in->cfg.num_layers;
+    planner_units(in, &u);
+    memset(res, 0, sizeof *res);
+    res->fits = solver_pick(t, L, &u, budget, &ch);
+    solver_pick(t, L, &u, 0, &smallest);
+    res->min_peak = smallest.bytes;
+    if (solver_schedule(t, L, &ch, s, err, err_len) != 0) return -1;
+    planner_plan(in, s, &p);
+    res->peak = p.total;
+    res->recompute_flops = flops_recompute(fc, s);
+    res->n_res = s->n_res_slots;
+    res->n_sel = schedule_count_tapes(s, TAPE_SELECTIVE, NULL);
+    res->n_full = s->n_tape_slots - res->n_sel;
+    /* The solver's byte and work model must be the planner's and flops.h's
+     * to the byte and the FLOP; a mismatch is a bug, never a silent plan. */
+    char verr[256];
+    if (schedule_validate(s, verr, sizeof verr) != 0 || p.total != ch.bytes ||
+        res->recompute_flops != ch.recompute) {
+        snprintf(err, err_len, "--recompute auto: internal error: solver schedule %s "
+                 "(planned %zu bytes, solver %zu; recompute %lld, solver %lld)",
+                 schedule_validate(s, verr, sizeof verr) ? verr : "valid", p.total, ch.bytes,
+                 res->recompute_flops, ch.recompute);
+        schedule_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+int planner_auto(const PlanInput *in, size_t budget, Schedule *s, AutoResult *res, char *err,
+                 size_t err_len)
+{
+    FlopCounts fc;
+    SolverTable *t = auto_table(in, &fc, err, err_len);
+    if (!t) return -1;
+    int rc = auto_with_table(in, budget, t, &fc, s, res, err, err_len);
+    solver_table_free(t);
+    return rc;
+}
+
+/* Does micro-batch B (same T) fit budget: the fixed schedule s, or, when s
+ * is NULL, any schedule the solver can make (its feasibility does not
+ * depend on B). */
+static int fits_at(const PlanInput *in, int B, size_t budget, const Schedule *s,
+                   const SolverTable *t)
+{
+    PlanInput b = *in;
+    b.B = B;
+    if (s) {
+        MemoryPlan p;
+        planner_plan(&b, s, &p);
+        return p.total <= budget;
+    }
+    PlanUnits u;
+    SolverChoice ch;
+    planner_units(&b, &u);
+    return solver_pick(t, b.cfg.num_layers, &u, budget, &ch);
+}
+
+/* Largest B that fits, by doubling then bisection (the plan grows with B).
+ * B stays where B*T fits an int and every byte count fits 62 bits. */
+static int max_batch(const PlanInput *in, size_t budget, const Schedule *s, const SolverTable *t)
+{
+    double per_b = (double)in->T * in->cfg.channels * (16.0 * in->cfg.num_layers + 64.0) * 4.0 +
+                   (double)in->T * in->cfg.num_heads * in->cfg.num_layers * 4.0;
+    long cap = INT_MAX / in->T;
+    if ((double)cap * per_b > 4e18) cap = (long)(4e18 / per_b);
+    if (cap < 1 || !fits_at(in, 1, budget, s, t)) return 0;
+    long lo = 1, hi = 2; /* lo fits; hi does not or is past cap */
+    while (hi <= cap && fits_at(in, (int)hi, budget, s, t)) {
+        lo = hi;
+        hi *= 2;
+    }
+    if (hi > cap + 1) hi = cap + 1;
+    while (hi - lo > 1) {
+        long mid = lo + (hi - lo) / 2;
+        if (fits_at(in, (int)mid, budget, s, t)) lo = mid;
+        else hi = mid;
+    }
+    return (int)lo;
+}
+
+static void fill_row(PlanRow *row, const PlanInput *in, const Schedule *s, const FlopCounts *fc)
+{
+    MemoryPlan p;
+    planner_plan(in, s, &p);
+    row->stored = p.bytes[MEM_ACTIVATIONS];
+    row->workspace = p.bytes[MEM_WORKSPACE];
+    row->peak = p.total;
+    row->recompute_flops = flops_recompute(fc, s);
+    row->step_flops = fc->step;
+    row->recompute_pct = 100.0 * (double)row->recompute_flops / (double)fc->step;
+}
+
+int planner_mode_rows(const PlanInput *in, size_t budget, int k, PlanRow rows[PLAN_NUM_ROWS],
+                      char *err, size_t err_len)
+{
+    static const int modes[PLAN_NUM_ROWS] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE,
+                                             RECOMPUTE_BLOCK, RECOMPUTE_SEGMENTS, RECOMPUTE_AUTO};
+    int L = in->cfg.num_layers;
+    if (k == 0) k = schedule_default_checkpoint_every(L);
+    FlopCounts fc;
+    char terr[256];
+    /* Past the solver's layer limit the auto row is marked unavailable and
+     * the others are still printed. */
+    SolverTable *t = auto_table(in, &fc, terr, sizeof terr);
+    if (!t && L <= SOLVER_MAX_LAYERS) {
+        snprintf(err, err_len, "%s", terr);
+        return -1;
+    }
+    int rc = -1;
+    for (int i = 0; i < PLAN_NUM_ROWS; i++) {
+        Schedule s;
+        PlanRow *row = &rows[i];
+        memset(row, 0, sizeof *row);
+        row->mode = modes[i];
+        row->available = modes[i] != RECOMPUTE_AUTO || t != NULL;
+        if (!row->available) continue;
+        if (modes[i] == RECOMPUTE_AUTO) {
+            AutoResult ar;
+            if (auto_with_table(in, budget, t, &fc, &s, &ar, err, err_len) != 0) goto done;
+            row->fits = ar.fits;
+        } else {
+            int b = modes[i] == RECOMPUTE_SEGMENTS
+                        ? schedule_build_segments(&s, L, k, err, err_len)
+                        : schedule_build(&s, modes[i], L, err, err_len);
+            if (b != 0) goto done;
+            row->checkpoint_every = s.checkpoint_every;
+        }
+        fill_row(row, in, &s, &fc);
+        if (modes[i] != RECOMPUTE_AUTO) row->fits = row->peak <= budget;
+        row->max_batch = max_batch(in, budget, modes[i] == RECOMPUTE_AUTO ? NULL : &s, t);
+        schedule_free(&s);
+    }
+    rc = 0;
+done:
+    solver_table_free(t);
+    return rc;
+}
+
+int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, char *err,
+                        size_t err_len)
+{
+    PlanRow rows[PLAN_NUM_ROWS];
+    if (planner_mode_rows(in, budget, k, rows, err, err_len) != 0) return -1;
+    char b1[32];
+    double tok_layers = (double)in->B * in->T * in->cfg.num_layers;
+    fprintf(f, "plan: %d layers, %d heads, C=%d, V=%d, B=%d, T=%d, %s; budget %zu bytes (%s)\n",
+            in->cfg.num_layers, in->cfg.num_heads, in->cfg.channels, in->cfg.vocab_size, in->B,
+            in->T, dtype_name(in->dtype), budget, planner_format_bytes(budget, b1, sizeof b1));
+    fprintf(f, "%-10s %16s %16s %16s %11s %11s %10s %8s\n", "mode", "stored_bytes",
+            "workspace_bytes", "peak_bytes", "peak_GiB", "stored/L/tok", "recompute%", "max_B");
+    for (int i = 0; i < PLAN_NUM_ROWS; i++) {
+        const PlanRow *r = &rows[i];
+        char name[32];
+        if (!r->available) {
+            fprintf(f, "%-10s n/a: the solver handles up to %d layers\n", "auto",
+                    SOLVER_MAX_LAYERS);
+            continue;
+        }
+        switch (r->mode) {
+        case RECOMPUTE_NONE: snprintf(name, sizeof name, "0"); break;
+        case RECOMPUTE_BLOCK: snprintf(name, sizeof name, "1"); break;
+        case RECOMPUTE_SEGMENTS: snprintf(name, sizeof name, "2,k=%d", r->checkpoint_every); break;
+        case RECOMPUTE_SELECTIVE: snprintf(name, sizeof name, "selective"); break;
+        default: snprintf(name, sizeof name, r->fits ? "auto" : "auto:none"); break;
+        }
+        fprintf(f, "%-10s %16zu %16zu %16zu %11.3f %11.1f %10.3f %8d\n", name, r->stored,
+                r->workspace, r->peak, r->peak / 1073741824.0, r->stored / tok_layers,
+                r->recompute_pct, r->max_batch);
+    }
+    fprintf(f, "stored/L/tok: stored bytes per layer per token. recompute%%: re-done forward "
+               "FLOPs over one step's forward+backward FLOPs (flops.h). max_B: largest micro-"
+               "batch at T=%d whose peak fits the budget.%s\n", in->T,
+            rows[PLAN_NUM_ROWS - 1].fits || !rows[PLAN_NUM_ROWS - 1].available ? ""
+                                         : " auto:none: nothing fits; the row is the smallest "
+                                           "peak any schedule reaches.");
+    return 0;
+}
