@@ -35,11 +35,25 @@ static void tape_point(BlockTape *tp, const TapeLayout *tl, char *act, float *f,
     tp->lse = f + tl->lse;
     tp->ln2_mean = f + tl->ln2_mean;
     tp->ln2_rstd = f + tl->ln2_rstd;
+    tp->selective = 0;
+}
+
+/* A selective tape: the fields planner.h marks TAPE_IN_WORKSPACE share the
+ * selective buffer. */
+static void tape_point_selective(BlockTape *tp, const TapeLayout *tl, char *act, float *f,
+                                 size_t ab, void *sel_buf)
+{
+    TapeLayout t = *tl;
+    t.ln1 = t.ln2 = t.fch_gelu = 0;
+    tape_point(tp, &t, act, f, ab);
+    tp->ln1 = tp->ln2 = tp->fch_gelu = sel_buf;
+    tp->selective = 1;
 }
 
 /* Carve the activation categories. Order inside an arena: residual slots,
- * then tapes' act parts, then tapes' f32 parts, so the f32 stats (whose
- * sizes are not multiples of the act buffers') come last. */
+ * then tapes' act parts (and, in the workspace, the selective buffer), then
+ * tapes' f32 parts, so the f32 stats (whose sizes are not multiples of the
+ * act buffers') come last. */
 static int carve_activations(GPT *g)
 {
     const Schedule *s = &g->sched;
@@ -54,16 +68,23 @@ static int carve_activations(GPT *g)
     }
     /* A tape's act and f32 parts come from the same arena; take all act
      * parts first, then all f32 parts. */
-    const TapeLayout *tl = &p->tape;
     size_t ab = (size_t)g->be->act_bytes;
     char **act = calloc((size_t)s->n_tape_slots, sizeof(char *));
     if (!act) return -1;
     int ok = 1;
-    for (int j = 0; j < s->n_tape_slots && ok; j++)
-        ok = (act[j] = arena_take(j < s->n_tape_stored ? stored : work, tl->act_elems * ab)) != NULL;
     for (int j = 0; j < s->n_tape_slots && ok; j++) {
-        float *f = arena_take(j < s->n_tape_stored ? stored : work, tl->f32_elems * sizeof(float));
-        if ((ok = f != NULL)) tape_point(&g->tapes[j], tl, act[j], f, ab);
+        int sel = s->tape_kind[j] == TAPE_SELECTIVE;
+        size_t bytes = sel ? p->tape_sel_act_bytes : p->tape_act_bytes;
+        ok = (act[j] = arena_take(j < s->n_tape_stored ? stored : work, bytes)) != NULL;
+    }
+    if (ok && p->sel_ws_bytes) ok = (g->sel_buf = arena_take(work, p->sel_ws_bytes)) != NULL;
+    for (int j = 0; j < s->n_tape_slots && ok; j++) {
+        float *f = arena_take(j < s->n_tape_stored ? stored : work, p->tape_f32_bytes);
+        if (!(ok = f != NULL)) break;
+        if (s->tape_kind[j] == TAPE_SELECTIVE)
+            tape_point_selective(&g->tapes[j], &p->tape_sel, act[j], f, ab, g->sel_buf);
+        else
+            tape_point(&g->tapes[j], &p->tape, act[j], f, ab);
     }
     free(act);
     if (!ok) return -1;
@@ -100,6 +121,15 @@ int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recomp
 int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
                    int loss_chunk, const GPTShard *shard, char *err, size_t err_len)
 {
+    Schedule s;
+    memset(g, 0, sizeof *g);
+    if (schedule_build(&s, recompute, cfg->num_layers, err, err_len) != 0) return -1;
+    return gpt_init_schedule(g, cfg, be, B, T, &s, loss_chunk, shard, err, err_len);
+}
+
+int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
+                      int loss_chunk, const GPTShard *shard, char *err, size_t err_len)
+{
     GPTShard one = {1, 0, 0};
     if (!shard) shard = &one;
     memset(g, 0, sizeof *g);
@@ -107,14 +137,28 @@ int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int 
     g->be = be;
     g->B = B;
     g->T = T;
-    if (config_validate(cfg, err, err_len) != 0) return -1;
+    g->sched = *sched; /* taken over */
+    memset(sched, 0, sizeof *sched);
+    if (config_validate(cfg, err, err_len) != 0) {
+        gpt_free(g);
+        return -1;
+    }
     if (T > cfg->max_seq_len) {
         snprintf(err, err_len, "--seq-len %d exceeds the model's maximum sequence length %d", T,
                  cfg->max_seq_len);
+        gpt_free(g);
         return -1;
     }
-    if (schedule_build(&g->sched, recompute, cfg->num_layers, err, err_len) != 0) return -1;
-    if (schedule_validate(&g->sched, err, err_len) != 0) return -1;
+    if (g->sched.num_layers != cfg->num_layers) {
+        snprintf(err, err_len, "internal error: a %d-layer schedule for a %d-layer model",
+                 g->sched.num_layers, cfg->num_layers);
+        gpt_free(g);
+        return -1;
+    }
+    if (schedule_validate(&g->sched, err, err_len) != 0) {
+        gpt_free(g);
+        return -1;
+    }
     PlanInput in = {.cfg = *cfg, .B = B, .T = T,
                     .dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32,
                     .loss_chunk = loss_chunk, .world_size = shard->world,
@@ -187,6 +231,13 @@ static char *par_at(const GPT *g, void *base, size_t elem)
     return (char *)base + elem * g->be->par_bytes;
 }
 
+size_t gpt_arena_high_water(const GPT *g)
+{
+    size_t used = 0;
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++) used += g->arenas[c].used;
+    return used;
+}
+
 void gpt_set_params(GPT *g, const float *host)
 {
     size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
@@ -244,7 +295,10 @@ static void grads_ready(GPT *g, const int *t, int n, int layer)
 
 /* ---- one block ---- */
 
-/* FORWARD(l): x (N,C) -> tape; when out != NULL also out = x_{l+1}. */
+/* FORWARD(l): x (N,C) -> tape; when out != NULL also out = x_{l+1}. out
+ * may be x: x is last read by the mid-block residual add, before out is
+ * written. In a selective tape ln1, ln2 and fch_gelu share one buffer,
+ * each consumed by its matmul before the next is written. */
 static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out)
 {
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
@@ -268,12 +322,21 @@ static void block_backward(GPT *g, int l, const void *x, const BlockTape *tp)
 {
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
     void *dres = g->dres, *dsmall = g->dsmall, *dbig = g->dbig;
+    /* A selective tape rebuilds GELU, LN2 and LN1 outputs into the shared
+     * buffer just before each is read: the same ops on the same inputs as
+     * the forward, so the same bits. The LayerNorms rewrite their stored
+     * mean and rstd with identical values. */
+    if (tp->selective) OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
     OPS->matmul_backward(g->be, dbig, G(FCPROJW, l), G(FCPROJB, l), dres, tp->fch_gelu, P(FCPROJW, l), N, 4 * C, C);
     OPS->gelu_backward(g->be, dbig, tp->fch, dbig, (size_t)N * 4 * C);
+    if (tp->selective)
+        OPS->layernorm_forward(g->be, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, P(LN2W, l), P(LN2B, l), N, C);
     OPS->matmul_backward(g->be, dsmall, G(FCW, l), G(FCB, l), dbig, tp->ln2, P(FCW, l), N, C, 4 * C);
     OPS->layernorm_backward(g->be, dres, G(LN2W, l), G(LN2B, l), dsmall, tp->res2, P(LN2W, l), tp->ln2_mean, tp->ln2_rstd, N, C);
     OPS->matmul_backward(g->be, dsmall, G(ATTPROJW, l), G(ATTPROJB, l), dres, tp->atty, P(ATTPROJW, l), N, C, C);
     OPS->attention_backward(g->be, dbig, dsmall, tp->qkv, tp->atty, tp->lse, B, T, C, NH);
+    if (tp->selective)
+        OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
     OPS->matmul_backward(g->be, dsmall, G(QKVW, l), G(QKVB, l), dbig, tp->ln1, P(QKVW, l), N, C, 3 * C);
     OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
 }

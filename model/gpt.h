@@ -21,10 +21,14 @@
 #include "planner.h"
 #include "schedule.h"
 
-/* Pointers into one block tape (layout: planner.h's TapeLayout). */
+/* Pointers into one block tape (layout: planner.h's TapeLayout). In a
+ * selective tape ln1, ln2 and fch_gelu all point at the one shared
+ * selective buffer: a forward writes each there just before the matmul
+ * that reads it, and a backward rebuilds each just before its use. */
 typedef struct {
     void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;   /* act */
     float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd; /* f32 */
+    int selective;
 } BlockTape;
 
 typedef struct {
@@ -60,6 +64,7 @@ typedef struct {
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
     void **res_slots;                      /* n_res_slots residual buffers (N,C) */
     BlockTape *tapes;                      /* n_tape_slots */
+    void *sel_buf;                         /* (N,4C) act, when any tape is selective */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
     float *lnf_mean, *lnf_rstd, *losses;          /* scratch f32 (N) */
     int *tokens, *targets;                        /* backend int32 (N) */
@@ -73,14 +78,24 @@ typedef struct {
     void *grad_ready_ctx;
 } GPT;
 
-/* Build the schedule for `recompute`, plan, and carve every buffer.
- * loss_chunk 0 lets the planner choose. Returns 0, or -1 with a message. */
+/* Build the schedule for `recompute` (schedule_build's modes), plan, and
+ * carve every buffer. loss_chunk 0 lets the planner choose. Returns 0, or
+ * -1 with a message. */
 int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
              int loss_chunk, char *err, size_t err_len);
 /* The same, for one rank of a data-parallel job (shard NULL = gpt_init). */
 int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
                    int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
+/* The same for a schedule built by the caller (segments with a chosen k,
+ * auto), which g takes over: gpt_free frees it, and so does a failure. */
+int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
+                      int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
 void gpt_free(GPT *g);
+
+/* Bytes carved from all arenas: their high-water mark, as nothing is
+ * released before gpt_free. Equals plan.total when the model and the
+ * planner agree. */
+size_t gpt_arena_high_water(const GPT *g);
 
 /* Install (fn != NULL) or remove the gradient-ready callback. */
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
