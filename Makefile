@@ -77,7 +77,8 @@ $(BUILD)/dist/nccl_check.o: dist/dist_nccl.c
 $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-train_gpt: $(BUILD)/train_gpt.o $(BUILD)/train_options.o $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
+train_gpt: $(BUILD)/train_gpt.o $(BUILD)/train_options.o $(BUILD)/train_sample.o $(BUILD)/train_memory.o \
+           $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a

@@ -22,6 +22,7 @@
 #include "model/model_file.h"
 #include "run/session.h"
 #include "run/signals.h"
+#include "train_memory.h"
 #include "train_options.h"
 #include "train_sample.h"
 
@@ -36,6 +37,7 @@ typedef struct {
     FILE *log;
     int *inputs, *targets; /* host, B*T */
     size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
+    size_t mem_total;        /* device bytes in all (cuda) */
     int have_mem_info;
     TextCodec codec;         /* when sampling or generating */
     TokenIds prompt;
@@ -187,14 +189,27 @@ static void print_summary(Trainer *tr)
     const MemoryPlan *p = &tr->model.plan;
     size_t peak = measured_peak(tr);
     double diff = 100.0 * ((double)peak - (double)p->total) / (double)p->total;
+    size_t hw = gpt_arena_high_water(&tr->model);
+    printf("memory: predicted peak %zu bytes (planner); arenas' high-water mark %zu bytes (%s)\n",
+           p->total, hw, hw == p->total ? "equal" : "DIFFERENT: the planner and the model disagree");
     printf("memory: planner total %.2f MiB, measured peak %.2f MiB (%s), difference %+.1f%%\n",
            p->total / 1048576.0, peak / 1048576.0,
-           tr->have_mem_info ? "device memory used by the run" : "process peak RSS", diff);
+           tr->have_mem_info ? "device memory used by the run, per cudaMemGetInfo"
+                             : "process peak RSS: arenas plus program, libraries, host buffers",
+           diff);
+    size_t context = tr->mem_total - tr->mem_free_before;
+    if (tr->have_mem_info)
+        printf("memory: in use on the device before the arenas (CUDA context, other processes): "
+               "%.2f MiB, not counted above\n", context / 1048576.0);
     cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "event", "summary");
     cJSON_AddNumberToObject(o, "recompute", tr->opt.recompute);
     cJSON_AddNumberToObject(o, "world_size", tr->dist.world);
     cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
+    cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
+    cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
+    cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
+    if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         cJSON_AddNumberToObject(m, planner_category_name(c), (double)p->bytes[c]);
     cJSON_AddNumberToObject(m, "total", (double)p->total);
@@ -442,6 +457,13 @@ int main(int argc, char **argv)
     if (o->seq_len > tr.cfg.max_seq_len)
         dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
                   o->seq_len, tr.cfg.max_seq_len);
+    if (train_memory_check(o, &tr.cfg, err, sizeof err) != 0) dist_exit_all(d, 2, "%s", err);
+    GPTShard shard = dist_shard(d, o->zero);
+    if (o->plan) {
+        rc = train_memory_plan(o, &tr.cfg, &shard);
+        dist_finalize(d);
+        return rc;
+    }
     if (o->generate > 0) return generate_only(&tr);
     if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
 
@@ -449,11 +471,12 @@ int main(int argc, char **argv)
         fail(&tr, err);
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
-    size_t total_b;
-    tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &total_b) == 0;
-    GPTShard shard = dist_shard(d, o->zero);
-    if (gpt_init_shard(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, o->recompute,
-                       o->loss_chunk, &shard, err, sizeof err) != 0)
+    tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
+    Schedule sched;
+    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, err, sizeof err);
+    if (rc != 0) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
+    if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
+                          &shard, err, sizeof err) != 0)
         fail(&tr, err);
     if (dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
@@ -480,6 +503,8 @@ int main(int argc, char **argv)
            (long)o->batch * o->seq_len * o->grad_accum * d->world);
     printf("parameters: %zu\n", tr.model.plan.num_params);
     planner_print(stdout, &tr.model.plan, schedule_mode_name(o->recompute));
+    printf("predicted peak: %zu bytes (the arenas are allocated whole at start-up)\n",
+           tr.model.plan.total);
     printf("train data: %d shard(s) from %s\n", tr.train.num_shards, o->train_data);
 
     rc = train(&tr, err, sizeof err);

@@ -10,10 +10,13 @@
 #include <string.h>
 
 #include "model/config.h"
+#include "model/planner.h"
 
 /* K_OPTSTR: an optional string, attached as --name=VALUE (getopt_long's
- * rule for optional arguments); the flag alone stores NULL. */
-typedef enum { K_INT, K_LONG, K_FLOAT, K_U64, K_STR, K_CHOICE, K_OPTSTR } Kind;
+ * rule for optional arguments); the flag alone stores NULL. K_BYTES: a
+ * size_t byte count, planner_parse_bytes's syntax. K_FLAG: an int set to 1
+ * by the flag alone (no value). */
+typedef enum { K_INT, K_LONG, K_FLOAT, K_U64, K_STR, K_CHOICE, K_OPTSTR, K_BYTES, K_FLAG } Kind;
 
 typedef struct {
     const char *name;
@@ -57,8 +60,19 @@ static const OptSpec SPECS[] = {
      "decoupled weight decay (2-D tensors only)"},
     {"grad-clip", K_FLOAT, O(grad_clip), "1.0", 0, 1e30, NULL, "Optimizer",
      "clip the global gradient norm (0 = off)"},
-    {"recompute", K_CHOICE, O(recompute), "0", 0, 0, "0|1", "Recompute",
-     "0 = store every block's activations; 1 = store block inputs, re-forward in backward"},
+    /* the choices' order is RecomputeMode's: 0, 1, 2, selective = 3, auto = 4 */
+    {"recompute", K_CHOICE, O(recompute), "0", 0, 0, "0|1|2|selective|auto", "Recompute",
+     "0 = store every block's activations; 1 = store block inputs, re-forward in backward; "
+     "2 = store every k-th block input, re-run segments; selective = store all but LayerNorm "
+     "and GELU outputs; auto = least recompute that fits --memory-budget"},
+    {"checkpoint-every", K_INT, O(checkpoint_every), "0", 0, 4096, NULL, "Recompute",
+     "--recompute 2: blocks per segment k (0 = round(sqrt(layers)))"},
+    {"memory-budget", K_BYTES, O(memory_budget), NULL, 0, 0, NULL, "Recompute",
+     "bytes with an optional KiB|MiB|GiB suffix: auto's budget; other modes exit 2 when their "
+     "plan exceeds it [default: free device memory minus a printed margin]"},
+    {"plan", K_FLAG, O(plan), NULL, 0, 0, NULL, "Recompute",
+     "dry run: print each recompute mode's memory and recompute at this shape, allocate "
+     "nothing, exit"},
     {"loss-chunk", K_INT, O(loss_chunk), "0", 0, 1 << 30, NULL, "Recompute",
      "tokens per loss-head chunk (0 = planner's choice)"},
     {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1", "Data parallel",
@@ -179,6 +193,16 @@ static int set_value(TrainOptions *opt, const OptSpec *s, const char *value)
         }
         *(const char **)field = value;
         return 0;
+    case K_BYTES:
+        if (planner_parse_bytes(value, (size_t *)field) != 0) {
+            fprintf(stderr, "--%s: expected a byte count with an optional KiB, MiB or GiB suffix "
+                            "(e.g. 40GiB), got '%s'\n", s->name, value);
+            return 2;
+        }
+        return 0;
+    case K_FLAG:
+        *(int *)field = 1;
+        return 0;
     case K_CHOICE: {
         int idx = choice_index(s->choices, value);
         if (idx < 0) {
@@ -205,6 +229,8 @@ static void print_help(void)
                            : s->kind == K_OPTSTR ? "[=S]"
                            : s->kind == K_STR  ? "S"
                            : s->kind == K_FLOAT ? "X"
+                           : s->kind == K_BYTES ? "SIZE"
+                           : s->kind == K_FLAG  ? ""
                                                 : "N";
         snprintf(left, sizeof left, "--%s%s%s", s->name, s->kind == K_OPTSTR ? "" : " ", meta);
         printf("  %-30s %s", left, s->help);
@@ -224,6 +250,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     for (int i = 0; i < NUM_SPECS; i++)
         longopts[i] = (struct option){SPECS[i].name,
                                       SPECS[i].kind == K_OPTSTR ? optional_argument
+                                      : SPECS[i].kind == K_FLAG ? no_argument
                                                                 : required_argument,
                                       NULL, 256 + i};
     longopts[NUM_SPECS] = (struct option){"help", no_argument, NULL, 'h'};
@@ -269,6 +296,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         if (strcmp(SPECS[i].name, "val-data") == 0) opt->val_data_given = given[i];
         if (strcmp(SPECS[i].name, "grad-accum") == 0) opt->grad_accum_given = given[i];
         if (strcmp(SPECS[i].name, "resume") == 0) opt->resume = given[i];
+        if (strcmp(SPECS[i].name, "memory-budget") == 0) opt->memory_budget_given = given[i];
     }
     if (opt->preset) {
         GPTConfig cfg = {0};
@@ -289,6 +317,11 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     }
     if (strcmp(opt->dtype, "auto") && strcmp(opt->dtype, "fp32") && strcmp(opt->dtype, "bf16")) {
         fprintf(stderr, "--dtype: expected one of auto|fp32|bf16, got '%s'\n", opt->dtype);
+        return 2;
+    }
+    if (opt->checkpoint_every != 0 && opt->recompute != 2 && !opt->plan) {
+        fprintf(stderr, "--checkpoint-every: applies to --recompute 2 (got --recompute %s)\n",
+                schedule_mode_flag(opt->recompute));
         return 2;
     }
     if (opt->channels % opt->heads != 0) {

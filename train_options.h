@@ -7,6 +7,7 @@
 #ifndef TRAIN_OPTIONS_H
 #define TRAIN_OPTIONS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -21,7 +22,10 @@ typedef struct {
     float lr, lr_min_frac, beta1, beta2, eps, weight_decay, grad_clip;
     int lr_schedule, warmup; /* LrKind */
     /* recompute and memory */
-    int recompute, loss_chunk;
+    int recompute, loss_chunk; /* recompute: RecomputeMode (model/schedule.h) */
+    int checkpoint_every;      /* --recompute 2's k; 0 = round(sqrt(L)) */
+    size_t memory_budget;      /* bytes; see memory_budget_given */
+    int memory_budget_given, plan;
     /* data parallelism */
     int zero;          /* 1: ZeRO-1 */
     /* data */

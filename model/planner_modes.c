@@ -10,11 +10,27 @@
 #include "flops.h"
 #include "solver.h"
 
-static SolverTable *auto_table(const PlanInput *in, FlopCounts *fc, char *err, size_t err_len)
+/* The solver's table for this shape, capped at the tape slots the budget
+ * can hold (at least one of each, so the smallest schedules are there when
+ * nothing fits). When mode 0's slots fit, no recompute is possible only
+ * with them (every x_l and full tape live at the head), so no selective
+ * slot is needed either. */
+static SolverTable *auto_table(const PlanInput *in, size_t budget, FlopCounts *fc, char *err,
+                               size_t err_len)
 {
+    int L = in->cfg.num_layers, cap_full = 1, cap_sel = 1;
+    PlanUnits u;
+    planner_units(in, &u);
     flops_count(&in->cfg, in->B, in->T, fc);
     SolverCosts c = {fc->block_fwd, fc->block_fwd_noout, fc->block_sel};
-    return solver_table_build(in->cfg.num_layers, &c, err, err_len);
+    if (planner_slots_total(&u, L, L, 0) <= budget) {
+        cap_full = L;
+        cap_sel = 0;
+    } else {
+        while (cap_full < L && planner_slots_total(&u, 1, cap_full + 1, 0) <= budget) cap_full++;
+        while (cap_sel < L && planner_slots_total(&u, 1, 0, cap_sel + 1) <= budget) cap_sel++;
+    }
+    return solver_table_build(L, &c, cap_full, cap_sel, err, err_len);
 }
 
 static int auto_with_table(const PlanInput *in, size_t budget, const SolverTable *t,
@@ -56,7 +72,7 @@ int planner_auto(const PlanInput *in, size_t budget, Schedule *s, AutoResult *re
                  size_t err_len)
 {
     FlopCounts fc;
-    SolverTable *t = auto_table(in, &fc, err, err_len);
+    SolverTable *t = auto_table(in, budget, &fc, err, err_len);
     if (!t) return -1;
     int rc = auto_with_table(in, budget, t, &fc, s, res, err, err_len);
     solver_table_free(t);
@@ -128,7 +144,7 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, PlanRow rows[PL
     char terr[256];
     /* Past the solver's layer limit the auto row is marked unavailable and
      * the others are still printed. */
-    SolverTable *t = auto_table(in, &fc, terr, sizeof terr);
+    SolverTable *t = auto_table(in, budget, &fc, terr, sizeof terr);
     if (!t && L <= SOLVER_MAX_LAYERS) {
         snprintf(err, err_len, "%s", terr);
         return -1;
@@ -196,7 +212,8 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, char
     }
     fprintf(f, "stored/L/tok: stored bytes per layer per token. recompute%%: re-done forward "
                "FLOPs over one step's forward+backward FLOPs (flops.h). max_B: largest micro-"
-               "batch at T=%d whose peak fits the budget.%s\n", in->T,
+               "batch at T=%d whose peak fits the budget (for auto: with any schedule, however "
+               "much it recomputes).%s\n", in->T,
             rows[PLAN_NUM_ROWS - 1].fits || !rows[PLAN_NUM_ROWS - 1].available ? ""
                                          : " auto:none: nothing fits; the row is the smallest "
                                            "peak any schedule reaches.");

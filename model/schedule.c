@@ -427,19 +427,20 @@ char *schedule_describe(const Schedule *s, char *buf, size_t len)
     return buf;
 }
 
-void schedule_print(FILE *f, const Schedule *s)
+void schedule_print(FILE *f, const Schedule *s, int with_steps)
 {
     char *desc = malloc((size_t)s->num_layers + 1);
     int sel_stored, sel = schedule_count_tapes(s, TAPE_SELECTIVE, &sel_stored);
     fprintf(f, "schedule %s: %d layers, %d residual slots (%d stored), %d tape slots (%d stored, "
                "%d selective), %d re-forwards\n",
-            schedule_mode_name(s->mode), s->num_layers, s->n_res_slots, s->n_res_stored,
+            schedule_mode_flag(s->mode), s->num_layers, s->n_res_slots, s->n_res_stored,
             s->n_tape_slots, s->n_tape_stored, sel, schedule_reforwards(s));
     if (desc)
         fprintf(f, "  kept at the head, block 0..%d (F full tape, S selective, x input, - none):"
                    "\n    %s\n", s->num_layers - 1,
                 schedule_describe(s, desc, (size_t)s->num_layers + 1));
     free(desc);
+    if (!with_steps) return;
     fprintf(f, "  steps (F block in>out tape; B block in tape; r = residual slot, t = tape slot):");
     for (int k = 0; k < s->n_steps; k++) {
         const ScheduleStep *st = &s->steps[k];
@@ -458,18 +459,26 @@ void schedule_print(FILE *f, const Schedule *s)
     fprintf(f, "\n");
 }
 
+static const struct { const char *name; int mode; } MODE_FLAGS[] = {
+    {"0", RECOMPUTE_NONE}, {"1", RECOMPUTE_BLOCK}, {"2", RECOMPUTE_SEGMENTS},
+    {"selective", RECOMPUTE_SELECTIVE}, {"auto", RECOMPUTE_AUTO},
+};
+
 int schedule_parse_mode(const char *str, int *mode)
 {
-    static const struct { const char *name; int mode; } names[] = {
-        {"0", RECOMPUTE_NONE}, {"1", RECOMPUTE_BLOCK}, {"2", RECOMPUTE_SEGMENTS},
-        {"selective", RECOMPUTE_SELECTIVE}, {"auto", RECOMPUTE_AUTO},
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (str && strcmp(str, names[i].name) == 0) {
-            *mode = names[i].mode;
+    for (size_t i = 0; i < sizeof MODE_FLAGS / sizeof MODE_FLAGS[0]; i++)
+        if (str && strcmp(str, MODE_FLAGS[i].name) == 0) {
+            *mode = MODE_FLAGS[i].mode;
             return 0;
         }
     return -1;
+}
+
+const char *schedule_mode_flag(int mode)
+{
+    for (size_t i = 0; i < sizeof MODE_FLAGS / sizeof MODE_FLAGS[0]; i++)
+        if (MODE_FLAGS[i].mode == mode) return MODE_FLAGS[i].name;
+    return "?";
 }
 
 const char *schedule_mode_name(int mode)

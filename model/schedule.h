@@ -110,13 +110,15 @@ int schedule_count_tapes(const Schedule *s, int kind, int *stored);
  * character per block into buf (L+1 bytes): 'F' full tape, 'S' selective
  * tape, 'x' block input only, '-' nothing. Returns buf. */
 char *schedule_describe(const Schedule *s, char *buf, size_t len);
-/* Print the summary line and the step program, one step per line. */
-void schedule_print(FILE *f, const Schedule *s);
+/* Print a summary (slots, re-forwards, what each block keeps) and, when
+ * with_steps, the step program. */
+void schedule_print(FILE *f, const Schedule *s, int with_steps);
 
 /* Parse a --recompute value: "0", "1", "2", "selective", "auto". Returns 0
  * and the RecomputeMode in *mode, or -1. */
 int schedule_parse_mode(const char *str, int *mode);
-/* Name of a mode for printing. */
+/* Name of a mode for printing, and its --recompute value ("selective"). */
 const char *schedule_mode_name(int mode);
+const char *schedule_mode_flag(int mode);
 
 #endif

@@ -6,6 +6,7 @@
 
 struct SolverTable {
     int L;
+    int cap_full, cap_sel; /* most tape slots of each kind any query uses */
     SolverCosts c;
     size_t *off;     /* off[n]: first entry of segment length n */
     size_t per_tab;  /* entries in one table */
@@ -33,12 +34,23 @@ static size_t index_of(const SolverTable *t, int n, int r, int f, int q)
 /* More than n - 1 free residual slots or n tape slots never help a segment
  * of n blocks; surplus tape slots are dropped selective-first (a full slot
  * does everything a selective one does, for no extra work). */
+/* Clamp (f, q) for a segment of m blocks in table tab: at most m tape
+ * slots help, and no more than the caps (less the held slot in H) exist. */
+static void clamp_tapes(const SolverTable *t, int tab, int m, int *f, int *q)
+{
+    int cf = t->cap_full - (tab == TAB_H_FULL), cq = t->cap_sel - (tab == TAB_H_SEL);
+    if (*f > m) *f = m;
+    if (*f > cf) *f = cf;
+    if (*q > m - *f) *q = m - *f;
+    if (*q > cq) *q = cq;
+}
+
 static long long get(const SolverTable *t, int tab, int n, int r, int f, int q)
 {
     if (n < 1 || n > t->L || r < 0 || f < 0 || q < 0) return SOLVER_INF;
     if (r > n - 1) r = n - 1;
-    if (f > n) f = n;
-    if (q > n - f) q = n - f;
+    clamp_tapes(t, tab, n, &f, &q);
+    if (f < 0 || q < 0) return SOLVER_INF;
     long long v = t->opt[(size_t)tab * t->per_tab + index_of(t, n, r, f, q)];
     return v >= STORED_INF ? SOLVER_INF : v;
 }
@@ -97,9 +109,10 @@ static long long move_cost(const SolverTable *t, int tab, int move, int j, int n
  * row start and the largest q the row holds. */
 static size_t row_of(const SolverTable *t, int tab, int m, int r, int f, int *qmax)
 {
+    int q = m;
     if (r > m - 1) r = m - 1;
-    if (f > m) f = m;
-    *qmax = m - f;
+    clamp_tapes(t, tab, m, &f, &q);
+    *qmax = q;
     return (size_t)tab * t->per_tab + index_of(t, m, r, f, 0);
 }
 
@@ -114,18 +127,23 @@ static void fill_length(SolverTable *t, int n)
     for (int tab = TAB_A; tab <= TAB_H_SEL; tab++) {
         int hf = tab == TAB_H_FULL, hs = tab == TAB_H_SEL;
         long long *out = T + (size_t)tab * t->per_tab;
+        int fmax = n, qcap = n;
+        clamp_tapes(t, tab, n, &fmax, &qcap); /* fmax: the row count; q bound per row below */
         /* Rows of different r are independent: each reads shorter lengths only. */
 #pragma omp parallel for schedule(dynamic, 1) if (n >= 32)
         for (int r = 0; r < n; r++) {
-            for (int f = 0; f <= n; f++)
-                for (int q = 0; q <= n - f; q++) {
+            for (int f = 0; f <= fmax; f++) {
+                int qmax = n;
+                clamp_tapes(t, tab, n, &(int){f}, &qmax);
+                for (int q = 0; q <= qmax; q++) {
                     long long v = move_cost(t, tab, MOVE_BASE, 0, n, r, f, q);
                     out[index_of(t, n, r, f, q)] = v == SOLVER_INF ? STORED_INF : v;
                 }
+            }
             for (int j = 1; j < n && r >= 1; j++) {
                 int m1 = n - j, m2 = j;
                 long long fw = (long long)j * c->fwd, fws = fw + c->sel;
-                for (int f = 0; f <= n; f++) {
+                for (int f = 0; f <= fmax; f++) {
                     long long *o = out + index_of(t, n, r, f, 0);
                     int qa1, qa2, qf1 = 0, qf2 = 0, qs1, qs2;
                     /* ADVANCE: T_tab(m1, r-1, f, q) + A(m2, r, f+hf, q+hs) */
@@ -138,7 +156,9 @@ static void fill_length(SolverTable *t, int n)
                     /* KEEP_SEL: T_tab(m1, r-1, f, q-1) + H_S(m2, r, f+hf, q-1+hs) */
                     const long long *s1 = T + row_of(t, tab, m1, r - 1, f, &qs1);
                     const long long *s2 = T + row_of(t, TAB_H_SEL, m2, r, f + hf, &qs2);
-                    for (int q = 0; q <= n - f; q++) {
+                    int qmax = n;
+                    clamp_tapes(t, tab, n, &(int){f}, &qmax);
+                    for (int q = 0; q <= qmax; q++) {
                         long long best = o[q];
                         if (f + q >= 1)
                             best = min2(best, fw + a1[q < qa1 ? q : qa1] +
@@ -157,7 +177,8 @@ static void fill_length(SolverTable *t, int n)
     }
 }
 
-SolverTable *solver_table_build(int L, const SolverCosts *c, char *err, size_t err_len)
+SolverTable *solver_table_build(int L, const SolverCosts *c, int cap_full, int cap_sel,
+                                char *err, size_t err_len)
 {
     if (L < 1 || L > SOLVER_MAX_LAYERS) {
         snprintf(err, err_len, "--recompute auto: the solver handles 1..%d layers (got %d)",
@@ -176,6 +197,8 @@ SolverTable *solver_table_build(int L, const SolverCosts *c, char *err, size_t e
     if (!t || !t->off) goto oom;
     t->L = L;
     t->c = *c;
+    t->cap_full = cap_full < 0 || cap_full > L ? L : cap_full;
+    t->cap_sel = cap_sel < 0 || cap_sel > L ? L : cap_sel;
     size_t total = 0;
     for (int n = 1; n <= L; n++) {
         t->off[n] = total;
@@ -184,6 +207,7 @@ SolverTable *solver_table_build(int L, const SolverCosts *c, char *err, size_t e
     t->per_tab = total;
     t->opt = malloc(sizeof(long long) * 3 * total);
     if (!t->opt) goto oom;
+    for (size_t i = 0; i < 3 * total; i++) t->opt[i] = STORED_INF; /* past the caps */
     /* Bottom-up in n: every move reads shorter segments only. */
     for (int n = 1; n <= L; n++) fill_length(t, n);
     return t;
@@ -210,8 +234,8 @@ int solver_pick(const SolverTable *t, int L, const PlanUnits *u, size_t budget,
     if (L < 1 || L > t->L) return 0;
     SolverChoice best = {0}, smallest = {0};
     for (int n_res = 1; n_res <= L; n_res++)
-        for (int n_full = 0; n_full <= L; n_full++)
-            for (int n_sel = 0; n_sel <= L - n_full; n_sel++) {
+        for (int n_full = 0; n_full <= t->cap_full && n_full <= L; n_full++)
+            for (int n_sel = 0; n_sel <= L - n_full && n_sel <= t->cap_sel; n_sel++) {
                 long long opt = solver_cost(t, L, n_res - 1, n_full, n_sel);
                 if (opt == SOLVER_INF) continue;
                 SolverChoice ch = {n_res, n_full, n_sel,

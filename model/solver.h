@@ -59,9 +59,14 @@ typedef struct {
 typedef struct SolverTable SolverTable;
 
 /* Fill the DP for chains of up to L blocks (one table serves every
- * num_layers <= L below). Returns NULL with a reason in
- * err (L out of 1..SOLVER_MAX_LAYERS, negative cost, out of memory). */
-SolverTable *solver_table_build(int L, const SolverCosts *c, char *err, size_t err_len);
+ * num_layers <= L below), for at most cap_full full and cap_sel selective
+ * tape slots (-1: L). Caps are exact, not a heuristic: no sub-problem has
+ * more free slots of a kind than the whole chain, so a table capped at
+ * what a budget can hold answers every question about that budget; more
+ * slots than the caps are treated as unused. Returns NULL with a reason in
+ * err (L out of 1..SOLVER_MAX_LAYERS, costs out of range, out of memory). */
+SolverTable *solver_table_build(int L, const SolverCosts *c, int cap_full, int cap_sel,
+                                char *err, size_t err_len);
 void solver_table_free(SolverTable *t);
 
 /* opt(n, r, f, q): least forward work (counting the last block's forward
@@ -78,7 +83,8 @@ typedef struct {
     long long recompute;       /* forward work beyond one sweep (flops_recompute's sum) */
 } SolverChoice;
 
-/* The slot counts for a chain of num_layers (<= the table's L) blocks: the least recompute whose bytes fit
+/* The slot counts (within the table's caps) for a chain of num_layers
+ * (<= the table's L) blocks: the least recompute whose bytes fit
  * budget (ties: fewer bytes); returns 1. When nothing fits, the fewest
  * bytes any schedule needs (ties: less recompute); returns 0. */
 int solver_pick(const SolverTable *t, int num_layers, const PlanUnits *u, size_t budget,

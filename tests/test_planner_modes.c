@@ -222,7 +222,7 @@ static void auto_guarantees(const PlanInput *in)
     FlopCounts f;
     flops_count(&in->cfg, in->B, in->T, &f);
     SolverCosts c = {f.block_fwd, f.block_fwd_noout, f.block_sel};
-    SolverTable *t = solver_table_build(in->cfg.num_layers, &c, err, sizeof err);
+    SolverTable *t = solver_table_build(in->cfg.num_layers, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     AutoResult a = via_table(t, in, m1);
     cr_assert(a.peak == r.peak && a.recompute_flops == r.recompute_flops);

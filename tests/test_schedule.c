@@ -59,7 +59,7 @@ Test(schedule, every_generated_schedule_validates_1_to_64_layers)
 {
     char err[256];
     static const SolverCosts c = {1000, 700, 3};
-    SolverTable *t = solver_table_build(64, &c, err, sizeof err);
+    SolverTable *t = solver_table_build(64, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     for (int L = 1; L <= 64; L++) {
         Schedule s;

@@ -31,7 +31,7 @@ Test(solver, revolve_closed_form_every_l_below_60)
 {
     char err[256];
     SolverCosts c = {1, 0, 0}; /* count untaped forwards only */
-    SolverTable *t = solver_table_build(59, &c, err, sizeof err);
+    SolverTable *t = solver_table_build(59, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     cr_assert_eq(revolve(7, 1), 21, "closed form itself: t(l,1) = l(l-1)/2");
     for (int l = 1; l < 60; l++)
@@ -212,7 +212,7 @@ Test(solver, matches_exhaustive_search_on_small_chains)
     /* Costs with no accidental ties: a full forward, one without the MLP
      * projection, the selective rebuild. */
     SolverCosts c = {100, 67, 9};
-    SolverTable *t = solver_table_build(6, &c, err, sizeof err);
+    SolverTable *t = solver_table_build(6, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     int checked = 0;
     for (int L = 1; L <= 6; L++)
@@ -222,7 +222,7 @@ Test(solver, matches_exhaustive_search_on_small_chains)
                     if (nr + nf + nq > (L <= 4 ? 7 : 6)) continue; /* search memory */
                     BShape sh = {L, nr, nf, nq};
                     long long want = brute_force(&sh, &c);
-                    SolverTable *tl = solver_table_build(L, &c, err, sizeof err);
+                    SolverTable *tl = solver_table_build(L, &c, -1, -1, err, sizeof err);
                     long long opt = solver_cost(tl, L, nr - 1, nf, nq);
                     long long got = opt == SOLVER_INF ? SOLVER_INF : opt + c.fwd - c.fwd_last;
                     cr_assert_eq(got, want, "L=%d res=%d full=%d sel=%d: DP %lld, search %lld",
@@ -232,4 +232,34 @@ Test(solver, matches_exhaustive_search_on_small_chains)
                 }
     cr_assert_gt(checked, 100);
     solver_table_free(t);
+}
+
+/* A table capped at the tape slots a budget can hold picks exactly what
+ * the uncapped table picks at that budget. */
+Test(solver, caps_do_not_change_the_pick)
+{
+    char err[256];
+    SolverCosts c = {100, 67, 9};
+    PlanUnits u = {.fixed = 1000, .res = 10, .full = 150, .sel = 90, .sel_ws = 40};
+    int L = 12;
+    SolverTable *full = solver_table_build(L, &c, -1, -1, err, sizeof err);
+    cr_assert_not_null(full, "%s", err);
+    for (size_t budget = 1000; budget <= planner_slots_total(&u, L, L, 0) + 10; budget += 37) {
+        int cf = 1, cq = 1;
+        while (cf < L && planner_slots_total(&u, 1, cf + 1, 0) <= budget) cf++;
+        while (cq < L && planner_slots_total(&u, 1, 0, cq + 1) <= budget) cq++;
+        SolverTable *capped = solver_table_build(L, &c, cf, cq, err, sizeof err);
+        cr_assert_not_null(capped, "%s", err);
+        SolverChoice a, b;
+        int fa = solver_pick(full, L, &u, budget, &a), fb = solver_pick(capped, L, &u, budget, &b);
+        cr_assert(fa == fb && a.recompute == b.recompute && a.bytes == b.bytes,
+                  "budget %zu (caps %d, %d): uncapped %d %lld %zu, capped %d %lld %zu", budget, cf,
+                  cq, fa, a.recompute, a.bytes, fb, b.recompute, b.bytes);
+        Schedule s;
+        cr_assert_eq(solver_schedule(capped, L, &b, &s, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+        schedule_free(&s);
+        solver_table_free(capped);
+    }
+    solver_table_free(full);
 }

@@ -1,0 +1,45 @@
+/* train_memory.h — the trainer's memory decisions.
+ *
+ * Owns: turning --recompute, --checkpoint-every and --memory-budget into a
+ * recompute schedule (model/schedule.h, model/solver.h via the planner),
+ * --memory-budget's default, and the --plan dry run. */
+#ifndef TRAIN_MEMORY_H
+#define TRAIN_MEMORY_H
+
+#include <stddef.h>
+
+#include "kernels/ops.h"
+#include "model/config.h"
+#include "model/gpt.h"
+#include "model/schedule.h"
+#include "train_options.h"
+
+/* --memory-budget's default, printed: the device's free memory minus 512
+ * MiB (cuBLAS workspaces and allocator granularity; the CUDA context is
+ * already outside "free"), or on the cpu the host's available memory
+ * (MemAvailable) minus 10% (the program, libraries and host-side buffers).
+ * Returns 0, or -1 with err. */
+int train_memory_budget(Backend *be, size_t *budget, char *err, size_t len);
+
+/* Checks that need the model's shape (--checkpoint-every <= layers; auto's
+ * layer limit), before anything is opened. Returns 0, or 2 with a one-line
+ * message in err. */
+int train_memory_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size_t len);
+
+/* The schedule --recompute asks for, planned on be's dtype for this rank
+ * (shard: world size and ZeRO-1, which change the optimizer's bytes).
+ * auto: the least recompute within the budget; when nothing fits, prints
+ * the schedule with the smallest achievable peak to stderr and returns 2
+ * with that peak in err. Other modes: returns 2 with err when
+ * --memory-budget is given and the plan exceeds it. Returns 0, 2 (exit 2)
+ * or -1, with err. */
+int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
+                          const GPTShard *shard, Schedule *s, char *err, size_t len);
+
+/* --plan: prints the table of recompute modes (planner_print_modes) for
+ * this shape and --batch/--seq-len. With --memory-budget nothing is
+ * opened; without it the backend is opened only to ask for its free
+ * memory, and the dtype is the backend's. Returns the exit status. */
+int train_memory_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *shard);
+
+#endif
