@@ -1,0 +1,184 @@
+/* tests/test_train_memory.c — ./train_gpt's memory flags (train_memory.h):
+ * --plan prints exactly planner_print_modes' table, --recompute auto below
+ * the smallest peak exits 2 naming that peak, every mode trains with the
+ * arenas' high-water mark equal to the predicted peak, and bad values exit
+ * 2 with one line. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/shard.h"
+#include "model/planner.h"
+#include "test_util.h"
+
+#define SHAPE "--layers 5 --channels 32 --heads 4 --seq-len 16 --vocab 256 --batch 2"
+
+static PlanInput shape_input(void)
+{
+    PlanInput in = {.cfg = {.max_seq_len = 16, .vocab_size = 256, .padded_vocab = 256,
+                            .num_layers = 5, .num_heads = 4, .channels = 32},
+                    .B = 2, .T = 16, .dtype = DTYPE_FP32};
+    return in;
+}
+
+/* Random byte-token shards, train and val, in a fresh folder. */
+static char *make_shards(void)
+{
+    char *d = tu_tempdir(), path[512], err[256];
+    static uint16_t tok[20000];
+    int t[20000];
+    tu_random_tokens(t, 20000, 256, 5);
+    for (int i = 0; i < 20000; i++) tok[i] = (uint16_t)t[i];
+    snprintf(path, sizeof path, "%s/b_train_000000.bin", d);
+    cr_assert_eq(shard_write(path, tok, 20000, err, sizeof err), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/b_val_000000.bin", d);
+    cr_assert_eq(shard_write(path, tok, 5000, err, sizeof err), 0, "%s", err);
+    return d;
+}
+
+static int run(const char *args, const char *dir, char **out, char **err)
+{
+    char cmd[4096], po[600], pe[600];
+    snprintf(po, sizeof po, "%s/stdout.txt", dir);
+    snprintf(pe, sizeof pe, "%s/stderr.txt", dir);
+    snprintf(cmd, sizeof cmd, "./train_gpt %s > %s 2> %s", args, po, pe);
+    int rc = tu_run(cmd);
+    *out = tu_read_file(po, NULL);
+    *err = tu_read_file(pe, NULL);
+    return rc;
+}
+
+Test(train_memory, plan_prints_the_planners_table)
+{
+    char *d = tu_tempdir(), *out, *err, *want = NULL, e[256];
+    size_t budget = 3000000, len = 0;
+    int rc = run(SHAPE " --plan --memory-budget 3000000 --device cpu", d, &out, &err);
+    cr_assert_eq(rc, 0, "stderr: %s", err);
+    PlanInput in = shape_input();
+    FILE *f = open_memstream(&want, &len);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 0, e, sizeof e), 0, "%s", e);
+    fclose(f);
+    cr_assert_str_eq(out, want, "--plan's output is planner_print_modes'");
+    free(out), free(err), free(want);
+    /* with --checkpoint-every and bf16 */
+    rc = run(SHAPE " --plan --memory-budget 3000000 --checkpoint-every 2 --dtype bf16", d, &out,
+             &err);
+    cr_assert_eq(rc, 0, "stderr: %s", err);
+    in.dtype = DTYPE_BF16;
+    f = open_memstream(&want, &len);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 2, e, sizeof e), 0, "%s", e);
+    fclose(f);
+    cr_assert_str_eq(out, want);
+    cr_assert(strstr(out, "\n2,k=2 "), "%s", out);
+    free(out), free(err), free(want), free(d);
+}
+
+Test(train_memory, auto_below_the_minimum_exits_2_with_the_smallest_peak)
+{
+    char *d = make_shards(), args[2048], *out, *err, e[256], want[128];
+    PlanInput in = shape_input();
+    Schedule s;
+    AutoResult r;
+    cr_assert_eq(planner_auto(&in, 0, &s, &r, e, sizeof e), 0, "%s", e);
+    schedule_free(&s);
+    snprintf(args, sizeof args, SHAPE " --recompute auto --memory-budget %zu --steps 1 "
+             "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", r.min_peak - 1, d, d);
+    cr_assert_eq(run(args, d, &out, &err), 2, "stdout %s stderr %s", out, err);
+    snprintf(want, sizeof want, "the smallest achievable peak is %zu bytes", r.min_peak);
+    cr_assert(err && strstr(err, want), "stderr '%s' lacks '%s'", err, want);
+    cr_assert(strstr(err, "steps (F block"), "the schedule that reaches it is printed");
+    free(out), free(err);
+    /* at exactly the minimum it trains */
+    snprintf(args, sizeof args, SHAPE " --recompute auto --memory-budget %zu --steps 1 "
+             "--val-every 0 --train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'",
+             r.min_peak, d, d);
+    cr_assert_eq(run(args, d, &out, &err), 0, "stderr %s", err);
+    free(out), free(err), free(d);
+}
+
+static double num(cJSON *o, const char *key)
+{
+    cJSON *v = cJSON_GetObjectItem(o, key);
+    cr_assert(cJSON_IsNumber(v), "missing number '%s'", key);
+    return v->valuedouble;
+}
+
+/* Each mode trains 2 steps; the summary's arenas' high-water equals the
+ * planner's total, and the losses equal mode 0's. */
+Test(train_memory, every_mode_trains_with_high_water_equal_to_the_plan, .timeout = 120)
+{
+    char *d = make_shards();
+    const char *modes[] = {"0", "selective", "1", "2 --checkpoint-every 2", "auto "
+                           "--memory-budget 1500000"};
+    char first_loss[64] = "";
+    for (int i = 0; i < 5; i++) {
+        char args[2048], log[600], *out, *err;
+        snprintf(log, sizeof log, "%s/log%d.jsonl", d, i);
+        snprintf(args, sizeof args, SHAPE " --recompute %s --steps 2 --val-every 0 --threads 1 "
+                 "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin' --log %s",
+                 modes[i], d, d, log);
+        cr_assert_eq(run(args, d, &out, &err), 0, "--recompute %s: %s", modes[i], err);
+        cr_assert(strstr(out, "(equal)"), "--recompute %s: %s", modes[i], out);
+        char *text = tu_read_file(log, NULL);
+        cJSON *sum = NULL;
+        char loss[64] = "";
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            cJSON *j = cJSON_Parse(line);
+            if (cJSON_GetObjectItem(j, "event")) {
+                cJSON_Delete(sum);
+                sum = j;
+                continue;
+            }
+            if (cJSON_GetObjectItem(j, "loss"))
+                snprintf(loss, sizeof loss, "%.17g", num(j, "loss"));
+            cJSON_Delete(j);
+        }
+        cr_assert_not_null(sum);
+        cJSON *m = cJSON_GetObjectItem(sum, "memory");
+        cr_assert_eq(num(m, "arena_high_water"), num(m, "total"), "--recompute %s", modes[i]);
+        if (i == 0) strcpy(first_loss, loss);
+        cr_assert_str_eq(loss, first_loss, "--recompute %s: last loss differs from mode 0's",
+                         modes[i]);
+        cJSON_Delete(sum);
+        free(text), free(out), free(err);
+    }
+    free(d);
+}
+
+static void expect_usage_error(const char *args, const char *needle)
+{
+    char *d = tu_tempdir(), *out, *err;
+    int rc = run(args, d, &out, &err);
+    cr_expect_eq(rc, 2, "'%s' exited %d, want 2", args, rc);
+    cr_expect(err && strstr(err, needle), "'%s': stderr '%s' lacks '%s'", args, err ? err : "",
+              needle);
+    int lines = 0;
+    for (char *p = err; p && *p; p++) lines += *p == '\n';
+    cr_expect_eq(lines, 1, "'%s': want one line, got '%s'", args, err ? err : "");
+    free(out), free(err), free(d);
+}
+
+Test(train_memory, bad_values_exit_2_with_one_line)
+{
+    expect_usage_error("--memory-budget 12GB", "--memory-budget: expected a byte count");
+    expect_usage_error("--memory-budget -1", "--memory-budget");
+    expect_usage_error("--memory-budget", "--memory-budget: missing value");
+    expect_usage_error("--recompute 3", "0|1|2|selective|auto");
+    expect_usage_error("--checkpoint-every 3", "--checkpoint-every: applies to --recompute 2");
+    expect_usage_error("--recompute 2 --checkpoint-every 13", "must be in 1..12");
+    expect_usage_error("--recompute auto --layers 65", "up to 64 layers");
+}
+
+Test(train_memory, a_fixed_mode_over_the_budget_exits_2)
+{
+    char *d = make_shards(), args[2048], *out, *err;
+    snprintf(args, sizeof args, SHAPE " --recompute 0 --memory-budget 1000 --steps 1 "
+             "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", d, d);
+    cr_assert_eq(run(args, d, &out, &err), 2, "%s", err);
+    cr_assert(err && strstr(err, "--memory-budget: --recompute 0 needs"), "%s", err);
+    cr_assert(strstr(err, "more than the budget of 1000 bytes"), "%s", err);
+    free(out), free(err), free(d);
+}
