@@ -11,10 +11,10 @@
 #include "solver.h"
 
 /* The solver's table for this shape, capped at the tape slots the budget
- * can hold (at least one of each, so the smallest schedules are there when
- * nothing fits). When mode 0's slots fit, no recompute is possible only
- * with them (every x_l and full tape live at the head), so no selective
- * slot is needed either. */
+ * can hold, and at least one of each kind: the smallest schedules (also at
+ * a larger B, for --plan's max_B) need one tape of either kind. When mode
+ * 0's slots fit, zero recompute is reachable only with them (every x_l and
+ * full tape is live at the head), so one selective slot is enough. */
 static SolverTable *auto_table(const PlanInput *in, size_t budget, FlopCounts *fc, char *err,
                                size_t err_len)
 {
@@ -25,7 +25,6 @@ static SolverTable *auto_table(const PlanInput *in, size_t budget, FlopCounts *f
     SolverCosts c = {fc->block_fwd, fc->block_fwd_noout, fc->block_sel};
     if (planner_slots_total(&u, L, L, 0) <= budget) {
         cap_full = L;
-        cap_sel = 0;
     } else {
         while (cap_full < L && planner_slots_total(&u, 1, cap_full + 1, 0) <= budget) cap_full++;
         while (cap_sel < L && planner_slots_total(&u, 1, 0, cap_sel + 1) <= budget) cap_sel++;
