@@ -31,7 +31,7 @@ Test(solver, revolve_closed_form_every_l_below_60)
 {
     char err[256];
     SolverCosts c = {1, 0, 0}; /* count untaped forwards only */
-    SolverTable *t = solver_table_build(59, &c, -1, -1, err, sizeof err);
+    SolverTable *t = solver_table_build(59, &c, 1, 0, err, sizeof err); /* one tape: revolve */
     cr_assert_not_null(t, "%s", err);
     cr_assert_eq(revolve(7, 1), 21, "closed form itself: t(l,1) = l(l-1)/2");
     for (int l = 1; l < 60; l++)
