@@ -31,11 +31,11 @@ static size_t index_of(const SolverTable *t, int n, int r, int f, int q)
     return t->off[n] + (size_t)r * pairs(n) + fbase + (size_t)q;
 }
 
-/* More than n - 1 free residual slots or n tape slots never help a segment
- * of n blocks; surplus tape slots are dropped selective-first (a full slot
- * does everything a selective one does, for no extra work). */
-/* Clamp (f, q) for a segment of m blocks in table tab: at most m tape
- * slots help, and no more than the caps (less the held slot in H) exist. */
+/* Clamp (f, q) for a segment of m blocks in table tab. More than m tape
+ * slots never help (nor more than m - 1 free residual slots, clamped in
+ * get); surplus tape slots are dropped selective-first, as a full slot does
+ * everything a selective one does for no extra work; and no more than the
+ * caps (less the held slot in H) exist. */
 static void clamp_tapes(const SolverTable *t, int tab, int m, int *f, int *q)
 {
     int cf = t->cap_full - (tab == TAB_H_FULL), cq = t->cap_sel - (tab == TAB_H_SEL);

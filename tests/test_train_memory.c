@@ -13,6 +13,7 @@
 #include "data/shard.h"
 #include "model/planner.h"
 #include "test_util.h"
+#include "train_cli.h"
 
 #define SHAPE "--layers 5 --channels 32 --heads 4 --seq-len 16 --vocab 256 --batch 2"
 
@@ -44,7 +45,7 @@ static int run(const char *args, const char *dir, char **out, char **err)
     char cmd[4096], po[600], pe[600];
     snprintf(po, sizeof po, "%s/stdout.txt", dir);
     snprintf(pe, sizeof pe, "%s/stderr.txt", dir);
-    snprintf(cmd, sizeof cmd, "./train_gpt %s > %s 2> %s", args, po, pe);
+    snprintf(cmd, sizeof cmd, "%s %s > %s 2> %s", tc_bin(), args, po, pe);
     int rc = tu_run(cmd);
     *out = tu_read_file(po, NULL);
     *err = tu_read_file(pe, NULL);
