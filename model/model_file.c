@@ -1,6 +1,8 @@
 /* model/model_file.c — see model_file.h. */
 #include "model_file.h"
 
+#include "run/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -123,16 +125,6 @@ int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err,
 int model_file_save(const char *path, const GPTConfig *cfg, const float *params, char *err,
                     size_t err_len)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        snprintf(err, err_len, "%s: path too long", path);
-        return -1;
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(err, err_len, "%s: cannot create: %s", tmp, strerror(errno));
-        return -1;
-    }
     int32_t h[256] = {0};
     h[0] = MODEL_FILE_MAGIC;
     h[1] = MODEL_FILE_FP32;
@@ -142,19 +134,6 @@ int model_file_save(const char *path, const GPTConfig *cfg, const float *params,
     h[5] = cfg->num_heads;
     h[6] = cfg->channels;
     h[7] = cfg->padded_vocab;
-    size_t n = config_num_params(cfg);
-    int bad = fwrite(h, sizeof h, 1, f) != 1 || fwrite(params, sizeof(float), n, f) != n ||
-              fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad || rename(tmp, path) != 0) {
-        if (!bad) e = errno;
-        snprintf(err, err_len, "%s: write failed: %s", path, strerror(e));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return io_write_file(path, h, sizeof h, params, config_num_params(cfg) * sizeof(float), err,
+                         err_len);
 }

@@ -237,3 +237,23 @@ void io_sleep_ms(int ms)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
+
+int io_write_file(const char *path, const void *head, size_t head_len, const void *body,
+                  size_t body_len, char *err, size_t err_len)
+{
+    IoWriter w;
+    if (io_create(&w, path, err, err_len) != 0) return -1;
+    if (io_write(&w, head, head_len, err, err_len) != 0 ||
+        (body_len && io_write(&w, body, body_len, err, err_len) != 0)) {
+        io_abort(&w);
+        return -1;
+    }
+    if (io_commit(&w, err, err_len) != 0) return -1;
+    /* the folder holding path: "." when path has no slash */
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    return io_sync_dir(dir, err, err_len);
+}

@@ -1,5 +1,6 @@
-/* run/fileio.h — crash-safe writing and careful reading of the files a run
- * saves (checkpoint folders, their manifest and state files).
+/* run/fileio.h — crash-safe writing and careful reading of every file the
+ * project writes: checkpoint folders, manifests, state files, model files
+ * and token shards.
  *
  * Owns: the write protocol every checkpoint file follows — write
  * "<name>.tmp" in the same folder, fsync it, rename it over <name>, fsync
@@ -33,6 +34,12 @@ int io_write(IoWriter *w, const void *buf, size_t n, char *err, size_t err_len);
 int io_commit(IoWriter *w, char *err, size_t err_len);
 /* Close and delete the temp file (after a failure). */
 void io_abort(IoWriter *w);
+
+/* The whole protocol for a file made of a header and a body: create, write
+ * both, commit, fsync the folder. On failure nothing is left at `path` that
+ * was not there before (the temp file is removed). */
+int io_write_file(const char *path, const void *head, size_t head_len, const void *body,
+                  size_t body_len, char *err, size_t err_len);
 
 /* Write all n bytes to fd; err names `path`. */
 int io_write_all(int fd, const void *buf, size_t n, const char *path, char *err,
