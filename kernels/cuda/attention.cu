@@ -1,0 +1,163 @@
+/* kernels/cuda/attention.cu — causal self-attention forward, flash style
+ * (ops.h: attention_forward). Tiles and helpers: attention_tile.cuh.
+ *
+ * qkv(N, 3C): row b*T + t holds [q | k | v], head h at columns h*hs.. of
+ * each third. One block per (query tile, head, batch); grid.x runs the query
+ * tiles last-first so the longest blocks start first. For each key tile up
+ * to the diagonal, warp w (query rows 16w..16w+15):
+ *   S = Q_w . K^T                     (16 x TB, fp32, shared memory)
+ *   online softmax per row: m' = max(m, max_j s_j), p_j = exp(s_j - m'),
+ *     l' = l e^(m - m') + sum_j p_j, O_w *= e^(m - m')   (s = scale * S, masked)
+ *   O_w += P_w . V                    (P rounded to T for the tensor cores)
+ * then out = O / l and lse = m + log l, in the scaled-score space. The T x T
+ * scores never exist; m and l live in registers (every lane holds the same
+ * 16 values, so no lane can race another on them). */
+#include "attention_tile.cuh"
+
+template <typename T, int HSP, int TB> static size_t attn_fwd_smem()
+{
+    using G = AttnGeom<T, HSP, TB>;
+    return 3 * attn_round((size_t)TB * G::LDT * sizeof(T)) +   /* Q, K, V */
+           attn_round((size_t)TB * G::LDS * sizeof(float)) +   /* S */
+           attn_round((size_t)TB * G::LDP * sizeof(T)) +       /* P */
+           attn_round((size_t)TB * G::LDO * sizeof(float));    /* O */
+}
+
+template <typename T, int HSP, int TB>
+__global__ void __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS)
+attn_fwd_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, float scale)
+{
+    using G = AttnGeom<T, HSP, TB>;
+    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
+    DYN_SMEM(smem);
+    unsigned char *p = smem;
+    T *Qs = attn_take<T>(p, TB * LDT);
+    T *Ks = attn_take<T>(p, TB * LDT);
+    T *Vs = attn_take<T>(p, TB * LDT);
+    float *Ss = attn_take<float>(p, TB * LDS);
+    T *Ps = attn_take<T>(p, TB * LDP);
+    float *Os = attn_take<float>(p, TB * LDO);
+
+    const int nT = (T_ + TB - 1) / TB;
+    const int qt = nT - 1 - (int)blockIdx.x;
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int hs = C / NH, C3 = 3 * C;
+    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int q0 = qt * TB;
+
+    attn_load_tile<T, HSP, TB>(Qs, qkv, C3, h * hs, b, q0, T_, hs);
+    for (int e = threadIdx.x; e < TB * LDO; e += blockDim.x) Os[e] = 0.0f;
+
+    float *Sw = Ss + 16 * w * LDS; /* this warp's rows */
+    T *Pw = Ps + 16 * w * LDP;
+    float *Ow = Os + 16 * w * LDO;
+    const T *Qw = Qs + 16 * w * LDT;
+    float m_run[16], l_run[16];
+#pragma unroll
+    for (int rr = 0; rr < 16; rr++) {
+        m_run[rr] = -INFINITY;
+        l_run[rr] = 0.0f;
+    }
+
+    for (int kt = 0; kt <= qt; kt++) {
+        const int k0 = kt * TB;
+        __syncthreads(); /* every warp is done with the previous K, V (and Q, O are written) */
+        attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs);
+        attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
+        __syncthreads();
+
+        warp_mm<T, TB, HSP, true>(Sw, LDS, Qw, LDT, Ks, LDT, false); /* S_w = Q_w . K^T */
+        __syncwarp();
+#pragma unroll
+        for (int rr = 0; rr < 16; rr++) {
+            const int qi = q0 + 16 * w + rr;
+            float *srow = Sw + rr * LDS;
+            float mx = -INFINITY;
+            for (int c = lane; c < TB; c += 32) {
+                const int kj = k0 + c;
+                /* every tile up to the diagonal has kj = k0 valid, so mx is finite */
+                float s = (kj <= qi && kj < T_) ? srow[c] * scale : -INFINITY;
+                srow[c] = s; /* same lane reads it back below */
+                mx = fmaxf(mx, s);
+            }
+            mx = warp_max(mx);
+            const float m_new = fmaxf(m_run[rr], mx);
+            float sum = 0.0f;
+            for (int c = lane; c < TB; c += 32) {
+                float pr = expf(srow[c] - m_new); /* masked: exp(-inf) = 0 */
+                Pw[rr * LDP + c] = from_f<T>(pr);
+                sum += pr;
+            }
+            sum = warp_sum(sum);
+            const float alpha = expf(m_run[rr] - m_new); /* first tile: exp(-inf) = 0 */
+            l_run[rr] = l_run[rr] * alpha + sum;
+            m_run[rr] = m_new;
+            for (int d = lane; d < HSP; d += 32) Ow[rr * LDO + d] *= alpha;
+        }
+        __syncwarp(); /* P_w and the rescaled O_w visible to the whole warp */
+        warp_mm<T, HSP, TB, false>(Ow, LDO, Pw, LDP, Vs, LDT, true); /* O_w += P_w . V */
+        __syncwarp();
+    }
+
+#pragma unroll
+    for (int rr = 0; rr < 16; rr++) {
+        const int qi = q0 + 16 * w + rr;
+        if (qi >= T_) continue;
+        const float inv = 1.0f / l_run[rr];
+        T *o = out + ((size_t)b * T_ + qi) * C + h * hs;
+        for (int d = lane; d < hs; d += 32) o[d] = from_f<T>(Ow[rr * LDO + d] * inv);
+        if (lane == 0) lse[((size_t)b * NH + h) * T_ + qi] = m_run[rr] + logf(l_run[rr]);
+    }
+}
+
+template <typename T, int HSP, int TB>
+static void attn_fwd_launch(CudaState *st, T *out, float *lse, const T *qkv, int B, int T_,
+                            int C, int NH)
+{
+    size_t smem = attn_fwd_smem<T, HSP, TB>();
+    auto kern = attn_fwd_kernel<T, HSP, TB>;
+    attn_set_smem(kern, smem);
+    dim3 grid(ceil_div(T_, TB), NH, B);
+    const int threads = AttnGeom<T, HSP, TB>::THREADS;
+    float scale = 1.0f / sqrtf((float)(C / NH));
+    LAUNCH(kern, grid, threads, smem, st->stream, out, lse, qkv, T_, C, NH,
+           scale);
+}
+
+/* The larger tile when its shared memory fits the device, else TB = 32. */
+template <typename T, int HSP>
+static void attn_fwd_hsp(CudaState *st, T *out, float *lse, const T *qkv, int B, int T_, int C,
+                         int NH)
+{
+    if (attn_fwd_smem<T, HSP, 64>() <= st->smem_optin)
+        attn_fwd_launch<T, HSP, 64>(st, out, lse, qkv, B, T_, C, NH);
+    else if (attn_fwd_smem<T, HSP, 32>() <= st->smem_optin)
+        attn_fwd_launch<T, HSP, 32>(st, out, lse, qkv, B, T_, C, NH);
+    else
+        CUDA_FATAL("attention_forward: head size padded to %d needs %zu bytes of shared memory; "
+                   "the device allows %zu",
+                   HSP, attn_fwd_smem<T, HSP, 32>(), st->smem_optin);
+}
+
+template <typename T>
+static void attn_fwd(CudaState *st, T *out, float *lse, const T *qkv, int B, int T_, int C,
+                     int NH)
+{
+    switch (attn_hsp(C / NH)) {
+    case 16: attn_fwd_hsp<T, 16>(st, out, lse, qkv, B, T_, C, NH); break;
+    case 32: attn_fwd_hsp<T, 32>(st, out, lse, qkv, B, T_, C, NH); break;
+    case 64: attn_fwd_hsp<T, 64>(st, out, lse, qkv, B, T_, C, NH); break;
+    case 128: attn_fwd_hsp<T, 128>(st, out, lse, qkv, B, T_, C, NH); break;
+    default: CUDA_FATAL("attention_forward: head size %d > 128 is not supported", C / NH);
+    }
+}
+
+void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
+                            int C, int NH)
+{
+    CudaState *st = cuda_state(be);
+    if (C % NH != 0) CUDA_FATAL("attention_forward: C = %d not divisible by NH = %d", C, NH);
+    if (B <= 0 || T <= 0) return;
+    if (st->bf16) attn_fwd(st, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH);
+    else attn_fwd(st, (float *)out, lse, (const float *)qkv, B, T, C, NH);
+}

@@ -1,0 +1,238 @@
+/* kernels/cuda/attention_backward.cu — causal self-attention backward, flash
+ * style (ops.h: attention_backward). Tiles and helpers: attention_tile.cuh.
+ *
+ * With s = scale * q.k, P = exp(s - lse) recomputed from the forward's lse,
+ * D_i = sum_d dO[i,d] O[i,d] and dS = P * (dP - D), dP = dO . V^T:
+ *   dV = P^T . dO,  dK = scale * dS^T . Q,  dQ = scale * dS . K.
+ * Two kernels, each the only writer of what it produces (no atomics):
+ *   dkdv: one block per (key tile, head, batch); warp w owns key rows
+ *         16w..16w+15 and loops over the query tiles from the diagonal on,
+ *         accumulating dK and dV for its rows in shared memory;
+ *   dq:   one block per (query tile, head, batch); warp w owns query rows
+ *         16w..16w+15 and loops over the key tiles up to the diagonal.
+ * Both recompute S and dP; D is computed in both from dO and O by the same
+ * function (attn_rows_D), so no buffer beyond the op's arguments is needed.
+ * Every element of dqkv is written ("="). */
+#include "attention_tile.cuh"
+
+template <typename T, int HSP, int TB> static size_t attn_bwd_smem()
+{
+    using G = AttnGeom<T, HSP, TB>;
+    /* both kernels: four T tiles, two fp32 score tiles, up to two T
+     * probability tiles, up to two fp32 accumulators, lse and D */
+    return 4 * attn_round((size_t)TB * G::LDT * sizeof(T)) +
+           2 * attn_round((size_t)TB * G::LDS * sizeof(float)) +
+           2 * attn_round((size_t)TB * G::LDP * sizeof(T)) +
+           2 * attn_round((size_t)TB * G::LDO * sizeof(float)) +
+           2 * attn_round((size_t)TB * sizeof(float));
+}
+
+template <typename T, int HSP, int TB>
+__global__ void __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS)
+attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse,
+                     int T_, int C, int NH, float scale)
+{
+    using G = AttnGeom<T, HSP, TB>;
+    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
+    DYN_SMEM(smem);
+    unsigned char *p = smem;
+    T *Ks = attn_take<T>(p, TB * LDT);
+    T *Vs = attn_take<T>(p, TB * LDT);
+    T *Qs = attn_take<T>(p, TB * LDT);
+    T *dOs = attn_take<T>(p, TB * LDT);
+    float *St = attn_take<float>(p, TB * LDS);  /* S^T: key rows x query columns */
+    float *dPt = attn_take<float>(p, TB * LDS); /* dP^T */
+    T *Pt = attn_take<T>(p, TB * LDP);
+    T *dSt = attn_take<T>(p, TB * LDP);
+    float *dK = attn_take<float>(p, TB * LDO);
+    float *dV = attn_take<float>(p, TB * LDO);
+    float *lse_s = attn_take<float>(p, TB);
+    float *D_s = attn_take<float>(p, TB);
+
+    const int nT = (T_ + TB - 1) / TB;
+    const int kt = blockIdx.x; /* low key tiles see the most query tiles: launched first */
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int hs = C / NH, C3 = 3 * C;
+    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int k0 = kt * TB;
+
+    attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs);
+    attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
+    for (int e = threadIdx.x; e < TB * LDO; e += blockDim.x) {
+        dK[e] = 0.0f;
+        dV[e] = 0.0f;
+    }
+    const T *Kw = Ks + 16 * w * LDT, *Vw = Vs + 16 * w * LDT;
+    float *Stw = St + 16 * w * LDS, *dPtw = dPt + 16 * w * LDS;
+    T *Ptw = Pt + 16 * w * LDP, *dStw = dSt + 16 * w * LDP;
+    float *dKw = dK + 16 * w * LDO, *dVw = dV + 16 * w * LDO;
+
+    for (int qt = kt; qt < nT; qt++) {
+        const int q0 = qt * TB;
+        __syncthreads(); /* all warps are done with the previous Q, dO, lse, D */
+        attn_load_tile<T, HSP, TB>(Qs, qkv, C3, h * hs, b, q0, T_, hs);
+        attn_load_tile<T, HSP, TB>(dOs, dout, C, h * hs, b, q0, T_, hs);
+        for (int r = threadIdx.x; r < TB; r += blockDim.x)
+            lse_s[r] = q0 + r < T_ ? lse[((size_t)b * NH + h) * T_ + q0 + r] : 0.0f;
+        __syncthreads(); /* dO tile complete before D reads it */
+        attn_rows_D<T, HSP, TB>(D_s, dOs, out, b, h, q0, T_, C, hs); /* query rows 16w.. */
+        __syncthreads(); /* every warp reads all TB values of D */
+
+        warp_mm<T, TB, HSP, true>(Stw, LDS, Kw, LDT, Qs, LDT, false);   /* S^T_w = K_w . Q^T */
+        warp_mm<T, TB, HSP, true>(dPtw, LDS, Vw, LDT, dOs, LDT, false); /* dP^T_w = V_w . dO^T */
+        __syncwarp();
+        for (int e = lane; e < 16 * TB; e += 32) {
+            const int rr = e / TB, c = e % TB;
+            const int kj = k0 + 16 * w + rr, qi = q0 + c;
+            const bool valid = kj <= qi && qi < T_;
+            float pr = valid ? expf(Stw[rr * LDS + c] * scale - lse_s[c]) : 0.0f;
+            float ds = pr * (dPtw[rr * LDS + c] - D_s[c]);
+            Ptw[rr * LDP + c] = from_f<T>(pr);
+            dStw[rr * LDP + c] = from_f<T>(ds);
+        }
+        __syncwarp();
+        warp_mm<T, HSP, TB, false>(dVw, LDO, Ptw, LDP, dOs, LDT, true); /* dV_w += P^T_w . dO */
+        warp_mm<T, HSP, TB, false>(dKw, LDO, dStw, LDP, Qs, LDT, true); /* dK_w += dS^T_w . Q */
+        __syncwarp();
+    }
+
+    for (int rr = 0; rr < 16; rr++) {
+        const int kj = k0 + 16 * w + rr;
+        if (kj >= T_) break;
+        T *row = dqkv + ((size_t)b * T_ + kj) * C3 + h * hs;
+        for (int d = lane; d < hs; d += 32) {
+            row[C + d] = from_f<T>(dKw[rr * LDO + d] * scale);
+            row[2 * C + d] = from_f<T>(dVw[rr * LDO + d]);
+        }
+    }
+}
+
+template <typename T, int HSP, int TB>
+__global__ void __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS)
+attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse, int T_,
+                   int C, int NH, float scale)
+{
+    using G = AttnGeom<T, HSP, TB>;
+    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
+    DYN_SMEM(smem);
+    unsigned char *p = smem;
+    T *Qs = attn_take<T>(p, TB * LDT);
+    T *dOs = attn_take<T>(p, TB * LDT);
+    T *Ks = attn_take<T>(p, TB * LDT);
+    T *Vs = attn_take<T>(p, TB * LDT);
+    float *Ss = attn_take<float>(p, TB * LDS);
+    float *dPs = attn_take<float>(p, TB * LDS);
+    T *dSs = attn_take<T>(p, TB * LDP);
+    float *dQ = attn_take<float>(p, TB * LDO);
+    float *lse_s = attn_take<float>(p, TB);
+    float *D_s = attn_take<float>(p, TB);
+
+    const int nT = (T_ + TB - 1) / TB;
+    const int qt = nT - 1 - (int)blockIdx.x; /* the longest rows first */
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int hs = C / NH, C3 = 3 * C;
+    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int q0 = qt * TB;
+
+    attn_load_tile<T, HSP, TB>(Qs, qkv, C3, h * hs, b, q0, T_, hs);
+    attn_load_tile<T, HSP, TB>(dOs, dout, C, h * hs, b, q0, T_, hs);
+    for (int r = threadIdx.x; r < TB; r += blockDim.x)
+        lse_s[r] = q0 + r < T_ ? lse[((size_t)b * NH + h) * T_ + q0 + r] : 0.0f;
+    for (int e = threadIdx.x; e < TB * LDO; e += blockDim.x) dQ[e] = 0.0f;
+    __syncthreads(); /* dO tile complete before D reads it */
+    attn_rows_D<T, HSP, TB>(D_s, dOs, out, b, h, q0, T_, C, hs); /* rows 16w.. of this warp */
+
+    const T *Qw = Qs + 16 * w * LDT, *dOw = dOs + 16 * w * LDT;
+    float *Sw = Ss + 16 * w * LDS, *dPw = dPs + 16 * w * LDS;
+    T *dSw = dSs + 16 * w * LDP;
+    float *dQw = dQ + 16 * w * LDO;
+    const float *lse_w = lse_s + 16 * w, *D_w = D_s + 16 * w;
+
+    for (int kt = 0; kt <= qt; kt++) {
+        const int k0 = kt * TB;
+        __syncthreads(); /* all warps are done with the previous K, V; D is written */
+        attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs);
+        attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
+        __syncthreads();
+
+        warp_mm<T, TB, HSP, true>(Sw, LDS, Qw, LDT, Ks, LDT, false);   /* S_w = Q_w . K^T */
+        warp_mm<T, TB, HSP, true>(dPw, LDS, dOw, LDT, Vs, LDT, false); /* dP_w = dO_w . V^T */
+        __syncwarp();
+        for (int e = lane; e < 16 * TB; e += 32) {
+            const int rr = e / TB, c = e % TB;
+            const int qi = q0 + 16 * w + rr, kj = k0 + c;
+            const bool valid = kj <= qi && qi < T_;
+            float pr = valid ? expf(Sw[rr * LDS + c] * scale - lse_w[rr]) : 0.0f;
+            dSw[rr * LDP + c] = from_f<T>(pr * (dPw[rr * LDS + c] - D_w[rr]));
+        }
+        __syncwarp();
+        warp_mm<T, HSP, TB, false>(dQw, LDO, dSw, LDP, Ks, LDT, true); /* dQ_w += dS_w . K */
+        __syncwarp();
+    }
+
+    for (int rr = 0; rr < 16; rr++) {
+        const int qi = q0 + 16 * w + rr;
+        if (qi >= T_) break;
+        T *row = dqkv + ((size_t)b * T_ + qi) * C3 + h * hs;
+        for (int d = lane; d < hs; d += 32) row[d] = from_f<T>(dQw[rr * LDO + d] * scale);
+    }
+}
+
+template <typename T, int HSP, int TB>
+static void attn_bwd_launch(CudaState *st, T *dqkv, const T *dout, const T *qkv, const T *out,
+                            const float *lse, int B, int T_, int C, int NH)
+{
+    size_t smem = attn_bwd_smem<T, HSP, TB>();
+    auto kdkdv = attn_bwd_dkdv_kernel<T, HSP, TB>;
+    auto kdq = attn_bwd_dq_kernel<T, HSP, TB>;
+    attn_set_smem(kdkdv, smem);
+    attn_set_smem(kdq, smem);
+    dim3 grid(ceil_div(T_, TB), NH, B);
+    const int threads = AttnGeom<T, HSP, TB>::THREADS;
+    float scale = 1.0f / sqrtf((float)(C / NH));
+    LAUNCH(kdkdv, grid, threads, smem, st->stream, dqkv, dout, qkv, out,
+           lse, T_, C, NH, scale);
+    LAUNCH(kdq, grid, threads, smem, st->stream, dqkv, dout, qkv, out, lse,
+           T_, C, NH, scale);
+}
+
+template <typename T, int HSP>
+static void attn_bwd_hsp(CudaState *st, T *dqkv, const T *dout, const T *qkv, const T *out,
+                         const float *lse, int B, int T_, int C, int NH)
+{
+    if (attn_bwd_smem<T, HSP, 64>() <= st->smem_optin)
+        attn_bwd_launch<T, HSP, 64>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH);
+    else if (attn_bwd_smem<T, HSP, 32>() <= st->smem_optin)
+        attn_bwd_launch<T, HSP, 32>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH);
+    else
+        CUDA_FATAL("attention_backward: head size padded to %d needs %zu bytes of shared "
+                   "memory; the device allows %zu",
+                   HSP, attn_bwd_smem<T, HSP, 32>(), st->smem_optin);
+}
+
+template <typename T>
+static void attn_bwd(CudaState *st, T *dqkv, const T *dout, const T *qkv, const T *out,
+                     const float *lse, int B, int T_, int C, int NH)
+{
+    switch (attn_hsp(C / NH)) {
+    case 16: attn_bwd_hsp<T, 16>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
+    case 32: attn_bwd_hsp<T, 32>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
+    case 64: attn_bwd_hsp<T, 64>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
+    case 128: attn_bwd_hsp<T, 128>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
+    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", C / NH);
+    }
+}
+
+void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
+                             const void *out, const float *lse, int B, int T, int C, int NH)
+{
+    CudaState *st = cuda_state(be);
+    if (C % NH != 0) CUDA_FATAL("attention_backward: C = %d not divisible by NH = %d", C, NH);
+    if (B <= 0 || T <= 0) return;
+    if (st->bf16)
+        attn_bwd(st, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out,
+                 lse, B, T, C, NH);
+    else
+        attn_bwd(st, (float *)dqkv, (const float *)dout, (const float *)qkv,
+                 (const float *)out, lse, B, T, C, NH);
+}

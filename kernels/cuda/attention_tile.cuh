@@ -1,0 +1,148 @@
+/* kernels/cuda/attention_tile.cuh — private to attention*.cu: the tile
+ * geometry and the building blocks of the flash-attention kernels.
+ *
+ * A block works on tiles of TB rows (TB = 64 or 32) of one (batch, head);
+ * warp w of the block owns rows [16w, 16w+16) of every per-row buffer, so
+ * most steps need only __syncwarp; __syncthreads guards the tiles all warps
+ * read (K/V in forward and dQ, Q/dO/lse/D in dK/dV).
+ * The head dimension hs is padded with zeros to HSP (16, 32, 64 or 128) in
+ * shared memory, so any hs <= 128 works and the 16x16x16 tensor-core tiles
+ * always fit: padded columns add 0 to every dot product and are never
+ * stored. Rows past T are zero-filled and masked.
+ *
+ * Matrix products are per warp (warp_mm): bf16 operands on the tensor cores
+ * through wmma with fp32 accumulators that live in shared memory (loaded,
+ * updated, stored), so no code depends on the fragment register layout; fp32
+ * operands by plain fp32 FMAs (the exact path compared with the CPU). */
+#ifndef KERNELS_CUDA_ATTENTION_TILE_CUH
+#define KERNELS_CUDA_ATTENTION_TILE_CUH
+
+#include "cuda_common.cuh"
+
+/* Row padding in elements: 16 bytes, which keeps wmma's leading dimension a
+ * multiple of 16 bytes and shifts consecutive rows across banks. */
+template <typename T> struct AttnPad {
+    static constexpr int v = 16 / (int)sizeof(T);
+};
+
+template <typename T, int HSP, int TB> struct AttnGeom {
+    static constexpr int LDT = HSP + AttnPad<T>::v; /* T tiles (Q, K, V, dO): TB x LDT */
+    static constexpr int LDS = TB + 4;              /* fp32 scores: TB x LDS */
+    static constexpr int LDP = TB + AttnPad<T>::v;  /* T probabilities: TB x LDP */
+    static constexpr int LDO = HSP + 4;             /* fp32 accumulators: TB x LDO */
+    static constexpr int WARPS = TB / 16;
+    static constexpr int THREADS = WARPS * 32;
+    static_assert(TB % 16 == 0 && HSP % 16 == 0, "tiles are made of 16x16 blocks");
+};
+
+/* Shared-memory regions are carved in order, each rounded up to 128 bytes
+ * (keeps every region 32-byte aligned, as wmma requires). */
+__host__ __device__ constexpr size_t attn_round(size_t bytes) { return (bytes + 127) / 128 * 128; }
+
+template <typename E> __device__ __forceinline__ E *attn_take(unsigned char *&p, size_t elems)
+{
+    E *r = (E *)p;
+    p += attn_round(elems * sizeof(E));
+    return r;
+}
+
+/* dst(TB x LDT) = rows t0..t0+TB-1 of sequence b, columns col0..col0+hs-1 of
+ * src (row stride ld elements, rows b*T + t); zero where t >= T or d >= hs.
+ * All threads of the block take part; the caller syncs. */
+template <typename T, int HSP, int TB>
+__device__ void attn_load_tile(T *dst, const T *src, int ld, int col0, int b, int t0, int T_,
+                               int hs)
+{
+    constexpr int LDT = AttnGeom<T, HSP, TB>::LDT;
+    for (int e = threadIdx.x; e < TB * HSP; e += blockDim.x) {
+        int r = e / HSP, d = e % HSP;
+        int t = t0 + r;
+        T v = from_f<T>(0.0f);
+        if (t < T_ && d < hs) v = src[((size_t)b * T_ + t) * ld + col0 + d];
+        dst[r * LDT + d] = v;
+    }
+}
+
+/* One warp: Cw(16 x N, fp32, ldc) = (acc ? Cw : 0) + Aw(16 x K, ld lda) . B
+ *   BT = false: B is K x N, row-major (ldb);
+ *   BT = true:  B is given as its transpose, N x K row-major (ldb).
+ * The caller syncs the warp before (inputs written by other lanes) and after
+ * (Cw read by other lanes). */
+template <typename T, int N, int K, bool BT>
+__device__ __forceinline__ void warp_mm(float *Cw, int ldc, const T *Aw, int lda, const T *B,
+                                        int ldb, bool acc)
+{
+    static_assert(N % 16 == 0 && K % 16 == 0, "16x16 tiles");
+    if constexpr (std::is_same<T, bf16>::value) {
+        using namespace nvcuda;
+#pragma unroll
+        for (int j = 0; j < N / 16; j++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+            if (acc) wmma::load_matrix_sync(c, Cw + 16 * j, ldc, wmma::mem_row_major);
+            else wmma::fill_fragment(c, 0.0f);
+#pragma unroll
+            for (int kk = 0; kk < K / 16; kk++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
+                wmma::load_matrix_sync(a, Aw + 16 * kk, lda);
+                if constexpr (BT) {
+                    /* B(k, n) = Bt[n][k]: column-major with ld ldb */
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> bm;
+                    wmma::load_matrix_sync(bm, B + (size_t)16 * j * ldb + 16 * kk, ldb);
+                    wmma::mma_sync(c, a, bm, c);
+                } else {
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> bm;
+                    wmma::load_matrix_sync(bm, B + (size_t)16 * kk * ldb + 16 * j, ldb);
+                    wmma::mma_sync(c, a, bm, c);
+                }
+            }
+            wmma::store_matrix_sync(Cw + 16 * j, c, ldc, wmma::mem_row_major);
+        }
+    } else {
+        int lane = threadIdx.x % 32;
+        for (int e = lane; e < 16 * N; e += 32) {
+            int r = e / N, n = e % N;
+            float s = acc ? Cw[r * ldc + n] : 0.0f;
+            const T *a = Aw + r * lda;
+            for (int k = 0; k < K; k++)
+                s += to_f(a[k]) * to_f(BT ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]);
+            Cw[r * ldc + n] = s;
+        }
+    }
+}
+
+/* One warp: D[r] = sum_d dO[r][d] * out[q0 + r][d] for the warp's 16 rows
+ * r = 16w.. of a query tile (0 past T). dOs is the tile in shared memory,
+ * out the forward output in global memory. The dK/dV and dQ kernels both
+ * call this with the same arguments, so they see the same bits. */
+template <typename T, int HSP, int TB>
+__device__ void attn_rows_D(float *Ds, const T *dOs, const T *out, int b, int h, int q0, int T_,
+                            int C, int hs)
+{
+    constexpr int LDT = AttnGeom<T, HSP, TB>::LDT;
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int rr = 0; rr < 16; rr++) {
+        int r = 16 * w + rr, qi = q0 + r;
+        float s = 0.0f;
+        if (qi < T_) {
+            const T *o = out + ((size_t)b * T_ + qi) * C + h * hs;
+            for (int d = lane; d < hs; d += 32) s += to_f(dOs[r * LDT + d]) * to_f(o[d]);
+        }
+        s = warp_sum(s);
+        if (lane == 0) Ds[r] = s;
+    }
+}
+
+/* Head sizes are padded to the next of 16, 32, 64, 128; 0 = unsupported. */
+static inline int attn_hsp(int hs)
+{
+    return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0;
+}
+
+/* Opt a kernel into more than 48 KiB of dynamic shared memory. */
+template <typename K> static void attn_set_smem(K kern, size_t bytes)
+{
+    CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)bytes));
+}
+
+#endif

@@ -1,0 +1,143 @@
+/* kernels/cuda/backend.cu — opening and closing the CUDA backend, and its op
+ * table. See kernels/backend.h for the contract and cuda_common.cuh for the
+ * state it keeps. */
+#include "cuda_common.cuh"
+
+#include <string.h>
+
+static const BackendOps *cuda_ops_table(void)
+{
+    static BackendOps ops;
+    static int filled = 0;
+    if (!filled) {
+        ops.mem_alloc = cuda_mem_alloc;
+        ops.mem_free = cuda_mem_free;
+        ops.mem_zero = cuda_mem_zero;
+        ops.mem_upload = cuda_mem_upload;
+        ops.mem_download = cuda_mem_download;
+        ops.sync = cuda_sync;
+        ops.mem_info = cuda_mem_info;
+        ops.params_upload = cuda_params_upload;
+        ops.params_download = cuda_params_download;
+        ops.encoder_forward = cuda_encoder_forward;
+        ops.encoder_backward = cuda_encoder_backward;
+        ops.layernorm_forward = cuda_layernorm_forward;
+        ops.layernorm_backward = cuda_layernorm_backward;
+        ops.matmul_forward = cuda_matmul_forward;
+        ops.matmul_backward = cuda_matmul_backward;
+        ops.attention_forward = cuda_attention_forward;
+        ops.attention_backward = cuda_attention_backward;
+        ops.gelu_forward = cuda_gelu_forward;
+        ops.gelu_backward = cuda_gelu_backward;
+        ops.residual_forward = cuda_residual_forward;
+        ops.head_forward_backward = cuda_head_forward_backward;
+        ops.head_logits = cuda_head_logits;
+        ops.grad_norm_sq = cuda_grad_norm_sq;
+        ops.adamw_update = cuda_adamw_update;
+        filled = 1;
+    }
+    return &ops;
+}
+
+extern "C" int cuda_device_count(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* no driver / no device: not an error here */
+        return 0;
+    }
+    return n;
+}
+
+extern "C" size_t cuda_backend_fixed_bytes(void)
+{
+    return CUDA_LT_WORKSPACE_BYTES + CUDA_SCRATCH_BYTES;
+}
+
+/* Fails softly: a one-line reason in err, NULL back, nothing left allocated. */
+#define OPEN_TRY(call)                                                                         \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess) {                                                               \
+            snprintf(err, err_len, "--device cuda: %s failed: %s", #call,                      \
+                     cudaGetErrorString(e_));                                                  \
+            goto fail;                                                                         \
+        }                                                                                      \
+    } while (0)
+
+extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_len)
+{
+    int bf16;
+    if (strcmp(dtype, "bf16") == 0) bf16 = 1;
+    else if (strcmp(dtype, "fp32") == 0) bf16 = 0;
+    else {
+        snprintf(err, err_len, "--dtype %s: unknown dtype (accepted: bf16, fp32)", dtype);
+        return NULL;
+    }
+    if (cuda_device_count() < 1) {
+        snprintf(err, err_len, "--device cuda: no CUDA device is visible");
+        return NULL;
+    }
+    Backend *be = (Backend *)calloc(1, sizeof(Backend));
+    CudaState *st = (CudaState *)calloc(1, sizeof(CudaState));
+    if (!be || !st) {
+        snprintf(err, err_len, "--device cuda: out of host memory");
+        free(be);
+        free(st);
+        return NULL;
+    }
+    st->bf16 = bf16;
+    st->device = 0;
+    {
+        int major = 0, minor = 0, sms = 0, optin = 0;
+        OPEN_TRY(cudaSetDevice(st->device));
+        OPEN_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, st->device));
+        OPEN_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, st->device));
+        OPEN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));
+        OPEN_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                        st->device));
+        if (major < 8) {
+            snprintf(err, err_len,
+                     "--device cuda: GPU has compute capability %d.%d; this build needs 8.0 or "
+                     "newer (bf16 tensor cores; built for sm_80 and sm_90)",
+                     major, minor);
+            goto fail;
+        }
+        st->num_sms = sms;
+        st->smem_optin = (size_t)optin;
+    }
+    OPEN_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    OPEN_TRY(cudaMalloc(&st->workspace, CUDA_LT_WORKSPACE_BYTES));
+    OPEN_TRY(cudaMalloc(&st->scratch, CUDA_SCRATCH_BYTES));
+    cuda_gemm_init(st);
+
+    be->name = "cuda";
+    be->ops = cuda_ops_table();
+    be->act_bytes = bf16 ? 2 : 4;
+    be->par_bytes = bf16 ? 2 : 4;
+    be->has_master = bf16;
+    be->state = st;
+    return be;
+
+fail:
+    if (st->scratch) cudaFree(st->scratch);
+    if (st->workspace) cudaFree(st->workspace);
+    if (st->stream) cudaStreamDestroy(st->stream);
+    free(st);
+    free(be);
+    return NULL;
+}
+
+extern "C" void cuda_backend_close(Backend *be)
+{
+    if (!be) return;
+    CudaState *st = cuda_state(be);
+    CUDA_CHECK(cudaStreamSynchronize(st->stream));
+    cuda_gemm_destroy(st);
+    CUDA_CHECK(cudaFree(st->scratch));
+    CUDA_CHECK(cudaFree(st->workspace));
+    CUDA_CHECK(cudaStreamDestroy(st->stream));
+    free(st);
+    free(be);
+}

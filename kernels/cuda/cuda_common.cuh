@@ -1,0 +1,212 @@
+/* kernels/cuda/cuda_common.cuh — private to kernels/cuda/.
+ *
+ * Owns: the CUDA backend's state (CudaState), the error-check macros, the
+ * element-type helpers (fp32 / bf16), warp reductions, the launch macro, and
+ * the interfaces between the .cu files of this folder (one per op family).
+ *
+ * Element types: every op is a template over the activation type T (float or
+ * __nv_bfloat16); all arithmetic is fp32, values are rounded to T (round to
+ * nearest even) only when stored. The op-table entry points (ops.h) dispatch
+ * on CudaState.bf16.
+ *
+ * Memory the backend owns besides what the model allocates (fixed, allocated
+ * once at open, reported by cuda_backend_fixed_bytes()):
+ *   workspace  CUDA_LT_WORKSPACE_BYTES, for cuBLASLt only;
+ *   scratch    CUDA_SCRATCH_BYTES, for this folder's multi-pass reductions
+ *              (per-block partial sums) and parameter staging. Ops run in
+ *              stream order, so each op may use all of it between its own
+ *              launches; nothing in it lives across ops.
+ *
+ * CUDA_EMU: the same sources compile with g++ against tests/cuda/emu/emu.h, a
+ * CPU emulator of the few CUDA features used here, so CI (no GPU) can run
+ * the hand-written kernels (tests/cuda/README.md). That is why launches go
+ * through LAUNCH() and dynamic shared memory through DYN_SMEM(). */
+#ifndef KERNELS_CUDA_COMMON_CUH
+#define KERNELS_CUDA_COMMON_CUH
+
+#ifdef CUDA_EMU
+#include "tests/cuda/emu/emu.h"
+#else
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <type_traits>
+
+extern "C" {
+#include "kernels/backend.h"
+#include "kernels/ops.h"
+}
+
+typedef __nv_bfloat16 bf16;
+
+#define CUDA_LT_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's advice for Hopper */
+#define CUDA_SCRATCH_BYTES ((size_t)16 << 20)
+
+/* ---- error checks: name the call, the file and the line, then exit ---- */
+static inline void cuda_check_(cudaError_t e, const char *call, const char *file, int line)
+{
+    if (e == cudaSuccess) return;
+    fprintf(stderr, "cuda error: %s failed: %s (%s) at %s:%d\n", call, cudaGetErrorName(e),
+            cudaGetErrorString(e), file, line);
+    exit(1);
+}
+#define CUDA_CHECK(call) cuda_check_((call), #call, __FILE__, __LINE__)
+
+/* A fault the op cannot run with (unsupported shape, scratch too small). */
+#define CUDA_FATAL(...)                                                                        \
+    do {                                                                                       \
+        fprintf(stderr, "cuda backend: ");                                                     \
+        fprintf(stderr, __VA_ARGS__);                                                          \
+        fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);                                     \
+        exit(1);                                                                               \
+    } while (0)
+
+/* LAUNCH(kern, grid, block, smem_bytes, stream, args...): kern is a plain
+ * identifier (use a local function pointer for multi-parameter templates).
+ * The launch's own error (bad configuration) is checked at once. */
+#ifdef CUDA_EMU
+#define LAUNCH(kern, grid, block, smem, stream, ...)                                           \
+    emu_launch(dim3(grid), dim3(block), (size_t)(smem), [&]() { kern(__VA_ARGS__); })
+#else
+#define LAUNCH(kern, grid, block, smem, stream, ...)                                           \
+    do {                                                                                       \
+        kern<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__);                              \
+        CUDA_CHECK(cudaGetLastError());                                                        \
+    } while (0)
+#endif
+
+/* Dynamic shared memory, 128-byte aligned (wmma wants 32). */
+#ifndef CUDA_EMU
+#define DYN_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
+#endif
+
+/* ---- backend state ---- */
+struct GemmCache; /* gemm.cu */
+
+typedef struct CudaState {
+    int bf16;              /* 1: activations/params bf16 (+ fp32 master); 0: fp32 */
+    int device;
+    int num_sms;
+    size_t smem_optin;     /* max dynamic shared memory per block, bytes */
+    cudaStream_t stream;   /* every op runs on it, in order */
+    void *lt;              /* cublasLtHandle_t (void here so emu builds need no cuBLASLt) */
+    void *workspace;       /* CUDA_LT_WORKSPACE_BYTES, cuBLASLt's */
+    void *scratch;         /* CUDA_SCRATCH_BYTES, see the top of this file */
+    struct GemmCache *gemm;
+} CudaState;
+
+static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }
+
+/* ---- element types ---- */
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ bf16 from_f<bf16>(float x) { return __float2bfloat16(x); }
+
+/* Reductions over a warp with an xor butterfly: every lane ends with the same
+ * bits (each step adds the same two values, in either order). */
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ double warp_sum_d(double v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static inline unsigned ceil_div(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+
+/* Grid for an elementwise kernel with a grid-stride loop: fixed by n alone
+ * (never by the device) so results cannot depend on the GPU. */
+static inline unsigned elementwise_grid(size_t n, int threads)
+{
+    size_t g = (n + threads - 1) / threads;
+    if (g > 65535) g = 65535;
+    return (unsigned)(g > 0 ? g : 1);
+}
+
+/* Rows per chunk for a column reduction over (N, C) whose per-chunk partials
+ * (nbufs arrays of nchunks*C floats) live in the scratch. A function of N
+ * and C only, so the summation order is fixed by the shape. */
+static inline int colsum_chunk_rows(int N, int C, int nbufs)
+{
+    size_t max_chunks = CUDA_SCRATCH_BYTES / ((size_t)nbufs * C * sizeof(float));
+    if (max_chunks < 1) CUDA_FATAL("column reduction: C = %d too wide for the scratch", C);
+    if (max_chunks > 1024) max_chunks = 1024;
+    size_t rows = 64;
+    if (((size_t)N + rows - 1) / rows > max_chunks) rows = ((size_t)N + max_chunks - 1) / max_chunks;
+    return (int)rows;
+}
+
+/* ---- interfaces between the files of this folder ---- */
+
+/* gemm.cu (cuBLASLt). Column-major, as cuBLAS sees it:
+ *   D(m,n) = op(A) . op(B) + beta * D (+ bias(m) broadcast over columns)
+ * op(A) is m x k (A stored k x m when ta), op(B) is k x n (B stored n x k
+ * when tb). A and B have type ab_bf16 ? bf16 : fp32; D and bias dd_bf16.
+ * Compute and accumulation are fp32 (CUBLAS_COMPUTE_32F, no TF32). The
+ * descriptors and the heuristic's algorithm are made once per shape and
+ * cached. Enqueued on st->stream; returns at once. */
+void cuda_gemm(CudaState *st, int ta, int tb, int m, int n, int k, const void *A, int lda,
+               const void *B, int ldb, void *D, int ldd, int ab_bf16, int dd_bf16,
+               const void *bias, float beta);
+void cuda_gemm_init(CudaState *st);    /* at open */
+void cuda_gemm_destroy(CudaState *st); /* at close */
+
+/* ---- op entry points (the BackendOps table in backend.cu) ---- */
+void *cuda_mem_alloc(Backend *be, size_t bytes);
+void cuda_mem_free(Backend *be, void *p);
+void cuda_mem_zero(Backend *be, void *p, size_t bytes);
+void cuda_mem_upload(Backend *be, void *dst, const void *host, size_t bytes);
+void cuda_mem_download(Backend *be, void *host, const void *src, size_t bytes);
+void cuda_sync(Backend *be);
+int cuda_mem_info(Backend *be, size_t *free_bytes, size_t *total_bytes);
+void cuda_params_upload(Backend *be, void *params, float *master, const float *host, size_t n);
+void cuda_params_download(Backend *be, float *host, const void *params, const float *master,
+                          size_t n);
+void cuda_encoder_forward(Backend *be, void *out, const int *tokens, const void *wte,
+                          const void *wpe, int B, int T, int C);
+void cuda_encoder_backward(Backend *be, void *dwte, void *dwpe, const void *dout,
+                           const int *tokens, int B, int T, int C);
+void cuda_layernorm_forward(Backend *be, void *out, float *mean, float *rstd, const void *inp,
+                            const void *weight, const void *bias, int N, int C);
+void cuda_layernorm_backward(Backend *be, void *dinp, void *dweight, void *dbias,
+                             const void *dout, const void *inp, const void *weight,
+                             const float *mean, const float *rstd, int N, int C);
+void cuda_matmul_forward(Backend *be, void *out, const void *inp, const void *weight,
+                         const void *bias, int N, int IC, int OC);
+void cuda_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
+                          const void *inp, const void *weight, int N, int IC, int OC);
+void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
+                            int C, int NH);
+void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
+                             const void *out, const float *lse, int B, int T, int C, int NH);
+void cuda_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
+void cuda_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
+void cuda_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);
+void cuda_head_forward_backward(Backend *be, float *losses, void *dx, void *dwte, const void *x,
+                                const void *wte, const int *targets, float *chunk_buf, int N,
+                                int C, int V, int Vp, int chunk, float dloss);
+void cuda_head_logits(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
+                      int Vp);
+double cuda_grad_norm_sq(Backend *be, const void *grads, size_t n);
+void cuda_adamw_update(Backend *be, void *params, float *master, const void *grads, float *m,
+                       float *v, size_t n, float lr, float beta1, float beta2, float eps,
+                       float weight_decay, float grad_scale, int t);
+
+#endif

@@ -1,0 +1,83 @@
+/* kernels/cuda/matmul.cu — the linear layer (ops.h: matmul_forward,
+ * matmul_backward).
+ *
+ * Row-major tensors seen by cuBLASLt as column-major: a row-major (R, K)
+ * matrix is a column-major K x R matrix with leading dimension K. So
+ *   out(N,OC) = inp(N,IC) . W(OC,IC)^T + bias  is  out^T = W^T-op . inp^T:
+ *       D (OC x N, ld OC) = op_T(A = W, IC x OC, ld IC) . (B = inp, IC x N, ld IC)
+ *   dinp(N,IC) = dout(N,OC) . W(OC,IC):
+ *       D (IC x N, ld IC) = (A = W, IC x OC, ld IC) . (B = dout, OC x N, ld OC)
+ *   dW(OC,IC) += dout^T . inp:
+ *       D (IC x OC, ld IC) += (A = inp, IC x N, ld IC) . op_T(B = dout, OC x N, ld OC)
+ * dbias(OC) += column sums of dout by our own two-pass kernel (not cuBLASLt's
+ * BGRADB epilogue, whose summation order is not documented). */
+#include "cuda_common.cuh"
+
+#define COLSUM_TY 8
+
+/* part[y*C + c] = sum of x[r, c] over rows r of chunk y (see layernorm.cu's
+ * partials kernel: same shape, row lanes added in order). */
+template <typename T>
+__global__ void colsum_partials_kernel(float *part, const T *x, int N, int C, int rows)
+{
+    __shared__ float s[COLSUM_TY][32];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int c = blockIdx.x * 32 + tx;
+    int r0 = blockIdx.y * rows;
+    int r1 = r0 + rows < N ? r0 + rows : N;
+    float a = 0.f;
+    if (c < C)
+        for (int r = r0 + ty; r < r1; r += COLSUM_TY) a += to_f(x[(size_t)r * C + c]);
+    s[ty][tx] = a;
+    __syncthreads();
+    if (ty == 0 && c < C) {
+        float t = 0.f;
+        for (int k = 0; k < COLSUM_TY; k++) t += s[k][tx];
+        part[(size_t)blockIdx.y * C + c] = t;
+    }
+}
+
+/* out(c) += sum_y part[y*C + c], y ascending. */
+template <typename T>
+__global__ void colsum_finish_kernel(T *out, const float *part, int nchunks, int C)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float t = 0.f;
+    for (int y = 0; y < nchunks; y++) t += part[(size_t)y * C + c];
+    out[c] = from_f<T>(to_f(out[c]) + t);
+}
+
+template <typename T>
+static void colsum(CudaState *st, T *out, const T *x, int N, int C)
+{
+    int rows = colsum_chunk_rows(N, C, 1);
+    int nchunks = (int)ceil_div(N, rows);
+    float *part = (float *)st->scratch;
+    auto kpart = colsum_partials_kernel<T>;
+    LAUNCH(kpart, dim3(ceil_div(C, 32), nchunks), dim3(32, COLSUM_TY), 0, st->stream, part, x, N,
+           C, rows);
+    auto kfin = colsum_finish_kernel<T>;
+    LAUNCH(kfin, ceil_div(C, 256), 256, 0, st->stream, out, part, nchunks, C);
+}
+
+void cuda_matmul_forward(Backend *be, void *out, const void *inp, const void *weight,
+                         const void *bias, int N, int IC, int OC)
+{
+    CudaState *st = cuda_state(be);
+    cuda_gemm(st, 1, 0, OC, N, IC, weight, IC, inp, IC, out, OC, st->bf16, st->bf16, bias, 0.0f);
+}
+
+void cuda_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
+                          const void *inp, const void *weight, int N, int IC, int OC)
+{
+    CudaState *st = cuda_state(be);
+    cuda_gemm(st, 0, 0, IC, N, OC, weight, IC, dout, OC, dinp, IC, st->bf16, st->bf16, NULL,
+              0.0f);
+    cuda_gemm(st, 0, 1, IC, OC, N, inp, IC, dout, OC, dweight, IC, st->bf16, st->bf16, NULL,
+              1.0f);
+    if (dbias) {
+        if (st->bf16) colsum(st, (bf16 *)dbias, (const bf16 *)dout, N, OC);
+        else colsum(st, (float *)dbias, (const float *)dout, N, OC);
+    }
+}

@@ -1,0 +1,227 @@
+/* tests/cuda/emu/emu.h — a CPU emulator for the subset of CUDA that
+ * kernels/cuda/ uses, so its hand-written kernels run (slowly) without a GPU.
+ *
+ * Owns: the emulated runtime API (memory is host memory, streams are
+ * synchronous), the SIMT model (each CUDA thread is a fiber; blocks run one
+ * after another), __syncthreads/__syncwarp/shuffles as fiber barriers, bf16,
+ * and wmma 16x16x16 fragments.
+ *
+ * What it checks beyond the arithmetic: a barrier that not every live thread
+ * of the block (or warp) reaches is reported and aborts; dynamic shared
+ * memory starts as NaN bytes in every block; fibers between two barriers
+ * run one after another in an order chosen by EMU_ORDER (fwd, rev or a
+ * seeded shuffle "rand"), so a read of data another thread writes in the
+ * same phase (a missing barrier) gives a different answer in some order;
+ * wmma stores are split across lanes (lane e % 32 stores element e), so a
+ * lane that loaded stale data corrupts the result. It does not model the
+ * memory system (coalescing, bank conflicts, caches) or timing, and cuBLASLt
+ * is replaced by a plain product (emu_gemm.cpp).
+ *
+ * Only compiled with -DCUDA_EMU by g++ (see tests/cuda/README.md). */
+#ifndef TESTS_CUDA_EMU_H
+#define TESTS_CUDA_EMU_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <functional>
+#include <type_traits>
+
+/* ---- language ---- */
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static /* blocks run one at a time, so a static is per block */
+#define __align__(n) alignas(n)
+#define DYN_SMEM(name) unsigned char *name = emu_dyn_smem()
+
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+struct EmuThread; /* one fiber */
+extern EmuThread *emu_cur;
+extern dim3 emu_block_idx, emu_block_dim, emu_grid_dim;
+const dim3 &emu_thread_idx(void);
+#define threadIdx (emu_thread_idx())
+#define blockIdx (emu_block_idx)
+#define blockDim (emu_block_dim)
+#define gridDim (emu_grid_dim)
+
+unsigned char *emu_dyn_smem(void);
+void emu_launch(dim3 grid, dim3 block, size_t smem, const std::function<void()> &body);
+
+/* barriers */
+void emu_syncthreads(void);
+void emu_syncwarp(void);
+inline void __syncthreads(void) { emu_syncthreads(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu)
+{
+    (void)mask;
+    emu_syncwarp();
+}
+
+/* shuffles: deposit, warp barrier, read, warp barrier */
+void emu_shfl_put(double v);
+double emu_shfl_get(int src_lane);
+int emu_lane(void);
+template <typename V> inline V __shfl_xor_sync(unsigned mask, V v, int lane_mask)
+{
+    (void)mask;
+    emu_shfl_put((double)v);
+    emu_syncwarp();
+    double r = emu_shfl_get(emu_lane() ^ lane_mask);
+    emu_syncwarp();
+    return (V)r;
+}
+
+/* ---- bf16 ---- */
+struct __nv_bfloat16 {
+    uint16_t bits;
+};
+inline float __bfloat162float(__nv_bfloat16 b)
+{
+    uint32_t u = (uint32_t)b.bits << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+inline __nv_bfloat16 __float2bfloat16(float f) /* round to nearest even */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    __nv_bfloat16 b;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        b.bits = 0x7fc0;
+        return b;
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    b.bits = (uint16_t)(u >> 16);
+    return b;
+}
+
+/* ---- wmma, m16n16k16: fragments hold the whole tile in every lane ---- */
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    float v[256];
+};
+
+template <typename E> inline float emu_to_float(E x) { return (float)x; }
+template <> inline float emu_to_float<__nv_bfloat16>(__nv_bfloat16 x)
+{
+    return __bfloat162float(x);
+}
+
+template <typename Use, typename T, typename L>
+inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, unsigned ldm)
+{
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            f.v[r * 16 + c] = emu_to_float(std::is_same<L, row_major>::value ? p[r * ldm + c]
+                                                                             : p[c * ldm + r]);
+}
+inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
+                             unsigned ldm, layout_t l)
+{
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            f.v[r * 16 + c] = l == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
+}
+inline void fill_fragment(fragment<accumulator, 16, 16, 16, float> &f, float x)
+{
+    for (int i = 0; i < 256; i++) f.v[i] = x;
+}
+template <typename T, typename LA, typename LB>
+inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+                     const fragment<matrix_a, 16, 16, 16, T, LA> &a,
+                     const fragment<matrix_b, 16, 16, 16, T, LB> &b,
+                     const fragment<accumulator, 16, 16, 16, float> &c)
+{
+    float out[256];
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < 16; n++) {
+            float s = c.v[m * 16 + n];
+            for (int k = 0; k < 16; k++) s += a.v[m * 16 + k] * b.v[k * 16 + n];
+            out[m * 16 + n] = s;
+        }
+    memcpy(d.v, out, sizeof out);
+}
+/* lane e % 32 stores element e: a lane working from stale inputs shows */
+inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
+                              unsigned ldm, layout_t l)
+{
+    for (int e = emu_lane(); e < 256; e += 32) {
+        int r = e / 16, c = e % 16;
+        if (l == mem_row_major) p[r * ldm + c] = f.v[e];
+        else p[c * ldm + r] = f.v[e];
+    }
+}
+} // namespace wmma
+} // namespace nvcuda
+
+/* ---- math missing from libm ---- */
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+
+/* ---- runtime API ---- */
+typedef enum {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorNoDevice = 100,
+} cudaError_t;
+typedef void *cudaStream_t;
+typedef void *cudaEvent_t;
+enum cudaMemcpyKind {
+    cudaMemcpyHostToHost,
+    cudaMemcpyHostToDevice,
+    cudaMemcpyDeviceToHost,
+    cudaMemcpyDeviceToDevice,
+    cudaMemcpyDefault
+};
+enum cudaDeviceAttr {
+    cudaDevAttrComputeCapabilityMajor,
+    cudaDevAttrComputeCapabilityMinor,
+    cudaDevAttrMultiProcessorCount,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin
+};
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+#define cudaStreamNonBlocking 1u
+
+const char *cudaGetErrorString(cudaError_t e);
+const char *cudaGetErrorName(cudaError_t e);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaSetDevice(int d);
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaMalloc(void **p, size_t bytes);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind k,
+                            cudaStream_t s);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+template <typename K> inline cudaError_t cudaFuncSetAttribute(K, cudaFuncAttribute, int)
+{
+    return cudaSuccess;
+}
+template <typename V> inline cudaError_t cudaMalloc(V **p, size_t bytes)
+{
+    return cudaMalloc((void **)p, bytes);
+}
+
+#endif
