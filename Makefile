@@ -54,7 +54,7 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/dist/nccl_check.o)
 endif
 
-.PHONY: all test data clean cuda-check
+.PHONY: all test data clean cuda-check cuda-emu-check
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -68,7 +68,7 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -DHAVE_CUDA -c $< -o $@
+	$(NVCC) $(NVFLAGS) -MMD -MP -DHAVE_CUDA -c $< -o $@
 
 $(BUILD)/dist/nccl_check.o: dist/dist_nccl.c
 	@mkdir -p $(dir $@)
@@ -94,8 +94,32 @@ test: all tests/run_tests
 data: tokenize
 	scripts/prepare_data.sh
 
+# CUDA kernel checker (tests/cuda/README.md): every op against the cpu
+# backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
+# the same checker on the hand-written kernels under a CPU emulator (no GPU,
+# no nvcc needed; cuBLASLt replaced by a plain product).
+CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_util.c tests/cuda/check_timing.c
+EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) tests/cuda/emu/emu.cpp tests/cuda/emu/emu_gemm.cpp
+EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
+ifeq ($(HAVE_CUDA),1)
+tests/cuda/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+cuda-check: tests/cuda/check_kernels
+	./tests/cuda/check_kernels $(CHECK_ARGS)
+else
+tests/cuda/check_kernels cuda-check:
+	@echo "$@ needs the CUDA backend: nvcc was not found" >&2; false
+endif
+$(BUILD)/emu/%.o: %
+	@mkdir -p $(dir $@)
+	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -MMD -MP -x c++) -DCUDA_EMU -c $< -o $@
+tests/cuda/check_kernels_emu: $(EMU_OBJ)
+	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
+cuda-emu-check: tests/cuda/check_kernels_emu
+	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
+
 clean:
-	rm -rf $(BUILD) train_gpt tokenize tests/run_tests
+	rm -rf $(BUILD) train_gpt tokenize tests/run_tests tests/cuda/check_kernels tests/cuda/check_kernels_emu
 
 # ---- Sanitizers and fuzzing (run/, the file readers) ----
 # `make test-asan`: the CPU code and the suite built with ASan+UBSan in

@@ -50,6 +50,9 @@ extern "C" int cuda_device_count(void)
     return n;
 }
 
+/* For timing tools (tests/cuda/check_timing.c): the stream every op runs on. */
+extern "C" void *cuda_backend_stream(Backend *be) { return (void *)cuda_state(be)->stream; }
+
 extern "C" size_t cuda_backend_fixed_bytes(void)
 {
     return CUDA_LT_WORKSPACE_BYTES + CUDA_SCRATCH_BYTES;
@@ -69,10 +72,10 @@ extern "C" size_t cuda_backend_fixed_bytes(void)
 extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_len)
 {
     int bf16;
-    if (strcmp(dtype, "bf16") == 0) bf16 = 1;
+    if (strcmp(dtype, "bf16") == 0 || strcmp(dtype, "auto") == 0) bf16 = 1;
     else if (strcmp(dtype, "fp32") == 0) bf16 = 0;
     else {
-        snprintf(err, err_len, "--dtype %s: unknown dtype (accepted: bf16, fp32)", dtype);
+        snprintf(err, err_len, "--dtype %s: unknown dtype (accepted: auto, bf16, fp32)", dtype);
         return NULL;
     }
     if (cuda_device_count() < 1) {

@@ -107,7 +107,7 @@ static void run_block(size_t nthreads)
         }
         if (order_mode == 1) std::reverse(order.begin(), order.end()); /* back to fwd */
         size_t done = 0, at_block = 0;
-        int released = 0;
+        std::vector<size_t> ready; /* warps whose live lanes all wait at a warp barrier */
         for (size_t w = 0; w < nwarps; w++) {
             size_t lo = w * 32, hi = std::min(nthreads, lo + 32);
             size_t n_warp = 0, n_block = 0, n_done = 0;
@@ -122,11 +122,20 @@ static void run_block(size_t nthreads)
             if (n_warp == 0) continue;
             if (n_done) emu_fail("lanes exited while others of their warp wait at __syncwarp/shuffle");
             if (n_block) emu_fail("a warp is split between __syncwarp/shuffle and __syncthreads");
-            for (size_t i = lo; i < hi; i++) fibers[i].state = RUNNABLE;
-            released = 1;
+            ready.push_back(w);
         }
         if (done == nthreads) return;
-        if (released) continue;
+        if (!ready.empty()) {
+            /* Release ONE warp, which then runs ahead of the others up to the
+             * next block barrier: a warp reading what another warp writes
+             * without a __syncthreads between sees the wrong data in some order. */
+            size_t w = order_mode == 0 ? ready.front()
+                       : order_mode == 1 ? ready.back()
+                                         : ready[rng() % ready.size()];
+            size_t lo = w * 32, hi = std::min(nthreads, lo + 32);
+            for (size_t i = lo; i < hi; i++) fibers[i].state = RUNNABLE;
+            continue;
+        }
         if (at_block + done != nthreads) emu_fail("deadlock");
         if (done) emu_fail("__syncthreads not reached by threads that exited");
         for (size_t i = 0; i < nthreads; i++) fibers[i].state = RUNNABLE;
