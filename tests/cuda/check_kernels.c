@@ -537,6 +537,7 @@ int main(int argc, char **argv)
         {1, 65, 32, 4, 300},  /* hs = 8 */
         {2, 64, 160, 2, 500}, /* hs = 80, exactly one 64-row tile */
         {1, 130, 256, 2, 1000}, /* hs = 128, three 64-row tiles, the last of 2 rows */
+        {3, 200, 48, 4, 700}, /* hs = 12, N = 600: several 256-token tiles in the sort */
         {4, 1024, 768, 12, 50257}, /* GPT-2 124M, realistic */
     };
     int nshapes = (int)(sizeof shapes / sizeof shapes[0]) - (quick ? 1 : 0);

@@ -1,13 +1,15 @@
 /* tests/cuda/emu/emu.cpp — see emu.h. Fibers are ucontext coroutines on one
- * OS thread; a kernel launch runs its blocks one after another, and inside
- * a block each fiber runs until it waits at a barrier or returns. Then the
- * scheduler releases every warp whose live lanes all wait at a warp
- * barrier, or, if none, the block barrier once every live thread waits at
- * it; anything else is a divergent barrier or a deadlock and aborts.
+ * OS thread; a kernel launch runs its blocks one after another. Inside a
+ * block, one warp at a time runs its whole phase up to the next
+ * __syncthreads (its lanes one after another, each until it waits at a
+ * barrier; a warp barrier opens when every live lane waits at it), then the
+ * next warp; the block barrier opens when every thread waits at it. A lane
+ * that exits while others wait at a barrier aborts.
  *
- * Environment: EMU_ORDER = fwd | rev | rand (fiber order in each round,
- * and block order), EMU_SEED (for rand), EMU_SMEM_OPTIN (bytes the device
- * "allows" per block; default 232448, an H100/H200). */
+ * Environment: EMU_ORDER = fwd | rev | rand (the order of warps in a phase,
+ * of lanes between warp barriers, and of blocks), EMU_SEED (for rand),
+ * EMU_SMEM_OPTIN (bytes the device "allows" per block; default 232448, an
+ * H100/H200). */
 #include "emu.h"
 
 #include <stdio.h>
@@ -90,53 +92,56 @@ static void fiber_main(void)
     emu_cur->state = DONE; /* uc_link returns to the scheduler */
 }
 
-/* One round: every runnable fiber runs until it blocks; then release. */
-static void run_block(size_t nthreads)
+/* Order in which `n` items (lanes of a warp, warps of a block) run. */
+static void make_order(std::vector<size_t> &o, size_t n)
 {
-    std::vector<size_t> order(nthreads);
-    for (size_t i = 0; i < nthreads; i++) order[i] = i;
-    size_t nwarps = (nthreads + 31) / 32;
+    o.resize(n);
+    for (size_t i = 0; i < n; i++) o[i] = order_mode == 1 ? n - 1 - i : i;
+    if (order_mode == 2) std::shuffle(o.begin(), o.end(), rng);
+}
+
+/* Runs warp w from where it stands to its next block barrier (or its end):
+ * its lanes, one after another, each until it blocks; whenever every live
+ * lane waits at a warp barrier, they are released together. */
+static void run_warp(size_t w, size_t nthreads)
+{
+    size_t lo = w * 32, hi = std::min(nthreads, lo + 32);
+    std::vector<size_t> lanes;
     for (;;) {
-        if (order_mode == 1) std::reverse(order.begin(), order.end());
-        else if (order_mode == 2) std::shuffle(order.begin(), order.end(), rng);
-        for (size_t i : order) {
-            EmuThread *t = &fibers[i];
+        make_order(lanes, hi - lo);
+        for (size_t l : lanes) {
+            EmuThread *t = &fibers[lo + l];
             if (t->state != RUNNABLE) continue;
             emu_cur = t;
             swapcontext(&sched_ctx, &t->ctx);
         }
-        if (order_mode == 1) std::reverse(order.begin(), order.end()); /* back to fwd */
-        size_t done = 0, at_block = 0;
-        std::vector<size_t> ready; /* warps whose live lanes all wait at a warp barrier */
-        for (size_t w = 0; w < nwarps; w++) {
-            size_t lo = w * 32, hi = std::min(nthreads, lo + 32);
-            size_t n_warp = 0, n_block = 0, n_done = 0;
-            for (size_t i = lo; i < hi; i++) {
-                int s = fibers[i].state;
-                n_warp += s == WAIT_WARP;
-                n_block += s == WAIT_BLOCK;
-                n_done += s == DONE;
-            }
-            done += n_done;
-            at_block += n_block;
-            if (n_warp == 0) continue;
-            if (n_done) emu_fail("lanes exited while others of their warp wait at __syncwarp/shuffle");
-            if (n_block) emu_fail("a warp is split between __syncwarp/shuffle and __syncthreads");
-            ready.push_back(w);
+        size_t n_warp = 0, n_block = 0, n_done = 0;
+        for (size_t i = lo; i < hi; i++) {
+            n_warp += fibers[i].state == WAIT_WARP;
+            n_block += fibers[i].state == WAIT_BLOCK;
+            n_done += fibers[i].state == DONE;
         }
+        if (n_warp == 0) return; /* at the block barrier, or finished */
+        if (n_done) emu_fail("lanes exited while others of their warp wait at __syncwarp/shuffle");
+        if (n_block) emu_fail("a warp is split between __syncwarp/shuffle and __syncthreads");
+        for (size_t i = lo; i < hi; i++) fibers[i].state = RUNNABLE;
+    }
+}
+
+/* A block: each phase (between two block barriers) runs warp by warp, the
+ * whole phase of one warp before the next warp starts, so a warp that reads
+ * what another writes in the same phase (a missing __syncthreads) sees the
+ * wrong data in one of the orders. */
+static void run_block(size_t nthreads)
+{
+    size_t nwarps = (nthreads + 31) / 32;
+    std::vector<size_t> warps;
+    for (;;) {
+        make_order(warps, nwarps);
+        for (size_t w : warps) run_warp(w, nthreads);
+        size_t done = 0;
+        for (size_t i = 0; i < nthreads; i++) done += fibers[i].state == DONE;
         if (done == nthreads) return;
-        if (!ready.empty()) {
-            /* Release ONE warp, which then runs ahead of the others up to the
-             * next block barrier: a warp reading what another warp writes
-             * without a __syncthreads between sees the wrong data in some order. */
-            size_t w = order_mode == 0 ? ready.front()
-                       : order_mode == 1 ? ready.back()
-                                         : ready[rng() % ready.size()];
-            size_t lo = w * 32, hi = std::min(nthreads, lo + 32);
-            for (size_t i = lo; i < hi; i++) fibers[i].state = RUNNABLE;
-            continue;
-        }
-        if (at_block + done != nthreads) emu_fail("deadlock");
         if (done) emu_fail("__syncthreads not reached by threads that exited");
         for (size_t i = 0; i < nthreads; i++) fibers[i].state = RUNNABLE;
     }

@@ -7,11 +7,13 @@
  * and wmma 16x16x16 fragments.
  *
  * What it checks beyond the arithmetic: a barrier that not every live thread
- * of the block (or warp) reaches is reported and aborts; dynamic shared
- * memory starts as NaN bytes in every block; fibers between two barriers
- * run one after another in an order chosen by EMU_ORDER (fwd, rev or a
- * seeded shuffle "rand"), so a read of data another thread writes in the
- * same phase (a missing barrier) gives a different answer in some order;
+ * of the block (or warp) reaches is reported and aborts; device and
+ * dynamic shared memory start as NaN bytes (every block); each warp runs a
+ * whole phase between two __syncthreads before the next warp starts, and
+ * lanes run one after another between warp barriers, in an order chosen by
+ * EMU_ORDER (fwd, rev or a seeded shuffle "rand"), so a read of data another
+ * thread writes in the same phase (a missing barrier) gives a different
+ * answer in fwd or in rev order;
  * wmma stores are split across lanes (lane e % 32 stores element e), so a
  * lane that loaded stale data corrupts the result. It does not model the
  * memory system (coalescing, bank conflicts, caches) or timing, and cuBLASLt
