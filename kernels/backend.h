@@ -26,5 +26,8 @@ void cpu_backend_close(Backend *be);
 Backend *cuda_backend_open(const char *dtype, char *err, size_t err_len); /* HAVE_CUDA only */
 void cuda_backend_close(Backend *be);
 int cuda_device_count(void);                                             /* HAVE_CUDA only */
+/* Device bytes the cuda backend allocates at open, outside the planner's
+ * arenas: cuBLASLt's workspace and its own scratch (48 MiB). HAVE_CUDA only. */
+size_t cuda_backend_fixed_bytes(void);
 
 #endif

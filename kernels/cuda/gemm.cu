@@ -72,17 +72,21 @@ void cuda_gemm_destroy(CudaState *st)
     st->lt = NULL;
 }
 
-/* Largest power of two (<= 256) dividing the address: cuBLASLt picks
- * kernels by the alignment it is promised, so it is part of the key. */
+/* Largest power of two (<= 16) dividing the address. cuBLASLt picks kernels
+ * by the alignment it is promised, so it is part of the key; capping it at
+ * 16 bytes (what its vectorised kernels need) keeps the same algorithm, and
+ * so the same bits, when the same product runs on buffers at different
+ * offsets (recompute 0 and 1 place a block's tape in different slots). */
 static int ptr_align(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    int al = 256;
+    int al = 16;
     while (al > 1 && (a % al) != 0) al >>= 1;
     return al;
 }
 
-static void entry_build(CudaState *st, GemmEntry *e, const GemmKey *k)
+/* bias: the first call's pointer; the heuristic reads its alignment. */
+static void entry_build(CudaState *st, GemmEntry *e, const GemmKey *k, const void *bias)
 {
     cudaDataType_t abt = k->ab_bf16 ? CUDA_R_16BF : CUDA_R_32F;
     cudaDataType_t ddt = k->dd_bf16 ? CUDA_R_16BF : CUDA_R_32F;
@@ -100,6 +104,8 @@ static void entry_build(CudaState *st, GemmEntry *e, const GemmKey *k)
         int32_t bt = (int32_t)ddt;
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                     &bt, sizeof(bt)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                    &bias, sizeof(bias)));
     }
     /* stored shapes, column-major: A is (ta ? k x m : m x k), B (tb ? n x k : k x n) */
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e->a, abt, k->ta ? k->k : k->m,
@@ -138,7 +144,7 @@ static void entry_build(CudaState *st, GemmEntry *e, const GemmKey *k)
     e->used = 1;
 }
 
-static GemmEntry *cache_get(CudaState *st, const GemmKey *k)
+static GemmEntry *cache_get(CudaState *st, const GemmKey *k, const void *bias)
 {
     GemmCache *c = st->gemm;
     for (int i = 0; i < GEMM_CACHE_SIZE; i++)
@@ -146,7 +152,7 @@ static GemmEntry *cache_get(CudaState *st, const GemmKey *k)
     GemmEntry *e = &c->e[c->next];
     c->next = (c->next + 1) % GEMM_CACHE_SIZE;
     entry_destroy(e);
-    entry_build(st, e, k);
+    entry_build(st, e, k, bias);
     return e;
 }
 
@@ -174,7 +180,7 @@ void cuda_gemm(CudaState *st, int ta, int tb, int m, int n, int k, const void *A
     if (ptr_align(D) < al) al = ptr_align(D);
     if (bias && ptr_align(bias) < al) al = ptr_align(bias);
     key.align = al;
-    GemmEntry *e = cache_get(st, &key);
+    GemmEntry *e = cache_get(st, &key, bias);
     if (bias)
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                     &bias, sizeof(bias)));

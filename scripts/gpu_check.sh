@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh OUTDIR — the CUDA backend's verdict in one command
+# (planned to fit in 8 minutes on one H200; nothing here has run on a GPU yet).
+#
+#   1. build (make -j16) with the CUDA backend;
+#   2. tests/cuda/check_kernels: every op against the cpu backend, fp32
+#      (tol 1e-5) and bf16 (tol 2e-2), small odd shapes and GPT-2 124M's;
+#   3. the same tool's --time table (per-op medians, CUDA events);
+#   4. trainer, tiny models: GPU fp32 loss and every gradient within 1e-4
+#      (relative, per tensor) of the cpu backend, after one step;
+#   5. trainer: --recompute 0 and 1 bitwise identical on the GPU (dumped
+#      gradients of step 1, losses and grad norms of 3 steps), bf16 and fp32;
+#   6. throughput and MFU, bf16, median of 10 steps after 2 warm-up steps:
+#      GPT-2 124M (B=16, T=1024) and the 48-layer XL (C=1600, NH=25, B=8,
+#      T=1024), each at --recompute 0 and 1, with planner-vs-measured memory;
+#   7. XL, each recompute mode: the largest micro-batch the planner says fits
+#      (tests/cuda/plan_batch), which must run, and one more, which must fail
+#      with the out-of-memory message.
+# Data: random-token shards written by scripts/gpu_check_tools.py (the
+# trainer's numbers do not depend on the text). MFU's formula is in that file.
+#
+# OUTDIR gets at most 8 files (the device tool returns no more): summary.txt
+# (the table printed last), build.log, kernels.log, timing.log, train.log
+# (every train_gpt command and its output), train_json.log (their --log
+# lines), nvidia-smi.txt. Exit status: 0 when every row passed.
+# GPU_CHECK_BUDGET (seconds, default 420): sections 6-7 are skipped, with a
+# SKIP row, once the script has run that long.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ $# -ne 1 ]; then
+    echo "usage: scripts/gpu_check.sh OUTDIR" >&2
+    exit 2
+fi
+mkdir -p "$1" || exit 2
+OUT=$(cd "$1" && pwd)
+WORK=$(mktemp -d /tmp/gpu_check.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+PY=${PYTHON:-python3}
+TOOLS="$PY scripts/gpu_check_tools.py"
+BUDGET=${GPU_CHECK_BUDGET:-420}
+SUM=$OUT/summary.txt
+TLOG=$OUT/train.log
+JLOG=$OUT/train_json.log
+: >"$SUM"
+: >"$TLOG"
+: >"$JLOG"
+FAILS=0
+
+row() { # NAME RESULT DETAIL
+    printf '%-46s %-5s %s\n' "$1" "$2" "$3" | tee -a "$SUM"
+    if [ "$2" = FAIL ]; then FAILS=$((FAILS + 1)); fi
+}
+in_budget() { [ "$SECONDS" -lt "$BUDGET" ]; }
+finish() {
+    echo
+    echo "==== gpu_check summary ($SECONDS s; logs in $OUT) ===="
+    cat "$SUM"
+    if [ -s "$OUT/timing.log" ]; then
+        echo
+        sed -n '/timing (bf16)/,$p' "$OUT/timing.log"
+    fi
+    echo
+    if [ "$FAILS" -eq 0 ]; then echo "gpu_check: all PASS"; else echo "gpu_check: $FAILS FAIL"; fi
+    exit $((FAILS > 0))
+}
+
+# section NAME: the output of run NAME in train.log
+section() { awk -v h="=== $1: ./train_gpt" 'index($0, h) == 1 {on = 1} on {print} /^=== / && index($0, h) != 1 {on = 0}' "$TLOG"; }
+
+# train NAME ARGS...: ./train_gpt ARGS --log WORK/NAME.jsonl; output to train.log
+train() {
+    local name=$1
+    shift
+    echo "=== $name: ./train_gpt $* --log $WORK/$name.jsonl" >>"$TLOG"
+    local t0=$SECONDS
+    ./train_gpt "$@" --log "$WORK/$name.jsonl" >>"$TLOG" 2>&1
+    local rc=$?
+    echo "=== $name: exit $rc after $((SECONDS - t0)) s" >>"$TLOG"
+    if [ -f "$WORK/$name.jsonl" ]; then
+        echo "=== $name" >>"$JLOG"
+        cat "$WORK/$name.jsonl" >>"$JLOG"
+    fi
+    return $rc
+}
+
+# ---- 0-1: machine and build ----
+{ nvidia-smi; nvcc --version || /usr/local/cuda/bin/nvcc --version; } >"$OUT/nvidia-smi.txt" 2>&1
+if make -j16 all tests/cuda/check_kernels tests/cuda/plan_batch >"$OUT/build.log" 2>&1 &&
+    grep -q "built with the CUDA backend" "$OUT/build.log"; then
+    row "build (make -j16, sm_80 + sm_90)" PASS "$(grep -m1 'built with' "$OUT/build.log")"
+else
+    row "build (make -j16, sm_80 + sm_90)" FAIL "see build.log: $(grep -m1 -E 'error|built' "$OUT/build.log")"
+    finish
+fi
+
+# ---- 2-3: kernels ----
+./tests/cuda/check_kernels --dtype both >"$OUT/kernels.log" 2>&1
+rc=$?
+detail="$(grep -E '^[0-9]+ checks' "$OUT/kernels.log" | tail -1); $(grep -m1 'seed' "$OUT/kernels.log")"
+bad=$(grep '^FAIL' "$OUT/kernels.log" | awk '{print $2}' | sort -u | head -5 | tr '\n' ' ')
+[ -n "$bad" ] && detail="$detail; failing: $bad"
+if [ $rc -eq 0 ]; then row "check_kernels (fp32 1e-5, bf16 2e-2)" PASS "$detail"
+else row "check_kernels (fp32 1e-5, bf16 2e-2)" FAIL "exit $rc: $detail $(tail -1 "$OUT/kernels.log")"; fi
+if ./tests/cuda/check_kernels --time --dtype both >"$OUT/timing.log" 2>&1; then
+    row "check_kernels --time" PASS "per-op medians in timing.log (bf16 table below)"
+else
+    row "check_kernels --time" FAIL "$(tail -1 "$OUT/timing.log")"
+fi
+
+# ---- data ----
+$TOOLS shard "$WORK/small_000.bin" 1000000 1000 1 &&
+    $TOOLS shard "$WORK/full_000.bin" 8000000 50257 2 || {
+    row "random-token shards" FAIL "scripts/gpu_check_tools.py shard failed"
+    finish
+}
+SMALL=(--train-data "$WORK/small_*.bin" --vocab 1000 --val-every 0)
+FULL=(--train-data "$WORK/full_*.bin" --vocab 50257 --val-every 0)
+
+# ---- 4: GPU fp32 vs cpu, one step ----
+for shape in "2 64 4 64" "2 40 4 65"; do
+    read -r L C NH T <<<"$shape"
+    S=(--layers "$L" --channels "$C" --heads "$NH" --seq-len "$T" --batch 4 --steps 1)
+    name="L$L C$C NH$NH T$T"
+    if train "cpu_$C" --device cpu --dtype fp32 "${S[@]}" "${SMALL[@]}" --dump-grads "$WORK/cpu_$C.bin" &&
+        train "gpu32_$C" --device cuda --dtype fp32 "${S[@]}" "${SMALL[@]}" --dump-grads "$WORK/gpu32_$C.bin"; then
+        d=$($TOOLS grads "$WORK/cpu_$C.bin" "$WORK/gpu32_$C.bin" "$L" "$C" 1000 "$T" 1e-4)
+        if [ $? -eq 0 ]; then row "fp32 GPU vs cpu grads ($name)" PASS "$d"
+        else row "fp32 GPU vs cpu grads ($name)" FAIL "$d"; fi
+        if train "gpu16_$C" --device cuda --dtype bf16 "${S[@]}" "${SMALL[@]}" --dump-grads "$WORK/gpu16_$C.bin"; then
+            d=$($TOOLS grads "$WORK/cpu_$C.bin" "$WORK/gpu16_$C.bin" "$L" "$C" 1000 "$T" 1e-4 | sed 's/: PASS$//; s/: FAIL$//')
+            row "bf16 GPU vs cpu grads ($name)" info "$d"
+        else row "bf16 GPU vs cpu grads ($name)" FAIL "train_gpt failed: see train.log"; fi
+    else
+        row "fp32 GPU vs cpu grads ($name)" FAIL "train_gpt failed: see train.log"
+    fi
+done
+
+# ---- 5: recompute 0 vs 1, bitwise ----
+S=(--layers 4 --channels 128 --heads 4 --seq-len 256 --batch 4 --steps 3 --device cuda)
+for dt in bf16 fp32; do
+    if train "r0_$dt" "${S[@]}" --dtype $dt --recompute 0 "${FULL[@]}" --dump-grads "$WORK/r0_$dt.bin" &&
+        train "r1_$dt" "${S[@]}" --dtype $dt --recompute 1 "${FULL[@]}" --dump-grads "$WORK/r1_$dt.bin"; then
+        d=$($TOOLS same "$WORK/r0_$dt.jsonl" "$WORK/r1_$dt.jsonl")
+        same=$?
+        if cmp -s "$WORK/r0_$dt.bin" "$WORK/r1_$dt.bin" && [ $same -eq 0 ]; then
+            row "recompute 0 vs 1 bitwise ($dt, L4 C128 T256)" PASS "step-1 grads identical; $d"
+        else
+            row "recompute 0 vs 1 bitwise ($dt, L4 C128 T256)" FAIL "grads $(cmp "$WORK/r0_$dt.bin" "$WORK/r1_$dt.bin" 2>&1 | head -1 || true); $d"
+        fi
+    else
+        row "recompute 0 vs 1 bitwise ($dt, L4 C128 T256)" FAIL "train_gpt failed: see train.log"
+    fi
+done
+
+# ---- 6: throughput, MFU, memory ----
+# perf NAME L C NH B RECOMPUTE [extra args]
+perf() {
+    local name=$1 L=$2 C=$3 NH=$4 B=$5 r=$6
+    shift 6
+    if ! in_budget; then
+        row "$name" SKIP "time budget ($BUDGET s) used"
+        return 1
+    fi
+    if train "$name" --device cuda --dtype bf16 --layers "$L" --channels "$C" --heads "$NH" \
+        --seq-len 1024 --batch "$B" --steps 12 --recompute "$r" "${FULL[@]}" "$@"; then
+        row "$name" PASS "$($TOOLS stats "$WORK/$name.jsonl" 2 "$L" "$C" 50257 1024)"
+    else
+        row "$name" FAIL "train_gpt failed: $(section "$name" | grep -m1 -iE 'error|out of')"
+        return 1
+    fi
+}
+perf "124M B16 recompute 0" 12 768 12 16 0
+perf "124M B16 recompute 1" 12 768 12 16 1
+XL_INIT=()
+if perf "XL (48L C1600) B8 recompute 0" 48 1600 25 8 0 --save "$WORK/xl.bin"; then
+    XL_INIT=(--init-from "$WORK/xl.bin") # saves the 1.5B-parameter host init (~30 s) below
+fi
+perf "XL (48L C1600) B8 recompute 1" 48 1600 25 8 1 "${XL_INIT[@]}"
+
+# ---- 7: XL, the largest micro-batch ----
+# plan_batch keeps 256 MiB of headroom (CUDA module loading, cuBLASLt), so
+# the batch it names must run; then up to two larger ones are tried: the
+# largest that ran is the measured limit, the first to fail must fail with
+# the out-of-memory message.
+for r in 0 1; do
+    name="XL max micro-batch (recompute $r)"
+    if ! in_budget; then
+        row "$name" SKIP "time budget ($BUDGET s) used"
+        continue
+    fi
+    p=$(./tests/cuda/plan_batch 48 1600 25 1024 50257 bf16 $r 2>&1)
+    read -r _ B _ tot _ next _ free <<<"$p"
+    if ! [ "${B:-0}" -gt 0 ] 2>/dev/null; then
+        row "$name" FAIL "plan_batch: $p"
+        continue
+    fi
+    X=(--device cuda --dtype bf16 --layers 48 --channels 1600 --heads 25 --seq-len 1024
+        --steps 1 --recompute $r "${FULL[@]}" "${XL_INIT[@]}")
+    plan="planner: B=$B ($((tot >> 20)) MiB of $((free >> 20)) MiB free; B=$((B + 1)): $((next >> 20)) MiB)"
+    if ! train "xlmax${r}_$B" "${X[@]}" --batch "$B"; then
+        row "$name" FAIL "$plan; B=$B failed: $(section "xlmax${r}_$B" | grep -m1 -iE 'error|out of')"
+        continue
+    fi
+    largest=$B
+    verdict=PASS
+    note="no larger batch tried"
+    for b in $((B + 1)) $((B + 2)); do
+        if train "xlmax${r}_$b" "${X[@]}" --batch "$b"; then
+            largest=$b
+            note="B=$b ran too"
+        else
+            if section "xlmax${r}_$b" | grep -q "out of cuda memory"; then
+                note="B=$b stopped with the out-of-memory message"
+            else
+                note="B=$b failed without the out-of-memory message: see train.log"
+                verdict=FAIL
+            fi
+            break
+        fi
+    done
+    row "$name" $verdict "$plan; measured: B=$largest runs, $note"
+done
+
+finish

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""scripts/gpu_check_tools.py — the small helpers scripts/gpu_check.sh calls.
+
+  shard PATH NTOK VOCAB SEED      write an llm.c token shard of random tokens
+  grads REF GOT L C V T TOL       compare two --dump-grads files per tensor
+  same LOG_A LOG_B                per-step loss and grad norm identical?
+  stats LOG WARMUP L C V T        one run's median step time, tokens/s, MFU
+                                  and memory (planner total vs measured)
+
+--dump-grads files are float32: the loss, then every gradient in llm.c's
+parameter order. Errors per tensor are max|got - ref| / max|ref|.
+MFU: FLOPs per token = 6 * N_params + 6 * L * C * T (PaLM's 6N + 12LCT
+with the attention term halved for the causal mask, as llm.c counts it;
+N_params counts the padded vocabulary, as train_gpt prints it),
+over the H100/H200 SXM dense bf16 peak of 989 TFLOP/s. Re-forwards under
+--recompute 1 are not counted: MFU counts the model's FLOPs only.
+"""
+import json
+import statistics
+import struct
+import sys
+
+PEAK_FLOPS = 989e12
+SHARD_MAGIC, SHARD_VERSION = 20240520, 1
+
+
+def cmd_shard(path, ntok, vocab, seed):
+    ntok, vocab, seed = int(ntok), int(vocab), int(seed)
+    header = struct.pack("<256i", SHARD_MAGIC, SHARD_VERSION, ntok, *([0] * 253))
+    try:
+        import numpy as np
+        toks = np.random.default_rng(seed).integers(0, vocab, ntok, dtype=np.uint16).tobytes()
+    except ImportError:
+        import random
+        r = random.Random(seed)
+        toks = struct.pack(f"<{ntok}H", *(r.randrange(vocab) for _ in range(ntok)))
+    with open(path, "wb") as f:
+        f.write(header)
+        f.write(toks)
+    return 0
+
+
+def param_sizes(L, C, V, T):
+    Vp = (V + 127) // 128 * 128
+    return [("wte", Vp * C), ("wpe", T * C), ("ln1w", L * C), ("ln1b", L * C),
+            ("qkvw", L * 3 * C * C), ("qkvb", L * 3 * C), ("attprojw", L * C * C),
+            ("attprojb", L * C), ("ln2w", L * C), ("ln2b", L * C), ("fcw", L * 4 * C * C),
+            ("fcb", L * 4 * C), ("fcprojw", L * C * 4 * C), ("fcprojb", L * C),
+            ("lnfw", C), ("lnfb", C)]
+
+
+def cmd_grads(ref_path, got_path, L, C, V, T, tol):
+    import numpy as np
+    L, C, V, T, tol = int(L), int(C), int(V), int(T), float(tol)
+    ref = np.fromfile(ref_path, dtype=np.float32)
+    got = np.fromfile(got_path, dtype=np.float32)
+    sizes = param_sizes(L, C, V, T)
+    n = 1 + sum(s for _, s in sizes)
+    if ref.size != n or got.size != n:
+        print(f"size mismatch: expected {n} floats, got {ref.size} and {got.size}")
+        return 1
+    loss_err = abs(float(got[0]) - float(ref[0])) / abs(float(ref[0]))
+    worst, worst_name, off = 0.0, "", 1
+    for name, s in sizes:
+        r, g = ref[off:off + s].astype(np.float64), got[off:off + s].astype(np.float64)
+        off += s
+        if not np.all(np.isfinite(g)):
+            e = float("inf")
+        else:
+            m = np.max(np.abs(r))
+            e = float(np.max(np.abs(g - r)) / m) if m > 0 else float(np.max(np.abs(g - r)))
+        if e > worst or e != e or not worst_name:
+            worst, worst_name = e, name
+    ok = loss_err <= tol and worst <= tol
+    print(f"loss {ref[0]:.6f} vs {got[0]:.6f} (rel {loss_err:.2e}); worst grad {worst_name} "
+          f"rel {worst:.2e}; tol {tol:.0e}: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+def read_log(path):
+    steps, summary = [], None
+    for line in open(path):
+        j = json.loads(line)
+        if j.get("event") == "summary":
+            summary = j
+        elif "loss" in j and "ms" in j:
+            steps.append(j)
+    return steps, summary
+
+
+def cmd_same(a, b):
+    sa, _ = read_log(a)
+    sb, _ = read_log(b)
+    pa = [(s["step"], s["loss"], s["grad_norm"]) for s in sa]
+    pb = [(s["step"], s["loss"], s["grad_norm"]) for s in sb]
+    same = pa == pb and len(pa) > 0
+    print(f"{len(pa)} steps; losses {', '.join(f'{p[1]:.9g}' for p in pa)} vs "
+          f"{', '.join(f'{p[1]:.9g}' for p in pb)}: {'identical' if same else 'DIFFER'}")
+    return 0 if same else 1
+
+
+def cmd_stats(path, warmup, L, C, V, T):
+    warmup, L, C, V, T = int(warmup), int(L), int(C), int(V), int(T)
+    n_params = sum(s for _, s in param_sizes(L, C, V, T))  # with the padded vocab, as train_gpt counts
+    steps, summary = read_log(path)
+    timed = steps[warmup:]
+    if len(timed) < 1 or summary is None:
+        print("no timed steps or no summary line")
+        return 1
+    ms = statistics.median(s["ms"] for s in timed)
+    tps = statistics.median(s["tokens_per_s"] for s in timed)
+    flops_tok = 6 * n_params + 6 * L * C * T
+    mfu = tps * flops_tok / PEAK_FLOPS
+    m = summary["memory"]
+    diff = (m["peak_measured"] - m["total"]) / m["total"] * 100
+    print(f"median of {len(timed)} steps: {ms:.1f} ms/step, {tps:,.0f} tok/s, MFU {mfu:.1%}; "
+          f"memory: planner {m['total'] / 2**30:.2f} GiB, measured {m['peak_measured'] / 2**30:.2f} "
+          f"GiB ({diff:+.1f}%); last loss {steps[-1]['loss']:.4f}")
+    return 0
+
+
+def main():
+    cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats}
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds:
+        print(__doc__)
+        return 2
+    return cmds[sys.argv[1]](*sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
