@@ -7,8 +7,9 @@
  * and wmma 16x16x16 fragments.
  *
  * What it checks beyond the arithmetic: a barrier that not every live thread
- * of the block (or warp) reaches is reported and aborts; device and
- * dynamic shared memory start as NaN bytes (every block); each warp runs a
+ * of the block (or warp) reaches is reported and aborts; device memory
+ * and dynamic shared memory start as NaN bytes (the latter at every block;
+ * static __shared__ arrays keep the previous block's contents); each warp runs a
  * whole phase between two __syncthreads before the next warp starts, and
  * lanes run one after another between warp barriers, in an order chosen by
  * EMU_ORDER (fwd, rev or a seeded shuffle "rand"), so a read of data another
