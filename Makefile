@@ -104,12 +104,10 @@ EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $
 ifeq ($(HAVE_CUDA),1)
 tests/cuda/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-tests/cuda/plan_batch: $(BUILD)/tests/cuda/plan_batch.o $(BUILD)/libtrain_gpt.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 cuda-check: tests/cuda/check_kernels
 	./tests/cuda/check_kernels $(CHECK_ARGS)
 else
-tests/cuda/check_kernels tests/cuda/plan_batch cuda-check:
+tests/cuda/check_kernels cuda-check:
 	@echo "$@ needs the CUDA backend: nvcc was not found" >&2; false
 endif
 $(BUILD)/emu/%.o: %
@@ -121,8 +119,7 @@ cuda-emu-check: tests/cuda/check_kernels_emu
 	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
 
 clean:
-	rm -rf $(BUILD) train_gpt tokenize tests/run_tests tests/cuda/check_kernels tests/cuda/check_kernels_emu \
-	       tests/cuda/plan_batch
+	rm -rf $(BUILD) train_gpt tokenize tests/run_tests tests/cuda/check_kernels tests/cuda/check_kernels_emu
 
 # ---- Sanitizers and fuzzing (run/, the file readers) ----
 # `make test-asan`: the CPU code and the suite built with ASan+UBSan in

@@ -8,14 +8,16 @@
 #   3. the same tool's --time table (per-op medians, CUDA events);
 #   4. trainer, tiny models: GPU fp32 loss and every gradient within 1e-4
 #      (relative, per tensor) of the cpu backend, after one step;
-#   5. trainer: --recompute 0 and 1 bitwise identical on the GPU (dumped
-#      gradients of step 1, losses and grad norms of 3 steps), bf16 and fp32;
+#   5. trainer: --recompute 1, 2 and selective bitwise identical to 0 on the
+#      GPU (dumped gradients of step 1, losses and grad norms of 3 steps),
+#      bf16 and fp32;
 #   6. throughput and MFU, bf16, median of 10 steps after 2 warm-up steps:
 #      GPT-2 124M (B=16, T=1024) and the 48-layer XL (C=1600, NH=25, B=8,
 #      T=1024), each at --recompute 0 and 1, with planner-vs-measured memory;
-#   7. XL, each recompute mode: the largest micro-batch the planner says fits
-#      (tests/cuda/plan_batch), which must run, and one more, which must fail
-#      with the out-of-memory message.
+#   7. XL, recompute 0 and 1: the largest micro-batch `train_gpt --plan` says
+#      fits its default budget (free device memory minus 512 MiB) must run;
+#      one more is tried with the budget check off: it runs or stops with the
+#      out-of-memory message.
 # Data: random-token shards written by scripts/gpu_check_tools.py (the
 # trainer's numbers do not depend on the text). MFU's formula is in that file.
 #
@@ -85,7 +87,7 @@ train() {
 
 # ---- 0-1: machine and build ----
 { nvidia-smi; nvcc --version || /usr/local/cuda/bin/nvcc --version; } >"$OUT/nvidia-smi.txt" 2>&1
-if make -j16 all tests/cuda/check_kernels tests/cuda/plan_batch >"$OUT/build.log" 2>&1 &&
+if make -j16 all tests/cuda/check_kernels >"$OUT/build.log" 2>&1 &&
     grep -q "built with the CUDA backend" "$OUT/build.log"; then
     row "build (make -j16, sm_80 + sm_90)" PASS "$(grep -m1 'built with' "$OUT/build.log")"
 else
@@ -135,21 +137,27 @@ for shape in "2 64 4 64" "2 40 4 65"; do
     fi
 done
 
-# ---- 5: recompute 0 vs 1, bitwise ----
+# ---- 5: recompute modes, bitwise ----
 S=(--layers 4 --channels 128 --heads 4 --seq-len 256 --batch 4 --steps 3 --device cuda)
 for dt in bf16 fp32; do
-    if train "r0_$dt" "${S[@]}" --dtype $dt --recompute 0 "${FULL[@]}" --dump-grads "$WORK/r0_$dt.bin" &&
-        train "r1_$dt" "${S[@]}" --dtype $dt --recompute 1 "${FULL[@]}" --dump-grads "$WORK/r1_$dt.bin"; then
-        d=$($TOOLS same "$WORK/r0_$dt.jsonl" "$WORK/r1_$dt.jsonl")
-        same=$?
-        if cmp -s "$WORK/r0_$dt.bin" "$WORK/r1_$dt.bin" && [ $same -eq 0 ]; then
-            row "recompute 0 vs 1 bitwise ($dt, L4 C128 T256)" PASS "step-1 grads identical; $d"
-        else
-            row "recompute 0 vs 1 bitwise ($dt, L4 C128 T256)" FAIL "grads $(cmp "$WORK/r0_$dt.bin" "$WORK/r1_$dt.bin" 2>&1 | head -1 || true); $d"
-        fi
-    else
-        row "recompute 0 vs 1 bitwise ($dt, L4 C128 T256)" FAIL "train_gpt failed: see train.log"
+    if ! train "r0_$dt" "${S[@]}" --dtype $dt --recompute 0 "${FULL[@]}" --dump-grads "$WORK/r0_$dt.bin"; then
+        row "recompute modes bitwise ($dt)" FAIL "train_gpt --recompute 0 failed: see train.log"
+        continue
     fi
+    for m in 1 2 selective; do
+        name="recompute $m vs 0 bitwise ($dt, L4 C128 T256)"
+        if train "r${m}_$dt" "${S[@]}" --dtype $dt --recompute $m "${FULL[@]}" --dump-grads "$WORK/r${m}_$dt.bin"; then
+            d=$($TOOLS same "$WORK/r0_$dt.jsonl" "$WORK/r${m}_$dt.jsonl")
+            same=$?
+            if cmp -s "$WORK/r0_$dt.bin" "$WORK/r${m}_$dt.bin" && [ $same -eq 0 ]; then
+                row "$name" PASS "step-1 grads identical; $d"
+            else
+                row "$name" FAIL "grads: $(cmp "$WORK/r0_$dt.bin" "$WORK/r${m}_$dt.bin" 2>&1 | head -1); $d"
+            fi
+        else
+            row "$name" FAIL "train_gpt failed: see train.log"
+        fi
+    done
 done
 
 # ---- 6: throughput, MFU, memory ----
@@ -171,6 +179,7 @@ perf() {
 }
 perf "124M B16 recompute 0" 12 768 12 16 0
 perf "124M B16 recompute 1" 12 768 12 16 1
+perf "124M B16 recompute 0, --loss-chunk 4096" 12 768 12 16 0 --loss-chunk 4096
 XL_INIT=()
 if perf "XL (48L C1600) B8 recompute 0" 48 1600 25 8 0 --save "$WORK/xl.bin"; then
     XL_INIT=(--init-from "$WORK/xl.bin") # saves the 1.5B-parameter host init (~30 s) below
@@ -178,47 +187,43 @@ fi
 perf "XL (48L C1600) B8 recompute 1" 48 1600 25 8 1 "${XL_INIT[@]}"
 
 # ---- 7: XL, the largest micro-batch ----
-# plan_batch keeps 256 MiB of headroom (CUDA module loading, cuBLASLt), so
-# the batch it names must run; then up to two larger ones are tried: the
-# largest that ran is the measured limit, the first to fail must fail with
-# the out-of-memory message.
+PLAN=(--device cuda --dtype bf16 --layers 48 --channels 1600 --heads 25 --seq-len 1024 --batch 8
+    "${FULL[@]}")
+if in_budget; then
+    echo "=== plan: ./train_gpt --plan ${PLAN[*]}" >>"$TLOG"
+    ./train_gpt --plan "${PLAN[@]}" >"$WORK/plan.txt" 2>&1
+    cat "$WORK/plan.txt" >>"$TLOG"
+fi
 for r in 0 1; do
     name="XL max micro-batch (recompute $r)"
     if ! in_budget; then
         row "$name" SKIP "time budget ($BUDGET s) used"
         continue
     fi
-    p=$(./tests/cuda/plan_batch 48 1600 25 1024 50257 bf16 $r 2>&1)
-    read -r _ B _ tot _ next _ free <<<"$p"
+    B=$(awk -v m="$r" '$1 == m {print $NF}' "$WORK/plan.txt")
     if ! [ "${B:-0}" -gt 0 ] 2>/dev/null; then
-        row "$name" FAIL "plan_batch: $p"
+        row "$name" FAIL "train_gpt --plan gave no max_B: $(tail -1 "$WORK/plan.txt")"
         continue
     fi
     X=(--device cuda --dtype bf16 --layers 48 --channels 1600 --heads 25 --seq-len 1024
         --steps 1 --recompute $r "${FULL[@]}" "${XL_INIT[@]}")
-    plan="planner: B=$B ($((tot >> 20)) MiB of $((free >> 20)) MiB free; B=$((B + 1)): $((next >> 20)) MiB)"
     if ! train "xlmax${r}_$B" "${X[@]}" --batch "$B"; then
-        row "$name" FAIL "$plan; B=$B failed: $(section "xlmax${r}_$B" | grep -m1 -iE 'error|out of')"
+        row "$name" FAIL "--plan's max_B=$B failed: $(section "xlmax${r}_$B" | grep -m1 -iE 'error|out of')"
         continue
     fi
-    largest=$B
-    verdict=PASS
-    note="no larger batch tried"
-    for b in $((B + 1)) $((B + 2)); do
-        if train "xlmax${r}_$b" "${X[@]}" --batch "$b"; then
-            largest=$b
-            note="B=$b ran too"
-        else
-            if section "xlmax${r}_$b" | grep -q "out of cuda memory"; then
-                note="B=$b stopped with the out-of-memory message"
-            else
-                note="B=$b failed without the out-of-memory message: see train.log"
-                verdict=FAIL
-            fi
-            break
-        fi
-    done
-    row "$name" $verdict "$plan; measured: B=$largest runs, $note"
+    mem=$($TOOLS mem "$WORK/xlmax${r}_$B.jsonl")
+    b=$((B + 1))
+    if train "xlmax${r}_$b" "${X[@]}" --batch "$b" --memory-budget 1000000GiB; then
+        note="B=$b ran too (inside --plan's 512 MiB margin)"
+        verdict=PASS
+    elif section "xlmax${r}_$b" | grep -q "out of cuda memory"; then
+        note="B=$b stopped with the out-of-memory message"
+        verdict=PASS
+    else
+        note="B=$b failed without the out-of-memory message: see train.log"
+        verdict=FAIL
+    fi
+    row "$name" $verdict "--plan max_B=$B ran ($mem); $note"
 done
 
 finish

@@ -6,6 +6,7 @@
   same LOG_A LOG_B                per-step loss and grad norm identical?
   stats LOG WARMUP L C V T        one run's median step time, tokens/s, MFU
                                   and memory (planner total vs measured)
+  mem LOG                         just the memory: planner total vs measured
 
 --dump-grads files are float32: the loss, then every gradient in llm.c's
 parameter order. Errors per tensor are max|got - ref| / max|ref|.
@@ -99,6 +100,22 @@ def cmd_same(a, b):
     return 0 if same else 1
 
 
+def mem_text(summary):
+    m = summary["memory"]
+    diff = (m["peak_measured"] - m["total"]) / m["total"] * 100
+    return (f"planner {m['total'] / 2**30:.2f} GiB, measured {m['peak_measured'] / 2**30:.2f} "
+            f"GiB ({diff:+.1f}%)")
+
+
+def cmd_mem(path):
+    _, summary = read_log(path)
+    if summary is None:
+        print("no summary line")
+        return 1
+    print(mem_text(summary))
+    return 0
+
+
 def cmd_stats(path, warmup, L, C, V, T):
     warmup, L, C, V, T = int(warmup), int(L), int(C), int(V), int(T)
     n_params = sum(s for _, s in param_sizes(L, C, V, T))  # with the padded vocab, as train_gpt counts
@@ -111,16 +128,14 @@ def cmd_stats(path, warmup, L, C, V, T):
     tps = statistics.median(s["tokens_per_s"] for s in timed)
     flops_tok = 6 * n_params + 6 * L * C * T
     mfu = tps * flops_tok / PEAK_FLOPS
-    m = summary["memory"]
-    diff = (m["peak_measured"] - m["total"]) / m["total"] * 100
     print(f"median of {len(timed)} steps: {ms:.1f} ms/step, {tps:,.0f} tok/s, MFU {mfu:.1%}; "
-          f"memory: planner {m['total'] / 2**30:.2f} GiB, measured {m['peak_measured'] / 2**30:.2f} "
-          f"GiB ({diff:+.1f}%); last loss {steps[-1]['loss']:.4f}")
+          f"memory: {mem_text(summary)}; last loss {steps[-1]['loss']:.4f}")
     return 0
 
 
 def main():
-    cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats}
+    cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats,
+            "mem": cmd_mem}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         return 2
