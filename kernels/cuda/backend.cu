@@ -17,6 +17,7 @@ static const BackendOps *cuda_ops_table(void)
         ops.mem_download = cuda_mem_download;
         ops.sync = cuda_sync;
         ops.mem_info = cuda_mem_info;
+        ops.native_stream = cuda_native_stream;
         ops.params_upload = cuda_params_upload;
         ops.params_download = cuda_params_download;
         ops.encoder_forward = cuda_encoder_forward;
@@ -49,9 +50,6 @@ extern "C" int cuda_device_count(void)
     }
     return n;
 }
-
-/* For timing tools (tests/cuda/check_timing.c): the stream every op runs on. */
-extern "C" void *cuda_backend_stream(Backend *be) { return (void *)cuda_state(be)->stream; }
 
 extern "C" size_t cuda_backend_fixed_bytes(void)
 {
@@ -91,10 +89,11 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
         return NULL;
     }
     st->bf16 = bf16;
-    st->device = 0;
     {
+        /* the current device: device 0, or the one dist_select_device made
+         * current for this rank before the backend opened */
         int major = 0, minor = 0, sms = 0, optin = 0;
-        OPEN_TRY(cudaSetDevice(st->device));
+        OPEN_TRY(cudaGetDevice(&st->device));
         OPEN_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, st->device));
         OPEN_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, st->device));
         OPEN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));

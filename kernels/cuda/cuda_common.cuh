@@ -176,6 +176,7 @@ void cuda_mem_upload(Backend *be, void *dst, const void *host, size_t bytes);
 void cuda_mem_download(Backend *be, void *host, const void *src, size_t bytes);
 void cuda_sync(Backend *be);
 int cuda_mem_info(Backend *be, size_t *free_bytes, size_t *total_bytes);
+void *cuda_native_stream(Backend *be);
 void cuda_params_upload(Backend *be, void *params, float *master, const float *host, size_t n);
 void cuda_params_download(Backend *be, float *host, const void *params, const float *master,
                           size_t n);

@@ -1,6 +1,6 @@
 /* kernels/cuda/memory.cu — device memory, host transfers and the fp32 <->
  * working-dtype parameter crossings (ops.h: mem_*, sync, mem_info,
- * params_upload, params_download).
+ * native_stream, params_upload, params_download).
  *
  * Transfers are stream-ordered and return when the host buffer may be
  * reused: uploads wait for the copy, downloads for the data. */
@@ -52,6 +52,8 @@ void cuda_sync(Backend *be)
 {
     CUDA_CHECK(cudaStreamSynchronize(cuda_state(be)->stream));
 }
+
+void *cuda_native_stream(Backend *be) { return (void *)cuda_state(be)->stream; }
 
 int cuda_mem_info(Backend *be, size_t *free_bytes, size_t *total_bytes)
 {

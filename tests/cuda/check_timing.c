@@ -25,8 +25,6 @@ int check_timing(Backend *gpu, int bf16)
 #include "kernels/backend.h"
 #include "model/planner.h"
 
-void *cuda_backend_stream(Backend *be); /* kernels/cuda/backend.cu, for timing tools */
-
 #define CT(call)                                                                               \
     do {                                                                                       \
         cudaError_t e_ = (call);                                                               \
@@ -57,7 +55,7 @@ static int cmp_float(const void *a, const void *b)
 
 static float median_ms(TArgs *a, void (*fn)(TArgs *))
 {
-    cudaStream_t s = (cudaStream_t)cuda_backend_stream(a->be);
+    cudaStream_t s = (cudaStream_t)a->be->ops->native_stream(a->be);
     cudaEvent_t e0, e1;
     CT(cudaEventCreate(&e0));
     CT(cudaEventCreate(&e1));
