@@ -87,7 +87,25 @@ train() {
 
 # ---- 0-1: machine and build ----
 { nvidia-smi; nvcc --version || /usr/local/cuda/bin/nvcc --version; } >"$OUT/nvidia-smi.txt" 2>&1
-if make -j16 all tests/cuda/check_kernels >"$OUT/build.log" 2>&1 &&
+# The Makefile links -lcublasLt and -lnccl (dist/) from the toolkit. Where
+# the toolkit lacks one but Python's nvidia wheel has it, use the wheel's.
+: >"$OUT/build.log"
+cuda_lib=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")/lib64
+wheel_lib() { # LIB MODULE: e.g. nccl nvidia.nccl
+    ls "$cuda_lib/lib$1.so" >/dev/null 2>&1 && return 0
+    ldconfig -p 2>/dev/null | grep -q "lib$1.so " && return 0
+    local dir
+    dir=$($PY -c "import $2 as m; print(list(m.__path__)[0])" 2>/dev/null) || return 0
+    [ -d "$dir/lib" ] || return 0
+    mkdir -p "$WORK/lib"
+    ln -sf "$(ls "$dir"/lib/lib$1.so* | head -1)" "$WORK/lib/lib$1.so"
+    export LIBRARY_PATH="$WORK/lib:${LIBRARY_PATH:-}" CPATH="$dir/include:${CPATH:-}"
+    export LD_LIBRARY_PATH="$dir/lib:${LD_LIBRARY_PATH:-}"
+    echo "gpu_check: lib$1 from the Python wheel at $dir" >>"$OUT/build.log"
+}
+wheel_lib cublasLt nvidia.cublas
+wheel_lib nccl nvidia.nccl
+if make -j16 all tests/cuda/check_kernels >>"$OUT/build.log" 2>&1 &&
     grep -q "built with the CUDA backend" "$OUT/build.log"; then
     row "build (make -j16, sm_80 + sm_90)" PASS "$(grep -m1 'built with' "$OUT/build.log")"
 else
