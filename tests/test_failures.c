@@ -143,7 +143,7 @@ Test(save_errors, file_too_large_keeps_previous_save, .timeout = 60)
     cr_assert_eq(tu_run(cmd), 1);
     cr_expect(tc_file_has(file_in(d, "f.err"), "save at step 3 failed"));
     cr_expect(tc_file_has(file_in(d, "f.err"),
-                          "step_00000003/model.bin: write failed: File too large"));
+                          "step_00000003/model.bin.tmp: write failed: File too large"));
     cr_expect(tc_file_has(file_in(d, "f.err"), "the previous complete save"));
     expect_newest_is_2(d);
     free(d);
