@@ -8,11 +8,12 @@
 int dtype_bytes(DType d) { return d == DTYPE_BF16 ? 2 : 4; }
 const char *dtype_name(DType d) { return d == DTYPE_BF16 ? "bf16" : "fp32"; }
 
-int planner_default_loss_chunk(int B, int T, int padded_vocab)
+int planner_default_loss_chunk(int B, int T, int padded_vocab, DType dtype)
 {
     long n = (long)B * T;
     long cap = (32L << 20) / (4L * padded_vocab); /* rows in 32 MiB of fp32 logits */
     if (cap < 64) cap = 64;
+    if (dtype == DTYPE_BF16) cap = 4096;
     return (int)(n < cap ? n : cap);
 }
 
@@ -104,7 +105,7 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     p->bytes[MEM_SCRATCH] = p->scratch_act_bytes + p->scratch_f32_bytes + p->scratch_int_bytes;
 
     p->loss_chunk = in->loss_chunk > 0 ? in->loss_chunk
-                                       : planner_default_loss_chunk(in->B, in->T, cfg->padded_vocab);
+                                       : planner_default_loss_chunk(in->B, in->T, cfg->padded_vocab, in->dtype);
     if ((size_t)p->loss_chunk > N) p->loss_chunk = (int)N;
     p->bytes[MEM_HEAD] = (size_t)p->loss_chunk * (size_t)cfg->padded_vocab * 4;
 }

@@ -100,9 +100,13 @@ typedef struct {
  * one that serves d(GELU), d(fc) and d(qkv) in turn. */
 #define SCRATCH_ACT_PER_TOKEN_C 8 /* 1 + 1 + 1 + 1 + 4, times C */
 
-/* Default head chunk: enough rows to keep a matmul efficient, capped so the
- * chunk buffer stays near 32 MiB of fp32 logits. */
-int planner_default_loss_chunk(int B, int T, int padded_vocab);
+/* Default head chunk, in tokens (at most B*T). In bf16 (the GPU path) it is
+ * 4096 rows: chunks must be large enough to fill a GPU's matmuls (about
+ * 824 MB of fp32 logits at Vp = 50304, still far below the (B*T, Vp)
+ * logits it replaces at large batch). In fp32 (the CPU and the GPU's
+ * comparison mode) the buffer is capped near 32 MiB of logits, at least 64
+ * rows: a CPU's sgemm is efficient well below that, and memory is the point. */
+int planner_default_loss_chunk(int B, int T, int padded_vocab, DType dtype);
 
 /* The planner. Pure: no allocation beyond the caller's struct. */
 void planner_plan(const PlanInput *in, const Schedule *sched, MemoryPlan *out);

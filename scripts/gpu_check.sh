@@ -11,21 +11,27 @@
 #   5. trainer: --recompute 1, 2 and selective bitwise identical to 0 on the
 #      GPU (dumped gradients of step 1, losses and grad norms of 3 steps),
 #      bf16 and fp32;
+#   5b. the NCCL path: a 1-rank mpirun job (scripts/gpu_check_dist.sh) trains
+#      bitwise like the plain run, with --zero 0 and 1;
 #   6. throughput and MFU, bf16, median of 10 steps after 2 warm-up steps:
 #      GPT-2 124M (B=16, T=1024) and the 48-layer XL (C=1600, NH=25, B=8,
 #      T=1024), each at --recompute 0 and 1, with planner-vs-measured memory;
 #   7. XL, recompute 0 and 1: the largest micro-batch `train_gpt --plan` says
 #      fits its default budget (free device memory minus 512 MiB) must run;
 #      one more is tried with the budget check off: it runs or stops with the
-#      out-of-memory message.
+#      out-of-memory message;
+#   8. 124M at recompute 1: the largest micro-batch with the chunked head
+#      (run for one step) against the one-chunk head, both from --plan
+#      (target: at least 3x). Section 6's one-chunk 124M row gives the
+#      chunked head's cost in step time.
 # Data: random-token shards written by scripts/gpu_check_tools.py (the
 # trainer's numbers do not depend on the text). MFU's formula is in that file.
 #
 # OUTDIR gets at most 8 files (the device tool returns no more): summary.txt
 # (the table printed last), build.log, kernels.log, timing.log, train.log
 # (every train_gpt command and its output), train_json.log (their --log
-# lines), nvidia-smi.txt. Exit status: 0 when every row passed.
-# GPU_CHECK_BUDGET (seconds, default 420): sections 6-7 are skipped, with a
+# lines), nvidia-smi.txt, dist.log. Exit status: 0 when every row passed.
+# GPU_CHECK_BUDGET (seconds, default 420): sections 6-8 are skipped, with a
 # SKIP row, once the script has run that long.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -178,6 +184,13 @@ for dt in bf16 fp32; do
     done
 done
 
+# ---- 5b: the NCCL path, one rank (mpirun -np 1) against the plain run ----
+if STEPS=5 scripts/gpu_check_dist.sh >"$OUT/dist.log" 2>&1; then
+    row "NCCL 1-rank vs plain run (bitwise)" PASS "$(grep -m1 -iE 'identical|PASS' "$OUT/dist.log")"
+else
+    row "NCCL 1-rank vs plain run (bitwise)" FAIL "see dist.log: $(tail -1 "$OUT/dist.log")"
+fi
+
 # ---- 6: throughput, MFU, memory ----
 # perf NAME L C NH B RECOMPUTE [extra args]
 perf() {
@@ -197,7 +210,8 @@ perf() {
 }
 perf "124M B16 recompute 0" 12 768 12 16 0
 perf "124M B16 recompute 1" 12 768 12 16 1
-perf "124M B16 recompute 0, --loss-chunk 4096" 12 768 12 16 0 --loss-chunk 4096
+# the loss head in one chunk of all B*T = 16384 tokens: the chunked head's cost
+perf "124M B16 recompute 1, one-chunk head" 12 768 12 16 1 --loss-chunk 16384
 XL_INIT=()
 if perf "XL (48L C1600) B8 recompute 0" 48 1600 25 8 0 --save "$WORK/xl.bin"; then
     XL_INIT=(--init-from "$WORK/xl.bin") # saves the 1.5B-parameter host init (~30 s) below
@@ -243,5 +257,28 @@ for r in 0 1; do
     fi
     row "$name" $verdict "--plan max_B=$B ran ($mem); $note"
 done
+
+# ---- 8: 124M at recompute 1, the largest micro-batch: chunked head vs one chunk ----
+name="124M max micro-batch, chunked vs one-chunk head"
+if in_budget; then
+    P124=(--device cuda --dtype bf16 --layers 12 --channels 768 --heads 12 --seq-len 1024
+        --batch 8 "${FULL[@]}")
+    ./train_gpt --plan "${P124[@]}" >"$WORK/plan124.txt" 2>&1
+    ./train_gpt --plan "${P124[@]}" --loss-chunk 1073741824 >"$WORK/plan124u.txt" 2>&1
+    cat "$WORK/plan124.txt" "$WORK/plan124u.txt" >>"$TLOG"
+    Bc=$(awk '$1 == 1 {print $NF}' "$WORK/plan124.txt")
+    Bu=$(awk '$1 == 1 {print $NF}' "$WORK/plan124u.txt")
+    if [ "${Bc:-0}" -gt 0 ] 2>/dev/null && [ "${Bu:-0}" -gt 0 ] 2>/dev/null &&
+        train "m124_$Bc" --device cuda --dtype bf16 --layers 12 --channels 768 --heads 12 \
+            --seq-len 1024 --batch "$Bc" --steps 1 --recompute 1 "${FULL[@]}"; then
+        ratio=$(awk -v c="$Bc" -v u="$Bu" 'BEGIN {printf "%.2f", c / u}')
+        verdict=$(awk -v c="$Bc" -v u="$Bu" 'BEGIN {print (c >= 3 * u) ? "PASS" : "FAIL"}')
+        row "$name" "$verdict" "max_B $Bc chunked (ran) vs $Bu one-chunk: ${ratio}x (target >= 3x)"
+    else
+        row "$name" FAIL "plan gave chunked $Bc / one-chunk $Bu, or B=$Bc did not run"
+    fi
+else
+    row "$name" SKIP "time budget ($BUDGET s) used"
+fi
 
 finish

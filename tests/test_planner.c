@@ -175,3 +175,19 @@ Test(planner, zero1_more_ranks_than_blocks)
     }
     cr_expect_eq(e, p.num_params);
 }
+
+/* On the GPU path (bf16) the default chunk is 4096 tokens, big enough to
+ * fill the device's matmuls; still a fraction of the full logits. */
+Test(planner, bf16_head_chunk_fills_a_gpu)
+{
+    PlanInput in = xl_input(8);
+    in.dtype = DTYPE_BF16;
+    MemoryPlan p;
+    char err[128];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
+    cr_expect_eq(p.loss_chunk, 4096);
+    cr_expect_eq(p.bytes[MEM_HEAD], (size_t)4096 * 50304 * 4);
+    in.B = 2; /* B*T = 2048 < 4096: one chunk of all tokens */
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
+    cr_expect_eq(p.loss_chunk, 2048);
+}

@@ -146,7 +146,7 @@ int check_timing(Backend *be, int bf16)
     a.rstd = rand_dev(be, N_, 4, &s, 1);
     a.lse = rand_dev(be, (size_t)B_ * NH_ * T_, 4, &s, 1);
     a.losses = rand_dev(be, N_, 4, &s, 0);
-    a.chunk = planner_default_loss_chunk(B_, T_, VP_);
+    a.chunk = planner_default_loss_chunk(B_, T_, VP_, DTYPE_BF16);
     a.buf = rand_dev(be, (size_t)a.chunk * VP_, 4, &s, 0);
     int *tok = malloc(N_ * sizeof(int));
     for (int i = 0; i < N_; i++) tok[i] = (int)((i * 2654435761u) % V_);
