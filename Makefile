@@ -62,15 +62,21 @@ else
 	@echo "built CPU-only: nvcc not found (set NVCC=/path/to/nvcc for the CUDA backend)"
 endif
 
-$(BUILD)/%.o: %.c
+# Objects depend on the flags they were built with: when CFLAGS or NVFLAGS
+# change (HAVE_CUDA appearing, WERROR, a sanitizer), everything rebuilds.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_NOW := $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS)
+$(shell mkdir -p $(BUILD); [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu
+$(BUILD)/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -DHAVE_CUDA -c $< -o $@
 
-$(BUILD)/dist/nccl_check.o: dist/dist_nccl.c
+$(BUILD)/dist/nccl_check.o: dist/dist_nccl.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DHAVE_CUDA -I$(CUDA_HOME)/include -Werror -c $< -o $@
 
