@@ -137,7 +137,8 @@ static int check_sha256(const char *path, const char *data, size_t len, const ch
     return 0;
 }
 
-static uint64_t mix64(uint64_t x)
+/* murmur3's 64-bit finaliser: spreads keys over the merge and cache tables. */
+uint64_t tokenizer_mix64(uint64_t x)
 {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
@@ -149,7 +150,7 @@ static uint64_t mix64(uint64_t x)
 
 static size_t merge_slot(const Tokenizer *tk, uint64_t key)
 {
-    size_t i = mix64(key) & tk->merge_mask;
+    size_t i = tokenizer_mix64(key) & tk->merge_mask;
     while (tk->merge_key[i] != 0 && tk->merge_key[i] != key) i = (i + 1) & tk->merge_mask;
     return i;
 }

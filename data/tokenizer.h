@@ -121,5 +121,7 @@ size_t tokenizer_safe_cut(const uint8_t *text, size_t len);
  * the pre-tokenizer, the BPE scratch and the cache. */
 int tokenizer_encoder_init(Tokenizer *tk, char *err, size_t err_len);
 void tokenizer_encoder_free(Tokenizer *tk);
+/* The hash finaliser both files' open-addressing tables use. */
+uint64_t tokenizer_mix64(uint64_t x);
 
 #endif

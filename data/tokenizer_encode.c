@@ -201,21 +201,12 @@ static void cache_put(TokenizerCache *c, const uint8_t *p, size_t n, uint64_t h,
 
 /* ---- byte-pair merging of one piece ---- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 /* Slot of the merge (a, b), or -1. */
 static long merge_find(const Tokenizer *tk, int32_t a, int32_t b)
 {
     uint64_t key = ((uint64_t)a << 32 | (uint32_t)b) + 1;
-    for (size_t i = mix64(key) & tk->merge_mask;; i = (i + 1) & tk->merge_mask) {
+    for (size_t i = tokenizer_mix64(key) & tk->merge_mask;; i = (i + 1) & tk->merge_mask) {
         if (tk->merge_key[i] == key) return (long)i;
         if (tk->merge_key[i] == 0) return -1;
     }

@@ -34,9 +34,9 @@ static int parse_step_name(const char *name)
     return v <= 2147483647L ? (int)v : -1;
 }
 
-/* Remove a save folder: COMPLETE first (so a half-deleted folder is never
- * taken for a complete save), then the rest, then the folder. */
-static int remove_save(const char *step_dir, char *err, size_t err_len)
+/* Delete step_dir's manifest first, durably: from then on the folder is no
+ * longer a complete save, whatever happens to the rest of it. */
+static int unlink_manifest(const char *step_dir, char *err, size_t err_len)
 {
     char p[4300];
     io_err(p, sizeof p, "%s/%s", step_dir, CKPT_MANIFEST);
@@ -44,7 +44,15 @@ static int remove_save(const char *step_dir, char *err, size_t err_len)
         io_err(err, err_len, "%s: cannot delete: %s", p, strerror(errno));
         return -1;
     }
-    if (io_sync_dir(step_dir, err, err_len) != 0) return -1;
+    return io_sync_dir(step_dir, err, err_len);
+}
+
+/* Remove a save folder: COMPLETE first (so a half-deleted folder is never
+ * taken for a complete save), then the rest, then the folder. */
+static int remove_save(const char *step_dir, char *err, size_t err_len)
+{
+    char p[4300];
+    if (unlink_manifest(step_dir, err, err_len) != 0) return -1;
     DIR *d = opendir(step_dir);
     if (!d) {
         io_err(err, err_len, "%s: cannot list: %s", step_dir, strerror(errno));
@@ -79,13 +87,7 @@ int ckpt_begin(const char *dir, int step, char *step_dir, size_t len, char *err,
             return -1;
         }
         /* A folder from an interrupted (or older) save of this step. */
-        char p[4300];
-        io_err(p, sizeof p, "%s/%s", step_dir, CKPT_MANIFEST);
-        if (unlink(p) != 0 && errno != ENOENT) {
-            io_err(err, err_len, "%s: cannot delete: %s", p, strerror(errno));
-            return -1;
-        }
-        if (io_sync_dir(step_dir, err, err_len) != 0) return -1;
+        if (unlink_manifest(step_dir, err, err_len) != 0) return -1;
     }
     return io_sync_dir(dir, err, err_len);
 }
