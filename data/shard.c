@@ -1,6 +1,9 @@
 /* data/shard.c — shard validation and the data loader (see shard.h). */
 #include "shard.h"
 
+#include "model/rng.h"
+#include "run/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -12,20 +15,15 @@
 
 int shard_check(const char *path, size_t *n, char *err, size_t err_len)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
+    off_t size;
+    int fd = io_open_regular(path, &size, err, err_len);
+    if (fd < 0) return -1;
     int32_t h[SHARD_HEADER_INTS];
     int rc = -1;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, err_len, "%s: not a regular file", path);
-    } else if (st.st_size < SHARD_HEADER_BYTES ||
+    if (size < SHARD_HEADER_BYTES ||
                pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
         snprintf(err, err_len, "%s: truncated header (%lld bytes; a shard starts with a 1024-byte "
-                 "header)", path, (long long)st.st_size);
+                 "header)", path, (long long)size);
     } else if (h[0] != SHARD_MAGIC) {
         snprintf(err, err_len, "%s: bad magic %d (expected %d: not an llm.c token shard)", path,
                  h[0], SHARD_MAGIC);
@@ -34,10 +32,10 @@ int shard_check(const char *path, size_t *n, char *err, size_t err_len)
                  SHARD_VERSION);
     } else if (h[2] < 0) {
         snprintf(err, err_len, "%s: negative token count %d in header", path, h[2]);
-    } else if ((long long)st.st_size != SHARD_HEADER_BYTES + 2LL * h[2]) {
+    } else if ((long long)size != SHARD_HEADER_BYTES + 2LL * h[2]) {
         snprintf(err, err_len, "%s: size %lld bytes, but the header's %d tokens need %lld (%s)",
-                 path, (long long)st.st_size, h[2], SHARD_HEADER_BYTES + 2LL * h[2],
-                 (long long)st.st_size < SHARD_HEADER_BYTES + 2LL * h[2] ? "truncated"
+                 path, (long long)size, h[2], SHARD_HEADER_BYTES + 2LL * h[2],
+                 (long long)size < SHARD_HEADER_BYTES + 2LL * h[2] ? "truncated"
                                                                          : "trailing bytes");
     } else {
         *n = (size_t)h[2];
@@ -47,19 +45,11 @@ int shard_check(const char *path, size_t *n, char *err, size_t err_len)
     return rc;
 }
 
-/* splitmix64: the loader's only randomness, seeded from (seed, epoch). */
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
+/* The loader's only randomness: rng.h, seeded from (seed, epoch). */
 static void shuffle_long(long *a, long n, uint64_t *state)
 {
     for (long i = n - 1; i > 0; i--) {
-        long j = (long)(mix(state) % (uint64_t)(i + 1));
+        long j = (long)(rng_next(state) % (uint64_t)(i + 1));
         long t = a[i];
         a[i] = a[j];
         a[j] = t;
@@ -251,13 +241,13 @@ int loader_seek(Loader *ld, uint64_t epoch, int shard_pos, long window_pos, char
     return 0;
 }
 
-void loader_reset(Loader *ld)
+int loader_reset(Loader *ld, char *err, size_t err_len)
 {
-    char err[256];
     ld->epoch = 0;
     ld->shard_pos = 0;
     order_shards(ld);
-    enter_shard(ld, err, sizeof err); /* shards were opened before: cannot newly fail but for OOM */
+    /* reopens the first shard if another is open: that can fail (file gone) */
+    return enter_shard(ld, err, err_len);
 }
 
 void loader_close(Loader *ld)

@@ -1,11 +1,12 @@
 /* model/init.c — GPT-2's initialisation (gpt_init_weights, see gpt.h).
  *
- * Normals come from splitmix64 feeding Box-Muller: simple, fast and fully
+ * Normals come from splitmix64 (rng.h) feeding Box-Muller: simple, fast and fully
  * determined by the seed, which is all a reproducible init needs. */
 #include <math.h>
 #include <string.h>
 
 #include "gpt.h"
+#include "rng.h"
 
 typedef struct {
     uint64_t state;
@@ -13,17 +14,9 @@ typedef struct {
     double spare;
 } NormalRng;
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static double uniform01(NormalRng *r) /* in (0, 1] */
 {
-    return ((splitmix64(&r->state) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    return ((rng_next(&r->state) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
 }
 
 static double normal(NormalRng *r)

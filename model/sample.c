@@ -1,18 +1,16 @@
 /* model/sample.c — see sample.h. */
 #include "sample.h"
 
+#include "rng.h"
+
 #include <math.h>
 
 void sample_seed(SampleRng *rng, uint64_t seed) { rng->state = seed; }
 
 float sample_uniform(SampleRng *rng)
 {
-    /* splitmix64, top 24 bits: exactly representable floats in [0, 1) */
-    uint64_t z = (rng->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (float)(z >> 40) / 16777216.0f;
+    /* top 24 bits: exactly representable floats in [0, 1) */
+    return (float)(rng_next(&rng->state) >> 40) / 16777216.0f;
 }
 
 int sample_token(const float *logits, int V, float temperature, SampleRng *rng)

@@ -1,6 +1,8 @@
 /* tests/test_util.c — see test_util.h. */
 #include "test_util.h"
 
+#include "model/rng.h"
+
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,17 +16,9 @@ GPTConfig tu_tiny_config(void)
     return c;
 }
 
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 void tu_random_tokens(int *tok, size_t n, int V, uint64_t seed)
 {
-    for (size_t i = 0; i < n; i++) tok[i] = (int)(next(&seed) % (uint64_t)V);
+    for (size_t i = 0; i < n; i++) tok[i] = (int)(rng_next(&seed) % (uint64_t)V);
 }
 
 float *tu_random_params(const GPTConfig *cfg, uint64_t seed)
@@ -39,7 +33,7 @@ float *tu_random_params(const GPTConfig *cfg, uint64_t seed)
         for (size_t i = 0; i < sz[t]; i++) {
             /* sum of 4 uniforms: roughly normal, std 0.1 */
             double u = 0;
-            for (int k = 0; k < 4; k++) u += (next(&seed) >> 11) * (1.0 / 9007199254740992.0) - 0.5;
+            for (int k = 0; k < 4; k++) u += (rng_next(&seed) >> 11) * (1.0 / 9007199254740992.0) - 0.5;
             p[off + i] = (float)((is_ln_weight ? 1.0 : 0.0) + u * 0.1 * 1.7320508);
         }
         if (t == 0)
