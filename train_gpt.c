@@ -137,7 +137,7 @@ static void log_json(Trainer *tr, cJSON *obj)
 
 static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
 {
-    loader_reset(&tr->val);
+    if (loader_reset(&tr->val, err, len) != 0) return -1;
     double sum = 0.0;
     for (int i = 0; i < tr->opt.val_batches; i++) {
         if (loader_next(&tr->val, tr->inputs, tr->targets, err, len) != 0) return -1;

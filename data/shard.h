@@ -73,8 +73,9 @@ int loader_next(Loader *ld, int *inputs, int *targets, char *err, size_t err_len
 int loader_seek(Loader *ld, uint64_t epoch, int shard_pos, long window_pos, char *err,
                 size_t err_len);
 
-/* Back to the first window of the first shard (validation restarts). */
-void loader_reset(Loader *ld);
+/* Back to the first window of the first shard (validation restarts).
+ * Returns 0, or -1 with a message when the first shard cannot be reopened. */
+int loader_reset(Loader *ld, char *err, size_t err_len);
 
 /* Token offset, in the current shard, of the window loader_next would read
  * next (for tests and for saving the position). */

@@ -18,6 +18,8 @@
 
 #include "tokenizer.h"
 
+#include "run/fileio.h"
+
 /* GPT-2's bytes_to_unicode, inverted: code point -> byte, or -1. Printable
  * Latin-1 bytes (0x21-0x7e, 0xa1-0xac, 0xae-0xff) stand for themselves; the
  * other 68 bytes, in increasing order, are spelled U+0100..U+0143. */
@@ -65,23 +67,15 @@ static long spelled_to_bytes(const char *s, size_t len, uint8_t *out)
 
 static int read_whole(const char *path, char **data, size_t *len, char *err, size_t err_len)
 {
-    /* Only regular files of a sane size: a FIFO would block (even in open,
-     * hence O_NONBLOCK until checked), /dev/zero would never end. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        (unsigned long long)st.st_size > VOCAB_FILE_MAX_BYTES) {
-        snprintf(err, err_len, "%s: %s", path,
-                 S_ISREG(st.st_mode) ? "larger than 16 MiB: not a GPT-2 vocabulary file"
-                                     : "not a regular file");
+    /* Only regular files (run/fileio) of a sane size: /dev/zero would never end. */
+    off_t size;
+    int fd = io_open_regular(path, &size, err, err_len);
+    if (fd < 0) return -1;
+    if ((unsigned long long)size > VOCAB_FILE_MAX_BYTES) {
+        snprintf(err, err_len, "%s: larger than 16 MiB: not a GPT-2 vocabulary file", path);
         close(fd);
         return -1;
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         snprintf(err, err_len, "%s: cannot read: %s", path, strerror(errno));

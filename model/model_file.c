@@ -12,21 +12,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Open path for reading, refusing anything but a regular file. */
+/* Open path for reading through run/fileio (regular files only). */
 static FILE *open_regular(const char *path, off_t *size, char *err, size_t err_len)
 {
-    FILE *f = fopen(path, "rb");
+    int fd = io_open_regular(path, size, err, err_len);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
+        snprintf(err, err_len, "%s: cannot read: %s", path, strerror(errno));
+        close(fd);
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, err_len, "%s: not a regular file", path);
-        fclose(f);
-        return NULL;
-    }
-    *size = st.st_size;
     return f;
 }
 

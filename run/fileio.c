@@ -149,7 +149,8 @@ int io_mkdirs(const char *dir, char *err, size_t err_len)
 
 int io_open_regular(const char *path, off_t *size, char *err, size_t err_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK until the type is known: open() of a FIFO would block. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         io_err(err, err_len, "%s: cannot open: %s", path, strerror(errno));
         return -1;
@@ -166,6 +167,7 @@ int io_open_regular(const char *path, off_t *size, char *err, size_t err_len)
         close(fd);
         return -1;
     }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     *size = st.st_size;
     return fd;
 }

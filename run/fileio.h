@@ -51,7 +51,8 @@ int io_sync_dir(const char *dir, char *err, size_t err_len);
 /* mkdir -p; an existing non-folder in the way is an error. */
 int io_mkdirs(const char *dir, char *err, size_t err_len);
 
-/* Open for reading, refusing anything but a regular file; *size = bytes. */
+/* Open for reading, refusing anything but a regular file (a folder, a FIFO,
+ * a device) without blocking; *size = bytes. Every reader starts here. */
 int io_open_regular(const char *path, off_t *size, char *err, size_t err_len);
 
 /* pread exactly n bytes at off (a short read is "truncated"). */
