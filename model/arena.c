@@ -31,6 +31,7 @@ int arena_init(Arena *a, Backend *be, const char *name, size_t size, char *err, 
 
 void *arena_take(Arena *a, size_t bytes)
 {
+    bytes = arena_round(bytes);
     if (bytes > a->size - a->used) {
         fprintf(stderr, "internal error: arena '%s' overflow (%zu + %zu > %zu): planner and model "
                         "disagree\n", a->name, a->used, bytes, a->size);

@@ -11,6 +11,22 @@
 
 #include "kernels/ops.h"
 
+/* Every buffer carved from an arena starts ARENA_ALIGN bytes from the
+ * previous one's start at least: arena_take rounds each request up to it.
+ * Why: a buffer's address alignment then never depends on where it sits in
+ * its arena. A block tape stored at slot k (recompute 0) and the same tape
+ * in the workspace (recompute 1) get equally aligned pointers, so cuBLASLt
+ * (whose algorithm choice depends on pointer alignment) and the vector
+ * loads take the same path in both modes: part of the bitwise-identity
+ * guarantee. 256 bytes is cudaMalloc's own alignment. The planner counts
+ * the rounding (arena_round), so its totals stay exact. */
+#define ARENA_ALIGN ((size_t)256)
+
+static inline size_t arena_round(size_t bytes)
+{
+    return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}
+
 typedef struct {
     const char *name;
     Backend *be;
@@ -23,8 +39,9 @@ typedef struct {
  * (naming the arena and the bytes asked) in err. */
 int arena_init(Arena *a, Backend *be, const char *name, size_t size, char *err, size_t err_len);
 
-/* Carve `bytes` from the arena. Returns NULL when the arena would overflow,
- * which means the planner and the model disagree: a bug, reported loudly. */
+/* Carve `bytes` (rounded up to ARENA_ALIGN) from the arena. Returns NULL
+ * when the arena would overflow, which means the planner and the model
+ * disagree: a bug, reported loudly. */
 void *arena_take(Arena *a, size_t bytes);
 
 void arena_free(Arena *a);

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arena.h"
+
 int dtype_bytes(DType d) { return d == DTYPE_BF16 ? 2 : 4; }
 const char *dtype_name(DType d) { return d == DTYPE_BF16 ? "bf16" : "fp32"; }
 
@@ -63,10 +65,10 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
     } else {
         p->shard_params = p->padded_params = n;
     }
-    p->bytes[MEM_PARAMS] = p->padded_params * ab;
-    p->bytes[MEM_GRADS] = p->padded_params * ab;
-    p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : p->shard_params * 4;
-    p->moment_bytes = 2 * p->shard_params * 4;
+    p->bytes[MEM_PARAMS] = arena_round(p->padded_params * ab);
+    p->bytes[MEM_GRADS] = arena_round(p->padded_params * ab);
+    p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : arena_round(p->shard_params * 4);
+    p->moment_bytes = 2 * arena_round(p->shard_params * 4);
     p->bytes[MEM_OPTIMIZER] = p->master_bytes + p->moment_bytes;
 }
 
@@ -92,28 +94,32 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 
     tape_layout(&p->tape, N, C, (size_t)cfg->num_heads, (size_t)in->T, 0);
     tape_layout(&p->tape_sel, N, C, (size_t)cfg->num_heads, (size_t)in->T, 1);
-    p->residual_bytes = N * C * ab;
-    p->tape_act_bytes = p->tape.act_elems * ab;
-    p->tape_sel_act_bytes = p->tape_sel.act_elems * ab;
-    p->tape_f32_bytes = p->tape.f32_elems * 4;
+    /* Each buffer below is one arena_take, so each is rounded up to
+     * ARENA_ALIGN (model/arena.h): the plan counts the padding too. */
+    p->residual_bytes = arena_round(N * C * ab);
+    p->tape_act_bytes = arena_round(p->tape.act_elems * ab);
+    p->tape_sel_act_bytes = arena_round(p->tape_sel.act_elems * ab);
+    p->tape_f32_bytes = arena_round(p->tape.f32_elems * 4);
 
-    /* scratch: the act buffers named at SCRATCH_ACT_PER_TOKEN_C, LN_f
-     * mean/rstd and per-token losses (fp32), tokens and targets (int32). */
-    p->scratch_act_bytes = SCRATCH_ACT_PER_TOKEN_C * N * C * ab;
-    p->scratch_f32_bytes = 3 * N * 4;
-    p->scratch_int_bytes = 2 * N * 4;
+    /* scratch: the act buffers named at SCRATCH_ACT_PER_TOKEN_C (four of
+     * (N,C) and one of (N,4C)), LN_f mean/rstd and per-token losses (fp32),
+     * tokens and targets (int32). */
+    p->scratch_act_bytes = 4 * arena_round(N * C * ab) + arena_round(4 * N * C * ab);
+    p->scratch_f32_bytes = 3 * arena_round(N * 4);
+    p->scratch_int_bytes = 2 * arena_round(N * 4);
     p->bytes[MEM_SCRATCH] = p->scratch_act_bytes + p->scratch_f32_bytes + p->scratch_int_bytes;
 
     p->loss_chunk = in->loss_chunk > 0 ? in->loss_chunk
                                        : planner_default_loss_chunk(in->B, in->T, cfg->padded_vocab, in->dtype);
     if ((size_t)p->loss_chunk > N) p->loss_chunk = (int)N;
-    p->bytes[MEM_HEAD] = (size_t)p->loss_chunk * (size_t)cfg->padded_vocab * 4;
+    p->bytes[MEM_HEAD] = arena_round((size_t)p->loss_chunk * (size_t)cfg->padded_vocab * 4);
 }
 
 /* The selective buffer holds ln1, ln2 or the GELU output, one at a time. */
 static size_t sel_ws_bytes(const PlanInput *in)
 {
-    return (size_t)in->B * in->T * 4 * (size_t)in->cfg.channels * (size_t)dtype_bytes(in->dtype);
+    return arena_round((size_t)in->B * in->T * 4 * (size_t)in->cfg.channels *
+                       (size_t)dtype_bytes(in->dtype));
 }
 
 void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)

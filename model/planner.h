@@ -68,6 +68,8 @@ typedef struct {
     size_t total;
     /* detail behind the categories */
     size_t num_params;
+    /* Every *_bytes below is one buffer's size rounded up to ARENA_ALIGN
+     * (model/arena.h), as arena_take carves it. */
     size_t residual_bytes;   /* one residual slot (B,T,C) */
     size_t tape_act_bytes;   /* activation part of one full tape */
     size_t tape_f32_bytes;   /* fp32 stats of one tape (either kind) */
@@ -95,10 +97,10 @@ typedef struct {
     size_t sel_ws; /* the shared selective buffer, counted once when n_sel > 0 */
 } PlanUnits;
 
-/* The scratch buffers, in act elements per token: final residual, LN_f
- * output, residual-stream gradient, a (N,C) gradient buffer and a (N,4C)
- * one that serves d(GELU), d(fc) and d(qkv) in turn. */
-#define SCRATCH_ACT_PER_TOKEN_C 8 /* 1 + 1 + 1 + 1 + 4, times C */
+/* The scratch act buffers: final residual, LN_f output, residual-stream
+ * gradient and a (N,C) gradient buffer, then a (N,4C) one that serves
+ * d(GELU), d(fc) and d(qkv) in turn: 8 C act values per token, plus each
+ * buffer's rounding to ARENA_ALIGN. */
 
 /* Default head chunk, in tokens (at most B*T). In bf16 (the GPU path) it is
  * 4096 rows: chunks must be large enough to fill a GPU's matmuls (about

@@ -20,10 +20,12 @@ Test(arena, carves_exactly_and_refuses_overflow)
     Backend *be = tu_cpu();
     Arena a;
     char err[256];
-    cr_assert_eq(arena_init(&a, be, "scratch", 100, err, sizeof err), 0, "%s", err);
-    char *p = arena_take(&a, 60), *q = arena_take(&a, 40);
-    cr_expect_eq(q, p + 60);
-    cr_expect_eq(a.used, 100);
+    cr_assert_eq(arena_init(&a, be, "scratch", 3 * ARENA_ALIGN, err, sizeof err), 0, "%s", err);
+    /* each request is rounded up to ARENA_ALIGN (256 bytes) */
+    char *p = arena_take(&a, 60), *q = arena_take(&a, 256), *r = arena_take(&a, 1);
+    cr_expect_eq(q, p + 256);
+    cr_expect_eq(r, q + 256);
+    cr_expect_eq(a.used, 3 * ARENA_ALIGN);
     cr_expect_null(arena_take(&a, 1), "an arena never grows past the plan");
     arena_free(&a);
     backend_close(be);

@@ -1,6 +1,7 @@
 /* tests/test_planner.c — the memory planner's figures, checked by hand and
  * against the arenas the model really carves. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "model/gpt.h"
@@ -63,7 +64,9 @@ Test(planner, hand_computed_tiny_fp32)
     cr_expect_eq(p.bytes[MEM_OPTIMIZER], np * 8);
     size_t N = 16, C = 32, tape = N * 15 * C * 4 + N * (4 + 4) * 4;
     cr_expect_eq(p.bytes[MEM_ACTIVATIONS], 2 * (N * C * 4) + 2 * tape);
-    cr_expect_eq(p.bytes[MEM_SCRATCH], 8 * N * C * 4 + 3 * N * 4 + 2 * N * 4);
+    /* N*C*4 = 2048 is already a multiple of 256; the five N-float/int
+     * buffers (64 bytes each) are each rounded up to ARENA_ALIGN = 256 */
+    cr_expect_eq(p.bytes[MEM_SCRATCH], 8 * N * C * 4 + 5 * 256);
     cr_expect_eq(p.bytes[MEM_HEAD], 5 * 128 * 4, "head = chunk * Vp * 4");
 }
 
@@ -91,22 +94,64 @@ Test(planner, head_never_holds_full_logits)
 }
 
 /* The arenas reserve exactly the planner's bytes and the model carves
- * every byte of them: high-water == planner, per category. */
+ * every byte of them: high-water == planner, per category. T = 5 makes
+ * every buffer size an odd multiple of 4 bytes, so the planner's rounding
+ * to ARENA_ALIGN is exercised too. */
 Test(planner, arenas_allocate_exactly_the_plan)
 {
-    for (int mode = 0; mode <= 1; mode++) {
+    static const int shapes[][2] = {{2, 8}, {1, 5}, {3, 5}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int mode = 0; mode <= RECOMPUTE_SELECTIVE; mode++) {
+            GPTConfig cfg = tu_tiny_config();
+            cfg.num_layers = 3;
+            Backend *be = tu_cpu();
+            GPT g;
+            char err[256];
+            int B = shapes[si][0], T = shapes[si][1];
+            cr_assert_eq(gpt_init(&g, &cfg, be, B, T, mode, 0, err, sizeof err), 0, "%s", err);
+            for (int c = 0; c < MEM_NUM_CATEGORIES; c++) {
+                cr_expect_eq(g.arenas[c].size, g.plan.bytes[c], "B=%d T=%d mode %d %s", B, T,
+                             mode, planner_category_name(c));
+                cr_expect_eq(g.arenas[c].used, g.plan.bytes[c],
+                             "B=%d T=%d mode %d %s: carved %zu of %zu", B, T, mode,
+                             planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
+            }
+            gpt_free(&g);
+            backend_close(be);
+        }
+}
+
+/* Every buffer starts on a 256-byte boundary whatever its slot, so a tape
+ * kept in the stored arena (recompute 0) and the same tape in the
+ * workspace (recompute 1) are equally aligned: the GPU's matmul algorithm
+ * choice, which depends on alignment, cannot differ between the modes. At
+ * this shape (N = 5 tokens, C = 32) no raw buffer size is a multiple of
+ * 256 bytes (a residual slot is 640), so unrounded neighbours would not be. */
+#define ALIGNED(p) (((uintptr_t)(p) % 256) == 0)
+Test(planner, every_buffer_is_256_byte_aligned)
+{
+    for (int mode = 0; mode <= RECOMPUTE_SELECTIVE; mode++) {
         GPTConfig cfg = tu_tiny_config();
         cfg.num_layers = 3;
         Backend *be = tu_cpu();
         GPT g;
         char err[256];
-        cr_assert_eq(gpt_init(&g, &cfg, be, 2, 8, mode, 0, err, sizeof err), 0, "%s", err);
-        for (int c = 0; c < MEM_NUM_CATEGORIES; c++) {
-            cr_expect_eq(g.arenas[c].size, g.plan.bytes[c], "mode %d %s", mode,
-                         planner_category_name(c));
-            cr_expect_eq(g.arenas[c].used, g.plan.bytes[c], "mode %d %s: carved %zu of %zu", mode,
-                         planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
+        cr_assert_eq(gpt_init(&g, &cfg, be, 1, 5, mode, 0, err, sizeof err), 0, "%s", err);
+        for (int i = 0; i < g.sched.n_res_slots; i++)
+            cr_expect(ALIGNED(g.res_slots[i]), "mode %d residual slot %d at %p", mode, i,
+                      g.res_slots[i]);
+        for (int j = 0; j < g.sched.n_tape_slots; j++) {
+            BlockTape *t = &g.tapes[j];
+            /* a tape's act part starts with ln1 (full) or qkv (selective) */
+            void *act = t->selective ? t->qkv : t->ln1;
+            cr_expect(ALIGNED(act) && ALIGNED(t->ln1_mean), "mode %d tape %d: act %p f32 %p",
+                      mode, j, act, t->ln1_mean);
         }
+        void *scratch[] = {g.final_res, g.lnf, g.dres, g.dsmall, g.dbig, g.lnf_mean,
+                           g.lnf_rstd, g.losses, g.tokens, g.targets, g.chunk_buf,
+                           g.params, g.grads, g.m, g.v};
+        for (size_t k = 0; k < sizeof scratch / sizeof scratch[0]; k++)
+            cr_expect(ALIGNED(scratch[k]), "mode %d buffer %zu at %p", mode, k, scratch[k]);
         gpt_free(&g);
         backend_close(be);
     }

@@ -41,29 +41,31 @@ static MemoryPlan plan_mode(const PlanInput *in, int mode)
 }
 
 /* Shape: L=4, C=8, NH=2, Vp=128, maxT=16, B=2, T=4, fp32; N = 8 tokens.
+ * Every buffer is rounded up to 256 bytes (ARENA_ALIGN), written [x].
  * params 4656 (wte 1024 + wpe 128 + 4 x 872 + lnf 16): params and grads
- * 18624 B each, AdamW m+v 37248, no master. One residual slot N*C*4 = 256.
- * Full tape: 15*N*C act (3840 B) + fp32 4N + B*NH*T = 48 (192 B) = 4032.
- * Selective tape: 9*N*C (2304 B) + 192 = 2496. Selective buffer N*4C*4 =
- * 1024. Scratch 8*N*C*4 + 3N*4 + 2N*4 = 2208. Head 8 x 128 x 4 = 4096.
- * Fixed: 80800. */
+ * 18624 [18688] B each, AdamW m and v 18624 [18688] each, no master. One
+ * residual slot N*C*4 = 256. Full tape: 15*N*C act (3840 B) + fp32 4N +
+ * B*NH*T = 48 (192 [256] B) = 4096. Selective tape: 9*N*C (2304 B) + 256 =
+ * 2560. Selective buffer N*4C*4 = 1024. Scratch: four (N,C) act 4 * 256 +
+ * one (N,4C) 1024 + five N-element f32/int 5 * 32 [256] = 3328. Head 8 x
+ * 128 x 4 = 4096. Fixed: 4 * 18688 + 3328 + 4096 = 82176. */
 Test(planner_modes, hand_computed_small_shape)
 {
     PlanInput in = tiny();
     PlanUnits u;
     planner_units(&in, &u);
-    cr_assert(u.fixed == 80800 && u.res == 256 && u.full == 4032 && u.sel == 2496 &&
+    cr_assert(u.fixed == 82176 && u.res == 256 && u.full == 4096 && u.sel == 2560 &&
                   u.sel_ws == 1024,
               "units %zu %zu %zu %zu %zu", u.fixed, u.res, u.full, u.sel, u.sel_ws);
 
     MemoryPlan p = plan_mode(&in, RECOMPUTE_NONE);
-    cr_assert(p.bytes[MEM_ACTIVATIONS] == 4 * 256 + 4 * 4032 && p.bytes[MEM_WORKSPACE] == 0);
-    cr_assert_eq(p.total, 80800 + 17152);
+    cr_assert(p.bytes[MEM_ACTIVATIONS] == 4 * 256 + 4 * 4096 && p.bytes[MEM_WORKSPACE] == 0);
+    cr_assert_eq(p.total, 82176 + 17408);
 
     p = plan_mode(&in, RECOMPUTE_SELECTIVE);
-    cr_assert_eq(p.bytes[MEM_ACTIVATIONS], 4 * 256 + 4 * 2496);
+    cr_assert_eq(p.bytes[MEM_ACTIVATIONS], 4 * 256 + 4 * 2560);
     cr_assert_eq(p.bytes[MEM_WORKSPACE], 1024, "the selective buffer");
-    cr_assert_eq(p.total, 80800 + 11008 + 1024);
+    cr_assert_eq(p.total, 82176 + 11264 + 1024);
     cr_assert(p.n_sel_stored == 4 && p.n_sel_work == 0 && p.sel_ws_bytes == 1024);
     cr_assert(p.tape_sel.ln1 == TAPE_IN_WORKSPACE && p.tape_sel.ln2 == TAPE_IN_WORKSPACE &&
               p.tape_sel.fch_gelu == TAPE_IN_WORKSPACE);
@@ -71,15 +73,15 @@ Test(planner_modes, hand_computed_small_shape)
               p.tape_sel.fch == 5 * 64 && p.tape_sel.act_elems == 9 * 64);
 
     p = plan_mode(&in, RECOMPUTE_BLOCK);
-    cr_assert(p.bytes[MEM_ACTIVATIONS] == 1024 && p.bytes[MEM_WORKSPACE] == 4032);
-    cr_assert_eq(p.total, 80800 + 1024 + 4032);
+    cr_assert(p.bytes[MEM_ACTIVATIONS] == 1024 && p.bytes[MEM_WORKSPACE] == 4096);
+    cr_assert_eq(p.total, 82176 + 1024 + 4096);
 
     /* default k = round(sqrt 4) = 2: checkpoints x0, x2; one segment input,
      * two workspace tapes */
     p = plan_mode(&in, RECOMPUTE_SEGMENTS);
     cr_assert_eq(p.bytes[MEM_ACTIVATIONS], 2 * 256);
-    cr_assert_eq(p.bytes[MEM_WORKSPACE], 256 + 2 * 4032);
-    cr_assert_eq(p.total, 80800 + 512 + 8320);
+    cr_assert_eq(p.bytes[MEM_WORKSPACE], 256 + 2 * 4096);
+    cr_assert_eq(p.total, 82176 + 512 + 8448);
 }
 
 Test(planner_modes, slots_total_is_the_plans_total)

@@ -14,9 +14,10 @@
 
 static void *cpu_mem_alloc(Backend *be, size_t bytes)
 {
-    /* 64-byte aligned; pages are committed lazily by the OS, on first touch. */
-    size_t rounded = (bytes + 63) / 64 * 64;
-    return aligned_alloc(64, rounded ? rounded : 64);
+    /* 256-byte aligned like cudaMalloc (model/arena.h's ARENA_ALIGN); pages
+     * are committed lazily by the OS, on first touch. */
+    size_t rounded = (bytes + 255) / 256 * 256;
+    return aligned_alloc(256, rounded ? rounded : 256);
 }
 static void cpu_mem_free(Backend *be, void *p) { free(p); }
 static void cpu_mem_zero(Backend *be, void *p, size_t bytes) { memset(p, 0, bytes); }
