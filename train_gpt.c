@@ -92,6 +92,16 @@ static int open_data(Trainer *tr, char *err, size_t len)
                      " (the default dataset: run `make data`, or pass --train-data)");
         return -1;
     }
+    /* The default val shards belong to the default dataset: validating a
+     * run on other --train-data with them would measure the wrong text (or
+     * stop on out-of-vocabulary tokens), so they are used only when the
+     * train data is the default too. */
+    if (o->train_data_given && !o->val_data_given) {
+        if (rank == 0)
+            fprintf(stderr, "note: --train-data given without --val-data; val loss is skipped\n");
+        tr->have_val = 0;
+        return 0;
+    }
     int rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
                          tr->cfg.vocab_size, 0, o->seed, err, len);
     if (rc != 0 && o->val_data_given) return -1;
