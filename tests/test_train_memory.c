@@ -183,3 +183,29 @@ Test(train_memory, a_fixed_mode_over_the_budget_exits_2)
     cr_assert(strstr(err, "more than the budget of 1000 bytes"), "%s", err);
     free(out), free(err), free(d);
 }
+
+/* The README's --plan example is the binary's output, line for line: the
+ * planner changes, the README must follow (its figures are quoted in the
+ * text around it). */
+Test(train_memory, readme_plan_example_is_current)
+{
+#define README_PLAN_ARGS "--plan --model d48 --batch 1 --seq-len 1024 --dtype bf16 --memory-budget 139GiB"
+    static const char *cmd_line = "$ ./train_gpt " README_PLAN_ARGS "\n";
+    char *readme = tu_read_file("README.md", NULL);
+    cr_assert_not_null(readme, "README.md not found (run from the project root)");
+    char *block = strstr(readme, cmd_line);
+    cr_assert_not_null(block, "README.md lacks the --plan example: %s", cmd_line);
+    block += strlen(cmd_line);
+    char *end = strstr(block, "```");
+    cr_assert_not_null(end);
+    *end = '\0';
+    char *d = tu_tempdir(), *out, *err;
+    int rc = run(README_PLAN_ARGS, d, &out, &err);
+    cr_assert_eq(rc, 0, "stderr: %s", err);
+    /* the README shows every line but the closing legend */
+    char *legend = strstr(out, "stored/L/tok:");
+    cr_assert_not_null(legend, "%s", out);
+    *legend = '\0';
+    cr_expect_str_eq(block, out, "README.md's --plan example differs from ./train_gpt's output");
+    free(readme), free(out), free(err), free(d);
+}
