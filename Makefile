@@ -54,7 +54,7 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/dist/nccl_check.o)
 endif
 
-.PHONY: all test data clean cuda-check cuda-emu-check
+.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -123,6 +123,10 @@ tests/cuda/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 cuda-emu-check: tests/cuda/check_kernels_emu
 	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
+# Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
+# sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
+cuda-resources:
+	NVCC="$(NVCC)" scripts/cuda_resources.sh
 
 clean:
 	rm -rf $(BUILD) train_gpt tokenize tests/run_tests tests/cuda/check_kernels tests/cuda/check_kernels_emu
