@@ -28,7 +28,7 @@ template <typename T, int HSP, int TB> static size_t attn_bwd_smem()
 }
 
 template <typename T, int HSP, int TB>
-__global__ void __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS)
+__global__ void ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB)
 attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse,
                      int T_, int C, int NH, float scale)
 {
@@ -108,7 +108,7 @@ attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const f
 }
 
 template <typename T, int HSP, int TB>
-__global__ void __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS)
+__global__ void ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB)
 attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse, int T_,
                    int C, int NH, float scale)
 {

@@ -35,6 +35,17 @@ template <typename T, int HSP, int TB> struct AttnGeom {
     static_assert(TB % 16 == 0 && HSP % 16 == 0, "tiles are made of 16x16 blocks");
 };
 
+/* The backward kernels' launch bounds: THREADS per block, at least one
+ * resident block per SM. With the thread count alone, ptxas budgeted the
+ * fp32 dQ kernel at TB = 32 (64 threads) 32 registers on sm_90, and it
+ * spilled (12 bytes stored, 64 loaded per thread; scripts/cuda_resources.sh).
+ * Their tiles (25 to 187 KiB of shared memory per block, attn_bwd_smem)
+ * hold residency to a few blocks per SM anyway, so the extra registers cost
+ * no occupancy. The forward kernel keeps the plain bound: it does not spill,
+ * and with "1" ptxas gives it 179 registers (bf16, hs 64, TB 64), which
+ * would cut it to 2 resident blocks where its 70 KiB tiles allow 3. */
+#define ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB) __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS, 1)
+
 /* Shared-memory regions are carved in order, each rounded up to 128 bytes
  * (keeps every region 32-byte aligned, as wmma requires). */
 __host__ __device__ constexpr size_t attn_round(size_t bytes) { return (bytes + 127) / 128 * 128; }
