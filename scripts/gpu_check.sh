@@ -27,6 +27,10 @@
 # Data: random-token shards written by scripts/gpu_check_tools.py (the
 # trainer's numbers do not depend on the text). MFU's formula is in that file.
 #
+# Binaries: from gpu_bundle/bundle.tar.xz when present (scripts/gpu_bundle.sh
+# builds it on the CPU machine, for a GPU image without the project's Debian
+# libraries), else built here with make.
+#
 # OUTDIR gets at most 8 files (the device tool returns no more): summary.txt
 # (the table printed last), build.log, kernels.log, timing.log, train.log
 # (every train_gpt command and its output), train_json.log (their --log
@@ -111,11 +115,36 @@ wheel_lib() { # LIB MODULE: e.g. nccl nvidia.nccl
 }
 wheel_lib cublasLt nvidia.cublas
 wheel_lib nccl nvidia.nccl
-if make -j16 all tests/cuda/check_kernels >>"$OUT/build.log" 2>&1 &&
+if [ -f gpu_bundle/bundle.tar.xz ]; then
+    # Built on the CPU machine by scripts/gpu_bundle.sh (this image lacks the
+    # project's Debian libraries): unpack, put the binaries where the rest
+    # of this script runs them, and their libraries on the loader's path.
+    # OpenMPI's stay out when this machine has its own (mpirun needs its
+    # own libmpi).
+    mkdir -p "$WORK/bundle"
+    if tar -xJf gpu_bundle/bundle.tar.xz -C "$WORK/bundle" >>"$OUT/build.log" 2>&1 &&
+        cp "$WORK/bundle/bin/train_gpt" ./train_gpt &&
+        cp "$WORK/bundle/bin/check_kernels" tests/cuda/check_kernels; then
+        libs="$WORK/bundle/lib"
+        ldconfig -p 2>/dev/null | grep -q 'libmpi.so.40 ' || libs="$libs:$WORK/bundle/lib-mpi"
+        export LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}"
+        cat "$WORK/bundle/MANIFEST" >>"$OUT/build.log"
+        ldd ./train_gpt >>"$OUT/build.log" 2>&1
+        if ./train_gpt --help >/dev/null 2>>"$OUT/build.log"; then
+            row "build (prebuilt gpu_bundle, sm_80 + sm_90)" PASS "$(head -1 "$WORK/bundle/MANIFEST"); $(sed -n 3p "$WORK/bundle/MANIFEST")"
+        else
+            row "build (prebuilt gpu_bundle, sm_80 + sm_90)" FAIL "./train_gpt does not start: $(grep -m1 -E 'not found|error' "$OUT/build.log")"
+            finish
+        fi
+    else
+        row "build (prebuilt gpu_bundle, sm_80 + sm_90)" FAIL "cannot unpack gpu_bundle/bundle.tar.xz: see build.log"
+        finish
+    fi
+elif make -j16 all tests/cuda/check_kernels >>"$OUT/build.log" 2>&1 &&
     grep -q "built with the CUDA backend" "$OUT/build.log"; then
     row "build (make -j16, sm_80 + sm_90)" PASS "$(grep -m1 'built with' "$OUT/build.log")"
 else
-    row "build (make -j16, sm_80 + sm_90)" FAIL "see build.log: $(grep -m1 -E 'error|built' "$OUT/build.log")"
+    row "build (make -j16, sm_80 + sm_90)" FAIL "see build.log: $(grep -m1 -E 'error|built' "$OUT/build.log"); without the project's Debian libraries, build with scripts/gpu_bundle.sh on the CPU machine and carry gpu_bundle"
     finish
 fi
 
@@ -185,7 +214,9 @@ for dt in bf16 fp32; do
 done
 
 # ---- 5b: the NCCL path, one rank (mpirun -np 1) against the plain run ----
-if STEPS=5 scripts/gpu_check_dist.sh >"$OUT/dist.log" 2>&1; then
+if ! command -v mpirun >/dev/null; then
+    row "NCCL 1-rank vs plain run (bitwise)" SKIP "no mpirun on this machine (OpenMPI's openmpi-bin)"
+elif STEPS=5 scripts/gpu_check_dist.sh >"$OUT/dist.log" 2>&1; then
     row "NCCL 1-rank vs plain run (bitwise)" PASS "$(grep -m1 -iE 'identical|PASS' "$OUT/dist.log")"
 else
     row "NCCL 1-rank vs plain run (bitwise)" FAIL "see dist.log: $(tail -1 "$OUT/dist.log")"

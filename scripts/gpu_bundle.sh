@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# scripts/gpu_bundle.sh — build here, run on the lent GPU machine.
+#
+# The lent GPU machine has the CUDA toolkit (nvcc 13, cuBLASLt, NCCL in a
+# Python wheel) but not this project's Debian libraries (OpenBLAS, PCRE2,
+# cJSON, OpenSSL, OpenMPI), and nothing can be installed there. This script
+# builds ./train_gpt and tests/cuda/check_kernels here with the CUDA backend
+# (same nvcc major version, sm_80 + sm_90) and packs them, stripped, with
+# the shared libraries they need that are not glibc, libstdc++ or CUDA's
+# into gpu_bundle/bundle.tar.xz (about 7 MB; git-ignored). Carry the folder
+# to the GPU machine; scripts/gpu_check.sh uses the bundle when it finds it
+# and builds from source otherwise.
+#
+#   scripts/gpu_bundle.sh            then, on the device: carry ["gpu_bundle"],
+#                                    command: scripts/gpu_check.sh $OUT
+#
+# glibc: the binaries need the glibc they were linked against (2.36 here,
+# Debian 12) or newer; the GPU image's is newer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make -j"$(nproc)" train_gpt tests/cuda/check_kernels
+./train_gpt --help >/dev/null
+if [ "$(nm train_gpt | grep -c cuda_backend_open)" -eq 0 ]; then
+    echo "gpu_bundle.sh: ./train_gpt was built without the CUDA backend (nvcc not found)" >&2
+    exit 1
+fi
+
+stage=$(mktemp -d /tmp/gpu_bundle.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib" "$stage/lib-mpi"
+strip -o "$stage/bin/train_gpt" train_gpt
+strip -o "$stage/bin/check_kernels" tests/cuda/check_kernels
+
+# Libraries the GPU machine provides itself: glibc's, the compiler's C++
+# runtime (the image's is newer) and CUDA's (from its toolkit or wheels).
+system_lib='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libcudart|libcublas|libcublasLt|libnccl)\.so'
+ldd train_gpt tests/cuda/check_kernels | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+    while read -r name path; do
+        if [[ "$name" =~ $system_lib ]]; then continue; fi
+        # OpenMPI's libraries go apart: the GPU machine's own are used when it
+        # has an mpirun (its launcher and libmpi must match).
+        case "$name" in
+        libmpi.so* | libopen-rte.so* | libopen-pal.so* | libhwloc.so* | libevent* | libudev.so*)
+            cp -L "$path" "$stage/lib-mpi/$name" ;;
+        *) cp -L "$path" "$stage/lib/$name" ;;
+        esac
+    done
+
+{
+    echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+    echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), glibc $(ldd --version | head -1 | awk '{print $NF}')"
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    echo "nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"
+    echo "libraries: $(cd "$stage" && ls lib lib-mpi | grep so | tr '\n' ' ')"
+} >"$stage/MANIFEST"
+
+mkdir -p gpu_bundle
+tar -cJf gpu_bundle/bundle.tar.xz -C "$stage" .
+cat "$stage/MANIFEST"
+echo "gpu_bundle.sh: gpu_bundle/bundle.tar.xz ($(du -h gpu_bundle/bundle.tar.xz | cut -f1)); carry [\"gpu_bundle\"] to the GPU machine"
