@@ -73,7 +73,8 @@ static inline void cuda_check_(cudaError_t e, const char *call, const char *file
  * The launch's own error (bad configuration) is checked at once. */
 #ifdef CUDA_EMU
 #define LAUNCH(kern, grid, block, smem, stream, ...)                                           \
-    emu_launch(dim3(grid), dim3(block), (size_t)(smem), [&]() { kern(__VA_ARGS__); })
+    emu_launch(emu_kernel_key(kern), dim3(grid), dim3(block), (size_t)(smem),                 \
+               [&]() { kern(__VA_ARGS__); })
 #else
 #define LAUNCH(kern, grid, block, smem, stream, ...)                                           \
     do {                                                                                       \

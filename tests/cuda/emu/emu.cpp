@@ -9,7 +9,13 @@
  * Environment: EMU_ORDER = fwd | rev | rand (the order of warps in a phase,
  * of lanes between warp barriers, and of blocks), EMU_SEED (for rand),
  * EMU_SMEM_OPTIN (bytes the device "allows" per block; default 232448, an
- * H100/H200). */
+ * H100/H200), EMU_MAX_GRID_Z (the largest gridDim.z; default 65535, every
+ * GPU's: a smaller value exercises code that splits a launch along z).
+ *
+ * Checks of what only the hardware would refuse: block size, grid limits,
+ * dynamic shared memory over the device limit or over 48 KiB without the
+ * kernel's cudaFuncSetAttribute(MaxDynamicSharedMemorySize) opt-in, and
+ * wmma pointers and leading dimensions (emu_wmma_check). */
 #include "emu.h"
 
 #include <stdio.h>
@@ -17,6 +23,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -153,14 +160,57 @@ static size_t smem_optin(void)
     return s ? (size_t)strtoull(s, NULL, 10) : 232448;
 }
 
-void emu_launch(dim3 grid, dim3 block, size_t smem, const std::function<void()> &body)
+static unsigned max_grid_z(void)
+{
+    const char *s = getenv("EMU_MAX_GRID_Z");
+    unsigned long v = s ? strtoul(s, NULL, 10) : 65535;
+    return v >= 1 && v <= 65535 ? (unsigned)v : 65535;
+}
+
+/* per kernel: the dynamic shared memory it opted into (bytes) */
+static std::map<const void *, int> smem_opt_in;
+
+cudaError_t emu_func_set_attribute(const void *kern, cudaFuncAttribute a, int v)
+{
+    if (a != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
+    if (v < 0 || (size_t)v > smem_optin()) return cudaErrorInvalidValue; /* as the runtime */
+    smem_opt_in[kern] = v;
+    return cudaSuccess;
+}
+
+void emu_wmma_check(const void *p, unsigned ldm, size_t elem_bytes, const char *what)
+{
+    char msg[160];
+    if ((uintptr_t)p % 32 != 0) {
+        snprintf(msg, sizeof msg, "%s: pointer %p is not 32-byte aligned", what, p);
+        emu_fail(msg);
+    }
+    if (((size_t)ldm * elem_bytes) % 16 != 0) {
+        snprintf(msg, sizeof msg, "%s: ldm %u (elements of %zu bytes) is not a multiple of 16 bytes",
+                 what, ldm, elem_bytes);
+        emu_fail(msg);
+    }
+}
+
+void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
+                const std::function<void()> &body)
 {
     init_order();
+    emu_grid_dim = grid; /* for emu_fail's message */
+    emu_block_dim = block;
+    emu_block_idx = dim3(0, 0, 0);
     size_t nthreads = (size_t)block.x * block.y * block.z;
-    if (nthreads == 0 || nthreads > 1024) emu_fail("bad block size");
-    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535)
+    if (nthreads == 0 || nthreads > 1024 || block.z > 64) emu_fail("bad block size");
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 ||
+        grid.z > max_grid_z())
         emu_fail("bad grid size");
     if (smem > smem_optin()) emu_fail("dynamic shared memory over the device limit");
+    if (smem > 49152) {
+        auto it = smem_opt_in.find(kern);
+        if (it == smem_opt_in.end() || (size_t)it->second < smem)
+            emu_fail("over 48 KiB of dynamic shared memory without the kernel's "
+                     "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) opt-in");
+    }
     if (dyn_cap < smem + EMU_CANARY) {
         free(dyn_smem);
         dyn_cap = smem + EMU_CANARY;
@@ -232,6 +282,8 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
     case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
     case cudaDevAttrMultiProcessorCount: *v = 132; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)smem_optin(); break;
+    case cudaDevAttrMaxGridDimY: *v = 65535; break;
+    case cudaDevAttrMaxGridDimZ: *v = (int)max_grid_z(); break;
     }
     return cudaSuccess;
 }

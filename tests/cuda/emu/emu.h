@@ -57,7 +57,14 @@ const dim3 &emu_thread_idx(void);
 #define gridDim (emu_grid_dim)
 
 unsigned char *emu_dyn_smem(void);
-void emu_launch(dim3 grid, dim3 block, size_t smem, const std::function<void()> &body);
+/* kern identifies the kernel (its address) for the shared-memory opt-in check:
+ * over 48 KiB of dynamic shared memory needs cudaFuncSetAttribute first. */
+void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
+                const std::function<void()> &body);
+template <typename K> inline const void *emu_kernel_key(K k)
+{
+    return reinterpret_cast<const void *>(k);
+}
 
 /* barriers */
 void emu_syncthreads(void);
@@ -109,6 +116,12 @@ inline __nv_bfloat16 __float2bfloat16(float f) /* round to nearest even */
 }
 
 /* ---- wmma, m16n16k16: fragments hold the whole tile in every lane ---- */
+/* What the hardware requires of every wmma load and store, and the
+ * arithmetic below would not notice: a 256-bit (32-byte) aligned pointer and
+ * ldm a multiple of 16 bytes (8 bf16/half elements, 4 floats). Aborts
+ * otherwise. */
+void emu_wmma_check(const void *p, unsigned ldm, size_t elem_bytes, const char *what);
+
 namespace nvcuda {
 namespace wmma {
 struct matrix_a {};
@@ -131,6 +144,7 @@ template <> inline float emu_to_float<__nv_bfloat16>(__nv_bfloat16 x)
 template <typename Use, typename T, typename L>
 inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, unsigned ldm)
 {
+    emu_wmma_check(p, ldm, sizeof(T), "wmma::load_matrix_sync");
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 16; c++)
             f.v[r * 16 + c] = emu_to_float(std::is_same<L, row_major>::value ? p[r * ldm + c]
@@ -139,6 +153,7 @@ inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, uns
 inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
                              unsigned ldm, layout_t l)
 {
+    emu_wmma_check(p, ldm, sizeof(float), "wmma::load_matrix_sync");
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 16; c++)
             f.v[r * 16 + c] = l == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
@@ -166,6 +181,7 @@ inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
                               unsigned ldm, layout_t l)
 {
+    emu_wmma_check(p, ldm, sizeof(float), "wmma::store_matrix_sync");
     for (int e = emu_lane(); e < 256; e += 32) {
         int r = e / 16, c = e % 16;
         if (l == mem_row_major) p[r * ldm + c] = f.v[e];
@@ -198,7 +214,9 @@ enum cudaDeviceAttr {
     cudaDevAttrComputeCapabilityMajor,
     cudaDevAttrComputeCapabilityMinor,
     cudaDevAttrMultiProcessorCount,
-    cudaDevAttrMaxSharedMemoryPerBlockOptin
+    cudaDevAttrMaxSharedMemoryPerBlockOptin,
+    cudaDevAttrMaxGridDimY,
+    cudaDevAttrMaxGridDimZ
 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
 #define cudaStreamNonBlocking 1u
@@ -219,9 +237,10 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind k,
                             cudaStream_t s);
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
-template <typename K> inline cudaError_t cudaFuncSetAttribute(K, cudaFuncAttribute, int)
+cudaError_t emu_func_set_attribute(const void *kern, cudaFuncAttribute a, int v);
+template <typename K> inline cudaError_t cudaFuncSetAttribute(K kern, cudaFuncAttribute a, int v)
 {
-    return cudaSuccess;
+    return emu_func_set_attribute(emu_kernel_key(kern), a, v);
 }
 template <typename V> inline cudaError_t cudaMalloc(V **p, size_t bytes)
 {
