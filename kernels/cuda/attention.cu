@@ -117,11 +117,18 @@ static void attn_fwd_launch(CudaState *st, T *out, float *lse, const T *qkv, int
     size_t smem = attn_fwd_smem<T, HSP, TB>();
     auto kern = attn_fwd_kernel<T, HSP, TB>;
     attn_set_smem(kern, smem);
-    dim3 grid(ceil_div(T_, TB), NH, B);
     const int threads = AttnGeom<T, HSP, TB>::THREADS;
     float scale = 1.0f / sqrtf((float)(C / NH));
-    LAUNCH(kern, grid, threads, smem, st->stream, out, lse, qkv, T_, C, NH,
-           scale);
+    /* gridDim.z (the batch) is at most st->max_grid_z = 65535, and --batch
+     * goes to 1 << 20 (B = 100000 at T = 8 is a legal run): launch slices of
+     * at most that many sequences, each with its tensors' pointers moved to
+     * its first sequence b0 (the kernel indexes from sequence 0). */
+    for (int b0 = 0; b0 < B; b0 += st->max_grid_z) {
+        const int nb = B - b0 < st->max_grid_z ? B - b0 : st->max_grid_z;
+        dim3 grid(ceil_div(T_, TB), NH, nb);
+        LAUNCH(kern, grid, threads, smem, st->stream, out + (size_t)b0 * T_ * C,
+               lse + (size_t)b0 * NH * T_, qkv + (size_t)b0 * T_ * 3 * C, T_, C, NH, scale);
+    }
 }
 
 /* The larger tile when its shared memory fits the device, else TB = 32. */
@@ -157,6 +164,9 @@ void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv,
 {
     CudaState *st = cuda_state(be);
     if (C % NH != 0) CUDA_FATAL("attention_forward: C = %d not divisible by NH = %d", C, NH);
+    if (NH > st->max_grid_y) /* heads go in gridDim.y */
+        CUDA_FATAL("attention_forward: NH = %d heads > %d (the grid's y limit)", NH,
+                   st->max_grid_y);
     if (B <= 0 || T <= 0) return;
     if (st->bf16) attn_fwd(st, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH);
     else attn_fwd(st, (float *)out, lse, (const float *)qkv, B, T, C, NH);

@@ -187,13 +187,19 @@ static void attn_bwd_launch(CudaState *st, T *dqkv, const T *dout, const T *qkv,
     auto kdq = attn_bwd_dq_kernel<T, HSP, TB>;
     attn_set_smem(kdkdv, smem);
     attn_set_smem(kdq, smem);
-    dim3 grid(ceil_div(T_, TB), NH, B);
     const int threads = AttnGeom<T, HSP, TB>::THREADS;
     float scale = 1.0f / sqrtf((float)(C / NH));
-    LAUNCH(kdkdv, grid, threads, smem, st->stream, dqkv, dout, qkv, out,
-           lse, T_, C, NH, scale);
-    LAUNCH(kdq, grid, threads, smem, st->stream, dqkv, dout, qkv, out, lse,
-           T_, C, NH, scale);
+    /* slices of at most st->max_grid_z sequences along gridDim.z, as in
+     * attn_fwd_launch; pointers moved to the slice's first sequence b0 */
+    for (int b0 = 0; b0 < B; b0 += st->max_grid_z) {
+        const int nb = B - b0 < st->max_grid_z ? B - b0 : st->max_grid_z;
+        dim3 grid(ceil_div(T_, TB), NH, nb);
+        const size_t o1 = (size_t)b0 * T_ * C, o3 = 3 * o1, ol = (size_t)b0 * NH * T_;
+        LAUNCH(kdkdv, grid, threads, smem, st->stream, dqkv + o3, dout + o1, qkv + o3, out + o1,
+               lse + ol, T_, C, NH, scale);
+        LAUNCH(kdq, grid, threads, smem, st->stream, dqkv + o3, dout + o1, qkv + o3, out + o1,
+               lse + ol, T_, C, NH, scale);
+    }
 }
 
 template <typename T, int HSP>
@@ -228,6 +234,9 @@ void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const vo
 {
     CudaState *st = cuda_state(be);
     if (C % NH != 0) CUDA_FATAL("attention_backward: C = %d not divisible by NH = %d", C, NH);
+    if (NH > st->max_grid_y) /* heads go in gridDim.y */
+        CUDA_FATAL("attention_backward: NH = %d heads > %d (the grid's y limit)", NH,
+                   st->max_grid_y);
     if (B <= 0 || T <= 0) return;
     if (st->bf16)
         attn_bwd(st, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out,

@@ -92,13 +92,15 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
     {
         /* the current device: device 0, or the one dist_select_device made
          * current for this rank before the backend opened */
-        int major = 0, minor = 0, sms = 0, optin = 0;
+        int major = 0, minor = 0, sms = 0, optin = 0, gy = 0, gz = 0;
         OPEN_TRY(cudaGetDevice(&st->device));
         OPEN_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, st->device));
         OPEN_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, st->device));
         OPEN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device));
         OPEN_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                         st->device));
+        OPEN_TRY(cudaDeviceGetAttribute(&gy, cudaDevAttrMaxGridDimY, st->device));
+        OPEN_TRY(cudaDeviceGetAttribute(&gz, cudaDevAttrMaxGridDimZ, st->device));
         if (major < 8) {
             snprintf(err, err_len,
                      "--device cuda: GPU has compute capability %d.%d; this build needs 8.0 or "
@@ -108,6 +110,8 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
         }
         st->num_sms = sms;
         st->smem_optin = (size_t)optin;
+        st->max_grid_y = gy;
+        st->max_grid_z = gz;
     }
     OPEN_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     OPEN_TRY(cudaMalloc(&st->workspace, CUDA_LT_WORKSPACE_BYTES));

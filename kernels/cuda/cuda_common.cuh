@@ -96,6 +96,8 @@ typedef struct CudaState {
     int device;
     int num_sms;
     size_t smem_optin;     /* max dynamic shared memory per block, bytes */
+    int max_grid_y;        /* max gridDim.y and gridDim.z: 65535 on every GPU so far */
+    int max_grid_z;
     cudaStream_t stream;   /* every op runs on it, in order */
     void *lt;              /* cublasLtHandle_t (void here so emu builds need no cuBLASLt) */
     void *workspace;       /* CUDA_LT_WORKSPACE_BYTES, cuBLASLt's */
