@@ -124,6 +124,7 @@ tests/cuda/check_kernels_emu: $(EMU_OBJ)
 cuda-emu-check: tests/cuda/check_kernels_emu
 	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
 	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention $(CHECK_ARGS)
+	EMU_ENC_SORT_CHUNK=256 ./tests/cuda/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
 # sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
 cuda-resources:

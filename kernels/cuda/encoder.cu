@@ -7,7 +7,9 @@
  *   (an exact rank by counting, so the order never depends on timing), then
  *   one block per distinct token sums that token's dout rows in increasing
  *   position order and adds the sum to its dwte row. Each dwte row has one
- *   writer. */
+ *   writer. The scratch holds ENC_SORT_CHUNK positions (4M int32); past
+ *   that, the positions go in chunks of that many, in order, each sorted and
+ *   added on its own (the chunking depends on N only). */
 #include "cuda_common.cuh"
 
 /* out(N,C) = wte[tokens[n]] + wpe[n % T]; grid-stride over N*C. */
@@ -100,22 +102,42 @@ __global__ void wte_backward_kernel(T *dwte, const T *dout, const int *tokens,
     }
 }
 
+/* Positions sorted per chunk: as many int32 as the scratch holds (4M). The
+ * emulator's EMU_ENC_SORT_CHUNK lowers it, so the checker's small shapes
+ * (N = 600) take the several-chunk path too. */
+#define ENC_SORT_CHUNK ((int)(CUDA_SCRATCH_BYTES / sizeof(int)))
+static int enc_sort_chunk(void)
+{
+#ifdef CUDA_EMU
+    const char *e = getenv("EMU_ENC_SORT_CHUNK");
+    if (e && atoi(e) > 0 && atoi(e) < ENC_SORT_CHUNK) return atoi(e);
+#endif
+    return ENC_SORT_CHUNK;
+}
+
 template <typename T>
 static void encoder_backward(CudaState *st, T *dwte, T *dwpe, const T *dout, const int *tokens,
                              int B, int T_, int C)
 {
     int N = B * T_;
-    if ((size_t)N * sizeof(int) > CUDA_SCRATCH_BYTES)
-        CUDA_FATAL("encoder_backward: B*T = %d positions exceed the %zu-byte scratch", N,
-                   (size_t)CUDA_SCRATCH_BYTES);
     int *sorted = (int *)st->scratch;
     auto kwpe = wpe_backward_kernel<T>;
     LAUNCH(kwpe, elementwise_grid((size_t)T_ * C, 256), 256, 0, st->stream, dwpe, dout, B, T_,
            C);
-    LAUNCH(token_sort_kernel, ceil_div(N, RANK_THREADS), RANK_THREADS, 0, st->stream, sorted,
-           tokens, N);
+    /* The planner allows B*T up to INT_MAX, past the 4M positions the
+     * scratch can sort at once (a small model at a large --batch gets
+     * there): chunks of positions [p0, p0 + n), in order, each sorted into
+     * the scratch and added to dwte before the next (stream order). One
+     * chunk, as before, whenever N <= 4M. */
     auto kwte = wte_backward_kernel<T>;
-    LAUNCH(kwte, N, 256, 0, st->stream, dwte, dout, tokens, sorted, N, C);
+    const int chunk = enc_sort_chunk();
+    for (int p0 = 0; p0 < N; p0 += chunk) {
+        const int n = N - p0 < chunk ? N - p0 : chunk;
+        LAUNCH(token_sort_kernel, ceil_div(n, RANK_THREADS), RANK_THREADS, 0, st->stream, sorted,
+               tokens + p0, n);
+        LAUNCH(kwte, n, 256, 0, st->stream, dwte, dout + (size_t)p0 * C, tokens + p0, sorted, n,
+               C);
+    }
 }
 
 void cuda_encoder_backward(Backend *be, void *dwte, void *dwpe, const void *dout,
