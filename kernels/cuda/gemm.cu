@@ -129,11 +129,16 @@ static void entry_build(CudaState *st, GemmEntry *e, const GemmKey *k, const voi
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof(al)));
     cublasLtMatmulHeuristicResult_t res;
+    memset(&res, 0, sizeof res);
     int found = 0;
-    CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)st->lt, e->desc, e->a, e->b,
-                                                e->d, e->d, pref, 1, &res, &found));
+    /* No algorithm for the problem comes back as CUBLAS_STATUS_NOT_SUPPORTED
+     * (not as found = 0): name the problem below rather than the call. */
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)st->lt, e->desc, e->a,
+                                                       e->b, e->d, e->d, pref, 1, &res, &found);
+    if (hs != CUBLAS_STATUS_NOT_SUPPORTED)
+        cublas_check_(hs, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
-    if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS)
+    if (hs != CUBLAS_STATUS_SUCCESS || found < 1 || res.state != CUBLAS_STATUS_SUCCESS)
         CUDA_FATAL("cuBLASLt has no algorithm for m=%d n=%d k=%d ta=%d tb=%d lda=%d ldb=%d "
                    "ldd=%d %s->%s bias=%d align=%d",
                    k->m, k->n, k->k, k->ta, k->tb, k->lda, k->ldb, k->ldd,
