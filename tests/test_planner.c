@@ -93,6 +93,18 @@ Test(planner, head_never_holds_full_logits)
     cr_expect_eq(p.bytes[MEM_HEAD], (size_t)p.loss_chunk * 50304 * 4);
 }
 
+/* The tiny model with 3 layers on a fresh cpu backend (returned, for
+ * backend_close after gpt_free). */
+static Backend *init_three_layers(GPT *g, int B, int T, int mode)
+{
+    GPTConfig cfg = tu_tiny_config();
+    cfg.num_layers = 3;
+    Backend *be = tu_cpu();
+    char err[256];
+    cr_assert_eq(gpt_init(g, &cfg, be, B, T, mode, 0, err, sizeof err), 0, "%s", err);
+    return be;
+}
+
 /* The arenas reserve exactly the planner's bytes and the model carves
  * every byte of them: high-water == planner, per category. T = 5 makes
  * every buffer size an odd multiple of 4 bytes, so the planner's rounding
@@ -102,13 +114,9 @@ Test(planner, arenas_allocate_exactly_the_plan)
     static const int shapes[][2] = {{2, 8}, {1, 5}, {3, 5}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (int mode = 0; mode <= RECOMPUTE_SELECTIVE; mode++) {
-            GPTConfig cfg = tu_tiny_config();
-            cfg.num_layers = 3;
-            Backend *be = tu_cpu();
             GPT g;
-            char err[256];
             int B = shapes[si][0], T = shapes[si][1];
-            cr_assert_eq(gpt_init(&g, &cfg, be, B, T, mode, 0, err, sizeof err), 0, "%s", err);
+            Backend *be = init_three_layers(&g, B, T, mode);
             for (int c = 0; c < MEM_NUM_CATEGORIES; c++) {
                 cr_expect_eq(g.arenas[c].size, g.plan.bytes[c], "B=%d T=%d mode %d %s", B, T,
                              mode, planner_category_name(c));
@@ -131,12 +139,8 @@ Test(planner, arenas_allocate_exactly_the_plan)
 Test(planner, every_buffer_is_256_byte_aligned)
 {
     for (int mode = 0; mode <= RECOMPUTE_SELECTIVE; mode++) {
-        GPTConfig cfg = tu_tiny_config();
-        cfg.num_layers = 3;
-        Backend *be = tu_cpu();
         GPT g;
-        char err[256];
-        cr_assert_eq(gpt_init(&g, &cfg, be, 1, 5, mode, 0, err, sizeof err), 0, "%s", err);
+        Backend *be = init_three_layers(&g, 1, 5, mode);
         for (int i = 0; i < g.sched.n_res_slots; i++)
             cr_expect(ALIGNED(g.res_slots[i]), "mode %d residual slot %d at %p", mode, i,
                       g.res_slots[i]);
