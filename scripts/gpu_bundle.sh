@@ -16,8 +16,24 @@
 #
 # glibc: the binaries need the glibc they were linked against (2.36 here,
 # Debian 12) or newer; the GPU image's is newer.
+#
+#   scripts/gpu_bundle.sh --source-hash
+#                                    prints the hash of the sources a bundle is
+#                                    built from (every .c .h .cu .cuh .cpp and
+#                                    the Makefile, outside build/ and .git/):
+#                                    gpu_check.sh compares it with the bundle's
+#                                    so a stale bundle is not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source_hash() {
+    find . \( -path ./build -o -path ./.git -o -path ./gpu_bundle \) -prune -o -type f \
+        \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
+        -o -name Makefile \) -print | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
+}
+if [ "${1:-}" = --source-hash ]; then
+    source_hash
+    exit 0
+fi
 make -j"$(nproc)" train_gpt tests/cuda/check_kernels
 ./train_gpt --help >/dev/null
 if [ "$(nm train_gpt | grep -c cuda_backend_open)" -eq 0 ]; then
@@ -48,6 +64,7 @@ ldd train_gpt tests/cuda/check_kernels | awk '$2 == "=>" && $3 ~ /^\// {print $1
 
 {
     echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+    echo "sources $(source_hash)"
     echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), glibc $(ldd --version | head -1 | awk '{print $NF}')"
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
     echo "nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"

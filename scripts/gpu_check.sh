@@ -130,7 +130,12 @@ if [ -f gpu_bundle/bundle.tar.xz ]; then
         export LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}"
         cat "$WORK/bundle/MANIFEST" >>"$OUT/build.log"
         ldd ./train_gpt >>"$OUT/build.log" 2>&1
-        if ./train_gpt --help >/dev/null 2>>"$OUT/build.log"; then
+        want=$(awk '$1 == "sources" {print $2}' "$WORK/bundle/MANIFEST")
+        have=$(scripts/gpu_bundle.sh --source-hash)
+        if [ "$want" != "$have" ]; then
+            row "build (prebuilt gpu_bundle, sm_80 + sm_90)" FAIL "stale bundle: built from sources $want, these are $have; rerun scripts/gpu_bundle.sh"
+            finish
+        elif ./train_gpt --help >/dev/null 2>>"$OUT/build.log"; then
             row "build (prebuilt gpu_bundle, sm_80 + sm_90)" PASS "$(head -1 "$WORK/bundle/MANIFEST"); $(sed -n 3p "$WORK/bundle/MANIFEST")"
         else
             row "build (prebuilt gpu_bundle, sm_80 + sm_90)" FAIL "./train_gpt does not start: $(grep -m1 -E 'not found|error' "$OUT/build.log")"
