@@ -136,7 +136,7 @@ if [ -f gpu_bundle/bundle.tar.xz ]; then
             row "build (prebuilt gpu_bundle, sm_80 + sm_90)" FAIL "stale bundle: built from sources $want, these are $have; rerun scripts/gpu_bundle.sh"
             finish
         elif ./train_gpt --help >/dev/null 2>>"$OUT/build.log"; then
-            row "build (prebuilt gpu_bundle, sm_80 + sm_90)" PASS "$(head -1 "$WORK/bundle/MANIFEST"); $(sed -n 3p "$WORK/bundle/MANIFEST")"
+            row "build (prebuilt gpu_bundle, sm_80 + sm_90)" PASS "$(head -1 "$WORK/bundle/MANIFEST"); sources $want; $(grep '^nvcc' "$WORK/bundle/MANIFEST")"
         else
             row "build (prebuilt gpu_bundle, sm_80 + sm_90)" FAIL "./train_gpt does not start: $(grep -m1 -E 'not found|error' "$OUT/build.log")"
             finish
