@@ -238,7 +238,9 @@ perf() {
     fi
     if train "$name" --device cuda --dtype bf16 --layers "$L" --channels "$C" --heads "$NH" \
         --seq-len 1024 --batch "$B" --steps 12 --recompute "$r" "${FULL[@]}" "$@"; then
-        row "$name" PASS "$($TOOLS stats "$WORK/$name.jsonl" 2 "$L" "$C" 50257 1024)"
+        local d
+        if d=$($TOOLS stats "$WORK/$name.jsonl" 2 "$L" "$C" 50257 1024); then row "$name" PASS "$d"
+        else row "$name" FAIL "$d"; fi
     else
         row "$name" FAIL "train_gpt failed: $(section "$name" | grep -m1 -iE 'error|out of')"
         return 1
