@@ -8,6 +8,8 @@
                                   and memory (planner total vs measured);
                                   exit 1 when they differ by more than 2%
   mem LOG                         just the memory: planner total vs measured
+  ratio LOG_A LOG_B WARMUP TARGET tokens/s of B over A; exit 1 below TARGET
+  mfu LOG WARMUP L C V T TARGET   MFU of one run; exit 1 below TARGET
 
 --dump-grads files are float32: the loss, then every gradient in llm.c's
 parameter order. Errors per tensor are max|got - ref| / max|ref|.
@@ -165,9 +167,38 @@ def cmd_stats(path, warmup, L, C, V, T):
     return 0 if abs(mem_diff_pct(summary)) <= MEM_TOLERANCE_PCT else 1
 
 
+def median_tps(path, warmup):
+    steps, _ = read_log(path)
+    timed = steps[int(warmup):]
+    return statistics.median(s["tokens_per_s"] for s in timed) if timed else None
+
+
+def cmd_ratio(log_a, log_b, warmup, target):
+    """tokens/s of run B over run A (medians after warm-up), against target."""
+    a, b, target = median_tps(log_a, warmup), median_tps(log_b, warmup), float(target)
+    if not a or not b:
+        print("missing timed steps")
+        return 1
+    print(f"{b:,.0f} / {a:,.0f} tok/s = {b / a:.3f} (target >= {target})")
+    return 0 if b / a >= target else 1
+
+
+def cmd_mfu(path, warmup, L, C, V, T, target):
+    """MFU of one run (cmd_stats' formula) against target (a fraction)."""
+    L, C, V, T, target = int(L), int(C), int(V), int(T), float(target)
+    tps = median_tps(path, warmup)
+    if not tps:
+        print("missing timed steps")
+        return 1
+    n_params = sum(s for _, s in param_sizes(L, C, V, T))
+    mfu = tps * (6 * n_params + 6 * L * C * T) / PEAK_FLOPS
+    print(f"MFU {mfu:.1%} (target >= {target:.0%})")
+    return 0 if mfu >= target else 1
+
+
 def main():
     cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats,
-            "mem": cmd_mem}
+            "mem": cmd_mem, "ratio": cmd_ratio, "mfu": cmd_mfu}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         return 2
