@@ -144,6 +144,44 @@ int schedule_build_segments(Schedule *s, int L, int k, char *err, size_t err_len
     return 0; /* 3L steps: schedule_init's capacity, so no push grew the array */
 }
 
+int schedule_build_inputs_kept(Schedule *s, int L, int n_full, int n_sel, char *err,
+                               size_t err_len)
+{
+    memset(s, 0, sizeof *s);
+    if (L < 1 || n_full < 0 || n_sel < 0 || n_full > L - n_sel) {
+        snprintf(err, err_len, "schedule: %d full and %d selective tapes do not fit %d layers",
+                 n_full, n_sel, L);
+        return -1;
+    }
+    /* Blocks [0, n_re) are re-forwarded, [n_re, n_re + n_sel) keep a
+     * selective tape, the rest a full one. Tape slot l - n_re holds block
+     * l's kept tape. Residual slot l holds x_l, as in mode 1. The
+     * re-forwarded blocks need one full tape, before the head (they run
+     * first) and after every kept tape's backward (they are the lowest):
+     * block L-1's slot when it keeps a full tape, so no workspace tape at
+     * all; else slot n_kept, dropped by finalize when unused. */
+    int n_kept = n_full + n_sel, n_re = L - n_kept, work = n_full > 0 ? n_kept - 1 : n_kept;
+    if (schedule_init(s, RECOMPUTE_AUTO, L, L, n_kept + 1) != 0) {
+        snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
+        return -1;
+    }
+    memset(s->tape_kind, TAPE_SELECTIVE, (size_t)n_sel);
+    for (int l = 0; l < L; l++)
+        schedule_push(s, STEP_FORWARD, l, l, l == L - 1 ? SLOT_FINAL : l + 1,
+                      l < n_re ? work : l - n_re);
+    s->n_forward = s->n_steps;
+    for (int l = L - 1; l >= 0; l--) {
+        if (l < n_re) schedule_push(s, STEP_FORWARD, l, l, SLOT_NONE, work);
+        schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, l < n_re ? work : l - n_re);
+    }
+    /* 2L + n_re <= 3L steps: schedule_init's capacity, so no push failed */
+    if (schedule_finalize(s, err, err_len) != 0) {
+        schedule_free(s);
+        return -1;
+    }
+    return 0;
+}
+
 void schedule_free(Schedule *s)
 {
     free(s->steps);

@@ -63,7 +63,7 @@ typedef struct {
 typedef struct {
     int mode;          /* RecomputeMode that generated it */
     int num_layers;
-    int checkpoint_every; /* RECOMPUTE_SEGMENTS: k; 0 otherwise */
+    int checkpoint_every; /* segments (mode 2, or auto when it picks them): k; 0 otherwise */
     int embed_slot;    /* residual slot the embedding writes x_0 into */
     int n_res_slots, n_res_stored;
     int n_tape_slots, n_tape_stored;
@@ -81,6 +81,19 @@ int schedule_build(Schedule *s, int mode, int num_layers, char *err, size_t err_
  * segment is re-run from its checkpoint with full tapes (k workspace tapes,
  * k-1 workspace inputs) and then back-propagated. 1 <= k <= L. */
 int schedule_build_segments(Schedule *s, int num_layers, int k, char *err, size_t err_len);
+/* The schedules --recompute auto searches past the solver's layer limit
+ * (planner_auto_family in planner.h): every block input x_l is stored (L
+ * residual slots, as in mode 1); the top n_full blocks keep a full tape,
+ * the n_sel blocks below them a selective tape, and the lowest
+ * L - n_full - n_sel blocks are re-forwarded in backward into one full
+ * tape, as mode 1 does. That tape is block L-1's kept one when n_full > 0
+ * (its backward runs before any re-forward, so the slot is free by then;
+ * the solver finds the same sharing), else one workspace tape. n_full = L
+ * is mode 0's program, n_sel = L selective's, n_full = n_sel = 0 mode 1's;
+ * the mode is RECOMPUTE_AUTO in all. Finalized.
+ * n_full, n_sel >= 0, n_full + n_sel <= L. */
+int schedule_build_inputs_kept(Schedule *s, int num_layers, int n_full, int n_sel, char *err,
+                               size_t err_len);
 /* round(sqrt(L)), the default --checkpoint-every. */
 int schedule_default_checkpoint_every(int num_layers);
 void schedule_free(Schedule *s);
