@@ -128,26 +128,44 @@ int planner_parse_bytes(const char *s, size_t *out);
 char *planner_format_bytes(size_t bytes, char *buf, size_t len);
 
 /* ---- --recompute auto (planner_modes.c) ---- */
+/* Where auto's schedule comes from. Up to SOLVER_MAX_LAYERS (64) layers the
+ * solver's DP (solver.h), optimal over every schedule it models. Past it
+ * the DP's tables (L^4) are too large, and auto searches two families in
+ * closed form instead, O(L) candidates: every block input kept with full
+ * tapes on the top blocks and selective tapes below them
+ * (schedule_build_inputs_kept), and, for budgets below mode 1's peak,
+ * Chen's segments for every k (schedule_build_segments). */
+typedef enum { AUTO_SOLVER = 0, AUTO_INPUTS_KEPT = 1, AUTO_SEGMENTS = 2 } AutoFamily;
+
 typedef struct {
     int fits;               /* 1: peak <= budget; 0: nothing fits, the schedule is the
                              * smallest-peak one */
     size_t peak;            /* planner total of the chosen schedule */
-    size_t min_peak;        /* smallest peak any schedule reaches at this shape */
+    size_t min_peak;        /* smallest peak any schedule searched reaches at this shape */
     long long recompute_flops;
     int n_res, n_full, n_sel; /* slots of the chosen schedule */
+    int family;             /* AutoFamily that produced it */
+    int checkpoint_every;   /* AUTO_SEGMENTS: k; 0 otherwise */
 } AutoResult;
 
 /* The schedule with the least recomputed FLOPs whose planned peak fits
- * budget; when none fits, the smallest-peak schedule with fits = 0. Writes
- * the schedule into *sched (caller frees). Returns 0, or -1 with a reason
- * in err (bad shape, too many layers for the solver, out of memory). */
+ * budget (ties: fewer bytes); when none fits, the smallest-peak schedule
+ * (ties: less recompute) with fits = 0. The solver's DP up to
+ * SOLVER_MAX_LAYERS layers, planner_auto_family past it. Writes the
+ * schedule into *sched (caller frees). Returns 0, or -1 with a reason in
+ * err (bad shape, out of memory, or an internal mismatch between the
+ * search's bytes or FLOPs and planner_plan's or flops_recompute's). */
 int planner_auto(const PlanInput *in, size_t budget, Schedule *sched, AutoResult *res,
                  char *err, size_t err_len);
+/* The same over the restricted families only (AUTO_INPUTS_KEPT, then
+ * AUTO_SEGMENTS), at any layer count: what planner_auto does past the
+ * solver's limit, callable below it to compare with the DP. */
+int planner_auto_family(const PlanInput *in, size_t budget, Schedule *sched, AutoResult *res,
+                        char *err, size_t err_len);
 
 /* One row of the --plan table. */
 typedef struct {
     int mode, checkpoint_every;
-    int available;          /* 0: auto past the solver's layer limit; nothing else is set */
     int fits;               /* auto: a schedule fits the budget at this B */
     size_t stored, workspace, peak;
     long long recompute_flops, step_flops;
@@ -157,7 +175,8 @@ typedef struct {
 #define PLAN_NUM_ROWS 5     /* 0, selective, 1, 2, auto */
 
 /* Rows for modes 0, selective, 1, 2 (checkpoint_every k; 0 = default) and
- * auto at budget, each from planner_plan / planner_auto and flops.h.
+ * auto at budget, each from planner_plan / planner_auto and flops.h. Past
+ * SOLVER_MAX_LAYERS the auto row is planner_auto_family's.
  * Returns 0, or -1 with a reason in err. */
 int planner_mode_rows(const PlanInput *in, size_t budget, int checkpoint_every,
                       PlanRow rows[PLAN_NUM_ROWS], char *err, size_t err_len);

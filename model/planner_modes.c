@@ -32,44 +32,182 @@ static SolverTable *auto_table(const PlanInput *in, size_t budget, FlopCounts *f
     return solver_table_build(L, &c, cap_full, cap_sel, err, err_len);
 }
 
-static int auto_with_table(const PlanInput *in, size_t budget, const SolverTable *t,
-                           const FlopCounts *fc, Schedule *s, AutoResult *res, char *err,
-                           size_t err_len)
+/* The chosen schedule's numbers into *res, checked against what the search
+ * predicted: its byte and work model must be the planner's and flops.h's to
+ * the byte and the FLOP; a mismatch is a bug, never a silent plan. Frees s
+ * on failure. */
+static int auto_finish(const PlanInput *in, const FlopCounts *fc, Schedule *s, size_t bytes,
+                       long long recompute, const char *what, AutoResult *res, char *err,
+                       size_t err_len)
 {
-    PlanUnits u;
-    SolverChoice ch, smallest;
     MemoryPlan p;
-    int L = in->cfg.num_layers;
-    planner_units(in, &u);
-    memset(res, 0, sizeof *res);
-    res->fits = solver_pick(t, L, &u, budget, &ch);
-    solver_pick(t, L, &u, 0, &smallest);
-    res->min_peak = smallest.bytes;
-    if (solver_schedule(t, L, &ch, s, err, err_len) != 0) return -1;
+    char verr[256];
     planner_plan(in, s, &p);
     res->peak = p.total;
     res->recompute_flops = flops_recompute(fc, s);
     res->n_res = s->n_res_slots;
     res->n_sel = schedule_count_tapes(s, TAPE_SELECTIVE, NULL);
     res->n_full = s->n_tape_slots - res->n_sel;
-    /* The solver's byte and work model must be the planner's and flops.h's
-     * to the byte and the FLOP; a mismatch is a bug, never a silent plan. */
-    char verr[256];
-    if (schedule_validate(s, verr, sizeof verr) != 0 || p.total != ch.bytes ||
-        res->recompute_flops != ch.recompute) {
-        snprintf(err, err_len, "--recompute auto: internal error: solver schedule %s "
-                 "(planned %zu bytes, solver %zu; recompute %lld, solver %lld)",
-                 schedule_validate(s, verr, sizeof verr) ? verr : "valid", p.total, ch.bytes,
-                 res->recompute_flops, ch.recompute);
+    int invalid = schedule_validate(s, verr, sizeof verr) != 0;
+    if (invalid || p.total != bytes || res->recompute_flops != recompute) {
+        snprintf(err, err_len, "--recompute auto: internal error: %s schedule %s (planned %zu "
+                 "bytes, search %zu; recompute %lld, search %lld)", what,
+                 invalid ? verr : "valid", p.total, bytes, res->recompute_flops, recompute);
         schedule_free(s);
         return -1;
     }
     return 0;
 }
 
+static int auto_with_table(const PlanInput *in, size_t budget, const SolverTable *t,
+                           const FlopCounts *fc, Schedule *s, AutoResult *res, char *err,
+                           size_t err_len)
+{
+    PlanUnits u;
+    SolverChoice ch, smallest;
+    int L = in->cfg.num_layers;
+    planner_units(in, &u);
+    memset(res, 0, sizeof *res);
+    res->family = AUTO_SOLVER;
+    res->fits = solver_pick(t, L, &u, budget, &ch);
+    solver_pick(t, L, &u, 0, &smallest);
+    res->min_peak = smallest.bytes;
+    if (solver_schedule(t, L, &ch, s, err, err_len) != 0) return -1;
+    return auto_finish(in, fc, s, ch.bytes, ch.recompute, "solver", res, err, err_len);
+}
+
+/* One schedule of the restricted families: AUTO_INPUTS_KEPT with n_full
+ * and n_sel kept tapes, or AUTO_SEGMENTS with segments of k blocks. */
+typedef struct {
+    int family, n_full, n_sel, k;
+    size_t bytes;
+    long long recompute;
+} FamilyCand;
+
+typedef struct {
+    const PlanUnits *u;
+    const FlopCounts *fc;
+    int L;
+    size_t budget;
+    int any_fits, any;
+    FamilyCand best;     /* least recompute within budget (ties: fewer bytes) */
+    FamilyCand smallest; /* fewest bytes (ties: less recompute) */
+} FamilySearch;
+
+static void family_consider(FamilySearch *fs, FamilyCand c)
+{
+    if (c.bytes <= fs->budget &&
+        (!fs->any_fits || c.recompute < fs->best.recompute ||
+         (c.recompute == fs->best.recompute && c.bytes < fs->best.bytes))) {
+        fs->best = c;
+        fs->any_fits = 1;
+    }
+    if (!fs->any || c.bytes < fs->smallest.bytes ||
+        (c.bytes == fs->smallest.bytes && c.recompute < fs->smallest.recompute)) {
+        fs->smallest = c;
+        fs->any = 1;
+    }
+}
+
+/* Inputs kept: L residual slots and the kept tapes, plus a workspace full
+ * tape when blocks are re-forwarded and no kept full tape can serve as one
+ * (schedule_build_inputs_kept); each re-forward stops at the GELU
+ * (block_fwd_noout), each selective tape rebuilds LN1, LN2 and GELU in
+ * backward (block_sel). */
+static FamilyCand family_inputs_kept(const FamilySearch *fs, int n_full, int n_sel)
+{
+    int n_re = fs->L - n_full - n_sel;
+    FamilyCand c = {AUTO_INPUTS_KEPT, n_full, n_sel, 0, 0, 0};
+    c.bytes = planner_slots_total(fs->u, fs->L, n_full + (n_re > 0 && n_full == 0), n_sel);
+    c.recompute = n_re * fs->fc->block_fwd_noout + n_sel * fs->fc->block_sel;
+    return c;
+}
+
+/* Segments of k: ceil(L/k) stored checkpoints, k-1 workspace inputs and k
+ * workspace full tapes; every block is re-run once, writing its output
+ * (block_fwd) except the last of each segment (block_fwd_noout). */
+static FamilyCand family_segments(const FamilySearch *fs, int k)
+{
+    int nseg = (fs->L + k - 1) / k;
+    FamilyCand c = {AUTO_SEGMENTS, 0, 0, k, 0, 0};
+    c.bytes = planner_slots_total(fs->u, nseg + k - 1, k, 0);
+    c.recompute = (long long)(fs->L - nseg) * fs->fc->block_fwd +
+                  (long long)nseg * fs->fc->block_fwd_noout;
+    return c;
+}
+
+/* The (n_full, n_sel) plane has O(L^2) points, but for a fixed n_full only
+ * three can win. With m = L - n_full blocks below the full tapes: n_sel = m
+ * (nothing re-forwarded: the least recompute at this n_full), and among
+ * n_sel < m, where bytes grow and recompute falls with n_sel
+ * (block_sel < block_fwd_noout), n_sel = 0 (the fewest bytes) and the
+ * largest n_sel that fits. (For n_full > 0 the byte formula is the same at
+ * n_sel = m; the separate case only matters at n_full = 0.) So the search
+ * is O(L), which keeps --plan's max_B bisection (about 60 searches) fast at
+ * 4096 layers. Returns 1 when a candidate fits. */
+static int family_search(const PlanInput *in, size_t budget, FamilySearch *fs, PlanUnits *u,
+                         FlopCounts *fc)
+{
+    int L = in->cfg.num_layers;
+    planner_units(in, u);
+    flops_count(&in->cfg, in->B, in->T, fc);
+    memset(fs, 0, sizeof *fs);
+    fs->u = u;
+    fs->fc = fc;
+    fs->L = L;
+    fs->budget = budget;
+    for (int n_full = 0; n_full <= L; n_full++) {
+        int m = L - n_full;
+        family_consider(fs, family_inputs_kept(fs, n_full, m));
+        if (m == 0) continue;
+        family_consider(fs, family_inputs_kept(fs, n_full, 0));
+        /* bytes(n_sel) = base + n_sel * sel for 0 < n_sel < m */
+        size_t base = planner_slots_total(u, L, n_full > 0 ? n_full : 1, 0) + u->sel_ws;
+        if (m >= 2 && base <= budget && (budget - base) / u->sel >= 1) {
+            size_t most = (budget - base) / u->sel;
+            int n_sel = most < (size_t)(m - 1) ? (int)most : m - 1;
+            family_consider(fs, family_inputs_kept(fs, n_full, n_sel));
+        }
+    }
+    for (int k = 1; k <= L; k++) family_consider(fs, family_segments(fs, k));
+    return fs->any_fits;
+}
+
+int planner_auto_family(const PlanInput *in, size_t budget, Schedule *s, AutoResult *res,
+                        char *err, size_t err_len)
+{
+    FamilySearch fs;
+    PlanUnits u;
+    FlopCounts fc;
+    memset(res, 0, sizeof *res);
+    memset(s, 0, sizeof *s);
+    if (in->cfg.num_layers < 1) {
+        snprintf(err, err_len, "--recompute auto: need at least one layer (got %d)",
+                 in->cfg.num_layers);
+        return -1;
+    }
+    res->fits = family_search(in, budget, &fs, &u, &fc);
+    res->min_peak = fs.smallest.bytes;
+    const FamilyCand *c = res->fits ? &fs.best : &fs.smallest;
+    res->family = c->family;
+    if (c->family == AUTO_SEGMENTS) {
+        if (schedule_build_segments(s, in->cfg.num_layers, c->k, err, err_len) != 0) return -1;
+        s->mode = RECOMPUTE_AUTO;
+        res->checkpoint_every = c->k;
+    } else if (schedule_build_inputs_kept(s, in->cfg.num_layers, c->n_full, c->n_sel, err,
+                                          err_len) != 0) {
+        return -1;
+    }
+    return auto_finish(in, &fc, s, c->bytes, c->recompute,
+                       c->family == AUTO_SEGMENTS ? "segments" : "inputs-kept", res, err,
+                       err_len);
+}
+
 int planner_auto(const PlanInput *in, size_t budget, Schedule *s, AutoResult *res, char *err,
                  size_t err_len)
 {
+    if (in->cfg.num_layers > SOLVER_MAX_LAYERS)
+        return planner_auto_family(in, budget, s, res, err, err_len);
     FlopCounts fc;
     SolverTable *t = auto_table(in, budget, &fc, err, err_len);
     if (!t) return -1;
@@ -80,7 +218,8 @@ int planner_auto(const PlanInput *in, size_t budget, Schedule *s, AutoResult *re
 
 /* Does micro-batch B (same T) fit budget: the fixed schedule s, or, when s
  * is NULL, any schedule the solver can make (its feasibility does not
- * depend on B). */
+ * depend on B), or, when t is NULL too (past the solver's layer limit),
+ * any schedule of the restricted families. */
 static int fits_at(const PlanInput *in, int B, size_t budget, const Schedule *s,
                    const SolverTable *t)
 {
@@ -92,6 +231,11 @@ static int fits_at(const PlanInput *in, int B, size_t budget, const Schedule *s,
         return p.total <= budget;
     }
     PlanUnits u;
+    if (!t) {
+        FamilySearch fs;
+        FlopCounts fc;
+        return family_search(&b, budget, &fs, &u, &fc);
+    }
     SolverChoice ch;
     planner_units(&b, &u);
     return solver_pick(t, b.cfg.num_layers, &u, budget, &ch);
@@ -140,25 +284,22 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, PlanRow rows[PL
     int L = in->cfg.num_layers;
     if (k == 0) k = schedule_default_checkpoint_every(L);
     FlopCounts fc;
-    char terr[256];
-    /* Past the solver's layer limit the auto row is marked unavailable and
-     * the others are still printed. */
-    SolverTable *t = auto_table(in, budget, &fc, terr, sizeof terr);
-    if (!t && L <= SOLVER_MAX_LAYERS) {
-        snprintf(err, err_len, "%s", terr);
-        return -1;
-    }
+    /* Past the solver's layer limit there is no table: the auto row is
+     * planner_auto_family's. */
+    SolverTable *t = NULL;
+    flops_count(&in->cfg, in->B, in->T, &fc);
+    if (L <= SOLVER_MAX_LAYERS && !(t = auto_table(in, budget, &fc, err, err_len))) return -1;
     int rc = -1;
     for (int i = 0; i < PLAN_NUM_ROWS; i++) {
         Schedule s;
         PlanRow *row = &rows[i];
         memset(row, 0, sizeof *row);
         row->mode = modes[i];
-        row->available = modes[i] != RECOMPUTE_AUTO || t != NULL;
-        if (!row->available) continue;
         if (modes[i] == RECOMPUTE_AUTO) {
             AutoResult ar;
-            if (auto_with_table(in, budget, t, &fc, &s, &ar, err, err_len) != 0) goto done;
+            if ((t ? auto_with_table(in, budget, t, &fc, &s, &ar, err, err_len)
+                   : planner_auto_family(in, budget, &s, &ar, err, err_len)) != 0)
+                goto done;
             row->fits = ar.fits;
         } else {
             int b = modes[i] == RECOMPUTE_SEGMENTS
@@ -193,11 +334,6 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, char
     for (int i = 0; i < PLAN_NUM_ROWS; i++) {
         const PlanRow *r = &rows[i];
         char name[32];
-        if (!r->available) {
-            fprintf(f, "%-10s n/a: the solver handles up to %d layers\n", "auto",
-                    SOLVER_MAX_LAYERS);
-            continue;
-        }
         switch (r->mode) {
         case RECOMPUTE_NONE: snprintf(name, sizeof name, "0"); break;
         case RECOMPUTE_BLOCK: snprintf(name, sizeof name, "1"); break;
@@ -212,9 +348,14 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, char
     fprintf(f, "stored/L/tok: stored bytes per layer per token. recompute%%: re-done forward "
                "FLOPs over one step's forward+backward FLOPs (flops.h). max_B: largest micro-"
                "batch at T=%d whose peak fits the budget (for auto: with any schedule, however "
-               "much it recomputes).%s\n", in->T,
-            rows[PLAN_NUM_ROWS - 1].fits || !rows[PLAN_NUM_ROWS - 1].available ? ""
-                                         : " auto:none: nothing fits; the row is the smallest "
-                                           "peak any schedule reaches.");
+               "much it recomputes).%s", in->T,
+            rows[PLAN_NUM_ROWS - 1].fits ? "" : " auto:none: nothing fits; the row is the "
+                                                "smallest peak any schedule reaches.");
+    if (in->cfg.num_layers > SOLVER_MAX_LAYERS)
+        fprintf(f, " auto past %d layers (the solver's limit): inputs kept + top tapes, or "
+                   "segments: every block input stored, full tapes on the top blocks and "
+                   "selective tapes below them, the rest re-forwarded; below mode 1's peak, "
+                   "Chen's segments for every k.", SOLVER_MAX_LAYERS);
+    fprintf(f, "\n");
     return 0;
 }
