@@ -53,11 +53,6 @@ int train_memory_check(const TrainOptions *o, const GPTConfig *cfg, char *err, s
                  cfg->num_layers, o->checkpoint_every);
         return 2;
     }
-    if (o->recompute == RECOMPUTE_AUTO && !o->plan && cfg->num_layers > SOLVER_MAX_LAYERS) {
-        snprintf(err, len, "--recompute auto: the solver handles up to %d layers (got %d); use "
-                           "0, 1, 2 or selective", SOLVER_MAX_LAYERS, cfg->num_layers);
-        return 2;
-    }
     return 0;
 }
 
@@ -68,6 +63,20 @@ static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType d
                     .loss_chunk = o->loss_chunk, .world_size = shard->world,
                     .zero = shard->zero};
     return in;
+}
+
+/* Past the solver's layer limit, say which restricted search chose the
+ * schedule (planner.h, AutoFamily); the DP's choice needs no note. */
+static void auto_print_family(FILE *f, const GPTConfig *cfg, const AutoResult *r)
+{
+    if (r->family == AUTO_SOLVER) return;
+    fprintf(f, "recompute auto: %d layers, past the solver's %d: searched every block input kept "
+               "with full tapes on the top blocks and selective below, or segments; ",
+            cfg->num_layers, SOLVER_MAX_LAYERS);
+    if (r->family == AUTO_SEGMENTS)
+        fprintf(f, "chose segments of k = %d blocks\n", r->checkpoint_every);
+    else
+        fprintf(f, "chose every input kept\n");
 }
 
 int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
@@ -81,6 +90,7 @@ int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *
         AutoResult r;
         if (planner_auto(&in, budget, s, &r, err, len) != 0) return -1;
         if (!r.fits) {
+            auto_print_family(stderr, cfg, &r);
             fprintf(stderr, "the schedule with the smallest peak at this shape:\n");
             schedule_print(stderr, s, 1);
             schedule_free(s);
@@ -96,6 +106,7 @@ int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *
         printf("recompute auto: predicted peak %zu bytes within the budget of %zu; recomputes "
                "%.2f%% of a step's FLOPs\n", r.peak, budget,
                100.0 * (double)r.recompute_flops / (double)f.step);
+        auto_print_family(stdout, cfg, &r);
         schedule_print(stdout, s, 0);
         return 0;
     }

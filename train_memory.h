@@ -21,14 +21,16 @@
  * Returns 0, or -1 with err. */
 int train_memory_budget(Backend *be, size_t *budget, char *err, size_t len);
 
-/* Checks that need the model's shape (--checkpoint-every <= layers; auto's
- * layer limit), before anything is opened. Returns 0, or 2 with a one-line
- * message in err. */
+/* Checks that need the model's shape (--checkpoint-every <= layers),
+ * before anything is opened. Returns 0, or 2 with a one-line message in
+ * err. */
 int train_memory_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size_t len);
 
 /* The schedule --recompute asks for, planned on be's dtype for this rank
  * (shard: world size and ZeRO-1, which change the optimizer's bytes).
- * auto: the least recompute within the budget; when nothing fits, prints
+ * auto: the least recompute within the budget (planner_auto: the solver up
+ * to 64 layers, a restricted search past it, which is named in what is
+ * printed); when nothing fits, prints
  * the schedule with the smallest achievable peak to stderr and returns 2
  * with that peak in err. Other modes: returns 2 with err when
  * --memory-budget is given and the plan exceeds it. Returns 0, 2 (exit 2)

@@ -77,27 +77,80 @@ Test(train_memory, plan_prints_the_planners_table)
     free(out), free(err), free(want), free(d);
 }
 
-Test(train_memory, auto_below_the_minimum_exits_2_with_the_smallest_peak)
+/* --plan past the solver's limit: a numeric auto row from the restricted
+ * search, and the same table planner_print_modes prints. */
+Test(train_memory, plan_past_64_layers_has_an_auto_row)
+{
+    char *d = tu_tempdir(), *out, *err, *want = NULL, e[256];
+    size_t budget = 25000000, len = 0;
+    int rc = run("--layers 96 --channels 32 --heads 4 --seq-len 16 --vocab 256 --batch 2 --plan "
+                 "--memory-budget 25000000 --device cpu", d, &out, &err);
+    cr_assert_eq(rc, 0, "stderr: %s", err);
+    PlanInput in = shape_input();
+    in.cfg.num_layers = 96;
+    FILE *f = open_memstream(&want, &len);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 0, e, sizeof e), 0, "%s", e);
+    fclose(f);
+    cr_assert_str_eq(out, want, "--plan's output is planner_print_modes'");
+    cr_assert_null(strstr(out, "n/a"), "%s", out);
+    char *row = strstr(out, "\nauto ");
+    size_t stored, ws, peak;
+    double gib, per_tok, pct;
+    int maxb;
+    cr_assert_not_null(row, "%s", out);
+    cr_assert_eq(sscanf(row + 6, "%zu %zu %zu %lf %lf %lf %d", &stored, &ws, &peak, &gib,
+                        &per_tok, &pct, &maxb), 7, "%s", row);
+    cr_assert(peak <= budget && maxb >= 2, "%s", row);
+    cr_assert(strstr(out, "auto past 64 layers"), "the legend names the restricted search");
+    free(out), free(err), free(want), free(d);
+}
+
+static void auto_below_the_minimum(const char *shape, const PlanInput *in)
 {
     char *d = make_shards(), args[2048], *out, *err, e[256], want[128];
-    PlanInput in = shape_input();
     Schedule s;
     AutoResult r;
-    cr_assert_eq(planner_auto(&in, 0, &s, &r, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_auto(in, 0, &s, &r, e, sizeof e), 0, "%s", e);
     schedule_free(&s);
-    snprintf(args, sizeof args, SHAPE " --recompute auto --memory-budget %zu --steps 1 "
-             "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", r.min_peak - 1, d, d);
+    snprintf(args, sizeof args, "%s --recompute auto --memory-budget %zu --steps 1 "
+             "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", shape,
+             r.min_peak - 1, d, d);
     cr_assert_eq(run(args, d, &out, &err), 2, "stdout %s stderr %s", out, err);
     snprintf(want, sizeof want, "the smallest achievable peak is %zu bytes", r.min_peak);
     cr_assert(err && strstr(err, want), "stderr '%s' lacks '%s'", err, want);
     cr_assert(strstr(err, "steps (F block"), "the schedule that reaches it is printed");
     free(out), free(err);
     /* at exactly the minimum it trains */
-    snprintf(args, sizeof args, SHAPE " --recompute auto --memory-budget %zu --steps 1 "
-             "--val-every 0 --train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'",
-             r.min_peak, d, d);
+    snprintf(args, sizeof args, "%s --recompute auto --memory-budget %zu --steps 1 "
+             "--val-every 0 --threads 1 --train-data '%s/b_train_*.bin' "
+             "--val-data '%s/b_val_*.bin'", shape, r.min_peak, d, d);
     cr_assert_eq(run(args, d, &out, &err), 0, "stderr %s", err);
     free(out), free(err), free(d);
+}
+
+Test(train_memory, auto_below_the_minimum_exits_2_with_the_smallest_peak)
+{
+    PlanInput in = shape_input();
+    auto_below_the_minimum(SHAPE, &in);
+}
+
+/* A tiny model past the solver's 64 layers: --recompute auto takes the
+ * restricted search (planner_auto_family). */
+#define DEEP_SHAPE "--layers 70 --channels 16 --heads 2 --seq-len 8 --vocab 256 --batch 2"
+static PlanInput deep_input(void)
+{
+    PlanInput in = shape_input();
+    in.cfg.num_layers = 70;
+    in.cfg.channels = 16;
+    in.cfg.num_heads = 2;
+    in.cfg.max_seq_len = in.T = 8;
+    return in;
+}
+
+Test(train_memory, auto_past_64_layers_below_the_minimum_exits_2, .timeout = 60)
+{
+    PlanInput in = deep_input();
+    auto_below_the_minimum(DEEP_SHAPE, &in);
 }
 
 static double num(cJSON *o, const char *key)
@@ -105,6 +158,39 @@ static double num(cJSON *o, const char *key)
     cJSON *v = cJSON_GetObjectItem(o, key);
     cr_assert(cJSON_IsNumber(v), "missing number '%s'", key);
     return v->valuedouble;
+}
+
+/* Train 2 steps at shape with --recompute mode; the summary's arenas'
+ * high-water must equal the planner's total. Returns the last loss
+ * (%.17g) in loss and stdout in *out (caller frees). */
+static void train_2_steps(const char *shape, const char *mode, const char *d, int i,
+                          char loss[64], char **out)
+{
+    char args[2048], log[600], *err;
+    snprintf(log, sizeof log, "%s/log%d.jsonl", d, i);
+    snprintf(args, sizeof args, "%s --recompute %s --steps 2 --val-every 0 --threads 1 "
+             "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin' --log %s",
+             shape, mode, d, d, log);
+    cr_assert_eq(run(args, d, out, &err), 0, "--recompute %s: %s", mode, err);
+    cr_assert(strstr(*out, "(equal)"), "--recompute %s: %s", mode, *out);
+    char *text = tu_read_file(log, NULL);
+    cJSON *sum = NULL;
+    loss[0] = '\0';
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        if (cJSON_GetObjectItem(j, "event")) {
+            cJSON_Delete(sum);
+            sum = j;
+            continue;
+        }
+        if (cJSON_GetObjectItem(j, "loss")) snprintf(loss, 64, "%.17g", num(j, "loss"));
+        cJSON_Delete(j);
+    }
+    cr_assert_not_null(sum);
+    cJSON *m = cJSON_GetObjectItem(sum, "memory");
+    cr_assert_eq(num(m, "arena_high_water"), num(m, "total"), "--recompute %s", mode);
+    cJSON_Delete(sum);
+    free(text), free(err);
 }
 
 /* Each mode trains 2 steps; the summary's arenas' high-water equals the
@@ -116,35 +202,52 @@ Test(train_memory, every_mode_trains_with_high_water_equal_to_the_plan, .timeout
                            "--memory-budget 1500000"};
     char first_loss[64] = "";
     for (int i = 0; i < 5; i++) {
-        char args[2048], log[600], *out, *err;
-        snprintf(log, sizeof log, "%s/log%d.jsonl", d, i);
-        snprintf(args, sizeof args, SHAPE " --recompute %s --steps 2 --val-every 0 --threads 1 "
-                 "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin' --log %s",
-                 modes[i], d, d, log);
-        cr_assert_eq(run(args, d, &out, &err), 0, "--recompute %s: %s", modes[i], err);
-        cr_assert(strstr(out, "(equal)"), "--recompute %s: %s", modes[i], out);
-        char *text = tu_read_file(log, NULL);
-        cJSON *sum = NULL;
-        char loss[64] = "";
-        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-            cJSON *j = cJSON_Parse(line);
-            if (cJSON_GetObjectItem(j, "event")) {
-                cJSON_Delete(sum);
-                sum = j;
-                continue;
-            }
-            if (cJSON_GetObjectItem(j, "loss"))
-                snprintf(loss, sizeof loss, "%.17g", num(j, "loss"));
-            cJSON_Delete(j);
-        }
-        cr_assert_not_null(sum);
-        cJSON *m = cJSON_GetObjectItem(sum, "memory");
-        cr_assert_eq(num(m, "arena_high_water"), num(m, "total"), "--recompute %s", modes[i]);
+        char loss[64], *out;
+        train_2_steps(SHAPE, modes[i], d, i, loss, &out);
         if (i == 0) strcpy(first_loss, loss);
         cr_assert_str_eq(loss, first_loss, "--recompute %s: last loss differs from mode 0's",
                          modes[i]);
-        cJSON_Delete(sum);
-        free(text), free(out), free(err);
+        free(out);
+    }
+    free(d);
+}
+
+/* Past the solver's 64 layers auto searches the restricted families
+ * (planner_auto_family). Halfway between modes 1 and 0 it keeps every input
+ * and re-forwards the lowest blocks; halfway between selective and mode 0
+ * it keeps selective and full tapes. Both train exactly like mode 0. */
+Test(train_memory, auto_past_64_layers_trains_like_mode_0, .timeout = 60)
+{
+    char *d = make_shards(), loss0[64], loss[64], *out, e[256];
+    PlanInput in = deep_input();
+    MemoryPlan p0, p1, psel;
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p0, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p1, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_SELECTIVE, &psel, e, sizeof e), 0, "%s", e);
+    train_2_steps(DEEP_SHAPE, "0", d, 0, loss0, &out);
+    free(out);
+    size_t budgets[2] = {p1.total + (p0.total - p1.total) / 2,
+                         psel.total + (p0.total - psel.total) / 2};
+    for (int i = 0; i < 2; i++) {
+        Schedule s;
+        AutoResult r;
+        char desc[80];
+        cr_assert_eq(planner_auto(&in, budgets[i], &s, &r, e, sizeof e), 0, "%s", e);
+        schedule_describe(&s, desc, sizeof desc);
+        int reforwards = schedule_reforwards(&s);
+        schedule_free(&s);
+        cr_assert(r.fits && r.family == AUTO_INPUTS_KEPT && strchr(desc, 'S') &&
+                  (i == 0 ? reforwards > 0 : strchr(desc, 'F') != NULL),
+                  "budget %zu: kept %s, %d re-forwards", budgets[i], desc, reforwards);
+        char mode[128], want[160];
+        snprintf(mode, sizeof mode, "auto --memory-budget %zu", budgets[i]);
+        train_2_steps(DEEP_SHAPE, mode, d, 1 + i, loss, &out);
+        cr_assert_str_eq(loss, loss0, "%s: last loss differs from mode 0's", mode);
+        snprintf(want, sizeof want, "recompute auto: predicted peak %zu bytes", r.peak);
+        cr_assert(strstr(out, want), "%s", out);
+        cr_assert(strstr(out, "70 layers, past the solver's 64") && strstr(out, "schedule auto:"),
+                  "%s", out);
+        free(out);
     }
     free(d);
 }
@@ -170,7 +273,6 @@ Test(train_memory, bad_values_exit_2_with_one_line)
     expect_usage_error("--recompute 3", "0|1|2|selective|auto");
     expect_usage_error("--checkpoint-every 3", "--checkpoint-every: applies to --recompute 2");
     expect_usage_error("--recompute 2 --checkpoint-every 13", "must be in 1..12");
-    expect_usage_error("--recompute auto --layers 65", "up to 64 layers");
 }
 
 Test(train_memory, a_fixed_mode_over_the_budget_exits_2)
