@@ -39,7 +39,10 @@
 # (every train_gpt command and its output), train_json.log (their --log
 # lines), nvidia-smi.txt, dist.log. Exit status: 0 when every row passed.
 # GPU_CHECK_BUDGET (seconds, default 420): sections 6-8 are skipped, with a
-# SKIP row, once the script has run that long.
+# SKIP row, once the script has run that long. GPU_CHECK_SECTIONS (default:
+# all) names the sections to run (kernels grads recompute nccl perf xlmax
+# head), for a rerun of what failed; CHECK_ARGS goes to check_kernels (e.g.
+# "--only head").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -ne 1 ]; then
@@ -66,6 +69,10 @@ row() { # NAME RESULT DETAIL
     if [ "$2" = FAIL ]; then FAILS=$((FAILS + 1)); fi
 }
 in_budget() { [ "$SECONDS" -lt "$BUDGET" ]; }
+# GPU_CHECK_SECTIONS: run only these sections (default: all), e.g. "kernels
+# head" for a rerun inside a short lease. Names: kernels grads recompute nccl
+# perf xlmax head. The build and the data always run.
+want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ " $GPU_CHECK_SECTIONS " == *" $1 "* ]]; }
 finish() {
     echo
     echo "==== gpu_check summary ($SECONDS s; logs in $OUT) ===="
@@ -157,18 +164,20 @@ else
 fi
 
 # ---- 2-3: kernels ----
-./tests/cuda/check_kernels --dtype both >"$OUT/kernels.log" 2>&1
+if want kernels; then
+./tests/cuda/check_kernels --dtype both ${CHECK_ARGS:-} >"$OUT/kernels.log" 2>&1
 rc=$?
 detail="$(grep -E '^[0-9]+ checks' "$OUT/kernels.log" | tail -1); $(grep -m1 'seed' "$OUT/kernels.log")"
 bad=$(grep '^FAIL' "$OUT/kernels.log" | awk '{print $2}' | sort -u | head -5 | tr '\n' ' ')
 [ -n "$bad" ] && detail="$detail; failing: $bad"
 if [ $rc -eq 0 ]; then row "check_kernels (fp32 1e-5, bf16 2e-2)" PASS "$detail"
 else row "check_kernels (fp32 1e-5, bf16 2e-2)" FAIL "exit $rc: $detail $(tail -1 "$OUT/kernels.log")"; fi
-if ./tests/cuda/check_kernels --time --dtype both >"$OUT/timing.log" 2>&1; then
+if ./tests/cuda/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.log" 2>&1; then
     row "check_kernels --time" PASS "per-op medians in timing.log (bf16 table below)"
 else
     row "check_kernels --time" FAIL "$(tail -1 "$OUT/timing.log")"
 fi
+fi # kernels
 
 # ---- data ----
 $TOOLS shard "$WORK/small_000.bin" 1000000 1000 1 &&
@@ -180,6 +189,7 @@ SMALL=(--train-data "$WORK/small_*.bin" --vocab 1000 --val-every 0)
 FULL=(--train-data "$WORK/full_*.bin" --vocab 50257 --val-every 0)
 
 # ---- 4: GPU fp32 vs cpu, one step ----
+if want grads; then
 for shape in "2 64 4 64" "2 40 4 65"; do
     read -r L C NH T <<<"$shape"
     S=(--layers "$L" --channels "$C" --heads "$NH" --seq-len "$T" --batch 4 --steps 1)
@@ -197,8 +207,10 @@ for shape in "2 64 4 64" "2 40 4 65"; do
         row "fp32 GPU vs cpu grads ($name)" FAIL "train_gpt failed: see train.log"
     fi
 done
+fi # grads
 
 # ---- 5: recompute modes, bitwise ----
+if want recompute; then
 S=(--layers 4 --channels 128 --heads 4 --seq-len 256 --batch 4 --steps 3 --device cuda)
 for dt in bf16 fp32; do
     if ! train "r0_$dt" "${S[@]}" --dtype $dt --recompute 0 "${FULL[@]}" --dump-grads "$WORK/r0_$dt.bin"; then
@@ -220,8 +232,10 @@ for dt in bf16 fp32; do
         fi
     done
 done
+fi # recompute
 
 # ---- 5b: the NCCL path, one rank (mpirun -np 1) against the plain run ----
+if want nccl; then
 if ! command -v mpirun >/dev/null; then
     row "NCCL 1-rank vs plain run (bitwise)" SKIP "no mpirun on this machine (OpenMPI's openmpi-bin)"
 elif STEPS=5 scripts/gpu_check_dist.sh >"$OUT/dist.log" 2>&1; then
@@ -229,8 +243,10 @@ elif STEPS=5 scripts/gpu_check_dist.sh >"$OUT/dist.log" 2>&1; then
 else
     row "NCCL 1-rank vs plain run (bitwise)" FAIL "see dist.log: $(tail -1 "$OUT/dist.log")"
 fi
+fi # nccl
 
 # ---- 6: throughput, MFU, memory ----
+if want perf; then
 # perf NAME L C NH B RECOMPUTE [extra args]
 perf() {
     local name=$1 L=$2 C=$3 NH=$4 B=$5 r=$6
@@ -276,8 +292,10 @@ if [ -f "$WORK/124M B16 recompute 1.jsonl" ] && [ -f "$WORK/124M B16 recompute 1
     target "target: 124M chunked head costs <= 3% (r1)" ratio "$WORK/124M B16 recompute 1, one-chunk head.jsonl" \
         "$WORK/124M B16 recompute 1.jsonl" 2 0.97
 fi
+fi # perf
 
 # ---- 7: XL, the largest micro-batch ----
+if want xlmax; then
 PLAN=(--device cuda --dtype bf16 --layers 48 --channels 1600 --heads 25 --seq-len 1024 --batch 8
     "${FULL[@]}")
 if in_budget; then
@@ -316,8 +334,10 @@ for r in 0 1; do
     fi
     row "$name" $verdict "--plan max_B=$B ran ($mem); $note"
 done
+fi # xlmax
 
 # ---- 8: 124M at recompute 1, the largest micro-batch: chunked head vs one chunk ----
+if want head; then
 name="124M max micro-batch, chunked vs one-chunk head"
 if in_budget; then
     P124=(--device cuda --dtype bf16 --layers 12 --channels 768 --heads 12 --seq-len 1024
@@ -349,5 +369,6 @@ if in_budget; then
 else
     row "$name" SKIP "time budget ($BUDGET s) used"
 fi
+fi # head
 
 finish
