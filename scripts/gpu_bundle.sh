@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # scripts/gpu_bundle.sh — build here, run on the lent GPU machine.
 #
-# The lent GPU machine has the CUDA toolkit (nvcc 13, cuBLASLt, NCCL in a
-# Python wheel) but not this project's Debian libraries (OpenBLAS, PCRE2,
-# cJSON, OpenSSL, OpenMPI), and nothing can be installed there. This script
+# The lent GPU machine has the CUDA toolkit (nvcc 13, cuBLASLt), OpenMPI's
+# runtime and NCCL (seen 2026-11-29), but nothing can be installed there,
+# and whether it has this project's other Debian libraries and headers
+# (OpenBLAS, PCRE2, cJSON, OpenSSL) was never established. This script
 # builds ./train_gpt and tests/cuda/check_kernels here with the CUDA backend
 # (same nvcc major version, sm_80 + sm_90) and packs them, stripped, with
 # the shared libraries they need that are not glibc, libstdc++ or CUDA's
-# into gpu_bundle/bundle.tar.xz (about 7 MB; git-ignored). Carry the folder
+# into gpu_bundle/bundle.tar.xz (about 8.4 MB; git-ignored). Carry the folder
 # to the GPU machine; scripts/gpu_check.sh uses the bundle when it finds it
 # and builds from source otherwise.
 #

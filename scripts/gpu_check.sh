@@ -126,8 +126,8 @@ wheel_lib() { # LIB MODULE: e.g. nccl nvidia.nccl
 wheel_lib cublasLt nvidia.cublas
 wheel_lib nccl nvidia.nccl
 if [ -f gpu_bundle/bundle.tar.xz ]; then
-    # Built on the CPU machine by scripts/gpu_bundle.sh (this image lacks the
-    # project's Debian libraries): unpack, put the binaries where the rest
+    # Built on the CPU machine by scripts/gpu_bundle.sh (nothing can be
+    # installed on the lent GPU image): unpack, put the binaries where the rest
     # of this script runs them, and their libraries on the loader's path.
     # OpenMPI's stay out when this machine has its own (mpirun needs its
     # own libmpi).
