@@ -150,9 +150,15 @@ def cmd_mem(path):
     return 0
 
 
+def mfu_of(tps, L, C, V, T):
+    """Model FLOPs utilisation at tps tokens/s (the formula in the docstring);
+    the parameter count includes the padded vocabulary, as train_gpt counts."""
+    n_params = sum(s for _, s in param_sizes(L, C, V, T))
+    return tps * (6 * n_params + 6 * L * C * T) / PEAK_FLOPS
+
+
 def cmd_stats(path, warmup, L, C, V, T):
     warmup, L, C, V, T = int(warmup), int(L), int(C), int(V), int(T)
-    n_params = sum(s for _, s in param_sizes(L, C, V, T))  # with the padded vocab, as train_gpt counts
     steps, summary = read_log(path)
     timed = steps[warmup:]
     if len(timed) < 1 or summary is None:
@@ -160,8 +166,7 @@ def cmd_stats(path, warmup, L, C, V, T):
         return 1
     ms = statistics.median(s["ms"] for s in timed)
     tps = statistics.median(s["tokens_per_s"] for s in timed)
-    flops_tok = 6 * n_params + 6 * L * C * T
-    mfu = tps * flops_tok / PEAK_FLOPS
+    mfu = mfu_of(tps, L, C, V, T)
     print(f"median of {len(timed)} steps: {ms:.1f} ms/step, {tps:,.0f} tok/s, MFU {mfu:.1%}; "
           f"memory: {mem_text(summary)}; last loss {steps[-1]['loss']:.4f}")
     return 0 if abs(mem_diff_pct(summary)) <= MEM_TOLERANCE_PCT else 1
@@ -190,8 +195,7 @@ def cmd_mfu(path, warmup, L, C, V, T, target):
     if not tps:
         print("missing timed steps")
         return 1
-    n_params = sum(s for _, s in param_sizes(L, C, V, T))
-    mfu = tps * (6 * n_params + 6 * L * C * T) / PEAK_FLOPS
+    mfu = mfu_of(tps, L, C, V, T)
     print(f"MFU {mfu:.1%} (target >= {target:.0%})")
     return 0 if mfu >= target else 1
 
