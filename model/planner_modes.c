@@ -287,8 +287,8 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, PlanRow rows[PL
     /* Past the solver's layer limit there is no table: the auto row is
      * planner_auto_family's. */
     SolverTable *t = NULL;
-    flops_count(&in->cfg, in->B, in->T, &fc);
-    if (L <= SOLVER_MAX_LAYERS && !(t = auto_table(in, budget, &fc, err, err_len))) return -1;
+    if (L > SOLVER_MAX_LAYERS) flops_count(&in->cfg, in->B, in->T, &fc);
+    else if (!(t = auto_table(in, budget, &fc, err, err_len))) return -1; /* fills fc too */
     int rc = -1;
     for (int i = 0; i < PLAN_NUM_ROWS; i++) {
         Schedule s;
