@@ -1,5 +1,6 @@
 /* kernels/cuda/attention.cu — causal self-attention forward, flash style
- * (ops.h: attention_forward). Tiles and helpers: attention_tile.cuh.
+ * (ops.h: attention_forward). Tiles and helpers: attention_tile.cuh. This
+ * file's kernel is the fp32 path; bf16 runs go to attention_mma.cu.
  *
  * qkv(N, 3C): row b*T + t holds [q | k | v], head h at columns h*hs.. of
  * each third. One block per (query tile, head, batch); grid.x runs the query
@@ -8,7 +9,7 @@
  *   S = Q_w . K^T                     (16 x TB, fp32, shared memory)
  *   online softmax per row: m' = max(m, max_j s_j), p_j = exp(s_j - m'),
  *     l' = l e^(m - m') + sum_j p_j, O_w *= e^(m - m')   (s = scale * S, masked)
- *   O_w += P_w . V                    (P rounded to T for the tensor cores)
+ *   O_w += P_w . V
  * then out = O / l and lse = m + log l, in the scaled-score space. The T x T
  * scores never exist; m and l live in registers (every lane holds the same
  * 16 values, so no lane can race another on them). */
@@ -168,6 +169,6 @@ void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv,
         CUDA_FATAL("attention_forward: NH = %d heads > %d (the grid's y limit)", NH,
                    st->max_grid_y);
     if (B <= 0 || T <= 0) return;
-    if (st->bf16) attn_fwd(st, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH);
+    if (st->bf16) attn_mma_forward(st, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH);
     else attn_fwd(st, (float *)out, lse, (const float *)qkv, B, T, C, NH);
 }

@@ -1,5 +1,6 @@
 /* kernels/cuda/attention_backward.cu — causal self-attention backward, flash
  * style (ops.h: attention_backward). Tiles and helpers: attention_tile.cuh.
+ * This file's kernels are the fp32 path; bf16 runs go to attention_mma.cu.
  *
  * With s = scale * q.k, P = exp(s - lse) recomputed from the forward's lse,
  * D_i = sum_d dO[i,d] O[i,d] and dS = P * (dP - D), dP = dO . V^T:
@@ -239,8 +240,8 @@ void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const vo
                    st->max_grid_y);
     if (B <= 0 || T <= 0) return;
     if (st->bf16)
-        attn_bwd(st, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out,
-                 lse, B, T, C, NH);
+        attn_mma_backward(st, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv,
+                          (const bf16 *)out, lse, B, T, C, NH);
     else
         attn_bwd(st, (float *)dqkv, (const float *)dout, (const float *)qkv,
                  (const float *)out, lse, B, T, C, NH);

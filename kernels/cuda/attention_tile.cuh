@@ -10,17 +10,18 @@
  * always fit: padded columns add 0 to every dot product and are never
  * stored. Rows past T are zero-filled and masked.
  *
- * Matrix products are per warp (warp_mm): bf16 operands on the tensor cores
- * through wmma with fp32 accumulators that live in shared memory (loaded,
- * updated, stored), so no code depends on the fragment register layout; fp32
- * operands by plain fp32 FMAs (the exact path compared with the CPU). */
+ * These kernels are the fp32 path, the one compared with the cpu at 1e-5:
+ * matrix products are per warp (warp_mm), plain fp32 FMAs with accumulators
+ * in shared memory. bf16 runs take attention_mma.cu instead (tensor cores,
+ * register accumulators); the tile sizes, masking and D there follow the
+ * same plan. */
 #ifndef KERNELS_CUDA_ATTENTION_TILE_CUH
 #define KERNELS_CUDA_ATTENTION_TILE_CUH
 
 #include "cuda_common.cuh"
 
-/* Row padding in elements: 16 bytes, which keeps wmma's leading dimension a
- * multiple of 16 bytes and shifts consecutive rows across banks. */
+/* Row padding in elements: 16 bytes, which shifts consecutive rows across
+ * banks. */
 template <typename T> struct AttnPad {
     static constexpr int v = 16 / (int)sizeof(T);
 };
@@ -47,7 +48,8 @@ template <typename T, int HSP, int TB> struct AttnGeom {
 #define ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB) __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS, 1)
 
 /* Shared-memory regions are carved in order, each rounded up to 128 bytes
- * (keeps every region 32-byte aligned, as wmma requires). */
+ * (keeps every region 128-byte aligned, which the 16-byte vector loads
+ * of attention_mma.cu need). */
 __host__ __device__ constexpr size_t attn_round(size_t bytes) { return (bytes + 127) / 128 * 128; }
 
 template <typename E> __device__ __forceinline__ E *attn_take(unsigned char *&p, size_t elems)
@@ -77,47 +79,21 @@ __device__ void attn_load_tile(T *dst, const T *src, int ld, int col0, int b, in
 /* One warp: Cw(16 x N, fp32, ldc) = (acc ? Cw : 0) + Aw(16 x K, ld lda) . B
  *   BT = false: B is K x N, row-major (ldb);
  *   BT = true:  B is given as its transpose, N x K row-major (ldb).
+ * Lane l computes the elements l, l+32, ... of the 16 x N tile in fp32.
  * The caller syncs the warp before (inputs written by other lanes) and after
  * (Cw read by other lanes). */
 template <typename T, int N, int K, bool BT>
 __device__ __forceinline__ void warp_mm(float *Cw, int ldc, const T *Aw, int lda, const T *B,
                                         int ldb, bool acc)
 {
-    static_assert(N % 16 == 0 && K % 16 == 0, "16x16 tiles");
-    if constexpr (std::is_same<T, bf16>::value) {
-        using namespace nvcuda;
-#pragma unroll
-        for (int j = 0; j < N / 16; j++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
-            if (acc) wmma::load_matrix_sync(c, Cw + 16 * j, ldc, wmma::mem_row_major);
-            else wmma::fill_fragment(c, 0.0f);
-#pragma unroll
-            for (int kk = 0; kk < K / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-                wmma::load_matrix_sync(a, Aw + 16 * kk, lda);
-                if constexpr (BT) {
-                    /* B(k, n) = Bt[n][k]: column-major with ld ldb */
-                    wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> bm;
-                    wmma::load_matrix_sync(bm, B + (size_t)16 * j * ldb + 16 * kk, ldb);
-                    wmma::mma_sync(c, a, bm, c);
-                } else {
-                    wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> bm;
-                    wmma::load_matrix_sync(bm, B + (size_t)16 * kk * ldb + 16 * j, ldb);
-                    wmma::mma_sync(c, a, bm, c);
-                }
-            }
-            wmma::store_matrix_sync(Cw + 16 * j, c, ldc, wmma::mem_row_major);
-        }
-    } else {
-        int lane = threadIdx.x % 32;
-        for (int e = lane; e < 16 * N; e += 32) {
-            int r = e / N, n = e % N;
-            float s = acc ? Cw[r * ldc + n] : 0.0f;
-            const T *a = Aw + r * lda;
-            for (int k = 0; k < K; k++)
-                s += to_f(a[k]) * to_f(BT ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]);
-            Cw[r * ldc + n] = s;
-        }
+    int lane = threadIdx.x % 32;
+    for (int e = lane; e < 16 * N; e += 32) {
+        int r = e / N, n = e % N;
+        float s = acc ? Cw[r * ldc + n] : 0.0f;
+        const T *a = Aw + r * lda;
+        for (int k = 0; k < K; k++)
+            s += to_f(a[k]) * to_f(BT ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]);
+        Cw[r * ldc + n] = s;
     }
 }
 
@@ -155,5 +131,13 @@ template <typename K> static void attn_set_smem(K kern, size_t bytes)
     CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     (int)bytes));
 }
+
+/* attention_mma.cu: the bf16 path, on the tensor cores with register
+ * accumulators. The kernels in attention.cu and attention_backward.cu run
+ * fp32 (the exact path compared with the cpu). */
+void attn_mma_forward(CudaState *st, bf16 *out, float *lse, const bf16 *qkv, int B, int T_, int C,
+                      int NH);
+void attn_mma_backward(CudaState *st, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
+                       const bf16 *out, const float *lse, int B, int T_, int C, int NH);
 
 #endif

@@ -29,7 +29,6 @@
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <mma.h>
 #endif
 
 #include <math.h>
@@ -83,7 +82,7 @@ static inline void cuda_check_(cudaError_t e, const char *call, const char *file
     } while (0)
 #endif
 
-/* Dynamic shared memory, 128-byte aligned (wmma wants 32). */
+/* Dynamic shared memory, 128-byte aligned (16-byte vector accesses need 16). */
 #ifndef CUDA_EMU
 #define DYN_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
 #endif

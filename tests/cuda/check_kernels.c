@@ -538,6 +538,8 @@ int main(int argc, char **argv)
         {2, 64, 160, 2, 500}, /* hs = 80, exactly one 64-row tile */
         {1, 130, 256, 2, 1000}, /* hs = 128, three 64-row tiles, the last of 2 rows */
         {3, 200, 48, 4, 700}, /* hs = 12, N = 600: several 256-token tiles in the sort */
+        {2, 150, 128, 2, 200}, /* hs = 64 (124M's), three 64-row tiles, the last of 22 */
+        {1, 97, 96, 3, 100},  /* hs = 32 */
         {4, 1024, 768, 12, 50257}, /* GPT-2 124M, realistic */
     };
     int nshapes = (int)(sizeof shapes / sizeof shapes[0]) - (quick ? 1 : 0);

@@ -15,7 +15,7 @@
  * Checks of what only the hardware would refuse: block size, grid limits,
  * dynamic shared memory over the device limit or over 48 KiB without the
  * kernel's cudaFuncSetAttribute(MaxDynamicSharedMemorySize) opt-in, and
- * wmma pointers and leading dimensions (emu_wmma_check). */
+ * the alignment of vector and mma operand accesses (emu_align_check). */
 #include "emu.h"
 
 #include <stdio.h>
@@ -34,6 +34,7 @@ struct EmuThread {
     dim3 tid;
     int lane, warp, state;
     double shfl;
+    uint32_t mma_a[4], mma_b[2]; /* registers deposited by emu_mma_bf16_16816 */
     char *stack;
 };
 
@@ -91,6 +92,42 @@ double emu_shfl_get(int src_lane)
     if (src_lane < 0 || src_lane > 31 || idx >= fibers.size())
         emu_fail("shuffle from a lane outside the block");
     return fibers[idx].shfl;
+}
+
+static float bf16_half(uint32_t reg, int high)
+{
+    __nv_bfloat16 h;
+    h.bits = (uint16_t)(high ? reg >> 16 : reg & 0xffffu);
+    return __bfloat162float(h);
+}
+
+/* The layout, from the PTX ISA (g = lane / 4, t = lane % 4): A[r][k] is in
+ * lane (r % 8) * 4 + (k % 8) / 2, register (r >= 8) + 2 (k >= 8), half k % 2;
+ * B[k][n] in lane n * 4 + (k % 8) / 2, register k >= 8, half k % 2; this
+ * lane's outputs are rows g, g+8 by columns 2t, 2t+1. */
+void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
+{
+    memcpy(emu_cur->mma_a, a, sizeof emu_cur->mma_a);
+    memcpy(emu_cur->mma_b, b, sizeof emu_cur->mma_b);
+    size_t w0 = (size_t)emu_cur->warp * 32;
+    if (w0 + 32 > fibers.size() || emu_block_dim.x * emu_block_dim.y * emu_block_dim.z < w0 + 32)
+        emu_fail("mma.sync in a warp of fewer than 32 threads");
+    emu_syncwarp();
+    const EmuThread *w = &fibers[w0];
+    const int g = emu_cur->lane / 4, t = emu_cur->lane % 4;
+    float out[4];
+    for (int i = 0; i < 4; i++) {
+        const int r = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
+        float s = 0.0f;
+        for (int k = 0; k < 16; k++) {
+            float av = bf16_half(w[(r % 8) * 4 + (k % 8) / 2].mma_a[(r >= 8) + 2 * (k >= 8)], k % 2);
+            float bv = bf16_half(w[n * 4 + (k % 8) / 2].mma_b[k >= 8], k % 2);
+            s += av * bv;
+        }
+        out[i] = d[i] + s;
+    }
+    emu_syncwarp(); /* every lane has read the deposits before any lane reuses them */
+    memcpy(d, out, sizeof out);
 }
 
 static void fiber_main(void)
@@ -178,18 +215,12 @@ cudaError_t emu_func_set_attribute(const void *kern, cudaFuncAttribute a, int v)
     return cudaSuccess;
 }
 
-void emu_wmma_check(const void *p, unsigned ldm, size_t elem_bytes, const char *what)
+void emu_align_check(const void *p, size_t bytes, const char *what)
 {
+    if ((uintptr_t)p % bytes == 0) return;
     char msg[160];
-    if ((uintptr_t)p % 32 != 0) {
-        snprintf(msg, sizeof msg, "%s: pointer %p is not 32-byte aligned", what, p);
-        emu_fail(msg);
-    }
-    if (((size_t)ldm * elem_bytes) % 16 != 0) {
-        snprintf(msg, sizeof msg, "%s: ldm %u (elements of %zu bytes) is not a multiple of 16 bytes",
-                 what, ldm, elem_bytes);
-        emu_fail(msg);
-    }
+    snprintf(msg, sizeof msg, "%s: address %p is not %zu-byte aligned", what, p, bytes);
+    emu_fail(msg);
 }
 
 void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,

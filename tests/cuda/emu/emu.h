@@ -4,7 +4,7 @@
  * Owns: the emulated runtime API (memory is host memory, streams are
  * synchronous), the SIMT model (each CUDA thread is a fiber; blocks run one
  * after another), __syncthreads/__syncwarp/shuffles as fiber barriers, bf16,
- * and wmma 16x16x16 fragments.
+ * and mma.sync m16n8k16 (bf16) from its per-lane register layout.
  *
  * What it checks beyond the arithmetic: a barrier that not every live thread
  * of the block (or warp) reaches is reported and aborts; device memory
@@ -15,8 +15,8 @@
  * EMU_ORDER (fwd, rev or a seeded shuffle "rand"), so a read of data another
  * thread writes in the same phase (a missing barrier) gives a different
  * answer in fwd or in rev order;
- * wmma stores are split across lanes (lane e % 32 stores element e), so a
- * lane that loaded stale data corrupts the result. It does not model the
+ * an emulated mma.sync reads every lane's registers at a warp barrier, so
+ * a lane whose fragment is wrong corrupts the result. It does not model the
  * memory system (coalescing, bank conflicts, caches) or timing, and cuBLASLt
  * is replaced by a plain product (emu_gemm.cpp).
  *
@@ -115,81 +115,17 @@ inline __nv_bfloat16 __float2bfloat16(float f) /* round to nearest even */
     return b;
 }
 
-/* ---- wmma, m16n16k16: fragments hold the whole tile in every lane ---- */
-/* What the hardware requires of every wmma load and store, and the
- * arithmetic below would not notice: a 256-bit (32-byte) aligned pointer and
- * ldm a multiple of 16 bytes (8 bf16/half elements, 4 floats). Aborts
- * otherwise. */
-void emu_wmma_check(const void *p, unsigned ldm, size_t elem_bytes, const char *what);
+/* What the hardware requires of a load or store of `bytes` (4, 8, 16) at
+ * once and a CPU would not notice: an address that is a multiple of it.
+ * Aborts, naming `what`, otherwise. */
+void emu_align_check(const void *p, size_t bytes, const char *what);
 
-namespace nvcuda {
-namespace wmma {
-struct matrix_a {};
-struct matrix_b {};
-struct accumulator {};
-struct row_major {};
-struct col_major {};
-enum layout_t { mem_row_major, mem_col_major };
-
-template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
-    float v[256];
-};
-
-template <typename E> inline float emu_to_float(E x) { return (float)x; }
-template <> inline float emu_to_float<__nv_bfloat16>(__nv_bfloat16 x)
-{
-    return __bfloat162float(x);
-}
-
-template <typename Use, typename T, typename L>
-inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, unsigned ldm)
-{
-    emu_wmma_check(p, ldm, sizeof(T), "wmma::load_matrix_sync");
-    for (int r = 0; r < 16; r++)
-        for (int c = 0; c < 16; c++)
-            f.v[r * 16 + c] = emu_to_float(std::is_same<L, row_major>::value ? p[r * ldm + c]
-                                                                             : p[c * ldm + r]);
-}
-inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
-                             unsigned ldm, layout_t l)
-{
-    emu_wmma_check(p, ldm, sizeof(float), "wmma::load_matrix_sync");
-    for (int r = 0; r < 16; r++)
-        for (int c = 0; c < 16; c++)
-            f.v[r * 16 + c] = l == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
-}
-inline void fill_fragment(fragment<accumulator, 16, 16, 16, float> &f, float x)
-{
-    for (int i = 0; i < 256; i++) f.v[i] = x;
-}
-template <typename T, typename LA, typename LB>
-inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
-                     const fragment<matrix_a, 16, 16, 16, T, LA> &a,
-                     const fragment<matrix_b, 16, 16, 16, T, LB> &b,
-                     const fragment<accumulator, 16, 16, 16, float> &c)
-{
-    float out[256];
-    for (int m = 0; m < 16; m++)
-        for (int n = 0; n < 16; n++) {
-            float s = c.v[m * 16 + n];
-            for (int k = 0; k < 16; k++) s += a.v[m * 16 + k] * b.v[k * 16 + n];
-            out[m * 16 + n] = s;
-        }
-    memcpy(d.v, out, sizeof out);
-}
-/* lane e % 32 stores element e: a lane working from stale inputs shows */
-inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
-                              unsigned ldm, layout_t l)
-{
-    emu_wmma_check(p, ldm, sizeof(float), "wmma::store_matrix_sync");
-    for (int e = emu_lane(); e < 256; e += 32) {
-        int r = e / 16, c = e % 16;
-        if (l == mem_row_major) p[r * ldm + c] = f.v[e];
-        else p[c * ldm + r] = f.v[e];
-    }
-}
-} // namespace wmma
-} // namespace nvcuda
+/* ---- mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32 (kernels/cuda/mma.cuh) ----
+ * d += A(16x16) . B(16x8), every operand in the PTX ISA's per-lane fragment
+ * layout: each lane deposits its registers, the warp meets, each lane forms
+ * its four outputs from all 32 lanes' registers, the warp meets again. Needs
+ * the whole warp, as the instruction does. */
+void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2]);
 
 /* ---- math missing from libm ---- */
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

@@ -1,0 +1,559 @@
+/* kernels/cuda/attention_mma.cu — causal self-attention forward and
+ * backward in bf16 on the tensor cores, flash style, with every accumulator
+ * in registers (mma.cuh). attention.cu and attention_backward.cu send bf16
+ * runs here; their own kernels are the fp32 path.
+ *
+ * Blocks are 4 warps; warp w owns rows 16w..16w+15 of the block's 64-row
+ * tile (query rows in the forward and dQ kernels, key rows in dK/dV) and
+ * keeps everything about them in registers: scores S (16 x 64 per tile),
+ * running max m and sum l (the lane's two rows), the output or gradient
+ * accumulator (16 x HSP). Shared memory holds only the tiles every warp
+ * reads: K and V (forward, dQ) or Q and dO (dK/dV), row-major for the
+ * operands that are used as B^T, transposed for those used as B.
+ *
+ * Scores are kept in log2 units (s * scale * log2 e) so exp2f does the
+ * exponentials; lse is stored in natural units, as the fp32 kernels and the
+ * cpu do: lse = ln 2 * (m + log2 l).
+ *
+ * Backward, with P = exp(s - lse), D_i = sum_d dO[i,d] O[i,d]:
+ *   dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, dS = P (dO V^T - D).
+ * D is computed once per row by attn_mma_rows_D into the scratch (B NH T
+ * floats, batch slices sized to fit), not in every block that reads it.
+ * dK/dV and dQ are separate kernels, each the only writer of its output: no
+ * atomics, so every run gives the same bits. */
+#include "attention_tile.cuh"
+#include "mma.cuh"
+
+#define AMMA_ROWS 64                  /* rows of a block's own tile: 4 warps x 16 */
+#define AMMA_THREADS (AMMA_ROWS / 16 * 32)
+#define AMMA_LOG2E 1.4426950408889634f
+#define AMMA_LN2 0.6931471805599453f
+
+/* 16 bytes: the unit of the vectorised tile loads */
+struct __align__(16) AmmaVec8 {
+    bf16 v[8];
+};
+
+/* p must be 16-byte aligned (the emulator checks what the GPU would fault on) */
+__device__ __forceinline__ AmmaVec8 *amma_vec8(bf16 *p)
+{
+#ifdef CUDA_EMU
+    emu_align_check(p, 16, "16-byte tile access");
+#endif
+    return (AmmaVec8 *)p;
+}
+
+/* Stage rows t0..t0+R-1 of sequence b, columns col0..col0+hs-1 of src (row
+ * stride ld elements) into shared memory, zero past T or hs:
+ *   row-major:  rm[r * (HSP + 8) + d]     (if rm)
+ *   transposed: tr[d * (R + 8) + r]       (if tr)
+ * vec (host-checked: hs, ld, col0 multiples of 8 and src 16-byte aligned)
+ * reads 8 elements at a time. All threads take part; the caller syncs. */
+template <int HSP, int R>
+__device__ void amma_stage(bf16 *rm, bf16 *tr, const bf16 *src, int ld, int col0, int b,
+                           int t0, int T_, int hs, int vec)
+{
+    const bf16 zero = from_f<bf16>(0.0f);
+    for (int e = threadIdx.x; e < R * HSP / 8; e += blockDim.x) {
+        const int r = e / (HSP / 8), d0 = e % (HSP / 8) * 8, t = t0 + r;
+        AmmaVec8 x;
+        const bf16 *s = src + ((size_t)b * T_ + t) * ld + col0 + d0;
+        if (vec && t < T_ && d0 < hs) {
+            x = *amma_vec8((bf16 *)s);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) x.v[i] = t < T_ && d0 + i < hs ? s[i] : zero;
+        }
+        if (rm) *amma_vec8(rm + r * (HSP + 8) + d0) = x;
+        if (tr) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) tr[(d0 + i) * (R + 8) + r] = x.v[i];
+        }
+    }
+}
+
+/* ---- forward ---- */
+
+template <int HSP> static size_t amma_fwd_smem()
+{
+    /* Q then K (row-major, 64 rows), V transposed */
+    return attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2) +
+           attn_round((size_t)HSP * (AMMA_ROWS + 8) * 2);
+}
+
+template <int HSP>
+__global__ void __launch_bounds__(AMMA_THREADS)
+amma_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T_, int C, int NH, float sl2, int vec)
+{
+    constexpr int LDR = HSP + 8, LDV = AMMA_ROWS + 8, BK = AMMA_ROWS;
+    DYN_SMEM(smem);
+    unsigned char *p = smem;
+    bf16 *QK = attn_take<bf16>(p, AMMA_ROWS * LDR);
+    bf16 *Vt = attn_take<bf16>(p, HSP * LDV);
+
+    const int nT = (T_ + AMMA_ROWS - 1) / AMMA_ROWS;
+    const int qt = nT - 1 - (int)blockIdx.x; /* the longest rows first */
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int hs = C / NH, C3 = 3 * C;
+    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
+    const int q0 = qt * AMMA_ROWS;
+    const int r0 = q0 + 16 * w + g, r1 = r0 + 8; /* this lane's two query rows */
+
+    amma_stage<HSP, AMMA_ROWS>(QK, NULL, qkv, C3, h * hs, b, q0, T_, hs, vec);
+    __syncthreads();
+    uint32_t qf[HSP / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < HSP / 16; kk++) mma_load_a(qf[kk], QK, LDR, 16 * w, 16 * kk);
+
+    float o[HSP / 8][4];
+#pragma unroll
+    for (int j = 0; j < HSP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+
+    for (int kt = 0; kt <= qt; kt++) {
+        const int k0 = kt * BK;
+        __syncthreads(); /* Q fragments taken; every warp done with the previous K, V */
+        amma_stage<HSP, AMMA_ROWS>(QK, NULL, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
+        amma_stage<HSP, AMMA_ROWS>(NULL, Vt, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
+        __syncthreads();
+
+        float s[BK / 8][4]; /* S = Q_w K^T, then log2-unit scores, then P */
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++) {
+            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < HSP / 16; kk++) {
+                uint32_t kb[2];
+                mma_load_b(kb, QK, LDR, 8 * j, 16 * kk);
+                mma_bf16_16816(s[j], qf[kk], kb);
+            }
+        }
+        /* mask only where a key can be past the row or past T; key k0 is
+         * valid for every row of the tile, so both maxima are finite */
+        const bool edge = kt == qt || k0 + BK > T_;
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int col = k0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
+                float v = s[j][i] * sl2;
+                if (edge && (col > row || col >= T_)) v = -INFINITY;
+                s[j][i] = v;
+            }
+            mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
+            mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
+        }
+        /* a row's 64 scores are spread over the 4 lanes of its group */
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+        const float a0 = exp2f(m0 - n0), a1 = exp2f(m1 - n1); /* first tile: 0 */
+        m0 = n0;
+        m1 = n1;
+        /* l stays a per-lane partial sum (the same alpha scales all four
+         * lanes of a row); the lanes' parts are added once, at the end */
+        float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++) {
+            s[j][0] = exp2f(s[j][0] - m0);
+            s[j][1] = exp2f(s[j][1] - m0);
+            s[j][2] = exp2f(s[j][2] - m1);
+            s[j][3] = exp2f(s[j][3] - m1);
+            sum0 += s[j][0] + s[j][1];
+            sum1 += s[j][2] + s[j][3];
+        }
+        l0 = l0 * a0 + sum0;
+        l1 = l1 * a1 + sum1;
+#pragma unroll
+        for (int j = 0; j < HSP / 8; j++) {
+            o[j][0] *= a0;
+            o[j][1] *= a0;
+            o[j][2] *= a1;
+            o[j][3] *= a1;
+        }
+        /* O_w += P V, P (rounded to bf16) straight from the score registers */
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint32_t pa[4];
+            mma_a_from_c(pa, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+            for (int j = 0; j < HSP / 8; j++) {
+                uint32_t vb[2];
+                mma_load_b(vb, Vt, LDV, 8 * j, 16 * kk);
+                mma_bf16_16816(o[j], pa, vb);
+            }
+        }
+    }
+
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = half ? r1 : r0;
+        if (row >= T_) continue;
+        const float inv = half ? inv1 : inv0;
+        bf16 *orow = out + ((size_t)b * T_ + row) * C + h * hs;
+#pragma unroll
+        for (int j = 0; j < HSP / 8; j++) {
+            const int d = 8 * j + 2 * t4;
+            if (d < hs) orow[d] = from_f<bf16>(o[j][2 * half] * inv);
+            if (d + 1 < hs) orow[d + 1] = from_f<bf16>(o[j][2 * half + 1] * inv);
+        }
+        if (t4 == 0)
+            lse[((size_t)b * NH + h) * T_ + row] = AMMA_LN2 * ((half ? m1 : m0) + log2f(half ? l1 : l0));
+    }
+}
+
+/* ---- backward ---- */
+
+/* D[(b NH + h) T + t] = sum_d dO[b,t,h,d] O[b,t,h,d], one warp per row. */
+__global__ void amma_rows_D_kernel(float *D, const bf16 *dout, const bf16 *out, int B, int T_,
+                                   int C, int NH)
+{
+    const int hs = C / NH, lane = threadIdx.x % 32;
+    const size_t rows = (size_t)B * NH * T_, warps = (size_t)gridDim.x * blockDim.x / 32;
+    for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; i < rows; i += warps) {
+        const size_t t = i % T_, h = i / T_ % NH, b = i / T_ / NH;
+        const size_t off = (b * T_ + t) * C + h * hs;
+        float s = 0.0f;
+        for (int d = lane; d < hs; d += 32) s += to_f(dout[off + d]) * to_f(out[off + d]);
+        s = warp_sum(s);
+        if (lane == 0) D[i] = s;
+    }
+}
+
+/* dK/dV: block = 64 key rows; query tiles of BQ rows, from the diagonal on */
+template <int HSP, int BQ> static size_t amma_dkdv_smem()
+{
+    return 2 * attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2) + /* K, V */
+           2 * attn_round((size_t)BQ * (HSP + 8) * 2) +        /* Q, dO */
+           2 * attn_round((size_t)HSP * (BQ + 8) * 2) +        /* Q^T, dO^T */
+           2 * attn_round((size_t)BQ * sizeof(float));         /* lse, D */
+}
+
+template <int HSP, int BQ>
+__global__ void __launch_bounds__(AMMA_THREADS)
+amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *D,
+                 int T_, int C, int NH, float sl2, float scale, int vec)
+{
+    constexpr int LDR = HSP + 8, LDQ = BQ + 8;
+    DYN_SMEM(smem);
+    unsigned char *p = smem;
+    bf16 *Ks = attn_take<bf16>(p, AMMA_ROWS * LDR);
+    bf16 *Vs = attn_take<bf16>(p, AMMA_ROWS * LDR);
+    bf16 *Qs = attn_take<bf16>(p, BQ * LDR);
+    bf16 *dOs = attn_take<bf16>(p, BQ * LDR);
+    bf16 *Qt = attn_take<bf16>(p, HSP * LDQ);
+    bf16 *dOt = attn_take<bf16>(p, HSP * LDQ);
+    float *lse_s = attn_take<float>(p, BQ); /* log2 units */
+    float *D_s = attn_take<float>(p, BQ);
+
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int hs = C / NH, C3 = 3 * C;
+    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
+    const int k0 = blockIdx.x * AMMA_ROWS; /* low key tiles see the most queries: first */
+    const int kr0 = k0 + 16 * w + g, kr1 = kr0 + 8; /* this lane's two key rows */
+    const size_t lrow = ((size_t)b * NH + h) * T_;
+
+    amma_stage<HSP, AMMA_ROWS>(Ks, NULL, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
+    amma_stage<HSP, AMMA_ROWS>(Vs, NULL, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
+    float dk[HSP / 8][4], dv[HSP / 8][4];
+#pragma unroll
+    for (int j = 0; j < HSP / 8; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) dk[j][i] = dv[j][i] = 0.0f;
+
+    for (int q0 = k0 / BQ * BQ; q0 < T_; q0 += BQ) {
+        __syncthreads(); /* every warp done with the previous Q, dO (K, V staged) */
+        amma_stage<HSP, BQ>(Qs, Qt, qkv, C3, h * hs, b, q0, T_, hs, vec);
+        amma_stage<HSP, BQ>(dOs, dOt, dout, C, h * hs, b, q0, T_, hs, vec);
+        for (int r = threadIdx.x; r < BQ; r += blockDim.x) {
+            const bool in = q0 + r < T_;
+            lse_s[r] = in ? lse[lrow + q0 + r] * AMMA_LOG2E : 0.0f;
+            D_s[r] = in ? D[lrow + q0 + r] : 0.0f;
+        }
+        __syncthreads();
+        if (q0 + BQ - 1 < k0 + 16 * w) continue; /* every query before this warp's keys */
+
+        float sT[BQ / 8][4], dpT[BQ / 8][4]; /* S^T = K_w Q^T, dP^T = V_w dO^T */
+#pragma unroll
+        for (int j = 0; j < BQ / 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) sT[j][i] = dpT[j][i] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < HSP / 16; kk++) {
+            uint32_t ka[4], va[4];
+            mma_load_a(ka, Ks, LDR, 16 * w, 16 * kk);
+            mma_load_a(va, Vs, LDR, 16 * w, 16 * kk);
+#pragma unroll
+            for (int j = 0; j < BQ / 8; j++) {
+                uint32_t qb[2], ob[2];
+                mma_load_b(qb, Qs, LDR, 8 * j, 16 * kk);
+                mma_load_b(ob, dOs, LDR, 8 * j, 16 * kk);
+                mma_bf16_16816(sT[j], ka, qb);
+                mma_bf16_16816(dpT[j], va, ob);
+            }
+        }
+        /* P^T and dS^T in place; a key row past T is never <= a query < T */
+        const bool edge = q0 < k0 + AMMA_ROWS || q0 + BQ > T_;
+#pragma unroll
+        for (int j = 0; j < BQ / 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int c = 8 * j + 2 * t4 + (i & 1), qc = q0 + c, kr = i < 2 ? kr0 : kr1;
+                const bool valid = !edge || (kr <= qc && qc < T_);
+                const float pr = valid ? exp2f(sT[j][i] * sl2 - lse_s[c]) : 0.0f;
+                sT[j][i] = pr;
+                dpT[j][i] = pr * (dpT[j][i] - D_s[c]);
+            }
+        /* dV_w += P^T dO, dK_w += dS^T Q: A operands from the registers */
+#pragma unroll
+        for (int kk = 0; kk < BQ / 16; kk++) {
+            uint32_t pa[4], da[4];
+            mma_a_from_c(pa, sT[2 * kk], sT[2 * kk + 1]);
+            mma_a_from_c(da, dpT[2 * kk], dpT[2 * kk + 1]);
+#pragma unroll
+            for (int j = 0; j < HSP / 8; j++) {
+                uint32_t ob[2], qb[2];
+                mma_load_b(ob, dOt, LDQ, 8 * j, 16 * kk);
+                mma_load_b(qb, Qt, LDQ, 8 * j, 16 * kk);
+                mma_bf16_16816(dv[j], pa, ob);
+                mma_bf16_16816(dk[j], da, qb);
+            }
+        }
+    }
+
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int kr = half ? kr1 : kr0;
+        if (kr >= T_) continue;
+        bf16 *row = dqkv + ((size_t)b * T_ + kr) * C3 + h * hs;
+#pragma unroll
+        for (int j = 0; j < HSP / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int d = 8 * j + 2 * t4 + e;
+                if (d >= hs) continue;
+                row[C + d] = from_f<bf16>(dk[j][2 * half + e] * scale);
+                row[2 * C + d] = from_f<bf16>(dv[j][2 * half + e]);
+            }
+    }
+}
+
+/* dQ: block = 64 query rows; key tiles of 64 rows up to the diagonal */
+template <int HSP> static size_t amma_dq_smem()
+{
+    return 4 * attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2) + /* Q, dO, K, V */
+           attn_round((size_t)HSP * (AMMA_ROWS + 8) * 2) +     /* K^T */
+           2 * attn_round((size_t)AMMA_ROWS * sizeof(float));  /* lse, D */
+}
+
+template <int HSP>
+__global__ void __launch_bounds__(AMMA_THREADS)
+amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *D,
+               int T_, int C, int NH, float sl2, float scale, int vec)
+{
+    constexpr int LDR = HSP + 8, LDK = AMMA_ROWS + 8, BK = AMMA_ROWS;
+    DYN_SMEM(smem);
+    unsigned char *p = smem;
+    bf16 *Qs = attn_take<bf16>(p, AMMA_ROWS * LDR);
+    bf16 *dOs = attn_take<bf16>(p, AMMA_ROWS * LDR);
+    bf16 *Ks = attn_take<bf16>(p, BK * LDR);
+    bf16 *Vs = attn_take<bf16>(p, BK * LDR);
+    bf16 *Kt = attn_take<bf16>(p, HSP * LDK);
+    float *lse_s = attn_take<float>(p, AMMA_ROWS); /* log2 units */
+    float *D_s = attn_take<float>(p, AMMA_ROWS);
+
+    const int nT = (T_ + AMMA_ROWS - 1) / AMMA_ROWS;
+    const int qt = nT - 1 - (int)blockIdx.x; /* the longest rows first */
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int hs = C / NH, C3 = 3 * C;
+    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
+    const int q0 = qt * AMMA_ROWS;
+    const int r0 = q0 + 16 * w + g, r1 = r0 + 8;
+    const size_t lrow = ((size_t)b * NH + h) * T_;
+
+    amma_stage<HSP, AMMA_ROWS>(Qs, NULL, qkv, C3, h * hs, b, q0, T_, hs, vec);
+    amma_stage<HSP, AMMA_ROWS>(dOs, NULL, dout, C, h * hs, b, q0, T_, hs, vec);
+    for (int r = threadIdx.x; r < AMMA_ROWS; r += blockDim.x) {
+        const bool in = q0 + r < T_;
+        lse_s[r] = in ? lse[lrow + q0 + r] * AMMA_LOG2E : 0.0f;
+        D_s[r] = in ? D[lrow + q0 + r] : 0.0f;
+    }
+    float dq[HSP / 8][4];
+#pragma unroll
+    for (int j = 0; j < HSP / 8; j++) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.0f;
+
+    for (int k0 = 0; k0 <= q0 + AMMA_ROWS - 1 && k0 < T_; k0 += BK) {
+        __syncthreads(); /* every warp done with the previous K, V (Q, dO, lse, D staged) */
+        amma_stage<HSP, BK>(Ks, Kt, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
+        amma_stage<HSP, BK>(Vs, NULL, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
+        __syncthreads();
+        if (k0 > q0 + 16 * w + 15) continue; /* every key after this warp's rows */
+
+        const float l2_0 = lse_s[16 * w + g], l2_1 = lse_s[16 * w + g + 8];
+        const float D0 = D_s[16 * w + g], D1 = D_s[16 * w + g + 8];
+        float s[BK / 8][4], dp[BK / 8][4]; /* S = Q_w K^T, dP = dO_w V^T */
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) s[j][i] = dp[j][i] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < HSP / 16; kk++) {
+            uint32_t qa[4], oa[4];
+            mma_load_a(qa, Qs, LDR, 16 * w, 16 * kk);
+            mma_load_a(oa, dOs, LDR, 16 * w, 16 * kk);
+#pragma unroll
+            for (int j = 0; j < BK / 8; j++) {
+                uint32_t kb[2], vb[2];
+                mma_load_b(kb, Ks, LDR, 8 * j, 16 * kk);
+                mma_load_b(vb, Vs, LDR, 8 * j, 16 * kk);
+                mma_bf16_16816(s[j], qa, kb);
+                mma_bf16_16816(dp[j], oa, vb);
+            }
+        }
+        const bool edge = k0 + BK > q0 || k0 + BK > T_;
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int kc = k0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
+                const bool valid = !edge || (kc <= row && kc < T_);
+                const float pr = valid ? exp2f(s[j][i] * sl2 - (i < 2 ? l2_0 : l2_1)) : 0.0f;
+                s[j][i] = pr * (dp[j][i] - (i < 2 ? D0 : D1)); /* dS */
+            }
+        /* dQ_w += dS K */
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint32_t da[4];
+            mma_a_from_c(da, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+            for (int j = 0; j < HSP / 8; j++) {
+                uint32_t kb[2];
+                mma_load_b(kb, Kt, LDK, 8 * j, 16 * kk);
+                mma_bf16_16816(dq[j], da, kb);
+            }
+        }
+    }
+
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = half ? r1 : r0;
+        if (row >= T_) continue;
+        bf16 *out = dqkv + ((size_t)b * T_ + row) * C3 + h * hs;
+#pragma unroll
+        for (int j = 0; j < HSP / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int d = 8 * j + 2 * t4 + e;
+                if (d < hs) out[d] = from_f<bf16>(dq[j][2 * half + e] * scale);
+            }
+    }
+}
+
+/* ---- launches ---- */
+
+/* 16-byte loads are safe when every row start of every head is 16-byte
+ * aligned: hs and C multiples of 8 elements and an aligned base. */
+static int amma_vec_ok(const void *base, int C, int hs)
+{
+    return hs % 8 == 0 && C % 8 == 0 && (uintptr_t)base % 16 == 0;
+}
+
+static void amma_check_smem(CudaState *st, size_t bytes, const char *op, int hsp)
+{
+    if (bytes > st->smem_optin)
+        CUDA_FATAL("%s: head size padded to %d needs %zu bytes of shared memory; the device "
+                   "allows %zu",
+                   op, hsp, bytes, st->smem_optin);
+}
+
+template <int HSP>
+static void amma_fwd_hsp(CudaState *st, bf16 *out, float *lse, const bf16 *qkv, int B, int T_,
+                         int C, int NH)
+{
+    const size_t smem = amma_fwd_smem<HSP>();
+    amma_check_smem(st, smem, "attention_forward", HSP);
+    auto kern = amma_fwd_kernel<HSP>;
+    attn_set_smem(kern, smem);
+    const float sl2 = AMMA_LOG2E / sqrtf((float)(C / NH));
+    /* the batch goes in gridDim.z: slices of at most max_grid_z sequences,
+     * pointers moved to the slice's first sequence */
+    for (int b0 = 0; b0 < B; b0 += st->max_grid_z) {
+        const int nb = B - b0 < st->max_grid_z ? B - b0 : st->max_grid_z;
+        const bf16 *q = qkv + (size_t)b0 * T_ * 3 * C;
+        dim3 grid(ceil_div(T_, AMMA_ROWS), NH, nb);
+        LAUNCH(kern, grid, AMMA_THREADS, smem, st->stream, out + (size_t)b0 * T_ * C,
+               lse + (size_t)b0 * NH * T_, q, T_, C, NH, sl2, amma_vec_ok(q, C, C / NH));
+    }
+}
+
+void attn_mma_forward(CudaState *st, bf16 *out, float *lse, const bf16 *qkv, int B, int T_, int C,
+                      int NH)
+{
+    switch (attn_hsp(C / NH)) {
+    case 16: amma_fwd_hsp<16>(st, out, lse, qkv, B, T_, C, NH); break;
+    case 32: amma_fwd_hsp<32>(st, out, lse, qkv, B, T_, C, NH); break;
+    case 64: amma_fwd_hsp<64>(st, out, lse, qkv, B, T_, C, NH); break;
+    case 128: amma_fwd_hsp<128>(st, out, lse, qkv, B, T_, C, NH); break;
+    default: CUDA_FATAL("attention_forward: head size %d > 128 is not supported", C / NH);
+    }
+}
+
+template <int HSP>
+static void amma_bwd_hsp(CudaState *st, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
+                         const bf16 *out, const float *lse, int B, int T_, int C, int NH)
+{
+    /* dK/dV's registers: two 16 x HSP accumulators plus two 16 x BQ score
+     * tiles; at HSP = 128 a 32-row query tile keeps that under 255 */
+    constexpr int BQ = HSP == 128 ? 32 : 64;
+    const size_t sm_kv = amma_dkdv_smem<HSP, BQ>(), sm_q = amma_dq_smem<HSP>();
+    amma_check_smem(st, sm_kv, "attention_backward", HSP);
+    amma_check_smem(st, sm_q, "attention_backward", HSP);
+    auto kkv = amma_dkdv_kernel<HSP, BQ>;
+    auto kq = amma_dq_kernel<HSP>;
+    attn_set_smem(kkv, sm_kv);
+    attn_set_smem(kq, sm_q);
+    const int hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs), sl2 = AMMA_LOG2E * scale;
+    /* D for a slice of sequences lives in the scratch: slices of at most
+     * that many sequences (and of at most max_grid_z, the batch being z) */
+    const size_t per_seq = (size_t)NH * T_;
+    const size_t fit = CUDA_SCRATCH_BYTES / sizeof(float) / per_seq;
+    if (fit < 1)
+        CUDA_FATAL("attention_backward: NH * T = %zu row sums do not fit the %zu-byte scratch",
+                   per_seq, (size_t)CUDA_SCRATCH_BYTES);
+    const int slice = (int)(fit < (size_t)st->max_grid_z ? fit : (size_t)st->max_grid_z);
+    float *D = (float *)st->scratch;
+    for (int b0 = 0; b0 < B; b0 += slice) {
+        const int nb = B - b0 < slice ? B - b0 : slice;
+        const size_t o1 = (size_t)b0 * T_ * C, o3 = 3 * o1, ol = (size_t)b0 * per_seq;
+        const size_t rows = (size_t)nb * per_seq;
+        LAUNCH(amma_rows_D_kernel, elementwise_grid(rows * 32, 256), 256, 0, st->stream, D,
+               dout + o1, out + o1, nb, T_, C, NH);
+        const int vec = amma_vec_ok(qkv + o3, C, hs) && amma_vec_ok(dout + o1, C, hs);
+        dim3 grid(ceil_div(T_, AMMA_ROWS), NH, nb);
+        LAUNCH(kkv, grid, AMMA_THREADS, sm_kv, st->stream, dqkv + o3, dout + o1, qkv + o3,
+               lse + ol, D, T_, C, NH, sl2, scale, vec);
+        LAUNCH(kq, grid, AMMA_THREADS, sm_q, st->stream, dqkv + o3, dout + o1, qkv + o3,
+               lse + ol, D, T_, C, NH, sl2, scale, vec);
+    }
+}
+
+void attn_mma_backward(CudaState *st, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
+                       const bf16 *out, const float *lse, int B, int T_, int C, int NH)
+{
+    switch (attn_hsp(C / NH)) {
+    case 16: amma_bwd_hsp<16>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
+    case 32: amma_bwd_hsp<32>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
+    case 64: amma_bwd_hsp<64>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
+    case 128: amma_bwd_hsp<128>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
+    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", C / NH);
+    }
+}
