@@ -1,21 +1,24 @@
 /* kernels/cuda/head.cu — the fused, token-chunked LM head and cross-entropy
  * (ops.h: head_forward_backward, head_logits).
  *
- * Per chunk of `rows` tokens starting at r0 (no host sync in the loop), with
- * only the V real rows of wte (padded rows never enter, as on the cpu):
- *   1. logits(rows, :V) fp32 = x_chunk . wte[:V]^T   cuBLASLt, into chunk_buf
- *      (row stride Vp)
+ * Per chunk of `rows` tokens starting at r0 (no host sync in the loop):
+ *   1. logits(rows, Vp) fp32 = x_chunk . wte^T       cuBLASLt, into chunk_buf
  *   2. one block per row: loss = logsumexp(logits[:V]) - logits[target];
- *      with dx, dlogits = (softmax - onehot) * dloss over [0, V), written in
- *      place in the working dtype T: fp32 rows keep their stride Vp; bf16
- *      rows are packed into the first half of their own fp32 row, so the
- *      bf16 matrix has row stride 2*Vp (see ce_kernel)
- *   3. dx_chunk(rows, C) = dlogits . wte[:V]          cuBLASLt, "="
- *   4. dwte[:V] += dlogits^T . x_chunk                cuBLASLt, beta = 1
- * Column-major views as in matmul.cu: logits^T (V x rows, ld Vp) =
- * op_T(wte: C x V, ld C) . (x: C x rows, ld C); dx^T (C x rows, ld C) =
- * (wte: C x V) . (dlogits: V x rows, ld LD); dwte^T (C x V, ld C) +=
- * (x: C x rows) . op_T(dlogits: V x rows, ld LD). */
+ *      with dx, dlogits = (softmax - onehot) * dloss over [0, V) and 0 over
+ *      [V, Vp), written in place in the working dtype T: fp32 rows keep
+ *      their stride Vp; bf16 rows are packed into the first half of their own
+ *      fp32 row, so the bf16 matrix has row stride 2*Vp (see ce_kernel)
+ *   3. dx_chunk(rows, C) = dlogits . wte              cuBLASLt, "="
+ *   4. dwte += dlogits^T . x_chunk                    cuBLASLt, beta = 1
+ * The gemms run over all Vp rows of wte, not the V real ones: Vp is a
+ * multiple of 128 (50304 for GPT-2), which keeps every dimension aligned for
+ * cuBLASLt's fastest kernels, where V = 50257 is odd. The padded columns of
+ * dlogits are exact zeros, so the padded rows of wte (finite; zero in every
+ * model) add nothing to dx and the padded rows of dwte receive + 0.
+ * Column-major views as in matmul.cu: logits^T (Vp x rows, ld Vp) =
+ * op_T(wte: C x Vp, ld C) . (x: C x rows, ld C); dx^T (C x rows, ld C) =
+ * (wte: C x Vp) . (dlogits: Vp x rows, ld LD); dwte^T (C x Vp, ld C) +=
+ * (x: C x rows) . op_T(dlogits: Vp x rows, ld LD). */
 #include "cuda_common.cuh"
 
 #define CE_THREADS 512
@@ -66,8 +69,8 @@ ce_kernel(float *losses, float *buf, const int *targets, int V, int Vp, float dl
     if (!backward) return;
 
     if constexpr (std::is_same<T, float>::value) {
-        for (int j = threadIdx.x; j < V; j += CE_THREADS) {
-            float d = (expf(lg[j] - lse) - (j == target ? 1.0f : 0.0f)) * dloss;
+        for (int j = threadIdx.x; j < Vp; j += CE_THREADS) {
+            float d = j < V ? (expf(lg[j] - lse) - (j == target ? 1.0f : 0.0f)) * dloss : 0.0f;
             lg[j] = d; /* same element, same thread */
         }
     } else {
@@ -75,14 +78,15 @@ ce_kernel(float *losses, float *buf, const int *targets, int V, int Vp, float dl
          * overlap fp32 element j/2. Tile k reads fp32 [kB, kB+B) (B = CE_THREADS),
          * then, after a barrier, writes bf16 [kB, kB+B): bytes of fp32 elements
          * [kB/2, kB/2+B/2), all read by tiles <= k. The next tile's reads start
-         * at fp32 (k+1)B, past every byte written so far. */
+         * at fp32 (k+1)B, past every byte written so far. Columns [V, Vp)
+         * read nothing and get 0. */
         T *out = (T *)lg;
-        for (int base = 0; base < V; base += CE_THREADS) {
+        for (int base = 0; base < Vp; base += CE_THREADS) {
             int j = base + threadIdx.x;
             float d = 0.f;
             if (j < V) d = (expf(lg[j] - lse) - (j == target ? 1.0f : 0.0f)) * dloss;
             __syncthreads(); /* this tile (and the loss) fully read */
-            if (j < V) out[j] = from_f<T>(d);
+            if (j < Vp) out[j] = from_f<T>(d);
         }
     }
 }
@@ -98,14 +102,14 @@ static void head_chunked(CudaState *st, float *losses, T *dx, T *dwte, const T *
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int rows = N - r0 < chunk ? N - r0 : chunk;
         const T *xc = x + (size_t)r0 * C;
-        cuda_gemm(st, 1, 0, V, rows, C, wte, C, xc, C, buf, Vp, bf, 0, NULL, 0.0f);
+        cuda_gemm(st, 1, 0, Vp, rows, C, wte, C, xc, C, buf, Vp, bf, 0, NULL, 0.0f);
         LAUNCH(kern, rows, CE_THREADS, 0, st->stream, losses + r0, buf, targets + r0, V, Vp,
                dloss, dx != NULL);
         if (!dx) continue;
         const T *dlogits = (const T *)buf;
-        cuda_gemm(st, 0, 0, C, rows, V, wte, C, dlogits, ld_dlogits, dx + (size_t)r0 * C, C, bf,
+        cuda_gemm(st, 0, 0, C, rows, Vp, wte, C, dlogits, ld_dlogits, dx + (size_t)r0 * C, C, bf,
                   bf, NULL, 0.0f);
-        cuda_gemm(st, 0, 1, C, V, rows, xc, C, dlogits, ld_dlogits, dwte, C, bf, bf, NULL, 1.0f);
+        cuda_gemm(st, 0, 1, C, Vp, rows, xc, C, dlogits, ld_dlogits, dwte, C, bf, bf, NULL, 1.0f);
     }
 }
 

@@ -89,6 +89,9 @@ static void f_gelu_fwd(TArgs *a) { a->be->ops->gelu_forward(a->be, a->y, a->x, (
 static void f_gelu_bwd(TArgs *a) { a->be->ops->gelu_backward(a->be, a->z, a->x, a->y, (size_t)N_ * 4 * C_); }
 static void f_resid(TArgs *a) { a->be->ops->residual_forward(a->be, a->z, a->x, a->y, (size_t)N_ * C_); }
 static void f_head(TArgs *a) { a->be->ops->head_forward_backward(a->be, a->losses, a->z, a->dw, a->y, a->wte, a->tokens, a->buf, N_, C_, V_, VP_, a->chunk, 1.0f / N_); }
+/* the head's parts: its first gemm alone, and the forward (gemm + loss) */
+static void f_head_logits(TArgs *a) { a->be->ops->head_logits(a->be, a->buf, a->y, a->wte, a->chunk < N_ ? a->chunk : N_, C_, VP_); }
+static void f_head_eval(TArgs *a) { a->be->ops->head_forward_backward(a->be, a->losses, NULL, a->dw, a->y, a->wte, a->tokens, a->buf, N_, C_, V_, VP_, a->chunk, 1.0f / N_); }
 static void f_adamw(TArgs *a) { a->be->ops->adamw_update(a->be, a->w2, a->master, a->dw, a->m, a->v, a->nparams, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 2); }
 static void f_norm(TArgs *a) { (void)a->be->ops->grad_norm_sq(a->be, a->dw, a->nparams); }
 
@@ -188,6 +191,9 @@ int check_timing(Backend *be, int bf16)
     ROW("gelu_backward", f_gelu_bwd, 3 * 4 * act, "GB/s");
     ROW("residual_forward", f_resid, 3 * act, "GB/s");
     ROW("head_forward_backward", f_head, 6.0 * N_ * C_ * (double)V_, "TFLOP/s");
+    ROW("  its forward (gemm + loss)", f_head_eval, 2.0 * N_ * C_ * (double)V_, "TFLOP/s");
+    ROW("  its logits gemm alone", f_head_logits,
+        2.0 * (a.chunk < N_ ? a.chunk : N_) * C_ * (double)VP_, "TFLOP/s");
     ROW("adamw_update (124M)", f_adamw,
         (double)a.nparams * (2 * ab + 16 + (bf16 ? 8 : 0)), "GB/s");
     ROW("grad_norm_sq (124M)", f_norm, (double)a.nparams * ab, "GB/s");
