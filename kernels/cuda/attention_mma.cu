@@ -29,19 +29,6 @@
 #define AMMA_LOG2E 1.4426950408889634f
 #define AMMA_LN2 0.6931471805599453f
 
-/* 16 bytes: the unit of the vectorised tile loads */
-struct __align__(16) AmmaVec8 {
-    bf16 v[8];
-};
-
-/* p must be 16-byte aligned (the emulator checks what the GPU would fault on) */
-__device__ __forceinline__ AmmaVec8 *amma_vec8(bf16 *p)
-{
-#ifdef CUDA_EMU
-    emu_align_check(p, 16, "16-byte tile access");
-#endif
-    return (AmmaVec8 *)p;
-}
 
 /* Stage rows t0..t0+R-1 of sequence b, columns col0..col0+hs-1 of src (row
  * stride ld elements) into shared memory, zero past T or hs:
@@ -56,15 +43,15 @@ __device__ void amma_stage(bf16 *rm, bf16 *tr, const bf16 *src, int ld, int col0
     const bf16 zero = from_f<bf16>(0.0f);
     for (int e = threadIdx.x; e < R * HSP / 8; e += blockDim.x) {
         const int r = e / (HSP / 8), d0 = e % (HSP / 8) * 8, t = t0 + r;
-        AmmaVec8 x;
+        Vec16<bf16> x;
         const bf16 *s = src + ((size_t)b * T_ + t) * ld + col0 + d0;
         if (vec && t < T_ && d0 < hs) {
-            x = *amma_vec8((bf16 *)s);
+            x = *vec16_at(s);
         } else {
 #pragma unroll
             for (int i = 0; i < 8; i++) x.v[i] = t < T_ && d0 + i < hs ? s[i] : zero;
         }
-        if (rm) *amma_vec8(rm + r * (HSP + 8) + d0) = x;
+        if (rm) *vec16_at(rm + r * (HSP + 8) + d0) = x;
         if (tr) {
 #pragma unroll
             for (int i = 0; i < 8; i++) tr[(d0 + i) * (R + 8) + r] = x.v[i];

@@ -131,6 +131,31 @@ __device__ __forceinline__ double warp_sum_d(double v)
     return v;
 }
 
+/* 16 bytes of T (8 bf16 or 4 floats), the unit of vectorised loads and
+ * stores: one instruction moves what a warp of scalar accesses would move in
+ * eight (bf16) or four. vec16_at(p) needs p 16-byte aligned; the emulator
+ * checks it, as the GPU would fault. */
+template <typename T> struct __align__(16) Vec16 {
+    static constexpr int N = 16 / (int)sizeof(T);
+    T v[N];
+};
+template <typename T> __device__ __forceinline__ Vec16<T> *vec16_at(T *p)
+{
+#ifdef CUDA_EMU
+    emu_align_check(p, 16, "16-byte vector access");
+#endif
+    return (Vec16<T> *)p;
+}
+template <typename T> __device__ __forceinline__ const Vec16<T> *vec16_at(const T *p)
+{
+    return vec16_at((T *)p);
+}
+/* Host side: may every access be a Vec16 (all pointers 16-byte aligned)? */
+static inline int vec16_ok(const void *a, const void *b, const void *c)
+{
+    return ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 == 0;
+}
+
 static inline unsigned ceil_div(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
 /* Grid for an elementwise kernel with a grid-stride loop: fixed by n alone

@@ -2,7 +2,8 @@
  * layernorm_forward, layernorm_backward).
  *
  * Forward: one warp per row; two passes over the row (mean, then the mean of
- * squared deviations), mean and rstd saved in fp32.
+ * squared deviations), mean and rstd saved in fp32. Rows are read 16 bytes
+ * per lane access where alignment allows (ln_load).
  * Backward: dinp by one warp per row; dweight and dbias without atomics:
  * blocks of (32 channels x a chunk of rows) write per-chunk partial sums to
  * st->scratch, and a second kernel adds the chunks in increasing order. */
@@ -11,27 +12,78 @@
 #define LN_EPS 1e-5f
 #define LN_ROWS_PER_BLOCK 8 /* warps per block, one row each */
 
+/* A row is walked in pieces of V = Vec16<T>::N consecutive elements, lane l
+ * taking pieces l, l+32, ...: with vec (C % V == 0 and every pointer 16-byte
+ * aligned, checked on the host) a piece is one 16-byte access, otherwise V
+ * scalar ones, zero past C. The arithmetic and its order are the same
+ * either way. */
+template <typename T>
+__device__ __forceinline__ void ln_load(float *dst, const T *p, int c, int C, int vec)
+{
+    constexpr int V = Vec16<T>::N;
+    if (vec) {
+        const Vec16<T> x = *vec16_at(p + c);
+#pragma unroll
+        for (int k = 0; k < V; k++) dst[k] = to_f(x.v[k]);
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++) dst[k] = c + k < C ? to_f(p[c + k]) : 0.0f;
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void ln_store(T *p, const float *src, int c, int C, int vec)
+{
+    constexpr int V = Vec16<T>::N;
+    if (vec) {
+        Vec16<T> o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = from_f<T>(src[k]);
+        *vec16_at(p + c) = o;
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            if (c + k < C) p[c + k] = from_f<T>(src[k]);
+    }
+}
+
 /* out(N,C) =, mean(N) =, rstd(N) = */
 template <typename T>
 __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp,
-                                         const T *weight, const T *bias, int N, int C)
+                                         const T *weight, const T *bias, int N, int C, int vec)
 {
+    constexpr int V = Vec16<T>::N;
     int lane = threadIdx.x % 32;
     int row = blockIdx.x * LN_ROWS_PER_BLOCK + threadIdx.x / 32;
     if (row >= N) return; /* whole warps leave together */
     const T *x = inp + (size_t)row * C;
+    float xv[V], wv[V], bv[V];
     float s = 0.f;
-    for (int c = lane; c < C; c += 32) s += to_f(x[c]);
+    for (int c = V * lane; c < C; c += 32 * V) {
+        ln_load(xv, x, c, C, vec);
+#pragma unroll
+        for (int k = 0; k < V; k++) s += xv[k]; /* zeros past C */
+    }
     float m = warp_sum(s) / C;
     float v = 0.f;
-    for (int c = lane; c < C; c += 32) {
-        float d = to_f(x[c]) - m;
-        v += d * d;
+    for (int c = V * lane; c < C; c += 32 * V) {
+        ln_load(xv, x, c, C, vec);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float d = c + k < C ? xv[k] - m : 0.0f;
+            v += d * d;
+        }
     }
     float r = 1.0f / sqrtf(warp_sum(v) / C + LN_EPS);
     T *o = out + (size_t)row * C;
-    for (int c = lane; c < C; c += 32)
-        o[c] = from_f<T>((to_f(x[c]) - m) * r * to_f(weight[c]) + to_f(bias[c]));
+    for (int c = V * lane; c < C; c += 32 * V) {
+        ln_load(xv, x, c, C, vec);
+        ln_load(wv, weight, c, C, vec);
+        ln_load(bv, bias, c, C, vec);
+#pragma unroll
+        for (int k = 0; k < V; k++) xv[k] = (xv[k] - m) * r * wv[k] + bv[k];
+        ln_store(o, xv, c, C, vec);
+    }
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = r;
@@ -42,27 +94,42 @@ __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const
  * dnorm = weight * dout, xhat = (inp - mean) * rstd. One warp per row. */
 template <typename T>
 __global__ void layernorm_dinp_kernel(T *dinp, const T *dout, const T *inp, const T *weight,
-                                      const float *mean, const float *rstd, int N, int C)
+                                      const float *mean, const float *rstd, int N, int C, int vec)
 {
+    constexpr int V = Vec16<T>::N;
     int lane = threadIdx.x % 32;
     int row = blockIdx.x * LN_ROWS_PER_BLOCK + threadIdx.x / 32;
     if (row >= N) return;
     const T *x = inp + (size_t)row * C;
     const T *dy = dout + (size_t)row * C;
+    T *dx = dinp + (size_t)row * C;
     float m = mean[row], r = rstd[row];
+    float xv[V], wv[V], gv[V], dv[V];
     float s1 = 0.f, s2 = 0.f;
-    for (int c = lane; c < C; c += 32) {
-        float dn = to_f(weight[c]) * to_f(dy[c]);
-        s1 += dn;
-        s2 += dn * (to_f(x[c]) - m) * r;
+    for (int c = V * lane; c < C; c += 32 * V) {
+        ln_load(xv, x, c, C, vec);
+        ln_load(wv, weight, c, C, vec);
+        ln_load(gv, dy, c, C, vec);
+#pragma unroll
+        for (int k = 0; k < V; k++) { /* past C: weight 0, so dn 0 */
+            float dn = wv[k] * gv[k];
+            s1 += dn;
+            s2 += dn * (xv[k] - m) * r;
+        }
     }
     s1 = warp_sum(s1) / C;
     s2 = warp_sum(s2) / C;
-    T *dx = dinp + (size_t)row * C;
-    for (int c = lane; c < C; c += 32) {
-        float xhat = (to_f(x[c]) - m) * r;
-        float dn = to_f(weight[c]) * to_f(dy[c]);
-        dx[c] = from_f<T>(to_f(dx[c]) + (dn - s1 - xhat * s2) * r);
+    for (int c = V * lane; c < C; c += 32 * V) {
+        ln_load(xv, x, c, C, vec);
+        ln_load(wv, weight, c, C, vec);
+        ln_load(gv, dy, c, C, vec);
+        ln_load(dv, dx, c, C, vec);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float xhat = (xv[k] - m) * r;
+            dv[k] += (wv[k] * gv[k] - s1 - xhat * s2) * r;
+        }
+        ln_store(dx, dv, c, C, vec);
     }
 }
 
@@ -127,8 +194,9 @@ static void layernorm_forward(CudaState *st, T *out, float *mean, float *rstd, c
                               const T *w, const T *b, int N, int C)
 {
     auto kern = layernorm_forward_kernel<T>;
+    const int vec = C % Vec16<T>::N == 0 && vec16_ok(out, inp, w) && vec16_ok(b, b, b);
     LAUNCH(kern, ceil_div(N, LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st->stream, out,
-           mean, rstd, inp, w, b, N, C);
+           mean, rstd, inp, w, b, N, C, vec);
 }
 
 template <typename T>
@@ -137,8 +205,9 @@ static void layernorm_backward(CudaState *st, T *dinp, T *dweight, T *dbias, con
                                int N, int C)
 {
     auto kdx = layernorm_dinp_kernel<T>;
+    const int vec = C % Vec16<T>::N == 0 && vec16_ok(dinp, dout, inp) && vec16_ok(w, w, w);
     LAUNCH(kdx, ceil_div(N, LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st->stream, dinp,
-           dout, inp, w, mean, rstd, N, C);
+           dout, inp, w, mean, rstd, N, C, vec);
     int rows = colsum_chunk_rows(N, C, 2);
     int nchunks = (int)ceil_div(N, rows);
     float *pw = (float *)st->scratch;

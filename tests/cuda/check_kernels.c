@@ -322,6 +322,21 @@ static void test_elementwise(Ctx *c, const Shape *s, const char *sh)
     CkOut o4[] = {{"out", a.out, ref, n, 0, x}};
     ck_check(c, "residual_forward(alias)", sh, o4, 1, run_residual, &a, -1);
 
+    /* The kernels move 16 bytes per access when every pointer is aligned and
+     * take a scalar loop for the tail and for unaligned pointers: n - 3
+     * elements leave a tail; pointers one element past an allocation's
+     * start are unaligned. */
+    const size_t es = c->bf16 ? 2 : 4, m = n - 3;
+    EwArgs t = {0};
+    t.n = m, t.inp = a.inp, t.out = a.out;
+    c->cpu->ops->gelu_forward(c->cpu, ref, x, m);
+    CkOut o5[] = {{"out", t.out, ref, m, 0, NULL}};
+    ck_check(c, "gelu_forward(tail)", sh, o5, 1, run_gelu_fwd, &t, -1);
+    t.a = (char *)a.a + es, t.b = (char *)a.b + es, t.out = (char *)a.out + es;
+    c->cpu->ops->residual_forward(c->cpu, ref, x + 1, y + 1, m);
+    CkOut o6[] = {{"out", t.out, ref, m, 0, NULL}};
+    ck_check(c, "residual_forward(unaligned)", sh, o6, 1, run_residual, &t, -1);
+
     void *devs[] = {a.inp, a.out, a.dout, a.dinp, a.a, a.b};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) ck_dev_free(c, devs[i]);
     free(x), free(dy), free(y), free(ref);
@@ -540,6 +555,7 @@ int main(int argc, char **argv)
         {3, 200, 48, 4, 700}, /* hs = 12, N = 600: several 256-token tiles in the sort */
         {2, 150, 128, 2, 200}, /* hs = 64 (124M's), three 64-row tiles, the last of 22 */
         {1, 97, 96, 3, 100},  /* hs = 32 */
+        {1, 33, 42, 3, 100},  /* C not a multiple of 8 or 4: rows by scalar accesses */
         {4, 1024, 768, 12, 50257}, /* GPT-2 124M, realistic */
     };
     int nshapes = (int)(sizeof shapes / sizeof shapes[0]) - (quick ? 1 : 0);
