@@ -162,17 +162,7 @@ amma_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T_, int C, int NH, f
             o[j][3] *= a1;
         }
         /* O_w += P V, P (rounded to bf16) straight from the score registers */
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) {
-            uint32_t pa[4];
-            mma_a_from_c(pa, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-            for (int j = 0; j < HSP / 8; j++) {
-                uint32_t vb[2];
-                mma_load_b(vb, Vt, LDV, 8 * j, 16 * kk);
-                mma_bf16_16816(o[j], pa, vb);
-            }
-        }
+        mma_strip_acc<HSP, BK>(o, s, Vt, LDV);
     }
 
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
@@ -215,6 +205,19 @@ __global__ void amma_rows_D_kernel(float *D, const bf16 *dout, const bf16 *out, 
     }
 }
 
+/* The row statistics of query rows q0..q0+R-1 of one (sequence, head):
+ * lse in log2 units and D, 0 past T. The caller syncs. */
+template <int R>
+__device__ void amma_stage_stats(float *lse_s, float *D_s, const float *lse, const float *D,
+                                 int q0, int T_)
+{
+    for (int r = threadIdx.x; r < R; r += blockDim.x) {
+        const bool in = q0 + r < T_;
+        lse_s[r] = in ? lse[q0 + r] * AMMA_LOG2E : 0.0f;
+        D_s[r] = in ? D[q0 + r] : 0.0f;
+    }
+}
+
 /* dK/dV: block = 64 key rows; query tiles of BQ rows, from the diagonal on */
 template <int HSP, int BQ> static size_t amma_dkdv_smem()
 {
@@ -224,8 +227,10 @@ template <int HSP, int BQ> static size_t amma_dkdv_smem()
            2 * attn_round((size_t)BQ * sizeof(float));         /* lse, D */
 }
 
+/* "1": without it ptxas capped sm_80's <64, 64> at 168 registers and spilled
+ * (scripts/cuda_resources.sh); it now takes ~215, still 2 blocks per SM. */
 template <int HSP, int BQ>
-__global__ void __launch_bounds__(AMMA_THREADS)
+__global__ void __launch_bounds__(AMMA_THREADS, 1)
 amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *D,
                  int T_, int C, int NH, float sl2, float scale, int vec)
 {
@@ -260,33 +265,13 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
         __syncthreads(); /* every warp done with the previous Q, dO (K, V staged) */
         amma_stage<HSP, BQ>(Qs, Qt, qkv, C3, h * hs, b, q0, T_, hs, vec);
         amma_stage<HSP, BQ>(dOs, dOt, dout, C, h * hs, b, q0, T_, hs, vec);
-        for (int r = threadIdx.x; r < BQ; r += blockDim.x) {
-            const bool in = q0 + r < T_;
-            lse_s[r] = in ? lse[lrow + q0 + r] * AMMA_LOG2E : 0.0f;
-            D_s[r] = in ? D[lrow + q0 + r] : 0.0f;
-        }
+        amma_stage_stats<BQ>(lse_s, D_s, lse + lrow, D + lrow, q0, T_);
         __syncthreads();
         if (q0 + BQ - 1 < k0 + 16 * w) continue; /* every query before this warp's keys */
 
-        float sT[BQ / 8][4], dpT[BQ / 8][4]; /* S^T = K_w Q^T, dP^T = V_w dO^T */
-#pragma unroll
-        for (int j = 0; j < BQ / 8; j++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) sT[j][i] = dpT[j][i] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < HSP / 16; kk++) {
-            uint32_t ka[4], va[4];
-            mma_load_a(ka, Ks, LDR, 16 * w, 16 * kk);
-            mma_load_a(va, Vs, LDR, 16 * w, 16 * kk);
-#pragma unroll
-            for (int j = 0; j < BQ / 8; j++) {
-                uint32_t qb[2], ob[2];
-                mma_load_b(qb, Qs, LDR, 8 * j, 16 * kk);
-                mma_load_b(ob, dOs, LDR, 8 * j, 16 * kk);
-                mma_bf16_16816(sT[j], ka, qb);
-                mma_bf16_16816(dpT[j], va, ob);
-            }
-        }
+        float sT[BQ / 8][4], dpT[BQ / 8][4];
+        mma_strip<BQ, HSP>(sT, Ks, LDR, 16 * w, Qs, LDR);   /* S^T = K_w Q^T */
+        mma_strip<BQ, HSP>(dpT, Vs, LDR, 16 * w, dOs, LDR); /* dP^T = V_w dO^T */
         /* P^T and dS^T in place; a key row past T is never <= a query < T */
         const bool edge = q0 < k0 + AMMA_ROWS || q0 + BQ > T_;
 #pragma unroll
@@ -300,20 +285,8 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
                 dpT[j][i] = pr * (dpT[j][i] - D_s[c]);
             }
         /* dV_w += P^T dO, dK_w += dS^T Q: A operands from the registers */
-#pragma unroll
-        for (int kk = 0; kk < BQ / 16; kk++) {
-            uint32_t pa[4], da[4];
-            mma_a_from_c(pa, sT[2 * kk], sT[2 * kk + 1]);
-            mma_a_from_c(da, dpT[2 * kk], dpT[2 * kk + 1]);
-#pragma unroll
-            for (int j = 0; j < HSP / 8; j++) {
-                uint32_t ob[2], qb[2];
-                mma_load_b(ob, dOt, LDQ, 8 * j, 16 * kk);
-                mma_load_b(qb, Qt, LDQ, 8 * j, 16 * kk);
-                mma_bf16_16816(dv[j], pa, ob);
-                mma_bf16_16816(dk[j], da, qb);
-            }
-        }
+        mma_strip_acc<HSP, BQ>(dv, sT, dOt, LDQ);
+        mma_strip_acc<HSP, BQ>(dk, dpT, Qt, LDQ);
     }
 
 #pragma unroll
@@ -368,11 +341,7 @@ amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, 
 
     amma_stage<HSP, AMMA_ROWS>(Qs, NULL, qkv, C3, h * hs, b, q0, T_, hs, vec);
     amma_stage<HSP, AMMA_ROWS>(dOs, NULL, dout, C, h * hs, b, q0, T_, hs, vec);
-    for (int r = threadIdx.x; r < AMMA_ROWS; r += blockDim.x) {
-        const bool in = q0 + r < T_;
-        lse_s[r] = in ? lse[lrow + q0 + r] * AMMA_LOG2E : 0.0f;
-        D_s[r] = in ? D[lrow + q0 + r] : 0.0f;
-    }
+    amma_stage_stats<AMMA_ROWS>(lse_s, D_s, lse + lrow, D + lrow, q0, T_);
     float dq[HSP / 8][4];
 #pragma unroll
     for (int j = 0; j < HSP / 8; j++) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.0f;
@@ -386,25 +355,9 @@ amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, 
 
         const float l2_0 = lse_s[16 * w + g], l2_1 = lse_s[16 * w + g + 8];
         const float D0 = D_s[16 * w + g], D1 = D_s[16 * w + g + 8];
-        float s[BK / 8][4], dp[BK / 8][4]; /* S = Q_w K^T, dP = dO_w V^T */
-#pragma unroll
-        for (int j = 0; j < BK / 8; j++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) s[j][i] = dp[j][i] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < HSP / 16; kk++) {
-            uint32_t qa[4], oa[4];
-            mma_load_a(qa, Qs, LDR, 16 * w, 16 * kk);
-            mma_load_a(oa, dOs, LDR, 16 * w, 16 * kk);
-#pragma unroll
-            for (int j = 0; j < BK / 8; j++) {
-                uint32_t kb[2], vb[2];
-                mma_load_b(kb, Ks, LDR, 8 * j, 16 * kk);
-                mma_load_b(vb, Vs, LDR, 8 * j, 16 * kk);
-                mma_bf16_16816(s[j], qa, kb);
-                mma_bf16_16816(dp[j], oa, vb);
-            }
-        }
+        float s[BK / 8][4], dp[BK / 8][4];
+        mma_strip<BK, HSP>(s, Qs, LDR, 16 * w, Ks, LDR);   /* S = Q_w K^T */
+        mma_strip<BK, HSP>(dp, dOs, LDR, 16 * w, Vs, LDR); /* dP = dO_w V^T */
         const bool edge = k0 + BK > q0 || k0 + BK > T_;
 #pragma unroll
         for (int j = 0; j < BK / 8; j++)
@@ -415,18 +368,7 @@ amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, 
                 const float pr = valid ? exp2f(s[j][i] * sl2 - (i < 2 ? l2_0 : l2_1)) : 0.0f;
                 s[j][i] = pr * (dp[j][i] - (i < 2 ? D0 : D1)); /* dS */
             }
-        /* dQ_w += dS K */
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) {
-            uint32_t da[4];
-            mma_a_from_c(da, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-            for (int j = 0; j < HSP / 8; j++) {
-                uint32_t kb[2];
-                mma_load_b(kb, Kt, LDK, 8 * j, 16 * kk);
-                mma_bf16_16816(dq[j], da, kb);
-            }
-        }
+        mma_strip_acc<HSP, BK>(dq, s, Kt, LDK); /* dQ_w += dS K */
     }
 
 #pragma unroll

@@ -99,4 +99,47 @@ __device__ __forceinline__ void mma_a_from_c(uint32_t a[4], const float c0[4], c
     a[3] = mma_pack_bf16(c1[2], c1[3]);
 }
 
+/* ---- one warp, a 16-row strip ----
+ * c[j] holds columns 8j..8j+7 of a 16 x N product in the C layout. */
+
+/* c(16 x N) = A . B: A is rows r0..r0+15 of a row-major tile (K columns
+ * used), B is given as a row-major N x K tile Bt (Bt[n][k] = B[k][n]). */
+template <int N, int K>
+__device__ __forceinline__ void mma_strip(float c[][4], const bf16 *A, int lda, int r0,
+                                          const bf16 *Bt, int ldb)
+{
+#pragma unroll
+    for (int j = 0; j < N / 8; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++) {
+        uint32_t a[4];
+        mma_load_a(a, A, lda, r0, 16 * kk);
+#pragma unroll
+        for (int j = 0; j < N / 8; j++) {
+            uint32_t b[2];
+            mma_load_b(b, Bt, ldb, 8 * j, 16 * kk);
+            mma_bf16_16816(c[j], a, b);
+        }
+    }
+}
+
+/* c(16 x N) += P . B: P (16 x K) is this warp's own accumulators p[K/8],
+ * rounded to bf16 on the way; B as in mma_strip. */
+template <int N, int K>
+__device__ __forceinline__ void mma_strip_acc(float c[][4], const float p[][4], const bf16 *Bt,
+                                              int ldb)
+{
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++) {
+        uint32_t a[4];
+        mma_a_from_c(a, p[2 * kk], p[2 * kk + 1]);
+#pragma unroll
+        for (int j = 0; j < N / 8; j++) {
+            uint32_t b[2];
+            mma_load_b(b, Bt, ldb, 8 * j, 16 * kk);
+            mma_bf16_16816(c[j], a, b);
+        }
+    }
+}
+
 #endif
