@@ -92,6 +92,9 @@ static void f_head(TArgs *a) { a->be->ops->head_forward_backward(a->be, a->losse
 /* the head's parts: its first gemm alone, and the forward (gemm + loss) */
 static void f_head_logits(TArgs *a) { a->be->ops->head_logits(a->be, a->buf, a->y, a->wte, a->chunk < N_ ? a->chunk : N_, C_, VP_); }
 static void f_head_eval(TArgs *a) { a->be->ops->head_forward_backward(a->be, a->losses, NULL, a->dw, a->y, a->wte, a->tokens, a->buf, N_, C_, V_, VP_, a->chunk, 1.0f / N_); }
+/* its two backward gemms, dx = dlogits . wte and dwte += dlogits^T . x, as the
+ * linear layer's backward of the same shape (dlogits: the logits buffer) */
+static void f_head_bwd_gemms(TArgs *a) { a->be->ops->matmul_backward(a->be, a->z, a->dw, NULL, a->buf, a->y, a->wte, N_, C_, VP_); }
 static void f_adamw(TArgs *a) { a->be->ops->adamw_update(a->be, a->w2, a->master, a->dw, a->m, a->v, a->nparams, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 2); }
 static void f_norm(TArgs *a) { (void)a->be->ops->grad_norm_sq(a->be, a->dw, a->nparams); }
 
@@ -194,6 +197,8 @@ int check_timing(Backend *be, int bf16)
     ROW("  its forward (gemm + loss)", f_head_eval, 2.0 * N_ * C_ * (double)V_, "TFLOP/s");
     ROW("  its logits gemm alone", f_head_logits,
         2.0 * (a.chunk < N_ ? a.chunk : N_) * C_ * (double)VP_, "TFLOP/s");
+    if (a.chunk >= N_) /* the buffer holds all N rows of dlogits */
+        ROW("  its two backward gemms", f_head_bwd_gemms, 4.0 * N_ * C_ * (double)VP_, "TFLOP/s");
     ROW("adamw_update (124M)", f_adamw,
         (double)a.nparams * (2 * ab + 16 + (bf16 ? 8 : 0)), "GB/s");
     ROW("grad_norm_sq (124M)", f_norm, (double)a.nparams * ab, "GB/s");
