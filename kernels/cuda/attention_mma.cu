@@ -8,8 +8,8 @@
  * keeps everything about them in registers: scores S (16 x 64 per tile),
  * running max m and sum l (the lane's two rows), the output or gradient
  * accumulator (16 x HSP). Shared memory holds only the tiles every warp
- * reads: K and V (forward, dQ) or Q and dO (dK/dV), row-major for the
- * operands that are used as B^T, transposed for those used as B.
+ * reads: K and V (forward, dQ) or Q and dO (dK/dV), row-major; ldmatrix
+ * reads them as B^T or, transposing on the way, as B (mma.cuh).
  *
  * Scores are kept in log2 units (s * scale * log2 e) so exp2f does the
  * exponentials; lse is stored in natural units, as the fp32 kernels and the
@@ -31,14 +31,13 @@
 
 
 /* Stage rows t0..t0+R-1 of sequence b, columns col0..col0+hs-1 of src (row
- * stride ld elements) into shared memory, zero past T or hs:
- *   row-major:  rm[r * (HSP + 8) + d]     (if rm)
- *   transposed: tr[d * (R + 8) + r]       (if tr)
- * vec (host-checked: hs, ld, col0 multiples of 8 and src 16-byte aligned)
- * reads 8 elements at a time. All threads take part; the caller syncs. */
+ * stride ld elements) into the row-major tile dst[r * (HSP + 8) + d], zero
+ * past T or hs. vec (host-checked: hs, ld, col0 multiples of 8 and src
+ * 16-byte aligned) reads 8 elements at a time. All threads take part; the
+ * caller syncs. */
 template <int HSP, int R>
-__device__ void amma_stage(bf16 *rm, bf16 *tr, const bf16 *src, int ld, int col0, int b,
-                           int t0, int T_, int hs, int vec)
+__device__ void amma_stage(bf16 *dst, const bf16 *src, int ld, int col0, int b, int t0, int T_,
+                           int hs, int vec)
 {
     const bf16 zero = from_f<bf16>(0.0f);
     for (int e = threadIdx.x; e < R * HSP / 8; e += blockDim.x) {
@@ -51,11 +50,7 @@ __device__ void amma_stage(bf16 *rm, bf16 *tr, const bf16 *src, int ld, int col0
 #pragma unroll
             for (int i = 0; i < 8; i++) x.v[i] = t < T_ && d0 + i < hs ? s[i] : zero;
         }
-        if (rm) *vec16_at(rm + r * (HSP + 8) + d0) = x;
-        if (tr) {
-#pragma unroll
-            for (int i = 0; i < 8; i++) tr[(d0 + i) * (R + 8) + r] = x.v[i];
-        }
+        *vec16_at(dst + r * (HSP + 8) + d0) = x;
     }
 }
 
@@ -63,20 +58,18 @@ __device__ void amma_stage(bf16 *rm, bf16 *tr, const bf16 *src, int ld, int col0
 
 template <int HSP> static size_t amma_fwd_smem()
 {
-    /* Q then K (row-major, 64 rows), V transposed */
-    return attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2) +
-           attn_round((size_t)HSP * (AMMA_ROWS + 8) * 2);
+    return 2 * attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2); /* Q then K; V */
 }
 
 template <int HSP>
 __global__ void __launch_bounds__(AMMA_THREADS)
 amma_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T_, int C, int NH, float sl2, int vec)
 {
-    constexpr int LDR = HSP + 8, LDV = AMMA_ROWS + 8, BK = AMMA_ROWS;
+    constexpr int LDR = HSP + 8, BK = AMMA_ROWS;
     DYN_SMEM(smem);
     unsigned char *p = smem;
     bf16 *QK = attn_take<bf16>(p, AMMA_ROWS * LDR);
-    bf16 *Vt = attn_take<bf16>(p, HSP * LDV);
+    bf16 *Vs = attn_take<bf16>(p, AMMA_ROWS * LDR);
 
     const int nT = (T_ + AMMA_ROWS - 1) / AMMA_ROWS;
     const int qt = nT - 1 - (int)blockIdx.x; /* the longest rows first */
@@ -86,7 +79,7 @@ amma_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T_, int C, int NH, f
     const int q0 = qt * AMMA_ROWS;
     const int r0 = q0 + 16 * w + g, r1 = r0 + 8; /* this lane's two query rows */
 
-    amma_stage<HSP, AMMA_ROWS>(QK, NULL, qkv, C3, h * hs, b, q0, T_, hs, vec);
+    amma_stage<HSP, AMMA_ROWS>(QK, qkv, C3, h * hs, b, q0, T_, hs, vec);
     __syncthreads();
     uint32_t qf[HSP / 16][4];
 #pragma unroll
@@ -100,21 +93,22 @@ amma_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T_, int C, int NH, f
     for (int kt = 0; kt <= qt; kt++) {
         const int k0 = kt * BK;
         __syncthreads(); /* Q fragments taken; every warp done with the previous K, V */
-        amma_stage<HSP, AMMA_ROWS>(QK, NULL, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
-        amma_stage<HSP, AMMA_ROWS>(NULL, Vt, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
+        amma_stage<HSP, AMMA_ROWS>(QK, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
+        amma_stage<HSP, AMMA_ROWS>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
         __syncthreads();
 
         float s[BK / 8][4]; /* S = Q_w K^T, then log2-unit scores, then P */
 #pragma unroll
-        for (int j = 0; j < BK / 8; j++) {
-            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+        for (int j = 0; j < BK / 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
-            for (int kk = 0; kk < HSP / 16; kk++) {
-                uint32_t kb[2];
-                mma_load_b(kb, QK, LDR, 8 * j, 16 * kk);
-                mma_bf16_16816(s[j], qf[kk], kb);
+        for (int kk = 0; kk < HSP / 16; kk++)
+#pragma unroll
+            for (int j = 0; j < BK / 16; j++) {
+                uint32_t kb[2][2];
+                mma_load_b_nk(kb, QK, LDR, 16 * j, 16 * kk);
+                mma_bf16_16816(s[2 * j], qf[kk], kb[0]);
+                mma_bf16_16816(s[2 * j + 1], qf[kk], kb[1]);
             }
-        }
         /* mask only where a key can be past the row or past T; key k0 is
          * valid for every row of the tile, so both maxima are finite */
         const bool edge = kt == qt || k0 + BK > T_;
@@ -162,7 +156,7 @@ amma_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T_, int C, int NH, f
             o[j][3] *= a1;
         }
         /* O_w += P V, P (rounded to bf16) straight from the score registers */
-        mma_strip_acc<HSP, BK>(o, s, Vt, LDV);
+        mma_strip_acc<HSP, BK>(o, s, Vs, LDR);
     }
 
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
@@ -223,7 +217,6 @@ template <int HSP, int BQ> static size_t amma_dkdv_smem()
 {
     return 2 * attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2) + /* K, V */
            2 * attn_round((size_t)BQ * (HSP + 8) * 2) +        /* Q, dO */
-           2 * attn_round((size_t)HSP * (BQ + 8) * 2) +        /* Q^T, dO^T */
            2 * attn_round((size_t)BQ * sizeof(float));         /* lse, D */
 }
 
@@ -234,15 +227,13 @@ __global__ void __launch_bounds__(AMMA_THREADS, 1)
 amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *D,
                  int T_, int C, int NH, float sl2, float scale, int vec)
 {
-    constexpr int LDR = HSP + 8, LDQ = BQ + 8;
+    constexpr int LDR = HSP + 8;
     DYN_SMEM(smem);
     unsigned char *p = smem;
     bf16 *Ks = attn_take<bf16>(p, AMMA_ROWS * LDR);
     bf16 *Vs = attn_take<bf16>(p, AMMA_ROWS * LDR);
     bf16 *Qs = attn_take<bf16>(p, BQ * LDR);
     bf16 *dOs = attn_take<bf16>(p, BQ * LDR);
-    bf16 *Qt = attn_take<bf16>(p, HSP * LDQ);
-    bf16 *dOt = attn_take<bf16>(p, HSP * LDQ);
     float *lse_s = attn_take<float>(p, BQ); /* log2 units */
     float *D_s = attn_take<float>(p, BQ);
 
@@ -253,8 +244,8 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
     const int kr0 = k0 + 16 * w + g, kr1 = kr0 + 8; /* this lane's two key rows */
     const size_t lrow = ((size_t)b * NH + h) * T_;
 
-    amma_stage<HSP, AMMA_ROWS>(Ks, NULL, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
-    amma_stage<HSP, AMMA_ROWS>(Vs, NULL, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
+    amma_stage<HSP, AMMA_ROWS>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
+    amma_stage<HSP, AMMA_ROWS>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
     float dk[HSP / 8][4], dv[HSP / 8][4];
 #pragma unroll
     for (int j = 0; j < HSP / 8; j++)
@@ -263,8 +254,8 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
 
     for (int q0 = k0 / BQ * BQ; q0 < T_; q0 += BQ) {
         __syncthreads(); /* every warp done with the previous Q, dO (K, V staged) */
-        amma_stage<HSP, BQ>(Qs, Qt, qkv, C3, h * hs, b, q0, T_, hs, vec);
-        amma_stage<HSP, BQ>(dOs, dOt, dout, C, h * hs, b, q0, T_, hs, vec);
+        amma_stage<HSP, BQ>(Qs, qkv, C3, h * hs, b, q0, T_, hs, vec);
+        amma_stage<HSP, BQ>(dOs, dout, C, h * hs, b, q0, T_, hs, vec);
         amma_stage_stats<BQ>(lse_s, D_s, lse + lrow, D + lrow, q0, T_);
         __syncthreads();
         if (q0 + BQ - 1 < k0 + 16 * w) continue; /* every query before this warp's keys */
@@ -285,8 +276,8 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
                 dpT[j][i] = pr * (dpT[j][i] - D_s[c]);
             }
         /* dV_w += P^T dO, dK_w += dS^T Q: A operands from the registers */
-        mma_strip_acc<HSP, BQ>(dv, sT, dOt, LDQ);
-        mma_strip_acc<HSP, BQ>(dk, dpT, Qt, LDQ);
+        mma_strip_acc<HSP, BQ>(dv, sT, dOs, LDR);
+        mma_strip_acc<HSP, BQ>(dk, dpT, Qs, LDR);
     }
 
 #pragma unroll
@@ -310,7 +301,6 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
 template <int HSP> static size_t amma_dq_smem()
 {
     return 4 * attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2) + /* Q, dO, K, V */
-           attn_round((size_t)HSP * (AMMA_ROWS + 8) * 2) +     /* K^T */
            2 * attn_round((size_t)AMMA_ROWS * sizeof(float));  /* lse, D */
 }
 
@@ -319,14 +309,13 @@ __global__ void __launch_bounds__(AMMA_THREADS)
 amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *D,
                int T_, int C, int NH, float sl2, float scale, int vec)
 {
-    constexpr int LDR = HSP + 8, LDK = AMMA_ROWS + 8, BK = AMMA_ROWS;
+    constexpr int LDR = HSP + 8, BK = AMMA_ROWS;
     DYN_SMEM(smem);
     unsigned char *p = smem;
     bf16 *Qs = attn_take<bf16>(p, AMMA_ROWS * LDR);
     bf16 *dOs = attn_take<bf16>(p, AMMA_ROWS * LDR);
     bf16 *Ks = attn_take<bf16>(p, BK * LDR);
     bf16 *Vs = attn_take<bf16>(p, BK * LDR);
-    bf16 *Kt = attn_take<bf16>(p, HSP * LDK);
     float *lse_s = attn_take<float>(p, AMMA_ROWS); /* log2 units */
     float *D_s = attn_take<float>(p, AMMA_ROWS);
 
@@ -339,8 +328,8 @@ amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, 
     const int r0 = q0 + 16 * w + g, r1 = r0 + 8;
     const size_t lrow = ((size_t)b * NH + h) * T_;
 
-    amma_stage<HSP, AMMA_ROWS>(Qs, NULL, qkv, C3, h * hs, b, q0, T_, hs, vec);
-    amma_stage<HSP, AMMA_ROWS>(dOs, NULL, dout, C, h * hs, b, q0, T_, hs, vec);
+    amma_stage<HSP, AMMA_ROWS>(Qs, qkv, C3, h * hs, b, q0, T_, hs, vec);
+    amma_stage<HSP, AMMA_ROWS>(dOs, dout, C, h * hs, b, q0, T_, hs, vec);
     amma_stage_stats<AMMA_ROWS>(lse_s, D_s, lse + lrow, D + lrow, q0, T_);
     float dq[HSP / 8][4];
 #pragma unroll
@@ -348,8 +337,8 @@ amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, 
 
     for (int k0 = 0; k0 <= q0 + AMMA_ROWS - 1 && k0 < T_; k0 += BK) {
         __syncthreads(); /* every warp done with the previous K, V (Q, dO, lse, D staged) */
-        amma_stage<HSP, BK>(Ks, Kt, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
-        amma_stage<HSP, BK>(Vs, NULL, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
+        amma_stage<HSP, BK>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs, vec);
+        amma_stage<HSP, BK>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs, vec);
         __syncthreads();
         if (k0 > q0 + 16 * w + 15) continue; /* every key after this warp's rows */
 
@@ -368,7 +357,7 @@ amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, 
                 const float pr = valid ? exp2f(s[j][i] * sl2 - (i < 2 ? l2_0 : l2_1)) : 0.0f;
                 s[j][i] = pr * (dp[j][i] - (i < 2 ? D0 : D1)); /* dS */
             }
-        mma_strip_acc<HSP, BK>(dq, s, Kt, LDK); /* dQ_w += dS K */
+        mma_strip_acc<HSP, BK>(dq, s, Ks, LDR); /* dQ_w += dS K */
     }
 
 #pragma unroll

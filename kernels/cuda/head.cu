@@ -22,49 +22,62 @@
 #include "cuda_common.cuh"
 
 #define CE_THREADS 512
+#define CE_UNROLL 8 /* elements per thread per tile of the bf16 in-place pass */
 
-/* Same result in every thread: warp trees, then the warp partials added in
- * warp order by each thread. sh holds 32 floats. */
-__device__ float block_sum(float v, float *sh)
+/* A softmax's running (max m, sum s of exp(x - m)) merged with another:
+ * the result does not depend on which is "this" and which "other" (max and
+ * the final + commute), so both lanes of a butterfly end with the same bits.
+ * m == mn skips the exp (and the -inf - -inf of two empty pairs). */
+__device__ __forceinline__ void softmax_merge(float &m, float &s, float m2, float s2)
 {
-    v = warp_sum(v);
-    __syncthreads(); /* sh may still be read by a previous call */
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
-    __syncthreads();
-    float t = 0.f;
-    for (int w = 0; w < (int)blockDim.x / 32; w++) t += sh[w];
-    return t;
+    const float mn = fmaxf(m, m2);
+    const float a = m == mn ? s : s * expf(m - mn);
+    const float b = m2 == mn ? s2 : s2 * expf(m2 - mn);
+    m = mn;
+    s = a + b;
 }
 
-__device__ float block_max(float v, float *sh)
+/* The block's (max, sum) pair, the same in every thread: warp butterflies,
+ * then the warp pairs merged in warp order. sh holds 64 floats. */
+__device__ void block_softmax_pair(float &m, float &s, float *sh)
 {
-    v = warp_max(v);
+    for (int o = 16; o > 0; o >>= 1)
+        softmax_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+    if (threadIdx.x % 32 == 0) {
+        sh[threadIdx.x / 32] = m;
+        sh[32 + threadIdx.x / 32] = s;
+    }
     __syncthreads();
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
-    __syncthreads();
-    float t = -INFINITY;
-    for (int w = 0; w < (int)blockDim.x / 32; w++) t = fmaxf(t, sh[w]);
-    return t;
+    m = sh[0];
+    s = sh[32];
+    for (int w = 1; w < (int)blockDim.x / 32; w++) softmax_merge(m, s, sh[w], sh[32 + w]);
 }
 
-/* Row blockIdx.x of buf (rows x Vp fp32 logits). */
+/* Row blockIdx.x of buf (rows x Vp fp32 logits). One read of the row for
+ * the loss (an online max and sum per thread), one more for dlogits. */
 template <typename T>
 __global__ void __launch_bounds__(CE_THREADS)
 ce_kernel(float *losses, float *buf, const int *targets, int V, int Vp, float dloss,
           int backward)
 {
-    __shared__ float sh[32];
+    __shared__ float sh[64];
     int r = blockIdx.x;
     float *lg = buf + (size_t)r * Vp;
     int target = targets[r];
     float lt = lg[target]; /* read before anything is written in place */
 
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < V; j += CE_THREADS) mx = fmaxf(mx, lg[j]);
-    mx = block_max(mx, sh);
-    float s = 0.f;
-    for (int j = threadIdx.x; j < V; j += CE_THREADS) s += expf(lg[j] - mx);
-    float lse = mx + logf(block_sum(s, sh));
+    float m = -INFINITY, s = 0.f;
+    for (int j = threadIdx.x; j < V; j += CE_THREADS) {
+        const float x = lg[j];
+        if (x > m) {
+            s = s * expf(m - x) + 1.0f; /* first element: 0 * 0 + 1 */
+            m = x;
+        } else {
+            s += expf(x - m);
+        }
+    }
+    block_softmax_pair(m, s, sh);
+    float lse = m + logf(s);
     if (threadIdx.x == 0) losses[r] = lse - lt;
     if (!backward) return;
 
@@ -75,18 +88,27 @@ ce_kernel(float *losses, float *buf, const int *targets, int V, int Vp, float dl
         }
     } else {
         /* bf16, in place: element j goes to bytes [2j, 2j+2) of the row, which
-         * overlap fp32 element j/2. Tile k reads fp32 [kB, kB+B) (B = CE_THREADS),
-         * then, after a barrier, writes bf16 [kB, kB+B): bytes of fp32 elements
-         * [kB/2, kB/2+B/2), all read by tiles <= k. The next tile's reads start
-         * at fp32 (k+1)B, past every byte written so far. Columns [V, Vp)
-         * read nothing and get 0. */
+         * overlap fp32 element j/2. Tile k (U = CE_UNROLL elements per
+         * thread, B = CE_THREADS * U per tile) reads fp32 [kB, kB+B), then,
+         * after a barrier, writes bf16 [kB, kB+B): bytes of fp32 elements
+         * [kB/2, kB/2+B/2), all read by tiles <= k. The next tile's reads
+         * start at fp32 (k+1)B, past every byte written so far. Columns
+         * [V, Vp) read nothing and get 0. U loads per thread are in flight
+         * at once between two barriers. */
         T *out = (T *)lg;
-        for (int base = 0; base < Vp; base += CE_THREADS) {
-            int j = base + threadIdx.x;
-            float d = 0.f;
-            if (j < V) d = (expf(lg[j] - lse) - (j == target ? 1.0f : 0.0f)) * dloss;
+        for (int base = 0; base < Vp; base += CE_THREADS * CE_UNROLL) {
+            float d[CE_UNROLL];
+#pragma unroll
+            for (int u = 0; u < CE_UNROLL; u++) {
+                const int j = base + u * CE_THREADS + threadIdx.x;
+                d[u] = j < V ? (expf(lg[j] - lse) - (j == target ? 1.0f : 0.0f)) * dloss : 0.0f;
+            }
             __syncthreads(); /* this tile (and the loss) fully read */
-            if (j < Vp) out[j] = from_f<T>(d);
+#pragma unroll
+            for (int u = 0; u < CE_UNROLL; u++) {
+                const int j = base + u * CE_THREADS + threadIdx.x;
+                if (j < Vp) out[j] = from_f<T>(d[u]);
+            }
         }
     }
 }

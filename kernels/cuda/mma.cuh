@@ -15,15 +15,14 @@
  * into one A operand (mma_a_from_c) without a trip through shared memory,
  * which wmma's opaque fragments do not allow.
  *
- * Shared-memory tiles are bf16, row-major, with a row stride ld (elements)
- * of 8 more than a multiple of 16: 32-bit loads stay aligned, and ld/2 words
- * is an odd multiple of 4, so the 8 rows x 4 words a fragment load touches
- * fall in 32 distinct banks. B operands are read from a tile that holds B
- * transposed (row n = column n of B), so both loads are the same pattern.
+ * Operands come from shared memory by ldmatrix (below). Tiles are bf16,
+ * row-major, with a row stride of 8 more than a multiple of 16 elements: an
+ * odd multiple of 16 bytes, so every row is 16-byte aligned and the 8 rows
+ * one ldmatrix phase reads fall in 8 distinct groups of 4 banks.
  *
- * Under CUDA_EMU the instruction is emulated from the same layout by
- * emu_mma_bf16_16816 (tests/cuda/emu), which gathers every lane's registers
- * at a warp barrier. */
+ * Under CUDA_EMU both instructions are emulated from the documented layouts
+ * (emu_mma_bf16_16816, emu_ldmatrix_x4 in tests/cuda/emu), which gather
+ * every lane's registers or addresses at a warp barrier. */
 #ifndef KERNELS_CUDA_MMA_CUH
 #define KERNELS_CUDA_MMA_CUH
 
@@ -41,19 +40,6 @@ __device__ __forceinline__ uint32_t mma_pack_bf16(float lo, float hi)
 #endif
 }
 
-/* p[0] and p[1] as one register; p is 4-byte aligned. */
-__device__ __forceinline__ uint32_t mma_ld_pair(const bf16 *p)
-{
-#ifdef CUDA_EMU
-    uint32_t v;
-    emu_align_check(p, 4, "mma operand load");
-    memcpy(&v, p, 4);
-    return v;
-#else
-    return *(const uint32_t *)p;
-#endif
-}
-
 /* d += A . B for one 16x8x16 tile (registers as in the layout above). */
 __device__ __forceinline__ void mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
 {
@@ -67,25 +53,63 @@ __device__ __forceinline__ void mma_bf16_16816(float d[4], const uint32_t a[4], 
 #endif
 }
 
-/* A operand: rows r0..r0+15, columns k0..k0+15 of a row-major tile. */
-__device__ __forceinline__ void mma_load_a(uint32_t a[4], const bf16 *tile, int ld, int r0, int k0)
+/* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: four 8x8 bf16 matrices
+ * from shared memory. Lane l gives the address of row l % 8 of matrix l / 8
+ * (16 contiguous bytes, 16-byte aligned). Register i of lane l (g = l / 4,
+ * t = l % 4) receives from matrix i: M[g][2t..2t+1], or with .trans
+ * M[2t][g] and M[2t+1][g] -- the same pieces an mma operand holds, which
+ * is the point: one instruction per lane replaces four 32-bit loads, and
+ * .trans reads a row-major K x N tile as the B operand without a
+ * transposed copy. */
+__device__ __forceinline__ void mma_ldmatrix_x4(uint32_t r[4], const bf16 *p, bool trans)
 {
-    const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-    const bf16 *p = tile + (size_t)(r0 + g) * ld + k0 + 2 * t;
-    a[0] = mma_ld_pair(p);
-    a[1] = mma_ld_pair(p + 8 * ld);
-    a[2] = mma_ld_pair(p + 8);
-    a[3] = mma_ld_pair(p + 8 * ld + 8);
+#ifdef CUDA_EMU
+    emu_ldmatrix_x4(r, p, trans);
+#else
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    if (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+#endif
 }
 
-/* B operand for output columns n0..n0+7 and k0..k0+15, from a tile holding
- * B transposed: tile[n][k] = B[k][n]. */
-__device__ __forceinline__ void mma_load_b(uint32_t b[2], const bf16 *tile, int ld, int n0, int k0)
+/* A operand: rows r0..r0+15, columns k0..k0+15 of a row-major tile.
+ * Matrices 0..3 = (rows +0, cols +0), (+8, +0), (+0, +8), (+8, +8): a[0..3]. */
+__device__ __forceinline__ void mma_load_a(uint32_t a[4], const bf16 *tile, int ld, int r0, int k0)
 {
-    const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-    const bf16 *p = tile + (size_t)(n0 + g) * ld + k0 + 2 * t;
-    b[0] = mma_ld_pair(p);
-    b[1] = mma_ld_pair(p + 8);
+    const int l = threadIdx.x % 32;
+    mma_ldmatrix_x4(a, tile + (size_t)(r0 + l % 8 + 8 * (l / 8 % 2)) * ld + k0 + 8 * (l / 16),
+                    false);
+}
+
+/* B operands for output columns n0..n0+15 (two 16x8 products: b[0] for
+ * n0..n0+7, b[1] for n0+8..n0+15) over k0..k0+15.
+ * mma_load_b_nk: from a tile holding B transposed, tile[n][k] = B[k][n];
+ *   matrices (n +0, k +0), (+0, +8), (+8, +0), (+8, +8).
+ * mma_load_b_kn: from B itself, row-major tile[k][n], through .trans;
+ *   matrices (k +0, n +0), (+8, +0), (+0, +8), (+8, +8). */
+__device__ __forceinline__ void mma_load_b_nk(uint32_t b[2][2], const bf16 *tile, int ld, int n0,
+                                              int k0)
+{
+    const int l = threadIdx.x % 32;
+    uint32_t r[4];
+    mma_ldmatrix_x4(r, tile + (size_t)(n0 + l % 8 + 8 * (l / 16)) * ld + k0 + 8 * (l / 8 % 2),
+                    false);
+    b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
+}
+__device__ __forceinline__ void mma_load_b_kn(uint32_t b[2][2], const bf16 *tile, int ld, int k0,
+                                              int n0)
+{
+    const int l = threadIdx.x % 32;
+    uint32_t r[4];
+    mma_ldmatrix_x4(r, tile + (size_t)(k0 + l % 8 + 8 * (l / 8 % 2)) * ld + n0 + 8 * (l / 16),
+                    true);
+    b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
 }
 
 /* The A operand (16x16, bf16) made of two accumulators side by side:
@@ -108,6 +132,7 @@ template <int N, int K>
 __device__ __forceinline__ void mma_strip(float c[][4], const bf16 *A, int lda, int r0,
                                           const bf16 *Bt, int ldb)
 {
+    static_assert(N % 16 == 0 && K % 16 == 0, "16-wide pieces");
 #pragma unroll
     for (int j = 0; j < N / 8; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
 #pragma unroll
@@ -115,29 +140,32 @@ __device__ __forceinline__ void mma_strip(float c[][4], const bf16 *A, int lda, 
         uint32_t a[4];
         mma_load_a(a, A, lda, r0, 16 * kk);
 #pragma unroll
-        for (int j = 0; j < N / 8; j++) {
-            uint32_t b[2];
-            mma_load_b(b, Bt, ldb, 8 * j, 16 * kk);
-            mma_bf16_16816(c[j], a, b);
+        for (int j = 0; j < N / 16; j++) {
+            uint32_t b[2][2];
+            mma_load_b_nk(b, Bt, ldb, 16 * j, 16 * kk);
+            mma_bf16_16816(c[2 * j], a, b[0]);
+            mma_bf16_16816(c[2 * j + 1], a, b[1]);
         }
     }
 }
 
 /* c(16 x N) += P . B: P (16 x K) is this warp's own accumulators p[K/8],
- * rounded to bf16 on the way; B as in mma_strip. */
+ * rounded to bf16 on the way; B is a row-major K x N tile (B[k][n]). */
 template <int N, int K>
-__device__ __forceinline__ void mma_strip_acc(float c[][4], const float p[][4], const bf16 *Bt,
+__device__ __forceinline__ void mma_strip_acc(float c[][4], const float p[][4], const bf16 *B,
                                               int ldb)
 {
+    static_assert(N % 16 == 0 && K % 16 == 0, "16-wide pieces");
 #pragma unroll
     for (int kk = 0; kk < K / 16; kk++) {
         uint32_t a[4];
         mma_a_from_c(a, p[2 * kk], p[2 * kk + 1]);
 #pragma unroll
-        for (int j = 0; j < N / 8; j++) {
-            uint32_t b[2];
-            mma_load_b(b, Bt, ldb, 8 * j, 16 * kk);
-            mma_bf16_16816(c[j], a, b);
+        for (int j = 0; j < N / 16; j++) {
+            uint32_t b[2][2];
+            mma_load_b_kn(b, B, ldb, 16 * kk, 16 * j);
+            mma_bf16_16816(c[2 * j], a, b[0]);
+            mma_bf16_16816(c[2 * j + 1], a, b[1]);
         }
     }
 }

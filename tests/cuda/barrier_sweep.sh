@@ -4,7 +4,8 @@
 # turn, in a copy of the tree (the working tree is never touched), rebuilds
 # tests/cuda/check_kernels_emu and runs the op group of that file in fwd and
 # rev order. Prints one line per barrier: the FAIL lines each order produced
-# (0 and 0: not caught). Slow: about an hour on 2 cores.
+# (0 and 0: not caught). Slow: about an hour on 2 cores. FILES (default
+# kernels/cuda/*.cu) limits the sweep, e.g. FILES=kernels/cuda/head.cu.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 copy=$(mktemp -d /tmp/barrier_sweep.XXXXXX)
@@ -12,7 +13,7 @@ trap 'rm -rf "$copy"' EXIT
 git ls-files -co --exclude-standard | tar cf - -T - | (cd "$copy" && tar xf -)
 cd "$copy"
 make -s NVCC= tests/cuda/check_kernels_emu >/dev/null 2>&1 || { echo "build failed" >&2; exit 1; }
-grep -n "__syncthreads()\|__syncwarp()" kernels/cuda/*.cu | while IFS=: read -r f line _; do
+grep -Hn "__syncthreads()\|__syncwarp()" ${FILES:-kernels/cuda/*.cu} | while IFS=: read -r f line _; do
     case $f in
     *adamw*) g=optimizer ;; *attention*) g=attention ;; *encoder*) g=encoder ;;
     *head*) g=head ;; *layernorm*) g=layernorm ;; *matmul*) g=matmul ;; *) continue ;;

@@ -555,7 +555,8 @@ int main(int argc, char **argv)
         {3, 200, 48, 4, 700}, /* hs = 12, N = 600: several 256-token tiles in the sort */
         {2, 150, 128, 2, 200}, /* hs = 64 (124M's), three 64-row tiles, the last of 22 */
         {1, 97, 96, 3, 100},  /* hs = 32 */
-        {1, 33, 42, 3, 100},  /* C not a multiple of 8 or 4: rows by scalar accesses */
+        {1, 33, 42, 3, 4200}, /* C not a multiple of 8 or 4: rows by scalar accesses;
+                                 V over two of the head's 4096-column in-place tiles */
         {4, 1024, 768, 12, 50257}, /* GPT-2 124M, realistic */
     };
     int nshapes = (int)(sizeof shapes / sizeof shapes[0]) - (quick ? 1 : 0);

@@ -35,6 +35,7 @@ struct EmuThread {
     int lane, warp, state;
     double shfl;
     uint32_t mma_a[4], mma_b[2]; /* registers deposited by emu_mma_bf16_16816 */
+    const unsigned char *ldm_row; /* address deposited by emu_ldmatrix_x4 */
     char *stack;
 };
 
@@ -94,6 +95,14 @@ double emu_shfl_get(int src_lane)
     return fibers[idx].shfl;
 }
 
+/* mma.sync and ldmatrix need all 32 lanes of the warp */
+static void emu_whole_warp(const char *what)
+{
+    size_t w0 = (size_t)emu_cur->warp * 32;
+    if (w0 + 32 > fibers.size() || emu_block_dim.x * emu_block_dim.y * emu_block_dim.z < w0 + 32)
+        emu_fail(what);
+}
+
 static float bf16_half(uint32_t reg, int high)
 {
     __nv_bfloat16 h;
@@ -109,11 +118,9 @@ void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
 {
     memcpy(emu_cur->mma_a, a, sizeof emu_cur->mma_a);
     memcpy(emu_cur->mma_b, b, sizeof emu_cur->mma_b);
-    size_t w0 = (size_t)emu_cur->warp * 32;
-    if (w0 + 32 > fibers.size() || emu_block_dim.x * emu_block_dim.y * emu_block_dim.z < w0 + 32)
-        emu_fail("mma.sync in a warp of fewer than 32 threads");
+    emu_whole_warp("mma.sync in a warp of fewer than 32 threads");
     emu_syncwarp();
-    const EmuThread *w = &fibers[w0];
+    const EmuThread *w = &fibers[(size_t)emu_cur->warp * 32];
     const int g = emu_cur->lane / 4, t = emu_cur->lane % 4;
     float out[4];
     for (int i = 0; i < 4; i++) {
@@ -128,6 +135,30 @@ void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
     }
     emu_syncwarp(); /* every lane has read the deposits before any lane reuses them */
     memcpy(d, out, sizeof out);
+}
+
+void emu_ldmatrix_x4(uint32_t r[4], const void *p, bool trans)
+{
+    emu_align_check(p, 16, "ldmatrix row address");
+    emu_whole_warp("ldmatrix in a warp of fewer than 32 threads");
+    emu_cur->ldm_row = (const unsigned char *)p;
+    emu_syncwarp();
+    const EmuThread *w = &fibers[(size_t)emu_cur->warp * 32];
+    const int g = emu_cur->lane / 4, t = emu_cur->lane % 4;
+    uint32_t out[4];
+    for (int i = 0; i < 4; i++) {
+        uint16_t lo, hi; /* element (row, col) of matrix i: lane 8i + row's address + 2 col */
+        if (!trans) {
+            memcpy(&lo, w[8 * i + g].ldm_row + 2 * (2 * t), 2);
+            memcpy(&hi, w[8 * i + g].ldm_row + 2 * (2 * t + 1), 2);
+        } else {
+            memcpy(&lo, w[8 * i + 2 * t].ldm_row + 2 * g, 2);
+            memcpy(&hi, w[8 * i + 2 * t + 1].ldm_row + 2 * g, 2);
+        }
+        out[i] = (uint32_t)lo | (uint32_t)hi << 16;
+    }
+    emu_syncwarp(); /* every lane has read through the addresses before any moves on */
+    memcpy(r, out, sizeof out);
 }
 
 static void fiber_main(void)

@@ -127,6 +127,13 @@ void emu_align_check(const void *p, size_t bytes, const char *what);
  * the whole warp, as the instruction does. */
 void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2]);
 
+/* ---- ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 (kernels/cuda/mma.cuh) ----
+ * Lane l deposits the address of row l % 8 of matrix l / 8 (16 bytes,
+ * 16-byte aligned), the warp meets, and register i of lane l (g = l / 4,
+ * t = l % 4) gets M_i[g][2t..2t+1], or M_i[2t][g], M_i[2t+1][g] with trans,
+ * read through the other lanes' addresses; the warp meets again. */
+void emu_ldmatrix_x4(uint32_t r[4], const void *p, bool trans);
+
 /* ---- math missing from libm ---- */
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 
