@@ -17,7 +17,7 @@
  *
  * Backward, with P = exp(s - lse), D_i = sum_d dO[i,d] O[i,d]:
  *   dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, dS = P (dO V^T - D).
- * D is computed once per row by attn_mma_rows_D into the scratch (B NH T
+ * D is computed once per row by amma_rows_D_kernel into the scratch (B NH T
  * floats, batch slices sized to fit), not in every block that reads it.
  * dK/dV and dQ are separate kernels, each the only writer of its output: no
  * atomics, so every run gives the same bits. */
@@ -28,7 +28,6 @@
 #define AMMA_THREADS (AMMA_ROWS / 16 * 32)
 #define AMMA_LOG2E 1.4426950408889634f
 #define AMMA_LN2 0.6931471805599453f
-
 
 /* Stage rows t0..t0+R-1 of sequence b, columns col0..col0+hs-1 of src (row
  * stride ld elements) into the row-major tile dst[r * (HSP + 8) + d], zero
