@@ -7,9 +7,9 @@
  *   (an exact rank by counting, so the order never depends on timing), then
  *   one block per distinct token sums that token's dout rows in increasing
  *   position order and adds the sum to its dwte row. Each dwte row has one
- *   writer. The scratch holds ENC_SORT_CHUNK positions (4M int32); past
- *   that, the positions go in chunks of that many, in order, each sorted and
- *   added on its own (the chunking depends on N only). */
+ *   writer. Positions go in chunks of ENC_SORT_CHUNK (64K), in order, each
+ *   sorted in the scratch and added on its own (the chunking depends on N
+ *   only, so the bits do not depend on the run). */
 #include "cuda_common.cuh"
 
 /* out(N,C) = wte[tokens[n]] + wpe[n % T]; grid-stride over N*C. */
@@ -102,10 +102,17 @@ __global__ void wte_backward_kernel(T *dwte, const T *dout, const int *tokens,
     }
 }
 
-/* Positions sorted per chunk: as many int32 as the scratch holds (4M). The
+/* Positions sorted per chunk: 64K. The rank sort makes n^2 comparisons
+ * for a chunk of n, so the chunk bounds it: 124M at --batch 2650 (a size
+ * --plan offers with recompute) has N = 2.7M, 7.3e12 comparisons as one
+ * chunk, 1.8e11 in 64K chunks (42 of them; times not measured). The price
+ * is one bf16 rounding of a dwte row per chunk that holds its token, as
+ * with gradient accumulation; batches up to 64K tokens (B = 64 at T = 1024)
+ * are one chunk, as before. At most what the scratch holds (4M int32). The
  * emulator's EMU_ENC_SORT_CHUNK lowers it, so the checker's small shapes
  * (N = 600) take the several-chunk path too. */
-#define ENC_SORT_CHUNK ((int)(CUDA_SCRATCH_BYTES / sizeof(int)))
+#define ENC_SORT_CHUNK (1 << 16)
+static_assert((size_t)ENC_SORT_CHUNK * sizeof(int) <= CUDA_SCRATCH_BYTES, "sort chunk > scratch");
 static int enc_sort_chunk(void)
 {
 #ifdef CUDA_EMU
@@ -124,11 +131,9 @@ static void encoder_backward(CudaState *st, T *dwte, T *dwpe, const T *dout, con
     auto kwpe = wpe_backward_kernel<T>;
     LAUNCH(kwpe, elementwise_grid((size_t)T_ * C, 256), 256, 0, st->stream, dwpe, dout, B, T_,
            C);
-    /* The planner allows B*T up to INT_MAX, past the 4M positions the
-     * scratch can sort at once (a small model at a large --batch gets
-     * there): chunks of positions [p0, p0 + n), in order, each sorted into
-     * the scratch and added to dwte before the next (stream order). One
-     * chunk, as before, whenever N <= 4M. */
+    /* Chunks of positions [p0, p0 + n), in order, each sorted into the
+     * scratch and added to dwte before the next (stream order); one chunk
+     * whenever N <= ENC_SORT_CHUNK. */
     auto kwte = wte_backward_kernel<T>;
     const int chunk = enc_sort_chunk();
     for (int p0 = 0; p0 < N; p0 += chunk) {
