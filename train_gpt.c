@@ -17,6 +17,7 @@
 #include "data/shard.h"
 #include "dist/dist.h"
 #include "kernels/backend.h"
+#include "kernels/profile.h"
 #include "model/gpt.h"
 #include "model/lr_schedule.h"
 #include "model/model_file.h"
@@ -45,6 +46,7 @@ typedef struct {
     RunSession sess;         /* saves, resume, test hooks (run/session.h) */
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
+    OpProfile prof;          /* --profile-ops (kernels/profile.h) */
 } Trainer;
 
 static double now_ms(void)
@@ -331,12 +333,19 @@ static int train(Trainer *tr, char *err, size_t len)
             session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->rng, step, tr->bad_steps,
                          err, len) != 0)
             return -1;
+        /* the first step pays for cuBLASLt's heuristics and cold caches */
+        if (o->profile_ops && step == tr->start_step + 1 && step < o->steps)
+            profile_reset(&tr->prof);
         if (sig) {
             printf("stopped by signal %d after step %d%s\n", sig, step,
                    tr->sess.dir[0] ? "; resume with --resume"
                                    : " (no --checkpoint-dir: not saved)");
             return TRAIN_EXIT_STOPPED;
         }
+    }
+    if (o->profile_ops) {
+        int n = o->steps - tr->start_step;
+        profile_print(&tr->prof, stdout, n > 1 ? n - 1 : n);
     }
     if (tr->have_val) {
         double vl;
@@ -481,6 +490,7 @@ int main(int argc, char **argv)
         fail(&tr, err);
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
+    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
     rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, err, sizeof err);
@@ -536,6 +546,7 @@ int main(int argc, char **argv)
     gpt_free(&tr.model);
     loader_close(&tr.train);
     if (tr.have_val) loader_close(&tr.val);
+    if (o->profile_ops) profile_detach(&tr.prof, tr.be);
     backend_close(tr.be);
     return 0;
 }

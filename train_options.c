@@ -121,6 +121,9 @@ static const OptSpec SPECS[] = {
      "auto|fp32|bf16 (auto: bf16 on cuda, fp32 on cpu)"},
     {"dump-grads", K_STR, O(dump_grads), NULL, 0, 0, NULL, "Other",
      "after step 1's backward, write the loss and all gradients (fp32) to FILE"},
+    {"profile-ops", K_FLAG, O(profile_ops), NULL, 0, 0, NULL, "Other",
+     "time each op alone (a device sync around each; slower run) and print where a step's "
+     "time goes, the first step left out"},
 };
 #define NUM_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 

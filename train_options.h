@@ -40,7 +40,7 @@ typedef struct {
     int save_every, keep, resume, max_bad_steps;
     /* other */
     const char *log_path, *device, *dtype, *dump_grads;
-    int threads;
+    int threads, profile_ops;
     /* text samples */
     int sample_every, sample_tokens, generate;
     float temperature;

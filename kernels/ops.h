@@ -125,6 +125,7 @@ struct Backend {
     int par_bytes;          /* bytes per working parameter / gradient element */
     int has_master;         /* 1 when fp32 master weights are kept apart */
     void *state;            /* backend-private */
+    struct OpProfile *profile; /* non-NULL while kernels/profile.c times the ops */
 };
 
 #endif

@@ -18,7 +18,8 @@
 #      T=1024), each at --recompute 0 and 1, with planner-vs-measured memory
 #      (a row fails when they differ by more than 2%); then issue 3's
 #      targets as rows: 124M MFU >= 45%, XL recompute 1/0 throughput >= 0.78,
-#      and the chunked head's cost <= 3% of step time at 124M;
+#      and the chunked head's cost <= 3% of step time at 124M; and
+#      --profile-ops at 124M: the five ops that take most of a step;
 #   7. XL, recompute 0 and 1: the largest micro-batch `train_gpt --plan` says
 #      fits its default budget (free device memory minus 512 MiB) must run;
 #      one more is tried with the budget check off: it runs or stops with the
@@ -269,6 +270,23 @@ perf "124M B16 recompute 0" 12 768 12 16 0
 perf "124M B16 recompute 1" 12 768 12 16 1
 # the loss head in one chunk of all B*T = 16384 tokens: the chunked head's cost
 perf "124M B16 recompute 1, one-chunk head" 12 768 12 16 1 --loss-chunk 16384
+# where a 124M step's time goes: --profile-ops (every op synced and timed
+# alone, first step left out), 4 steps; the whole table is in train.log, the
+# five largest rows go in the summary
+pname="124M B16 recompute 0, op profile"
+if ! in_budget; then
+    row "$pname" SKIP "time budget ($BUDGET s) used"
+elif train "$pname" --device cuda --dtype bf16 --layers 12 --channels 768 --heads 12 \
+    --seq-len 1024 --batch 16 --steps 4 --recompute 0 "${FULL[@]}" --profile-ops; then
+    top=$(section "$pname" | awk '/^op profile/ {on = 1; next}
+        on && !hdr {hdr = 1; next}
+        on && n < 5 && !/all timed ops/ {
+            name = $1; for (i = 2; i <= NF - 3; i++) name = name " " $i
+            printf "%s%s %s ms %s", (n ? "; " : ""), name, $(NF - 1), $NF; n++ }')
+    row "$pname" PASS "per step, largest first: $top"
+else
+    row "$pname" FAIL "train_gpt failed: $(section "$pname" | grep -m1 -iE 'error|out of')"
+fi
 XL_INIT=()
 if perf "XL (48L C1600) B8 recompute 0" 48 1600 25 8 0 --save "$WORK/xl.bin"; then
     XL_INIT=(--init-from "$WORK/xl.bin") # saves the 1.5B-parameter host init (~30 s) below
