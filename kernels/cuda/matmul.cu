@@ -37,6 +37,43 @@ __global__ void colsum_partials_kernel(float *part, const T *x, int N, int C, in
     }
 }
 
+/* The same partial sums with V = Vec16<T>::N consecutive channels per
+ * thread, read 16 bytes at a time (C % V == 0, x 16-byte aligned): thread
+ * (tx, ty) of block x owns channels (32 bx + tx) V .. + V-1 and, for each,
+ * adds exactly the rows the scalar kernel's thread (.., ty) adds, in the
+ * same order, then the row lanes are added in the same order: the same
+ * bits, with 8 (bf16) or 4 (fp32) times fewer load instructions. */
+template <typename T>
+__global__ void colsum_partials_vec_kernel(float *part, const T *x, int N, int C, int rows)
+{
+    constexpr int V = Vec16<T>::N;
+    __shared__ float s[COLSUM_TY][32 * V];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int c0 = (blockIdx.x * 32 + tx) * V;
+    int r0 = blockIdx.y * rows;
+    int r1 = r0 + rows < N ? r0 + rows : N;
+    float a[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) a[i] = 0.f;
+    if (c0 < C)
+        for (int r = r0 + ty; r < r1; r += COLSUM_TY) {
+            const Vec16<T> v = *vec16_at(x + (size_t)r * C + c0);
+#pragma unroll
+            for (int i = 0; i < V; i++) a[i] += to_f(v.v[i]);
+        }
+#pragma unroll
+    for (int i = 0; i < V; i++) s[ty][tx * V + i] = a[i];
+    __syncthreads();
+    if (ty == 0 && c0 < C) {
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            float t = 0.f;
+            for (int k = 0; k < COLSUM_TY; k++) t += s[k][tx * V + i];
+            part[(size_t)blockIdx.y * C + c0 + i] = t;
+        }
+    }
+}
+
 /* out(c) += sum_y part[y*C + c], y ascending. */
 template <typename T>
 __global__ void colsum_finish_kernel(T *out, const float *part, int nchunks, int C)
@@ -54,9 +91,16 @@ static void colsum(CudaState *st, T *out, const T *x, int N, int C)
     int rows = colsum_chunk_rows(N, C, 1);
     int nchunks = (int)ceil_div(N, rows);
     float *part = (float *)st->scratch;
-    auto kpart = colsum_partials_kernel<T>;
-    LAUNCH(kpart, dim3(ceil_div(C, 32), nchunks), dim3(32, COLSUM_TY), 0, st->stream, part, x, N,
-           C, rows);
+    constexpr int V = Vec16<T>::N;
+    if (C % V == 0 && vec16_ok(x, x, x)) {
+        auto kpart = colsum_partials_vec_kernel<T>;
+        LAUNCH(kpart, dim3(ceil_div(C / V, 32), nchunks), dim3(32, COLSUM_TY), 0, st->stream,
+               part, x, N, C, rows);
+    } else {
+        auto kpart = colsum_partials_kernel<T>;
+        LAUNCH(kpart, dim3(ceil_div(C, 32), nchunks), dim3(32, COLSUM_TY), 0, st->stream, part,
+               x, N, C, rows);
+    }
     auto kfin = colsum_finish_kernel<T>;
     LAUNCH(kfin, ceil_div(C, 256), 256, 0, st->stream, out, part, nchunks, C);
 }

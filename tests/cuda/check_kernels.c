@@ -176,6 +176,34 @@ static void run_mm_bwd(Ctx *c, void *p)
                                  a->OC);
 }
 
+/* dbias's column sums read 16 bytes at a time when dout is aligned and one
+ * element at a time otherwise, adding the same values in the same order:
+ * the two must agree bit for bit. The unaligned run reads dout from one
+ * element past an allocation's start. */
+static void check_dbias_paths(Ctx *c, const char *name, MmArgs *a, const float *dout,
+                              const float *db0)
+{
+    const size_t no = (size_t)a->N * a->OC, es = c->bf16 ? 2 : 4;
+    float *shifted = ck_alloc(no + 1), *got[2];
+    shifted[0] = 0.0f;
+    memcpy(shifted + 1, dout, no * sizeof(float));
+    void *buf = ck_dev_from(c, shifted, no + 1, 0), *aligned_dout = a->dout;
+    for (int k = 0; k < 2; k++) {
+        a->dout = k ? (char *)buf + es : aligned_dout;
+        ck_dev_set(c, a->db, db0, (size_t)a->OC, 0);
+        run_mm_bwd(c, a);
+        got[k] = ck_alloc((size_t)a->OC);
+        ck_dev_get(c, got[k], a->db, (size_t)a->OC, 0);
+    }
+    a->dout = aligned_dout;
+    double diff = 0.0;
+    for (int i = 0; i < a->OC; i++)
+        if (memcmp(&got[0][i], &got[1][i], sizeof(float)) != 0) diff = fmax(diff, fabs(got[0][i] - got[1][i]) + 1e-30);
+    ck_record(c, "dbias aligned=unaligned", name, "dbias", diff, 0.0, 1);
+    ck_dev_free(c, buf);
+    free(shifted), free(got[0]), free(got[1]);
+}
+
 static void test_matmul(Ctx *c, const char *sh, int N, int IC, int OC, int with_bias)
 {
     char name[64];
@@ -208,6 +236,7 @@ static void test_matmul(Ctx *c, const char *sh, int N, int IC, int OC, int with_
                   {"dweight", a.dw, dw, nw, 0, dw0},
                   {"dbias", a.db, db, (size_t)OC, 0, db0}};
     ck_check(c, "matmul_backward", name, ob, with_bias ? 3 : 2, run_mm_bwd, &a, -1);
+    if (with_bias) check_dbias_paths(c, name, &a, dout, db0);
 
     void *devs[] = {a.inp, a.w, a.bias, a.out, a.dout, a.dinp, a.dw, a.db};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
