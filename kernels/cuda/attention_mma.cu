@@ -162,21 +162,12 @@ amma_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T_, int C, int NH, f
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int row = half ? r1 : r0;
-        if (row >= T_) continue;
-        const float inv = half ? inv1 : inv0;
-        bf16 *orow = out + ((size_t)b * T_ + row) * C + h * hs;
-#pragma unroll
-        for (int j = 0; j < HSP / 8; j++) {
-            const int d = 8 * j + 2 * t4;
-            if (d < hs) orow[d] = from_f<bf16>(o[j][2 * half] * inv);
-            if (d + 1 < hs) orow[d + 1] = from_f<bf16>(o[j][2 * half + 1] * inv);
-        }
-        if (t4 == 0)
-            lse[((size_t)b * NH + h) * T_ + row] = AMMA_LN2 * ((half ? m1 : m0) + log2f(half ? l1 : l0));
+    mma_strip_store<HSP>(out + (size_t)b * T_ * C + h * hs, C, r0, T_, hs, o, 1.0f / l0,
+                         1.0f / l1);
+    if (t4 == 0) {
+        const size_t lrow = ((size_t)b * NH + h) * T_;
+        if (r0 < T_) lse[lrow + r0] = AMMA_LN2 * (m0 + log2f(l0));
+        if (r1 < T_) lse[lrow + r1] = AMMA_LN2 * (m1 + log2f(l1));
     }
 }
 
@@ -279,21 +270,9 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
         mma_strip_acc<HSP, BQ>(dk, dpT, Qs, LDR);
     }
 
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int kr = half ? kr1 : kr0;
-        if (kr >= T_) continue;
-        bf16 *row = dqkv + ((size_t)b * T_ + kr) * C3 + h * hs;
-#pragma unroll
-        for (int j = 0; j < HSP / 8; j++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int d = 8 * j + 2 * t4 + e;
-                if (d >= hs) continue;
-                row[C + d] = from_f<bf16>(dk[j][2 * half + e] * scale);
-                row[2 * C + d] = from_f<bf16>(dv[j][2 * half + e]);
-            }
-    }
+    bf16 *rows = dqkv + (size_t)b * T_ * C3 + h * hs; /* row t of the sequence: + t C3 */
+    mma_strip_store<HSP>(rows + C, C3, kr0, T_, hs, dk, scale, scale);
+    mma_strip_store<HSP>(rows + 2 * C, C3, kr0, T_, hs, dv, 1.0f, 1.0f);
 }
 
 /* dQ: block = 64 query rows; key tiles of 64 rows up to the diagonal */
@@ -359,19 +338,7 @@ amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, 
         mma_strip_acc<HSP, BK>(dq, s, Ks, LDR); /* dQ_w += dS K */
     }
 
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int row = half ? r1 : r0;
-        if (row >= T_) continue;
-        bf16 *out = dqkv + ((size_t)b * T_ + row) * C3 + h * hs;
-#pragma unroll
-        for (int j = 0; j < HSP / 8; j++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int d = 8 * j + 2 * t4 + e;
-                if (d < hs) out[d] = from_f<bf16>(dq[j][2 * half + e] * scale);
-            }
-    }
+    mma_strip_store<HSP>(dqkv + (size_t)b * T_ * C3 + h * hs, C3, r0, T_, hs, dq, scale, scale);
 }
 
 /* ---- launches ---- */

@@ -170,4 +170,28 @@ __device__ __forceinline__ void mma_strip_acc(float c[][4], const float p[][4], 
     }
 }
 
+/* Store a 16 x N strip c to bf16 rows: this lane's rows r0 and r0 + 8 of
+ * the output (columns 2t, 2t+1 of every 8) go to base + row * ld, times s0
+ * and s1 respectively; rows >= nrows and columns >= ncols are skipped. */
+template <int N>
+__device__ __forceinline__ void mma_strip_store(bf16 *base, size_t ld, int r0, int nrows,
+                                                int ncols, const float c[][4], float s0, float s1)
+{
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = r0 + 8 * half;
+        if (row >= nrows) continue;
+        bf16 *out = base + (size_t)row * ld;
+        const float sc = half ? s1 : s0;
+#pragma unroll
+        for (int j = 0; j < N / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int d = 8 * j + 2 * t + e;
+                if (d < ncols) out[d] = from_f<bf16>(c[j][2 * half + e] * sc);
+            }
+    }
+}
+
 #endif
