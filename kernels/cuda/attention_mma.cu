@@ -211,7 +211,7 @@ template <int HSP, int BQ> static size_t amma_dkdv_smem()
 }
 
 /* "1": without it ptxas capped sm_80's <64, 64> at 168 registers and spilled
- * (scripts/cuda_resources.sh); it now takes ~215, still 2 blocks per SM. */
+ * (scripts/cuda_resources.sh); it now takes about 220, still 2 blocks per SM. */
 template <int HSP, int BQ>
 __global__ void __launch_bounds__(AMMA_THREADS, 1)
 amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *D,

@@ -150,11 +150,8 @@ template <typename T> __device__ __forceinline__ const Vec16<T> *vec16_at(const 
 {
     return vec16_at((T *)p);
 }
-/* Host side: may every access be a Vec16 (all pointers 16-byte aligned)? */
-static inline int vec16_ok(const void *a, const void *b, const void *c)
-{
-    return ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 == 0;
-}
+/* Host side: may accesses through p be Vec16s? (NULL counts as aligned.) */
+static inline int aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
 
 static inline unsigned ceil_div(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 

@@ -1,7 +1,7 @@
 /* kernels/cuda/gelu_residual.cu — elementwise ops (ops.h: gelu_forward,
  * gelu_backward, residual_forward). fp32 math, one rounding on store.
  * Grid-stride loops over a grid fixed by n (elementwise_grid). When every
- * pointer is 16-byte aligned (vec16_ok), each thread moves 16 bytes at a
+ * pointer is 16-byte aligned (aligned16), each thread moves 16 bytes at a
  * time (Vec16) and a scalar loop takes the tail; the value of each element
  * does not depend on the path. Each element is read before it is written by
  * the same thread, so dinp may alias dout and out may alias a or b. */
@@ -56,22 +56,23 @@ elementwise_kernel(T *out, const T *a, const T *b, size_t n, int vec)
         out[i] = from_f<T>(ew_apply<OP>(to_f(a[i]), OP != 0 ? to_f(b[i]) : 0.0f));
 }
 
+/* The grid covers the vector loop's n / V threads; it depends on n only. */
+template <typename T, int OP>
+static void elementwise_run(CudaState *st, void *out, const void *a, const void *b, size_t n)
+{
+    constexpr int V = Vec16<T>::N;
+    auto kern = elementwise_kernel<T, OP>;
+    const int vec = aligned16(out) && aligned16(a) && aligned16(b);
+    LAUNCH(kern, elementwise_grid((n + V - 1) / V, EW_THREADS), EW_THREADS, 0, st->stream,
+           (T *)out, (const T *)a, (const T *)b, n, vec);
+}
+
 template <int OP>
 static void elementwise_launch(CudaState *st, void *out, const void *a, const void *b, size_t n)
 {
     if (n == 0) return;
-    /* the grid covers the vector loop's n / V threads; it depends on n only */
-    if (st->bf16) {
-        auto kern = elementwise_kernel<bf16, OP>;
-        const int vec = vec16_ok(out, a, b ? b : a);
-        LAUNCH(kern, elementwise_grid((n + Vec16<bf16>::N - 1) / Vec16<bf16>::N, EW_THREADS), EW_THREADS, 0,
-               st->stream, (bf16 *)out, (const bf16 *)a, (const bf16 *)b, n, vec);
-    } else {
-        auto kern = elementwise_kernel<float, OP>;
-        const int vec = vec16_ok(out, a, b ? b : a);
-        LAUNCH(kern, elementwise_grid((n + Vec16<float>::N - 1) / Vec16<float>::N, EW_THREADS), EW_THREADS, 0,
-               st->stream, (float *)out, (const float *)a, (const float *)b, n, vec);
-    }
+    if (st->bf16) elementwise_run<bf16, OP>(st, out, a, b, n);
+    else elementwise_run<float, OP>(st, out, a, b, n);
 }
 
 void cuda_gelu_forward(Backend *be, void *out, const void *inp, size_t n)

@@ -194,7 +194,8 @@ static void layernorm_forward(CudaState *st, T *out, float *mean, float *rstd, c
                               const T *w, const T *b, int N, int C)
 {
     auto kern = layernorm_forward_kernel<T>;
-    const int vec = C % Vec16<T>::N == 0 && vec16_ok(out, inp, w) && vec16_ok(b, b, b);
+    const int vec = C % Vec16<T>::N == 0 && aligned16(out) && aligned16(inp) &&
+                    aligned16(w) && aligned16(b);
     LAUNCH(kern, ceil_div(N, LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st->stream, out,
            mean, rstd, inp, w, b, N, C, vec);
 }
@@ -205,7 +206,8 @@ static void layernorm_backward(CudaState *st, T *dinp, T *dweight, T *dbias, con
                                int N, int C)
 {
     auto kdx = layernorm_dinp_kernel<T>;
-    const int vec = C % Vec16<T>::N == 0 && vec16_ok(dinp, dout, inp) && vec16_ok(w, w, w);
+    const int vec = C % Vec16<T>::N == 0 && aligned16(dinp) && aligned16(dout) &&
+                    aligned16(inp) && aligned16(w);
     LAUNCH(kdx, ceil_div(N, LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st->stream, dinp,
            dout, inp, w, mean, rstd, N, C, vec);
     int rows = colsum_chunk_rows(N, C, 2);

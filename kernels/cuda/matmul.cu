@@ -16,37 +16,16 @@
 #define COLSUM_TY 8
 
 /* part[y*C + c] = sum of x[r, c] over rows r of chunk y (see layernorm.cu's
- * partials kernel: same shape, row lanes added in order). */
-template <typename T>
+ * partials kernel: same shape, row lanes added in order). Thread (tx, ty)
+ * of block x owns the V channels (32 bx + tx) V .. + V-1 and adds rows
+ * y*rows + ty, + COLSUM_TY, ... in increasing order; the row lanes are then
+ * added in order ty = 0..7. V = 1 reads one element at a time; V =
+ * Vec16<T>::N (C % V == 0, x 16-byte aligned) reads 16 bytes at a time.
+ * Each channel's sum has the same terms in the same order either way, so
+ * the same bits. */
+template <typename T, int V>
 __global__ void colsum_partials_kernel(float *part, const T *x, int N, int C, int rows)
 {
-    __shared__ float s[COLSUM_TY][32];
-    int tx = threadIdx.x, ty = threadIdx.y;
-    int c = blockIdx.x * 32 + tx;
-    int r0 = blockIdx.y * rows;
-    int r1 = r0 + rows < N ? r0 + rows : N;
-    float a = 0.f;
-    if (c < C)
-        for (int r = r0 + ty; r < r1; r += COLSUM_TY) a += to_f(x[(size_t)r * C + c]);
-    s[ty][tx] = a;
-    __syncthreads();
-    if (ty == 0 && c < C) {
-        float t = 0.f;
-        for (int k = 0; k < COLSUM_TY; k++) t += s[k][tx];
-        part[(size_t)blockIdx.y * C + c] = t;
-    }
-}
-
-/* The same partial sums with V = Vec16<T>::N consecutive channels per
- * thread, read 16 bytes at a time (C % V == 0, x 16-byte aligned): thread
- * (tx, ty) of block x owns channels (32 bx + tx) V .. + V-1 and, for each,
- * adds exactly the rows the scalar kernel's thread (.., ty) adds, in the
- * same order, then the row lanes are added in the same order: the same
- * bits, with 8 (bf16) or 4 (fp32) times fewer load instructions. */
-template <typename T>
-__global__ void colsum_partials_vec_kernel(float *part, const T *x, int N, int C, int rows)
-{
-    constexpr int V = Vec16<T>::N;
     __shared__ float s[COLSUM_TY][32 * V];
     int tx = threadIdx.x, ty = threadIdx.y;
     int c0 = (blockIdx.x * 32 + tx) * V;
@@ -57,9 +36,14 @@ __global__ void colsum_partials_vec_kernel(float *part, const T *x, int N, int C
     for (int i = 0; i < V; i++) a[i] = 0.f;
     if (c0 < C)
         for (int r = r0 + ty; r < r1; r += COLSUM_TY) {
-            const Vec16<T> v = *vec16_at(x + (size_t)r * C + c0);
+            const T *row = x + (size_t)r * C + c0;
+            if constexpr (V == 1) {
+                a[0] += to_f(row[0]);
+            } else {
+                const Vec16<T> v = *vec16_at(row);
 #pragma unroll
-            for (int i = 0; i < V; i++) a[i] += to_f(v.v[i]);
+                for (int i = 0; i < V; i++) a[i] += to_f(v.v[i]);
+            }
         }
 #pragma unroll
     for (int i = 0; i < V; i++) s[ty][tx * V + i] = a[i];
@@ -92,12 +76,12 @@ static void colsum(CudaState *st, T *out, const T *x, int N, int C)
     int nchunks = (int)ceil_div(N, rows);
     float *part = (float *)st->scratch;
     constexpr int V = Vec16<T>::N;
-    if (C % V == 0 && vec16_ok(x, x, x)) {
-        auto kpart = colsum_partials_vec_kernel<T>;
+    if (C % V == 0 && aligned16(x)) {
+        auto kpart = colsum_partials_kernel<T, V>;
         LAUNCH(kpart, dim3(ceil_div(C / V, 32), nchunks), dim3(32, COLSUM_TY), 0, st->stream,
                part, x, N, C, rows);
     } else {
-        auto kpart = colsum_partials_kernel<T>;
+        auto kpart = colsum_partials_kernel<T, 1>;
         LAUNCH(kpart, dim3(ceil_div(C, 32), nchunks), dim3(32, COLSUM_TY), 0, st->stream, part,
                x, N, C, rows);
     }
