@@ -202,13 +202,34 @@ __device__ void amma_stage_stats(float *lse_s, float *D_s, const float *lse, con
     }
 }
 
-/* dK/dV: block = 64 key rows; query tiles of BQ rows, from the diagonal on */
-template <int HSP, int BQ> static size_t amma_dkdv_smem()
+/* Both backward kernels' shared memory: K and V tiles of 64 rows, Q and dO
+ * tiles of NQ rows (row-major, HSP + 8 per row), and the NQ query rows' lse
+ * (log2 units) and D. */
+struct AmmaBwdTiles {
+    bf16 *K, *V, *Q, *dO;
+    float *lse, *D;
+};
+
+template <int HSP, int NQ> static size_t amma_bwd_smem()
 {
     return 2 * attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2) + /* K, V */
-           2 * attn_round((size_t)BQ * (HSP + 8) * 2) +        /* Q, dO */
-           2 * attn_round((size_t)BQ * sizeof(float));         /* lse, D */
+           2 * attn_round((size_t)NQ * (HSP + 8) * 2) +        /* Q, dO */
+           2 * attn_round((size_t)NQ * sizeof(float));         /* lse, D */
 }
+
+template <int HSP, int NQ> __device__ AmmaBwdTiles amma_bwd_tiles(unsigned char *p)
+{
+    AmmaBwdTiles t;
+    t.K = attn_take<bf16>(p, AMMA_ROWS * (HSP + 8));
+    t.V = attn_take<bf16>(p, AMMA_ROWS * (HSP + 8));
+    t.Q = attn_take<bf16>(p, NQ * (HSP + 8));
+    t.dO = attn_take<bf16>(p, NQ * (HSP + 8));
+    t.lse = attn_take<float>(p, NQ);
+    t.D = attn_take<float>(p, NQ);
+    return t;
+}
+
+/* dK/dV: block = 64 key rows; query tiles of BQ rows, from the diagonal on */
 
 /* "1": without it ptxas capped sm_80's <64, 64> at 168 registers and spilled
  * (scripts/cuda_resources.sh); it now takes about 220, still 2 blocks per SM. */
@@ -219,13 +240,9 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
 {
     constexpr int LDR = HSP + 8;
     DYN_SMEM(smem);
-    unsigned char *p = smem;
-    bf16 *Ks = attn_take<bf16>(p, AMMA_ROWS * LDR);
-    bf16 *Vs = attn_take<bf16>(p, AMMA_ROWS * LDR);
-    bf16 *Qs = attn_take<bf16>(p, BQ * LDR);
-    bf16 *dOs = attn_take<bf16>(p, BQ * LDR);
-    float *lse_s = attn_take<float>(p, BQ); /* log2 units */
-    float *D_s = attn_take<float>(p, BQ);
+    const AmmaBwdTiles sm = amma_bwd_tiles<HSP, BQ>(smem);
+    bf16 *Ks = sm.K, *Vs = sm.V, *Qs = sm.Q, *dOs = sm.dO;
+    float *lse_s = sm.lse, *D_s = sm.D;
 
     const int h = blockIdx.y, b = blockIdx.z;
     const int hs = C / NH, C3 = 3 * C;
@@ -276,11 +293,6 @@ amma_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
 }
 
 /* dQ: block = 64 query rows; key tiles of 64 rows up to the diagonal */
-template <int HSP> static size_t amma_dq_smem()
-{
-    return 4 * attn_round((size_t)AMMA_ROWS * (HSP + 8) * 2) + /* Q, dO, K, V */
-           2 * attn_round((size_t)AMMA_ROWS * sizeof(float));  /* lse, D */
-}
 
 template <int HSP>
 __global__ void __launch_bounds__(AMMA_THREADS)
@@ -289,13 +301,9 @@ amma_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, 
 {
     constexpr int LDR = HSP + 8, BK = AMMA_ROWS;
     DYN_SMEM(smem);
-    unsigned char *p = smem;
-    bf16 *Qs = attn_take<bf16>(p, AMMA_ROWS * LDR);
-    bf16 *dOs = attn_take<bf16>(p, AMMA_ROWS * LDR);
-    bf16 *Ks = attn_take<bf16>(p, BK * LDR);
-    bf16 *Vs = attn_take<bf16>(p, BK * LDR);
-    float *lse_s = attn_take<float>(p, AMMA_ROWS); /* log2 units */
-    float *D_s = attn_take<float>(p, AMMA_ROWS);
+    const AmmaBwdTiles sm = amma_bwd_tiles<HSP, AMMA_ROWS>(smem);
+    bf16 *Ks = sm.K, *Vs = sm.V, *Qs = sm.Q, *dOs = sm.dO;
+    float *lse_s = sm.lse, *D_s = sm.D;
 
     const int nT = (T_ + AMMA_ROWS - 1) / AMMA_ROWS;
     const int qt = nT - 1 - (int)blockIdx.x; /* the longest rows first */
@@ -397,7 +405,7 @@ static void amma_bwd_hsp(CudaState *st, bf16 *dqkv, const bf16 *dout, const bf16
     /* dK/dV's registers: two 16 x HSP accumulators plus two 16 x BQ score
      * tiles; at HSP = 128 a 32-row query tile keeps that under 255 */
     constexpr int BQ = HSP == 128 ? 32 : 64;
-    const size_t sm_kv = amma_dkdv_smem<HSP, BQ>(), sm_q = amma_dq_smem<HSP>();
+    const size_t sm_kv = amma_bwd_smem<HSP, BQ>(), sm_q = amma_bwd_smem<HSP, AMMA_ROWS>();
     amma_check_smem(st, sm_kv, "attention_backward", HSP);
     amma_check_smem(st, sm_q, "attention_backward", HSP);
     auto kkv = amma_dkdv_kernel<HSP, BQ>;
