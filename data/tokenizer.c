@@ -17,8 +17,9 @@
 #include <openssl/evp.h>
 
 #include "tokenizer.h"
+#include "tokenizer_encode.h"
 
-#include "run/fileio.h"
+#include "base/fileio.h"
 
 /* GPT-2's bytes_to_unicode, inverted: code point -> byte, or -1. Printable
  * Latin-1 bytes (0x21-0x7e, 0xa1-0xac, 0xae-0xff) stand for themselves; the
@@ -129,17 +130,6 @@ static int check_sha256(const char *path, const char *data, size_t len, const ch
         return -1;
     }
     return 0;
-}
-
-/* murmur3's 64-bit finaliser: spreads keys over the merge and cache tables. */
-uint64_t tokenizer_mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
 }
 
 static size_t merge_slot(const Tokenizer *tk, uint64_t key)

@@ -53,8 +53,8 @@ typedef struct {
     size_t len, cap;
 } TokenText;
 
-typedef struct TokenizerCache TokenizerCache; /* piece bytes -> ids (tokenizer_encode.c) */
-typedef struct TokenizerWork TokenizerWork;   /* one piece's BPE scratch (tokenizer_encode.c) */
+typedef struct TokenizerCache TokenizerCache; /* piece bytes -> ids (tokenizer_encode.h) */
+typedef struct TokenizerWork TokenizerWork;   /* one piece's BPE scratch (tokenizer_encode.h) */
 
 typedef struct {
     int vocab_size;                 /* GPT2_VOCAB_SIZE */
@@ -116,12 +116,5 @@ int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *err, size_t e
  * Returns 0 when there is no such spot. Used to encode long inputs in
  * chunks. */
 size_t tokenizer_safe_cut(const uint8_t *text, size_t len);
-
-/* Internal, between tokenizer.c and tokenizer_encode.c: set up and release
- * the pre-tokenizer, the BPE scratch and the cache. */
-int tokenizer_encoder_init(Tokenizer *tk, char *err, size_t err_len);
-void tokenizer_encoder_free(Tokenizer *tk);
-/* The hash finaliser both files' open-addressing tables use. */
-uint64_t tokenizer_mix64(uint64_t x);
 
 #endif

@@ -1,7 +1,7 @@
 /* model/model_file.c — see model_file.h. */
 #include "model_file.h"
 
-#include "run/fileio.h"
+#include "base/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>

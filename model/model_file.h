@@ -25,7 +25,7 @@ int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char 
  * config_num_params(cfg) floats (bf16 widened exactly). */
 int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len);
 
-/* Write version 3 (fp32), crash-safely (run/fileio.h: "<path>.tmp", fsync,
+/* Write version 3 (fp32), crash-safely (base/fileio.h: "<path>.tmp", fsync,
  * rename, fsync the folder). */
 int model_file_save(const char *path, const GPTConfig *cfg, const float *params, char *err,
                     size_t err_len);

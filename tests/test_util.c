@@ -1,7 +1,7 @@
 /* tests/test_util.c — see test_util.h. */
 #include "test_util.h"
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
