@@ -1,6 +1,6 @@
 /* tokenize.c — ./tokenize: text files -> GPT-2 token shards for ./train_gpt.
  *
- *   ./tokenize --out data/shakespeare --val-fraction 0.1 input.txt [more files...]
+ *   ./tokenize --out datasets/shakespeare --val-fraction 0.1 input.txt [more files...]
  *
  * The command line only; the work (documents, split, shards) is
  * tokenize_job_run() in data/tokenize_job.c, whose header states the rules.
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
         long long n;
         switch (c) {
         case OPT_OUT:
-            if (!*optarg) return bad_value("--out", optarg, "a path prefix such as data/shakespeare");
+            if (!*optarg) return bad_value("--out", optarg, "a path prefix such as datasets/shakespeare");
             job.out_prefix = optarg;
             break;
         case OPT_VALF:
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
         }
     }
     if (!job.out_prefix) {
-        fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out data/shakespeare)\n");
+        fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out datasets/shakespeare)\n");
         return 2;
     }
     job.inputs = (const char *const *)(argv + optind);

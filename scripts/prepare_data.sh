@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/prepare_data.sh — the default dataset (`make data`): tinyshakespeare
-# as GPT-2 tokens in data/tinyshakespeare_val_000000.bin and
-# data/tinyshakespeare_train_000000.bin.
+# as GPT-2 tokens in datasets/tinyshakespeare_val_000000.bin and
+# datasets/tinyshakespeare_train_000000.bin (datasets/ is git-ignored: generated
+# files stay out of the source folders).
 #
 # Split as llm.c's dev/data/tinyshakespeare.py does it (a document ends after
 # each blank line, EOT before each document, the first 32,768 tokens are val),
@@ -10,9 +11,9 @@
 # The text, first found of:
 #   $TINYSHAKESPEARE            when set (then it must exist)
 #   ../shared/data/tinyshakespeare/input.txt
-#   data/tinyshakespeare/input.txt   (a previous download)
+#   datasets/tinyshakespeare/input.txt   (a previous download)
 #   a download, with curl or wget, of karpathy/char-rnn's input.txt into
-#   data/tinyshakespeare/input.txt (needs the network)
+#   datasets/tinyshakespeare/input.txt (needs the network)
 # Whatever the source, its sha256 must be the known one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 URL=https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
 SHA256=86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed
 SHARED=../shared/data/tinyshakespeare/input.txt
-LOCAL=data/tinyshakespeare/input.txt
+LOCAL=datasets/tinyshakespeare/input.txt
 
 die() { echo "prepare_data: $*" >&2; exit 1; }
 
@@ -49,5 +50,5 @@ got=$(sha256sum "$text" | cut -d' ' -f1)
 [ "$got" = "$SHA256" ] || die "$text: sha256 is $got, expected $SHA256 (not tinyshakespeare's input.txt)"
 
 [ -x ./tokenize ] || die "./tokenize is not built (make tokenize)"
-mkdir -p data
-./tokenize --split-blank-lines --val-tokens 32768 --out data/tinyshakespeare "$text"
+mkdir -p datasets
+./tokenize --split-blank-lines --val-tokens 32768 --out datasets/tinyshakespeare "$text"
