@@ -11,6 +11,7 @@
 
 #include "model/config.h"
 #include "model/planner.h"
+#include "train_version.h"
 
 /* K_OPTSTR: an optional string, attached as --name=VALUE (getopt_long's
  * rule for optional arguments); the flag alone stores NULL. K_BYTES: a
@@ -121,6 +122,9 @@ static const OptSpec SPECS[] = {
      "auto|fp32|bf16 (auto: bf16 on cuda, fp32 on cpu)"},
     {"dump-grads", K_STR, O(dump_grads), NULL, 0, 0, NULL, "Other",
      "after step 1's backward, write the loss and all gradients (fp32) to FILE"},
+    {"peak-tflops", K_FLOAT, O(peak_tflops), "0", 0, 1e6, NULL, "Other",
+     "the device's dense peak in TFLOP/s, for the MFU each step prints (0 = the table of known "
+     "GPUs in kernels/device_info.c; the CPU has none: FLOP/s only)"},
     {"profile-ops", K_FLAG, O(profile_ops), NULL, 0, 0, NULL, "Other",
      "time each op alone (a device sync around each; slower run) and print where a step's "
      "time goes, the first step left out"},
@@ -249,7 +253,8 @@ static void print_help(void)
         if (s->def) printf(" [default: %s]", s->def);
         printf("\n");
     }
-    printf("\n  %-30s %s\n", "--help", "this list");
+    printf("\n  %-30s %s\n", "-h, --help", "this list");
+    printf("  %-30s %s\n", "--version", "the commit this binary was built from, and its backends");
 }
 
 int train_options_parse(TrainOptions *opt, int argc, char **argv)
@@ -258,7 +263,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     for (int i = 0; i < NUM_SPECS; i++)
         if (SPECS[i].def && set_value(opt, &SPECS[i], SPECS[i].def) != 0) return 2;
 
-    struct option longopts[NUM_SPECS + 2];
+    struct option longopts[NUM_SPECS + 3];
     for (int i = 0; i < NUM_SPECS; i++)
         longopts[i] = (struct option){SPECS[i].name,
                                       SPECS[i].kind == K_OPTSTR ? optional_argument
@@ -266,16 +271,21 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
                                                                 : required_argument,
                                       NULL, 256 + i};
     longopts[NUM_SPECS] = (struct option){"help", no_argument, NULL, 'h'};
-    longopts[NUM_SPECS + 1] = (struct option){0, 0, 0, 0};
+    longopts[NUM_SPECS + 1] = (struct option){"version", no_argument, NULL, 'V'};
+    longopts[NUM_SPECS + 2] = (struct option){0, 0, 0, 0};
 
     unsigned char *given = opt->given;
     opterr = 0;
     optind = 1;
     int c;
     /* "+": stop at the first non-flag, so "--resume DIR" is caught below. */
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
         if (c == 'h') {
             print_help();
+            return 1;
+        }
+        if (c == 'V') {
+            version_print(stdout);
             return 1;
         }
         if (c == '?') {
@@ -284,6 +294,8 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
             const char *arg = argv[optind - 1];
             if (optopt >= 256)
                 fprintf(stderr, "--%s: missing value (see --help)\n", SPECS[optopt - 256].name);
+            else if (optopt > 0 && optopt < 256)
+                fprintf(stderr, "-%c: unknown flag (see --help for the accepted flags)\n", optopt);
             else
                 fprintf(stderr, "%s: unknown flag (see --help for the accepted flags)\n", arg);
             return 2;
@@ -335,7 +347,9 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
                 schedule_mode_flag(opt->recompute));
         return 2;
     }
-    if (opt->channels % opt->heads != 0) {
+    /* With --init-from the file's shape is the model's; train_gpt reports
+     * shape flags that contradict it, with both shapes. */
+    if (!opt->init_from && opt->channels % opt->heads != 0) {
         fprintf(stderr, "--heads: %d does not divide --channels %d\n", opt->heads, opt->channels);
         return 2;
     }

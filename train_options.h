@@ -44,6 +44,7 @@ typedef struct {
     /* other */
     const char *log_path, *device, *dtype, *dump_grads;
     int threads, profile_ops;
+    float peak_tflops; /* 0 = the device table's (kernels/device_info.h) */
     /* text samples */
     int sample_every, sample_tokens, generate;
     float temperature;
@@ -53,8 +54,9 @@ typedef struct {
     unsigned char given[TRAIN_OPTIONS_MAX];
 } TrainOptions;
 
-/* Parse argv into opt (defaults first). Returns 0 to run, 1 when --help was
- * printed (exit 0), or 2 after printing a one-line error (exit 2). */
+/* Parse argv into opt (defaults first). Returns 0 to run, 1 when -h/--help
+ * or --version was printed (exit 0), or 2 after printing a one-line error
+ * (exit 2). */
 int train_options_parse(TrainOptions *opt, int argc, char **argv);
 
 /* 1 when the command line gave --name (without the dashes), else 0; a

@@ -89,8 +89,8 @@ static void print_token(TextCodec *c, int32_t id, FILE *out)
     }
 }
 
-void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
-                     float temperature, SampleRng *rng, FILE *out)
+int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
+                    float temperature, SampleRng *rng, FILE *out)
 {
     int T = g->T, N = g->B * g->T, V = g->cfg.vocab_size;
     int *inputs = calloc((size_t)N, sizeof(int));
@@ -99,7 +99,7 @@ void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, i
     if (!inputs || !ctx || !logits) {
         fprintf(stderr, "sample: out of host memory\n");
         free(inputs), free(ctx), free(logits);
-        return;
+        return 0;
     }
     int len = 0;
     for (int i = 0; i < nprompt; i++) ctx[len++] = prompt[i];
@@ -109,6 +109,7 @@ void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, i
         int start = len > T ? len - T : 0, used = len - start;
         for (int t = 0; t < used; t++) inputs[t] = ctx[start + t];
         gpt_logits_at(g, inputs, used - 1, logits);
+        if (g->abandoned) break;
         int next = sample_token(logits, V, temperature, rng);
         ctx[len++] = next;
         print_token(c, next, out);
@@ -116,4 +117,5 @@ void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, i
     }
     fputc('\n', out);
     free(inputs), free(ctx), free(logits);
+    return g->abandoned;
 }

@@ -2,7 +2,6 @@
 #include "session.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,23 +40,6 @@ bad:
     io_err(err, err_len, "TRAIN_GPT_TEST_NAN_STEP=%s: expected steps like 3, 3,7 or 4-9 "
              "(at most %d ranges)", v, SESSION_MAX_NAN_RANGES);
     return -1;
-}
-
-/* Create and remove a file in dir: permissions, read-only mounts, a full
- * inode table all show up here rather than at the first save. */
-static int probe_writable(const char *dir, char *err, size_t err_len)
-{
-    char p[4200];
-    io_err(p, sizeof p, "%s/.train_gpt_write_test.%ld", dir, (long)getpid());
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        io_err(err, err_len, "--checkpoint-dir %s: cannot write there: %s", dir,
-                 strerror(errno));
-        return -1;
-    }
-    close(fd);
-    unlink(p);
-    return 0;
 }
 
 int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
@@ -109,12 +91,27 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         return -1;
     }
     snprintf(s->dir, sizeof s->dir, "%s", dir);
-    char why[4400];
-    if (io_mkdirs(dir, why, sizeof why) != 0) {
-        io_err(err, err_len, "--checkpoint-dir %s: %s", dir, why);
+    /* The folder itself is made here; its parent must exist, so a typo in
+     * the path fails now instead of growing a tree somewhere unexpected. */
+    char why[4400], up[4096];
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        io_dirname(dir, up, sizeof up);
+        if (io_probe_writable(up, why, sizeof why) != 0) {
+            io_err(err, err_len, "--checkpoint-dir %s: its parent folder must exist and be "
+                   "writable: %s", dir, why);
+            return -1;
+        }
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            io_err(err, err_len, "--checkpoint-dir %s: cannot create: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    if (io_probe_writable(dir, why, sizeof why) != 0) {
+        io_err(err, err_len, "--checkpoint-dir %s", why);
         return -1;
     }
-    return probe_writable(dir, err, err_len);
+    return 0;
 }
 
 int session_locate(RunSession *s, char *save_dir, size_t len, char *err,
@@ -348,9 +345,17 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
            (np + 2.0 * (double)cnt * world) * 4 / 1048576.0, now_ms() - t0);
     fflush(stdout);
 out:
-    if (rc != 0 || s->last_saved != step)
-        io_err(err, err_len, "save at step %d failed: %s (the previous complete save in %s is "
-               "kept)", step, why[0] ? why : "on another rank", s->dir);
+    if (rc != 0 || s->last_saved != step) {
+        /* Name the save a --resume would now use, or say there is none. */
+        char kept[4200], ignore[512];
+        int kept_step;
+        int have = ckpt_find_latest(s->dir, kept, sizeof kept, &kept_step, ignore,
+                                    sizeof ignore) == 1;
+        io_err(err, err_len, "save at step %d failed: %s (%s%s)", step,
+               why[0] ? why : "on another rank",
+               have ? "the previous complete save is kept: " : "no complete save exists in ",
+               have ? kept : s->dir);
+    }
     free(p);
     free(m);
     free(v);

@@ -10,9 +10,11 @@
  *    the sampler's RNG is restored too;
  *  - a configuration change that would break the continuation is refused,
  *    naming the flag and both values;
- *  - SIGTERM: the step finishes, a save is written, the exit status is 75,
- *    and resuming matches an uninterrupted run; a second signal exits at
- *    once (status 128 + 15) and leaves the previous save loadable;
+ *  - SIGTERM: the step in progress is discarded, the last completed one is
+ *    saved, the exit status is 75, and resuming matches an uninterrupted
+ *    run (test_stops.c lands the signal inside a step on purpose); a second
+ *    signal exits at once (status 128 + 15) and leaves the previous save
+ *    loadable;
  *  - kill -9 at random moments of a run saving every step (24 trials, at
  *    least half of them inside a save): the newest complete save always
  *    loads (all checksums), never goes back, and --resume continues it;

@@ -14,6 +14,7 @@
  *    as the one that saved it, across shard and epoch boundaries (shuffle);
  *  - a write to /dev/full reports ENOSPC with the file's name. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,7 +248,7 @@ Test(run_state, manifest_parser_refuses_bad_fields)
     ckpt_manifest_free(&man);
 }
 
-Test(run_state, keep_prunes_and_incomplete_saves_are_ignored)
+Test(run_state, keep_prunes_and_incomplete_saves_are_ignored, .init = cr_redirect_stderr)
 {
     GPTConfig cfg = tu_tiny_config();
     size_t n = config_num_params(&cfg);
@@ -273,6 +274,12 @@ Test(run_state, keep_prunes_and_incomplete_saves_are_ignored)
     int step;
     cr_assert_eq(ckpt_find_latest(d, sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 5);
+    /* the broken manifest is named on stderr; the folder without one is silent */
+    char *e = tu_captured_stderr(), want[1200];
+    snprintf(want, sizeof want, "note: skipping %s/step_00000007: %s/step_00000007/COMPLETE: "
+             "not valid JSON (truncated or corrupt manifest)\n", d, d);
+    cr_expect_str_eq(e, want);
+    free(e);
     /* an empty or missing folder has no save */
     snprintf(sd, sizeof sd, "%s/none", d);
     cr_expect_eq(ckpt_find_latest(sd, cmd, sizeof cmd, &step, err, sizeof err), 0);
