@@ -385,6 +385,7 @@ static void start_progress(Trainer *tr, double t_start)
     }
     progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
                   tr->dist.world == 1);
+    if (tr->dist.rank != 0) return; /* the estimate is printed once, its warning too */
     progress_print_peak(&tr->prog, stdout);
     int steps = o->steps > from ? o->steps - from : 0;
     int evals = !tr->have_val ? 0 : 1 + (o->val_every > 0 ? (steps + o->val_every - 1) / o->val_every : 0);

@@ -196,6 +196,11 @@ int train_loop(Trainer *tr, char *err, size_t len)
         double t0 = progress_now_ms(), loss = 0.0;
         gpt_zero_grads(&tr->model);
         for (int micro = 0; micro < o->grad_accum; micro++) {
+            if (o->grad_accum > 1) { /* the in-step line names the micro-batch */
+                snprintf(label, sizeof label, "step %d/%d, micro-batch %d/%d", step, o->steps,
+                         micro + 1, o->grad_accum);
+                progress_relabel(&tr->prog, label);
+            }
             if (loader_next(&tr->train, tr->inputs, tr->targets, err, len) != 0) return -1;
             dist_begin_micro(d, micro == o->grad_accum - 1);
             loss += gpt_forward_backward(&tr->model, tr->inputs, tr->targets, dloss);

@@ -164,6 +164,11 @@ void progress_begin(Progress *p, const char *label, int training)
     if (training && p->t_loop == 0) p->t_loop = p->t_pass;
 }
 
+void progress_relabel(Progress *p, const char *label)
+{
+    snprintf(p->label, sizeof p->label, "%s", label);
+}
+
 void progress_clear(Progress *p)
 {
     if (!p->drawn) return;

@@ -73,6 +73,8 @@ double progress_estimate(Progress *p, GPT *g, int grad_accum, int steps_to_run, 
 /* A pass begins: label it for the in-step line ("" for none). The first
  * training step's (training = 1) starts the clock the ETA is paced by. */
 void progress_begin(Progress *p, const char *label, int training);
+/* A new label for the pass in progress (its clock goes on). */
+void progress_relabel(Progress *p, const char *label);
 /* Erase the in-step line, if drawn, before printing a normal line. */
 void progress_clear(Progress *p);
 
