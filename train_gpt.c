@@ -21,8 +21,10 @@
 #include "model/gpt.h"
 #include "model/lr_schedule.h"
 #include "model/model_file.h"
+#include "run/run_log.h"
 #include "run/session.h"
 #include "run/signals.h"
+#include "train_guard.h"
 #include "train_memory.h"
 #include "train_options.h"
 #include "train_sample.h"
@@ -35,7 +37,9 @@ typedef struct {
     GPT model;
     Loader train, val;
     int have_val;
-    FILE *log;
+    RunLog log;              /* --log, rank 0 (run/run_log.h) */
+    int argc;                /* the command line, for the rollback command */
+    char **argv;
     int *inputs, *targets; /* host, B*T */
     size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
     size_t mem_total;        /* device bytes in all (cuda) */
@@ -72,7 +76,9 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
     }
     if (from) {
         int version;
-        return model_file_read_header(from, &tr->cfg, &version, err, len);
+        if (model_file_read_header(from, &tr->cfg, &version, err, len) != 0) return -1;
+        return tr->resume_dir[0] ? guard_check_resume_shape(o, &tr->cfg, tr->resume_dir, err, len)
+                                 : 0;
     }
     tr->cfg.num_layers = o->layers;
     tr->cfg.channels = o->channels;
@@ -138,12 +144,9 @@ static int load_params(Trainer *tr, char *err, size_t len)
 
 static void log_json(Trainer *tr, cJSON *obj)
 {
-    if (tr->log) {
-        char *s = cJSON_PrintUnformatted(obj);
-        fprintf(tr->log, "%s\n", s);
-        fflush(tr->log);
-        cJSON_free(s);
-    }
+    char *s = tr->log.fd >= 0 ? cJSON_PrintUnformatted(obj) : NULL;
+    if (s) run_log_line(&tr->log, s);
+    cJSON_free(s);
     cJSON_Delete(obj);
 }
 
@@ -280,6 +283,7 @@ static int train(Trainer *tr, char *err, size_t len)
             cJSON_AddNumberToObject(j, "val_loss", vl);
             log_json(tr, j);
         }
+        session_test_stall(&tr->sess, step);
         double t0 = now_ms(), loss = 0.0;
         gpt_zero_grads(&tr->model);
         for (int micro = 0; micro < o->grad_accum; micro++) {
@@ -323,6 +327,8 @@ static int train(Trainer *tr, char *err, size_t len)
             if (session_save(&tr->sess, &tr->model, d, &tr->train, &tr->rng, step,
                              tr->bad_steps, err, len) != 0)
                 fprintf(stderr, "error: %s\n", err);
+            if (d->rank == 0)
+                guard_print_rollback(&tr->sess, tr->argc, tr->argv, step, tr->bad_steps);
             return TRAIN_EXIT_NONFINITE;
         }
         /* A signal reaches the ranks at different moments: stop when any
@@ -421,21 +427,6 @@ static void resolve_total_batch(Trainer *tr)
     o->grad_accum = (int)accum;
 }
 
-/* The part of the flags that run/ (checkpoints, resume) needs to know. */
-static RunConfig run_config(const TrainOptions *o)
-{
-    return (RunConfig){
-        .checkpoint_dir = o->checkpoint_dir, .resume_path = o->resume_path,
-        .resume = o->resume, .save_every = o->save_every, .keep = o->keep,
-        .batch = o->batch, .seq_len = o->seq_len, .grad_accum = o->grad_accum,
-        .steps = o->steps, .zero = o->zero, .shuffle = o->shuffle,
-        .lr_schedule = o->lr_schedule, .warmup = o->warmup, .recompute = o->recompute,
-        .loss_chunk = o->loss_chunk, .seed = o->seed, .lr = o->lr,
-        .lr_min_frac = o->lr_min_frac, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
-        .weight_decay = o->weight_decay, .grad_clip = o->grad_clip,
-    };
-}
-
 /* After training: every rank's parameters must be the same bits; rank 0
  * writes --save. Collective: every rank calls it. */
 static int finish(Trainer *tr, char *err, size_t len)
@@ -465,6 +456,45 @@ static int finish(Trainer *tr, char *err, size_t len)
     return rc;
 }
 
+/* After training: close the log; a lost line is an error (exit 1) unless
+ * --log-errors ignore. Returns rc, or 1 when it was 0 and the log failed. */
+static int close_log(Trainer *tr, int rc)
+{
+    char err[1024];
+    if (run_log_close(&tr->log, err, sizeof err) == 0) return rc;
+    fprintf(stderr, "error: %s\n", err);
+    return rc == 0 ? 1 : rc;
+}
+
+/* Start-up up to the model's shape: the world, the ranks' agreement, the
+ * checkpoint folder, the save to resume. */
+static void start(Trainer *tr, int argc, char **argv)
+{
+    char err[1024] = "";
+    TrainOptions *o = &tr->opt;
+    tr->argc = argc;
+    tr->argv = argv;
+    tr->log.fd = -1;
+    if (dist_init(&tr->dist, &argc, &argv, err, sizeof err) != 0) fail(tr, err);
+    Dist *d = &tr->dist;
+    if (dist_set_timeout(d, o->collective_timeout, err, sizeof err) != 0) fail(tr, err);
+    guard_check_flags(o, d); /* before anything a rank could do differently */
+    /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
+    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
+        dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
+    if (signals_install() != 0) fail(tr, "cannot install the SIGINT/SIGTERM handlers");
+    resolve_total_batch(tr); /* sets grad-accum, which the session records */
+    RunConfig run = train_options_run_config(o);
+    if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
+    int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
+    if (rc < 0) fail(tr, err);
+    if (rc == 0) tr->resume_dir[0] = 0;
+    if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    if (rc > 0 && o->init_from)
+        printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
+               o->init_from);
+}
+
 int main(int argc, char **argv)
 {
     static Trainer tr;
@@ -472,20 +502,8 @@ int main(int argc, char **argv)
     int rc = train_options_parse(&tr.opt, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
     TrainOptions *o = &tr.opt;
-    if (dist_init(&tr.dist, &argc, &argv, err, sizeof err) != 0) fail(&tr, err);
+    start(&tr, argc, argv);
     Dist *d = &tr.dist;
-    /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
-    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
-        dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
-    if (signals_install() != 0) fail(&tr, "cannot install the SIGINT/SIGTERM handlers");
-    resolve_total_batch(&tr); /* sets grad-accum, which the session records */
-    RunConfig run = run_config(o);
-    if (session_init(&tr.sess, &run, d, err, sizeof err) != 0) fail(&tr, err);
-    rc = session_locate(&tr.sess, tr.resume_dir, sizeof tr.resume_dir, err, sizeof err);
-    if (rc < 0) fail(&tr, err);
-    if (rc == 0) tr.resume_dir[0] = 0;
-    else if (o->init_from)
-        printf("note: resuming from %s; --init-from %s is not used\n", tr.resume_dir, o->init_from);
 
     /* Validate everything that can be checked before any allocation. */
     if (resolve_config(&tr, err, sizeof err) != 0) fail(&tr, err);
@@ -501,6 +519,7 @@ int main(int argc, char **argv)
     }
     if (o->generate > 0) return generate_only(&tr);
     if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
+    guard_check_data(d, session_data_fingerprint(&tr.train));
 
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
         fail(&tr, err);
@@ -525,10 +544,12 @@ int main(int argc, char **argv)
                                           &tr.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
                          : load_params(&tr, err, sizeof err))
         fail(&tr, err);
-    /* A resumed run appends to its log, so the log covers the whole run. */
-    if (d->rank == 0 && o->log_path &&
-        !(tr.log = fopen(o->log_path, tr.resume_dir[0] ? "a" : "w")))
-        dist_fail(d, 1, "--log %s: cannot open for writing", o->log_path);
+    guard_check_start_step(d, tr.start_step);
+    /* A resumed run appends to its log, cut back to the resumed step, so
+     * the log covers the whole run with each step once. */
+    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, tr.resume_dir[0] ? tr.start_step : -1,
+                                     o->log_errors, err, sizeof err) != 0)
+        fail(&tr, err);
 
     printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
            "grad-accum=%d\n", tr.be->name, tr.be->act_bytes == 2 ? "bf16" : "fp32",
@@ -545,17 +566,18 @@ int main(int argc, char **argv)
 
     rc = train(&tr, err, sizeof err);
     if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
-        if (tr.log) fclose(tr.log);
+        rc = close_log(&tr, rc);
         dist_finalize(d);
         return rc;
     }
     if (rc == 0) rc = finish(&tr, err, sizeof err);
     if (rc != 0) {
-        if (tr.log) fclose(tr.log);
+        close_log(&tr, rc);
         fail(&tr, err);
     }
     print_summary(&tr);
-    if (tr.log) fclose(tr.log);
+    rc = close_log(&tr, 0);
+    session_close(&tr.sess);
     free(tr.inputs);
     free(tr.targets);
     dist_finalize(d);
@@ -564,5 +586,5 @@ int main(int argc, char **argv)
     if (tr.have_val) loader_close(&tr.val);
     if (o->profile_ops) profile_detach(&tr.prof, tr.be);
     backend_close(tr.be);
-    return 0;
+    return rc;
 }
