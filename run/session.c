@@ -112,6 +112,7 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         struct stat st;
         io_err(mp, sizeof mp, "%s/%s", c->resume_path, CKPT_MANIFEST);
         io_err(parent, sizeof parent, "%s", c->resume_path);
+        for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--) parent[n - 1] = 0;
         if (stat(mp, &st) == 0) {
             char *slash = strrchr(parent, '/');
             if (slash && slash != parent) *slash = 0;

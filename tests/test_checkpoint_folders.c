@@ -13,7 +13,9 @@
  *    into abandoned/;
  *  - a corrupt newest save: plain --resume says so and continues from the
  *    previous one (the corrupt one moved into abandoned/);
- *    --resume=DIR/step_N of the corrupt one is refused. */
+ *    --resume=DIR/step_N of the corrupt one is refused;
+ *  - saves from before run ids (version 1 manifests) resume as the run's own
+ *    and keep a new run out. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -254,5 +256,33 @@ Test(folders, a_corrupt_newest_save_falls_back, .timeout = 120)
     cr_assert_eq(tu_run(cmd), 0);
     run_expect(NULL, args, at(d, "none"), 1);
     cr_expect(tc_file_has(at(d, "none.err"), "no intact save in"));
+    cleanup(d);
+}
+
+/* Saves from before run ids (version 1 manifests) still resume, count as
+ * the resumed run's own (--keep prunes them), and a new run is refused in
+ * a folder that holds them. */
+Test(folders, version_1_saves_resume_and_are_not_overwritten, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], cmd[4096];
+    tc_make_shards(d, 1, 400);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 2 --save-every 1 --checkpoint-dir %s/ck", m, d);
+    run_expect(NULL, args, at(d, "a"), 0);
+    /* rewrite both manifests as version 1: no run id, no config hash */
+    snprintf(cmd, sizeof cmd, "for f in %s/ck/step_*/COMPLETE; do sed -i -e "
+             "'s/\"version\":2/\"version\":1/' -e 's/,\"run_id\":\"[0-9a-f]*\"//' -e "
+             "'s/,\"config_hash\":\"[0-9a-f]*\"//' $f; done", d);
+    cr_assert_eq(tu_run(cmd), 0);
+    cr_assert(!tc_file_has(at(d, "ck/step_00000002/COMPLETE"), "run_id"));
+    snprintf(args, sizeof args, "%s --steps 3 --checkpoint-dir %s/ck", m, d);
+    run_expect(NULL, args, at(d, "new"), 1);
+    cr_expect(tc_file_has(at(d, "new.err"), "made before saves carried a run id"));
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 1 --keep 2 --checkpoint-dir %s/ck "
+             "--resume", m, d);
+    run_expect(NULL, args, at(d, "b"), 0);
+    cr_expect(tc_file_has(at(d, "b.out"), "step_00000002: step 2,"));
+    cr_expect(tc_file_has(at(d, "ck/step_00000004/COMPLETE"), "\"run_id\":"));
+    cr_expect_neq(access(at(d, "ck/step_00000002"), F_OK), 0, "--keep 2 kept the old save");
     cleanup(d);
 }
