@@ -164,7 +164,7 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB  := data/shard.c model/model_file.c model/config.c base/fileio.c run/run_state.c \
-             run/manifest.c data/tokenizer.c data/tokenizer_encode.c
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

@@ -41,6 +41,7 @@ typedef struct {
     uint64_t seed;
     /* model files */
     const char *init_from, *save;
+    int save_dtype;    /* 0 = fp32 (llm.c version 3), 1 = bf16 (version 5) */
     /* checkpoints and failures (run/session.h) */
     const char *checkpoint_dir, *resume_path;
     int save_every, keep, resume, max_bad_steps, overwrite_checkpoints;
