@@ -126,7 +126,8 @@ class KernelResult:
     """A prediction for one launch: seconds, and what set it."""
 
     def __init__(self, seconds, bound, occ, prof, detail):
-        self.seconds, self.bound, self.occ, self.prof, self.detail = seconds, bound, occ, prof, detail
+        self.seconds, self.bound, self.occ = seconds, bound, occ
+        self.prof, self.detail = prof, detail
 
 
 def _pattern(spec, shape):

@@ -29,7 +29,7 @@ DENSE_BF16_PEAK = 989e12       # spec (H100/H200 SXM dense bf16), MFU's denomina
 
 # ---- per-SM pipe rates, in warp-instructions (or bytes) per clock per SM ----
 ISSUE_PER_CLK = 4.0            # spec: one per scheduler
-ALU_PER_CLK = 2.0              # spec: 16 integer/compare lanes per scheduler = half a warp per clock
+ALU_PER_CLK = 2.0              # spec: 16 integer/compare lanes per scheduler: half a warp a clock
 MUFU_PER_CLK = 0.5             # spec: 16 special-function results per clock per SM
 SMEM_BYTES_PER_CLK = 128.0     # spec: 32 banks x 4 bytes
 # mma.sync (HMMA) FLOPs per clock per SM. Hopper's dense bf16 peak is 4096
@@ -40,7 +40,7 @@ WGMMA_FLOP_PER_CLK = 4096.0    # spec
 
 # ---- latencies, in SM clocks ----
 L_L2 = 500                     # fitted (lead: 260-450): a serialized global round trip that hits L2
-L_HBM = 1000                   # fitted: one that goes to HBM under a streaming load (queues included)
+L_HBM = 1000                   # fitted: one that goes to HBM under a streaming load (queues too)
 L2_BYTES = 60e6                # measured (PyTorch: 60 MB): a launch whose HBM bytes exceed this
                                # streams from HBM (L_HBM); tile re-reads of attention hit L2 (L_L2)
 L_SHORT = 30                   # lead: a wait on a shared-memory load, MUFU, shuffle or S2R result

@@ -16,9 +16,9 @@ Method, in the order the code applies it:
      containment.
   2. Inside a loop body (or the whole kernel), nested loops are collapsed to
      one node that costs `trips` times one iteration of their own path, and
-     the remaining graph is acyclic (taken in topological order). The path through it is chosen as the
-     one that does the iteration's work by the cheapest code the compiler
-     emitted for it: the most tensor-core FLOPs, then the most bytes loaded
+     the remaining graph is acyclic (taken in topological order). The path
+     through it is chosen as the one that does the iteration's work by the
+     cheapest code the compiler emitted for it: the most tensor-core FLOPs, then the most bytes loaded
      from global memory, then the fewest instructions. That picks the
      vectorised copy of a loop the compiler versioned on alignment, the
      unmasked copy of a softmax the compiler duplicated for the diagonal
@@ -75,9 +75,6 @@ class Loop:
         self.children = []
         self.parent = None
         self.depth = 0
-
-    def contains_block(self, start):
-        return start in self.body
 
 
 def build_blocks(instrs):
@@ -297,7 +294,7 @@ class PathFinder:
             return [s for v in n.body for s in self.by_start[v].succ if s not in n.body]
 
         # topological order of the region's nodes (edges back to the head dropped)
-        order, seen, onstack = [], set(), set()
+        order, seen = [], set()
         start = node(head)
         stack = [(start, iter(out_edges(start)))]
         seen.add(id(start))

@@ -163,7 +163,8 @@ ATTN_FWD = [
 ATTN_BWD = [
     [Stream(r'amma_rows_D_kernel', 256, lambda s: ew_grid(s.B * s.NH * s.T * 32),
             hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * 4),
-     Tile(r'amma_dkdv_kernel<{hsp}, \d+(, [^>]*)?>', 128, lambda s: _smem_amma_bwd(s, _bq(s)), _grid_attn,
+     Tile(r'amma_dkdv_kernel<{hsp}, \d+(, [^>]*)?>', 128, lambda s: _smem_amma_bwd(s, _bq(s)),
+          _grid_attn,
           lambda s, bx: cdiv(s.T - bx * 64 // _bq(s) * _bq(s), _bq(s)),
           lambda s: [_bq(s) * s.hs * ACT, _bq(s) * s.hs * ACT],
           hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + 2 * s.B * s.NH * s.T * 4),

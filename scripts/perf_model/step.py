@@ -63,7 +63,8 @@ def predict_step(P, table, shape, kernels, recompute):
     predictions; ops no kernel matched count 0 and are listed in .missing."""
     launch = P['T_LAUNCH_STEP']
     names = set(BLOCK_FWD + BLOCK_BWD + HEAD + OPTIMIZER)
-    ops = {n: predict.predict_op(P, table, n, shape, kernels, launch, launch) for n in sorted(names)}
+    ops = {n: predict.predict_op(P, table, n, shape, kernels, launch, launch)
+           for n in sorted(names)}
     L = shape.L
     calls = {}
 
