@@ -32,7 +32,7 @@ trap 'rm -rf "$out"' EXIT
 
 case "$dev" in
 cpu)
-    text=../shared/data/tinyshakespeare/input.txt
+    text=$(./tokenize --fetch tinyshakespeare --quiet)
     [ -r "$text" ] || { echo "memory_report.sh: $text not found" >&2; exit 1; }
     # byte-token shards (llm.c format): first 10% val, the rest train
     python3 - "$text" "$out" <<'PY'
