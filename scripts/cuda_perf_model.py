@@ -99,13 +99,13 @@ def show_predictions(P, kernels, root, label, verbose):
     section('ptxas (sm_90): registers, spill stores/loads and stack (bytes per thread), '
             'static shared memory (bytes per block)')
     report.resources(kernels, out)
-    missing = set()
+    missing = {}
     steps = []
     for shape in report.shapes_default():
         section('modelled launches at %s: blocks/SM (limiter), the unit of work (one tile of '
-                'the hot loop, or one pass of a streaming loop) per warp: instructions, mix in '
-                '%% of issue, serialized/prefetched global round trips, T_warp (cycles), bound'
-                % shape)
+                'the hot loop starting at the address shown, or one pass of the steady loop of '
+                'a memory-bound kernel) per warp: instructions, mix in %% of issue, '
+                'serialized/prefetched global round trips, T_warp (cycles), bound' % shape)
         report.kernel_table(P, table, shape, kernels, out)
         if verbose:
             for k in kernels:
@@ -128,7 +128,7 @@ def show_predictions(P, kernels, root, label, verbose):
     for sp in steps:
         out()
         report.step_table(sp, P['DENSE_BF16_PEAK'], out)
-        missing.update(sp.missing)
+        missing.update({n: sp.ops[n].note for n in sp.missing})
     return missing
 
 
@@ -157,7 +157,7 @@ def show_calibration(P, kernels, root, label):
     return err
 
 
-def show_measured(P, kernels, root, path):
+def show_measured(P, kernels, root, label, path):
     try:
         with open(path) as f:
             rows = measured.parse_timing(f.read())
@@ -169,7 +169,7 @@ def show_measured(P, kernels, root, path):
     preds = timing_preds(P, table, kernels)
     meas = {measured.op_key(r): v for r, v in rows.items()}
     out(BANNER)
-    section('predicted (this tree) vs measured (%s), B=4 T=1024 C=768 NH=12' % path)
+    section('predicted (%s) vs measured (%s), B=4 T=1024 C=768 NH=12' % (label, path))
     report.op_rows(preds, out, meas)
     err = calibrate.median_error([(meas[p.name], p.seconds * 1e3) for p in preds
                                   if p.name in meas and p.seconds])
@@ -266,7 +266,7 @@ def main(argv):
             return 0
         kernels, root, label = compile_at(a.commit, a.jobs)
         if a.measured:
-            show_measured(P, kernels, root, a.measured)
+            show_measured(P, kernels, root, label, a.measured)
             return 0
         if a.write_predictions:
             write_predictions(P, kernels, root, label, a.write_predictions)
@@ -284,8 +284,10 @@ def main(argv):
     out()
     out('(%.0f s)' % (time.time() - t0))
     if missing:
-        print('cuda_perf_model.py: no compiled kernel matches the op(s) %s: update the table in '
-              'scripts/perf_model/ops.py' % ', '.join(sorted(missing)), file=sys.stderr)
+        for name, note in sorted(missing.items()):
+            print('cuda_perf_model.py: op %s: %s' % (name, note), file=sys.stderr)
+        print('cuda_perf_model.py: %d op(s) of the step not modelled: update the table in '
+              'scripts/perf_model/ops.py (docs/perf-model.md)' % len(missing), file=sys.stderr)
         return 1
     return 0
 

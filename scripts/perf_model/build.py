@@ -25,8 +25,11 @@ class BuildError(Exception):
 
 
 def find_nvcc():
-    """nvcc from $NVCC, PATH or /usr/local/cuda; None when absent."""
-    for cand in (os.environ.get('NVCC'), shutil.which('nvcc'), '/usr/local/cuda/bin/nvcc'):
+    """$NVCC when set (None if it is not an executable file), else nvcc on
+    PATH or in /usr/local/cuda/bin; None when absent."""
+    env = os.environ.get('NVCC')
+    cands = [env] if env else [shutil.which('nvcc'), '/usr/local/cuda/bin/nvcc']
+    for cand in cands:
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
     return None

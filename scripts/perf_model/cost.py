@@ -164,7 +164,7 @@ def _tile_profiles(k, spec, shape):
     pf = loops_mod.PathFinder(k.kernel.instrs)
     hot = hot_loop(pf)
     if hot is None:
-        return None, None, pf.kernel_profile(lambda lp: 1)[0]
+        return None, None, None
     inner = spec.inner(shape) if callable(spec.inner) else spec.inner
     staged = list(spec.staged(shape))
     trips = {}
@@ -327,12 +327,18 @@ def gemm_time(P, g):
 
 
 def launch_time(P, spec, shape, kernels):
-    """(seconds, KernelResult or None, kernel or None) of one launch spec,
-    launch overhead not included (predict.py adds it per op)."""
+    """(seconds, KernelResult or None, kernel or None, why) of one launch
+    spec, launch overhead not included (predict.py adds it per op); seconds
+    is None, with the reason in why, when the launch cannot be modelled."""
     if spec.kind == 'gemm':
-        return gemm_time(P, spec), None, None
+        return gemm_time(P, spec), None, None, ''
     k = find_kernel(spec, shape, kernels)
     if k is None:
-        return None, None, None
+        return None, None, None, 'no compiled kernel matches %s' % spec.kernel.replace(
+            '{hsp}', str(shape.hsp))
+    if spec.kind == 'tile' and tile_profiles(k, spec, shape)[0] is None:
+        return None, None, k, '%s has no loop to take as its hot loop' % k.short
     r = (tile_time if spec.kind == 'tile' else stream_time)(P, k, spec, shape)
-    return r.seconds, r, k
+    if not r.seconds == r.seconds:  # NaN: the launch does not fit an SM
+        return None, r, k, '%s: %s' % (k.short, r.bound)
+    return r.seconds, r, k, ''

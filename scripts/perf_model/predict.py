@@ -41,15 +41,14 @@ def predict_op(P, table, name, shape, kernels, first, each=None):
     for alt in alts:
         parts, ok = [], True
         for spec in alt:
-            secs, res, k = cost.launch_time(P, spec, shape, kernels)
+            secs, res, k, why = cost.launch_time(P, spec, shape, kernels)
             if secs is None:
                 ok = False
-                missing.append(spec.kernel.replace('{hsp}', str(shape.hsp)))
+                missing.append(why)
                 break
             parts.append((_label(spec, k), secs, res, k))
         if ok:
             n = repeat * len(parts)
             total = repeat * sum(p[1] for p in parts) + first + (n - 1) * each
             return OpPrediction(name, shape, total, parts, repeat)
-    return OpPrediction(name, shape, None, [], repeat,
-                        'no compiled kernel matches: ' + ', '.join(missing))
+    return OpPrediction(name, shape, None, [], repeat, 'not modelled: ' + '; '.join(missing))

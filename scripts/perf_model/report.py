@@ -34,7 +34,7 @@ def kernel_table(P, table, shape, kernels, out):
     """The modelled launches at a shape: occupancy, the unit of work's mix
     (hot loop per tile for tile kernels, steady loop for stream kernels)
     and round trips, the bound and the predicted time."""
-    out('%-30s %4s %8s %-9s %6s %6s  %s  %6s %9s %-8s %9s' % (
+    out('%-30s %4s %8s %-9s %10s %6s  %s  %6s %9s %-8s %9s' % (
         'kernel (%s B=%d)' % (shape.name, shape.B), 'regs', 'smem', 'blocks/SM', 'unit',
         'instr', ' '.join('%5s' % m[0][:5] for m in MIX), 'RT', 'T_warp', 'bound', 'ms'))
     seen = set()
@@ -48,13 +48,16 @@ def kernel_table(P, table, shape, kernels, out):
                 if k.short in seen:
                     continue
                 seen.add(k.short)
-                secs, res, _ = cost.launch_time(P, spec, shape, kernels)
+                secs, res, _, _ = cost.launch_time(P, spec, shape, kernels)
+                if res is None:
+                    continue
                 smem = k.smem_static + (spec.smem(shape) if spec.kind == 'tile' else 0)
                 prof = res.prof
-                unit = 'tile' if spec.kind == 'tile' else 'loop'
+                hot = res.detail.get('hot')
+                unit = ('tile@%05x' % hot.head) if hot is not None else 'pass'
                 tw = cost.warp_cycles(P, prof, P['L_L2'])
                 rt = '%d/%d' % (prof.rt_serial, prof.rt_prefetch)
-                out('%-30s %4d %8d %3d %-5s %6s %6d  %s  %6s %9.0f %-8s %9s' % (
+                out('%-30s %4d %8d %3d %-5s %10s %6d  %s  %6s %9.0f %-8s %9s' % (
                     k.short[:30], k.regs, smem, res.occ.blocks, res.occ.limiter[:5], unit,
                     prof.instrs, ' '.join(mix_cells(prof)), rt, tw, res.bound[:8], ms(secs)))
             break

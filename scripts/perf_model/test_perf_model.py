@@ -214,6 +214,52 @@ class StepTest(unittest.TestCase):
         self.assertEqual(step.BLOCK_FWD[-2:], ['matmul_forward fc proj', 'residual_forward'])
 
 
+class ErrorPathTest(unittest.TestCase):
+    def test_unmatched_op_is_reported_not_dropped(self):
+        P = hw.params()
+        table = ops.op_table(ROOT)
+        from . import predict
+        r = predict.predict_op(P, table, 'attention_forward', ops.TIMING, [], 0.0)
+        self.assertIsNone(r.seconds)
+        self.assertIn('no compiled kernel matches amma_fwd_kernel<64', r.note)
+        sp = step.predict_step(P, table, ops.TIMING, [], 0)
+        self.assertIn('attention_forward', sp.missing)
+        self.assertNotIn('matmul_forward qkv', sp.missing)  # cuBLASLt needs no kernel
+
+    def cli(self, args, env=None):
+        e = dict(os.environ, **(env or {}))
+        return subprocess.run(['python3', os.path.join(ROOT, 'scripts', 'cuda_perf_model.py')] +
+                              args, capture_output=True, text=True, env=e)
+
+    def test_cli_errors(self):
+        p = self.cli(['--compare', '/nonexistent/timing.log'])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('--compare and --predictions go together', p.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            t = os.path.join(d, 'timing.log')
+            with open(t, 'w') as f:
+                f.write('no table here\n')
+            j = os.path.join(d, 'p.json')
+            with open(j, 'w') as f:
+                f.write('{"ops": {"attention_forward": 0.1}}')
+            p = self.cli(['--compare', t, '--predictions', j])
+            self.assertEqual(p.returncode, 2)
+            self.assertIn('no "timing (bf16)" table', p.stderr)
+            with open(t, 'w') as f:
+                f.write('timing (bf16): B=4\nop  ms  rate\n'
+                        'attention_forward   0.2000   10.0 TFLOP/s\n')
+            p = self.cli(['--compare', t, '--predictions', j])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn('-50%', p.stdout)
+        p = self.cli(['--bogus'])
+        self.assertEqual(p.returncode, 2)
+
+    def test_without_nvcc_it_skips(self):
+        p = self.cli([], env={'NVCC': '/nonexistent/nvcc'})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('nvcc not found', p.stdout)
+
+
 class ParserTest(unittest.TestCase):
     def test_ptxas(self):
         text = ("ptxas info    : Compiling entry function '_Z3fooPf' for 'sm_90'\n"
