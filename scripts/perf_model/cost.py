@@ -70,6 +70,10 @@ ALU_NAMES = {'IADD3', 'LOP3', 'SHF', 'LEA', 'ISETP', 'SEL', 'IMNMX', 'PRMT', 'VI
 
 
 class Occupancy:
+    """Resident blocks per SM for a launch of `threads` per block, `regs`
+    per thread and `smem` bytes of shared memory per block (static plus
+    dynamic), and which limit sets it."""
+
     def __init__(self, P, threads, regs, smem):
         warps = -(-threads // 32)
         regs_t = max(8, -(-max(regs, 1) // P['REG_GRANULE']) * P['REG_GRANULE'])

@@ -90,6 +90,10 @@ def step_table(sp, peak, out):
     s = sp.shape
     out('%s, recompute %d: %.1f ms/step, %.0f tok/s, MFU %.1f%%' % (
         s, sp.recompute, sp.seconds * 1e3, sp.tokens_per_s(), 100 * sp.mfu(peak)))
+    model, extra = sp.flops()
+    out('  FLOPs per step (model/flops.c): %.1f TFLOP, %.0f TFLOP/s achieved%s' % (
+        model / 1e12, model / sp.seconds / 1e12,
+        '; the re-forwards add %.1f%%' % (100.0 * extra / model) if extra else ''))
     groups = {}
     for group, name, secs, calls in sp.rows:
         groups.setdefault(group, []).append((name, secs, calls))

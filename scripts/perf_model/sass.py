@@ -36,7 +36,9 @@ sm_90a, 0x1a7/0x1b2 SYNCS from mbarrier waits and arrives, 0x1c5
 WARPGROUP from wgmma.fence). An opcode not in the table reads UNK_xxx and
 counts as "other".
 
-Run as a program it lists a cubin (the shared tools/sass lister's job):
+This replaces the opcode lister under ../shared/tools/sass for the project
+(a user's clone has no ../shared), written anew with the fields above.
+Run as a program it lists a cubin:
     python3 scripts/perf_model/sass.py FILE.cubin            kernels, sizes
     python3 scripts/perf_model/sass.py FILE.cubin REGEX      listing
 """

@@ -51,6 +51,12 @@ class StepPrediction:
         self.seconds = sum(r[2] for r in rows)
         self.missing = sorted({n for n, o in ops.items() if o.seconds is None})
 
+    def flops(self):
+        """(model FLOPs of the step, FLOPs the recompute adds), flops.c's."""
+        f = flop_counts(self.shape)
+        extra = self.shape.L * f['block_fwd_noout'] if self.recompute == 1 else 0
+        return f['step'], extra
+
     def tokens_per_s(self):
         return self.shape.N / self.seconds
 
