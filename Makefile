@@ -54,7 +54,7 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/distributed/nccl_check.o)
 endif
 
-.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources
+.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources cuda-perf-model
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -136,6 +136,13 @@ cuda-emu-check: tests/cuda/check_kernels_emu
 # sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
 cuda-resources:
 	NVCC="$(NVCC)" scripts/cuda_resources.sh
+# The static performance model (docs/perf-model.md): its own tests, then the
+# predicted time of every op, the step and MFU on an H200 from ptxas and the
+# SASS, and its calibration on the recorded old kernels (nvcc, no GPU;
+# python3's standard library only). Without nvcc it says so and skips.
+cuda-perf-model:
+	NVCC="$(NVCC)" python3 scripts/cuda_perf_model.py --self-test
+	NVCC="$(NVCC)" python3 scripts/cuda_perf_model.py
 
 clean:
 	rm -rf $(BUILD) train_gpt tokenize tests/run_tests tests/cuda/check_kernels tests/cuda/check_kernels_emu
@@ -170,7 +177,7 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB  := data/shard.c model/model_file.c model/config.c base/fileio.c run/run_state.c \
-             run/manifest.c data/tokenizer.c data/tokenizer_encode.c
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

@@ -24,9 +24,11 @@
 #include "model/model_file.h"
 #include "base/fileio.h"
 #include "run/checkpoint.h"
+#include "run/run_log.h"
 #include "run/session.h"
 #include "run/signals.h"
 #include "train_gpt.h"
+#include "train_guard.h"
 #include "train_memory.h"
 
 
@@ -34,10 +36,10 @@
  * whole job is aborted (dist_fail). */
 static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, 1, "%s", msg); }
 
-/* Shape flags given with --init-from (or a resume) must agree with the
- * file's shape, which is the model's: a contradiction is an error with
- * both shapes (exit 2), never a silently different model. --model's preset
- * counts as its layers, channels and heads. */
+/* Shape flags given with --init-from must agree with the file's shape,
+ * which is the model's: a contradiction is an error with both shapes (exit
+ * 2), never a silently different model. --model's preset counts as its
+ * layers, channels and heads. (A resume's save: train_guard.h.) */
 static int check_shape_flags(Trainer *tr, const char *from, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
@@ -64,12 +66,11 @@ static int check_shape_flags(Trainer *tr, const char *from, char *err, size_t le
     if (n == 0) return 0;
     if (preset)
         snprintf(bad + strlen(bad), sizeof bad - strlen(bad), " (--model %s)", o->preset);
-    snprintf(err, len, "%s: contradicts the shape of %s%.600s: the file has L=%d C=%d NH=%d V=%d "
+    snprintf(err, len, "%s: contradicts the shape of %.600s: the file has L=%d C=%d NH=%d V=%d "
              "max-seq-len=%d, the flags ask for L=%d C=%d NH=%d V=%d max-seq-len=%d (the file's "
              "shape is the model's: drop the shape flags, or start from another file)", bad,
-             tr->resume_dir[0] ? "the save resumed from, " : "", from, c->num_layers,
-             c->channels, c->num_heads, c->vocab_size, c->max_seq_len, want[0], want[1], want[2],
-             want[3], want[4]);
+             from, c->num_layers, c->channels, c->num_heads, c->vocab_size, c->max_seq_len,
+             want[0], want[1], want[2], want[3], want[4]);
     return 2;
 }
 
@@ -86,7 +87,8 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
     if (from) {
         int version;
         if (model_file_read_header(from, &tr->cfg, &version, err, len) != 0) return -1;
-        return check_shape_flags(tr, from, err, len);
+        return tr->resume_dir[0] ? guard_check_resume_shape(o, &tr->cfg, tr->resume_dir, err, len)
+                                 : check_shape_flags(tr, from, err, len);
     }
     tr->cfg.num_layers = o->layers;
     tr->cfg.channels = o->channels;
@@ -152,12 +154,9 @@ static int load_params(Trainer *tr, char *err, size_t len)
 
 void trainer_log(Trainer *tr, cJSON *obj)
 {
-    if (tr->log) {
-        char *s = cJSON_PrintUnformatted(obj);
-        fprintf(tr->log, "%s\n", s);
-        fflush(tr->log);
-        cJSON_free(s);
-    }
+    char *s = tr->log.fd >= 0 ? cJSON_PrintUnformatted(obj) : NULL;
+    if (s) run_log_line(&tr->log, s);
+    cJSON_free(s);
     cJSON_Delete(obj);
 }
 
@@ -296,21 +295,6 @@ static void resolve_total_batch(Trainer *tr)
     o->grad_accum = (int)accum;
 }
 
-/* The part of the flags that run/ (checkpoints, resume) needs to know. */
-static RunConfig run_config(const TrainOptions *o)
-{
-    return (RunConfig){
-        .checkpoint_dir = o->checkpoint_dir, .resume_path = o->resume_path,
-        .resume = o->resume, .save_every = o->save_every, .keep = o->keep,
-        .batch = o->batch, .seq_len = o->seq_len, .grad_accum = o->grad_accum,
-        .steps = o->steps, .zero = o->zero, .shuffle = o->shuffle,
-        .lr_schedule = o->lr_schedule, .warmup = o->warmup, .recompute = o->recompute,
-        .loss_chunk = o->loss_chunk, .seed = o->seed, .lr = o->lr,
-        .lr_min_frac = o->lr_min_frac, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
-        .weight_decay = o->weight_decay, .grad_clip = o->grad_clip,
-    };
-}
-
 /* After training: every rank's parameters must be the same bits; rank 0
  * writes --save. Collective: every rank calls it. */
 int trainer_save_model(Trainer *tr, char *err, size_t len)
@@ -333,11 +317,22 @@ int trainer_save_model(Trainer *tr, char *err, size_t len)
                d->world == 1 ? "" : "s");
     }
     if (rc == 0 && tr->opt.save && d->rank == 0) {
-        rc = model_file_save(tr->opt.save, &tr->cfg, host, err, len);
+        rc = model_file_save_as(tr->opt.save, &tr->cfg, host,
+                                tr->opt.save_dtype ? MODEL_FILE_BF16 : MODEL_FILE_FP32, err, len);
         if (rc == 0) printf("saved %s\n", tr->opt.save);
     }
     free(host);
     return rc;
+}
+
+/* After training: close the log; a lost line is an error (exit 1) unless
+ * --log-errors ignore. Returns rc, or 1 when it was 0 and the log failed. */
+static int close_log(Trainer *tr, int rc)
+{
+    char err[1024];
+    if (run_log_close(&tr->log, err, sizeof err) == 0) return rc;
+    fprintf(stderr, "error: %s\n", err);
+    return rc == 0 ? 1 : rc;
 }
 
 /* --save's folder must exist and take a file now, not after hours of
@@ -350,6 +345,36 @@ static void check_save_path(Trainer *tr)
     if (io_probe_writable(dir, why, sizeof why) != 0)
         dist_fail(&tr->dist, 1, "--save %s: its folder must exist and be writable: %s",
                   tr->opt.save, why);
+}
+
+/* Start-up up to the model's shape: the world, the ranks' agreement, the
+ * paths that will be written, the checkpoint folder, the save to resume. */
+static void start(Trainer *tr, int argc, char **argv)
+{
+    char err[1024] = "";
+    TrainOptions *o = &tr->opt;
+    tr->argc = argc;
+    tr->argv = argv;
+    tr->log.fd = -1;
+    if (dist_init(&tr->dist, &argc, &argv, err, sizeof err) != 0) fail(tr, err);
+    Dist *d = &tr->dist;
+    if (dist_set_timeout(d, o->collective_timeout, err, sizeof err) != 0) fail(tr, err);
+    guard_check_flags(o, d); /* before anything a rank could do differently */
+    /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
+    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
+        dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
+    if (signals_install() != 0) fail(tr, "cannot install the SIGINT/SIGTERM handlers");
+    resolve_total_batch(tr); /* sets grad-accum, which the session records */
+    check_save_path(tr);
+    RunConfig run = train_options_run_config(o);
+    if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
+    int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
+    if (rc < 0) fail(tr, err);
+    if (rc == 0) tr->resume_dir[0] = 0;
+    if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    if (rc > 0 && o->init_from)
+        printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
+               o->init_from);
 }
 
 /* The header: shape, ranks, the memory plan. */
@@ -403,21 +428,8 @@ int main(int argc, char **argv)
     int rc = train_options_parse(&tr.opt, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
     TrainOptions *o = &tr.opt;
-    if (dist_init(&tr.dist, &argc, &argv, err, sizeof err) != 0) fail(&tr, err);
+    start(&tr, argc, argv);
     Dist *d = &tr.dist;
-    /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
-    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
-        dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
-    if (signals_install() != 0) fail(&tr, "cannot install the SIGINT/SIGTERM handlers");
-    resolve_total_batch(&tr); /* sets grad-accum, which the session records */
-    check_save_path(&tr);
-    RunConfig run = run_config(o);
-    if (session_init(&tr.sess, &run, d, err, sizeof err) != 0) fail(&tr, err);
-    rc = session_locate(&tr.sess, tr.resume_dir, sizeof tr.resume_dir, err, sizeof err);
-    if (rc < 0) fail(&tr, err);
-    if (rc == 0) tr.resume_dir[0] = 0;
-    else if (o->init_from)
-        printf("note: resuming from %s; --init-from %s is not used\n", tr.resume_dir, o->init_from);
 
     /* Validate everything that can be checked before any allocation. */
     rc = resolve_config(&tr, err, sizeof err);
@@ -435,6 +447,7 @@ int main(int argc, char **argv)
     }
     if (o->generate > 0) return generate_only(&tr);
     if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
+    guard_check_data(d, session_data_fingerprint(&tr.train));
 
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
         fail(&tr, err);
@@ -452,10 +465,6 @@ int main(int argc, char **argv)
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     if (!tr.inputs || !tr.targets) fail(&tr, "out of host memory for a batch");
-    /* A resumed run appends to its log, so the log covers the whole run. */
-    if (d->rank == 0 && o->log_path &&
-        !(tr.log = fopen(o->log_path, tr.resume_dir[0] ? "a" : "w")))
-        dist_fail(d, 1, "--log %s: cannot open for writing", o->log_path);
     print_header(&tr);
     start_progress(&tr, t_start);
 
@@ -473,21 +482,28 @@ int main(int argc, char **argv)
                                           &tr.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
                          : load_params(&tr, err, sizeof err))
         fail(&tr, err);
+    guard_check_start_step(d, tr.start_step);
+    /* A resumed run appends to its log, cut back to the resumed step, so
+     * the log covers the whole run with each step once. */
+    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, tr.resume_dir[0] ? tr.start_step : -1,
+                                     o->log_errors, err, sizeof err) != 0)
+        fail(&tr, err);
 
     rc = train_loop(&tr, err, sizeof err);
     if (rc == TRAIN_STOPPED) rc = train_stop(&tr, err, sizeof err);
     if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
-        if (tr.log) fclose(tr.log);
+        rc = close_log(&tr, rc);
         dist_finalize(d);
         return rc;
     }
     if (rc == 0) rc = trainer_save_model(&tr, err, sizeof err);
     if (rc != 0) {
-        if (tr.log) fclose(tr.log);
+        close_log(&tr, rc);
         fail(&tr, err);
     }
     print_summary(&tr);
-    if (tr.log) fclose(tr.log);
+    rc = close_log(&tr, 0);
+    session_close(&tr.sess);
     free(tr.inputs);
     free(tr.targets);
     dist_finalize(d);
@@ -496,5 +512,5 @@ int main(int argc, char **argv)
     if (tr.have_val) loader_close(&tr.val);
     if (o->profile_ops) profile_detach(&tr.prof, tr.be);
     backend_close(tr.be);
-    return 0;
+    return rc;
 }

@@ -17,6 +17,7 @@
 #include "distributed/dist.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
+#include "run/run_log.h"
 #include "run/session.h"
 #include "train_options.h"
 #include "train_progress.h"
@@ -30,7 +31,9 @@ typedef struct {
     GPT model;
     Loader train, val;
     int have_val;
-    FILE *log;
+    RunLog log;              /* --log, rank 0 (run/run_log.h) */
+    int argc;                /* the command line, for the rollback command */
+    char **argv;
     int *inputs, *targets; /* host, B*T */
     size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
     size_t mem_total;        /* device bytes in all (cuda) */

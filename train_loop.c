@@ -18,6 +18,7 @@
 #include "run/checkpoint.h"
 #include "run/signals.h"
 #include "train_gpt.h"
+#include "train_guard.h"
 
 /* Record a stop after `step` completed steps; returns TRAIN_STOPPED. */
 static int stopped(Trainer *tr, int sig, int step, const char *when)
@@ -165,6 +166,8 @@ static int abort_nonfinite(Trainer *tr, int step, char *err, size_t len)
         fprintf(stderr, "error: %s\n", err);
     else
         fprintf(stderr, "aborted after step %d: %s\n", step, what);
+    if (tr->dist.rank == 0)
+        guard_print_rollback(&tr->sess, tr->argc, tr->argv, step, tr->bad_steps);
     return TRAIN_EXIT_NONFINITE;
 }
 
@@ -190,6 +193,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
             snprintf(when, sizeof when, "during the val loss before step %d", step);
             if (rc > 0) return stopped(tr, 0, step - 1, when);
         }
+        session_test_stall(&tr->sess, step);
         char label[64];
         snprintf(label, sizeof label, "step %d/%d", step, o->steps);
         progress_begin(&tr->prog, label, 1);

@@ -5,7 +5,9 @@
 #   1. build (make -j16) with the CUDA backend;
 #   2. tests/cuda/check_kernels: every op against the cpu backend, fp32
 #      (tol 1e-5) and bf16 (tol 2e-2), small odd shapes and GPT-2 124M's;
-#   3. the same tool's --time table (per-op medians, CUDA events);
+#   3. the same tool's --time table (per-op medians, CUDA events), and
+#      beside it the static model's predictions for those rows when the
+#      bundle carries them (scripts/cuda_perf_model.py, docs/perf-model.md);
 #   4. trainer, tiny models: GPU fp32 loss and every gradient within 1e-4
 #      (relative, per tensor) of the cpu backend, after one step;
 #   5. trainer: --recompute 1, 2 and selective bitwise identical to 0 on the
@@ -176,6 +178,12 @@ if [ $rc -eq 0 ]; then row "check_kernels (fp32 1e-5, bf16 2e-2)" PASS "$detail"
 else row "check_kernels (fp32 1e-5, bf16 2e-2)" FAIL "exit $rc: $detail $(tail -1 "$OUT/kernels.log")"; fi
 if ./tests/cuda/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.log" 2>&1; then
     row "check_kernels --time" PASS "per-op medians in timing.log (bf16 table below)"
+    # the static model's predictions for these rows (made by gpu_bundle.sh on
+    # the CPU machine; python3 only here), appended to timing.log
+    if [ -f "$WORK/bundle/perf_model.json" ]; then
+        { echo; $PY scripts/cuda_perf_model.py --compare "$OUT/timing.log" \
+            --predictions "$WORK/bundle/perf_model.json"; } >>"$OUT/timing.log" 2>&1
+    fi
 else
     row "check_kernels --time" FAIL "$(tail -1 "$OUT/timing.log")"
 fi

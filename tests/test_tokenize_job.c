@@ -17,7 +17,7 @@
 #include "data/tokenizer.h"
 #include "test_util.h"
 
-#define SHAKESPEARE "../shared/data/tinyshakespeare/input.txt"
+#define SHAKESPEARE TU_SHAKESPEARE
 
 /* dir: at least 256 bytes. A folder under the suite's TMPDIR, removed at
  * the test's end (test_util.h). */
@@ -296,7 +296,7 @@ Test(tokenize_cli, runtime_errors_leave_no_shard)
     /* corrupt vocab: one byte changed */
     snprintf(corrupt, sizeof corrupt, "%s/vocab.bpe", dir);
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "sed '3s/a/b/' ../shared/data/gpt2/vocab.bpe > %s", corrupt);
+    snprintf(cmd, sizeof cmd, "sed '3s/a/b/' '%s' > %s", TU_VOCAB, corrupt);
     cr_assert_eq(system(cmd), 0);
     snprintf(cases[nc].args, sizeof args, "--out %s/o --vocab %s %s", dir, corrupt, SHAKESPEARE);
     cases[nc++].needle = "vocab.bpe: not GPT-2's file: sha256";

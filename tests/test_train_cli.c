@@ -1,7 +1,7 @@
 /* tests/test_train_cli.c — ./train_gpt end to end, and its command line.
  *
  * The end-to-end run trains on raw bytes (vocab 256) of the public-domain
- * tinyshakespeare text at ../shared/data/tinyshakespeare/input.txt: the
+ * tinyshakespeare text (found as the programs find it, data/source.h): the
  * first loss is about ln(256) = 5.545, and after 60 steps the validation
  * loss must be under 3.4 (a unigram byte model is about 3.3 nats). */
 #include <cjson/cJSON.h>
@@ -15,7 +15,7 @@
 #include "data/shard.h"
 #include "test_util.h"
 
-#define SHAKESPEARE "../shared/data/tinyshakespeare/input.txt"
+#define SHAKESPEARE TU_SHAKESPEARE
 
 /* Byte shards: the first 10% of the text is val, the rest train. */
 static char *make_byte_shards(void)

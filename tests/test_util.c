@@ -179,3 +179,15 @@ char *tu_captured_stderr(void)
     buf[n] = 0;
     return buf;
 }
+
+const char *tu_source_path(const SourceSpec *spec, int i)
+{
+    static char found[2][SOURCE_MAX_FILES][SOURCE_PATH_MAX];
+    int k = spec == &SOURCE_GPT2 ? 0 : 1;
+    if (!found[k][i][0]) {
+        char from[SOURCE_PATH_MAX + 200], err[8192];
+        cr_assert_eq(source_find(spec, NULL, found[k], from, sizeof from, err, sizeof err), 0,
+                     "%s", err);
+    }
+    return found[k][i];
+}
