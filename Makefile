@@ -84,6 +84,7 @@ $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 train_gpt: $(BUILD)/train_gpt.o $(BUILD)/train_options.o $(BUILD)/train_sample.o $(BUILD)/train_memory.o \
+           $(BUILD)/train_costs.o \
            $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

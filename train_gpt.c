@@ -47,6 +47,10 @@ typedef struct {
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
+    TrainCosts costs;        /* --op-costs (train_costs.h) */
+    long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
+    double *step_ms;         /* each step's wall time, for the summary */
+    int n_step_ms;
 } Trainer;
 
 static double now_ms(void)
@@ -196,6 +200,40 @@ static size_t measured_peak(Trainer *tr)
     return (size_t)ru.ru_maxrss * 1024;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Predicted against measured step time: the median of the steps after the
+ * first (cold caches, cuBLASLt's heuristics), or the only one. */
+static void print_step_time(Trainer *tr, cJSON *o)
+{
+    int n = tr->n_step_ms, first = n > 1 ? 1 : 0;
+    if (n == 0) return;
+    qsort(tr->step_ms + first, (size_t)(n - first), sizeof(double), cmp_double);
+    int m = n - first;
+    double med = m % 2 ? tr->step_ms[first + m / 2]
+                       : 0.5 * (tr->step_ms[first + m / 2 - 1] + tr->step_ms[first + m / 2]);
+    char steps[96];
+    if (n > 1)
+        snprintf(steps, sizeof steps, "median of steps %d..%d", tr->start_step + 2,
+                 tr->start_step + n);
+    else
+        snprintf(steps, sizeof steps, "step %d", tr->start_step + 1);
+    cJSON_AddNumberToObject(o, "step_ms_measured", med);
+    if (tr->step_ns_predicted < 0) {
+        printf("step time: measured %.3f ms (%s); none predicted: op costs %s\n", med, steps,
+               tr->costs.source);
+        return;
+    }
+    double pred = tr->step_ns_predicted / 1e6;
+    printf("step time: predicted %.3f ms, measured %.3f ms (%s), measured/predicted %.3f\n",
+           pred, med, steps, med / pred);
+    cJSON_AddNumberToObject(o, "step_ms_predicted", pred);
+}
+
 static void print_summary(Trainer *tr)
 {
     const MemoryPlan *p = &tr->model.plan;
@@ -220,6 +258,7 @@ static void print_summary(Trainer *tr)
     cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
     cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
     cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
+    print_step_time(tr, o);
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
     if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
@@ -301,6 +340,7 @@ static int train(Trainer *tr, char *err, size_t len)
         if (!skip) dist_update(d, &adam, lr, norm);
         tr->be->ops->sync(tr->be);
         double ms = now_ms() - t0;
+        if (tr->step_ms) tr->step_ms[tr->n_step_ms++] = ms;
         printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s%s\n", step,
                o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3),
                skip ? " | SKIPPED: non-finite loss or gradient norm, no update" : "");
@@ -490,18 +530,21 @@ int main(int argc, char **argv)
         fail(&tr, err);
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
-    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
-    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, err, sizeof err);
+    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
+                               &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
+    /* after the op costs were measured: they time the backend's own ops */
+    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
                           &shard, err, sizeof err) != 0)
         fail(&tr, err);
     if (dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
-    if (!tr.inputs || !tr.targets) fail(&tr, "out of host memory for a batch");
+    tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
+    if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
     /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
     if (o->sample_every > 0 && d->rank == 0 && open_sampling(&tr, err, sizeof err) != 0)
         fail(&tr, err);
@@ -542,6 +585,7 @@ int main(int argc, char **argv)
     if (tr.log) fclose(tr.log);
     free(tr.inputs);
     free(tr.targets);
+    free(tr.step_ms);
     dist_finalize(d);
     gpt_free(&tr.model);
     loader_close(&tr.train);

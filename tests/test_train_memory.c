@@ -45,7 +45,9 @@ static int run(const char *args, const char *dir, char **out, char **err)
     char cmd[4096], po[600], pe[600];
     snprintf(po, sizeof po, "%s/stdout.txt", dir);
     snprintf(pe, sizeof pe, "%s/stderr.txt", dir);
-    snprintf(cmd, sizeof cmd, "%s %s > %s 2> %s", tc_bin(), args, po, pe);
+    /* a cache of op costs of the test's own: none from earlier runs */
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache %s %s > %s 2> %s", dir, tc_bin(), args,
+             po, pe);
     int rc = tu_run(cmd);
     *out = tu_read_file(po, NULL);
     *err = tu_read_file(pe, NULL);
@@ -60,7 +62,7 @@ Test(train_memory, plan_prints_the_planners_table)
     cr_assert_eq(rc, 0, "stderr: %s", err);
     PlanInput in = shape_input();
     FILE *f = open_memstream(&want, &len);
-    cr_assert_eq(planner_print_modes(f, &in, budget, 0, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 0, NULL, 1, e, sizeof e), 0, "%s", e);
     fclose(f);
     cr_assert_str_eq(out, want, "--plan's output is planner_print_modes'");
     free(out), free(err), free(want);
@@ -70,7 +72,7 @@ Test(train_memory, plan_prints_the_planners_table)
     cr_assert_eq(rc, 0, "stderr: %s", err);
     in.dtype = DTYPE_BF16;
     f = open_memstream(&want, &len);
-    cr_assert_eq(planner_print_modes(f, &in, budget, 2, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 2, NULL, 1, e, sizeof e), 0, "%s", e);
     fclose(f);
     cr_assert_str_eq(out, want);
     cr_assert(strstr(out, "\n2,k=2 "), "%s", out);
@@ -89,7 +91,7 @@ Test(train_memory, plan_past_64_layers_has_an_auto_row)
     PlanInput in = shape_input();
     in.cfg.num_layers = 96;
     FILE *f = open_memstream(&want, &len);
-    cr_assert_eq(planner_print_modes(f, &in, budget, 0, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 0, NULL, 1, e, sizeof e), 0, "%s", e);
     fclose(f);
     cr_assert_str_eq(out, want, "--plan's output is planner_print_modes'");
     cr_assert_null(strstr(out, "n/a"), "%s", out);
@@ -110,7 +112,7 @@ static void auto_below_the_minimum(const char *shape, const PlanInput *in)
     char *d = make_shards(), args[2048], *out, *err, e[256], want[128];
     Schedule s;
     AutoResult r;
-    cr_assert_eq(planner_auto(in, 0, &s, &r, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_auto(in, 0, NULL, &s, &r, e, sizeof e), 0, "%s", e);
     schedule_free(&s);
     snprintf(args, sizeof args, "%s --recompute auto --memory-budget %zu --steps 1 "
              "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", shape,
@@ -232,7 +234,7 @@ Test(train_memory, auto_past_64_layers_trains_like_mode_0, .timeout = 60)
         Schedule s;
         AutoResult r;
         char desc[80];
-        cr_assert_eq(planner_auto(&in, budgets[i], &s, &r, e, sizeof e), 0, "%s", e);
+        cr_assert_eq(planner_auto(&in, budgets[i], NULL, &s, &r, e, sizeof e), 0, "%s", e);
         schedule_describe(&s, desc, sizeof desc);
         int reforwards = schedule_reforwards(&s);
         schedule_free(&s);
