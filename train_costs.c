@@ -2,6 +2,7 @@
 #include "train_costs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,7 +53,8 @@ static int measure(const TrainOptions *o, const PlanInput *in, Backend *be, cons
 }
 
 int train_costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
-                    int measure_if_absent, TrainCosts *tc, char *err, size_t len)
+                    int measure_if_absent, int write_cache, TrainCosts *tc, char *err,
+                    size_t len)
 {
     memset(tc, 0, sizeof *tc);
     const char *src = o->op_costs;
@@ -68,8 +70,9 @@ int train_costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
         if (opcost_cache_dir(dir, sizeof dir) == 0)
             opcost_cache_file(dir, device, in, cache, sizeof cache);
     }
+    const char *write_to = write_cache ? cache : "";
     if (is_measure) {
-        rc = measure(o, in, be, cache, tc, err, len);
+        rc = measure(o, in, be, write_to, tc, err, len);
     } else if (is_auto) {
         char rerr[4400];
         rc = cache[0] && access(cache, F_OK) == 0
@@ -80,7 +83,7 @@ int train_costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
             snprintf(tc->source, sizeof tc->source, "cached in %s (measured on %s)", cache, from);
         } else if (measure_if_absent) {
             if (rc < 0) fprintf(stderr, "note: %s; measuring the op costs again\n", rerr);
-            rc = measure(o, in, be, cache, tc, err, len);
+            rc = measure(o, in, be, write_to, tc, err, len);
         } else {
             snprintf(tc->source, sizeof tc->source, "none cached for %s at this shape (--op-costs "
                      "measure, or a --recompute auto run, caches them)", device);
@@ -103,4 +106,34 @@ int train_costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
         opcost_print(stdout, &tc->oc, in);
     }
     return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void train_costs_report(const TrainCosts *tc, long long step_ns, double *step_ms, int n,
+                        int first_step, cJSON *summary)
+{
+    int skip = n > 1 ? 1 : 0, m = n - skip;
+    if (n == 0) return;
+    qsort(step_ms + skip, (size_t)m, sizeof(double), cmp_double);
+    double med = m % 2 ? step_ms[skip + m / 2]
+                       : 0.5 * (step_ms[skip + m / 2 - 1] + step_ms[skip + m / 2]);
+    char steps[96];
+    if (n > 1) snprintf(steps, sizeof steps, "median of steps %d..%d", first_step + 2,
+                        first_step + n);
+    else snprintf(steps, sizeof steps, "step %d", first_step + 1);
+    cJSON_AddNumberToObject(summary, "step_ms_measured", med);
+    if (step_ns < 0) {
+        printf("step time: measured %.3f ms (%s); none predicted: op costs %s\n", med, steps,
+               tc->source);
+        return;
+    }
+    double pred = step_ns / 1e6;
+    printf("step time: predicted %.3f ms, measured %.3f ms (%s), measured/predicted %.3f\n",
+           pred, med, steps, med / pred);
+    cJSON_AddNumberToObject(summary, "step_ms_predicted", pred);
 }

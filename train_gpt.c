@@ -200,40 +200,6 @@ static size_t measured_peak(Trainer *tr)
     return (size_t)ru.ru_maxrss * 1024;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Predicted against measured step time: the median of the steps after the
- * first (cold caches, cuBLASLt's heuristics), or the only one. */
-static void print_step_time(Trainer *tr, cJSON *o)
-{
-    int n = tr->n_step_ms, first = n > 1 ? 1 : 0;
-    if (n == 0) return;
-    qsort(tr->step_ms + first, (size_t)(n - first), sizeof(double), cmp_double);
-    int m = n - first;
-    double med = m % 2 ? tr->step_ms[first + m / 2]
-                       : 0.5 * (tr->step_ms[first + m / 2 - 1] + tr->step_ms[first + m / 2]);
-    char steps[96];
-    if (n > 1)
-        snprintf(steps, sizeof steps, "median of steps %d..%d", tr->start_step + 2,
-                 tr->start_step + n);
-    else
-        snprintf(steps, sizeof steps, "step %d", tr->start_step + 1);
-    cJSON_AddNumberToObject(o, "step_ms_measured", med);
-    if (tr->step_ns_predicted < 0) {
-        printf("step time: measured %.3f ms (%s); none predicted: op costs %s\n", med, steps,
-               tr->costs.source);
-        return;
-    }
-    double pred = tr->step_ns_predicted / 1e6;
-    printf("step time: predicted %.3f ms, measured %.3f ms (%s), measured/predicted %.3f\n",
-           pred, med, steps, med / pred);
-    cJSON_AddNumberToObject(o, "step_ms_predicted", pred);
-}
-
 static void print_summary(Trainer *tr)
 {
     const MemoryPlan *p = &tr->model.plan;
@@ -258,7 +224,8 @@ static void print_summary(Trainer *tr)
     cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
     cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
     cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
-    print_step_time(tr, o);
+    train_costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
+                       tr->start_step, o);
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
     if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)

@@ -97,7 +97,8 @@ int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *
     size_t budget = o->memory_budget;
     char a[32], b[32];
     *step_ns = -1;
-    if (train_costs_get(o, &in, be, o->recompute == RECOMPUTE_AUTO, tc, err, len) != 0)
+    if (train_costs_get(o, &in, be, o->recompute == RECOMPUTE_AUTO, shard->rank == 0, tc, err,
+                        len) != 0)
         return -1;
     if (o->recompute == RECOMPUTE_AUTO) {
         if (!o->memory_budget_given && train_memory_budget(be, &budget, err, len) != 0) return -1;
@@ -189,7 +190,7 @@ int train_memory_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShar
     }
     PlanInput in = plan_input(o, cfg, dtype, shard);
     TrainCosts tc;
-    if (train_costs_get(o, &in, NULL, 0, &tc, err, sizeof err) != 0 ||
+    if (train_costs_get(o, &in, NULL, 0, 1, &tc, err, sizeof err) != 0 ||
         planner_print_modes(stdout, &in, budget, o->checkpoint_every, tc.have ? &tc.oc : NULL,
                             o->grad_accum, err, sizeof err) != 0) {
         fprintf(stderr, "error: %s\n", err);

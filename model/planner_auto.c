@@ -284,22 +284,34 @@ int planner_auto_family(const PlanInput *in, size_t budget, const OpCosts *costs
 
 /* The pair of kinds the DP runs with. FLOP costs: full and selective. With
  * measured costs: the pair of the best inputs-kept schedule at this budget
- * (when it keeps no lo tape, lo is the next frontier kind below hi); when
- * none fits, or segments win, the full tape and its frontier neighbour. */
+ * (when it keeps no lo tape, lo is the next frontier kind below hi). When
+ * none fits, or segments win, memory is tight: the full tape and the kind
+ * whose one slot and workspace take the fewest bytes, so that the DP's
+ * smallest schedules (two residual slots and one tape) are the smallest of
+ * any kinds. */
 static void dp_pair(const PlanInput *in, size_t budget, const Costs *c, int *hi, int *lo)
 {
     *hi = TAPE_FULL;
     *lo = TAPE_SELECTIVE;
     if (!c->timed) return;
-    KindCost front[TAPE_KINDS];
-    int n = opcost_frontier(&c->oc, in, front);
-    *lo = n > 1 ? front[1].kind : TAPE_FULL;
+    size_t least = (size_t)-1;
+    for (int k = 0; k < TAPE_KINDS; k++) {
+        TapeLayout tl;
+        planner_tape_layout(in, k, &tl);
+        size_t b = planner_tape_bytes(in, k) + tl.ws_bytes;
+        if (b < least) {
+            least = b;
+            *lo = k;
+        }
+    }
     FamilySearch fs;
     if (!family_search(in, budget, c, -1, -1, &fs) || fs.best.family != AUTO_INPUTS_KEPT)
         return;
     *hi = fs.best.hi;
     *lo = fs.best.lo;
     if (fs.best.n_sel > 0) return;
+    KindCost front[TAPE_KINDS];
+    int n = opcost_frontier(&c->oc, in, front);
     for (int i = 0; i + 1 < n; i++)
         if (front[i].kind == *hi) *lo = front[i + 1].kind;
 }

@@ -11,11 +11,19 @@
 #include "opcost.h"
 #include "solver.h"
 
+/* What fits_at asks for auto: its kinds and, up to the solver's limit, a
+ * table for feasibility, built once (which slot counts can back-propagate
+ * does not depend on B or the costs; one slot of each kind is all the
+ * smallest schedules hold). */
+typedef struct {
+    int hi, lo;
+    SolverTable *t;
+} AutoFeasible;
+
 /* Does micro-batch B (same T) fit budget: the fixed schedule s, or, when s
- * is NULL, any schedule auto can make with the kinds of *ar
- * (planner_auto_fits). */
+ * is NULL, any schedule auto can make with its kinds. */
 static int fits_at(const PlanInput *in, int B, size_t budget, const Schedule *s,
-                   const AutoResult *ar)
+                   const AutoFeasible *af)
 {
     PlanInput b = *in;
     b.B = B;
@@ -24,12 +32,16 @@ static int fits_at(const PlanInput *in, int B, size_t budget, const Schedule *s,
         planner_plan(&b, s, &p);
         return p.total <= budget;
     }
-    return planner_auto_fits(&b, budget, ar->hi_kind, ar->lo_kind);
+    if (!af->t) return planner_auto_fits(&b, budget, af->hi, af->lo);
+    PlanUnits u;
+    SolverChoice ch;
+    planner_units_kinds(&b, af->hi, af->lo, &u);
+    return solver_pick(af->t, b.cfg.num_layers, &u, budget, &ch);
 }
 
 /* Largest B that fits, by doubling then bisection (the plan grows with B).
  * B stays where B*T fits an int and every byte count fits 62 bits. */
-static int max_batch(const PlanInput *in, size_t budget, const Schedule *s, const AutoResult *t)
+static int max_batch(const PlanInput *in, size_t budget, const Schedule *s, const AutoFeasible *t)
 {
     double per_b = (double)in->T * in->cfg.channels * (16.0 * in->cfg.num_layers + 64.0) * 4.0 +
                    (double)in->T * in->cfg.num_heads * in->cfg.num_layers * 4.0;
@@ -90,8 +102,19 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, const OpCosts *
             row->checkpoint_every = s.checkpoint_every;
         }
         fill_row(row, in, &s, &fc, costs, grad_accum);
-        if (modes[i] != RECOMPUTE_AUTO) row->fits = row->peak <= budget;
-        row->max_batch = max_batch(in, budget, modes[i] == RECOMPUTE_AUTO ? NULL : &s, &ar);
+        AutoFeasible af = {0};
+        if (modes[i] == RECOMPUTE_AUTO) {
+            SolverCosts sc = {1, 0, 0, 0, ar.hi_kind, ar.lo_kind};
+            af = (AutoFeasible){ar.hi_kind, ar.lo_kind, NULL};
+            if (L <= SOLVER_MAX_LAYERS && !(af.t = solver_table_build(L, &sc, 1, 1, err, err_len))) {
+                schedule_free(&s);
+                return -1;
+            }
+        } else {
+            row->fits = row->peak <= budget;
+        }
+        row->max_batch = max_batch(in, budget, modes[i] == RECOMPUTE_AUTO ? NULL : &s, &af);
+        solver_table_free(af.t);
         schedule_free(&s);
     }
     return 0;
