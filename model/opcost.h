@@ -87,8 +87,9 @@ int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out);
 
 /* Time every op on be at in's shape (B, T, dtype, loss chunk): one block's
  * buffers are allocated (mem_alloc, freed before returning), filled with
- * random values, every op run once to warm up and then `reps` times, each
- * call between two syncs; the median. The head is timed on one chunk and
+ * random values, every op run once to warm up and then `reps` times, in
+ * the order a block runs them (64 MiB written over the caches before its
+ * forward and its backward), each call between two syncs; the median. The head is timed on one chunk and
  * scaled to B*T tokens; the optimizer ops on at most 4M elements and
  * scaled to the parameter count (both are linear in it). Returns 0, or -1
  * with err (out of memory). */

@@ -11,6 +11,11 @@
 #include "rng.h"
 
 #define OPT_SLICE ((size_t)1 << 22) /* elements the optimizer ops are timed on */
+/* Written before a block's forward and before its backward, so that they
+ * start from caches holding none of their inputs, as in a run: a block
+ * reads x_l and its tape long after they were written (64 MiB: twice a
+ * large CPU's last-level cache share, more than a GPU's L2). */
+#define FLUSH_BYTES ((size_t)64 << 20)
 
 enum { LNW, LNB, QKVW, QKVB, APW, APB, FCW, FCB, FPW, FPB, NPAR }; /* one block's params */
 
@@ -27,6 +32,7 @@ typedef struct {
     float *losses, *om, *ov, *omaster;
     void *op, *og;
     int *tokens;
+    void *flush;
     void *alloc[64];
     int n_alloc, failed;
 } Bench;
@@ -83,6 +89,7 @@ static int bench_alloc(Bench *b)
     b->om = get(b, b->n_opt * 4);
     b->ov = get(b, b->n_opt * 4);
     b->omaster = b->be->has_master ? get(b, b->n_opt * 4) : NULL;
+    b->flush = get(b, FLUSH_BYTES);
     if (b->failed) return -1;
     /* contents: LayerNorm weights near 1, everything else small */
     fill(b, b->x, N * C, 0, 1, 1);
@@ -190,11 +197,13 @@ int opcost_measure(Backend *be, const PlanInput *in, int reps, OpCosts *out, cha
         goto done;
     }
     /* In op order, so each reads what the one before wrote; the first
-     * round warms up (caches, cuBLASLt's heuristics). The residual
+     * round warms up (cuBLASLt's heuristics, page faults). The residual
      * gradient grows with each backward round: reset it. */
     for (int r = -1; r < reps; r++) {
         fill(&b, b.dres, (size_t)b.N * b.C, 0, 1, 8);
         for (int op = 0; op < OP_COUNT; op++) {
+            if (op == OP_BLOCK_FWD_FIRST || op == OP_BLOCK_BWD_FIRST)
+                be->ops->mem_zero(be, b.flush, FLUSH_BYTES);
             double dt = run_op(&b, op);
             if (r >= 0) t[(size_t)op * reps + r] = dt;
         }
