@@ -1,7 +1,7 @@
 /* model/sample.c — see sample.h. */
 #include "sample.h"
 
-#include "rng.h"
+#include "base/rng.h"
 
 #include <math.h>
 
