@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rng.h"
+#include "base/rng.h"
 
 #define OPT_SLICE ((size_t)1 << 22) /* elements the optimizer ops are timed on */
 /* Written before a block's forward and before its backward, so that they

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 
 int opcost_cache_dir(char *buf, size_t len)
 {

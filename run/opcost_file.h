@@ -3,7 +3,7 @@
  *
  * Owns: the file format, the cache folder and a key's file name in it,
  * reading with every field checked, and writing crash-safely
- * (run/fileio.h). A file is JSON:
+ * (base/fileio.h). A file is JSON:
  *   {"format": "train_gpt op costs", "version": 1,
  *    "device": "cpu: AMD EPYC 7B13, 2 threads", "dtype": "fp32",
  *    "shape": {"layers": 12, "channels": 64, "heads": 4, "seq_len": 128,
