@@ -216,8 +216,10 @@ static void pair_of(const PlanInput *in, const Costs *c, int hi, int lo, Pair *p
 }
 
 /* The families: for FLOP costs with full and selective tapes, for measured
- * ones with every pair of frontier kinds (hi no smaller than lo), or only
- * with the pair given (hi >= 0). Returns 1 when a candidate fits. */
+ * ones with every pair of frontier kinds (hi no smaller than lo) and full
+ * and selective (so that modes 0, 1 and selective are candidates, also
+ * when selective is not on the frontier), or only with the pair given (hi
+ * >= 0). Returns 1 when a candidate fits. */
 static int family_search(const PlanInput *in, size_t budget, const Costs *c, int hi, int lo,
                          FamilySearch *fs)
 {
@@ -237,6 +239,8 @@ static int family_search(const PlanInput *in, size_t budget, const Costs *c, int
                 pair_of(in, c, front[i].kind, front[j].kind, &p);
                 family_pair(fs, &p);
             }
+        pair_of(in, c, TAPE_FULL, TAPE_SELECTIVE, &p);
+        family_pair(fs, &p);
     }
     PlanUnits u_full;
     planner_units_kinds(in, TAPE_FULL, TAPE_FULL, &u_full);
