@@ -88,5 +88,6 @@ void backend_describe(const char *device, int threads, char *buf, size_t len)
 #endif
     char model[256];
     cpu_model(model, sizeof model);
-    snprintf(buf, len, "cpu: %s, %d threads", model, threads > 0 ? threads : omp_get_max_threads());
+    int n = threads > 0 ? threads : omp_get_max_threads();
+    snprintf(buf, len, "cpu: %s, %d thread%s", model, n, n == 1 ? "" : "s");
 }

@@ -184,7 +184,7 @@ const char *schedule_mode_name(int mode)
     case RECOMPUTE_BLOCK: return "1 (store block inputs; re-forward each block in backward)";
     case RECOMPUTE_SEGMENTS: return "2 (store every k-th block input; re-run segments taped)";
     case RECOMPUTE_SELECTIVE: return "selective (store tapes without LayerNorm/GELU outputs)";
-    case RECOMPUTE_AUTO: return "auto (least recompute within the memory budget)";
+    case RECOMPUTE_AUTO: return "auto (least predicted time within the memory budget)";
     default: return "unknown";
     }
 }
