@@ -196,6 +196,8 @@ static void print_summary(Trainer *tr)
     cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
     cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
     cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
+    train_costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
+                       tr->start_step, o);
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
     if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
@@ -453,18 +455,21 @@ int main(int argc, char **argv)
         fail(&tr, err);
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
-    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
-    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, err, sizeof err);
+    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
+                               &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
+    /* after the op costs were measured: they time the backend's own ops */
+    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
                           &shard, err, sizeof err) != 0)
         fail(&tr, err);
     if (dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
-    if (!tr.inputs || !tr.targets) fail(&tr, "out of host memory for a batch");
+    tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
+    if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
     print_header(&tr);
     start_progress(&tr, t_start);
 
@@ -506,6 +511,7 @@ int main(int argc, char **argv)
     session_close(&tr.sess);
     free(tr.inputs);
     free(tr.targets);
+    free(tr.step_ms);
     dist_finalize(d);
     gpt_free(&tr.model);
     loader_close(&tr.train);

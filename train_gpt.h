@@ -19,6 +19,7 @@
 #include "model/gpt.h"
 #include "run/run_log.h"
 #include "run/session.h"
+#include "train_costs.h"
 #include "train_options.h"
 #include "train_progress.h"
 #include "train_sample.h"
@@ -45,6 +46,10 @@ typedef struct {
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
+    TrainCosts costs;        /* --op-costs (train_costs.h) */
+    long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
+    double *step_ms;         /* each step's wall time, for the summary */
+    int n_step_ms;
     Progress prog;           /* step figures, in-step line, stops at blocks */
     /* a stop by a signal: which, the last completed step, and when it came */
     int stop_sig, stop_step;

@@ -229,6 +229,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         if (!skip) dist_update(d, &adam, lr, norm);
         tr->be->ops->sync(tr->be);
         double ms = progress_now_ms() - t0;
+        if (tr->step_ms) tr->step_ms[tr->n_step_ms++] = ms;
         progress_clear(&tr->prog);
         StepFigures fig;
         char figs[160];

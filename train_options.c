@@ -67,7 +67,7 @@ static const OptSpec SPECS[] = {
     {"recompute", K_CHOICE, O(recompute), "0", 0, 0, "0|1|2|selective|auto", "Recompute",
      "0 = store every block's activations; 1 = store block inputs, re-forward in backward; "
      "2 = store every k-th block input, re-run segments; selective = store all but LayerNorm "
-     "and GELU outputs; auto = least recompute that fits --memory-budget"},
+     "and GELU outputs; auto = the least predicted time (--op-costs) that fits --memory-budget"},
     {"checkpoint-every", K_INT, O(checkpoint_every), "0", 0, 4096, NULL, "Recompute",
      "--recompute 2: blocks per segment k (0 = round(sqrt(layers)))"},
     {"memory-budget", K_BYTES, O(memory_budget), NULL, 0, 0, NULL, "Recompute",
@@ -76,6 +76,12 @@ static const OptSpec SPECS[] = {
     {"plan", K_FLAG, O(plan), NULL, 0, 0, NULL, "Recompute",
      "dry run: print each recompute mode's memory and recompute at this shape, allocate "
      "nothing, exit"},
+    {"op-costs", K_STR, O(op_costs), "auto", 0, 0, NULL, "Recompute",
+     "what auto and --plan predict time with: measure = time one block's ops now (and cache "
+     "them); flops = counted FLOPs, no time (auto then minimises recomputed FLOPs with full "
+     "and selective tapes); FILE = costs written by a run (the cache's format); auto = the "
+     "cached costs for this device and shape, measured first when absent (--recompute auto; "
+     "else used only when cached)"},
     {"loss-chunk", K_INT, O(loss_chunk), "0", 0, 1 << 30, NULL, "Recompute",
      "tokens per loss-head chunk (0 = planner's choice)"},
     {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1", "Data parallel",

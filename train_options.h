@@ -31,6 +31,7 @@ typedef struct {
     int checkpoint_every;      /* --recompute 2's k; 0 = round(sqrt(L)) */
     size_t memory_budget;      /* bytes; see memory_budget_given */
     int memory_budget_given, plan;
+    const char *op_costs;      /* --op-costs: "auto", "measure", "flops" or a file */
     /* data parallelism */
     int zero;          /* 1: ZeRO-1 */
     float collective_timeout; /* seconds; 0 = none (distributed/dist.h) */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh OUTDIR — the CUDA backend's verdict in one command
-# (planned to fit in 8 minutes on one H200; nothing here has run on a GPU yet).
+# (planned to fit in 8 minutes on one H200 before section 9, which adds about
+# 90 s, planned, not run; nothing here has run on a GPU yet).
 #
 #   1. build (make -j16) with the CUDA backend;
 #   2. tests/cuda/check_kernels: every op against the cpu backend, fp32
@@ -30,7 +31,13 @@
 #   8. 124M at recompute 1: the largest micro-batch with the chunked head
 #      against the one-chunk head, both from --plan and both run for one
 #      step (target: at least 3x). Section 6's one-chunk 124M row gives the
-#      chunked head's cost in step time.
+#      chunked head's cost in step time;
+#   9. --recompute auto by measured time (scripts/bench_auto.sh gpu): 124M
+#      (B=8) and the XL (B=8), T=1024, bf16, op costs measured on the GPU,
+#      2 budgets between mode 1's and mode 0's peaks, modes 1 and selective
+#      (when it fits) and auto alternating, 4 steps each (124M twice, XL
+#      once: about 90 s); a row per budget, PASS when auto >= 0.97x the best
+#      fixed mode that fits; predicted and measured step time beside it.
 # Data: random-token shards written by scripts/gpu_check_tools.py (the
 # trainer's numbers do not depend on the text). MFU's formula is in that file.
 #
@@ -45,7 +52,7 @@
 # GPU_CHECK_BUDGET (seconds, default 420): sections 6-8 are skipped, with a
 # SKIP row, once the script has run that long. GPU_CHECK_SECTIONS (default:
 # all) names the sections to run (kernels grads recompute nccl perf xlmax
-# head), for a rerun of what failed; CHECK_ARGS goes to check_kernels (e.g.
+# head auto), for a rerun of what failed; CHECK_ARGS goes to check_kernels (e.g.
 # "--only head").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +82,7 @@ row() { # NAME RESULT DETAIL
 in_budget() { [ "$SECONDS" -lt "$BUDGET" ]; }
 # GPU_CHECK_SECTIONS: run only these sections (default: all), e.g. "kernels
 # head" for a rerun inside a short lease. Names: kernels grads recompute nccl
-# perf xlmax head. The build and the data always run.
+# perf xlmax head auto. The build and the data always run.
 want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ " $GPU_CHECK_SECTIONS " == *" $1 "* ]]; }
 finish() {
     echo
@@ -413,5 +420,32 @@ else
     row "$name" SKIP "time budget ($BUDGET s) used"
 fi
 fi # head
+
+# ---- 9: --recompute auto by measured time, against the fixed modes ----
+if want auto; then
+for shape in 12 48; do
+    name="auto vs fixed modes ($([ $shape = 12 ] && echo 124M || echo XL), B8)"
+    if ! in_budget; then
+        row "$name" SKIP "time budget ($BUDGET s) used"
+        continue
+    fi
+    extra=("${FULL[@]}")
+    [ $shape = 48 ] && extra+=("${XL_INIT[@]}")
+    echo "=== bench_auto L=$shape: scripts/bench_auto.sh gpu ${extra[*]}" >>"$TLOG"
+    LAYERS=$shape NBUDGETS=2 STEPS=4 REPEATS=$([ $shape = 12 ] && echo 2 || echo 1) \
+        MODES=selective scripts/bench_auto.sh gpu "${extra[@]}" >"$WORK/auto$shape.txt" 2>&1
+    rc=$?
+    cat "$WORK/auto$shape.txt" >>"$TLOG"
+    rows=$(grep -E "^\| $shape \| [0-9]" "$WORK/auto$shape.txt" | head -2)
+    if [ $rc -ne 0 ] || [ -z "$rows" ]; then
+        row "$name" FAIL "bench_auto.sh failed (exit $rc): $(tail -1 "$WORK/auto$shape.txt")"
+        continue
+    fi
+    while IFS='|' read -r _ _ budget fits tps ratio step _; do
+        verdict=$(awk -v r="$ratio" 'BEGIN {print (r + 0 >= 0.97) ? "PASS" : "FAIL"}')
+        row "$name, budget${budget% }MiB" "$verdict" "auto/best fixed${ratio% } (target >= 0.97); fixed:${fits% }; auto${tps% } tok/s; step ms predicted/measured${step% }"
+    done <<<"$rows"
+done
+fi # auto
 
 finish
