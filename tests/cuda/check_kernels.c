@@ -6,6 +6,9 @@
  *   --quick  skip the realistic shape (B=4, T=1024, C=768, V=50257)
  *   --time   instead of checking, time the main ops at the realistic shape
  *            (CUDA events, median of 20 after 3 warm-ups; check_timing.c)
+ *   --sweep  instead, check every bf16 attention kernel variant against the
+ *            default and time it at 124M's and XL's shapes (check_sweep.c;
+ *            with --quick one small shape, which the emulator can run)
  *   --only   one group of ops: encoder, layernorm, attention, elementwise,
  *            matmul, head or optimizer
  * Prints one PASS/FAIL line per op, shape and dtype, then a table; exits 1
@@ -473,14 +476,16 @@ static void check_shape(Ctx *c, const Shape *s)
 }
 
 int check_timing(Backend *gpu, int bf16); /* check_timing.c */
+int check_sweep(Ctx *c, int quick);       /* check_sweep.c */
 
 int main(int argc, char **argv)
 {
-    int quick = 0, timing = 0, dt_fp32 = 1, dt_bf16 = 1;
+    int quick = 0, timing = 0, sweep = 0, dt_fp32 = 1, dt_bf16 = 1;
     uint64_t seed = (uint64_t)time(NULL);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--time")) timing = 1;
+        else if (!strcmp(argv[i], "--sweep")) sweep = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
@@ -492,7 +497,7 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else {
-            fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time] "
+            fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
                             "[--only encoder|layernorm|attention|elementwise|matmul|head|optimizer]\n",
                     argv[0]);
             return 2;
@@ -500,6 +505,7 @@ int main(int argc, char **argv)
     }
     static Ctx ctx;
     Ctx *c = &ctx;
+    int sweep_fail = 0;
     char err[256];
     if (cuda_device_count() < 1) {
         fprintf(stderr, "check_kernels: no CUDA device is visible\n");
@@ -530,7 +536,11 @@ int main(int argc, char **argv)
     for (int d = 0; d < 2; d++) {
         if ((d == 0 && !dt_fp32) || (d == 1 && !dt_bf16)) continue;
         c->bf16 = d;
-        if (d && want("attention") && !timing) check_attention_variant_env(c, "bf16");
+        if (sweep && !d) {
+            printf("check_kernels --sweep: fp32 has no kernel variants; skipped\n");
+            continue;
+        }
+        if (d && want("attention") && !timing && !sweep) check_attention_variant_env(c, "bf16");
         c->gpu = cuda_backend_open(d ? "bf16" : "fp32", err, sizeof err);
         if (!c->gpu) {
             fprintf(stderr, "check_kernels: %s\n", err);
@@ -538,6 +548,8 @@ int main(int argc, char **argv)
         }
         if (timing) {
             if (check_timing(c->gpu, d) != 0) return 1;
+        } else if (sweep) {
+            sweep_fail |= check_sweep(c, quick);
         } else {
             for (int i = 0; i < nshapes; i++) check_shape(c, &shapes[i]);
             /* attention only: every bf16 variant at hs = 64 (T = 130: 3
@@ -562,6 +574,7 @@ int main(int argc, char **argv)
     }
     cpu_backend_close(c->cpu);
     if (timing) return 0;
+    if (sweep) return sweep_fail;
     ck_print_table(c);
     printf("%s\n", c->fails ? "check_kernels: FAIL" : "check_kernels: all PASS");
     return c->fails ? 1 : 0;
