@@ -84,13 +84,14 @@ $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 train_gpt: $(BUILD)/train_gpt.o $(BUILD)/train_options.o $(BUILD)/train_sample.o $(BUILD)/train_memory.o \
-           $(BUILD)/libtrain_gpt.a
+           $(BUILD)/train_eval.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-tests/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+# (train_sample.o: the tests drive sample_generate, the CLI's text sampler)
+tests/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # The suite: unit and end-to-end tests (they run ./train_gpt, so build it).
@@ -155,7 +156,7 @@ $(BUILD)/train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/
 $(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
@@ -163,7 +164,7 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB  := data/shard.c model/model_file.c model/config.c run/fileio.c run/run_state.c \
-             run/manifest.c data/tokenizer.c data/tokenizer_encode.c
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/eval_file.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

@@ -1,9 +1,12 @@
-/* tokenize.c — ./tokenize: text files -> GPT-2 token shards for ./train_gpt.
+/* tokenize.c — ./tokenize: text files -> GPT-2 token shards for ./train_gpt,
+ * and HellaSwag's jsonl -> llm.c's eval file.
  *
  *   ./tokenize --out data/shakespeare --val-fraction 0.1 input.txt [more files...]
+ *   ./tokenize --hellaswag hellaswag_val.jsonl --out data/hellaswag_val
  *
  * The command line only; the work (documents, split, shards) is
- * tokenize_job_run() in data/tokenize_job.c, whose header states the rules.
+ * tokenize_job_run() in data/tokenize_job.c, whose header states the rules;
+ * --hellaswag's is hellaswag_job_run() in data/hellaswag.c.
  * Exit status: 0 done, 1 failed (message names the file and fault; no shard
  * of the run is left), 2 bad command line. */
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/hellaswag.h"
 #include "data/tokenize_job.h"
 #include "data/tokenizer.h"
 
@@ -20,6 +24,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: ./tokenize --out PREFIX [options] [FILE ...]\n"
+"       ./tokenize --hellaswag FILE.jsonl --out PREFIX [--encoder/--vocab PATH] [--quiet]\n"
 "Tokenize text with GPT-2's byte-level BPE into llm.c token shards\n"
 "PREFIX_val_000000.bin, ..., PREFIX_train_000000.bin, ... (header of 256 int32,\n"
 "then uint16 tokens). Reads standard input when no FILE is given or FILE is -.\n"
@@ -36,6 +41,10 @@ static void usage(FILE *f)
 "                        blank line stays with the document before it, as in\n"
 "                        llm.c's tinyshakespeare.py) (default: off, one\n"
 "                        document per file)\n"
+"  --hellaswag FILE      instead of shards, write PREFIX.bin: HellaSwag's jsonl\n"
+"                        (\"ctx\", 4 \"endings\", \"label\" per line) as llm.c's\n"
+"                        multiple-choice eval file (magic 20240522), each\n"
+"                        ending tokenized with a leading space, as llm.c does\n"
 "  --encoder PATH        GPT-2 encoder.json (default: searched, see below)\n"
 "  --vocab PATH          GPT-2 vocab.bpe (default: searched, see below)\n"
 "  --quiet               print nothing but errors (default: progress above\n"
@@ -50,7 +59,7 @@ static void usage(FILE *f)
 }
 
 static const char *const FLAGS = "--out --val-fraction --val-tokens --shard-size "
-                                 "--split-blank-lines --encoder --vocab --quiet --help";
+                                 "--split-blank-lines --hellaswag --encoder --vocab --quiet --help";
 
 static int bad_value(const char *flag, const char *value, const char *accepted)
 {
@@ -74,9 +83,37 @@ static int parse_count(const char *s, long long max, long long *out)
     return 0;
 }
 
+/* --hellaswag FILE --out PREFIX: PREFIX.bin, llm.c's eval file. */
+static int run_hellaswag(const TokenizeJob *job, const char *jsonl, const char *shard_flag,
+                         int num_files)
+{
+    if (shard_flag) {
+        fprintf(stderr, "tokenize: %s applies to token shards, not to --hellaswag\n", shard_flag);
+        return 2;
+    }
+    if (num_files > 0) {
+        fprintf(stderr, "tokenize: --hellaswag reads only its jsonl file; remove the text "
+                "files from the command line\n");
+        return 2;
+    }
+    char out[4200], err[1024];
+    if ((size_t)snprintf(out, sizeof out, "%s.bin", job->out_prefix) >= sizeof out) {
+        fprintf(stderr, "tokenize: --out: path too long\n");
+        return 2;
+    }
+    HellaswagJob h = {.jsonl = jsonl, .out_path = out, .encoder_path = job->encoder_path,
+                      .vocab_path = job->vocab_path, .quiet = job->quiet};
+    if (hellaswag_job_run(&h, err, sizeof err)) {
+        fprintf(stderr, "tokenize: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET };
+    enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET,
+           OPT_HELLASWAG };
     static const struct option opts[] = {
         {"out", required_argument, 0, OPT_OUT},
         {"val-fraction", required_argument, 0, OPT_VALF},
@@ -86,11 +123,13 @@ int main(int argc, char **argv)
         {"encoder", required_argument, 0, OPT_ENC},
         {"vocab", required_argument, 0, OPT_VOCAB},
         {"quiet", no_argument, 0, OPT_QUIET},
+        {"hellaswag", required_argument, 0, OPT_HELLASWAG},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     TokenizeJob job;
     tokenize_job_defaults(&job);
+    const char *hellaswag = NULL, *shard_flag = NULL; /* a flag that only shards take */
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -106,19 +145,26 @@ int main(int argc, char **argv)
             job.val_fraction = strtod(optarg, &end);
             if (end == optarg || *end || errno || !(job.val_fraction >= 0 && job.val_fraction < 1))
                 return bad_value("--val-fraction", optarg, "a number F with 0 <= F < 1");
+            shard_flag = "--val-fraction";
             break;
         case OPT_VALT:
             if (parse_count(optarg, INT64_MAX, &n))
                 return bad_value("--val-tokens", optarg, "a whole number N >= 0 (suffix K, M, G)");
             job.val_tokens = n;
+            shard_flag = "--val-tokens";
             break;
         case OPT_SHARD:
             if (parse_count(optarg, INT32_MAX, &n) || n < 1)
                 return bad_value("--shard-size", optarg,
                                  "a whole number of tokens in 1 .. 2147483647 (suffix K, M, G)");
             job.shard_size = (size_t)n;
+            shard_flag = "--shard-size";
             break;
-        case OPT_SPLIT: job.split_blank_lines = 1; break;
+        case OPT_SPLIT: job.split_blank_lines = 1, shard_flag = "--split-blank-lines"; break;
+        case OPT_HELLASWAG:
+            if (!*optarg) return bad_value("--hellaswag", optarg, "a jsonl file");
+            hellaswag = optarg;
+            break;
         case OPT_ENC: job.encoder_path = optarg; break;
         case OPT_VOCAB: job.vocab_path = optarg; break;
         case OPT_QUIET: job.quiet = 1; break;
@@ -135,9 +181,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out data/shakespeare)\n");
         return 2;
     }
+    char err[1024];
+    if (hellaswag) return run_hellaswag(&job, hellaswag, shard_flag, argc - optind);
     job.inputs = (const char *const *)(argv + optind);
     job.num_inputs = argc - optind;
-    char err[1024];
     if (tokenize_job_run(&job, NULL, err, sizeof err)) {
         fprintf(stderr, "tokenize: %s\n", err);
         return 1;

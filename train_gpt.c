@@ -1,7 +1,8 @@
 /* train_gpt.c — the command-line trainer: set-up, the training loop, the
  * memory report. Flags live in train_options.c; the model, its recompute
  * schedule and the memory planner in model/; the ops in kernels/; data
- * parallelism over ranks (mpirun/srun) in dist/. Under several ranks,
+ * parallelism over ranks (mpirun/srun) in dist/; --eval-file in
+ * train_eval.c and run/eval.c. Under several ranks,
  * stdout and the --log file come from rank 0 only, the loss and val loss
  * printed are means over ranks, and rank 0 writes the model files. */
 #include <cjson/cJSON.h>
@@ -23,6 +24,7 @@
 #include "model/model_file.h"
 #include "run/session.h"
 #include "run/signals.h"
+#include "train_eval.h"
 #include "train_memory.h"
 #include "train_options.h"
 #include "train_sample.h"
@@ -40,9 +42,9 @@ typedef struct {
     size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
     size_t mem_total;        /* device bytes in all (cuda) */
     int have_mem_info;
-    TextCodec codec;         /* when sampling or generating */
-    TokenIds prompt;
-    SampleRng rng;
+    TextSampler sampler;     /* when sampling or generating; its RNG is saved */
+    TrainEval eval;          /* --eval-file */
+    int have_eval;
     RunSession sess;         /* saves, resume, test hooks (run/session.h) */
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
@@ -230,35 +232,11 @@ static void print_summary(Trainer *tr)
     log_json(tr, o);
 }
 
-static int open_sampling(Trainer *tr, char *err, size_t len)
-{
-    if (codec_open(&tr->codec, tr->cfg.vocab_size, err, len) != 0) return -1;
-    sample_seed(&tr->rng, tr->opt.seed);
-    if (!tr->opt.prompt) return 0;
-    return codec_encode(&tr->codec, tr->opt.prompt, tr->cfg.vocab_size, &tr->prompt, err, len);
-}
-
-/* The tokens samples continue: --prompt's last T tokens, or one start token
- * (end-of-text for GPT-2, a newline for bytes, id 0 otherwise). */
-static const int32_t *prompt_tokens(Trainer *tr, int T, int *n)
-{
-    static int32_t start;
-    start = tr->codec.kind == CODEC_GPT2 ? GPT2_EOT : tr->codec.kind == CODEC_BYTES ? '\n' : 0;
-    if (tr->prompt.len == 0) {
-        *n = 1;
-        return &start;
-    }
-    *n = (int)tr->prompt.len < T ? (int)tr->prompt.len : T;
-    return tr->prompt.data + tr->prompt.len - *n;
-}
-
 static void print_sample(Trainer *tr, int step)
 {
-    int n;
-    const int32_t *p = prompt_tokens(tr, tr->model.T, &n);
-    printf("step %5d | sample:\n", step);
-    sample_generate(&tr->model, &tr->codec, p, n, tr->opt.sample_tokens, tr->opt.temperature,
-                    &tr->rng, stdout);
+    char header[64];
+    snprintf(header, sizeof header, "step %5d | sample", step);
+    text_sampler_print(&tr->sampler, &tr->model, tr->opt.sample_tokens, header, stdout);
 }
 
 static int train(Trainer *tr, char *err, size_t len)
@@ -271,6 +249,9 @@ static int train(Trainer *tr, char *err, size_t len)
     float dloss = 1.0f / ((float)o->batch * o->seq_len * o->grad_accum * d->world);
     double tokens_per_step = (double)o->batch * o->seq_len * o->grad_accum * d->world;
     for (int step = tr->start_step + 1; step <= o->steps; step++) {
+        if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0 &&
+            train_eval_run(&tr->eval, &tr->model, d, step - 1, tr->log, err, len) != 0)
+            return -1;
         if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
             double vl;
             if (eval_val(tr, &vl, err, len) != 0) return -1;
@@ -320,7 +301,7 @@ static int train(Trainer *tr, char *err, size_t len)
             fprintf(stderr, "error: %d consecutive steps (up to step %d) had a non-finite loss or "
                     "gradient norm (--max-bad-steps %d): saving and aborting\n", tr->bad_steps,
                     step, o->max_bad_steps);
-            if (session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->rng, step,
+            if (session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->sampler.rng, step,
                              tr->bad_steps, err, len) != 0)
                 fprintf(stderr, "error: %s\n", err);
             return TRAIN_EXIT_NONFINITE;
@@ -330,8 +311,8 @@ static int train(Trainer *tr, char *err, size_t len)
         int sig = signals_pending();
         if (d->world > 1 && dist_mean(d, sig != 0) > 0 && !sig) sig = SIGTERM;
         if ((sig || session_save_due(&tr->sess, o, step)) &&
-            session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->rng, step, tr->bad_steps,
-                         err, len) != 0)
+            session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->sampler.rng, step,
+                         tr->bad_steps, err, len) != 0)
             return -1;
         /* the first step pays for cuBLASLt's heuristics and cold caches */
         if (o->profile_ops && step == tr->start_step + 1 && step < o->steps)
@@ -356,6 +337,8 @@ static int train(Trainer *tr, char *err, size_t len)
         cJSON_AddNumberToObject(j, "val_loss", vl);
         log_json(tr, j);
     }
+    if (tr->have_eval && train_eval_run(&tr->eval, &tr->model, d, o->steps, tr->log, err, len))
+        return -1;
     return 0;
 }
 
@@ -365,7 +348,8 @@ static int generate_only(Trainer *tr)
 {
     char err[1024];
     const TrainOptions *o = &tr->opt;
-    if (open_sampling(tr, err, sizeof err) != 0) fail(tr, err);
+    if (text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
+        fail(tr, err);
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(&tr->dist, err, sizeof err) != 0)
         fail(tr, err);
     tr->be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
@@ -373,12 +357,9 @@ static int generate_only(Trainer *tr)
     if (gpt_init(&tr->model, &tr->cfg, tr->be, 1, o->seq_len, 0, 0, err, sizeof err) != 0 ||
         load_params(tr, err, sizeof err) != 0)
         fail(tr, err);
-    int np;
-    const int32_t *p = prompt_tokens(tr, o->seq_len, &np);
-    sample_generate(&tr->model, &tr->codec, p, np, o->generate, o->temperature, &tr->rng, stdout);
+    text_sampler_print(&tr->sampler, &tr->model, o->generate, NULL, stdout);
     gpt_free(&tr->model);
-    codec_close(&tr->codec);
-    free(tr->prompt.data);
+    text_sampler_close(&tr->sampler);
     backend_close(tr->be);
     dist_finalize(&tr->dist);
     return 0;
@@ -485,6 +466,12 @@ int main(int argc, char **argv)
     }
     if (o->generate > 0) return generate_only(&tr);
     if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
+    if (o->eval_file) {
+        if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
+                            sizeof err) != 0)
+            fail(&tr, err);
+        tr.have_eval = 1;
+    }
 
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
         fail(&tr, err);
@@ -503,10 +490,12 @@ int main(int argc, char **argv)
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     if (!tr.inputs || !tr.targets) fail(&tr, "out of host memory for a batch");
     /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
-    if (o->sample_every > 0 && d->rank == 0 && open_sampling(&tr, err, sizeof err) != 0)
+    if (o->sample_every > 0 && d->rank == 0 &&
+        text_sampler_open(&tr.sampler, o, tr.cfg.vocab_size, err, sizeof err) != 0)
         fail(&tr, err);
     if (tr.resume_dir[0] ? session_resume(&tr.sess, o, tr.resume_dir, &tr.model, &tr.train,
-                                          &tr.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
+                                          &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err,
+                                          sizeof err)
                          : load_params(&tr, err, sizeof err))
         fail(&tr, err);
     /* A resumed run appends to its log, so the log covers the whole run. */
@@ -546,6 +535,8 @@ int main(int argc, char **argv)
     gpt_free(&tr.model);
     loader_close(&tr.train);
     if (tr.have_val) loader_close(&tr.val);
+    if (tr.have_eval) train_eval_close(&tr.eval);
+    if (o->sample_every > 0 && d->rank == 0) text_sampler_close(&tr.sampler);
     if (o->profile_ops) profile_detach(&tr.prof, tr.be);
     backend_close(tr.be);
     return 0;

@@ -43,8 +43,12 @@ typedef struct {
     int threads, profile_ops;
     /* text samples */
     int sample_every, sample_tokens, generate;
-    float temperature;
-    const char *prompt;
+    float temperature, top_p;
+    int top_k, num_samples, stop_at_eot;
+    const char *prompt, *prompt_file;
+    /* multiple-choice evaluation (run/eval.h) */
+    const char *eval_file;
+    int eval_every;
 } TrainOptions;
 
 /* Parse argv into opt (defaults first). Returns 0 to run, 1 when --help was

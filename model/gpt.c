@@ -403,7 +403,8 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
     return mean_loss(g);
 }
 
-double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+/* Forward, and the head's forward half into g->losses (device). */
+static void eval_forward(GPT *g, const int *inputs, const int *targets)
 {
     int N = g->B * g->T, C = g->cfg.channels;
     forward_to_lnf(g, inputs);
@@ -411,7 +412,19 @@ double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
     OPS->head_forward_backward(g->be, g->losses, NULL, NULL, g->lnf, g->param_t[WTE], g->targets,
                                g->chunk_buf, N, C, g->cfg.vocab_size, g->cfg.padded_vocab,
                                g->plan.loss_chunk, 0.0f);
+}
+
+double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+{
+    eval_forward(g, inputs, targets);
     return mean_loss(g);
+}
+
+const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets)
+{
+    eval_forward(g, inputs, targets);
+    OPS->mem_download(g->be, g->host_losses, g->losses, (size_t)g->B * g->T * sizeof(float));
+    return g->host_losses;
 }
 
 void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits)
