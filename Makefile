@@ -1,6 +1,7 @@
 # train_gpt — build. `make` builds ./train_gpt and ./tokenize (CPU backend
 # always; the CUDA backend too when nvcc is found). `make test` runs the
-# Criterion suite. `make data` prepares the default dataset. `make test-asan`
+# Criterion suite. `make data` prepares the default dataset; `make hellaswag`
+# the HellaSwag eval file. `make test-asan`
 # runs the suite under ASan+UBSan; `make fuzz` builds the libFuzzer targets.
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -54,7 +55,7 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/dist/nccl_check.o)
 endif
 
-.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources
+.PHONY: all test data hellaswag clean cuda-check cuda-emu-check cuda-resources
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -100,6 +101,11 @@ test: all tests/run_tests
 
 data: tokenize
 	scripts/prepare_data.sh
+
+# HellaSwag's validation set as an llm.c eval file, data/hellaswag_val.bin
+# (scripts/get_hellaswag.sh: found or downloaded, sha256-checked).
+hellaswag: tokenize
+	scripts/get_hellaswag.sh
 
 # CUDA kernel checker (tests/cuda/README.md): every op against the cpu
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs

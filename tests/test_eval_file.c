@@ -43,7 +43,8 @@ Test(eval_file, bytes_follow_the_published_layout)
               back.ex[0].comp_len[3] == 3 && back.tokens[back.ex[0].comp_off[2]] == 65534 &&
               back.longest_bytes == 38);
     eval_set_free(&back), eval_set_free(&es);
-    free(got), free(dir);
+    free(got);
+    tu_remove_tree(dir);
 }
 
 Test(eval_file, round_trip_of_random_examples)
@@ -78,7 +79,7 @@ Test(eval_file, round_trip_of_random_examples)
         }
     }
     eval_set_free(&es), eval_set_free(&back);
-    free(dir);
+    tu_remove_tree(dir);
 }
 
 Test(eval_file, append_refuses_what_the_format_cannot_hold)
@@ -105,7 +106,7 @@ Test(eval_file, append_refuses_what_the_format_cannot_hold)
     cr_expect_eq(eval_file_write(path, &es, err, sizeof err), -1);
     cr_expect(strstr(err, "no examples to write"), "%s", err);
     eval_set_free(&es);
-    free(dir);
+    tu_remove_tree(dir);
 }
 
 /* A valid two-example file, then one edit at a time. */
@@ -182,7 +183,8 @@ Test(eval_file, reader_names_every_fault)
     EvalSet x;
     cr_expect_eq(eval_file_read(dir, &x, err, sizeof err), -1);
     cr_expect(strstr(err, "not a regular file"), "%s", err);
-    free(orig), free(dir);
+    free(orig);
+    tu_remove_tree(dir);
 }
 
 Test(eval_file, vocabulary_check_names_the_example)

@@ -149,7 +149,8 @@ Test(hellaswag, tokenize_matches_independent_python_writer, .timeout = 120)
     char err[1024];
     cr_expect_eq(eval_file_read(a, &es, err, sizeof err), 0, "%s", err);
     eval_set_free(&es);
-    free(ca), free(cb), free(d);
+    free(ca), free(cb);
+    tu_remove_tree(d);
 }
 
 /* ---- losses against PyTorch ---- */

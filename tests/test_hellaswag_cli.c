@@ -134,7 +134,8 @@ Test(hellaswag_cli, eval_at_end_matches_pytorch, .timeout = 300)
     fclose(f);
     cr_expect_eq(lines, 80);
     cr_expect(worst <= 1e-5, "worst relative difference %.3g", worst);
-    free(ref), free(d);
+    free(ref);
+    tu_remove_tree(d);
 }
 
 Test(hellaswag_cli, eval_every_and_two_ranks, .timeout = 300)
@@ -171,7 +172,7 @@ Test(hellaswag_cli, eval_every_and_two_ranks, .timeout = 300)
               e[0].correct_norm == e2[0].correct_norm, "1 process %g/%g/%g, 2 ranks %g/%g/%g",
               e[0].n, e[0].correct, e[0].correct_norm, e2[0].n, e2[0].correct,
               e2[0].correct_norm);
-    free(d);
+    tu_remove_tree(d);
 }
 
 static void expect_fails(const char *d, const char *args, int status, const char *msg)
@@ -206,7 +207,7 @@ Test(hellaswag_cli, eval_errors_name_the_file_and_fault, .timeout = 120)
     expect_fails(d, args, 2, "--eval-every: needs --eval-file");
     snprintf(args, sizeof args, "%s --steps 1 --eval-file %s/none.bin", tc_model_args(d), d);
     expect_fails(d, args, 1, "none.bin: cannot open");
-    free(d);
+    tu_remove_tree(d);
 }
 
 /* ./tokenize --hellaswag with bad input: exit 1 (2 for a bad command line),
@@ -251,5 +252,61 @@ Test(hellaswag_cli, tokenize_hellaswag_errors, .timeout = 60)
              tok ? tok : "./tokenize", d, e);
     cr_expect_eq(tu_run(cmd), 2);
     cr_expect(tc_file_has(e, "--hellaswag reads only its jsonl file"));
-    free(d);
+    tu_remove_tree(d);
+}
+
+/* scripts/get_hellaswag.sh: each source of the chain, the checksum gate,
+ * and the download (curl, here from a file:// URL) into the XDG cache. */
+Test(hellaswag_cli, get_hellaswag_script, .timeout = 120)
+{
+    char *d = tu_tempdir(), cmd[4096], sha[80] = "", path[700], e[700];
+    struct stat st;
+    if (stat("../shared/data/hellaswag/hellaswag_val.jsonl", &st) == 0)
+        cr_skip_test("../shared/data/hellaswag/hellaswag_val.jsonl exists: it would be used");
+    snprintf(cmd, sizeof cmd, "sha256sum " JSONL " | cut -c1-64 > %s/sha", d);
+    cr_assert_eq(tu_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/sha", d);
+    char *s = tu_read_file(path, NULL);
+    cr_assert(s && strlen(s) >= 64);
+    memcpy(sha, s, 64);
+    free(s);
+    snprintf(e, sizeof e, "%s/err.txt", d);
+    /* HELLASWAG_JSONL, the real checksum: refused */
+    snprintf(cmd, sizeof cmd, "HELLASWAG_JSONL=" JSONL " scripts/get_hellaswag.sh %s/a 2> %s", d, e);
+    cr_expect_eq(tu_run(cmd), 1);
+    cr_expect(tc_file_has(e, "sha256 is ") && tc_file_has(e, "expected 0aa3b88843990f3f10a97b95"
+              "75c94d7b71fb2205240ba04ae4884d9e9c992588 (not HellaSwag's"), "checksum message");
+    /* ... with its own checksum: the eval file ./tokenize writes */
+    snprintf(cmd, sizeof cmd, "HELLASWAG_JSONL=" JSONL " HELLASWAG_SHA256=%s "
+             "scripts/get_hellaswag.sh %s/a 2> %s && ./tokenize --quiet --hellaswag " JSONL
+             " --out %s/ref", sha, d, e, d);
+    cr_expect_eq(tu_run(cmd), 0, "%s", cmd);
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/a.bin", d);
+    snprintf(b, sizeof b, "%s/ref.bin", d);
+    cr_expect(tc_files_equal(a, b));
+    /* download: curl from the URL into $XDG_CACHE_HOME/train_gpt/, then used */
+    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME=%s/cache HELLASWAG_SHA256=%s HELLASWAG_URL=file://"
+             "$PWD/" JSONL " scripts/get_hellaswag.sh %s/c 2> %s", d, sha, d, e);
+    cr_expect_eq(tu_run(cmd), 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/cache/train_gpt/hellaswag_val.jsonl", d);
+    cr_expect_eq(stat(path, &st), 0, "not cached");
+    snprintf(a, sizeof a, "%s/c.bin", d);
+    cr_expect(tc_files_equal(a, b));
+    /* the cached copy is found without the network (a URL that fails) */
+    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME=%s/cache HELLASWAG_SHA256=%s HELLASWAG_URL=file:///"
+             "nonexistent scripts/get_hellaswag.sh %s/c2 2> %s", d, sha, d, e);
+    cr_expect_eq(tu_run(cmd), 0);
+    /* a failed download, or one with the wrong checksum, leaves nothing */
+    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME=%s/empty HELLASWAG_URL=file:///nonexistent "
+             "scripts/get_hellaswag.sh %s/x 2> %s", d, d, e);
+    cr_expect_eq(tu_run(cmd), 1);
+    cr_expect(tc_file_has(e, "download failed (offline?): file:///nonexistent"));
+    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME=%s/empty HELLASWAG_URL=file://$PWD/" JSONL
+             " scripts/get_hellaswag.sh %s/x 2> %s", d, d, e);
+    cr_expect_eq(tu_run(cmd), 1);
+    cr_expect(tc_file_has(e, "nothing kept"));
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s/empty/train_gpt)\"", d);
+    cr_expect_eq(tu_run(cmd), 0, "a partial or wrong download was left in the cache");
+    tu_remove_tree(d);
 }

@@ -219,7 +219,7 @@ Test(hostile, eval_file, .timeout = 120)
         expect_refused(d, args, path, &cases[i]);
     }
     free(orig);
-    free(d);
+    tu_remove_tree(d);
 }
 
 /* A real save to damage: returns its step folder. */
