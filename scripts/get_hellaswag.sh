@@ -34,11 +34,12 @@ elif [ -f "$SHARED" ]; then
 elif [ -f "$CACHE" ]; then
     jsonl=$CACHE
 else
-    command -v curl >/dev/null || die "no HellaSwag jsonl found and no curl to download $URL; set HELLASWAG_JSONL=/path/to/hellaswag_val.jsonl"
+    hint="set HELLASWAG_JSONL=/path/to/hellaswag_val.jsonl"
+    command -v curl >/dev/null || die "no HellaSwag jsonl found and no curl to download $URL; $hint"
     mkdir -p "$(dirname "$CACHE")" || die "cannot create $(dirname "$CACHE")"
     echo "get_hellaswag: downloading $URL to $CACHE" >&2
     curl -fsSL --retry 2 -o "$CACHE.part" "$URL" ||
-        { rm -f "$CACHE.part"; die "download failed (offline?): $URL; set HELLASWAG_JSONL=/path/to/hellaswag_val.jsonl"; }
+        { rm -f "$CACHE.part"; die "download failed (offline?): $URL; $hint"; }
     got=$(sha256sum "$CACHE.part" | cut -d' ' -f1)
     [ "$got" = "$SHA256" ] ||
         { rm -f "$CACHE.part"; die "$URL: sha256 is $got, expected $SHA256; nothing kept"; }
@@ -47,7 +48,8 @@ else
 fi
 
 got=$(sha256sum "$jsonl" | cut -d' ' -f1)
-[ "$got" = "$SHA256" ] || die "$jsonl: sha256 is $got, expected $SHA256 (not HellaSwag's hellaswag_val.jsonl)"
+[ "$got" = "$SHA256" ] ||
+    die "$jsonl: sha256 is $got, expected $SHA256 (not HellaSwag's hellaswag_val.jsonl)"
 
 [ -x ./tokenize ] || die "./tokenize is not built (make tokenize)"
 mkdir -p "$(dirname "$OUT")"

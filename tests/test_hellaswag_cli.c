@@ -219,13 +219,17 @@ Test(hellaswag_cli, tokenize_hellaswag_errors, .timeout = 60)
     static const struct {
         const char *text, *msg;
     } cases[] = {
-        {"{\"ctx\":\"a\",\"endings\":[\"b\",\"c\",\"d\",\"e\"],\"label\":1}\n{oops\n", ":2: not a JSON object"},
-        {"{\"ctx\":\"a\",\"endings\":[\"b\",\"c\",\"d\"],\"label\":1}\n", ":1: \"endings\" must be an array of 4"},
-        {"{\"ctx\":\"a\",\"endings\":[\"b\",\"c\",\"d\",\"e\"],\"label\":4}\n", ":1: \"label\" missing or not 0..3"},
-        {"{\"ctx\":\"a\",\"endings\":[\"b\",\"c\",\"d\",\"e\"],\"label\":\"x\"}\n", ":1: \"label\" missing"},
-        {"\n{\"endings\":[\"b\",\"c\",\"d\",\"e\"],\"label\":0}\n", ":2: \"ctx\" missing or not a string"},
-        {"{\"ctx\":\"\",\"endings\":[\"b\",\"c\",\"d\",\"e\"],\"label\":0}\n", ":1: the context has no tokens"},
-        {"{\"ctx\":\"a\",\"endings\":[\"b\",7,\"d\",\"e\"],\"label\":0}\n", ":1: \"endings\"[1] is not a string"},
+#define ENDS "\"endings\":[\"b\",\"c\",\"d\",\"e\"]"
+        {"{\"ctx\":\"a\"," ENDS ",\"label\":1}\n{oops\n", ":2: not a JSON object"},
+        {"{\"ctx\":\"a\",\"endings\":[\"b\",\"c\",\"d\"],\"label\":1}\n",
+         ":1: \"endings\" must be an array of 4"},
+        {"{\"ctx\":\"a\"," ENDS ",\"label\":4}\n", ":1: \"label\" missing or not 0..3"},
+        {"{\"ctx\":\"a\"," ENDS ",\"label\":\"x\"}\n", ":1: \"label\" missing"},
+        {"\n{" ENDS ",\"label\":0}\n", ":2: \"ctx\" missing or not a string"},
+        {"{\"ctx\":\"\"," ENDS ",\"label\":0}\n", ":1: the context has no tokens"},
+        {"{\"ctx\":\"a\",\"endings\":[\"b\",7,\"d\",\"e\"],\"label\":0}\n",
+         ":1: \"endings\"[1] is not a string"},
+#undef ENDS
         {"\n\n", ": no examples"},
     };
     snprintf(in, sizeof in, "%s/in.jsonl", d);
