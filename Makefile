@@ -15,7 +15,7 @@ ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
   LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
 endif
 LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lz -lm
-# MPI (dist/): OpenMPI's compile and link flags, from its compiler wrapper.
+# MPI (distributed/): OpenMPI's compile and link flags, from its compiler wrapper.
 MPICC   ?= mpicc
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
@@ -31,7 +31,7 @@ SANITIZE ?=
 CFLAGS  += $(WERROR) $(SANITIZE)
 
 BUILD   := build
-LIB_SRC := $(wildcard model/*.c kernels/*.c kernels/cpu/*.c data/*.c dist/*.c run/*.c)
+LIB_SRC := $(wildcard base/*.c model/*.c kernels/*.c kernels/cpu/*.c data/*.c distributed/*.c run/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CU_SRC  := $(wildcard kernels/cuda/*.cu)
 TEST_SRC := $(wildcard tests/*.c)
@@ -48,11 +48,11 @@ ifneq ($(CU_SRC),)
 endif
 endif
 
-# The NCCL path (dist/dist_nccl.c) compiled against the real nccl.h and CUDA
+# The NCCL path (distributed/dist_nccl.c) compiled against the real nccl.h and CUDA
 # runtime headers even when the CUDA backend is not built, so CI (no GPU)
 # checks it whenever the CUDA toolkit is installed.
 ifneq ($(HAVE_CUDA),1)
-  NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/dist/nccl_check.o)
+  NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/distributed/nccl_check.o)
 endif
 
 .PHONY: all test data hellaswag clean cuda-check cuda-emu-check cuda-resources
@@ -77,7 +77,7 @@ $(BUILD)/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -DHAVE_CUDA -c $< -o $@
 
-$(BUILD)/dist/nccl_check.o: dist/dist_nccl.c $(FLAGS_STAMP)
+$(BUILD)/distributed/nccl_check.o: distributed/dist_nccl.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DHAVE_CUDA -I$(CUDA_HOME)/include -Werror -c $< -o $@
 
@@ -102,8 +102,9 @@ test: all tests/run_tests
 data: tokenize
 	scripts/prepare_data.sh
 
-# HellaSwag's validation set as an llm.c eval file, data/hellaswag_val.bin
-# (scripts/get_hellaswag.sh: found or downloaded, sha256-checked).
+# HellaSwag's validation set as an llm.c eval file, datasets/hellaswag_val.bin
+# (scripts/get_hellaswag.sh: found or fetched along data/source.h's chain,
+# sha256-checked).
 hellaswag: tokenize
 	scripts/get_hellaswag.sh
 
@@ -125,7 +126,7 @@ tests/cuda/check_kernels cuda-check:
 endif
 $(BUILD)/emu/%.o: %
 	@mkdir -p $(dir $@)
-	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -MMD -MP -x c++) -DCUDA_EMU -c $< -o $@
+	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -Itests/cuda/emu -MMD -MP -x c++) -DCUDA_EMU -c $< -o $@
 tests/cuda/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 cuda-emu-check: tests/cuda/check_kernels_emu
@@ -169,8 +170,9 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 # for every file reader, in build/fuzz/. scripts/run_fuzzers.sh runs them.
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB  := data/shard.c model/model_file.c model/config.c run/fileio.c run/run_state.c \
-             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/eval_file.c
+FUZZ_LIB  := data/shard.c model/model_file.c model/config.c base/fileio.c run/run_state.c \
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
+             data/eval_file.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

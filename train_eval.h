@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #include "data/eval_file.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "model/gpt.h"
 #include "run/eval.h"
 

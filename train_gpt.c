@@ -1,7 +1,7 @@
 /* train_gpt.c — the command-line trainer: set-up, the training loop, the
  * memory report. Flags live in train_options.c; the model, its recompute
  * schedule and the memory planner in model/; the ops in kernels/; data
- * parallelism over ranks (mpirun/srun) in dist/; --eval-file in
+ * parallelism over ranks (mpirun/srun) in distributed/; --eval-file in
  * train_eval.c and run/eval.c. Under several ranks,
  * stdout and the --log file come from rank 0 only, the loss and val loss
  * printed are means over ranks, and rank 0 writes the model files. */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "data/shard.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "kernels/backend.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
@@ -301,7 +301,7 @@ static int train(Trainer *tr, char *err, size_t len)
             fprintf(stderr, "error: %d consecutive steps (up to step %d) had a non-finite loss or "
                     "gradient norm (--max-bad-steps %d): saving and aborting\n", tr->bad_steps,
                     step, o->max_bad_steps);
-            if (session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->sampler.rng, step,
+            if (session_save(&tr->sess, &tr->model, d, &tr->train, &tr->sampler.rng, step,
                              tr->bad_steps, err, len) != 0)
                 fprintf(stderr, "error: %s\n", err);
             return TRAIN_EXIT_NONFINITE;
@@ -310,8 +310,8 @@ static int train(Trainer *tr, char *err, size_t len)
          * rank has one, all after the same step. */
         int sig = signals_pending();
         if (d->world > 1 && dist_mean(d, sig != 0) > 0 && !sig) sig = SIGTERM;
-        if ((sig || session_save_due(&tr->sess, o, step)) &&
-            session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->sampler.rng, step,
+        if ((sig || session_save_due(&tr->sess, step)) &&
+            session_save(&tr->sess, &tr->model, d, &tr->train, &tr->sampler.rng, step,
                          tr->bad_steps, err, len) != 0)
             return -1;
         /* the first step pays for cuBLASLt's heuristics and cold caches */
@@ -402,6 +402,21 @@ static void resolve_total_batch(Trainer *tr)
     o->grad_accum = (int)accum;
 }
 
+/* The part of the flags that run/ (checkpoints, resume) needs to know. */
+static RunConfig run_config(const TrainOptions *o)
+{
+    return (RunConfig){
+        .checkpoint_dir = o->checkpoint_dir, .resume_path = o->resume_path,
+        .resume = o->resume, .save_every = o->save_every, .keep = o->keep,
+        .batch = o->batch, .seq_len = o->seq_len, .grad_accum = o->grad_accum,
+        .steps = o->steps, .zero = o->zero, .shuffle = o->shuffle,
+        .lr_schedule = o->lr_schedule, .warmup = o->warmup, .recompute = o->recompute,
+        .loss_chunk = o->loss_chunk, .seed = o->seed, .lr = o->lr,
+        .lr_min_frac = o->lr_min_frac, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
+        .weight_decay = o->weight_decay, .grad_clip = o->grad_clip,
+    };
+}
+
 /* After training: every rank's parameters must be the same bits; rank 0
  * writes --save. Collective: every rank calls it. */
 static int finish(Trainer *tr, char *err, size_t len)
@@ -424,7 +439,8 @@ static int finish(Trainer *tr, char *err, size_t len)
                d->world == 1 ? "" : "s");
     }
     if (rc == 0 && tr->opt.save && d->rank == 0) {
-        rc = model_file_save(tr->opt.save, &tr->cfg, host, err, len);
+        rc = model_file_save_as(tr->opt.save, &tr->cfg, host,
+                                tr->opt.save_dtype ? MODEL_FILE_BF16 : MODEL_FILE_FP32, err, len);
         if (rc == 0) printf("saved %s\n", tr->opt.save);
     }
     free(host);
@@ -444,15 +460,16 @@ int main(int argc, char **argv)
     if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
         dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
     if (signals_install() != 0) fail(&tr, "cannot install the SIGINT/SIGTERM handlers");
-    if (session_init(&tr.sess, o, d, err, sizeof err) != 0) fail(&tr, err);
-    rc = session_locate(&tr.sess, o, tr.resume_dir, sizeof tr.resume_dir, err, sizeof err);
+    resolve_total_batch(&tr); /* sets grad-accum, which the session records */
+    RunConfig run = run_config(o);
+    if (session_init(&tr.sess, &run, d, err, sizeof err) != 0) fail(&tr, err);
+    rc = session_locate(&tr.sess, tr.resume_dir, sizeof tr.resume_dir, err, sizeof err);
     if (rc < 0) fail(&tr, err);
     if (rc == 0) tr.resume_dir[0] = 0;
     else if (o->init_from)
         printf("note: resuming from %s; --init-from %s is not used\n", tr.resume_dir, o->init_from);
 
     /* Validate everything that can be checked before any allocation. */
-    resolve_total_batch(&tr);
     if (resolve_config(&tr, err, sizeof err) != 0) fail(&tr, err);
     if (o->seq_len > tr.cfg.max_seq_len)
         dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
@@ -493,7 +510,7 @@ int main(int argc, char **argv)
     if (o->sample_every > 0 && d->rank == 0 &&
         text_sampler_open(&tr.sampler, o, tr.cfg.vocab_size, err, sizeof err) != 0)
         fail(&tr, err);
-    if (tr.resume_dir[0] ? session_resume(&tr.sess, o, tr.resume_dir, &tr.model, &tr.train,
+    if (tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
                                           &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err,
                                           sizeof err)
                          : load_params(&tr, err, sizeof err))

@@ -77,9 +77,9 @@ static const OptSpec SPECS[] = {
      "tokens per loss-head chunk (0 = planner's choice)"},
     {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1", "Data parallel",
      "1 = ZeRO-1: shard AdamW m, v (and master weights) over the ranks"},
-    {"train-data", K_STR, O(train_data), "data/tinyshakespeare_train_*.bin", 0, 0, NULL, "Data",
+    {"train-data", K_STR, O(train_data), "datasets/tinyshakespeare_train_*.bin", 0, 0, NULL, "Data",
      "training shards (glob)"},
-    {"val-data", K_STR, O(val_data), "data/tinyshakespeare_val_*.bin", 0, 0, NULL, "Data",
+    {"val-data", K_STR, O(val_data), "datasets/tinyshakespeare_val_*.bin", 0, 0, NULL, "Data",
      "validation shards (glob); the default is used only with the default --train-data, and skipped when absent"},
     {"shuffle", K_CHOICE, O(shuffle), "0", 0, 0, "0|1", "Data", "permute shards and windows"},
     {"seed", K_U64, O(seed), "1337", 0, 0, NULL, "Data", "seed for init and shuffling"},
@@ -90,7 +90,10 @@ static const OptSpec SPECS[] = {
     {"init-from", K_STR, O(init_from), NULL, 0, 0, NULL, "Model files",
      "llm.c model file to start from (version 3 or 5)"},
     {"save", K_STR, O(save), NULL, 0, 0, NULL, "Model files",
-     "write the final model (llm.c version 3, fp32)"},
+     "write the final model (llm.c's format; see --save-dtype)"},
+    {"save-dtype", K_CHOICE, O(save_dtype), "fp32", 0, 0, "fp32|bf16", "Model files",
+     "--save's precision: fp32 = llm.c version 3, bf16 = version 5 (what llm.c's CUDA trainer "
+     "loads)"},
     {"sample-every", K_INT, O(sample_every), "0", 0, 1 << 30, NULL, "Text",
      "print a sample from the model every N steps (0 = never)"},
     {"sample-tokens", K_INT, O(sample_tokens), "64", 1, 1 << 20, NULL, "Text",
@@ -114,7 +117,7 @@ static const OptSpec SPECS[] = {
      "1 = a sample ends at GPT-2's end-of-text token, which is not printed"},
     {"eval-file", K_STR, O(eval_file), NULL, 0, 0, NULL, "Evaluation",
      "llm.c multiple-choice eval file (HellaSwag: `make hellaswag` writes "
-     "data/hellaswag_val.bin), scored at the end and every --eval-every steps"},
+     "datasets/hellaswag_val.bin), scored at the end and every --eval-every steps"},
     {"eval-every", K_INT, O(eval_every), "0", 0, 1 << 30, NULL, "Evaluation",
      "steps between --eval-file scores (0 = only at the end)"},
     {"checkpoint-dir", K_STR, O(checkpoint_dir), NULL, 0, 0, NULL, "Checkpoints",
@@ -142,6 +145,15 @@ static const OptSpec SPECS[] = {
      "time goes, the first step left out"},
 };
 #define NUM_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
+_Static_assert(NUM_SPECS <= TRAIN_OPTIONS_MAX, "raise TRAIN_OPTIONS_MAX");
+
+int train_options_given(const TrainOptions *opt, const char *name)
+{
+    for (int i = 0; i < NUM_SPECS; i++)
+        if (strcmp(SPECS[i].name, name) == 0) return opt->given[i];
+    fprintf(stderr, "internal error: train_options_given: no flag --%s\n", name);
+    abort();
+}
 
 static int choice_index(const char *choices, const char *value)
 {
@@ -275,8 +287,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     longopts[NUM_SPECS] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[NUM_SPECS + 1] = (struct option){0, 0, 0, 0};
 
-    char given[NUM_SPECS];
-    memset(given, 0, sizeof given);
+    unsigned char *given = opt->given;
     opterr = 0;
     optind = 1;
     int c;

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Room for every flag of the table in train_options.c (checked there). */
+#define TRAIN_OPTIONS_MAX 128
+
 typedef struct {
     /* shape (fresh models; a model file's header wins) */
     const char *preset;
@@ -35,6 +38,7 @@ typedef struct {
     uint64_t seed;
     /* model files */
     const char *init_from, *save;
+    int save_dtype;    /* 0 = fp32 (llm.c version 3), 1 = bf16 (version 5) */
     /* checkpoints and failures (run/session.h) */
     const char *checkpoint_dir, *resume_path;
     int save_every, keep, resume, max_bad_steps;
@@ -49,10 +53,17 @@ typedef struct {
     /* multiple-choice evaluation (run/eval.h) */
     const char *eval_file;
     int eval_every;
+    /* which flags the command line gave (not defaults), by table index;
+     * ask with train_options_given() */
+    unsigned char given[TRAIN_OPTIONS_MAX];
 } TrainOptions;
 
 /* Parse argv into opt (defaults first). Returns 0 to run, 1 when --help was
  * printed (exit 0), or 2 after printing a one-line error (exit 2). */
 int train_options_parse(TrainOptions *opt, int argc, char **argv);
+
+/* 1 when the command line gave --name (without the dashes), else 0; a
+ * name that is not a flag is a programming error (aborts). */
+int train_options_given(const TrainOptions *opt, const char *name);
 
 #endif

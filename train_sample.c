@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run/fileio.h"
+#include "base/fileio.h"
 
 #define PROMPT_FILE_MAX_BYTES ((off_t)16 << 20)
 
@@ -14,8 +14,9 @@ int codec_open(TextCodec *c, int vocab_size, char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
     if (vocab_size == GPT2_VOCAB_SIZE) {
-        char enc[4096], voc[4096];
-        if (tokenizer_find_files(enc, voc, sizeof enc, err, err_len) != 0) return -1;
+        char enc[4096], voc[4096], from[4400];
+        if (tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, err_len) != 0)
+            return -1;
         if (tokenizer_load(&c->tk, enc, voc, err, err_len) != 0) return -1;
         c->kind = CODEC_GPT2;
     } else {

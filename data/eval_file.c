@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run/fileio.h"
+#include "base/fileio.h"
 
 void eval_set_free(EvalSet *es)
 {

@@ -73,7 +73,7 @@ int eval_set_append(EvalSet *es, int label, const int32_t *ctx, int ctx_len,
                     const int32_t *const comp[EVAL_COMPLETIONS],
                     const int comp_len[EVAL_COMPLETIONS], char *err, size_t err_len);
 
-/* Write es to path crash-safely (run/fileio.h: "<path>.tmp", fsync,
+/* Write es to path crash-safely (base/fileio.h: "<path>.tmp", fsync,
  * rename, fsync the folder). At least one example. Returns 0 or -1. */
 int eval_file_write(const char *path, const EvalSet *es, char *err, size_t err_len);
 

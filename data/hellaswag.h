@@ -27,7 +27,7 @@ int hellaswag_read_jsonl(const char *path, Tokenizer *tk, EvalSet *es, char *err
 typedef struct {
     const char *jsonl;        /* input */
     const char *out_path;     /* the eval file written */
-    const char *encoder_path; /* NULL: tokenizer_find_files */
+    const char *encoder_path; /* NULL: tokenizer_find_files (data/source.h's chain) */
     const char *vocab_path;   /* NULL: tokenizer_find_files */
     int quiet;                /* no summary line on stderr */
 } HellaswagJob;

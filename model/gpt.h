@@ -36,7 +36,7 @@ typedef struct {
     float grad_clip; /* 0 = off */
 } AdamWConfig;
 
-/* Data-parallel placement of this model (dist/ fills it; NULL = one
+/* Data-parallel placement of this model (distributed/ fills it; NULL = one
  * process). zero = 1 shards the AdamW state and master weights (planner.h,
  * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range. */
 typedef struct {
@@ -47,7 +47,7 @@ typedef struct {
  * ranges [offsets[k], offsets[k] + counts[k]) of the gradient vector that
  * no later op of this micro-batch writes: the LN_f tensors after their
  * backward, block l's twelve slices right after BACKWARD(l) (re-forwarded
- * blocks included), wte and wpe after the embedding backward. dist/ uses
+ * blocks included), wte and wpe after the embedding backward. distributed/ uses
  * it to launch the gradient all-reduce layer by layer. */
 typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *counts, int n);
 
@@ -136,7 +136,7 @@ void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
 /* Global gradient norm (before clipping). */
 double gpt_grad_norm(GPT *g);
 /* Sum of squared gradients over this rank's optimizer range (the whole
- * vector without ZeRO-1); dist/ sums it over ranks. */
+ * vector without ZeRO-1); distributed/ sums it over ranks. */
 double gpt_grad_norm_sq_local(GPT *g);
 
 /* AdamW step on every tensor (on this rank's optimizer range of each). `norm` is gpt_grad_norm()'s value: when

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "sample.h"
 
-#include "rng.h"
+#include "base/rng.h"
 
 #include <math.h>
 #include <stdlib.h>

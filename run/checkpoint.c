@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 #include "model/model_file.h"
 
 int ckpt_step_dir(char *out, size_t len, const char *dir, int step)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/fileio.h"
+#include "base/fileio.h"
 
 /* Context tokens a row of T positions keeps in front of a completion of len tokens. */
 static int ctx_kept(int ctx_len, int len, int T)

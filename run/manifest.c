@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "fileio.h"
+#include "base/fileio.h"
 
 void ckpt_manifest_free(CkptManifest *man)
 {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 
 #define MAGIC "TGPTSTAT"
 #define VERSION 1

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "dist/dist.h"
-#include "fileio.h"
+#include "distributed/dist.h"
+#include "base/fileio.h"
 
 /* "3", "3,7", "4-9,12": 1-based steps. */
 static int parse_nan_steps(RunSession *s, const char *v, char *err, size_t err_len)
@@ -60,42 +60,42 @@ static int probe_writable(const char *dir, char *err, size_t err_len)
     return 0;
 }
 
-int session_init(RunSession *s, const TrainOptions *o, const Dist *d, char *err,
+int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
                  size_t err_len)
 {
     memset(s, 0, sizeof *s);
+    s->cfg = *c;
     s->last_saved = -1;
     s->rank = d->rank;
     s->world_size = d->world;
-    s->zero = o->zero;
     const char *nan = getenv("TRAIN_GPT_TEST_NAN_STEP");
     if (nan && *nan && parse_nan_steps(s, nan, err, err_len) != 0) return -1;
-    if (o->resume && !o->resume_path && !o->checkpoint_dir) {
+    if (c->resume && !c->resume_path && !c->checkpoint_dir) {
         io_err(err, err_len, "--resume: needs --checkpoint-dir DIR (or --resume=DIR)");
         return -1;
     }
-    if (o->save_every > 0 && !o->checkpoint_dir && !o->resume_path) {
+    if (c->save_every > 0 && !c->checkpoint_dir && !c->resume_path) {
         io_err(err, err_len, "--save-every: needs --checkpoint-dir DIR");
         return -1;
     }
-    if (o->resume_path) { /* an explicit save to resume must exist: never create it */
+    if (c->resume_path) { /* an explicit save to resume must exist: never create it */
         struct stat st;
-        int missing = stat(o->resume_path, &st) != 0;
+        int missing = stat(c->resume_path, &st) != 0;
         if (missing || !S_ISDIR(st.st_mode)) {
-            io_err(err, err_len, "--resume=%s: %s", o->resume_path,
+            io_err(err, err_len, "--resume=%s: %s", c->resume_path,
                    missing ? strerror(errno) : "not a folder");
             return -1;
         }
     }
-    const char *dir = o->checkpoint_dir;
+    const char *dir = c->checkpoint_dir;
     char parent[4096];
-    if (!dir && o->resume_path) {
+    if (!dir && c->resume_path) {
         /* Saves continue where the resumed save lives: the folder itself, or
          * the parent of a step_N folder. */
         char mp[4200];
         struct stat st;
-        io_err(mp, sizeof mp, "%s/%s", o->resume_path, CKPT_MANIFEST);
-        io_err(parent, sizeof parent, "%s", o->resume_path);
+        io_err(mp, sizeof mp, "%s/%s", c->resume_path, CKPT_MANIFEST);
+        io_err(parent, sizeof parent, "%s", c->resume_path);
         if (stat(mp, &st) == 0) {
             char *slash = strrchr(parent, '/');
             if (slash && slash != parent) *slash = 0;
@@ -117,23 +117,23 @@ int session_init(RunSession *s, const TrainOptions *o, const Dist *d, char *err,
     return probe_writable(dir, err, err_len);
 }
 
-int session_locate(RunSession *s, const TrainOptions *o, char *save_dir, size_t len, char *err,
+int session_locate(RunSession *s, char *save_dir, size_t len, char *err,
                    size_t err_len)
 {
-    if (!o->resume) return 0;
+    if (!s->cfg.resume) return 0;
     int step;
-    if (o->resume_path) {
+    if (s->cfg.resume_path) {
         char mp[4200];
         struct stat st;
-        io_err(mp, sizeof mp, "%s/%s", o->resume_path, CKPT_MANIFEST);
+        io_err(mp, sizeof mp, "%s/%s", s->cfg.resume_path, CKPT_MANIFEST);
         if (stat(mp, &st) == 0) { /* a step folder */
-            io_err(save_dir, len, "%s", o->resume_path);
+            io_err(save_dir, len, "%s", s->cfg.resume_path);
             return 1;
         }
-        int r = ckpt_find_latest(o->resume_path, save_dir, len, &step, err, err_len);
+        int r = ckpt_find_latest(s->cfg.resume_path, save_dir, len, &step, err, err_len);
         if (r == 0)
             io_err(err, err_len, "--resume=%s: no complete save there (a save is a step_N "
-                     "folder with a COMPLETE manifest)", o->resume_path);
+                     "folder with a COMPLETE manifest)", s->cfg.resume_path);
         return r == 1 ? 1 : -1;
     }
     int r = ckpt_find_latest(s->dir, save_dir, len, &step, err, err_len);
@@ -156,7 +156,7 @@ static uint64_t data_fingerprint(const Loader *ld)
     return h;
 }
 
-void session_fill_state(const RunSession *s, const TrainOptions *o, const GPTConfig *cfg,
+void session_fill_state(const RunSession *s, const GPTConfig *cfg,
                         const Loader *ld, int step, int adam_t, int bad_steps, RunState *st)
 {
     memset(st, 0, sizeof *st);
@@ -166,27 +166,27 @@ void session_fill_state(const RunSession *s, const TrainOptions *o, const GPTCon
     st->vocab = cfg->vocab_size;
     st->padded_vocab = cfg->padded_vocab;
     st->max_seq_len = cfg->max_seq_len;
-    st->batch = o->batch;
-    st->seq_len = o->seq_len;
-    st->grad_accum = o->grad_accum;
+    st->batch = s->cfg.batch;
+    st->seq_len = s->cfg.seq_len;
+    st->grad_accum = s->cfg.grad_accum;
     st->world_size = s->world_size;
-    st->zero = s->zero;
-    st->shuffle = o->shuffle;
-    st->lr_schedule = o->lr_schedule;
-    st->warmup = o->warmup;
-    st->seed = o->seed;
-    st->lr = o->lr;
-    st->lr_min_frac = o->lr_min_frac;
-    st->beta1 = o->beta1;
-    st->beta2 = o->beta2;
-    st->eps = o->eps;
-    st->weight_decay = o->weight_decay;
-    st->grad_clip = o->grad_clip;
+    st->zero = s->cfg.zero;
+    st->shuffle = s->cfg.shuffle;
+    st->lr_schedule = s->cfg.lr_schedule;
+    st->warmup = s->cfg.warmup;
+    st->seed = s->cfg.seed;
+    st->lr = s->cfg.lr;
+    st->lr_min_frac = s->cfg.lr_min_frac;
+    st->beta1 = s->cfg.beta1;
+    st->beta2 = s->cfg.beta2;
+    st->eps = s->cfg.eps;
+    st->weight_decay = s->cfg.weight_decay;
+    st->grad_clip = s->cfg.grad_clip;
     st->num_shards = ld->num_shards;
     st->data_fingerprint = data_fingerprint(ld);
-    st->recompute = o->recompute;
-    st->loss_chunk = o->loss_chunk;
-    st->total_steps = o->steps;
+    st->recompute = s->cfg.recompute;
+    st->loss_chunk = s->cfg.loss_chunk;
+    st->total_steps = s->cfg.steps;
     st->step = step;
     st->adam_t = adam_t;
     st->bad_steps = bad_steps;
@@ -196,7 +196,7 @@ void session_fill_state(const RunSession *s, const TrainOptions *o, const GPTCon
     st->rank = s->rank;
 }
 
-int session_resume(RunSession *s, const TrainOptions *o, const char *save_dir, GPT *g,
+int session_resume(RunSession *s, const char *save_dir, GPT *g,
                    Loader *ld, SampleRng *rng, int *step, int *bad_steps, char *err,
                    size_t err_len)
 {
@@ -224,16 +224,16 @@ int session_resume(RunSession *s, const TrainOptions *o, const char *save_dir, G
     RunState saved, now;
     if (ckpt_load_state(save_dir, &man, &saved, np, g->opt_begin, cnt, m, v, why, sizeof why) != 0)
         goto fail;
-    session_fill_state(s, o, &g->cfg, ld, 0, 0, 0, &now);
+    session_fill_state(s, &g->cfg, ld, 0, 0, 0, &now);
     char notes[1024];
     if (run_state_compare(&saved, &now, why, sizeof why, notes, sizeof notes) != 0) {
         io_err(err, err_len, "cannot resume from %s: the configuration differs: %s", save_dir,
                  why);
         goto out;
     }
-    if (saved.step > o->steps) {
+    if (saved.step > s->cfg.steps) {
         io_err(err, err_len, "cannot resume from %s: it is at step %lld, beyond --steps %d "
-                 "(--steps is the run's total)", save_dir, (long long)saved.step, o->steps);
+                 "(--steps is the run's total)", save_dir, (long long)saved.step, s->cfg.steps);
         goto out;
     }
     if (saved.adam_t < 0 || saved.adam_t > saved.step || saved.bad_steps < 0 ||
@@ -280,10 +280,10 @@ out:
     return rc;
 }
 
-int session_save_due(const RunSession *s, const TrainOptions *o, int step)
+int session_save_due(const RunSession *s, int step)
 {
     if (!s->dir[0] || step == s->last_saved) return 0;
-    return (o->save_every > 0 && step % o->save_every == 0) || step == o->steps;
+    return (s->cfg.save_every > 0 && step % s->cfg.save_every == 0) || step == s->cfg.steps;
 }
 
 static double now_ms(void)
@@ -296,7 +296,7 @@ static double now_ms(void)
 /* -1 on every rank when rc != 0 on any (a collective: all ranks call it). */
 static int agree(Dist *d, int rc) { return dist_mean(d, rc != 0 ? 1.0 : 0.0) > 0 ? -1 : 0; }
 
-int session_save(RunSession *s, const TrainOptions *o, GPT *g, Dist *d, const Loader *ld,
+int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
                  const SampleRng *rng, int step, int bad_steps, char *err, size_t err_len)
 {
     if (!s->dir[0] || step == s->last_saved) return 0;
@@ -316,7 +316,7 @@ int session_save(RunSession *s, const TrainOptions *o, GPT *g, Dist *d, const Lo
     g->be->ops->mem_download(g->be, m, g->m, cnt * sizeof(float));
     g->be->ops->mem_download(g->be, v, g->v, cnt * sizeof(float));
     RunState st;
-    session_fill_state(s, o, &g->cfg, ld, step, g->adam_t, bad_steps, &st);
+    session_fill_state(s, &g->cfg, ld, step, g->adam_t, bad_steps, &st);
     st.sample_rng = rng->state;
     /* 1. rank 0 makes the folder; 2. every rank writes its state file, rank
      * 0 model.bin; 3. rank 0 lists them all in COMPLETE. */
@@ -339,7 +339,7 @@ int session_save(RunSession *s, const TrainOptions *o, GPT *g, Dist *d, const Lo
             rc = io_file_crc(fp, &files[r + 1].bytes, &files[r + 1].crc, why, sizeof why);
         }
         if (rc == 0)
-            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1, o->keep, why,
+            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1, s->cfg.keep, why,
                              sizeof why);
     }
     if (agree(d, rc) != 0) goto out;

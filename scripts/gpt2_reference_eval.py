@@ -78,7 +78,7 @@ def read_evalfile(path):
 # ---- parameters ----
 
 def splitmix_draws(seed, count):
-    """The first `count` outputs of model/rng.h's rng_next from state `seed`."""
+    """The first `count` outputs of base/rng.h's rng_next from state `seed`."""
     gamma = np.uint64(0x9E3779B97F4A7C15)
     with np.errstate(over="ignore"):
         z = np.uint64(seed) + (np.arange(1, count + 1, dtype=np.uint64) * gamma)

@@ -109,7 +109,7 @@ train() {
 
 # ---- 0-1: machine and build ----
 { nvidia-smi; nvcc --version || /usr/local/cuda/bin/nvcc --version; } >"$OUT/nvidia-smi.txt" 2>&1
-# The Makefile links -lcublasLt and -lnccl (dist/) from the toolkit. Where
+# The Makefile links -lcublasLt and -lnccl (distributed/) from the toolkit. Where
 # the toolkit lacks one but Python's nvidia wheel has it, use the wheel's.
 : >"$OUT/build.log"
 cuda_lib=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")/lib64

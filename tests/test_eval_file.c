@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "data/eval_file.h"
-#include "model/rng.h"
+#include "base/rng.h"
 #include "test_util.h"
 
 static EvalSet one_example(void)

@@ -26,7 +26,7 @@
 
 #include "data/eval_file.h"
 #include "data/hellaswag.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "model/model_file.h"
 #include "run/eval.h"
 #include "test_util.h"
@@ -102,10 +102,9 @@ static float *ref_params(const EvalRef *r, const GPTConfig *cfg)
 
 static void load_set(EvalSet *es)
 {
-    char enc[4096], voc[4096], err[1024];
+    char err[1024];
     Tokenizer tk;
-    cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tokenizer_load(&tk, enc, voc, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tokenizer_load(&tk, TU_ENCODER, TU_VOCAB, err, sizeof err), 0, "%s", err);
     memset(es, 0, sizeof *es);
     cr_assert_eq(hellaswag_read_jsonl(JSONL, &tk, es, err, sizeof err), 0, "%s", err);
     tokenizer_free(&tk);
@@ -115,13 +114,13 @@ static void load_set(EvalSet *es)
 
 Test(hellaswag, tokenize_matches_independent_python_writer, .timeout = 120)
 {
-    char *d = tu_tempdir(), cmd[2048], a[600], b[600];
+    char *d = tu_tempdir(), cmd[4096 * 3], a[600], b[600];
     const char *tok = getenv("TRAIN_GPT_TOKENIZE_BIN");
     snprintf(cmd, sizeof cmd, "%s --quiet --hellaswag " JSONL " --out %s/c 2> %s/c.err",
              tok ? tok : "./tokenize", d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
-    snprintf(cmd, sizeof cmd, "python3 tests/hellaswag_writer.py ../shared/data/gpt2/encoder.json "
-             "../shared/data/gpt2/vocab.bpe " JSONL " %s/py.bin 2> %s/py.err", d, d);
+    snprintf(cmd, sizeof cmd, "python3 tests/hellaswag_writer.py '%s' '%s' " JSONL
+             " %s/py.bin 2> %s/py.err", TU_ENCODER, TU_VOCAB, d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
     snprintf(a, sizeof a, "%s/c.bin", d);
     snprintf(b, sizeof b, "%s/py.bin", d);

@@ -349,7 +349,7 @@ Test(hostile, tokenizer_files, .timeout = 120)
     for (int f = 0; f < 2; f++) {
         char good[2][600];
         for (int k = 0; k < 2; k++)
-            snprintf(good[k], sizeof good[k], "../shared/data/gpt2/%s", names[k]);
+            snprintf(good[k], sizeof good[k], "%s", k == 0 ? TU_ENCODER : TU_VOCAB);
         size_t len;
         char *orig = tu_read_file(good[f], &len);
         cr_assert_not_null(orig, "%s is missing", good[f]);

@@ -22,7 +22,7 @@
 
 #include "data/shard.h"
 #include "run/checkpoint.h"
-#include "run/fileio.h"
+#include "base/fileio.h"
 #include "run/run_state.h"
 #include "test_util.h"
 

@@ -15,8 +15,9 @@
 #include "data/shard.h"
 #include "data/tokenize_job.h"
 #include "data/tokenizer.h"
+#include "test_util.h"
 
-#define SHAKESPEARE "../shared/data/tinyshakespeare/input.txt"
+#define SHAKESPEARE TU_SHAKESPEARE
 
 static void make_dir(char *dir)
 {
@@ -292,7 +293,7 @@ Test(tokenize_cli, runtime_errors_leave_no_shard)
     /* corrupt vocab: one byte changed */
     snprintf(corrupt, sizeof corrupt, "%s/vocab.bpe", dir);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "sed '3s/a/b/' ../shared/data/gpt2/vocab.bpe > %s", corrupt);
+    snprintf(cmd, sizeof cmd, "sed '3s/a/b/' '%s' > %s", TU_VOCAB, corrupt);
     cr_assert_eq(system(cmd), 0);
     snprintf(cases[nc].args, sizeof args, "--out %s/o --vocab %s %s", dir, corrupt, SHAKESPEARE);
     cases[nc++].needle = "vocab.bpe: not GPT-2's file: sha256";

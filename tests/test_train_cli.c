@@ -1,7 +1,7 @@
 /* tests/test_train_cli.c — ./train_gpt end to end, and its command line.
  *
  * The end-to-end run trains on raw bytes (vocab 256) of the public-domain
- * tinyshakespeare text at ../shared/data/tinyshakespeare/input.txt: the
+ * tinyshakespeare text (found as the programs find it, data/source.h): the
  * first loss is about ln(256) = 5.545, and after 60 steps the validation
  * loss must be under 3.4 (a unigram byte model is about 3.3 nats). */
 #include <cjson/cJSON.h>
@@ -15,7 +15,7 @@
 #include "data/shard.h"
 #include "test_util.h"
 
-#define SHAKESPEARE "../shared/data/tinyshakespeare/input.txt"
+#define SHAKESPEARE TU_SHAKESPEARE
 
 /* Byte shards: the first 10% of the text is val, the rest train. */
 static char *make_byte_shards(void)
@@ -222,7 +222,7 @@ Test(train_cli, data_errors_name_the_file_and_exit_nonzero)
     free(e);
 }
 
-/* The default --val-data (data/tinyshakespeare_val_*.bin, GPT-2 tokens)
+/* The default --val-data (datasets/tinyshakespeare_val_*.bin, GPT-2 tokens)
  * belongs to the default dataset. A run on other --train-data without
  * --val-data skips validation instead of reading it: here the default path
  * (relative to the working directory) holds tokens outside the run's
@@ -232,11 +232,11 @@ Test(train_cli, default_val_data_only_with_default_train_data, .timeout = 120)
     char *d = make_byte_shards(), cmd[8192], path[512], err[256], bin[4096];
     const char *b = getenv("TRAIN_GPT_BIN");
     cr_assert_not_null(realpath(b ? b : "./train_gpt", bin), "no train_gpt binary");
-    snprintf(path, sizeof path, "%s/data", d);
+    snprintf(path, sizeof path, "%s/datasets", d);
     cr_assert_eq(mkdir(path, 0755), 0);
     uint16_t gpt2_tokens[4096];
     for (int i = 0; i < 4096; i++) gpt2_tokens[i] = (uint16_t)(300 + i % 1000);
-    snprintf(path, sizeof path, "%s/data/tinyshakespeare_val_000000.bin", d);
+    snprintf(path, sizeof path, "%s/datasets/tinyshakespeare_val_000000.bin", d);
     cr_assert_eq(shard_write(path, gpt2_tokens, 4096, err, sizeof err), 0, "%s", err);
 
     snprintf(cmd, sizeof cmd,
@@ -251,7 +251,7 @@ Test(train_cli, default_val_data_only_with_default_train_data, .timeout = 120)
 
     snprintf(cmd, sizeof cmd,
              "cd %s && %s " TINY_FLAGS " --steps 2 --train-data 'bytes_train_*.bin' "
-             "--val-data 'data/tinyshakespeare_val_*.bin' > out.txt 2>&1", d, bin);
+             "--val-data 'datasets/tinyshakespeare_val_*.bin' > out.txt 2>&1", d, bin);
     cr_expect_neq(tu_run(cmd), 0, "the out-of-vocabulary val file must stop an explicit run");
     out = tu_read_file(path, NULL);
     cr_expect(out && strstr(out, "outside the vocabulary"), "%s", out);

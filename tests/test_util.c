@@ -1,7 +1,7 @@
 /* tests/test_util.c — see test_util.h. */
 #include "test_util.h"
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -92,4 +92,16 @@ char *tu_read_file(const char *path, size_t *len)
         if (len) *len = (size_t)n;
     }
     return buf;
+}
+
+const char *tu_source_path(const SourceSpec *spec, int i)
+{
+    static char found[2][SOURCE_MAX_FILES][SOURCE_PATH_MAX];
+    int k = spec == &SOURCE_GPT2 ? 0 : 1;
+    if (!found[k][i][0]) {
+        char from[SOURCE_PATH_MAX + 200], err[8192];
+        cr_assert_eq(source_find(spec, NULL, found[k], from, sizeof from, err, sizeof err), 0,
+                     "%s", err);
+    }
+    return found[k][i];
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/source.h"
 #include "kernels/backend.h"
 #include "model/gpt.h"
 
@@ -34,5 +35,13 @@ int tu_run(const char *cmd);
 
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL if absent). */
 char *tu_read_file(const char *path, size_t *len);
+
+/* Path of file i of a known input (data/source.h), found by the chain the
+ * programs use (../shared beside the tree, the user's cache, a fetch), so
+ * the suite runs in a fresh clone too; asserts when it cannot be had. */
+const char *tu_source_path(const SourceSpec *spec, int i);
+#define TU_ENCODER tu_source_path(&SOURCE_GPT2, 0)
+#define TU_VOCAB tu_source_path(&SOURCE_GPT2, 1)
+#define TU_SHAKESPEARE tu_source_path(&SOURCE_TINYSHAKESPEARE, 0)
 
 #endif

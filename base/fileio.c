@@ -1,4 +1,4 @@
-/* run/fileio.c — see fileio.h. */
+/* base/fileio.c — see fileio.h. */
 #include "fileio.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* dist/dist.c — the world, the trainer-facing steps, scalars and errors
+/* distributed/dist.c — the world, the trainer-facing steps, scalars and errors
  * (see dist.h). The collectives on gradient and parameter buffers are in
  * dist_mpi.c (cpu) and dist_nccl.c (cuda). */
 #include "dist.h"

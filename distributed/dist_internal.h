@@ -1,4 +1,4 @@
-/* dist/dist_internal.h — private to dist/: the interface between dist.c and
+/* distributed/dist_internal.h — private to distributed/: the interface between dist.c and
  * the two collective libraries (dist_mpi.c on host memory, dist_nccl.c on
  * CUDA memory). Buffers are the model's parameter or gradient vectors, in
  * the backend's par dtype (be->par_bytes wide); counts are in elements. */

@@ -1,4 +1,4 @@
-/* dist/dist.h — data-parallel training over processes: MPI launches the
+/* distributed/dist.h — data-parallel training over processes: MPI launches the
  * ranks and agrees on scalars; NCCL (cuda backend) or MPI (cpu backend)
  * moves gradients and parameters.
  *

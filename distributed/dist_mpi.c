@@ -1,4 +1,4 @@
-/* dist/dist_mpi.c — collectives on host memory with MPI, for the cpu
+/* distributed/dist_mpi.c — collectives on host memory with MPI, for the cpu
  * backend (fp32 gradients and parameters).
  *
  * All-reduce: one MPI_Iallreduce per range (split at DIST_MPI_CHUNK), in

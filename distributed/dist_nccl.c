@@ -1,4 +1,4 @@
-/* dist/dist_nccl.c — collectives on CUDA memory with NCCL, for the cuda
+/* distributed/dist_nccl.c — collectives on CUDA memory with NCCL, for the cuda
  * backend (fp32 or bf16 gradients and parameters). Built with HAVE_CUDA.
  *
  * Bootstrap: rank 0 makes the ncclUniqueId, MPI_Bcast hands it to every

@@ -1,4 +1,4 @@
-/* run/fileio.h — crash-safe writing and careful reading of every file the
+/* base/fileio.h — crash-safe writing and careful reading of every file the
  * project writes: checkpoint folders, manifests, state files, model files
  * and token shards.
  *
@@ -6,8 +6,8 @@
  * "<name>.tmp" in the same folder, fsync it, rename it over <name>, fsync
  * the folder — and the checks every read starts with (a regular file, its
  * size). Every failure writes "<path>: <fault>" into err and returns -1. */
-#ifndef RUN_FILEIO_H
-#define RUN_FILEIO_H
+#ifndef BASE_FILEIO_H
+#define BASE_FILEIO_H
 
 #include <stddef.h>
 #include <stdint.h>
