@@ -1,6 +1,7 @@
 # train_gpt — build. `make` builds ./train_gpt and ./tokenize (CPU backend
 # always; the CUDA backend too when nvcc is found). `make test` runs the
-# Criterion suite. `make data` prepares the default dataset. `make test-asan`
+# Criterion suite. `make data` prepares the default dataset; `make hellaswag`
+# the HellaSwag eval file. `make test-asan`
 # runs the suite under ASan+UBSan; `make fuzz` builds the libFuzzer targets.
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -54,7 +55,7 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/distributed/nccl_check.o)
 endif
 
-.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources cuda-perf-model
+.PHONY: all test data hellaswag clean cuda-check cuda-emu-check cuda-resources cuda-perf-model
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -97,7 +98,8 @@ train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/libtrain_
 tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-tests/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+# (train_sample.o: the tests drive sample_generate, the CLI's text sampler)
+tests/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # The suite: unit and end-to-end tests (they run ./train_gpt, so build it).
@@ -106,6 +108,12 @@ test: all tests/run_tests
 
 data: tokenize
 	scripts/prepare_data.sh
+
+# HellaSwag's validation set as an llm.c eval file, datasets/hellaswag_val.bin
+# (scripts/get_hellaswag.sh: found or fetched along data/source.h's chain,
+# sha256-checked).
+hellaswag: tokenize
+	scripts/get_hellaswag.sh
 
 # CUDA kernel checker (tests/cuda/README.md): every op against the cpu
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
@@ -171,7 +179,7 @@ $(BUILD)/train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/
 $(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
@@ -179,7 +187,8 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB  := data/shard.c model/model_file.c model/config.c base/fileio.c run/run_state.c \
-             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
+             data/eval_file.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

@@ -53,8 +53,12 @@ typedef struct {
     float peak_tflops; /* 0 = the device table's (kernels/device_info.h) */
     /* text samples */
     int sample_every, sample_tokens, generate;
-    float temperature;
-    const char *prompt;
+    float temperature, top_p;
+    int top_k, num_samples, stop_at_eot;
+    const char *prompt, *prompt_file;
+    /* multiple-choice evaluation (run/eval.h) */
+    const char *eval_file;
+    int eval_every;
     /* which flags the command line gave (not defaults), by table index;
      * ask with train_options_given() */
     unsigned char given[TRAIN_OPTIONS_MAX];

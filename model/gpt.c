@@ -442,15 +442,30 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
     return mean_loss(g);
 }
 
-double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+/* Forward, and the head's forward half into g->losses (device). -1 when
+ * the block hook abandoned the forward (g->abandoned; losses not written). */
+static int eval_forward(GPT *g, const int *inputs, const int *targets)
 {
     int N = g->B * g->T, C = g->cfg.channels;
-    if (forward_to_lnf(g, inputs) != 0) return NAN;
+    if (forward_to_lnf(g, inputs) != 0) return -1;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
     OPS->head_forward_backward(g->be, g->losses, NULL, NULL, g->lnf, g->param_t[WTE], g->targets,
                                g->chunk_buf, N, C, g->cfg.vocab_size, g->cfg.padded_vocab,
                                g->plan.loss_chunk, 0.0f);
+    return 0;
+}
+
+double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+{
+    if (eval_forward(g, inputs, targets) != 0) return NAN;
     return mean_loss(g);
+}
+
+const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets)
+{
+    if (eval_forward(g, inputs, targets) != 0) return g->host_losses; /* stale: g->abandoned */
+    OPS->mem_download(g->be, g->host_losses, g->losses, (size_t)g->B * g->T * sizeof(float));
+    return g->host_losses;
 }
 
 void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits)

@@ -139,6 +139,13 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
 /* Forward only: mean loss of a micro-batch (validation). */
 double gpt_eval_loss(GPT *g, const int *inputs, const int *targets);
 
+/* Forward only: the loss at every position, -log softmax(logits)[target]
+ * over the real vocabulary, as B*T floats on the host (row-major (B,T)),
+ * valid until the model's next call. Multiple-choice evaluation reads the
+ * positions of each completion. When the block hook abandoned the forward
+ * (g->abandoned), the values are stale and the caller must not use them. */
+const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets);
+
 /* Logits (padded vocab, fp32, host) at position pos of batch row 0 after a
  * forward over inputs (B*T, host int32). For sampling. */
 void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
