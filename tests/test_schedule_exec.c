@@ -140,7 +140,7 @@ static int kept_without_input(const Schedule *s, int k)
     return 0;
 }
 
-Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 120)
+Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);
@@ -234,7 +234,7 @@ static OpCosts timed_costs(const GPTConfig *cfg)
  * frontier kinds; at budgets from its minimum to mode 0's peak its
  * schedules use kinds other than full and selective, and each is bitwise
  * mode 0's, at the planned peak. */
-Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 120)
+Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);

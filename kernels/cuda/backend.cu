@@ -53,6 +53,9 @@ extern "C" int cuda_device_count(void)
 
 extern "C" void cuda_device_name(char *buf, size_t len)
 {
+#ifdef CUDA_EMU
+    snprintf(buf, len, "CUDA emulator"); /* the emulator has no device properties */
+#else
     int dev = 0;
     cudaDeviceProp prop;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
@@ -61,6 +64,7 @@ extern "C" void cuda_device_name(char *buf, size_t len)
         return;
     }
     snprintf(buf, len, "%s", prop.name);
+#endif
 }
 
 extern "C" size_t cuda_backend_fixed_bytes(void)
