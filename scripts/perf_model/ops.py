@@ -152,7 +152,7 @@ def _bq(s):  # attention_mma.cu: dK/dV query tile rows
 
 
 ATTN_FWD = [
-    [Tile(r'amma_fwd_kernel<{hsp}(, [^>]*)?>', 128, _smem_amma_fwd, _grid_attn, _rows_tiles_desc,
+    [Tile(r'amma_fwd_kernel<(AmmaCfg<)?{hsp}(, [^>]*)?( ?>)+', 128, _smem_amma_fwd, _grid_attn, _rows_tiles_desc,
           lambda s: [_tile_kv(s), _tile_kv(s)],
           hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4)],
     [Tile(r'attn_fwd_kernel<__nv_bfloat16, {hsp}, 64>', 128, _smem_old_fwd, _grid_attn,
@@ -163,12 +163,12 @@ ATTN_FWD = [
 ATTN_BWD = [
     [Stream(r'amma_rows_D_kernel', 256, lambda s: ew_grid(s.B * s.NH * s.T * 32),
             hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * 4),
-     Tile(r'amma_dkdv_kernel<{hsp}, \d+(, [^>]*)?>', 128, lambda s: _smem_amma_bwd(s, _bq(s)),
+     Tile(r'amma_dkdv_kernel<(AmmaCfg<)?{hsp}, \d+(, [^>]*)?( ?>)+', 128, lambda s: _smem_amma_bwd(s, _bq(s)),
           _grid_attn,
           lambda s, bx: cdiv(s.T - bx * 64 // _bq(s) * _bq(s), _bq(s)),
           lambda s: [_bq(s) * s.hs * ACT, _bq(s) * s.hs * ACT],
           hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + 2 * s.B * s.NH * s.T * 4),
-     Tile(r'amma_dq_kernel<{hsp}(, [^>]*)?>', 128, lambda s: _smem_amma_bwd(s, 64), _grid_attn,
+     Tile(r'amma_dq_kernel<(AmmaCfg<)?{hsp}(, [^>]*)?( ?>)+', 128, lambda s: _smem_amma_bwd(s, 64), _grid_attn,
           _rows_tiles_desc, lambda s: [_tile_kv(s), _tile_kv(s)],
           hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + 2 * s.B * s.NH * s.T * 4)],
     [Tile(r'attn_bwd_dkdv_kernel<__nv_bfloat16, {hsp}, 64>', 128, _smem_old_bwd, _grid_attn,
