@@ -28,23 +28,6 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-static const char *at(const char *d, const char *name)
-{
-    static char buf[8][900];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", d, name);
-    return buf[k];
-}
-
-static void cleanup(char *d)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    tu_run(cmd);
-    free(d);
-}
-
 /* Run and require exit status `want`, showing stderr when it differs. */
 static void run_expect(const char *env, const char *args, const char *prefix, int want)
 {
@@ -83,33 +66,33 @@ Test(folders, another_runs_saves_are_refused_or_moved_aside, .timeout = 120)
     const char *m = tc_model_args(d);
     /* run A: saves 2, 4, 6 */
     snprintf(args, sizeof args, "%s --steps 6 --save-every 2 --checkpoint-dir %s/ck", m, d);
-    run_expect(NULL, args, at(d, "a"), 0);
+    run_expect(NULL, args, tu_path(d, "a"), 0);
     size_t len_a;
-    char *model_a = tu_read_file(at(d, "ck/step_00000004/model.bin"), &len_a);
+    char *model_a = tu_read_file(tu_path(d, "ck/step_00000004/model.bin"), &len_a);
     cr_assert_not_null(model_a);
     /* run B, a new run in the same folder: refused; A's saves untouched */
     snprintf(args, sizeof args, "%s --steps 4 --save-every 1 --seed 7 --checkpoint-dir %s/ck",
              m, d);
-    run_expect(NULL, args, at(d, "b"), 1);
-    cr_expect(tc_file_has(at(d, "b.err"), "holds 3 saves of another run"),
+    run_expect(NULL, args, tu_path(d, "b"), 1);
+    cr_expect(tc_file_has(tu_path(d, "b.err"), "holds 3 saves of another run"),
               "the refusal does not say whose saves are there");
-    cr_expect(tc_file_has(at(d, "b.err"), "--overwrite-checkpoints"));
+    cr_expect(tc_file_has(tu_path(d, "b.err"), "--overwrite-checkpoints"));
     size_t len_now;
-    char *model_now = tu_read_file(at(d, "ck/step_00000004/model.bin"), &len_now);
+    char *model_now = tu_read_file(tu_path(d, "ck/step_00000004/model.bin"), &len_now);
     cr_expect(model_now && len_now == len_a && memcmp(model_now, model_a, len_a) == 0,
               "run A's step 4 was changed by a refused run");
     free(model_now);
-    cr_expect_eq(access(at(d, "ck/step_00000002/COMPLETE"), F_OK), 0, "A's step 2 was pruned");
+    cr_expect_eq(access(tu_path(d, "ck/step_00000002/COMPLETE"), F_OK), 0, "A's step 2 was pruned");
     /* --overwrite-checkpoints: A's saves move aside, byte for byte */
     snprintf(args, sizeof args, "%s --steps 4 --save-every 1 --seed 7 --checkpoint-dir %s/ck "
              "--overwrite-checkpoints", m, d);
-    run_expect(NULL, args, at(d, "b2"), 0);
-    cr_expect(tc_file_has(at(d, "b2.out"), "--overwrite-checkpoints: the saves of another run"));
+    run_expect(NULL, args, tu_path(d, "b2"), 0);
+    cr_expect(tc_file_has(tu_path(d, "b2.out"), "--overwrite-checkpoints: the saves of another run"));
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "cp %s/ck/replaced_*/step_00000004/model.bin %s/a4.bin", d, d);
     cr_expect_eq(tu_run(cmd), 0, "A's step 4 is not in replaced_*/");
     size_t len_moved;
-    char *moved = tu_read_file(at(d, "a4.bin"), &len_moved);
+    char *moved = tu_read_file(tu_path(d, "a4.bin"), &len_moved);
     cr_expect(moved && len_moved == len_a && memcmp(moved, model_a, len_a) == 0,
               "A's step 4 is not in replaced_*/ unchanged");
     free(moved);
@@ -118,20 +101,20 @@ Test(folders, another_runs_saves_are_refused_or_moved_aside, .timeout = 120)
     /* B's own --keep 3 left B's 2, 3, 4 */
     int step;
     char sd[1024], err[512];
-    cr_assert_eq(ckpt_find_latest(at(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
+    cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 4);
-    cr_expect_neq(access(at(d, "ck/step_00000001"), F_OK), 0, "B's --keep 3 did not prune");
+    cr_expect_neq(access(tu_path(d, "ck/step_00000001"), F_OK), 0, "B's --keep 3 did not prune");
     /* --resume continues B (seed 7), not A: the same as B run straight to 6 */
     snprintf(args, sizeof args, "%s --steps 6 --seed 7 --checkpoint-dir %s/ck --resume --save "
              "%s/resumed.bin", m, d, d);
-    run_expect(NULL, args, at(d, "b3"), 0);
-    cr_expect(tc_file_has(at(d, "b3.out"), "step_00000004: step 4,"));
+    run_expect(NULL, args, tu_path(d, "b3"), 0);
+    cr_expect(tc_file_has(tu_path(d, "b3.out"), "step_00000004: step 4,"));
     snprintf(args, sizeof args, "%s --steps 6 --seed 7 --save %s/straight.bin", m, d);
-    run_expect(NULL, args, at(d, "ref"), 0);
-    cr_expect(tc_files_equal(at(d, "resumed.bin"), at(d, "straight.bin")),
+    run_expect(NULL, args, tu_path(d, "ref"), 0);
+    cr_expect(tc_files_equal(tu_path(d, "resumed.bin"), tu_path(d, "straight.bin")),
               "--resume continued another run than the one in the folder");
     free(model_a);
-    cleanup(d);
+    tu_remove_tree(d);
 }
 
 Test(folders, a_second_run_on_the_same_folder_is_refused, .timeout = 120)
@@ -141,34 +124,34 @@ Test(folders, a_second_run_on_the_same_folder_is_refused, .timeout = 120)
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 1000000 --save-every 1 --keep 2 --checkpoint-dir "
              "%s/ck --log %s/first.jsonl", m, d, d);
-    pid_t first = tc_spawn(NULL, args, at(d, "first"));
-    for (int t = 0; t < 30000 && !tc_file_has(at(d, "first.out"), "saved "); t += 10)
+    pid_t first = tc_spawn(NULL, args, tu_path(d, "first"));
+    for (int t = 0; t < 30000 && !tc_file_has(tu_path(d, "first.out"), "saved "); t += 10)
         tc_sleep_ms(10);
     /* the same command again, and one that would resume the first's saves */
     snprintf(args, sizeof args, "%s --steps 1000000 --save-every 1 --keep 2 --checkpoint-dir "
              "%s/ck", m, d);
-    run_expect(NULL, args, at(d, "second"), 1);
+    run_expect(NULL, args, tu_path(d, "second"), 1);
     snprintf(args, sizeof args, "%s --steps 1000000 --save-every 1 --checkpoint-dir %s/ck "
              "--resume", m, d);
-    run_expect(NULL, args, at(d, "third"), 1);
+    run_expect(NULL, args, tu_path(d, "third"), 1);
     snprintf(want, sizeof want, "is in use by another run (pid %ld on host", (long)first);
-    cr_expect(tc_file_has(at(d, "second.err"), want), "the refusal does not name pid %ld",
+    cr_expect(tc_file_has(tu_path(d, "second.err"), want), "the refusal does not name pid %ld",
               (long)first);
-    cr_expect(tc_file_has(at(d, "third.err"), want));
-    int n = tc_log_losses(at(d, "first.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS);
+    cr_expect(tc_file_has(tu_path(d, "third.err"), want));
+    int n = tc_log_losses(tu_path(d, "first.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS);
     tc_sleep_ms(200);
-    cr_expect_gt(tc_log_losses(at(d, "first.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), n,
+    cr_expect_gt(tc_log_losses(tu_path(d, "first.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), n,
                  "the first run stopped training");
     kill(first, SIGTERM);
     int st = tc_wait(first, 30000);
     cr_expect(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 75, "the first run did not stop "
               "cleanly");
-    expect_all_saves_load(at(d, "ck"));
+    expect_all_saves_load(tu_path(d, "ck"));
     /* the lock goes with the process: the folder is free again */
     snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck --resume", m, d);
-    run_expect(NULL, args, at(d, "after"), 1); /* beyond --steps 2: refused, but not locked */
-    cr_expect(!tc_file_has(at(d, "after.err"), "in use by another run"));
-    cleanup(d);
+    run_expect(NULL, args, tu_path(d, "after"), 1); /* beyond --steps 2: refused, but not locked */
+    cr_expect(!tc_file_has(tu_path(d, "after.err"), "in use by another run"));
+    tu_remove_tree(d);
 }
 
 /* The "--resume=..." command an abort printed, from its stderr. */
@@ -192,37 +175,37 @@ Test(folders, a_nonfinite_streak_keeps_the_rollback_point, .timeout = 120)
     /* saves every step, --keep 2; NaN from step 5: steps 5-7 skipped, abort */
     snprintf(args, sizeof args, "%s --steps 20 --save-every 1 --keep 2 --max-bad-steps 3 "
              "--checkpoint-dir %s/ck", m, d);
-    run_expect("TRAIN_GPT_TEST_NAN_STEP=5-100", args, at(d, "a"), 4);
-    cr_expect_eq(access(at(d, "ck/step_00000004/COMPLETE"), F_OK), 0,
+    run_expect("TRAIN_GPT_TEST_NAN_STEP=5-100", args, tu_path(d, "a"), 4);
+    cr_expect_eq(access(tu_path(d, "ck/step_00000004/COMPLETE"), F_OK), 0,
                  "--keep deleted the last save before the streak");
-    cr_expect_eq(access(at(d, "ck/step_00000007/COMPLETE"), F_OK), 0);
-    cr_expect(tc_file_has(at(d, "a.err"), "the newest save before the non-finite steps (the "
+    cr_expect_eq(access(tu_path(d, "ck/step_00000007/COMPLETE"), F_OK), 0);
+    cr_expect(tc_file_has(tu_path(d, "a.err"), "the newest save before the non-finite steps (the "
                           "first at step 5) is"));
-    cr_expect(tc_file_has(at(d, "a.err"), "step_00000004"));
+    cr_expect(tc_file_has(tu_path(d, "a.err"), "step_00000004"));
     /* resume -> abort again: the rollback point stays */
     snprintf(args, sizeof args, "%s --steps 20 --save-every 1 --keep 2 --max-bad-steps 3 "
              "--checkpoint-dir %s/ck --resume", m, d);
-    run_expect("TRAIN_GPT_TEST_NAN_STEP=5-100", args, at(d, "b"), 4);
-    run_expect("TRAIN_GPT_TEST_NAN_STEP=5-100", args, at(d, "c"), 4);
-    cr_expect_eq(access(at(d, "ck/step_00000004/COMPLETE"), F_OK), 0,
+    run_expect("TRAIN_GPT_TEST_NAN_STEP=5-100", args, tu_path(d, "b"), 4);
+    run_expect("TRAIN_GPT_TEST_NAN_STEP=5-100", args, tu_path(d, "c"), 4);
+    cr_expect_eq(access(tu_path(d, "ck/step_00000004/COMPLETE"), F_OK), 0,
                  "resume -> abort cycles pruned the rollback point");
-    cr_expect_neq(access(at(d, "ck/step_00000005"), F_OK), 0, "--keep 2 stopped pruning");
+    cr_expect_neq(access(tu_path(d, "ck/step_00000005"), F_OK), 0, "--keep 2 stopped pruning");
     /* the printed command returns to step 4 and trains on */
-    char *cmd = rollback_command(at(d, "c.err"));
+    char *cmd = rollback_command(tu_path(d, "c.err"));
     cr_expect(strstr(cmd, "--resume=") && strstr(cmd, "/ck/step_00000004"), "%s", cmd);
     char full[8192];
     snprintf(full, sizeof full, "%s >%s/back.out 2>%s/back.err", cmd, d, d);
     cr_assert_eq(tu_run(full), 0, "the printed command failed: %s", cmd);
-    cr_expect(tc_file_has(at(d, "back.out"), "resumed from"));
-    cr_expect(tc_file_has(at(d, "back.out"), "step_00000004: step 4,"));
-    cr_expect(tc_file_has(at(d, "back.out"), "moved the saves newer than step 4"));
-    cr_expect_eq(access(at(d, "ck/abandoned"), F_OK), 0, "no abandoned/ folder");
+    cr_expect(tc_file_has(tu_path(d, "back.out"), "resumed from"));
+    cr_expect(tc_file_has(tu_path(d, "back.out"), "step_00000004: step 4,"));
+    cr_expect(tc_file_has(tu_path(d, "back.out"), "moved the saves newer than step 4"));
+    cr_expect_eq(access(tu_path(d, "ck/abandoned"), F_OK), 0, "no abandoned/ folder");
     int step;
     char sd[1024], err[512];
-    cr_assert_eq(ckpt_find_latest(at(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
+    cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 20);
     free(cmd);
-    cleanup(d);
+    tu_remove_tree(d);
 }
 
 Test(folders, a_corrupt_newest_save_falls_back, .timeout = 120)
@@ -231,7 +214,7 @@ Test(folders, a_corrupt_newest_save_falls_back, .timeout = 120)
     tc_make_shards(d, 1, 400);
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --checkpoint-dir %s/ck", m, d);
-    run_expect(NULL, args, at(d, "a"), 0);
+    run_expect(NULL, args, tu_path(d, "a"), 0);
     /* one byte of step 4's weights changed; its size stays right */
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "printf 'Z' | dd of=%s/ck/step_00000004/model.bin bs=1 seek=5000 "
@@ -239,24 +222,24 @@ Test(folders, a_corrupt_newest_save_falls_back, .timeout = 120)
     cr_assert_eq(tu_run(cmd), 0);
     /* strict: that very save is refused */
     snprintf(args, sizeof args, "%s --steps 6 --resume=%s/ck/step_00000004", m, d);
-    run_expect(NULL, args, at(d, "strict"), 1);
-    cr_expect(tc_file_has(at(d, "strict.err"), "model.bin: crc32 differs from the manifest"));
+    run_expect(NULL, args, tu_path(d, "strict"), 1);
+    cr_expect(tc_file_has(tu_path(d, "strict.err"), "model.bin: crc32 differs from the manifest"));
     /* plain --resume: a note, then step 2 */
     snprintf(args, sizeof args, "%s --steps 6 --checkpoint-dir %s/ck --resume", m, d);
-    run_expect(NULL, args, at(d, "plain"), 0);
-    cr_expect(tc_file_has(at(d, "plain.err"), "note: skipping"));
-    cr_expect(tc_file_has(at(d, "plain.err"), "step_00000004/model.bin: crc32 differs"));
-    cr_expect(tc_file_has(at(d, "plain.out"), "step_00000002: step 2,"));
-    cr_expect_eq(access(at(d, "ck/abandoned/step_00000004/model.bin"), F_OK), 0,
+    run_expect(NULL, args, tu_path(d, "plain"), 0);
+    cr_expect(tc_file_has(tu_path(d, "plain.err"), "note: skipping"));
+    cr_expect(tc_file_has(tu_path(d, "plain.err"), "step_00000004/model.bin: crc32 differs"));
+    cr_expect(tc_file_has(tu_path(d, "plain.out"), "step_00000002: step 2,"));
+    cr_expect_eq(access(tu_path(d, "ck/abandoned/step_00000004/model.bin"), F_OK), 0,
                  "the corrupt save was not kept in abandoned/");
     /* a folder where every save is corrupt: an error, not a silent new run */
     snprintf(cmd, sizeof cmd, "printf 'Z' | dd of=%s/ck/step_00000006/model.bin bs=1 seek=5000 "
              "conv=notrunc 2>/dev/null && rm -rf %s/ck/step_00000002 %s/ck/step_00000004", d, d,
              d);
     cr_assert_eq(tu_run(cmd), 0);
-    run_expect(NULL, args, at(d, "none"), 1);
-    cr_expect(tc_file_has(at(d, "none.err"), "no intact save in"));
-    cleanup(d);
+    run_expect(NULL, args, tu_path(d, "none"), 1);
+    cr_expect(tc_file_has(tu_path(d, "none.err"), "no intact save in"));
+    tu_remove_tree(d);
 }
 
 /* Saves from before run ids (version 1 manifests) still resume, count as
@@ -268,21 +251,21 @@ Test(folders, version_1_saves_resume_and_are_not_overwritten, .timeout = 120)
     tc_make_shards(d, 1, 400);
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 2 --save-every 1 --checkpoint-dir %s/ck", m, d);
-    run_expect(NULL, args, at(d, "a"), 0);
+    run_expect(NULL, args, tu_path(d, "a"), 0);
     /* rewrite both manifests as version 1: no run id, no config hash */
     snprintf(cmd, sizeof cmd, "for f in %s/ck/step_*/COMPLETE; do sed -i -e "
              "'s/\"version\":2/\"version\":1/' -e 's/,\"run_id\":\"[0-9a-f]*\"//' -e "
              "'s/,\"config_hash\":\"[0-9a-f]*\"//' $f; done", d);
     cr_assert_eq(tu_run(cmd), 0);
-    cr_assert(!tc_file_has(at(d, "ck/step_00000002/COMPLETE"), "run_id"));
+    cr_assert(!tc_file_has(tu_path(d, "ck/step_00000002/COMPLETE"), "run_id"));
     snprintf(args, sizeof args, "%s --steps 3 --checkpoint-dir %s/ck", m, d);
-    run_expect(NULL, args, at(d, "new"), 1);
-    cr_expect(tc_file_has(at(d, "new.err"), "made before saves carried a run id"));
+    run_expect(NULL, args, tu_path(d, "new"), 1);
+    cr_expect(tc_file_has(tu_path(d, "new.err"), "made before saves carried a run id"));
     snprintf(args, sizeof args, "%s --steps 4 --save-every 1 --keep 2 --checkpoint-dir %s/ck "
              "--resume", m, d);
-    run_expect(NULL, args, at(d, "b"), 0);
-    cr_expect(tc_file_has(at(d, "b.out"), "step_00000002: step 2,"));
-    cr_expect(tc_file_has(at(d, "ck/step_00000004/COMPLETE"), "\"run_id\":"));
-    cr_expect_neq(access(at(d, "ck/step_00000002"), F_OK), 0, "--keep 2 kept the old save");
-    cleanup(d);
+    run_expect(NULL, args, tu_path(d, "b"), 0);
+    cr_expect(tc_file_has(tu_path(d, "b.out"), "step_00000002: step 2,"));
+    cr_expect(tc_file_has(tu_path(d, "ck/step_00000004/COMPLETE"), "\"run_id\":"));
+    cr_expect_neq(access(tu_path(d, "ck/step_00000002"), F_OK), 0, "--keep 2 kept the old save");
+    tu_remove_tree(d);
 }

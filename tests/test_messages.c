@@ -21,14 +21,6 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-static void cleanup(char *d)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    tu_run(cmd);
-    free(d);
-}
-
 /* Run the tiny model (one step: quick even where a flag is wrongly
  * accepted) with args after it; expect `status` and `msg` in a one-line
  * stderr. */
@@ -47,7 +39,7 @@ static void expect_usage(const char *args, int status, const char *msg)
     for (char *c = err; c && *c; c++) lines += *c == '\n';
     cr_expect_eq(lines, 1, "'%s': want one line, got: %s", args, err ? err : "");
     free(err);
-    cleanup(d);
+    tu_remove_tree(d);
 }
 
 Test(messages, flags_that_take_no_value_say_so)
@@ -110,7 +102,7 @@ Test(messages, a_skipped_save_is_noted_once, .timeout = 60)
     cr_expect_eq(n, 1, "the note came %d times: %s", n, err ? err : "");
     cr_expect(err && strstr(err, "step_00000009: "), "%s", err ? err : "");
     free(err);
-    cleanup(d);
+    tu_remove_tree(d);
 }
 
 Test(messages, params_out_of_memory_does_not_suggest_recompute, .timeout = 60)
@@ -132,5 +124,5 @@ Test(messages, params_out_of_memory_does_not_suggest_recompute, .timeout = 60)
     cr_expect(err && !strstr(err, "--recompute 1"), "suggests --recompute 1: %s", err);
     cr_expect(err && strstr(err, "a smaller model"), "%s", err ? err : "");
     free(err);
-    cleanup(d);
+    tu_remove_tree(d);
 }

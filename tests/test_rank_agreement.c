@@ -30,23 +30,6 @@
     "timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader " \
     "--mca btl_vader_single_copy_mechanism none"
 
-static const char *at(const char *d, const char *name)
-{
-    static char buf[8][900];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", d, name);
-    return buf[k];
-}
-
-static void cleanup(char *d)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    tu_run(cmd);
-    free(d);
-}
-
 /* The binary by absolute path: a rank may run in another folder. */
 static const char *abs_bin(void)
 {
@@ -73,11 +56,11 @@ Test(ranks, a_different_batch_stops_every_rank, .timeout = 90)
     char *d = tu_tempdir();
     tc_make_shards(d, 1, 400);
     cr_expect_eq(mpmd(d, NULL, "--steps 2 --batch 4", "--steps 2 --batch 8", "b"), 2);
-    cr_expect(tc_file_has(at(d, "b.err"), "the ranks were started with different flags"));
-    cr_expect(tc_file_has(at(d, "b.err"), "--batch: 4 on rank 0, 8 on rank 1"),
+    cr_expect(tc_file_has(tu_path(d, "b.err"), "the ranks were started with different flags"));
+    cr_expect(tc_file_has(tu_path(d, "b.err"), "--batch: 4 on rank 0, 8 on rank 1"),
               "the message does not give each rank's --batch");
-    cr_expect(!tc_file_has(at(d, "b.out"), "step     1/"), "trained before stopping");
-    cleanup(d);
+    cr_expect(!tc_file_has(tu_path(d, "b.out"), "step     1/"), "trained before stopping");
+    tu_remove_tree(d);
 }
 
 Test(ranks, different_lr_and_steps_are_named_not_hung, .timeout = 90)
@@ -86,16 +69,16 @@ Test(ranks, different_lr_and_steps_are_named_not_hung, .timeout = 90)
     tc_make_shards(d, 1, 400);
     cr_expect_eq(mpmd(d, NULL, "--steps 3 --lr 1e-3", "--steps 5 --lr 2e-3", "s"), 2,
                  "want exit 2 (not a hang: 124)");
-    cr_expect(tc_file_has(at(d, "s.err"), "--lr: 0.00100000005 on rank 0, 0.00200000009 on "
+    cr_expect(tc_file_has(tu_path(d, "s.err"), "--lr: 0.00100000005 on rank 0, 0.00200000009 on "
                           "rank 1"));
-    cr_expect(tc_file_has(at(d, "s.err"), "--steps: 3 on rank 0, 5 on rank 1"));
+    cr_expect(tc_file_has(tu_path(d, "s.err"), "--steps: 3 on rank 0, 5 on rank 1"));
     /* flags that change nothing the ranks share may differ */
     char a[1024], b[1024];
     snprintf(a, sizeof a, "--steps 2 --log %s/r0.jsonl --threads 1", d);
     snprintf(b, sizeof b, "--steps 2 --log %s/r1.jsonl --threads 2", d);
     cr_expect_eq(mpmd(d, NULL, a, b, "ok"), 0);
-    cr_expect_eq(tc_log_losses(at(d, "r0.jsonl"), NULL, NULL, NULL, 8), 2, "rank 0 logs");
-    cleanup(d);
+    cr_expect_eq(tc_log_losses(tu_path(d, "r0.jsonl"), NULL, NULL, NULL, 8), 2, "rank 0 logs");
+    tu_remove_tree(d);
 }
 
 Test(ranks, different_data_under_one_glob_is_stopped, .timeout = 90)
@@ -117,8 +100,8 @@ Test(ranks, different_data_under_one_glob_is_stopped, .timeout = 90)
     snprintf(full, sizeof full, "%s -np 1 -wdir %s/r0 %s %s : -np 1 -wdir %s/r1 %s %s "
              ">%s/f.out 2>%s/f.err", MPIRUN, d, bin, m, d, bin, m, d, d);
     cr_expect_eq(tu_run(full), 1);
-    cr_expect(tc_file_has(at(d, "f.err"), "the ranks read different training data"));
-    cleanup(d);
+    cr_expect(tc_file_has(tu_path(d, "f.err"), "the ranks read different training data"));
+    tu_remove_tree(d);
 }
 
 Test(ranks, a_stalled_rank_ends_the_job_within_the_timeout, .timeout = 90)
@@ -134,7 +117,7 @@ Test(ranks, a_stalled_rank_ends_the_job_within_the_timeout, .timeout = 90)
     double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     cr_expect_eq(rc, 3, "exit status %d, want 3 (the collective timeout)", rc);
     cr_expect(s < 30, "the job took %.1f s to end with a 2 s timeout", s);
-    cr_expect(tc_file_has(at(d, "w.err"), "error: rank 0 of 2: no progress for"));
-    cr_expect(tc_file_has(at(d, "w.err"), "(--collective-timeout 2)"));
-    cleanup(d);
+    cr_expect(tc_file_has(tu_path(d, "w.err"), "error: rank 0 of 2: no progress for"));
+    cr_expect(tc_file_has(tu_path(d, "w.err"), "(--collective-timeout 2)"));
+    tu_remove_tree(d);
 }

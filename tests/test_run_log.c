@@ -20,23 +20,6 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-static const char *at(const char *d, const char *name)
-{
-    static char buf[8][900];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", d, name);
-    return buf[k];
-}
-
-static void cleanup(char *d)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    tu_run(cmd);
-    free(d);
-}
-
 static int count(const char *path, const char *needle)
 {
     char *s = tu_read_file(path, NULL);
@@ -77,19 +60,19 @@ Test(run_log, a_full_disk_is_an_error_at_the_end, .timeout = 60)
     char *d = tu_tempdir();
     tc_make_shards(d, 1, 400);
     cr_assert_eq(run_limited(d, "full", ""), 1, "a log that could not be written: exit 1");
-    const char *err = at(d, "full.err");
+    const char *err = tu_path(d, "full.err");
     cr_expect_eq(count(err, "warning: --log"), 1, "the warning must come once");
     cr_expect(tc_file_has(err, "full.jsonl: write failed: File too large"));
     cr_expect(tc_file_has(err, "error: --log"));
     cr_expect(tc_file_has(err, "could not be written"));
-    expect_whole_json_lines(at(d, "full.jsonl"));
-    int n = tc_log_losses(at(d, "full.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS);
+    expect_whole_json_lines(tu_path(d, "full.jsonl"));
+    int n = tc_log_losses(tu_path(d, "full.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS);
     cr_expect(n > 0 && n < 60, "%d training lines written under the limit", n);
     /* accepted when asked: the same warning, exit 0 */
     cr_assert_eq(run_limited(d, "ignored", "--log-errors ignore"), 0);
-    cr_expect_eq(count(at(d, "ignored.err"), "warning: --log"), 1);
-    cr_expect(!tc_file_has(at(d, "ignored.err"), "error:"));
-    cleanup(d);
+    cr_expect_eq(count(tu_path(d, "ignored.err"), "warning: --log"), 1);
+    cr_expect(!tc_file_has(tu_path(d, "ignored.err"), "error:"));
+    tu_remove_tree(d);
 }
 
 /* Poll a log until it has `n` training lines. */
@@ -106,31 +89,31 @@ Test(run_log, a_resumed_log_has_each_step_once, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 2, 400);
-    const char *m = tc_model_args(d), *log = at(d, "run.jsonl");
+    const char *m = tc_model_args(d), *log = tu_path(d, "run.jsonl");
     /* saves every 4 steps, each held open 3 s (TRAIN_GPT_TEST_SAVE_DELAY_MS):
      * killed, as a pre-emption would, inside step 8's save, so steps 5-8
      * are logged and the newest complete save is step 4 */
     snprintf(args, sizeof args, "%s --shuffle 1 --steps 12 --save-every 4 --checkpoint-dir %s/ck "
              "--log %s", m, d, log);
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_SAVE_DELAY_MS=1500", args, at(d, "a"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_SAVE_DELAY_MS=1500", args, tu_path(d, "a"));
     cr_assert(wait_for_steps(log, 8, 30000), "the run did not reach step 8");
     kill(pid, SIGKILL);
     tc_wait(pid, 10000);
     cr_assert_eq(tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS), 8);
-    cr_assert_neq(access(at(d, "ck/step_00000008/COMPLETE"), F_OK), 0, "killed too late");
+    cr_assert_neq(access(tu_path(d, "ck/step_00000008/COMPLETE"), F_OK), 0, "killed too late");
     /* resume to 12 */
     snprintf(args, sizeof args, "%s --shuffle 1 --steps 12 --save-every 4 --checkpoint-dir %s/ck "
              "--log %s --resume", m, d, log);
-    cr_assert_eq(tc_run(NULL, args, at(d, "b")), 0);
-    cr_expect(tc_file_has(at(d, "b.out"), "cut back to step 4, where this run resumes; the 4 "
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "b")), 0);
+    cr_expect(tc_file_has(tu_path(d, "b.out"), "cut back to step 4, where this run resumes; the 4 "
                           "lines logged after it moved to"));
     /* the reference: 12 steps in one go */
     snprintf(args, sizeof args, "%s --shuffle 1 --steps 12 --log %s/ref.jsonl", m, d);
-    cr_assert_eq(tc_run(NULL, args, at(d, "ref")), 0);
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "ref")), 0);
     int sa[TC_MAX_STEPS], sb[TC_MAX_STEPS];
     double la[TC_MAX_STEPS], lb[TC_MAX_STEPS];
     int na = tc_log_losses(log, sa, la, NULL, TC_MAX_STEPS);
-    int nb = tc_log_losses(at(d, "ref.jsonl"), sb, lb, NULL, TC_MAX_STEPS);
+    int nb = tc_log_losses(tu_path(d, "ref.jsonl"), sb, lb, NULL, TC_MAX_STEPS);
     cr_assert_eq(na, 12, "the resumed log has %d training lines, want 12 (each step once)", na);
     cr_assert_eq(nb, 12);
     for (int i = 0; i < 12; i++) {
@@ -140,7 +123,7 @@ Test(run_log, a_resumed_log_has_each_step_once, .timeout = 120)
     }
     /* the four lines cut, kept */
     int sc[8];
-    cr_expect_eq(tc_log_losses(at(d, "run.jsonl.abandoned"), sc, NULL, NULL, 8), 4);
+    cr_expect_eq(tc_log_losses(tu_path(d, "run.jsonl.abandoned"), sc, NULL, NULL, 8), 4);
     cr_expect(sc[0] == 5 && sc[3] == 8);
-    cleanup(d);
+    tu_remove_tree(d);
 }

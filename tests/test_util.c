@@ -134,6 +134,15 @@ char *tu_tempdir(void)
     return d;
 }
 
+const char *tu_path(const char *dir, const char *name)
+{
+    static char buf[8][4200];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
 void tu_remove_tree(char *dir)
 {
     char cmd[4200];

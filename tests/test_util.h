@@ -32,6 +32,9 @@ const char *tu_tmp(void);
  * at the end in any case). */
 char *tu_tempdir(void);
 
+/* "dir/name" in one of 8 rotating static buffers (so a call may use a few). */
+const char *tu_path(const char *dir, const char *name);
+
 /* rm -rf dir, then free(dir): a test's temp folder at its end. */
 void tu_remove_tree(char *dir);
 
