@@ -42,7 +42,7 @@ static int measure(const TrainOptions *o, const PlanInput *in, Backend *be, cons
     if (own) backend_close(own);
     if (rc != 0) return -1;
     tc->have = 1;
-    snprintf(tc->source, sizeof tc->source, "measured on %s in %.2f s (median of %d)", device,
+    snprintf(tc->source, sizeof tc->source, "measured on %s in %.2f s (%d rounds)", device,
              now_s() - t0, tc->oc.reps);
     if (!cache[0]) return 0;
     char werr[4400];

@@ -46,7 +46,7 @@ typedef enum { OPCOST_FLOPS = 0, OPCOST_NS = 1 } OpCostUnit;
 
 typedef struct OpCosts {
     int unit;             /* OpCostUnit */
-    int reps;             /* measured: the timed calls each median is of; 0 otherwise */
+    int reps;             /* measured: the timed calls each cost is of; 0 otherwise */
     long long c[OP_COUNT];
 } OpCosts;
 
@@ -92,7 +92,8 @@ int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out);
  * once, in the order a block runs them, 64 MiB written over the caches
  * before its forward and its backward, each call between two syncs), at
  * least min_reps rounds and as many more as fit OPCOST_MIN_SECONDS, at
- * most OPCOST_MAX_REPS; the median. The head is timed on one chunk and
+ * most OPCOST_MAX_REPS; the mean of the middle 60% of each op's calls
+ * (opcost_measure.c says why not the median). The head is timed on one chunk and
  * scaled to B*T tokens; the optimizer ops on at most 4M elements and
  * scaled to the parameter count (both are linear in it). Returns 0, or -1
  * with err (out of memory). */

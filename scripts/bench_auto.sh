@@ -12,14 +12,16 @@
 #       T=1024, bf16, B=8 (LAYERS="12 48"); needs a CUDA build and a GPU.
 # Extra flags go to every run (e.g. --batch 2; on the GPU, the data).
 #
-# Per shape: the op costs are measured once (--op-costs measure, cached in a
-# temp folder, so every auto run reads the same costs), --plan gives the
-# peaks of modes 0, selective, 1 and 2, and NBUDGETS (default 4) budgets
+# Per shape: --plan gives the peaks of modes 0, selective, 1 and 2, and
+# NBUDGETS (default 4) budgets
 # are spread evenly between mode 1's peak and mode 0's (4: at 1/8, 3/8,
 # 5/8 and 7/8 of the way). Then REPEATS (default 3) rounds, each running,
 # one after another, the fixed modes of MODES that fit the largest budget
 # (1 always; 2 and selective when they fit) and auto at each budget, STEPS
-# (default 6) steps each. Per run: the median
+# (default 6) steps each. Every run measures its op costs at its start
+# (--op-costs measure, as a first run on a machine does), so that each
+# prediction is made under the load its run meets: on a shared machine the
+# load drifts over minutes. Per run: the median
 # tokens/s over steps 2..STEPS, and the predicted and measured step time
 # from the log's summary. Reported per budget: the median over rounds of
 # each mode that fits, auto / the best of them, and auto's predicted and
@@ -59,7 +61,7 @@ gpu)
     ;;
 *) echo "usage: scripts/bench_auto.sh [cpu|gpu] [train_gpt flags...]" >&2; exit 1;;
 esac
-common+=(--steps "$steps" --val-every 0 "$@")
+common+=(--steps "$steps" --val-every 0 --op-costs measure "$@")
 
 run() { # name args...: one run, its log in $out/$name.jsonl
     local name=$1; shift
@@ -73,7 +75,7 @@ run() { # name args...: one run, its log in $out/$name.jsonl
 for L in $layers; do
     # shellcheck disable=SC2046
     shape=(--layers "$L" $(width "$L"))
-    ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget 1000GiB --op-costs measure \
+    ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget 1000GiB --op-costs flops \
         > "$out/plan$L.txt"
     read -r p0 psel p1 p2 < <(awk '$1=="0"{a=$4} $1=="selective"{b=$4} $1=="1"{c=$4}
         $1 ~ /^2,k=/{d=$4} END{print a, b, c, d}' "$out/plan$L.txt")
