@@ -37,4 +37,17 @@ void cuda_device_name(char *buf, size_t len); /* the current device's; HAVE_CUDA
  * arenas: cuBLASLt's workspace and its own scratch (48 MiB). HAVE_CUDA only. */
 size_t cuda_backend_fixed_bytes(void);
 
+/* The bf16 attention kernels' compiled variants (tile sizes, warps, pipeline
+ * stages, launch bounds; kernels/cuda/attention_mma.cu), HAVE_CUDA only.
+ * kernel: CUDA_ATTN_FWD, _DQ or _DKDV. Variant 0 is each kernel's default;
+ * cuda_backend_open takes TRAIN_GPT_ATTN_VARIANT (comma-separated names,
+ * e.g. "fwd-w8-k64-s2-b2,dkdv-w4-q32-s2-b3") and fails naming it when a
+ * name is unknown. count: how many; name: NULL past the end; set: -1 when
+ * i is out of range, else 0. */
+enum { CUDA_ATTN_FWD, CUDA_ATTN_DQ, CUDA_ATTN_DKDV, CUDA_ATTN_KERNELS };
+int cuda_attn_variant_count(int kernel);
+const char *cuda_attn_variant_name(int kernel, int i);
+int cuda_attn_variant_get(Backend *be, int kernel);
+int cuda_attn_variant_set(Backend *be, int kernel, int i);
+
 #endif

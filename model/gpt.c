@@ -207,6 +207,19 @@ void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx)
     g->grad_ready_ctx = ctx;
 }
 
+void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx)
+{
+    g->block_hook = fn;
+    g->block_hook_ctx = ctx;
+}
+
+/* Ask the block hook whether to go on after `done` schedule steps; 0 = go on. */
+static int block_done(GPT *g, int done)
+{
+    if (g->block_hook && g->block_hook(g->block_hook_ctx, g, done)) g->abandoned = 1;
+    return g->abandoned;
+}
+
 /* 1 when the master copy covers only part of the vector (ZeRO-1). */
 static int master_sharded(const GPT *g)
 {
@@ -361,8 +374,8 @@ static void block_backward(GPT *g, int l, const void *x, BlockTape *tp)
     OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
 }
 
-/* Run schedule steps [k0, k1). */
-static void run_steps(GPT *g, int k0, int k1)
+/* Run schedule steps [k0, k1); 0, or -1 when the block hook abandoned the pass. */
+static int run_steps(GPT *g, int k0, int k1)
 {
     for (int k = k0; k < k1; k++) {
         const ScheduleStep *st = &g->sched.steps[k];
@@ -379,19 +392,24 @@ static void run_steps(GPT *g, int k0, int k1)
             block_backward(g, st->block, x, tp);
             grads_ready(g, block_tensors, 12, st->block);
         }
+        if (block_done(g, k + 1)) return -1;
     }
+    return 0;
 }
 
-/* Embedding, the forward part of the schedule, and the final LayerNorm. */
-static void forward_to_lnf(GPT *g, const int *inputs)
+/* Embedding, the forward part of the schedule, and the final LayerNorm.
+ * Starts a pass (clears g->abandoned); -1 when the block hook abandoned it. */
+static int forward_to_lnf(GPT *g, const int *inputs)
 {
     int N = g->B * g->T, C = g->cfg.channels;
+    g->abandoned = 0;
     OPS->mem_upload(g->be, g->tokens, inputs, (size_t)N * sizeof(int));
     OPS->encoder_forward(g->be, g->res_slots[g->sched.embed_slot], g->tokens, g->param_t[WTE],
                          g->param_t[WPE], g->B, g->T, C);
-    run_steps(g, 0, g->sched.n_forward);
+    if (run_steps(g, 0, g->sched.n_forward) != 0) return -1;
     OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
                            g->param_t[LNFW], g->param_t[LNFB], N, C);
+    return 0;
 }
 
 static double mean_loss(GPT *g)
@@ -406,38 +424,54 @@ static double mean_loss(GPT *g)
 double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float dloss)
 {
     int N = g->B * g->T, C = g->cfg.channels;
-    forward_to_lnf(g, inputs);
+    if (forward_to_lnf(g, inputs) != 0) return NAN;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
     /* Head forward and backward in one chunked pass: dsmall = dL/d(lnf out). */
     OPS->head_forward_backward(g->be, g->losses, g->dsmall, g->grad_t[WTE], g->lnf,
                                g->param_t[WTE], g->targets, g->chunk_buf, N, C,
                                g->cfg.vocab_size, g->cfg.padded_vocab, g->plan.loss_chunk, dloss);
+    if (block_done(g, g->sched.n_forward)) return NAN;
     OPS->mem_zero(g->be, g->dres, (size_t)N * C * g->be->act_bytes);
     OPS->layernorm_backward(g->be, g->dres, g->grad_t[LNFW], g->grad_t[LNFB], g->dsmall,
                             g->final_res, g->param_t[LNFW], g->lnf_mean, g->lnf_rstd, N, C);
     static const int lnf_tensors[2] = {LNFW, LNFB}, embed_tensors[2] = {WTE, WPE};
     grads_ready(g, lnf_tensors, 2, -1);
-    run_steps(g, g->sched.n_forward, g->sched.n_steps);
+    if (run_steps(g, g->sched.n_forward, g->sched.n_steps) != 0) return NAN;
     OPS->encoder_backward(g->be, g->grad_t[WTE], g->grad_t[WPE], g->dres, g->tokens, g->B, g->T, C);
     grads_ready(g, embed_tensors, 2, -1);
     return mean_loss(g);
 }
 
-double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+/* Forward, and the head's forward half into g->losses (device). -1 when
+ * the block hook abandoned the forward (g->abandoned; losses not written). */
+static int eval_forward(GPT *g, const int *inputs, const int *targets)
 {
     int N = g->B * g->T, C = g->cfg.channels;
-    forward_to_lnf(g, inputs);
+    if (forward_to_lnf(g, inputs) != 0) return -1;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
     OPS->head_forward_backward(g->be, g->losses, NULL, NULL, g->lnf, g->param_t[WTE], g->targets,
                                g->chunk_buf, N, C, g->cfg.vocab_size, g->cfg.padded_vocab,
                                g->plan.loss_chunk, 0.0f);
+    return 0;
+}
+
+double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+{
+    if (eval_forward(g, inputs, targets) != 0) return NAN;
     return mean_loss(g);
+}
+
+const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets)
+{
+    if (eval_forward(g, inputs, targets) != 0) return g->host_losses; /* stale: g->abandoned */
+    OPS->mem_download(g->be, g->host_losses, g->losses, (size_t)g->B * g->T * sizeof(float));
+    return g->host_losses;
 }
 
 void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits)
 {
     int C = g->cfg.channels, Vp = g->cfg.padded_vocab;
-    forward_to_lnf(g, inputs);
+    if (forward_to_lnf(g, inputs) != 0) return;
     /* chunk_buf holds at least one row of Vp floats. */
     const char *row = (const char *)g->lnf + (size_t)pos * C * g->be->act_bytes;
     OPS->head_logits(g->be, g->chunk_buf, row, g->param_t[WTE], 1, C, Vp);

@@ -51,7 +51,18 @@ typedef struct {
  * it to launch the gradient all-reduce layer by layer. */
 typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *counts, int n);
 
-typedef struct {
+/* Called after each schedule step (a block's forward, re-forward or
+ * backward; `done` of the schedule's n_steps finished, the step just run is
+ * sched.steps[done - 1]) and once after the loss head (done = n_forward,
+ * again). For progress displays and prompt stops: a non-zero return
+ * abandons the pass at that boundary. The rest of the pass is skipped,
+ * g->abandoned is set, gpt_forward_backward and gpt_eval_loss return NAN
+ * and gpt_logits_at's logits are undefined; the gradients are then partial,
+ * while parameters and optimizer state are untouched (no update ran). */
+struct GPT;
+typedef int (*BlockHookFn)(void *ctx, const struct GPT *g, int done);
+
+typedef struct GPT {
     GPTConfig cfg;
     Backend *be;
     int B, T;
@@ -76,6 +87,9 @@ typedef struct {
     size_t opt_begin, opt_end;
     GradReadyFn grad_ready;
     void *grad_ready_ctx;
+    BlockHookFn block_hook;
+    void *block_hook_ctx;
+    int abandoned; /* the last pass was abandoned by block_hook */
 } GPT;
 
 /* Build the schedule for `recompute` (schedule_build's modes), plan, and
@@ -99,6 +113,8 @@ size_t gpt_arena_high_water(const GPT *g);
 
 /* Install (fn != NULL) or remove the gradient-ready callback. */
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
+/* Install (fn != NULL) or remove the per-block callback. */
+void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx);
 
 /* Parameters as fp32 on the host, llm.c order, config_num_params() floats.
  * Under ZeRO-1 with a master copy, gpt_get_params reads this rank's range
@@ -122,6 +138,13 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
 
 /* Forward only: mean loss of a micro-batch (validation). */
 double gpt_eval_loss(GPT *g, const int *inputs, const int *targets);
+
+/* Forward only: the loss at every position, -log softmax(logits)[target]
+ * over the real vocabulary, as B*T floats on the host (row-major (B,T)),
+ * valid until the model's next call. Multiple-choice evaluation reads the
+ * positions of each completion. When the block hook abandoned the forward
+ * (g->abandoned), the values are stale and the caller must not use them. */
+const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets);
 
 /* Logits (padded vocab, fp32, host) at position pos of batch row 0 after a
  * forward over inputs (B*T, host int32). For sampling. */

@@ -6,7 +6,11 @@
 #   1. build (make -j16) with the CUDA backend;
 #   2. tests/cuda/check_kernels: every op against the cpu backend, fp32
 #      (tol 1e-5) and bf16 (tol 2e-2), small odd shapes and GPT-2 124M's;
-#   3. the same tool's --time table (per-op medians, CUDA events);
+#   3. the same tool's --time table (per-op medians, CUDA events), and
+#      beside it the static model's predictions for those rows when the
+#      bundle carries them (scripts/cuda_perf_model.py, docs/perf-model.md);
+#   3b. the same tool's --sweep: every bf16 attention kernel variant checked
+#      against the default and timed at 124M's and XL's shapes;
 #   4. trainer, tiny models: GPU fp32 loss and every gradient within 1e-4
 #      (relative, per tensor) of the cpu backend, after one step;
 #   5. trainer: --recompute 1, 2 and selective bitwise identical to 0 on the
@@ -52,9 +56,15 @@
 # lines), nvidia-smi.txt, dist.log. Exit status: 0 when every row passed.
 # GPU_CHECK_BUDGET (seconds, default 420): sections 6-8 are skipped, with a
 # SKIP row, once the script has run that long. GPU_CHECK_SECTIONS (default:
-# all) names the sections to run (kernels grads recompute nccl perf xlmax
-# head auto), for a rerun of what failed; CHECK_ARGS goes to check_kernels (e.g.
-# "--only head").
+# all) names the sections to run (kernels sweep grads recompute nccl perf
+# xlmax head auto), for a rerun of what failed; CHECK_ARGS goes to
+# check_kernels (e.g. "--only head").
+# The first run after the attention rewrite (issue 13):
+#   GPU_CHECK_SECTIONS="kernels recompute perf sweep" scripts/gpu_check.sh OUT
+# estimated at 5 to 6 minutes (not yet run): build from the bundle and data
+# about 20 s, kernels about 55 s (runs 1-2 took about 45 s; now every
+# attention variant is checked at 124M's shape too), sweep about 45 s,
+# recompute about 25 s, perf about 150 s (run 1's rows, with 124M at B=64).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -ne 1 ]; then
@@ -82,8 +92,8 @@ row() { # NAME RESULT DETAIL
 }
 in_budget() { [ "$SECONDS" -lt "$BUDGET" ]; }
 # GPU_CHECK_SECTIONS: run only these sections (default: all), e.g. "kernels
-# head" for a rerun inside a short lease. Names: kernels grads recompute nccl
-# perf xlmax head auto. The build and the data always run.
+# head" for a rerun inside a short lease. Names: kernels sweep grads
+# recompute nccl perf xlmax head auto. The build and the data always run.
 want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ " $GPU_CHECK_SECTIONS " == *" $1 "* ]]; }
 finish() {
     echo
@@ -91,7 +101,7 @@ finish() {
     cat "$SUM"
     if [ -s "$OUT/timing.log" ]; then
         echo
-        sed -n '/timing (bf16)/,$p' "$OUT/timing.log"
+        sed -n '/timing (bf16)/,/^(head_forward_backward/p' "$OUT/timing.log"
     fi
     echo
     if [ "$FAILS" -eq 0 ]; then echo "gpu_check: all PASS"; else echo "gpu_check: $FAILS FAIL"; fi
@@ -186,10 +196,35 @@ if [ $rc -eq 0 ]; then row "check_kernels (fp32 1e-5, bf16 2e-2)" PASS "$detail"
 else row "check_kernels (fp32 1e-5, bf16 2e-2)" FAIL "exit $rc: $detail $(tail -1 "$OUT/kernels.log")"; fi
 if ./tests/cuda/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.log" 2>&1; then
     row "check_kernels --time" PASS "per-op medians in timing.log (bf16 table below)"
+    # the static model's predictions for these rows (made by gpu_bundle.sh on
+    # the CPU machine; python3 only here), appended to timing.log
+    if [ -f "$WORK/bundle/perf_model.json" ]; then
+        { echo; $PY scripts/cuda_perf_model.py --compare "$OUT/timing.log" \
+            --predictions "$WORK/bundle/perf_model.json"; } >>"$OUT/timing.log" 2>&1
+    fi
 else
     row "check_kernels --time" FAIL "$(tail -1 "$OUT/timing.log")"
 fi
 fi # kernels
+
+# ---- 3b: the bf16 attention kernels' variants (check_kernels --sweep) ----
+# Every compiled variant (tile sizes, warps, stages, launch bounds;
+# kernels/cuda/attention_mma.cu) at 124M's attention shape (B = 4, 16, 64)
+# and XL's (B = 8): checked against the default variants' output, then
+# timed. Its tables go to the end of timing.log, its verdicts in the
+# summary. Planned at about 45 s (mostly host-side checks of the outputs).
+if want sweep; then
+t0=$SECONDS
+./tests/cuda/check_kernels --sweep --dtype bf16 >"$WORK/sweep.log" 2>&1
+rc=$?
+cat "$WORK/sweep.log" >>"$OUT/timing.log"
+best=$(grep '^sweep best' "$WORK/sweep.log" | sed 's/^sweep best //' | tr '\n' ';')
+if [ $rc -eq 0 ]; then
+    row "attention variants sweep (bf16)" PASS "$((SECONDS - t0)) s; fastest correct: $best"
+else
+    row "attention variants sweep (bf16)" FAIL "exit $rc after $((SECONDS - t0)) s: $(grep -m3 -E 'FAIL|error' "$WORK/sweep.log" | tr '\n' ' ')"
+fi
+fi # sweep
 
 # ---- data ----
 $TOOLS shard "$WORK/small_000.bin" 1000000 1000 1 &&

@@ -23,12 +23,25 @@ float *tu_random_params(const GPTConfig *cfg, uint64_t seed);
 /* A cpu backend with 2 threads; asserts on failure. */
 Backend *tu_cpu(void);
 
-/* mkdtemp under /tmp; returns a static-lifetime string the caller frees. */
+/* The folder tests write in: $TMPDIR, which the suite points at its own
+ * root under the caller's $TMPDIR (default /tmp) and removes at the end. */
+const char *tu_tmp(void);
+
+/* A new folder under tu_tmp(); the caller frees the string. It and what is
+ * in it are removed when the test process exits (and with the suite's root
+ * at the end in any case). */
 char *tu_tempdir(void);
+
+/* rm -rf dir, then free(dir): a test's temp folder at its end. */
+void tu_remove_tree(char *dir);
 
 /* Run a shell command, return its exit status (or -1). Output to files
  * given in the command. */
 int tu_run(const char *cmd);
+
+/* Everything the test wrote to stderr so far, as a malloc'd string, for a
+ * test declared with .init = cr_redirect_stderr; stderr is closed after. */
+char *tu_captured_stderr(void);
 
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL if absent). */
 char *tu_read_file(const char *path, size_t *len);

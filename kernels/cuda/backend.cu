@@ -101,6 +101,7 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
         return NULL;
     }
     st->bf16 = bf16;
+    if (!amma_variants_from_env(st, err, err_len)) goto fail;
     {
         /* the current device: device 0, or the one dist_select_device made
          * current for this rank before the backend opened */
