@@ -10,6 +10,8 @@
 #include "kernels/backend.h"
 #include "run/opcost_file.h"
 
+/* At least this many timed rounds (opcost_measure adds more to fill half a
+ * second). */
 #define MEASURE_REPS 5
 
 static double now_s(void)
@@ -40,11 +42,11 @@ static int measure(const TrainOptions *o, const PlanInput *in, Backend *be, cons
     if (own) backend_close(own);
     if (rc != 0) return -1;
     tc->have = 1;
-    snprintf(tc->source, sizeof tc->source, "measured on %s in %.2f s (median of %d)", device,
-             now_s() - t0, MEASURE_REPS);
+    snprintf(tc->source, sizeof tc->source, "measured on %s in %.2f s (%d rounds)", device,
+             now_s() - t0, tc->oc.reps);
     if (!cache[0]) return 0;
     char werr[4400];
-    if (opcost_file_write(cache, device, in, &tc->oc, MEASURE_REPS, werr, sizeof werr) != 0)
+    if (opcost_file_write(cache, device, in, &tc->oc, werr, sizeof werr) != 0)
         fprintf(stderr, "note: op costs not cached: %s\n", werr);
     else
         snprintf(tc->source + strlen(tc->source), sizeof tc->source - strlen(tc->source),

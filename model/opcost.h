@@ -46,6 +46,7 @@ typedef enum { OPCOST_FLOPS = 0, OPCOST_NS = 1 } OpCostUnit;
 
 typedef struct OpCosts {
     int unit;             /* OpCostUnit */
+    int reps;             /* measured: the timed calls each cost is of; 0 otherwise */
     long long c[OP_COUNT];
 } OpCosts;
 
@@ -87,13 +88,18 @@ int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out);
 
 /* Time every op on be at in's shape (B, T, dtype, loss chunk): one block's
  * buffers are allocated (mem_alloc, freed before returning), filled with
- * random values, every op run once to warm up and then `reps` times, in
- * the order a block runs them (64 MiB written over the caches before its
- * forward and its backward), each call between two syncs; the median. The head is timed on one chunk and
+ * random values, every op run once to warm up, then in rounds (every op
+ * once, in the order a block runs them, 64 MiB written over the caches
+ * before its forward and its backward, each call between two syncs), at
+ * least min_reps rounds and as many more as fit OPCOST_MIN_SECONDS, at
+ * most OPCOST_MAX_REPS; the mean of the middle 60% of each op's calls
+ * (opcost_measure.c says why not the median). The head is timed on one chunk and
  * scaled to B*T tokens; the optimizer ops on at most 4M elements and
  * scaled to the parameter count (both are linear in it). Returns 0, or -1
  * with err (out of memory). */
-int opcost_measure(Backend *be, const PlanInput *in, int reps, OpCosts *out, char *err,
+#define OPCOST_MIN_SECONDS 0.5
+#define OPCOST_MAX_REPS 25
+int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out, char *err,
                    size_t err_len);
 
 /* Print the costs (ms per call, by op) and the frontier to f. */

@@ -39,7 +39,8 @@ typedef struct {
 
 static void *get(Bench *b, size_t bytes)
 {
-    void *p = b->failed || b->n_alloc == 64 ? NULL : b->be->ops->mem_alloc(b->be, bytes ? bytes : 1);
+    void *p = b->failed || b->n_alloc == 64 ? NULL
+                                             : b->be->ops->mem_alloc(b->be, bytes ? bytes : 1);
     if (!p) b->failed = 1;
     else b->alloc[b->n_alloc++] = p;
     return p;
@@ -175,7 +176,38 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int opcost_measure(Backend *be, const PlanInput *in, int reps, OpCosts *out, char *err,
+/* One round: every op once, in a block's order (each reads what the one
+ * before wrote), 64 MiB written over the caches before the block's forward
+ * and its backward. The residual gradient grows with each backward: reset. */
+static double run_round(Bench *b, double *t)
+{
+    Backend *be = b->be;
+    double sum = 0.0;
+    fill(b, b->dres, (size_t)b->N * b->C, 0, 1, 8);
+    for (int op = 0; op < OP_COUNT; op++) {
+        if (op == OP_BLOCK_FWD_FIRST || op == OP_BLOCK_BWD_FIRST)
+            be->ops->mem_zero(be, b->flush, FLUSH_BYTES);
+        double dt = run_op(b, op);
+        if (t) t[op] = dt;
+        sum += dt;
+    }
+    return sum;
+}
+
+/* The mean of the middle 60% of n sorted values (at least one). A step is
+ * a sum of calls, so its time follows the mean call, stalls included: on a
+ * shared CPU a median keeps the typical call and misses how often a thread
+ * is descheduled (with 2 threads under load it predicted steps 1.6x too
+ * short), while a mean of all would follow one long stall. */
+static double trimmed_mean(const double *v, int n)
+{
+    int drop = n / 5, m = n - 2 * drop;
+    double s = 0.0;
+    for (int i = drop; i < n - drop; i++) s += v[i];
+    return s / m;
+}
+
+int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out, char *err,
                    size_t err_len)
 {
     MemoryPlan plan;
@@ -187,39 +219,45 @@ int opcost_measure(Backend *be, const PlanInput *in, int reps, OpCosts *out, cha
                .NH = in->cfg.num_heads, .N = in->B * in->T, .V = in->cfg.vocab_size,
                .Vp = in->cfg.padded_vocab, .rows = plan.loss_chunk};
     b.n_opt = plan.padded_params < OPT_SLICE ? plan.padded_params : OPT_SLICE;
-    if (reps < 1) reps = 1;
-    int rc = bench_alloc(&b);
-    double *t = malloc(sizeof(double) * (size_t)reps * OP_COUNT);
+    int rc = bench_alloc(&b), reps = 0;
+    double *t = malloc(sizeof(double) * OPCOST_MAX_REPS * OP_COUNT);
     if (rc != 0 || !t) {
         snprintf(err, err_len, "--op-costs measure: out of %s memory for one block's buffers "
                  "at B=%d, T=%d, C=%d", be->name, b.B, b.T, b.C);
         rc = -1;
         goto done;
     }
-    /* In op order, so each reads what the one before wrote; the first
-     * round warms up (cuBLASLt's heuristics, page faults). The residual
-     * gradient grows with each backward round: reset it. */
-    for (int r = -1; r < reps; r++) {
-        fill(&b, b.dres, (size_t)b.N * b.C, 0, 1, 8);
-        for (int op = 0; op < OP_COUNT; op++) {
-            if (op == OP_BLOCK_FWD_FIRST || op == OP_BLOCK_BWD_FIRST)
-                be->ops->mem_zero(be, b.flush, FLUSH_BYTES);
-            double dt = run_op(&b, op);
-            if (r >= 0) t[(size_t)op * reps + r] = dt;
-        }
-    }
+    /* The first round warms up (cuBLASLt's heuristics, page faults). Then
+     * at least min_reps rounds, and more, up to OPCOST_MAX_REPS, until they
+     * span OPCOST_MIN_SECONDS: a median over a longer stretch is less at
+     * the mercy of one moment's load on a shared machine. */
+    if (min_reps < 1) min_reps = 1;
+    if (min_reps > OPCOST_MAX_REPS) min_reps = OPCOST_MAX_REPS;
+    run_round(&b, NULL);
+    for (double spent = 0.0;
+         reps < min_reps || (spent < OPCOST_MIN_SECONDS && reps < OPCOST_MAX_REPS); reps++)
+        spent += run_round(&b, t + (size_t)reps * OP_COUNT);
     memset(out, 0, sizeof *out);
     out->unit = OPCOST_NS;
+    out->reps = reps;
+    double *v = malloc(sizeof(double) * (size_t)reps);
+    if (!v) {
+        snprintf(err, err_len, "--op-costs measure: out of host memory");
+        rc = -1;
+        goto done;
+    }
     for (int op = 0; op < OP_COUNT; op++) {
-        double *v = t + (size_t)op * reps, scale = 1.0;
+        double scale = 1.0;
+        for (int r = 0; r < reps; r++) v[r] = t[(size_t)r * OP_COUNT + op];
         qsort(v, (size_t)reps, sizeof *v, cmp_double);
-        double med = reps % 2 ? v[reps / 2] : 0.5 * (v[reps / 2 - 1] + v[reps / 2]);
+        double mean = trimmed_mean(v, reps);
         if (op == OP_HEAD) scale = (double)b.N / b.rows;
         if (op == OP_ZERO_GRADS) scale = (double)plan.padded_params / b.n_opt;
         if (op == OP_GRAD_NORM) scale = (double)plan.num_params / b.n_opt;
         if (op == OP_ADAMW) scale = (double)plan.shard_params / b.n_opt;
-        out->c[op] = (long long)(med * scale * 1e9 + 0.5);
+        out->c[op] = (long long)(mean * scale * 1e9 + 0.5);
     }
+    free(v);
 done:
     free(t);
     for (int i = 0; i < b.n_alloc; i++) be->ops->mem_free(be, b.alloc[i]);

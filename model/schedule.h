@@ -48,7 +48,7 @@ typedef enum {
     RECOMPUTE_BLOCK = 1,     /* --recompute 1: keep x_l only; re-forward each block */
     RECOMPUTE_SEGMENTS = 2,  /* --recompute 2: x_l every k blocks; re-run segments taped */
     RECOMPUTE_SELECTIVE = 3, /* --recompute selective: every block keeps a selective tape */
-    RECOMPUTE_AUTO = 4,      /* --recompute auto: least predicted time (or recompute) within a byte budget */
+    RECOMPUTE_AUTO = 4,      /* --recompute auto: least predicted time within a budget */
 } RecomputeMode;
 
 typedef enum { STEP_FORWARD = 0, STEP_BACKWARD = 1 } StepKind;

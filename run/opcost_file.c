@@ -107,6 +107,11 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
                    path, opcost_op_name(op));
             goto out;
         }
+    if (get_int(root, "reps", 0, 1e9, &v) != 0) {
+        io_err(err, err_len, "%s: \"reps\" missing or not an integer", path);
+        goto out;
+    }
+    out->reps = (int)v;
     out->unit = OPCOST_NS;
     snprintf(device, device_len, "%s", dev->valuestring);
     rc = -2;
@@ -150,7 +155,7 @@ int opcost_file_read(const char *path, const PlanInput *in, char *device, size_t
 }
 
 int opcost_file_write(const char *path, const char *device, const PlanInput *in,
-                      const OpCosts *oc, int reps, char *err, size_t err_len)
+                      const OpCosts *oc, char *err, size_t err_len)
 {
     long long k[K_NUM];
     key_of(in, k);
@@ -161,7 +166,7 @@ int opcost_file_write(const char *path, const char *device, const PlanInput *in,
     cJSON_AddStringToObject(root, "dtype", dtype_name(in->dtype));
     for (int i = 0; i < K_NUM; i++) cJSON_AddNumberToObject(shape, KEY_NAMES[i], (double)k[i]);
     cJSON_AddItemToObject(root, "shape", shape);
-    cJSON_AddNumberToObject(root, "reps", reps);
+    cJSON_AddNumberToObject(root, "reps", oc->reps);
     for (int op = 0; op < OP_COUNT; op++)
         cJSON_AddNumberToObject(ops, opcost_op_name(op), (double)oc->c[op]);
     cJSON_AddItemToObject(root, "ops_ns", ops);

@@ -9,7 +9,7 @@
  *    "shape": {"layers": 12, "channels": 64, "heads": 4, "seq_len": 128,
  *              "batch": 4, "vocab": 256, "padded_vocab": 256,
  *              "loss_chunk": 512, "world_size": 1, "zero": 0},
- *    "reps": 5,
+ *    "reps": 25,   (timed calls of each op)
  *    "ops_ns": {"ln1_fwd": 20113, ... one integer per opcost_op_name}}
  * Every field named is required; others are ignored. A cache file is
  * named op_costs_<16 hex digits>.json, a hash of the device and shape. */
@@ -39,6 +39,6 @@ int opcost_file_read(const char *path, const PlanInput *in, char *device, size_t
                      OpCosts *out, char *err, size_t err_len);
 /* Write them (the folder is created). Returns 0, or -1 with err. */
 int opcost_file_write(const char *path, const char *device, const PlanInput *in,
-                      const OpCosts *oc, int reps, char *err, size_t err_len);
+                      const OpCosts *oc, char *err, size_t err_len);
 
 #endif

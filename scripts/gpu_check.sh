@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh OUTDIR — the CUDA backend's verdict in one command
 # (planned to fit in 8 minutes on one H200 before section 9, which adds about
-# 90 s, planned, not run; nothing here has run on a GPU yet).
+# 100 s, planned, not run; nothing here has run on a GPU yet).
 #
 #   1. build (make -j16) with the CUDA backend;
 #   2. tests/cuda/check_kernels: every op against the cpu backend, fp32
@@ -37,9 +37,12 @@
 #   9. --recompute auto by measured time (scripts/bench_auto.sh gpu): 124M
 #      (B=8) and the XL (B=8), T=1024, bf16, op costs measured on the GPU,
 #      2 budgets between mode 1's and mode 0's peaks, modes 1 and selective
-#      (when it fits) and auto alternating, 4 steps each (124M twice, XL
-#      once: about 90 s); a row per budget, PASS when auto >= 0.97x the best
-#      fixed mode that fits; predicted and measured step time beside it.
+#      (when they fit) and auto side by side, one round (124M 4 steps a run,
+#      XL 3, from section 6's saved XL model: about 100 s, planned from
+#      section 6's start-ups and step times; run without section 6, each XL
+#      run initialises the model on the host, about 30 s more); a row per
+#      budget, PASS when auto >= 0.97x the best fixed mode that fits;
+#      predicted and measured step time beside it.
 # Data: random-token shards written by scripts/gpu_check_tools.py (the
 # trainer's numbers do not depend on the text). MFU's formula is in that file.
 #
@@ -459,7 +462,7 @@ for shape in 12 48; do
     extra=("${FULL[@]}")
     [ $shape = 48 ] && extra+=("${XL_INIT[@]}")
     echo "=== bench_auto L=$shape: scripts/bench_auto.sh gpu ${extra[*]}" >>"$TLOG"
-    LAYERS=$shape NBUDGETS=2 STEPS=4 REPEATS=$([ $shape = 12 ] && echo 2 || echo 1) \
+    LAYERS=$shape NBUDGETS=2 STEPS=$([ $shape = 12 ] && echo 4 || echo 3) REPEATS=1 \
         MODES=selective scripts/bench_auto.sh gpu "${extra[@]}" >"$WORK/auto$shape.txt" 2>&1
     rc=$?
     cat "$WORK/auto$shape.txt" >>"$TLOG"

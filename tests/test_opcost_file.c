@@ -29,7 +29,7 @@ static PlanInput shape_input(void)
 
 static OpCosts some_costs(void)
 {
-    OpCosts oc = {.unit = OPCOST_NS};
+    OpCosts oc = {.unit = OPCOST_NS, .reps = 5};
     for (int op = 0; op < OP_COUNT; op++) oc.c[op] = 1000 * (op + 1) + 7;
     return oc;
 }
@@ -48,7 +48,7 @@ Test(opcost_file, round_trip_and_faults)
     PlanInput in = shape_input();
     OpCosts oc = some_costs(), back;
     snprintf(path, sizeof path, "%s/sub/costs.json", d);
-    cr_assert_eq(opcost_file_write(path, "cpu: test", &in, &oc, 5, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(opcost_file_write(path, "cpu: test", &in, &oc, err, sizeof err), 0, "%s", err);
     cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), 0, "%s",
                  err);
     cr_assert_str_eq(dev, "cpu: test");
@@ -166,7 +166,7 @@ Test(opcost_file, bad_cost_files_exit_1_naming_the_file, .timeout = 60)
     PlanInput in = shape_input();
     in.B = 4;
     OpCosts oc = some_costs();
-    cr_assert_eq(opcost_file_write(path, "cpu: x", &in, &oc, 5, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(opcost_file_write(path, "cpu: x", &in, &oc, e, sizeof e), 0, "%s", e);
     expect_exit_1(d, args, "measured at another shape: \"shape\".\"batch\" is not 2");
     /* --plan reads it too */
     snprintf(args, sizeof args, SHAPE " --plan --memory-budget 10MiB --op-costs %s", path);
@@ -254,7 +254,7 @@ Test(opcost_file, plan_with_costs_prints_step_times)
     PlanInput in = shape_input();
     OpCosts oc = some_costs();
     snprintf(path, sizeof path, "%s/costs.json", d);
-    cr_assert_eq(opcost_file_write(path, "cuda: elsewhere", &in, &oc, 5, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(opcost_file_write(path, "cuda: elsewhere", &in, &oc, e, sizeof e), 0, "%s", e);
     snprintf(args, sizeof args, SHAPE " --plan --memory-budget 3000000 --grad-accum 2 "
              "--op-costs %s", path);
     cr_assert_eq(run(d, args, &out, &err), 0, "%s", err);
