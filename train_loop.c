@@ -98,6 +98,7 @@ static int print_sample(Trainer *tr, int step)
 {
     int n;
     const int32_t *p = trainer_prompt(tr, tr->model.T, &n);
+    progress_begin(&tr->prog, "", 0); /* no in-step line across the sample's text */
     printf("step %5d | sample:\n", step);
     return sample_generate(&tr->model, &tr->codec, p, n, tr->opt.sample_tokens,
                            tr->opt.temperature, &tr->rng, stdout);

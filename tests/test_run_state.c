@@ -327,11 +327,9 @@ Test(run_state, keep_prunes_and_incomplete_saves_are_ignored, .init = cr_redirec
     int step;
     cr_assert_eq(ckpt_find_latest(d, sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 5);
-    /* the broken manifest is named on stderr; the folder without one is silent */
-    char *e = tu_captured_stderr(), want[1200];
-    snprintf(want, sizeof want, "note: skipping %s/step_00000007: %s/step_00000007/COMPLETE: "
-             "not valid JSON (truncated or corrupt manifest)\n", d, d);
-    cr_expect_str_eq(e, want);
+    /* quietly: the reader of a resume names what it skips (run/rollback.c) */
+    char *e = tu_captured_stderr();
+    cr_expect_str_eq(e, "");
     free(e);
     /* an empty or missing folder has no save */
     snprintf(sd, sizeof sd, "%s/none", d);
