@@ -1,6 +1,7 @@
 # train_gpt — build. `make` builds ./train_gpt and ./tokenize (CPU backend
 # always; the CUDA backend too when nvcc is found). `make test` runs the
-# Criterion suite. `make data` prepares the default dataset. `make test-asan`
+# Criterion suite. `make data` prepares the default dataset; `make hellaswag`
+# the HellaSwag eval file. `make test-asan`
 # runs the suite under ASan+UBSan; `make fuzz` builds the libFuzzer targets.
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -54,7 +55,7 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/distributed/nccl_check.o)
 endif
 
-.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources cuda-perf-model
+.PHONY: all test data hellaswag clean cuda-check cuda-emu-check cuda-resources cuda-perf-model
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -97,7 +98,8 @@ train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/libtrain_
 tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-tests/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+# (train_sample.o: the tests drive sample_generate, the CLI's text sampler)
+tests/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # The suite: unit and end-to-end tests (they run ./train_gpt, so build it).
@@ -107,11 +109,18 @@ test: all tests/run_tests
 data: tokenize
 	scripts/prepare_data.sh
 
+# HellaSwag's validation set as an llm.c eval file, datasets/hellaswag_val.bin
+# (scripts/get_hellaswag.sh: found or fetched along data/source.h's chain,
+# sha256-checked).
+hellaswag: tokenize
+	scripts/get_hellaswag.sh
+
 # CUDA kernel checker (tests/cuda/README.md): every op against the cpu
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
 # the same checker on the hand-written kernels under a CPU emulator (no GPU,
 # no nvcc needed; cuBLASLt replaced by a plain product).
-CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_util.c tests/cuda/check_timing.c
+CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_attention.c tests/cuda/check_util.c \
+             tests/cuda/check_timing.c tests/cuda/check_sweep.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) tests/cuda/emu/emu.cpp tests/cuda/emu/emu_gemm.cpp
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
@@ -130,7 +139,8 @@ tests/cuda/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 cuda-emu-check: tests/cuda/check_kernels_emu
 	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
-	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention $(CHECK_ARGS)
+	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
+	./tests/cuda/check_kernels_emu --sweep --quick --dtype bf16
 	EMU_ENC_SORT_CHUNK=256 ./tests/cuda/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
 # sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
@@ -169,7 +179,7 @@ $(BUILD)/train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/
 $(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
@@ -177,7 +187,8 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB  := data/shard.c model/model_file.c model/config.c base/fileio.c run/run_state.c \
-             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
+             data/eval_file.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

@@ -196,6 +196,8 @@ static void print_summary(Trainer *tr)
     cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
     cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
     cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
+    train_costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
+                       tr->start_step, o);
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
     if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
@@ -206,35 +208,14 @@ static void print_summary(Trainer *tr)
     trainer_log(tr, o);
 }
 
-static int open_sampling(Trainer *tr, char *err, size_t len)
-{
-    if (codec_open(&tr->codec, tr->cfg.vocab_size, err, len) != 0) return -1;
-    sample_seed(&tr->rng, tr->opt.seed);
-    if (!tr->opt.prompt) return 0;
-    return codec_encode(&tr->codec, tr->opt.prompt, tr->cfg.vocab_size, &tr->prompt, err, len);
-}
-
-/* The tokens samples continue: --prompt's last T tokens, or one start token
- * (end-of-text for GPT-2, a newline for bytes, id 0 otherwise). */
-const int32_t *trainer_prompt(Trainer *tr, int T, int *n)
-{
-    static int32_t start;
-    start = tr->codec.kind == CODEC_GPT2 ? GPT2_EOT : tr->codec.kind == CODEC_BYTES ? '\n' : 0;
-    if (tr->prompt.len == 0) {
-        *n = 1;
-        return &start;
-    }
-    *n = (int)tr->prompt.len < T ? (int)tr->prompt.len : T;
-    return tr->prompt.data + tr->prompt.len - *n;
-}
-
 /* --generate: load (or initialise) the model with one row of seq-len
  * tokens, print the tokens, exit. No data, no training. */
 static int generate_only(Trainer *tr)
 {
     char err[1024];
     const TrainOptions *o = &tr->opt;
-    if (open_sampling(tr, err, sizeof err) != 0) fail(tr, err);
+    if (text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
+        fail(tr, err);
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(&tr->dist, err, sizeof err) != 0)
         fail(tr, err);
     tr->be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
@@ -244,15 +225,12 @@ static int generate_only(Trainer *tr)
         fail(tr, err);
     /* no label: the tokens are the progress; the hook stops at a block */
     progress_init(&tr->prog, &tr->model, progress_now_ms(), 1, o->peak_tflops, 0, 1);
-    int np;
-    const int32_t *p = trainer_prompt(tr, o->seq_len, &np);
-    int cut = sample_generate(&tr->model, &tr->codec, p, np, o->generate, o->temperature,
-                              &tr->rng, stdout);
+    text_sampler_print(&tr->sampler, &tr->model, o->generate, NULL, stdout);
+    int cut = tr->model.abandoned;
     if (cut)
         printf("stopped by signal %d during --generate; nothing to save\n", signals_pending());
     gpt_free(&tr->model);
-    codec_close(&tr->codec);
-    free(tr->prompt.data);
+    text_sampler_close(&tr->sampler);
     backend_close(tr->be);
     dist_finalize(&tr->dist);
     return cut ? TRAIN_EXIT_STOPPED_NOTHING : 0;
@@ -447,29 +425,39 @@ int main(int argc, char **argv)
     }
     if (o->generate > 0) return generate_only(&tr);
     if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
+    if (o->eval_file) {
+        if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
+                            sizeof err) != 0)
+            fail(&tr, err);
+        tr.have_eval = 1;
+    }
     guard_check_data(d, session_data_fingerprint(&tr.train));
 
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
         fail(&tr, err);
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
-    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
-    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, err, sizeof err);
+    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
+                               &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
+    /* after the op costs were measured: they time the backend's own ops */
+    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
                           &shard, err, sizeof err) != 0)
         fail(&tr, err);
     if (dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
-    if (!tr.inputs || !tr.targets) fail(&tr, "out of host memory for a batch");
+    tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
+    if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
     print_header(&tr);
     start_progress(&tr, t_start);
 
     /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
-    if (o->sample_every > 0 && d->rank == 0 && open_sampling(&tr, err, sizeof err) != 0)
+    if (o->sample_every > 0 && d->rank == 0 &&
+        text_sampler_open(&tr.sampler, o, tr.cfg.vocab_size, err, sizeof err) != 0)
         fail(&tr, err);
     if (tr.resume_dir[0])
         printf("resuming from %s...\n", tr.resume_dir);
@@ -479,7 +467,7 @@ int main(int argc, char **argv)
         printf("initializing %zu parameters (seed %llu)...\n", tr.model.plan.num_params,
                (unsigned long long)o->seed);
     if (tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
-                                          &tr.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
+                                          &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
                          : load_params(&tr, err, sizeof err))
         fail(&tr, err);
     guard_check_start_step(d, tr.start_step);
@@ -506,10 +494,13 @@ int main(int argc, char **argv)
     session_close(&tr.sess);
     free(tr.inputs);
     free(tr.targets);
+    free(tr.step_ms);
     dist_finalize(d);
     gpt_free(&tr.model);
     loader_close(&tr.train);
     if (tr.have_val) loader_close(&tr.val);
+    if (tr.have_eval) train_eval_close(&tr.eval);
+    if (o->sample_every > 0 && d->rank == 0) text_sampler_close(&tr.sampler);
     if (o->profile_ops) profile_detach(&tr.prof, tr.be);
     backend_close(tr.be);
     return rc;

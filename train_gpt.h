@@ -19,6 +19,8 @@
 #include "model/gpt.h"
 #include "run/run_log.h"
 #include "run/session.h"
+#include "train_costs.h"
+#include "train_eval.h"
 #include "train_options.h"
 #include "train_progress.h"
 #include "train_sample.h"
@@ -38,13 +40,17 @@ typedef struct {
     size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
     size_t mem_total;        /* device bytes in all (cuda) */
     int have_mem_info;
-    TextCodec codec;         /* when sampling or generating */
-    TokenIds prompt;
-    SampleRng rng;
+    TextSampler sampler;     /* when sampling or generating; its RNG is saved */
+    TrainEval eval;          /* --eval-file */
+    int have_eval;
     RunSession sess;         /* saves, resume, test hooks (run/session.h) */
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
+    TrainCosts costs;        /* --op-costs (train_costs.h) */
+    long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
+    double *step_ms;         /* each step's wall time, for the summary */
+    int n_step_ms;
     Progress prog;           /* step figures, in-step line, stops at blocks */
     /* a stop by a signal: which, the last completed step, and when it came */
     int stop_sig, stop_step;
@@ -71,7 +77,5 @@ int trainer_save_model(Trainer *tr, char *err, size_t len);
 /* One JSON line to --log (rank 0's), then frees obj. */
 void trainer_log(Trainer *tr, cJSON *obj);
 
-/* The tokens samples continue: --prompt's last T tokens, or one start token. */
-const int32_t *trainer_prompt(Trainer *tr, int T, int *n);
 
 #endif

@@ -96,12 +96,11 @@ static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
 /* A sample after `step`; 1 when a signal abandoned it. */
 static int print_sample(Trainer *tr, int step)
 {
-    int n;
-    const int32_t *p = trainer_prompt(tr, tr->model.T, &n);
+    char header[64];
+    snprintf(header, sizeof header, "step %5d | sample", step);
     progress_begin(&tr->prog, "", 0); /* no in-step line across the sample's text */
-    printf("step %5d | sample:\n", step);
-    return sample_generate(&tr->model, &tr->codec, p, n, tr->opt.sample_tokens,
-                           tr->opt.temperature, &tr->rng, stdout);
+    text_sampler_print(&tr->sampler, &tr->model, tr->opt.sample_tokens, header, stdout);
+    return tr->model.abandoned;
 }
 
 enum { KEPT_CHECKPOINT = 1, KEPT_MODEL = 2 };
@@ -124,7 +123,7 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
     int kept = 0;
     what[0] = 0;
     if (tr->sess.dir[0]) {
-        if (session_save(&tr->sess, &tr->model, &tr->dist, &tr->train, &tr->rng, step,
+        if (session_save(&tr->sess, &tr->model, &tr->dist, &tr->train, &tr->sampler.rng, step,
                          tr->bad_steps, err, len) != 0)
             return -1;
         char sd[4200];
@@ -188,6 +187,9 @@ int train_loop(Trainer *tr, char *err, size_t len)
         uint64_t epoch = tr->train.epoch;
         int shard = tr->train.shard_pos;
         long window = tr->train.window_pos;
+        if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0 &&
+            train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->log, err, len) != 0)
+            return -1;
         if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
             int rc = validate(tr, step - 1, err, len);
             if (rc < 0) return -1;
@@ -230,6 +232,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         if (!skip) dist_update(d, &adam, lr, norm);
         tr->be->ops->sync(tr->be);
         double ms = progress_now_ms() - t0;
+        if (tr->step_ms) tr->step_ms[tr->n_step_ms++] = ms;
         progress_clear(&tr->prog);
         StepFigures fig;
         char figs[160];
@@ -243,10 +246,10 @@ int train_loop(Trainer *tr, char *err, size_t len)
          * it, so the save below does not hold a half-used RNG; samples after
          * a resume from that save then differ from an unbroken run's (the
          * losses and parameters do not). */
-        SampleRng before = tr->rng;
+        SampleRng before = tr->sampler.rng;
         int cut = o->sample_every > 0 && step % o->sample_every == 0 && d->rank == 0 &&
                   print_sample(tr, step) != 0;
-        if (cut) tr->rng = before;
+        if (cut) tr->sampler.rng = before;
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "step", step);
         cJSON_AddNumberToObject(j, "loss", loss);
@@ -261,7 +264,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         snprintf(when, sizeof when, "during the sample after step %d", step);
         if (cut) return stopped(tr, 0, step, when);
         if (session_save_due(&tr->sess, step) &&
-            session_save(&tr->sess, &tr->model, d, &tr->train, &tr->rng, step, tr->bad_steps,
+            session_save(&tr->sess, &tr->model, d, &tr->train, &tr->sampler.rng, step, tr->bad_steps,
                          err, len) != 0)
             return -1;
         /* A signal reaches the ranks at different moments: stop when any
@@ -283,5 +286,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         if (rc < 0) return -1;
         if (rc > 0) return stopped(tr, 0, o->steps, "during the final val loss");
     }
+    if (tr->have_eval && train_eval_run(&tr->eval, &tr->model, d, o->steps, &tr->log, err, len))
+        return -1;
     return 0;
 }

@@ -67,7 +67,7 @@ static const OptSpec SPECS[] = {
     {"recompute", K_CHOICE, O(recompute), "0", 0, 0, "0|1|2|selective|auto", "Recompute",
      "0 = store every block's activations; 1 = store block inputs, re-forward in backward; "
      "2 = store every k-th block input, re-run segments; selective = store all but LayerNorm "
-     "and GELU outputs; auto = least recompute that fits --memory-budget"},
+     "and GELU outputs; auto = the least predicted time (--op-costs) that fits --memory-budget"},
     {"checkpoint-every", K_INT, O(checkpoint_every), "0", 0, 4096, NULL, "Recompute",
      "--recompute 2: blocks per segment k (0 = round(sqrt(layers)))"},
     {"memory-budget", K_BYTES, O(memory_budget), NULL, 0, 0, NULL, "Recompute",
@@ -76,6 +76,12 @@ static const OptSpec SPECS[] = {
     {"plan", K_FLAG, O(plan), NULL, 0, 0, NULL, "Recompute",
      "dry run: print each recompute mode's memory and recompute at this shape, allocate "
      "nothing, exit"},
+    {"op-costs", K_STR, O(op_costs), "auto", 0, 0, NULL, "Recompute",
+     "what auto and --plan predict time with: measure = time one block's ops now (and cache "
+     "them); flops = counted FLOPs, no time (auto then minimises recomputed FLOPs with full "
+     "and selective tapes); FILE = costs written by a run (the cache's format); auto = the "
+     "cached costs for this device and shape, measured first when absent (--recompute auto; "
+     "else used only when cached)"},
     {"loss-chunk", K_INT, O(loss_chunk), "0", 0, 1 << 30, NULL, "Recompute",
      "tokens per loss-head chunk (0 = planner's choice)"},
     {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1", "Data parallel",
@@ -108,8 +114,24 @@ static const OptSpec SPECS[] = {
      "no training: print N tokens from the model (use with --init-from) and exit"},
     {"prompt", K_STR, O(prompt), NULL, 0, 0, NULL, "Text",
      "text the samples continue (default: the end-of-text token)"},
+    {"prompt-file", K_STR, O(prompt_file), NULL, 0, 0, NULL, "Text",
+     "read the prompt from file S, all of it (at most 16 MiB; not with --prompt)"},
     {"temperature", K_FLOAT, O(temperature), "1.0", 0, 100, NULL, "Text",
      "sampling temperature (0 = greedy); samples are seeded by --seed"},
+    {"top-k", K_INT, O(top_k), "0", 0, 1 << 20, NULL, "Text",
+     "draw only from the N most likely tokens (0 = all)"},
+    {"top-p", K_FLOAT, O(top_p), "1.0", 0, 1, NULL, "Text",
+     "draw only from the fewest most likely tokens whose probability reaches X (1 = all); "
+     "applied after --top-k"},
+    {"num-samples", K_INT, O(num_samples), "1", 1, 1 << 20, NULL, "Text",
+     "samples per --generate and per --sample-every, each continuing the prompt"},
+    {"stop-at-eot", K_CHOICE, O(stop_at_eot), "1", 0, 0, "0|1", "Text",
+     "1 = a sample ends at GPT-2's end-of-text token, which is not printed"},
+    {"eval-file", K_STR, O(eval_file), NULL, 0, 0, NULL, "Evaluation",
+     "llm.c multiple-choice eval file (HellaSwag: `make hellaswag` writes "
+     "datasets/hellaswag_val.bin), scored at the end and every --eval-every steps"},
+    {"eval-every", K_INT, O(eval_every), "0", 0, 1 << 30, NULL, "Evaluation",
+     "steps between --eval-file scores (0 = only at the end)"},
     {"checkpoint-dir", K_STR, O(checkpoint_dir), NULL, 0, 0, NULL, "Checkpoints",
      "folder for resumable saves (DIR/step_N/{model.bin,state_r00000.bin,COMPLETE})"},
     {"save-every", K_INT, O(save_every), "0", 0, 1 << 30, NULL, "Checkpoints",
@@ -400,6 +422,14 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     if (opt->checkpoint_every != 0 && opt->recompute != 2 && !opt->plan) {
         fprintf(stderr, "--checkpoint-every: applies to --recompute 2 (got --recompute %s)\n",
                 schedule_mode_flag(opt->recompute));
+        return 2;
+    }
+    if (opt->prompt && opt->prompt_file) {
+        fprintf(stderr, "--prompt-file: give either --prompt or --prompt-file, not both\n");
+        return 2;
+    }
+    if (opt->eval_every > 0 && !opt->eval_file) {
+        fprintf(stderr, "--eval-every: needs --eval-file FILE (what to evaluate)\n");
         return 2;
     }
     /* With --init-from the file's shape is the model's; train_gpt reports

@@ -31,6 +31,7 @@ typedef struct {
     int checkpoint_every;      /* --recompute 2's k; 0 = round(sqrt(L)) */
     size_t memory_budget;      /* bytes; see memory_budget_given */
     int memory_budget_given, plan;
+    const char *op_costs;      /* --op-costs: "auto", "measure", "flops" or a file */
     /* data parallelism */
     int zero;          /* 1: ZeRO-1 */
     float collective_timeout; /* seconds; 0 = none (distributed/dist.h) */
@@ -52,8 +53,12 @@ typedef struct {
     float peak_tflops; /* 0 = the device table's (kernels/device_info.h) */
     /* text samples */
     int sample_every, sample_tokens, generate;
-    float temperature;
-    const char *prompt;
+    float temperature, top_p;
+    int top_k, num_samples, stop_at_eot;
+    const char *prompt, *prompt_file;
+    /* multiple-choice evaluation (run/eval.h) */
+    const char *eval_file;
+    int eval_every;
     /* which flags the command line gave (not defaults), by table index;
      * ask with train_options_given() */
     unsigned char given[TRAIN_OPTIONS_MAX];

@@ -50,9 +50,25 @@ const SourceSpec SOURCE_TINYSHAKESPEARE = {
              "tinyshakespeare/input.txt"},
 };
 
+/* sha256 and size (12,246,618 bytes) as Hugging Face's datasets repository
+ * records them for this file (datasets/hellaswag/dataset_infos.json). */
+const SourceSpec SOURCE_HELLASWAG = {
+    .name = "hellaswag",
+    .what = "HellaSwag validation set",
+    .env = "HELLASWAG_JSONL",
+    .env_is_file = 1,
+    .shared_sub = "hellaswag",
+    .nfiles = 1,
+    .files = {"hellaswag_val.jsonl"},
+    .sha256 = {"0aa3b88843990f3f10a97b9575c94d7b71fb2205240ba04ae4884d9e9c992588"},
+    .urls = {"https://raw.githubusercontent.com/rowanz/hellaswag/master/data/"
+             "hellaswag_val.jsonl"},
+};
+
 const SourceSpec *source_by_name(const char *name)
 {
-    static const SourceSpec *const all[] = {&SOURCE_GPT2, &SOURCE_TINYSHAKESPEARE};
+    static const SourceSpec *const all[] = {&SOURCE_GPT2, &SOURCE_TINYSHAKESPEARE,
+                                            &SOURCE_HELLASWAG};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;

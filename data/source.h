@@ -47,8 +47,9 @@ typedef struct {
 /* The sets this project uses. */
 extern const SourceSpec SOURCE_GPT2;
 extern const SourceSpec SOURCE_TINYSHAKESPEARE;
+extern const SourceSpec SOURCE_HELLASWAG; /* hellaswag_val.jsonl; $HELLASWAG_JSONL */
 
-/* The spec called name ("gpt2", "tinyshakespeare"), or NULL. */
+/* The spec called name ("gpt2", "tinyshakespeare", "hellaswag"), or NULL. */
 const SourceSpec *source_by_name(const char *name);
 
 /* Find spec's files along the chain. flag_dir: a folder given by a flag

@@ -157,6 +157,11 @@ void dist_update(Dist *d, const AdamWConfig *opt, float lr, double norm)
 
 double dist_mean(Dist *d, double x) { return sum_over_ranks(d, x) / d->world; }
 
+void dist_sum(Dist *d, double *x, int n)
+{
+    if (d->mpi) MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+
 /* Gather every rank's ZeRO-1 block of a host vector of world * shard
  * floats into all ranks (each rank's own block is already in place). */
 static void allgather_host(const Dist *d, float *buf, size_t shard)

@@ -4,8 +4,9 @@
  *
  * Owns: the world (rank, local rank, world size), the choice of collective
  * library, averaging gradients during backward, ZeRO-1's reduce-scatter and
- * all-gather, averages of scalars (loss, val loss), gathering full fp32
- * parameters for saving, and fatal errors that must end every rank.
+ * all-gather, averages of scalars (loss, val loss), sums of counts
+ * (evaluation), gathering full fp32 parameters for saving, and fatal
+ * errors that must end every rank.
  *
  * Launch. MPI is initialised only when a launcher started the process
  * (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE; srun or another PMI launcher:
@@ -128,6 +129,10 @@ void dist_update(Dist *d, const AdamWConfig *opt, float lr, double norm);
 
 /* Mean of x over ranks (x itself without MPI). */
 double dist_mean(Dist *d, double x);
+
+/* x[0..n) summed over ranks, in place, on every rank (counts: exact below
+ * 2^53). Without MPI x is left as it is. */
+void dist_sum(Dist *d, double *x, int n);
 
 /* Full fp32 parameters (num_params floats) on every rank; under ZeRO-1
  * with master weights the ranks' master shards are all-gathered. */

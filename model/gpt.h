@@ -21,14 +21,14 @@
 #include "planner.h"
 #include "schedule.h"
 
-/* Pointers into one block tape (layout: planner.h's TapeLayout). In a
- * selective tape ln1, ln2 and fch_gelu all point at the one shared
- * selective buffer: a forward writes each there just before the matmul
- * that reads it, and a backward rebuilds each just before its use. */
+/* Pointers into one block tape (layout: model/tape.h's TapeLayout). The
+ * tensors a tape's kind drops point into the one shared tape workspace: a
+ * forward writes them there and its later ops read them, and a backward
+ * rebuilds each just before its first use (tape_rebuilds_before). */
 typedef struct {
     void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;   /* act */
     float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd; /* f32 */
-    int selective;
+    int kind;                                               /* tape.h: what it drops */
 } BlockTape;
 
 typedef struct {
@@ -75,7 +75,7 @@ typedef struct GPT {
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
     void **res_slots;                      /* n_res_slots residual buffers (N,C) */
     BlockTape *tapes;                      /* n_tape_slots */
-    void *sel_buf;                         /* (N,4C) act, when any tape is selective */
+    void *tape_ws;                         /* the tape workspace (plan.tape_ws_bytes), or NULL */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
     float *lnf_mean, *lnf_rstd, *losses;          /* scratch f32 (N) */
     int *tokens, *targets;                        /* backend int32 (N) */
@@ -138,6 +138,13 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
 
 /* Forward only: mean loss of a micro-batch (validation). */
 double gpt_eval_loss(GPT *g, const int *inputs, const int *targets);
+
+/* Forward only: the loss at every position, -log softmax(logits)[target]
+ * over the real vocabulary, as B*T floats on the host (row-major (B,T)),
+ * valid until the model's next call. Multiple-choice evaluation reads the
+ * positions of each completion. When the block hook abandoned the forward
+ * (g->abandoned), the values are stale and the caller must not use them. */
+const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets);
 
 /* Logits (padded vocab, fp32, host) at position pos of batch row 0 after a
  * forward over inputs (B*T, host int32). For sampling. */

@@ -34,6 +34,7 @@ mkdir -p "$(dirname "$prefix")"
 command -v gnuplot > /dev/null || { echo "memory_report.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 1; }
 out=$(mktemp -d /tmp/memory_report.XXXXXX)
 trap 'rm -rf "$out"' EXIT
+export TRAIN_GPT_CACHE_DIR="$out/cache"
 
 case "$dev" in
 cpu)
@@ -69,7 +70,10 @@ for L in $layers; do
     # mode 1's and mode 0's peaks from the plan; auto gets the midpoint
     ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget 1000GiB > "$out/plan$L.txt"
     budget=$(awk '$1=="0"{p0=$4} $1=="1"{p1=$4} END{printf "%d", (p0+p1)/2}' "$out/plan$L.txt")
-    ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget "$budget" > "$out/planmid$L.txt"
+    # auto's op costs measured once (cached in the temp folder): the plan's
+    # auto row and the auto run make the same schedule
+    ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget "$budget" --op-costs measure \
+        > "$out/planmid$L.txt"
     for r in $(seq "${REPEATS:-1}"); do
         for mode in 0 selective 1 2 auto; do
             extra=()

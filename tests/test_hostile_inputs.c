@@ -4,8 +4,9 @@
  * test-asan runs this table against the ASan+UBSan build).
  *
  * Files: a token shard (--train-data), a model file (--init-from), a run
- * state file and a COMPLETE manifest (--resume=DIR/step_N), and the
- * checkpoint folder as a whole (another run's saves, a held lock, a lock
+ * state file, a COMPLETE manifest (--resume=DIR/step_N), an llm.c eval
+ * file (--eval-file; every record-level fault is in test_eval_file.c), and
+ * the checkpoint folder as a whole (another run's saves, a held lock, a lock
  * file or abandoned/ that is not what it should be, only corrupt saves,
  * state files of another run). Cases: truncated;
  * oversized header count; negative dimension; huge dimension; header claiming
@@ -27,6 +28,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "data/eval_file.h"
 #include "model/model_file.h"
 #include "test_util.h"
 #include "train_cli.h"
@@ -179,6 +181,48 @@ Test(hostile, model_file, .timeout = 120)
     }
     free(orig);
     free(d);
+}
+
+Test(hostile, eval_file, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[600], err[512];
+    tc_make_shards(d, 1, 400);
+    EvalSet es = {0};
+    for (int i = 0; i < 5; i++) { /* records of 40 + 2i bytes: 220 in all */
+        int32_t ctx[10] = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, a[1] = {65};
+        const int32_t *comp[4] = {a, a, a, a};
+        int len[4] = {1, 1, 1, 1};
+        cr_assert_eq(eval_set_append(&es, i % 4, ctx, 6 + i, comp, len, err, sizeof err), 0);
+    }
+    snprintf(path, sizeof path, "%s/good_eval.bin", d);
+    cr_assert_eq(eval_file_write(path, &es, err, sizeof err), 0, "%s", err);
+    eval_set_free(&es);
+    size_t len;
+    char *orig = tu_read_file(path, &len);
+    snprintf(args, sizeof args, "%s --eval-file '%s' --steps 1", tc_model_args(d), path);
+    cr_assert_eq(tc_run(NULL, args, path), 0, "the unedited eval file is refused");
+    snprintf(path, sizeof path, "%s/hostile_eval.bin", d);
+    static const Case cases[] = {
+        {"truncated", TRUNCATE, -10, 0, NULL, "record length 48 bytes is past the end", 0, 0},
+        {"truncated_header", TRUNCATE, 100, 0, NULL, "truncated header (100 bytes", 0, 0},
+        {"oversized_count", SET_I32, 8, 1000, NULL, "cannot hold the header's 1000 examples", 0, 0},
+        {"negative_count", SET_I32, 8, -5, NULL, "example count -5 in the header is outside", 0, 0},
+        {"huge_count", SET_I32, 8, INT32_MAX, NULL, "example count 2147483647", 0, 0},
+        {"negative_longest", SET_I32, 12, -1, NULL, "longest-example length -1 bytes", 0, 0},
+        {"claims_more_data", SET_I32, 8, 6, NULL, "example 5 at byte 1244: truncated", 0, 0},
+        {"zero_length", EMPTY, 0, 0, NULL, "truncated header (0 bytes", 0, 0},
+        {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
+        {"bad_magic", SET_I32, 0, 1234, NULL, "bad magic 1234", 0, 0},
+        {"bad_version", SET_I32, 4, 2, NULL, "unsupported version 2", 0, 0},
+        {"bad_marker", SET_I32, 1024, 0x00260001, NULL, "expected the start-of-example marker", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_hostile(path, orig, len, &cases[i], 0);
+        snprintf(args, sizeof args, "%s --eval-file '%s' --steps 1", tc_model_args(d), path);
+        expect_refused(d, args, path, &cases[i]);
+    }
+    free(orig);
+    tu_remove_tree(d);
 }
 
 /* A real save to damage: returns its step folder. */

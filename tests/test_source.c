@@ -249,8 +249,8 @@ Test(source, tinyshakespeare_comes_by_url, .timeout = 60)
     free(out), free(err);
     err = NULL;
     cr_expect_eq(fetch(&e, "nonesuch", NULL, &out, &err), 2);
-    cr_expect(err && strstr(err, "--fetch: 'nonesuch' is not valid: accepted gpt2 or "
-                                 "tinyshakespeare"), "%s", err);
+    cr_expect(err && strstr(err, "--fetch: 'nonesuch' is not valid: accepted gpt2, "
+                                 "tinyshakespeare or hellaswag"), "%s", err);
     free(out), free(err);
     env_free(&e);
 }

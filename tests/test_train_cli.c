@@ -181,11 +181,33 @@ Test(train_cli, help_lists_every_flag_with_defaults)
                            "--lr-min-frac", "--beta1", "--beta2", "--eps", "--weight-decay",
                            "--grad-clip", "--recompute", "--train-data", "--val-data", "--shuffle",
                            "--seed", "--val-every", "--val-batches", "--init-from", "--save",
-                           "--log", "--threads", "--device", "--model"};
+                           "--log", "--threads", "--device", "--model", "--top-k", "--top-p",
+                           "--num-samples", "--prompt-file", "--stop-at-eot", "--eval-file",
+                           "--eval-every"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_expect(strstr(h, flags[i]), "--help lacks %s", flags[i]);
     cr_expect(strstr(h, "[default: 12]") && strstr(h, "[default: 50257]"), "defaults shown");
     free(h), free(d);
+}
+
+/* README's flag list is --help's text, verbatim, between the fences after
+ * "## Flags". */
+Test(train_cli, readme_flag_list_is_the_help_text)
+{
+    char *d = tu_tempdir(), cmd[1100], path[512];
+    snprintf(path, sizeof path, "%s/help.txt", d);
+    snprintf(cmd, sizeof cmd, "./train_gpt --help > %s", path);
+    cr_assert_eq(tu_run(cmd), 0);
+    char *h = tu_read_file(path, NULL), *r = tu_read_file("README.md", NULL);
+    cr_assert(h && r);
+    char *sec = strstr(r, "## Flags"), *start = sec ? strstr(sec, "```\n") : NULL;
+    cr_assert_not_null(start, "README has no ## Flags block");
+    start += 4;
+    char *end = strstr(start, "```");
+    cr_assert_not_null(end);
+    *end = 0;
+    cr_expect_str_eq(start, h, "README's flag list differs from ./train_gpt --help");
+    free(h), free(r), free(d);
 }
 
 Test(train_cli, data_errors_name_the_file_and_exit_nonzero)

@@ -134,6 +134,14 @@ char *tu_tempdir(void)
     return d;
 }
 
+void tu_remove_tree(char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd);
+    free(dir);
+}
+
 int tu_run(const char *cmd)
 {
     int st = system(cmd);

@@ -32,6 +32,9 @@ const char *tu_tmp(void);
  * at the end in any case). */
 char *tu_tempdir(void);
 
+/* rm -rf dir, then free(dir): a test's temp folder at its end. */
+void tu_remove_tree(char *dir);
+
 /* Run a shell command, return its exit status (or -1). Output to files
  * given in the command. */
 int tu_run(const char *cmd);
