@@ -98,6 +98,7 @@ static int print_sample(Trainer *tr, int step)
 {
     char header[64];
     snprintf(header, sizeof header, "step %5d | sample", step);
+    progress_begin(&tr->prog, "", 0); /* no in-step line across the sample's text */
     text_sampler_print(&tr->sampler, &tr->model, tr->opt.sample_tokens, header, stdout);
     return tr->model.abandoned;
 }

@@ -158,7 +158,7 @@ Test(hostile, model_file, .timeout = 120)
     free(p);
     size_t len;
     char *orig = tu_read_file(path, &len);
-    snprintf(args, sizeof args, "%s --init-from '%s' --steps 1", tc_model_args(d), path);
+    snprintf(args, sizeof args, "%s --init-from '%s' --steps 1", tc_data_args(d), path);
     cr_assert_eq(tc_run(NULL, args, path), 0, "the unedited model file is refused");
     snprintf(path, sizeof path, "%s/hostile_model.bin", d);
     /* header ints: [2] maxT [3] V [4] L [5] NH [6] C [7] Vp */
@@ -178,7 +178,7 @@ Test(hostile, model_file, .timeout = 120)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         make_hostile(path, orig, len, &cases[i], 0);
-        snprintf(args, sizeof args, "%s --init-from '%s' --steps 1", tc_model_args(d), path);
+        snprintf(args, sizeof args, "%s --init-from '%s' --steps 1", tc_data_args(d), path);
         expect_refused(d, args, path, &cases[i]);
     }
     free(orig);

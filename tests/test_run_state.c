@@ -327,8 +327,7 @@ Test(run_state, keep_prunes_and_incomplete_saves_are_ignored, .init = cr_redirec
     int step;
     cr_assert_eq(ckpt_find_latest(d, sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 5);
-    /* finding is silent: the resume path (run/rollback.c) names a skipped
-     * save once, which tests/test_checkpoint_folders.c checks */
+    /* quietly: the reader of a resume names what it skips (run/rollback.c) */
     char *e = tu_captured_stderr();
     cr_expect_str_eq(e, "");
     free(e);

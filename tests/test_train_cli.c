@@ -14,6 +14,7 @@
 
 #include "data/shard.h"
 #include "test_util.h"
+#include "train_cli.h"
 
 #define SHAKESPEARE TU_SHAKESPEARE
 
@@ -325,17 +326,15 @@ Test(train_cli, h_is_help_and_version_names_the_build)
     char *d = tu_tempdir(), cmd[4096], a[1024], b[1024];
     snprintf(a, sizeof a, "%s/h.txt", d);
     snprintf(b, sizeof b, "%s/help.txt", d);
-    snprintf(cmd, sizeof cmd, "./train_gpt -h > %s && ./train_gpt --help > %s", a, b);
+    /* tc_bin(): the binary built with the same flags as this test (test-asan's) */
+    snprintf(cmd, sizeof cmd, "%s -h > %s && %s --help > %s", tc_bin(), a, tc_bin(), b);
     cr_assert_eq(tu_run(cmd), 0, "-h or --help did not exit 0");
     char *h = tu_read_file(a, NULL), *help = tu_read_file(b, NULL);
     cr_expect(h && help && strcmp(h, help) == 0 && strstr(h, "usage: ./train_gpt"),
               "-h differs from --help");
     free(h), free(help);
     snprintf(a, sizeof a, "%s/v.txt", d);
-    /* the binary built with this suite (make test-asan's is CPU-only), so
-     * its backends match backend_cuda_compiled() below */
-    const char *bin = getenv("TRAIN_GPT_BIN");
-    snprintf(cmd, sizeof cmd, "%s --version > %s", bin ? bin : "./train_gpt", a);
+    snprintf(cmd, sizeof cmd, "%s --version > %s", tc_bin(), a);
     cr_assert_eq(tu_run(cmd), 0, "--version did not exit 0");
     char *v = tu_read_file(a, NULL);
     cr_assert_not_null(v);

@@ -50,6 +50,16 @@ const char *tc_model_args(const char *dir)
     return buf;
 }
 
+const char *tc_data_args(const char *dir)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf,
+             "--train-data '%s/train_*.bin' --val-data '%s/train_0.bin' --val-every 0 "
+             "--val-batches 1 --seq-len 16 --batch 2 --lr 1e-3 --device cpu --threads 1",
+             dir, dir);
+    return buf;
+}
+
 int tc_run(const char *env, const char *args, const char *out_prefix)
 {
     char cmd[8192];

@@ -21,6 +21,11 @@ void tc_make_shards(const char *dir, int nshards, size_t tokens);
  * one thread (a busy 2-core machine stalls OpenMP teams, not results). */
 const char *tc_model_args(const char *dir);
 
+/* The same without the shape flags (--layers, --channels, --heads,
+ * --vocab), for runs whose shape comes from --init-from: shape flags that
+ * contradict the file are refused (exit 2). */
+const char *tc_data_args(const char *dir);
+
 /* Run "env BIN args" with stdout/stderr to out_prefix.out/.err; returns the
  * exit status (-1 when it did not exit normally, e.g. killed). */
 int tc_run(const char *env, const char *args, const char *out_prefix);
