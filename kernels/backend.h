@@ -20,12 +20,19 @@ void backend_close(Backend *be);
 /* 1 when this binary was built with the CUDA backend. */
 int backend_cuda_compiled(void);
 
+/* The device the ops would run on, in words, as measured op costs are
+ * keyed (model/opcost.h): "cpu: <model name>, N threads" (threads 0: what
+ * OpenMP would use) or "cuda: <device name>". device as backend_open
+ * takes it ("auto": cuda when compiled in and a GPU is present). */
+void backend_describe(const char *device, int threads, char *buf, size_t len);
+
 /* Constructors each backend provides. */
 Backend *cpu_backend_open(int threads, char *err, size_t err_len);
 void cpu_backend_close(Backend *be);
 Backend *cuda_backend_open(const char *dtype, char *err, size_t err_len); /* HAVE_CUDA only */
 void cuda_backend_close(Backend *be);
 int cuda_device_count(void);                                             /* HAVE_CUDA only */
+void cuda_device_name(char *buf, size_t len); /* the current device's; HAVE_CUDA only */
 /* Device bytes the cuda backend allocates at open, outside the planner's
  * arenas: cuBLASLt's workspace and its own scratch (48 MiB). HAVE_CUDA only. */
 size_t cuda_backend_fixed_bytes(void);

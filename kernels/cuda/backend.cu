@@ -51,6 +51,18 @@ extern "C" int cuda_device_count(void)
     return n;
 }
 
+extern "C" void cuda_device_name(char *buf, size_t len)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(buf, len, "unknown CUDA device");
+        return;
+    }
+    snprintf(buf, len, "%s", prop.name);
+}
+
 extern "C" size_t cuda_backend_fixed_bytes(void)
 {
     return CUDA_LT_WORKSPACE_BYTES + CUDA_SCRATCH_BYTES;

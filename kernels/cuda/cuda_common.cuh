@@ -20,12 +20,14 @@
  * CUDA_EMU: the same sources compile with g++ against tests/cuda/emu/emu.h, a
  * CPU emulator of the few CUDA features used here, so CI (no GPU) can run
  * the hand-written kernels (tests/cuda/README.md). That is why launches go
- * through LAUNCH() and dynamic shared memory through DYN_SMEM(). */
+ * through LAUNCH() and dynamic shared memory through DYN_SMEM(). The
+ * emulator build puts its folder on the include path (-Itests/cuda/emu), so
+ * this layer names no test path. */
 #ifndef KERNELS_CUDA_COMMON_CUH
 #define KERNELS_CUDA_COMMON_CUH
 
 #ifdef CUDA_EMU
-#include "tests/cuda/emu/emu.h"
+#include <emu.h> /* tests/cuda/emu/, on the emulator build's include path */
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
