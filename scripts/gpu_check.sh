@@ -101,7 +101,9 @@ finish() {
     cat "$SUM"
     if [ -s "$OUT/timing.log" ]; then
         echo
-        sed -n '/timing (bf16)/,/^(head_forward_backward/p' "$OUT/timing.log"
+        # the bf16 table and the model's predictions beside it; the sweep's
+        # tables (appended last) stay in the file
+        awk '/^attention variants/ {exit} /timing \(bf16\)/ {on = 1} on' "$OUT/timing.log"
     fi
     echo
     if [ "$FAILS" -eq 0 ]; then echo "gpu_check: all PASS"; else echo "gpu_check: $FAILS FAIL"; fi

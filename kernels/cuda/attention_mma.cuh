@@ -73,6 +73,10 @@ __device__ __forceinline__ float amma_exp2(float x)
 #endif
 }
 
+template <int A, int B_> struct AmmaMax {
+    static constexpr int v = A > B_ ? A : B_;
+};
+
 /* The backward's per-query-row statistics, from amma_rows_D_kernel: lse in
  * log2 units and D. 8 bytes: one cp.async or one LDS.64 per row. */
 struct __align__(8) AmmaStat {
@@ -165,7 +169,7 @@ template <int HSP, int R, int NT, int VEC>
 __device__ __forceinline__ void amma_stage_async(bf16 *dst, AmmaSrc s, int t0)
 {
     typedef AmmaPieces<HSP, R, NT> P;
-    if (!VEC) {
+    if constexpr (!VEC) {
         amma_stage_scalar<HSP, R, NT>(dst, s, t0);
         return;
     }

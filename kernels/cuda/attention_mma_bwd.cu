@@ -13,10 +13,6 @@
  * (HOLD) stay live, not 16 x BT score tiles. */
 #include "attention_mma.cuh"
 
-template <int A, int B_> struct AmmaMaxB {
-    static constexpr size_t v = A > B_ ? A : B_;
-};
-
 /* ---- D and lse in log2 units, one warp per row ---- */
 
 __global__ void amma_rows_D_kernel(AmmaStat *stats, const bf16 *dout, const bf16 *out,
@@ -56,7 +52,7 @@ void amma_rows_D_run(CudaState *st, AmmaStat *stats, const bf16 *dout, const bf1
 template <class Cfg> static size_t amma_dq_smem()
 {
     constexpr int BK = Cfg::BT, R = Cfg::ROWS;
-    const size_t rows = Cfg::HOLD ? (size_t)(Cfg::ST - 1) * 2 * BK + AmmaMaxB<2 * BK, 2 * R>::v
+    const size_t rows = Cfg::HOLD ? (size_t)(Cfg::ST - 1) * 2 * BK + AmmaMax<2 * BK, 2 * R>::v
                                   : (size_t)Cfg::ST * 2 * BK + 2 * R;
     return rows * Cfg::LD * sizeof(bf16);
 }
@@ -200,6 +196,15 @@ template <class Cfg> struct AmmaDkdvSmem {
     static constexpr size_t kv_at = (Cfg::HOLD ? Cfg::ST - 1 : Cfg::ST) * stage;
     static constexpr size_t bytes =
         Cfg::HOLD ? (Cfg::ST - 1) * stage + (stage > kv ? stage : kv) : Cfg::ST * stage + kv;
+    /* stage s's Q tile (its dO tile follows, BT rows on) and statistics */
+    static __device__ __forceinline__ bf16 *q(unsigned char *smem, int s)
+    {
+        return (bf16 *)(smem + (size_t)s * stage);
+    }
+    static __device__ __forceinline__ AmmaStat *stats(unsigned char *smem, int s)
+    {
+        return (AmmaStat *)(smem + (size_t)s * stage + tiles);
+    }
 };
 
 /* The statistics of two adjacent query columns: one 16-byte load. */
@@ -230,15 +235,12 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     const bool idle = wk0 >= T_;
     const float sl2 = a.sl2;
 
-    /* stage s: its Q, dO tiles and statistics */
-#define AMMA_Q(s) ((bf16 *)(smem + (size_t)(s) * SM::stage))
-#define AMMA_STATS(s) ((AmmaStat *)(smem + (size_t)(s) * SM::stage + SM::tiles))
     if (Cfg::ST == 2) {
         amma_stage_async<HSP, BKV, NT, Cfg::VEC>(Ks, Ksrc, k0);
         amma_stage_async<HSP, BKV, NT, Cfg::VEC>(Vs, Vsrc, k0);
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(AMMA_Q(0), Qsrc, qstart);
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(AMMA_Q(0) + BQ * LD, dOsrc, qstart);
-        amma_stage_stats<BQ, NT>(AMMA_STATS(0), rs, qstart, T_);
+        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0), Qsrc, qstart);
+        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0) + BQ * LD, dOsrc, qstart);
+        amma_stage_stats<BQ, NT>(SM::stats(smem, 0), rs, qstart, T_);
         cp_async_commit();
         cp_async_wait<0>();
     } else if (Cfg::VEC) {
@@ -272,9 +274,9 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
             __syncthreads(); /* tile it complete; every warp done with it - 1 (and K, V) */
             if (it + 1 < nQ) {
                 const int nx = (it + 1) & 1;
-                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(AMMA_Q(nx), Qsrc, q0 + BQ);
-                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(AMMA_Q(nx) + BQ * LD, dOsrc, q0 + BQ);
-                amma_stage_stats<BQ, NT>(AMMA_STATS(nx), rs, q0 + BQ, T_);
+                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx), Qsrc, q0 + BQ);
+                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx) + BQ * LD, dOsrc, q0 + BQ);
+                amma_stage_stats<BQ, NT>(SM::stats(smem, nx), rs, q0 + BQ, T_);
                 cp_async_commit();
             }
             cur = it & 1;
@@ -289,17 +291,17 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
             if (sr < BQ && t < T_) sv = rs[t];
             __syncthreads(); /* every warp done with the previous tile (and K, V) */
             if (Cfg::VEC) {
-                rq.store(AMMA_Q(0));
-                ro.store(AMMA_Q(0) + BQ * LD);
+                rq.store(SM::q(smem, 0));
+                ro.store(SM::q(smem, 0) + BQ * LD);
             } else {
-                amma_stage_scalar<HSP, BQ, NT>(AMMA_Q(0), Qsrc, q0);
-                amma_stage_scalar<HSP, BQ, NT>(AMMA_Q(0) + BQ * LD, dOsrc, q0);
+                amma_stage_scalar<HSP, BQ, NT>(SM::q(smem, 0), Qsrc, q0);
+                amma_stage_scalar<HSP, BQ, NT>(SM::q(smem, 0) + BQ * LD, dOsrc, q0);
             }
-            if (sr < BQ) AMMA_STATS(0)[sr] = sv;
+            if (sr < BQ) SM::stats(smem, 0)[sr] = sv;
             __syncthreads();
         }
-        const bf16 *Qs = AMMA_Q(cur), *dOs = Qs + BQ * LD;
-        const AmmaStat *sts = AMMA_STATS(cur);
+        const bf16 *Qs = SM::q(smem, cur), *dOs = Qs + BQ * LD;
+        const AmmaStat *sts = SM::stats(smem, cur);
         if (idle || q0 + BQ - 1 < wk0) continue; /* every query before this warp's keys */
 
 #pragma unroll
@@ -342,8 +344,6 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
             mma_strip_acc<HSP, 16>(dk, dpT, Qc, LD);
         }
     }
-#undef AMMA_Q
-#undef AMMA_STATS
 
     bf16 *rows = a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs; /* row t: + t C3 */
     mma_strip_store<HSP>(rows + C, C3, kr0, T_, hs, dk, a.scale, a.scale);

@@ -6,10 +6,6 @@
  * lane's two rows) and output accumulator (16 x HSP) in registers. */
 #include "attention_mma.cuh"
 
-template <int A, int B_> struct AmmaMax {
-    static constexpr int v = A > B_ ? A : B_;
-};
-
 /* Shared memory: ST stages of [K tile | V tile] (BK rows each). Q (ROWS
  * rows): with HOLD, staged into the last stage (enlarged if needed) and
  * read into registers before that stage is first refilled; without, a
@@ -127,7 +123,8 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
         const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-        const float a0 = amma_exp2((m0 - n0) * sl2), a1 = amma_exp2((m1 - n1) * sl2); /* 0 at first */
+        /* the old sums' rescaling: 2^-inf = 0 at the first tile */
+        const float a0 = amma_exp2((m0 - n0) * sl2), a1 = amma_exp2((m1 - n1) * sl2);
         m0 = n0;
         m1 = n1;
         const float nb0 = -n0 * sl2, nb1 = -n1 * sl2; /* p = 2^(s sl2 - m sl2): one FFMA */

@@ -12,9 +12,8 @@
  *
  * These kernels are the fp32 path, the one compared with the cpu at 1e-5:
  * matrix products are per warp (warp_mm), plain fp32 FMAs with accumulators
- * in shared memory. bf16 runs take attention_mma.cu instead (tensor cores,
- * register accumulators); the tile sizes, masking and D there follow the
- * same plan. */
+ * in shared memory. bf16 runs take attention_mma*.cu instead (tensor cores,
+ * register accumulators, cp.async staging; plan in attention_mma.cuh). */
 #ifndef KERNELS_CUDA_ATTENTION_TILE_CUH
 #define KERNELS_CUDA_ATTENTION_TILE_CUH
 
@@ -133,8 +132,8 @@ template <typename K> static void attn_set_smem(K kern, size_t bytes)
 }
 
 /* attention_mma.cu: the bf16 path, on the tensor cores with register
- * accumulators. The kernels in attention.cu and attention_backward.cu run
- * fp32 (the exact path compared with the cpu). */
+ * accumulators (attention_mma.cuh). The kernels in attention.cu and
+ * attention_backward.cu run fp32 (the exact path compared with the cpu). */
 void attn_mma_forward(CudaState *st, bf16 *out, float *lse, const bf16 *qkv, int B, int T_, int C,
                       int NH);
 void attn_mma_backward(CudaState *st, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,

@@ -147,12 +147,46 @@ def _tile_kv(s):  # one 64-row K or V tile of one head, bf16
     return 64 * s.hs * ACT
 
 
-def _bq(s):  # attention_mma.cu: dK/dV query tile rows
+def _bq(s):  # attention_mma.cu before the variants: dK/dV query tile rows
     return 32 if s.hsp == 128 else 64
 
 
+# attention_mma_fwd.cu / _bwd.cu: the default variant of each head size
+# (entry 0 of the variant tables at hs 64; the one configuration of the
+# others), AmmaCfg<HSP, warps 4, tile 64, stages 2, min blocks, HOLD, VEC 1>:
+# 64 block rows, 64-row streamed tiles by cp.async into two stages, one 1-D
+# grid with the most causal work first (tile index = blockIdx.x / (NH B)).
+# When a sweep makes another variant the default, change these patterns.
+def _stage_rows(s):  # one [K | V] or [Q | dO] stage of 64-row tiles: bytes
+    return 2 * 64 * (s.hsp + 8) * 2
+
+
+def _smem_cfg_fwd(s):  # 2 stages; Q in the second (HOLD)
+    return 2 * _stage_rows(s)
+
+
+def _smem_cfg_dq(s):  # 2 stages; Q and dO (128 rows) in the second (HOLD)
+    return 2 * _stage_rows(s)
+
+
+def _smem_cfg_dkdv(s):  # 2 stages of [Q | dO] + 64 AmmaStat; K, V in the 2nd (HOLD) or apart
+    stage = _stage_rows(s) + 64 * 8
+    return 2 * stage if s.hsp < 128 else 2 * stage + _stage_rows(s)
+
+
+def _grid_1d(s):
+    return (s.nT * s.NH * s.B, 1, 1)
+
+
+def _first(s, bx):  # the tile index the block at bx has (longest first)
+    return bx // (s.NH * s.B)
+
+
 ATTN_FWD = [
-    [Tile(r'amma_fwd_kernel<(AmmaCfg<)?{hsp}(, [^>]*)?( ?>)+', 128, _smem_amma_fwd, _grid_attn, _rows_tiles_desc,
+    [Tile(r'amma_fwd_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1> >', 128, _smem_cfg_fwd, _grid_1d,
+          lambda s, bx: s.nT - _first(s, bx), lambda s: [],
+          hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4)],
+    [Tile(r'amma_fwd_kernel<{hsp}(, [^>]*)?>', 128, _smem_amma_fwd, _grid_attn, _rows_tiles_desc,
           lambda s: [_tile_kv(s), _tile_kv(s)],
           hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4)],
     [Tile(r'attn_fwd_kernel<__nv_bfloat16, {hsp}, 64>', 128, _smem_old_fwd, _grid_attn,
@@ -162,13 +196,21 @@ ATTN_FWD = [
 
 ATTN_BWD = [
     [Stream(r'amma_rows_D_kernel', 256, lambda s: ew_grid(s.B * s.NH * s.T * 32),
+            hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * (4 + 8)),
+     Tile(r'amma_dkdv_kernel<AmmaCfg<{hsp}, 4, 64, 2, (4, 1|3, 1|2, 0), 1> >', 128,
+          _smem_cfg_dkdv, _grid_1d, lambda s, bx: s.nT - _first(s, bx), lambda s: [],
+          hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + s.B * s.NH * s.T * 8),
+     Tile(r'amma_dq_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1> >', 128, _smem_cfg_dq,
+          _grid_1d, lambda s, bx: s.nT - _first(s, bx), lambda s: [],
+          hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 8)],
+    [Stream(r'amma_rows_D_kernel', 256, lambda s: ew_grid(s.B * s.NH * s.T * 32),
             hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * 4),
-     Tile(r'amma_dkdv_kernel<(AmmaCfg<)?{hsp}, \d+(, [^>]*)?( ?>)+', 128, lambda s: _smem_amma_bwd(s, _bq(s)),
+     Tile(r'amma_dkdv_kernel<{hsp}, \d+(, [^>]*)?>', 128, lambda s: _smem_amma_bwd(s, _bq(s)),
           _grid_attn,
           lambda s, bx: cdiv(s.T - bx * 64 // _bq(s) * _bq(s), _bq(s)),
           lambda s: [_bq(s) * s.hs * ACT, _bq(s) * s.hs * ACT],
           hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + 2 * s.B * s.NH * s.T * 4),
-     Tile(r'amma_dq_kernel<(AmmaCfg<)?{hsp}(, [^>]*)?( ?>)+', 128, lambda s: _smem_amma_bwd(s, 64), _grid_attn,
+     Tile(r'amma_dq_kernel<{hsp}(, [^>]*)?>', 128, lambda s: _smem_amma_bwd(s, 64), _grid_attn,
           _rows_tiles_desc, lambda s: [_tile_kv(s), _tile_kv(s)],
           hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + 2 * s.B * s.NH * s.T * 4)],
     [Tile(r'attn_bwd_dkdv_kernel<__nv_bfloat16, {hsp}, 64>', 128, _smem_old_bwd, _grid_attn,

@@ -110,12 +110,14 @@ void check_attention_variant_env(Ctx *c, const char *dtype)
             printf("  TRAIN_GPT_ATTN_VARIANT=%s: open failed: %s\n", cases[i].value, err);
             missed++;
         } else {
-            const char *q = cuda_attn_variant_name(CUDA_ATTN_DQ, cuda_attn_variant_get(be, CUDA_ATTN_DQ));
-            const char *kv = cuda_attn_variant_name(CUDA_ATTN_DKDV, cuda_attn_variant_get(be, CUDA_ATTN_DKDV));
-            if (cuda_attn_variant_get(be, CUDA_ATTN_FWD) != 0 || strcmp(q, "dq-w4-k32-s2-b4") ||
-                strcmp(kv, "dkdv-w4-q32-s2-b3")) {
-                printf("  TRAIN_GPT_ATTN_VARIANT=%s: selected %d, %s, %s\n", cases[i].value,
-                       cuda_attn_variant_get(be, CUDA_ATTN_FWD), q, kv);
+            const int f = cuda_attn_variant_get(be, CUDA_ATTN_FWD);
+            const char *q = cuda_attn_variant_name(CUDA_ATTN_DQ,
+                                                   cuda_attn_variant_get(be, CUDA_ATTN_DQ));
+            const char *kv = cuda_attn_variant_name(CUDA_ATTN_DKDV,
+                                                    cuda_attn_variant_get(be, CUDA_ATTN_DKDV));
+            if (f != 0 || strcmp(q, "dq-w4-k32-s2-b4") || strcmp(kv, "dkdv-w4-q32-s2-b3")) {
+                printf("  TRAIN_GPT_ATTN_VARIANT=%s: selected %d, %s, %s\n", cases[i].value, f, q,
+                       kv);
                 missed++;
             }
         }

@@ -470,6 +470,16 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
     }
     return cudaSuccess;
 }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
+{
+    if (d != 0) return cudaErrorInvalidValue;
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "CUDA emulator (tests/cuda/emu)");
+    p->major = 9;
+    p->minor = 0;
+    p->multiProcessorCount = 132;
+    return cudaSuccess;
+}
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
 {
     (void)flags;

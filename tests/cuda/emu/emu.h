@@ -192,6 +192,11 @@ enum cudaDeviceAttr {
     cudaDevAttrMaxGridDimZ
 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+/* the fields of cudaDeviceProp the backend reads */
+struct cudaDeviceProp {
+    char name[256];
+    int major, minor, multiProcessorCount;
+};
 #define cudaStreamNonBlocking 1u
 
 const char *cudaGetErrorString(cudaError_t e);
@@ -201,6 +206,7 @@ cudaError_t cudaGetDeviceCount(int *n);
 cudaError_t cudaSetDevice(int d);
 cudaError_t cudaGetDevice(int *d);
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
