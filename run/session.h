@@ -86,7 +86,10 @@ int session_save_due(const RunSession *s, int step);
 /* The test hook: poison the gradients when TRAIN_GPT_TEST_NAN_STEP lists step. */
 void session_test_inject_nan(const RunSession *s, GPT *g, int step);
 
-/* This run's configuration and progress as a RunState. */
+/* This run's configuration and progress as a RunState. The train data is
+ * recorded by content hash when the loader has them (loader_hash, which
+ * the caller runs before saving or resuming), else by token counts; st
+ * owns the hashes (run_state_free). */
 void session_fill_state(const RunSession *s, const GPTConfig *cfg,
                         const Loader *ld, int step, int adam_t, int bad_steps, RunState *st);
 /* (the sampler's RNG is set by the caller: st->sample_rng) */
