@@ -103,6 +103,7 @@ typedef struct {
     char stage[4200];            /* the staging folder */
     int lock_fd;                 /* open on the staging folder, flock'ed; -1 none */
     int num_val, num_train;      /* shards staged so far */
+    int switching;               /* commit started renaming into place (step 2) */
     DatasetManifest man;         /* what is staged */
     char notes[1024];            /* "note: ..." lines for the caller (leftovers removed) */
 } DatasetStage;

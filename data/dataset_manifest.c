@@ -1,6 +1,8 @@
 /* data/dataset_manifest.c — the dataset manifest: parsing, checking,
  * writing (the format is in dataset.h). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* qsort_r */
+#endif
 #include "dataset.h"
 
 #include <cjson/cJSON.h>

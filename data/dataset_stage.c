@@ -222,6 +222,7 @@ int dataset_stage_commit(DatasetStage *s, char *err, size_t err_len)
     if (check_targets(s, name, err, err_len) != 0) return -1;
     /* Steps 2 and 3: renames only, the manifest last. */
     int moved = 0;
+    s->switching = 1;
     for (int i = 0; i <= s->man.num_shards; i++) {
         const char *n = i < s->man.num_shards ? s->man.shards[i].name : name;
         io_err(staged, sizeof staged, "%s/%s", s->stage, n);

@@ -1,7 +1,9 @@
 /* data/loader_open.c — what a loader's glob may hold (shard.h): one
  * dataset, every shard its manifest lists, shards large enough for a step;
  * and the shards' content hashes. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* qsort_r */
+#endif
 #include "shard.h"
 
 #include <errno.h>

@@ -367,6 +367,10 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
                 DATASET_MANIFEST_SUFFIX, (unsigned long long)r.stage.man.id);
     rc = 0;
 done:
+    if (rc != 0 && staged && !r.stage.switching) {
+        size_t used = strlen(err);
+        snprintf(err + used, err_len - used, " (nothing under %s was changed)", job->out_prefix);
+    }
     if (r.spool) fclose(r.spool);
     if (staged) dataset_stage_close(&r.stage);
     EVP_MD_CTX_free(r.stream_hash);
