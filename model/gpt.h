@@ -21,14 +21,14 @@
 #include "planner.h"
 #include "schedule.h"
 
-/* Pointers into one block tape (layout: planner.h's TapeLayout). In a
- * selective tape ln1, ln2 and fch_gelu all point at the one shared
- * selective buffer: a forward writes each there just before the matmul
- * that reads it, and a backward rebuilds each just before its use. */
+/* Pointers into one block tape (layout: model/tape.h's TapeLayout). The
+ * tensors a tape's kind drops point into the one shared tape workspace: a
+ * forward writes them there and its later ops read them, and a backward
+ * rebuilds each just before its first use (tape_rebuilds_before). */
 typedef struct {
     void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;   /* act */
     float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd; /* f32 */
-    int selective;
+    int kind;                                               /* tape.h: what it drops */
 } BlockTape;
 
 typedef struct {
@@ -51,7 +51,18 @@ typedef struct {
  * it to launch the gradient all-reduce layer by layer. */
 typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *counts, int n);
 
-typedef struct {
+/* Called after each schedule step (a block's forward, re-forward or
+ * backward; `done` of the schedule's n_steps finished, the step just run is
+ * sched.steps[done - 1]) and once after the loss head (done = n_forward,
+ * again). For progress displays and prompt stops: a non-zero return
+ * abandons the pass at that boundary. The rest of the pass is skipped,
+ * g->abandoned is set, gpt_forward_backward and gpt_eval_loss return NAN
+ * and gpt_logits_at's logits are undefined; the gradients are then partial,
+ * while parameters and optimizer state are untouched (no update ran). */
+struct GPT;
+typedef int (*BlockHookFn)(void *ctx, const struct GPT *g, int done);
+
+typedef struct GPT {
     GPTConfig cfg;
     Backend *be;
     int B, T;
@@ -64,7 +75,7 @@ typedef struct {
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
     void **res_slots;                      /* n_res_slots residual buffers (N,C) */
     BlockTape *tapes;                      /* n_tape_slots */
-    void *sel_buf;                         /* (N,4C) act, when any tape is selective */
+    void *tape_ws;                         /* the tape workspace (plan.tape_ws_bytes), or NULL */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
     float *lnf_mean, *lnf_rstd, *losses;          /* scratch f32 (N) */
     int *tokens, *targets;                        /* backend int32 (N) */
@@ -76,6 +87,9 @@ typedef struct {
     size_t opt_begin, opt_end;
     GradReadyFn grad_ready;
     void *grad_ready_ctx;
+    BlockHookFn block_hook;
+    void *block_hook_ctx;
+    int abandoned; /* the last pass was abandoned by block_hook */
 } GPT;
 
 /* Build the schedule for `recompute` (schedule_build's modes), plan, and
@@ -99,6 +113,8 @@ size_t gpt_arena_high_water(const GPT *g);
 
 /* Install (fn != NULL) or remove the gradient-ready callback. */
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
+/* Install (fn != NULL) or remove the per-block callback. */
+void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx);
 
 /* Parameters as fp32 on the host, llm.c order, config_num_params() floats.
  * Under ZeRO-1 with a master copy, gpt_get_params reads this rank's range

@@ -9,6 +9,7 @@
 #define MODEL_MODEL_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -30,5 +31,14 @@ int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err,
  * rename, fsync the folder). */
 int model_file_save(const char *path, const GPTConfig *cfg, const float *params, char *err,
                     size_t err_len);
+
+/* Write version 3 (fp32) or 5 (bf16: each parameter rounded to nearest,
+ * ties to even, as llm.c's bf16 trainer keeps them; a NaN stays a NaN),
+ * crash-safely. llm.c's default CUDA trainer (bf16) loads version 5 only. */
+int model_file_save_as(const char *path, const GPTConfig *cfg, const float *params, int version,
+                       char *err, size_t err_len);
+
+/* fp32 -> bf16 bits, round to nearest even. */
+uint16_t model_file_bf16(float x);
 
 #endif

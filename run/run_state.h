@@ -21,6 +21,8 @@
  *   then A arrays of `count` fp32 values.
  * A reader checks the size, both checksums, every count against the file
  * size (without overflow) and that each entry it needs is present once.
+ * Entries a reader does not know are skipped, and entries added later
+ * ("run-id") read as 0 when absent.
  *
  * The training data ("--train-data") is recorded as "train-shards" (the
  * count) and either
@@ -31,7 +33,8 @@
  *     a change goes unseen. Written when the loader has content hashes;
  *   - or "train-tokens-hash" (u64): FNV-1a over the shards' token counts,
  *     all that version 1 recorded (its content is then not checked).
- * Version 1 files (no content hashes) are still read. */
+ * Version 1 files (no content hashes) are still read; version 2 (more
+ * entries than version 1's limit of 256) is refused by older readers. */
 #ifndef RUN_RUN_STATE_H
 #define RUN_RUN_STATE_H
 
@@ -61,6 +64,7 @@ typedef struct {
     int64_t shard_pos, window_pos;
     uint64_t sample_rng; /* the sampler's RNG (--sample-every), model/sample.h */
     int64_t rank;      /* the rank that wrote this file */
+    uint64_t run_id;   /* the run's identity (checkpoint.h); 0 in files older than it */
 } RunState;
 
 typedef struct {
@@ -105,5 +109,9 @@ int run_state_read_range(const char *path, const RunStateInfo *info, uint64_t wa
  * names (run/session.c). */
 int run_state_compare(const RunState *saved, const RunState *now, char *err, size_t err_len,
                       char *notes, size_t notes_len);
+
+/* A hash of the fields that must match to resume (the strict ones): the
+ * configuration's identity, recorded in each save's manifest. */
+uint64_t run_state_config_hash(const RunState *st);
 
 #endif

@@ -44,20 +44,15 @@ bad:
     return -1;
 }
 
-/* Create and remove a file in dir: permissions, read-only mounts, a full
- * inode table all show up here rather than at the first save. */
-static int probe_writable(const char *dir, char *err, size_t err_len)
+/* "RANK:STEP:SECONDS". */
+static int parse_stall(RunSession *s, const char *v, char *err, size_t err_len)
 {
-    char p[4200];
-    io_err(p, sizeof p, "%s/.train_gpt_write_test.%ld", dir, (long)getpid());
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        io_err(err, err_len, "--checkpoint-dir %s: cannot write there: %s", dir,
-                 strerror(errno));
+    int used = 0;
+    if (sscanf(v, "%d:%d:%d%n", &s->stall_rank, &s->stall_step, &s->stall_s, &used) != 3 ||
+        v[used] || s->stall_rank < 0 || s->stall_step < 1 || s->stall_s < 0) {
+        io_err(err, err_len, "TRAIN_GPT_TEST_STALL=%s: expected RANK:STEP:SECONDS", v);
         return -1;
     }
-    close(fd);
-    unlink(p);
     return 0;
 }
 
@@ -69,8 +64,12 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
     s->last_saved = -1;
     s->rank = d->rank;
     s->world_size = d->world;
+    s->lock.fd = -1;
+    s->resumed.step = -1;
     const char *nan = getenv("TRAIN_GPT_TEST_NAN_STEP");
     if (nan && *nan && parse_nan_steps(s, nan, err, err_len) != 0) return -1;
+    const char *stall = getenv("TRAIN_GPT_TEST_STALL");
+    if (stall && *stall && parse_stall(s, stall, err, err_len) != 0) return -1;
     if (c->resume && !c->resume_path && !c->checkpoint_dir) {
         io_err(err, err_len, "--resume: needs --checkpoint-dir DIR (or --resume=DIR)");
         return -1;
@@ -97,6 +96,7 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         struct stat st;
         io_err(mp, sizeof mp, "%s/%s", c->resume_path, CKPT_MANIFEST);
         io_err(parent, sizeof parent, "%s", c->resume_path);
+        for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--) parent[n - 1] = 0;
         if (stat(mp, &st) == 0) {
             char *slash = strrchr(parent, '/');
             if (slash && slash != parent) *slash = 0;
@@ -110,37 +110,27 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         return -1;
     }
     snprintf(s->dir, sizeof s->dir, "%s", dir);
-    char why[4400];
-    if (io_mkdirs(dir, why, sizeof why) != 0) {
-        io_err(err, err_len, "--checkpoint-dir %s: %s", dir, why);
+    /* The folder itself is made here; its parent must exist, so a typo in
+     * the path fails now instead of growing a tree somewhere unexpected. */
+    char why[4400], up[4096];
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        io_dirname(dir, up, sizeof up);
+        if (io_probe_writable(up, why, sizeof why) != 0) {
+            io_err(err, err_len, "--checkpoint-dir %s: its parent folder must exist and be "
+                   "writable: %s", dir, why);
+            return -1;
+        }
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            io_err(err, err_len, "--checkpoint-dir %s: cannot create: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    if (io_probe_writable(dir, why, sizeof why) != 0) {
+        io_err(err, err_len, "--checkpoint-dir %s", why);
         return -1;
     }
-    return probe_writable(dir, err, err_len);
-}
-
-int session_locate(RunSession *s, char *save_dir, size_t len, char *err,
-                   size_t err_len)
-{
-    if (!s->cfg.resume) return 0;
-    int step;
-    if (s->cfg.resume_path) {
-        char mp[4200];
-        struct stat st;
-        io_err(mp, sizeof mp, "%s/%s", s->cfg.resume_path, CKPT_MANIFEST);
-        if (stat(mp, &st) == 0) { /* a step folder */
-            io_err(save_dir, len, "%s", s->cfg.resume_path);
-            return 1;
-        }
-        int r = ckpt_find_latest(s->cfg.resume_path, save_dir, len, &step, err, err_len);
-        if (r == 0)
-            io_err(err, err_len, "--resume=%s: no complete save there (a save is a step_N "
-                     "folder with a COMPLETE manifest)", s->cfg.resume_path);
-        return r == 1 ? 1 : -1;
-    }
-    int r = ckpt_find_latest(s->dir, save_dir, len, &step, err, err_len);
-    if (r == 0)
-        printf("resume: no complete save in %s yet: starting a new run\n", s->dir);
-    return r;
+    return c->exclusive && s->rank == 0 ? own_lock(&s->lock, dir, err, err_len) : 0;
 }
 
 /* FNV-1a over each shard's token count: all a version 1 run state
@@ -166,6 +156,25 @@ static uint64_t digest_prefix(const unsigned char *d)
     return v;
 }
 
+/* The SHA-256 of the shards' digests in order (the same construction as a
+ * dataset manifest's total), first 8 bytes; 0 when out of memory. */
+static uint64_t content_fingerprint(const Loader *ld)
+{
+    DatasetManifest all = {.num_shards = ld->num_shards};
+    unsigned char d[SHARD_SHA256_BYTES];
+    all.shards = calloc((size_t)ld->num_shards + 1, sizeof *all.shards);
+    if (!all.shards) return 0;
+    for (int i = 0; i < ld->num_shards; i++) memcpy(all.shards[i].sha256, ld->sha[i], sizeof d);
+    dataset_manifest_digest(&all, d);
+    free(all.shards);
+    return digest_prefix(d);
+}
+
+uint64_t session_data_fingerprint(const Loader *ld)
+{
+    return loader_has_hashes(ld) ? content_fingerprint(ld) : token_counts_hash(ld);
+}
+
 /* The train data as a run state records it (run_state.h): each shard's
  * content hash when the loader has them (loader_hash), else the token
  * counts. A failed allocation leaves shard_sha NULL, which the writer
@@ -179,20 +188,10 @@ static void fill_data(RunState *st, const Loader *ld)
         return;
     }
     st->data_kind = RUN_STATE_DATA_SHA;
+    st->data_fingerprint = content_fingerprint(ld);
     st->shard_sha = malloc(((size_t)ld->num_shards + 1) * sizeof *st->shard_sha);
     if (!st->shard_sha) return;
     for (int i = 0; i < ld->num_shards; i++) st->shard_sha[i] = digest_prefix(ld->sha[i]);
-    DatasetManifest all = {.num_shards = ld->num_shards};
-    unsigned char d[SHARD_SHA256_BYTES];
-    all.shards = calloc((size_t)ld->num_shards, sizeof *all.shards);
-    if (!all.shards) {
-        run_state_free(st);
-        return;
-    }
-    for (int i = 0; i < ld->num_shards; i++) memcpy(all.shards[i].sha256, ld->sha[i], sizeof d);
-    dataset_manifest_digest(&all, d); /* the same construction as a manifest's total */
-    free(all.shards);
-    st->data_fingerprint = digest_prefix(d);
 }
 
 /* The train data against the save's record; every shard whose content
@@ -271,6 +270,7 @@ void session_fill_state(const RunSession *s, const GPTConfig *cfg,
     st->shard_pos = ld->shard_pos;
     st->window_pos = ld->window_pos;
     st->rank = s->rank;
+    st->run_id = s->run_id;
 }
 
 int session_resume(RunSession *s, const char *save_dir, GPT *g,
@@ -301,6 +301,14 @@ int session_resume(RunSession *s, const char *save_dir, GPT *g,
     }
     if (ckpt_load_state(save_dir, &man, &saved, np, g->opt_begin, cnt, m, v, why, sizeof why) != 0)
         goto fail;
+    /* Files of two runs in one folder (a save overwritten by another run)
+     * can each be intact: the run id ties the state to the manifest. */
+    if (man.has_identity && saved.run_id && saved.run_id != man.id.run_id) {
+        io_err(why, sizeof why, "%s: its state files are run %016llx's, its manifest run "
+               "%016llx's (files of two runs mixed)", save_dir,
+               (unsigned long long)saved.run_id, (unsigned long long)man.id.run_id);
+        goto fail;
+    }
     session_fill_state(s, &g->cfg, ld, 0, 0, 0, &now);
     char notes[1024], data_why[1500];
     int cfg_bad = run_state_compare(&saved, &now, why, sizeof why, notes, sizeof notes) != 0;
@@ -325,17 +333,6 @@ int session_resume(RunSession *s, const char *save_dir, GPT *g,
     if (loader_seek(ld, saved.epoch, (int)saved.shard_pos, (long)saved.window_pos, why,
                     sizeof why) != 0)
         goto fail;
-    /* Resuming an older save into a folder that holds newer ones would mix
-     * two timelines (and --resume would later pick the abandoned one). */
-    char newer[4200];
-    int newest;
-    if (s->dir[0] && ckpt_find_latest(s->dir, newer, sizeof newer, &newest, why, sizeof why) == 1 &&
-        newest > saved.step) {
-        io_err(err, err_len, "cannot resume from %s: %s holds a newer save (%s); move it away or "
-               "pass another --checkpoint-dir, so the two runs' saves do not mix", save_dir,
-               s->dir, newer);
-        goto out;
-    }
     if (notes[0]) printf("note: resuming with a changed setting: %s\n", notes);
     gpt_set_params(g, params);
     g->be->ops->mem_upload(g->be, g->m, m, cnt * sizeof(float));
@@ -421,9 +418,11 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
             io_err(fp, sizeof fp, "%s/%s", step_dir, files[r + 1].name);
             rc = io_file_crc(fp, &files[r + 1].bytes, &files[r + 1].crc, why, sizeof why);
         }
-        if (rc == 0)
-            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1, s->cfg.keep, why,
-                             sizeof why);
+        if (rc == 0) {
+            CkptIdentity id = {s->run_id, run_state_config_hash(&st)};
+            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1, s->cfg.keep, &id,
+                             why, sizeof why);
+        }
     }
     if (agree(d, rc) != 0) goto out;
     s->last_saved = step;
@@ -431,9 +430,17 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
            (np + 2.0 * (double)cnt * world) * 4 / 1048576.0, now_ms() - t0);
     fflush(stdout);
 out:
-    if (rc != 0 || s->last_saved != step)
-        io_err(err, err_len, "save at step %d failed: %s (the previous complete save in %s is "
-               "kept)", step, why[0] ? why : "on another rank", s->dir);
+    if (rc != 0 || s->last_saved != step) {
+        /* Name the save a --resume would now use, or say there is none. */
+        char kept[4200], ignore[512];
+        int kept_step;
+        int have = ckpt_find_latest(s->dir, kept, sizeof kept, &kept_step, ignore,
+                                    sizeof ignore) == 1;
+        io_err(err, err_len, "save at step %d failed: %s (%s%s)", step,
+               why[0] ? why : "on another rank",
+               have ? "the previous complete save is kept: " : "no complete save exists in ",
+               have ? kept : s->dir);
+    }
     free(p);
     free(m);
     free(v);
@@ -450,4 +457,28 @@ void session_test_inject_nan(const RunSession *s, GPT *g, int step)
             g->be->ops->mem_upload(g->be, g->grads, &bits, sizeof bits);
             return;
         }
+}
+
+void session_test_stall(const RunSession *s, int step)
+{
+    if (s->stall_step == step && s->stall_rank == s->rank) io_sleep_ms(s->stall_s * 1000);
+}
+
+void session_close(RunSession *s) { own_unlock(&s->lock); }
+
+int session_claim(RunSession *s, Dist *d, char *err, size_t err_len)
+{
+    const CkptEntry *resumed = s->resumed.step >= 0 ? &s->resumed : NULL;
+    /* rank 0 decides; {status, run id} to every rank */
+    uint64_t out[2] = {0, resumed && resumed->has_identity ? resumed->id.run_id : 0};
+    if (s->rank == 0) {
+        if (!out[1]) out[1] = own_new_run_id();
+        if (s->cfg.exclusive && s->dir[0] &&
+            own_claim(s->dir, resumed, s->cfg.overwrite, err, err_len) != 0)
+            out[0] = 1;
+    }
+    dist_broadcast(d, out, sizeof out);
+    s->run_id = out[1];
+    if (out[0] && s->rank != 0) io_err(err, err_len, "rank 0 refused --checkpoint-dir %s", s->dir);
+    return out[0] ? -1 : 0;
 }

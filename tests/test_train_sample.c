@@ -1,6 +1,6 @@
 /* tests/test_train_sample.c — from text to a model that writes text.
  *
- * ./tokenize turns tinyshakespeare (../shared/data/tinyshakespeare/input.txt)
+ * ./tokenize turns tinyshakespeare (data/source.h finds it)
  * into GPT-2 BPE shards, ./train_gpt trains a tiny model on them for 100
  * steps, and ./train_gpt --generate samples from the saved model. The val
  * loss starts at ln(50257) = 10.8 and must fall below 7.2 (measured: 6.7 at
@@ -41,7 +41,7 @@ Test(train_sample, bpe_tinyshakespeare_learns_and_writes_text, .timeout = 600)
     char *d = tu_tempdir(), cmd[4096], path[512];
     snprintf(cmd, sizeof cmd,
              "./tokenize --quiet --split-blank-lines --val-tokens 32768 --out %s/shakespeare "
-             "../shared/data/tinyshakespeare/input.txt > %s/tok.txt 2>&1", d, d);
+             "'%s' > %s/tok.txt 2>&1", d, TU_SHAKESPEARE, d);
     cr_assert_eq(tu_run(cmd), 0, "tokenize failed: %s", cmd);
     snprintf(cmd, sizeof cmd,
              "./train_gpt --layers 2 --channels 64 --heads 4 --seq-len 32 --batch 8 --steps 100 "

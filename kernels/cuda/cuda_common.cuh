@@ -104,6 +104,8 @@ typedef struct CudaState {
     void *workspace;       /* CUDA_LT_WORKSPACE_BYTES, cuBLASLt's */
     void *scratch;         /* CUDA_SCRATCH_BYTES, see the top of this file */
     struct GemmCache *gemm;
+    int attn_variant[CUDA_ATTN_KERNELS]; /* attention_mma.cu: the bf16 attention kernels'
+                                            variants (forward, dQ, dK/dV) */
 } CudaState;
 
 static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }
@@ -193,6 +195,10 @@ void cuda_gemm(CudaState *st, int ta, int tb, int m, int n, int k, const void *A
                const void *bias, float beta);
 void cuda_gemm_init(CudaState *st);    /* at open */
 void cuda_gemm_destroy(CudaState *st); /* at close */
+
+/* attention_mma.cu: st->attn_variant from TRAIN_GPT_ATTN_VARIANT (at open).
+ * Returns 0 with a one-line reason in err when it names no variant. */
+int amma_variants_from_env(CudaState *st, char *err, size_t err_len);
 
 /* ---- op entry points (the BackendOps table in backend.cu) ---- */
 void *cuda_mem_alloc(Backend *be, size_t bytes);
