@@ -147,8 +147,9 @@ Test(hostile, model_file, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], path[600], err[512];
     tc_make_shards(d, 1, 400);
-    GPTConfig cfg = {.max_seq_len = 16, .vocab_size = 256, .padded_vocab = 256, .num_layers = 1,
-                     .num_heads = 2, .channels = 8};
+    /* tc_model_args' shape: shape flags that contradict --init-from are refused */
+    GPTConfig cfg = {.max_seq_len = 16, .vocab_size = 256, .padded_vocab = 256, .num_layers = 2,
+                     .num_heads = 4, .channels = 32};
     float *p = tu_random_params(&cfg, 5);
     snprintf(path, sizeof path, "%s/good_model.bin", d);
     cr_assert_eq(model_file_save(path, &cfg, p, err, sizeof err), 0, "%s", err);

@@ -121,11 +121,39 @@ static uint64_t counts_hash(const uint64_t *n, int k)
     return h;
 }
 
+/* COMPLETE's crc32 for `name` in save folder sd set to the file's own. */
+static void manifest_follow(const char *sd, const char *name)
+{
+    char p[900], mp[900], key[64], why[600];
+    snprintf(p, sizeof p, "%s/%s", sd, name);
+    snprintf(mp, sizeof mp, "%s/COMPLETE", sd);
+    uint64_t bytes;
+    uint32_t crc;
+    cr_assert_eq(io_file_crc(p, &bytes, &crc, why, sizeof why), 0, "%s", why);
+    char *text = tu_read_file(mp, NULL);
+    cr_assert_not_null(text);
+    snprintf(key, sizeof key, "\"%s\"", name);
+    char *at = strstr(text, key);
+    cr_assert_not_null(at, "%s not in %s", name, text);
+    char *crc_at = strstr(at, "\"crc32\":");
+    cr_assert_not_null(crc_at);
+    crc_at += strlen("\"crc32\":");
+    char *rest = crc_at + strspn(crc_at, "0123456789");
+    *crc_at = 0;
+    FILE *f = fopen(mp, "wb");
+    fprintf(f, "%s%u%s", text, crc, rest);
+    fclose(f);
+    free(text);
+}
+
 /* Rewrite a save's state file as version 1 wrote it: version 1, the
  * counts hash instead of the content hashes (shard entries renamed to
- * names no version reads), checksums fixed; the size stays the same. */
-static void make_version_1(const char *state, uint64_t counts)
+ * names no version reads), checksums fixed, in COMPLETE too; the size
+ * stays the same. */
+static void make_version_1(const char *sd, uint64_t counts)
 {
+    char state[900];
+    snprintf(state, sizeof state, "%s/state_r00000.bin", sd);
     size_t len;
     unsigned char *b = (unsigned char *)tu_read_file(state, &len);
     cr_assert_not_null(b);
@@ -152,13 +180,14 @@ static void make_version_1(const char *state, uint64_t counts)
     fwrite(b, 1, len, f);
     fclose(f);
     free(b);
+    manifest_follow(sd, "state_r00000.bin");
 }
 
 Test(resume_content, version_1_saves_resume_by_token_counts, .timeout = 60)
 {
     char *d = tu_tempdir(), args[4096], p[700], *err;
     train_and_save(d);
-    snprintf(p, sizeof p, "%s/ck/step_00000002/state_r00000.bin", d);
+    snprintf(p, sizeof p, "%s/ck/step_00000002", d);
     uint64_t n[2] = {400, 400};
     make_version_1(p, counts_hash(n, 2));
     snprintf(args, sizeof args, "%s --steps 3 --checkpoint-dir %s/ck --resume", tc_model_args(d), d);
@@ -173,7 +202,7 @@ Test(resume_content, version_1_saves_resume_by_token_counts, .timeout = 60)
     cr_assert_eq(tu_run(args), 0);
     train_and_save(d);
     n[1] = 401;
-    snprintf(p, sizeof p, "%s/ck/step_00000002/state_r00000.bin", d);
+    snprintf(p, sizeof p, "%s/ck/step_00000002", d);
     make_version_1(p, counts_hash(n, 2));
     snprintf(args, sizeof args, "%s --steps 3 --checkpoint-dir %s/ck --resume", tc_model_args(d), d);
     rc = run(d, "resume2", args, &err);
@@ -233,23 +262,8 @@ Test(resume_content, non_finite_weights_in_a_save_are_refused, .timeout = 60)
     train_and_save(d);
     snprintf(p, sizeof p, "%s/ck/step_00000002/model.bin", d);
     write_bad_model(p);
-    uint64_t bytes;
-    uint32_t crc;
-    cr_assert_eq(io_file_crc(p, &bytes, &crc, args, sizeof args), 0, "%s", args);
-    snprintf(mp, sizeof mp, "%s/ck/step_00000002/COMPLETE", d);
-    char *text = tu_read_file(mp, NULL);
-    const char *key = "\"model.bin\",\"bytes\":";
-    char *at = strstr(text, key);
-    cr_assert_not_null(at, "%s", text);
-    char *crc_at = strstr(at, "\"crc32\":");
-    cr_assert_not_null(crc_at);
-    crc_at += strlen("\"crc32\":");
-    char *rest = crc_at + strspn(crc_at, "0123456789");
-    *crc_at = 0;
-    FILE *f = fopen(mp, "wb");
-    fprintf(f, "%s%u%s", text, crc, rest);
-    fclose(f);
-    free(text);
+    snprintf(mp, sizeof mp, "%s/ck/step_00000002", d);
+    manifest_follow(mp, "model.bin");
     snprintf(args, sizeof args, "%s --steps 4 --checkpoint-dir %s/ck --resume", tc_model_args(d), d);
     cr_expect_eq(run(d, "resume", args, &err), 1);
     expect_non_finite(err, p);
