@@ -186,7 +186,8 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 # for every file reader, in build/fuzz/. scripts/run_fuzzers.sh runs them.
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB  := data/shard.c model/model_file.c model/config.c base/fileio.c run/run_state.c \
+FUZZ_LIB  := data/shard.c data/loader.c data/loader_open.c data/dataset_manifest.c \
+             model/model_file.c model/config.c base/fileio.c run/run_state.c \
              run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
              data/eval_file.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)

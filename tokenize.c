@@ -7,8 +7,10 @@
  * The command line only; the work (documents, split, shards) is
  * tokenize_job_run() in data/tokenize_job.c, whose header states the rules;
  * --hellaswag's is hellaswag_job_run() in data/hellaswag.c.
- * Exit status: 0 done, 1 failed (message names the file and fault; no shard
- * of the run is left), 2 bad command line. */
+ * Exit status: 0 done, 1 failed (message names the file and fault; nothing
+ * of the run is left and the old dataset under the prefix is unchanged,
+ * unless the message says the switch to the new one failed: data/dataset.h),
+ * 2 bad command line. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -64,7 +66,11 @@ static void usage(FILE *f)
 "(TRAIN_GPT_OFFLINE=1: no fetching). Where they came from is printed.\n"
 "--fetch tinyshakespeare and --fetch hellaswag follow the same chain with\n"
 "$TINYSHAKESPEARE or $HELLASWAG_JSONL (a file) and ../shared/data/NAME/, no npm.\n"
-"Shards of PREFIX numbered past those written (an older, larger run) are removed.\n",
+"\n"
+"The dataset is written whole into PREFIX.tokenize-PID.tmp/ with its manifest\n"
+"PREFIX.manifest.json (each shard's tokens and sha256), and replaces the old\n"
+"dataset under PREFIX only then: on any failure the old one is unchanged. Old\n"
+"shards of PREFIX that the new dataset does not have are removed.\n",
             GPT2_DIR_ENV);
 }
 

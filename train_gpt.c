@@ -110,6 +110,20 @@ static int open_data(Trainer *tr, char *err, size_t len)
                      " (the default dataset: run `make data`, or pass --train-data)");
         return -1;
     }
+    if (rank == 0 && tr->train.notes) fputs(tr->train.notes, stderr);
+    /* Saves record the shards' content hashes; a resume reads every shard
+     * to compare them (run/session.c). A fresh run takes a manifest's. */
+    if (tr->sess.dir[0] || tr->resume_dir[0]) {
+        double t0 = progress_now_ms();
+        uint64_t bytes;
+        if (loader_hash(&tr->train, tr->resume_dir[0] ? LOADER_HASH_READ : LOADER_HASH_TRUST,
+                        &bytes, err, len) != 0)
+            return -1;
+        double s = (progress_now_ms() - t0) / 1e3;
+        if (rank == 0 && bytes)
+            printf("train data: read %.1f MB to hash %d shard(s) in %.2f s (%.0f MB/s)\n",
+                   bytes / 1e6, tr->train.num_shards, s, bytes / 1e6 / (s > 1e-9 ? s : 1e-9));
+    }
     /* The default val shards belong to the default dataset: validating a
      * run on other --train-data with them would measure the wrong text (or
      * stop on out-of-vocabulary tokens), so they are used only when the
@@ -122,6 +136,7 @@ static int open_data(Trainer *tr, char *err, size_t len)
     }
     int rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
                          tr->cfg.vocab_size, 0, o->seed, err, len);
+    if (rc == 0 && rank == 0 && tr->val.notes) fputs(tr->val.notes, stderr);
     if (rc != 0 && o->val_data_given) return -1;
     if (rc != 0 && rank == 0)
         fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);

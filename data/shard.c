@@ -1,7 +1,9 @@
-/* data/shard.c — shard validation and the data loader (see shard.h). */
+/* data/shard.c — the shard format: checking, writing, hashing (shard.h).
+ * The loader is data/loader.c. */
 #include "shard.h"
 
-#include "base/rng.h"
+#include <openssl/evp.h>
+
 #include "base/fileio.h"
 
 #include <errno.h>
@@ -14,6 +16,11 @@
 #include <unistd.h>
 
 int shard_check(const char *path, size_t *n, char *err, size_t err_len)
+{
+    return shard_check_id(path, n, NULL, err, err_len);
+}
+
+int shard_check_id(const char *path, size_t *n, uint64_t *dataset_id, char *err, size_t err_len)
 {
     off_t size;
     int fd = io_open_regular(path, &size, err, err_len);
@@ -39,227 +46,115 @@ int shard_check(const char *path, size_t *n, char *err, size_t err_len)
                                                                          : "trailing bytes");
     } else {
         *n = (size_t)h[2];
+        if (dataset_id) *dataset_id = (uint64_t)(uint32_t)h[3] | (uint64_t)(uint32_t)h[4] << 32;
         rc = 0;
     }
     close(fd);
     return rc;
 }
 
-/* The loader's only randomness: base/rng.h, seeded from (seed, epoch). */
-static void shuffle_long(long *a, long n, uint64_t *state)
+
+/* The digest of everything an IoWriter wrote, kept alongside it. */
+static int digest_update(EVP_MD_CTX *c, const void *p, size_t n)
 {
-    for (long i = n - 1; i > 0; i--) {
-        long j = (long)(rng_next(state) % (uint64_t)(i + 1));
-        long t = a[i];
-        a[i] = a[j];
-        a[j] = t;
+    return c == NULL || EVP_DigestUpdate(c, p, n) == 1;
+}
+
+int shard_write_id(const char *path, uint64_t dataset_id, const uint16_t *tokens, size_t n,
+                   unsigned char sha256[SHARD_SHA256_BYTES], char *err, size_t err_len)
+{
+    if (n > 0x7fffffffu) {
+        io_err(err, err_len, "%s: %zu tokens do not fit the int32 header count", path, n);
+        return -1;
     }
-}
-
-static long steps_in_shard(const Loader *ld, int shard)
-{
-    return (long)((ld->ntok[shard] - 1) / ((size_t)ld->nranks * ld->B * ld->T));
-}
-
-/* Open the shard at position shard_pos of the order and lay out its steps. */
-static int enter_shard(Loader *ld, char *err, size_t err_len)
-{
-    int shard = ld->shard_order[ld->shard_pos];
-    if (ld->loaded != shard) {
-        if (ld->fd >= 0) close(ld->fd);
-        ld->fd = open(ld->paths[shard], O_RDONLY);
-        if (ld->fd < 0) {
-            snprintf(err, err_len, "%s: cannot open: %s", ld->paths[shard], strerror(errno));
-            ld->loaded = -1;
-            return -1;
+    int32_t header[SHARD_HEADER_INTS] = {0};
+    header[0] = SHARD_MAGIC;
+    header[1] = SHARD_VERSION;
+    header[2] = (int32_t)n;
+    header[3] = (int32_t)(uint32_t)dataset_id;
+    header[4] = (int32_t)(uint32_t)(dataset_id >> 32);
+    EVP_MD_CTX *c = sha256 ? EVP_MD_CTX_new() : NULL;
+    if (sha256 && (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)) {
+        EVP_MD_CTX_free(c);
+        io_err(err, err_len, "%s: cannot start a SHA-256 (out of memory)", path);
+        return -1;
+    }
+    IoWriter w;
+    unsigned int dn = 0;
+    int ok = io_create(&w, path, err, err_len) == 0;
+    if (ok) {
+        ok = io_write(&w, header, sizeof header, err, err_len) == 0 &&
+             io_write(&w, tokens, n * sizeof(uint16_t), err, err_len) == 0;
+        if (ok && !(digest_update(c, header, sizeof header) &&
+                    digest_update(c, tokens, n * sizeof(uint16_t)) &&
+                    (!c || (EVP_DigestFinal_ex(c, sha256, &dn) == 1 && dn == 32)))) {
+            io_err(err, err_len, "%s: SHA-256 failed", path);
+            ok = 0;
         }
-        ld->loaded = shard;
+        if (!ok) io_abort(&w);
+        else ok = io_commit(&w, err, err_len) == 0;
     }
-    /* window_order was sized at open for the largest shard: no allocation
-     * while training. */
-    ld->num_windows = steps_in_shard(ld, shard);
-    for (long i = 0; i < ld->num_windows; i++) ld->window_order[i] = i;
-    if (ld->shuffle) {
-        uint64_t st = ld->seed ^ (ld->epoch * 0x2545f4914f6cdd1dull) ^ ((uint64_t)ld->shard_pos << 32);
-        shuffle_long(ld->window_order, ld->num_windows, &st);
-    }
-    ld->window_pos = 0;
-    return 0;
+    EVP_MD_CTX_free(c);
+    return ok ? 0 : -1;
 }
 
-static void order_shards(Loader *ld)
+int shard_write(const char *path, const uint16_t *tokens, size_t n, char *err, size_t err_len)
 {
-    for (int i = 0; i < ld->num_shards; i++) ld->shard_order[i] = i;
-    if (ld->shuffle && ld->num_shards > 1) {
-        long tmp[ld->num_shards];
-        for (int i = 0; i < ld->num_shards; i++) tmp[i] = i;
-        uint64_t st = ld->seed ^ (ld->epoch * 0x9e3779b97f4a7c15ull) ^ 0x5bd1e995u;
-        shuffle_long(tmp, ld->num_shards, &st);
-        for (int i = 0; i < ld->num_shards; i++) ld->shard_order[i] = (int)tmp[i];
-    }
+    if (shard_write_id(path, 0, tokens, n, NULL, err, err_len) != 0) return -1;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    return io_sync_dir(dir, err, err_len);
 }
 
-int loader_open(Loader *ld, const char *pattern, int B, int T, int rank, int nranks,
-                int vocab_size, int shuffle, uint64_t seed, char *err, size_t err_len)
+int shard_hash_file(const char *path, unsigned char sha256[SHARD_SHA256_BYTES], uint64_t *bytes,
+                    char *err, size_t err_len)
 {
-    memset(ld, 0, sizeof *ld);
-    ld->fd = -1;
-    ld->loaded = -1;
-    ld->B = B;
-    ld->T = T;
-    ld->rank = rank;
-    ld->nranks = nranks;
-    ld->vocab_size = vocab_size;
-    ld->shuffle = shuffle;
-    ld->seed = seed;
-    glob_t gl;
-    int g = glob(pattern, 0, NULL, &gl);
-    if (g == GLOB_NOMATCH || (g == 0 && gl.gl_pathc == 0)) {
-        snprintf(err, err_len, "%s: glob matched no files", pattern);
-        if (g == 0) globfree(&gl);
-        return -1;
+    off_t size;
+    int fd = io_open_regular(path, &size, err, err_len);
+    if (fd < 0) return -1;
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = malloc(CHUNK);
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int rc = -1;
+    uint64_t pos = 0;
+    unsigned int dn = 0;
+    if (!buf || !c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+        io_err(err, err_len, "%s: out of host memory", path);
+        goto out;
     }
-    if (g != 0) {
-        snprintf(err, err_len, "%s: glob failed (read error or out of memory)", pattern);
-        return -1;
-    }
-    ld->num_shards = (int)gl.gl_pathc;
-    ld->paths = calloc(gl.gl_pathc, sizeof(char *));
-    ld->ntok = calloc(gl.gl_pathc, sizeof(size_t));
-    ld->shard_order = calloc(gl.gl_pathc, sizeof(int));
-    ld->window = malloc(sizeof(uint16_t) * ((size_t)B * T + 1));
-    if (!ld->paths || !ld->ntok || !ld->shard_order || !ld->window) {
-        snprintf(err, err_len, "%s: out of host memory", pattern);
-        globfree(&gl);
-        loader_close(ld);
-        return -1;
-    }
-    /* glob() sorts its results, so the shard order is the sorted names. */
-    size_t need = (size_t)nranks * B * T + 1;
-    for (size_t i = 0; i < gl.gl_pathc; i++) {
-        ld->paths[i] = strdup(gl.gl_pathv[i]);
-        if (!ld->paths[i]) {
-            snprintf(err, err_len, "%s: out of host memory", pattern);
-            globfree(&gl);
-            loader_close(ld);
-            return -1;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    for (;;) {
+        ssize_t k = read(fd, buf, CHUNK);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            io_err(err, err_len, "%s: read failed at byte %llu: %s", path,
+                   (unsigned long long)pos, strerror(errno));
+            goto out;
         }
-        if (shard_check(ld->paths[i], &ld->ntok[i], err, err_len) != 0) {
-            globfree(&gl);
-            loader_close(ld);
-            return -1;
+        if (k == 0) break;
+        if (EVP_DigestUpdate(c, buf, (size_t)k) != 1) {
+            io_err(err, err_len, "%s: SHA-256 failed", path);
+            goto out;
         }
-        if (ld->ntok[i] < need) {
-            snprintf(err, err_len, "%s: %zu tokens, fewer than the %zu one step needs "
-                     "(ranks %d x batch %d x seq-len %d + 1)", ld->paths[i], ld->ntok[i], need,
-                     nranks, B, T);
-            globfree(&gl);
-            loader_close(ld);
-            return -1;
-        }
+        pos += (uint64_t)k;
     }
-    globfree(&gl);
-    long most = 0;
-    for (int i = 0; i < ld->num_shards; i++)
-        most = steps_in_shard(ld, i) > most ? steps_in_shard(ld, i) : most;
-    ld->window_order = malloc(sizeof(long) * (size_t)most);
-    if (!ld->window_order) {
-        snprintf(err, err_len, "%s: out of host memory", pattern);
-        loader_close(ld);
-        return -1;
+    if (pos != (uint64_t)size) {
+        io_err(err, err_len, "%s: size changed while it was read (%llu bytes, was %lld)", path,
+               (unsigned long long)pos, (long long)size);
+        goto out;
     }
-    order_shards(ld);
-    if (enter_shard(ld, err, err_len) != 0) {
-        loader_close(ld);
-        return -1;
+    if (EVP_DigestFinal_ex(c, sha256, &dn) != 1 || dn != SHARD_SHA256_BYTES) {
+        io_err(err, err_len, "%s: SHA-256 failed", path);
+        goto out;
     }
-    return 0;
-}
-
-long loader_offset(const Loader *ld)
-{
-    long s = ld->window_order[ld->window_pos];
-    return (s * ld->nranks + ld->rank) * (long)ld->B * ld->T;
-}
-
-const char *loader_current_path(const Loader *ld)
-{
-    return ld->paths[ld->shard_order[ld->shard_pos]];
-}
-
-int loader_next(Loader *ld, int *inputs, int *targets, char *err, size_t err_len)
-{
-    size_t n = (size_t)ld->B * ld->T;
-    long off = loader_offset(ld);
-    const char *path = loader_current_path(ld);
-    ssize_t want = (ssize_t)((n + 1) * sizeof(uint16_t));
-    if (pread(ld->fd, ld->window, (size_t)want, SHARD_HEADER_BYTES + 2 * (off_t)off) != want) {
-        snprintf(err, err_len, "%s: short read at token offset %ld (file changed?)", path, off);
-        return -1;
-    }
-    for (size_t i = 0; i <= n; i++)
-        if (ld->window[i] >= ld->vocab_size) {
-            snprintf(err, err_len, "%s: token %u at offset %ld is outside the vocabulary "
-                     "(size %d)", path, ld->window[i], off + (long)i, ld->vocab_size);
-            return -1;
-        }
-    for (size_t i = 0; i < n; i++) {
-        inputs[i] = ld->window[i];
-        targets[i] = ld->window[i + 1];
-    }
-    /* Advance: next step in this shard, else the next shard (new epoch
-     * after the last one). */
-    if (++ld->window_pos >= ld->num_windows) {
-        if (++ld->shard_pos >= ld->num_shards) {
-            ld->shard_pos = 0;
-            ld->epoch++;
-            order_shards(ld);
-        }
-        if (enter_shard(ld, err, err_len) != 0) return -1;
-    }
-    return 0;
-}
-
-int loader_seek(Loader *ld, uint64_t epoch, int shard_pos, long window_pos, char *err,
-                size_t err_len)
-{
-    if (shard_pos < 0 || shard_pos >= ld->num_shards) {
-        snprintf(err, err_len, "data position: shard %d does not exist (%d shard(s))", shard_pos,
-                 ld->num_shards);
-        return -1;
-    }
-    ld->epoch = epoch;
-    order_shards(ld);
-    ld->shard_pos = shard_pos;
-    if (enter_shard(ld, err, err_len) != 0) return -1;
-    if (window_pos < 0 || window_pos >= ld->num_windows) {
-        snprintf(err, err_len, "data position: step %ld of %s does not exist (it has %ld)",
-                 window_pos, loader_current_path(ld), ld->num_windows);
-        return -1;
-    }
-    ld->window_pos = window_pos;
-    return 0;
-}
-
-int loader_reset(Loader *ld, char *err, size_t err_len)
-{
-    ld->epoch = 0;
-    ld->shard_pos = 0;
-    order_shards(ld);
-    /* reopens the first shard if another is open: that can fail (file gone) */
-    return enter_shard(ld, err, err_len);
-}
-
-void loader_close(Loader *ld)
-{
-    if (ld->fd >= 0) close(ld->fd);
-    if (ld->paths)
-        for (int i = 0; i < ld->num_shards; i++) free(ld->paths[i]);
-    free(ld->paths);
-    free(ld->ntok);
-    free(ld->shard_order);
-    free(ld->window_order);
-    free(ld->window);
-    memset(ld, 0, sizeof *ld);
-    ld->fd = -1;
+    if (bytes) *bytes = pos;
+    rc = 0;
+out:
+    EVP_MD_CTX_free(c);
+    free(buf);
+    close(fd);
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* data/tokenize_job.c — text files -> GPT-2 token shards (tokenize_job.h). */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dataset.h"
 #include "shard.h"
 #include "tokenize_job.h"
 #include "tokenizer.h"
@@ -22,6 +24,8 @@ typedef struct {
     Tokenizer tk;
     FILE *spool;                        /* uint16 tokens, unlinked */
     char *spool_buf;                    /* its stdio buffer */
+    EVP_MD_CTX *stream_hash;            /* SHA-256 of the spooled tokens: the dataset id */
+    DatasetStage stage;                 /* where the new dataset is written (dataset.h) */
     TokenIds ids;
     uint16_t *u16;
     size_t u16_cap;
@@ -29,8 +33,6 @@ typedef struct {
     size_t total_bytes;                 /* of all regular-file inputs (progress) */
     double t0, t_last;
     int progress_shown;
-    char **written;                     /* shards written by this run */
-    int num_written;
 } Run;
 
 static double now_s(void)
@@ -81,6 +83,10 @@ static int spool_ids(Run *r, const int32_t *ids, size_t n, char *err, size_t err
     if (fwrite(r->u16, sizeof *r->u16, n, r->spool) != n) {
         snprintf(err, err_len, "%s: cannot write the token spool in the output folder: %s",
                  r->job->out_prefix, strerror(errno));
+        return -1;
+    }
+    if (EVP_DigestUpdate(r->stream_hash, r->u16, n * sizeof *r->u16) != 1) {
+        snprintf(err, err_len, "SHA-256 of the token stream failed");
         return -1;
     }
     r->st.tokens += n;
@@ -185,23 +191,8 @@ done:
     return rc;
 }
 
-static int shard_name(char *out, size_t cap, const char *prefix, const char *kind, int idx)
-{
-    return (size_t)snprintf(out, cap, "%s_%s_%06d.bin", prefix, kind, idx) < cap ? 0 : -1;
-}
-
-static void remove_written(Run *r)
-{
-    for (int i = 0; i < r->num_written; i++) {
-        unlink(r->written[i]);
-        free(r->written[i]);
-    }
-    free(r->written);
-    r->written = NULL;
-    r->num_written = 0;
-}
-
-/* Copy n tokens from the spool's current position into shards <prefix>_<kind>_NNNNNN.bin. */
+/* Copy n tokens from the spool's current position into the staged shards
+ * of `kind` ("val" or "train"), shard_size tokens each (the last shorter). */
 static int write_part(Run *r, const char *kind, size_t n, uint16_t *buf, int *num_shards,
                       char *err, size_t err_len)
 {
@@ -209,40 +200,35 @@ static int write_part(Run *r, const char *kind, size_t n, uint16_t *buf, int *nu
     *num_shards = 0;
     for (size_t done = 0; done < n; done += S) {
         size_t k = n - done < S ? n - done : S;
-        char path[4096];
-        if (shard_name(path, sizeof path, r->job->out_prefix, kind, *num_shards)) {
-            snprintf(err, err_len, "%s: output prefix too long", r->job->out_prefix);
-            return -1;
-        }
         if (fread(buf, sizeof *buf, k, r->spool) != k) {
             snprintf(err, err_len, "%s: cannot read back the token spool: %s", r->job->out_prefix,
                      ferror(r->spool) ? strerror(errno) : "short read");
             return -1;
         }
-        char **w = realloc(r->written, (r->num_written + 1) * sizeof *w);
-        char *copy = strdup(path);
-        if (w) r->written = w;
-        if (!w || !copy) {
-            free(copy);
-            snprintf(err, err_len, "%s: out of memory", path);
-            return -1;
-        }
-        if (shard_write(path, buf, k, err, err_len)) {
-            free(copy);
-            return -1;
-        }
-        r->written[r->num_written++] = copy;
+        if (dataset_stage_add(&r->stage, kind, buf, k, err, err_len)) return -1;
         (*num_shards)++;
     }
     return 0;
 }
 
-/* Remove <prefix>_<kind>_NNNNNN.bin for NNNNNN >= from, up to the first gap. */
-static void remove_stale(const char *prefix, const char *kind, int from)
+/* The dataset id (dataset.h): the first 8 bytes, big-endian, of the SHA-256
+ * of the token stream, then the val token count and the shard size (each a
+ * little-endian uint64); never 0. */
+static int dataset_id(Run *r, size_t V, uint64_t *id, char *err, size_t err_len)
 {
-    char path[4096];
-    for (int i = from; !shard_name(path, sizeof path, prefix, kind, i) && unlink(path) == 0; i++)
-        ;
+    unsigned char tail[16], md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    uint64_t v[2] = {V, r->job->shard_size};
+    for (int i = 0; i < 16; i++) tail[i] = (unsigned char)(v[i / 8] >> (8 * (i % 8)));
+    if (EVP_DigestUpdate(r->stream_hash, tail, sizeof tail) != 1 ||
+        EVP_DigestFinal_ex(r->stream_hash, md, &n) != 1 || n < 8) {
+        snprintf(err, err_len, "SHA-256 of the token stream failed");
+        return -1;
+    }
+    *id = 0;
+    for (int i = 0; i < 8; i++) *id = *id << 8 | md[i];
+    if (*id == 0) *id = 1;
+    return 0;
 }
 
 static int check_job(const TokenizeJob *job, char *dir, size_t dir_cap, size_t *total_bytes,
@@ -308,10 +294,10 @@ static int check_job(const TokenizeJob *job, char *dir, size_t dir_cap, size_t *
 
 int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_t err_len)
 {
-    Run r = {.job = job};
+    Run r = {.job = job, .stage = {.lock_fd = -1}};
     char dir[4096], enc[4096], voc[4096];
     uint16_t *buf = NULL;
-    int rc = -1, loaded = 0;
+    int rc = -1, loaded = 0, staged = 0;
     if (check_job(job, dir, sizeof dir, &r.total_bytes, err, err_len)) return -1;
     const char *enc_path = job->encoder_path, *voc_path = job->vocab_path;
     if (!enc_path || !voc_path) {
@@ -327,11 +313,18 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     }
     if (tokenizer_load(&r.tk, enc_path, voc_path, err, err_len)) return -1;
     loaded = 1;
+    if (dataset_stage_begin(&r.stage, job->out_prefix, err, err_len)) goto done;
+    staged = 1;
+    if (!job->quiet && r.stage.notes[0]) fputs(r.stage.notes, stderr);
+    r.stream_hash = EVP_MD_CTX_new();
+    if (!r.stream_hash || EVP_DigestInit_ex(r.stream_hash, EVP_sha256(), NULL) != 1) {
+        snprintf(err, err_len, "out of memory (SHA-256)");
+        goto done;
+    }
 
-    char spool_path[4200];
-    snprintf(spool_path, sizeof spool_path, "%s.tokens.%ld.tmp", job->out_prefix, (long)getpid());
-    r.spool = fopen(spool_path, "w+b");
-    if (!r.spool) {
+    char spool_path[4400];
+    if (dataset_stage_scratch(&r.stage, "tokens.spool", spool_path, sizeof spool_path) ||
+        !(r.spool = fopen(spool_path, "w+b"))) {
         snprintf(err, err_len, "%s: cannot write in the output folder: %s", dir, strerror(errno));
         goto done;
     }
@@ -357,29 +350,37 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     if (V > N) V = N;
     r.st.val_tokens = V;
     r.st.train_tokens = N - V;
+    if (dataset_id(&r, V, &r.stage.man.id, err, err_len)) goto done;
     size_t most = V > N - V ? V : N - V;
     buf = malloc((most < job->shard_size ? most : job->shard_size) * sizeof *buf + 1);
     if (!buf) {
         snprintf(err, err_len, "out of memory for a shard of %zu tokens", job->shard_size);
         goto done;
     }
+    /* Everything goes to the staging folder; the old dataset is replaced
+     * only once the whole new one and its manifest are there. */
     if (write_part(&r, "val", V, buf, &r.st.val_shards, err, err_len) ||
-        write_part(&r, "train", N - V, buf, &r.st.train_shards, err, err_len))
+        write_part(&r, "train", N - V, buf, &r.st.train_shards, err, err_len) ||
+        dataset_stage_commit(&r.stage, err, err_len))
         goto done;
-    remove_stale(job->out_prefix, "val", r.st.val_shards);
-    remove_stale(job->out_prefix, "train", r.st.train_shards);
     if (!job->quiet)
         fprintf(stderr,
                 "tokenize: %zu bytes, %zu document%s, %zu tokens -> val %zu tokens in %d shard%s, "
-                "train %zu tokens in %d shard%s (%s_{val,train}_NNNNNN.bin)\n",
-                r.st.bytes, r.st.docs, r.st.docs == 1 ? "" : "s", N, V, r.st.val_shards, r.st.val_shards == 1 ? "" : "s",
-                N - V, r.st.train_shards, r.st.train_shards == 1 ? "" : "s", job->out_prefix);
+                "train %zu tokens in %d shard%s (%s_{val,train}_NNNNNN.bin, %s%s, dataset "
+                "%016llx)\n",
+                r.st.bytes, r.st.docs, r.st.docs == 1 ? "" : "s", N, V, r.st.val_shards,
+                r.st.val_shards == 1 ? "" : "s", N - V, r.st.train_shards,
+                r.st.train_shards == 1 ? "" : "s", job->out_prefix, job->out_prefix,
+                DATASET_MANIFEST_SUFFIX, (unsigned long long)r.stage.man.id);
     rc = 0;
 done:
-    if (rc) remove_written(&r);
-    for (int i = 0; i < r.num_written; i++) free(r.written[i]);
-    free(r.written);
+    if (rc != 0 && staged && !r.stage.switching) {
+        size_t used = strlen(err);
+        snprintf(err + used, err_len - used, " (nothing under %s was changed)", job->out_prefix);
+    }
     if (r.spool) fclose(r.spool);
+    if (staged) dataset_stage_close(&r.stage);
+    EVP_MD_CTX_free(r.stream_hash);
     free(r.spool_buf);
     if (loaded) tokenizer_free(&r.tk);
     free(r.ids.data);

@@ -19,13 +19,17 @@
  * ..., <out>_train_000000.bin, ... (format: shard.h). A part with no tokens
  * gets no shard.
  *
- * Output safety. Tokens are first spooled to an already-unlinked temporary
- * file in the output folder (disk, not memory: any input size), and the
- * folder is checked writable before any input is read. Each shard is written
- * to a temporary file and renamed (shard_write). If anything fails, the
- * shards this run wrote are removed. After success, shards of the same
- * prefix numbered past the ones written (left by an earlier, larger run)
- * are removed, so a loader glob never mixes two runs. */
+ * Output safety. The new dataset is written whole into a staging folder
+ * beside the prefix and switched in for the old one only when every shard
+ * and the manifest (PREFIX.manifest.json) are written and fsynced
+ * (data/dataset.h: the protocol and exactly what a failure or a crash
+ * leaves). Tokens are first spooled to an already-unlinked file in that
+ * folder (disk, not memory: any input size); every input is checked
+ * readable before any is read. If anything fails, the old dataset is as it
+ * was and the staging folder is removed. After the switch, shards of the
+ * prefix that the new dataset does not have (an older, larger run) are
+ * removed, so a loader glob never mixes two runs.
+ */
 #ifndef DATA_TOKENIZE_JOB_H
 #define DATA_TOKENIZE_JOB_H
 
@@ -56,7 +60,9 @@ typedef struct {
 void tokenize_job_defaults(TokenizeJob *job);
 
 /* Run the job. Returns 0, or -1 with a message naming the file or folder and
- * the fault in err (then no shard of this run is left on disk). Progress
+ * the fault in err (then no shard of this run is left on disk, and the old
+ * dataset under the prefix is untouched, unless the message says the
+ * switch itself failed; dataset.h). Progress
  * (above 4 MB of input) and a summary go to stderr unless job->quiet. st may
  * be NULL. */
 int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_t err_len);

@@ -46,6 +46,14 @@ int config_validate(const GPTConfig *cfg, char *msg, size_t msg_len)
     return -1;
 }
 
+const char *config_param_name(int i)
+{
+    static const char *const names[NUM_PARAM_TENSORS] = {
+        "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+        "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+    return i >= 0 && i < NUM_PARAM_TENSORS ? names[i] : "?";
+}
+
 void config_param_sizes(const GPTConfig *cfg, size_t s[NUM_PARAM_TENSORS])
 {
     size_t Vp = (size_t)cfg->padded_vocab, C = (size_t)cfg->channels;

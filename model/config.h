@@ -30,6 +30,10 @@ int config_preset(GPTConfig *cfg, const char *name);
  * msg (size msg_len) and returns -1. */
 int config_validate(const GPTConfig *cfg, char *msg, size_t msg_len);
 
+/* llm.c's name of parameter tensor i (0 .. NUM_PARAM_TENSORS-1): "wte",
+ * "wpe", "ln1w", ... "lnfb"; "?" outside the range. */
+const char *config_param_name(int i);
+
 /* Element count of each parameter tensor (llm.c order) and their sum. */
 void config_param_sizes(const GPTConfig *cfg, size_t sizes[NUM_PARAM_TENSORS]);
 size_t config_num_params(const GPTConfig *cfg);

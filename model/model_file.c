@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,38 @@ int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char 
     return rc;
 }
 
+/* Every weight must be finite: NaN or Inf in a model file means a corrupt
+ * file or a diverged run, and would only show later as NaN losses or
+ * garbage text. Names each tensor that has any, with its count. */
+static int check_finite(const char *path, const GPTConfig *cfg, const float *p, char *err,
+                        size_t err_len)
+{
+    size_t sizes[NUM_PARAM_TENSORS], off = 0, total = 0;
+    config_param_sizes(cfg, sizes);
+    char list[700] = "";
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        const float *w = p + off;
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < sizes[t]; i++) bad += !isfinite(w[i]);
+        for (size_t i = 0; bad && i < sizes[t]; i++)
+            if (!isfinite(w[i])) {
+                first = i;
+                break;
+            }
+        if (bad) {
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof list - used, "%s%s: %zu (first at element %zu)",
+                     used ? ", " : "", config_param_name(t), bad, first);
+        }
+        total += bad;
+        off += sizes[t];
+    }
+    if (total == 0) return 0;
+    snprintf(err, err_len, "%s: %zu non-finite weight%s (NaN or Inf) in %s; the file is corrupt "
+             "or was saved from a diverged run", path, total, total == 1 ? "" : "s", list);
+    return -1;
+}
+
 int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len)
 {
     off_t size;
@@ -110,6 +143,10 @@ int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err,
     fclose(f);
     if (!ok) {
         snprintf(err, err_len, "%s: read failed (file changed while reading?)", path);
+        free(p);
+        return -1;
+    }
+    if (check_finite(path, cfg, p, err, err_len) != 0) {
         free(p);
         return -1;
     }

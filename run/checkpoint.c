@@ -363,42 +363,48 @@ int ckpt_load_state(const char *step_dir, const CkptManifest *man, RunState *st,
                     uint64_t num_params, uint64_t offset, uint64_t count, float *m, float *v,
                     char *err, size_t err_len)
 {
+    memset(st, 0, sizeof *st);
     uint64_t covered = 0, prev_end = 0;
     for (int r = 0; r < man->world_size; r++) {
         char p[4300];
         RunStateInfo info;
         io_err(p, sizeof p, "%s/%s", step_dir, man->files[r + 1].name);
-        if (run_state_read_info(p, &info, err, err_len) != 0) return -1;
+        if (run_state_read_info(p, &info, err, err_len) != 0) goto fail;
+        /* rank 0's run state is the one returned; the others' are only checked */
+        if (r == 0) *st = info.st;
+        else run_state_free(&info.st);
         if (info.num_params != num_params) {
             io_err(err, err_len, "%s: holds state for %llu parameters, the model has %llu", p,
                      (unsigned long long)info.num_params, (unsigned long long)num_params);
-            return -1;
+            goto fail;
         }
         if (info.st.step != man->step || info.st.rank != r) {
             io_err(err, err_len, "%s: is rank %lld's state at step %lld, the manifest says "
                      "rank %d at step %d", p, (long long)info.st.rank, (long long)info.st.step, r,
                      man->step);
-            return -1;
+            goto fail;
         }
         /* Slices must be disjoint and in rank order. */
         if (info.offset < prev_end) {
             io_err(err, err_len, "%s: its slice overlaps the previous rank's", p);
-            return -1;
+            goto fail;
         }
         prev_end = info.offset + info.count;
         uint64_t lo = offset > info.offset ? offset : info.offset;
         uint64_t hi = offset + count < prev_end ? offset + count : prev_end;
         if (hi > lo) covered += hi - lo;
-        if (r == 0) *st = info.st;
         if (hi > lo || r == 0) /* rank 0 is always read in full: it carries the run state */
-            if (run_state_read_range(p, &info, offset, count, m, v, err, err_len) != 0) return -1;
+            if (run_state_read_range(p, &info, offset, count, m, v, err, err_len) != 0) goto fail;
     }
     if (covered != count) {
         io_err(err, err_len, "%s: the state files hold %llu of the %llu optimizer elements "
                  "asked for", step_dir, (unsigned long long)covered, (unsigned long long)count);
-        return -1;
+        goto fail;
     }
     return 0;
+fail:
+    run_state_free(st);
+    return -1;
 }
 
 int ckpt_verify(const char *step_dir, const CkptManifest *man, char *err, size_t err_len)

@@ -134,8 +134,9 @@ void ckpt_manifest_free(CkptManifest *man);
 int ckpt_load_model(const char *step_dir, const CkptManifest *man, GPTConfig *cfg,
                     float **params, char *err, size_t err_len);
 
-/* The run state (from rank 0's file) and elements [offset, offset+count)
- * of m and v, gathered from whichever state files hold them. */
+/* The run state (from rank 0's file; it owns its shard hashes:
+ * run_state_free, also done here on failure) and elements [offset,
+ * offset+count) of m and v, gathered from whichever state files hold them. */
 int ckpt_load_state(const char *step_dir, const CkptManifest *man, RunState *st,
                     uint64_t num_params, uint64_t offset, uint64_t count, float *m, float *v,
                     char *err, size_t err_len);

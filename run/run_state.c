@@ -11,9 +11,12 @@
 #include "base/fileio.h"
 
 #define MAGIC "TGPTSTAT"
-#define VERSION 1
+#define VERSION 2
 #define NUM_ARRAYS 2
-#define MAX_ENTRIES 256
+#define V1_MAX_ENTRIES 256
+#define DATA_SHA "train-data-sha"
+#define DATA_COUNTS "train-tokens-hash"
+#define SHARD_PREFIX "shard-sha-"
 
 enum { T_I64 = 1, T_F64 = 2, T_U64 = 3 };
 enum { STRICT, NOTE, PROGRESS };
@@ -44,8 +47,6 @@ static const Field FIELDS[] = {
     F("beta2", T_F64, STRICT, beta2), F("eps", T_F64, STRICT, eps),
     F("weight-decay", T_F64, STRICT, weight_decay), F("grad-clip", T_F64, STRICT, grad_clip),
     FL("train-shards", T_I64, STRICT, num_shards, "--train-data (number of shards)"),
-    FL("train-tokens-hash", T_U64, STRICT, data_fingerprint,
-       "--train-data (hash of the shards' token counts)"),
     F("recompute", T_I64, NOTE, recompute), F("loss-chunk", T_I64, NOTE, loss_chunk),
     F("steps", T_I64, NOTE, total_steps),
     F("step", T_I64, PROGRESS, step), F("adam-t", T_I64, PROGRESS, adam_t),
@@ -77,6 +78,14 @@ static uint64_t get64(const unsigned char *p)
     return v;
 }
 
+/* One entry: name (NUL-padded to 23 bytes), type, 8 value bytes. */
+static void put_entry(unsigned char *e, const char *name, int type, uint64_t bits)
+{
+    memcpy(e, name, strlen(name)); /* names are < 23 chars */
+    e[23] = (unsigned char)type;
+    put64(e + 24, bits);
+}
+
 static uint64_t field_bits(const RunState *st, const Field *f)
 {
     uint64_t bits;
@@ -98,17 +107,34 @@ int run_state_write(const char *path, const RunState *st, uint64_t num_params, u
                  (unsigned long long)num_params);
         return -1;
     }
-    unsigned char entries[NUM_FIELDS * RUN_STATE_ENTRY_BYTES];
-    memset(entries, 0, sizeof entries);
-    for (int i = 0; i < NUM_FIELDS; i++) {
-        unsigned char *e = entries + i * RUN_STATE_ENTRY_BYTES;
-        memcpy(e, FIELDS[i].name, strlen(FIELDS[i].name)); /* names are < 23 chars */
-        e[23] = (unsigned char)FIELDS[i].type;
-        put64(e + 24, field_bits(st, &FIELDS[i]));
+    int sha = st->data_kind == RUN_STATE_DATA_SHA;
+    if ((sha && !st->shard_sha) || (!sha && st->data_kind != RUN_STATE_DATA_COUNTS) ||
+        st->num_shards < 0 || st->num_shards > RUN_STATE_MAX_SHARDS) {
+        io_err(err, err_len, "%s: internal error: train data record (kind %lld, %lld shards)",
+               path, (long long)st->data_kind, (long long)st->num_shards);
+        return -1;
+    }
+    size_t n_entries = NUM_FIELDS + 1 + (sha ? (size_t)st->num_shards : 0);
+    size_t eb = n_entries * RUN_STATE_ENTRY_BYTES;
+    unsigned char *entries = calloc(n_entries, RUN_STATE_ENTRY_BYTES);
+    if (!entries) {
+        io_err(err, err_len, "%s: out of host memory", path);
+        return -1;
+    }
+    for (int i = 0; i < NUM_FIELDS; i++)
+        put_entry(entries + i * RUN_STATE_ENTRY_BYTES, FIELDS[i].name, FIELDS[i].type,
+                  field_bits(st, &FIELDS[i]));
+    put_entry(entries + NUM_FIELDS * RUN_STATE_ENTRY_BYTES, sha ? DATA_SHA : DATA_COUNTS, T_U64,
+              st->data_fingerprint);
+    for (int64_t k = 0; sha && k < st->num_shards; k++) {
+        char name[24];
+        io_err(name, sizeof name, SHARD_PREFIX "%07lld", (long long)k); /* k < 10^7 */
+        put_entry(entries + (NUM_FIELDS + 1 + k) * RUN_STATE_ENTRY_BYTES, name, T_U64,
+                  st->shard_sha[k]);
     }
     /* The payload crc is needed in the header: compute it before writing. */
     uLong pc = crc32(0L, Z_NULL, 0);
-    pc = crc32(pc, entries, sizeof entries);
+    pc = crc32(pc, entries, (uInt)eb); /* eb < 2^26 */
     const float *arrays[NUM_ARRAYS] = {m, v};
     for (int a = 0; a < NUM_ARRAYS; a++)
         for (uint64_t i = 0; i < count;) {
@@ -120,19 +146,23 @@ int run_state_write(const char *path, const RunState *st, uint64_t num_params, u
     memset(h, 0, sizeof h);
     memcpy(h, MAGIC, 8);
     put32(h + 8, VERSION);
-    put32(h + 12, NUM_FIELDS);
+    put32(h + 12, (uint32_t)n_entries);
     put32(h + 16, NUM_ARRAYS);
     put64(h + 24, num_params);
     put64(h + 32, offset);
     put64(h + 40, count);
-    put64(h + 48, RUN_STATE_HEADER_BYTES + sizeof entries + 4ull * NUM_ARRAYS * count);
+    put64(h + 48, RUN_STATE_HEADER_BYTES + eb + 4ull * NUM_ARRAYS * count);
     put32(h + 56, (uint32_t)pc);
     put32(h + 20, (uint32_t)crc32(crc32(0L, Z_NULL, 0), h, sizeof h));
 
     IoWriter w;
-    if (io_create(&w, path, err, err_len) != 0) return -1;
+    if (io_create(&w, path, err, err_len) != 0) {
+        free(entries);
+        return -1;
+    }
     int ok = io_write(&w, h, sizeof h, err, err_len) == 0 &&
-             io_write(&w, entries, sizeof entries, err, err_len) == 0;
+             io_write(&w, entries, eb, err, err_len) == 0;
+    free(entries);
     for (int a = 0; ok && a < NUM_ARRAYS; a++)
         ok = io_write(&w, arrays[a], count * 4, err, err_len) == 0;
     if (!ok) {
@@ -142,6 +172,123 @@ int run_state_write(const char *path, const RunState *st, uint64_t num_params, u
     *bytes = w.bytes;
     *crc = w.crc;
     return io_commit(&w, err, err_len);
+}
+
+void run_state_free(RunState *st)
+{
+    free(st->shard_sha);
+    st->shard_sha = NULL;
+}
+
+/* "shard-sha-NNNNNNN" -> N, or -1. */
+static long shard_index(const char *name)
+{
+    size_t p = strlen(SHARD_PREFIX);
+    if (strncmp(name, SHARD_PREFIX, p) != 0 || strlen(name) != p + 7) return -1;
+    long k = 0;
+    for (const char *c = name + p; *c; c++) {
+        if (*c < '0' || *c > '9') return -1;
+        k = k * 10 + (*c - '0');
+    }
+    return k;
+}
+
+/* The train data's entries (see run_state.h), after the FIELDS are read. */
+static int read_data_entries(const char *path, uint32_t version, const unsigned char *entries,
+                             uint32_t n_entries, RunState *st, char *err, size_t err_len)
+{
+    int n_sha = 0, n_counts = 0;
+    for (uint32_t i = 0; i < n_entries; i++) {
+        const unsigned char *e = entries + (size_t)i * RUN_STATE_ENTRY_BYTES;
+        int is_sha = strcmp((const char *)e, DATA_SHA) == 0;
+        if (!is_sha && strcmp((const char *)e, DATA_COUNTS) != 0) continue;
+        if (e[23] != T_U64) {
+            io_err(err, err_len, "%s: entry '%s' has type %u (expected %d)", path,
+                   (const char *)e, e[23], T_U64);
+            return -1;
+        }
+        if (is_sha) n_sha++;
+        else n_counts++;
+        st->data_kind = is_sha ? RUN_STATE_DATA_SHA : RUN_STATE_DATA_COUNTS;
+        st->data_fingerprint = get64(e + 24);
+    }
+    if (n_sha + n_counts != 1 || (version == 1 && n_sha)) {
+        io_err(err, err_len, "%s: needs exactly one entry '%s'%s (found %d and %d)", path,
+               DATA_COUNTS, version == 1 ? "" : " or '" DATA_SHA "'", n_counts, n_sha);
+        return -1;
+    }
+    if (st->num_shards < 0 || st->num_shards > RUN_STATE_MAX_SHARDS ||
+        (n_sha && (uint64_t)st->num_shards > n_entries)) {
+        io_err(err, err_len, "%s: train-shards %lld outside 0..%d (or more than its entries)",
+               path, (long long)st->num_shards, RUN_STATE_MAX_SHARDS);
+        return -1;
+    }
+    if (!n_sha) return 0;
+    st->shard_sha = malloc(((size_t)st->num_shards + 1) * sizeof *st->shard_sha);
+    unsigned char *seen = calloc((size_t)st->num_shards + 1, 1);
+    int rc = -1;
+    if (!st->shard_sha || !seen) {
+        io_err(err, err_len, "%s: out of host memory", path);
+        goto out;
+    }
+    for (uint32_t i = 0; i < n_entries; i++) {
+        const unsigned char *e = entries + (size_t)i * RUN_STATE_ENTRY_BYTES;
+        long k = shard_index((const char *)e);
+        if (k < 0) continue;
+        if (k >= st->num_shards || seen[k]++ || e[23] != T_U64) {
+            io_err(err, err_len, "%s: entry '%s': %s", path, (const char *)e,
+                   k >= st->num_shards ? "beyond train-shards" : seen[k] > 1 ? "appears twice"
+                                                                            : "not a u64");
+            goto out;
+        }
+        st->shard_sha[k] = get64(e + 24);
+    }
+    for (int64_t k = 0; k < st->num_shards; k++)
+        if (!seen[k]) {
+            io_err(err, err_len, "%s: entry '" SHARD_PREFIX "%07lld' is missing", path,
+                   (long long)k);
+            goto out;
+        }
+    rc = 0;
+out:
+    free(seen);
+    if (rc != 0) run_state_free(st);
+    return rc;
+}
+
+/* Every entry: the FIELDS (each once, of its type), then the train data. */
+static int read_entries(const char *path, uint32_t version, const unsigned char *entries,
+                        uint32_t n_entries, RunState *st, char *err, size_t err_len)
+{
+    int seen[NUM_FIELDS] = {0};
+    for (uint32_t i = 0; i < n_entries; i++) {
+        const unsigned char *e = entries + (size_t)i * RUN_STATE_ENTRY_BYTES;
+        if (memchr(e, 0, 23) == NULL) {
+            io_err(err, err_len, "%s: entry %u: name not terminated", path, i);
+            return -1;
+        }
+        for (int k = 0; k < NUM_FIELDS; k++) {
+            if (strcmp((const char *)e, FIELDS[k].name) != 0) continue;
+            if (seen[k]++) {
+                io_err(err, err_len, "%s: entry '%s' appears twice", path, FIELDS[k].name);
+                return -1;
+            }
+            if (e[23] != FIELDS[k].type) {
+                io_err(err, err_len, "%s: entry '%s' has type %u (expected %d)", path,
+                       FIELDS[k].name, e[23], FIELDS[k].type);
+                return -1;
+            }
+            uint64_t bits = get64(e + 24);
+            memcpy((char *)st + FIELDS[k].offset, &bits, 8);
+        }
+        /* Entries this version does not know are skipped. */
+    }
+    for (int k = 0; k < NUM_FIELDS; k++)
+        if (!seen[k] && !FIELDS[k].optional) {
+            io_err(err, err_len, "%s: entry '%s' is missing", path, FIELDS[k].name);
+            return -1;
+        }
+    return read_data_entries(path, version, entries, n_entries, st, err, err_len);
 }
 
 int run_state_read_info(const char *path, RunStateInfo *info, char *err, size_t err_len)
@@ -165,9 +312,9 @@ int run_state_read_info(const char *path, RunStateInfo *info, char *err, size_t 
     uint32_t version = get32(h + 8), n_entries = get32(h + 12), n_arrays = get32(h + 16);
     uint32_t hcrc = get32(h + 20);
     put32(h + 20, 0);
-    if (version != VERSION) {
-        io_err(err, err_len, "%s: unsupported version %u (this build reads %d)", path, version,
-                 VERSION);
+    if (version != 1 && version != VERSION) {
+        io_err(err, err_len, "%s: unsupported version %u (this build reads 1 and %d)", path,
+               version, VERSION);
         goto out;
     }
     if ((uint32_t)crc32(crc32(0L, Z_NULL, 0), h, sizeof h) != hcrc) {
@@ -176,8 +323,9 @@ int run_state_read_info(const char *path, RunStateInfo *info, char *err, size_t 
     }
     uint64_t np = get64(h + 24), off = get64(h + 32), count = get64(h + 40);
     uint64_t fbytes = get64(h + 48);
-    if (n_entries < 1 || n_entries > MAX_ENTRIES) {
-        io_err(err, err_len, "%s: entry count %u outside 1..%d", path, n_entries, MAX_ENTRIES);
+    uint32_t max_entries = version == 1 ? V1_MAX_ENTRIES : RUN_STATE_MAX_ENTRIES;
+    if (n_entries < 1 || n_entries > max_entries) {
+        io_err(err, err_len, "%s: entry count %u outside 1..%u", path, n_entries, max_entries);
         goto out;
     }
     if (n_arrays != NUM_ARRAYS) {
@@ -208,34 +356,7 @@ int run_state_read_info(const char *path, RunStateInfo *info, char *err, size_t 
     }
     if (io_pread_exact(fd, entries, eb, RUN_STATE_HEADER_BYTES, path, err, err_len) != 0)
         goto out;
-    int seen[NUM_FIELDS] = {0};
-    for (uint32_t i = 0; i < n_entries; i++) {
-        const unsigned char *e = entries + (size_t)i * RUN_STATE_ENTRY_BYTES;
-        if (memchr(e, 0, 23) == NULL) {
-            io_err(err, err_len, "%s: entry %u: name not terminated", path, i);
-            goto out;
-        }
-        for (int k = 0; k < NUM_FIELDS; k++) {
-            if (strcmp((const char *)e, FIELDS[k].name) != 0) continue;
-            if (seen[k]++) {
-                io_err(err, err_len, "%s: entry '%s' appears twice", path, FIELDS[k].name);
-                goto out;
-            }
-            if (e[23] != FIELDS[k].type) {
-                io_err(err, err_len, "%s: entry '%s' has type %u (expected %d)", path,
-                         FIELDS[k].name, e[23], FIELDS[k].type);
-                goto out;
-            }
-            uint64_t bits = get64(e + 24);
-            memcpy((char *)&info->st + FIELDS[k].offset, &bits, 8);
-        }
-        /* Entries this version does not know are skipped. */
-    }
-    for (int k = 0; k < NUM_FIELDS; k++)
-        if (!seen[k] && !FIELDS[k].optional) {
-            io_err(err, err_len, "%s: entry '%s' is missing", path, FIELDS[k].name);
-            goto out;
-        }
+    if (read_entries(path, version, entries, n_entries, &info->st, err, err_len) != 0) goto out;
     info->num_params = np;
     info->offset = off;
     info->count = count;
@@ -346,10 +467,12 @@ int run_state_compare(const RunState *saved, const RunState *now, char *err, siz
 
 uint64_t run_state_config_hash(const RunState *st)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over the strict fields' 8 bytes each */
-    for (int i = 0; i < NUM_FIELDS; i++) {
-        if (FIELDS[i].cls != STRICT) continue;
-        uint64_t v = field_bits(st, &FIELDS[i]);
+    /* FNV-1a over the strict fields' 8 bytes each, then the train data's
+     * fingerprint (which run_state_compare leaves to run/session.c) */
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i <= NUM_FIELDS; i++) {
+        if (i < NUM_FIELDS && FIELDS[i].cls != STRICT) continue;
+        uint64_t v = i < NUM_FIELDS ? field_bits(st, &FIELDS[i]) : st->data_fingerprint;
         for (int b = 0; b < 8; b++) {
             h ^= (v >> (8 * b)) & 0xff;
             h *= 1099511628211ull;

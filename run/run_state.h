@@ -5,10 +5,11 @@
  * on-disk format, one file per optimizer shard ("state_rNNNNN.bin" in a
  * checkpoint folder; see checkpoint.h for the folder).
  *
- * Format (version 1, little-endian):
+ * Format (version 2, little-endian):
  *   header, 64 bytes:
- *     0  magic "TGPTSTAT"            8  u32 version (1)
- *     12 u32 entries E (1..256)      16 u32 arrays A (2: AdamW m, then v)
+ *     0  magic "TGPTSTAT"            8  u32 version (2; 1 is read too)
+ *     12 u32 entries E (1..RUN_STATE_MAX_ENTRIES; 1..256 in version 1)
+ *     16 u32 arrays A (2: AdamW m, then v)
  *     20 u32 crc32 of the header with this field zero
  *     24 u64 num_params P (the whole model, <= 2^40)
  *     32 u64 offset, 40 u64 count: this file holds elements [offset,
@@ -21,7 +22,19 @@
  * A reader checks the size, both checksums, every count against the file
  * size (without overflow) and that each entry it needs is present once.
  * Entries a reader does not know are skipped, and entries added later
- * ("run-id") read as 0 when absent, so files stay readable both ways. */
+ * ("run-id") read as 0 when absent.
+ *
+ * The training data ("--train-data") is recorded as "train-shards" (the
+ * count) and either
+ *   - "train-data-sha" (u64) and one "shard-sha-NNNNNNN" (u64) per shard,
+ *     N from 0: the first 8 bytes, read big-endian, of the SHA-256 of the
+ *     shards' digests in order, and of each shard's SHA-256 (shard.h), so
+ *     a changed shard is named; 64 bits per shard leave a 2^-64 chance that
+ *     a change goes unseen. Written when the loader has content hashes;
+ *   - or "train-tokens-hash" (u64): FNV-1a over the shards' token counts,
+ *     all that version 1 recorded (its content is then not checked).
+ * Version 1 files (no content hashes) are still read; version 2 (more
+ * entries than version 1's limit of 256) is refused by older readers. */
 #ifndef RUN_RUN_STATE_H
 #define RUN_RUN_STATE_H
 
@@ -36,7 +49,11 @@ typedef struct {
     uint64_t seed;
     double lr, lr_min_frac, beta1, beta2, eps, weight_decay, grad_clip;
     int64_t num_shards;
-    uint64_t data_fingerprint; /* hash of the train shards' token counts */
+    /* the train data: see "The training data" above */
+    int64_t data_kind;         /* RUN_STATE_DATA_SHA or RUN_STATE_DATA_COUNTS */
+    uint64_t data_fingerprint; /* "train-data-sha" or "train-tokens-hash" */
+    uint64_t *shard_sha;       /* num_shards values (DATA_SHA), else NULL; malloc'd and
+                                * owned by the RunState: run_state_free */
     /* configuration that may change on resume (reported) */
     int64_t recompute, loss_chunk, total_steps;
     /* progress */
@@ -59,6 +76,12 @@ typedef struct {
 #define RUN_STATE_HEADER_BYTES 64
 #define RUN_STATE_ENTRY_BYTES 32
 #define RUN_STATE_MAX_PARAMS ((uint64_t)1 << 40)
+#define RUN_STATE_MAX_SHARDS 1000000
+#define RUN_STATE_MAX_ENTRIES (256 + RUN_STATE_MAX_SHARDS)
+enum { RUN_STATE_DATA_COUNTS = 1, RUN_STATE_DATA_SHA = 2 };
+
+/* Free what a RunState owns (shard_sha); safe on a zeroed RunState. */
+void run_state_free(RunState *st);
 
 /* Write a state file crash-safely (temp, fsync, rename; the caller fsyncs
  * the folder). m and v hold `count` host floats for elements [offset,
@@ -68,7 +91,8 @@ int run_state_write(const char *path, const RunState *st, uint64_t num_params, u
                     uint64_t count, const float *m, const float *v, uint64_t *bytes,
                     uint32_t *crc, char *err, size_t err_len);
 
-/* Validate the header and entries (not yet the arrays' checksum). */
+/* Validate the header and entries (not yet the arrays' checksum). On
+ * success info->st owns its shard_sha (run_state_free). */
 int run_state_read_info(const char *path, RunStateInfo *info, char *err, size_t err_len);
 
 /* Read the whole file, verifying the payload crc32, and copy the part of
@@ -80,7 +104,9 @@ int run_state_read_range(const char *path, const RunStateInfo *info, uint64_t wa
 /* Compare a saved configuration with this run's. Returns -1 when a field
  * that decides the exact continuation differs, with every difference named
  * in err ("--batch: the save has 4, this run 8; ..."); 0 otherwise, with
- * the harmless differences (recompute, loss-chunk, steps) in notes. */
+ * the harmless differences (recompute, loss-chunk, steps) in notes. The
+ * train data's hashes are not compared here: the caller knows the shards'
+ * names (run/session.c). */
 int run_state_compare(const RunState *saved, const RunState *now, char *err, size_t err_len,
                       char *notes, size_t notes_len);
 

@@ -126,10 +126,15 @@ void session_test_stall(const RunSession *s, int step);
 /* Release the folder's lock (at exit; the kernel also drops it). */
 void session_close(RunSession *s);
 
-/* The training data's fingerprint, as saves record it (RunState). */
+/* The training data's fingerprint, as saves record it (RunState): by
+ * content when the loader has its hashes (loader_hash), else by token
+ * counts. */
 uint64_t session_data_fingerprint(const Loader *ld);
 
-/* This run's configuration and progress as a RunState. */
+/* This run's configuration and progress as a RunState. The train data is
+ * recorded by content hash when the loader has them (loader_hash, which
+ * the caller runs before saving or resuming), else by token counts; st
+ * owns the hashes (run_state_free). */
 void session_fill_state(const RunSession *s, const GPTConfig *cfg,
                         const Loader *ld, int step, int adam_t, int bad_steps, RunState *st);
 /* (the sampler's RNG is set by the caller: st->sample_rng) */

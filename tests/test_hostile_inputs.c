@@ -3,12 +3,14 @@
  * file and the fault; never a crash, a hang or a sanitizer report (make
  * test-asan runs this table against the ASan+UBSan build).
  *
- * Files: a token shard (--train-data), a model file (--init-from), a run
- * state file, a COMPLETE manifest (--resume=DIR/step_N), an llm.c eval
- * file (--eval-file; every record-level fault is in test_eval_file.c), and
- * the checkpoint folder as a whole (another run's saves, a held lock, a lock
- * file or abandoned/ that is not what it should be, only corrupt saves,
- * state files of another run). Cases: truncated;
+ * Files: a token shard (--train-data), a model file (--init-from; also a
+ * NaN weight), a run state file and a COMPLETE manifest
+ * (--resume=DIR/step_N), a dataset manifest (beside ./tokenize's shards,
+ * read with --train-data), an llm.c eval file (--eval-file; every
+ * record-level fault is in test_eval_file.c), and the checkpoint folder as
+ * a whole (another run's saves, a held lock, a lock file or abandoned/ that
+ * is not what it should be, only corrupt saves, state files of another
+ * run). Cases: truncated;
  * oversized header count; negative dimension; huge dimension; header claiming
  * more data than the file holds; zero-length; a folder in the file's place;
  * plus bad magic and flipped payload bits where a checksum guards them. The
@@ -175,6 +177,9 @@ Test(hostile, model_file, .timeout = 120)
         {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
         {"bad_magic", SET_I32, 0, 7, NULL, "bad magic 7", 0, 0},
         {"bad_version", SET_I32, 4, 4, NULL, "unsupported version 4", 0, 0},
+        /* a NaN (0x7fc00000) in wte[3]: the file is well formed, its weights are not */
+        {"nan_weight", SET_I32, 1024 + 12, 0x7fc00000, NULL,
+         "1 non-finite weight (NaN or Inf) in wte: 1 (first at element 3)", 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         make_hostile(path, orig, len, &cases[i], 0);
@@ -275,7 +280,8 @@ Test(hostile, run_state, .timeout = 120)
     static const Case cases[] = {
         {"truncated", TRUNCATE, -1000, 0, NULL, "(truncated)", 0, 0},
         {"truncated_header", TRUNCATE, 40, 0, NULL, "truncated: 40 bytes", 0, 0},
-        {"oversized_count", SET_I32, 12, 100000, NULL, "entry count 100000 outside 1..256", 0, 0},
+        {"oversized_count", SET_I32, 12, 2000000, NULL, "entry count 2000000 outside 1..1000256",
+         0, 0},
         {"negative_count", SET_U64, 40, -1, NULL, "bad sizes", 0, 0},
         {"huge_params", SET_U64, 24, (int64_t)1 << 50, NULL, "bad sizes", 0, 0},
         {"claims_more_data", SET_U64, 24, 100000, NULL, "(truncated)", 40, 100000},
@@ -354,6 +360,67 @@ Test(hostile, manifest, .timeout = 120)
     }
     free(orig);
     free(d);
+}
+
+/* text with the first `from` replaced by `to` (malloc'd). */
+static char *replaced(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    cr_assert_not_null(at, "'%s' not in the manifest", from);
+    char *out = malloc(strlen(text) + strlen(to) + 1);
+    sprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return out;
+}
+
+/* A dataset manifest (PREFIX.manifest.json, data/dataset.h) beside
+ * ./tokenize's shards, damaged: --train-data is refused, naming it. */
+Test(hostile, dataset_manifest, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[600], cmd[2048];
+    snprintf(cmd, sizeof cmd, "head -c 20000 ../shared/data/tinyshakespeare/input.txt | %s "
+             "--quiet --out %s/ts --shard-size 2000 --val-tokens 0 -", tc_tokenize_bin(), d);
+    cr_assert_eq(tu_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/ts.manifest.json", d);
+    size_t len;
+    char *orig = tu_read_file(path, &len);
+    cr_assert_not_null(orig);
+    /* shard 0 of train claims one token more (and the total follows) */
+    char *more = replaced(orig, "\"tokens\":\t2000,\n\t\t\t\"bytes\":\t5024",
+                          "\"tokens\":\t2001,\n\t\t\t\"bytes\":\t5026");
+    char *more2 = replaced(more, "\"tokens\":\t6048", "\"tokens\":\t6049");
+    char *sha_at = strstr(orig, "\"sha256\":\t\"") + strlen("\"sha256\":\t\"");
+    sha_at = strstr(sha_at, "\"sha256\":\t\"") + strlen("\"sha256\":\t\""); /* shard 0's */
+    char one_sha[65], other_sha[65];
+    snprintf(one_sha, sizeof one_sha, "%.64s", sha_at);
+    snprintf(other_sha, sizeof other_sha, "%.64s", one_sha);
+    other_sha[0] = other_sha[0] == 'a' ? 'b' : 'a';
+    char *edited_sha = replaced(orig, one_sha, other_sha);
+    char *traversal = replaced(orig, "\"ts_train_000000.bin\"", "\"../ts_train_000000.bin\"");
+    char *version = replaced(orig, "\"version\":\t1", "\"version\":\t9");
+    char *huge = replaced(orig, "\"tokens\":\t6048", "\"tokens\":\t1e300");
+    char *negative = replaced(orig, "\"tokens\":\t2000,", "\"tokens\":\t-2000,");
+    const Case cases[] = {
+        {"truncated", TRUNCATE, -40, 0, NULL, "not a JSON object", 0, 0},
+        {"zero_length", EMPTY, 0, 0, NULL, "0 bytes (a dataset manifest has 2..", 0, 0},
+        {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
+        {"not_json", REPLACE, 0, 0, "\x01\x02garbage", "not a JSON object", 0, 0},
+        {"bad_magic", REPLACE, 0, 0, "{\"format\":\"train_gpt checkpoint\"}", "\"format\"", 0, 0},
+        {"bad_version", REPLACE, 0, 0, version, "unsupported or missing \"version\"", 0, 0},
+        {"huge_count", REPLACE, 0, 0, huge, "\"tokens\" or \"sha256\" missing or malformed", 0, 0},
+        {"negative_count", REPLACE, 0, 0, negative, "out of range", 0, 0},
+        {"claims_more_data", REPLACE, 0, 0, more2, "2000 tokens, the manifest lists 2001", 0, 0},
+        {"edited_digest", REPLACE, 0, 0, edited_sha, "does not match the shards' digests", 0, 0},
+        {"path_traversal", REPLACE, 0, 0, traversal, "not a plain file name", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_hostile(path, orig, len, &cases[i], 0);
+        snprintf(args, sizeof args, "--train-data '%s/ts_train_*.bin' --layers 1 --channels 16 "
+                 "--heads 2 --vocab 50257 --seq-len 32 --batch 2 --steps 1 --device cpu "
+                 "--threads 1", d);
+        expect_refused(d, args, path, &cases[i]);
+    }
+    free(orig), free(more), free(more2), free(edited_sha), free(traversal), free(version);
+    free(huge), free(negative), free(d);
 }
 
 /* ./tokenize --encoder E --vocab V: one file damaged at a time

@@ -76,6 +76,7 @@ static Loaded load_latest(const char *dir, int want_step)
 static void free_loaded(Loaded *L)
 {
     free(L->m), free(L->v), free(L->params);
+    run_state_free(&L->st);
 }
 
 static void expect_same_losses(const char *a, const char *b, int n)

@@ -303,3 +303,35 @@ Test(shard, too_small_for_the_world_is_rejected)
     tu_run(cmd);
     free(dir);
 }
+
+/* A shard too small for one step among usable ones is skipped, with one
+ * note naming it; the order and windows of the others are as without it.
+ * B=2, T=4: 9 tokens needed; b has 5. */
+Test(shard, short_shard_is_skipped_with_a_note)
+{
+    char *d = tu_tempdir(), *a = path_in(d, "x_train_000000.bin"),
+         *b = path_in(d, "x_train_000001.bin"), *c = path_in(d, "x_train_000002.bin");
+    make_shard(a, 0, 30);
+    make_shard(b, 500, 5);
+    make_shard(c, 1000, 21);
+    char glob[512], err[512];
+    snprintf(glob, sizeof glob, "%s/x_train_*.bin", d);
+    Loader ld;
+    cr_assert_eq(loader_open(&ld, glob, 2, 4, 0, 1, 65536, 0, 1, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(ld.num_shards, 2);
+    cr_expect_eq(ld.num_skipped, 1);
+    cr_assert_not_null(ld.notes);
+    char want[700];
+    snprintf(want, sizeof want, "note: %s: 5 tokens, fewer than the 9 one step needs (ranks 1 x "
+             "batch 2 x seq-len 4 + 1): skipped\n", b);
+    cr_expect_str_eq(ld.notes, want);
+    /* a: offsets 0, 8, 16; then c: 0, 8; then a again */
+    static const int first[] = {0, 8, 16, 1000, 1008, 0};
+    int in[8], tg[8];
+    for (int s = 0; s < 6; s++) {
+        cr_assert_eq(loader_next(&ld, in, tg, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(in[0], first[s], "step %d starts at token %d", s, in[0]);
+    }
+    loader_close(&ld);
+    free(a), free(b), free(c), free(d);
+}

@@ -22,6 +22,12 @@ const char *tc_bin(void)
     return b && *b ? b : "./train_gpt";
 }
 
+const char *tc_tokenize_bin(void)
+{
+    const char *b = getenv("TRAIN_GPT_TOKENIZE_BIN");
+    return b && *b ? b : "./tokenize";
+}
+
 void tc_make_shards(const char *dir, int nshards, size_t tokens)
 {
     size_t len;

@@ -11,6 +11,8 @@
 #define TC_MAX_STEPS 4096
 
 const char *tc_bin(void);
+/* ./tokenize, or $TRAIN_GPT_TOKENIZE_BIN when set. */
+const char *tc_tokenize_bin(void);
 
 /* Byte-level shards (vocab 256) from ../shared/data/tinyshakespeare:
  * dir/train_0.bin ... each of `tokens` tokens, from consecutive text. */

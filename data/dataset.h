@@ -1,0 +1,133 @@
+/* data/dataset.h — a dataset as a whole: the shards ./tokenize writes under
+ * one prefix, their manifest, and replacing one dataset by another.
+ *
+ * Owns: the manifest format (dataset_manifest.c) and the staging and switch
+ * protocol (dataset_stage.c).
+ *
+ * Manifest: PREFIX.manifest.json beside the shards PREFIX_val_NNNNNN.bin,
+ * PREFIX_train_NNNNNN.bin (format: shard.h), JSON:
+ *   {"format":"train_gpt dataset","version":1,"dataset_id":"<16 hex>",
+ *    "hash":"sha256","tokens":T,"sha256":"<64 hex>",
+ *    "shards":[{"name":"x_val_000000.bin","tokens":n,"bytes":b,
+ *               "sha256":"<64 hex>"}, ...]}
+ * "name" is a file name in the manifest's folder (no '/'); "bytes" is
+ * 1024 + 2n; each "sha256" is that of the whole shard file (`sha256sum`
+ * prints the same); the top "sha256" is the SHA-256 of the shards' 32-byte
+ * digests in the order listed, and "tokens" their sum. The dataset id is in
+ * every shard's header too (shard.h): the first 8 bytes, big-endian, of the
+ * SHA-256 of the token stream and the split and shard-size settings, so the
+ * same input tokenized the same way gives the same bytes, and two different
+ * datasets have different ids (up to a 2^-64 chance).
+ *
+ * Staging and switch (./tokenize). A new dataset is written into the
+ * folder PREFIX.tokenize-PID.tmp/ beside the prefix, on the same file
+ * system: every shard, then the manifest, each fsynced, then the folder.
+ * Only then is the old dataset replaced:
+ *   1. every target name is checked (absent or a regular file);
+ *   2. each new shard is renamed into place (over the old shard of that name);
+ *   3. the manifest is renamed into place, the folder fsynced;
+ *   4. shards of the prefix (PREFIX_{val,train}_<digits>.bin) that the new
+ *      manifest does not list are removed, then the staging folder.
+ * Guarantees:
+ *   - any failure before step 2 (input errors, a full disk, a file size
+ *     limit, a name taken by a folder) leaves the old dataset untouched,
+ *     and the staging folder is removed;
+ *   - a crash before step 2 leaves the old dataset untouched and a staging
+ *     folder, which the next ./tokenize for that prefix removes;
+ *   - a crash (or a failed rename, which needs an I/O error) during steps 2
+ *     to 4 leaves a folder mixing the two datasets; the loader refuses it,
+ *     naming the shards whose dataset id differs from the manifest's or that
+ *     the manifest does not list; running ./tokenize again repairs it. Steps
+ *     2 to 4 are renames and unlinks only: milliseconds.
+ * The old and the new dataset both need room on the disk until the switch.
+ * Two ./tokenize runs on one prefix at once: each holds a lock (flock) on
+ * its staging folder, and a run that finds another's locked folder refuses
+ * to start. */
+#ifndef DATA_DATASET_H
+#define DATA_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shard.h"
+
+#define DATASET_MANIFEST_SUFFIX ".manifest.json"
+#define DATASET_MANIFEST_MAX_BYTES (256u << 20)
+#define DATASET_NAME_MAX 256
+
+typedef struct {
+    char name[DATASET_NAME_MAX]; /* file name in the manifest's folder */
+    uint64_t tokens, bytes;
+    unsigned char sha256[SHARD_SHA256_BYTES];
+} DatasetShard;
+
+typedef struct {
+    uint64_t id;                 /* non-zero */
+    uint64_t tokens;             /* sum over the shards */
+    unsigned char sha256[SHARD_SHA256_BYTES]; /* over the shards' digests */
+    int num_shards;
+    DatasetShard *shards;        /* in the order listed: val, then train */
+    int *by_name;                /* shard indices sorted by name (parse), or NULL */
+} DatasetManifest;
+
+/* Parse and check a manifest held in memory; `what` names it in messages.
+ * Checks every field, the names (a plain file name, each once), bytes =
+ * 1024 + 2 tokens, and both totals. Returns 0, or -1 with a message. */
+int dataset_manifest_parse(const char *text, size_t len, const char *what, DatasetManifest *m,
+                           char *err, size_t err_len);
+/* Read and parse a manifest file (a regular file of at most
+ * DATASET_MANIFEST_MAX_BYTES). */
+int dataset_manifest_read(const char *path, DatasetManifest *m, char *err, size_t err_len);
+/* Fill the totals (tokens, sha256) from the shards, then write the file
+ * crash-safely (base/fileio.h). */
+int dataset_manifest_write(const char *path, DatasetManifest *m, char *err, size_t err_len);
+void dataset_manifest_free(DatasetManifest *m);
+/* Build m->by_name (parse does): 0, or -1 when out of memory. */
+int dataset_manifest_index(DatasetManifest *m);
+/* Index of the shard named `name`, or -1 (a binary search once indexed). */
+int dataset_manifest_find(const DatasetManifest *m, const char *name);
+
+/* For a shard path ".../PREFIX_val_NNNNNN.bin" or ".../PREFIX_train_N...bin"
+ * (one or more digits), the manifest path ".../PREFIX.manifest.json" into
+ * out: 0; -1 when the name does not follow that pattern (or is too long). */
+int dataset_manifest_path_for(const char *shard_path, char *out, size_t len);
+
+/* SHA-256 of the manifest's shard digests, in order (its "sha256"). */
+void dataset_manifest_digest(const DatasetManifest *m, unsigned char out[SHARD_SHA256_BYTES]);
+
+/* ---- staging (./tokenize) ---- */
+typedef struct {
+    char prefix[4096];           /* as given, e.g. "datasets/tiny" */
+    char dir[4096];              /* its folder */
+    char base[DATASET_NAME_MAX]; /* its last part, "tiny" */
+    char stage[4200];            /* the staging folder */
+    int lock_fd;                 /* open on the staging folder, flock'ed; -1 none */
+    int num_val, num_train;      /* shards staged so far */
+    int switching;               /* commit started renaming into place (step 2) */
+    DatasetManifest man;         /* what is staged */
+    char notes[1024];            /* "note: ..." lines for the caller (leftovers removed) */
+} DatasetStage;
+
+/* Create and lock the staging folder for prefix (whose folder must exist);
+ * remove staging folders of the same prefix left by runs that died (a note
+ * in s->notes); refuse when another live run holds one. */
+int dataset_stage_begin(DatasetStage *s, const char *prefix, char *err, size_t err_len);
+
+/* A path inside the staging folder for a scratch file (e.g. the token
+ * spool); removed by dataset_stage_close when still there. */
+int dataset_stage_scratch(const DatasetStage *s, const char *name, char *out, size_t len);
+
+/* Write the next shard of `split` ("val" or "train") into the staging
+ * folder, with dataset id s->man.id (set it first), and list it. */
+int dataset_stage_add(DatasetStage *s, const char *split, const uint16_t *tokens, size_t n,
+                      char *err, size_t err_len);
+
+/* Write the manifest, then switch (steps 1-4 above). On an error before
+ * the switch the old dataset is untouched. */
+int dataset_stage_commit(DatasetStage *s, char *err, size_t err_len);
+
+/* After commit, or after any failure: remove the staging folder and what
+ * is left in it, release the lock, free. */
+void dataset_stage_close(DatasetStage *s);
+
+#endif

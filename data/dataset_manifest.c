@@ -1,0 +1,333 @@
+/* data/dataset_manifest.c — the dataset manifest: parsing, checking,
+ * writing (the format is in dataset.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* qsort_r */
+#endif
+#include "dataset.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+
+#define FORMAT "train_gpt dataset"
+#define VERSION 1
+
+void dataset_manifest_free(DatasetManifest *m)
+{
+    free(m->shards);
+    free(m->by_name);
+    memset(m, 0, sizeof *m);
+}
+
+/* qsort_r's context: the shards the indices point into. */
+static int by_name_cmp(const void *a, const void *b, void *ctx)
+{
+    const DatasetShard *s = ctx;
+    return strcmp(s[*(const int *)a].name, s[*(const int *)b].name);
+}
+
+int dataset_manifest_index(DatasetManifest *m)
+{
+    free(m->by_name);
+    m->by_name = malloc((m->num_shards ? (size_t)m->num_shards : 1) * sizeof *m->by_name);
+    if (!m->by_name) return -1;
+    for (int i = 0; i < m->num_shards; i++) m->by_name[i] = i;
+    qsort_r(m->by_name, (size_t)m->num_shards, sizeof *m->by_name, by_name_cmp, m->shards);
+    return 0;
+}
+
+int dataset_manifest_find(const DatasetManifest *m, const char *name)
+{
+    if (!m->by_name) {
+        for (int i = 0; i < m->num_shards; i++)
+            if (strcmp(m->shards[i].name, name) == 0) return i;
+        return -1;
+    }
+    int lo = 0, hi = m->num_shards - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(m->shards[m->by_name[mid]].name, name);
+        if (c == 0) return m->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+void dataset_manifest_digest(const DatasetManifest *m, unsigned char out[SHARD_SHA256_BYTES])
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned int n = 0;
+    int ok = c && EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+    for (int i = 0; ok && i < m->num_shards; i++)
+        ok = EVP_DigestUpdate(c, m->shards[i].sha256, SHARD_SHA256_BYTES);
+    if (!ok || !EVP_DigestFinal_ex(c, out, &n) || n != SHARD_SHA256_BYTES)
+        memset(out, 0, SHARD_SHA256_BYTES); /* OpenSSL out of memory: a digest nothing matches */
+    EVP_MD_CTX_free(c);
+}
+
+static void to_hex(char *out, const unsigned char *b, size_t n)
+{
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[b[i] >> 4];
+        out[2 * i + 1] = hx[b[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+/* Exactly 2n lowercase or uppercase hex digits. */
+static int from_hex(const char *s, unsigned char *b, size_t n)
+{
+    if (strlen(s) != 2 * n) return -1;
+    for (size_t i = 0; i < 2 * n; i++) {
+        char c = s[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (v < 0) return -1;
+        b[i / 2] = (unsigned char)(i % 2 ? (b[i / 2] << 4) | v : v);
+    }
+    return 0;
+}
+
+/* A whole JSON number in [lo, hi] (exact in a double: hi <= 2^53). */
+static int get_count(const cJSON *obj, const char *key, double lo, double hi, uint64_t *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(it)) return -1;
+    double d = it->valuedouble;
+    if (!isfinite(d) || d != floor(d) || d < lo || d > hi) return -1;
+    *out = (uint64_t)d;
+    return 0;
+}
+
+static const char *get_string(const cJSON *obj, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(it) && it->valuestring ? it->valuestring : NULL;
+}
+
+/* A plain file name: no '/', not "." or "..", no control characters. */
+static int plain_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= DATASET_NAME_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '/' || (unsigned char)s[i] < 0x20) return 0;
+    return 1;
+}
+
+static int parse_shard(const cJSON *it, int i, const char *what, DatasetShard *sh, char *err,
+                       size_t err_len)
+{
+    const char *name = cJSON_IsObject(it) ? get_string(it, "name") : NULL;
+    const char *sha = cJSON_IsObject(it) ? get_string(it, "sha256") : NULL;
+    if (!name || !plain_name(name)) {
+        io_err(err, err_len, "%s: shard %d: \"name\" missing or not a plain file name", what, i);
+        return -1;
+    }
+    snprintf(sh->name, sizeof sh->name, "%s", name);
+    if (get_count(it, "tokens", 0, 2147483647.0, &sh->tokens) != 0 ||
+        get_count(it, "bytes", SHARD_HEADER_BYTES, 9007199254740992.0, &sh->bytes) != 0) {
+        io_err(err, err_len, "%s: shard %s: \"tokens\" or \"bytes\" missing or out of range", what,
+               name);
+        return -1;
+    }
+    if (sh->bytes != SHARD_HEADER_BYTES + 2 * sh->tokens) {
+        io_err(err, err_len, "%s: shard %s: %llu bytes do not hold %llu tokens (1024 + 2 per "
+               "token)", what, name, (unsigned long long)sh->bytes,
+               (unsigned long long)sh->tokens);
+        return -1;
+    }
+    if (!sha || from_hex(sha, sh->sha256, SHARD_SHA256_BYTES) != 0) {
+        io_err(err, err_len, "%s: shard %s: \"sha256\" missing or not 64 hex digits", what, name);
+        return -1;
+    }
+    return 0;
+}
+
+int dataset_manifest_parse(const char *text, size_t len, const char *what, DatasetManifest *m,
+                           char *err, size_t err_len)
+{
+    memset(m, 0, sizeof *m);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    const cJSON *shards = root ? cJSON_GetObjectItemCaseSensitive(root, "shards") : NULL;
+    const char *fmt = root ? get_string(root, "format") : NULL;
+    const char *id = root ? get_string(root, "dataset_id") : NULL;
+    const char *hash = root ? get_string(root, "hash") : NULL;
+    const char *sha = root ? get_string(root, "sha256") : NULL;
+    unsigned char idb[8], total_sha[SHARD_SHA256_BYTES], want_sha[SHARD_SHA256_BYTES];
+    uint64_t version, tokens, sum = 0;
+    int rc = -1;
+    if (!root || !cJSON_IsObject(root)) {
+        io_err(err, err_len, "%s: not a JSON object (truncated or corrupt manifest)", what);
+        goto out;
+    }
+    if (!fmt || strcmp(fmt, FORMAT) != 0) {
+        io_err(err, err_len, "%s: \"format\" is not \"" FORMAT "\"", what);
+        goto out;
+    }
+    if (get_count(root, "version", VERSION, VERSION, &version) != 0) {
+        io_err(err, err_len, "%s: unsupported or missing \"version\" (this build reads %d)", what,
+               VERSION);
+        goto out;
+    }
+    if (!hash || strcmp(hash, "sha256") != 0) {
+        io_err(err, err_len, "%s: \"hash\" is not \"sha256\"", what);
+        goto out;
+    }
+    if (!id || from_hex(id, idb, 8) != 0) {
+        io_err(err, err_len, "%s: \"dataset_id\" missing or not 16 hex digits", what);
+        goto out;
+    }
+    for (int i = 0; i < 8; i++) m->id = m->id << 8 | idb[i];
+    if (m->id == 0) {
+        io_err(err, err_len, "%s: \"dataset_id\" is zero", what);
+        goto out;
+    }
+    if (get_count(root, "tokens", 0, 9007199254740992.0, &tokens) != 0 ||
+        !sha || from_hex(sha, total_sha, SHARD_SHA256_BYTES) != 0) {
+        io_err(err, err_len, "%s: \"tokens\" or \"sha256\" missing or malformed", what);
+        goto out;
+    }
+    int n = cJSON_IsArray(shards) ? cJSON_GetArraySize(shards) : -1;
+    if (n < 0 || n > LOADER_MAX_SHARDS) {
+        io_err(err, err_len, "%s: \"shards\" missing or more than %d", what, LOADER_MAX_SHARDS);
+        goto out;
+    }
+    m->shards = calloc(n ? (size_t)n : 1, sizeof *m->shards);
+    if (!m->shards) {
+        io_err(err, err_len, "%s: out of host memory", what);
+        goto out;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, shards)
+    {
+        DatasetShard *sh = &m->shards[m->num_shards];
+        if (parse_shard(it, m->num_shards, what, sh, err, err_len) != 0) goto out;
+        m->num_shards++;
+        sum += sh->tokens;
+    }
+    if (dataset_manifest_index(m) != 0) {
+        io_err(err, err_len, "%s: out of host memory", what);
+        goto out;
+    }
+    for (int i = 1; i < n; i++)
+        if (strcmp(m->shards[m->by_name[i]].name, m->shards[m->by_name[i - 1]].name) == 0) {
+            io_err(err, err_len, "%s: shard %s is listed twice", what,
+                   m->shards[m->by_name[i]].name);
+            goto out;
+        }
+    if (sum != tokens) {
+        io_err(err, err_len, "%s: \"tokens\" is %llu, but the shards hold %llu", what,
+               (unsigned long long)tokens, (unsigned long long)sum);
+        goto out;
+    }
+    m->tokens = tokens;
+    dataset_manifest_digest(m, want_sha);
+    if (memcmp(want_sha, total_sha, sizeof want_sha) != 0) {
+        io_err(err, err_len, "%s: \"sha256\" does not match the shards' digests (corrupt or "
+               "edited manifest)", what);
+        goto out;
+    }
+    memcpy(m->sha256, total_sha, sizeof total_sha);
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    if (rc != 0) dataset_manifest_free(m);
+    return rc;
+}
+
+int dataset_manifest_read(const char *path, DatasetManifest *m, char *err, size_t err_len)
+{
+    memset(m, 0, sizeof *m);
+    off_t size;
+    int fd = io_open_regular(path, &size, err, err_len);
+    if (fd < 0) return -1;
+    int rc = -1;
+    char *text = NULL;
+    if (size < 2 || (uint64_t)size > DATASET_MANIFEST_MAX_BYTES) {
+        io_err(err, err_len, "%s: %lld bytes (a dataset manifest has 2..%u)", path,
+               (long long)size, DATASET_MANIFEST_MAX_BYTES);
+    } else if (!(text = malloc((size_t)size))) {
+        io_err(err, err_len, "%s: out of host memory", path);
+    } else if (io_pread_exact(fd, text, (size_t)size, 0, path, err, err_len) == 0) {
+        rc = dataset_manifest_parse(text, (size_t)size, path, m, err, err_len);
+    }
+    free(text);
+    close(fd);
+    return rc;
+}
+
+int dataset_manifest_write(const char *path, DatasetManifest *m, char *err, size_t err_len)
+{
+    m->tokens = 0;
+    for (int i = 0; i < m->num_shards; i++) m->tokens += m->shards[i].tokens;
+    dataset_manifest_digest(m, m->sha256);
+    char hex[2 * SHARD_SHA256_BYTES + 1], id[17];
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)m->id);
+    cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+    int ok = root && arr;
+    if (ok) {
+        cJSON_AddStringToObject(root, "format", FORMAT);
+        cJSON_AddNumberToObject(root, "version", VERSION);
+        cJSON_AddStringToObject(root, "dataset_id", id);
+        cJSON_AddStringToObject(root, "hash", "sha256");
+        cJSON_AddNumberToObject(root, "tokens", (double)m->tokens);
+        to_hex(hex, m->sha256, SHARD_SHA256_BYTES);
+        cJSON_AddStringToObject(root, "sha256", hex);
+        cJSON_AddItemToObject(root, "shards", arr);
+        arr = NULL; /* owned by root now */
+    }
+    for (int i = 0; ok && i < m->num_shards; i++) {
+        const DatasetShard *sh = &m->shards[i];
+        cJSON *o = cJSON_CreateObject();
+        ok = o != NULL;
+        if (!ok) break;
+        cJSON_AddStringToObject(o, "name", sh->name);
+        cJSON_AddNumberToObject(o, "tokens", (double)sh->tokens);
+        cJSON_AddNumberToObject(o, "bytes", (double)sh->bytes);
+        to_hex(hex, sh->sha256, SHARD_SHA256_BYTES);
+        cJSON_AddStringToObject(o, "sha256", hex);
+        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(root, "shards"), o);
+    }
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    cJSON_Delete(arr);
+    if (!text) {
+        io_err(err, err_len, "%s: out of host memory", path);
+        return -1;
+    }
+    size_t n = strlen(text);
+    text[n] = '\n'; /* cJSON_Print's NUL becomes the final newline */
+    int rc = io_write_file(path, text, n + 1, NULL, 0, err, err_len);
+    free(text);
+    return rc;
+}
+
+int dataset_manifest_path_for(const char *shard_path, char *out, size_t len)
+{
+    const char *base = strrchr(shard_path, '/');
+    base = base ? base + 1 : shard_path;
+    size_t n = strlen(shard_path);
+    if (n < 4 || strcmp(shard_path + n - 4, ".bin") != 0) return -1;
+    const char *d = shard_path + n - 4; /* digits end here */
+    const char *p = d;
+    while (p > base && p[-1] >= '0' && p[-1] <= '9') p--;
+    if (p == d) return -1;
+    static const char *const splits[2] = {"_val_", "_train_"};
+    for (int k = 0; k < 2; k++) {
+        size_t s = strlen(splits[k]);
+        if ((size_t)(p - base) > s && strncmp(p - s, splits[k], s) == 0) {
+            size_t keep = (size_t)(p - s - shard_path);
+            return (size_t)snprintf(out, len, "%.*s%s", (int)keep, shard_path,
+                                    DATASET_MANIFEST_SUFFIX) < len ? 0 : -1;
+        }
+    }
+    return -1;
+}

@@ -1,0 +1,252 @@
+/* data/dataset_stage.c — writing a dataset into a staging folder and
+ * switching it in for the old one (the protocol and its guarantees are in
+ * dataset.h). */
+#include "dataset.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+
+#define STAGE_TAG ".tokenize-"
+
+/* Remove the regular files in folder `path`, then the folder. 0 when gone. */
+static int remove_folder(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) return errno == ENOENT ? 0 : -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[4600];
+        io_err(p, sizeof p, "%s/%s", path, e->d_name);
+        unlink(p); /* a folder inside is left: then rmdir fails and says so */
+    }
+    closedir(d);
+    return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* "<base>.tokenize-<digits>.tmp": a staging folder of this prefix. */
+static int is_stage_name(const char *name, const char *base)
+{
+    size_t b = strlen(base), t = strlen(STAGE_TAG), n = strlen(name);
+    if (n < b + t + 5 || strncmp(name, base, b) != 0 || strncmp(name + b, STAGE_TAG, t) != 0 ||
+        strcmp(name + n - 4, ".tmp") != 0)
+        return 0;
+    for (const char *p = name + b + t; p < name + n - 4; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+/* "<base>_val_<digits>.bin" or "<base>_train_<digits>.bin": a shard of this prefix. */
+static int is_shard_name(const char *name, const char *base)
+{
+    size_t b = strlen(base), n = strlen(name);
+    if (n <= b || strncmp(name, base, b) != 0 || n < 4 || strcmp(name + n - 4, ".bin") != 0)
+        return 0;
+    const char *p = name + b;
+    if (strncmp(p, "_val_", 5) == 0) p += 5;
+    else if (strncmp(p, "_train_", 7) == 0) p += 7;
+    else return 0;
+    if (p == name + n - 4) return 0;
+    for (; p < name + n - 4; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+/* Other staging folders of this prefix: a locked one belongs to a live
+ * run (refused); an unlocked one to a run that died (removed, noted). */
+static int clear_leftovers(DatasetStage *s, char *err, size_t err_len)
+{
+    DIR *d = opendir(s->dir);
+    if (!d) {
+        io_err(err, err_len, "%s: output folder: %s", s->dir, strerror(errno));
+        return -1;
+    }
+    const char *own = strrchr(s->stage, '/') ? strrchr(s->stage, '/') + 1 : s->stage;
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d))) {
+        if (!is_stage_name(e->d_name, s->base) || strcmp(e->d_name, own) == 0) continue;
+        char p[4600];
+        io_err(p, sizeof p, "%s/%s", s->dir, e->d_name);
+        int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) continue; /* not a folder, or gone already */
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            io_err(err, err_len, "%s: another ./tokenize is writing this dataset now (its "
+                   "staging folder %s is locked); wait for it to finish", s->prefix, p);
+            rc = -1;
+        } else {
+            size_t used = strlen(s->notes);
+            io_err(s->notes + used, sizeof s->notes - used, "note: %s %s, left by an "
+                   "interrupted ./tokenize\n", remove_folder(p) == 0 ? "removed" : "could not "
+                   "remove", p);
+        }
+        close(fd);
+    }
+    closedir(d);
+    return rc;
+}
+
+int dataset_stage_begin(DatasetStage *s, const char *prefix, char *err, size_t err_len)
+{
+    memset(s, 0, sizeof *s);
+    s->lock_fd = -1;
+    const char *slash = strrchr(prefix, '/');
+    const char *base = slash ? slash + 1 : prefix;
+    if (strlen(prefix) >= sizeof s->prefix - 64 || strlen(base) + 32 >= DATASET_NAME_MAX) {
+        io_err(err, err_len, "%s: output prefix too long", prefix);
+        return -1;
+    }
+    if (!*base) {
+        io_err(err, err_len, "%s: output prefix names a folder; add a file name prefix (e.g. "
+               "%sdata)", prefix, prefix);
+        return -1;
+    }
+    snprintf(s->prefix, sizeof s->prefix, "%s", prefix);
+    snprintf(s->base, sizeof s->base, "%s", base);
+    if (!slash) snprintf(s->dir, sizeof s->dir, ".");
+    else if (slash == prefix) snprintf(s->dir, sizeof s->dir, "/");
+    else snprintf(s->dir, sizeof s->dir, "%.*s", (int)(slash - prefix), prefix);
+    snprintf(s->stage, sizeof s->stage, "%s" STAGE_TAG "%ld.tmp", prefix, (long)getpid());
+    /* The same name from a dead run whose pid came round again: its files go. */
+    if (remove_folder(s->stage) != 0 || mkdir(s->stage, 0755) != 0) {
+        io_err(err, err_len, "%s: cannot write in the output folder: %s", s->dir,
+               strerror(errno));
+        return -1;
+    }
+    s->lock_fd = open(s->stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        io_err(err, err_len, "%s: cannot lock the staging folder: %s", s->stage, strerror(errno));
+        dataset_stage_close(s);
+        return -1;
+    }
+    if (clear_leftovers(s, err, err_len) != 0) {
+        dataset_stage_close(s);
+        return -1;
+    }
+    return 0;
+}
+
+int dataset_stage_scratch(const DatasetStage *s, const char *name, char *out, size_t len)
+{
+    return (size_t)snprintf(out, len, "%s/%s", s->stage, name) < len ? 0 : -1;
+}
+
+int dataset_stage_add(DatasetStage *s, const char *split, const uint16_t *tokens, size_t n,
+                      char *err, size_t err_len)
+{
+    int *count = strcmp(split, "val") == 0 ? &s->num_val : &s->num_train;
+    DatasetShard *more = realloc(s->man.shards, (s->man.num_shards + 1) * sizeof *more);
+    if (!more) {
+        io_err(err, err_len, "%s: out of host memory", s->stage);
+        return -1;
+    }
+    s->man.shards = more;
+    DatasetShard *sh = &more[s->man.num_shards];
+    memset(sh, 0, sizeof *sh);
+    io_err(sh->name, sizeof sh->name, "%s_%s_%06d.bin", s->base, split, *count);
+    char path[4600];
+    io_err(path, sizeof path, "%s/%s", s->stage, sh->name);
+    if (shard_write_id(path, s->man.id, tokens, n, sh->sha256, err, err_len) != 0) return -1;
+    sh->tokens = n;
+    sh->bytes = SHARD_HEADER_BYTES + 2ull * n;
+    s->man.num_shards++;
+    (*count)++;
+    return 0;
+}
+
+/* Step 1: every name the switch writes is free or a regular file. */
+static int check_targets(const DatasetStage *s, const char *manifest_name, char *err,
+                         size_t err_len)
+{
+    for (int i = -1; i < s->man.num_shards; i++) {
+        char p[4600];
+        io_err(p, sizeof p, "%s/%s", s->dir, i < 0 ? manifest_name : s->man.shards[i].name);
+        struct stat st;
+        if (lstat(p, &st) != 0) {
+            if (errno == ENOENT) continue;
+            io_err(err, err_len, "%s: cannot check it before replacing it: %s", p,
+                   strerror(errno));
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            io_err(err, err_len, "%s: cannot rename into place: %s has that name", p,
+                   S_ISDIR(st.st_mode) ? "a folder" : "something not a regular file");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Step 4: shards of the prefix that the new manifest does not list. */
+static int remove_stale(const DatasetStage *s, const DatasetManifest *m, char *err,
+                        size_t err_len)
+{
+    DIR *d = opendir(s->dir);
+    if (!d) {
+        io_err(err, err_len, "%s: cannot list the output folder: %s", s->dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        if (!is_shard_name(e->d_name, s->base) || dataset_manifest_find(m, e->d_name) >= 0)
+            continue;
+        char p[4600];
+        io_err(p, sizeof p, "%s/%s", s->dir, e->d_name);
+        if (unlink(p) != 0 && errno != ENOENT && rc == 0) {
+            io_err(err, err_len, "%s: cannot remove this shard of the old dataset: %s (the "
+                   "loader refuses a glob that holds it)", p, strerror(errno));
+            rc = -1;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int dataset_stage_commit(DatasetStage *s, char *err, size_t err_len)
+{
+    char name[DATASET_NAME_MAX + 32], staged[4600], final[4600];
+    snprintf(name, sizeof name, "%s" DATASET_MANIFEST_SUFFIX, s->base);
+    io_err(staged, sizeof staged, "%s/%s", s->stage, name);
+    /* the manifest, fsynced with the staging folder (io_write_file) */
+    if (dataset_manifest_write(staged, &s->man, err, err_len) != 0) return -1;
+    if (check_targets(s, name, err, err_len) != 0) return -1;
+    /* Steps 2 and 3: renames only, the manifest last. */
+    int moved = 0;
+    s->switching = 1;
+    for (int i = 0; i <= s->man.num_shards; i++) {
+        const char *n = i < s->man.num_shards ? s->man.shards[i].name : name;
+        io_err(staged, sizeof staged, "%s/%s", s->stage, n);
+        io_err(final, sizeof final, "%s/%s", s->dir, n);
+        if (rename(staged, final) != 0) {
+            io_err(err, err_len, "%s: cannot rename into place: %s. %s", final, strerror(errno),
+                   moved ? "The folder now mixes the old and the new dataset, which train_gpt "
+                           "refuses; run ./tokenize again" : "The old dataset is untouched");
+            return -1;
+        }
+        moved++;
+    }
+    if (io_sync_dir(s->dir, err, err_len) != 0) return -1;
+    DatasetManifest *m = &s->man;
+    dataset_manifest_index(m); /* for the scan of the folder (linear if out of memory) */
+    if (remove_stale(s, m, err, err_len) != 0) return -1;
+    return io_sync_dir(s->dir, err, err_len);
+}
+
+void dataset_stage_close(DatasetStage *s)
+{
+    if (s->stage[0]) remove_folder(s->stage);
+    if (s->lock_fd >= 0) close(s->lock_fd);
+    s->lock_fd = -1;
+    s->stage[0] = 0;
+    dataset_manifest_free(&s->man);
+}
