@@ -295,24 +295,49 @@ static void grads_ready(GPT *g, const int *t, int n, int layer)
 
 /* ---- one block ---- */
 
+/* A LayerNorm's output, statistics and parameters: where a block's closing
+ * residual add also writes the LayerNorm that reads its output next. */
+typedef struct {
+    void *out;
+    float *mean, *rstd;
+    const void *w, *b;
+} LnOut;
+
+/* The fc layer's GELU may be fused into its matmul only when no tape of the
+ * schedule is selective: a selective backward rebuilds fch_gelu with
+ * gelu_forward from the stored fch, and a fused epilogue (cuda,
+ * TRAIN_GPT_FUSE_GELU=1) computes GELU before fch is rounded, so the two
+ * could differ in the last bit. On the cpu both are the same call. */
+static int fc_gelu_fusable(const GPT *g) { return g->plan.n_sel_stored + g->plan.n_sel_work == 0; }
+
 /* FORWARD(l): x (N,C) -> tape; when out != NULL also out = x_{l+1}. out
  * may be x: x is last read by the mid-block residual add, before out is
  * written. In a selective tape ln1, ln2 and fch_gelu share one buffer,
- * each consumed by its matmul before the next is written. */
-static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out)
+ * each consumed by its matmul before the next is written. ln1_done: the
+ * previous step's closing residual add already wrote this block's LN1.
+ * next (or NULL): the LayerNorm the closing residual add writes too. */
+static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out, int ln1_done,
+                          const LnOut *next)
 {
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
-    OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
+    if (!ln1_done)
+        OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
     OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
     OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
     OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
-    OPS->residual_forward(g->be, tp->res2, tp->res2, x, (size_t)N * C);
-    OPS->layernorm_forward(g->be, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, P(LN2W, l), P(LN2B, l), N, C);
-    OPS->matmul_forward(g->be, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
-    OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
+    OPS->residual_layernorm_forward(g->be, tp->res2, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, x, P(LN2W, l), P(LN2B, l), N, C);
+    if (fc_gelu_fusable(g)) {
+        OPS->matmul_gelu_forward(g->be, tp->fch_gelu, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
+    } else {
+        OPS->matmul_forward(g->be, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
+        OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
+    }
     if (!out) return; /* a re-forward: backward never reads the block output */
     OPS->matmul_forward(g->be, out, tp->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), N, 4 * C, C);
-    OPS->residual_forward(g->be, out, out, tp->res2, (size_t)N * C);
+    if (next)
+        OPS->residual_layernorm_forward(g->be, out, next->out, next->mean, next->rstd, out, tp->res2, next->w, next->b, N, C);
+    else
+        OPS->residual_forward(g->be, out, out, tp->res2, (size_t)N * C);
 }
 
 /* BACKWARD(l): dres holds dL/dx_{l+1} on entry and dL/dx_l on exit.
@@ -327,8 +352,7 @@ static void block_backward(GPT *g, int l, const void *x, const BlockTape *tp)
      * the forward, so the same bits. The LayerNorms rewrite their stored
      * mean and rstd with identical values. */
     if (tp->selective) OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
-    OPS->matmul_backward(g->be, dbig, G(FCPROJW, l), G(FCPROJB, l), dres, tp->fch_gelu, P(FCPROJW, l), N, 4 * C, C);
-    OPS->gelu_backward(g->be, dbig, tp->fch, dbig, (size_t)N * 4 * C);
+    OPS->matmul_backward_gelu(g->be, dbig, G(FCPROJW, l), G(FCPROJB, l), dres, tp->fch_gelu, P(FCPROJW, l), tp->fch, N, 4 * C, C);
     if (tp->selective)
         OPS->layernorm_forward(g->be, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, P(LN2W, l), P(LN2B, l), N, C);
     OPS->matmul_backward(g->be, dsmall, G(FCW, l), G(FCB, l), dbig, tp->ln2, P(FCW, l), N, C, 4 * C);
@@ -341,9 +365,43 @@ static void block_backward(GPT *g, int l, const void *x, const BlockTape *tp)
     OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
 }
 
+/* The LayerNorm that reads forward step k's output right after it, which
+ * that step's closing residual add then writes too: LN_f when k is the last
+ * step before the head and writes the final residual; the next block's LN1
+ * when step k+1 (< k1, in the same run_steps) forwards block+1 from k's
+ * output. Nothing runs between the two steps, so writing that LN1 (into
+ * step k+1's tape, possibly the shared selective buffer, whose content at
+ * this point is k's dead GELU output) a moment early changes no value. */
+static int next_layernorm(GPT *g, int k, int k1, LnOut *ln)
+{
+    const ScheduleStep *st = &g->sched.steps[k];
+    if (st->kind != STEP_FORWARD || st->out_slot == SLOT_NONE) return 0;
+    if (st->out_slot == SLOT_FINAL) {
+        if (k != g->sched.n_forward - 1) return 0;
+        *ln = (LnOut){g->lnf, g->lnf_mean, g->lnf_rstd, g->param_t[LNFW], g->param_t[LNFB]};
+        return 1;
+    }
+    if (k + 1 >= k1) return 0;
+    const ScheduleStep *nx = &g->sched.steps[k + 1];
+    if (nx->kind != STEP_FORWARD || nx->block != st->block + 1 || nx->in_slot != st->out_slot)
+        return 0;
+    const BlockTape *tn = &g->tapes[nx->tape_slot];
+    *ln = (LnOut){tn->ln1, tn->ln1_mean, tn->ln1_rstd, P(LN1W, nx->block), P(LN1B, nx->block)};
+    return 1;
+}
+
+/* 1 when the forward steps fuse LN_f into the last block's residual add. */
+static int lnf_fused(GPT *g)
+{
+    LnOut ln;
+    int k = g->sched.n_forward - 1;
+    return k >= 0 && next_layernorm(g, k, g->sched.n_forward, &ln) && ln.out == g->lnf;
+}
+
 /* Run schedule steps [k0, k1). */
 static void run_steps(GPT *g, int k0, int k1)
 {
+    int ln1_done = 0; /* the previous step wrote this step's LN1 */
     for (int k = k0; k < k1; k++) {
         const ScheduleStep *st = &g->sched.steps[k];
         const void *x = g->res_slots[st->in_slot];
@@ -352,8 +410,12 @@ static void run_steps(GPT *g, int k0, int k1)
             void *out = st->out_slot == SLOT_FINAL ? g->final_res
                         : st->out_slot == SLOT_NONE ? NULL
                                                     : g->res_slots[st->out_slot];
-            block_forward(g, st->block, x, tp, out);
+            LnOut next;
+            int fuse = next_layernorm(g, k, k1, &next);
+            block_forward(g, st->block, x, tp, out, ln1_done, fuse ? &next : NULL);
+            ln1_done = fuse && next.out != g->lnf;
         } else {
+            ln1_done = 0;
             static const int block_tensors[12] = {LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB,
                                                   LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB};
             block_backward(g, st->block, x, tp);
@@ -370,8 +432,9 @@ static void forward_to_lnf(GPT *g, const int *inputs)
     OPS->encoder_forward(g->be, g->res_slots[g->sched.embed_slot], g->tokens, g->param_t[WTE],
                          g->param_t[WPE], g->B, g->T, C);
     run_steps(g, 0, g->sched.n_forward);
-    OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
-                           g->param_t[LNFW], g->param_t[LNFB], N, C);
+    if (!lnf_fused(g))
+        OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
+                               g->param_t[LNFW], g->param_t[LNFB], N, C);
 }
 
 static double mean_loss(GPT *g)
