@@ -104,7 +104,8 @@ data: tokenize
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
 # the same checker on the hand-written kernels under a CPU emulator (no GPU,
 # no nvcc needed; cuBLASLt replaced by a plain product).
-CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_util.c tests/cuda/check_timing.c
+CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_util.c tests/cuda/check_timing.c \
+             tests/cuda/check_fused.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) tests/cuda/emu/emu.cpp tests/cuda/emu/emu_gemm.cpp
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)

@@ -74,4 +74,8 @@ void ck_record(Ctx *c, const char *op, const char *shape, const char *worst, dou
                double tol, int deterministic);
 void ck_print_table(Ctx *c);
 
+/* check_fused.c: the fused ops (group "fused") */
+void check_residual_layernorm(Ctx *c, const char *sh, int N, int C);
+void check_matmul_gelu(Ctx *c, const char *sh, int N, int IC, int OC);
+
 #endif
