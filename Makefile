@@ -124,6 +124,7 @@ tests/cuda/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 cuda-emu-check: tests/cuda/check_kernels_emu
 	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
+	TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/check_kernels_emu --quick --only fused $(CHECK_ARGS)
 	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention $(CHECK_ARGS)
 	EMU_ENC_SORT_CHUNK=256 ./tests/cuda/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
