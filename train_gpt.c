@@ -1,7 +1,9 @@
-/* train_gpt.c — the command-line trainer: set-up, the training loop, the
- * memory report. Flags live in train_options.c; the model, its recompute
+/* train_gpt.c — the command-line trainer: set-up, the end of a run (the
+ * model file, the memory report) and --generate; the training loop and its
+ * stops are in train_loop.c, progress in train_progress.c, flags in
+ * train_options.c. The model, its recompute
  * schedule and the memory planner in model/; the ops in kernels/; data
- * parallelism over ranks (mpirun/srun) in dist/. Under several ranks,
+ * parallelism over ranks (mpirun/srun) in distributed/. Under several ranks,
  * stdout and the --log file come from rank 0 only, the loss and val loss
  * printed are means over ranks, and rank 0 writes the model files. */
 #include <cjson/cJSON.h>
@@ -15,50 +17,62 @@
 #include <unistd.h>
 
 #include "data/shard.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "kernels/backend.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
-#include "model/lr_schedule.h"
 #include "model/model_file.h"
+#include "base/fileio.h"
+#include "run/checkpoint.h"
+#include "run/run_log.h"
 #include "run/session.h"
 #include "run/signals.h"
+#include "train_gpt.h"
+#include "train_guard.h"
 #include "train_memory.h"
-#include "train_options.h"
-#include "train_sample.h"
 
-typedef struct {
-    TrainOptions opt;
-    Dist dist;
-    Backend *be;
-    GPTConfig cfg;
-    GPT model;
-    Loader train, val;
-    int have_val;
-    FILE *log;
-    int *inputs, *targets; /* host, B*T */
-    size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
-    size_t mem_total;        /* device bytes in all (cuda) */
-    int have_mem_info;
-    TextCodec codec;         /* when sampling or generating */
-    TokenIds prompt;
-    SampleRng rng;
-    RunSession sess;         /* saves, resume, test hooks (run/session.h) */
-    char resume_dir[4096];   /* the save resumed from; "" for a new run */
-    int start_step, bad_steps;
-    OpProfile prof;          /* --profile-ops (kernels/profile.h) */
-} Trainer;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* A fatal error: under several ranks the message carries the rank and the
  * whole job is aborted (dist_fail). */
 static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, 1, "%s", msg); }
+
+/* Shape flags given with --init-from must agree with the file's shape,
+ * which is the model's: a contradiction is an error with both shapes (exit
+ * 2), never a silently different model. --model's preset counts as its
+ * layers, channels and heads. (A resume's save: train_guard.h.) */
+static int check_shape_flags(Trainer *tr, const char *from, char *err, size_t len)
+{
+    const TrainOptions *o = &tr->opt;
+    const GPTConfig *c = &tr->cfg;
+    int preset = o->preset != NULL;
+    struct {
+        const char *flag;
+        int asked, file, given;
+    } f[] = {
+        {"layers", o->layers, c->num_layers, train_options_given(o, "layers") || preset},
+        {"channels", o->channels, c->channels, train_options_given(o, "channels") || preset},
+        {"heads", o->heads, c->num_heads, train_options_given(o, "heads") || preset},
+        {"vocab", o->vocab, c->vocab_size, train_options_given(o, "vocab")},
+        {"max-seq-len", o->max_seq_len, c->max_seq_len, train_options_given(o, "max-seq-len")},
+    };
+    char bad[256] = "";
+    int n = 0, want[5];
+    for (int i = 0; i < 5; i++) {
+        want[i] = f[i].given ? f[i].asked : f[i].file;
+        if (want[i] == f[i].file) continue;
+        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "%s--%s %d", n++ ? ", " : "",
+                 f[i].flag, f[i].asked);
+    }
+    if (n == 0) return 0;
+    if (preset)
+        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), " (--model %s)", o->preset);
+    snprintf(err, len, "%s: contradicts the shape of %.600s: the file has L=%d C=%d NH=%d V=%d "
+             "max-seq-len=%d, the flags ask for L=%d C=%d NH=%d V=%d max-seq-len=%d (the file's "
+             "shape is the model's: drop the shape flags, or start from another file)", bad,
+             from, c->num_layers, c->channels, c->num_heads, c->vocab_size, c->max_seq_len,
+             want[0], want[1], want[2], want[3], want[4]);
+    return 2;
+}
 
 /* The model's shape: from --init-from's header, else from the flags. */
 static int resolve_config(Trainer *tr, char *err, size_t len)
@@ -72,7 +86,9 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
     }
     if (from) {
         int version;
-        return model_file_read_header(from, &tr->cfg, &version, err, len);
+        if (model_file_read_header(from, &tr->cfg, &version, err, len) != 0) return -1;
+        return tr->resume_dir[0] ? guard_check_resume_shape(o, &tr->cfg, tr->resume_dir, err, len)
+                                 : check_shape_flags(tr, from, err, len);
     }
     tr->cfg.num_layers = o->layers;
     tr->cfg.channels = o->channels;
@@ -136,52 +152,12 @@ static int load_params(Trainer *tr, char *err, size_t len)
     return 0;
 }
 
-static void log_json(Trainer *tr, cJSON *obj)
+void trainer_log(Trainer *tr, cJSON *obj)
 {
-    if (tr->log) {
-        char *s = cJSON_PrintUnformatted(obj);
-        fprintf(tr->log, "%s\n", s);
-        fflush(tr->log);
-        cJSON_free(s);
-    }
+    char *s = tr->log.fd >= 0 ? cJSON_PrintUnformatted(obj) : NULL;
+    if (s) run_log_line(&tr->log, s);
+    cJSON_free(s);
     cJSON_Delete(obj);
-}
-
-static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
-{
-    if (loader_reset(&tr->val, err, len) != 0) return -1;
-    double sum = 0.0;
-    for (int i = 0; i < tr->opt.val_batches; i++) {
-        if (loader_next(&tr->val, tr->inputs, tr->targets, err, len) != 0) return -1;
-        sum += gpt_eval_loss(&tr->model, tr->inputs, tr->targets);
-    }
-    *loss = dist_mean(&tr->dist, sum / tr->opt.val_batches);
-    return 0;
-}
-
-static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
-{
-    size_t n = tr->model.plan.num_params;
-    float *g = malloc(n * sizeof(float));
-    if (!g) {
-        snprintf(err, len, "--dump-grads: out of host memory");
-        return -1;
-    }
-    if (dist_get_grads(&tr->dist, g, err, len) != 0) return -1; /* collective */
-    if (tr->dist.rank != 0) {
-        free(g);
-        return 0;
-    }
-    FILE *f = fopen(tr->opt.dump_grads, "wb");
-    float l = (float)loss;
-    int ok = f != NULL;
-    if (ok) {
-        ok = fwrite(&l, sizeof l, 1, f) == 1 && fwrite(g, sizeof(float), n, f) == n;
-        ok = (fclose(f) == 0) && ok;
-    }
-    free(g);
-    if (!ok) snprintf(err, len, "--dump-grads %s: cannot write", tr->opt.dump_grads);
-    return ok ? 0 : -1;
 }
 
 /* Measured peak: the process's peak RSS on the cpu; on a device backend,
@@ -220,6 +196,8 @@ static void print_summary(Trainer *tr)
     cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
     cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
     cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
+    train_costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
+                       tr->start_step, o);
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
     if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
@@ -227,136 +205,7 @@ static void print_summary(Trainer *tr)
     cJSON_AddNumberToObject(m, "total", (double)p->total);
     cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
     cJSON_AddItemToObject(o, "memory", m);
-    log_json(tr, o);
-}
-
-static int open_sampling(Trainer *tr, char *err, size_t len)
-{
-    if (codec_open(&tr->codec, tr->cfg.vocab_size, err, len) != 0) return -1;
-    sample_seed(&tr->rng, tr->opt.seed);
-    if (!tr->opt.prompt) return 0;
-    return codec_encode(&tr->codec, tr->opt.prompt, tr->cfg.vocab_size, &tr->prompt, err, len);
-}
-
-/* The tokens samples continue: --prompt's last T tokens, or one start token
- * (end-of-text for GPT-2, a newline for bytes, id 0 otherwise). */
-static const int32_t *prompt_tokens(Trainer *tr, int T, int *n)
-{
-    static int32_t start;
-    start = tr->codec.kind == CODEC_GPT2 ? GPT2_EOT : tr->codec.kind == CODEC_BYTES ? '\n' : 0;
-    if (tr->prompt.len == 0) {
-        *n = 1;
-        return &start;
-    }
-    *n = (int)tr->prompt.len < T ? (int)tr->prompt.len : T;
-    return tr->prompt.data + tr->prompt.len - *n;
-}
-
-static void print_sample(Trainer *tr, int step)
-{
-    int n;
-    const int32_t *p = prompt_tokens(tr, tr->model.T, &n);
-    printf("step %5d | sample:\n", step);
-    sample_generate(&tr->model, &tr->codec, p, n, tr->opt.sample_tokens, tr->opt.temperature,
-                    &tr->rng, stdout);
-}
-
-static int train(Trainer *tr, char *err, size_t len)
-{
-    const TrainOptions *o = &tr->opt;
-    Dist *d = &tr->dist;
-    AdamWConfig adam = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip};
-    /* Each rank's share of the mean over the global batch: the ranks' summed
-     * gradients are then the global mean's. */
-    float dloss = 1.0f / ((float)o->batch * o->seq_len * o->grad_accum * d->world);
-    double tokens_per_step = (double)o->batch * o->seq_len * o->grad_accum * d->world;
-    for (int step = tr->start_step + 1; step <= o->steps; step++) {
-        if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
-            double vl;
-            if (eval_val(tr, &vl, err, len) != 0) return -1;
-            printf("step %5d | val loss %.6f\n", step - 1, vl);
-            cJSON *j = cJSON_CreateObject();
-            cJSON_AddNumberToObject(j, "step", step - 1);
-            cJSON_AddNumberToObject(j, "val_loss", vl);
-            log_json(tr, j);
-        }
-        double t0 = now_ms(), loss = 0.0;
-        gpt_zero_grads(&tr->model);
-        for (int micro = 0; micro < o->grad_accum; micro++) {
-            if (loader_next(&tr->train, tr->inputs, tr->targets, err, len) != 0) return -1;
-            dist_begin_micro(d, micro == o->grad_accum - 1);
-            loss += gpt_forward_backward(&tr->model, tr->inputs, tr->targets, dloss);
-        }
-        dist_finish_grads(d);
-        loss = dist_mean(d, loss / o->grad_accum);
-        session_test_inject_nan(&tr->sess, &tr->model, step);
-        if (step == 1 && o->dump_grads && dump_grads(tr, loss, err, len) != 0) return -1;
-        double norm = dist_grad_norm(d);
-        float lr = lr_at((LrKind)o->lr_schedule, o->lr, o->warmup, o->lr_min_frac, step - 1,
-                         o->steps);
-        /* Non-finite guard: no update, AdamW's step not advanced. loss and
-         * norm are agreed over ranks, so every rank decides alike. */
-        int skip = !isfinite(loss) || !isfinite(norm);
-        tr->bad_steps = skip ? tr->bad_steps + 1 : 0;
-        if (!skip) dist_update(d, &adam, lr, norm);
-        tr->be->ops->sync(tr->be);
-        double ms = now_ms() - t0;
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s%s\n", step,
-               o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3),
-               skip ? " | SKIPPED: non-finite loss or gradient norm, no update" : "");
-        fflush(stdout);
-        if (o->sample_every > 0 && step % o->sample_every == 0 && d->rank == 0)
-            print_sample(tr, step); /* no collectives inside: rank 0 alone */
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddNumberToObject(j, "step", step);
-        cJSON_AddNumberToObject(j, "loss", loss);
-        cJSON_AddNumberToObject(j, "lr", lr);
-        cJSON_AddNumberToObject(j, "grad_norm", norm);
-        cJSON_AddNumberToObject(j, "ms", ms);
-        cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / (ms / 1e3));
-        if (skip) cJSON_AddBoolToObject(j, "skipped", 1);
-        log_json(tr, j);
-        if (tr->bad_steps >= o->max_bad_steps) {
-            fprintf(stderr, "error: %d consecutive steps (up to step %d) had a non-finite loss or "
-                    "gradient norm (--max-bad-steps %d): saving and aborting\n", tr->bad_steps,
-                    step, o->max_bad_steps);
-            if (session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->rng, step,
-                             tr->bad_steps, err, len) != 0)
-                fprintf(stderr, "error: %s\n", err);
-            return TRAIN_EXIT_NONFINITE;
-        }
-        /* A signal reaches the ranks at different moments: stop when any
-         * rank has one, all after the same step. */
-        int sig = signals_pending();
-        if (d->world > 1 && dist_mean(d, sig != 0) > 0 && !sig) sig = SIGTERM;
-        if ((sig || session_save_due(&tr->sess, o, step)) &&
-            session_save(&tr->sess, o, &tr->model, d, &tr->train, &tr->rng, step, tr->bad_steps,
-                         err, len) != 0)
-            return -1;
-        /* the first step pays for cuBLASLt's heuristics and cold caches */
-        if (o->profile_ops && step == tr->start_step + 1 && step < o->steps)
-            profile_reset(&tr->prof);
-        if (sig) {
-            printf("stopped by signal %d after step %d%s\n", sig, step,
-                   tr->sess.dir[0] ? "; resume with --resume"
-                                   : " (no --checkpoint-dir: not saved)");
-            return TRAIN_EXIT_STOPPED;
-        }
-    }
-    if (o->profile_ops) {
-        int n = o->steps - tr->start_step;
-        profile_print(&tr->prof, stdout, n > 1 ? n - 1 : n);
-    }
-    if (tr->have_val) {
-        double vl;
-        if (eval_val(tr, &vl, err, len) != 0) return -1;
-        printf("step %5d | val loss %.6f\n", o->steps, vl);
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddNumberToObject(j, "step", o->steps);
-        cJSON_AddNumberToObject(j, "val_loss", vl);
-        log_json(tr, j);
-    }
-    return 0;
+    trainer_log(tr, o);
 }
 
 /* --generate: load (or initialise) the model with one row of seq-len
@@ -365,7 +214,8 @@ static int generate_only(Trainer *tr)
 {
     char err[1024];
     const TrainOptions *o = &tr->opt;
-    if (open_sampling(tr, err, sizeof err) != 0) fail(tr, err);
+    if (text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
+        fail(tr, err);
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(&tr->dist, err, sizeof err) != 0)
         fail(tr, err);
     tr->be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
@@ -373,15 +223,17 @@ static int generate_only(Trainer *tr)
     if (gpt_init(&tr->model, &tr->cfg, tr->be, 1, o->seq_len, 0, 0, err, sizeof err) != 0 ||
         load_params(tr, err, sizeof err) != 0)
         fail(tr, err);
-    int np;
-    const int32_t *p = prompt_tokens(tr, o->seq_len, &np);
-    sample_generate(&tr->model, &tr->codec, p, np, o->generate, o->temperature, &tr->rng, stdout);
+    /* no label: the tokens are the progress; the hook stops at a block */
+    progress_init(&tr->prog, &tr->model, progress_now_ms(), 1, o->peak_tflops, 0, 1);
+    text_sampler_print(&tr->sampler, &tr->model, o->generate, NULL, stdout);
+    int cut = tr->model.abandoned;
+    if (cut)
+        printf("stopped by signal %d during --generate; nothing to save\n", signals_pending());
     gpt_free(&tr->model);
-    codec_close(&tr->codec);
-    free(tr->prompt.data);
+    text_sampler_close(&tr->sampler);
     backend_close(tr->be);
     dist_finalize(&tr->dist);
-    return 0;
+    return cut ? TRAIN_EXIT_STOPPED_NOTHING : 0;
 }
 
 /* CPU threads per rank: --threads, else OMP_NUM_THREADS, else the node's
@@ -423,7 +275,7 @@ static void resolve_total_batch(Trainer *tr)
 
 /* After training: every rank's parameters must be the same bits; rank 0
  * writes --save. Collective: every rank calls it. */
-static int finish(Trainer *tr, char *err, size_t len)
+int trainer_save_model(Trainer *tr, char *err, size_t len)
 {
     Dist *d = &tr->dist;
     if (!d->mpi && !tr->opt.save) return 0;
@@ -443,36 +295,124 @@ static int finish(Trainer *tr, char *err, size_t len)
                d->world == 1 ? "" : "s");
     }
     if (rc == 0 && tr->opt.save && d->rank == 0) {
-        rc = model_file_save(tr->opt.save, &tr->cfg, host, err, len);
+        rc = model_file_save_as(tr->opt.save, &tr->cfg, host,
+                                tr->opt.save_dtype ? MODEL_FILE_BF16 : MODEL_FILE_FP32, err, len);
         if (rc == 0) printf("saved %s\n", tr->opt.save);
     }
     free(host);
     return rc;
 }
 
+/* After training: close the log; a lost line is an error (exit 1) unless
+ * --log-errors ignore. Returns rc, or 1 when it was 0 and the log failed. */
+static int close_log(Trainer *tr, int rc)
+{
+    char err[1024];
+    if (run_log_close(&tr->log, err, sizeof err) == 0) return rc;
+    fprintf(stderr, "error: %s\n", err);
+    return rc == 0 ? 1 : rc;
+}
+
+/* --save's folder must exist and take a file now, not after hours of
+ * training (rank 0 writes it). */
+static void check_save_path(Trainer *tr)
+{
+    char dir[4096], why[4400];
+    if (!tr->opt.save || tr->dist.rank != 0) return;
+    io_dirname(tr->opt.save, dir, sizeof dir);
+    if (io_probe_writable(dir, why, sizeof why) != 0)
+        dist_fail(&tr->dist, 1, "--save %s: its folder must exist and be writable: %s",
+                  tr->opt.save, why);
+}
+
+/* Start-up up to the model's shape: the world, the ranks' agreement, the
+ * paths that will be written, the checkpoint folder, the save to resume. */
+static void start(Trainer *tr, int argc, char **argv)
+{
+    char err[1024] = "";
+    TrainOptions *o = &tr->opt;
+    tr->argc = argc;
+    tr->argv = argv;
+    tr->log.fd = -1;
+    if (dist_init(&tr->dist, &argc, &argv, err, sizeof err) != 0) fail(tr, err);
+    Dist *d = &tr->dist;
+    if (dist_set_timeout(d, o->collective_timeout, err, sizeof err) != 0) fail(tr, err);
+    guard_check_flags(o, d); /* before anything a rank could do differently */
+    /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
+    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
+        dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
+    if (signals_install() != 0) fail(tr, "cannot install the SIGINT/SIGTERM handlers");
+    resolve_total_batch(tr); /* sets grad-accum, which the session records */
+    check_save_path(tr);
+    RunConfig run = train_options_run_config(o);
+    if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
+    int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
+    if (rc < 0) fail(tr, err);
+    if (rc == 0) tr->resume_dir[0] = 0;
+    if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    if (rc > 0 && o->init_from)
+        printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
+               o->init_from);
+}
+
+/* The header: shape, ranks, the memory plan. */
+static void print_header(Trainer *tr)
+{
+    const TrainOptions *o = &tr->opt;
+    const Dist *d = &tr->dist;
+    printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
+           "grad-accum=%d\n", tr->be->name, tr->be->act_bytes == 2 ? "bf16" : "fp32",
+           tr->cfg.num_layers, tr->cfg.channels, tr->cfg.num_heads, o->seq_len,
+           tr->cfg.vocab_size, tr->cfg.padded_vocab, o->batch, o->grad_accum);
+    printf("data parallel: %d rank%s, collectives %s | zero %d | %ld tokens per step\n",
+           d->world, d->world == 1 ? "" : "s", dist_library(d), o->zero,
+           (long)o->batch * o->seq_len * o->grad_accum * d->world);
+    printf("parameters: %zu\n", tr->model.plan.num_params);
+    planner_print(stdout, &tr->model.plan, schedule_mode_name(o->recompute));
+    printf("predicted peak: %zu bytes (the arenas are allocated whole at start-up)\n",
+           tr->model.plan.total);
+    printf("train data: %d shard(s) from %s\n", tr->train.num_shards, o->train_data);
+}
+
+/* Progress, and the run's estimated length before the parameters are made
+ * (which alone takes half a minute for a 380M model on a CPU). */
+static void start_progress(Trainer *tr, double t_start)
+{
+    const TrainOptions *o = &tr->opt;
+    int from = 0; /* the step a resume starts from, from its manifest */
+    CkptManifest man;
+    char why[512];
+    if (tr->resume_dir[0] && ckpt_read_manifest(tr->resume_dir, &man, why, sizeof why) == 0) {
+        from = man.step;
+        ckpt_manifest_free(&man);
+    }
+    progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
+                  tr->dist.world == 1);
+    if (tr->dist.rank != 0) return; /* the estimate is printed once, its warning too */
+    progress_print_peak(&tr->prog, stdout);
+    int steps = o->steps > from ? o->steps - from : 0;
+    int evals = !tr->have_val ? 0 : 1 + (o->val_every > 0 ? (steps + o->val_every - 1) / o->val_every : 0);
+    progress_estimate(&tr->prog, &tr->model, o->grad_accum, steps, evals, o->val_batches,
+                      stdout);
+}
+
 int main(int argc, char **argv)
 {
     static Trainer tr;
     char err[1024] = "";
+    double t_start = progress_now_ms();
+    /* Every line out as it is printed, to a terminal, a pipe or a file. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = train_options_parse(&tr.opt, argc, argv);
     if (rc) return rc == 1 ? 0 : 2;
     TrainOptions *o = &tr.opt;
-    if (dist_init(&tr.dist, &argc, &argv, err, sizeof err) != 0) fail(&tr, err);
+    start(&tr, argc, argv);
     Dist *d = &tr.dist;
-    /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
-    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
-        dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
-    if (signals_install() != 0) fail(&tr, "cannot install the SIGINT/SIGTERM handlers");
-    if (session_init(&tr.sess, o, d, err, sizeof err) != 0) fail(&tr, err);
-    rc = session_locate(&tr.sess, o, tr.resume_dir, sizeof tr.resume_dir, err, sizeof err);
-    if (rc < 0) fail(&tr, err);
-    if (rc == 0) tr.resume_dir[0] = 0;
-    else if (o->init_from)
-        printf("note: resuming from %s; --init-from %s is not used\n", tr.resume_dir, o->init_from);
 
     /* Validate everything that can be checked before any allocation. */
-    resolve_total_batch(&tr);
-    if (resolve_config(&tr, err, sizeof err) != 0) fail(&tr, err);
+    rc = resolve_config(&tr, err, sizeof err);
+    if (rc == 2) dist_exit_all(d, 2, "%s", err);
+    if (rc != 0) fail(&tr, err);
     if (o->seq_len > tr.cfg.max_seq_len)
         dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
                   o->seq_len, tr.cfg.max_seq_len);
@@ -485,68 +425,83 @@ int main(int argc, char **argv)
     }
     if (o->generate > 0) return generate_only(&tr);
     if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
+    if (o->eval_file) {
+        if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
+                            sizeof err) != 0)
+            fail(&tr, err);
+        tr.have_eval = 1;
+    }
+    guard_check_data(d, session_data_fingerprint(&tr.train));
 
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
         fail(&tr, err);
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
-    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
-    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, err, sizeof err);
+    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
+                               &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
+    /* after the op costs were measured: they time the backend's own ops */
+    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
                           &shard, err, sizeof err) != 0)
         fail(&tr, err);
     if (dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
-    if (!tr.inputs || !tr.targets) fail(&tr, "out of host memory for a batch");
+    tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
+    if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
+    print_header(&tr);
+    start_progress(&tr, t_start);
+
     /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
-    if (o->sample_every > 0 && d->rank == 0 && open_sampling(&tr, err, sizeof err) != 0)
+    if (o->sample_every > 0 && d->rank == 0 &&
+        text_sampler_open(&tr.sampler, o, tr.cfg.vocab_size, err, sizeof err) != 0)
         fail(&tr, err);
-    if (tr.resume_dir[0] ? session_resume(&tr.sess, o, tr.resume_dir, &tr.model, &tr.train,
-                                          &tr.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
+    if (tr.resume_dir[0])
+        printf("resuming from %s...\n", tr.resume_dir);
+    else if (o->init_from)
+        printf("loading %zu parameters from %s...\n", tr.model.plan.num_params, o->init_from);
+    else
+        printf("initializing %zu parameters (seed %llu)...\n", tr.model.plan.num_params,
+               (unsigned long long)o->seed);
+    if (tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
+                                          &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
                          : load_params(&tr, err, sizeof err))
         fail(&tr, err);
-    /* A resumed run appends to its log, so the log covers the whole run. */
-    if (d->rank == 0 && o->log_path &&
-        !(tr.log = fopen(o->log_path, tr.resume_dir[0] ? "a" : "w")))
-        dist_fail(d, 1, "--log %s: cannot open for writing", o->log_path);
+    guard_check_start_step(d, tr.start_step);
+    /* A resumed run appends to its log, cut back to the resumed step, so
+     * the log covers the whole run with each step once. */
+    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, tr.resume_dir[0] ? tr.start_step : -1,
+                                     o->log_errors, err, sizeof err) != 0)
+        fail(&tr, err);
 
-    printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
-           "grad-accum=%d\n", tr.be->name, tr.be->act_bytes == 2 ? "bf16" : "fp32",
-           tr.cfg.num_layers, tr.cfg.channels, tr.cfg.num_heads, o->seq_len, tr.cfg.vocab_size,
-           tr.cfg.padded_vocab, o->batch, o->grad_accum);
-    printf("data parallel: %d rank%s, collectives %s | zero %d | %ld tokens per step\n",
-           d->world, d->world == 1 ? "" : "s", dist_library(d), o->zero,
-           (long)o->batch * o->seq_len * o->grad_accum * d->world);
-    printf("parameters: %zu\n", tr.model.plan.num_params);
-    planner_print(stdout, &tr.model.plan, schedule_mode_name(o->recompute));
-    printf("predicted peak: %zu bytes (the arenas are allocated whole at start-up)\n",
-           tr.model.plan.total);
-    printf("train data: %d shard(s) from %s\n", tr.train.num_shards, o->train_data);
-
-    rc = train(&tr, err, sizeof err);
+    rc = train_loop(&tr, err, sizeof err);
+    if (rc == TRAIN_STOPPED) rc = train_stop(&tr, err, sizeof err);
     if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
-        if (tr.log) fclose(tr.log);
+        rc = close_log(&tr, rc);
         dist_finalize(d);
         return rc;
     }
-    if (rc == 0) rc = finish(&tr, err, sizeof err);
+    if (rc == 0) rc = trainer_save_model(&tr, err, sizeof err);
     if (rc != 0) {
-        if (tr.log) fclose(tr.log);
+        close_log(&tr, rc);
         fail(&tr, err);
     }
     print_summary(&tr);
-    if (tr.log) fclose(tr.log);
+    rc = close_log(&tr, 0);
+    session_close(&tr.sess);
     free(tr.inputs);
     free(tr.targets);
+    free(tr.step_ms);
     dist_finalize(d);
     gpt_free(&tr.model);
     loader_close(&tr.train);
     if (tr.have_val) loader_close(&tr.val);
+    if (tr.have_eval) train_eval_close(&tr.eval);
+    if (o->sample_every > 0 && d->rank == 0) text_sampler_close(&tr.sampler);
     if (o->profile_ops) profile_detach(&tr.prof, tr.be);
     backend_close(tr.be);
-    return 0;
+    return rc;
 }

@@ -71,7 +71,7 @@ static void auto_print_family(FILE *f, const GPTConfig *cfg, const AutoResult *r
 {
     if (r->family == AUTO_SOLVER) return;
     fprintf(f, "recompute auto: %d layers, past the solver's %d: searched every block input kept "
-               "with full tapes on the top blocks and selective below, or segments; ",
+               "with tapes of two kinds on the top blocks, or segments; ",
             cfg->num_layers, SOLVER_MAX_LAYERS);
     if (r->family == AUTO_SEGMENTS)
         fprintf(f, "chose segments of k = %d blocks\n", r->checkpoint_every);
@@ -79,16 +79,32 @@ static void auto_print_family(FILE *f, const GPTConfig *cfg, const AutoResult *r
         fprintf(f, "chose every input kept\n");
 }
 
+/* The predicted step under s, printed beside the source of the costs. */
+static void predict(const TrainOptions *o, const TrainCosts *tc, const Schedule *s,
+                    long long *step_ns)
+{
+    *step_ns = tc->have ? opcost_step(&tc->oc, s, o->grad_accum) : -1;
+    if (tc->have)
+        printf("predicted step time: %.3f ms (%d micro-batch%s; op costs %s)\n", *step_ns / 1e6,
+               o->grad_accum, o->grad_accum == 1 ? "" : "es", tc->source);
+}
+
 int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
-                          const GPTShard *shard, Schedule *s, char *err, size_t len)
+                          const GPTShard *shard, Schedule *s, TrainCosts *tc,
+                          long long *step_ns, char *err, size_t len)
 {
     PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard);
     size_t budget = o->memory_budget;
     char a[32], b[32];
+    *step_ns = -1;
+    if (train_costs_get(o, &in, be, o->recompute == RECOMPUTE_AUTO, shard->rank == 0, tc, err,
+                        len) != 0)
+        return -1;
     if (o->recompute == RECOMPUTE_AUTO) {
         if (!o->memory_budget_given && train_memory_budget(be, &budget, err, len) != 0) return -1;
         AutoResult r;
-        if (planner_auto(&in, budget, s, &r, err, len) != 0) return -1;
+        if (planner_auto(&in, budget, tc->have ? &tc->oc : NULL, s, &r, err, len) != 0)
+            return -1;
         if (!r.fits) {
             auto_print_family(stderr, cfg, &r);
             fprintf(stderr, "the schedule with the smallest peak at this shape:\n");
@@ -106,8 +122,15 @@ int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *
         printf("recompute auto: predicted peak %zu bytes within the budget of %zu; recomputes "
                "%.2f%% of a step's FLOPs\n", r.peak, budget,
                100.0 * (double)r.recompute_flops / (double)f.step);
+        if (tc->have) {
+            char hi[TAPE_TENSORS + 1], lo[TAPE_TENSORS + 1];
+            printf("recompute auto: least predicted time, tape kinds %s and %s (of %d on the "
+                   "frontier)\n", tape_kind_name(r.hi_kind, hi), tape_kind_name(r.lo_kind, lo),
+                   opcost_frontier(&tc->oc, &in, (KindCost[TAPE_KINDS]){0}));
+        }
         auto_print_family(stdout, cfg, &r);
         schedule_print(stdout, s, 0);
+        predict(o, tc, s, step_ns);
         return 0;
     }
     if (train_memory_check(o, cfg, err, len) != 0) return 2;
@@ -133,6 +156,7 @@ int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *
             return 2;
         }
     }
+    predict(o, tc, s, step_ns);
     return 0;
 }
 
@@ -165,7 +189,10 @@ int train_memory_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShar
         dtype = gpu ? DTYPE_BF16 : DTYPE_FP32;
     }
     PlanInput in = plan_input(o, cfg, dtype, shard);
-    if (planner_print_modes(stdout, &in, budget, o->checkpoint_every, err, sizeof err) != 0) {
+    TrainCosts tc;
+    if (train_costs_get(o, &in, NULL, 0, 1, &tc, err, sizeof err) != 0 ||
+        planner_print_modes(stdout, &in, budget, o->checkpoint_every, tc.have ? &tc.oc : NULL,
+                            o->grad_accum, err, sizeof err) != 0) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

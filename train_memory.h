@@ -12,6 +12,7 @@
 #include "model/config.h"
 #include "model/gpt.h"
 #include "model/schedule.h"
+#include "train_costs.h"
 #include "train_options.h"
 
 /* --memory-budget's default, printed: the device's free memory minus 512
@@ -27,21 +28,27 @@ int train_memory_budget(Backend *be, size_t *budget, char *err, size_t len);
 int train_memory_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size_t len);
 
 /* The schedule --recompute asks for, planned on be's dtype for this rank
- * (shard: world size and ZeRO-1, which change the optimizer's bytes).
- * auto: the least recompute within the budget (planner_auto: the solver up
- * to 64 layers, a restricted search past it, which is named in what is
- * printed); when nothing fits, prints
- * the schedule with the smallest achievable peak to stderr and returns 2
- * with that peak in err. Other modes: returns 2 with err when
- * --memory-budget is given and the plan exceeds it. Returns 0, 2 (exit 2)
- * or -1, with err. */
+ * (shard: world size and ZeRO-1, which change the optimizer's bytes), and
+ * the op costs (--op-costs, train_costs.h) into *tc, with the predicted
+ * time of one optimizer step under the schedule in *step_ns (-1 without
+ * measured costs). auto: the least predicted time (or, with FLOP costs,
+ * recompute) within the budget (planner_auto: the solver up to 64 layers,
+ * a restricted search past it, which is named in what is printed); when
+ * nothing fits, prints the schedule with the smallest achievable peak to
+ * stderr and returns 2 with that peak in err. Other modes: returns 2 with
+ * err when --memory-budget is given and the plan exceeds it. Returns 0, 2
+ * (exit 2) or -1, with err. */
 int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
-                          const GPTShard *shard, Schedule *s, char *err, size_t len);
+                          const GPTShard *shard, Schedule *s, TrainCosts *tc,
+                          long long *step_ns, char *err, size_t len);
 
 /* --plan: prints the table of recompute modes (planner_print_modes) for
- * this shape and --batch/--seq-len. With --memory-budget nothing is
- * opened; without it the backend is opened only to ask for its free
- * memory, and the dtype is the backend's. Returns the exit status. */
+ * this shape and --batch/--seq-len, with predicted step times when op
+ * costs are at hand (--op-costs: a file, the cache, or measure, which
+ * opens the backend; then the costs are printed first). With
+ * --memory-budget nothing else is opened; without it the backend is
+ * opened only to ask for its free memory, and the dtype is the backend's.
+ * Returns the exit status. */
 int train_memory_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *shard);
 
 #endif

@@ -1,6 +1,7 @@
 /* train_options.c — see train_options.h. */
 #include "train_options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -11,12 +12,14 @@
 
 #include "model/config.h"
 #include "model/planner.h"
+#include "train_version.h"
 
 /* K_OPTSTR: an optional string, attached as --name=VALUE (getopt_long's
  * rule for optional arguments); the flag alone stores NULL. K_BYTES: a
  * size_t byte count, planner_parse_bytes's syntax. K_FLAG: an int set to 1
  * by the flag alone (no value). */
 typedef enum { K_INT, K_LONG, K_FLOAT, K_U64, K_STR, K_CHOICE, K_OPTSTR, K_BYTES, K_FLAG } Kind;
+
 
 typedef struct {
     const char *name;
@@ -64,7 +67,7 @@ static const OptSpec SPECS[] = {
     {"recompute", K_CHOICE, O(recompute), "0", 0, 0, "0|1|2|selective|auto", "Recompute",
      "0 = store every block's activations; 1 = store block inputs, re-forward in backward; "
      "2 = store every k-th block input, re-run segments; selective = store all but LayerNorm "
-     "and GELU outputs; auto = least recompute that fits --memory-budget"},
+     "and GELU outputs; auto = the least predicted time (--op-costs) that fits --memory-budget"},
     {"checkpoint-every", K_INT, O(checkpoint_every), "0", 0, 4096, NULL, "Recompute",
      "--recompute 2: blocks per segment k (0 = round(sqrt(layers)))"},
     {"memory-budget", K_BYTES, O(memory_budget), NULL, 0, 0, NULL, "Recompute",
@@ -73,13 +76,22 @@ static const OptSpec SPECS[] = {
     {"plan", K_FLAG, O(plan), NULL, 0, 0, NULL, "Recompute",
      "dry run: print each recompute mode's memory and recompute at this shape, allocate "
      "nothing, exit"},
+    {"op-costs", K_STR, O(op_costs), "auto", 0, 0, NULL, "Recompute",
+     "what auto and --plan predict time with: measure = time one block's ops now (and cache "
+     "them); flops = counted FLOPs, no time (auto then minimises recomputed FLOPs with full "
+     "and selective tapes); FILE = costs written by a run (the cache's format); auto = the "
+     "cached costs for this device and shape, measured first when absent (--recompute auto; "
+     "else used only when cached)"},
     {"loss-chunk", K_INT, O(loss_chunk), "0", 0, 1 << 30, NULL, "Recompute",
      "tokens per loss-head chunk (0 = planner's choice)"},
     {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1", "Data parallel",
      "1 = ZeRO-1: shard AdamW m, v (and master weights) over the ranks"},
-    {"train-data", K_STR, O(train_data), "data/tinyshakespeare_train_*.bin", 0, 0, NULL, "Data",
+    {"collective-timeout", K_FLOAT, O(collective_timeout), "600", 0, 1e9, NULL, "Data parallel",
+     "seconds a rank may wait on the others (a collective, or the device behind NCCL) before "
+     "it ends the job with status 3; must exceed the longest save (0 = wait for ever)"},
+    {"train-data", K_STR, O(train_data), "datasets/tinyshakespeare_train_*.bin", 0, 0, NULL, "Data",
      "training shards (glob)"},
-    {"val-data", K_STR, O(val_data), "data/tinyshakespeare_val_*.bin", 0, 0, NULL, "Data",
+    {"val-data", K_STR, O(val_data), "datasets/tinyshakespeare_val_*.bin", 0, 0, NULL, "Data",
      "validation shards (glob); the default is used only with the default --train-data, and skipped when absent"},
     {"shuffle", K_CHOICE, O(shuffle), "0", 0, 0, "0|1", "Data", "permute shards and windows"},
     {"seed", K_U64, O(seed), "1337", 0, 0, NULL, "Data", "seed for init and shuffling"},
@@ -90,7 +102,10 @@ static const OptSpec SPECS[] = {
     {"init-from", K_STR, O(init_from), NULL, 0, 0, NULL, "Model files",
      "llm.c model file to start from (version 3 or 5)"},
     {"save", K_STR, O(save), NULL, 0, 0, NULL, "Model files",
-     "write the final model (llm.c version 3, fp32)"},
+     "write the final model (llm.c's format; see --save-dtype)"},
+    {"save-dtype", K_CHOICE, O(save_dtype), "fp32", 0, 0, "fp32|bf16", "Model files",
+     "--save's precision: fp32 = llm.c version 3, bf16 = version 5 (what llm.c's CUDA trainer "
+     "loads)"},
     {"sample-every", K_INT, O(sample_every), "0", 0, 1 << 30, NULL, "Text",
      "print a sample from the model every N steps (0 = never)"},
     {"sample-tokens", K_INT, O(sample_tokens), "64", 1, 1 << 20, NULL, "Text",
@@ -99,8 +114,24 @@ static const OptSpec SPECS[] = {
      "no training: print N tokens from the model (use with --init-from) and exit"},
     {"prompt", K_STR, O(prompt), NULL, 0, 0, NULL, "Text",
      "text the samples continue (default: the end-of-text token)"},
+    {"prompt-file", K_STR, O(prompt_file), NULL, 0, 0, NULL, "Text",
+     "read the prompt from file S, all of it (at most 16 MiB; not with --prompt)"},
     {"temperature", K_FLOAT, O(temperature), "1.0", 0, 100, NULL, "Text",
      "sampling temperature (0 = greedy); samples are seeded by --seed"},
+    {"top-k", K_INT, O(top_k), "0", 0, 1 << 20, NULL, "Text",
+     "draw only from the N most likely tokens (0 = all)"},
+    {"top-p", K_FLOAT, O(top_p), "1.0", 0, 1, NULL, "Text",
+     "draw only from the fewest most likely tokens whose probability reaches X (1 = all); "
+     "applied after --top-k"},
+    {"num-samples", K_INT, O(num_samples), "1", 1, 1 << 20, NULL, "Text",
+     "samples per --generate and per --sample-every, each continuing the prompt"},
+    {"stop-at-eot", K_CHOICE, O(stop_at_eot), "1", 0, 0, "0|1", "Text",
+     "1 = a sample ends at GPT-2's end-of-text token, which is not printed"},
+    {"eval-file", K_STR, O(eval_file), NULL, 0, 0, NULL, "Evaluation",
+     "llm.c multiple-choice eval file (HellaSwag: `make hellaswag` writes "
+     "datasets/hellaswag_val.bin), scored at the end and every --eval-every steps"},
+    {"eval-every", K_INT, O(eval_every), "0", 0, 1 << 30, NULL, "Evaluation",
+     "steps between --eval-file scores (0 = only at the end)"},
     {"checkpoint-dir", K_STR, O(checkpoint_dir), NULL, 0, 0, NULL, "Checkpoints",
      "folder for resumable saves (DIR/step_N/{model.bin,state_r00000.bin,COMPLETE})"},
     {"save-every", K_INT, O(save_every), "0", 0, 1 << 30, NULL, "Checkpoints",
@@ -108,12 +139,19 @@ static const OptSpec SPECS[] = {
     {"keep", K_INT, O(keep), "3", 0, 1 << 30, NULL, "Checkpoints",
      "complete saves to keep, newest first (0 = all)"},
     {"resume", K_OPTSTR, O(resume_path), NULL, 0, 0, NULL, "Checkpoints",
-     "continue from the newest complete save in --checkpoint-dir (a new run if none), or "
-     "--resume=DIR: from DIR (a checkpoint folder or one step_N folder; must exist)"},
+     "continue from the newest intact save in --checkpoint-dir (a new run if none), or "
+     "--resume=DIR: from DIR (a checkpoint folder, or exactly one step_N folder: newer saves "
+     "of the run are then moved into abandoned/)"},
+    {"overwrite-checkpoints", K_FLAG, O(overwrite_checkpoints), NULL, 0, 0, NULL, "Checkpoints",
+     "start this run in a --checkpoint-dir that holds another run's saves, moving them into "
+     "DIR/replaced_<time>/ (nothing is deleted)"},
     {"max-bad-steps", K_INT, O(max_bad_steps), "5", 1, 1 << 30, NULL, "Checkpoints",
      "consecutive non-finite (NaN/Inf loss or gradient norm) steps, skipped, before saving "
      "and aborting"},
-    {"log", K_STR, O(log_path), NULL, 0, 0, NULL, "Other", "JSON-lines log file"},
+    {"log", K_STR, O(log_path), NULL, 0, 0, NULL, "Other",
+     "JSON-lines log file (on --resume: cut back to the resumed step)"},
+    {"log-errors", K_CHOICE, O(log_errors), "fail", 0, 0, "fail|ignore", "Other",
+     "a failed --log write: fail = warn, train on, exit 1 at the end; ignore = warn only"},
     {"threads", K_INT, O(threads), "0", 0, 1024, NULL, "Other",
      "CPU threads per rank (0 = OMP_NUM_THREADS, else the cores / ranks on the node)"},
     {"device", K_STR, O(device), "auto", 0, 0, NULL, "Other", "auto|cpu|cuda"},
@@ -121,11 +159,23 @@ static const OptSpec SPECS[] = {
      "auto|fp32|bf16 (auto: bf16 on cuda, fp32 on cpu)"},
     {"dump-grads", K_STR, O(dump_grads), NULL, 0, 0, NULL, "Other",
      "after step 1's backward, write the loss and all gradients (fp32) to FILE"},
+    {"peak-tflops", K_FLOAT, O(peak_tflops), "0", 0, 1e6, NULL, "Other",
+     "the device's dense peak in TFLOP/s, for the MFU each step prints (0 = the table of known "
+     "GPUs in kernels/device_info.c; the CPU has none: FLOP/s only)"},
     {"profile-ops", K_FLAG, O(profile_ops), NULL, 0, 0, NULL, "Other",
      "time each op alone (a device sync around each; slower run) and print where a step's "
      "time goes, the first step left out"},
 };
 #define NUM_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
+_Static_assert(NUM_SPECS <= TRAIN_OPTIONS_MAX, "raise TRAIN_OPTIONS_MAX");
+
+int train_options_given(const TrainOptions *opt, const char *name)
+{
+    for (int i = 0; i < NUM_SPECS; i++)
+        if (strcmp(SPECS[i].name, name) == 0) return opt->given[i];
+    fprintf(stderr, "internal error: train_options_given: no flag --%s\n", name);
+    abort();
+}
 
 static int choice_index(const char *choices, const char *value)
 {
@@ -140,12 +190,30 @@ static int choice_index(const char *choices, const char *value)
     }
 }
 
+/* A number must start with a digit (or '-' then one, where negatives can
+ * be in range): strtol and friends skip blanks and take "-1" for an
+ * unsigned, so " -1" would become 2^64-1. */
+static int number_starts_right(const OptSpec *s, const char *value)
+{
+    const char *p = value;
+    if (*p == '-' && s->kind != K_U64) p++;
+    if (s->kind == K_FLOAT && *p == '.') p++;
+    if (isdigit((unsigned char)*p)) return 1;
+    fprintf(stderr, "--%s: expected %s, got '%s'\n", s->name,
+            s->kind == K_U64 ? "a non-negative integer (digits only)"
+            : s->kind == K_FLOAT ? "a number" : "an integer", value);
+    return 0;
+}
+
 /* Store one value; 0 on success, else prints the error line and returns 2. */
 static int set_value(TrainOptions *opt, const OptSpec *s, const char *value)
 {
     char *end = NULL;
     void *field = (char *)opt + s->offset;
     errno = 0;
+    if ((s->kind == K_INT || s->kind == K_LONG || s->kind == K_FLOAT || s->kind == K_U64) &&
+        !number_starts_right(s, value))
+        return 2;
     switch (s->kind) {
     case K_INT: {
         long v = strtol(value, &end, 10);
@@ -179,7 +247,7 @@ static int set_value(TrainOptions *opt, const OptSpec *s, const char *value)
     }
     case K_U64: {
         unsigned long long v = strtoull(value, &end, 10);
-        if (errno || end == value || *end || value[0] == '-') {
+        if (errno || end == value || *end) {
             fprintf(stderr, "--%s: expected a non-negative integer, got '%s'\n", s->name, value);
             return 2;
         }
@@ -219,6 +287,14 @@ static int set_value(TrainOptions *opt, const OptSpec *s, const char *value)
     return 2;
 }
 
+/* arg is "--name" or "--name=...". */
+static int flag_written_in_full(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, "--", 2) == 0 && strncmp(arg + 2, name, n) == 0 &&
+           (arg[2 + n] == 0 || arg[2 + n] == '=');
+}
+
 static void print_help(void)
 {
     printf("usage: ./train_gpt [flags]\n"
@@ -240,8 +316,11 @@ static void print_help(void)
         if (s->def) printf(" [default: %s]", s->def);
         printf("\n");
     }
-    printf("\n  %-30s %s\n", "--help", "this list");
+    printf("\n  %-30s %s\n", "-h, --help", "this list");
+    printf("  %-30s %s\n", "--version", "the commit this binary was built from, and its backends");
 }
+
+static int check_checkpoint_flags(const TrainOptions *opt);
 
 int train_options_parse(TrainOptions *opt, int argc, char **argv)
 {
@@ -249,7 +328,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     for (int i = 0; i < NUM_SPECS; i++)
         if (SPECS[i].def && set_value(opt, &SPECS[i], SPECS[i].def) != 0) return 2;
 
-    struct option longopts[NUM_SPECS + 2];
+    struct option longopts[NUM_SPECS + 3];
     for (int i = 0; i < NUM_SPECS; i++)
         longopts[i] = (struct option){SPECS[i].name,
                                       SPECS[i].kind == K_OPTSTR ? optional_argument
@@ -257,32 +336,50 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
                                                                 : required_argument,
                                       NULL, 256 + i};
     longopts[NUM_SPECS] = (struct option){"help", no_argument, NULL, 'h'};
-    longopts[NUM_SPECS + 1] = (struct option){0, 0, 0, 0};
+    longopts[NUM_SPECS + 1] = (struct option){"version", no_argument, NULL, 'V'};
+    longopts[NUM_SPECS + 2] = (struct option){0, 0, 0, 0};
 
-    char given[NUM_SPECS];
-    memset(given, 0, sizeof given);
+    unsigned char *given = opt->given;
     opterr = 0;
     optind = 1;
-    int c;
-    /* "+": stop at the first non-flag, so "--resume DIR" is caught below. */
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    int c, at = optind;
+    /* "+": stop at the first non-flag, so "--resume DIR" is caught below.
+     * The one short option is -h; each call reads the flag at argv[at]. */
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        const char *arg = argv[at];
+        int idx = c >= 256 ? c - 256 : c == '?' && optopt >= 256 ? optopt - 256 : -1;
+        /* getopt_long takes any unique prefix ("--lay" for --layers): a
+         * flag must be written in full. */
+        const char *full = c == 'h' ? "help" : c == 'V' ? "version"
+                           : idx >= 0 ? SPECS[idx].name : NULL;
+        if (full && strcmp(arg, "-h") != 0 && !flag_written_in_full(arg, full)) {
+            fprintf(stderr, "%s: unknown flag (flags are not abbreviated: --%s?)\n", arg, full);
+            return 2;
+        }
+        at = optind;
         if (c == 'h') {
             print_help();
             return 1;
         }
+        if (c == 'V') {
+            version_print(stdout);
+            return 1;
+        }
         if (c == '?') {
             /* getopt_long sets optopt to the flag's value when its argument
-             * is missing, and to 0 for an unknown flag. */
-            const char *arg = argv[optind - 1];
-            if (optopt >= 256)
-                fprintf(stderr, "--%s: missing value (see --help)\n", SPECS[optopt - 256].name);
+             * is missing or one was given to a flag that takes none, and to
+             * 0 for an unknown flag. */
+            if (idx >= 0 && strchr(arg, '='))
+                fprintf(stderr, "--%s: takes no value, got '%s' (see --help)\n",
+                        SPECS[idx].name, arg);
+            else if (idx >= 0)
+                fprintf(stderr, "--%s: missing value (see --help)\n", SPECS[idx].name);
             else
                 fprintf(stderr, "%s: unknown flag (see --help for the accepted flags)\n", arg);
             return 2;
         }
-        c -= 256;
-        if (set_value(opt, &SPECS[c], optarg) != 0) return 2;
-        given[c] = 1;
+        if (set_value(opt, &SPECS[idx], optarg) != 0) return 2;
+        given[idx] = 1;
     }
     if (optind < argc && optind > 1 && strcmp(argv[optind - 1], "--resume") == 0) {
         fprintf(stderr, "--resume: a folder must be attached with '=': --resume=%s\n",
@@ -327,9 +424,105 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
                 schedule_mode_flag(opt->recompute));
         return 2;
     }
-    if (opt->channels % opt->heads != 0) {
+    if (opt->prompt && opt->prompt_file) {
+        fprintf(stderr, "--prompt-file: give either --prompt or --prompt-file, not both\n");
+        return 2;
+    }
+    if (opt->eval_every > 0 && !opt->eval_file) {
+        fprintf(stderr, "--eval-every: needs --eval-file FILE (what to evaluate)\n");
+        return 2;
+    }
+    /* With --init-from the file's shape is the model's; train_gpt reports
+     * shape flags that contradict it, with both shapes. */
+    if (!opt->init_from && opt->channels % opt->heads != 0) {
         fprintf(stderr, "--heads: %d does not divide --channels %d\n", opt->heads, opt->channels);
         return 2;
     }
+    return check_checkpoint_flags(opt);
+}
+
+/* The checkpoint flags that need each other. */
+static int check_checkpoint_flags(const TrainOptions *opt)
+{
+    const char *why = NULL;
+    if (opt->save_every > 0 && !opt->checkpoint_dir && !opt->resume_path)
+        why = "--save-every: needs --checkpoint-dir DIR";
+    else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
+        why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
+    else if (opt->overwrite_checkpoints && !opt->checkpoint_dir)
+        why = "--overwrite-checkpoints: needs --checkpoint-dir DIR";
+    else if (opt->overwrite_checkpoints && opt->resume && !opt->resume_path)
+        why = "--overwrite-checkpoints starts a new run and --resume continues the one in "
+              "--checkpoint-dir: give one of them";
+    if (why) fprintf(stderr, "%s\n", why);
+    return why ? 2 : 0;
+}
+
+/* Under several ranks every flag must be the same on all of them
+ * (train_guard.c checks), by value, except these, which change nothing the
+ * ranks share; and for these, whether they were given matters too (the
+ * program reads it: a preset, a resume, --total-batch, default data). */
+static const char *const RANK_LOCAL[] = {"threads", "log", "log-errors", "collective-timeout"};
+static const char *const AGREE_GIVEN[] = {"model", "layers", "channels", "heads", "max-seq-len",
+                                          "vocab", "grad-accum", "train-data", "val-data",
+                                          "memory-budget", "resume"};
+
+static int listed(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], name) == 0) return 1;
     return 0;
+}
+
+int train_options_count(void) { return NUM_SPECS; }
+const char *train_options_name(int i) { return SPECS[i].name; }
+int train_options_must_agree(int i)
+{
+    return !listed(SPECS[i].name, RANK_LOCAL, sizeof RANK_LOCAL / sizeof RANK_LOCAL[0]);
+}
+
+void train_options_format(const TrainOptions *opt, int i, char *out, size_t len)
+{
+    const OptSpec *s = &SPECS[i];
+    const void *f = (const char *)opt + s->offset;
+    const char *str;
+    switch (s->kind) {
+    case K_INT: snprintf(out, len, "%d", *(const int *)f); break;
+    case K_LONG: snprintf(out, len, "%ld", *(const long *)f); break;
+    case K_FLOAT: snprintf(out, len, "%.9g", *(const float *)f); break;
+    case K_U64: snprintf(out, len, "%llu", (unsigned long long)*(const uint64_t *)f); break;
+    case K_BYTES: snprintf(out, len, "%zu", *(const size_t *)f); break;
+    case K_FLAG: snprintf(out, len, "%s", *(const int *)f ? "on" : "off"); break;
+    case K_STR:
+    case K_OPTSTR:
+        str = *(const char *const *)f;
+        snprintf(out, len, "%s", str ? str : "(none)");
+        break;
+    case K_CHOICE: {
+        const char *p = s->choices;
+        for (int k = *(const int *)f; k > 0; k--) p = strchr(p, '|') + 1; /* index < count */
+        snprintf(out, len, "%.*s", (int)strcspn(p, "|"), p);
+        break;
+    }
+    }
+    size_t n_given = sizeof AGREE_GIVEN / sizeof AGREE_GIVEN[0];
+    if (!opt->given[i] && listed(s->name, AGREE_GIVEN, n_given)) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, " (default)");
+    }
+}
+
+RunConfig train_options_run_config(const TrainOptions *o)
+{
+    return (RunConfig){
+        .checkpoint_dir = o->checkpoint_dir, .resume_path = o->resume_path,
+        .resume = o->resume, .save_every = o->save_every, .keep = o->keep,
+        .overwrite = o->overwrite_checkpoints, .exclusive = !o->plan && o->generate == 0,
+        .batch = o->batch, .seq_len = o->seq_len, .grad_accum = o->grad_accum,
+        .steps = o->steps, .zero = o->zero, .shuffle = o->shuffle,
+        .lr_schedule = o->lr_schedule, .warmup = o->warmup, .recompute = o->recompute,
+        .loss_chunk = o->loss_chunk, .seed = o->seed, .lr = o->lr,
+        .lr_min_frac = o->lr_min_frac, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
+        .weight_decay = o->weight_decay, .grad_clip = o->grad_clip,
+    };
 }

@@ -10,6 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "run/session.h"
+
+/* Room for every flag of the table in train_options.c (checked there). */
+#define TRAIN_OPTIONS_MAX 128
+
 typedef struct {
     /* shape (fresh models; a model file's header wins) */
     const char *preset;
@@ -26,8 +31,10 @@ typedef struct {
     int checkpoint_every;      /* --recompute 2's k; 0 = round(sqrt(L)) */
     size_t memory_budget;      /* bytes; see memory_budget_given */
     int memory_budget_given, plan;
+    const char *op_costs;      /* --op-costs: "auto", "measure", "flops" or a file */
     /* data parallelism */
     int zero;          /* 1: ZeRO-1 */
+    float collective_timeout; /* seconds; 0 = none (distributed/dist.h) */
     /* data */
     const char *train_data, *val_data;
     int train_data_given, val_data_given;
@@ -35,20 +42,48 @@ typedef struct {
     uint64_t seed;
     /* model files */
     const char *init_from, *save;
+    int save_dtype;    /* 0 = fp32 (llm.c version 3), 1 = bf16 (version 5) */
     /* checkpoints and failures (run/session.h) */
     const char *checkpoint_dir, *resume_path;
-    int save_every, keep, resume, max_bad_steps;
+    int save_every, keep, resume, max_bad_steps, overwrite_checkpoints;
     /* other */
     const char *log_path, *device, *dtype, *dump_grads;
+    int log_errors; /* 0 fail, 1 ignore */
     int threads, profile_ops;
+    float peak_tflops; /* 0 = the device table's (kernels/device_info.h) */
     /* text samples */
     int sample_every, sample_tokens, generate;
-    float temperature;
-    const char *prompt;
+    float temperature, top_p;
+    int top_k, num_samples, stop_at_eot;
+    const char *prompt, *prompt_file;
+    /* multiple-choice evaluation (run/eval.h) */
+    const char *eval_file;
+    int eval_every;
+    /* which flags the command line gave (not defaults), by table index;
+     * ask with train_options_given() */
+    unsigned char given[TRAIN_OPTIONS_MAX];
 } TrainOptions;
 
-/* Parse argv into opt (defaults first). Returns 0 to run, 1 when --help was
- * printed (exit 0), or 2 after printing a one-line error (exit 2). */
+/* Parse argv into opt (defaults first). Returns 0 to run, 1 when -h/--help
+ * or --version was printed (exit 0), or 2 after printing a one-line error
+ * (exit 2). */
 int train_options_parse(TrainOptions *opt, int argc, char **argv);
+
+/* 1 when the command line gave --name (without the dashes), else 0; a
+ * name that is not a flag is a programming error (aborts). */
+int train_options_given(const TrainOptions *opt, const char *name);
+
+/* The part of the flags that run/ (checkpoints, resume) needs to know;
+ * its strings point into opt's (argv). */
+RunConfig train_options_run_config(const TrainOptions *opt);
+
+/* The flags one by one (for comparing them over ranks, train_guard.c):
+ * how many there are; the i-th's name; whether it must be the same on
+ * every rank; its value as text, with " (default)" when the flag was not
+ * given and whether it was given matters. */
+int train_options_count(void);
+const char *train_options_name(int i);
+int train_options_must_agree(int i);
+void train_options_format(const TrainOptions *opt, int i, char *out, size_t len);
 
 #endif

@@ -1,8 +1,8 @@
 /* data/shard.c — shard validation and the data loader (see shard.h). */
 #include "shard.h"
 
-#include "model/rng.h"
-#include "run/fileio.h"
+#include "base/rng.h"
+#include "base/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,7 +45,7 @@ int shard_check(const char *path, size_t *n, char *err, size_t err_len)
     return rc;
 }
 
-/* The loader's only randomness: rng.h, seeded from (seed, epoch). */
+/* The loader's only randomness: base/rng.h, seeded from (seed, epoch). */
 static void shuffle_long(long *a, long n, uint64_t *state)
 {
     for (long i = n - 1; i > 0; i--) {

@@ -2,7 +2,7 @@
  * through run/fileio's temp-file, fsync, rename protocol. */
 #include <stdio.h>
 
-#include "run/fileio.h"
+#include "base/fileio.h"
 #include "shard.h"
 
 int shard_write(const char *path, const uint16_t *tokens, size_t n, char *err, size_t err_len)

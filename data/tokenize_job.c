@@ -12,6 +12,7 @@
 #include "shard.h"
 #include "tokenize_job.h"
 #include "tokenizer.h"
+#include "source.h"
 
 #define READ_CHUNK (4u << 20)           /* bytes read and encoded at a time */
 #define PROGRESS_MIN_BYTES (4u << 20)   /* smaller inputs get no progress line */
@@ -314,7 +315,13 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     if (check_job(job, dir, sizeof dir, &r.total_bytes, err, err_len)) return -1;
     const char *enc_path = job->encoder_path, *voc_path = job->vocab_path;
     if (!enc_path || !voc_path) {
-        if (tokenizer_find_files(enc, voc, sizeof enc, err, err_len)) return -1;
+        char from[SOURCE_PATH_MAX + 200];
+        if (tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, err_len)) {
+            size_t n = strlen(err);
+            snprintf(err + n, err_len - n, "; or give --encoder and --vocab");
+            return -1;
+        }
+        if (!job->quiet) fprintf(stderr, "tokenize: GPT-2 vocabulary from %s\n", from);
         if (!enc_path) enc_path = enc;
         if (!voc_path) voc_path = voc;
     }

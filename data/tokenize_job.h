@@ -32,7 +32,7 @@
 #include <stddef.h>
 
 typedef struct {
-    const char *out_prefix;        /* required, e.g. "data/tinyshakespeare" */
+    const char *out_prefix;        /* required, e.g. "datasets/tinyshakespeare" */
     double val_fraction;           /* 0 <= f < 1; used when val_tokens < 0 */
     long long val_tokens;          /* >= 0: exactly this many tokens to val */
     size_t shard_size;             /* tokens per shard, 1 .. INT32_MAX */

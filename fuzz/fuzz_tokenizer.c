@@ -18,8 +18,9 @@ static char enc_path[4096], voc_path[4096];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char err[1024];
-    if (tokenizer_find_files(enc_path, voc_path, sizeof enc_path, err, sizeof err) != 0 ||
+    char err[8192], from[8192];
+    if (tokenizer_find_files(enc_path, voc_path, sizeof enc_path, from, sizeof from, err,
+                             sizeof err) != 0 ||
         tokenizer_load(&tk, enc_path, voc_path, err, sizeof err) != 0) {
         fprintf(stderr, "fuzz_tokenizer: %s\n", err);
         exit(1);

@@ -1,6 +1,7 @@
 /* kernels/backend.c — see backend.h. */
 #include "backend.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,4 +57,37 @@ void backend_close(Backend *be)
     }
 #endif
     cpu_backend_close(be);
+}
+
+/* "model name : ..." from /proc/cpuinfo, or "unknown CPU". */
+static void cpu_model(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    snprintf(buf, len, "unknown CPU");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+        colon += 1 + (colon[1] == ' ');
+        colon[strcspn(colon, "\n")] = '\0';
+        snprintf(buf, len, "%s", colon);
+        break;
+    }
+    if (f) fclose(f);
+}
+
+void backend_describe(const char *device, int threads, char *buf, size_t len)
+{
+#ifdef HAVE_CUDA
+    if (strcmp(device, "cpu") != 0 && cuda_device_count() > 0) {
+        char name[256];
+        cuda_device_name(name, sizeof name);
+        snprintf(buf, len, "cuda: %s", name);
+        return;
+    }
+#endif
+    char model[256];
+    cpu_model(model, sizeof model);
+    int n = threads > 0 ? threads : omp_get_max_threads();
+    snprintf(buf, len, "cpu: %s, %d thread%s", model, n, n == 1 ? "" : "s");
 }

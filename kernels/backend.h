@@ -20,12 +20,19 @@ void backend_close(Backend *be);
 /* 1 when this binary was built with the CUDA backend. */
 int backend_cuda_compiled(void);
 
+/* The device the ops would run on, in words, as measured op costs are
+ * keyed (model/opcost.h): "cpu: <model name>, N threads" (threads 0: what
+ * OpenMP would use) or "cuda: <device name>". device as backend_open
+ * takes it ("auto": cuda when compiled in and a GPU is present). */
+void backend_describe(const char *device, int threads, char *buf, size_t len);
+
 /* Constructors each backend provides. */
 Backend *cpu_backend_open(int threads, char *err, size_t err_len);
 void cpu_backend_close(Backend *be);
 Backend *cuda_backend_open(const char *dtype, char *err, size_t err_len); /* HAVE_CUDA only */
 void cuda_backend_close(Backend *be);
 int cuda_device_count(void);                                             /* HAVE_CUDA only */
+void cuda_device_name(char *buf, size_t len); /* the current device's; HAVE_CUDA only */
 /* Device bytes the cuda backend allocates at open, outside the planner's
  * arenas: cuBLASLt's workspace and its own scratch (48 MiB). HAVE_CUDA only. */
 size_t cuda_backend_fixed_bytes(void);
@@ -39,5 +46,18 @@ enum { HEAD_PART_LOGITS = 0, HEAD_PART_LOSS = 1, HEAD_PART_DX = 2, HEAD_PART_DWT
 void cuda_head_part(Backend *be, int part, float *losses, void *dx, void *dwte, const void *x,
                     const void *wte, const int *targets, void *buf, int rows, int C, int V,
                     int Vp, float dloss);
+
+/* The bf16 attention kernels' compiled variants (tile sizes, warps, pipeline
+ * stages, launch bounds; kernels/cuda/attention_mma.cu), HAVE_CUDA only.
+ * kernel: CUDA_ATTN_FWD, _DQ or _DKDV. Variant 0 is each kernel's default;
+ * cuda_backend_open takes TRAIN_GPT_ATTN_VARIANT (comma-separated names,
+ * e.g. "fwd-w8-k64-s2-b2,dkdv-w4-q32-s2-b3") and fails naming it when a
+ * name is unknown. count: how many; name: NULL past the end; set: -1 when
+ * i is out of range, else 0. */
+enum { CUDA_ATTN_FWD, CUDA_ATTN_DQ, CUDA_ATTN_DKDV, CUDA_ATTN_KERNELS };
+int cuda_attn_variant_count(int kernel);
+const char *cuda_attn_variant_name(int kernel, int i);
+int cuda_attn_variant_get(Backend *be, int kernel);
+int cuda_attn_variant_set(Backend *be, int kernel, int i);
 
 #endif

@@ -36,7 +36,7 @@ typedef struct BackendOps {
      * meaning (cpu), 0 otherwise. */
     int (*mem_info)(Backend *be, size_t *free_bytes, size_t *total_bytes);
     /* Optional (NULL on cpu): the stream every op is enqueued on, as a
-     * cudaStream_t. dist/'s NCCL path orders its collectives after it with
+     * cudaStream_t. distributed/'s NCCL path orders its collectives after it with
      * events, on a stream of its own. */
     void *(*native_stream)(Backend *be);
 

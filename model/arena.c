@@ -2,6 +2,21 @@
 #include "arena.h"
 
 #include <stdio.h>
+#include <string.h>
+
+/* What can shrink an arena of this name (model/planner.h's categories):
+ * --recompute and --batch change only the activation-like ones. */
+static const char *oom_hint(const char *name)
+{
+    if (!strcmp(name, "params") || !strcmp(name, "grads"))
+        return "it holds the model's weights, whose size --recompute and --batch do not change: "
+               "a smaller model (--layers, --channels), --dtype bf16 on cuda, or a device with "
+               "more free memory";
+    if (!strcmp(name, "optimizer"))
+        return "it holds AdamW's state, whose size --recompute and --batch do not change: "
+               "--zero 1 over more ranks shards it";
+    return "try --recompute 1 or a smaller --batch";
+}
 
 int arena_init(Arena *a, Backend *be, const char *name, size_t size, char *err, size_t err_len)
 {
@@ -17,13 +32,13 @@ int arena_init(Arena *a, Backend *be, const char *name, size_t size, char *err, 
         if (be->ops->mem_info(be, &free_b, &total_b) == 0)
             snprintf(err, err_len,
                      "out of %s memory: arena '%s' asked for %zu bytes (%.1f MiB), %zu bytes "
-                     "(%.1f MiB) free; try --recompute 1 or a smaller --batch",
-                     be->name, name, size, size / 1048576.0, free_b, free_b / 1048576.0);
+                     "(%.1f MiB) free; %s",
+                     be->name, name, size, size / 1048576.0, free_b, free_b / 1048576.0,
+                     oom_hint(name));
         else
             snprintf(err, err_len,
-                     "out of %s memory: arena '%s' asked for %zu bytes (%.1f MiB); try "
-                     "--recompute 1 or a smaller --batch",
-                     be->name, name, size, size / 1048576.0);
+                     "out of %s memory: arena '%s' asked for %zu bytes (%.1f MiB); %s",
+                     be->name, name, size, size / 1048576.0, oom_hint(name));
         return -1;
     }
     return 0;

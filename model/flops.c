@@ -1,22 +1,45 @@
 /* model/flops.c — see flops.h. */
 #include "flops.h"
 
-void flops_count(const GPTConfig *cfg, int B, int T, FlopCounts *f)
+#include <string.h>
+
+void flops_op_costs(const GPTConfig *cfg, int B, int T, OpCosts *o)
 {
     long long N = (long long)B * T, C = cfg->channels, Vp = cfg->padded_vocab;
-    long long L = cfg->num_layers;
     /* One block forward, op by op (per-element counts: see flops.h). */
     long long ln = 8 * N * C, add = N * C, gelu = 9 * N * 4 * C;
     long long qkv = 2 * N * C * 3 * C, attn = 2LL * B * T * T * C, attproj = 2 * N * C * C;
     long long fc = 2 * N * C * 4 * C, fcproj = 2 * N * 4 * C * C;
-    long long mm = qkv + attproj + fc + fcproj, elem = ln + add + ln + gelu + add;
-    f->block_fwd = mm + attn + elem;
-    f->block_fwd_noout = f->block_fwd - fcproj - add;
-    f->block_sel = ln + ln + gelu;
-    f->block_bwd = 2 * mm + attn * 5 / 2 + 2 * elem;
-    f->embed_fwd = N * C;
-    f->embed_bwd = 2 * f->embed_fwd;
-    f->head_fwd = ln + 2 * N * C * Vp + 5 * N * Vp;
+    long long head = 2 * N * C * Vp + 5 * N * Vp; /* the head's forward after LN_f */
+    memset(o, 0, sizeof *o);
+    o->unit = OPCOST_FLOPS;
+    long long fwd[] = {ln, qkv, attn, attproj, add, ln, fc, gelu, fcproj, add};
+    /* backward: twice the forward, attention 2.5 times; each residual add's
+     * backward (2 per add) is counted with the LayerNorm that follows it */
+    long long bwd[] = {2 * fcproj, 2 * gelu, 2 * fc, 2 * ln + 2 * add, 2 * attproj,
+                       attn * 5 / 2, 2 * qkv, 2 * ln + 2 * add};
+    for (int i = 0; i < 10; i++) o->c[OP_LN1 + i] = fwd[i];
+    for (int i = 0; i < 8; i++) o->c[OP_FCPROJ_BWD + i] = bwd[i];
+    o->c[OP_ENCODER] = N * C;
+    o->c[OP_ENCODER_BWD] = 2 * N * C;
+    o->c[OP_LNF] = ln;
+    o->c[OP_LNF_BWD] = 2 * ln;
+    o->c[OP_HEAD] = 3 * head; /* forward and backward */
+}
+
+void flops_count(const GPTConfig *cfg, int B, int T, FlopCounts *f)
+{
+    OpCosts o;
+    flops_op_costs(cfg, B, T, &o);
+    long long L = cfg->num_layers;
+    f->block_fwd = opcost_block_fwd(&o);
+    f->block_fwd_noout = opcost_block_fwd_last(&o);
+    f->block_sel = opcost_rebuild(&o, TAPE_SELECTIVE);
+    f->block_bwd = opcost_block_bwd(&o);
+    for (int t = 0; t < TAPE_TENSORS; t++) f->tensor[t] = opcost_tensor(&o, t);
+    f->embed_fwd = o.c[OP_ENCODER];
+    f->embed_bwd = o.c[OP_ENCODER_BWD];
+    f->head_fwd = o.c[OP_LNF] + o.c[OP_HEAD] / 3;
     f->head_bwd = 2 * f->head_fwd;
     f->step = f->embed_fwd + f->embed_bwd + L * (f->block_fwd + f->block_bwd) + f->head_fwd +
               f->head_bwd;
@@ -29,8 +52,9 @@ long long flops_recompute(const FlopCounts *f, const Schedule *s)
         const ScheduleStep *st = &s->steps[k];
         if (st->kind == STEP_FORWARD && k >= s->n_forward)
             n += st->out_slot == SLOT_NONE ? f->block_fwd_noout : f->block_fwd;
-        else if (st->kind == STEP_BACKWARD && s->tape_kind[st->tape_slot] == TAPE_SELECTIVE)
-            n += f->block_sel;
+        else if (st->kind == STEP_BACKWARD)
+            for (int t = 0; t < TAPE_TENSORS; t++)
+                if (s->tape_kind[st->tape_slot] & (1 << t)) n += f->tensor[t];
     }
     return n;
 }

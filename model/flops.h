@@ -19,6 +19,7 @@
 #define MODEL_FLOPS_H
 
 #include "config.h"
+#include "opcost.h"
 #include "schedule.h"
 
 typedef struct {
@@ -27,6 +28,7 @@ typedef struct {
                                  * and residual add) */
     long long block_sel;        /* LN1, LN2 and GELU outputs rebuilt by a backward from a
                                  * selective tape */
+    long long tensor[TAPE_TENSORS]; /* the op that makes each tape tensor (tape.h) */
     long long block_bwd;        /* one block backward */
     long long embed_fwd, embed_bwd;
     long long head_fwd, head_bwd; /* final LayerNorm, LM head and cross-entropy */
@@ -36,8 +38,14 @@ typedef struct {
 void flops_count(const GPTConfig *cfg, int B, int T, FlopCounts *out);
 
 /* Forward work a schedule repeats: every forward after the loss head
- * (block_fwd, or block_fwd_noout when it writes no output) plus
- * block_sel for every backward that reads a selective tape. */
+ * (block_fwd, or block_fwd_noout when it writes no output) plus, for every
+ * backward, the ops that make the tensors its tape drops (block_sel for a
+ * selective tape). */
 long long flops_recompute(const FlopCounts *f, const Schedule *s);
+
+/* The same counts op by op (opcost.h), the optimizer's ops counted 0: the
+ * block ops sum to block_fwd, block_fwd_noout, block_bwd, the rebuild of a
+ * selective tape is block_sel, and opcost_step at grad_accum 1 is step. */
+void flops_op_costs(const GPTConfig *cfg, int B, int T, OpCosts *out);
 
 #endif

@@ -20,38 +20,25 @@ static void *layer_ptr(const GPT *g, void *const *base, int i, int l)
 enum { WTE, WPE, LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW,
        FCPROJB, LNFW, LNFB };
 
-/* Point a BlockTape at its act buffer (act_elems) and fp32 buffer (f32_elems). */
-static void tape_point(BlockTape *tp, const TapeLayout *tl, char *act, float *f, size_t ab)
+/* Point a BlockTape of `kind` at its act buffer (act_elems), its fp32
+ * buffer (f32_elems) and, for what the kind drops, the tape workspace. */
+static void tape_point(BlockTape *tp, const TapeLayout *tl, int kind, char *act, float *f,
+                       size_t ab, char *ws)
 {
-    tp->ln1 = act + tl->ln1 * ab;
-    tp->qkv = act + tl->qkv * ab;
-    tp->atty = act + tl->atty * ab;
-    tp->res2 = act + tl->res2 * ab;
-    tp->ln2 = act + tl->ln2 * ab;
-    tp->fch = act + tl->fch * ab;
-    tp->fch_gelu = act + tl->fch_gelu * ab;
+    void **t[TAPE_TENSORS] = {&tp->ln1, &tp->qkv, &tp->atty, &tp->res2, &tp->ln2, &tp->fch,
+                              &tp->fch_gelu};
+    for (int i = 0; i < TAPE_TENSORS; i++)
+        *t[i] = tl->act[i] == TAPE_IN_WORKSPACE ? ws + tl->ws[i] : act + tl->act[i] * ab;
     tp->ln1_mean = f + tl->ln1_mean;
     tp->ln1_rstd = f + tl->ln1_rstd;
-    tp->lse = f + tl->lse;
+    tp->lse = tl->lse == TAPE_IN_WORKSPACE ? (float *)(ws + tl->ws_lse) : f + tl->lse;
     tp->ln2_mean = f + tl->ln2_mean;
     tp->ln2_rstd = f + tl->ln2_rstd;
-    tp->selective = 0;
-}
-
-/* A selective tape: the fields planner.h marks TAPE_IN_WORKSPACE share the
- * selective buffer. */
-static void tape_point_selective(BlockTape *tp, const TapeLayout *tl, char *act, float *f,
-                                 size_t ab, void *sel_buf)
-{
-    TapeLayout t = *tl;
-    t.ln1 = t.ln2 = t.fch_gelu = 0;
-    tape_point(tp, &t, act, f, ab);
-    tp->ln1 = tp->ln2 = tp->fch_gelu = sel_buf;
-    tp->selective = 1;
+    tp->kind = kind;
 }
 
 /* Carve the activation categories. Order inside an arena: residual slots,
- * then tapes' act parts (and, in the workspace, the selective buffer), then
+ * then tapes' act parts (and, in the workspace, the tape workspace), then
  * tapes' f32 parts, so the f32 stats (whose sizes are not multiples of the
  * act buffers') come last. */
 static int carve_activations(GPT *g)
@@ -67,28 +54,28 @@ static int carve_activations(GPT *g)
         if (!(g->res_slots[i] = arena_take(a, p->residual_bytes))) return -1;
     }
     /* A tape's act and f32 parts come from the same arena; take all act
-     * parts first, then all f32 parts. */
+     * parts first, then all f32 parts. A kind that drops every tensor has
+     * no act part. */
     size_t ab = (size_t)g->be->act_bytes;
     char **act = calloc((size_t)s->n_tape_slots, sizeof(char *));
-    if (!act) return -1;
-    int ok = 1;
+    TapeLayout *tl = calloc((size_t)s->n_tape_slots, sizeof(TapeLayout));
+    int ok = act && tl;
     for (int j = 0; j < s->n_tape_slots && ok; j++) {
-        int sel = s->tape_kind[j] == TAPE_SELECTIVE;
-        size_t bytes = sel ? p->tape_sel_act_bytes : p->tape_act_bytes;
-        ok = (act[j] = arena_take(j < s->n_tape_stored ? stored : work, bytes)) != NULL;
+        tape_layout(&tl[j], s->tape_kind[j], (size_t)g->B, (size_t)g->T,
+                    (size_t)g->cfg.channels, (size_t)g->cfg.num_heads, ab);
+        if (tl[j].act_elems == 0) continue;
+        act[j] = arena_take(j < s->n_tape_stored ? stored : work, tl[j].act_elems * ab);
+        ok = act[j] != NULL;
     }
-    if (ok && p->sel_ws_bytes) ok = (g->sel_buf = arena_take(work, p->sel_ws_bytes)) != NULL;
+    if (ok && p->tape_ws_bytes) ok = (g->tape_ws = arena_take(work, p->tape_ws_bytes)) != NULL;
     for (int j = 0; j < s->n_tape_slots && ok; j++) {
-        float *f = arena_take(j < s->n_tape_stored ? stored : work, p->tape_f32_bytes);
+        float *f = arena_take(j < s->n_tape_stored ? stored : work, tl[j].f32_elems * 4);
         if (!(ok = f != NULL)) break;
-        if (s->tape_kind[j] == TAPE_SELECTIVE)
-            tape_point_selective(&g->tapes[j], &p->tape_sel, act[j], f, ab, g->sel_buf);
-        else
-            tape_point(&g->tapes[j], &p->tape, act[j], f, ab);
+        tape_point(&g->tapes[j], &tl[j], s->tape_kind[j], act[j], f, ab, g->tape_ws);
     }
     free(act);
-    if (!ok) return -1;
-    return 0;
+    free(tl);
+    return ok ? 0 : -1;
 }
 
 static int carve_scratch(GPT *g)
@@ -220,6 +207,19 @@ void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx)
     g->grad_ready_ctx = ctx;
 }
 
+void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx)
+{
+    g->block_hook = fn;
+    g->block_hook_ctx = ctx;
+}
+
+/* Ask the block hook whether to go on after `done` schedule steps; 0 = go on. */
+static int block_done(GPT *g, int done)
+{
+    if (g->block_hook && g->block_hook(g->block_hook_ctx, g, done)) g->abandoned = 1;
+    return g->abandoned;
+}
+
 /* 1 when the master copy covers only part of the vector (ZeRO-1). */
 static int master_sharded(const GPT *g)
 {
@@ -295,6 +295,38 @@ static void grads_ready(GPT *g, const int *t, int n, int layer)
 
 /* ---- one block ---- */
 
+/* Make tape tensor t of block l (tape.h) from x and the tensor before it:
+ * the forward's op, so a rebuild gives the forward's bits. The
+ * LayerNorms write their mean and rstd too (kept: rewritten equal). */
+static void make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t)
+{
+    int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
+    switch (t) {
+    case TAPE_LN1:
+        OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
+        break;
+    case TAPE_QKV:
+        OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
+        break;
+    case TAPE_ATTY:
+        OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
+        break;
+    case TAPE_RES2:
+        OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
+        OPS->residual_forward(g->be, tp->res2, tp->res2, x, (size_t)N * C);
+        break;
+    case TAPE_LN2:
+        OPS->layernorm_forward(g->be, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, P(LN2W, l), P(LN2B, l), N, C);
+        break;
+    case TAPE_FCH:
+        OPS->matmul_forward(g->be, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
+        break;
+    case TAPE_GELU:
+        OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
+        break;
+    }
+}
+
 /* A LayerNorm's output, statistics and parameters: where a block's closing
  * residual add also writes the LayerNorm that reads its output next. */
 typedef struct {
@@ -304,33 +336,42 @@ typedef struct {
 } LnOut;
 
 /* The fc layer's GELU may be fused into its matmul only when no tape of the
- * schedule is selective: a selective backward rebuilds fch_gelu with
- * gelu_forward from the stored fch, and a fused epilogue (cuda,
- * TRAIN_GPT_FUSE_GELU=1) computes GELU before fch is rounded, so the two
- * could differ in the last bit. On the cpu both are the same call. */
-static int fc_gelu_fusable(const GPT *g) { return g->plan.n_sel_stored + g->plan.n_sel_work == 0; }
+ * schedule drops fch or its GELU: a backward rebuilds them with the
+ * unfused ops (make_tensor), and a fused epilogue (cuda,
+ * TRAIN_GPT_FUSE_GELU=1) takes GELU before fch is rounded, with another
+ * cuBLASLt kernel, so the two could differ in the last bits. On the cpu
+ * both are the same calls. */
+static int fc_gelu_fusable(const GPT *g)
+{
+    const unsigned fc = (1u << TAPE_FCH) | (1u << TAPE_GELU);
+    for (int j = 0; j < g->sched.n_tape_slots; j++)
+        if (g->sched.tape_kind[j] & fc) return 0;
+    return 1;
+}
 
 /* FORWARD(l): x (N,C) -> tape; when out != NULL also out = x_{l+1}. out
  * may be x: x is last read by the mid-block residual add, before out is
- * written. In a selective tape ln1, ln2 and fch_gelu share one buffer,
- * each consumed by its matmul before the next is written. ln1_done: the
- * previous step's closing residual add already wrote this block's LN1.
- * next (or NULL): the LayerNorm the closing residual add writes too. */
+ * written. Tensors the tape's kind drops go to the tape workspace, where
+ * tape.h's layout keeps each clear of the others alive with it. The
+ * mid-block residual add writes LN2 in the same op (the same bits as
+ * make_tensor's two, which a rebuild runs); ln1_done: the previous step's
+ * closing residual add already wrote this block's LN1; next (or NULL):
+ * the LayerNorm the closing residual add writes too. */
 static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out, int ln1_done,
                           const LnOut *next)
 {
-    int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
-    if (!ln1_done)
-        OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
-    OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
-    OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
-    OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
-    OPS->residual_layernorm_forward(g->be, tp->res2, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, x, P(LN2W, l), P(LN2B, l), N, C);
-    if (fc_gelu_fusable(g)) {
-        OPS->matmul_gelu_forward(g->be, tp->fch_gelu, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
-    } else {
-        OPS->matmul_forward(g->be, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
-        OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
+    int C = g->cfg.channels, N = g->B * g->T;
+    for (int t = ln1_done ? TAPE_QKV : TAPE_LN1; t < TAPE_TENSORS; t++) {
+        if (t == TAPE_RES2) {
+            OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
+            OPS->residual_layernorm_forward(g->be, tp->res2, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, x, P(LN2W, l), P(LN2B, l), N, C);
+            t = TAPE_LN2;
+        } else if (t == TAPE_FCH && fc_gelu_fusable(g)) {
+            OPS->matmul_gelu_forward(g->be, tp->fch_gelu, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
+            t = TAPE_GELU;
+        } else {
+            make_tensor(g, l, x, tp, t);
+        }
     }
     if (!out) return; /* a re-forward: backward never reads the block output */
     OPS->matmul_forward(g->be, out, tp->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), N, 4 * C, C);
@@ -340,27 +381,37 @@ static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out
         OPS->residual_forward(g->be, out, out, tp->res2, (size_t)N * C);
 }
 
+/* Rebuild what backward op `op` (tape.h's TAPE_BWD_*) needs of what the
+ * tape dropped; *built: what this backward has rebuilt so far. */
+static void rebuild_for(GPT *g, int l, const void *x, BlockTape *tp, unsigned *built, int op)
+{
+    int list[TAPE_TENSORS], n = tape_rebuilds_before(tp->kind, op, built, list);
+    for (int i = 0; i < n; i++) make_tensor(g, l, x, tp, list[i]);
+}
+
 /* BACKWARD(l): dres holds dL/dx_{l+1} on entry and dL/dx_l on exit.
  * dbig (N,4C) carries d(gelu), d(fch) in place, then d(qkv) (N,3C);
- * dsmall (N,C) carries d(ln2), d(atty), d(ln1) in turn. */
-static void block_backward(GPT *g, int l, const void *x, const BlockTape *tp)
+ * dsmall (N,C) carries d(ln2), d(atty), d(ln1) in turn. Before each op,
+ * the tensors it reads that the tape dropped are rebuilt. */
+static void block_backward(GPT *g, int l, const void *x, BlockTape *tp)
 {
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
     void *dres = g->dres, *dsmall = g->dsmall, *dbig = g->dbig;
-    /* A selective tape rebuilds GELU, LN2 and LN1 outputs into the shared
-     * buffer just before each is read: the same ops on the same inputs as
-     * the forward, so the same bits. The LayerNorms rewrite their stored
-     * mean and rstd with identical values. */
-    if (tp->selective) OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
+    unsigned built = 0;
+    rebuild_for(g, l, x, tp, &built, TAPE_BWD_FCPROJ);
+    /* fch too, a step early: the fused op reads both (only fch and its
+     * GELU can be alive in the workspace at this point) */
+    rebuild_for(g, l, x, tp, &built, TAPE_BWD_GELU);
     OPS->matmul_backward_gelu(g->be, dbig, G(FCPROJW, l), G(FCPROJB, l), dres, tp->fch_gelu, P(FCPROJW, l), tp->fch, N, 4 * C, C);
-    if (tp->selective)
-        OPS->layernorm_forward(g->be, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, P(LN2W, l), P(LN2B, l), N, C);
+    rebuild_for(g, l, x, tp, &built, TAPE_BWD_FC);
     OPS->matmul_backward(g->be, dsmall, G(FCW, l), G(FCB, l), dbig, tp->ln2, P(FCW, l), N, C, 4 * C);
+    rebuild_for(g, l, x, tp, &built, TAPE_BWD_LN2);
     OPS->layernorm_backward(g->be, dres, G(LN2W, l), G(LN2B, l), dsmall, tp->res2, P(LN2W, l), tp->ln2_mean, tp->ln2_rstd, N, C);
+    rebuild_for(g, l, x, tp, &built, TAPE_BWD_ATTPROJ);
     OPS->matmul_backward(g->be, dsmall, G(ATTPROJW, l), G(ATTPROJB, l), dres, tp->atty, P(ATTPROJW, l), N, C, C);
+    rebuild_for(g, l, x, tp, &built, TAPE_BWD_ATTN);
     OPS->attention_backward(g->be, dbig, dsmall, tp->qkv, tp->atty, tp->lse, B, T, C, NH);
-    if (tp->selective)
-        OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
+    rebuild_for(g, l, x, tp, &built, TAPE_BWD_QKV);
     OPS->matmul_backward(g->be, dsmall, G(QKVW, l), G(QKVB, l), dbig, tp->ln1, P(QKVW, l), N, C, 3 * C);
     OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
 }
@@ -370,8 +421,14 @@ static void block_backward(GPT *g, int l, const void *x, const BlockTape *tp)
  * step before the head and writes the final residual; the next block's LN1
  * when step k+1 (< k1, in the same run_steps) forwards block+1 from k's
  * output. Nothing runs between the two steps, so writing that LN1 (into
- * step k+1's tape, possibly the shared selective buffer, whose content at
- * this point is k's dead GELU output) a moment early changes no value. */
+ * step k+1's tape, or the tape workspace, where nothing of step k but its
+ * res2 may still be needed: checked) a moment early changes no value. */
+static int overlap(const void *p, const void *q, size_t n)
+{
+    const char *a = p, *b = q;
+    return a < b + n && b < a + n;
+}
+
 static int next_layernorm(GPT *g, int k, int k1, LnOut *ln)
 {
     const ScheduleStep *st = &g->sched.steps[k];
@@ -385,7 +442,12 @@ static int next_layernorm(GPT *g, int k, int k1, LnOut *ln)
     const ScheduleStep *nx = &g->sched.steps[k + 1];
     if (nx->kind != STEP_FORWARD || nx->block != st->block + 1 || nx->in_slot != st->out_slot)
         return 0;
-    const BlockTape *tn = &g->tapes[nx->tape_slot];
+    const BlockTape *tn = &g->tapes[nx->tape_slot], *tp = &g->tapes[st->tape_slot];
+    /* A dropped LN1 lives in the tape workspace, where this block's res2
+     * may still be, read by the add that would write it */
+    size_t bytes = (size_t)g->B * g->T * g->cfg.channels * g->be->act_bytes;
+    if (overlap(tn->ln1, tp->res2, bytes) || overlap(tn->ln1, g->res_slots[st->out_slot], bytes))
+        return 0;
     *ln = (LnOut){tn->ln1, tn->ln1_mean, tn->ln1_rstd, P(LN1W, nx->block), P(LN1B, nx->block)};
     return 1;
 }
@@ -398,8 +460,8 @@ static int lnf_fused(GPT *g)
     return k >= 0 && next_layernorm(g, k, g->sched.n_forward, &ln) && ln.out == g->lnf;
 }
 
-/* Run schedule steps [k0, k1). */
-static void run_steps(GPT *g, int k0, int k1)
+/* Run schedule steps [k0, k1); 0, or -1 when the block hook abandoned the pass. */
+static int run_steps(GPT *g, int k0, int k1)
 {
     int ln1_done = 0; /* the previous step wrote this step's LN1 */
     for (int k = k0; k < k1; k++) {
@@ -421,20 +483,25 @@ static void run_steps(GPT *g, int k0, int k1)
             block_backward(g, st->block, x, tp);
             grads_ready(g, block_tensors, 12, st->block);
         }
+        if (block_done(g, k + 1)) return -1;
     }
+    return 0;
 }
 
-/* Embedding, the forward part of the schedule, and the final LayerNorm. */
-static void forward_to_lnf(GPT *g, const int *inputs)
+/* Embedding, the forward part of the schedule, and the final LayerNorm.
+ * Starts a pass (clears g->abandoned); -1 when the block hook abandoned it. */
+static int forward_to_lnf(GPT *g, const int *inputs)
 {
     int N = g->B * g->T, C = g->cfg.channels;
+    g->abandoned = 0;
     OPS->mem_upload(g->be, g->tokens, inputs, (size_t)N * sizeof(int));
     OPS->encoder_forward(g->be, g->res_slots[g->sched.embed_slot], g->tokens, g->param_t[WTE],
                          g->param_t[WPE], g->B, g->T, C);
-    run_steps(g, 0, g->sched.n_forward);
+    if (run_steps(g, 0, g->sched.n_forward) != 0) return -1;
     if (!lnf_fused(g))
         OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
                                g->param_t[LNFW], g->param_t[LNFB], N, C);
+    return 0;
 }
 
 static double mean_loss(GPT *g)
@@ -449,38 +516,54 @@ static double mean_loss(GPT *g)
 double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float dloss)
 {
     int N = g->B * g->T, C = g->cfg.channels;
-    forward_to_lnf(g, inputs);
+    if (forward_to_lnf(g, inputs) != 0) return NAN;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
     /* Head forward and backward in one chunked pass: dsmall = dL/d(lnf out). */
     OPS->head_forward_backward(g->be, g->losses, g->dsmall, g->grad_t[WTE], g->lnf,
                                g->param_t[WTE], g->targets, g->chunk_buf, N, C,
                                g->cfg.vocab_size, g->cfg.padded_vocab, g->plan.loss_chunk, dloss);
+    if (block_done(g, g->sched.n_forward)) return NAN;
     OPS->mem_zero(g->be, g->dres, (size_t)N * C * g->be->act_bytes);
     OPS->layernorm_backward(g->be, g->dres, g->grad_t[LNFW], g->grad_t[LNFB], g->dsmall,
                             g->final_res, g->param_t[LNFW], g->lnf_mean, g->lnf_rstd, N, C);
     static const int lnf_tensors[2] = {LNFW, LNFB}, embed_tensors[2] = {WTE, WPE};
     grads_ready(g, lnf_tensors, 2, -1);
-    run_steps(g, g->sched.n_forward, g->sched.n_steps);
+    if (run_steps(g, g->sched.n_forward, g->sched.n_steps) != 0) return NAN;
     OPS->encoder_backward(g->be, g->grad_t[WTE], g->grad_t[WPE], g->dres, g->tokens, g->B, g->T, C);
     grads_ready(g, embed_tensors, 2, -1);
     return mean_loss(g);
 }
 
-double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+/* Forward, and the head's forward half into g->losses (device). -1 when
+ * the block hook abandoned the forward (g->abandoned; losses not written). */
+static int eval_forward(GPT *g, const int *inputs, const int *targets)
 {
     int N = g->B * g->T, C = g->cfg.channels;
-    forward_to_lnf(g, inputs);
+    if (forward_to_lnf(g, inputs) != 0) return -1;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
     OPS->head_forward_backward(g->be, g->losses, NULL, NULL, g->lnf, g->param_t[WTE], g->targets,
                                g->chunk_buf, N, C, g->cfg.vocab_size, g->cfg.padded_vocab,
                                g->plan.loss_chunk, 0.0f);
+    return 0;
+}
+
+double gpt_eval_loss(GPT *g, const int *inputs, const int *targets)
+{
+    if (eval_forward(g, inputs, targets) != 0) return NAN;
     return mean_loss(g);
+}
+
+const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets)
+{
+    if (eval_forward(g, inputs, targets) != 0) return g->host_losses; /* stale: g->abandoned */
+    OPS->mem_download(g->be, g->host_losses, g->losses, (size_t)g->B * g->T * sizeof(float));
+    return g->host_losses;
 }
 
 void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits)
 {
     int C = g->cfg.channels, Vp = g->cfg.padded_vocab;
-    forward_to_lnf(g, inputs);
+    if (forward_to_lnf(g, inputs) != 0) return;
     /* chunk_buf holds at least one row of Vp floats. */
     const char *row = (const char *)g->lnf + (size_t)pos * C * g->be->act_bytes;
     OPS->head_logits(g->be, g->chunk_buf, row, g->param_t[WTE], 1, C, Vp);

@@ -21,14 +21,14 @@
 #include "planner.h"
 #include "schedule.h"
 
-/* Pointers into one block tape (layout: planner.h's TapeLayout). In a
- * selective tape ln1, ln2 and fch_gelu all point at the one shared
- * selective buffer: a forward writes each there just before the matmul
- * that reads it, and a backward rebuilds each just before its use. */
+/* Pointers into one block tape (layout: model/tape.h's TapeLayout). The
+ * tensors a tape's kind drops point into the one shared tape workspace: a
+ * forward writes them there and its later ops read them, and a backward
+ * rebuilds each just before its first use (tape_rebuilds_before). */
 typedef struct {
     void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;   /* act */
     float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd; /* f32 */
-    int selective;
+    int kind;                                               /* tape.h: what it drops */
 } BlockTape;
 
 typedef struct {
@@ -36,7 +36,7 @@ typedef struct {
     float grad_clip; /* 0 = off */
 } AdamWConfig;
 
-/* Data-parallel placement of this model (dist/ fills it; NULL = one
+/* Data-parallel placement of this model (distributed/ fills it; NULL = one
  * process). zero = 1 shards the AdamW state and master weights (planner.h,
  * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range. */
 typedef struct {
@@ -47,11 +47,22 @@ typedef struct {
  * ranges [offsets[k], offsets[k] + counts[k]) of the gradient vector that
  * no later op of this micro-batch writes: the LN_f tensors after their
  * backward, block l's twelve slices right after BACKWARD(l) (re-forwarded
- * blocks included), wte and wpe after the embedding backward. dist/ uses
+ * blocks included), wte and wpe after the embedding backward. distributed/ uses
  * it to launch the gradient all-reduce layer by layer. */
 typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *counts, int n);
 
-typedef struct {
+/* Called after each schedule step (a block's forward, re-forward or
+ * backward; `done` of the schedule's n_steps finished, the step just run is
+ * sched.steps[done - 1]) and once after the loss head (done = n_forward,
+ * again). For progress displays and prompt stops: a non-zero return
+ * abandons the pass at that boundary. The rest of the pass is skipped,
+ * g->abandoned is set, gpt_forward_backward and gpt_eval_loss return NAN
+ * and gpt_logits_at's logits are undefined; the gradients are then partial,
+ * while parameters and optimizer state are untouched (no update ran). */
+struct GPT;
+typedef int (*BlockHookFn)(void *ctx, const struct GPT *g, int done);
+
+typedef struct GPT {
     GPTConfig cfg;
     Backend *be;
     int B, T;
@@ -64,7 +75,7 @@ typedef struct {
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
     void **res_slots;                      /* n_res_slots residual buffers (N,C) */
     BlockTape *tapes;                      /* n_tape_slots */
-    void *sel_buf;                         /* (N,4C) act, when any tape is selective */
+    void *tape_ws;                         /* the tape workspace (plan.tape_ws_bytes), or NULL */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
     float *lnf_mean, *lnf_rstd, *losses;          /* scratch f32 (N) */
     int *tokens, *targets;                        /* backend int32 (N) */
@@ -76,6 +87,9 @@ typedef struct {
     size_t opt_begin, opt_end;
     GradReadyFn grad_ready;
     void *grad_ready_ctx;
+    BlockHookFn block_hook;
+    void *block_hook_ctx;
+    int abandoned; /* the last pass was abandoned by block_hook */
 } GPT;
 
 /* Build the schedule for `recompute` (schedule_build's modes), plan, and
@@ -99,6 +113,8 @@ size_t gpt_arena_high_water(const GPT *g);
 
 /* Install (fn != NULL) or remove the gradient-ready callback. */
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
+/* Install (fn != NULL) or remove the per-block callback. */
+void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx);
 
 /* Parameters as fp32 on the host, llm.c order, config_num_params() floats.
  * Under ZeRO-1 with a master copy, gpt_get_params reads this rank's range
@@ -123,6 +139,13 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
 /* Forward only: mean loss of a micro-batch (validation). */
 double gpt_eval_loss(GPT *g, const int *inputs, const int *targets);
 
+/* Forward only: the loss at every position, -log softmax(logits)[target]
+ * over the real vocabulary, as B*T floats on the host (row-major (B,T)),
+ * valid until the model's next call. Multiple-choice evaluation reads the
+ * positions of each completion. When the block hook abandoned the forward
+ * (g->abandoned), the values are stale and the caller must not use them. */
+const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets);
+
 /* Logits (padded vocab, fp32, host) at position pos of batch row 0 after a
  * forward over inputs (B*T, host int32). For sampling. */
 void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
@@ -130,7 +153,7 @@ void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
 /* Global gradient norm (before clipping). */
 double gpt_grad_norm(GPT *g);
 /* Sum of squared gradients over this rank's optimizer range (the whole
- * vector without ZeRO-1); dist/ sums it over ranks. */
+ * vector without ZeRO-1); distributed/ sums it over ranks. */
 double gpt_grad_norm_sq_local(GPT *g);
 
 /* AdamW step on every tensor (on this rank's optimizer range of each). `norm` is gpt_grad_norm()'s value: when

@@ -1,12 +1,12 @@
 /* model/init.c — GPT-2's initialisation (gpt_init_weights, see gpt.h).
  *
- * Normals come from splitmix64 (rng.h) feeding Box-Muller: simple, fast and fully
+ * Normals come from splitmix64 (base/rng.h) feeding Box-Muller: simple, fast and fully
  * determined by the seed, which is all a reproducible init needs. */
 #include <math.h>
 #include <string.h>
 
 #include "gpt.h"
-#include "rng.h"
+#include "base/rng.h"
 
 typedef struct {
     uint64_t state;

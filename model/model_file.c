@@ -1,7 +1,7 @@
 /* model/model_file.c — see model_file.h. */
 #include "model_file.h"
 
-#include "run/fileio.h"
+#include "base/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,18 +117,47 @@ int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err,
     return 0;
 }
 
-int model_file_save(const char *path, const GPTConfig *cfg, const float *params, char *err,
-                    size_t err_len)
+uint16_t model_file_bf16(float x)
 {
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40); /* quiet NaN */
+    b += 0x7fffu + ((b >> 16) & 1);
+    return (uint16_t)(b >> 16);
+}
+
+int model_file_save_as(const char *path, const GPTConfig *cfg, const float *params, int version,
+                       char *err, size_t err_len)
+{
+    if (version != MODEL_FILE_FP32 && version != MODEL_FILE_BF16) {
+        snprintf(err, err_len, "%s: cannot write version %d (3 = fp32, 5 = bf16)", path, version);
+        return -1;
+    }
     int32_t h[256] = {0};
     h[0] = MODEL_FILE_MAGIC;
-    h[1] = MODEL_FILE_FP32;
+    h[1] = version;
     h[2] = cfg->max_seq_len;
     h[3] = cfg->vocab_size;
     h[4] = cfg->num_layers;
     h[5] = cfg->num_heads;
     h[6] = cfg->channels;
     h[7] = cfg->padded_vocab;
-    return io_write_file(path, h, sizeof h, params, config_num_params(cfg) * sizeof(float), err,
-                         err_len);
+    size_t n = config_num_params(cfg);
+    if (version == MODEL_FILE_FP32)
+        return io_write_file(path, h, sizeof h, params, n * sizeof(float), err, err_len);
+    uint16_t *half = malloc((n ? n : 1) * sizeof(uint16_t));
+    if (!half) {
+        snprintf(err, err_len, "%s: out of host memory for the bf16 copy", path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) half[i] = model_file_bf16(params[i]);
+    int rc = io_write_file(path, h, sizeof h, half, n * sizeof(uint16_t), err, err_len);
+    free(half);
+    return rc;
+}
+
+int model_file_save(const char *path, const GPTConfig *cfg, const float *params, char *err,
+                    size_t err_len)
+{
+    return model_file_save_as(path, cfg, params, MODEL_FILE_FP32, err, err_len);
 }

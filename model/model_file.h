@@ -9,6 +9,7 @@
 #define MODEL_MODEL_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -25,9 +26,18 @@ int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char 
  * config_num_params(cfg) floats (bf16 widened exactly). */
 int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len);
 
-/* Write version 3 (fp32), crash-safely (run/fileio.h: "<path>.tmp", fsync,
+/* Write version 3 (fp32), crash-safely (base/fileio.h: "<path>.tmp", fsync,
  * rename, fsync the folder). */
 int model_file_save(const char *path, const GPTConfig *cfg, const float *params, char *err,
                     size_t err_len);
+
+/* Write version 3 (fp32) or 5 (bf16: each parameter rounded to nearest,
+ * ties to even, as llm.c's bf16 trainer keeps them; a NaN stays a NaN),
+ * crash-safely. llm.c's default CUDA trainer (bf16) loads version 5 only. */
+int model_file_save_as(const char *path, const GPTConfig *cfg, const float *params, int version,
+                       char *err, size_t err_len);
+
+/* fp32 -> bf16 bits, round to nearest even. */
+uint16_t model_file_bf16(float x);
 
 #endif

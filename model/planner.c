@@ -19,37 +19,6 @@ int planner_default_loss_chunk(int B, int T, int padded_vocab, DType dtype)
     return (int)(n < cap ? n : cap);
 }
 
-/* The fp32 stats are the same in both kinds; the activation part of a
- * selective tape leaves out ln1, ln2 and fch_gelu. */
-static void tape_layout(TapeLayout *tl, size_t N, size_t C, size_t NH, size_t T, int selective)
-{
-    size_t o = 0;
-    if (selective) {
-        tl->ln1 = tl->ln2 = tl->fch_gelu = TAPE_IN_WORKSPACE;
-        tl->qkv = o;  o += N * 3 * C;
-        tl->atty = o; o += N * C;
-        tl->res2 = o; o += N * C;
-        tl->fch = o;  o += N * 4 * C;
-    } else {
-        tl->ln1 = o;      o += N * C;
-        tl->qkv = o;      o += N * 3 * C;
-        tl->atty = o;     o += N * C;
-        tl->res2 = o;     o += N * C;
-        tl->ln2 = o;      o += N * C;
-        tl->fch = o;      o += N * 4 * C;
-        tl->fch_gelu = o; o += N * 4 * C;
-    }
-    tl->act_elems = o;
-    size_t B = N / T;
-    o = 0;
-    tl->ln1_mean = o; o += N;
-    tl->ln1_rstd = o; o += N;
-    tl->lse = o;      o += B * NH * T;
-    tl->ln2_mean = o; o += N;
-    tl->ln2_rstd = o; o += N;
-    tl->f32_elems = o;
-}
-
 /* Parameters, gradients and the optimizer state, sharded under ZeRO-1. */
 static void plan_params(const PlanInput *in, MemoryPlan *p)
 {
@@ -92,13 +61,11 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 
     plan_params(in, p);
 
-    tape_layout(&p->tape, N, C, (size_t)cfg->num_heads, (size_t)in->T, 0);
-    tape_layout(&p->tape_sel, N, C, (size_t)cfg->num_heads, (size_t)in->T, 1);
+    planner_tape_layout(in, TAPE_FULL, &p->tape);
     /* Each buffer below is one arena_take, so each is rounded up to
      * ARENA_ALIGN (model/arena.h): the plan counts the padding too. */
     p->residual_bytes = arena_round(N * C * ab);
     p->tape_act_bytes = arena_round(p->tape.act_elems * ab);
-    p->tape_sel_act_bytes = arena_round(p->tape_sel.act_elems * ab);
     p->tape_f32_bytes = arena_round(p->tape.f32_elems * 4);
 
     /* scratch: the act buffers named at SCRATCH_ACT_PER_TOKEN_C (four of
@@ -119,31 +86,50 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     p->bytes[MEM_HEAD] = arena_round(head);
 }
 
-/* The selective buffer holds ln1, ln2 or the GELU output, one at a time. */
-static size_t sel_ws_bytes(const PlanInput *in)
+void planner_tape_layout(const PlanInput *in, int kind, TapeLayout *out)
 {
-    return arena_round((size_t)in->B * in->T * 4 * (size_t)in->cfg.channels *
-                       (size_t)dtype_bytes(in->dtype));
+    tape_layout(out, kind, (size_t)in->B, (size_t)in->T, (size_t)in->cfg.channels,
+                (size_t)in->cfg.num_heads, (size_t)dtype_bytes(in->dtype));
 }
 
+size_t planner_tape_bytes(const PlanInput *in, int kind)
+{
+    TapeLayout tl;
+    planner_tape_layout(in, kind, &tl);
+    return arena_round(tl.act_elems * (size_t)dtype_bytes(in->dtype)) +
+           arena_round(tl.f32_elems * 4);
+}
+
+/* Tape slots: each its kind's bytes, stored or workspace; the tape
+ * workspace once, in the workspace category, sized for the hungriest kind
+ * present (kinds share it: one block runs at a time). */
 void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
 {
     plan_fixed(in, p);
-    size_t full = p->tape_act_bytes + p->tape_f32_bytes;
-    size_t sel = p->tape_sel_act_bytes + p->tape_f32_bytes;
-    int n_sel = schedule_count_tapes(s, TAPE_SELECTIVE, &p->n_sel_stored);
-    p->n_sel_work = n_sel - p->n_sel_stored;
-    p->sel_ws_bytes = n_sel > 0 ? sel_ws_bytes(in) : 0;
+    size_t kind_bytes[TAPE_KINDS] = {0}, kind_ws[TAPE_KINDS] = {0}, tapes[2] = {0, 0};
+    p->tape_ws_bytes = 0;
+    for (int j = 0; j < s->n_tape_slots; j++) {
+        int k = s->tape_kind[j], stored = j < s->n_tape_stored;
+        if (!kind_bytes[k]) {
+            TapeLayout tl;
+            planner_tape_layout(in, k, &tl);
+            kind_bytes[k] = planner_tape_bytes(in, k);
+            kind_ws[k] = tl.ws_bytes;
+        }
+        tapes[stored] += kind_bytes[k];
+        if (kind_ws[k] > p->tape_ws_bytes) p->tape_ws_bytes = kind_ws[k];
+        if (k != TAPE_FULL) {
+            p->n_part_stored += stored;
+            p->n_part_work += !stored;
+        }
+    }
     p->n_res_stored = s->n_res_stored;
     p->n_res_work = s->n_res_slots - s->n_res_stored;
     p->n_tape_stored = s->n_tape_stored;
     p->n_tape_work = s->n_tape_slots - s->n_tape_stored;
-    size_t n_full_stored = (size_t)(p->n_tape_stored - p->n_sel_stored);
-    size_t n_full_work = (size_t)(p->n_tape_work - p->n_sel_work);
-    p->bytes[MEM_ACTIVATIONS] = (size_t)p->n_res_stored * p->residual_bytes +
-                                n_full_stored * full + (size_t)p->n_sel_stored * sel;
-    p->bytes[MEM_WORKSPACE] = (size_t)p->n_res_work * p->residual_bytes + n_full_work * full +
-                              (size_t)p->n_sel_work * sel + p->sel_ws_bytes;
+    p->bytes[MEM_ACTIVATIONS] = (size_t)p->n_res_stored * p->residual_bytes + tapes[1];
+    p->bytes[MEM_WORKSPACE] = (size_t)p->n_res_work * p->residual_bytes + tapes[0] +
+                              p->tape_ws_bytes;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) p->total += p->bytes[c];
 }
 
@@ -156,22 +142,32 @@ int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, siz
     return 0;
 }
 
-void planner_units(const PlanInput *in, PlanUnits *u)
+void planner_units_kinds(const PlanInput *in, int hi_kind, int lo_kind, PlanUnits *u)
 {
     MemoryPlan p;
+    TapeLayout hi, lo;
     plan_fixed(in, &p);
     u->fixed = 0;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) u->fixed += p.bytes[c];
     u->res = p.residual_bytes;
-    u->full = p.tape_act_bytes + p.tape_f32_bytes;
-    u->sel = p.tape_sel_act_bytes + p.tape_f32_bytes;
-    u->sel_ws = sel_ws_bytes(in);
+    planner_tape_layout(in, hi_kind, &hi);
+    planner_tape_layout(in, lo_kind, &lo);
+    u->hi = planner_tape_bytes(in, hi_kind);
+    u->lo = planner_tape_bytes(in, lo_kind);
+    u->ws_hi = hi.ws_bytes;
+    u->ws_lo = lo.ws_bytes;
 }
 
-size_t planner_slots_total(const PlanUnits *u, int n_res, int n_full, int n_sel)
+void planner_units(const PlanInput *in, PlanUnits *u)
 {
-    return u->fixed + (size_t)n_res * u->res + (size_t)n_full * u->full + (size_t)n_sel * u->sel +
-           (n_sel > 0 ? u->sel_ws : 0);
+    planner_units_kinds(in, TAPE_FULL, TAPE_SELECTIVE, u);
+}
+
+size_t planner_slots_total(const PlanUnits *u, int n_res, int n_hi, int n_lo)
+{
+    size_t ws_hi = n_hi > 0 ? u->ws_hi : 0, ws_lo = n_lo > 0 ? u->ws_lo : 0;
+    return u->fixed + (size_t)n_res * u->res + (size_t)n_hi * u->hi + (size_t)n_lo * u->lo +
+           (ws_hi > ws_lo ? ws_hi : ws_lo);
 }
 
 int planner_parse_bytes(const char *s, size_t *out)
@@ -240,8 +236,8 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
                 p->shard_params, p->world_size,
                 (p->num_params * (p->master_bytes ? 12.0 : 8.0)) / 1048576.0,
                 p->padded_params - p->num_params);
-    fprintf(f, "  stored: %d block inputs + %d tapes (%d selective); workspace: %d inputs + %d "
-               "tapes (%d selective)%s; head chunk %d tokens\n",
-            p->n_res_stored, p->n_tape_stored, p->n_sel_stored, p->n_res_work, p->n_tape_work,
-            p->n_sel_work, p->sel_ws_bytes ? " + the selective buffer" : "", p->loss_chunk);
+    fprintf(f, "  stored: %d block inputs + %d tapes (%d partial); workspace: %d inputs + %d "
+               "tapes (%d partial)%s; head chunk %d tokens\n",
+            p->n_res_stored, p->n_tape_stored, p->n_part_stored, p->n_res_work, p->n_tape_work,
+            p->n_part_work, p->tape_ws_bytes ? " + the tape workspace" : "", p->loss_chunk);
 }

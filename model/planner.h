@@ -1,16 +1,17 @@
 /* model/planner.h — one pure function owns every byte the trainer allocates.
  *
  * Owns: MemoryPlan, the byte size of every buffer for a (config, B, T,
- * schedule, dtype), the layout of one block tape of each kind, the byte
- * costs the recompute solver works with (PlanUnits), the --plan table
- * (one row per recompute mode) and the parsing of --memory-budget sizes.
+ * schedule, dtype) (a tape's from its kind's layout, model/tape.h), the
+ * byte costs the recompute solver works with (PlanUnits), --recompute
+ * auto (planner_auto.c), the --plan table (one row per recompute mode,
+ * planner_modes.c) and the parsing of --memory-budget sizes.
  * The model allocates exactly these sizes in one arena per category
  * (model/arena.h), the start-up table prints them, and the tests check
  * them. Nothing else computes a buffer size.
  *
  * Every arena is allocated whole before the first step, so a run's peak
- * is the plan's total: fixed + n_res*res + n_full*full + n_sel*sel
- * (+ sel_ws when any tape is selective), in PlanUnits terms. */
+ * is the plan's total: fixed + n_res*res + the tape slots, each its kind's
+ * bytes, + the tape workspace: the largest any kind present needs. */
 #ifndef MODEL_PLANNER_H
 #define MODEL_PLANNER_H
 
@@ -19,6 +20,7 @@
 
 #include "config.h"
 #include "schedule.h"
+#include "tape.h"
 
 typedef enum { DTYPE_FP32 = 0, DTYPE_BF16 = 1 } DType;
 
@@ -46,17 +48,6 @@ typedef struct {
  * Without --zero: shard_params = padded_params = num_params. */
 #define PLANNER_SHARD_ALIGN 64
 
-/* Element offsets (in elements of their own type) inside one block tape.
- * Activation fields are laid out in one act buffer, fp32 stats in another.
- * In a SELECTIVE tape, ln1, ln2 and fch_gelu are TAPE_IN_WORKSPACE: they
- * live, one at a time, at offset 0 of the shared selective buffer
- * (MemoryPlan.sel_ws_bytes, (B,T,4C) act). */
-#define TAPE_IN_WORKSPACE ((size_t)-1)
-typedef struct {
-    size_t ln1, qkv, atty, res2, ln2, fch, fch_gelu, act_elems;   /* act, per tape */
-    size_t ln1_mean, ln1_rstd, lse, ln2_mean, ln2_rstd, f32_elems; /* f32, per tape */
-} TapeLayout;
-
 /* Categories, in the order they are printed and allocated. */
 enum {
     MEM_PARAMS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_WORKSPACE, MEM_SCRATCH,
@@ -72,29 +63,29 @@ typedef struct {
      * (model/arena.h), as arena_take carves it. */
     size_t residual_bytes;   /* one residual slot (B,T,C) */
     size_t tape_act_bytes;   /* activation part of one full tape */
-    size_t tape_f32_bytes;   /* fp32 stats of one tape (either kind) */
-    size_t tape_sel_act_bytes; /* activation part of one selective tape */
-    size_t sel_ws_bytes;     /* the selective tapes' shared (B,T,4C) buffer; 0 when none */
+    size_t tape_f32_bytes;   /* fp32 stats (and LSE) of one full tape */
+    size_t tape_ws_bytes;    /* the tape workspace: the largest any kind in the schedule
+                              * needs (tape.h); 0 when every tape is full */
     size_t master_bytes, moment_bytes;      /* fp32 master (0 in fp32) and m + v, per rank */
     int world_size, zero;
     size_t padded_params, shard_params;     /* elements; see PLANNER_SHARD_ALIGN */
     size_t scratch_act_bytes, scratch_f32_bytes, scratch_int_bytes;
     int loss_chunk;          /* chosen head chunk, tokens */
-    int n_res_stored, n_res_work, n_tape_stored, n_tape_work; /* tape counts: both kinds */
-    int n_sel_stored, n_sel_work;  /* of which selective */
+    int n_res_stored, n_res_work, n_tape_stored, n_tape_work; /* tape counts: every kind */
+    int n_part_stored, n_part_work;  /* of which partial (any kind but full) */
     TapeLayout tape;         /* full tape */
-    TapeLayout tape_sel;     /* selective tape */
 } MemoryPlan;
 
-/* The byte costs a schedule is made of; the plan's total for a schedule
- * with n_res residual slots, n_full full and n_sel selective tape slots is
- * planner_slots_total(). The solver minimises recompute under it. */
+/* The byte costs a schedule is made of, for schedules whose tapes are of
+ * two kinds, hi and lo (full and selective unless said); the plan's total
+ * for a schedule with n_res residual slots, n_hi and n_lo tape slots is
+ * planner_slots_total(). The solver minimises work under it. */
 typedef struct {
     size_t fixed;  /* params, grads, optimizer, scratch, head: no schedule changes them */
     size_t res;    /* one residual slot */
-    size_t full;   /* one full tape slot (act + fp32 stats) */
-    size_t sel;    /* one selective tape slot (act + fp32 stats) */
-    size_t sel_ws; /* the shared selective buffer, counted once when n_sel > 0 */
+    size_t hi, lo; /* one tape slot of the hi / lo kind (act + f32) */
+    size_t ws_hi, ws_lo; /* the tape workspace each kind needs (0 for a full tape); a
+                          * schedule's is the larger of those of the kinds it has */
 } PlanUnits;
 
 /* The scratch act buffers: final residual, LN_f output, residual-stream
@@ -118,8 +109,14 @@ void planner_plan(const PlanInput *in, const Schedule *sched, MemoryPlan *out);
  * selective) and plan it. Returns 0, or -1 with a reason in err. */
 int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, size_t err_len);
 
+/* Units for hi = full and lo = selective tapes, and for any two kinds. */
 void planner_units(const PlanInput *in, PlanUnits *out);
-size_t planner_slots_total(const PlanUnits *u, int n_res, int n_full, int n_sel);
+void planner_units_kinds(const PlanInput *in, int hi_kind, int lo_kind, PlanUnits *out);
+size_t planner_slots_total(const PlanUnits *u, int n_res, int n_hi, int n_lo);
+/* The layout of a tape of `kind` at this shape, and the bytes of its slot
+ * (act part and f32 part, each rounded to ARENA_ALIGN). */
+void planner_tape_layout(const PlanInput *in, int kind, TapeLayout *out);
+size_t planner_tape_bytes(const PlanInput *in, int kind);
 
 /* Parse a byte count with an optional KiB, MiB or GiB suffix ("40GiB",
  * "512MiB", "123456KiB", "1000"). Digits only: no sign, no fraction, no
@@ -128,15 +125,25 @@ int planner_parse_bytes(const char *s, size_t *out);
 /* "12.34 GiB"-style rendering of bytes into buf; returns buf. */
 char *planner_format_bytes(size_t bytes, char *buf, size_t len);
 
-/* ---- --recompute auto (planner_modes.c) ---- */
-/* Where auto's schedule comes from. Up to SOLVER_MAX_LAYERS (64) layers the
- * solver's DP (solver.h), optimal over every schedule it models. Past it
- * the DP's tables (L^4) are too large, and auto searches two families in
- * closed form instead, O(L) candidates: every block input kept with full
- * tapes on the top blocks and selective tapes below them
- * (schedule_build_inputs_kept), and, for budgets below mode 1's peak,
- * Chen's segments for every k (schedule_build_segments). */
+/* ---- --recompute auto (planner_auto.c) ---- */
+/* Costs: NULL or FLOP costs (opcost.h) search today's two tape kinds, full
+ * and selective, for the least recomputed FLOPs: --op-costs flops. Measured
+ * costs (nanoseconds) search the kinds on the frontier (opcost_frontier)
+ * for the least predicted time: first the inputs-kept family for every
+ * pair of frontier kinds (closed form, O(L) each), whose best pair (hi,
+ * lo) the DP then runs with; the DP's schedule is never slower than the
+ * family's (it models a superset). One DP table either way.
+ *
+ * Where the schedule comes from. Up to SOLVER_MAX_LAYERS (64) layers the
+ * solver's DP (solver.h), optimal over every schedule it models with its
+ * two kinds. Past it the DP's tables (L^4) are too large, and auto
+ * searches two families in closed form instead, O(L) candidates per pair
+ * of kinds: every block input kept with hi tapes on the top blocks and lo
+ * tapes below them (schedule_build_inputs_kept), and, for budgets below
+ * mode 1's peak, Chen's segments for every k (schedule_build_segments). */
 typedef enum { AUTO_SOLVER = 0, AUTO_INPUTS_KEPT = 1, AUTO_SEGMENTS = 2 } AutoFamily;
+
+typedef struct OpCosts OpCosts; /* opcost.h */
 
 typedef struct {
     int fits;               /* 1: peak <= budget; 0: nothing fits, the schedule is the
@@ -144,25 +151,31 @@ typedef struct {
     size_t peak;            /* planner total of the chosen schedule */
     size_t min_peak;        /* smallest peak any schedule searched reaches at this shape */
     long long recompute_flops;
-    int n_res, n_full, n_sel; /* slots of the chosen schedule */
+    long long recompute;    /* in the costs' unit (opcost_recompute); FLOPs without costs */
+    int n_res, n_full, n_sel; /* slots of the chosen schedule: residual, hi kind, lo kind */
+    int hi_kind, lo_kind;   /* the two tape kinds searched with (full, selective in FLOPs) */
     int family;             /* AutoFamily that produced it */
     int checkpoint_every;   /* AUTO_SEGMENTS: k; 0 otherwise */
 } AutoResult;
 
-/* The schedule with the least recomputed FLOPs whose planned peak fits
- * budget (ties: fewer bytes); when none fits, the smallest-peak schedule
- * (ties: less recompute) with fits = 0. The solver's DP up to
- * SOLVER_MAX_LAYERS layers, planner_auto_family past it. Writes the
- * schedule into *sched (caller frees). Returns 0, or -1 with a reason in
- * err (bad shape, out of memory, or an internal mismatch between the
- * search's bytes or FLOPs and planner_plan's or flops_recompute's). */
-int planner_auto(const PlanInput *in, size_t budget, Schedule *sched, AutoResult *res,
-                 char *err, size_t err_len);
+/* The schedule with the least recompute (FLOPs, or predicted time with
+ * measured costs) whose planned peak fits budget (ties: fewer bytes); when
+ * none fits, the smallest-peak schedule (ties: less recompute) with fits =
+ * 0. The solver's DP up to SOLVER_MAX_LAYERS layers, planner_auto_family
+ * past it. Writes the schedule into *sched (caller frees). Returns 0, or
+ * -1 with a reason in err (bad shape, out of memory, or an internal
+ * mismatch between the search's bytes or costs and planner_plan's or
+ * opcost_recompute's). */
+int planner_auto(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *sched,
+                 AutoResult *res, char *err, size_t err_len);
 /* The same over the restricted families only (AUTO_INPUTS_KEPT, then
  * AUTO_SEGMENTS), at any layer count: what planner_auto does past the
  * solver's limit, callable below it to compare with the DP. */
-int planner_auto_family(const PlanInput *in, size_t budget, Schedule *sched, AutoResult *res,
-                        char *err, size_t err_len);
+int planner_auto_family(const PlanInput *in, size_t budget, const OpCosts *costs,
+                        Schedule *sched, AutoResult *res, char *err, size_t err_len);
+/* Whether any schedule of the kinds hi and lo fits budget at in's shape
+ * (past the solver's limit: any of the families). */
+int planner_auto_fits(const PlanInput *in, size_t budget, int hi_kind, int lo_kind);
 
 /* One row of the --plan table. */
 typedef struct {
@@ -171,19 +184,23 @@ typedef struct {
     size_t stored, workspace, peak;
     long long recompute_flops, step_flops;
     double recompute_pct;   /* 100 * recompute_flops / step_flops */
+    long long step_ns;      /* predicted step (opcost_step) with measured costs; -1 without */
     int max_batch;          /* largest B (same T) whose peak fits the budget; 0 if none */
 } PlanRow;
 #define PLAN_NUM_ROWS 5     /* 0, selective, 1, 2, auto */
 
 /* Rows for modes 0, selective, 1, 2 (checkpoint_every k; 0 = default) and
- * auto at budget, each from planner_plan / planner_auto and flops.h. Past
+ * auto at budget, each from planner_plan / planner_auto and flops.h; with
+ * measured costs (NULL or FLOP costs: none) also the predicted time of a
+ * step of grad_accum micro-batches, and auto by time. Past
  * SOLVER_MAX_LAYERS the auto row is planner_auto_family's.
  * Returns 0, or -1 with a reason in err. */
 int planner_mode_rows(const PlanInput *in, size_t budget, int checkpoint_every,
-                      PlanRow rows[PLAN_NUM_ROWS], char *err, size_t err_len);
+                      const OpCosts *costs, int grad_accum, PlanRow rows[PLAN_NUM_ROWS],
+                      char *err, size_t err_len);
 /* Print the --plan table (the rows above). Returns 0, or -1 with err. */
 int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int checkpoint_every,
-                        char *err, size_t err_len);
+                        const OpCosts *costs, int grad_accum, char *err, size_t err_len);
 
 const char *planner_category_name(int cat);
 

@@ -1,7 +1,8 @@
-/* model/schedule.c — see schedule.h. */
+/* model/schedule.c — see schedule.h: building blocks, finalize, the
+ * validator, and describing a schedule. The generators are in
+ * schedule_build.c. */
 #include "schedule.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,148 +38,6 @@ int schedule_push(Schedule *s, int kind, int block, int in, int out, int tape)
     st->in_slot = in;
     st->out_slot = out;
     st->tape_slot = tape;
-    return 0;
-}
-
-/* The forward sweep shared by the simple modes: block l reads slot l and
- * writes x_{l+1} into slot l+1. */
-static void push_forward_sweep(Schedule *s, int tape_of_block_is_l)
-{
-    int L = s->num_layers;
-    for (int l = 0; l < L; l++)
-        schedule_push(s, STEP_FORWARD, l, l, l == L - 1 ? SLOT_FINAL : l + 1,
-                      tape_of_block_is_l ? l : 0);
-    s->n_forward = s->n_steps;
-}
-
-int schedule_default_checkpoint_every(int L)
-{
-    int k = (int)lround(sqrt((double)L));
-    return k < 1 ? 1 : k;
-}
-
-int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
-{
-    memset(s, 0, sizeof *s);
-    if (L < 1) {
-        snprintf(err, err_len, "schedule: need at least one layer (got %d)", L);
-        return -1;
-    }
-    if (mode == RECOMPUTE_SEGMENTS)
-        return schedule_build_segments(s, L, schedule_default_checkpoint_every(L), err, err_len);
-    if (mode == RECOMPUTE_AUTO) {
-        snprintf(err, err_len, "--recompute auto: the schedule depends on --memory-budget; "
-                               "build it with solver_schedule");
-        return -1;
-    }
-    if (mode != RECOMPUTE_NONE && mode != RECOMPUTE_BLOCK && mode != RECOMPUTE_SELECTIVE) {
-        snprintf(err, err_len,
-                 "--recompute: unknown mode %d (accepted: 0, 1, 2, selective, auto)", mode);
-        return -1;
-    }
-    int n_tape = mode == RECOMPUTE_BLOCK ? 1 : L;
-    if (schedule_init(s, mode, L, L, n_tape) != 0) {
-        snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
-        return -1;
-    }
-    s->n_res_stored = L;
-    if (mode == RECOMPUTE_BLOCK) {
-        /* Only x_l is kept; one workspace tape serves every block. */
-        s->n_tape_stored = 0;
-        push_forward_sweep(s, 0);
-        for (int l = L - 1; l >= 0; l--) {
-            schedule_push(s, STEP_FORWARD, l, l, SLOT_NONE, 0);
-            schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, 0);
-        }
-        return 0;
-    }
-    /* Modes 0 and selective: every x_l and every tape is kept from forward
-     * to backward; selective tapes leave out LN1, LN2 and GELU outputs. */
-    s->n_tape_stored = L;
-    if (mode == RECOMPUTE_SELECTIVE) memset(s->tape_kind, TAPE_SELECTIVE, (size_t)L);
-    push_forward_sweep(s, 1);
-    for (int l = L - 1; l >= 0; l--) schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, l);
-    return 0;
-}
-
-int schedule_build_segments(Schedule *s, int L, int k, char *err, size_t err_len)
-{
-    memset(s, 0, sizeof *s);
-    if (L < 1 || k < 1 || k > L) {
-        snprintf(err, err_len, "--checkpoint-every: must be in 1..%d (the layer count); got %d",
-                 L, k);
-        return -1;
-    }
-    /* Residual slots: [0, nseg) hold the checkpoints x_{jk} (stored);
-     * [nseg, nseg+k-1) hold x_{jk+1} .. x_{jk+k-1} of the segment being
-     * run (workspace). Tape slots: k workspace tapes, one per segment
-     * position, all written by the re-run. */
-    int nseg = (L + k - 1) / k;
-    if (schedule_init(s, RECOMPUTE_SEGMENTS, L, nseg + k - 1, k) != 0) {
-        snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
-        return -1;
-    }
-    s->checkpoint_every = k;
-    s->n_res_stored = nseg;
-    s->n_tape_stored = 0;
-    for (int j = 0; j < nseg; j++) {
-        int first = j * k, len = L - first < k ? L - first : k;
-        for (int i = 0; i < len; i++) {
-            int l = first + i;
-            int in = i == 0 ? j : nseg + i - 1;
-            int out = l == L - 1 ? SLOT_FINAL : i == len - 1 ? j + 1 : nseg + i;
-            schedule_push(s, STEP_FORWARD, l, in, out, 0);
-        }
-    }
-    s->n_forward = s->n_steps;
-    for (int j = nseg - 1; j >= 0; j--) {
-        int first = j * k, len = L - first < k ? L - first : k;
-        for (int i = 0; i < len; i++) {
-            int in = i == 0 ? j : nseg + i - 1;
-            int out = i == len - 1 ? SLOT_NONE : nseg + i;
-            schedule_push(s, STEP_FORWARD, first + i, in, out, i);
-        }
-        for (int i = len - 1; i >= 0; i--)
-            schedule_push(s, STEP_BACKWARD, first + i, i == 0 ? j : nseg + i - 1, SLOT_NONE, i);
-    }
-    return 0; /* 3L steps: schedule_init's capacity, so no push grew the array */
-}
-
-int schedule_build_inputs_kept(Schedule *s, int L, int n_full, int n_sel, char *err,
-                               size_t err_len)
-{
-    memset(s, 0, sizeof *s);
-    if (L < 1 || n_full < 0 || n_sel < 0 || n_full > L - n_sel) {
-        snprintf(err, err_len, "schedule: %d full and %d selective tapes do not fit %d layers",
-                 n_full, n_sel, L);
-        return -1;
-    }
-    /* Blocks [0, n_re) are re-forwarded, [n_re, n_re + n_sel) keep a
-     * selective tape, the rest a full one. Tape slot l - n_re holds block
-     * l's kept tape. Residual slot l holds x_l, as in mode 1. The
-     * re-forwarded blocks need one full tape, before the head (they run
-     * first) and after every kept tape's backward (they are the lowest):
-     * block L-1's slot when it keeps a full tape, so no workspace tape at
-     * all; else slot n_kept, dropped by finalize when unused. */
-    int n_kept = n_full + n_sel, n_re = L - n_kept, work = n_full > 0 ? n_kept - 1 : n_kept;
-    if (schedule_init(s, RECOMPUTE_AUTO, L, L, n_kept + 1) != 0) {
-        snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
-        return -1;
-    }
-    memset(s->tape_kind, TAPE_SELECTIVE, (size_t)n_sel);
-    for (int l = 0; l < L; l++)
-        schedule_push(s, STEP_FORWARD, l, l, l == L - 1 ? SLOT_FINAL : l + 1,
-                      l < n_re ? work : l - n_re);
-    s->n_forward = s->n_steps;
-    for (int l = L - 1; l >= 0; l--) {
-        if (l < n_re) schedule_push(s, STEP_FORWARD, l, l, SLOT_NONE, work);
-        schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, l < n_re ? work : l - n_re);
-    }
-    /* 2L + n_re <= 3L steps: schedule_init's capacity, so no push failed */
-    if (schedule_finalize(s, err, err_len) != 0) {
-        schedule_free(s);
-        return -1;
-    }
     return 0;
 }
 
@@ -318,7 +177,7 @@ int schedule_validate(const Schedule *s, char *err, size_t err_len)
         return -1;
     }
     for (int j = 0; j < s->n_tape_slots; j++)
-        if (s->tape_kind[j] != TAPE_FULL && s->tape_kind[j] != TAPE_SELECTIVE) {
+        if (s->tape_kind[j] >= TAPE_KINDS) {
             snprintf(err, err_len, "schedule: tape slot %d has unknown kind %d", j,
                      s->tape_kind[j]);
             return -1;
@@ -433,6 +292,26 @@ int schedule_count_tapes(const Schedule *s, int kind, int *stored)
     return n;
 }
 
+/* The kinds other than full and selective in s, in increasing order, as
+ * a bit set over the 128 kinds; their letters are 'A', 'B', ... in that
+ * order. */
+static void other_kinds(const Schedule *s, unsigned char used[TAPE_KINDS])
+{
+    memset(used, 0, TAPE_KINDS);
+    for (int j = 0; j < s->n_tape_slots; j++)
+        if (s->tape_kind[j] < TAPE_KINDS) used[s->tape_kind[j]] = 1;
+    used[TAPE_FULL] = used[TAPE_SELECTIVE] = 0;
+}
+
+static char kind_letter(const unsigned char used[TAPE_KINDS], int kind)
+{
+    if (kind == TAPE_FULL) return 'F';
+    if (kind == TAPE_SELECTIVE) return 'S';
+    int n = 0;
+    for (int k = 0; k < kind; k++) n += used[k];
+    return n < 26 ? (char)('A' + n) : '?';
+}
+
 char *schedule_describe(const Schedule *s, char *buf, size_t len)
 {
     int L = s->num_layers;
@@ -442,6 +321,8 @@ char *schedule_describe(const Schedule *s, char *buf, size_t len)
     char *rl = malloc((size_t)s->n_res_slots + 1), *tl = malloc((size_t)s->n_tape_slots + 1);
     int *rh = malloc(sizeof(int) * ((size_t)s->n_res_slots + 1));
     int *th = malloc(sizeof(int) * ((size_t)s->n_tape_slots + 1));
+    unsigned char used[TAPE_KINDS];
+    other_kinds(s, used);
     if (rl && tl && rh && th) {
         live_at_head(s, rl, tl);
         for (int i = 0; i < s->n_res_slots; i++) rh[i] = -1;
@@ -458,7 +339,7 @@ char *schedule_describe(const Schedule *s, char *buf, size_t len)
         for (int i = 0; i < s->n_res_slots; i++)
             if (rl[i] && rh[i] >= 0 && rh[i] < L) buf[rh[i]] = 'x';
         for (int j = 0; j < s->n_tape_slots; j++)
-            if (tl[j] && th[j] >= 0) buf[th[j]] = s->tape_kind[j] == TAPE_SELECTIVE ? 'S' : 'F';
+            if (tl[j] && th[j] >= 0) buf[th[j]] = kind_letter(used, s->tape_kind[j]);
         buf[L] = '\0';
     }
     free(rl), free(tl), free(rh), free(th);
@@ -468,16 +349,25 @@ char *schedule_describe(const Schedule *s, char *buf, size_t len)
 void schedule_print(FILE *f, const Schedule *s, int with_steps)
 {
     char *desc = malloc((size_t)s->num_layers + 1);
-    int sel_stored, sel = schedule_count_tapes(s, TAPE_SELECTIVE, &sel_stored);
+    int part = 0;
+    for (int j = 0; j < s->n_tape_slots; j++) part += s->tape_kind[j] != TAPE_FULL;
     fprintf(f, "schedule %s: %d layers, %d residual slots (%d stored), %d tape slots (%d stored, "
-               "%d selective), %d re-forwards\n",
+               "%d partial), %d re-forwards\n",
             schedule_mode_flag(s->mode), s->num_layers, s->n_res_slots, s->n_res_stored,
-            s->n_tape_slots, s->n_tape_stored, sel, schedule_reforwards(s));
+            s->n_tape_slots, s->n_tape_stored, part, schedule_reforwards(s));
     if (desc)
         fprintf(f, "  kept at the head, block 0..%d (F full tape, S selective, x input, - none):"
                    "\n    %s\n", s->num_layers - 1,
                 schedule_describe(s, desc, (size_t)s->num_layers + 1));
     free(desc);
+    unsigned char used[TAPE_KINDS];
+    other_kinds(s, used);
+    for (int k = 0; k < TAPE_KINDS; k++) {
+        char name[TAPE_TENSORS + 1];
+        if (used[k])
+            fprintf(f, "  %c: a tape of kind %s (keeps the tensors named, '-' dropped)\n",
+                    kind_letter(used, k), tape_kind_name(k, name));
+    }
     if (!with_steps) return;
     fprintf(f, "  steps (F block in>out tape; B block in tape; r = residual slot, t = tape slot):");
     for (int k = 0; k < s->n_steps; k++) {
@@ -497,36 +387,3 @@ void schedule_print(FILE *f, const Schedule *s, int with_steps)
     fprintf(f, "\n");
 }
 
-static const struct { const char *name; int mode; } MODE_FLAGS[] = {
-    {"0", RECOMPUTE_NONE}, {"1", RECOMPUTE_BLOCK}, {"2", RECOMPUTE_SEGMENTS},
-    {"selective", RECOMPUTE_SELECTIVE}, {"auto", RECOMPUTE_AUTO},
-};
-
-int schedule_parse_mode(const char *str, int *mode)
-{
-    for (size_t i = 0; i < sizeof MODE_FLAGS / sizeof MODE_FLAGS[0]; i++)
-        if (str && strcmp(str, MODE_FLAGS[i].name) == 0) {
-            *mode = MODE_FLAGS[i].mode;
-            return 0;
-        }
-    return -1;
-}
-
-const char *schedule_mode_flag(int mode)
-{
-    for (size_t i = 0; i < sizeof MODE_FLAGS / sizeof MODE_FLAGS[0]; i++)
-        if (MODE_FLAGS[i].mode == mode) return MODE_FLAGS[i].name;
-    return "?";
-}
-
-const char *schedule_mode_name(int mode)
-{
-    switch (mode) {
-    case RECOMPUTE_NONE: return "0 (store every block's tape)";
-    case RECOMPUTE_BLOCK: return "1 (store block inputs; re-forward each block in backward)";
-    case RECOMPUTE_SEGMENTS: return "2 (store every k-th block input; re-run segments taped)";
-    case RECOMPUTE_SELECTIVE: return "selective (store tapes without LayerNorm/GELU outputs)";
-    case RECOMPUTE_AUTO: return "auto (least recompute within the memory budget)";
-    default: return "unknown";
-    }
-}

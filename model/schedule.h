@@ -10,15 +10,18 @@
  *   residual slots  each holds one block input x_l, (B,T,C) activations.
  *                   Slots [0, n_res_stored) live from forward to backward
  *                   ("stored activations"); the rest are workspace.
- *   tape slots      each holds one block's internal tape. A FULL tape keeps
- *                   the LayerNorm outputs and stats, qkv, the attention
- *                   output and LSE, the mid-block residual and the MLP pre-
- *                   and post-GELU activations. A SELECTIVE tape keeps the
- *                   same minus the two LayerNorm outputs and the GELU output
- *                   (6C of 15C per token); a forward into it and a backward
- *                   from it compute those three, one at a time, in one
- *                   shared (B,T,4C) buffer. Slots [0, n_tape_stored) are
- *                   stored; the rest are workspace.
+ *   tape slots      each holds one block's internal tape, of a kind
+ *                   (model/tape.h): the subset of the block's seven
+ *                   tensors it drops. A FULL tape (kind 0) keeps them all:
+ *                   the LayerNorm outputs, qkv, the attention output and
+ *                   LSE, the mid-block residual and the MLP pre- and post-
+ *                   GELU activations. A SELECTIVE tape drops the two
+ *                   LayerNorm outputs and the GELU output (keeps 9C of 15C
+ *                   per token). Dropped tensors live in one tape workspace
+ *                   shared by every block while a forward or backward needs
+ *                   them; a backward rebuilds them from x_l and what its
+ *                   tape keeps. Slots [0, n_tape_stored) are stored; the
+ *                   rest are workspace.
  *   "Stored" means exactly: the slot's content at the loss head is read
  *   after it. schedule_validate checks the labels.
  * Steps:
@@ -38,16 +41,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "tape.h"
+
 typedef enum {
     RECOMPUTE_NONE = 0,      /* --recompute 0: every block keeps its full tape */
     RECOMPUTE_BLOCK = 1,     /* --recompute 1: keep x_l only; re-forward each block */
     RECOMPUTE_SEGMENTS = 2,  /* --recompute 2: x_l every k blocks; re-run segments taped */
     RECOMPUTE_SELECTIVE = 3, /* --recompute selective: every block keeps a selective tape */
-    RECOMPUTE_AUTO = 4,      /* --recompute auto: least recompute within a byte budget */
+    RECOMPUTE_AUTO = 4,      /* --recompute auto: least predicted time (or recompute) within a byte budget */
 } RecomputeMode;
 
 typedef enum { STEP_FORWARD = 0, STEP_BACKWARD = 1 } StepKind;
-typedef enum { TAPE_FULL = 0, TAPE_SELECTIVE = 1 } TapeKind;
 
 #define SLOT_NONE (-1)
 #define SLOT_FINAL (-2)
@@ -70,7 +74,7 @@ typedef struct {
     int n_forward;     /* steps before the loss head */
     int n_steps, cap_steps;
     ScheduleStep *steps;
-    unsigned char *tape_kind; /* TapeKind of each tape slot, n_tape_slots entries */
+    unsigned char *tape_kind; /* kind of each tape slot (tape.h: the tensors it drops) */
 } Schedule;
 
 /* Build the schedule for modes 0, 1, 2 (k = round(sqrt L)) and selective.
@@ -81,19 +85,19 @@ int schedule_build(Schedule *s, int mode, int num_layers, char *err, size_t err_
  * segment is re-run from its checkpoint with full tapes (k workspace tapes,
  * k-1 workspace inputs) and then back-propagated. 1 <= k <= L. */
 int schedule_build_segments(Schedule *s, int num_layers, int k, char *err, size_t err_len);
-/* The schedules --recompute auto searches past the solver's layer limit
- * (planner_auto_family in planner.h): every block input x_l is stored (L
- * residual slots, as in mode 1); the top n_full blocks keep a full tape,
- * the n_sel blocks below them a selective tape, and the lowest
- * L - n_full - n_sel blocks are re-forwarded in backward into one full
- * tape, as mode 1 does. That tape is block L-1's kept one when n_full > 0
- * (its backward runs before any re-forward, so the slot is free by then;
- * the solver finds the same sharing), else one workspace tape. n_full = L
- * is mode 0's program, n_sel = L selective's, n_full = n_sel = 0 mode 1's;
- * the mode is RECOMPUTE_AUTO in all. Finalized.
- * n_full, n_sel >= 0, n_full + n_sel <= L. */
-int schedule_build_inputs_kept(Schedule *s, int num_layers, int n_full, int n_sel, char *err,
-                               size_t err_len);
+/* The inputs-kept family --recompute auto searches (planner_auto_family
+ * in planner.h): every block input x_l is stored (L residual slots, as in
+ * mode 1); the top n_hi blocks keep a tape of kind hi, the n_lo blocks
+ * below them a tape of kind lo, and the lowest L - n_hi - n_lo blocks are
+ * re-forwarded in backward into one tape of kind hi, as mode 1 does. That
+ * tape is block L-1's kept one when n_hi > 0 (its backward runs before
+ * any re-forward, so the slot is free by then; the solver finds the same
+ * sharing), else one workspace tape. With hi full and lo selective:
+ * n_hi = L is mode 0's program, n_lo = L selective's, n_hi = n_lo = 0
+ * mode 1's; the mode is RECOMPUTE_AUTO in all. Finalized.
+ * n_hi, n_lo >= 0, n_hi + n_lo <= L; kinds in 0..TAPE_KINDS-1. */
+int schedule_build_inputs_kept(Schedule *s, int num_layers, int n_hi, int n_lo, int hi_kind,
+                               int lo_kind, char *err, size_t err_len);
 /* round(sqrt(L)), the default --checkpoint-every. */
 int schedule_default_checkpoint_every(int num_layers);
 void schedule_free(Schedule *s);
@@ -121,7 +125,9 @@ int schedule_count_tapes(const Schedule *s, int kind, int *stored);
 
 /* What the forward sweep leaves for each block at the loss head, one
  * character per block into buf (L+1 bytes): 'F' full tape, 'S' selective
- * tape, 'x' block input only, '-' nothing. Returns buf. */
+ * tape, 'A', 'B', ... a tape of another kind (in increasing kind order;
+ * schedule_print names them), 'x' block input only, '-' nothing.
+ * Returns buf. */
 char *schedule_describe(const Schedule *s, char *buf, size_t len);
 /* Print a summary (slots, re-forwards, what each block keeps) and, when
  * with_steps, the step program. */

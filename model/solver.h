@@ -1,9 +1,15 @@
 /* model/solver.h — the budgeted recompute schedule (--recompute auto).
  *
  * Owns: the dynamic program over the chain of blocks that finds, for a
- * number of residual slots, full tape slots and selective tape slots, the
- * schedule with the least forward work, and the choice of slot counts
- * whose planned bytes fit a budget.
+ * number of residual slots and tape slots of two kinds, the schedule with
+ * the least work, and the choice of slot counts whose planned bytes fit a
+ * budget. The two tape kinds (tape.h) are the caller's: "full" slots hold
+ * the larger kind (hi), "selective" slots the smaller (lo), whose
+ * backward rebuilds more. --recompute auto passes the full and selective
+ * tapes with FLOP costs, and with measured costs a pair of kinds from the
+ * frontier (planner_auto.c); the names below say full and selective.
+ * solver.c fills the tables, solver_emit.c picks slot counts and writes
+ * the schedule.
  *
  * Model (Griewank-Walther's revolve and Beaumont et al.'s rotor, with two
  * tape kinds, static slots, and tapes that may outlive their input). A
@@ -16,14 +22,16 @@
  *                 which can tape that block too.
  * Moves (all forwards after the first write their output, at cost fwd):
  *   base     n = 1. A: taped forward straight into its backward (fwd_last,
- *            + sel when only a selective slot is free). H: backward (0).
+ *            + the rebuild of the slot's kind: full, or selective when only
+ *            a selective slot is free). H: backward (0).
  *   advance  forward j blocks (1 <= j < n) through a free slot in place,
  *            taping into a free slot as scratch; solve the last n-j blocks
  *            from x_{s+j}, then the first j with the slot back (in H, also
  *            the held tape's slot, freed by that backward): A(j).
  *   keep     the same, but the j-th block's tape is kept in a free slot of
- *            kind k (+ sel for a selective one): the first j blocks are then
- *            H_k(j). j = 1 is rotor's "forward saving all activations".
+ *            kind k (+ the rebuild of kind k, paid by its backward later):
+ *            the first j blocks are then H_k(j). j = 1 is rotor's "forward
+ *            saving all activations".
  * An exhaustive search over every step program schedule_validate accepts
  * (tests/test_solver.c) finds nothing cheaper on small chains; without
  * the H problems (rotor's model, where a kept tape keeps its input) it
@@ -35,7 +43,7 @@
  * static (every arena is allocated up front), so a schedule's bytes are
  * planner_slots_total(n_res, n_full, n_sel) and the DP's optimum at those
  * counts is exactly the best schedule at that peak. Costs are integers
- * (FLOPs), so ties are exact. */
+ * (FLOPs or nanoseconds), so ties are exact. */
 #ifndef MODEL_SOLVER_H
 #define MODEL_SOLVER_H
 
@@ -46,14 +54,16 @@
 #include "schedule.h"
 
 #define SOLVER_INF LLONG_MAX
-/* The tables grow as 3*L^4/8 entries (54 MB at 64 layers) and the fill
- * as L^5 (0.3 s at 48 layers on one core). */
+/* The tables grow as 3*L^4/8 entries (54 MB at 64 layers), fewer when
+ * the budget caps the tape slots, and the fill as L^5. */
 #define SOLVER_MAX_LAYERS 64
 
 typedef struct {
     long long fwd;      /* a forward that writes x_{l+1} (advance or kept tape) */
     long long fwd_last; /* a taped forward right before its backward (out = SLOT_NONE) */
-    long long sel;      /* extra work of a backward from a selective tape */
+    long long sel;      /* extra work of a backward from a selective (lo) tape */
+    long long full;     /* extra work of a backward from a full (hi) tape: 0 <= full <= sel */
+    int full_kind, sel_kind; /* the tape kinds (tape.h) solver_schedule writes for them */
 } SolverCosts;
 
 typedef struct SolverTable SolverTable;
@@ -68,11 +78,13 @@ typedef struct SolverTable SolverTable;
 SolverTable *solver_table_build(int L, const SolverCosts *c, int cap_full, int cap_sel,
                                 char *err, size_t err_len);
 void solver_table_free(SolverTable *t);
+/* The costs and kinds the table was built with. */
+const SolverCosts *solver_table_costs(const SolverTable *t);
 
-/* opt(n, r, f, q): least forward work (counting the last block's forward
- * as fwd_last, see above) to back-propagate n blocks with r free residual
- * slots beyond the one holding the input, f full and q selective tape
- * slots; SOLVER_INF when impossible. With fwd = 1, fwd_last = 0, f = 1 and
+/* opt(n, r, f, q): least work (forwards, counting the last block's forward
+ * as fwd_last, see above, and rebuilds) to back-propagate n blocks with r
+ * free residual slots beyond the one holding the input, f full and q
+ * selective tape slots; SOLVER_INF when impossible. With fwd = 1, fwd_last = 0, f = 1 and
  * q = 0 this is revolve's count of untaped forwards for n steps and r
  * checkpoints. */
 long long solver_cost(const SolverTable *t, int n, int r, int f, int q);
@@ -80,7 +92,8 @@ long long solver_cost(const SolverTable *t, int n, int r, int f, int q);
 typedef struct {
     int n_res, n_full, n_sel;  /* slot counts */
     size_t bytes;              /* planner_slots_total at those counts */
-    long long recompute;       /* forward work beyond one sweep (flops_recompute's sum) */
+    long long recompute;       /* work beyond one sweep and L backwards (opcost_recompute's
+                                * sum: flops_recompute's in FLOPs) */
 } SolverChoice;
 
 /* The slot counts (within the table's caps) for a chain of num_layers
@@ -91,7 +104,8 @@ int solver_pick(const SolverTable *t, int num_layers, const PlanUnits *u, size_t
                 SolverChoice *out);
 
 /* Write the schedule the DP found at those counts (mode RECOMPUTE_AUTO,
- * finalized). Returns 0, or -1 with a reason in err. */
+ * finalized; tape kinds full_kind and sel_kind). Returns 0, or -1 with a
+ * reason in err. */
 int solver_schedule(const SolverTable *t, int num_layers, const SolverChoice *ch, Schedule *s,
                     char *err, size_t err_len);
 

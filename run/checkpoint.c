@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 #include "model/model_file.h"
 
 int ckpt_step_dir(char *out, size_t len, const char *dir, int step)
@@ -115,22 +115,41 @@ int ckpt_write_state(const char *step_dir, int rank, const RunState *st, uint64_
                            err_len);
 }
 
-typedef struct {
-    int step;
-    int complete;
-} SaveEntry;
-
 static int cmp_entry(const void *a, const void *b)
 {
-    int x = ((const SaveEntry *)a)->step, y = ((const SaveEntry *)b)->step;
+    int x = ((const CkptEntry *)a)->step, y = ((const CkptEntry *)b)->step;
     return (x > y) - (x < y);
 }
 
-/* The step folders under dir, sorted by step, each marked complete or not. */
-static int list_saves(const char *dir, SaveEntry **out, int *n, char *err, size_t err_len)
+/* Fill e for the step folder sd: complete or not, and who made it. */
+static void examine(const char *sd, int step, CkptEntry *e)
+{
+    memset(e, 0, sizeof *e);
+    e->step = step;
+    CkptManifest man;
+    char why[sizeof e->note - 64];
+    e->complete = ckpt_read_manifest(sd, &man, why, sizeof why) == 0;
+    if (e->complete && man.step != step) {
+        io_err(e->note, sizeof e->note, "its manifest says step %d", man.step);
+        e->complete = 0;
+    } else if (e->complete) {
+        e->has_identity = man.has_identity;
+        e->id = man.id;
+    } else {
+        char mp[4400];
+        io_err(mp, sizeof mp, "%s/%s", sd, CKPT_MANIFEST);
+        if (access(mp, F_OK) == 0) /* a manifest that exists but is bad: worth a note */
+            io_err(e->note, sizeof e->note, "%s", why);
+    }
+    if (e->complete) ckpt_manifest_free(&man);
+}
+
+int ckpt_list(const char *dir, CkptEntry **out, int *n, char *err, size_t err_len)
 {
     *out = NULL;
     *n = 0;
+    struct stat st;
+    if (stat(dir, &st) != 0 && errno == ENOENT) return 0;
     DIR *d = opendir(dir);
     if (!d) {
         io_err(err, err_len, "%s: cannot list the checkpoint folder: %s", dir, strerror(errno));
@@ -143,47 +162,32 @@ static int list_saves(const char *dir, SaveEntry **out, int *n, char *err, size_
         if (step < 0) continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
-            SaveEntry *grown = realloc(*out, sizeof(SaveEntry) * (size_t)cap);
+            CkptEntry *grown = realloc(*out, sizeof(CkptEntry) * (size_t)cap);
             if (!grown) {
                 closedir(d);
                 free(*out);
                 *out = NULL;
+                *n = 0;
                 io_err(err, err_len, "%s: out of host memory", dir);
                 return -1;
             }
             *out = grown;
         }
-        char sd[4300], why[512];
+        char sd[4300];
         io_err(sd, sizeof sd, "%s/%s", dir, e->d_name);
-        CkptManifest man;
-        int complete = ckpt_read_manifest(sd, &man, why, sizeof why) == 0;
-        if (complete && man.step != step) {
-            fprintf(stderr, "note: skipping %s: its manifest says step %d\n", sd, man.step);
-            complete = 0;
-        } else if (!complete && access(sd, F_OK) == 0) {
-            char mp[4400];
-            io_err(mp, sizeof mp, "%s/%s", sd, CKPT_MANIFEST);
-            if (access(mp, F_OK) == 0) /* a manifest that exists but is bad: say so */
-                fprintf(stderr, "note: skipping %s: %s\n", sd, why);
-        }
-        if (complete) ckpt_manifest_free(&man);
-        (*out)[*n].step = step;
-        (*out)[*n].complete = complete;
-        (*n)++;
+        examine(sd, step, &(*out)[(*n)++]);
     }
     closedir(d);
-    if (*n > 1) qsort(*out, (size_t)*n, sizeof(SaveEntry), cmp_entry);
+    if (*n > 1) qsort(*out, (size_t)*n, sizeof(CkptEntry), cmp_entry);
     return 0;
 }
 
 int ckpt_find_latest(const char *dir, char *out, size_t len, int *step, char *err,
                      size_t err_len)
 {
-    SaveEntry *saves;
+    CkptEntry *saves;
     int n;
-    struct stat st;
-    if (stat(dir, &st) != 0 && errno == ENOENT) return 0;
-    if (list_saves(dir, &saves, &n, err, err_len) != 0) return -1;
+    if (ckpt_list(dir, &saves, &n, err, err_len) != 0) return -1;
     int found = 0;
     for (int i = n - 1; i >= 0 && !found; i--)
         if (saves[i].complete) {
@@ -195,24 +199,69 @@ int ckpt_find_latest(const char *dir, char *out, size_t len, int *step, char *er
     return found;
 }
 
-/* Keep the newest `keep` complete saves; delete older complete ones and
- * every incomplete folder older than the newest complete save. Failures
- * here only cost disk space: they are reported, not fatal. */
-static void prune(const char *dir, int keep)
+/* A save of the run `id` (NULL: of any run), or one made before saves
+ * carried an identity. */
+static int same_run(const CkptEntry *e, const CkptIdentity *id)
 {
-    SaveEntry *saves;
+    return !id || !e->has_identity || e->id.run_id == id->run_id;
+}
+
+int ckpt_read_bad_steps(const char *step_dir, int64_t *bad_steps, char *err, size_t err_len)
+{
+    char p[4300];
+    RunStateInfo info;
+    io_err(p, sizeof p, "%s/state_r00000.bin", step_dir);
+    if (run_state_read_info(p, &info, err, err_len) != 0) return -1;
+    *bad_steps = info.st.bad_steps;
+    return 0;
+}
+
+/* Index in saves[] of the rollback point of run id, or -1. */
+static int rollback_index(const char *dir, const CkptEntry *saves, int n, const CkptIdentity *id)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        if (!saves[i].complete || !same_run(&saves[i], id)) continue;
+        char sd[4300], why[512];
+        int64_t bad;
+        ckpt_step_dir(sd, sizeof sd, dir, saves[i].step);
+        if (ckpt_read_bad_steps(sd, &bad, why, sizeof why) == 0 && bad == 0) return i;
+    }
+    return -1;
+}
+
+int ckpt_find_rollback(const char *dir, const CkptIdentity *id, int *step)
+{
+    CkptEntry *saves;
     int n;
     char err[512];
-    if (list_saves(dir, &saves, &n, err, sizeof err) != 0) {
+    if (ckpt_list(dir, &saves, &n, err, sizeof err) != 0) return 0;
+    int i = rollback_index(dir, saves, n, id);
+    if (i >= 0) *step = saves[i].step;
+    free(saves);
+    return i >= 0;
+}
+
+/* Keep the newest `keep` complete saves of run id and its rollback point;
+ * delete its older complete ones and every incomplete folder older than
+ * the newest complete save. Another run's saves are never touched.
+ * Failures here only cost disk space: they are reported, not fatal. */
+static void prune(const char *dir, int keep, const CkptIdentity *id)
+{
+    CkptEntry *saves;
+    int n;
+    char err[512];
+    if (ckpt_list(dir, &saves, &n, err, sizeof err) != 0) {
         fprintf(stderr, "warning: not deleting old saves: %s\n", err);
         return;
     }
     int kept = 0, newest_complete = -1;
+    int rollback = keep > 0 ? rollback_index(dir, saves, n, id) : -1;
     for (int i = n - 1; i >= 0; i--) {
         int del;
         if (saves[i].complete) {
             if (newest_complete < 0) newest_complete = saves[i].step;
-            del = keep > 0 && ++kept > keep;
+            if (!same_run(&saves[i], id)) continue;
+            del = keep > 0 && ++kept > keep && i != rollback;
         } else {
             del = newest_complete >= 0; /* older than a complete save: debris of a crash */
         }
@@ -225,16 +274,28 @@ static void prune(const char *dir, int keep)
     free(saves);
 }
 
+static void put_hex(cJSON *obj, const char *key, uint64_t v)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v);
+    cJSON_AddStringToObject(obj, key, hex);
+}
+
 int ckpt_commit(const char *dir, const char *step_dir, int step, int world_size,
-                const CkptFile *files, int n_files, int keep, char *err, size_t err_len)
+                const CkptFile *files, int n_files, int keep, const CkptIdentity *id,
+                char *err, size_t err_len)
 {
     /* Everything the manifest lists must be durable before it exists. */
     if (io_sync_dir(step_dir, err, err_len) != 0) return -1;
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
     cJSON_AddStringToObject(root, "format", "train_gpt checkpoint");
-    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddNumberToObject(root, "version", id ? 2 : 1);
     cJSON_AddNumberToObject(root, "step", step);
     cJSON_AddNumberToObject(root, "world_size", world_size);
+    if (id) {
+        put_hex(root, "run_id", id->run_id);
+        put_hex(root, "config_hash", id->config_hash);
+    }
     for (int i = 0; i < n_files; i++) {
         cJSON *f = cJSON_CreateObject();
         cJSON_AddStringToObject(f, "name", files[i].name);
@@ -261,13 +322,13 @@ int ckpt_commit(const char *dir, const char *step_dir, int step, int world_size,
     cJSON_free(text);
     if (rc == 0) rc = io_commit(&w, err, err_len);
     if (rc == 0) rc = io_sync_dir(step_dir, err, err_len);
-    if (rc == 0) prune(dir, keep);
+    if (rc == 0) prune(dir, keep, id);
     return rc;
 }
 
-int ckpt_save(const char *dir, int step, int keep, const GPTConfig *cfg, const float *params,
-              const RunState *st, uint64_t num_params, const float *m, const float *v,
-              char *step_dir, size_t len, char *err, size_t err_len)
+int ckpt_save(const char *dir, int step, int keep, const CkptIdentity *id, const GPTConfig *cfg,
+              const float *params, const RunState *st, uint64_t num_params, const float *m,
+              const float *v, char *step_dir, size_t len, char *err, size_t err_len)
 {
     CkptFile files[2];
     int delay = io_test_save_delay_ms();
@@ -278,7 +339,7 @@ int ckpt_save(const char *dir, int step, int keep, const GPTConfig *cfg, const f
                          err_len) != 0)
         return -1;
     if (delay) io_sleep_ms(delay);
-    return ckpt_commit(dir, step_dir, step, 1, files, 2, keep, err, err_len);
+    return ckpt_commit(dir, step_dir, step, 1, files, 2, keep, id, err, err_len);
 }
 
 int ckpt_load_model(const char *step_dir, const CkptManifest *man, GPTConfig *cfg,
@@ -336,6 +397,23 @@ int ckpt_load_state(const char *step_dir, const CkptManifest *man, RunState *st,
         io_err(err, err_len, "%s: the state files hold %llu of the %llu optimizer elements "
                  "asked for", step_dir, (unsigned long long)covered, (unsigned long long)count);
         return -1;
+    }
+    return 0;
+}
+
+int ckpt_verify(const char *step_dir, const CkptManifest *man, char *err, size_t err_len)
+{
+    for (int i = 0; i < man->n_files; i++) {
+        char p[4300];
+        uint64_t bytes;
+        uint32_t crc;
+        io_err(p, sizeof p, "%s/%s", step_dir, man->files[i].name);
+        if (io_file_crc(p, &bytes, &crc, err, err_len) != 0) return -1;
+        if (bytes != man->files[i].bytes || crc != man->files[i].crc) {
+            io_err(err, err_len, "%s: %s differs from the manifest (corrupt file)", p,
+                   bytes != man->files[i].bytes ? "size" : "crc32");
+            return -1;
+        }
     }
     return 0;
 }

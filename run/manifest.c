@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "fileio.h"
+#include "base/fileio.h"
 
 void ckpt_manifest_free(CkptManifest *man)
 {
@@ -26,6 +26,21 @@ static int get_int(const cJSON *obj, const char *key, double lo, double hi, doub
     double d = it->valuedouble;
     if (!isfinite(d) || d != floor(d) || d < lo || d > hi) return -1;
     *out = d;
+    return 0;
+}
+
+/* A 16-digit lowercase hex string -> *out. */
+static int get_hex64(const cJSON *obj, const char *key, uint64_t *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsString(it) || strlen(it->valuestring) != 16) return -1;
+    uint64_t v = 0;
+    for (const char *c = it->valuestring; *c; c++) {
+        int d = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+        if (d < 0) return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
     return 0;
 }
 
@@ -52,8 +67,15 @@ int ckpt_parse_manifest(const char *text, size_t len, const char *what, CkptMani
         io_err(err, err_len, "%s: \"format\" is not \"train_gpt checkpoint\"", what);
         goto out;
     }
-    if (get_int(root, "version", 1, 1, &version) != 0) {
-        io_err(err, err_len, "%s: unsupported or missing \"version\" (this build reads 1)", what);
+    if (get_int(root, "version", 1, 2, &version) != 0) {
+        io_err(err, err_len, "%s: unsupported or missing \"version\" (this build reads 1 and 2)",
+               what);
+        goto out;
+    }
+    if (version == 2 && (get_hex64(root, "run_id", &man->id.run_id) != 0 ||
+                         get_hex64(root, "config_hash", &man->id.config_hash) != 0)) {
+        io_err(err, err_len, "%s: \"run_id\" or \"config_hash\" missing or not 16 lowercase "
+               "hex digits (a version 2 manifest has both)", what);
         goto out;
     }
     if (get_int(root, "step", 0, 2147483647.0, &step) != 0) {
@@ -97,6 +119,8 @@ int ckpt_parse_manifest(const char *text, size_t len, const char *what, CkptMani
     }
     man->step = (int)step;
     man->world_size = (int)world;
+    man->version = (int)version;
+    man->has_identity = version == 2;
     man->n_files = n;
     rc = 0;
 out:

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 
 #define MAGIC "TGPTSTAT"
 #define VERSION 1
@@ -23,10 +23,12 @@ typedef struct {
     int type, cls;
     size_t offset;
     const char *label; /* in messages; NULL = "--name" */
+    int optional;      /* added after version 1's first files: 0 when absent */
 } Field;
 
-#define F(name, type, cls, field) {name, type, cls, offsetof(RunState, field), NULL}
-#define FL(name, type, cls, field, label) {name, type, cls, offsetof(RunState, field), label}
+#define F(name, type, cls, field) {name, type, cls, offsetof(RunState, field), NULL, 0}
+#define FL(name, type, cls, field, label) {name, type, cls, offsetof(RunState, field), label, 0}
+#define FOPT(name, type, cls, field) {name, type, cls, offsetof(RunState, field), NULL, 1}
 static const Field FIELDS[] = {
     F("layers", T_I64, STRICT, layers), F("channels", T_I64, STRICT, channels),
     F("heads", T_I64, STRICT, heads), F("vocab", T_I64, STRICT, vocab),
@@ -50,6 +52,7 @@ static const Field FIELDS[] = {
     F("bad-steps", T_I64, PROGRESS, bad_steps), F("epoch", T_U64, PROGRESS, epoch),
     F("shard-pos", T_I64, PROGRESS, shard_pos), F("window-pos", T_I64, PROGRESS, window_pos),
     F("sample-rng", T_U64, PROGRESS, sample_rng), F("rank", T_I64, PROGRESS, rank),
+    FOPT("run-id", T_U64, PROGRESS, run_id),
 };
 #define NUM_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
 
@@ -229,7 +232,7 @@ int run_state_read_info(const char *path, RunStateInfo *info, char *err, size_t 
         /* Entries this version does not know are skipped. */
     }
     for (int k = 0; k < NUM_FIELDS; k++)
-        if (!seen[k]) {
+        if (!seen[k] && !FIELDS[k].optional) {
             io_err(err, err_len, "%s: entry '%s' is missing", path, FIELDS[k].name);
             goto out;
         }
@@ -339,4 +342,18 @@ int run_state_compare(const RunState *saved, const RunState *now, char *err, siz
             append(notes, notes_len, "had", f, a, b);
     }
     return err[0] ? -1 : 0;
+}
+
+uint64_t run_state_config_hash(const RunState *st)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the strict fields' 8 bytes each */
+    for (int i = 0; i < NUM_FIELDS; i++) {
+        if (FIELDS[i].cls != STRICT) continue;
+        uint64_t v = field_bits(st, &FIELDS[i]);
+        for (int b = 0; b < 8; b++) {
+            h ^= (v >> (8 * b)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
 }

@@ -19,7 +19,9 @@
  *     u8 type (1 int64, 2 float64, 3 uint64), 8 value bytes;
  *   then A arrays of `count` fp32 values.
  * A reader checks the size, both checksums, every count against the file
- * size (without overflow) and that each entry it needs is present once. */
+ * size (without overflow) and that each entry it needs is present once.
+ * Entries a reader does not know are skipped, and entries added later
+ * ("run-id") read as 0 when absent, so files stay readable both ways. */
 #ifndef RUN_RUN_STATE_H
 #define RUN_RUN_STATE_H
 
@@ -45,6 +47,7 @@ typedef struct {
     int64_t shard_pos, window_pos;
     uint64_t sample_rng; /* the sampler's RNG (--sample-every), model/sample.h */
     int64_t rank;      /* the rank that wrote this file */
+    uint64_t run_id;   /* the run's identity (checkpoint.h); 0 in files older than it */
 } RunState;
 
 typedef struct {
@@ -80,5 +83,9 @@ int run_state_read_range(const char *path, const RunStateInfo *info, uint64_t wa
  * the harmless differences (recompute, loss-chunk, steps) in notes. */
 int run_state_compare(const RunState *saved, const RunState *now, char *err, size_t err_len,
                       char *notes, size_t notes_len);
+
+/* A hash of the fields that must match to resume (the strict ones): the
+ * configuration's identity, recorded in each save's manifest. */
+uint64_t run_state_config_hash(const RunState *st);
 
 #endif

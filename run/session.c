@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "dist/dist.h"
-#include "fileio.h"
+#include "distributed/dist.h"
+#include "base/fileio.h"
 
 /* "3", "3,7", "4-9,12": 1-based steps. */
 static int parse_nan_steps(RunSession *s, const char *v, char *err, size_t err_len)
@@ -43,59 +43,59 @@ bad:
     return -1;
 }
 
-/* Create and remove a file in dir: permissions, read-only mounts, a full
- * inode table all show up here rather than at the first save. */
-static int probe_writable(const char *dir, char *err, size_t err_len)
+/* "RANK:STEP:SECONDS". */
+static int parse_stall(RunSession *s, const char *v, char *err, size_t err_len)
 {
-    char p[4200];
-    io_err(p, sizeof p, "%s/.train_gpt_write_test.%ld", dir, (long)getpid());
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        io_err(err, err_len, "--checkpoint-dir %s: cannot write there: %s", dir,
-                 strerror(errno));
+    int used = 0;
+    if (sscanf(v, "%d:%d:%d%n", &s->stall_rank, &s->stall_step, &s->stall_s, &used) != 3 ||
+        v[used] || s->stall_rank < 0 || s->stall_step < 1 || s->stall_s < 0) {
+        io_err(err, err_len, "TRAIN_GPT_TEST_STALL=%s: expected RANK:STEP:SECONDS", v);
         return -1;
     }
-    close(fd);
-    unlink(p);
     return 0;
 }
 
-int session_init(RunSession *s, const TrainOptions *o, const Dist *d, char *err,
+int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
                  size_t err_len)
 {
     memset(s, 0, sizeof *s);
+    s->cfg = *c;
     s->last_saved = -1;
     s->rank = d->rank;
     s->world_size = d->world;
-    s->zero = o->zero;
+    s->lock.fd = -1;
+    s->resumed.step = -1;
     const char *nan = getenv("TRAIN_GPT_TEST_NAN_STEP");
     if (nan && *nan && parse_nan_steps(s, nan, err, err_len) != 0) return -1;
-    if (o->resume && !o->resume_path && !o->checkpoint_dir) {
+    const char *stall = getenv("TRAIN_GPT_TEST_STALL");
+    if (stall && *stall && parse_stall(s, stall, err, err_len) != 0) return -1;
+    if (c->resume && !c->resume_path && !c->checkpoint_dir) {
         io_err(err, err_len, "--resume: needs --checkpoint-dir DIR (or --resume=DIR)");
         return -1;
     }
-    if (o->save_every > 0 && !o->checkpoint_dir && !o->resume_path) {
+    if (c->save_every > 0 && !c->checkpoint_dir && !c->resume_path) {
         io_err(err, err_len, "--save-every: needs --checkpoint-dir DIR");
         return -1;
     }
-    if (o->resume_path) { /* an explicit save to resume must exist: never create it */
+    if (c->resume_path) { /* an explicit save to resume must exist: never create it */
         struct stat st;
-        int missing = stat(o->resume_path, &st) != 0;
+        int missing = stat(c->resume_path, &st) != 0;
         if (missing || !S_ISDIR(st.st_mode)) {
-            io_err(err, err_len, "--resume=%s: %s", o->resume_path,
+            io_err(err, err_len, "--resume=%s: %s", c->resume_path,
                    missing ? strerror(errno) : "not a folder");
             return -1;
         }
     }
-    const char *dir = o->checkpoint_dir;
+    const char *dir = c->checkpoint_dir;
     char parent[4096];
-    if (!dir && o->resume_path) {
+    if (!dir && c->resume_path) {
         /* Saves continue where the resumed save lives: the folder itself, or
          * the parent of a step_N folder. */
         char mp[4200];
         struct stat st;
-        io_err(mp, sizeof mp, "%s/%s", o->resume_path, CKPT_MANIFEST);
-        io_err(parent, sizeof parent, "%s", o->resume_path);
+        io_err(mp, sizeof mp, "%s/%s", c->resume_path, CKPT_MANIFEST);
+        io_err(parent, sizeof parent, "%s", c->resume_path);
+        for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--) parent[n - 1] = 0;
         if (stat(mp, &st) == 0) {
             char *slash = strrchr(parent, '/');
             if (slash && slash != parent) *slash = 0;
@@ -109,41 +109,31 @@ int session_init(RunSession *s, const TrainOptions *o, const Dist *d, char *err,
         return -1;
     }
     snprintf(s->dir, sizeof s->dir, "%s", dir);
-    char why[4400];
-    if (io_mkdirs(dir, why, sizeof why) != 0) {
-        io_err(err, err_len, "--checkpoint-dir %s: %s", dir, why);
+    /* The folder itself is made here; its parent must exist, so a typo in
+     * the path fails now instead of growing a tree somewhere unexpected. */
+    char why[4400], up[4096];
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        io_dirname(dir, up, sizeof up);
+        if (io_probe_writable(up, why, sizeof why) != 0) {
+            io_err(err, err_len, "--checkpoint-dir %s: its parent folder must exist and be "
+                   "writable: %s", dir, why);
+            return -1;
+        }
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            io_err(err, err_len, "--checkpoint-dir %s: cannot create: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    if (io_probe_writable(dir, why, sizeof why) != 0) {
+        io_err(err, err_len, "--checkpoint-dir %s", why);
         return -1;
     }
-    return probe_writable(dir, err, err_len);
-}
-
-int session_locate(RunSession *s, const TrainOptions *o, char *save_dir, size_t len, char *err,
-                   size_t err_len)
-{
-    if (!o->resume) return 0;
-    int step;
-    if (o->resume_path) {
-        char mp[4200];
-        struct stat st;
-        io_err(mp, sizeof mp, "%s/%s", o->resume_path, CKPT_MANIFEST);
-        if (stat(mp, &st) == 0) { /* a step folder */
-            io_err(save_dir, len, "%s", o->resume_path);
-            return 1;
-        }
-        int r = ckpt_find_latest(o->resume_path, save_dir, len, &step, err, err_len);
-        if (r == 0)
-            io_err(err, err_len, "--resume=%s: no complete save there (a save is a step_N "
-                     "folder with a COMPLETE manifest)", o->resume_path);
-        return r == 1 ? 1 : -1;
-    }
-    int r = ckpt_find_latest(s->dir, save_dir, len, &step, err, err_len);
-    if (r == 0)
-        printf("resume: no complete save in %s yet: starting a new run\n", s->dir);
-    return r;
+    return c->exclusive && s->rank == 0 ? own_lock(&s->lock, dir, err, err_len) : 0;
 }
 
 /* FNV-1a over the shard count and each shard's token count. */
-static uint64_t data_fingerprint(const Loader *ld)
+uint64_t session_data_fingerprint(const Loader *ld)
 {
     uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < ld->num_shards; i++) {
@@ -156,7 +146,7 @@ static uint64_t data_fingerprint(const Loader *ld)
     return h;
 }
 
-void session_fill_state(const RunSession *s, const TrainOptions *o, const GPTConfig *cfg,
+void session_fill_state(const RunSession *s, const GPTConfig *cfg,
                         const Loader *ld, int step, int adam_t, int bad_steps, RunState *st)
 {
     memset(st, 0, sizeof *st);
@@ -166,27 +156,27 @@ void session_fill_state(const RunSession *s, const TrainOptions *o, const GPTCon
     st->vocab = cfg->vocab_size;
     st->padded_vocab = cfg->padded_vocab;
     st->max_seq_len = cfg->max_seq_len;
-    st->batch = o->batch;
-    st->seq_len = o->seq_len;
-    st->grad_accum = o->grad_accum;
+    st->batch = s->cfg.batch;
+    st->seq_len = s->cfg.seq_len;
+    st->grad_accum = s->cfg.grad_accum;
     st->world_size = s->world_size;
-    st->zero = s->zero;
-    st->shuffle = o->shuffle;
-    st->lr_schedule = o->lr_schedule;
-    st->warmup = o->warmup;
-    st->seed = o->seed;
-    st->lr = o->lr;
-    st->lr_min_frac = o->lr_min_frac;
-    st->beta1 = o->beta1;
-    st->beta2 = o->beta2;
-    st->eps = o->eps;
-    st->weight_decay = o->weight_decay;
-    st->grad_clip = o->grad_clip;
+    st->zero = s->cfg.zero;
+    st->shuffle = s->cfg.shuffle;
+    st->lr_schedule = s->cfg.lr_schedule;
+    st->warmup = s->cfg.warmup;
+    st->seed = s->cfg.seed;
+    st->lr = s->cfg.lr;
+    st->lr_min_frac = s->cfg.lr_min_frac;
+    st->beta1 = s->cfg.beta1;
+    st->beta2 = s->cfg.beta2;
+    st->eps = s->cfg.eps;
+    st->weight_decay = s->cfg.weight_decay;
+    st->grad_clip = s->cfg.grad_clip;
     st->num_shards = ld->num_shards;
-    st->data_fingerprint = data_fingerprint(ld);
-    st->recompute = o->recompute;
-    st->loss_chunk = o->loss_chunk;
-    st->total_steps = o->steps;
+    st->data_fingerprint = session_data_fingerprint(ld);
+    st->recompute = s->cfg.recompute;
+    st->loss_chunk = s->cfg.loss_chunk;
+    st->total_steps = s->cfg.steps;
     st->step = step;
     st->adam_t = adam_t;
     st->bad_steps = bad_steps;
@@ -194,9 +184,10 @@ void session_fill_state(const RunSession *s, const TrainOptions *o, const GPTCon
     st->shard_pos = ld->shard_pos;
     st->window_pos = ld->window_pos;
     st->rank = s->rank;
+    st->run_id = s->run_id;
 }
 
-int session_resume(RunSession *s, const TrainOptions *o, const char *save_dir, GPT *g,
+int session_resume(RunSession *s, const char *save_dir, GPT *g,
                    Loader *ld, SampleRng *rng, int *step, int *bad_steps, char *err,
                    size_t err_len)
 {
@@ -224,16 +215,24 @@ int session_resume(RunSession *s, const TrainOptions *o, const char *save_dir, G
     RunState saved, now;
     if (ckpt_load_state(save_dir, &man, &saved, np, g->opt_begin, cnt, m, v, why, sizeof why) != 0)
         goto fail;
-    session_fill_state(s, o, &g->cfg, ld, 0, 0, 0, &now);
+    /* Files of two runs in one folder (a save overwritten by another run)
+     * can each be intact: the run id ties the state to the manifest. */
+    if (man.has_identity && saved.run_id && saved.run_id != man.id.run_id) {
+        io_err(why, sizeof why, "%s: its state files are run %016llx's, its manifest run "
+               "%016llx's (files of two runs mixed)", save_dir,
+               (unsigned long long)saved.run_id, (unsigned long long)man.id.run_id);
+        goto fail;
+    }
+    session_fill_state(s, &g->cfg, ld, 0, 0, 0, &now);
     char notes[1024];
     if (run_state_compare(&saved, &now, why, sizeof why, notes, sizeof notes) != 0) {
         io_err(err, err_len, "cannot resume from %s: the configuration differs: %s", save_dir,
                  why);
         goto out;
     }
-    if (saved.step > o->steps) {
+    if (saved.step > s->cfg.steps) {
         io_err(err, err_len, "cannot resume from %s: it is at step %lld, beyond --steps %d "
-                 "(--steps is the run's total)", save_dir, (long long)saved.step, o->steps);
+                 "(--steps is the run's total)", save_dir, (long long)saved.step, s->cfg.steps);
         goto out;
     }
     if (saved.adam_t < 0 || saved.adam_t > saved.step || saved.bad_steps < 0 ||
@@ -245,17 +244,6 @@ int session_resume(RunSession *s, const TrainOptions *o, const char *save_dir, G
     if (loader_seek(ld, saved.epoch, (int)saved.shard_pos, (long)saved.window_pos, why,
                     sizeof why) != 0)
         goto fail;
-    /* Resuming an older save into a folder that holds newer ones would mix
-     * two timelines (and --resume would later pick the abandoned one). */
-    char newer[4200];
-    int newest;
-    if (s->dir[0] && ckpt_find_latest(s->dir, newer, sizeof newer, &newest, why, sizeof why) == 1 &&
-        newest > saved.step) {
-        io_err(err, err_len, "cannot resume from %s: %s holds a newer save (%s); move it away or "
-               "pass another --checkpoint-dir, so the two runs' saves do not mix", save_dir,
-               s->dir, newer);
-        goto out;
-    }
     if (notes[0]) printf("note: resuming with a changed setting: %s\n", notes);
     gpt_set_params(g, params);
     g->be->ops->mem_upload(g->be, g->m, m, cnt * sizeof(float));
@@ -280,10 +268,10 @@ out:
     return rc;
 }
 
-int session_save_due(const RunSession *s, const TrainOptions *o, int step)
+int session_save_due(const RunSession *s, int step)
 {
     if (!s->dir[0] || step == s->last_saved) return 0;
-    return (o->save_every > 0 && step % o->save_every == 0) || step == o->steps;
+    return (s->cfg.save_every > 0 && step % s->cfg.save_every == 0) || step == s->cfg.steps;
 }
 
 static double now_ms(void)
@@ -296,7 +284,7 @@ static double now_ms(void)
 /* -1 on every rank when rc != 0 on any (a collective: all ranks call it). */
 static int agree(Dist *d, int rc) { return dist_mean(d, rc != 0 ? 1.0 : 0.0) > 0 ? -1 : 0; }
 
-int session_save(RunSession *s, const TrainOptions *o, GPT *g, Dist *d, const Loader *ld,
+int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
                  const SampleRng *rng, int step, int bad_steps, char *err, size_t err_len)
 {
     if (!s->dir[0] || step == s->last_saved) return 0;
@@ -316,7 +304,7 @@ int session_save(RunSession *s, const TrainOptions *o, GPT *g, Dist *d, const Lo
     g->be->ops->mem_download(g->be, m, g->m, cnt * sizeof(float));
     g->be->ops->mem_download(g->be, v, g->v, cnt * sizeof(float));
     RunState st;
-    session_fill_state(s, o, &g->cfg, ld, step, g->adam_t, bad_steps, &st);
+    session_fill_state(s, &g->cfg, ld, step, g->adam_t, bad_steps, &st);
     st.sample_rng = rng->state;
     /* 1. rank 0 makes the folder; 2. every rank writes its state file, rank
      * 0 model.bin; 3. rank 0 lists them all in COMPLETE. */
@@ -338,9 +326,11 @@ int session_save(RunSession *s, const TrainOptions *o, GPT *g, Dist *d, const Lo
             io_err(fp, sizeof fp, "%s/%s", step_dir, files[r + 1].name);
             rc = io_file_crc(fp, &files[r + 1].bytes, &files[r + 1].crc, why, sizeof why);
         }
-        if (rc == 0)
-            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1, o->keep, why,
-                             sizeof why);
+        if (rc == 0) {
+            CkptIdentity id = {s->run_id, run_state_config_hash(&st)};
+            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1, s->cfg.keep, &id,
+                             why, sizeof why);
+        }
     }
     if (agree(d, rc) != 0) goto out;
     s->last_saved = step;
@@ -348,9 +338,17 @@ int session_save(RunSession *s, const TrainOptions *o, GPT *g, Dist *d, const Lo
            (np + 2.0 * (double)cnt * world) * 4 / 1048576.0, now_ms() - t0);
     fflush(stdout);
 out:
-    if (rc != 0 || s->last_saved != step)
-        io_err(err, err_len, "save at step %d failed: %s (the previous complete save in %s is "
-               "kept)", step, why[0] ? why : "on another rank", s->dir);
+    if (rc != 0 || s->last_saved != step) {
+        /* Name the save a --resume would now use, or say there is none. */
+        char kept[4200], ignore[512];
+        int kept_step;
+        int have = ckpt_find_latest(s->dir, kept, sizeof kept, &kept_step, ignore,
+                                    sizeof ignore) == 1;
+        io_err(err, err_len, "save at step %d failed: %s (%s%s)", step,
+               why[0] ? why : "on another rank",
+               have ? "the previous complete save is kept: " : "no complete save exists in ",
+               have ? kept : s->dir);
+    }
     free(p);
     free(m);
     free(v);
@@ -367,4 +365,28 @@ void session_test_inject_nan(const RunSession *s, GPT *g, int step)
             g->be->ops->mem_upload(g->be, g->grads, &bits, sizeof bits);
             return;
         }
+}
+
+void session_test_stall(const RunSession *s, int step)
+{
+    if (s->stall_step == step && s->stall_rank == s->rank) io_sleep_ms(s->stall_s * 1000);
+}
+
+void session_close(RunSession *s) { own_unlock(&s->lock); }
+
+int session_claim(RunSession *s, Dist *d, char *err, size_t err_len)
+{
+    const CkptEntry *resumed = s->resumed.step >= 0 ? &s->resumed : NULL;
+    /* rank 0 decides; {status, run id} to every rank */
+    uint64_t out[2] = {0, resumed && resumed->has_identity ? resumed->id.run_id : 0};
+    if (s->rank == 0) {
+        if (!out[1]) out[1] = own_new_run_id();
+        if (s->cfg.exclusive && s->dir[0] &&
+            own_claim(s->dir, resumed, s->cfg.overwrite, err, err_len) != 0)
+            out[0] = 1;
+    }
+    dist_broadcast(d, out, sizeof out);
+    s->run_id = out[1];
+    if (out[0] && s->rank != 0) io_err(err, err_len, "rank 0 refused --checkpoint-dir %s", s->dir);
+    return out[0] ? -1 : 0;
 }

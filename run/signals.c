@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
+
 /* The one global in the trainer: a signal handler can reach nothing else.
  * Only sig_atomic_t stores and async-signal-safe calls (write, _exit) are
  * made from the handler. */
@@ -12,10 +14,13 @@ static volatile sig_atomic_t pending_signal;
 
 static void on_signal(int sig)
 {
-    if (pending_signal) _exit(128 + sig);
+    if (pending_signal) {
+        io_remove_live_temp();
+        _exit(128 + sig);
+    }
     pending_signal = sig;
-    static const char msg[] = "\ntrain_gpt: signal received: finishing this step, then saving "
-                              "and exiting (send it again to exit at once)\n";
+    static const char msg[] = "\ntrain_gpt: signal received: stopping at the next block "
+                              "(send it again to exit at once, saving nothing)\n";
     ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
     (void)ignored;
 }

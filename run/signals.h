@@ -1,16 +1,25 @@
-/* run/signals.h — stopping cleanly on SIGINT and SIGTERM.
+/* run/signals.h — stopping promptly on SIGINT and SIGTERM.
  *
- * Owns: the process-wide flag the signal handler sets. The first SIGINT or
- * SIGTERM only records the signal (the training loop finishes its step,
- * saves, and exits with TRAIN_EXIT_STOPPED); a second one exits at once with
- * status 128 + signal number. SIGXFSZ is ignored, so a file-size limit
- * makes a write fail with EFBIG and get a message, as a full disk does. */
+ * Owns: the process-wide flag the signal handler sets, and the exit
+ * statuses of a stopped run. The first SIGINT or SIGTERM only records the
+ * signal: the trainer stops at the next block boundary (model/gpt.h's block
+ * hook), saves what its flags ask for, and exits with one of the
+ * TRAIN_EXIT_STOPPED_* statuses. A second one exits at once with status
+ * 128 + signal number, removing the temp file of a write in progress
+ * (base/fileio.h), so no half-written file is left under any name.
+ * SIGXFSZ is ignored, so a file-size limit makes a write fail with EFBIG
+ * and get a message, as a full disk does. */
 #ifndef RUN_SIGNALS_H
 #define RUN_SIGNALS_H
 
 /* Exit statuses of ./train_gpt beyond 0 (done), 1 (error), 2 (usage). */
-#define TRAIN_EXIT_NONFINITE 4 /* --max-bad-steps consecutive non-finite steps */
-#define TRAIN_EXIT_STOPPED 75  /* stopped by SIGINT/SIGTERM after the step (EX_TEMPFAIL) */
+#define TRAIN_EXIT_NONFINITE 4      /* --max-bad-steps consecutive non-finite steps */
+#define TRAIN_EXIT_STOPPED_RESUMABLE 75 /* stopped by a signal; a checkpoint to --resume from
+                                         * is in --checkpoint-dir (EX_TEMPFAIL) */
+#define TRAIN_EXIT_STOPPED_MODEL 76 /* stopped by a signal; only --save's model file written
+                                     * (not resumable: no optimizer state, no data position) */
+#define TRAIN_EXIT_STOPPED_NOTHING 77 /* stopped by a signal; nothing saved (no --checkpoint-dir,
+                                       * no --save, or no step trained yet; --generate) */
 
 /* Install the handlers (sigaction, SA_RESTART). Returns 0 or -1. */
 int signals_install(void);

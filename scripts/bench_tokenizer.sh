@@ -6,7 +6,7 @@
 # Times the whole program, `taskset -c 0 ./tokenize --quiet ...` (vocabulary
 # load with sha256, reading, pre-tokenizing, BPE, spooling, writing shards),
 # RUNS times per input, and prints medians. Inputs, from tinyshakespeare
-# ($TINYSHAKESPEARE or ../shared/data/tinyshakespeare/input.txt):
+# (found by ./tokenize --fetch tinyshakespeare: $TINYSHAKESPEARE, ../shared, the cache, a download):
 #   empty   no text: the fixed cost (vocabulary load), subtracted below
 #   x1      the file once, 1.1 MB: nearly every word is new to the piece cache
 #   xCOPIES the file COPIES times: after the first copy every piece is cached
@@ -15,8 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 COPIES=${1:-20}
 RUNS=${2:-5}
-TEXT=${TINYSHAKESPEARE:-../shared/data/tinyshakespeare/input.txt}
-[ -f "$TEXT" ] || { echo "bench_tokenizer: $TEXT: no such file (set TINYSHAKESPEARE)" >&2; exit 1; }
+TEXT=$(./tokenize --fetch tinyshakespeare --quiet)
+[ -f "$TEXT" ] || { echo "bench_tokenizer: no tinyshakespeare text (set TINYSHAKESPEARE)" >&2; exit 1; }
 [ -x ./tokenize ] || { echo "bench_tokenizer: ./tokenize is not built (make tokenize)" >&2; exit 1; }
 PIN=()
 command -v taskset >/dev/null && PIN=(taskset -c 0)

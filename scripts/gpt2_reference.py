@@ -41,6 +41,8 @@ File format (little-endian, no padding between sections):
 Usage:
     /usr/bin/python3 scripts/gpt2_reference.py [--out FILE] [--seed N] [--B ...]
     /usr/bin/python3 scripts/gpt2_reference.py --check FILE
+    /usr/bin/python3 scripts/gpt2_reference.py eval --eval-file FILE ...
+        (multiple-choice losses and a greedy sample: scripts/gpt2_reference_eval.py)
 """
 import argparse
 import math
@@ -285,6 +287,10 @@ def write_file(path, cfg, inputs, targets, p, logits, loss, grads):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "eval":
+        import gpt2_reference_eval
+        gpt2_reference_eval.main(sys.argv[2:])
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="tests/data/gpt2_reference_tiny.bin",
                     help="file to write (default: %(default)s)")

@@ -8,7 +8,8 @@
 # builds ./train_gpt and tests/cuda/check_kernels here with the CUDA backend
 # (same nvcc major version, sm_80 + sm_90) and packs them, stripped, with
 # the shared libraries they need that are not glibc, libstdc++ or CUDA's
-# into gpu_bundle/bundle.tar.xz (about 8.4 MB; git-ignored). Carry the folder
+# into gpu_bundle/bundle.tar.xz (about 8.4 MB; git-ignored), with the static
+# performance model's per-op predictions (perf_model.json). Carry the folder
 # to the GPU machine; scripts/gpu_check.sh uses the bundle when it finds it
 # and builds from source otherwise.
 #
@@ -63,6 +64,14 @@ ldd train_gpt tests/cuda/check_kernels | awk '$2 == "=>" && $3 ~ /^\// {print $1
         esac
     done
 
+# The static model's per-op predictions at check_timing's shape (PREDICTIONS,
+# scripts/cuda_perf_model.py): gpu_check.sh prints them beside the measured
+# timing rows. The bundle is useful without them, so a failure only warns.
+if ! python3 scripts/cuda_perf_model.py --write-predictions "$stage/perf_model.json"; then
+    echo "gpu_bundle.sh: warning: no model predictions in the bundle (cuda_perf_model.py failed)" >&2
+    rm -f "$stage/perf_model.json"
+fi
+
 {
     echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
     echo "sources $(source_hash)"
@@ -70,6 +79,7 @@ ldd train_gpt tests/cuda/check_kernels | awk '$2 == "=>" && $3 ~ /^\// {print $1
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
     echo "nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"
     echo "libraries: $(cd "$stage" && ls lib lib-mpi | grep so | tr '\n' ' ')"
+    echo "model predictions: $([ -f "$stage/perf_model.json" ] && echo perf_model.json || echo none)"
 } >"$stage/MANIFEST"
 
 mkdir -p gpu_bundle

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh OUTDIR — the CUDA backend's verdict in one command
-# (planned to fit in 8 minutes on one H200; nothing here has run on a GPU yet).
+# (planned to fit in 8 minutes on one H200 before section 9, which adds about
+# 90 s, planned, not run; nothing here has run on a GPU yet).
 #
 #   1. build (make -j16) with the CUDA backend;
 #   2. tests/cuda/check_kernels: every op against the cpu backend, fp32
@@ -12,6 +13,11 @@
 #      heuristic's gemm algorithms (TRAIN_GPT_GEMM_TUNE=0), appended to
 #      timing.log; rows: the head against its three gemms (target <= 1.3x),
 #      fused against unfused fc GELU, timed against heuristic algorithms;
+#      beside the first table, the static model's predictions for those
+#      rows when the bundle carries them (scripts/cuda_perf_model.py,
+#      docs/perf-model.md);
+#   3b. the same tool's --sweep: every bf16 attention kernel variant checked
+#      against the default and timed at 124M's and XL's shapes;
 #   4. trainer, tiny models: GPU fp32 loss and every gradient within 1e-4
 #      (relative, per tensor) of the cpu backend, after one step;
 #   5. trainer: --recompute 1, 2 and selective bitwise identical to 0 on the
@@ -40,7 +46,13 @@
 #   8. 124M at recompute 1: the largest micro-batch with the chunked head
 #      against the one-chunk head, both from --plan and both run for one
 #      step (target: at least 3x). Section 6's one-chunk 124M row gives the
-#      chunked head's cost in step time.
+#      chunked head's cost in step time;
+#   9. --recompute auto by measured time (scripts/bench_auto.sh gpu): 124M
+#      (B=8) and the XL (B=8), T=1024, bf16, op costs measured on the GPU,
+#      2 budgets between mode 1's and mode 0's peaks, modes 1 and selective
+#      (when it fits) and auto alternating, 4 steps each (124M twice, XL
+#      once: about 90 s); a row per budget, PASS when auto >= 0.97x the best
+#      fixed mode that fits; predicted and measured step time beside it.
 # Data: random-token shards written by scripts/gpu_check_tools.py (the
 # trainer's numbers do not depend on the text). MFU's formula is in that file.
 #
@@ -54,9 +66,15 @@
 # lines), nvidia-smi.txt, dist.log. Exit status: 0 when every row passed.
 # GPU_CHECK_BUDGET (seconds, default 420): sections 6-8 are skipped, with a
 # SKIP row, once the script has run that long. GPU_CHECK_SECTIONS (default:
-# all) names the sections to run (kernels grads recompute nccl perf xlmax
-# head), for a rerun of what failed; CHECK_ARGS goes to check_kernels (e.g.
-# "--only head").
+# all) names the sections to run (kernels sweep grads recompute nccl perf
+# xlmax head auto), for a rerun of what failed; CHECK_ARGS goes to
+# check_kernels (e.g. "--only head").
+# The first run after the attention rewrite (issue 13):
+#   GPU_CHECK_SECTIONS="kernels recompute perf sweep" scripts/gpu_check.sh OUT
+# estimated at 5 to 6 minutes (not yet run): build from the bundle and data
+# about 20 s, kernels about 55 s (runs 1-2 took about 45 s; now every
+# attention variant is checked at 124M's shape too), sweep about 45 s,
+# recompute about 25 s, perf about 150 s (run 1's rows, with 124M at B=64).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -ne 1 ]; then
@@ -84,8 +102,8 @@ row() { # NAME RESULT DETAIL
 }
 in_budget() { [ "$SECONDS" -lt "$BUDGET" ]; }
 # GPU_CHECK_SECTIONS: run only these sections (default: all), e.g. "kernels
-# head" for a rerun inside a short lease. Names: kernels grads recompute nccl
-# perf xlmax head. The build and the data always run.
+# head" for a rerun inside a short lease. Names: kernels sweep grads
+# recompute nccl perf xlmax head auto. The build and the data always run.
 want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ " $GPU_CHECK_SECTIONS " == *" $1 "* ]]; }
 finish() {
     echo
@@ -121,7 +139,7 @@ train() {
 
 # ---- 0-1: machine and build ----
 { nvidia-smi; nvcc --version || /usr/local/cuda/bin/nvcc --version; } >"$OUT/nvidia-smi.txt" 2>&1
-# The Makefile links -lcublasLt and -lnccl (dist/) from the toolkit. Where
+# The Makefile links -lcublasLt and -lnccl (distributed/) from the toolkit. Where
 # the toolkit lacks one but Python's nvidia wheel has it, use the wheel's.
 : >"$OUT/build.log"
 cuda_lib=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")/lib64
@@ -200,6 +218,12 @@ if ./tests/cuda/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.
     row "check_kernels --time" PASS "per-op medians in timing.log (bf16 table below)"
     if d=$($TOOLS headx "$OUT/timing.log" 1.3); then row "target: head <= 1.3x its three gemms" PASS "$d"
     else row "target: head <= 1.3x its three gemms" FAIL "$d"; fi
+    # the static model's predictions for these rows (made by gpu_bundle.sh on
+    # the CPU machine; python3 only here), appended to timing.log
+    if [ -f "$WORK/bundle/perf_model.json" ]; then
+        { echo; $PY scripts/cuda_perf_model.py --compare "$OUT/timing.log" \
+            --predictions "$WORK/bundle/perf_model.json"; } >>"$OUT/timing.log" 2>&1
+    fi
 else
     row "check_kernels --time" FAIL "$(tail -1 "$OUT/timing.log")"
 fi
@@ -229,6 +253,25 @@ if [ "$n" -gt 0 ]; then
     row "gemm algorithms: timed vs heuristic (bf16)" info "$(awk -v t="$tuned" -v h="$heur" -v n="$n" 'BEGIN {printf "%d gemm rows: %.3f ms timed vs %.3f ms heuristic (%.3fx)", n, t, h, t / h}')"
 else row "gemm algorithms: timed vs heuristic (bf16)" FAIL "timing rows missing: see timing.log"; fi
 fi # kernels
+
+# ---- 3b: the bf16 attention kernels' variants (check_kernels --sweep) ----
+# Every compiled variant (tile sizes, warps, stages, launch bounds;
+# kernels/cuda/attention_mma.cu) at 124M's attention shape (B = 4, 16, 64)
+# and XL's (B = 8): checked against the default variants' output, then
+# timed. Its tables go to the end of timing.log, its verdicts in the
+# summary. Planned at about 45 s (mostly host-side checks of the outputs).
+if want sweep; then
+t0=$SECONDS
+./tests/cuda/check_kernels --sweep --dtype bf16 >"$WORK/sweep.log" 2>&1
+rc=$?
+cat "$WORK/sweep.log" >>"$OUT/timing.log"
+best=$(grep '^sweep best' "$WORK/sweep.log" | sed 's/^sweep best //' | tr '\n' ';')
+if [ $rc -eq 0 ]; then
+    row "attention variants sweep (bf16)" PASS "$((SECONDS - t0)) s; fastest correct: $best"
+else
+    row "attention variants sweep (bf16)" FAIL "exit $rc after $((SECONDS - t0)) s: $(grep -m3 -E 'FAIL|error' "$WORK/sweep.log" | tr '\n' ' ')"
+fi
+fi # sweep
 
 # ---- data ----
 $TOOLS shard "$WORK/small_000.bin" 1000000 1000 1 &&
@@ -503,5 +546,32 @@ else
     row "$name" SKIP "time budget ($BUDGET s) used"
 fi
 fi # head
+
+# ---- 9: --recompute auto by measured time, against the fixed modes ----
+if want auto; then
+for shape in 12 48; do
+    name="auto vs fixed modes ($([ $shape = 12 ] && echo 124M || echo XL), B8)"
+    if ! in_budget; then
+        row "$name" SKIP "time budget ($BUDGET s) used"
+        continue
+    fi
+    extra=("${FULL[@]}")
+    [ $shape = 48 ] && extra+=("${XL_INIT[@]}")
+    echo "=== bench_auto L=$shape: scripts/bench_auto.sh gpu ${extra[*]}" >>"$TLOG"
+    LAYERS=$shape NBUDGETS=2 STEPS=4 REPEATS=$([ $shape = 12 ] && echo 2 || echo 1) \
+        MODES=selective scripts/bench_auto.sh gpu "${extra[@]}" >"$WORK/auto$shape.txt" 2>&1
+    rc=$?
+    cat "$WORK/auto$shape.txt" >>"$TLOG"
+    rows=$(grep -E "^\| $shape \| [0-9]" "$WORK/auto$shape.txt" | head -2)
+    if [ $rc -ne 0 ] || [ -z "$rows" ]; then
+        row "$name" FAIL "bench_auto.sh failed (exit $rc): $(tail -1 "$WORK/auto$shape.txt")"
+        continue
+    fi
+    while IFS='|' read -r _ _ budget fits tps ratio step _; do
+        verdict=$(awk -v r="$ratio" 'BEGIN {print (r + 0 >= 0.97) ? "PASS" : "FAIL"}')
+        row "$name, budget${budget% }MiB" "$verdict" "auto/best fixed${ratio% } (target >= 0.97); fixed:${fits% }; auto${tps% } tok/s; step ms predicted/measured${step% }"
+    done <<<"$rows"
+done
+fi # auto
 
 finish

@@ -262,6 +262,8 @@ def timing_rows(path, dtype):
     rows, on = {}, False
     with open(path) as f:
         for line in f:
+            if line.startswith("(head_forward_backward") and on:
+                break  # the table's last line; a model's comparison may follow
             if line.startswith("timing (") or line.startswith("=== "):
                 if rows:
                     break

@@ -2,7 +2,7 @@
 # scripts/memory_report.sh — peak memory and throughput against depth, per
 # recompute mode.
 #
-# usage: [REPEATS=n] scripts/memory_report.sh [cpu|gpu] [OUT_PREFIX]
+# usage: [REPEATS=n] [LAYERS="6 12 24 48"] scripts/memory_report.sh [cpu|gpu] [OUT_PREFIX]
 #   cpu (default): C=64, NH=4, T=128, B=4, 6 steps, one thread, vocab 256
 #       (byte tokens of tinyshakespeare, written to a temp folder), fp32.
 #   gpu: GPT-2 widths at T=1024 in bf16 (6 and 12 layers: C=768, NH=12;
@@ -10,29 +10,35 @@
 #       with the CUDA backend and a GPU.
 # Sweeps layers {6, 12, 24, 48} x modes {0, selective, 1, 2, auto}; auto
 # runs at the budget halfway between mode 1's and mode 0's predicted peaks
-# (from --plan). Writes OUT_PREFIX.csv (default docs/memory_report_<dev>)
-# with, per run: the planner's peak, the arenas' high-water mark, the
+# (from --plan). Writes OUT_PREFIX.csv (default out/memory_report_<dev>,
+# git-ignored, so a run never overwrites the figures committed in docs/)
+# with, per run: the stored activations (planner), the planner's peak, the arenas' high-water mark, the
 # measured peak (cpu: process peak RSS; gpu: device memory the run used per
 # cudaMemGetInfo), re-forwards, recompute (% of a step's FLOPs, from
 # --plan), tokens/s and the last loss. tokens/s is the median over steps
 # 2..6 of a run; with REPEATS=n (default 1) the five modes run n times in
 # turn at each depth and the CSV has the median of the n runs. And
-# OUT_PREFIX.png (gnuplot): peak against layers, one line per mode, and
-# tokens/s against layers. Exits 1 if a run fails, if the arenas' high-
+# OUT_PREFIX.png (gnuplot), three panels against layers, one colour per
+# mode: the stored activations alone (what recompute saves); the whole
+# peak, predicted (solid) beside measured (dashed); and tokens/s relative
+# to recompute 0 at the same depth. The title carries the shape and the
+# backend. Exits 1 if a run fails, if the arenas' high-
 # water differs from the plan, or if a mode's last loss differs from mode
 # 0's at the same depth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dev=${1:-cpu}
-prefix=${2:-docs/memory_report_$dev}
+prefix=${2:-out/memory_report_$dev}
+mkdir -p "$(dirname "$prefix")"
 [ -x ./train_gpt ] || { echo "memory_report.sh: ./train_gpt not built (run make)" >&2; exit 1; }
 command -v gnuplot > /dev/null || { echo "memory_report.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 1; }
 out=$(mktemp -d /tmp/memory_report.XXXXXX)
 trap 'rm -rf "$out"' EXIT
+export TRAIN_GPT_CACHE_DIR="$out/cache"
 
 case "$dev" in
 cpu)
-    text=../shared/data/tinyshakespeare/input.txt
+    text=$(./tokenize --fetch tinyshakespeare --quiet)
     [ -r "$text" ] || { echo "memory_report.sh: $text not found" >&2; exit 1; }
     # byte-token shards (llm.c format): first 10% val, the rest train
     python3 - "$text" "$out" <<'PY'
@@ -56,13 +62,18 @@ gpu)
 *) echo "usage: scripts/memory_report.sh [cpu|gpu] [OUT_PREFIX]" >&2; exit 1;;
 esac
 
-for L in 6 12 24 48; do
+layers=${LAYERS:-6 12 24 48}
+xtics=$(echo "$layers" | tr " " ",")
+for L in $layers; do
     # shellcheck disable=SC2046
     shape=(--layers "$L" $(width "$L"))
     # mode 1's and mode 0's peaks from the plan; auto gets the midpoint
     ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget 1000GiB > "$out/plan$L.txt"
     budget=$(awk '$1=="0"{p0=$4} $1=="1"{p1=$4} END{printf "%d", (p0+p1)/2}' "$out/plan$L.txt")
-    ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget "$budget" > "$out/planmid$L.txt"
+    # auto's op costs measured once (cached in the temp folder): the plan's
+    # auto row and the auto run make the same schedule
+    ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget "$budget" --op-costs measure \
+        > "$out/planmid$L.txt"
     for r in $(seq "${REPEATS:-1}"); do
         for mode in 0 selective 1 2 auto; do
             extra=()
@@ -77,11 +88,11 @@ for L in 6 12 24 48; do
     done
 done
 
-python3 - "$out" "$dev" "$prefix.csv" "${REPEATS:-1}" <<'PY'
+python3 - "$out" "$dev" "$prefix.csv" "${REPEATS:-1}" "$layers" <<'PY'
 import json, statistics, sys
 d, dev, csv, reps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 rows, bad = [], []
-for L in (6, 12, 24, 48):
+for L in [int(x) for x in sys.argv[5].split()]:
     pct = {}
     for plan in (f"{d}/plan{L}.txt", f"{d}/planmid{L}.txt"):
         for line in open(plan):
@@ -118,11 +129,13 @@ for L in (6, 12, 24, 48):
             bad.append(f"L={L} {mode}: arenas' high-water {m['arena_high_water']} != plan {m['total']}")
         if loss != loss0:
             bad.append(f"L={L} {mode}: last loss {loss!r} != mode 0's {loss0!r}")
-        rows.append([dev, L, mode, budget if mode == "auto" else "", int(m["total"]),
+        rows.append([dev, L, mode, budget if mode == "auto" else "", int(m["activations"]),
+                     int(m["total"]),
                      int(m["arena_high_water"]), int(m["peak_measured"]),
                      "device_used" if dev == "gpu" else "peak_rss", summ["reforwards"],
                      f"{pct[mode]:.3f}", f"{tps:.0f}", f"{loss:.6f}"])
-hdr = ("device,layers,mode,budget_bytes,planner_peak_bytes,arena_high_water_bytes,"
+hdr = ("device,layers,mode,budget_bytes,stored_activations_bytes,planner_peak_bytes,"
+       "arena_high_water_bytes,"
        "measured_peak_bytes,measured_kind,reforwards,recompute_pct,tokens_per_s_median,last_loss")
 with open(csv, "w") as f:
     f.write(hdr + "\n")
@@ -134,25 +147,38 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 
-# one data file per mode for gnuplot: layers, planner peak MiB, tokens/s
+# one data file per mode for gnuplot: layers, stored activations MiB,
+# planner peak MiB, measured peak MiB, tokens/s relative to mode 0
 for mode in 0 selective 1 2 auto; do
-    awk -F, -v m="$mode" '$3==m{print $2, $5/1048576, $11}' "$prefix.csv" > "$out/plot_$mode.dat"
+    awk -F, -v m="$mode" 'NR>1 && $3=="0"{t0[$2]=$12} NR>1 && $3==m{rows[$2]=$5/1048576" "$6/1048576" "$8/1048576" "$12}
+        END{for (L in rows) {split(rows[L], r, " "); print L, r[1], r[2], r[3], r[4]/t0[L]}}' \
+        "$prefix.csv" | sort -n > "$out/plot_$mode.dat"
 done
 desc="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores"
 [ "$dev" = gpu ] && desc=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+if [ "$dev" = gpu ]; then
+    shape="C=768..1600 (GPT-2 widths), T=1024, B=4, bf16"
+else
+    shape="C=64, NH=4, T=128, B=4, V=256, fp32, 1 thread"
+fi
 gnuplot <<GP
-set terminal pngcairo size 1200,480 font ",10" noenhanced
+set terminal pngcairo size 1600,500 font ",10" noenhanced
 set output "$prefix.png"
-set multiplot layout 1,2 title "train_gpt memory report ($dev: $desc)"
+set multiplot layout 1,3 title "train_gpt memory report: $shape; backend $dev ($desc)"
+modes = "0 selective 1 2 auto"
+f(i) = "$out/plot_".word(modes, i).".dat"
 set xlabel "layers"
-set xtics (6, 12, 24, 48)
-set key top left
+set xtics ($xtics)
 set grid
-set ylabel "predicted peak = arenas' high-water (MiB)"
-plot for [m in "0 selective 1 2 auto"] "$out/plot_".m.".dat" using 1:2 with linespoints title "--recompute ".m
-set ylabel "tokens/s (median of steps 2-6, median of ${REPEATS:-1} runs)"
-set key top right
-plot for [m in "0 selective 1 2 auto"] "$out/plot_".m.".dat" using 1:3 with linespoints title "--recompute ".m
+set key top left
+set ylabel "stored activations, planner (MiB)"
+plot for [i=1:5] f(i) using 1:2 with linespoints lc i title "--recompute ".word(modes, i)
+set ylabel "whole peak (MiB): predicted solid, measured dashed"
+plot for [i=1:5] f(i) using 1:3 with linespoints lc i title "predicted ".word(modes, i), \
+     for [i=1:5] f(i) using 1:4 with linespoints lc i dt 2 title "measured ".word(modes, i)
+set ylabel "tokens/s relative to --recompute 0 (median of ${REPEATS:-1} runs)"
+set key bottom left
+plot for [i=1:5] f(i) using 1:5 with linespoints lc i title "--recompute ".word(modes, i)
 unset multiplot
 GP
 echo "wrote $prefix.csv and $prefix.png (command: REPEATS=${REPEATS:-1} scripts/memory_report.sh $dev; $(date -u +%F))"

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential make python3 curl ca-certificates
           libopenblas-dev libopenblas-openmp-dev libcriterion-dev libpcre2-dev libcjson-dev libssl-dev
-          libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-dev zlib1g-dev)
+          libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-dev zlib1g-dev
+          python3-torch python3-numpy bsdutils)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,7 @@
  * out-of-memory message (asked, free, what to try) when the backend's
  * allocation fails, as a GPU's cudaMalloc would. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <string.h>
 
 #include "model/arena.h"
@@ -15,7 +16,7 @@ static int device_info(Backend *be, size_t *free_b, size_t *total_b)
     return 0;
 }
 
-Test(arena, carves_exactly_and_refuses_overflow)
+Test(arena, carves_exactly_and_refuses_overflow, .init = cr_redirect_stderr)
 {
     Backend *be = tu_cpu();
     Arena a;
@@ -27,6 +28,11 @@ Test(arena, carves_exactly_and_refuses_overflow)
     cr_expect_eq(r, q + 256);
     cr_expect_eq(a.used, 3 * ARENA_ALIGN);
     cr_expect_null(arena_take(&a, 1), "an arena never grows past the plan");
+    /* ... and says so: the one line a planner/model disagreement prints */
+    char *e = tu_captured_stderr();
+    cr_expect_str_eq(e, "internal error: arena 'scratch' overflow (768 + 256 > 768): planner and "
+                        "model disagree\n");
+    free(e);
     arena_free(&a);
     backend_close(be);
 }
@@ -60,7 +66,11 @@ Test(arena, out_of_memory_message_on_the_cpu)
     Arena a;
     char err[512] = "";
     cr_assert_eq(arena_init(&a, &be, "params", 77, err, sizeof err), -1);
+    /* issue 15: --recompute cannot shrink the weights; the hint says what can */
     cr_expect(strstr(err, "out of cpu memory: arena 'params' asked for 77 bytes") &&
-              strstr(err, "--recompute 1"), "message: %s", err);
+              !strstr(err, "--recompute 1") && strstr(err, "a smaller model"), "message: %s",
+              err);
+    cr_assert_eq(arena_init(&a, &be, "optimizer", 77, err, sizeof err), -1);
+    cr_expect(!strstr(err, "--recompute 1") && strstr(err, "--zero 1"), "message: %s", err);
     backend_close(cpu);
 }

@@ -66,7 +66,7 @@ static AutoResult family(const PlanInput *in, size_t budget)
     Schedule s;
     AutoResult r;
     char err[512];
-    cr_assert_eq(planner_auto_family(in, budget, &s, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(planner_auto_family(in, budget, NULL, &s, &r, err, sizeof err), 0, "%s", err);
     Cost c = cost_of(in, &s);
     cr_assert_eq(c.peak, r.peak, "planner_plan's total is the reported peak");
     cr_assert_eq(c.recompute, r.recompute_flops);
@@ -88,7 +88,7 @@ Test(auto_deep, inputs_kept_schedules_are_what_they_say)
         for (int nf = 0; nf <= L; nf++)
             for (int ns = 0; nf + ns <= L; ns++) {
                 Schedule s;
-                cr_assert_eq(schedule_build_inputs_kept(&s, L, nf, ns, err, sizeof err), 0,
+                cr_assert_eq(schedule_build_inputs_kept(&s, L, nf, ns, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0,
                              "%s", err);
                 cost_of(&in, &s); /* validates */
                 int n_re = L - nf - ns;
@@ -114,10 +114,10 @@ Test(auto_deep, inputs_kept_schedules_are_what_they_say)
             }
     }
     Schedule s;
-    cr_assert_neq(schedule_build_inputs_kept(&s, 4, 3, 2, err, sizeof err), 0);
+    cr_assert_neq(schedule_build_inputs_kept(&s, 4, 3, 2, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0);
     cr_assert(strstr(err, "do not fit 4 layers"), "%s", err);
-    cr_assert_neq(schedule_build_inputs_kept(&s, 4, -1, 0, err, sizeof err), 0);
-    cr_assert_neq(schedule_build_inputs_kept(&s, 0, 0, 0, err, sizeof err), 0);
+    cr_assert_neq(schedule_build_inputs_kept(&s, 4, -1, 0, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0);
+    cr_assert_neq(schedule_build_inputs_kept(&s, 0, 0, 0, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0);
 }
 
 /* The closed-form search against building and planning every schedule of
@@ -138,7 +138,7 @@ static Cost *every_schedule(const PlanInput *in, int *n)
             if (ns < 0)
                 cr_assert_eq(schedule_build_segments(&s, L, nf, err, sizeof err), 0, "%s", err);
             else
-                cr_assert_eq(schedule_build_inputs_kept(&s, L, nf, ns, err, sizeof err), 0, "%s",
+                cr_assert_eq(schedule_build_inputs_kept(&s, L, nf, ns, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0, "%s",
                              err);
             all[(*n)++] = cost_of(in, &s);
             schedule_free(&s);
@@ -197,7 +197,7 @@ Test(auto_deep, solver_is_never_worse_than_the_families, .timeout = 60)
             Schedule s;
             AutoResult dp;
             char err[512];
-            cr_assert_eq(planner_auto(&in, budget, &s, &dp, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(planner_auto(&in, budget, NULL, &s, &dp, err, sizeof err), 0, "%s", err);
             schedule_free(&s);
             AutoResult fam = family(&in, budget);
             cr_assert(dp.family == AUTO_SOLVER && fam.family == AUTO_INPUTS_KEPT);
@@ -222,7 +222,7 @@ static void deep_budgets(int L)
 
     r = family(&in, m0.peak);
     cr_assert(r.fits && r.recompute_flops == 0 && r.peak == m0.peak);
-    cr_assert_eq(planner_auto(&in, m0.peak, &s, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(planner_auto(&in, m0.peak, NULL, &s, &r, err, sizeof err), 0, "%s", err);
     cr_assert(r.family == AUTO_INPUTS_KEPT && r.recompute_flops == 0, "planner_auto goes deep");
     schedule_free(&s);
 
@@ -235,7 +235,7 @@ static void deep_budgets(int L)
     cr_assert(r.fits && r.family == AUTO_INPUTS_KEPT &&
               r.recompute_flops == m1.recompute - f.block_fwd_noout && r.peak == m1.peak,
               "at mode 1's peak: %lld, mode 1 %lld", r.recompute_flops, m1.recompute);
-    cr_assert_eq(planner_auto(&in, m1.peak, &s, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(planner_auto(&in, m1.peak, NULL, &s, &r, err, sizeof err), 0, "%s", err);
     char desc[256];
     schedule_describe(&s, desc, sizeof desc);
     cr_assert(desc[L - 1] == 'F' && strspn(desc, "x") == (size_t)L - 1, "%s", desc);

@@ -4,7 +4,8 @@
  *  - non-finite guard: a NaN injected into the gradients of step 3
  *    (TRAIN_GPT_TEST_NAN_STEP) is skipped and logged ("skipped":true), the
  *    parameters are exactly those after step 2, and AdamW's step count
- *    leaves it out; --max-bad-steps consecutive skips save and exit 4;
+ *    leaves it out; --max-bad-steps consecutive skips save (or say that
+ *    nothing is saved) and exit 4;
  *    skips that are not consecutive do not abort;
  *  - a save that fails (file too large under `ulimit -f`, the same path as a
  *    full disk; a file in the way of the save folder) gets a message naming
@@ -78,6 +79,7 @@ Test(nonfinite, max_bad_steps_saves_and_aborts, .timeout = 60)
     cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3-100", args, file_in(d, "n")), 4);
     cr_expect(tc_file_has(file_in(d, "n.err"), "3 consecutive steps (up to step 5) had a "
                                                 "non-finite loss or gradient norm"));
+    cr_expect(tc_file_has(file_in(d, "n.err"), "aborted after step 5: step 5 is saved in "));
     int steps[32], skipped[32];
     cr_assert_eq(tc_log_losses(file_in(d, "n.jsonl"), steps, NULL, skipped, 32), 5);
     cr_expect(skipped[2] && skipped[3] && skipped[4] && !skipped[1]);
@@ -90,6 +92,13 @@ Test(nonfinite, max_bad_steps_saves_and_aborts, .timeout = 60)
     cr_assert_eq(run_state_read_info(sp, &info, err, sizeof err), 0, "%s", err);
     cr_expect_eq(info.st.adam_t, 2);
     cr_expect_eq(info.st.bad_steps, 3);
+
+    /* Without --checkpoint-dir or --save it says nothing was kept. */
+    snprintf(args, sizeof args, "%s --steps 20 --max-bad-steps 3", m);
+    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3-100", args, file_in(d, "q")), 4);
+    cr_expect(tc_file_has(file_in(d, "q.err"), "aborted after step 5: nothing saved (no "
+                                                "--checkpoint-dir or --save): the 5 steps "
+                                                "trained are lost"));
 
     /* Non-consecutive skips do not abort. */
     snprintf(args, sizeof args, "%s --steps 6 --max-bad-steps 2", m);
@@ -172,7 +181,8 @@ Test(save_errors, unusable_checkpoint_dir_fails_at_start, .timeout = 60)
              m, d, d);
     cr_assert_eq(tc_run(NULL, args, file_in(d, "a")), 1);
     cr_expect(tc_file_has(file_in(d, "a.err"), "--checkpoint-dir"));
-    cr_expect(tc_file_has(file_in(d, "a.err"), "train_0.bin: exists and is not a folder"));
+    cr_expect(tc_file_has(file_in(d, "a.err"), "its parent folder must exist and be writable"));
+    cr_expect(tc_file_has(file_in(d, "a.err"), "train_0.bin: not a folder"));
     cr_expect_eq(tc_log_losses(file_in(d, "l.jsonl"), NULL, NULL, NULL, 8), 0,
                  "trained before failing");
     /* /proc refuses new folders, even to root */

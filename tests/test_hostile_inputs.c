@@ -4,7 +4,11 @@
  * test-asan runs this table against the ASan+UBSan build).
  *
  * Files: a token shard (--train-data), a model file (--init-from), a run
- * state file and a COMPLETE manifest (--resume=DIR/step_N). Cases: truncated;
+ * state file, a COMPLETE manifest (--resume=DIR/step_N), an llm.c eval
+ * file (--eval-file; every record-level fault is in test_eval_file.c), and
+ * the checkpoint folder as a whole (another run's saves, a held lock, a lock
+ * file or abandoned/ that is not what it should be, only corrupt saves,
+ * state files of another run). Cases: truncated;
  * oversized header count; negative dimension; huge dimension; header claiming
  * more data than the file holds; zero-length; a folder in the file's place;
  * plus bad magic and flipped payload bits where a checksum guards them. The
@@ -24,6 +28,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "data/eval_file.h"
 #include "model/model_file.h"
 #include "test_util.h"
 #include "train_cli.h"
@@ -178,6 +183,48 @@ Test(hostile, model_file, .timeout = 120)
     free(d);
 }
 
+Test(hostile, eval_file, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[600], err[512];
+    tc_make_shards(d, 1, 400);
+    EvalSet es = {0};
+    for (int i = 0; i < 5; i++) { /* records of 40 + 2i bytes: 220 in all */
+        int32_t ctx[10] = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, a[1] = {65};
+        const int32_t *comp[4] = {a, a, a, a};
+        int len[4] = {1, 1, 1, 1};
+        cr_assert_eq(eval_set_append(&es, i % 4, ctx, 6 + i, comp, len, err, sizeof err), 0);
+    }
+    snprintf(path, sizeof path, "%s/good_eval.bin", d);
+    cr_assert_eq(eval_file_write(path, &es, err, sizeof err), 0, "%s", err);
+    eval_set_free(&es);
+    size_t len;
+    char *orig = tu_read_file(path, &len);
+    snprintf(args, sizeof args, "%s --eval-file '%s' --steps 1", tc_model_args(d), path);
+    cr_assert_eq(tc_run(NULL, args, path), 0, "the unedited eval file is refused");
+    snprintf(path, sizeof path, "%s/hostile_eval.bin", d);
+    static const Case cases[] = {
+        {"truncated", TRUNCATE, -10, 0, NULL, "record length 48 bytes is past the end", 0, 0},
+        {"truncated_header", TRUNCATE, 100, 0, NULL, "truncated header (100 bytes", 0, 0},
+        {"oversized_count", SET_I32, 8, 1000, NULL, "cannot hold the header's 1000 examples", 0, 0},
+        {"negative_count", SET_I32, 8, -5, NULL, "example count -5 in the header is outside", 0, 0},
+        {"huge_count", SET_I32, 8, INT32_MAX, NULL, "example count 2147483647", 0, 0},
+        {"negative_longest", SET_I32, 12, -1, NULL, "longest-example length -1 bytes", 0, 0},
+        {"claims_more_data", SET_I32, 8, 6, NULL, "example 5 at byte 1244: truncated", 0, 0},
+        {"zero_length", EMPTY, 0, 0, NULL, "truncated header (0 bytes", 0, 0},
+        {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
+        {"bad_magic", SET_I32, 0, 1234, NULL, "bad magic 1234", 0, 0},
+        {"bad_version", SET_I32, 4, 2, NULL, "unsupported version 2", 0, 0},
+        {"bad_marker", SET_I32, 1024, 0x00260001, NULL, "expected the start-of-example marker", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_hostile(path, orig, len, &cases[i], 0);
+        snprintf(args, sizeof args, "%s --eval-file '%s' --steps 1", tc_model_args(d), path);
+        expect_refused(d, args, path, &cases[i]);
+    }
+    free(orig);
+    tu_remove_tree(d);
+}
+
 /* A real save to damage: returns its step folder. */
 static const char *base_save(const char *d)
 {
@@ -268,6 +315,14 @@ Test(hostile, manifest, .timeout = 120)
     char more[1024];
     snprintf(more, sizeof more, "%.*s%ld%s", (int)(b - orig), orig, model_bytes + 100,
              strchr(b, ','));
+    /* the run id (version 2): not hex; another run's than the state files' */
+    char *id = strstr(orig, "\"run_id\":\"");
+    cr_assert_not_null(id, "the save has no run id");
+    id += strlen("\"run_id\":\"");
+    char bad_id[1024], other_id[1024];
+    snprintf(bad_id, sizeof bad_id, "%.*sXYZ%s", (int)(id - orig), orig, id + 3);
+    snprintf(other_id, sizeof other_id, "%.*s%c%s", (int)(id - orig), orig,
+             id[0] == '1' ? '2' : '1', id + 1);
     const Case cases[] = {
         {"truncated", TRUNCATE, -40, 0, NULL, "not valid JSON", 0, 0},
         {"oversized_count", REPLACE, 0, 0,
@@ -284,6 +339,11 @@ Test(hostile, manifest, .timeout = 120)
         {"zero_length", EMPTY, 0, 0, NULL, "0 bytes (a manifest has 1..1048576)", 0, 0},
         {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
         {"not_json", REPLACE, 0, 0, "\x01\x02garbage", "not valid JSON", 0, 0},
+        {"future_version", REPLACE, 0, 0,
+         "{\"format\":\"train_gpt checkpoint\",\"version\":3,\"step\":1,\"world_size\":1}",
+         "unsupported or missing \"version\" (this build reads 1 and 2)", 0, 0},
+        {"bad_run_id", REPLACE, 0, 0, bad_id, "\"run_id\" or \"config_hash\" missing", 0, 0},
+        {"other_runs_state", REPLACE, 0, 0, other_id, "(files of two runs mixed)", 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         make_hostile(path, orig, len, &cases[i], 0);
@@ -305,7 +365,7 @@ Test(hostile, tokenizer_files, .timeout = 120)
     for (int f = 0; f < 2; f++) {
         char good[2][600];
         for (int k = 0; k < 2; k++)
-            snprintf(good[k], sizeof good[k], "../shared/data/gpt2/%s", names[k]);
+            snprintf(good[k], sizeof good[k], "%s", k == 0 ? TU_ENCODER : TU_VOCAB);
         size_t len;
         char *orig = tu_read_file(good[f], &len);
         cr_assert_not_null(orig, "%s is missing", good[f]);
@@ -357,5 +417,73 @@ Test(hostile, tokenizer_files_not_regular, .timeout = 30)
         cr_expect(err && strstr(err, bad[k]) && strstr(err, "not a regular file"), "%s", err);
         free(err);
     }
+    free(d);
+}
+
+/* The checkpoint folder as a whole: each case set up by a shell command on
+ * a folder holding one good save (step 1), then a run on it. */
+Test(hostile, checkpoint_folder, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], cmd[8192], p[700], e[800];
+    base_save(d); /* d/ck/step_00000001 */
+    snprintf(cmd, sizeof cmd, "cp -r '%s/ck' '%s/ck.orig'", d, d);
+    cr_assert_eq(tu_run(cmd), 0);
+    static const struct {
+        const char *name, *setup, *flags, *msg;
+    } cases[] = {
+        /* a new run where another run saved */
+        {"another_runs_saves", "true", "--steps 2", "holds 1 save of another run"},
+        /* the lock file is a folder */
+        {"lock_is_a_folder", "rm $D/ck/train_gpt.lock && mkdir $D/ck/train_gpt.lock",
+         "--steps 2 --resume",
+         "train_gpt.lock: cannot open the lock file"},
+        /* a rollback where abandoned/ is a file */
+        {"abandoned_is_a_file",
+         "cp -r $D/ck/step_00000001 $D/ck/step_00000003 && "
+         "sed -i 's/\"step\":1,/\"step\":3,/' $D/ck/step_00000003/COMPLETE && "
+         "echo x > $D/ck/abandoned", "--steps 2 --resume=$D/ck/step_00000001",
+         "abandoned: exists and is not a folder"},
+        /* every save corrupt */
+        {"only_corrupt_saves",
+         "printf Z | dd of=$D/ck/step_00000001/model.bin bs=1 seek=3000 conv=notrunc 2>/dev/null",
+         "--steps 2 --resume", "no intact save in"},
+        /* a held lock: util-linux flock(1) holds it while the run starts */
+        {"held_lock", "true", "--steps 2 --resume", "is in use by another run"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "D='%s'; rm -rf $D/ck && cp -r $D/ck.orig $D/ck && %s", d,
+                 cases[i].setup[0] ? cases[i].setup : "true");
+        cr_assert_eq(tu_run(cmd), 0, "%s: setup failed", cases[i].name);
+        char flags[1200];
+        snprintf(flags, sizeof flags, "%s", cases[i].flags);
+        char *dollar = strstr(flags, "$D");
+        if (dollar) { /* --resume=$D/... */
+            char rest[1200];
+            snprintf(rest, sizeof rest, "%s", dollar + 2);
+            snprintf(dollar, sizeof flags - (size_t)(dollar - flags), "%s%s", d, rest);
+        }
+        snprintf(args, sizeof args, "%s %s --checkpoint-dir %s/ck", tc_model_args(d), flags, d);
+        snprintf(p, sizeof p, "%s/folder_%s", d, cases[i].name);
+        int rc;
+        if (strcmp(cases[i].name, "held_lock") == 0) {
+            snprintf(cmd, sizeof cmd, "flock -n %s/ck/train_gpt.lock sh -c '%s %s >%s.out 2>%s.err'",
+                     d, tc_bin(), args, p, p);
+            rc = tu_run(cmd);
+        } else {
+            rc = tc_run(NULL, args, p);
+        }
+        snprintf(e, sizeof e, "%s.err", p);
+        char *err = tu_read_file(e, NULL);
+        cr_expect_eq(rc, 1, "%s: exit %d (want 1): %s", cases[i].name, rc, err ? err : "");
+        cr_expect(err && strstr(err, cases[i].msg), "%s: message lacks '%s': %s", cases[i].name,
+                  cases[i].msg, err ? err : "");
+        cr_expect(err && strstr(err, "/ck"), "%s: message does not name the folder: %s",
+                  cases[i].name, err ? err : "");
+        cr_expect(err && !strstr(err, "runtime error") && !strstr(err, "Sanitizer"),
+                  "%s: sanitizer report: %s", cases[i].name, err ? err : "");
+        free(err);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    tu_run(cmd);
     free(d);
 }

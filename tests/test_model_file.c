@@ -1,6 +1,7 @@
 /* tests/test_model_file.c — llm.c model files: a bitwise round trip, bf16
  * (version 5) loading, and rejection of damaged files. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,4 +122,61 @@ Test(model_file, damaged_files_rejected)
     mkdir(bad, 0700);
     expect_reject(bad, "not a regular file");
     free(p), free(path), free(d);
+}
+
+/* fp32 -> bf16 by hand: round to nearest, ties to even. 1 + 2^-8 lies
+ * halfway between 1 and 1 + 2^-7 and goes to 1 (even); 1 + 3*2^-8 lies
+ * halfway between 1 + 2^-7 and 1 + 2^-6 and goes to 1 + 2^-6 (even);
+ * 1 + 2^-8 + 2^-20 is past halfway and goes up. */
+Test(model_file, bf16_rounding_by_hand)
+{
+    cr_expect_eq(model_file_bf16(1.0f), 0x3f80);
+    cr_expect_eq(model_file_bf16(1.00390625f), 0x3f80);
+    cr_expect_eq(model_file_bf16(1.01171875f), 0x3f82);
+    cr_expect_eq(model_file_bf16(1.00390625f + 0x1p-20f), 0x3f81);
+    cr_expect_eq(model_file_bf16(-2.0f), 0xc000);
+    uint16_t nan = model_file_bf16(__builtin_nanf(""));
+    cr_expect((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0, "NaN became %04x", nan);
+}
+
+/* --save-dtype bf16's file: version 5, 2 bytes a parameter, and loading it
+ * gives each parameter rounded to bf16 (within 2^-8 relative). */
+Test(model_file, bf16_version_5_round_trip)
+{
+    char *d = tu_tempdir(), err[256], path[512];
+    GPTConfig cfg = tu_tiny_config(), back;
+    float *p = tu_random_params(&cfg, 11), *q;
+    size_t n = config_num_params(&cfg), len;
+    snprintf(path, sizeof path, "%s/m5.bin", d);
+    cr_assert_eq(model_file_save_as(path, &cfg, p, MODEL_FILE_BF16, err, sizeof err), 0, "%s",
+                 err);
+    char *bytes = tu_read_file(path, &len);
+    cr_assert_eq(len, 1024 + n * 2);
+    int32_t h[2];
+    memcpy(h, bytes, sizeof h);
+    cr_expect_eq(h[0], 20240326);
+    cr_expect_eq(h[1], 5);
+    cr_assert_eq(model_file_load(path, &back, &q, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(memcmp(&back, &cfg, sizeof cfg), 0);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)model_file_bf16(p[i]) << 16;
+        float want;
+        memcpy(&want, &bits, sizeof want);
+        if (memcmp(&want, &q[i], sizeof want) != 0 || fabsf(q[i] - p[i]) > 0x1p-8f * fabsf(p[i]))
+            bad++;
+    }
+    cr_expect_eq(bad, 0, "%zu of %zu parameters differ from their bf16 rounding", bad, n);
+    /* and saved again as bf16, the file is the same bytes */
+    char path2[600];
+    snprintf(path2, sizeof path2, "%s/again.bin", d);
+    cr_assert_eq(model_file_save_as(path2, &cfg, q, MODEL_FILE_BF16, err, sizeof err), 0, "%s",
+                 err);
+    char *bytes2 = tu_read_file(path2, &len);
+    cr_expect_eq(memcmp(bytes, bytes2, 1024 + n * 2), 0);
+    free(p), free(q), free(bytes), free(bytes2);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    tu_run(cmd);
+    free(d);
 }

@@ -147,7 +147,7 @@ Test(planner, every_buffer_is_256_byte_aligned)
         for (int j = 0; j < g.sched.n_tape_slots; j++) {
             BlockTape *t = &g.tapes[j];
             /* a tape's act part starts with ln1 (full) or qkv (selective) */
-            void *act = t->selective ? t->qkv : t->ln1;
+            void *act = t->kind == TAPE_SELECTIVE ? t->qkv : t->ln1;
             cr_expect(ALIGNED(act) && ALIGNED(t->ln1_mean), "mode %d tape %d: act %p f32 %p",
                       mode, j, act, t->ln1_mean);
         }

@@ -54,9 +54,9 @@ Test(planner_modes, hand_computed_small_shape)
     PlanInput in = tiny();
     PlanUnits u;
     planner_units(&in, &u);
-    cr_assert(u.fixed == 82176 && u.res == 256 && u.full == 4096 && u.sel == 2560 &&
-                  u.sel_ws == 1024,
-              "units %zu %zu %zu %zu %zu", u.fixed, u.res, u.full, u.sel, u.sel_ws);
+    cr_assert(u.fixed == 82176 && u.res == 256 && u.hi == 4096 && u.lo == 2560 &&
+                  u.ws_hi == 0 && u.ws_lo == 1024,
+              "units %zu %zu %zu %zu %zu %zu", u.fixed, u.res, u.hi, u.lo, u.ws_hi, u.ws_lo);
 
     MemoryPlan p = plan_mode(&in, RECOMPUTE_NONE);
     cr_assert(p.bytes[MEM_ACTIVATIONS] == 4 * 256 + 4 * 4096 && p.bytes[MEM_WORKSPACE] == 0);
@@ -66,11 +66,17 @@ Test(planner_modes, hand_computed_small_shape)
     cr_assert_eq(p.bytes[MEM_ACTIVATIONS], 4 * 256 + 4 * 2560);
     cr_assert_eq(p.bytes[MEM_WORKSPACE], 1024, "the selective buffer");
     cr_assert_eq(p.total, 82176 + 11264 + 1024);
-    cr_assert(p.n_sel_stored == 4 && p.n_sel_work == 0 && p.sel_ws_bytes == 1024);
-    cr_assert(p.tape_sel.ln1 == TAPE_IN_WORKSPACE && p.tape_sel.ln2 == TAPE_IN_WORKSPACE &&
-              p.tape_sel.fch_gelu == TAPE_IN_WORKSPACE);
-    cr_assert(p.tape_sel.qkv == 0 && p.tape_sel.atty == 3 * 64 && p.tape_sel.res2 == 4 * 64 &&
-              p.tape_sel.fch == 5 * 64 && p.tape_sel.act_elems == 9 * 64);
+    cr_assert(p.n_part_stored == 4 && p.n_part_work == 0 && p.tape_ws_bytes == 1024);
+    TapeLayout sel;
+    planner_tape_layout(&in, TAPE_SELECTIVE, &sel);
+    cr_assert(sel.act[TAPE_LN1] == TAPE_IN_WORKSPACE && sel.act[TAPE_LN2] == TAPE_IN_WORKSPACE &&
+              sel.act[TAPE_GELU] == TAPE_IN_WORKSPACE);
+    cr_assert(sel.act[TAPE_QKV] == 0 && sel.act[TAPE_ATTY] == 3 * 64 &&
+              sel.act[TAPE_RES2] == 4 * 64 && sel.act[TAPE_FCH] == 5 * 64 &&
+              sel.act_elems == 9 * 64);
+    /* ln1, ln2 and the GELU output are never alive together: one (N,4C) buffer */
+    cr_assert(sel.ws[TAPE_LN1] == 0 && sel.ws[TAPE_LN2] == 0 && sel.ws[TAPE_GELU] == 0 &&
+              sel.ws_bytes == 1024);
 
     p = plan_mode(&in, RECOMPUTE_BLOCK);
     cr_assert(p.bytes[MEM_ACTIVATIONS] == 1024 && p.bytes[MEM_WORKSPACE] == 4096);
@@ -158,7 +164,7 @@ static AutoResult run_auto(const PlanInput *in, size_t budget, Schedule *s)
 {
     AutoResult r;
     char err[512];
-    cr_assert_eq(planner_auto(in, budget, s, &r, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(planner_auto(in, budget, NULL, s, &r, err, sizeof err), 0, "%s", err);
     cr_assert_eq(schedule_validate(s, err, sizeof err), 0, "%s", err);
     MemoryPlan p;
     planner_plan(in, s, &p);
@@ -223,7 +229,7 @@ static void auto_guarantees(const PlanInput *in)
 
     FlopCounts f;
     flops_count(&in->cfg, in->B, in->T, &f);
-    SolverCosts c = {f.block_fwd, f.block_fwd_noout, f.block_sel};
+    SolverCosts c = {f.block_fwd, f.block_fwd_noout, f.block_sel, 0, TAPE_FULL, TAPE_SELECTIVE};
     SolverTable *t = solver_table_build(in->cfg.num_layers, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     AutoResult a = via_table(t, in, m1);
@@ -268,13 +274,13 @@ Test(planner_modes, auto_guarantees_12_layers)
 Test(planner_modes, auto_guarantees_gpt2_xl) { PlanInput in = xl(8); auto_guarantees(&in); }
 
 /* The --plan table, read back and compared with direct planner calls. */
-static void check_plan_table(const PlanInput *base, size_t budget)
+static void check_plan_table(const PlanInput *base, size_t budget, const OpCosts *costs)
 {
     PlanInput in = *base;
     char *buf = NULL, err[256];
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    cr_assert_eq(planner_print_modes(f, &in, budget, 0, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 0, costs, 2, err, sizeof err), 0, "%s", err);
     fclose(f);
     static const int modes[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK,
                                 RECOMPUTE_SEGMENTS, RECOMPUTE_AUTO};
@@ -288,12 +294,14 @@ static void check_plan_table(const PlanInput *base, size_t budget)
         size_t stored, ws, peak;
         double gib, per_tok, pct;
         int maxb;
-        cr_assert_eq(sscanf(line + strlen(pat), "%zu %zu %zu %lf %lf %lf %d", &stored, &ws, &peak,
-                            &gib, &per_tok, &pct, &maxb), 7, "row: %s", line);
+        char ms[32], want_ms[32] = "-";
+        cr_assert_eq(sscanf(line + strlen(pat), "%zu %zu %zu %lf %lf %lf %31s %d", &stored, &ws,
+                            &peak, &gib, &per_tok, &pct, ms, &maxb), 8, "row: %s", line);
         Schedule s;
         MemoryPlan p;
+        AutoResult r;
         if (modes[i] == RECOMPUTE_AUTO) {
-            AutoResult r = run_auto(&in, budget, &s);
+            cr_assert_eq(planner_auto(&in, budget, costs, &s, &r, err, sizeof err), 0, "%s", err);
             cr_assert(r.fits);
         } else {
             cr_assert_eq(schedule_build(&s, modes[i], 6, err, sizeof err), 0);
@@ -302,6 +310,8 @@ static void check_plan_table(const PlanInput *base, size_t budget)
         cr_assert(stored == p.bytes[MEM_ACTIVATIONS] && ws == p.bytes[MEM_WORKSPACE] &&
                       peak == p.total, "%s: %zu %zu %zu", names[i], stored, ws, peak);
         double want_pct = 100.0 * flops_recompute(&fc, &s) / fc.step;
+        if (costs) snprintf(want_ms, sizeof want_ms, "%.3f", opcost_step(costs, &s, 2) / 1e6);
+        cr_assert_str_eq(ms, want_ms, "%s: predicted step", names[i]);
         cr_assert_float_eq(pct, want_pct, 0.0006, "%s: %f vs %f", names[i], pct, want_pct);
         cr_assert_float_eq(per_tok, (double)stored / (6.0 * 8), 0.051);
         /* max_B: fits at max_B, not at max_B + 1 */
@@ -310,9 +320,12 @@ static void check_plan_table(const PlanInput *base, size_t budget)
             b.B = maxb + d;
             int fits;
             if (modes[i] == RECOMPUTE_AUTO) {
-                Schedule a;
-                fits = run_auto(&b, budget, &a).fits;
-                schedule_free(&a);
+                fits = planner_auto_fits(&b, budget, r.hi_kind, r.lo_kind);
+                if (!costs) { /* the kinds of FLOP mode: as planner_auto finds */
+                    Schedule a;
+                    cr_assert_eq(fits, run_auto(&b, budget, &a).fits);
+                    schedule_free(&a);
+                }
             } else {
                 planner_plan(&b, &s, &p);
                 fits = p.total <= budget;
@@ -328,7 +341,14 @@ Test(planner_modes, plan_table_matches_planner)
 {
     PlanInput in = tiny();
     in.cfg.num_layers = 6;
-    check_plan_table(&in, plan_mode(&in, RECOMPUTE_BLOCK).total + 3000);
+    check_plan_table(&in, plan_mode(&in, RECOMPUTE_BLOCK).total + 3000, NULL);
     /* mode 0 fits at this B: auto's max_B still counts selective slots */
-    check_plan_table(&in, plan_mode(&in, RECOMPUTE_NONE).total);
+    check_plan_table(&in, plan_mode(&in, RECOMPUTE_NONE).total, NULL);
+    /* with measured costs: the step_ms column is opcost_step's, auto by time */
+    OpCosts oc;
+    flops_op_costs(&in.cfg, in.B, in.T, &oc);
+    oc.unit = OPCOST_NS; /* FLOPs read as nanoseconds: any costs will do */
+    oc.c[OP_ADAMW] = 12345;
+    check_plan_table(&in, plan_mode(&in, RECOMPUTE_BLOCK).total + 3000, &oc);
+    check_plan_table(&in, plan_mode(&in, RECOMPUTE_NONE).total, &oc);
 }

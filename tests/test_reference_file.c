@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tests/reference_file.h"
+#include "test_util.h"
 
 #define REF_PATH "tests/data/gpt2_reference_tiny.bin"
 
@@ -104,7 +105,8 @@ static unsigned char *slurp(const char *path, size_t *len)
 
 static void expect_refused(const unsigned char *buf, size_t len, const char *fault)
 {
-    char path[] = "/tmp/test_reference_file_XXXXXX";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/test_reference_file_XXXXXX", tu_tmp());
     int fd = mkstemp(path);
     cr_assert(fd >= 0, "mkstemp failed");
     cr_assert_eq(write(fd, buf, len), (ssize_t)len);

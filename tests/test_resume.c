@@ -9,10 +9,14 @@
  *    sample printed after step 12 (--sample-every 4) is the same text, so
  *    the sampler's RNG is restored too;
  *  - a configuration change that would break the continuation is refused,
- *    naming the flag and both values;
- *  - SIGTERM: the step finishes, a save is written, the exit status is 75,
- *    and resuming matches an uninterrupted run; a second signal exits at
- *    once (status 128 + 15) and leaves the previous save loadable;
+ *    naming the flag and both values; so is a shape flag given that differs
+ *    from the save's shape (--layers, --channels, --heads, --vocab,
+ *    --max-seq-len, --model);
+ *  - SIGTERM: the step in progress is discarded, the last completed one is
+ *    saved, the exit status is 75, and resuming matches an uninterrupted
+ *    run (test_stops.c lands the signal inside a step on purpose); a second
+ *    signal exits at once (status 128 + 15) and leaves the previous save
+ *    loadable;
  *  - kill -9 at random moments of a run saving every step (24 trials, at
  *    least half of them inside a save): the newest complete save always
  *    loads (all checksums), never goes back, and --resume continues it;
@@ -202,15 +206,18 @@ Test(resume, refuses_changed_configuration, .timeout = 60)
     run_ok(NULL, args, p);
     snprintf(e, sizeof e, "%s/r5.out", d);
     cr_expect(tc_file_has(e, "starting a new run"));
-    /* an older save resumed into a folder with newer ones: refused */
+    /* an older save resumed into a folder with newer ones: they are moved
+     * into abandoned/, never mixed with the new timeline, never deleted */
     snprintf(args, sizeof args, "%s --steps 3 --checkpoint-dir %s/ck --resume", m, d);
     snprintf(p, sizeof p, "%s/r7", d);
     run_ok(NULL, args, p); /* ck now has steps 2 and 3 */
     snprintf(args, sizeof args, "%s --steps 4 --resume=%s/ck/step_00000002", m, d);
     snprintf(p, sizeof p, "%s/r8", d);
-    cr_assert_eq(tc_run(NULL, args, p), 1);
-    snprintf(e, sizeof e, "%s/r8.err", d);
-    cr_expect(tc_file_has(e, "holds a newer save"));
+    run_ok(NULL, args, p);
+    snprintf(e, sizeof e, "%s/r8.out", d);
+    cr_expect(tc_file_has(e, "moved the saves newer than step 2"), "no note of the move");
+    snprintf(e, sizeof e, "%s/ck/abandoned/step_00000003/COMPLETE", d);
+    cr_expect_eq(access(e, F_OK), 0, "step 3 not kept in abandoned/");
     /* ...and accepted with saves going elsewhere */
     snprintf(args, sizeof args, "%s --steps 4 --resume=%s/ck/step_00000002 --checkpoint-dir "
              "%s/ck2", m, d, d);
@@ -222,6 +229,48 @@ Test(resume, refuses_changed_configuration, .timeout = 60)
     cr_assert_eq(tc_run(NULL, args, p), 2);
     snprintf(e, sizeof e, "%s/r6.err", d);
     cr_expect(tc_file_has(e, "--resume="));
+    free(d);
+}
+
+/* Issue 15, failure 5: a shape flag given on --resume that differs from the
+ * save is refused, naming both values; matching ones are accepted. */
+Test(resume, refuses_shape_flags_that_differ, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096], p[600], e[700];
+    tc_make_shards(d, 1, 400);
+    const char *m = tc_model_args(d); /* gives --layers 2 --channels 32 --heads 4 --vocab 256 */
+    snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck", m, d);
+    snprintf(p, sizeof p, "%s/s1", d);
+    run_ok(NULL, args, p);
+    snprintf(args, sizeof args, "%s --steps 3 --checkpoint-dir %s/ck --resume --layers 3 "
+             "--channels 48 --heads 6 --vocab 300 --max-seq-len 32", m, d);
+    snprintf(p, sizeof p, "%s/s2", d);
+    cr_assert_eq(tc_run(NULL, args, p), 1);
+    snprintf(e, sizeof e, "%s/s2.err", d);
+    cr_expect(tc_file_has(e, "a resumed run keeps the shape of its save"));
+    cr_expect(tc_file_has(e, "--layers: the save has 2, this run 3"));
+    cr_expect(tc_file_has(e, "--channels: the save has 32, this run 48"));
+    cr_expect(tc_file_has(e, "--heads: the save has 4, this run 6"));
+    cr_expect(tc_file_has(e, "--vocab: the save has 256, this run 300"));
+    cr_expect(tc_file_has(e, "--max-seq-len: the save has 16, this run 32"));
+    /* a preset's shape counts as given */
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' --val-data '%s/train_0.bin' "
+             "--seq-len 16 --vocab 256 --batch 2 --lr 1e-3 --device cpu --threads 1 --steps 3 "
+             "--checkpoint-dir %s/ck --resume --model d12", d, d, d);
+    snprintf(p, sizeof p, "%s/s3", d);
+    cr_assert_eq(tc_run(NULL, args, p), 1);
+    snprintf(e, sizeof e, "%s/s3.err", d);
+    cr_expect(tc_file_has(e, "--model d12 (its layers): the save has 2, this run 12"));
+    /* the same shape given again, and no shape flags at all: accepted */
+    snprintf(args, sizeof args, "%s --steps 3 --checkpoint-dir %s/ck --resume --max-seq-len 16",
+             m, d);
+    snprintf(p, sizeof p, "%s/s4", d);
+    run_ok(NULL, args, p);
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' --val-data '%s/train_0.bin' "
+             "--seq-len 16 --batch 2 --lr 1e-3 --device cpu --threads 1 --steps 4 "
+             "--checkpoint-dir %s/ck --resume", d, d, d);
+    snprintf(p, sizeof p, "%s/s5", d);
+    run_ok(NULL, args, p);
     free(d);
 }
 

@@ -14,6 +14,7 @@
  *    as the one that saved it, across shard and epoch boundaries (shuffle);
  *  - a write to /dev/full reports ENOSPC with the file's name. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@
 
 #include "data/shard.h"
 #include "run/checkpoint.h"
-#include "run/fileio.h"
+#include "base/fileio.h"
 #include "run/run_state.h"
 #include "test_util.h"
 
@@ -124,8 +125,8 @@ static void save_sharded(const char *dir, int world, size_t n, const float *para
         cr_assert_eq(ckpt_write_state(sd, r, &st, n, lo, hi - lo, m + lo, v + lo, &files[r + 1],
                                       err, sizeof err), 0, "%s", err);
     }
-    cr_assert_eq(ckpt_commit(dir, sd, 5, world, files, world + 1, 0, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(ckpt_commit(dir, sd, 5, world, files, world + 1, 0, NULL, err, sizeof err), 0,
+                 "%s", err);
 }
 
 Test(run_state, optimizer_state_reshards)
@@ -211,7 +212,11 @@ Test(run_state, manifest_parser_refuses_bad_fields)
         {"{\"format\":\"train_gpt checkpoint\",\"version\":1,\"step\":3,\"world_size\":1,\"fi",
          "not valid JSON"},
         {"{\"format\":\"x\"}", "\"format\""},
-        {"{\"format\":\"train_gpt checkpoint\",\"version\":2}", "\"version\""},
+        {"{\"format\":\"train_gpt checkpoint\",\"version\":3}", "\"version\""},
+        {"{\"format\":\"train_gpt checkpoint\",\"version\":2,\"step\":1,\"world_size\":1,"
+         "\"run_id\":\"00000000000000zz\",\"config_hash\":\"0000000000000000\"}", "\"run_id\""},
+        {"{\"format\":\"train_gpt checkpoint\",\"version\":2,\"step\":1,\"world_size\":1,"
+         "\"run_id\":\"0123456789abcdef\"}", "\"config_hash\""},
         {"{\"format\":\"train_gpt checkpoint\",\"version\":1,\"step\":-1}", "\"step\""},
         {"{\"format\":\"train_gpt checkpoint\",\"version\":1,\"step\":1e300}", "\"step\""},
         {"{\"format\":\"train_gpt checkpoint\",\"version\":1,\"step\":1,\"world_size\":100000}",
@@ -244,10 +249,59 @@ Test(run_state, manifest_parser_refuses_bad_fields)
     cr_assert_eq(ckpt_parse_manifest(good, strlen(good), "M", &man, err, sizeof err), 0, "%s", err);
     cr_expect_eq(man.step, 7);
     cr_expect_eq(man.files[0].crc, 4294967295u);
+    cr_expect_eq(man.has_identity, 0, "a version 1 manifest has no run identity");
+    ckpt_manifest_free(&man);
+    const char *v2 = "{\"format\":\"train_gpt checkpoint\",\"version\":2,\"step\":7,"
+                     "\"world_size\":1,\"run_id\":\"0123456789abcdef\",\"config_hash\":"
+                     "\"fedcba9876543210\",\"files\":[{\"name\":\"model.bin\",\"bytes\":4,"
+                     "\"crc32\":1},{\"name\":\"state_r00000.bin\",\"bytes\":1,\"crc32\":0}]}";
+    cr_assert_eq(ckpt_parse_manifest(v2, strlen(v2), "M", &man, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(man.has_identity, 1);
+    cr_expect_eq(man.id.run_id, 0x0123456789abcdefull);
+    cr_expect_eq(man.id.config_hash, 0xfedcba9876543210ull);
     ckpt_manifest_free(&man);
 }
 
-Test(run_state, keep_prunes_and_incomplete_saves_are_ignored)
+/* Issue 15, failure 4 (library level): --keep never deletes another run's
+ * saves, nor, during a non-finite streak, the newest save made before it. */
+Test(run_state, keep_spares_other_runs_and_the_rollback_point)
+{
+    GPTConfig cfg = tu_tiny_config();
+    size_t n = config_num_params(&cfg);
+    float *params = tu_random_params(&cfg, 1), *m = random_floats(n, 3), *v = random_floats(n, 4);
+    char *d = tu_tempdir(), sd[1024], err[512];
+    RunState st = sample_state();
+    CkptIdentity a = {0xaaaa, 1}, b = {0xbbbb, 1};
+    st.step = 50; /* another run's save, in the folder by mistake */
+    cr_assert_eq(ckpt_save(d, 50, 2, &b, &cfg, params, &st, n, m, v, sd, sizeof sd, err,
+                           sizeof err), 0, "%s", err);
+    for (int step = 1; step <= 8; step++) {
+        st.step = step;
+        st.bad_steps = step <= 3 ? 0 : step - 3; /* a streak from step 4 on */
+        cr_assert_eq(ckpt_save(d, step, 2, &a, &cfg, params, &st, n, m, v, sd, sizeof sd, err,
+                               sizeof err), 0, "%s", err);
+    }
+    /* --keep 2 kept 7 and 8, and step 3, the last before the streak */
+    for (int step = 1; step <= 8; step++) {
+        ckpt_step_dir(sd, sizeof sd, d, step);
+        cr_expect_eq(access(sd, F_OK) == 0, step >= 7 || step == 3, "step %d folder", step);
+    }
+    ckpt_step_dir(sd, sizeof sd, d, 50);
+    cr_expect_eq(access(sd, F_OK), 0, "run a's --keep deleted run b's save");
+    int step = -1;
+    cr_expect_eq(ckpt_find_rollback(d, &a, &step), 1);
+    cr_expect_eq(step, 3);
+    /* the streak ends: step 9 is good, and the old rollback point may go */
+    st.step = 9;
+    st.bad_steps = 0;
+    cr_assert_eq(ckpt_save(d, 9, 2, &a, &cfg, params, &st, n, m, v, sd, sizeof sd, err,
+                           sizeof err), 0, "%s", err);
+    ckpt_step_dir(sd, sizeof sd, d, 3);
+    cr_expect_neq(access(sd, F_OK), 0, "step 3 kept after the streak ended");
+    free(params), free(m), free(v), free(d);
+}
+
+Test(run_state, keep_prunes_and_incomplete_saves_are_ignored, .init = cr_redirect_stderr)
 {
     GPTConfig cfg = tu_tiny_config();
     size_t n = config_num_params(&cfg);
@@ -256,7 +310,7 @@ Test(run_state, keep_prunes_and_incomplete_saves_are_ignored)
     RunState st = sample_state();
     for (int step = 1; step <= 5; step++) {
         st.step = step;
-        cr_assert_eq(ckpt_save(d, step, 2, &cfg, params, &st, n, m, v, sd, sizeof sd, err,
+        cr_assert_eq(ckpt_save(d, step, 2, NULL, &cfg, params, &st, n, m, v, sd, sizeof sd, err,
                                sizeof err), 0, "%s", err);
     }
     /* --keep 2: only steps 4 and 5 are left */
@@ -273,6 +327,12 @@ Test(run_state, keep_prunes_and_incomplete_saves_are_ignored)
     int step;
     cr_assert_eq(ckpt_find_latest(d, sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 5);
+    /* the broken manifest is named on stderr; the folder without one is silent */
+    char *e = tu_captured_stderr(), want[1200];
+    snprintf(want, sizeof want, "note: skipping %s/step_00000007: %s/step_00000007/COMPLETE: "
+             "not valid JSON (truncated or corrupt manifest)\n", d, d);
+    cr_expect_str_eq(e, want);
+    free(e);
     /* an empty or missing folder has no save */
     snprintf(sd, sizeof sd, "%s/none", d);
     cr_expect_eq(ckpt_find_latest(sd, cmd, sizeof cmd, &step, err, sizeof err), 0);

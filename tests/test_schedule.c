@@ -58,7 +58,7 @@ static void expect_valid(const Schedule *s, const char *what, int L)
 Test(schedule, every_generated_schedule_validates_1_to_64_layers)
 {
     char err[256];
-    static const SolverCosts c = {1000, 700, 3};
+    static const SolverCosts c = {1000, 700, 3, 0, TAPE_FULL, TAPE_SELECTIVE};
     SolverTable *t = solver_table_build(64, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     for (int L = 1; L <= 64; L++) {
@@ -197,7 +197,7 @@ Test(schedule, rejects_broken_programs)
     s.n_tape_stored = 1; /* the tape is rewritten before it is read */
     expect_rejected(&s, "labelled stored");
     mode1(&s);
-    s.tape_kind[0] = 7;
+    s.tape_kind[0] = TAPE_KINDS; /* kinds are the 128 subsets of 7 tensors */
     expect_rejected(&s, "unknown kind");
     mode1(&s);
     s.n_steps -= 2; /* block 0 never back-propagated */

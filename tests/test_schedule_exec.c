@@ -2,13 +2,16 @@
  * interpreter (gpt.c) on the cpu backend: the loss and every gradient are
  * bitwise identical to recompute 0's (memcmp), also after AdamW steps, and
  * the arenas' high-water mark equals the planner's prediction to the byte,
- * category by category. Modes: selective, 1, 2 for every k, and auto at
- * budgets from its minimum to mode 0's peak. */
+ * category by category. Modes: selective, 1, 2 for every k, auto at
+ * budgets from its minimum to mode 0's peak (with FLOP costs and with
+ * measured-like ones), and every one of the 128 tape kinds. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/flops.h"
 #include "model/gpt.h"
+#include "model/opcost.h"
 #include "model/planner.h"
 #include "test_util.h"
 
@@ -147,12 +150,12 @@ Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 120)
     int distinct = 0, held = 0, in_place = 0, selective = 0;
     Schedule s;
     AutoResult ar;
-    cr_assert_eq(planner_auto(&in, 0, &s, &ar, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(planner_auto(&in, 0, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
     schedule_free(&s);
     size_t lo = ar.min_peak, hi = ref.peak;
     for (int i = 0; i <= 24; i++) {
         size_t budget = lo + (hi - lo) / 24 * (size_t)i;
-        cr_assert_eq(planner_auto(&in, budget, &s, &ar, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(planner_auto(&in, budget, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
         cr_assert(ar.fits && ar.peak <= budget);
         schedule_describe(&s, desc, sizeof desc);
         int is_new = 1;
@@ -175,5 +178,91 @@ Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 120)
               "selective tape %d", held, in_place, selective);
     cr_assert_geq(distinct, 5, "budgets should give several different schedules (got %d)",
                   distinct);
+    drop(&ref);
+}
+
+/* Every one of the 128 tape kinds (tape.h), so every kind any frontier can
+ * hold: mode 0's program with block l keeping a tape of kind kinds[l], 8
+ * kinds per run; then the inputs-kept program with re-forwards into a
+ * workspace tape of a partial kind (a forward into dropped tensors, then a
+ * backward rebuilding them) for pairs of kinds. Each against mode 0 with
+ * memcmp, and the arenas at the planner's bytes (run asserts). */
+Test(schedule_exec, every_tape_kind_matches_mode_0, .timeout = 120)
+{
+    GPTConfig cfg = tu_tiny_config();
+    cfg.num_layers = 8;
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    char err[256], what[96], a[TAPE_TENSORS + 1], b[TAPE_TENSORS + 1];
+    for (int first = 0; first < TAPE_KINDS; first += 8) {
+        Schedule s;
+        cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 8, err, sizeof err), 0, "%s", err);
+        for (int l = 0; l < 8; l++) s.tape_kind[l] = (unsigned char)(first + l);
+        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+        Run r = run(&s, &cfg);
+        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    for (int i = 0; i < 16; i++) {
+        int hi = (i * 37 + 3) % TAPE_KINDS, lo = (i * 53 + 5) % TAPE_KINDS;
+        Schedule s;
+        cr_assert_eq(schedule_build_inputs_kept(&s, 8, i % 3, 2 + i % 4, hi, lo, err, sizeof err),
+                     0, "%s", err);
+        Run r = run(&s, &cfg);
+        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(hi, a),
+                 tape_kind_name(lo, b));
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    drop(&ref);
+}
+
+/* Costs shaped like a CPU's: the FLOP counts, with the memory-bound ops
+ * (LayerNorm, GELU, residual) 40 times dearer, read as nanoseconds. */
+static OpCosts timed_costs(const GPTConfig *cfg)
+{
+    OpCosts oc;
+    flops_op_costs(cfg, B_, T_, &oc);
+    oc.unit = OPCOST_NS;
+    static const int slow[] = {OP_LN1, OP_RESID1, OP_LN2, OP_GELU, OP_RESID2};
+    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) oc.c[slow[i]] *= 40;
+    return oc;
+}
+
+/* --recompute auto with measured costs: the DP runs with a pair of
+ * frontier kinds; at budgets from its minimum to mode 0's peak its
+ * schedules use kinds other than full and selective, and each is bitwise
+ * mode 0's, at the planned peak. */
+Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 120)
+{
+    GPTConfig cfg = cfg6();
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    OpCosts oc = timed_costs(&cfg);
+    PlanInput in = {.cfg = cfg, .B = B_, .T = T_, .dtype = DTYPE_FP32};
+    char err[512], desc[16];
+    int other_kinds = 0;
+    Schedule s;
+    AutoResult ar;
+    cr_assert_eq(planner_auto(&in, 0, &oc, &s, &ar, err, sizeof err), 0, "%s", err);
+    schedule_free(&s);
+    size_t lo = ar.min_peak, hi = ref.peak;
+    for (int i = 0; i <= 16; i++) {
+        size_t budget = lo + (hi - lo) / 16 * (size_t)i;
+        cr_assert_eq(planner_auto(&in, budget, &oc, &s, &ar, err, sizeof err), 0, "%s", err);
+        cr_assert(ar.fits && ar.peak <= budget);
+        for (int j = 0; j < s.n_tape_slots; j++)
+            other_kinds |= s.tape_kind[j] != TAPE_FULL && s.tape_kind[j] != TAPE_SELECTIVE;
+        size_t planned = ar.peak;
+        Run r = run(&s, &cfg);
+        cr_assert_eq(r.peak, planned);
+        char what[80];
+        snprintf(what, sizeof what, "timed auto at %zu bytes (%s)", budget,
+                 schedule_describe(&s, desc, sizeof desc));
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    cr_assert(other_kinds, "coverage: some schedule keeps a kind other than full and selective");
     drop(&ref);
 }

@@ -30,7 +30,7 @@ static long long revolve(int l, int s)
 Test(solver, revolve_closed_form_every_l_below_60)
 {
     char err[256];
-    SolverCosts c = {1, 0, 0}; /* count untaped forwards only */
+    SolverCosts c = {1, 0, 0, 0, TAPE_FULL, TAPE_SELECTIVE}; /* count untaped forwards only */
     SolverTable *t = solver_table_build(59, &c, 1, 0, err, sizeof err); /* one tape: revolve */
     cr_assert_not_null(t, "%s", err);
     cr_assert_eq(revolve(7, 1), 21, "closed form itself: t(l,1) = l(l-1)/2");
@@ -52,7 +52,8 @@ Test(solver, revolve_closed_form_every_l_below_60)
  * next backward (p = 2L: done). Slots of one kind are interchangeable, so
  * contents are kept sorted. Moves are exactly what schedule_validate
  * accepts; cost is fwd per forward that writes an output, fwd_last per
- * forward with SLOT_NONE, sel per backward from a selective tape. */
+ * forward with SLOT_NONE, sel per backward from a selective tape, full per
+ * backward from a full one. */
 #define MAXS 8
 typedef struct { signed char res[MAXS], full[MAXS], sel[MAXS]; int p; } BState;
 typedef struct { int L, nr, nf, nq; } BShape;
@@ -197,7 +198,7 @@ static long long brute_force(const BShape *sh, const SolverCosts *c)
             if ((is_sel ? st.sel[t - sh->nf] : st.full[t]) != nb) continue;
             BState a = st;
             a.p = st.p + 1;
-            relax(&b, sh, &a, d + (is_sel ? c->sel : 0));
+            relax(&b, sh, &a, d + (is_sel ? c->sel : c->full));
         }
     }
     free(b.dist);
@@ -206,12 +207,9 @@ static long long brute_force(const BShape *sh, const SolverCosts *c)
     return best;
 }
 
-Test(solver, matches_exhaustive_search_on_small_chains)
+static void exhaustive(const SolverCosts c)
 {
     char err[256];
-    /* Costs with no accidental ties: a full forward, one without the MLP
-     * projection, the selective rebuild. */
-    SolverCosts c = {100, 67, 9};
     SolverTable *t = solver_table_build(6, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     int checked = 0;
@@ -234,13 +232,27 @@ Test(solver, matches_exhaustive_search_on_small_chains)
     solver_table_free(t);
 }
 
+/* Costs with no accidental ties: a full forward, one without the MLP
+ * projection, the lo kind's rebuild (selective's), and the hi kind's: 0
+ * for the full tape, or a kind that drops something cheap (measured
+ * costs pair any two frontier kinds). */
+Test(solver, matches_exhaustive_search_on_small_chains)
+{
+    exhaustive((SolverCosts){100, 67, 9, 0, TAPE_FULL, TAPE_SELECTIVE});
+}
+
+Test(solver, matches_exhaustive_search_with_a_hi_kind_that_rebuilds)
+{
+    exhaustive((SolverCosts){100, 67, 29, 4, 1 << TAPE_LN1, TAPE_SELECTIVE});
+}
+
 /* A table capped at the tape slots a budget can hold picks exactly what
  * the uncapped table picks at that budget. */
 Test(solver, caps_do_not_change_the_pick)
 {
     char err[256];
-    SolverCosts c = {100, 67, 9};
-    PlanUnits u = {.fixed = 1000, .res = 10, .full = 150, .sel = 90, .sel_ws = 40};
+    SolverCosts c = {100, 67, 9, 0, TAPE_FULL, TAPE_SELECTIVE};
+    PlanUnits u = {.fixed = 1000, .res = 10, .hi = 150, .lo = 90, .ws_lo = 40};
     int L = 12;
     SolverTable *full = solver_table_build(L, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(full, "%s", err);

@@ -15,18 +15,22 @@
 #include "data/shard.h"
 #include "data/tokenize_job.h"
 #include "data/tokenizer.h"
+#include "test_util.h"
 
-#define SHAKESPEARE "../shared/data/tinyshakespeare/input.txt"
+#define SHAKESPEARE TU_SHAKESPEARE
 
+/* dir: at least 256 bytes. A folder under the suite's TMPDIR, removed at
+ * the test's end (test_util.h). */
 static void make_dir(char *dir)
 {
-    strcpy(dir, "/tmp/test_tokenize_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    char *d = tu_tempdir();
+    snprintf(dir, 256, "%s", d);
+    free(d);
 }
 
 static void remove_dir(const char *dir)
 {
-    char cmd[256];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }
@@ -63,7 +67,7 @@ static uint16_t *read_shard(const char *path, size_t *n)
 
 static size_t count_glob(const char *dir, const char *pattern)
 {
-    char pat[256];
+    char pat[1024];
     snprintf(pat, sizeof pat, "%s/%s", dir, pattern);
     glob_t g;
     size_t n = glob(pat, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
@@ -81,7 +85,7 @@ Test(tokenize_job, documents_split_shards)
 {
     static const uint16_t want[] = {50256, 15496, 995, 628, 50256, 40, 1101, 994, 628, 50256, 198, 3886, 68};
     const size_t N = sizeof want / sizeof want[0]; /* 13 */
-    char dir[64], in[128], prefix[128];
+    char dir[256], in[1024], prefix[1024];
     make_dir(dir);
     snprintf(in, sizeof in, "%s/in.txt", dir);
     snprintf(prefix, sizeof prefix, "%s/ds", dir);
@@ -113,7 +117,7 @@ Test(tokenize_job, documents_split_shards)
     static const size_t sizes[] = {3, 4, 4, 2};
     size_t at = 0;
     for (int s = 0; s < 4; s++) {
-        char path[160];
+        char path[2048];
         snprintf(path, sizeof path, "%s_%s.bin", prefix, names[s]);
         size_t n;
         uint16_t *t = read_shard(path, &n);
@@ -125,7 +129,7 @@ Test(tokenize_job, documents_split_shards)
 
     /* Whole files as documents, two inputs: EOT before each. And a rerun
      * with bigger shards removes the stale train_000001 and _000002. */
-    char in2[128];
+    char in2[1024];
     snprintf(in2, sizeof in2, "%s/in2.txt", dir);
     write_text(in2, "Hello world");
     const char *two[] = {in2, in2};
@@ -138,7 +142,7 @@ Test(tokenize_job, documents_split_shards)
     cr_assert_eq(st.val_shards, 0);
     cr_assert_eq(count_glob(dir, "ds_val_*.bin"), 0, "stale val shard removed");
     cr_assert_eq(count_glob(dir, "ds_train_*.bin"), 1, "stale train shards removed");
-    char path[160];
+    char path[2048];
     snprintf(path, sizeof path, "%s_train_000000.bin", prefix);
     size_t n;
     uint16_t *t = read_shard(path, &n);
@@ -155,7 +159,7 @@ Test(tokenize_job, documents_split_shards)
  * the end. */
 Test(tokenize_job, tinyshakespeare_like_llmc)
 {
-    char dir[64], prefix[128];
+    char dir[256], prefix[1024];
     make_dir(dir);
     snprintf(prefix, sizeof prefix, "%s/tinyshakespeare", dir);
     const char *inputs[] = {SHAKESPEARE};
@@ -173,7 +177,7 @@ Test(tokenize_job, tinyshakespeare_like_llmc)
     cr_assert_eq(st.docs, 7222);
     cr_assert_eq(st.val_tokens, 32768);
     cr_assert_eq(st.train_tokens, 305260);
-    char path[160];
+    char path[2048];
     size_t nv, nt;
     snprintf(path, sizeof path, "%s_val_000000.bin", prefix);
     uint16_t *val = read_shard(path, &nv);
@@ -203,7 +207,7 @@ Test(tokenize_job, tinyshakespeare_like_llmc)
 static int run_cli(const char *dir, const char *args, char *msg, size_t msg_len)
 {
     cr_assert_eq(access("./tokenize", X_OK), 0, "./tokenize not built (make tokenize)");
-    char cmd[1024], errpath[128];
+    char cmd[4096], errpath[1024];
     snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
     snprintf(cmd, sizeof cmd, "./tokenize %s 2>'%s' >/dev/null", args, errpath);
     int status = system(cmd);
@@ -224,14 +228,14 @@ static int count_lines(const char *s)
 
 Test(tokenize_cli, stdin_and_help)
 {
-    char dir[64], args[256], msg[4096];
+    char dir[256], args[2048], msg[4096];
     make_dir(dir);
     snprintf(args, sizeof args, "--out %s/s --val-fraction 0 < /dev/null", dir);
     cr_assert_eq(run_cli(dir, args, msg, sizeof msg), 0, "%s", msg);
-    char cmd[256];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd, "printf 'Hello world' | ./tokenize --quiet --val-fraction 0 --out %s/s -", dir);
     cr_assert_eq(system(cmd), 0);
-    char path[128];
+    char path[1024];
     snprintf(path, sizeof path, "%s/s_train_000000.bin", dir);
     size_t n;
     uint16_t *t = read_shard(path, &n);
@@ -252,7 +256,7 @@ Test(tokenize_cli, stdin_and_help)
 
 Test(tokenize_cli, bad_command_lines)
 {
-    char dir[64], msg[1024];
+    char dir[256], msg[1024];
     make_dir(dir);
     static const struct {
         const char *args, *needle;
@@ -279,10 +283,10 @@ Test(tokenize_cli, bad_command_lines)
  * and no shard (nor temporary file) of the run left in the folder. */
 Test(tokenize_cli, runtime_errors_leave_no_shard)
 {
-    char dir[64], args[512], msg[2048], corrupt[128], notdir[128];
+    char dir[256], args[2048], msg[2048], corrupt[1024], notdir[1024];
     make_dir(dir);
     struct {
-        char args[512];
+        char args[2048];
         const char *needle;
     } cases[6];
     int nc = 0;
@@ -291,8 +295,8 @@ Test(tokenize_cli, runtime_errors_leave_no_shard)
     cases[nc++].needle = "none.bpe: cannot open";
     /* corrupt vocab: one byte changed */
     snprintf(corrupt, sizeof corrupt, "%s/vocab.bpe", dir);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "sed '3s/a/b/' ../shared/data/gpt2/vocab.bpe > %s", corrupt);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "sed '3s/a/b/' '%s' > %s", TU_VOCAB, corrupt);
     cr_assert_eq(system(cmd), 0);
     snprintf(cases[nc].args, sizeof args, "--out %s/o --vocab %s %s", dir, corrupt, SHAKESPEARE);
     cases[nc++].needle = "vocab.bpe: not GPT-2's file: sha256";
@@ -319,7 +323,7 @@ Test(tokenize_cli, runtime_errors_leave_no_shard)
     }
     /* A shard that cannot be written after others were: the train shard's
      * name is taken by a folder, so the val shard already written goes too. */
-    char blocker[160];
+    char blocker[1024];
     snprintf(blocker, sizeof blocker, "%s/o_train_000000.bin", dir);
     cr_assert_eq(mkdir(blocker, 0755), 0);
     snprintf(args, sizeof args, "--out %s/o %s", dir, SHAKESPEARE);

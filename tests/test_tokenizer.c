@@ -38,10 +38,11 @@
 #include <unistd.h>
 
 #include "data/tokenizer.h"
+#include "test_util.h"
 
-#define ENC "../shared/data/gpt2/encoder.json"
-#define VOCAB "../shared/data/gpt2/vocab.bpe"
-#define SHAKESPEARE "../shared/data/tinyshakespeare/input.txt"
+#define ENC TU_ENCODER
+#define VOCAB TU_VOCAB
+#define SHAKESPEARE TU_SHAKESPEARE
 
 typedef struct {
     const char *text;
@@ -292,8 +293,7 @@ static void copy_file(const char *src, const char *dst, long flip, size_t keep)
 
 Test(tokenizer, load_errors)
 {
-    char dir[] = "/tmp/test_tokenizer_XXXXXX", a[128], b[128], err[512];
-    cr_assert_not_null(mkdtemp(dir));
+    char *dir = tu_tempdir(), a[1024], b[1024], err[2048];
     Tokenizer tk;
     /* missing file: named, with the reason */
     snprintf(a, sizeof a, "%s/missing.json", dir);
@@ -313,25 +313,30 @@ Test(tokenizer, load_errors)
     /* the files swapped */
     cr_assert_eq(tokenizer_load(&tk, VOCAB, ENC, err, sizeof err), -1);
     cr_assert(strstr(err, VOCAB) && strstr(err, "sha256"), "message: %s", err);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    free(dir); /* removed with the test's other folders (test_util.h) */
 }
 
 Test(tokenizer, find_files)
 {
-    char enc[512], voc[512], err[512];
+    char enc[4096], voc[4096], err[8192], from[4400], dir[4096];
     unsetenv(GPT2_DIR_ENV);
-    cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, sizeof err),
+                 0, "%s", err);
     cr_assert_str_eq(enc, ENC);
     cr_assert_str_eq(voc, VOCAB);
     /* a set variable is the only place looked at */
     setenv(GPT2_DIR_ENV, "/nonexistent-gpt2", 1);
-    cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, err, sizeof err), -1);
+    cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, sizeof err),
+                 -1);
     cr_assert(strstr(err, GPT2_DIR_ENV "=/nonexistent-gpt2"), "message: %s", err);
-    setenv(GPT2_DIR_ENV, "../shared/data/gpt2/", 1);
-    cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, err, sizeof err), 0, "%s", err);
-    cr_assert_str_eq(enc, ENC);
+    snprintf(dir, sizeof dir, "%s", ENC);
+    *strrchr(dir, '/') = 0;
+    setenv(GPT2_DIR_ENV, dir, 1);
+    cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, sizeof err),
+                 0, "%s", err);
+    cr_assert(strstr(enc, "/encoder.json"), "%s", enc);
+    cr_assert(strstr(from, "the environment variable " GPT2_DIR_ENV), "%s", from);
+    unsetenv(GPT2_DIR_ENV);
 }
 
 /* Safe cuts are exactly the spots between a printable ASCII character and an

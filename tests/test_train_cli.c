@@ -1,7 +1,7 @@
 /* tests/test_train_cli.c — ./train_gpt end to end, and its command line.
  *
  * The end-to-end run trains on raw bytes (vocab 256) of the public-domain
- * tinyshakespeare text at ../shared/data/tinyshakespeare/input.txt: the
+ * tinyshakespeare text (found as the programs find it, data/source.h): the
  * first loss is about ln(256) = 5.545, and after 60 steps the validation
  * loss must be under 3.4 (a unigram byte model is about 3.3 nats). */
 #include <cjson/cJSON.h>
@@ -15,7 +15,7 @@
 #include "data/shard.h"
 #include "test_util.h"
 
-#define SHAKESPEARE "../shared/data/tinyshakespeare/input.txt"
+#define SHAKESPEARE TU_SHAKESPEARE
 
 /* Byte shards: the first 10% of the text is val, the rest train. */
 static char *make_byte_shards(void)
@@ -180,11 +180,33 @@ Test(train_cli, help_lists_every_flag_with_defaults)
                            "--lr-min-frac", "--beta1", "--beta2", "--eps", "--weight-decay",
                            "--grad-clip", "--recompute", "--train-data", "--val-data", "--shuffle",
                            "--seed", "--val-every", "--val-batches", "--init-from", "--save",
-                           "--log", "--threads", "--device", "--model"};
+                           "--log", "--threads", "--device", "--model", "--top-k", "--top-p",
+                           "--num-samples", "--prompt-file", "--stop-at-eot", "--eval-file",
+                           "--eval-every"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_expect(strstr(h, flags[i]), "--help lacks %s", flags[i]);
     cr_expect(strstr(h, "[default: 12]") && strstr(h, "[default: 50257]"), "defaults shown");
     free(h), free(d);
+}
+
+/* README's flag list is --help's text, verbatim, between the fences after
+ * "## Flags". */
+Test(train_cli, readme_flag_list_is_the_help_text)
+{
+    char *d = tu_tempdir(), cmd[1100], path[512];
+    snprintf(path, sizeof path, "%s/help.txt", d);
+    snprintf(cmd, sizeof cmd, "./train_gpt --help > %s", path);
+    cr_assert_eq(tu_run(cmd), 0);
+    char *h = tu_read_file(path, NULL), *r = tu_read_file("README.md", NULL);
+    cr_assert(h && r);
+    char *sec = strstr(r, "## Flags"), *start = sec ? strstr(sec, "```\n") : NULL;
+    cr_assert_not_null(start, "README has no ## Flags block");
+    start += 4;
+    char *end = strstr(start, "```");
+    cr_assert_not_null(end);
+    *end = 0;
+    cr_expect_str_eq(start, h, "README's flag list differs from ./train_gpt --help");
+    free(h), free(r), free(d);
 }
 
 Test(train_cli, data_errors_name_the_file_and_exit_nonzero)
@@ -200,7 +222,7 @@ Test(train_cli, data_errors_name_the_file_and_exit_nonzero)
     free(e);
 }
 
-/* The default --val-data (data/tinyshakespeare_val_*.bin, GPT-2 tokens)
+/* The default --val-data (datasets/tinyshakespeare_val_*.bin, GPT-2 tokens)
  * belongs to the default dataset. A run on other --train-data without
  * --val-data skips validation instead of reading it: here the default path
  * (relative to the working directory) holds tokens outside the run's
@@ -210,11 +232,11 @@ Test(train_cli, default_val_data_only_with_default_train_data, .timeout = 120)
     char *d = make_byte_shards(), cmd[8192], path[512], err[256], bin[4096];
     const char *b = getenv("TRAIN_GPT_BIN");
     cr_assert_not_null(realpath(b ? b : "./train_gpt", bin), "no train_gpt binary");
-    snprintf(path, sizeof path, "%s/data", d);
+    snprintf(path, sizeof path, "%s/datasets", d);
     cr_assert_eq(mkdir(path, 0755), 0);
     uint16_t gpt2_tokens[4096];
     for (int i = 0; i < 4096; i++) gpt2_tokens[i] = (uint16_t)(300 + i % 1000);
-    snprintf(path, sizeof path, "%s/data/tinyshakespeare_val_000000.bin", d);
+    snprintf(path, sizeof path, "%s/datasets/tinyshakespeare_val_000000.bin", d);
     cr_assert_eq(shard_write(path, gpt2_tokens, 4096, err, sizeof err), 0, "%s", err);
 
     snprintf(cmd, sizeof cmd,
@@ -229,10 +251,103 @@ Test(train_cli, default_val_data_only_with_default_train_data, .timeout = 120)
 
     snprintf(cmd, sizeof cmd,
              "cd %s && %s " TINY_FLAGS " --steps 2 --train-data 'bytes_train_*.bin' "
-             "--val-data 'data/tinyshakespeare_val_*.bin' > out.txt 2>&1", d, bin);
+             "--val-data 'datasets/tinyshakespeare_val_*.bin' > out.txt 2>&1", d, bin);
     cr_expect_neq(tu_run(cmd), 0, "the out-of-vocabulary val file must stop an explicit run");
     out = tu_read_file(path, NULL);
     cr_expect(out && strstr(out, "outside the vocabulary"), "%s", out);
     free(out);
     free(d);
+}
+
+/* Shape flags that contradict --init-from's file: exit 2, one line with both
+ * shapes; flags that agree with it are fine. */
+Test(train_cli, shape_flags_contradicting_init_from_exit_2, .timeout = 120)
+{
+    char *d = make_byte_shards(), cmd[2048], args[1024];
+    snprintf(cmd, sizeof cmd, "./train_gpt " TINY_FLAGS " --steps 0 --save %s/init.bin "
+             "--train-data '%s/bytes_train_*.bin' > /dev/null 2>&1", d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    const char *file = "the file has L=2 C=64 NH=4 V=256 max-seq-len=64";
+    snprintf(args, sizeof args, "--init-from %s/init.bin --layers 6", d);
+    expect_usage_error(args, "--layers 6: contradicts the shape of ");
+    expect_usage_error(args, file);
+    expect_usage_error(args, "the flags ask for L=6 C=64 NH=4 V=256 max-seq-len=64");
+    snprintf(args, sizeof args, "--init-from %s/init.bin --heads 2 --vocab 300", d);
+    expect_usage_error(args, "--heads 2, --vocab 300: contradicts");
+    expect_usage_error(args, "the flags ask for L=2 C=64 NH=2 V=300 max-seq-len=64");
+    snprintf(args, sizeof args, "--init-from %s/init.bin --model d12", d);
+    expect_usage_error(args, "--layers 12, --channels 768, --heads 12 (--model d12): contradicts");
+    snprintf(args, sizeof args, "--init-from %s/init.bin --max-seq-len 128", d);
+    expect_usage_error(args, "--max-seq-len 128: contradicts");
+    /* the same shape given again is no contradiction */
+    snprintf(cmd, sizeof cmd, "./train_gpt --init-from %s/init.bin --layers 2 --channels 64 "
+             "--heads 4 --vocab 256 --seq-len 64 --batch 8 --threads 1 --steps 1 --val-every 0 "
+             "--train-data '%s/bytes_train_*.bin' > /dev/null 2>&1", d, d);
+    cr_expect_eq(tu_run(cmd), 0, "%s", cmd);
+    free(d);
+}
+
+/* --save's folder and --checkpoint-dir's parent are checked at start-up
+ * (exit 1 before any work), not after training. */
+Test(train_cli, save_and_checkpoint_folders_checked_at_start, .timeout = 120)
+{
+    char *d = make_byte_shards(), args[2048], path[1024];
+    char *e;
+    snprintf(args, sizeof args, TINY_FLAGS " --steps 1000000 --train-data '%s/bytes_train_*.bin' "
+             "--save %s/no/such/folder/m.bin", d, d);
+    cr_expect_eq(run_cli(args, &e), 1);
+    snprintf(path, sizeof path, "--save %s/no/such/folder/m.bin: its folder must exist and be "
+             "writable: %s/no/such/folder: the folder does not exist", d, d);
+    cr_expect(e && strstr(e, path), "stderr: %s", e);
+    free(e);
+    /* a regular file where the folder should be */
+    snprintf(args, sizeof args, TINY_FLAGS " --steps 1000000 --train-data '%s/bytes_train_*.bin' "
+             "--save %s/bytes_val_000000.bin/m.bin", d, d);
+    cr_expect_eq(run_cli(args, &e), 1);
+    cr_expect(e && strstr(e, "bytes_val_000000.bin: not a folder"), "stderr: %s", e);
+    free(e);
+    /* the checkpoint folder is made, its parent is not */
+    snprintf(args, sizeof args, TINY_FLAGS " --steps 1000000 --train-data '%s/bytes_train_*.bin' "
+             "--checkpoint-dir %s/missing/ck", d, d);
+    cr_expect_eq(run_cli(args, &e), 1);
+    snprintf(path, sizeof path, "--checkpoint-dir %s/missing/ck: its parent folder must exist "
+             "and be writable: %s/missing: the folder does not exist", d, d);
+    cr_expect(e && strstr(e, path), "stderr: %s", e);
+    free(e);
+    snprintf(path, sizeof path, "%s/missing", d);
+    struct stat st;
+    cr_expect_neq(stat(path, &st), 0, "the missing parent was created");
+    free(d);
+}
+
+Test(train_cli, h_is_help_and_version_names_the_build)
+{
+    char *d = tu_tempdir(), cmd[4096], a[1024], b[1024];
+    snprintf(a, sizeof a, "%s/h.txt", d);
+    snprintf(b, sizeof b, "%s/help.txt", d);
+    snprintf(cmd, sizeof cmd, "./train_gpt -h > %s && ./train_gpt --help > %s", a, b);
+    cr_assert_eq(tu_run(cmd), 0, "-h or --help did not exit 0");
+    char *h = tu_read_file(a, NULL), *help = tu_read_file(b, NULL);
+    cr_expect(h && help && strcmp(h, help) == 0 && strstr(h, "usage: ./train_gpt"),
+              "-h differs from --help");
+    free(h), free(help);
+    snprintf(a, sizeof a, "%s/v.txt", d);
+    snprintf(cmd, sizeof cmd, "./train_gpt --version > %s", a);
+    cr_assert_eq(tu_run(cmd), 0, "--version did not exit 0");
+    char *v = tu_read_file(a, NULL);
+    cr_assert_not_null(v);
+    /* "train_gpt <git describe --always --dirty>" (an abbreviated hash, or
+     * TAG-N-gHASH, maybe "-dirty"), or "unknown" outside a git tree */
+    char commit[128] = "";
+    cr_expect_eq(sscanf(v, "train_gpt %127s", commit), 1, "%s", v);
+    int run = 0, longest = 0;
+    for (const char *c = commit; *c; c++) {
+        run = strchr("0123456789abcdef", *c) ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    cr_expect(strcmp(commit, "unknown") == 0 || longest >= 7, "commit '%s'", commit);
+    cr_expect(strstr(v, "\ncompiler: ") && strstr(v, "\nbackends: cpu (fp32; OpenBLAS"), "%s", v);
+    cr_expect(backend_cuda_compiled() ? strstr(v, "built with CUDA runtime") != NULL
+                                      : strstr(v, "cuda not built") != NULL, "%s", v);
+    free(v), free(d);
 }

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "data/shard.h"
+#include "model/flops.h"
+#include "model/opcost.h"
 #include "model/planner.h"
 #include "test_util.h"
 #include "train_cli.h"
@@ -45,7 +47,9 @@ static int run(const char *args, const char *dir, char **out, char **err)
     char cmd[4096], po[600], pe[600];
     snprintf(po, sizeof po, "%s/stdout.txt", dir);
     snprintf(pe, sizeof pe, "%s/stderr.txt", dir);
-    snprintf(cmd, sizeof cmd, "%s %s > %s 2> %s", tc_bin(), args, po, pe);
+    /* a cache of op costs of the test's own: none from earlier runs */
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache %s %s > %s 2> %s", dir, tc_bin(), args,
+             po, pe);
     int rc = tu_run(cmd);
     *out = tu_read_file(po, NULL);
     *err = tu_read_file(pe, NULL);
@@ -60,7 +64,7 @@ Test(train_memory, plan_prints_the_planners_table)
     cr_assert_eq(rc, 0, "stderr: %s", err);
     PlanInput in = shape_input();
     FILE *f = open_memstream(&want, &len);
-    cr_assert_eq(planner_print_modes(f, &in, budget, 0, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 0, NULL, 1, e, sizeof e), 0, "%s", e);
     fclose(f);
     cr_assert_str_eq(out, want, "--plan's output is planner_print_modes'");
     free(out), free(err), free(want);
@@ -70,7 +74,7 @@ Test(train_memory, plan_prints_the_planners_table)
     cr_assert_eq(rc, 0, "stderr: %s", err);
     in.dtype = DTYPE_BF16;
     f = open_memstream(&want, &len);
-    cr_assert_eq(planner_print_modes(f, &in, budget, 2, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 2, NULL, 1, e, sizeof e), 0, "%s", e);
     fclose(f);
     cr_assert_str_eq(out, want);
     cr_assert(strstr(out, "\n2,k=2 "), "%s", out);
@@ -89,7 +93,7 @@ Test(train_memory, plan_past_64_layers_has_an_auto_row)
     PlanInput in = shape_input();
     in.cfg.num_layers = 96;
     FILE *f = open_memstream(&want, &len);
-    cr_assert_eq(planner_print_modes(f, &in, budget, 0, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(planner_print_modes(f, &in, budget, 0, NULL, 1, e, sizeof e), 0, "%s", e);
     fclose(f);
     cr_assert_str_eq(out, want, "--plan's output is planner_print_modes'");
     cr_assert_null(strstr(out, "n/a"), "%s", out);
@@ -98,37 +102,61 @@ Test(train_memory, plan_past_64_layers_has_an_auto_row)
     double gib, per_tok, pct;
     int maxb;
     cr_assert_not_null(row, "%s", out);
-    cr_assert_eq(sscanf(row + 6, "%zu %zu %zu %lf %lf %lf %d", &stored, &ws, &peak, &gib,
-                        &per_tok, &pct, &maxb), 7, "%s", row);
+    char ms[32];
+    cr_assert_eq(sscanf(row + 6, "%zu %zu %zu %lf %lf %lf %31s %d", &stored, &ws, &peak, &gib,
+                        &per_tok, &pct, ms, &maxb), 8, "%s", row);
+    cr_assert_str_eq(ms, "-", "no op costs cached: no time");
     cr_assert(peak <= budget && maxb >= 2, "%s", row);
     cr_assert(strstr(out, "auto past 64 layers"), "the legend names the restricted search");
     free(out), free(err), free(want), free(d);
 }
 
+/* Costs of some unit-less kind, read as measured (timed auto's smallest
+ * schedule does not depend on them: it takes the kind of the fewest
+ * bytes). */
+static OpCosts any_timed(const PlanInput *in)
+{
+    OpCosts oc;
+    flops_op_costs(&in->cfg, in->B, in->T, &oc);
+    oc.unit = OPCOST_NS;
+    return oc;
+}
+
+/* --recompute auto below its smallest peak exits 2 naming that peak: with
+ * FLOP costs (full and selective tapes) and with measured ones (every
+ * kind: a smaller peak, or the same); at exactly that peak it trains. */
 static void auto_below_the_minimum(const char *shape, const PlanInput *in)
 {
     char *d = make_shards(), args[2048], *out, *err, e[256], want[128];
-    Schedule s;
-    AutoResult r;
-    cr_assert_eq(planner_auto(in, 0, &s, &r, e, sizeof e), 0, "%s", e);
-    schedule_free(&s);
-    snprintf(args, sizeof args, "%s --recompute auto --memory-budget %zu --steps 1 "
-             "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", shape,
-             r.min_peak - 1, d, d);
-    cr_assert_eq(run(args, d, &out, &err), 2, "stdout %s stderr %s", out, err);
-    snprintf(want, sizeof want, "the smallest achievable peak is %zu bytes", r.min_peak);
-    cr_assert(err && strstr(err, want), "stderr '%s' lacks '%s'", err, want);
-    cr_assert(strstr(err, "steps (F block"), "the schedule that reaches it is printed");
-    free(out), free(err);
-    /* at exactly the minimum it trains */
-    snprintf(args, sizeof args, "%s --recompute auto --memory-budget %zu --steps 1 "
-             "--val-every 0 --threads 1 --train-data '%s/b_train_*.bin' "
-             "--val-data '%s/b_val_*.bin'", shape, r.min_peak, d, d);
-    cr_assert_eq(run(args, d, &out, &err), 0, "stderr %s", err);
-    free(out), free(err), free(d);
+    OpCosts oc = any_timed(in);
+    size_t min_flops = 0;
+    for (int timed = 0; timed <= 1; timed++) {
+        Schedule s;
+        AutoResult r;
+        cr_assert_eq(planner_auto(in, 0, timed ? &oc : NULL, &s, &r, e, sizeof e), 0, "%s", e);
+        schedule_free(&s);
+        if (!timed) min_flops = r.min_peak;
+        else cr_assert_leq(r.min_peak, min_flops);
+        const char *costs = timed ? "" : "--op-costs flops";
+        snprintf(args, sizeof args, "%s --recompute auto --memory-budget %zu --steps 1 %s "
+                 "--train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", shape,
+                 r.min_peak - 1, costs, d, d);
+        cr_assert_eq(run(args, d, &out, &err), 2, "stdout %s stderr %s", out, err);
+        snprintf(want, sizeof want, "the smallest achievable peak is %zu bytes", r.min_peak);
+        cr_assert(err && strstr(err, want), "stderr '%s' lacks '%s'", err, want);
+        cr_assert(strstr(err, "steps (F block"), "the schedule that reaches it is printed");
+        free(out), free(err);
+        /* at exactly the minimum it trains */
+        snprintf(args, sizeof args, "%s --recompute auto --memory-budget %zu --steps 1 %s "
+                 "--val-every 0 --threads 1 --train-data '%s/b_train_*.bin' "
+                 "--val-data '%s/b_val_*.bin'", shape, r.min_peak, costs, d, d);
+        cr_assert_eq(run(args, d, &out, &err), 0, "stderr %s", err);
+        free(out), free(err);
+    }
+    free(d);
 }
 
-Test(train_memory, auto_below_the_minimum_exits_2_with_the_smallest_peak)
+Test(train_memory, auto_below_the_minimum_exits_2_with_the_smallest_peak, .timeout = 60)
 {
     PlanInput in = shape_input();
     auto_below_the_minimum(SHAPE, &in);
@@ -215,7 +243,8 @@ Test(train_memory, every_mode_trains_with_high_water_equal_to_the_plan, .timeout
 /* Past the solver's 64 layers auto searches the restricted families
  * (planner_auto_family). Halfway between modes 1 and 0 it keeps every input
  * and re-forwards the lowest blocks; halfway between selective and mode 0
- * it keeps selective and full tapes. Both train exactly like mode 0. */
+ * it keeps selective and full tapes (with FLOP costs: --op-costs flops).
+ * Both train exactly like mode 0. */
 Test(train_memory, auto_past_64_layers_trains_like_mode_0, .timeout = 60)
 {
     char *d = make_shards(), loss0[64], loss[64], *out, e[256];
@@ -232,7 +261,7 @@ Test(train_memory, auto_past_64_layers_trains_like_mode_0, .timeout = 60)
         Schedule s;
         AutoResult r;
         char desc[80];
-        cr_assert_eq(planner_auto(&in, budgets[i], &s, &r, e, sizeof e), 0, "%s", e);
+        cr_assert_eq(planner_auto(&in, budgets[i], NULL, &s, &r, e, sizeof e), 0, "%s", e);
         schedule_describe(&s, desc, sizeof desc);
         int reforwards = schedule_reforwards(&s);
         schedule_free(&s);
@@ -240,7 +269,7 @@ Test(train_memory, auto_past_64_layers_trains_like_mode_0, .timeout = 60)
                   (i == 0 ? reforwards > 0 : strchr(desc, 'F') != NULL),
                   "budget %zu: kept %s, %d re-forwards", budgets[i], desc, reforwards);
         char mode[128], want[160];
-        snprintf(mode, sizeof mode, "auto --memory-budget %zu", budgets[i]);
+        snprintf(mode, sizeof mode, "auto --memory-budget %zu --op-costs flops", budgets[i]);
         train_2_steps(DEEP_SHAPE, mode, d, 1 + i, loss, &out);
         cr_assert_str_eq(loss, loss0, "%s: last loss differs from mode 0's", mode);
         snprintf(want, sizeof want, "recompute auto: predicted peak %zu bytes", r.peak);

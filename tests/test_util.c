@@ -1,13 +1,17 @@
 /* tests/test_util.c — see test_util.h. */
 #include "test_util.h"
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <criterion/redirect.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 GPTConfig tu_tiny_config(void)
 {
@@ -52,11 +56,90 @@ Backend *tu_cpu(void)
     return be;
 }
 
+/* The suite's one temp root. PRE_ALL runs in Criterion's runner before any
+ * test process is started, so every test inherits TMPDIR pointing into it:
+ * tu_tempdir's folders, the programs the tests run, mpirun's session files
+ * all land there, and POST_ALL removes the whole root, whatever the tests
+ * left (a failed assert, a crash, a timeout). TRAIN_GPT_TEST_KEEP=1 keeps
+ * it for a post-mortem and prints where it is. */
+static char suite_root[PATH_MAX];
+
+static int keep_files(void);
+
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+    (void)set;
+    const char *base = getenv("TMPDIR");
+    snprintf(suite_root, sizeof suite_root, "%s/train_gpt_tests.XXXXXX",
+             base && *base ? base : "/tmp");
+    if (!mkdtemp(suite_root)) {
+        fprintf(stderr, "tests: cannot create a temp folder %s: TMPDIR must be writable\n",
+                suite_root);
+        exit(1);
+    }
+    setenv("TMPDIR", suite_root, 1);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+    (void)stats;
+    if (!suite_root[0]) return;
+    if (keep_files()) {
+        fprintf(stderr, "tests: kept the suite's temp folder %s (TRAIN_GPT_TEST_KEEP)\n",
+                suite_root);
+        return;
+    }
+    char cmd[PATH_MAX + 32];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", suite_root);
+    if (tu_run(cmd) != 0) fprintf(stderr, "tests: could not remove %s\n", suite_root);
+}
+
+const char *tu_tmp(void)
+{
+    const char *t = getenv("TMPDIR");
+    return t && *t ? t : "/tmp";
+}
+
+/* Folders this test process made: removed when it exits (a test that
+ * fails an assert exits too; POST_ALL catches the rest). */
+#define TU_MAX_DIRS 64
+static char *made[TU_MAX_DIRS];
+static int n_made;
+
+static int keep_files(void)
+{
+    const char *keep = getenv("TRAIN_GPT_TEST_KEEP");
+    return keep && *keep && strcmp(keep, "0") != 0;
+}
+
+static void remove_made(void)
+{
+    for (int i = 0; i < n_made && !keep_files(); i++) {
+        char cmd[PATH_MAX + 32];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", made[i]);
+        (void)tu_run(cmd);
+        free(made[i]);
+    }
+    n_made = 0;
+}
+
 char *tu_tempdir(void)
 {
-    char *d = strdup("/tmp/train_gpt_test_XXXXXX");
-    cr_assert_not_null(mkdtemp(d));
+    char *d = malloc(PATH_MAX);
+    cr_assert_not_null(d);
+    snprintf(d, PATH_MAX, "%s/train_gpt_test_XXXXXX", tu_tmp());
+    cr_assert_not_null(mkdtemp(d), "mkdtemp %s failed", d);
+    if (n_made == 0) atexit(remove_made);
+    if (n_made < TU_MAX_DIRS) made[n_made++] = strdup(d);
     return d;
+}
+
+void tu_remove_tree(char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd);
+    free(dir);
 }
 
 int tu_run(const char *cmd)
@@ -84,4 +167,35 @@ char *tu_read_file(const char *path, size_t *len)
         if (len) *len = (size_t)n;
     }
     return buf;
+}
+
+char *tu_captured_stderr(void)
+{
+    fflush(stderr);
+    FILE *f = cr_get_redirected_stderr();
+    fclose(stderr); /* the end of what is captured: the read below sees EOF */
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    cr_assert_not_null(buf);
+    for (size_t k; (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 == cap) {
+            buf = realloc(buf, cap *= 2);
+            cr_assert_not_null(buf);
+        }
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+const char *tu_source_path(const SourceSpec *spec, int i)
+{
+    static char found[2][SOURCE_MAX_FILES][SOURCE_PATH_MAX];
+    int k = spec == &SOURCE_GPT2 ? 0 : 1;
+    if (!found[k][i][0]) {
+        char from[SOURCE_PATH_MAX + 200], err[8192];
+        cr_assert_eq(source_find(spec, NULL, found[k], from, sizeof from, err, sizeof err), 0,
+                     "%s", err);
+    }
+    return found[k][i];
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/source.h"
 #include "kernels/backend.h"
 #include "model/gpt.h"
 
@@ -22,14 +23,35 @@ float *tu_random_params(const GPTConfig *cfg, uint64_t seed);
 /* A cpu backend with 2 threads; asserts on failure. */
 Backend *tu_cpu(void);
 
-/* mkdtemp under /tmp; returns a static-lifetime string the caller frees. */
+/* The folder tests write in: $TMPDIR, which the suite points at its own
+ * root under the caller's $TMPDIR (default /tmp) and removes at the end. */
+const char *tu_tmp(void);
+
+/* A new folder under tu_tmp(); the caller frees the string. It and what is
+ * in it are removed when the test process exits (and with the suite's root
+ * at the end in any case). */
 char *tu_tempdir(void);
+
+/* rm -rf dir, then free(dir): a test's temp folder at its end. */
+void tu_remove_tree(char *dir);
 
 /* Run a shell command, return its exit status (or -1). Output to files
  * given in the command. */
 int tu_run(const char *cmd);
 
+/* Everything the test wrote to stderr so far, as a malloc'd string, for a
+ * test declared with .init = cr_redirect_stderr; stderr is closed after. */
+char *tu_captured_stderr(void);
+
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL if absent). */
 char *tu_read_file(const char *path, size_t *len);
+
+/* Path of file i of a known input (data/source.h), found by the chain the
+ * programs use (../shared beside the tree, the user's cache, a fetch), so
+ * the suite runs in a fresh clone too; asserts when it cannot be had. */
+const char *tu_source_path(const SourceSpec *spec, int i);
+#define TU_ENCODER tu_source_path(&SOURCE_GPT2, 0)
+#define TU_VOCAB tu_source_path(&SOURCE_GPT2, 1)
+#define TU_SHAKESPEARE tu_source_path(&SOURCE_TINYSHAKESPEARE, 0)
 
 #endif

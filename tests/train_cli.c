@@ -25,8 +25,8 @@ const char *tc_bin(void)
 void tc_make_shards(const char *dir, int nshards, size_t tokens)
 {
     size_t len;
-    char *text = tu_read_file("../shared/data/tinyshakespeare/input.txt", &len);
-    cr_assert_not_null(text, "../shared/data/tinyshakespeare/input.txt is missing");
+    char *text = tu_read_file(TU_SHAKESPEARE, &len);
+    cr_assert_not_null(text, "%s is missing", TU_SHAKESPEARE);
     cr_assert(len >= nshards * tokens);
     uint16_t *tok = malloc(tokens * sizeof(uint16_t));
     for (int s = 0; s < nshards; s++) {

@@ -33,14 +33,18 @@ void cpu_head_forward_backward(Backend *be, float *losses, void *dx_, void *dwte
             int tgt = targets[n0 + r];
             float mx = -INFINITY, target_logit = lg[tgt];
             for (int v = 0; v < V; v++) mx = lg[v] > mx ? lg[v] : mx;
-            float sum = 0.0f;
+            /* The sum in double: tens of thousands of terms, most far below
+             * the total, lose about half an fp32 ulp of the total each when
+             * added in fp32 (measured on a trained 2-layer model: the sum
+             * 1.2e-3 low, so a token's loss 1.2e-3 nats off PyTorch's). */
+            double sum = 0.0;
             for (int v = 0; v < V; v++) {
                 lg[v] = expf(lg[v] - mx);
                 sum += lg[v];
             }
-            losses[n0 + r] = mx + logf(sum) - target_logit;
+            losses[n0 + r] = (float)(mx + log(sum) - target_logit);
             if (dx) {
-                float scale = dloss / sum;
+                float scale = (float)(dloss / sum);
 #pragma omp simd
                 for (int v = 0; v < V; v++) lg[v] *= scale;
                 lg[tgt] -= dloss;

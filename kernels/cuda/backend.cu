@@ -54,6 +54,18 @@ extern "C" int cuda_device_count(void)
     return n;
 }
 
+extern "C" void cuda_device_name(char *buf, size_t len)
+{
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(buf, len, "unknown CUDA device");
+        return;
+    }
+    snprintf(buf, len, "%s", prop.name);
+}
+
 extern "C" size_t cuda_backend_fixed_bytes(void)
 {
     return CUDA_LT_WORKSPACE_BYTES + CUDA_SCRATCH_BYTES;
@@ -111,11 +123,9 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
     st->bf16 = bf16;
     if (env_switch("TRAIN_GPT_FUSE_GELU", 0, &st->fuse_gelu, err, err_len) != 0 ||
         env_switch("TRAIN_GPT_GEMM_TUNE", 1, &st->gemm_tune, err, err_len) != 0 ||
-        env_switch("TRAIN_GPT_GEMM_VERBOSE", 0, &st->gemm_verbose, err, err_len) != 0) {
-        free(st);
-        free(be);
-        return NULL;
-    }
+        env_switch("TRAIN_GPT_GEMM_VERBOSE", 0, &st->gemm_verbose, err, err_len) != 0)
+        goto fail;
+    if (!amma_variants_from_env(st, err, err_len)) goto fail;
     {
         /* the current device: device 0, or the one dist_select_device made
          * current for this rank before the backend opened */

@@ -20,12 +20,14 @@
  * CUDA_EMU: the same sources compile with g++ against tests/cuda/emu/emu.h, a
  * CPU emulator of the few CUDA features used here, so CI (no GPU) can run
  * the hand-written kernels (tests/cuda/README.md). That is why launches go
- * through LAUNCH() and dynamic shared memory through DYN_SMEM(). */
+ * through LAUNCH() and dynamic shared memory through DYN_SMEM(). The
+ * emulator build puts its folder on the include path (-Itests/cuda/emu), so
+ * this layer names no test path. */
 #ifndef KERNELS_CUDA_COMMON_CUH
 #define KERNELS_CUDA_COMMON_CUH
 
 #ifdef CUDA_EMU
-#include "tests/cuda/emu/emu.h"
+#include <emu.h> /* tests/cuda/emu/, on the emulator build's include path */
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -107,6 +109,8 @@ typedef struct CudaState {
     int fuse_gelu;         /* TRAIN_GPT_FUSE_GELU: GELU in cuBLASLt's epilogues (default 0) */
     int gemm_tune;         /* TRAIN_GPT_GEMM_TUNE: time the heuristic's candidates (default 1) */
     int gemm_verbose;      /* TRAIN_GPT_GEMM_VERBOSE: print each algorithm choice (default 0) */
+    int attn_variant[CUDA_ATTN_KERNELS]; /* attention_mma.cu: the bf16 attention kernels'
+                                            variants (forward, dQ, dK/dV) */
 } CudaState;
 
 static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }
@@ -209,6 +213,10 @@ void cuda_gemm_epi(CudaState *st, int ta, int tb, int m, int n, int k, const voi
                    const void *bias, float beta, int epi, void *aux, int ldaux);
 void cuda_gemm_init(CudaState *st);    /* at open */
 void cuda_gemm_destroy(CudaState *st); /* at close */
+
+/* attention_mma.cu: st->attn_variant from TRAIN_GPT_ATTN_VARIANT (at open).
+ * Returns 0 with a one-line reason in err when it names no variant. */
+int amma_variants_from_env(CudaState *st, char *err, size_t err_len);
 
 /* ---- op entry points (the BackendOps table in backend.cu) ---- */
 void *cuda_mem_alloc(Backend *be, size_t bytes);

@@ -66,15 +66,20 @@ __device__ __forceinline__ void mma_ldmatrix_x4(uint32_t r[4], const bf16 *p, bo
 #ifdef CUDA_EMU
     emu_ldmatrix_x4(r, p, trans);
 #else
+    /* "memory": the compiler sees no shared-memory operand here, and must
+     * not move this read across the stores, cp.async waits and barriers
+     * that fill the tile (async_copy.cuh) */
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
     if (trans)
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(a));
+                     : "r"(a)
+                     : "memory");
     else
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(a));
+                     : "r"(a)
+                     : "memory");
 #endif
 }
 
@@ -147,6 +152,35 @@ __device__ __forceinline__ void mma_strip(float c[][4], const bf16 *A, int lda, 
             mma_bf16_16816(c[2 * j + 1], a, b[1]);
         }
     }
+}
+
+/* The A operands of a whole 16 x K strip (rows r0..r0+15 of a row-major
+ * tile), to keep in registers: a[kk] covers columns 16kk..16kk+15. */
+template <int K>
+__device__ __forceinline__ void mma_load_a_strip(uint32_t a[][4], const bf16 *tile, int ld, int r0)
+{
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++) mma_load_a(a[kk], tile, ld, r0, 16 * kk);
+}
+
+/* c(16 x N) = A . B as mma_strip, with A already in registers
+ * (mma_load_a_strip): only B is read from shared memory. */
+template <int N, int K>
+__device__ __forceinline__ void mma_strip_areg(float c[][4], const uint32_t a[][4], const bf16 *Bt,
+                                               int ldb)
+{
+    static_assert(N % 16 == 0 && K % 16 == 0, "16-wide pieces");
+#pragma unroll
+    for (int j = 0; j < N / 8; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++)
+#pragma unroll
+        for (int j = 0; j < N / 16; j++) {
+            uint32_t b[2][2];
+            mma_load_b_nk(b, Bt, ldb, 16 * j, 16 * kk);
+            mma_bf16_16816(c[2 * j], a[kk], b[0]);
+            mma_bf16_16816(c[2 * j + 1], a[kk], b[1]);
+        }
 }
 
 /* c(16 x N) += P . B: P (16 x K) is this warp's own accumulators p[K/8],

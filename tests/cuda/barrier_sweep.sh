@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/cuda/barrier_sweep.sh — does the emulator checker notice a missing
-# barrier? Removes each __syncthreads()/__syncwarp() of kernels/cuda/*.cu in
-# turn, in a copy of the tree (the working tree is never touched), rebuilds
+# barrier? Removes each __syncthreads()/__syncwarp() and each cp.async wait
+# (cp_async_wait<N>(), async_copy.cuh) of kernels/cuda/*.cu in turn, in a
+# copy of the tree (the working tree is never touched), rebuilds
 # tests/cuda/check_kernels_emu and runs the op group of that file in fwd and
 # rev order. Prints one line per barrier: the FAIL lines each order produced
 # (0 and 0: not caught). Slow: about an hour on 2 cores. FILES (default
@@ -13,13 +14,13 @@ trap 'rm -rf "$copy"' EXIT
 git ls-files -co --exclude-standard | tar cf - -T - | (cd "$copy" && tar xf -)
 cd "$copy"
 make -s NVCC= tests/cuda/check_kernels_emu >/dev/null 2>&1 || { echo "build failed" >&2; exit 1; }
-grep -Hn "__syncthreads()\|__syncwarp()" ${FILES:-kernels/cuda/*.cu} | while IFS=: read -r f line _; do
+grep -Hn "__syncthreads()\|__syncwarp()\|cp_async_wait<[0-9]>()" ${FILES:-kernels/cuda/*.cu} | while IFS=: read -r f line _; do
     case $f in
     *adamw*) g=optimizer ;; *attention*) g=attention ;; *encoder*) g=encoder ;;
     *head*) g=head ;; *layernorm*) g=layernorm ;; *matmul*) g=matmul ;; *) continue ;;
     esac
     cp "$f" "$f.orig"
-    sed -i "${line}s/__syncthreads();\|__syncwarp();/;/" "$f"
+    sed -i "${line}s/__syncthreads();\|__syncwarp();\|cp_async_wait<[0-9]>();/;/" "$f"
     res=""
     if make -s NVCC= tests/cuda/check_kernels_emu >/dev/null 2>&1; then
         for o in fwd rev; do

@@ -74,6 +74,19 @@ void ck_record(Ctx *c, const char *op, const char *shape, const char *worst, dou
                double tol, int deterministic);
 void ck_print_table(Ctx *c);
 
+/* A model shape: batch, sequence length, channels, heads, vocabulary. */
+typedef struct {
+    int B, T, C, NH, V;
+} Shape;
+void shape_name(char *buf, size_t len, const Shape *s); /* "B%d T%d C%d NH%d V%d" */
+
+/* check_attention.c: the attention ops at shape s (named sh); variants: also
+ * every compiled variant of the bf16 kernels (kernels/cuda/attention_mma.cu)
+ * where the head size pads to 64. _variant_env: TRAIN_GPT_ATTN_VARIANT's
+ * valid and invalid values at cuda_backend_open(dtype). */
+void check_attention(Ctx *c, const Shape *s, const char *sh, int variants);
+void check_attention_variant_env(Ctx *c, const char *dtype);
+
 /* check_fused.c: the fused ops (group "fused") */
 void check_residual_layernorm(Ctx *c, const char *sh, int N, int C);
 void check_matmul_gelu(Ctx *c, const char *sh, int N, int IC, int OC);

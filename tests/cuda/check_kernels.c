@@ -6,6 +6,9 @@
  *   --quick  skip the realistic shape (B=4, T=1024, C=768, V=50257)
  *   --time   instead of checking, time the main ops at the realistic shape
  *            (CUDA events, median of 20 after 3 warm-ups; check_timing.c)
+ *   --sweep  instead, check every bf16 attention kernel variant against the
+ *            default and time it at 124M's and XL's shapes (check_sweep.c;
+ *            with --quick one small shape, which the emulator can run)
  *   --only   one group of ops: encoder, layernorm, attention, elementwise,
  *            matmul, fused, head or optimizer (fused: check_fused.c; run it
  *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
@@ -21,16 +24,7 @@
 
 #include "check.h"
 
-typedef struct {
-    int B, T, C, NH, V;
-} Shape;
-
 static int pad_vocab(int V) { return (V + 127) / 128 * 128; }
-
-static void shape_name(char *buf, size_t len, const Shape *s)
-{
-    snprintf(buf, len, "B%d T%d C%d NH%d V%d", s->B, s->T, s->C, s->NH, s->V);
-}
 
 /* ---- encoder ---- */
 typedef struct {
@@ -243,58 +237,6 @@ static void test_matmul(Ctx *c, const char *sh, int N, int IC, int OC, int with_
         if (devs[i]) ck_dev_free(c, devs[i]);
     free(inp), free(w), free(bias), free(out), free(dout), free(dw0), free(db0);
     free(dinp), free(dw), free(db);
-}
-
-/* ---- attention ---- */
-typedef struct {
-    void *out, *qkv, *dqkv, *dout;
-    float *lse;
-    int B, T, C, NH;
-} AttArgs;
-
-static void run_att_fwd(Ctx *c, void *p)
-{
-    AttArgs *a = p;
-    c->gpu->ops->attention_forward(c->gpu, a->out, a->lse, a->qkv, a->B, a->T, a->C, a->NH);
-}
-static void run_att_bwd(Ctx *c, void *p)
-{
-    AttArgs *a = p;
-    c->gpu->ops->attention_backward(c->gpu, a->dqkv, a->dout, a->qkv, a->out, a->lse, a->B, a->T,
-                                    a->C, a->NH);
-}
-
-static void test_attention(Ctx *c, const Shape *s, const char *sh)
-{
-    int N = s->B * s->T, C = s->C;
-    size_t n3 = (size_t)N * 3 * C, nc = (size_t)N * C, nl = (size_t)s->B * s->NH * s->T;
-    float *qkv = ck_rand(c, n3, 0.05f, 1.5f);
-    ck_round(c, qkv, n3);
-    float *out = ck_alloc(nc), *lse = ck_alloc(nl);
-    c->cpu->ops->attention_forward(c->cpu, out, lse, qkv, s->B, s->T, C, s->NH);
-    AttArgs a = {0};
-    a.B = s->B, a.T = s->T, a.C = C, a.NH = s->NH;
-    a.qkv = ck_dev_from(c, qkv, n3, 0);
-    a.out = ck_dev(c, nc, 0), a.lse = ck_dev(c, nl, 1);
-    CkOut of[] = {{"out", a.out, out, nc, 0, NULL}, {"lse", a.lse, lse, nl, 1, NULL}};
-    ck_check(c, "attention_forward", sh, of, 2, run_att_fwd, &a, -1);
-
-    /* backward from the cpu's out (rounded like a gpu activation) and lse */
-    ck_round(c, out, nc);
-    ck_dev_set(c, a.out, out, nc, 0);
-    ck_dev_set(c, a.lse, lse, nl, 1);
-    float *dout = ck_rand(c, nc, 0.05f, 1.0f);
-    ck_round(c, dout, nc);
-    float *dqkv = ck_alloc(n3);
-    c->cpu->ops->attention_backward(c->cpu, dqkv, dout, qkv, out, lse, s->B, s->T, C, s->NH);
-    a.dout = ck_dev_from(c, dout, nc, 0);
-    a.dqkv = ck_dev(c, n3, 0);
-    CkOut ob[] = {{"dqkv", a.dqkv, dqkv, n3, 0, NULL}};
-    ck_check(c, "attention_backward", sh, ob, 1, run_att_bwd, &a, -1);
-
-    void *devs[] = {a.qkv, a.out, a.lse, a.dout, a.dqkv};
-    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) ck_dev_free(c, devs[i]);
-    free(qkv), free(out), free(lse), free(dout), free(dqkv);
 }
 
 /* ---- elementwise ---- */
@@ -521,7 +463,7 @@ static void check_shape(Ctx *c, const Shape *s)
     int N = s->B * s->T;
     if (want("encoder")) test_encoder(c, s, sh);
     if (want("layernorm")) test_layernorm(c, s, sh);
-    if (want("attention")) test_attention(c, s, sh);
+    if (want("attention")) check_attention(c, s, sh, s->T >= 1024); /* variants: 124M's shape */
     if (want("elementwise")) test_elementwise(c, s, sh);
     if (want("matmul")) {
         test_matmul(c, sh, N, s->C, 3 * s->C, 1);
@@ -542,14 +484,16 @@ static void check_shape(Ctx *c, const Shape *s)
 }
 
 int check_timing(Backend *gpu, int bf16); /* check_timing.c */
+int check_sweep(Ctx *c, int quick);       /* check_sweep.c */
 
 int main(int argc, char **argv)
 {
-    int quick = 0, timing = 0, dt_fp32 = 1, dt_bf16 = 1;
+    int quick = 0, timing = 0, sweep = 0, dt_fp32 = 1, dt_bf16 = 1;
     uint64_t seed = (uint64_t)time(NULL);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--time")) timing = 1;
+        else if (!strcmp(argv[i], "--sweep")) sweep = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
@@ -561,7 +505,7 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else {
-            fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time] "
+            fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
                             "[--only encoder|layernorm|attention|elementwise|matmul|fused|head|optimizer]\n",
                     argv[0]);
             return 2;
@@ -569,6 +513,7 @@ int main(int argc, char **argv)
     }
     static Ctx ctx;
     Ctx *c = &ctx;
+    int sweep_fail = 0;
     char err[256];
     if (cuda_device_count() < 1) {
         fprintf(stderr, "check_kernels: no CUDA device is visible\n");
@@ -602,6 +547,11 @@ int main(int argc, char **argv)
     for (int d = 0; d < 2; d++) {
         if ((d == 0 && !dt_fp32) || (d == 1 && !dt_bf16)) continue;
         c->bf16 = d;
+        if (sweep && !d) {
+            printf("check_kernels --sweep: fp32 has no kernel variants; skipped\n");
+            continue;
+        }
+        if (d && want("attention") && !timing && !sweep) check_attention_variant_env(c, "bf16");
         c->gpu = cuda_backend_open(d ? "bf16" : "fp32", err, sizeof err);
         if (!c->gpu) {
             fprintf(stderr, "check_kernels: %s\n", err);
@@ -609,14 +559,33 @@ int main(int argc, char **argv)
         }
         if (timing) {
             if (check_timing(c->gpu, d) != 0) return 1;
+        } else if (sweep) {
+            sweep_fail |= check_sweep(c, quick);
         } else {
             for (int i = 0; i < nshapes; i++) check_shape(c, &shapes[i]);
+            /* attention only: every bf16 variant at hs = 64 (T = 130: 3
+             * tiles of 64, the last of 2 rows; 2 of 128), and the
+             * element-by-element kernels of head sizes padded to 32, 64 and
+             * 128 (hs not a multiple of 8) */
+            static const Shape att_shapes[] = {
+                {1, 130, 128, 2, 100}, /* hs = 64: the variants */
+                {1, 50, 60, 3, 100},   /* hs = 20 */
+                {1, 97, 120, 2, 100},  /* hs = 60 */
+                {1, 70, 200, 2, 100},  /* hs = 100 */
+            };
+            for (size_t i = 0; i < sizeof att_shapes / sizeof att_shapes[0] && want("attention");
+                 i++) {
+                char sh[48];
+                shape_name(sh, sizeof sh, &att_shapes[i]);
+                check_attention(c, &att_shapes[i], sh, i == 0);
+            }
             if (want("optimizer")) test_optimizer(c, 100003, "n100003");
         }
         cuda_backend_close(c->gpu);
     }
     cpu_backend_close(c->cpu);
     if (timing) return 0;
+    if (sweep) return sweep_fail;
     ck_print_table(c);
     printf("%s\n", c->fails ? "check_kernels: FAIL" : "check_kernels: all PASS");
     return c->fails ? 1 : 0;

@@ -9,6 +9,11 @@
 #define TOL_FP32 1e-5
 #define TOL_BF16 2e-2
 
+void shape_name(char *buf, size_t len, const Shape *s)
+{
+    snprintf(buf, len, "B%d T%d C%d NH%d V%d", s->B, s->T, s->C, s->NH, s->V);
+}
+
 double ck_uniform(Ctx *c)
 {
     /* xorshift64* */

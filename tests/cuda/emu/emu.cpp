@@ -1,5 +1,5 @@
-/* tests/cuda/emu/emu.cpp — see emu.h. Fibers are ucontext coroutines on one
- * OS thread; a kernel launch runs its blocks one after another. Inside a
+/* tests/cuda/emu/emu.cpp — see emu.h. Fibers are coroutines on one OS
+ * thread (EmuCtx below); a kernel launch runs its blocks one after another. Inside a
  * block, one warp at a time runs its whole phase up to the next
  * __syncthreads (its lanes one after another, each until it waits at a
  * barrier; a warp barrier opens when every live lane waits at it), then the
@@ -15,7 +15,8 @@
  * Checks of what only the hardware would refuse: block size, grid limits,
  * dynamic shared memory over the device limit or over 48 KiB without the
  * kernel's cudaFuncSetAttribute(MaxDynamicSharedMemorySize) opt-in, and
- * the alignment of vector and mma operand accesses (emu_align_check). */
+ * the alignment of vector, mma operand and cp.async accesses
+ * (emu_align_check). */
 #include "emu.h"
 
 #include <stdio.h>
@@ -23,19 +24,102 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <random>
 #include <vector>
 
 enum { RUNNABLE, WAIT_BLOCK, WAIT_WARP, DONE };
 
+/* ---- switching fibers ----
+ * glibc's swapcontext saves and restores the signal mask with a system call
+ * at every switch, which took about half of the emulator's time (each mma,
+ * ldmatrix and shuffle is two warp barriers: a switch per lane each). On
+ * x86-64 a switch is done here in a few instructions: push the callee-saved
+ * registers and the SSE and x87 control words on the running stack, save
+ * its stack pointer, load the other's, pop. Elsewhere (or built with
+ * -DEMU_UCONTEXT) it is ucontext. A new fiber starts in fiber_entry. */
+static void fiber_entry(void);
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
+struct EmuCtx {
+    void *sp;
+};
+extern "C" void emu_ctx_swap(void **save_sp, void *load_sp);
+asm(R"(
+    .text
+    .globl emu_ctx_swap
+    .type emu_ctx_swap, @function
+emu_ctx_swap:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size emu_ctx_swap, .-emu_ctx_swap
+)");
+static void ctx_switch(EmuCtx *from, EmuCtx *to) { emu_ctx_swap(&from->sp, to->sp); }
+/* A frame that emu_ctx_swap "returns" from into fiber_entry, with the stack
+ * aligned as after a call (rsp + 8 a multiple of 16). */
+static void ctx_make(EmuCtx *c, char *stack, size_t size, EmuCtx *back)
+{
+    (void)back;
+    uint64_t *sp = (uint64_t *)(((uintptr_t)(stack + size)) & ~(uintptr_t)15);
+    *--sp = 0;                         /* fiber_entry's return address: it never returns */
+    *--sp = (uint64_t)(uintptr_t)fiber_entry;
+    for (int i = 0; i < 6; i++) *--sp = 0; /* rbp rbx r12 r13 r14 r15 */
+    *--sp = 0x1f80ull | 0x037full << 32;   /* default MXCSR; x87 control word */
+    c->sp = sp;
+}
+#else
+struct EmuCtx {
+    ucontext_t uc;
+};
+static void ctx_switch(EmuCtx *from, EmuCtx *to) { swapcontext(&from->uc, &to->uc); }
+static void ctx_make(EmuCtx *c, char *stack, size_t size, EmuCtx *back)
+{
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = stack;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = &back->uc;
+    makecontext(&c->uc, fiber_entry, 0);
+}
+#endif
+
+/* One cp.async copy not yet landed: size bytes to dst, the first src_size
+ * from src, zeros after. */
+struct EmuCopy {
+    unsigned char *dst;
+    const unsigned char *src;
+    int size, src_size;
+};
+
 struct EmuThread {
-    ucontext_t ctx;
+    EmuCtx ctx;
     dim3 tid;
     int lane, warp, state;
     double shfl;
     uint32_t mma_a[4], mma_b[2]; /* registers deposited by emu_mma_bf16_16816 */
     const unsigned char *ldm_row; /* address deposited by emu_ldmatrix_x4 */
+    /* cp.async: the copies issued since the last commit_group, and the
+     * committed groups not yet retired by a wait_group, oldest first */
+    std::vector<EmuCopy> open_copies;
+    std::deque<std::vector<EmuCopy>> groups;
     char *stack;
 };
 
@@ -44,10 +128,10 @@ struct EmuThread {
 
 EmuThread *emu_cur;
 dim3 emu_block_idx, emu_block_dim, emu_grid_dim;
-static ucontext_t sched_ctx;
+static EmuCtx sched_ctx;
 static std::vector<EmuThread> fibers;
 static unsigned char *dyn_smem;
-static size_t dyn_cap;
+static size_t dyn_cap, dyn_size; /* allocated; this launch's */
 static const std::function<void()> *cur_body;
 static int order_mode = -1; /* 0 fwd, 1 rev, 2 rand */
 static std::mt19937 rng;
@@ -76,13 +160,13 @@ int emu_lane(void) { return emu_cur->lane; }
 void emu_syncthreads(void)
 {
     emu_cur->state = WAIT_BLOCK;
-    swapcontext(&emu_cur->ctx, &sched_ctx);
+    ctx_switch(&emu_cur->ctx, &sched_ctx);
 }
 
 void emu_syncwarp(void)
 {
     emu_cur->state = WAIT_WARP;
-    swapcontext(&emu_cur->ctx, &sched_ctx);
+    ctx_switch(&emu_cur->ctx, &sched_ctx);
 }
 
 void emu_shfl_put(double v) { emu_cur->shfl = v; }
@@ -161,10 +245,48 @@ void emu_ldmatrix_x4(uint32_t r[4], const void *p, bool trans)
     memcpy(r, out, sizeof out);
 }
 
-static void fiber_main(void)
+void emu_cp_async(void *dst, const void *src, int size, int src_size)
+{
+    if (size != 4 && size != 8 && size != 16) emu_fail("cp.async of a size other than 4, 8, 16");
+    if (src_size < 0 || src_size > size) emu_fail("cp.async: src_size outside 0..size");
+    emu_align_check(dst, (size_t)size, "cp.async shared-memory destination");
+    emu_align_check(src, (size_t)size, "cp.async global source");
+    unsigned char *d = (unsigned char *)dst;
+    if (d < dyn_smem || d + size > dyn_smem + dyn_size)
+        emu_fail("cp.async destination outside the block's dynamic shared memory");
+    memset(d, 0xff, (size_t)size); /* not landed yet: NaN until the wait */
+    emu_cur->open_copies.push_back({d, (const unsigned char *)src, size, src_size});
+}
+
+void emu_cp_async_commit(void)
+{
+    emu_cur->groups.push_back(std::move(emu_cur->open_copies));
+    emu_cur->open_copies.clear();
+}
+
+void emu_cp_async_wait(int pending)
+{
+    if (pending < 0) emu_fail("cp.async.wait_group with a negative count");
+    auto &g = emu_cur->groups;
+    while (g.size() > (size_t)pending) {
+        for (const EmuCopy &c : g.front()) {
+            memcpy(c.dst, c.src, (size_t)c.src_size);
+            memset(c.dst + c.src_size, 0, (size_t)(c.size - c.src_size));
+        }
+        g.pop_front();
+    }
+}
+
+static void fiber_entry(void)
 {
     (*cur_body)();
-    emu_cur->state = DONE; /* uc_link returns to the scheduler */
+    if (!emu_cur->open_copies.empty() || !emu_cur->groups.empty())
+        emu_fail("a thread ended with cp.async copies it never waited for");
+    emu_cur->state = DONE;
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
+    ctx_switch(&emu_cur->ctx, &sched_ctx); /* never resumed */
+    abort();
+#endif /* else uc_link returns to the scheduler */
 }
 
 /* Order in which `n` items (lanes of a warp, warps of a block) run. */
@@ -188,7 +310,7 @@ static void run_warp(size_t w, size_t nthreads)
             EmuThread *t = &fibers[lo + l];
             if (t->state != RUNNABLE) continue;
             emu_cur = t;
-            swapcontext(&sched_ctx, &t->ctx);
+            ctx_switch(&sched_ctx, &t->ctx);
         }
         size_t n_warp = 0, n_block = 0, n_done = 0;
         for (size_t i = lo; i < hi; i++) {
@@ -285,6 +407,7 @@ void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
     }
     emu_grid_dim = grid;
     emu_block_dim = block;
+    dyn_size = smem;
     cur_body = &body;
     size_t nblocks = (size_t)grid.x * grid.y * grid.z;
     for (size_t bi = 0; bi < nblocks; bi++) {
@@ -300,11 +423,9 @@ void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
             t->warp = (int)(i / 32);
             t->state = RUNNABLE;
             t->shfl = 0.0;
-            getcontext(&t->ctx);
-            t->ctx.uc_stack.ss_sp = t->stack;
-            t->ctx.uc_stack.ss_size = EMU_STACK;
-            t->ctx.uc_link = &sched_ctx;
-            makecontext(&t->ctx, fiber_main, 0);
+            t->open_copies.clear();
+            t->groups.clear();
+            ctx_make(&t->ctx, t->stack, EMU_STACK, &sched_ctx);
         }
         run_block(nthreads);
         for (size_t i = smem; i < smem + EMU_CANARY; i++)

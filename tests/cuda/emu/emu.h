@@ -4,7 +4,9 @@
  * Owns: the emulated runtime API (memory is host memory, streams are
  * synchronous), the SIMT model (each CUDA thread is a fiber; blocks run one
  * after another), __syncthreads/__syncwarp/shuffles as fiber barriers, bf16,
- * and mma.sync m16n8k16 (bf16) from its per-lane register layout.
+ * mma.sync m16n8k16 (bf16) from its per-lane register layout, ldmatrix,
+ * cp.async (copies that land at the issuing thread's wait_group) and
+ * ex2.approx.ftz.
  *
  * What it checks beyond the arithmetic: a barrier that not every live thread
  * of the block (or warp) reaches is reported and aborts; device memory
@@ -16,7 +18,9 @@
  * thread writes in the same phase (a missing barrier) gives a different
  * answer in fwd or in rev order;
  * an emulated mma.sync reads every lane's registers at a warp barrier, so
- * a lane whose fragment is wrong corrupts the result. It does not model the
+ * a lane whose fragment is wrong corrupts the result; a cp.async copy lands
+ * only at the issuing thread's wait_group, so a tile read before its wait
+ * (and barrier) is NaN. It does not model the
  * memory system (coalescing, bank conflicts, caches) or timing, and cuBLASLt
  * is replaced by a plain product (emu_gemm.cpp).
  *
@@ -133,6 +137,32 @@ void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2]);
  * t = l % 4) gets M_i[g][2t..2t+1], or M_i[2t][g], M_i[2t+1][g] with trans,
  * read through the other lanes' addresses; the warp meets again. */
 void emu_ldmatrix_x4(uint32_t r[4], const void *p, bool trans);
+
+/* ---- cp.async (kernels/cuda/async_copy.cuh) ----
+ * cp.async.{ca,cg}.shared.global [dst], [src], size, src_size copies `size`
+ * bytes (4, 8 or 16; both addresses aligned to it, dst in the block's
+ * dynamic shared memory) of which the first src_size come from src and the
+ * rest are zeros. The hardware may land the copy at any time before the
+ * issuing thread's cp.async.wait_group says it is complete, so the emulator
+ * takes the latest moment: the destination turns to NaN bytes at issue, and
+ * the copy is done when that thread's wait_group retires its group. A read
+ * of the tile before the wait (or by another thread before the barrier that
+ * follows the waits) sees NaN; a copy issued into a buffer that another warp
+ * still reads poisons what that warp reads. A thread that ends with copies
+ * outstanding aborts. */
+void emu_cp_async(void *dst, const void *src, int size, int src_size);
+void emu_cp_async_commit(void);     /* cp.async.commit_group */
+void emu_cp_async_wait(int pending); /* cp.async.wait_group pending */
+
+/* ex2.approx.ftz.f32: 2^x with subnormal inputs and results flushed to
+ * zero (of the input's sign for inputs; +0 for results). The hardware's
+ * MUFU.EX2 is accurate to about 2 ulp; the emulator uses exp2f. */
+inline float emu_ex2_approx_ftz(float x)
+{
+    if (fpclassify(x) == FP_SUBNORMAL) x = 0.0f;
+    const float y = exp2f(x);
+    return fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
+}
 
 /* ---- math missing from libm ---- */
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

@@ -1,4 +1,4 @@
-/* dist/dist_internal.h — private to dist/: the interface between dist.c and
+/* distributed/dist_internal.h — private to distributed/: the interface between dist.c and
  * the two collective libraries (dist_mpi.c on host memory, dist_nccl.c on
  * CUDA memory). Buffers are the model's parameter or gradient vectors, in
  * the backend's par dtype (be->par_bytes wide); counts are in elements. */
@@ -33,6 +33,13 @@ struct DistComm {
 DistComm *dist_mpi_open(const Dist *d, GPT *g, char *err, size_t err_len);
 DistComm *dist_nccl_open(const Dist *d, GPT *g, char *err, size_t err_len); /* HAVE_CUDA */
 int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_len); /* HAVE_CUDA */
+
+/* Mark a wait on the other ranks for the watchdog (dist_watch.c); what
+ * names it in the timeout's message ("in MPI_Allreduce (a scalar)").
+ * Nested pairs count as one. No-ops without a timeout. */
+void dist_watch_begin(const Dist *d, const char *what);
+void dist_watch_end(const Dist *d);
+void dist_watch_stop(Dist *d);
 
 /* MPI counts are int: collectives on longer vectors are split into pieces
  * of at most this many elements. */

@@ -1,4 +1,4 @@
-/* dist/dist.c — the world, the trainer-facing steps, scalars and errors
+/* distributed/dist.c — the world, the trainer-facing steps, scalars and errors
  * (see dist.h). The collectives on gradient and parameter buffers are in
  * dist_mpi.c (cpu) and dist_nccl.c (cuda). */
 #include "dist.h"
@@ -125,30 +125,51 @@ void dist_finish_grads(Dist *d)
 
 static double sum_over_ranks(const Dist *d, double x)
 {
-    if (d->mpi) MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (!d->mpi) return x;
+    dist_watch_begin(d, "in MPI_Allreduce (a scalar: loss, norm or a stop)");
+    MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    dist_watch_end(d);
     return x;
 }
 
 double dist_grad_norm(Dist *d)
 {
-    if (!d->comm || !d->zero) return gpt_grad_norm(d->g);
-    return sqrt(sum_over_ranks(d, gpt_grad_norm_sq_local(d->g)));
+    /* On the NCCL path the norm is the host's first wait for the step's
+     * reduction (it reads the reduced gradients back). */
+    dist_watch_begin(d, "waiting for the gradients' reduction (the norm)");
+    double norm = !d->comm || !d->zero ? gpt_grad_norm(d->g)
+                                       : sqrt(sum_over_ranks(d, gpt_grad_norm_sq_local(d->g)));
+    dist_watch_end(d);
+    return norm;
 }
 
 void dist_update(Dist *d, const AdamWConfig *opt, float lr, double norm)
 {
     gpt_update(d->g, opt, lr, norm);
-    if (d->comm && d->zero) d->comm->allgather(d->comm, d->g->params, d->g->plan.shard_params);
+    if (d->comm && d->zero) {
+        d->comm->allgather(d->comm, d->g->params, d->g->plan.shard_params);
+        /* NCCL's all-gather is queued: wait for it here, where it is timed. */
+        dist_watch_begin(d, "waiting for ZeRO-1's parameter all-gather");
+        d->g->be->ops->sync(d->g->be);
+        dist_watch_end(d);
+    }
 }
 
 double dist_mean(Dist *d, double x) { return sum_over_ranks(d, x) / d->world; }
+
+void dist_sum(Dist *d, double *x, int n)
+{
+    if (d->mpi) MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
 
 /* Gather every rank's ZeRO-1 block of a host vector of world * shard
  * floats into all ranks (each rank's own block is already in place). */
 static void allgather_host(const Dist *d, float *buf, size_t shard)
 {
+    dist_watch_begin(d, "in MPI_Allgather (parameters for a save)");
     MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)shard, MPI_FLOAT,
                   MPI_COMM_WORLD);
+    dist_watch_end(d);
 }
 
 /* Read a vector the model hands out whole (get) into host; under ZeRO-1
@@ -200,10 +221,52 @@ uint64_t dist_hash_floats(const float *x, size_t n)
 int dist_replicas_agree(Dist *d, uint64_t hash)
 {
     if (!d->mpi) return 1;
-    uint64_t lo = hash, hi = hash;
-    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    return lo == hi;
+    unsigned char differs;
+    dist_differs(d, &hash, 1, &differs);
+    return !differs;
+}
+
+void dist_broadcast(Dist *d, void *buf, size_t bytes)
+{
+    if (!d->mpi) return;
+    dist_watch_begin(d, "in MPI_Bcast (start-up)");
+    for (size_t off = 0; off < bytes; off += DIST_MPI_CHUNK) {
+        size_t n = bytes - off < DIST_MPI_CHUNK ? bytes - off : DIST_MPI_CHUNK;
+        MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+    }
+    dist_watch_end(d);
+}
+
+void dist_differs(Dist *d, const uint64_t *v, int n, unsigned char *differs)
+{
+    memset(differs, 0, (size_t)n);
+    if (!d->mpi || n <= 0) return;
+    /* Rank 0's values to all; each rank flags its own differences; a max
+     * over ranks gives every rank the same flags. */
+    uint64_t *ref = malloc(sizeof(uint64_t) * (size_t)n);
+    int *flag = malloc(sizeof(int) * (size_t)n);
+    if (!ref || !flag) dist_fail(d, 1, "out of host memory comparing %d values over ranks", n);
+    memcpy(ref, v, sizeof(uint64_t) * (size_t)n);
+    dist_broadcast(d, ref, sizeof(uint64_t) * (size_t)n);
+    for (int i = 0; i < n; i++) flag[i] = ref[i] != v[i];
+    dist_watch_begin(d, "in MPI_Allreduce (comparing the ranks' settings)");
+    MPI_Allreduce(MPI_IN_PLACE, flag, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    dist_watch_end(d);
+    for (int i = 0; i < n; i++) differs[i] = flag[i] != 0;
+    free(ref);
+    free(flag);
+}
+
+void dist_gather(Dist *d, const void *mine, size_t bytes, void *all)
+{
+    if (!d->mpi) {
+        memcpy(all, mine, bytes);
+        return;
+    }
+    if (bytes > (size_t)INT_MAX) dist_fail(d, 1, "internal error: dist_gather of %zu bytes", bytes);
+    dist_watch_begin(d, "in MPI_Gather (start-up)");
+    MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    dist_watch_end(d);
 }
 
 static void vprint_error(const Dist *d, const char *fmt, va_list ap)
@@ -246,11 +309,16 @@ void dist_finalize(Dist *d)
 {
     if (d->comm) {
         if (d->g) gpt_set_grad_hook(d->g, NULL, NULL);
+        dist_watch_begin(d, "closing the collectives");
         d->comm->close(d->comm);
+        dist_watch_end(d);
         d->comm = NULL;
     }
     if (d->mpi) {
+        dist_watch_begin(d, "in MPI_Finalize");
         MPI_Finalize();
+        dist_watch_end(d);
+        dist_watch_stop(d);
         d->mpi = 0;
     }
 }

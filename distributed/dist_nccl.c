@@ -1,4 +1,4 @@
-/* dist/dist_nccl.c — collectives on CUDA memory with NCCL, for the cuda
+/* distributed/dist_nccl.c — collectives on CUDA memory with NCCL, for the cuda
  * backend (fp32 or bf16 gradients and parameters). Built with HAVE_CUDA.
  *
  * Bootstrap: rank 0 makes the ncclUniqueId, MPI_Bcast hands it to every
@@ -153,8 +153,10 @@ DistComm *dist_nccl_open(const Dist *d, GPT *g, char *err, size_t err_len)
         ncclResult_t r = ncclGetUniqueId(&id);
         if (r != ncclSuccess) dist_fail(d, 1, "ncclGetUniqueId failed: %s", ncclGetErrorString(r));
     }
+    dist_watch_begin(d, "setting up NCCL (MPI_Bcast of the id, ncclCommInitRank)");
     MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
     ncclResult_t r = ncclCommInitRank(&n->comm, d->world, id, d->rank);
+    dist_watch_end(d);
     if (r != ncclSuccess) {
         snprintf(err, err_len, "ncclCommInitRank (rank %d of %d, local rank %d, CUDA device "
                  "%d) failed: %s: %s (NCCL needs one GPU per rank: %d ranks on this node need "

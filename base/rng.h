@@ -1,10 +1,10 @@
-/* model/rng.h — the project's one pseudo-random generator: splitmix64.
+/* base/rng.h — the project's one pseudo-random generator: splitmix64.
  *
  * Owns: rng_next. Weight init, data shuffling, sampling and the tests all
  * draw from it: a 64-bit state, fully determined by its seed, and small
  * enough to save in a checkpoint as one integer. */
-#ifndef MODEL_RNG_H
-#define MODEL_RNG_H
+#ifndef BASE_RNG_H
+#define BASE_RNG_H
 
 #include <stdint.h>
 

@@ -1,7 +1,8 @@
-/* run/fileio.c — see fileio.h. */
+/* base/fileio.c — see fileio.h. */
 #include "fileio.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -40,6 +41,26 @@ int io_write_all(int fd, const void *buf, size_t n, const char *path, char *err,
     return 0;
 }
 
+/* The temp file being written now, so that a signal handler about to
+ * _exit can remove it (io_remove_live_temp). A second global beside
+ * run/signals.c's, for the same reason: a handler can reach nothing else.
+ * One writer at a time is what the trainer does; live_set is raised only
+ * after live_tmp is complete and lowered before it changes. */
+static char live_tmp[4100];
+static volatile sig_atomic_t live_set;
+
+static void live_begin(const char *tmp)
+{
+    live_set = 0;
+    snprintf(live_tmp, sizeof live_tmp, "%s", tmp);
+    live_set = 1;
+}
+
+void io_remove_live_temp(void)
+{
+    if (live_set) unlink(live_tmp);
+}
+
 int io_create(IoWriter *w, const char *path, char *err, size_t err_len)
 {
     memset(w, 0, sizeof *w);
@@ -50,8 +71,10 @@ int io_create(IoWriter *w, const char *path, char *err, size_t err_len)
     }
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+    live_begin(w->tmp);
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w->fd < 0) {
+        live_set = 0;
         io_err(err, err_len, "%s: cannot create: %s", w->tmp, strerror(errno));
         return -1;
     }
@@ -76,6 +99,8 @@ int io_write(IoWriter *w, const void *buf, size_t n, char *err, size_t err_len)
 
 int io_commit(IoWriter *w, char *err, size_t err_len)
 {
+    int delay = io_test_env_ms("TRAIN_GPT_TEST_COMMIT_DELAY_MS");
+    if (delay) io_sleep_ms(delay);
     if (fsync(w->fd) != 0) {
         io_err(err, err_len, "%s: fsync failed: %s", w->tmp, strerror(errno));
         io_abort(w);
@@ -86,13 +111,16 @@ int io_commit(IoWriter *w, char *err, size_t err_len)
     if (rc != 0) {
         io_err(err, err_len, "%s: close failed: %s", w->tmp, strerror(errno));
         unlink(w->tmp);
+        live_set = 0;
         return -1;
     }
     if (rename(w->tmp, w->path) != 0) {
         io_err(err, err_len, "%s: cannot rename into place: %s", w->path, strerror(errno));
         unlink(w->tmp);
+        live_set = 0;
         return -1;
     }
+    live_set = 0;
     return 0;
 }
 
@@ -101,6 +129,7 @@ void io_abort(IoWriter *w)
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
     if (w->tmp[0]) unlink(w->tmp);
+    live_set = 0;
 }
 
 int io_sync_dir(const char *dir, char *err, size_t err_len)
@@ -225,12 +254,50 @@ int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, siz
     return rc;
 }
 
-int io_test_save_delay_ms(void)
+int io_test_env_ms(const char *name)
 {
-    const char *s = getenv("TRAIN_GPT_TEST_SAVE_DELAY_MS");
+    const char *s = getenv(name);
     if (!s || !*s) return 0;
     int ms = atoi(s);
     return ms > 0 && ms < 60000 ? ms : 0;
+}
+
+int io_test_save_delay_ms(void) { return io_test_env_ms("TRAIN_GPT_TEST_SAVE_DELAY_MS"); }
+
+int io_probe_writable(const char *dir, char *err, size_t err_len)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        io_err(err, err_len, "%s: the folder does not exist (%s)", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        io_err(err, err_len, "%s: not a folder", dir);
+        return -1;
+    }
+    char p[4200];
+    io_err(p, sizeof p, "%s/.train_gpt_write_test.%ld", dir, (long)getpid());
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        io_err(err, err_len, "%s: cannot write there: %s", dir, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(p);
+    return 0;
+}
+
+void io_dirname(const char *path, char *out, size_t len)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--; /* "a/b/" names b */
+    size_t cut = n;
+    while (cut > 0 && path[cut - 1] != '/') cut--;
+    if (cut == 0) snprintf(out, len, ".");
+    else {
+        while (cut > 1 && path[cut - 1] == '/') cut--;
+        snprintf(out, len, "%.*s", (int)cut, path);
+    }
 }
 
 void io_sleep_ms(int ms)
@@ -251,11 +318,7 @@ int io_write_file(const char *path, const void *head, size_t head_len, const voi
         return -1;
     }
     if (io_commit(&w, err, err_len) != 0) return -1;
-    /* the folder holding path: "." when path has no slash */
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    io_dirname(path, dir, sizeof dir);
     return io_sync_dir(dir, err, err_len);
 }

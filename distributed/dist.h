@@ -1,11 +1,12 @@
-/* dist/dist.h — data-parallel training over processes: MPI launches the
+/* distributed/dist.h — data-parallel training over processes: MPI launches the
  * ranks and agrees on scalars; NCCL (cuda backend) or MPI (cpu backend)
  * moves gradients and parameters.
  *
  * Owns: the world (rank, local rank, world size), the choice of collective
  * library, averaging gradients during backward, ZeRO-1's reduce-scatter and
- * all-gather, averages of scalars (loss, val loss), gathering full fp32
- * parameters for saving, and fatal errors that must end every rank.
+ * all-gather, averages of scalars (loss, val loss), sums of counts
+ * (evaluation), gathering full fp32 parameters for saving, and fatal
+ * errors that must end every rank.
  *
  * Launch. MPI is initialised only when a launcher started the process
  * (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE; srun or another PMI launcher:
@@ -45,7 +46,20 @@
  *
  * Errors. dist_fail prints the message with the rank and, under MPI, calls
  * MPI_Abort so the whole job exits non-zero instead of hanging in a
- * collective. */
+ * collective.
+ *
+ * Timeouts. A rank that stops taking part (a crash the launcher did not
+ * notice, a wedged device, a node gone) would leave the others waiting in
+ * a collective for ever. dist_set_timeout starts a watchdog thread
+ * (dist_watch.c): every wait on the other ranks is timed, MPI collectives
+ * on either path, and on the NCCL path the host's waits for NCCL's work
+ * (communicator set-up, the gradient norm after the all-reduce or
+ * reduce-scatter, the device sync after ZeRO-1's all-gather). A wait longer
+ * than the timeout prints one line naming it and exits with
+ * DIST_EXIT_TIMEOUT; the launcher then ends the rest, and each rank's own
+ * watchdog ends it anyway. The timeout must exceed the longest time one
+ * rank can work alone while others wait: rank 0 writing a save or
+ * printing a sample. */
 #ifndef DIST_DIST_H
 #define DIST_DIST_H
 
@@ -55,6 +69,10 @@
 #include "model/gpt.h"
 
 typedef struct DistComm DistComm; /* the collective library, dist_internal.h */
+typedef struct DistWatch DistWatch; /* the watchdog, dist_watch.c */
+
+/* Exit status of a rank whose wait on the others timed out. */
+#define DIST_EXIT_TIMEOUT 3
 
 typedef struct {
     int rank, world;             /* 0 and 1 without a launcher */
@@ -65,6 +83,7 @@ typedef struct {
     GPT *g;                      /* set by dist_attach */
     DistComm *comm;              /* NULL without MPI */
     int armed;                   /* this micro-batch's gradients are reduced */
+    DistWatch *watch;            /* NULL: no timeout */
 } Dist;
 
 /* 1 when a launcher (mpirun, srun) started this process. */
@@ -73,6 +92,11 @@ int dist_launched(void);
 /* Join the world (MPI_Init_thread when launched, see the top). Returns 0,
  * or -1 with a message in err. */
 int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len);
+
+/* Time every wait on the other ranks: one longer than `seconds` ends
+ * the process with DIST_EXIT_TIMEOUT (see the top). No-op without MPI or
+ * when seconds <= 0. */
+int dist_set_timeout(Dist *d, double seconds, char *err, size_t err_len);
 
 /* Before the backend opens: make CUDA device local_rank % count current
  * (cuda builds with a visible device; a no-op otherwise). */
@@ -106,6 +130,10 @@ void dist_update(Dist *d, const AdamWConfig *opt, float lr, double norm);
 /* Mean of x over ranks (x itself without MPI). */
 double dist_mean(Dist *d, double x);
 
+/* x[0..n) summed over ranks, in place, on every rank (counts: exact below
+ * 2^53). Without MPI x is left as it is. */
+void dist_sum(Dist *d, double *x, int n);
+
 /* Full fp32 parameters (num_params floats) on every rank; under ZeRO-1
  * with master weights the ranks' master shards are all-gathered. */
 int dist_get_params(Dist *d, float *host, char *err, size_t err_len);
@@ -117,6 +145,17 @@ int dist_get_grads(Dist *d, float *host, char *err, size_t err_len);
  * own parameters equals rank 0's (1 = identical replicas). */
 uint64_t dist_hash_floats(const float *x, size_t n);
 int dist_replicas_agree(Dist *d, uint64_t hash);
+
+/* Rank 0's `bytes` bytes of buf to every rank (no-op without MPI). */
+void dist_broadcast(Dist *d, void *buf, size_t bytes);
+
+/* For each of n values: differs[i] = 1 when some rank's v[i] is not rank
+ * 0's, else 0 (identical on every rank afterwards). */
+void dist_differs(Dist *d, const uint64_t *v, int n, unsigned char *differs);
+
+/* Every rank's `bytes` bytes to rank 0: all (world * bytes, rank order) is
+ * filled on rank 0 only; other ranks may pass NULL. */
+void dist_gather(Dist *d, const void *mine, size_t bytes, void *all);
 
 /* Print "error: <msg>" (with "rank r of W" under MPI) to stderr and end
  * the job with `status`: MPI_Abort(MPI_COMM_WORLD, status) under MPI, so

@@ -1,4 +1,4 @@
-/* dist/dist_mpi.c — collectives on host memory with MPI, for the cpu
+/* distributed/dist_mpi.c — collectives on host memory with MPI, for the cpu
  * backend (fp32 gradients and parameters).
  *
  * All-reduce: one MPI_Iallreduce per range (split at DIST_MPI_CHUNK), in
@@ -43,20 +43,26 @@ static void mpi_reduce_scatter_start(DistComm *c, void *grads, size_t shard)
     /* In place, MPI_Reduce_scatter_block leaves this rank's sum at the
      * start of the buffer; move it to the rank's own block. */
     float *g = grads;
+    dist_watch_begin(c->d, "in MPI_Reduce_scatter_block (ZeRO-1 gradients)");
     MPI_Reduce_scatter_block(MPI_IN_PLACE, g, (int)shard, MPI_FLOAT, MPI_SUM, c->world);
+    dist_watch_end(c->d);
     if (c->d->rank > 0) memcpy(g + (size_t)c->d->rank * shard, g, shard * sizeof(float));
 }
 
 static void mpi_wait(DistComm *c)
 {
     MpiComm *m = (MpiComm *)c;
+    dist_watch_begin(c->d, "in MPI_Waitall (the gradient all-reduce)");
     MPI_Waitall(m->nreq, m->reqs, MPI_STATUSES_IGNORE);
+    dist_watch_end(c->d);
     m->nreq = 0;
 }
 
 static void mpi_allgather(DistComm *c, void *params, size_t shard)
 {
+    dist_watch_begin(c->d, "in MPI_Allgather (ZeRO-1 parameters)");
     MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params, (int)shard, MPI_FLOAT, c->world);
+    dist_watch_end(c->d);
 }
 
 static void mpi_close(DistComm *c)

@@ -1,4 +1,4 @@
-/* run/fileio.h — crash-safe writing and careful reading of every file the
+/* base/fileio.h — crash-safe writing and careful reading of every file the
  * project writes: checkpoint folders, manifests, state files, model files
  * and token shards.
  *
@@ -6,8 +6,8 @@
  * "<name>.tmp" in the same folder, fsync it, rename it over <name>, fsync
  * the folder — and the checks every read starts with (a regular file, its
  * size). Every failure writes "<path>: <fault>" into err and returns -1. */
-#ifndef RUN_FILEIO_H
-#define RUN_FILEIO_H
+#ifndef BASE_FILEIO_H
+#define BASE_FILEIO_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +65,23 @@ int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, siz
 /* A test-only pause (TRAIN_GPT_TEST_SAVE_DELAY_MS) between the files of a
  * save, to widen the window a kill can land in. 0 when unset. */
 int io_test_save_delay_ms(void);
+/* Milliseconds in the environment variable `name` (test hooks), 0 when
+ * unset or outside 1..59999. io_commit sleeps TRAIN_GPT_TEST_COMMIT_DELAY_MS
+ * before its fsync, so a test can land a signal while a temp file exists. */
+int io_test_env_ms(const char *name);
 void io_sleep_ms(int ms);
+
+/* Remove the temp file io_create made and io_commit/io_abort have not yet
+ * dealt with, if any. Async-signal-safe (one unlink): for a handler that is
+ * about to _exit, so that an interrupted write leaves nothing behind. */
+void io_remove_live_temp(void);
+
+/* Check that dir exists, is a folder, and takes a new file: creates and
+ * removes a probe file there (permissions, read-only mounts and a full
+ * inode table show up now rather than when the real file is written). */
+int io_probe_writable(const char *dir, char *err, size_t err_len);
+
+/* The folder holding path: "." when it has no slash, "/" for "/x". */
+void io_dirname(const char *path, char *out, size_t len);
 
 #endif

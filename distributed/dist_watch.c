@@ -1,0 +1,104 @@
+/* distributed/dist_watch.c — the collective watchdog (dist.h, "Timeouts").
+ *
+ * One thread per rank, started by dist_set_timeout. The main thread marks
+ * each wait on the other ranks (an MPI collective, a device sync behind
+ * NCCL work, communicator set-up) with dist_watch_begin/end; the thread
+ * looks every 1/10 of the timeout (at most 1 s) and, when one wait has
+ * lasted longer than the timeout, prints one line naming the wait and
+ * ends the process with DIST_EXIT_TIMEOUT. It never calls MPI (the library
+ * was initialised MPI_THREAD_FUNNELED): the launcher ends the other ranks
+ * when one exits, and each of them has its own watchdog besides. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dist_internal.h"
+
+struct DistWatch {
+    pthread_t thread;
+    double timeout_s;
+    int rank, world, depth; /* depth: nested begins, main thread only */
+    _Atomic long long since_ms; /* start of the current wait; 0 = not waiting */
+    _Atomic(const char *) what;
+    _Atomic int stop;
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 1; /* never 0 */
+}
+
+static void *watch_main(void *arg)
+{
+    DistWatch *w = arg;
+    long long tick = (long long)(w->timeout_s * 100); /* a tenth, in ms */
+    if (tick > 1000) tick = 1000;
+    if (tick < 10) tick = 10;
+    while (!atomic_load(&w->stop)) {
+        struct timespec ts = {tick / 1000, (tick % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        long long since = atomic_load(&w->since_ms);
+        if (!since || (now_ms() - since) / 1e3 <= w->timeout_s) continue;
+        fflush(stdout);
+        fprintf(stderr, "error: rank %d of %d: no progress for %.0f s while %s "
+                "(--collective-timeout %g): another rank has stopped, crashed or fallen far "
+                "behind; ending this rank with status %d\n", w->rank, w->world,
+                (now_ms() - since) / 1e3, atomic_load(&w->what), w->timeout_s, DIST_EXIT_TIMEOUT);
+        fflush(stderr);
+        _exit(DIST_EXIT_TIMEOUT);
+    }
+    return NULL;
+}
+
+int dist_set_timeout(Dist *d, double seconds, char *err, size_t err_len)
+{
+    if (!d->mpi || seconds <= 0 || d->watch) return 0;
+    DistWatch *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, err_len, "out of host memory for the collective watchdog");
+        return -1;
+    }
+    w->timeout_s = seconds;
+    w->rank = d->rank;
+    w->world = d->world;
+    atomic_init(&w->since_ms, 0);
+    atomic_init(&w->what, "idle");
+    atomic_init(&w->stop, 0);
+    if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
+        free(w);
+        snprintf(err, err_len, "cannot start the collective watchdog thread");
+        return -1;
+    }
+    d->watch = w;
+    return 0;
+}
+
+void dist_watch_begin(const Dist *d, const char *what)
+{
+    DistWatch *w = d->watch;
+    if (!w || w->depth++ > 0) return;
+    atomic_store(&w->what, what);
+    atomic_store(&w->since_ms, now_ms());
+}
+
+void dist_watch_end(const Dist *d)
+{
+    DistWatch *w = d->watch;
+    if (!w || --w->depth > 0) return;
+    atomic_store(&w->since_ms, 0);
+}
+
+void dist_watch_stop(Dist *d)
+{
+    DistWatch *w = d->watch;
+    if (!w) return;
+    atomic_store(&w->stop, 1);
+    pthread_join(w->thread, NULL);
+    free(w);
+    d->watch = NULL;
+}

@@ -1,0 +1,254 @@
+/* kernels/cuda/attention_mma.cuh — private to attention_mma*.cu: the bf16
+ * attention kernels' common parts. The kernels: attention_mma_fwd.cu
+ * (forward), attention_mma_bwd.cu (D, dQ, dK/dV); the variant tables and
+ * the entry points: attention_mma.cu.
+ *
+ * Plan. Causal self-attention, flash style, on the tensor cores (mma.cuh):
+ * a block owns ROWS = 16 W rows (W warps; warp w owns rows 16w..16w+15 and
+ * keeps everything about them in registers) and streams tiles of BT rows of
+ * the other side through shared memory: key/value tiles for the forward
+ * and dQ (block rows = queries), query/dO tiles for dK/dV (block rows =
+ * keys). Scores are kept raw (s = q.k) and turned into probabilities by one
+ * FFMA and one ex2.approx.ftz each: p = 2^(s * sl2 - m * sl2), sl2 =
+ * log2(e) / sqrt(hs), m the row max (forward) or lse in log2 units
+ * (backward). lse is stored in natural units, as the cpu does:
+ * lse = ln 2 * (m sl2 + log2 l).
+ * Backward, with P = exp(s - lse), D_i = sum_d dO[i,d] O[i,d]:
+ *   dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, dS = P (dO V^T - D).
+ * dK/dV and dQ are separate kernels, each the only writer of its output:
+ * no atomics, every run gives the same bits.
+ *
+ * Staging. A tile is R rows of HSP bf16 (the head size hs zero-padded to
+ * 16, 32, 64 or 128), row stride LD = HSP + 8 elements (mma.cuh: an odd
+ * multiple of 16 bytes, so ldmatrix's 8 rows hit 8 bank groups). Two ways,
+ * a variant's ST:
+ *   ST = 1: every thread loads all its 16-byte pieces of the tile(s) into
+ *           registers (all loads in flight at once), then, after a barrier,
+ *           stores them: one buffer, two barriers per tile;
+ *   ST = 2: cp.async (async_copy.cuh) into the other of two buffers while
+ *           the block computes on this one: one barrier per tile.
+ * Unaligned sources or hs not a multiple of 8 (vec = 0, host-checked) take
+ * plain element loads and stores in either case.
+ *
+ * Block order: one 1-D grid over (tile, head, sequence), the tiles with the
+ * most work first across the whole launch (for a causal mask, the last
+ * query tile, or the first key tile), so the short blocks fill the tail. */
+#ifndef KERNELS_CUDA_ATTENTION_MMA_CUH
+#define KERNELS_CUDA_ATTENTION_MMA_CUH
+
+#include "async_copy.cuh"
+#include "attention_tile.cuh"
+#include "mma.cuh"
+
+#define AMMA_LOG2E 1.4426950408889634f
+#define AMMA_LN2 0.6931471805599453f
+
+/* One compiled configuration: head size padded to HSP, W warps (ROWS =
+ * 16 W rows per block, NT = 32 W threads), streamed tiles of BT rows, ST
+ * staging (1 registers, 2 cp.async double buffer), launch bounds asking
+ * for MINB resident blocks per SM (a register cap of 64K / (MINB NT)),
+ * HOLD = 1: the warp's own A operands (Q_w, dO_w or K_w, V_w) stay in
+ * registers, 0: reread from shared memory for every product. VEC = 1:
+ * 16-byte loads and cp.async (needs amma_vec_ok); 0: element by element,
+ * the fallback for odd head sizes, one configuration per head size, so
+ * that the fast kernels carry no second staging path. */
+template <int HSP_, int W_, int BT_, int ST_, int MINB_, int HOLD_ = 1, int VEC_ = 1>
+struct AmmaCfg {
+    static constexpr int HSP = HSP_, W = W_, ROWS = 16 * W_, NT = 32 * W_, BT = BT_;
+    static constexpr int ST = ST_, MINB = MINB_, HOLD = HOLD_, VEC = VEC_, LD = HSP_ + 8;
+    static_assert(HSP % 16 == 0 && BT % 16 == 0 && (ST == 1 || ST == 2), "tile shape");
+};
+
+/* 2^x, flushing subnormals: one MUFU.EX2 (exp2f adds a range check and two
+ * multiplies for subnormal results; probabilities that small are 0 in
+ * bf16 anyway). */
+__device__ __forceinline__ float amma_exp2(float x)
+{
+#ifdef CUDA_EMU
+    return emu_ex2_approx_ftz(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
+/* The backward's per-query-row statistics, from amma_rows_D_kernel: lse in
+ * log2 units and D. 8 bytes: one cp.async or one LDS.64 per row. */
+struct __align__(8) AmmaStat {
+    float lse2, D;
+};
+
+/* Which tile, head and sequence this block has: linear block index L over
+ * ntiles x NH x nb, the tile index slowest, so the launch runs all (b, h)
+ * of the longest tile first. last_longest: the last tile has the most
+ * work (forward, dQ), else the first (dK/dV). */
+struct AmmaBlock {
+    int tile, h, b;
+};
+__device__ __forceinline__ AmmaBlock amma_block(int ntiles, int NH, int nb, bool last_longest)
+{
+    const int per = NH * nb, i = (int)blockIdx.x / per, bh = (int)blockIdx.x % per;
+    AmmaBlock r;
+    r.tile = last_longest ? ntiles - 1 - i : i;
+    r.h = bh % NH;
+    r.b = bh / NH;
+    return r;
+}
+
+/* Where a tile's rows come from: row t (0 <= t < T) of one sequence is at
+ * row + t * ld, its first hs elements real. A tile of R rows from t0 holds
+ * rows t0..t0+R-1, zero past T and past hs. */
+struct AmmaSrc {
+    const bf16 *row;
+    int ld, T, hs;
+};
+
+/* 16-byte pieces of an R x HSP tile and which of them thread tid of NT
+ * moves: one column of pieces, d0 = 8 (tid % (HSP / 8)), in rows
+ * tid / (HSP / 8) + i RPR for i < PER (RPR rows per round of NT). */
+template <int HSP, int R, int NT> struct AmmaPieces {
+    static_assert(NT % (HSP / 8) == 0, "whole rows per round");
+    static constexpr int RPR = NT / (HSP / 8), PER = (R + RPR - 1) / RPR;
+    static __device__ __forceinline__ int d0(void) { return (int)threadIdx.x % (HSP / 8) * 8; }
+    static __device__ __forceinline__ int r(void) { return (int)threadIdx.x / (HSP / 8); }
+    static __device__ __forceinline__ bool has(int i) { return R % RPR == 0 || r() + i * RPR < R; }
+};
+
+/* 16 bytes in four registers (a register tile's piece; Vec16<bf16>'s
+ * 16-bit elements would not stay in registers) */
+struct __align__(16) AmmaU4 {
+    uint32_t x, y, z, w;
+};
+
+/* ST = 1, vec: the thread's pieces of one tile in registers. load() issues
+ * every load before any is used; store() writes them to the tile. */
+template <int HSP, int R, int NT> struct AmmaRegTile {
+    typedef AmmaPieces<HSP, R, NT> P;
+    AmmaU4 x[P::PER];
+    __device__ __forceinline__ void load(AmmaSrc s, int t0)
+    {
+        const int t = t0 + P::r(), d0 = P::d0();
+        const bf16 *g = s.row + (size_t)t * s.ld + d0;
+        const size_t step = (size_t)P::RPR * s.ld;
+#pragma unroll
+        for (int i = 0; i < P::PER; i++) {
+            if (!P::has(i)) continue;
+            const AmmaU4 zero = {0u, 0u, 0u, 0u};
+            x[i] = t + i * P::RPR < s.T && d0 < s.hs ? *(const AmmaU4 *)vec16_at(g + i * step)
+                                                     : zero;
+        }
+    }
+    __device__ __forceinline__ void store(bf16 *dst) const
+    {
+        bf16 *d = dst + P::r() * (HSP + 8) + P::d0();
+#pragma unroll
+        for (int i = 0; i < P::PER; i++)
+            if (P::has(i)) *(AmmaU4 *)vec16_at(d + i * P::RPR * (HSP + 8)) = x[i];
+    }
+};
+
+/* vec = 0: the tile element by element, stored at once (the caller syncs). */
+template <int HSP, int R, int NT>
+__device__ void amma_stage_scalar(bf16 *dst, AmmaSrc s, int t0)
+{
+    for (int e = threadIdx.x; e < R * HSP; e += NT) {
+        const int r = e / HSP, d = e % HSP, t = t0 + r;
+        dst[r * (HSP + 8) + d] =
+            t < s.T && d < s.hs ? s.row[(size_t)t * s.ld + d] : from_f<bf16>(0.0f);
+    }
+}
+
+/* ST = 2: the tile by cp.async (VEC), or by plain loads and stores. With
+ * cp.async the caller commits, waits and syncs before reading dst. */
+template <int HSP, int R, int NT, int VEC>
+__device__ __forceinline__ void amma_stage_async(bf16 *dst, AmmaSrc s, int t0)
+{
+    typedef AmmaPieces<HSP, R, NT> P;
+    if (!VEC) {
+        amma_stage_scalar<HSP, R, NT>(dst, s, t0);
+        return;
+    }
+    const int t = t0 + P::r(), d0 = P::d0(), o = t * s.ld + d0, step = P::RPR * s.ld;
+    bf16 *d = dst + P::r() * (HSP + 8) + d0;
+#pragma unroll
+    for (int i = 0; i < P::PER; i++) {
+        if (!P::has(i)) continue;
+        const bool in = t + i * P::RPR < s.T && d0 < s.hs;
+        cp_async<16>(d + i * P::RPR * (HSP + 8), s.row + (in ? o + i * step : 0), in ? 16 : 0);
+    }
+}
+
+/* R query rows' statistics from t0 (zero past T), by cp.async. */
+template <int R, int NT>
+__device__ __forceinline__ void amma_stage_stats(AmmaStat *dst, const AmmaStat *src, int t0, int T)
+{
+#pragma unroll
+    for (int i = 0; i < (R + NT - 1) / NT; i++) {
+        const int r = (int)threadIdx.x + i * NT, t = t0 + r;
+        if (R % NT == 0 || r < R) cp_async<8>(dst + r, t < T ? src + t : src, t < T ? 8 : 0);
+    }
+}
+
+/* ---- variants (attention_mma.cu holds the selection) ---- */
+
+struct AmmaFwdArgs {
+    bf16 *out;
+    float *lse;
+    const bf16 *qkv;
+    int B, T, C, NH;
+    float sl2;
+    int vec;
+};
+
+/* One slice of nb sequences; stats[(b NH + h) T + t] for b < nb. */
+struct AmmaBwdArgs {
+    bf16 *dqkv;
+    const bf16 *dout, *qkv;
+    const AmmaStat *stats;
+    int nb, T, C, NH;
+    float sl2, scale;
+    int vec;
+};
+
+/* One compiled configuration of a kernel at HSP = 64 (GPT-2's head size;
+ * the others have one configuration each): its name, as
+ * TRAIN_GPT_ATTN_VARIANT takes it, and its launch. */
+struct AmmaFwdVariant {
+    const char *name;
+    void (*launch)(CudaState *st, const AmmaFwdArgs &a);
+};
+struct AmmaBwdVariant {
+    const char *name;
+    void (*launch)(CudaState *st, const AmmaBwdArgs &a);
+};
+
+/* attention_mma_fwd.cu, attention_mma_bwd.cu: the tables (entry 0 is the
+ * default) and the launches by head size (HSP = 64: the selected entry). */
+extern const AmmaFwdVariant amma_fwd_variants[];
+extern const int amma_fwd_nvariants;
+extern const AmmaBwdVariant amma_dq_variants[], amma_dkdv_variants[];
+extern const int amma_dq_nvariants, amma_dkdv_nvariants;
+void amma_fwd_run(CudaState *st, int variant, const AmmaFwdArgs &a);
+void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a);
+void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a);
+void amma_rows_D_run(CudaState *st, AmmaStat *stats, const bf16 *dout, const bf16 *out,
+                     const float *lse, int nb, int T, int C, int NH);
+
+/* Refuse a configuration whose tiles do not fit the device. */
+static inline void amma_check_smem(CudaState *st, size_t bytes, const char *op, int hsp)
+{
+    if (bytes > st->smem_optin)
+        CUDA_FATAL("%s: head size padded to %d needs %zu bytes of shared memory; the device "
+                   "allows %zu",
+                   op, hsp, bytes, st->smem_optin);
+}
+
+/* 16-byte loads are safe when every row start of every head is 16-byte
+ * aligned: hs and C multiples of 8 elements and an aligned base. */
+static inline int amma_vec_ok(const void *base, int C, int hs)
+{
+    return hs % 8 == 0 && C % 8 == 0 && (uintptr_t)base % 16 == 0;
+}
+
+#endif

@@ -1,0 +1,435 @@
+/* kernels/cuda/attention_mma_bwd.cu — the bf16 attention backward (plan and
+ * staging: attention_mma.cuh), three kernels per slice of sequences:
+ *   amma_rows_D_kernel  stats[row] = {lse log2 e, D = sum_d dO O}, once per
+ *                       query row (not in every block that reads it);
+ *   amma_dq_kernel      block = ROWS query rows, key/value tiles of BT
+ *                       up to the diagonal: dQ = scale dS K;
+ *   amma_dkdv_kernel    block = ROWS key rows, query/dO tiles of BT from
+ *                       the diagonal on: dV = P^T dO, dK = scale dS^T Q.
+ * Both main kernels stream the other side 16 rows at a time: a warp forms
+ * a 16 x 16 piece of S and dP, turns it into P and dS in registers, and
+ * feeds it at once into its accumulators (mma_strip_acc), so only the
+ * accumulators (2 x 16 x HSP for dK/dV) and the warp's own A operands
+ * (HOLD) stay live, not 16 x BT score tiles. */
+#include "attention_mma.cuh"
+
+template <int A, int B_> struct AmmaMaxB {
+    static constexpr size_t v = A > B_ ? A : B_;
+};
+
+/* ---- D and lse in log2 units, one warp per row ---- */
+
+__global__ void amma_rows_D_kernel(AmmaStat *stats, const bf16 *dout, const bf16 *out,
+                                   const float *lse, int B, int T_, int C, int NH)
+{
+    const int hs = C / NH, lane = threadIdx.x % 32;
+    const size_t rows = (size_t)B * NH * T_, warps = (size_t)gridDim.x * blockDim.x / 32;
+    for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; i < rows; i += warps) {
+        const size_t t = i % T_, h = i / T_ % NH, b = i / T_ / NH;
+        const size_t off = (b * T_ + t) * C + h * hs;
+        float s = 0.0f;
+        for (int d = lane; d < hs; d += 32) s += to_f(dout[off + d]) * to_f(out[off + d]);
+        s = warp_sum(s);
+        if (lane == 0) {
+            AmmaStat r;
+            r.lse2 = lse[i] * AMMA_LOG2E;
+            r.D = s;
+            stats[i] = r;
+        }
+    }
+}
+
+void amma_rows_D_run(CudaState *st, AmmaStat *stats, const bf16 *dout, const bf16 *out,
+                     const float *lse, int nb, int T, int C, int NH)
+{
+    const size_t rows = (size_t)nb * NH * T;
+    LAUNCH(amma_rows_D_kernel, elementwise_grid(rows * 32, 256), 256, 0, st->stream, stats, dout,
+           out, lse, nb, T, C, NH);
+}
+
+/* ---- dQ ---- */
+
+/* Shared memory: ST stages of [K tile | V tile] (BK rows each). Q and dO
+ * (ROWS rows each): with HOLD, staged into the last stage (enlarged if
+ * needed) and read into registers before it is first refilled; without,
+ * a region of their own that stays. */
+template <class Cfg> static size_t amma_dq_smem()
+{
+    constexpr int BK = Cfg::BT, R = Cfg::ROWS;
+    const size_t rows = Cfg::HOLD ? (size_t)(Cfg::ST - 1) * 2 * BK + AmmaMaxB<2 * BK, 2 * R>::v
+                                  : (size_t)Cfg::ST * 2 * BK + 2 * R;
+    return rows * Cfg::LD * sizeof(bf16);
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs a)
+{
+    constexpr int HSP = Cfg::HSP, BQ = Cfg::ROWS, BK = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
+    constexpr int STAGE = 2 * BK * LD;
+    DYN_SMEM(smem);
+    bf16 *const tiles = (bf16 *)smem;
+    bf16 *const Qs = tiles + (size_t)(Cfg::HOLD ? Cfg::ST - 1 : Cfg::ST) * STAGE;
+    bf16 *const dOs = Qs + BQ * LD;
+
+    const int T_ = a.T, C = a.C, hs = C / a.NH, C3 = 3 * C;
+    const AmmaBlock blk = amma_block((T_ + BQ - 1) / BQ, a.NH, a.nb, true);
+    const int q0 = blk.tile * BQ;
+    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
+    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + C, C3, T_, hs},
+                  Vsrc = {seq + 2 * C, C3, T_, hs},
+                  dOsrc = {a.dout + (size_t)blk.b * T_ * C + blk.h * hs, C, T_, hs};
+    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
+    const int wq0 = q0 + 16 * w, r0 = wq0 + g, r1 = r0 + 8;
+    const int last = q0 + BQ < T_ ? q0 + BQ : T_;
+    const int nK = (last + BK - 1) / BK;
+    const bool idle = wq0 >= T_;
+    const float sl2 = a.sl2;
+    const AmmaStat *rs = a.stats + ((size_t)blk.b * a.NH + blk.h) * T_;
+    const AmmaStat zero = {0.0f, 0.0f};
+    const AmmaStat st0 = r0 < T_ ? rs[r0] : zero, st1 = r1 < T_ ? rs[r1] : zero;
+
+    if (Cfg::ST == 2) {
+        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(Qs, Qsrc, q0);
+        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(dOs, dOsrc, q0);
+        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, 0);
+        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles + BK * LD, Vsrc, 0);
+        cp_async_commit();
+        cp_async_wait<0>();
+    } else if (Cfg::VEC) {
+        AmmaRegTile<HSP, BQ, NT> rq, ro;
+        rq.load(Qsrc, q0);
+        ro.load(dOsrc, q0);
+        rq.store(Qs);
+        ro.store(dOs);
+    } else {
+        amma_stage_scalar<HSP, BQ, NT>(Qs, Qsrc, q0);
+        amma_stage_scalar<HSP, BQ, NT>(dOs, dOsrc, q0);
+    }
+    __syncthreads();
+    uint32_t qf[HSP / 16][4], of[HSP / 16][4]; /* Q_w, dO_w: with HOLD only */
+    if (Cfg::HOLD) {
+        mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);
+        mma_load_a_strip<HSP>(of, dOs, LD, 16 * w);
+    }
+
+    float dq[HSP / 8][4];
+#pragma unroll
+    for (int j = 0; j < HSP / 8; j++) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.0f;
+
+    for (int kt = 0; kt < nK; kt++) {
+        const int k0 = kt * BK;
+        const bf16 *Ks;
+        if (Cfg::ST == 2) {
+            if (kt > 0) cp_async_wait<0>();
+            __syncthreads(); /* tile kt complete; every warp done with kt - 1 (and Q, dO) */
+            if (kt + 1 < nK) {
+                bf16 *nx = tiles + (size_t)((kt + 1) & 1) * STAGE;
+                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx, Ksrc, k0 + BK);
+                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx + BK * LD, Vsrc, k0 + BK);
+                cp_async_commit();
+            }
+            Ks = tiles + (size_t)(kt & 1) * STAGE;
+        } else {
+            AmmaRegTile<HSP, BK, NT> rk, rv;
+            if (Cfg::VEC) {
+                rk.load(Ksrc, k0);
+                rv.load(Vsrc, k0);
+            }
+            __syncthreads();
+            if (Cfg::VEC) {
+                rk.store(tiles);
+                rv.store(tiles + BK * LD);
+            } else {
+                amma_stage_scalar<HSP, BK, NT>(tiles, Ksrc, k0);
+                amma_stage_scalar<HSP, BK, NT>(tiles + BK * LD, Vsrc, k0);
+            }
+            __syncthreads();
+            Ks = tiles;
+        }
+        const bf16 *Vs = Ks + BK * LD;
+        if (idle || k0 > wq0 + 15) continue; /* every key after this warp's rows */
+
+#pragma unroll
+        for (int c = 0; c < BK / 16; c++) { /* keys kc0..kc0+15 */
+            const int kc0 = k0 + 16 * c;
+            if (kc0 > wq0 + 15) break;
+            const bf16 *Kc = Ks + 16 * c * LD, *Vc = Vs + 16 * c * LD;
+            float s[2][4], dp[2][4];
+            if (Cfg::HOLD) {
+                mma_strip_areg<16, HSP>(s, qf, Kc, LD);  /* S = Q_w K_c^T */
+                mma_strip_areg<16, HSP>(dp, of, Vc, LD); /* dP = dO_w V_c^T */
+            } else {
+                mma_strip<16, HSP>(s, Qs, LD, 16 * w, Kc, LD);
+                mma_strip<16, HSP>(dp, dOs, LD, 16 * w, Vc, LD);
+            }
+            if (kc0 + 15 > wq0 || kc0 + 16 > T_) { /* a branch: most chunks skip it */
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const int kc = kc0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
+                        if (kc > row || kc >= T_) s[j][i] = -INFINITY; /* p = 2^-inf = 0 */
+                    }
+            }
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const AmmaStat &r = i < 2 ? st0 : st1;
+                    const float p = amma_exp2(fmaf(s[j][i], sl2, -r.lse2));
+                    s[j][i] = p * (dp[j][i] - r.D); /* dS */
+                }
+            mma_strip_acc<HSP, 16>(dq, s, Kc, LD); /* dQ_w += dS K_c */
+        }
+    }
+
+    mma_strip_store<HSP>(a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs, C3, r0, T_, hs, dq,
+                         a.scale, a.scale);
+}
+
+/* ---- dK/dV ---- */
+
+/* One stage: [Q tile | dO tile] (BQ rows each), then BQ statistics. K and V
+ * (ROWS rows each): with HOLD, staged into the last stage (enlarged if
+ * needed) and read into registers before it is first refilled; without, a
+ * region of their own after the stages. */
+template <class Cfg> struct AmmaDkdvSmem {
+    static constexpr size_t tiles = (size_t)2 * Cfg::BT * Cfg::LD * sizeof(bf16);
+    static constexpr size_t stage = tiles + (size_t)Cfg::BT * sizeof(AmmaStat);
+    static constexpr size_t kv = (size_t)2 * Cfg::ROWS * Cfg::LD * sizeof(bf16);
+    static constexpr size_t kv_at = (Cfg::HOLD ? Cfg::ST - 1 : Cfg::ST) * stage;
+    static constexpr size_t bytes =
+        Cfg::HOLD ? (Cfg::ST - 1) * stage + (stage > kv ? stage : kv) : Cfg::ST * stage + kv;
+};
+
+/* The statistics of two adjacent query columns: one 16-byte load. */
+struct __align__(16) AmmaStat2 {
+    AmmaStat c0, c1;
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdArgs a)
+{
+    constexpr int HSP = Cfg::HSP, BKV = Cfg::ROWS, BQ = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
+    static_assert(Cfg::ST == 2 || BQ <= NT, "ST = 1 stages one statistic per thread");
+    typedef AmmaDkdvSmem<Cfg> SM;
+    DYN_SMEM(smem);
+    bf16 *const Ks = (bf16 *)(smem + SM::kv_at), *const Vs = Ks + BKV * LD;
+
+    const int T_ = a.T, C = a.C, hs = C / a.NH, C3 = 3 * C;
+    const AmmaBlock blk = amma_block((T_ + BKV - 1) / BKV, a.NH, a.nb, false);
+    const int k0 = blk.tile * BKV;
+    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
+    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + C, C3, T_, hs},
+                  Vsrc = {seq + 2 * C, C3, T_, hs},
+                  dOsrc = {a.dout + (size_t)blk.b * T_ * C + blk.h * hs, C, T_, hs};
+    const AmmaStat *rs = a.stats + ((size_t)blk.b * a.NH + blk.h) * T_;
+    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
+    const int wk0 = k0 + 16 * w, kr0 = wk0 + g, kr1 = kr0 + 8; /* this lane's two key rows */
+    const int qstart = k0 / BQ * BQ, nQ = (T_ - qstart + BQ - 1) / BQ;
+    const bool idle = wk0 >= T_;
+    const float sl2 = a.sl2;
+
+    /* stage s: its Q, dO tiles and statistics */
+#define AMMA_Q(s) ((bf16 *)(smem + (size_t)(s) * SM::stage))
+#define AMMA_STATS(s) ((AmmaStat *)(smem + (size_t)(s) * SM::stage + SM::tiles))
+    if (Cfg::ST == 2) {
+        amma_stage_async<HSP, BKV, NT, Cfg::VEC>(Ks, Ksrc, k0);
+        amma_stage_async<HSP, BKV, NT, Cfg::VEC>(Vs, Vsrc, k0);
+        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(AMMA_Q(0), Qsrc, qstart);
+        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(AMMA_Q(0) + BQ * LD, dOsrc, qstart);
+        amma_stage_stats<BQ, NT>(AMMA_STATS(0), rs, qstart, T_);
+        cp_async_commit();
+        cp_async_wait<0>();
+    } else if (Cfg::VEC) {
+        AmmaRegTile<HSP, BKV, NT> rk, rv;
+        rk.load(Ksrc, k0);
+        rv.load(Vsrc, k0);
+        rk.store(Ks);
+        rv.store(Vs);
+    } else {
+        amma_stage_scalar<HSP, BKV, NT>(Ks, Ksrc, k0);
+        amma_stage_scalar<HSP, BKV, NT>(Vs, Vsrc, k0);
+    }
+    __syncthreads();
+    uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w: with HOLD only */
+    if (Cfg::HOLD) {
+        mma_load_a_strip<HSP>(kf, Ks, LD, 16 * w);
+        mma_load_a_strip<HSP>(vf, Vs, LD, 16 * w);
+    }
+
+    float dk[HSP / 8][4], dv[HSP / 8][4];
+#pragma unroll
+    for (int j = 0; j < HSP / 8; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) dk[j][i] = dv[j][i] = 0.0f;
+
+    for (int it = 0; it < nQ; it++) {
+        const int q0 = qstart + it * BQ;
+        int cur = 0;
+        if (Cfg::ST == 2) {
+            if (it > 0) cp_async_wait<0>();
+            __syncthreads(); /* tile it complete; every warp done with it - 1 (and K, V) */
+            if (it + 1 < nQ) {
+                const int nx = (it + 1) & 1;
+                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(AMMA_Q(nx), Qsrc, q0 + BQ);
+                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(AMMA_Q(nx) + BQ * LD, dOsrc, q0 + BQ);
+                amma_stage_stats<BQ, NT>(AMMA_STATS(nx), rs, q0 + BQ, T_);
+                cp_async_commit();
+            }
+            cur = it & 1;
+        } else {
+            AmmaRegTile<HSP, BQ, NT> rq, ro;
+            const int sr = threadIdx.x, t = q0 + sr; /* one statistic per thread < BQ */
+            AmmaStat sv = {0.0f, 0.0f};
+            if (Cfg::VEC) {
+                rq.load(Qsrc, q0);
+                ro.load(dOsrc, q0);
+            }
+            if (sr < BQ && t < T_) sv = rs[t];
+            __syncthreads(); /* every warp done with the previous tile (and K, V) */
+            if (Cfg::VEC) {
+                rq.store(AMMA_Q(0));
+                ro.store(AMMA_Q(0) + BQ * LD);
+            } else {
+                amma_stage_scalar<HSP, BQ, NT>(AMMA_Q(0), Qsrc, q0);
+                amma_stage_scalar<HSP, BQ, NT>(AMMA_Q(0) + BQ * LD, dOsrc, q0);
+            }
+            if (sr < BQ) AMMA_STATS(0)[sr] = sv;
+            __syncthreads();
+        }
+        const bf16 *Qs = AMMA_Q(cur), *dOs = Qs + BQ * LD;
+        const AmmaStat *sts = AMMA_STATS(cur);
+        if (idle || q0 + BQ - 1 < wk0) continue; /* every query before this warp's keys */
+
+#pragma unroll
+        for (int c = 0; c < BQ / 16; c++) { /* queries qc0..qc0+15 */
+            const int qc0 = q0 + 16 * c;
+            if (qc0 + 15 < wk0) continue;
+            if (qc0 >= T_) break;
+            const bf16 *Qc = Qs + 16 * c * LD, *dOc = dOs + 16 * c * LD;
+            float sT[2][4], dpT[2][4];
+            if (Cfg::HOLD) {
+                mma_strip_areg<16, HSP>(sT, kf, Qc, LD);   /* S^T = K_w Q_c^T */
+                mma_strip_areg<16, HSP>(dpT, vf, dOc, LD); /* dP^T = V_w dO_c^T */
+            } else {
+                mma_strip<16, HSP>(sT, Ks, LD, 16 * w, Qc, LD);
+                mma_strip<16, HSP>(dpT, Vs, LD, 16 * w, dOc, LD);
+            }
+            /* P^T and dS^T in place; a key past T is never <= a query < T */
+            if (qc0 < wk0 + 15 || qc0 + 16 > T_) { /* a branch: most chunks skip it */
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const int qc = qc0 + 8 * j + 2 * t4 + (i & 1), kr = i < 2 ? kr0 : kr1;
+                        if (kr > qc || qc >= T_) sT[j][i] = -INFINITY; /* p = 2^-inf = 0 */
+                    }
+            }
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const AmmaStat2 q2 = *(const AmmaStat2 *)(sts + 16 * c + 8 * j + 2 * t4);
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const AmmaStat &r = i & 1 ? q2.c1 : q2.c0;
+                    const float p = amma_exp2(fmaf(sT[j][i], sl2, -r.lse2));
+                    sT[j][i] = p;
+                    dpT[j][i] = p * (dpT[j][i] - r.D);
+                }
+            }
+            /* dV_w += P^T dO_c, dK_w += dS^T Q_c: A operands from the registers */
+            mma_strip_acc<HSP, 16>(dv, sT, dOc, LD);
+            mma_strip_acc<HSP, 16>(dk, dpT, Qc, LD);
+        }
+    }
+#undef AMMA_Q
+#undef AMMA_STATS
+
+    bf16 *rows = a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs; /* row t: + t C3 */
+    mma_strip_store<HSP>(rows + C, C3, kr0, T_, hs, dk, a.scale, a.scale);
+    mma_strip_store<HSP>(rows + 2 * C, C3, kr0, T_, hs, dv, 1.0f, 1.0f);
+}
+
+/* ---- launches and variants ---- */
+
+static void amma_bwd_launch_kernel(CudaState *st, const AmmaBwdArgs &a,
+                                   void (*kern)(AmmaBwdArgs), size_t smem, int rows, int threads,
+                                   int hsp)
+{
+    amma_check_smem(st, smem, "attention_backward", hsp);
+    attn_set_smem(kern, smem);
+    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * a.nb;
+    if (blocks > 2147483647u)
+        CUDA_FATAL("attention_backward: %zu blocks exceed the grid's x limit", blocks);
+    LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
+}
+
+template <class Cfg, bool DQ> static void amma_bwd_launch(CudaState *st, const AmmaBwdArgs &a)
+{
+    if constexpr (DQ)
+        amma_bwd_launch_kernel(st, a, amma_dq_kernel<Cfg>, amma_dq_smem<Cfg>(), Cfg::ROWS,
+                               Cfg::NT, Cfg::HSP);
+    else
+        amma_bwd_launch_kernel(st, a, amma_dkdv_kernel<Cfg>, AmmaDkdvSmem<Cfg>::bytes,
+                               Cfg::ROWS, Cfg::NT, Cfg::HSP);
+}
+
+/* dQ: warps, key tile, stages, launch-bound blocks per SM, "-r": Q_w and
+ * dO_w reread from shared memory. Entry 0 is the default. */
+const AmmaBwdVariant amma_dq_variants[] = {
+    {"dq-w4-k64-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 1>, true>},
+    {"dq-w4-k64-s1-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 4, 1>, true>},
+    {"dq-w8-k64-s2-b2", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 1>, true>},
+    {"dq-w4-k32-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 4, 1>, true>},
+    {"dq-w4-k64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, true>},
+};
+const int amma_dq_nvariants = (int)(sizeof amma_dq_variants / sizeof amma_dq_variants[0]);
+
+/* dK/dV: warps, query tile, stages, launch-bound blocks per SM, "-r": K_w
+ * and V_w reread from shared memory. Entry 0 is the default. */
+const AmmaBwdVariant amma_dkdv_variants[] = {
+    {"dkdv-w4-q64-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 3, 1>, false>},
+    {"dkdv-w4-q64-s1-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 3, 1>, false>},
+    {"dkdv-w4-q64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, false>},
+    {"dkdv-w8-q64-s2-b2-r", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 0>, false>},
+    {"dkdv-w4-q32-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 3, 1>, false>},
+};
+const int amma_dkdv_nvariants = (int)(sizeof amma_dkdv_variants / sizeof amma_dkdv_variants[0]);
+
+void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a)
+{
+    if (!a.vec) { /* element-by-element staging: one configuration per head size */
+        switch (attn_hsp(a.C / a.NH)) {
+        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
+        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
+        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
+        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
+        }
+    }
+    switch (attn_hsp(a.C / a.NH)) {
+    case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, true>(st, a); break;
+    case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, true>(st, a); break;
+    case 64: amma_dq_variants[variant].launch(st, a); break;
+    case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, 1>, true>(st, a); break;
+    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
+    }
+}
+
+void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a)
+{
+    if (!a.vec) { /* element-by-element staging: one configuration per head size */
+        switch (attn_hsp(a.C / a.NH)) {
+        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
+        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
+        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
+        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, 0, 0>, false>(st, a); return;
+        }
+    }
+    switch (attn_hsp(a.C / a.NH)) {
+    case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, false>(st, a); break;
+    case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, false>(st, a); break;
+    case 64: amma_dkdv_variants[variant].launch(st, a); break;
+    case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, 0>, false>(st, a); break;
+    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
+    }
+}

@@ -1,0 +1,213 @@
+/* kernels/cuda/attention_mma_fwd.cu — the bf16 attention forward (plan and
+ * staging: attention_mma.cuh): out = softmax_causal(Q K^T / sqrt(hs)) V per
+ * (sequence, head), and lse per query row. A block owns ROWS query rows and
+ * streams key/value tiles of BK = BT rows up to its last row; warp w keeps
+ * its 16 rows' Q operands, scores (16 x BK), running max m and sum l (the
+ * lane's two rows) and output accumulator (16 x HSP) in registers. */
+#include "attention_mma.cuh"
+
+template <int A, int B_> struct AmmaMax {
+    static constexpr int v = A > B_ ? A : B_;
+};
+
+/* Shared memory: ST stages of [K tile | V tile] (BK rows each). Q (ROWS
+ * rows): with HOLD, staged into the last stage (enlarged if needed) and
+ * read into registers before that stage is first refilled; without, a
+ * region of its own after the stages, read for every tile. */
+template <class Cfg> static size_t amma_fwd_smem()
+{
+    constexpr int BK = Cfg::BT;
+    const size_t rows = Cfg::HOLD ? (size_t)(Cfg::ST - 1) * 2 * BK + AmmaMax<2 * BK, Cfg::ROWS>::v
+                                  : (size_t)Cfg::ST * 2 * BK + Cfg::ROWS;
+    return rows * Cfg::LD * sizeof(bf16);
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArgs a)
+{
+    constexpr int HSP = Cfg::HSP, BQ = Cfg::ROWS, BK = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
+    constexpr int STAGE = 2 * BK * LD; /* elements of one [K | V] stage */
+    DYN_SMEM(smem);
+    bf16 *const tiles = (bf16 *)smem;
+    bf16 *const Qs = tiles + (size_t)(Cfg::HOLD ? Cfg::ST - 1 : Cfg::ST) * STAGE;
+
+    const int T_ = a.T, hs = a.C / a.NH, C3 = 3 * a.C;
+    const AmmaBlock blk = amma_block((T_ + BQ - 1) / BQ, a.NH, a.B, true);
+    const int q0 = blk.tile * BQ;
+    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
+    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + a.C, C3, T_, hs},
+                  Vsrc = {seq + 2 * a.C, C3, T_, hs};
+    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
+    const int wq0 = q0 + 16 * w;              /* this warp's first query row */
+    const int r0 = wq0 + g, r1 = r0 + 8;      /* this lane's two rows */
+    const int last = q0 + BQ < T_ ? q0 + BQ : T_;
+    const int nK = (last + BK - 1) / BK;      /* key tiles up to the block's last row */
+    const bool idle = wq0 >= T_;              /* all 16 rows past T: nothing to compute */
+    const float sl2 = a.sl2;
+
+    /* Q (with ST = 2, the first key/value tile too) */
+    if (Cfg::ST == 2) {
+        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(Qs, Qsrc, q0);
+        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, 0);
+        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles + BK * LD, Vsrc, 0);
+        cp_async_commit();
+        cp_async_wait<0>();
+    } else if (Cfg::VEC) {
+        AmmaRegTile<HSP, BQ, NT> rq;
+        rq.load(Qsrc, q0);
+        rq.store(Qs);
+    } else {
+        amma_stage_scalar<HSP, BQ, NT>(Qs, Qsrc, q0);
+    }
+    __syncthreads();
+    uint32_t qf[HSP / 16][4]; /* Q_w: with HOLD only */
+    if (Cfg::HOLD) mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);
+
+    float o[HSP / 8][4];
+#pragma unroll
+    for (int j = 0; j < HSP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+
+    for (int kt = 0; kt < nK; kt++) {
+        const int k0 = kt * BK;
+        const bf16 *Ks;
+        if (Cfg::ST == 2) {
+            if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
+            __syncthreads(); /* tile kt complete; every warp done with kt - 1 and with Q */
+            if (kt + 1 < nK) { /* the next tile into the other stage, during this one */
+                bf16 *nx = tiles + (size_t)((kt + 1) & 1) * STAGE;
+                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx, Ksrc, k0 + BK);
+                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx + BK * LD, Vsrc, k0 + BK);
+                cp_async_commit();
+            }
+            Ks = tiles + (size_t)(kt & 1) * STAGE;
+        } else {
+            AmmaRegTile<HSP, BK, NT> rk, rv;
+            if (Cfg::VEC) {
+                rk.load(Ksrc, k0);
+                rv.load(Vsrc, k0);
+            }
+            __syncthreads(); /* every warp done with the previous tile and with Q */
+            if (Cfg::VEC) {
+                rk.store(tiles);
+                rv.store(tiles + BK * LD);
+            } else {
+                amma_stage_scalar<HSP, BK, NT>(tiles, Ksrc, k0);
+                amma_stage_scalar<HSP, BK, NT>(tiles + BK * LD, Vsrc, k0);
+            }
+            __syncthreads();
+            Ks = tiles;
+        }
+        const bf16 *Vs = Ks + BK * LD;
+        if (idle || k0 > wq0 + 15) continue; /* every key after this warp's rows */
+
+        float s[BK / 8][4]; /* raw scores S = Q_w K^T, then P */
+        if (Cfg::HOLD) mma_strip_areg<BK, HSP>(s, qf, Ks, LD);
+        else mma_strip<BK, HSP>(s, Qs, LD, 16 * w, Ks, LD);
+        /* mask only where a key can be past a row of the warp or past T; key
+         * k0 <= wq0 is valid for every row, so both maxima are finite */
+        if (k0 + BK - 1 > wq0 || k0 + BK > T_) { /* a branch: most tiles skip it */
+#pragma unroll
+            for (int j = 0; j < BK / 8; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int col = k0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
+                    if (col > row || col >= T_) s[j][i] = -INFINITY;
+                }
+        }
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++) {
+            mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
+            mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
+        }
+        /* a row's BK scores are spread over the 4 lanes of its group */
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+        const float a0 = amma_exp2((m0 - n0) * sl2), a1 = amma_exp2((m1 - n1) * sl2); /* 0 at first */
+        m0 = n0;
+        m1 = n1;
+        const float nb0 = -n0 * sl2, nb1 = -n1 * sl2; /* p = 2^(s sl2 - m sl2): one FFMA */
+        /* l stays a per-lane partial sum (the same alpha scales all four
+         * lanes of a row); the lanes' parts are added once, at the end */
+        float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++) {
+            s[j][0] = amma_exp2(fmaf(s[j][0], sl2, nb0));
+            s[j][1] = amma_exp2(fmaf(s[j][1], sl2, nb0));
+            s[j][2] = amma_exp2(fmaf(s[j][2], sl2, nb1));
+            s[j][3] = amma_exp2(fmaf(s[j][3], sl2, nb1));
+            sum0 += s[j][0] + s[j][1];
+            sum1 += s[j][2] + s[j][3];
+        }
+        l0 = l0 * a0 + sum0;
+        l1 = l1 * a1 + sum1;
+#pragma unroll
+        for (int j = 0; j < HSP / 8; j++) {
+            o[j][0] *= a0;
+            o[j][1] *= a0;
+            o[j][2] *= a1;
+            o[j][3] *= a1;
+        }
+        /* O_w += P V, P (rounded to bf16) straight from the score registers */
+        mma_strip_acc<HSP, BK>(o, s, Vs, LD);
+    }
+
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    mma_strip_store<HSP>(a.out + (size_t)blk.b * T_ * a.C + blk.h * hs, a.C, r0, T_, hs, o,
+                         1.0f / l0, 1.0f / l1);
+    if (t4 == 0) {
+        const size_t lrow = ((size_t)blk.b * a.NH + blk.h) * T_;
+        if (r0 < T_) a.lse[lrow + r0] = AMMA_LN2 * (m0 * sl2 + log2f(l0));
+        if (r1 < T_) a.lse[lrow + r1] = AMMA_LN2 * (m1 * sl2 + log2f(l1));
+    }
+}
+
+template <class Cfg> static void amma_fwd_launch(CudaState *st, const AmmaFwdArgs &a)
+{
+    const size_t smem = amma_fwd_smem<Cfg>();
+    amma_check_smem(st, smem, "attention_forward", Cfg::HSP);
+    auto kern = amma_fwd_kernel<Cfg>;
+    attn_set_smem(kern, smem);
+    const size_t blocks = (size_t)ceil_div(a.T, Cfg::ROWS) * a.NH * a.B;
+    if (blocks > 2147483647u)
+        CUDA_FATAL("attention_forward: %zu blocks exceed the grid's x limit", blocks);
+    LAUNCH(kern, (unsigned)blocks, Cfg::NT, smem, st->stream, a);
+}
+
+/* Named warps, key tile, stages, launch-bound blocks per SM. Entry 0 is
+ * the default. */
+const AmmaFwdVariant amma_fwd_variants[] = {
+    {"fwd-w4-k64-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 4>>},
+    {"fwd-w4-k64-s2-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 3>>},
+    {"fwd-w4-k64-s1-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 1, 3>>},
+    {"fwd-w8-k64-s2-b2", amma_fwd_launch<AmmaCfg<64, 8, 64, 2, 2>>},
+    {"fwd-w4-k32-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 32, 2, 4>>},
+    {"fwd-w4-k128-s2-b2", amma_fwd_launch<AmmaCfg<64, 4, 128, 2, 2>>},
+};
+const int amma_fwd_nvariants = (int)(sizeof amma_fwd_variants / sizeof amma_fwd_variants[0]);
+
+void amma_fwd_run(CudaState *st, int variant, const AmmaFwdArgs &a)
+{
+    if (!a.vec) { /* element-by-element staging: one configuration per head size */
+        switch (attn_hsp(a.C / a.NH)) {
+        case 16: amma_fwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>>(st, a); return;
+        case 32: amma_fwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>>(st, a); return;
+        case 64: amma_fwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>>(st, a); return;
+        case 128: amma_fwd_launch<AmmaCfg<128, 4, 64, 1, 1, 1, 0>>(st, a); return;
+        }
+    }
+    switch (attn_hsp(a.C / a.NH)) {
+    case 16: amma_fwd_launch<AmmaCfg<16, 4, 64, 2, 4>>(st, a); break;
+    case 32: amma_fwd_launch<AmmaCfg<32, 4, 64, 2, 4>>(st, a); break;
+    case 64: amma_fwd_variants[variant].launch(st, a); break;
+    case 128: amma_fwd_launch<AmmaCfg<128, 4, 64, 2, 2>>(st, a); break;
+    default: CUDA_FATAL("attention_forward: head size %d > 128 is not supported", a.C / a.NH);
+    }
+}

@@ -1,0 +1,129 @@
+/* model/opcost.c — see opcost.h (measurement: opcost_measure.c). */
+#include "opcost.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *NAMES[OP_COUNT] = {
+    "ln1_fwd", "qkv_fwd", "attn_fwd", "attproj_fwd", "resid1_fwd", "ln2_fwd", "fc_fwd",
+    "gelu_fwd", "fcproj_fwd", "resid2_fwd",
+    "fcproj_bwd", "gelu_bwd", "fc_bwd", "ln2_bwd", "attproj_bwd", "attn_bwd", "qkv_bwd",
+    "ln1_bwd",
+    "encoder_fwd", "lnf_fwd", "head_fwd_bwd", "zero_dres", "lnf_bwd", "encoder_bwd",
+    "zero_grads", "grad_norm", "adamw",
+};
+
+const char *opcost_op_name(int op) { return op >= 0 && op < OP_COUNT ? NAMES[op] : "?"; }
+
+long long opcost_tensor(const OpCosts *oc, int t)
+{
+    switch (t) {
+    case TAPE_LN1: return oc->c[OP_LN1];
+    case TAPE_QKV: return oc->c[OP_QKV];
+    case TAPE_ATTY: return oc->c[OP_ATTN];
+    case TAPE_RES2: return oc->c[OP_ATTPROJ] + oc->c[OP_RESID1];
+    case TAPE_LN2: return oc->c[OP_LN2];
+    case TAPE_FCH: return oc->c[OP_FC];
+    case TAPE_GELU: return oc->c[OP_GELU];
+    default: return 0;
+    }
+}
+
+static long long sum(const OpCosts *oc, int from, int to)
+{
+    long long s = 0;
+    for (int op = from; op < to; op++) s += oc->c[op];
+    return s;
+}
+
+long long opcost_block_fwd(const OpCosts *oc) { return sum(oc, OP_LN1, OP_RESID2 + 1); }
+long long opcost_block_fwd_last(const OpCosts *oc) { return sum(oc, OP_LN1, OP_FCPROJ); }
+long long opcost_block_bwd(const OpCosts *oc) { return sum(oc, OP_FCPROJ_BWD, OP_LN1_BWD + 1); }
+
+long long opcost_rebuild(const OpCosts *oc, int kind)
+{
+    long long s = 0;
+    for (int t = 0; t < TAPE_TENSORS; t++)
+        if (kind & (1 << t)) s += opcost_tensor(oc, t);
+    return s;
+}
+
+long long opcost_recompute(const OpCosts *oc, const Schedule *s)
+{
+    long long n = 0, fwd = opcost_block_fwd(oc), last = opcost_block_fwd_last(oc);
+    for (int k = 0; k < s->n_steps; k++) {
+        const ScheduleStep *st = &s->steps[k];
+        if (st->kind == STEP_FORWARD && k >= s->n_forward)
+            n += st->out_slot == SLOT_NONE ? last : fwd;
+        else if (st->kind == STEP_BACKWARD)
+            n += opcost_rebuild(oc, s->tape_kind[st->tape_slot]);
+    }
+    return n;
+}
+
+long long opcost_step(const OpCosts *oc, const Schedule *s, int grad_accum)
+{
+    long long micro = sum(oc, OP_ENCODER, OP_ENCODER_BWD + 1) + opcost_recompute(oc, s) +
+                      (long long)s->num_layers * (opcost_block_fwd(oc) + opcost_block_bwd(oc));
+    return (grad_accum > 1 ? grad_accum : 1) * micro + sum(oc, OP_ZERO_GRADS, OP_ADAMW + 1);
+}
+
+/* a beats b: no worse in bytes and rebuild, and better in one of them, or
+ * equal in both and better in workspace, then in mask. */
+static int beats(const KindCost *a, const KindCost *b)
+{
+    if (a->bytes > b->bytes || a->rebuild > b->rebuild) return 0;
+    if (a->bytes < b->bytes || a->rebuild < b->rebuild) return 1;
+    return a->ws < b->ws || (a->ws == b->ws && a->kind < b->kind);
+}
+
+static int by_bytes_desc(const void *x, const void *y)
+{
+    const KindCost *a = x, *b = y;
+    if (a->bytes != b->bytes) return a->bytes < b->bytes ? 1 : -1;
+    return a->rebuild < b->rebuild ? -1 : a->rebuild > b->rebuild;
+}
+
+int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out)
+{
+    KindCost all[TAPE_KINDS];
+    for (int k = 0; k < TAPE_KINDS; k++) {
+        TapeLayout tl;
+        planner_tape_layout(in, k, &tl);
+        all[k] = (KindCost){k, planner_tape_bytes(in, k), tl.ws_bytes, opcost_rebuild(oc, k)};
+    }
+    int n = 0;
+    for (int k = 0; k < TAPE_KINDS; k++) {
+        int beaten = 0;
+        for (int j = 0; j < TAPE_KINDS && !beaten; j++) beaten = j != k && beats(&all[j], &all[k]);
+        if (!beaten) out[n++] = all[k];
+    }
+    qsort(out, (size_t)n, sizeof *out, by_bytes_desc);
+    return n;
+}
+
+void opcost_print(FILE *f, const OpCosts *oc, const PlanInput *in)
+{
+    int ns = oc->unit == OPCOST_NS;
+    double scale = 1e-6; /* ns to ms, or FLOPs to MFLOP */
+    const char *u = ns ? "ms" : "MFLOP";
+    fprintf(f, "op costs (%s per call; head: all chunks of a micro-batch; optimizer: all "
+               "parameters):\n", u);
+    for (int op = 0; op < OP_COUNT; op++)
+        fprintf(f, "  %-13s %10.3f%s", opcost_op_name(op), oc->c[op] * scale,
+                op % 4 == 3 || op == OP_COUNT - 1 ? "\n" : "");
+    fprintf(f, "  block: forward %.3f %s (%.3f without its output), backward %.3f %s\n",
+            opcost_block_fwd(oc) * scale, u, opcost_block_fwd_last(oc) * scale,
+            opcost_block_bwd(oc) * scale, u);
+    KindCost front[TAPE_KINDS];
+    int n = opcost_frontier(oc, in, front);
+    fprintf(f, "tape kinds on the frontier (of %d; keeps the tensors named, '-' dropped: "
+               "ln1 qkv atty res2 ln2 fch gelu):\n", TAPE_KINDS);
+    for (int i = 0; i < n; i++) {
+        char name[TAPE_TENSORS + 1], b[32], w[32];
+        fprintf(f, "  %s  slot %10s  workspace %10s  rebuild %9.3f %s\n",
+                tape_kind_name(front[i].kind, name),
+                planner_format_bytes(front[i].bytes, b, sizeof b),
+                planner_format_bytes(front[i].ws, w, sizeof w), front[i].rebuild * scale, u);
+    }
+}

@@ -1,0 +1,102 @@
+/* model/opcost.h — what the ops of a training step cost, and what a
+ * schedule's step costs with them.
+ *
+ * Owns: OpCosts, the cost of each op of one block (forward and backward)
+ * and of the rest of a step (embedding, final LayerNorm, head, optimizer)
+ * at one shape, in one unit: counted FLOPs (flops_op_costs, flops.h's
+ * convention, the optimizer counted 0) or measured nanoseconds
+ * (opcost_measure, opcost_measure.c); the block costs derived from them; a
+ * schedule's recompute and step cost; and the Pareto frontier of tape
+ * kinds (tape.h) by slot bytes and rebuild cost. Costs are integers, so
+ * the solver's sums and these agree exactly.
+ *
+ * The model is additive: a step costs the sum of its ops, each op what it
+ * cost timed alone. A block forward into any tape kind runs the same ops
+ * (dropped tensors go to the tape workspace); a backward from a kind runs
+ * the backward ops plus the ops that make its dropped tensors. */
+#ifndef MODEL_OPCOST_H
+#define MODEL_OPCOST_H
+
+#include <stddef.h>
+
+#include "kernels/ops.h"
+#include "planner.h"
+#include "schedule.h"
+#include "tape.h"
+
+enum {
+    /* one block's forward, in order; out = SLOT_NONE skips the last two */
+    OP_LN1, OP_QKV, OP_ATTN, OP_ATTPROJ, OP_RESID1, OP_LN2, OP_FC, OP_GELU, OP_FCPROJ,
+    OP_RESID2,
+    /* its backward, in order (tape.h's TAPE_BWD_*) */
+    OP_FCPROJ_BWD, OP_GELU_BWD, OP_FC_BWD, OP_LN2_BWD, OP_ATTPROJ_BWD, OP_ATTN_BWD,
+    OP_QKV_BWD, OP_LN1_BWD,
+    /* the rest of one micro-batch: embedding, final LayerNorm, the chunked
+     * head (forward and backward, every chunk), zeroing the residual
+     * gradient, the final LayerNorm's and the embedding's backward */
+    OP_ENCODER, OP_LNF, OP_HEAD, OP_ZERO_DRES, OP_LNF_BWD, OP_ENCODER_BWD,
+    /* once per optimizer step */
+    OP_ZERO_GRADS, OP_GRAD_NORM, OP_ADAMW,
+    OP_COUNT
+};
+#define OP_BLOCK_FWD_FIRST OP_LN1
+#define OP_BLOCK_BWD_FIRST OP_FCPROJ_BWD
+
+typedef enum { OPCOST_FLOPS = 0, OPCOST_NS = 1 } OpCostUnit;
+
+typedef struct OpCosts {
+    int unit;             /* OpCostUnit */
+    long long c[OP_COUNT];
+} OpCosts;
+
+/* "ln1_fwd", "qkv_fwd", ...: the op names cost files use. */
+const char *opcost_op_name(int op);
+/* The op that makes tape tensor t (res2: attproj and the residual add). */
+long long opcost_tensor(const OpCosts *oc, int t);
+
+long long opcost_block_fwd(const OpCosts *oc);      /* writes x_{l+1} */
+long long opcost_block_fwd_last(const OpCosts *oc); /* out = SLOT_NONE */
+long long opcost_block_bwd(const OpCosts *oc);      /* without rebuilds */
+/* The extra work of a backward from a tape of `kind`: the ops that make its
+ * dropped tensors (0 for the full tape). */
+long long opcost_rebuild(const OpCosts *oc, int kind);
+
+/* Work a schedule repeats: every forward after the loss head (block fwd,
+ * or fwd_last when it writes no output) plus the rebuild of every
+ * backward's tape. In FLOPs this is flops_recompute. */
+long long opcost_recompute(const OpCosts *oc, const Schedule *s);
+/* One optimizer step of grad_accum micro-batches under s: per micro-batch
+ * the embedding, every schedule step, the head and the rest; then zeroing
+ * the gradients, their norm and AdamW. */
+long long opcost_step(const OpCosts *oc, const Schedule *s, int grad_accum);
+
+/* One tape kind priced at a shape. */
+typedef struct {
+    int kind;
+    size_t bytes;       /* one slot (planner_tape_bytes) */
+    size_t ws;          /* the tape workspace it needs */
+    long long rebuild;  /* opcost_rebuild */
+} KindCost;
+
+/* The kinds no other kind beats: a kind is dropped when another has no
+ * more slot bytes and no more rebuild cost, and fewer of either (or, equal
+ * in both, less workspace, or the same and a smaller mask). Sorted by
+ * bytes, largest first: the full tape is always first. Returns the count;
+ * out holds TAPE_KINDS entries. */
+int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out);
+
+/* Time every op on be at in's shape (B, T, dtype, loss chunk): one block's
+ * buffers are allocated (mem_alloc, freed before returning), filled with
+ * random values, every op run once to warm up and then `reps` times, in
+ * the order a block runs them (64 MiB written over the caches before its
+ * forward and its backward), each call between two syncs; the median. The head is timed on one chunk and
+ * scaled to B*T tokens; the optimizer ops on at most 4M elements and
+ * scaled to the parameter count (both are linear in it). Returns 0, or -1
+ * with err (out of memory). */
+int opcost_measure(Backend *be, const PlanInput *in, int reps, OpCosts *out, char *err,
+                   size_t err_len);
+
+/* Print the costs (ms per call, by op) and the frontier to f. */
+void opcost_print(FILE *f, const OpCosts *oc, const PlanInput *in);
+
+#endif

@@ -1,0 +1,227 @@
+/* model/opcost_measure.c — timing every op of opcost.h on a backend, at
+ * the run's shape (opcost_measure). One block's buffers and the head's are
+ * allocated apart from the model's arenas, before them, and freed here. */
+#include "opcost.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/rng.h"
+
+#define OPT_SLICE ((size_t)1 << 22) /* elements the optimizer ops are timed on */
+/* Written before a block's forward and before its backward, so that they
+ * start from caches holding none of their inputs, as in a run: a block
+ * reads x_l and its tape long after they were written (64 MiB: twice a
+ * large CPU's last-level cache share, more than a GPU's L2). */
+#define FLUSH_BYTES ((size_t)64 << 20)
+
+enum { LNW, LNB, QKVW, QKVB, APW, APB, FCW, FCB, FPW, FPB, NPAR }; /* one block's params */
+
+typedef struct {
+    Backend *be;
+    int B, T, C, NH, N, V, Vp, rows; /* rows: the head chunk timed */
+    size_t n_opt;                    /* optimizer slice */
+    /* act: x, the seven tape tensors, the block output, gradients */
+    void *x, *ln1, *qkv, *atty, *res2, *ln2, *fch, *gelu, *out, *dres, *dsmall, *dbig;
+    float *m1, *r1, *m2, *r2, *lse;
+    void *par[NPAR], *grad[NPAR];
+    /* the rest of a step */
+    void *wte, *wpe, *dwte, *dwpe, *hx, *hdx, *chunk;
+    float *losses, *om, *ov, *omaster;
+    void *op, *og;
+    int *tokens;
+    void *flush;
+    void *alloc[64];
+    int n_alloc, failed;
+} Bench;
+
+static void *get(Bench *b, size_t bytes)
+{
+    void *p = b->failed || b->n_alloc == 64 ? NULL : b->be->ops->mem_alloc(b->be, bytes ? bytes : 1);
+    if (!p) b->failed = 1;
+    else b->alloc[b->n_alloc++] = p;
+    return p;
+}
+
+/* Random values in [-scale, scale] (+ base) through params_upload, which
+ * writes the working dtype; activations share it on every backend. */
+static void fill(Bench *b, void *p, size_t n, float base, float scale, uint64_t seed)
+{
+    float *h = malloc(n * sizeof(float));
+    if (!h) return;
+    for (size_t i = 0; i < n; i++)
+        h[i] = base + scale * (float)((rng_next(&seed) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+    b->be->ops->params_upload(b->be, p, NULL, h, n);
+    free(h);
+}
+
+static int bench_alloc(Bench *b)
+{
+    size_t ab = (size_t)b->be->act_bytes, pb = (size_t)b->be->par_bytes;
+    size_t N = (size_t)b->N, C = (size_t)b->C;
+    void **act[] = {&b->x, &b->ln1, &b->atty, &b->res2, &b->ln2, &b->out, &b->dres, &b->dsmall};
+    for (size_t i = 0; i < sizeof act / sizeof act[0]; i++) *act[i] = get(b, N * C * ab);
+    b->qkv = get(b, 3 * N * C * ab);
+    b->fch = get(b, 4 * N * C * ab);
+    b->gelu = get(b, 4 * N * C * ab);
+    b->dbig = get(b, 4 * N * C * ab);
+    float **f32[] = {&b->m1, &b->r1, &b->m2, &b->r2};
+    for (size_t i = 0; i < 4; i++) *f32[i] = get(b, N * 4);
+    b->lse = get(b, (size_t)b->B * b->NH * b->T * 4);
+    size_t psz[NPAR] = {C, C, 3 * C * C, 3 * C, C * C, C, 4 * C * C, 4 * C, 4 * C * C, C};
+    for (int i = 0; i < NPAR; i++) {
+        b->par[i] = get(b, psz[i] * pb);
+        b->grad[i] = get(b, psz[i] * pb);
+    }
+    b->wte = get(b, (size_t)b->Vp * C * pb);
+    b->dwte = get(b, (size_t)b->Vp * C * pb);
+    b->wpe = get(b, (size_t)b->T * C * pb);
+    b->dwpe = get(b, (size_t)b->T * C * pb);
+    b->hx = get(b, (size_t)b->rows * C * ab);
+    b->hdx = get(b, (size_t)b->rows * C * ab);
+    b->chunk = get(b, (size_t)b->rows * b->Vp * 4);
+    b->losses = get(b, N * 4);
+    b->tokens = get(b, N * sizeof(int));
+    b->op = get(b, b->n_opt * pb);
+    b->og = get(b, b->n_opt * pb);
+    b->om = get(b, b->n_opt * 4);
+    b->ov = get(b, b->n_opt * 4);
+    b->omaster = b->be->has_master ? get(b, b->n_opt * 4) : NULL;
+    b->flush = get(b, FLUSH_BYTES);
+    if (b->failed) return -1;
+    /* contents: LayerNorm weights near 1, everything else small */
+    fill(b, b->x, N * C, 0, 1, 1);
+    for (int i = 0; i < NPAR; i++) {
+        fill(b, b->par[i], psz[i], i == LNW ? 1.0f : 0.0f, 0.02f, 10 + (uint64_t)i);
+        b->be->ops->mem_zero(b->be, b->grad[i], psz[i] * pb);
+    }
+    fill(b, b->wte, (size_t)b->Vp * C, 0, 0.02f, 3);
+    fill(b, b->wpe, (size_t)b->T * C, 0, 0.02f, 4);
+    fill(b, b->hx, (size_t)b->rows * C, 0, 1, 5);
+    fill(b, b->op, b->n_opt, 0, 0.02f, 6);
+    fill(b, b->og, b->n_opt, 0, 0.001f, 7);
+    b->be->ops->mem_zero(b->be, b->om, b->n_opt * 4);
+    b->be->ops->mem_zero(b->be, b->ov, b->n_opt * 4);
+    if (b->omaster) b->be->ops->mem_zero(b->be, b->omaster, b->n_opt * 4);
+    int *tok = malloc((size_t)b->N * sizeof(int));
+    if (!tok) return -1;
+    uint64_t seed = 9;
+    for (int i = 0; i < b->N; i++) tok[i] = (int)(rng_next(&seed) % (uint64_t)b->V);
+    b->be->ops->mem_upload(b->be, b->tokens, tok, (size_t)b->N * sizeof(int));
+    free(tok);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Run op `op` once, between two syncs; returns its seconds. */
+static double run_op(Bench *b, int op)
+{
+    Backend *be = b->be;
+    const BackendOps *o = be->ops;
+    int B = b->B, T = b->T, C = b->C, NH = b->NH, N = b->N;
+    size_t NC = (size_t)N * C;
+    o->sync(be);
+    double t0 = now_s();
+    switch (op) {
+    case OP_LN1: o->layernorm_forward(be, b->ln1, b->m1, b->r1, b->x, b->par[LNW], b->par[LNB], N, C); break;
+    case OP_QKV: o->matmul_forward(be, b->qkv, b->ln1, b->par[QKVW], b->par[QKVB], N, C, 3 * C); break;
+    case OP_ATTN: o->attention_forward(be, b->atty, b->lse, b->qkv, B, T, C, NH); break;
+    case OP_ATTPROJ: o->matmul_forward(be, b->res2, b->atty, b->par[APW], b->par[APB], N, C, C); break;
+    case OP_RESID1: o->residual_forward(be, b->res2, b->res2, b->x, NC); break;
+    case OP_LN2: o->layernorm_forward(be, b->ln2, b->m2, b->r2, b->res2, b->par[LNW], b->par[LNB], N, C); break;
+    case OP_FC: o->matmul_forward(be, b->fch, b->ln2, b->par[FCW], b->par[FCB], N, C, 4 * C); break;
+    case OP_GELU: o->gelu_forward(be, b->gelu, b->fch, 4 * NC); break;
+    case OP_FCPROJ: o->matmul_forward(be, b->out, b->gelu, b->par[FPW], b->par[FPB], N, 4 * C, C); break;
+    case OP_RESID2: o->residual_forward(be, b->out, b->out, b->res2, NC); break;
+    case OP_FCPROJ_BWD: o->matmul_backward(be, b->dbig, b->grad[FPW], b->grad[FPB], b->dres, b->gelu, b->par[FPW], N, 4 * C, C); break;
+    case OP_GELU_BWD: o->gelu_backward(be, b->dbig, b->fch, b->dbig, 4 * NC); break;
+    case OP_FC_BWD: o->matmul_backward(be, b->dsmall, b->grad[FCW], b->grad[FCB], b->dbig, b->ln2, b->par[FCW], N, C, 4 * C); break;
+    case OP_LN2_BWD: o->layernorm_backward(be, b->dres, b->grad[LNW], b->grad[LNB], b->dsmall, b->res2, b->par[LNW], b->m2, b->r2, N, C); break;
+    case OP_ATTPROJ_BWD: o->matmul_backward(be, b->dsmall, b->grad[APW], b->grad[APB], b->dres, b->atty, b->par[APW], N, C, C); break;
+    case OP_ATTN_BWD: o->attention_backward(be, b->dbig, b->dsmall, b->qkv, b->atty, b->lse, B, T, C, NH); break;
+    case OP_QKV_BWD: o->matmul_backward(be, b->dsmall, b->grad[QKVW], b->grad[QKVB], b->dbig, b->ln1, b->par[QKVW], N, C, 3 * C); break;
+    case OP_LN1_BWD: o->layernorm_backward(be, b->dres, b->grad[LNW], b->grad[LNB], b->dsmall, b->x, b->par[LNW], b->m1, b->r1, N, C); break;
+    case OP_ENCODER: o->encoder_forward(be, b->out, b->tokens, b->wte, b->wpe, B, T, C); break;
+    case OP_LNF: o->layernorm_forward(be, b->ln1, b->m1, b->r1, b->out, b->par[LNW], b->par[LNB], N, C); break;
+    case OP_HEAD:
+        o->head_forward_backward(be, b->losses, b->hdx, b->dwte, b->hx, b->wte, b->tokens, b->chunk,
+                                 b->rows, C, b->V, b->Vp, b->rows, 1.0f / N);
+        break;
+    case OP_ZERO_DRES: o->mem_zero(be, b->dsmall, NC * (size_t)be->act_bytes); break;
+    case OP_LNF_BWD: o->layernorm_backward(be, b->dres, b->grad[LNW], b->grad[LNB], b->dsmall, b->out, b->par[LNW], b->m1, b->r1, N, C); break;
+    case OP_ENCODER_BWD: o->encoder_backward(be, b->dwte, b->dwpe, b->dres, b->tokens, B, T, C); break;
+    case OP_ZERO_GRADS: o->mem_zero(be, b->og, b->n_opt * (size_t)be->par_bytes); break;
+    case OP_GRAD_NORM: (void)o->grad_norm_sq(be, b->og, b->n_opt); break;
+    case OP_ADAMW:
+        o->adamw_update(be, b->op, b->omaster, b->og, b->om, b->ov, b->n_opt, 1e-4f, 0.9f, 0.95f,
+                        1e-8f, 0.0f, 1.0f, 1);
+        break;
+    }
+    o->sync(be);
+    return now_s() - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int opcost_measure(Backend *be, const PlanInput *in, int reps, OpCosts *out, char *err,
+                   size_t err_len)
+{
+    MemoryPlan plan;
+    Schedule s;
+    if (schedule_build(&s, RECOMPUTE_BLOCK, in->cfg.num_layers, err, err_len) != 0) return -1;
+    planner_plan(in, &s, &plan); /* for the head chunk and the optimizer's element counts */
+    schedule_free(&s);
+    Bench b = {.be = be, .B = in->B, .T = in->T, .C = in->cfg.channels,
+               .NH = in->cfg.num_heads, .N = in->B * in->T, .V = in->cfg.vocab_size,
+               .Vp = in->cfg.padded_vocab, .rows = plan.loss_chunk};
+    b.n_opt = plan.padded_params < OPT_SLICE ? plan.padded_params : OPT_SLICE;
+    if (reps < 1) reps = 1;
+    int rc = bench_alloc(&b);
+    double *t = malloc(sizeof(double) * (size_t)reps * OP_COUNT);
+    if (rc != 0 || !t) {
+        snprintf(err, err_len, "--op-costs measure: out of %s memory for one block's buffers "
+                 "at B=%d, T=%d, C=%d", be->name, b.B, b.T, b.C);
+        rc = -1;
+        goto done;
+    }
+    /* In op order, so each reads what the one before wrote; the first
+     * round warms up (cuBLASLt's heuristics, page faults). The residual
+     * gradient grows with each backward round: reset it. */
+    for (int r = -1; r < reps; r++) {
+        fill(&b, b.dres, (size_t)b.N * b.C, 0, 1, 8);
+        for (int op = 0; op < OP_COUNT; op++) {
+            if (op == OP_BLOCK_FWD_FIRST || op == OP_BLOCK_BWD_FIRST)
+                be->ops->mem_zero(be, b.flush, FLUSH_BYTES);
+            double dt = run_op(&b, op);
+            if (r >= 0) t[(size_t)op * reps + r] = dt;
+        }
+    }
+    memset(out, 0, sizeof *out);
+    out->unit = OPCOST_NS;
+    for (int op = 0; op < OP_COUNT; op++) {
+        double *v = t + (size_t)op * reps, scale = 1.0;
+        qsort(v, (size_t)reps, sizeof *v, cmp_double);
+        double med = reps % 2 ? v[reps / 2] : 0.5 * (v[reps / 2 - 1] + v[reps / 2]);
+        if (op == OP_HEAD) scale = (double)b.N / b.rows;
+        if (op == OP_ZERO_GRADS) scale = (double)plan.padded_params / b.n_opt;
+        if (op == OP_GRAD_NORM) scale = (double)plan.num_params / b.n_opt;
+        if (op == OP_ADAMW) scale = (double)plan.shard_params / b.n_opt;
+        out->c[op] = (long long)(med * scale * 1e9 + 0.5);
+    }
+done:
+    free(t);
+    for (int i = 0; i < b.n_alloc; i++) be->ops->mem_free(be, b.alloc[i]);
+    return rc;
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""scripts/export_hf.py MODEL.bin OUT — an llm.c model file as a Hugging Face GPT-2 state dict.
+
+Reads llm.c's model file (version 3 fp32 or 5 bf16: a 256-int32 header, then
+every parameter in llm.c's order) and writes the tensors under the names and
+layouts of Hugging Face transformers' GPT2LMHeadModel:
+
+  transformer.wte.weight           (V, C)   wte without the padded rows V..Vp-1
+  transformer.wpe.weight           (maxT, C)
+  transformer.h.{l}.ln_1.weight/bias, ln_2.weight/bias      (C,)
+  transformer.h.{l}.attn.c_attn.weight (C, 3C)  = qkvw[l] transposed: HF's
+                                        Conv1D computes x @ W + b, with W
+                                        stored (in, out); llm.c stores (out, in)
+  transformer.h.{l}.attn.c_attn.bias   (3C,)
+  transformer.h.{l}.attn.c_proj.weight (C, C)   = attprojw[l] transposed
+  transformer.h.{l}.mlp.c_fc.weight    (C, 4C)  = fcw[l] transposed
+  transformer.h.{l}.mlp.c_proj.weight  (4C, C)  = fcprojw[l] transposed
+  (and each one's bias), transformer.ln_f.weight/bias, lm_head.weight (= wte, tied)
+
+OUT ending in .safetensors is written with the safetensors package (when it
+is installed; an error otherwise); anything else with torch.save (a plain
+dict of float32 tensors, loadable with torch.load and
+GPT2LMHeadModel.load_state_dict(strict=False), the attention-mask buffers
+being HF's own). A config.json beside OUT gives the shape in HF's names
+(n_layer, n_head, n_embd, n_positions, vocab_size).
+
+Checked by tests/hf_export_check.py: the repository's PyTorch reference
+(scripts/gpt2_reference.py) run on the model file and an HF-semantics forward
+run on the exported dict give the same logits.
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+MAGIC = 20240326
+
+
+def read_model(path):
+    """(cfg dict, {name: float32 array}) in llm.c's names and layouts."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 1024:
+        sys.exit(f"export_hf: {path}: shorter than the 1024-byte header")
+    h = struct.unpack("<256i", raw[:1024])
+    if h[0] != MAGIC or h[1] not in (3, 5):
+        sys.exit(f"export_hf: {path}: not an llm.c model file (magic {h[0]}, version {h[1]})")
+    maxT, V, L, NH, C, Vp = h[2], h[3], h[4], h[5], h[6], h[7]
+    cfg = dict(maxT=maxT, V=V, L=L, NH=NH, C=C, Vp=Vp)
+    shapes = [("wte", (Vp, C)), ("wpe", (maxT, C)), ("ln1w", (L, C)), ("ln1b", (L, C)),
+              ("qkvw", (L, 3 * C, C)), ("qkvb", (L, 3 * C)), ("attprojw", (L, C, C)),
+              ("attprojb", (L, C)), ("ln2w", (L, C)), ("ln2b", (L, C)),
+              ("fcw", (L, 4 * C, C)), ("fcb", (L, 4 * C)), ("fcprojw", (L, C, 4 * C)),
+              ("fcprojb", (L, C)), ("lnfw", (C,)), ("lnfb", (C,))]
+    n = sum(int(np.prod(s)) for _, s in shapes)
+    width = 4 if h[1] == 3 else 2
+    if len(raw) != 1024 + n * width:
+        sys.exit(f"export_hf: {path}: {len(raw)} bytes, expected {1024 + n * width}")
+    if h[1] == 3:
+        flat = np.frombuffer(raw, dtype="<f4", offset=1024, count=n)
+    else:  # bf16: the top half of a float32
+        half = np.frombuffer(raw, dtype="<u2", offset=1024, count=n).astype(np.uint32)
+        flat = (half << 16).view(np.float32)
+    params, off = {}, 0
+    for name, shape in shapes:
+        k = int(np.prod(shape))
+        params[name] = flat[off:off + k].reshape(shape).astype(np.float32)
+        off += k
+    return cfg, params
+
+
+def to_hf(cfg, p):
+    """{HF name: float32 array}."""
+    V, L = cfg["V"], cfg["L"]
+    sd = {"transformer.wte.weight": p["wte"][:V], "transformer.wpe.weight": p["wpe"]}
+    for l in range(L):
+        pre = f"transformer.h.{l}."
+        sd[pre + "ln_1.weight"], sd[pre + "ln_1.bias"] = p["ln1w"][l], p["ln1b"][l]
+        sd[pre + "attn.c_attn.weight"] = p["qkvw"][l].T
+        sd[pre + "attn.c_attn.bias"] = p["qkvb"][l]
+        sd[pre + "attn.c_proj.weight"] = p["attprojw"][l].T
+        sd[pre + "attn.c_proj.bias"] = p["attprojb"][l]
+        sd[pre + "ln_2.weight"], sd[pre + "ln_2.bias"] = p["ln2w"][l], p["ln2b"][l]
+        sd[pre + "mlp.c_fc.weight"] = p["fcw"][l].T
+        sd[pre + "mlp.c_fc.bias"] = p["fcb"][l]
+        sd[pre + "mlp.c_proj.weight"] = p["fcprojw"][l].T
+        sd[pre + "mlp.c_proj.bias"] = p["fcprojb"][l]
+    sd["transformer.ln_f.weight"], sd["transformer.ln_f.bias"] = p["lnfw"], p["lnfb"]
+    sd["lm_head.weight"] = sd["transformer.wte.weight"]
+    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in sd.items()}
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: scripts/export_hf.py MODEL.bin OUT(.pt|.safetensors)")
+    src, out = sys.argv[1], sys.argv[2]
+    cfg, p = read_model(src)
+    sd = to_hf(cfg, p)
+    import torch
+    tensors = {k: torch.from_numpy(v.copy()) for k, v in sd.items()}
+    if out.endswith(".safetensors"):
+        try:
+            from safetensors.torch import save_file
+        except ImportError:
+            sys.exit("export_hf: the safetensors package is not installed "
+                     "(Debian: python3-safetensors); write a .pt file instead")
+        # safetensors refuses shared storage: lm_head gets its own copy
+        tensors["lm_head.weight"] = tensors["lm_head.weight"].clone()
+        save_file(tensors, out)
+    else:
+        torch.save(tensors, out)
+    hf_cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+              "n_layer": cfg["L"], "n_head": cfg["NH"], "n_embd": cfg["C"],
+              "n_positions": cfg["maxT"], "n_ctx": cfg["maxT"], "vocab_size": cfg["V"],
+              "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+              "tie_word_embeddings": True}
+    with open(os.path.join(os.path.dirname(os.path.abspath(out)), "config.json"), "w") as f:
+        json.dump(hf_cfg, f, indent=2)
+    print(f"export_hf: wrote {out} ({len(tensors)} tensors) and config.json: L={cfg['L']} "
+          f"NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+/* tests/test_progress.c — end-to-end: what ./train_gpt tells its user
+ * while it runs (train_progress.h).
+ *
+ *  - stdout to a file (not a terminal): the header, the memory plan, the
+ *    speed and estimate lines, "initializing N parameters..." and each
+ *    "val k/n" are in the file while the first step is still running, so
+ *    nothing waits in a buffer;
+ *  - each step's FLOP/s is the hand-counted FLOPs of a step (model/flops.h's
+ *    convention, worked out below for the test model) over its time, MFU is
+ *    that over --peak-tflops, and the JSON log carries elapsed_s, eta_s,
+ *    tflops and mfu; with no peak (the CPU) mfu is null and the line has no
+ *    MFU;
+ *  - a run estimated to take over an hour warns on stderr at start-up, a
+ *    short one does not. (The in-step line on a terminal is checked in
+ *    test_stops.c, under a pty.) */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test_util.h"
+#include "train_cli.h"
+
+static const char *in(const char *d, const char *name)
+{
+    static char buf[4][700];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", d, name);
+    return buf[k];
+}
+
+static int wait_for_text(const char *path, const char *text, int timeout_ms)
+{
+    for (int t = 0; t < timeout_ms; t += 10) {
+        if (tc_file_has(path, text)) return 1;
+        tc_sleep_ms(10);
+    }
+    return 0;
+}
+
+Test(progress, lines_reach_a_file_as_printed, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 50 --val-every 10 --val-batches 2",
+             tc_model_args(d));
+    /* 300 ms a block: the val batches take ~1 s each, step 1 ~1.5 s */
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, in(d, "s"));
+    cr_assert(wait_for_text(in(d, "s.out"), "val 2/2\n", 60000), "no 'val 2/2' line");
+    const char *want[] = {"train_gpt: backend cpu", "memory plan", "speed: ", "estimate: ",
+                          "initializing 34176 parameters (seed 1337)...\n", "val 1/2\n"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(tc_file_has(in(d, "s.out"), want[i]), "'%s' not yet in the file", want[i]);
+    cr_expect(!tc_file_has(in(d, "s.out"), "step     1/50"), "step 1 was already done");
+    kill(pid, SIGTERM);
+    int st = tc_wait(pid, 30000);
+    cr_assert(st != -1 && WIFEXITED(st));
+    cr_expect_eq(WEXITSTATUS(st), 77);
+    free(d);
+}
+
+/* model/flops.h's count of one step of tc_model_args's model, by hand:
+ * L=2, C=32, NH=4, T=16, B=2 (N=32), V=Vp=256. */
+static double hand_step_flops(void)
+{
+    double N = 32, C = 32, T = 16, B = 2, Vp = 256, L = 2;
+    double mm = 24 * N * C * C, attn = 2 * B * T * T * C, elem = 54 * N * C;
+    double block = (mm + attn + elem) + (2 * mm + 2.5 * attn + 2 * elem);
+    double head = 3 * (8 * N * C + 2 * N * C * Vp + 5 * N * Vp);
+    return 3 * N * C + L * block + head; /* embedding forward + backward */
+}
+
+static void check_log(const char *log, double peak_tflops, int accum, int steps)
+{
+    char *text = tu_read_file(log, NULL);
+    cr_assert_not_null(text);
+    int n = 0;
+    double last_elapsed = -1;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert_not_null(j);
+        cJSON *ms = cJSON_GetObjectItem(j, "ms");
+        if (!ms) {
+            cJSON_Delete(j);
+            continue;
+        }
+        n++;
+        cJSON *tf = cJSON_GetObjectItem(j, "tflops"), *mfu = cJSON_GetObjectItem(j, "mfu");
+        cJSON *el = cJSON_GetObjectItem(j, "elapsed_s"), *eta = cJSON_GetObjectItem(j, "eta_s");
+        cJSON *step = cJSON_GetObjectItem(j, "step");
+        cr_assert(cJSON_IsNumber(tf) && cJSON_IsNumber(el) && cJSON_IsNumber(eta) && mfu,
+                  "step line lacks a time field: %s", line);
+        double flops = tf->valuedouble * 1e12 * ms->valuedouble / 1e3;
+        double want = hand_step_flops() * accum;
+        cr_expect(fabs(flops / want - 1) < 1e-9, "FLOPs of a step %.9g, want %.9g", flops, want);
+        if (peak_tflops > 0)
+            cr_expect(cJSON_IsNumber(mfu) &&
+                          fabs(mfu->valuedouble / (tf->valuedouble / peak_tflops) - 1) < 1e-6,
+                      "mfu is not tflops / peak");
+        else
+            cr_expect(cJSON_IsNull(mfu), "no peak: mfu must be null");
+        cr_expect_geq(el->valuedouble, last_elapsed);
+        last_elapsed = el->valuedouble;
+        cr_expect_geq(eta->valuedouble, 0);
+        if (step->valueint == steps) cr_expect_eq(eta->valuedouble, 0, "ETA after the last step");
+        cJSON_Delete(j);
+    }
+    cr_expect_eq(n, steps);
+    free(text);
+}
+
+Test(progress, step_figures_follow_the_flop_count, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 3 --grad-accum 2 --peak-tflops 0.001 --log %s", m,
+             in(d, "a.jsonl"));
+    cr_assert_eq(tc_run(NULL, args, in(d, "a")), 0);
+    check_log(in(d, "a.jsonl"), 0.001, 2, 3);
+    cr_expect(tc_file_has(in(d, "a.out"), "MFU against 0.001 TFLOP/s (--peak-tflops)"));
+    cr_expect(tc_file_has(in(d, "a.out"), "% | elapsed 0:00:0"), "no MFU or elapsed on the line");
+    cr_expect(tc_file_has(in(d, "a.out"), " | ETA 0:00:00\n"));
+    cr_expect(!tc_file_has(in(d, "a.err"), "warning"), "a short run warned");
+
+    snprintf(args, sizeof args, "%s --steps 2 --log %s", m, in(d, "b.jsonl"));
+    cr_assert_eq(tc_run(NULL, args, in(d, "b")), 0);
+    check_log(in(d, "b.jsonl"), 0, 1, 2);
+    cr_expect(tc_file_has(in(d, "b.out"), "no peak is known for"));
+    cr_expect(!tc_file_has(in(d, "b.out"), "| MFU "), "an MFU without a peak");
+    free(d);
+}
+
+Test(progress, warns_when_the_run_takes_over_an_hour, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 1000000000", tc_model_args(d));
+    pid_t pid = tc_spawn(NULL, args, in(d, "s"));
+    cr_assert(wait_for_text(in(d, "s.err"), "warning: this run as configured will take more than "
+                                            "an hour (about ", 60000),
+              "no warning for a billion steps");
+    kill(pid, SIGTERM);
+    int st = tc_wait(pid, 30000);
+    cr_assert(st != -1 && WIFEXITED(st));
+    cr_expect_eq(WEXITSTATUS(st), 77);
+    cr_expect(tc_file_has(in(d, "s.out"), "estimate: "));
+    free(d);
+}

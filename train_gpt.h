@@ -1,0 +1,81 @@
+/* train_gpt.h — the trainer's state, shared by the command's two halves:
+ * set-up, the end of a run and --generate (train_gpt.c), and the training
+ * loop with its stops (train_loop.c). The CLI's own header, not a library's.
+ *
+ * Owns: Trainer, and what a stopped run keeps. On a stop (a signal, or
+ * --max-bad-steps non-finite steps) the run keeps what its flags ask for,
+ * as of its last completed step: a resumable checkpoint with
+ * --checkpoint-dir, the model file with --save; and says plainly what it
+ * kept, or that nothing was. */
+#ifndef TRAIN_GPT_H
+#define TRAIN_GPT_H
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "data/shard.h"
+#include "distributed/dist.h"
+#include "kernels/profile.h"
+#include "model/gpt.h"
+#include "run/run_log.h"
+#include "run/session.h"
+#include "train_costs.h"
+#include "train_eval.h"
+#include "train_options.h"
+#include "train_progress.h"
+#include "train_sample.h"
+
+typedef struct {
+    TrainOptions opt;
+    Dist dist;
+    Backend *be;
+    GPTConfig cfg;
+    GPT model;
+    Loader train, val;
+    int have_val;
+    RunLog log;              /* --log, rank 0 (run/run_log.h) */
+    int argc;                /* the command line, for the rollback command */
+    char **argv;
+    int *inputs, *targets; /* host, B*T */
+    size_t mem_free_before;  /* device bytes free before the arenas (cuda) */
+    size_t mem_total;        /* device bytes in all (cuda) */
+    int have_mem_info;
+    TextSampler sampler;     /* when sampling or generating; its RNG is saved */
+    TrainEval eval;          /* --eval-file */
+    int have_eval;
+    RunSession sess;         /* saves, resume, test hooks (run/session.h) */
+    char resume_dir[4096];   /* the save resumed from; "" for a new run */
+    int start_step, bad_steps;
+    OpProfile prof;          /* --profile-ops (kernels/profile.h) */
+    TrainCosts costs;        /* --op-costs (train_costs.h) */
+    long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
+    double *step_ms;         /* each step's wall time, for the summary */
+    int n_step_ms;
+    Progress prog;           /* step figures, in-step line, stops at blocks */
+    /* a stop by a signal: which, the last completed step, and when it came */
+    int stop_sig, stop_step;
+    char stop_when[96];
+} Trainer;
+
+/* train_loop's return when a signal stopped the run (tr->stop_*). */
+#define TRAIN_STOPPED 1000
+
+/* Steps start_step+1 .. --steps, with val losses, samples, saves, and the
+ * final val loss. Returns 0, -1 with err, TRAIN_EXIT_NONFINITE (after
+ * keeping what the flags ask), or TRAIN_STOPPED. Collective. */
+int train_loop(Trainer *tr, char *err, size_t len);
+
+/* After TRAIN_STOPPED: keep what the flags ask, print what was kept, and
+ * return the exit status (run/signals.h's TRAIN_EXIT_STOPPED_*), or -1 with
+ * err when a save failed. Collective. */
+int train_stop(Trainer *tr, char *err, size_t len);
+
+/* Write --save (rank 0) after checking, under several ranks, that every
+ * rank holds the same parameters. Collective. (train_gpt.c) */
+int trainer_save_model(Trainer *tr, char *err, size_t len);
+
+/* One JSON line to --log (rank 0's), then frees obj. */
+void trainer_log(Trainer *tr, cJSON *obj);
+
+
+#endif
