@@ -120,7 +120,7 @@ hellaswag: tokenize
 # the same checker on the hand-written kernels under a CPU emulator (no GPU,
 # no nvcc needed; cuBLASLt replaced by a plain product).
 CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_attention.c tests/cuda/check_util.c \
-             tests/cuda/check_timing.c tests/cuda/check_sweep.c
+             tests/cuda/check_timing.c tests/cuda/check_sweep.c tests/cuda/check_fused.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) tests/cuda/emu/emu.cpp tests/cuda/emu/emu_gemm.cpp
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
@@ -139,6 +139,7 @@ tests/cuda/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 cuda-emu-check: tests/cuda/check_kernels_emu
 	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
+	TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/check_kernels_emu --quick --only fused $(CHECK_ARGS)
 	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
 	./tests/cuda/check_kernels_emu --sweep --quick --dtype bf16
 	EMU_ENC_SORT_CHUNK=256 ./tests/cuda/check_kernels_emu --quick --only encoder $(CHECK_ARGS)

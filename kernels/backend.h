@@ -37,6 +37,16 @@ void cuda_device_name(char *buf, size_t len); /* the current device's; HAVE_CUDA
  * arenas: cuBLASLt's workspace and its own scratch (48 MiB). HAVE_CUDA only. */
 size_t cuda_backend_fixed_bytes(void);
 
+/* check_timing's view into the fused head (HAVE_CUDA only): one of its
+ * four steps for a chunk of `rows` tokens, launched exactly as
+ * head_forward_backward launches it: logits = x . wte^T into buf (act
+ * dtype, rows x Vp); the loss kernel (losses, and dlogits in place when dx
+ * != NULL); dx = dlogits . wte; dwte += dlogits^T . x. */
+enum { HEAD_PART_LOGITS = 0, HEAD_PART_LOSS = 1, HEAD_PART_DX = 2, HEAD_PART_DWTE = 3 };
+void cuda_head_part(Backend *be, int part, float *losses, void *dx, void *dwte, const void *x,
+                    const void *wte, const int *targets, void *buf, int rows, int C, int V,
+                    int Vp, float dloss);
+
 /* The bf16 attention kernels' compiled variants (tile sizes, warps, pipeline
  * stages, launch bounds; kernels/cuda/attention_mma.cu), HAVE_CUDA only.
  * kernel: CUDA_ATTN_FWD, _DQ or _DKDV. Variant 0 is each kernel's default;

@@ -9,7 +9,7 @@
  *        4 = fp32 on the CPU, 2 = bf16 by default on CUDA);
  *   par  working parameters and their gradients, be->par_bytes wide;
  *   f32  always float: LayerNorm mean/rstd, attention log-sum-exp, per-token
- *        losses, the head's chunk buffer, AdamW master weights and moments.
+ *        losses, AdamW master weights and moments.
  * They are all void or float pointers into backend memory (host memory for
  * the cpu backend, device memory for cuda). Integer token buffers are int32.
  *
@@ -90,18 +90,44 @@ typedef struct BackendOps {
     /* out(n) = a + b (out may alias a or b) */
     void (*residual_forward)(Backend *be, void *out, const void *a, const void *b, size_t n);
 
+    /* ---- fusions: each is bit for bit the composition it names, or, where
+     * a backend documents otherwise, the same function to within rounding ----
+     * res(N,C) = a + b, then out(N,C) =, mean(N) =, rstd(N) = LayerNorm of
+     * the stored res: exactly residual_forward then layernorm_forward (a
+     * LayerNorm recomputed later from res gives the same bits). res may
+     * alias a or b; out aliases none of the inputs. */
+    void (*residual_layernorm_forward)(Backend *be, void *res, void *out, float *mean,
+                                       float *rstd, const void *a, const void *b,
+                                       const void *weight, const void *bias, int N, int C);
+    /* pre(N,OC) = inp . weight^T + bias (as matmul_forward), out(N,OC) =
+     * gelu(pre). cuda with TRAIN_GPT_FUSE_GELU=1 computes gelu in cuBLASLt's
+     * epilogue from the unrounded fp32 sum: the same function, not the same
+     * bits as gelu_forward(pre); the model only calls it where nothing
+     * recomputes out from pre (model/gpt.c). */
+    void (*matmul_gelu_forward)(Backend *be, void *out, void *pre, const void *inp,
+                                const void *weight, const void *bias, int N, int IC, int OC);
+    /* The backward of a linear layer whose input was inp = gelu(pre):
+     * dinp(N,IC) = (dout . weight) * gelu'(pre) (=); dweight +=, dbias += as
+     * matmul_backward. Without fusion: matmul_backward, then gelu_backward
+     * in place. */
+    void (*matmul_backward_gelu)(Backend *be, void *dinp, void *dweight, void *dbias,
+                                 const void *dout, const void *inp, const void *weight,
+                                 const void *pre, int N, int IC, int OC);
+
     /* ---- fused, token-chunked LM head + cross-entropy ----
      * For rows of x(N,C) in chunks of `chunk` tokens:
-     *   logits = x_chunk . wte^T  into chunk_buf(chunk,Vp), columns >= V ignored;
+     *   logits = x_chunk . wte^T  into chunk_buf(chunk,Vp), in the act dtype,
+     *     columns >= V ignored;
      *   losses[n] = logsumexp(logits[n,:V]) - logits[n,targets[n]];
      *   if dx != NULL: dlogits = (softmax - onehot) * dloss, in place, then
      *     dx(N,C) = dlogits . wte (=) and dwte(Vp,C) += dlogits^T . x_chunk.
      * dx == NULL is evaluation: forward half only, dwte untouched.
      * The full (N,Vp) logits never exist. */
     void (*head_forward_backward)(Backend *be, float *losses, void *dx, void *dwte, const void *x,
-                                  const void *wte, const int *targets, float *chunk_buf, int N,
+                                  const void *wte, const int *targets, void *chunk_buf, int N,
                                   int C, int V, int Vp, int chunk, float dloss);
-    /* logits(n,Vp) = x(n,C) . wte^T, fp32, for sampling a few positions. */
+    /* logits(n,Vp) = x(n,C) . wte^T, fp32 (whatever the act dtype), for
+     * sampling a few positions. */
     void (*head_logits)(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
                         int Vp);
 

@@ -83,9 +83,13 @@ TIMED(gelu_backward, (Backend *be, void *dinp, const void *inp, const void *dout
       (be, dinp, inp, dout, n))
 TIMED(residual_forward, (Backend *be, void *out, const void *a, const void *b, size_t n),
       (be, out, a, b, n))
+TIMED(residual_layernorm_forward,
+      (Backend *be, void *res, void *out, float *mean, float *rstd, const void *a, const void *b,
+       const void *weight, const void *bias, int N, int C),
+      (be, res, out, mean, rstd, a, b, weight, bias, N, C))
 TIMED(head_forward_backward,
       (Backend *be, float *losses, void *dx, void *dwte, const void *x, const void *wte,
-       const int *targets, float *chunk_buf, int N, int C, int V, int Vp, int chunk,
+       const int *targets, void *chunk_buf, int N, int C, int V, int Vp, int chunk,
        float dloss),
       (be, losses, dx, dwte, x, wte, targets, chunk_buf, N, C, V, Vp, chunk, dloss))
 TIMED(head_logits,
@@ -121,6 +125,29 @@ static void t_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbia
     prof_end(p, be, op, t0);
 }
 
+static void t_matmul_gelu_forward(Backend *be, void *out, void *pre, const void *inp,
+                                  const void *weight, const void *bias, int N, int IC, int OC)
+{
+    OpProfile *p = be->profile;
+    char op[48];
+    snprintf(op, sizeof op, "matmul_gelu_forward %dx%d", IC, OC);
+    double t0 = prof_begin(p, be);
+    p->inner->matmul_gelu_forward(be, out, pre, inp, weight, bias, N, IC, OC);
+    prof_end(p, be, op, t0);
+}
+
+static void t_matmul_backward_gelu(Backend *be, void *dinp, void *dweight, void *dbias,
+                                   const void *dout, const void *inp, const void *weight,
+                                   const void *pre, int N, int IC, int OC)
+{
+    OpProfile *p = be->profile;
+    char op[48];
+    snprintf(op, sizeof op, "matmul_backward_gelu %dx%d", IC, OC);
+    double t0 = prof_begin(p, be);
+    p->inner->matmul_backward_gelu(be, dinp, dweight, dbias, dout, inp, weight, pre, N, IC, OC);
+    prof_end(p, be, op, t0);
+}
+
 static double t_grad_norm_sq(Backend *be, const void *grads, size_t n)
 {
     OpProfile *p = be->profile;
@@ -148,6 +175,9 @@ void profile_attach(OpProfile *p, Backend *be)
     t->gelu_forward = t_gelu_forward;
     t->gelu_backward = t_gelu_backward;
     t->residual_forward = t_residual_forward;
+    t->residual_layernorm_forward = t_residual_layernorm_forward;
+    t->matmul_gelu_forward = t_matmul_gelu_forward;
+    t->matmul_backward_gelu = t_matmul_backward_gelu;
     t->head_forward_backward = t_head_forward_backward;
     t->head_logits = t_head_logits;
     t->grad_norm_sq = t_grad_norm_sq;

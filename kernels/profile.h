@@ -5,8 +5,9 @@
  * syncs the backend, runs the real op, syncs again and adds the wall time
  * between to its row. The other entries are the backend's own. Because of the syncs the
  * run is slower than without it: the table gives shares and per-op times,
- * the normal run gives speed. Matmuls are kept apart by shape (IC, OC), so
- * a layer's four and the head show as separate rows.
+ * the normal run gives speed. Matmuls (and the fused matmul + GELU ops) are
+ * kept apart by shape (IC, OC), so a layer's four and the head show as
+ * separate rows.
  *
  * The backend is never aware of it: profile_attach points be->ops at the
  * profile's table and keeps the real one, and be->profile at the profile. */

@@ -327,17 +327,58 @@ static void make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t)
     }
 }
 
+/* A LayerNorm's output, statistics and parameters: where a block's closing
+ * residual add also writes the LayerNorm that reads its output next. */
+typedef struct {
+    void *out;
+    float *mean, *rstd;
+    const void *w, *b;
+} LnOut;
+
+/* The fc layer's GELU may be fused into its matmul only when no tape of the
+ * schedule drops fch or its GELU: a backward rebuilds them with the
+ * unfused ops (make_tensor), and a fused epilogue (cuda,
+ * TRAIN_GPT_FUSE_GELU=1) takes GELU before fch is rounded, with another
+ * cuBLASLt kernel, so the two could differ in the last bits. On the cpu
+ * both are the same calls. */
+static int fc_gelu_fusable(const GPT *g)
+{
+    const unsigned fc = (1u << TAPE_FCH) | (1u << TAPE_GELU);
+    for (int j = 0; j < g->sched.n_tape_slots; j++)
+        if (g->sched.tape_kind[j] & fc) return 0;
+    return 1;
+}
+
 /* FORWARD(l): x (N,C) -> tape; when out != NULL also out = x_{l+1}. out
  * may be x: x is last read by the mid-block residual add, before out is
  * written. Tensors the tape's kind drops go to the tape workspace, where
- * tape.h's layout keeps each clear of the others alive with it. */
-static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out)
+ * tape.h's layout keeps each clear of the others alive with it. The
+ * mid-block residual add writes LN2 in the same op (the same bits as
+ * make_tensor's two, which a rebuild runs); ln1_done: the previous step's
+ * closing residual add already wrote this block's LN1; next (or NULL):
+ * the LayerNorm the closing residual add writes too. */
+static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out, int ln1_done,
+                          const LnOut *next)
 {
     int C = g->cfg.channels, N = g->B * g->T;
-    for (int t = 0; t < TAPE_TENSORS; t++) make_tensor(g, l, x, tp, t);
+    for (int t = ln1_done ? TAPE_QKV : TAPE_LN1; t < TAPE_TENSORS; t++) {
+        if (t == TAPE_RES2) {
+            OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
+            OPS->residual_layernorm_forward(g->be, tp->res2, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, x, P(LN2W, l), P(LN2B, l), N, C);
+            t = TAPE_LN2;
+        } else if (t == TAPE_FCH && fc_gelu_fusable(g)) {
+            OPS->matmul_gelu_forward(g->be, tp->fch_gelu, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
+            t = TAPE_GELU;
+        } else {
+            make_tensor(g, l, x, tp, t);
+        }
+    }
     if (!out) return; /* a re-forward: backward never reads the block output */
     OPS->matmul_forward(g->be, out, tp->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), N, 4 * C, C);
-    OPS->residual_forward(g->be, out, out, tp->res2, (size_t)N * C);
+    if (next)
+        OPS->residual_layernorm_forward(g->be, out, next->out, next->mean, next->rstd, out, tp->res2, next->w, next->b, N, C);
+    else
+        OPS->residual_forward(g->be, out, out, tp->res2, (size_t)N * C);
 }
 
 /* Rebuild what backward op `op` (tape.h's TAPE_BWD_*) needs of what the
@@ -358,9 +399,10 @@ static void block_backward(GPT *g, int l, const void *x, BlockTape *tp)
     void *dres = g->dres, *dsmall = g->dsmall, *dbig = g->dbig;
     unsigned built = 0;
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_FCPROJ);
-    OPS->matmul_backward(g->be, dbig, G(FCPROJW, l), G(FCPROJB, l), dres, tp->fch_gelu, P(FCPROJW, l), N, 4 * C, C);
+    /* fch too, a step early: the fused op reads both (only fch and its
+     * GELU can be alive in the workspace at this point) */
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_GELU);
-    OPS->gelu_backward(g->be, dbig, tp->fch, dbig, (size_t)N * 4 * C);
+    OPS->matmul_backward_gelu(g->be, dbig, G(FCPROJW, l), G(FCPROJB, l), dres, tp->fch_gelu, P(FCPROJW, l), tp->fch, N, 4 * C, C);
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_FC);
     OPS->matmul_backward(g->be, dsmall, G(FCW, l), G(FCB, l), dbig, tp->ln2, P(FCW, l), N, C, 4 * C);
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_LN2);
@@ -374,9 +416,54 @@ static void block_backward(GPT *g, int l, const void *x, BlockTape *tp)
     OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
 }
 
+/* The LayerNorm that reads forward step k's output right after it, which
+ * that step's closing residual add then writes too: LN_f when k is the last
+ * step before the head and writes the final residual; the next block's LN1
+ * when step k+1 (< k1, in the same run_steps) forwards block+1 from k's
+ * output. Nothing runs between the two steps, so writing that LN1 (into
+ * step k+1's tape, or the tape workspace, where nothing of step k but its
+ * res2 may still be needed: checked) a moment early changes no value. */
+static int overlap(const void *p, const void *q, size_t n)
+{
+    const char *a = p, *b = q;
+    return a < b + n && b < a + n;
+}
+
+static int next_layernorm(GPT *g, int k, int k1, LnOut *ln)
+{
+    const ScheduleStep *st = &g->sched.steps[k];
+    if (st->kind != STEP_FORWARD || st->out_slot == SLOT_NONE) return 0;
+    if (st->out_slot == SLOT_FINAL) {
+        if (k != g->sched.n_forward - 1) return 0;
+        *ln = (LnOut){g->lnf, g->lnf_mean, g->lnf_rstd, g->param_t[LNFW], g->param_t[LNFB]};
+        return 1;
+    }
+    if (k + 1 >= k1) return 0;
+    const ScheduleStep *nx = &g->sched.steps[k + 1];
+    if (nx->kind != STEP_FORWARD || nx->block != st->block + 1 || nx->in_slot != st->out_slot)
+        return 0;
+    const BlockTape *tn = &g->tapes[nx->tape_slot], *tp = &g->tapes[st->tape_slot];
+    /* A dropped LN1 lives in the tape workspace, where this block's res2
+     * may still be, read by the add that would write it */
+    size_t bytes = (size_t)g->B * g->T * g->cfg.channels * g->be->act_bytes;
+    if (overlap(tn->ln1, tp->res2, bytes) || overlap(tn->ln1, g->res_slots[st->out_slot], bytes))
+        return 0;
+    *ln = (LnOut){tn->ln1, tn->ln1_mean, tn->ln1_rstd, P(LN1W, nx->block), P(LN1B, nx->block)};
+    return 1;
+}
+
+/* 1 when the forward steps fuse LN_f into the last block's residual add. */
+static int lnf_fused(GPT *g)
+{
+    LnOut ln;
+    int k = g->sched.n_forward - 1;
+    return k >= 0 && next_layernorm(g, k, g->sched.n_forward, &ln) && ln.out == g->lnf;
+}
+
 /* Run schedule steps [k0, k1); 0, or -1 when the block hook abandoned the pass. */
 static int run_steps(GPT *g, int k0, int k1)
 {
+    int ln1_done = 0; /* the previous step wrote this step's LN1 */
     for (int k = k0; k < k1; k++) {
         const ScheduleStep *st = &g->sched.steps[k];
         const void *x = g->res_slots[st->in_slot];
@@ -385,8 +472,12 @@ static int run_steps(GPT *g, int k0, int k1)
             void *out = st->out_slot == SLOT_FINAL ? g->final_res
                         : st->out_slot == SLOT_NONE ? NULL
                                                     : g->res_slots[st->out_slot];
-            block_forward(g, st->block, x, tp, out);
+            LnOut next;
+            int fuse = next_layernorm(g, k, k1, &next);
+            block_forward(g, st->block, x, tp, out, ln1_done, fuse ? &next : NULL);
+            ln1_done = fuse && next.out != g->lnf;
         } else {
+            ln1_done = 0;
             static const int block_tensors[12] = {LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB,
                                                   LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB};
             block_backward(g, st->block, x, tp);
@@ -407,8 +498,9 @@ static int forward_to_lnf(GPT *g, const int *inputs)
     OPS->encoder_forward(g->be, g->res_slots[g->sched.embed_slot], g->tokens, g->param_t[WTE],
                          g->param_t[WPE], g->B, g->T, C);
     if (run_steps(g, 0, g->sched.n_forward) != 0) return -1;
-    OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
-                           g->param_t[LNFW], g->param_t[LNFB], N, C);
+    if (!lnf_fused(g))
+        OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
+                               g->param_t[LNFW], g->param_t[LNFB], N, C);
     return 0;
 }
 

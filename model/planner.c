@@ -79,7 +79,11 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     p->loss_chunk = in->loss_chunk > 0 ? in->loss_chunk
                                        : planner_default_loss_chunk(in->B, in->T, cfg->padded_vocab, in->dtype);
     if ((size_t)p->loss_chunk > N) p->loss_chunk = (int)N;
-    p->bytes[MEM_HEAD] = arena_round((size_t)p->loss_chunk * (size_t)cfg->padded_vocab * 4);
+    /* chunk x Vp logits in the act dtype; at least one row of Vp fp32
+     * logits, which head_logits writes for sampling. */
+    size_t head = (size_t)p->loss_chunk * (size_t)cfg->padded_vocab * ab;
+    if (head < (size_t)cfg->padded_vocab * 4) head = (size_t)cfg->padded_vocab * 4;
+    p->bytes[MEM_HEAD] = arena_round(head);
 }
 
 void planner_tape_layout(const PlanInput *in, int kind, TapeLayout *out)
@@ -214,7 +218,7 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
         "kept from forward to backward",
         "recompute: re-forward tapes/inputs",
         "grad buffers, final LN, tokens",
-        "loss head: chunk x Vp fp32 logits",
+        "loss head: chunk x Vp logits",
     };
     fprintf(f, "memory plan (recompute %s)\n", mode_name);
     fprintf(f, "  %-12s %15s %11s\n", "buffer", "bytes", "MiB");

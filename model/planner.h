@@ -94,9 +94,10 @@ typedef struct {
  * buffer's rounding to ARENA_ALIGN. */
 
 /* Default head chunk, in tokens (at most B*T). In bf16 (the GPU path) it is
- * 4096 rows: chunks must be large enough to fill a GPU's matmuls (about
- * 824 MB of fp32 logits at Vp = 50304, still far below the (B*T, Vp)
- * logits it replaces at large batch). In fp32 (the CPU and the GPU's
+ * 4096 rows: chunks must be large enough to fill a GPU's matmuls (412 MB
+ * of bf16 logits at Vp = 50304, still far below the (B*T, Vp) logits it
+ * replaces at large batch). The head buffer holds chunk x Vp logits in the
+ * act dtype (at least Vp fp32 for head_logits). In fp32 (the CPU and the GPU's
  * comparison mode) the buffer is capped near 32 MiB of logits, at least 64
  * rows: a CPU's sgemm is efficient well below that, and memory is the point. */
 int planner_default_loss_chunk(int B, int T, int padded_vocab, DType dtype);

@@ -6,16 +6,27 @@
 #   1. build (make -j16) with the CUDA backend;
 #   2. tests/cuda/check_kernels: every op against the cpu backend, fp32
 #      (tol 1e-5) and bf16 (tol 2e-2), small odd shapes and GPT-2 124M's;
-#   3. the same tool's --time table (per-op medians, CUDA events), and
-#      beside it the static model's predictions for those rows when the
-#      bundle carries them (scripts/cuda_perf_model.py, docs/perf-model.md);
+#      then the fused ops again with TRAIN_GPT_FUSE_GELU=1 (cuBLASLt's GELU
+#      epilogues against the cpu's GELU: which GELU cuBLASLt computes);
+#   3. the same tool's --time table (per-op medians, CUDA events), then its
+#      bf16 table again with the GELU epilogues and again with the
+#      heuristic's gemm algorithms (TRAIN_GPT_GEMM_TUNE=0), appended to
+#      timing.log; rows: the head against its three gemms (target <= 1.3x),
+#      fused against unfused fc GELU, timed against heuristic algorithms;
+#      beside the first table, the static model's predictions for those
+#      rows when the bundle carries them (scripts/cuda_perf_model.py,
+#      docs/perf-model.md);
 #   3b. the same tool's --sweep: every bf16 attention kernel variant checked
 #      against the default and timed at 124M's and XL's shapes;
 #   4. trainer, tiny models: GPU fp32 loss and every gradient within 1e-4
 #      (relative, per tensor) of the cpu backend, after one step;
 #   5. trainer: --recompute 1, 2 and selective bitwise identical to 0 on the
 #      GPU (dumped gradients of step 1, losses and grad norms of 3 steps),
-#      bf16 and fp32;
+#      bf16 and fp32, with the heuristic's gemm algorithms (two processes
+#      compared: timed choices may differ between them); then bf16 recompute
+#      1 vs 0 with timed algorithms (bitwise when both runs chose alike), and
+#      with TRAIN_GPT_FUSE_GELU=1 (1 vs 0 bitwise; selective, whose backward
+#      rebuilds GELU unfused, reported);
 #   5b. the NCCL path: a 1-rank mpirun job (scripts/gpu_check_dist.sh) trains
 #      bitwise like the plain run, with --zero 0 and 1;
 #   6. throughput and MFU, bf16, median of 10 steps after 2 warm-up steps:
@@ -25,7 +36,9 @@
 #      (a row fails when they differ by more than 2%); then issue 3's
 #      targets as rows: 124M MFU >= 45%, XL recompute 1/0 throughput >= 0.78,
 #      and the chunked head's cost <= 3% of step time at 124M; and
-#      --profile-ops at 124M: the five ops that take most of a step;
+#      --profile-ops at 124M: the five ops that take most of a step; 124M
+#      recompute 0 also with the heuristic's gemm algorithms and with the
+#      GELU epilogues, as ratios;
 #   7. XL, recompute 0 and 1: the largest micro-batch `train_gpt --plan` says
 #      fits its default budget (free device memory minus 512 MiB) must run;
 #      one more is tried with the budget check off: it runs or stops with the
@@ -103,7 +116,7 @@ finish() {
         echo
         # the bf16 table and the model's predictions beside it; the sweep's
         # tables (appended last) stay in the file
-        awk '/^attention variants/ {exit} /timing \(bf16\)/ {on = 1} on' "$OUT/timing.log"
+        awk '/^attention variants/ {exit} /timing \(bf16\)/ {on = 1} /^=== / {on = 0} on' "$OUT/timing.log"
     fi
     echo
     if [ "$FAILS" -eq 0 ]; then echo "gpu_check: all PASS"; else echo "gpu_check: $FAILS FAIL"; fi
@@ -196,8 +209,20 @@ bad=$(grep '^FAIL' "$OUT/kernels.log" | awk '{print $2}' | sort -u | head -5 | t
 [ -n "$bad" ] && detail="$detail; failing: $bad"
 if [ $rc -eq 0 ]; then row "check_kernels (fp32 1e-5, bf16 2e-2)" PASS "$detail"
 else row "check_kernels (fp32 1e-5, bf16 2e-2)" FAIL "exit $rc: $detail $(tail -1 "$OUT/kernels.log")"; fi
+# the GELU epilogues (off by default): the fused ops against the cpu and the
+# unfused gpu ops, and which GELU cuBLASLt computes (from the fp32 rows)
+echo "=== TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/check_kernels --dtype both --only fused" >>"$OUT/kernels.log"
+TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/check_kernels --dtype both --only fused >>"$OUT/kernels.log" 2>&1
+rc=$?
+gelu=$($TOOLS gelu "$OUT/kernels.log")
+grc=$?
+fails=$(sed -n '/=== TRAIN_GPT_FUSE_GELU=1/,$p' "$OUT/kernels.log" | grep '^FAIL' | awk '{print $2}' | sort -u | tr '\n' ' ')
+if [ $rc -eq 0 ] && [ $grc -eq 0 ]; then row "check_kernels, GELU epilogues (FUSE_GELU=1)" PASS "$gelu"
+else row "check_kernels, GELU epilogues (FUSE_GELU=1)" FAIL "exit $rc: $gelu${fails:+; failing: $fails}"; fi
 if ./tests/cuda/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.log" 2>&1; then
     row "check_kernels --time" PASS "per-op medians in timing.log (bf16 table below)"
+    if d=$($TOOLS headx "$OUT/timing.log" 1.3); then row "target: head <= 1.3x its three gemms" PASS "$d"
+    else row "target: head <= 1.3x its three gemms" FAIL "$d"; fi
     # the static model's predictions for these rows (made by gpu_bundle.sh on
     # the CPU machine; python3 only here), appended to timing.log
     if [ -f "$WORK/bundle/perf_model.json" ]; then
@@ -207,6 +232,31 @@ if ./tests/cuda/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.
 else
     row "check_kernels --time" FAIL "$(tail -1 "$OUT/timing.log")"
 fi
+# the bf16 table twice more, appended: GELU epilogues on; heuristic algorithms
+for v in TRAIN_GPT_FUSE_GELU=1 TRAIN_GPT_GEMM_TUNE=0; do
+    echo "=== $v ./tests/cuda/check_kernels --time --dtype bf16" >>"$OUT/timing.log"
+    env "$v" ./tests/cuda/check_kernels --time --dtype bf16 >"$WORK/timing_$v.log" 2>&1
+    cat "$WORK/timing_$v.log" >>"$OUT/timing.log"
+done
+T=$OUT/timing.log F=$WORK/timing_TRAIN_GPT_FUSE_GELU=1.log H=$WORK/timing_TRAIN_GPT_GEMM_TUNE=0.log
+ms() { $TOOLS table "$1" bf16 "$2" 2>/dev/null; }
+if a=$(ms "$T" "matmul_gelu_forward fc") && b=$(ms "$F" "matmul_gelu_forward fc") &&
+    c=$(ms "$T" "matmul_backward_gelu fc proj") && d=$(ms "$F" "matmul_backward_gelu fc proj"); then
+    row "fc GELU fused vs unfused (bf16, ms)" info "forward $b vs $a; backward $d vs $c (fused vs unfused, B=4 T=1024)"
+else row "fc GELU fused vs unfused (bf16, ms)" FAIL "timing rows missing: see timing.log"; fi
+tuned=0 heur=0 n=0
+for r in "matmul_forward qkv" "matmul_backward qkv" "matmul_forward attn proj" "matmul_backward attn proj" \
+    "matmul_forward fc" "matmul_backward fc" "matmul_forward fc proj" "matmul_backward fc proj" \
+    "its logits gemm" "its dx gemm" "its dwte gemm"; do
+    if a=$(ms "$T" "$r") && b=$(ms "$H" "$r"); then
+        tuned=$(awk -v x="$tuned" -v y="$a" 'BEGIN {print x + y}')
+        heur=$(awk -v x="$heur" -v y="$b" 'BEGIN {print x + y}')
+        n=$((n + 1))
+    fi
+done
+if [ "$n" -gt 0 ]; then
+    row "gemm algorithms: timed vs heuristic (bf16)" info "$(awk -v t="$tuned" -v h="$heur" -v n="$n" 'BEGIN {printf "%d gemm rows: %.3f ms timed vs %.3f ms heuristic (%.3fx)", n, t, h, t / h}')"
+else row "gemm algorithms: timed vs heuristic (bf16)" FAIL "timing rows missing: see timing.log"; fi
 fi # kernels
 
 # ---- 3b: the bf16 attention kernels' variants (check_kernels --sweep) ----
@@ -261,6 +311,8 @@ fi # grads
 # ---- 5: recompute modes, bitwise ----
 if want recompute; then
 S=(--layers 4 --channels 128 --heads 4 --seq-len 256 --batch 4 --steps 3 --device cuda)
+# two processes compared: the heuristic's algorithms (timed ones may differ)
+export TRAIN_GPT_GEMM_TUNE=0
 for dt in bf16 fp32; do
     if ! train "r0_$dt" "${S[@]}" --dtype $dt --recompute 0 "${FULL[@]}" --dump-grads "$WORK/r0_$dt.bin"; then
         row "recompute modes bitwise ($dt)" FAIL "train_gpt --recompute 0 failed: see train.log"
@@ -281,13 +333,51 @@ for dt in bf16 fp32; do
         fi
     done
 done
+unset TRAIN_GPT_GEMM_TUNE
+# bf16, timed algorithms: bitwise whenever both runs chose the same ones
+name="recompute 1 vs 0 bitwise (bf16, timed gemm algos)"
+if TRAIN_GPT_GEMM_VERBOSE=1 train rt0 "${S[@]}" --dtype bf16 --recompute 0 "${FULL[@]}" --dump-grads "$WORK/rt0.bin" &&
+    TRAIN_GPT_GEMM_VERBOSE=1 train rt1 "${S[@]}" --dtype bf16 --recompute 1 "${FULL[@]}" --dump-grads "$WORK/rt1.bin"; then
+    section rt0 >"$WORK/rt0.txt"
+    section rt1 >"$WORK/rt1.txt"
+    a=$($TOOLS algos "$WORK/rt0.txt" "$WORK/rt1.txt")
+    arc=$?
+    d=$($TOOLS same "$WORK/rt0.jsonl" "$WORK/rt1.jsonl")
+    same=$?
+    if cmp -s "$WORK/rt0.bin" "$WORK/rt1.bin" && [ $same -eq 0 ]; then row "$name" PASS "$a; step-1 grads identical; $d"
+    elif [ $arc -ne 0 ]; then row "$name" info "$a: bits not comparable"
+    else row "$name" FAIL "$a, yet grads: $(cmp "$WORK/rt0.bin" "$WORK/rt1.bin" 2>&1 | head -1); $d"; fi
+else
+    row "$name" FAIL "train_gpt failed: see train.log"
+fi
+# the GELU epilogues: one fc product writes GELU and its input, so 1 vs 0
+# stays bitwise; selective keeps the unfused forward (its backward rebuilds
+# GELU from the stored input) and may differ from 0 in the last bits
+export TRAIN_GPT_GEMM_TUNE=0 TRAIN_GPT_FUSE_GELU=1
+if train rf0 "${S[@]}" --dtype bf16 --recompute 0 "${FULL[@]}" --dump-grads "$WORK/rf0.bin"; then
+    for m in 1 selective; do
+        name="recompute $m vs 0 bitwise (bf16, FUSE_GELU=1)"
+        if train "rf$m" "${S[@]}" --dtype bf16 --recompute $m "${FULL[@]}" --dump-grads "$WORK/rf$m.bin"; then
+            d=$($TOOLS same "$WORK/rf0.jsonl" "$WORK/rf$m.jsonl")
+            same=$?
+            if cmp -s "$WORK/rf0.bin" "$WORK/rf$m.bin" && [ $same -eq 0 ]; then row "$name" PASS "step-1 grads identical; $d"
+            elif [ $m = selective ]; then row "$name" info "differ, as documented: $d"
+            else row "$name" FAIL "grads: $(cmp "$WORK/rf0.bin" "$WORK/rf$m.bin" 2>&1 | head -1); $d"; fi
+        else
+            row "$name" FAIL "train_gpt failed: see train.log"
+        fi
+    done
+else
+    row "recompute 1 vs 0 bitwise (bf16, FUSE_GELU=1)" FAIL "train_gpt --recompute 0 failed: see train.log"
+fi
+unset TRAIN_GPT_GEMM_TUNE TRAIN_GPT_FUSE_GELU
 fi # recompute
 
 # ---- 5b: the NCCL path, one rank (mpirun -np 1) against the plain run ----
 if want nccl; then
 if ! command -v mpirun >/dev/null; then
     row "NCCL 1-rank vs plain run (bitwise)" SKIP "no mpirun on this machine (OpenMPI's openmpi-bin)"
-elif STEPS=5 scripts/gpu_check_dist.sh >"$OUT/dist.log" 2>&1; then
+elif TRAIN_GPT_GEMM_TUNE=0 STEPS=5 scripts/gpu_check_dist.sh >"$OUT/dist.log" 2>&1; then
     row "NCCL 1-rank vs plain run (bitwise)" PASS "$(grep -m1 -iE 'identical|PASS' "$OUT/dist.log")"
 else
     row "NCCL 1-rank vs plain run (bitwise)" FAIL "see dist.log: $(tail -1 "$OUT/dist.log")"
@@ -332,6 +422,15 @@ fi
 N124="124M B$B124"
 perf "$N124 recompute 0" 12 768 12 "$B124" 0
 perf "$N124 recompute 1" 12 768 12 "$B124" 1
+# the same step with the heuristic's gemm algorithms, and with the GELU
+# epilogues: tokens/s ratios to the default run
+TRAIN_GPT_GEMM_TUNE=0 perf "$N124 recompute 0, heuristic gemm algos" 12 768 12 "$B124" 0
+TRAIN_GPT_FUSE_GELU=1 perf "$N124 recompute 0, FUSE_GELU=1" 12 768 12 "$B124" 0
+for v in "heuristic gemm algos" "FUSE_GELU=1"; do
+    if [ -f "$WORK/$N124 recompute 0.jsonl" ] && [ -f "$WORK/$N124 recompute 0, $v.jsonl" ]; then
+        row "124M r0: $v / default" info "$($TOOLS ratio "$WORK/$N124 recompute 0.jsonl" "$WORK/$N124 recompute 0, $v.jsonl" 2 0)"
+    fi
+done
 # the loss head in one chunk of all B*T tokens: the chunked head's cost
 perf "$N124 recompute 1, one-chunk head" 12 768 12 "$B124" 1 --loss-chunk $((B124 * 1024))
 # where a 124M step's time goes: --profile-ops (every op synced and timed

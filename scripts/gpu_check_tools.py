@@ -10,6 +10,18 @@
   mem LOG                         just the memory: planner total vs measured
   ratio LOG_A LOG_B WARMUP TARGET tokens/s of B over A; exit 1 below TARGET
   mfu LOG WARMUP L C V T TARGET   MFU of one run; exit 1 below TARGET
+  gelu KERNELS_LOG                which GELU cuBLASLt's epilogue computes, from
+                                  check_kernels' "gelu epilogue:" lines (fp32:
+                                  error against the tanh and the erf form);
+                                  exit 1 unless it matches the cpu's (tanh)
+                                  within 1e-5
+  algos TEXT_A TEXT_B             the "gemm algo:" choices of two runs (times
+                                  left out): exit 0 when the same, 1 if not
+  table TIMING_LOG DTYPE ROW      one row's ms from the first DTYPE table of
+                                  check_kernels --time's output (ROW: the
+                                  row's name, stripped)
+  headx TIMING_LOG TARGET         the bf16 table's head / its three gemms;
+                                  exit 1 above TARGET
 
 --dump-grads files are float32: the loss, then every gradient in llm.c's
 parameter order. Errors per tensor are max|got - ref| / max|ref|.
@@ -200,9 +212,103 @@ def cmd_mfu(path, warmup, L, C, V, T, target):
     return 0 if mfu >= target else 1
 
 
+def cmd_gelu(path):
+    """Worst error of the fused GELU against each form, per dtype."""
+    worst = {}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("gelu epilogue:"):
+                continue
+            dt = "bf16" if " bf16:" in line else "fp32"
+            tail = line.split(":")[-1]
+            t = float(tail.split("vs tanh GELU")[1].split(",")[0])
+            e = float(tail.split("vs erf GELU")[1])
+            w = worst.setdefault(dt, [0.0, 0.0])
+            w[0], w[1] = max(w[0], t), max(w[1], e)
+    if "fp32" not in worst:
+        print("no fp32 'gelu epilogue:' lines (TRAIN_GPT_FUSE_GELU=1 check_kernels --only fused)")
+        return 1
+    t, e = worst["fp32"]
+    form = "tanh" if t <= 1e-5 < e else "erf" if e <= 1e-5 < t else "neither"
+    parts = [f"{dt}: vs tanh {v[0]:.2e}, vs erf {v[1]:.2e}" for dt, v in sorted(worst.items())]
+    print(f"cuBLASLt's GELU is the {form} form ({'; '.join(parts)}; fp32 tol 1e-5)")
+    return 0 if form == "tanh" else 1
+
+
+def algo_choices(path):
+    out = set()
+    with open(path) as f:
+        for line in f:
+            if line.startswith("gemm algo:"):
+                out.add(line.split(")")[0])  # the problem and the algorithm, not the times
+    return out
+
+
+def cmd_algos(a, b):
+    ca, cb = algo_choices(a), algo_choices(b)
+    if not ca or not cb:
+        print("no 'gemm algo:' lines (TRAIN_GPT_GEMM_VERBOSE=1)")
+        return 1
+    if ca == cb:
+        print(f"the same algorithm for all {len(ca)} problems")
+        return 0
+    print(f"{len(ca ^ cb) // 2 or 1} of {len(ca | cb)} problems chose differently (timing noise)")
+    return 1
+
+
+def timing_rows(path, dtype):
+    """The first DTYPE table of a --time log (later ones, appended after a
+    '=== ' line, are other runs)."""
+    rows, on = {}, False
+    with open(path) as f:
+        for line in f:
+            if line.startswith("(head_forward_backward") and on:
+                break  # the table's last line; a model's comparison may follow
+            if line.startswith("timing (") or line.startswith("=== "):
+                if rows:
+                    break
+                on = line.startswith(f"timing ({dtype})")
+                continue
+            parts = line.split()
+            if on and len(parts) >= 3:
+                for i, p in enumerate(parts):  # the first number is the ms column
+                    try:
+                        rows[" ".join(parts[:i])] = float(p)
+                        break
+                    except ValueError:
+                        continue
+    return rows
+
+
+def cmd_table(path, dtype, row):
+    rows = timing_rows(path, dtype)
+    if row not in rows:
+        print(f"no row '{row}' in the {dtype} table of {path}")
+        return 1
+    print(f"{rows[row]:.4f}")
+    return 0
+
+
+def cmd_headx(path, target):
+    rows, target = timing_rows(path, "bf16"), float(target)
+    need = ["head vs its three gemms", "its logits gemm", "its dx gemm", "its dwte gemm",
+            "its loss + dlogits kernel"]
+    if any(n not in rows for n in need):
+        print("the bf16 timing table has no head rows")
+        return 1
+    g = rows["its logits gemm"] + rows["its dx gemm"] + rows["its dwte gemm"]
+    h = rows["head vs its three gemms"]
+    print(f"head {h:.3f} ms / three gemms {g:.3f} ms = {h / g:.2f}x (target <= {target}); "
+          f"logits {rows['its logits gemm']:.3f}, loss kernel "
+          f"{rows['its loss + dlogits kernel']:.3f}, dx {rows['its dx gemm']:.3f}, "
+          f"dwte {rows['its dwte gemm']:.3f} ms")
+    return 0 if h / g <= target else 1
+
+
 def main():
     cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats,
-            "mem": cmd_mem, "ratio": cmd_ratio, "mfu": cmd_mfu}
+            "mem": cmd_mem, "ratio": cmd_ratio, "mfu": cmd_mfu, "gelu": cmd_gelu,
+            "algos": cmd_algos, "table": cmd_table, "headx": cmd_headx}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         return 2

@@ -235,8 +235,12 @@ Test(planner, bf16_head_chunk_fills_a_gpu)
     char err[128];
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
     cr_expect_eq(p.loss_chunk, 4096);
-    cr_expect_eq(p.bytes[MEM_HEAD], (size_t)4096 * 50304 * 4);
+    cr_expect_eq(p.bytes[MEM_HEAD], (size_t)4096 * 50304 * 2, "bf16 logits");
     in.B = 2; /* B*T = 2048 < 4096: one chunk of all tokens */
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
     cr_expect_eq(p.loss_chunk, 2048);
+    /* one-token chunks: the buffer still holds one fp32 row for head_logits */
+    in.loss_chunk = 1;
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
+    cr_expect_eq(p.bytes[MEM_HEAD], arena_round((size_t)50304 * 4));
 }

@@ -2,12 +2,17 @@
  * schedule really runs, and ./train_gpt --profile-ops prints it.
  *
  * The expected counts are worked out by hand from model/gpt.c (one step of
- * the tiny 2-layer model): a block's forward is two LayerNorms, four
- * matmuls (qkv, attention projection, fc, fc projection), one attention,
- * one GELU and two residual adds; around the blocks, the embedding, the
- * final LayerNorm and the head. --recompute 1 re-runs every block's forward
- * in backward up to the GELU: the fc projection and the last residual add,
- * whose output backward never reads, are not run again. */
+ * the tiny 2-layer model): a block's forward is LN1, three matmuls (qkv,
+ * attention projection, fc projection), one attention, the fc matmul with
+ * its GELU (one fused op unless a tape is selective), and two residual
+ * adds, each fused with the LayerNorm that reads its output next: LN2
+ * inside the block; after it the next block's LN1, or LN_f after the last
+ * block, when that forward runs right after (so block 0's LN1 is the only
+ * plain LayerNorm of the first pass). Around the blocks, the embedding and
+ * the head. --recompute 1 re-runs every block's forward in backward up to
+ * the GELU: the fc projection and the last residual add, whose output
+ * backward never reads, are not run again, and each re-forward runs its
+ * own LN1. The fc projection's backward is fused with the GELU's. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +57,10 @@ static long calls_mm(const OpProfile *p, const char *dir, int ic, int oc)
     return profile_calls(p, op);
 }
 
-/* re: blocks forwarded a second time in backward (0 or L) */
-static void expect_counts(int recompute, int all_blocks_again)
+/* re: blocks forwarded a second time in backward (0 or L); sel: every tape
+ * selective (recompute selective: the fc GELU unfused, and the backward
+ * rebuilds GELU, LN2 and LN1 of each block) */
+static void expect_counts(int recompute, int all_blocks_again, int sel)
 {
     OpProfile prof;
     int L, C;
@@ -63,17 +70,24 @@ static void expect_counts(int recompute, int all_blocks_again)
     cr_expect_eq(profile_calls(&prof, "encoder_backward"), 1);
     cr_expect_eq(profile_calls(&prof, "attention_forward"), f, "recompute %d", recompute);
     cr_expect_eq(profile_calls(&prof, "attention_backward"), L);
-    cr_expect_eq(profile_calls(&prof, "layernorm_forward"), 2 * f + 1);
+    /* block 0's LN1, each re-forward's LN1, a selective backward's LN2 and LN1 */
+    cr_expect_eq(profile_calls(&prof, "layernorm_forward"), 1 + (f - L) + (sel ? 2 * L : 0));
+    cr_expect_eq(profile_calls(&prof, "residual_layernorm_forward"), f + L);
+    cr_expect_eq(profile_calls(&prof, "residual_forward"), 0);
     cr_expect_eq(profile_calls(&prof, "layernorm_backward"), 2 * L + 1);
-    cr_expect_eq(profile_calls(&prof, "gelu_forward"), f);
-    cr_expect_eq(profile_calls(&prof, "gelu_backward"), L);
-    cr_expect_eq(profile_calls(&prof, "residual_forward"), f + L);
+    cr_expect_eq(profile_calls(&prof, "gelu_forward"), sel ? 2 * L : 0);
+    cr_expect_eq(profile_calls(&prof, "gelu_backward"), 0);
+    char op[64];
+    snprintf(op, sizeof op, "matmul_gelu_forward %dx%d", C, 4 * C);
+    cr_expect_eq(profile_calls(&prof, op), sel ? 0 : f);
+    snprintf(op, sizeof op, "matmul_backward_gelu %dx%d", 4 * C, C);
+    cr_expect_eq(profile_calls(&prof, op), L);
     cr_expect_eq(calls_mm(&prof, "forward", C, 3 * C), f);
     cr_expect_eq(calls_mm(&prof, "forward", C, C), f);
-    cr_expect_eq(calls_mm(&prof, "forward", C, 4 * C), f);
+    cr_expect_eq(calls_mm(&prof, "forward", C, 4 * C), sel ? f : 0);
     cr_expect_eq(calls_mm(&prof, "forward", 4 * C, C), L);
     cr_expect_eq(calls_mm(&prof, "backward", C, 3 * C), L);
-    cr_expect_eq(calls_mm(&prof, "backward", 4 * C, C), L);
+    cr_expect_eq(calls_mm(&prof, "backward", 4 * C, C), 0);
     cr_expect_eq(profile_calls(&prof, "head_forward_backward"), 1);
     cr_expect_eq(profile_calls(&prof, "adamw_update"), 0, "no optimizer step was taken");
     cr_expect_eq(prof.overflow, 0);
@@ -85,8 +99,9 @@ static void expect_counts(int recompute, int all_blocks_again)
     cr_expect_eq(profile_calls(&prof, "attention_forward"), 0);
 }
 
-Test(profile, counts_a_step_recompute0) { expect_counts(0, 0); }
-Test(profile, counts_a_step_recompute1_every_block_again) { expect_counts(1, 1); }
+Test(profile, counts_a_step_recompute0) { expect_counts(0, 0, 0); }
+Test(profile, counts_a_step_recompute1_every_block_again) { expect_counts(1, 1, 0); }
+Test(profile, counts_a_step_selective_keeps_gelu_apart) { expect_counts(RECOMPUTE_SELECTIVE, 0, 1); }
 
 /* The table: every timed row, largest first, and a total line. */
 Test(profile, print_lists_rows_and_total)

@@ -31,8 +31,16 @@ void cpu_attention_backward(Backend *be, void *dqkv, const void *dout, const voi
 void cpu_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
 void cpu_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
 void cpu_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);
+void cpu_residual_layernorm_forward(Backend *be, void *res, void *out, float *mean, float *rstd,
+                                    const void *a, const void *b, const void *weight,
+                                    const void *bias, int N, int C);
+void cpu_matmul_gelu_forward(Backend *be, void *out, void *pre, const void *inp,
+                             const void *weight, const void *bias, int N, int IC, int OC);
+void cpu_matmul_backward_gelu(Backend *be, void *dinp, void *dweight, void *dbias,
+                              const void *dout, const void *inp, const void *weight,
+                              const void *pre, int N, int IC, int OC);
 void cpu_head_forward_backward(Backend *be, float *losses, void *dx, void *dwte, const void *x,
-                               const void *wte, const int *targets, float *chunk_buf, int N, int C,
+                               const void *wte, const int *targets, void *chunk_buf, int N, int C,
                                int V, int Vp, int chunk, float dloss);
 void cpu_head_logits(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
                      int Vp);

@@ -15,11 +15,11 @@
 #include "cpu_ops.h"
 
 void cpu_head_forward_backward(Backend *be, float *losses, void *dx_, void *dwte, const void *x_,
-                               const void *wte, const int *targets, float *buf, int N, int C,
+                               const void *wte, const int *targets, void *buf_, int N, int C,
                                int V, int Vp, int chunk, float dloss)
 {
     const float *x = x_;
-    float *dx = dx_;
+    float *dx = dx_, *buf = buf_;
     for (int n0 = 0; n0 < N; n0 += chunk) {
         int rows = N - n0 < chunk ? N - n0 : chunk;
         const float *xc = x + (size_t)n0 * C;

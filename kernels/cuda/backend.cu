@@ -31,6 +31,9 @@ static const BackendOps *cuda_ops_table(void)
         ops.gelu_forward = cuda_gelu_forward;
         ops.gelu_backward = cuda_gelu_backward;
         ops.residual_forward = cuda_residual_forward;
+        ops.residual_layernorm_forward = cuda_residual_layernorm_forward;
+        ops.matmul_gelu_forward = cuda_matmul_gelu_forward;
+        ops.matmul_backward_gelu = cuda_matmul_backward_gelu;
         ops.head_forward_backward = cuda_head_forward_backward;
         ops.head_logits = cuda_head_logits;
         ops.grad_norm_sq = cuda_grad_norm_sq;
@@ -72,6 +75,23 @@ extern "C" size_t cuda_backend_fixed_bytes(void)
     return CUDA_LT_WORKSPACE_BYTES + CUDA_SCRATCH_BYTES;
 }
 
+/* An environment switch: unset gives dflt, "0" or "1" that value; anything
+ * else is an error naming the variable and the value. */
+static int env_switch(const char *name, int dflt, int *out, char *err, size_t err_len)
+{
+    const char *v = getenv(name);
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) {
+        *out = v[0] == '1';
+        return 0;
+    }
+    snprintf(err, err_len, "--device cuda: %s='%s': expected 0 or 1", name, v);
+    return -1;
+}
+
 /* Fails softly: a one-line reason in err, NULL back, nothing left allocated. */
 #define OPEN_TRY(call)                                                                         \
     do {                                                                                       \
@@ -105,6 +125,10 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
         return NULL;
     }
     st->bf16 = bf16;
+    if (env_switch("TRAIN_GPT_FUSE_GELU", 0, &st->fuse_gelu, err, err_len) != 0 ||
+        env_switch("TRAIN_GPT_GEMM_TUNE", 1, &st->gemm_tune, err, err_len) != 0 ||
+        env_switch("TRAIN_GPT_GEMM_VERBOSE", 0, &st->gemm_verbose, err, err_len) != 0)
+        goto fail;
     if (!amma_variants_from_env(st, err, err_len)) goto fail;
     {
         /* the current device: device 0, or the one dist_select_device made
@@ -141,6 +165,7 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
     be->par_bytes = bf16 ? 2 : 4;
     be->has_master = bf16;
     be->state = st;
+    st->owner = be;
     return be;
 
 fail:

@@ -104,6 +104,11 @@ typedef struct CudaState {
     void *workspace;       /* CUDA_LT_WORKSPACE_BYTES, cuBLASLt's */
     void *scratch;         /* CUDA_SCRATCH_BYTES, see the top of this file */
     struct GemmCache *gemm;
+    const Backend *owner;  /* the Backend holding this state (its profile: --profile-ops) */
+    /* switches read from the environment at open (backend.cu), 0 or 1 */
+    int fuse_gelu;         /* TRAIN_GPT_FUSE_GELU: GELU in cuBLASLt's epilogues (default 0) */
+    int gemm_tune;         /* TRAIN_GPT_GEMM_TUNE: time the heuristic's candidates (default 1) */
+    int gemm_verbose;      /* TRAIN_GPT_GEMM_VERBOSE: print each algorithm choice (default 0) */
     int attn_variant[CUDA_ATTN_KERNELS]; /* attention_mma.cu: the bf16 attention kernels'
                                             variants (forward, dQ, dK/dV) */
 } CudaState;
@@ -188,11 +193,24 @@ static inline int colsum_chunk_rows(int N, int C, int nbufs)
  * op(A) is m x k (A stored k x m when ta), op(B) is k x n (B stored n x k
  * when tb). A and B have type ab_bf16 ? bf16 : fp32; D and bias dd_bf16.
  * Compute and accumulation are fp32 (CUBLAS_COMPUTE_32F, no TF32). The
- * descriptors and the heuristic's algorithm are made once per shape and
- * cached. Enqueued on st->stream; returns at once. */
+ * descriptors and the algorithm (timed among the heuristic's candidates,
+ * gemm.cu) are made once per problem and cached. Enqueued on st->stream;
+ * returns at once, except the first call of a problem, which times its
+ * candidates (synchronously). */
 void cuda_gemm(CudaState *st, int ta, int tb, int m, int n, int k, const void *A, int lda,
                const void *B, int ldb, void *D, int ldd, int ab_bf16, int dd_bf16,
                const void *bias, float beta);
+/* The same with an epilogue; aux is m x n in D's type, column-major with
+ * leading dimension ldaux (a multiple of 8, >= m):
+ *   GEMM_EPI_GELU_AUX: aux = op(A).op(B) + bias, D = gelu(op(A).op(B) + bias),
+ *       GELU taken by cuBLASLt from the unrounded fp32 sum (which GELU it
+ *       computes is established by check_kernels on a GPU); beta must be 0;
+ *   GEMM_EPI_DGELU: D = (op(A).op(B)) * gelu'(aux); no bias, beta 0.
+ * tests/cuda/emu/emu_gemm.cpp models both with the cpu backend's GELU. */
+enum { GEMM_EPI_NONE = 0, GEMM_EPI_GELU_AUX = 1, GEMM_EPI_DGELU = 2 };
+void cuda_gemm_epi(CudaState *st, int ta, int tb, int m, int n, int k, const void *A, int lda,
+                   const void *B, int ldb, void *D, int ldd, int ab_bf16, int dd_bf16,
+                   const void *bias, float beta, int epi, void *aux, int ldaux);
 void cuda_gemm_init(CudaState *st);    /* at open */
 void cuda_gemm_destroy(CudaState *st); /* at close */
 
@@ -232,8 +250,16 @@ void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const vo
 void cuda_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
 void cuda_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
 void cuda_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);
+void cuda_residual_layernorm_forward(Backend *be, void *res, void *out, float *mean, float *rstd,
+                                     const void *a, const void *b, const void *weight,
+                                     const void *bias, int N, int C);
+void cuda_matmul_gelu_forward(Backend *be, void *out, void *pre, const void *inp,
+                              const void *weight, const void *bias, int N, int IC, int OC);
+void cuda_matmul_backward_gelu(Backend *be, void *dinp, void *dweight, void *dbias,
+                               const void *dout, const void *inp, const void *weight,
+                               const void *pre, int N, int IC, int OC);
 void cuda_head_forward_backward(Backend *be, float *losses, void *dx, void *dwte, const void *x,
-                                const void *wte, const int *targets, float *chunk_buf, int N,
+                                const void *wte, const int *targets, void *chunk_buf, int N,
                                 int C, int V, int Vp, int chunk, float dloss);
 void cuda_head_logits(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
                       int Vp);

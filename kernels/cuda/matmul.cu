@@ -1,5 +1,5 @@
 /* kernels/cuda/matmul.cu — the linear layer (ops.h: matmul_forward,
- * matmul_backward).
+ * matmul_backward, and the fused matmul_gelu_forward, matmul_backward_gelu).
  *
  * Row-major tensors seen by cuBLASLt as column-major: a row-major (R, K)
  * matrix is a column-major K x R matrix with leading dimension K. So
@@ -10,7 +10,18 @@
  *   dW(OC,IC) += dout^T . inp:
  *       D (IC x OC, ld IC) += (A = inp, IC x N, ld IC) . op_T(B = dout, OC x N, ld OC)
  * dbias(OC) += column sums of dout by our own two-pass kernel (not cuBLASLt's
- * BGRADB epilogue, whose summation order is not documented). */
+ * BGRADB epilogue, whose summation order is not documented).
+ *
+ * GELU fusion (TRAIN_GPT_FUSE_GELU=1; off by default until a GPU run of
+ * check_kernels shows cuBLASLt's GELU agrees with the cpu backend's):
+ * forward, the fc product with CUBLASLT_EPILOGUE_GELU_AUX_BIAS writes
+ * pre = x.W^T + b to the aux matrix and gelu(pre) to D, so the separate GELU
+ * pass (read pre, write out) is gone; backward, the fc projection's dinp
+ * product with CUBLASLT_EPILOGUE_DGELU multiplies by gelu'(pre) as it
+ * stores, so the separate pass (read dinp and pre, write dinp) is gone.
+ * Each needs the aux leading dimension (OC, resp. IC) a multiple of 8 and
+ * pre 16-byte aligned; otherwise, and with the switch off, the unfused ops
+ * run. */
 #include "cuda_common.cuh"
 
 #define COLSUM_TY 8
@@ -96,16 +107,59 @@ void cuda_matmul_forward(Backend *be, void *out, const void *inp, const void *we
     cuda_gemm(st, 1, 0, OC, N, IC, weight, IC, inp, IC, out, OC, st->bf16, st->bf16, bias, 0.0f);
 }
 
-void cuda_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
-                          const void *inp, const void *weight, int N, int IC, int OC)
+/* dweight(OC,IC) += dout^T . inp; dbias(OC) += column sums of dout */
+static void weight_grads(CudaState *st, void *dweight, void *dbias, const void *dout,
+                         const void *inp, int N, int IC, int OC)
 {
-    CudaState *st = cuda_state(be);
-    cuda_gemm(st, 0, 0, IC, N, OC, weight, IC, dout, OC, dinp, IC, st->bf16, st->bf16, NULL,
-              0.0f);
     cuda_gemm(st, 0, 1, IC, OC, N, inp, IC, dout, OC, dweight, IC, st->bf16, st->bf16, NULL,
               1.0f);
     if (dbias) {
         if (st->bf16) colsum(st, (bf16 *)dbias, (const bf16 *)dout, N, OC);
         else colsum(st, (float *)dbias, (const float *)dout, N, OC);
     }
+}
+
+void cuda_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
+                          const void *inp, const void *weight, int N, int IC, int OC)
+{
+    CudaState *st = cuda_state(be);
+    cuda_gemm(st, 0, 0, IC, N, OC, weight, IC, dout, OC, dinp, IC, st->bf16, st->bf16, NULL,
+              0.0f);
+    weight_grads(st, dweight, dbias, dout, inp, N, IC, OC);
+}
+
+/* May pre (ld columns per row) be a cuBLASLt GELU aux matrix? */
+static int gelu_fusable(const CudaState *st, const void *pre, int ld)
+{
+    return st->fuse_gelu && ld % 8 == 0 && aligned16(pre);
+}
+
+/* pre(N,OC) = inp . W^T + bias; out = gelu(pre) */
+void cuda_matmul_gelu_forward(Backend *be, void *out, void *pre, const void *inp,
+                              const void *weight, const void *bias, int N, int IC, int OC)
+{
+    CudaState *st = cuda_state(be);
+    if (!gelu_fusable(st, pre, OC)) {
+        cuda_matmul_forward(be, pre, inp, weight, bias, N, IC, OC);
+        cuda_gelu_forward(be, out, pre, (size_t)N * OC);
+        return;
+    }
+    cuda_gemm_epi(st, 1, 0, OC, N, IC, weight, IC, inp, IC, out, OC, st->bf16, st->bf16, bias,
+                  0.0f, GEMM_EPI_GELU_AUX, pre, OC);
+}
+
+/* dinp(N,IC) = (dout . W) * gelu'(pre); dweight +=, dbias += */
+void cuda_matmul_backward_gelu(Backend *be, void *dinp, void *dweight, void *dbias,
+                               const void *dout, const void *inp, const void *weight,
+                               const void *pre, int N, int IC, int OC)
+{
+    CudaState *st = cuda_state(be);
+    if (!gelu_fusable(st, pre, IC)) {
+        cuda_matmul_backward(be, dinp, dweight, dbias, dout, inp, weight, N, IC, OC);
+        cuda_gelu_backward(be, dinp, pre, dinp, (size_t)N * IC);
+        return;
+    }
+    cuda_gemm_epi(st, 0, 0, IC, N, OC, weight, IC, dout, OC, dinp, IC, st->bf16, st->bf16, NULL,
+                  0.0f, GEMM_EPI_DGELU, (void *)pre, IC);
+    weight_grads(st, dweight, dbias, dout, inp, N, IC, OC);
 }

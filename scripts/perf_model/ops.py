@@ -237,9 +237,25 @@ def _ln_fwd():
                     moved=lambda s: 6 * s.N * s.C * ACT + 2 * s.N * 4)]]
 
 
+def ln_bwd_chunks(N, C):
+    """nchunks of ln_bwd_rows() (layernorm.cu): at most 512, at least 8 rows each."""
+    cap = (16 << 20) // (2 * C * 4)
+    rows = max(8, cdiv(N, min(cap, 512)))
+    return cdiv(N, rows)
+
+
 def _ln_bwd():
+    """Newest first: one kernel (dinp, and each chunk's dweight/dbias partials
+    from shared memory) and a 32x32-thread finish; or dinp, partials and
+    finish as three kernels (7dd63ea)."""
+    nb = lambda s: ln_bwd_chunks(s.N, s.C)
     nch = lambda s: colsum_chunks(s.N, s.C, 2)
-    return [[Stream(r'layernorm_dinp_kernel<__nv_bfloat16>', 256, lambda s: cdiv(s.N, 8),
+    return [[Stream(r'layernorm_backward_kernel<__nv_bfloat16>', 128, nb,
+                    hbm=lambda s: 4 * s.N * s.C * ACT + 2 * s.N * 4 + 2 * nb(s) * s.C * 4,
+                    moved=lambda s: 7 * s.N * s.C * ACT + 2 * s.N * 4 + 2 * nb(s) * s.C * 4),
+             Stream(r'layernorm_finish_kernel<__nv_bfloat16>', 1024, lambda s: cdiv(s.C, 32),
+                    hbm=lambda s: 2 * nb(s) * s.C * 4 + 4 * s.C * ACT)],
+            [Stream(r'layernorm_dinp_kernel<__nv_bfloat16>', 256, lambda s: cdiv(s.N, 8),
                     hbm=lambda s: 4 * s.N * s.C * ACT + 2 * s.N * 4,
                     moved=lambda s: 8 * s.N * s.C * ACT + 2 * s.N * 4),
              Stream(r'layernorm_partials_kernel<__nv_bfloat16>', 256,
@@ -305,16 +321,26 @@ def head_vocab_dim(root):
 
 
 def _head(s, vocab='Vp'):
-    """One chunk of rows tokens per launch set (the bf16 chunk: 4096)."""
+    """One chunk of rows tokens per launch set (the bf16 chunk: 4096); two
+    alternatives, newest first: bf16 logits and a loss kernel of 1024
+    threads a row that holds the row in registers (K 16-byte pieces a
+    thread) and reads it once, writing dlogits in place; or fp32 logits read
+    twice by a 512-thread kernel (7dd63ea)."""
     V = s.Vp if vocab == 'Vp' else s.V
     al = vocab == 'Vp'
     rows = min(s.N, 4096)
-    per = [Gemm(V, rows, s.C, rows * s.Vp * 4, al, 'logits'),
-           Stream(r'ce_kernel<__nv_bfloat16(, [^>]*)?>', 512, lambda s_: rows,
+    k = cdiv(s.Vp, 1024 * 8)
+    new = [Gemm(V, rows, s.C, rows * s.Vp * ACT, al, 'logits'),
+           Stream(r'ce_kernel<__nv_bfloat16, %d, true>' % k, 1024, lambda s_: rows,
+                  hbm=lambda s_: rows * s_.Vp * (ACT + ACT) + rows * 8),
+           Gemm(s.C, rows, V, rows * s.C * ACT, al, 'dx'),
+           Gemm(s.C, V, rows, 2 * s.Vp * s.C * ACT, al, 'dwte')]
+    old = [Gemm(V, rows, s.C, rows * s.Vp * 4, al, 'logits'),
+           Stream(r'ce_kernel<__nv_bfloat16>', 512, lambda s_: rows,
                   hbm=lambda s_: rows * s_.Vp * (4 + 4 + 2) + rows * 8),
            Gemm(s.C, rows, V, rows * s.C * ACT, al, 'dx'),
            Gemm(s.C, V, rows, 2 * s.Vp * s.C * ACT, al, 'dwte')]
-    return per, cdiv(s.N, rows)
+    return [new, old], cdiv(s.N, rows)
 
 
 def _adamw():
@@ -354,7 +380,7 @@ def op_table(root='.'):
         'gelu_backward': lambda s: (_ew(1, r'gelu_backward_kernel<__nv_bfloat16>', 2, N_4C), 1),
         'residual_forward': lambda s: (_ew(2, r'residual_forward_kernel<__nv_bfloat16>', 2,
                                            N_C), 1),
-        'head_forward_backward': lambda s: (lambda h: ([h[0]], h[1]))(_head(s, vocab)),
+        'head_forward_backward': lambda s: _head(s, vocab),
         'adamw_update': lambda s: (_adamw(), 1),
         'grad_norm_sq': lambda s: (_norm(), 1),
     }

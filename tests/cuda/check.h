@@ -87,4 +87,8 @@ void shape_name(char *buf, size_t len, const Shape *s); /* "B%d T%d C%d NH%d V%d
 void check_attention(Ctx *c, const Shape *s, const char *sh, int variants);
 void check_attention_variant_env(Ctx *c, const char *dtype);
 
+/* check_fused.c: the fused ops (group "fused") */
+void check_residual_layernorm(Ctx *c, const char *sh, int N, int C);
+void check_matmul_gelu(Ctx *c, const char *sh, int N, int IC, int OC);
+
 #endif

@@ -10,7 +10,8 @@
  *            default and time it at 124M's and XL's shapes (check_sweep.c;
  *            with --quick one small shape, which the emulator can run)
  *   --only   one group of ops: encoder, layernorm, attention, elementwise,
- *            matmul, head or optimizer
+ *            matmul, fused, head or optimizer (fused: check_fused.c; run it
+ *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
  * Prints one PASS/FAIL line per op, shape and dtype, then a table; exits 1
  * on any failure. Tolerances and the error measure: check.h. Every gpu
  * output is NaN-poisoned (or, for "+=" outputs, set to random values) before
@@ -334,12 +335,14 @@ static void run_head_logits(Ctx *c, void *p)
     c->gpu->ops->head_logits(c->gpu, a->logits, a->x, a->wte, a->nlog, a->C, a->Vp);
 }
 
-static void test_head(Ctx *c, const Shape *s, const char *sh, int chunk)
+/* Vp: the padded vocabulary (pad_vocab(V), or one that is not a multiple
+ * of 8, whose rows the loss kernel cannot read 16 bytes at a time) */
+static void test_head(Ctx *c, const Shape *s, const char *sh, int chunk, int Vp)
 {
-    int N = s->B * s->T, C = s->C, V = s->V, Vp = pad_vocab(V);
+    int N = s->B * s->T, C = s->C, V = s->V;
     size_t nx = (size_t)N * C, nw = (size_t)Vp * C, nb = (size_t)chunk * Vp;
     char name[64];
-    snprintf(name, sizeof name, "%s chunk%d", sh, chunk);
+    snprintf(name, sizeof name, "%s chunk%d%s", sh, chunk, Vp == pad_vocab(V) ? "" : " Vp odd");
     float *x = ck_rand(c, nx, 0.05f, 1.0f), *wte = ck_rand(c, nw, 0.01f, 0.1f);
     float *dwte0 = ck_rand(c, nw, 0.05f, 1.0f);
     ck_round(c, x, nx), ck_round(c, wte, nw), ck_round(c, dwte0, nw);
@@ -467,11 +470,16 @@ static void check_shape(Ctx *c, const Shape *s)
         test_matmul(c, sh, N, s->C, 4 * s->C, 1);
         test_matmul(c, sh, N, 4 * s->C, s->C, 0);
     }
+    if (want("fused")) {
+        check_residual_layernorm(c, sh, N, s->C);
+        check_matmul_gelu(c, sh, N, s->C, 4 * s->C);
+    }
     if (want("head")) {
         int chunk = N > 64 ? 48 : N; /* several chunks and a short last one */
         if (N >= 4096) chunk = 1000;
-        test_head(c, s, sh, chunk);
-        if (N <= 64) test_head(c, s, sh, N + 7); /* chunk larger than N */
+        test_head(c, s, sh, chunk, pad_vocab(s->V));
+        if (N <= 64) test_head(c, s, sh, N + 7, pad_vocab(s->V)); /* chunk larger than N */
+        if (N <= 64) test_head(c, s, sh, chunk, s->V + 3);
     }
 }
 
@@ -498,7 +506,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
-                            "[--only encoder|layernorm|attention|elementwise|matmul|head|optimizer]\n",
+                            "[--only encoder|layernorm|attention|elementwise|matmul|fused|head|optimizer]\n",
                     argv[0]);
             return 2;
         }
@@ -529,7 +537,10 @@ int main(int argc, char **argv)
         {2, 150, 128, 2, 200}, /* hs = 64 (124M's), three 64-row tiles, the last of 22 */
         {1, 97, 96, 3, 100},  /* hs = 32 */
         {1, 33, 42, 3, 4200}, /* C not a multiple of 8 or 4: rows by scalar accesses;
-                                 V over two of the head's 4096-column in-place tiles */
+                                 V over the loss kernel's 4096-value fp32 tile */
+        {1, 3, 40, 4, 9000},  /* the emulator's loss kernel: fp32 rows past its
+                                 registers (the tiled path; on a GPU 124M's fp32 rows
+                                 take it), bf16 rows in 5 pieces a thread */
         {4, 1024, 768, 12, 50257}, /* GPT-2 124M, realistic */
     };
     int nshapes = (int)(sizeof shapes / sizeof shapes[0]) - (quick ? 1 : 0);

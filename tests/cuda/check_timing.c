@@ -4,7 +4,10 @@
  * Inputs are random (never zeros). Rates use the usual counts: a matmul is
  * 2*N*IC*OC FLOPs forward and twice that backward; causal attention is
  * 2*B*NH*T*T*hs forward (QK^T and PV over the lower triangle) and 2.5x that
- * backward; byte rates count each tensor read or written once. */
+ * backward; byte rates count each tensor read or written once. The head is
+ * also timed step by step (cuda_head_part): its three gemms and its loss
+ * kernel for one chunk, and the whole head against the sum of its gemms
+ * (issue 13's goal: at most 1.3x). */
 #ifdef CUDA_EMU
 #include <stdio.h>
 
@@ -40,7 +43,7 @@ enum { B_ = 4, T_ = 1024, C_ = 768, NH_ = 12, V_ = 50257, VP_ = 50304 };
 
 typedef struct {
     Backend *be;
-    void *x, *y, *z, *w, *w2, *bias, *dw, *dbias, *wte, *wpe, *qkv, *dqkv;
+    void *x, *y, *z, *p, *w, *w2, *bias, *dw, *dbias, *wte, *wpe, *qkv, *dqkv;
     float *mean, *rstd, *lse, *losses, *buf, *master, *m, *v;
     int *tokens;
     size_t nparams;
@@ -88,13 +91,16 @@ static void f_att_bwd(TArgs *a) { a->be->ops->attention_backward(a->be, a->dqkv,
 static void f_gelu_fwd(TArgs *a) { a->be->ops->gelu_forward(a->be, a->y, a->x, (size_t)N_ * 4 * C_); }
 static void f_gelu_bwd(TArgs *a) { a->be->ops->gelu_backward(a->be, a->z, a->x, a->y, (size_t)N_ * 4 * C_); }
 static void f_resid(TArgs *a) { a->be->ops->residual_forward(a->be, a->z, a->x, a->y, (size_t)N_ * C_); }
+static void f_resid_ln(TArgs *a) { a->be->ops->residual_layernorm_forward(a->be, a->z, a->p, a->mean, a->rstd, a->x, a->y, a->w, a->bias, N_, C_); }
+/* the fc layer with its GELU (fused when TRAIN_GPT_FUSE_GELU=1), and the fc
+ * projection's backward with the GELU's */
+static void f_mm_gelu_fwd(TArgs *a) { a->be->ops->matmul_gelu_forward(a->be, a->z, a->p, a->x, a->w, a->bias, N_, C_, 4 * C_); }
+static void f_mm_bwd_gelu(TArgs *a) { a->be->ops->matmul_backward_gelu(a->be, a->z, a->dw, a->dbias, a->y, a->x, a->w, a->p, N_, 4 * C_, C_); }
 static void f_head(TArgs *a) { a->be->ops->head_forward_backward(a->be, a->losses, a->z, a->dw, a->y, a->wte, a->tokens, a->buf, N_, C_, V_, VP_, a->chunk, 1.0f / N_); }
-/* the head's parts: its first gemm alone, and the forward (gemm + loss) */
-static void f_head_logits(TArgs *a) { a->be->ops->head_logits(a->be, a->buf, a->y, a->wte, a->chunk < N_ ? a->chunk : N_, C_, VP_); }
 static void f_head_eval(TArgs *a) { a->be->ops->head_forward_backward(a->be, a->losses, NULL, a->dw, a->y, a->wte, a->tokens, a->buf, N_, C_, V_, VP_, a->chunk, 1.0f / N_); }
-/* its two backward gemms, dx = dlogits . wte and dwte += dlogits^T . x, as the
- * linear layer's backward of the same shape (dlogits: the logits buffer) */
-static void f_head_bwd_gemms(TArgs *a) { a->be->ops->matmul_backward(a->be, a->z, a->dw, NULL, a->buf, a->y, a->wte, N_, C_, VP_); }
+/* the head's four steps for one chunk, each launched alone exactly as the
+ * head launches it (kernels/backend.h: cuda_head_part); a->which: the step */
+static void f_head_part(TArgs *a) { cuda_head_part(a->be, a->which, a->losses, a->z, a->dw, a->y, a->wte, a->tokens, a->buf, a->chunk, C_, V_, VP_, 1.0f / N_); }
 static void f_adamw(TArgs *a) { a->be->ops->adamw_update(a->be, a->w2, a->master, a->dw, a->m, a->v, a->nparams, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 2); }
 static void f_norm(TArgs *a) { (void)a->be->ops->grad_norm_sq(a->be, a->dw, a->nparams); }
 
@@ -136,6 +142,7 @@ int check_timing(Backend *be, int bf16)
     a.x = rand_dev(be, big, ab, &s, 0);
     a.y = rand_dev(be, big, ab, &s, 0);
     a.z = rand_dev(be, big, ab, &s, 0);
+    a.p = rand_dev(be, big, ab, &s, 0);
     a.qkv = rand_dev(be, (size_t)N_ * 3 * C_, ab, &s, 0);
     a.dqkv = rand_dev(be, (size_t)N_ * 3 * C_, ab, &s, 0);
     a.w = rand_dev(be, (size_t)4 * C_ * C_, ab, &s, 0);
@@ -193,18 +200,39 @@ int check_timing(Backend *be, int bf16)
     ROW("gelu_forward", f_gelu_fwd, 2 * 4 * act, "GB/s");
     ROW("gelu_backward", f_gelu_bwd, 3 * 4 * act, "GB/s");
     ROW("residual_forward", f_resid, 3 * act, "GB/s");
+    ROW("residual_layernorm_forward", f_resid_ln, 4 * act, "GB/s");
+    {
+        double fl = 2.0 * N_ * C_ * 4 * C_;
+        ROW("matmul_gelu_forward fc", f_mm_gelu_fwd, fl, "TFLOP/s");
+        ROW("matmul_backward_gelu fc proj", f_mm_bwd_gelu, 2 * fl, "TFLOP/s");
+    }
     ROW("head_forward_backward", f_head, 6.0 * N_ * C_ * (double)V_, "TFLOP/s");
     ROW("  its forward (gemm + loss)", f_head_eval, 2.0 * N_ * C_ * (double)V_, "TFLOP/s");
-    ROW("  its logits gemm alone", f_head_logits,
-        2.0 * (a.chunk < N_ ? a.chunk : N_) * C_ * (double)VP_, "TFLOP/s");
-    if (a.chunk >= N_) /* the buffer holds all N rows of dlogits */
-        ROW("  its two backward gemms", f_head_bwd_gemms, 4.0 * N_ * C_ * (double)VP_, "TFLOP/s");
+    {
+        /* one chunk (a.chunk = N_ at this shape: the whole head) */
+        static const char *part[4] = {"  its logits gemm", "  its loss + dlogits kernel",
+                                      "  its dx gemm", "  its dwte gemm"};
+        const double gfl = 2.0 * a.chunk * C_ * (double)VP_;
+        const double lbytes = 2.0 * a.chunk * (double)VP_ * ab; /* read + write logits */
+        float t[4], head = median_ms(&a, f_head);
+        for (int i = 0; i < 4; i++) {
+            a.which = i == 1 ? HEAD_PART_LOSS : i == 0 ? HEAD_PART_LOGITS : i == 2 ? HEAD_PART_DX
+                                                                                   : HEAD_PART_DWTE;
+            t[i] = median_ms(&a, f_head_part);
+            printf("%-28s %10.4f %9.1f %s\n", part[i], t[i],
+                   (i == 1 ? lbytes : gfl) / (t[i] * 1e-3) / (i == 1 ? 1e9 : 1e12),
+                   i == 1 ? "GB/s" : "TFLOP/s");
+        }
+        float gemms = t[0] + t[2] + t[3];
+        printf("%-28s %10.4f %9.3f x  (head / its three gemms; goal <= 1.3)\n",
+               "  head vs its three gemms", head, head / gemms);
+    }
     ROW("adamw_update (124M)", f_adamw,
         (double)a.nparams * (2 * ab + 16 + (bf16 ? 8 : 0)), "GB/s");
     ROW("grad_norm_sq (124M)", f_norm, (double)a.nparams * ab, "GB/s");
     printf("(head_forward_backward: chunk %d tokens)\n", a.chunk);
 
-    void *devs[] = {a.x, a.y, a.z, a.qkv, a.dqkv, a.w, a.bias, a.dbias, a.wte, a.wpe, a.dw,
+    void *devs[] = {a.x, a.y, a.z, a.p, a.qkv, a.dqkv, a.w, a.bias, a.dbias, a.wte, a.wpe, a.dw,
                     a.w2, a.m, a.v, a.master, a.mean, a.rstd, a.lse, a.losses, a.buf, a.tokens};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
         if (devs[i]) be->ops->mem_free(be, devs[i]);
