@@ -26,6 +26,9 @@ docs/perf-model.md says how it works and what it predicts.
                               that JSON beside a timing table; needs no nvcc
                               (scripts/gpu_check.sh runs it on the GPU)
   --no-calibrate              skip the calibration section
+  --fuse-gelu                 model the fc GELU in cuBLASLt's epilogues
+                              (TRAIN_GPT_FUSE_GELU=1) instead of the
+                              default separate pass
   --self-test                 the model's own tests (test_perf_model.py)
   --verbose                   also the loop nest of every modelled kernel
   --jobs N                    parallel nvcc runs (default: the CPU count)
@@ -81,7 +84,7 @@ def compile_at(rev, jobs):
 
 def timing_preds(P, table, kernels):
     """Per-op predictions at check_timing's shape, as a row timed alone."""
-    names = [measured.op_key(r) for r in measured.CALIB_OPS_MS]
+    names = [measured.op_key(r) for r in measured.CALIB_OPS_MS] + measured.TIMED_SINCE
     return [predict.predict_op(P, table, n, ops_mod.TIMING, kernels, P['T_LAUNCH_TIMED'])
             for n in names if n in table]
 
@@ -91,11 +94,13 @@ def section(title):
     out('==== ' + title + ' ====')
 
 
-def show_predictions(P, kernels, root, label, verbose):
-    table = ops_mod.op_table(root)
+def show_predictions(P, kernels, root, label, verbose, fuse_gelu=False):
+    table = ops_mod.op_table(root, fuse_gelu)
     out(BANNER)
     out('kernels: %s; H200 (%d SMs, %.2f GHz, HBM %.1f TB/s); constants: scripts/perf_model/hw.py'
         % (label, P['SMS'], P['CLOCK_HZ'] / 1e9, P['HBM_BW'] / 1e12))
+    out('fc GELU: ' + ("in cuBLASLt's epilogues (TRAIN_GPT_FUSE_GELU=1; --fuse-gelu)" if fuse_gelu
+                       else 'a separate pass (the default: TRAIN_GPT_FUSE_GELU unset)'))
     section('ptxas (sm_90): registers, spill stores/loads and stack (bytes per thread), '
             'static shared memory (bytes per block)')
     report.resources(kernels, out)
@@ -115,8 +120,7 @@ def show_predictions(P, kernels, root, label, verbose):
                     out('    ' + line)
         section('per-op predictions at %s (one call, inside a step)' % shape)
         preds = [predict.predict_op(P, table, n, shape, kernels, P['T_LAUNCH_STEP'])
-                 for n in sorted(set(step_mod.BLOCK_FWD + step_mod.BLOCK_BWD + step_mod.HEAD +
-                                     step_mod.OPTIMIZER))]
+                 for n in step_mod.step_ops()]
         report.op_rows(preds, out)
         for rc in (0, 1):
             steps.append(step_mod.predict_step(P, table, shape, kernels, rc))
@@ -157,7 +161,7 @@ def show_calibration(P, kernels, root, label):
     return err
 
 
-def show_measured(P, kernels, root, label, path):
+def show_measured(P, kernels, root, label, path, fuse_gelu=False):
     try:
         with open(path) as f:
             rows = measured.parse_timing(f.read())
@@ -165,7 +169,7 @@ def show_measured(P, kernels, root, label, path):
         fail('--measured %s: %s' % (path, e))
     if not rows:
         fail('--measured %s: no "timing (bf16)" table in it' % path)
-    table = ops_mod.op_table(root)
+    table = ops_mod.op_table(root, fuse_gelu)
     preds = timing_preds(P, table, kernels)
     meas = {measured.op_key(r): v for r, v in rows.items()}
     out(BANNER)
@@ -201,8 +205,8 @@ def compare_json(timing, pred_path):
         (len(pairs), 100 * calibrate.median_error(pairs)))
 
 
-def write_predictions(P, kernels, root, label, path):
-    table = ops_mod.op_table(root)
+def write_predictions(P, kernels, root, label, path, fuse_gelu=False):
+    table = ops_mod.op_table(root, fuse_gelu)
     preds = timing_preds(P, table, kernels)
     doc = {'source': label, 'note': 'PREDICTIONS at check_timing\'s shape, ms per call',
            'ops': {p.name: round(p.seconds * 1e3, 5) for p in preds if p.seconds}}
@@ -232,6 +236,7 @@ def main(argv):
     ap.add_argument('--compare')
     ap.add_argument('--predictions')
     ap.add_argument('--no-calibrate', action='store_true')
+    ap.add_argument('--fuse-gelu', action='store_true')
     ap.add_argument('--self-test', action='store_true')
     ap.add_argument('--verbose', action='store_true')
     ap.add_argument('--jobs', type=int, default=int(os.environ.get('JOBS', 0)) or None)
@@ -266,12 +271,12 @@ def main(argv):
             return 0
         kernels, root, label = compile_at(a.commit, a.jobs)
         if a.measured:
-            show_measured(P, kernels, root, label, a.measured)
+            show_measured(P, kernels, root, label, a.measured, a.fuse_gelu)
             return 0
         if a.write_predictions:
-            write_predictions(P, kernels, root, label, a.write_predictions)
+            write_predictions(P, kernels, root, label, a.write_predictions, a.fuse_gelu)
             return 0
-        missing = show_predictions(P, kernels, root, label, a.verbose)
+        missing = show_predictions(P, kernels, root, label, a.verbose, a.fuse_gelu)
         if not a.no_calibrate:
             try:
                 ok, oroot, olabel = compile_at(measured.CALIB_COMMIT, a.jobs)

@@ -299,7 +299,7 @@ def stream_profiles(k, spec, shape):
 
 def stream_time(P, k, spec, shape):
     prof, edge = stream_profiles(k, spec, shape)
-    occ = Occupancy(P, spec.threads, k.regs, k.smem_static)
+    occ = Occupancy(P, spec.threads, k.regs, k.smem_static + spec.smem(shape))
     W = occ.warps
     blocks = spec.grid(shape)
     warps = blocks * W

@@ -32,6 +32,10 @@ CALIB_OPS_MS = {
     'adamw_update (124M)': 1.0114,
     'grad_norm_sq (124M)': 0.1537,
 }
+# check_timing's rows for the fused ops, newer than the calibration run:
+# predicted at B=4 beside those above (--write-predictions, --measured)
+TIMED_SINCE = ['residual_layernorm_forward', 'matmul_gelu_forward fc',
+               'matmul_backward_gelu fc proj']
 # docs/gpu-results.md, run 3 (same GPU, commit 7dd63ea): median step times
 # of gpu_check's throughput section, bf16, T=1024, ms.
 CALIB_STEPS_MS = [

@@ -20,7 +20,8 @@ shared memory) and say how much work each block does:
           code order (their trip counts follow from it, see cost.py)
   Stream  memory-bound: `hbm` bytes that must cross HBM (each tensor read
           or written once), `moved` bytes the threads load and store in
-          all (re-reads included; default hbm)
+          all (re-reads included; default hbm), `smem` the dynamic shared
+          memory of a block (default none; static comes from ptxas)
   Gemm    one cuBLASLt matmul, m x n x k, `out_bytes` written
 """
 import os
@@ -59,6 +60,11 @@ def gpt2_xl(B):
 # check_timing's shape (tests/cuda/check_timing.c): GPT-2 124M, B=4
 TIMING = gpt2_124m(4)
 ACT = 2  # bf16 bytes
+N_C = lambda s: s.N * s.C
+N_4C = lambda s: s.N * 4 * s.C
+C1 = lambda s: s.C
+C3 = lambda s: 3 * s.C
+C4 = lambda s: 4 * s.C
 
 
 def cdiv(a, b):
@@ -94,10 +100,11 @@ class Tile:
 class Stream:
     kind = 'stream'
 
-    def __init__(self, kernel, threads, grid, hbm, moved=None, inner=1):
+    def __init__(self, kernel, threads, grid, hbm, moved=None, inner=1, smem=None):
         self.kernel, self.threads, self.grid, self.hbm = kernel, threads, grid, hbm
         self.moved = moved or hbm
         self.inner = inner
+        self.smem = smem or (lambda s: 0)
 
 
 class Gemm:
@@ -237,6 +244,23 @@ def _ln_fwd():
                     moved=lambda s: 6 * s.N * s.C * ACT + 2 * s.N * 4)]]
 
 
+def _res_ln():
+    """residual_layernorm_forward: res = a + b, then LayerNorm(res) (gpt.c's
+    mid-block add, which writes LN2, and each closing add, which writes the
+    next block's LN1 or LN_f). Newest first: one warp-per-row kernel that
+    forms res in its first pass and re-reads it twice (layernorm.cu); or,
+    where it is not compiled (7dd63ea), the residual add and the LayerNorm
+    as two kernels, the ops the fused one replaced."""
+    ln = _ln_fwd()[0]
+    hbm = lambda s: 4 * s.N * s.C * ACT + 2 * s.N * 4  # a, b in; res, out out
+    # pass 1 reads a, b and writes res; pass 2 reads res; pass 3 reads res,
+    # weight, bias (per row: C-wide, from L2) and writes out
+    moved = lambda s: 8 * s.N * s.C * ACT + 2 * s.N * 4
+    return [[Stream(r'residual_layernorm_kernel<__nv_bfloat16>', 256, lambda s: cdiv(s.N, 8),
+                    hbm=hbm, moved=moved)]] + \
+        [r + ln for r in _ew(2, r'residual_forward_kernel<__nv_bfloat16>', 2, N_C)]
+
+
 def ln_bwd_chunks(N, C):
     """nchunks of ln_bwd_rows() (layernorm.cu): at most 512, at least 8 rows each."""
     cap = (16 << 20) // (2 * C * 4)
@@ -246,13 +270,15 @@ def ln_bwd_chunks(N, C):
 
 def _ln_bwd():
     """Newest first: one kernel (dinp, and each chunk's dweight/dbias partials
-    from shared memory) and a 32x32-thread finish; or dinp, partials and
+    from shared memory: 4 warps x 2 x C floats of dynamic shared memory, which
+    sets its occupancy at XL) and a 32x32-thread finish; or dinp, partials and
     finish as three kernels (7dd63ea)."""
     nb = lambda s: ln_bwd_chunks(s.N, s.C)
     nch = lambda s: colsum_chunks(s.N, s.C, 2)
     return [[Stream(r'layernorm_backward_kernel<__nv_bfloat16>', 128, nb,
                     hbm=lambda s: 4 * s.N * s.C * ACT + 2 * s.N * 4 + 2 * nb(s) * s.C * 4,
-                    moved=lambda s: 7 * s.N * s.C * ACT + 2 * s.N * 4 + 2 * nb(s) * s.C * 4),
+                    moved=lambda s: 7 * s.N * s.C * ACT + 2 * s.N * 4 + 2 * nb(s) * s.C * 4,
+                    smem=lambda s: 4 * 2 * s.C * 4),  # LNB_WARPS x (dweight, dbias) x C fp32
              Stream(r'layernorm_finish_kernel<__nv_bfloat16>', 1024, lambda s: cdiv(s.C, 32),
                     hbm=lambda s: 2 * nb(s) * s.C * 4 + 4 * s.C * ACT)],
             [Stream(r'layernorm_dinp_kernel<__nv_bfloat16>', 256, lambda s: cdiv(s.N, 8),
@@ -287,6 +313,40 @@ def _matmul_bwd(ic, oc):
         g = [Gemm(ic(s), s.N, oc(s), s.N * ic(s) * ACT, label='dinp'),
              Gemm(ic(s), oc(s), s.N, 2 * ic(s) * oc(s) * ACT, label='dweight')]
         return [g + alt for alt in _colsum(oc)]
+    return alts
+
+
+def _matmul_gelu_fwd(fused):
+    """matmul_gelu_forward fc: pre = ln2 . W^T + b, out = gelu(pre). By
+    default (TRAIN_GPT_FUSE_GELU unset) matmul.cu runs the plain product and
+    the GELU pass: the gemm, then the elementwise kernel (or 7dd63ea's
+    scalar GELU kernel). fused (=1): one gemm with the GELU_AUX_BIAS
+    epilogue, which stores pre as the aux matrix beside gelu(pre)."""
+    def alts(s):
+        n = s.N * 4 * s.C
+        unfused = [[Gemm(4 * s.C, s.N, s.C, n * ACT, label='fwd')] + alt
+                   for alt in _ew(0, r'gelu_forward_kernel<__nv_bfloat16>', 1, N_4C)]
+        if not fused:
+            return unfused
+        return [[Gemm(4 * s.C, s.N, s.C, 2 * n * ACT, label='fwd+GELU_AUX')]] + unfused
+    return alts
+
+
+def _matmul_bwd_gelu(fused):
+    """matmul_backward_gelu fc proj: the fc projection's backward, its dinp
+    times gelu'(pre). Default: matmul_backward, then the GELU backward pass
+    over dinp; fused: the dinp gemm with the DGELU epilogue (reads pre as
+    its aux matrix), then the weight gradient and bias sums as usual."""
+    plain = _matmul_bwd(C4, C1)
+
+    def alts(s):
+        n = s.N * 4 * s.C
+        gel = _ew(1, r'gelu_backward_kernel<__nv_bfloat16>', 2, N_4C)
+        unfused = [mm + g for g in gel for mm in plain(s)]
+        if not fused:
+            return unfused
+        return [[Gemm(4 * s.C, s.N, s.C, 2 * n * ACT, label='dinp+DGELU')] + plain(s)[0][1:]] + \
+            unfused
     return alts
 
 
@@ -355,19 +415,17 @@ def _norm():
              Stream(r'norm_finish_kernel', 32, lambda s: 1, hbm=lambda s: 512 * 8)]]
 
 
-N_C = lambda s: s.N * s.C
-N_4C = lambda s: s.N * 4 * s.C
-C1 = lambda s: s.C
-C3 = lambda s: 3 * s.C
-C4 = lambda s: 4 * s.C
 
 # name -> (alternatives(shape) or alternatives list, FLOPs or None, unit of the rate)
 MATMULS = [('qkv', C1, C3), ('attn proj', C1, C1), ('fc', C1, C4), ('fc proj', C4, C1)]
 
 
-def op_table(root='.'):
+def op_table(root='.', fuse_gelu=False):
     """{op name: function(shape) -> (alternatives, repeat)}; each
-    alternative a list of launch specs run `repeat` times."""
+    alternative a list of launch specs run `repeat` times. Op names are
+    check_timing's row names (ops.h's ops; matmuls by layer). fuse_gelu:
+    model the fc GELU in cuBLASLt's epilogues (TRAIN_GPT_FUSE_GELU=1)
+    instead of the default separate pass."""
     vocab = head_vocab_dim(root)
     t = {
         'encoder_forward': lambda s: (_encoder_fwd(), 1),
@@ -380,6 +438,10 @@ def op_table(root='.'):
         'gelu_backward': lambda s: (_ew(1, r'gelu_backward_kernel<__nv_bfloat16>', 2, N_4C), 1),
         'residual_forward': lambda s: (_ew(2, r'residual_forward_kernel<__nv_bfloat16>', 2,
                                            N_C), 1),
+        'residual_layernorm_forward': lambda s: (_res_ln(), 1),
+        'matmul_gelu_forward fc': (lambda f: lambda s: (f(s), 1))(_matmul_gelu_fwd(fuse_gelu)),
+        'matmul_backward_gelu fc proj': (lambda f: lambda s: (f(s), 1))(
+            _matmul_bwd_gelu(fuse_gelu)),
         'head_forward_backward': lambda s: _head(s, vocab),
         'adamw_update': lambda s: (_adamw(), 1),
         'grad_norm_sq': lambda s: (_norm(), 1),
@@ -398,6 +460,10 @@ def op_flops(name, s):
             return 2.0 * s.N * ic(s) * oc(s)
         if name == 'matmul_backward ' + mm:
             return 4.0 * s.N * ic(s) * oc(s)
+    if name == 'matmul_gelu_forward fc':  # check_timing's counts: the gemm's
+        return 2.0 * s.N * s.C * 4 * s.C
+    if name == 'matmul_backward_gelu fc proj':
+        return 4.0 * s.N * s.C * 4 * s.C
     afl = 2.0 * s.B * s.NH * s.T * s.T * s.hs
     if name == 'attention_forward':
         return afl

@@ -51,7 +51,7 @@ def kernel_table(P, table, shape, kernels, out):
                 secs, res, _, _ = cost.launch_time(P, spec, shape, kernels)
                 if res is None:
                     continue
-                smem = k.smem_static + (spec.smem(shape) if spec.kind == 'tile' else 0)
+                smem = k.smem_static + spec.smem(shape)
                 prof = res.prof
                 hot = res.detail.get('hot')
                 unit = ('tile@%05x' % hot.head) if hot is not None else 'pass'

@@ -8,20 +8,35 @@ block_backward and gpt_step.
 """
 from . import predict
 
-# gpt.c block_forward: LN1, qkv, attention, proj, residual, LN2, fc, GELU, fc proj, residual
-BLOCK_FWD = ['layernorm_forward', 'matmul_forward qkv', 'attention_forward',
-             'matmul_forward attn proj', 'residual_forward', 'layernorm_forward',
-             'matmul_forward fc', 'gelu_forward', 'matmul_forward fc proj', 'residual_forward']
-# a re-forward with out = SLOT_NONE (recompute 1) stops at the GELU
-BLOCK_REFWD = BLOCK_FWD[:-2]
-# gpt.c block_backward (full tape)
-BLOCK_BWD = ['matmul_backward fc proj', 'gelu_backward', 'matmul_backward fc',
-             'layernorm_backward', 'matmul_backward attn proj', 'attention_backward',
-             'matmul_backward qkv', 'layernorm_backward']
-# gpt_step outside the blocks, and the optimizer (grad norm, AdamW)
+# gpt.c block_forward with the fusions it makes by default, for modes 0 and
+# 1 (each forward step's closing residual add is followed by the LayerNorm
+# that reads it, so run_steps fuses them): qkv, attention, proj, the
+# mid-block residual add fused with LN2, the fc matmul and its GELU
+# (matmul_gelu_forward; ops.py says which kernels it launches), fc proj, and
+# the closing residual add fused with the next block's LN1 (or, after the
+# last block, LN_f). Block 0's LN1 is the one plain layernorm_forward of the
+# forward sweep (HEAD).
+BLOCK_FWD = ['matmul_forward qkv', 'attention_forward', 'matmul_forward attn proj',
+             'residual_layernorm_forward', 'matmul_gelu_forward fc', 'matmul_forward fc proj',
+             'residual_layernorm_forward']
+# a re-forward (recompute 1: out = SLOT_NONE, after a backward step) writes
+# its own LN1 and stops at the GELU
+BLOCK_REFWD = ['layernorm_forward'] + BLOCK_FWD[:-2]
+# gpt.c block_backward (full tape): the fc projection's backward with the
+# GELU backward (matmul_backward_gelu), fc, LN2, proj, attention, qkv, LN1
+BLOCK_BWD = ['matmul_backward_gelu fc proj', 'matmul_backward fc', 'layernorm_backward',
+             'matmul_backward attn proj', 'attention_backward', 'matmul_backward qkv',
+             'layernorm_backward']
+# gpt_step outside the blocks: the embedding, block 0's LN1, the head, LN_f's
+# backward, the embedding's backward; then the optimizer (grad norm, AdamW)
 HEAD = ['encoder_forward', 'layernorm_forward', 'head_forward_backward', 'layernorm_backward',
         'encoder_backward']
 OPTIMIZER = ['grad_norm_sq', 'adamw_update']
+
+
+def step_ops():
+    """Every op a step of mode 0 or 1 runs, sorted."""
+    return sorted(set(BLOCK_FWD + BLOCK_REFWD + BLOCK_BWD + HEAD + OPTIMIZER))
 
 
 def flop_counts(s):
@@ -68,7 +83,7 @@ def predict_step(P, table, shape, kernels, recompute):
     """Rows (group, op, seconds per step, calls per step) and the op
     predictions; ops no kernel matched count 0 and are listed in .missing."""
     launch = P['T_LAUNCH_STEP']
-    names = set(BLOCK_FWD + BLOCK_BWD + HEAD + OPTIMIZER)
+    names = set(step_ops())
     ops = {n: predict.predict_op(P, table, n, shape, kernels, launch, launch)
            for n in sorted(names)}
     L = shape.L

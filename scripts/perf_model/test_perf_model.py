@@ -210,8 +210,82 @@ class StepTest(unittest.TestCase):
                          6 * 124475904 + 6 * 12 * 768 * 1024)
 
     def test_recompute_one_skips_the_projection(self):
-        self.assertEqual(step.BLOCK_REFWD, step.BLOCK_FWD[:-2])
-        self.assertEqual(step.BLOCK_FWD[-2:], ['matmul_forward fc proj', 'residual_forward'])
+        # a re-forward writes its own LN1, then stops at the GELU
+        self.assertEqual(step.BLOCK_REFWD, ['layernorm_forward'] + step.BLOCK_FWD[:-2])
+        self.assertEqual(step.BLOCK_FWD[-2:],
+                         ['matmul_forward fc proj', 'residual_layernorm_forward'])
+
+    def test_step_runs_the_fused_ops(self):
+        """gpt.c's default op sequence: every residual add fused with the
+        LayerNorm after it, so one plain LayerNorm forward per sweep (block
+        0's LN1; LN_f is fused) plus one per re-forward; the fc GELU inside
+        matmul_gelu_forward / matmul_backward_gelu."""
+        for gone in ('residual_forward', 'gelu_forward', 'gelu_backward', 'matmul_forward fc',
+                     'matmul_backward fc proj'):
+            self.assertNotIn(gone, step.step_ops())
+        s = ops.Shape('tiny', B=1, T=64, C=64, NH=1, L=4)
+        P = hw.params()
+        table = ops.op_table(ROOT)
+        for rc, ln, resln, mmgelu in ((0, 1, 2 * 4, 4), (1, 1 + 4, 3 * 4, 2 * 4)):
+            calls = {}
+            for _, name, _, c in step.predict_step(P, table, s, [], rc).rows:
+                calls[name] = calls.get(name, 0) + c
+            self.assertEqual(calls['layernorm_forward'], ln)
+            self.assertEqual(calls['residual_layernorm_forward'], resln)
+            self.assertEqual(calls['matmul_gelu_forward fc'], mmgelu)
+            self.assertEqual(calls['matmul_backward_gelu fc proj'], 4)
+            self.assertEqual(calls['layernorm_backward'], 2 * 4 + 1)
+
+
+def fake_kernels(*names):
+    return [Fake(kernel(STREAM_LOOP), short=n) for n in names]
+
+
+class MatchTest(unittest.TestCase):
+    """Which launches an op resolves to, newest alternative first."""
+
+    def setUp(self):
+        self.P = hw.params()
+        self.table = ops.op_table(ROOT)
+
+    def labels(self, name, kernels, table=None):
+        from . import predict
+        r = predict.predict_op(self.P, table or self.table, name, ops.TIMING, kernels, 0.0)
+        return [lab for lab, _, _, _ in r.parts]
+
+    def test_residual_layernorm_fused_else_the_pair(self):
+        ks = fake_kernels('elementwise_kernel<__nv_bfloat16, 2>',
+                          'layernorm_forward_kernel<__nv_bfloat16>')
+        self.assertEqual(self.labels('residual_layernorm_forward', ks),
+                         ['elementwise_kernel<__nv_bfloat16, 2>',
+                          'layernorm_forward_kernel<__nv_bfloat16>'])
+        ks += fake_kernels('residual_layernorm_kernel<__nv_bfloat16>')
+        self.assertEqual(self.labels('residual_layernorm_forward', ks),
+                         ['residual_layernorm_kernel<__nv_bfloat16>'])
+
+    def test_fc_gelu_is_a_separate_pass_unless_fused(self):
+        ks = fake_kernels('elementwise_kernel<__nv_bfloat16, 0>',
+                          'elementwise_kernel<__nv_bfloat16, 1>',
+                          'colsum_partials_kernel<__nv_bfloat16, 8>',
+                          'colsum_finish_kernel<__nv_bfloat16>')
+        self.assertEqual(self.labels('matmul_gelu_forward fc', ks),
+                         ['cuBLASLt fwd 3072x4096x768', 'elementwise_kernel<__nv_bfloat16, 0>'])
+        bwd = self.labels('matmul_backward_gelu fc proj', ks)
+        self.assertEqual(bwd[0], 'cuBLASLt dinp 3072x4096x768')
+        self.assertEqual(bwd[-1], 'elementwise_kernel<__nv_bfloat16, 1>')
+        fused = ops.op_table(ROOT, fuse_gelu=True)
+        self.assertEqual(self.labels('matmul_gelu_forward fc', ks, fused),
+                         ['cuBLASLt fwd+GELU_AUX 3072x4096x768'])
+        bwd = self.labels('matmul_backward_gelu fc proj', ks, fused)
+        self.assertEqual(bwd[0], 'cuBLASLt dinp+DGELU 3072x4096x768')
+        self.assertNotIn('elementwise_kernel<__nv_bfloat16, 1>', bwd)
+
+    def test_layernorm_backward_occupancy_counts_its_dynamic_smem(self):
+        spec = self.table['layernorm_backward'](ops.gpt2_xl(8))[0][0][0]
+        k = Fake(kernel(STREAM_LOOP), regs=56, short='layernorm_backward_kernel<__nv_bfloat16>')
+        r = cost.stream_time(self.P, k, spec, ops.gpt2_xl(8))
+        # 233472 / (4 warps x 2 x 1600 x 4 bytes + 1024) = 4.5; registers allow 9
+        self.assertEqual((r.occ.blocks, r.occ.limiter), (4, 'smem'))
 
 
 class ErrorPathTest(unittest.TestCase):
