@@ -457,12 +457,6 @@ cudaError_t cudaGetDevice(int *d)
     *d = 0;
     return cudaSuccess;
 }
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
-{
-    if (d != 0) return cudaErrorInvalidValue;
-    snprintf(p->name, sizeof p->name, "CUDA emulator (tests/cuda/emu)");
-    return cudaSuccess;
-}
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
 {
     (void)d;

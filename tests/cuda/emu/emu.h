@@ -205,11 +205,6 @@ cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDeviceCount(int *n);
 cudaError_t cudaSetDevice(int d);
 cudaError_t cudaGetDevice(int *d);
-/* the one field kernels/cuda/ reads */
-struct cudaDeviceProp {
-    char name[256];
-};
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
