@@ -72,12 +72,12 @@
 # all) names the sections to run (kernels sweep grads sample recompute nccl
 # perf xlmax head auto), for a rerun of what failed; CHECK_ARGS goes to
 # check_kernels (e.g. "--only head").
-# The first run after the attention rewrite (issue 13):
-#   GPU_CHECK_SECTIONS="kernels recompute perf sweep" scripts/gpu_check.sh OUT
-# estimated at 5 to 6 minutes (not yet run): build from the bundle and data
-# about 20 s, kernels about 55 s (runs 1-2 took about 45 s; now every
-# attention variant is checked at 124M's shape too), sweep about 45 s,
-# recompute about 25 s, perf about 150 s (run 1's rows, with 124M at B=64).
+# The first run after the attention rewrite and the fusions (issue 13):
+#   GPU_CHECK_SECTIONS="kernels recompute perf sweep sample" scripts/gpu_check.sh OUT
+# planned at 5 to 6 minutes (not yet run): the bundle and data about 20 s,
+# kernels about 80 s (the checks about 55 s, the fused ops again, three
+# timing tables), sweep about 45 s, sample about 10 s, recompute about 35 s
+# (13 tiny runs), perf about 120 s (docs/gpu-results.md, "The next run").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -ne 1 ]; then
