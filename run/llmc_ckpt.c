@@ -142,6 +142,13 @@ static int export_check(const GPT *g, const Loader *ld, const char *dir, char *e
     return 0;
 }
 
+/* The sampler's RNG state; without a sampler (0), llm.c's own starting
+ * value, 13371337 + rank: a zero xorshift state would stay zero. */
+static uint64_t rng_or_default(const SampleRng *rng, int rank)
+{
+    return rng->state ? rng->state : 13371337u + (uint64_t)rank;
+}
+
 int llmc_ckpt_export(const char *dir, int step, int model_version, GPT *g, Dist *d,
                      const Loader *ld, const SampleRng *rng, char *err, size_t err_len)
 {
@@ -176,7 +183,8 @@ int llmc_ckpt_export(const char *dir, int step, int model_version, GPT *g, Dist 
     }
     LlmcState st = {.num_processes = d->world, .rank = d->rank, .use_master_weights = 1,
                     .should_shuffle = 0, .step = step,
-                    .rng_state = rng->state, .rng_state_last_update = rng->state,
+                    .rng_state = rng_or_default(rng, d->rank),
+                    .rng_state_last_update = rng_or_default(rng, d->rank),
                     .shard_idx = (uint64_t)ld->shard_pos, .sample_idx = (uint64_t)ld->window_pos};
     io_err(p, sizeof p, "%s/state_%08d_%05d.bin", dir, step, d->rank);
     if (rc == 0) rc = llmc_state_write(p, &st, np, m, v, params, why, sizeof why);
@@ -207,20 +215,20 @@ static int import_check(const LlmcFiles *f, const LlmcState *st, uint64_t count,
                         const Dist *d, const Loader *ld, char *err, size_t err_len)
 {
     uint64_t np = g->plan.num_params;
-    if (st->num_processes != d->world || st->rank != d->rank)
-        io_err(err, err_len, "%s: written by rank %d of %d processes, read by rank %d of %d "
-               "(start this run with %d rank%s)", f->state, st->rank, st->num_processes, d->rank,
-               d->world, st->num_processes, st->num_processes == 1 ? "" : "s");
-    else if (st->should_shuffle)
-        io_err(err, err_len, "%s: the llm.c run shuffled its data (should_shuffle 1); its "
-               "order cannot be continued here", f->state);
-    else if (count != np && count * (uint64_t)st->num_processes >= np && count < np)
+    if (count != np && count * (uint64_t)st->num_processes >= np && count < np)
         io_err(err, err_len, "%s: holds a ZeRO-1 slice (%llu of the model's %llu parameters); "
                "only unsharded llm.c state (zero_stage 0) can be read", f->state,
                (unsigned long long)count, (unsigned long long)np);
     else if (count != np)
         io_err(err, err_len, "%s: holds AdamW state for %llu parameters, the model (%s) has "
                "%llu", f->state, (unsigned long long)count, f->model, (unsigned long long)np);
+    else if (st->num_processes != d->world || st->rank != d->rank)
+        io_err(err, err_len, "%s: written by rank %d of %d processes, read by rank %d of %d "
+               "(start this run with %d rank%s)", f->state, st->rank, st->num_processes, d->rank,
+               d->world, st->num_processes, st->num_processes == 1 ? "" : "s");
+    else if (st->should_shuffle)
+        io_err(err, err_len, "%s: the llm.c run shuffled its data (should_shuffle 1); its "
+               "order cannot be continued here", f->state);
     else if (st->step > INT_MAX - 1)
         io_err(err, err_len, "%s: step %lld is too large", f->state, (long long)st->step);
     else if (g->opt_begin != 0 || g->opt_end != np)

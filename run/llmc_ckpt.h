@@ -28,8 +28,9 @@
  *     state file does not record B, T or the glob: an import must be given
  *     the llm.c run's -b, -t and -i as --batch, --seq-len and --train-data.
  *   - rng_state: llm.c's stochastic-rounding RNG has no counterpart here.
- *     Exports write the text sampler's RNG state into both rng fields (a
- *     non-zero xorshift state, which llm.c needs); imports take rng_state
+ *     Exports write the text sampler's RNG state into both rng fields
+ *     (without --sample-every, llm.c's own starting value 13371337 + rank:
+ *     never zero, which llm.c's xorshift needs); imports take rng_state
  *     back as the sampler's state when it is non-zero.
  *   - ZeRO-1: llm.c shards m, v and the master weights in equal slices;
  *     this project's --zero 1 slices differ. Only unsharded optimizer
