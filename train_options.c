@@ -104,8 +104,8 @@ static const OptSpec SPECS[] = {
     {"save", K_STR, O(save), NULL, 0, 0, NULL, "Model files",
      "write the final model (llm.c's format; see --save-dtype)"},
     {"save-dtype", K_CHOICE, O(save_dtype), "fp32", 0, 0, "fp32|bf16", "Model files",
-     "--save's precision: fp32 = llm.c version 3, bf16 = version 5 (what llm.c's CUDA trainer "
-     "loads)"},
+     "--save's and --save-checkpoint-llmc's model file precision: fp32 = llm.c version 3, "
+     "bf16 = version 5 (what llm.c's CUDA trainer loads)"},
     {"sample-every", K_INT, O(sample_every), "0", 0, 1 << 30, NULL, "Text",
      "print a sample from the model every N steps (0 = never)"},
     {"sample-tokens", K_INT, O(sample_tokens), "64", 1, 1 << 20, NULL, "Text",

@@ -12,6 +12,7 @@
  *   - export at step 3 of 6, resume from the llm.c files: the final model
  *     file is bitwise the uninterrupted run's (CPU fp32; fp32 and bf16
  *     model files, the master weights carrying the fp32 values);
+ *   - a --checkpoint-dir save converted (resumed for 0 steps, exported);
  *   - the refusals: a ZeRO-1 slice, shuffling, flags that cannot go
  *     together (exit 2). Damaged files are in test_hostile_inputs.c.
  * Needs python3 with numpy (scripts/setup.sh installs it). */
@@ -84,6 +85,22 @@ static void check_export(const char *dtype)
 
 Test(llmc, export_fp32_matches_llmc_layout, .timeout = 120) { check_export("fp32"); }
 Test(llmc, export_bf16_matches_llmc_layout, .timeout = 120) { check_export("bf16"); }
+
+/* This project's checkpoint folder to llm.c's trio: resume it for 0 steps. */
+Test(llmc, convert_checkpoint_folder, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], cmd[4096];
+    tc_make_shards(d, 2, 100);
+    snprintf(args, sizeof args, "%s --steps 4 --checkpoint-dir %s/ck", tc_model_args(d), d);
+    run_expect(d, args, 0, "saved");
+    snprintf(args, sizeof args, "%s --steps 4 --resume=%s/ck --save-checkpoint-llmc %s/lc",
+             tc_model_args(d), d, d);
+    run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+    snprintf(cmd, sizeof cmd, PY " check %s/lc/state_00000004_00000.bin %s/lc/model_00000004.bin "
+             "--step 4 --shards '%s/train_*.bin' --reads 4 --B 2 --T 16", d, d, d);
+    py(d, cmd, "llmc_state: PASS");
+    tu_remove_tree(d);
+}
 
 Test(llmc, resume_python_written_state_is_one_adamw_step_on, .timeout = 120)
 {
