@@ -12,6 +12,7 @@
  *   - export at step 3 of 6, resume from the llm.c files: the final model
  *     file is bitwise the uninterrupted run's (CPU fp32; fp32 and bf16
  *     model files, the master weights carrying the fp32 values);
+ *   - the same on two ranks (mpirun, a state file per rank);
  *   - a --checkpoint-dir save converted (resumed for 0 steps, exported);
  *   - the refusals: a ZeRO-1 slice, shuffling, flags that cannot go
  *     together (exit 2). Damaged files are in test_hostile_inputs.c.
@@ -169,6 +170,34 @@ static void check_bitwise(const char *dtype)
 
 Test(llmc, resume_from_export_is_bitwise_fp32_model, .timeout = 180) { check_bitwise("fp32"); }
 Test(llmc, resume_from_export_is_bitwise_bf16_model, .timeout = 180) { check_bitwise("bf16"); }
+
+/* Two ranks (mpirun, --zero 0): one state file each, rank 1's checked as
+ * rank 1 of 2 at the same position; the resume on two ranks is bitwise. */
+Test(llmc, two_ranks_export_and_resume_bitwise, .timeout = 180)
+{
+    char *d = tu_tempdir(), args[4096], cmd[8192];
+    tc_make_shards(d, 2, 200); /* 199 / (2 ranks x 32 tokens) = 3 steps per shard */
+    const char *mpi = "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none "
+                      "--mca btl self,vader --mca btl_vader_single_copy_mechanism none -np 2";
+    snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc "
+             "--save %s/full.bin > %s/a.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d, d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", tu_read_file(tu_path(d, "a.txt"), NULL));
+    for (int r = 0; r < 2; r++) {
+        snprintf(cmd, sizeof cmd, PY " check %s/lc/state_00000002_%05d.bin "
+                 "%s/lc/model_00000002.bin --step 2 --nproc 2 --rank %d --shards '%s/train_*.bin' "
+                 "--reads 2 --B 2 --T 16", d, r, d, r, d);
+        py(d, cmd, "llmc_state: PASS");
+    }
+    snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --resume-llmc %s/lc/state_00000002_00000.bin "
+             "--save %s/res.bin > %s/b.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d, d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", tu_read_file(tu_path(d, "b.txt"), NULL));
+    cr_expect(tc_files_equal(tu_path(d, "full.bin"), tu_path(d, "res.bin")),
+              "two ranks: the resumed run's final model differs");
+    /* one rank cannot continue a two-rank run */
+    snprintf(args, sizeof args, "%s --steps 4 --resume-llmc %s/lc", tc_model_args(d), d);
+    run_expect(d, args, 1, "written by rank 0 of 2 processes, read by rank 0 of 1");
+    tu_remove_tree(d);
+}
 
 Test(llmc, refusals, .timeout = 120)
 {
