@@ -329,12 +329,18 @@ Test(opcost, flops_reproduces_the_previous_auto, .timeout = 60)
             in.cfg.max_seq_len = 1024;
             if (strcmp(want[i].shape, "xl96") == 0) in.cfg.num_layers = 96;
         }
+        /* The table was recorded before the bf16 head kept its logits in bf16
+         * (b6456da): one 4096-row chunk of Vp logits, 2 bytes a value fewer, a
+         * constant of the peak that no schedule changes. So the old choice at
+         * a budget is the new choice at that budget less the constant, with
+         * the peak less it too. */
+        size_t shift = in.dtype == DTYPE_BF16 ? (size_t)4096 * in.cfg.padded_vocab * 2 : 0;
         Schedule s;
         AutoResult r;
         char err[512];
-        cr_assert_eq(planner_auto(&in, want[i].budget, NULL, &s, &r, err, sizeof err), 0, "%s",
-                     err);
-        cr_assert(r.fits == want[i].fits && r.peak == want[i].peak &&
+        cr_assert_eq(planner_auto(&in, want[i].budget - shift, NULL, &s, &r, err, sizeof err), 0,
+                     "%s", err);
+        cr_assert(r.fits == want[i].fits && r.peak == want[i].peak - shift &&
                       r.recompute_flops == want[i].recompute && r.recompute == r.recompute_flops,
                   "%s at %zu: fits %d peak %zu recompute %lld", want[i].shape, want[i].budget,
                   r.fits, r.peak, r.recompute_flops);
