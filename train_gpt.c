@@ -79,7 +79,7 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
     char resumed[4200];
-    const char *from = o->init_from;
+    const char *from = o->llmc_resume ? tr->llmc_from.model : o->init_from;
     if (tr->resume_dir[0]) { /* resuming: the save's shape */
         snprintf(resumed, sizeof resumed, "%s/model.bin", tr->resume_dir);
         from = resumed;
@@ -365,6 +365,7 @@ static void start(Trainer *tr, int argc, char **argv)
     if (rc < 0) fail(tr, err);
     if (rc == 0) tr->resume_dir[0] = 0;
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    trainer_llmc_start(tr);
     if (rc > 0 && o->init_from)
         printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
                o->init_from);
@@ -401,6 +402,7 @@ static void start_progress(Trainer *tr, double t_start)
         from = man.step;
         ckpt_manifest_free(&man);
     }
+    if (o->llmc_resume) from = tr->llmc_from.step;
     progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
                   tr->dist.world == 1);
     if (tr->dist.rank != 0) return; /* the estimate is printed once, its warning too */
@@ -476,6 +478,8 @@ int main(int argc, char **argv)
         fail(&tr, err);
     if (tr.resume_dir[0])
         printf("resuming from %s...\n", tr.resume_dir);
+    else if (o->llmc_resume)
+        printf("resuming from llm.c's checkpoint %s...\n", tr.llmc_from.state);
     else if (o->init_from)
         printf("loading %zu parameters from %s...\n", tr.model.plan.num_params, o->init_from);
     else
@@ -483,7 +487,8 @@ int main(int argc, char **argv)
                (unsigned long long)o->seed);
     if (tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
                                           &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
-                         : load_params(&tr, err, sizeof err))
+                         : o->llmc_resume ? trainer_llmc_resume(&tr, err, sizeof err)
+                                          : load_params(&tr, err, sizeof err))
         fail(&tr, err);
     guard_check_start_step(d, tr.start_step);
     /* A resumed run appends to its log, cut back to the resumed step, so
@@ -500,6 +505,7 @@ int main(int argc, char **argv)
         return rc;
     }
     if (rc == 0) rc = trainer_save_model(&tr, err, sizeof err);
+    if (rc == 0) rc = trainer_llmc_export(&tr, o->steps, err, sizeof err);
     if (rc != 0) {
         close_log(&tr, rc);
         fail(&tr, err);

@@ -17,6 +17,7 @@
 #include "distributed/dist.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
+#include "run/llmc_ckpt.h"
 #include "run/run_log.h"
 #include "run/session.h"
 #include "train_costs.h"
@@ -46,6 +47,8 @@ typedef struct {
     RunSession sess;         /* saves, resume, test hooks (run/session.h) */
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
+    LlmcFiles llmc_from;     /* --resume-llmc's files (step -1: none) */
+    int llmc_saved;          /* the step of the last llm.c export or import; -1 none */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (train_costs.h) */
     long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
@@ -73,6 +76,18 @@ int train_stop(Trainer *tr, char *err, size_t len);
 /* Write --save (rank 0) after checking, under several ranks, that every
  * rank holds the same parameters. Collective. (train_gpt.c) */
 int trainer_save_model(Trainer *tr, char *err, size_t len);
+
+/* llm.c's checkpoints (train_llmc.c). At start-up, every rank: find
+ * --resume-llmc's files and make --save-checkpoint-llmc's folder (exit 1
+ * naming the path on a fault). */
+void trainer_llmc_start(Trainer *tr);
+/* An llm.c export is due after this step (--save-every, the last step). */
+int trainer_llmc_due(const Trainer *tr, int step);
+/* Write step's llm.c checkpoint (no-op without the flag, or when written
+ * already). Collective. */
+int trainer_llmc_export(Trainer *tr, int step, char *err, size_t len);
+/* Load --resume-llmc's checkpoint into the built model and train loader. */
+int trainer_llmc_resume(Trainer *tr, char *err, size_t len);
 
 /* One JSON line to --log (rank 0's), then frees obj. */
 void trainer_log(Trainer *tr, cJSON *obj);

@@ -138,6 +138,13 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
                  tr->opt.save, kept ? "" : " (a model file only: not resumable)");
         kept |= KEPT_MODEL;
     }
+    if (tr->opt.llmc_save_dir) { /* resumable too, with --resume-llmc */
+        if (trainer_llmc_export(tr, step, err, len) != 0) return -1;
+        size_t n = strlen(what);
+        snprintf(what + n, wlen - n, "%sllm.c's checkpoint of step %d is in %s (resume with "
+                 "--resume-llmc)", n ? "; " : "", step, tr->opt.llmc_save_dir);
+        kept |= KEPT_CHECKPOINT;
+    }
     if (!kept)
         snprintf(what, wlen, "nothing saved (no --checkpoint-dir or --save): the %d step%s "
                  "trained are lost", step - tr->start_step, step - tr->start_step == 1 ? "" : "s");
@@ -267,6 +274,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
             session_save(&tr->sess, &tr->model, d, &tr->train, &tr->sampler.rng, step, tr->bad_steps,
                          err, len) != 0)
             return -1;
+        if (trainer_llmc_due(tr, step) && trainer_llmc_export(tr, step, err, len) != 0) return -1;
         /* A signal reaches the ranks at different moments: stop when any
          * rank has one, all after the same step. */
         int sig = signals_pending();

@@ -104,8 +104,8 @@ static const OptSpec SPECS[] = {
     {"save", K_STR, O(save), NULL, 0, 0, NULL, "Model files",
      "write the final model (llm.c's format; see --save-dtype)"},
     {"save-dtype", K_CHOICE, O(save_dtype), "fp32", 0, 0, "fp32|bf16", "Model files",
-     "--save's precision: fp32 = llm.c version 3, bf16 = version 5 (what llm.c's CUDA trainer "
-     "loads)"},
+     "--save's and --save-checkpoint-llmc's model file precision: fp32 = llm.c version 3, "
+     "bf16 = version 5 (what llm.c's CUDA trainer loads)"},
     {"sample-every", K_INT, O(sample_every), "0", 0, 1 << 30, NULL, "Text",
      "print a sample from the model every N steps (0 = never)"},
     {"sample-tokens", K_INT, O(sample_tokens), "64", 1, 1 << 20, NULL, "Text",
@@ -142,6 +142,12 @@ static const OptSpec SPECS[] = {
      "continue from the newest intact save in --checkpoint-dir (a new run if none), or "
      "--resume=DIR: from DIR (a checkpoint folder, or exactly one step_N folder: newer saves "
      "of the run are then moved into abandoned/)"},
+    {"save-checkpoint-llmc", K_STR, O(llmc_save_dir), NULL, 0, 0, NULL, "Checkpoints",
+     "also write llm.c's checkpoint (DIR/model_N.bin per --save-dtype, state_N_RANK.bin, "
+     "DONE_N) whenever a save is due (--save-every, the last step, a stop)"},
+    {"resume-llmc", K_STR, O(llmc_resume), NULL, 0, 0, NULL, "Checkpoints",
+     "continue an llm.c run: S is its output folder (newest DONE_N step) or a "
+     "state_N_RANK.bin; give its -i, -b, -t as --train-data, --batch, --seq-len"},
     {"overwrite-checkpoints", K_FLAG, O(overwrite_checkpoints), NULL, 0, 0, NULL, "Checkpoints",
      "start this run in a --checkpoint-dir that holds another run's saves, moving them into "
      "DIR/replaced_<time>/ (nothing is deleted)"},
@@ -445,8 +451,18 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
 static int check_checkpoint_flags(const TrainOptions *opt)
 {
     const char *why = NULL;
-    if (opt->save_every > 0 && !opt->checkpoint_dir && !opt->resume_path)
-        why = "--save-every: needs --checkpoint-dir DIR";
+    int llmc = opt->llmc_save_dir || opt->llmc_resume;
+    if (opt->save_every > 0 && !opt->checkpoint_dir && !opt->resume_path && !opt->llmc_save_dir)
+        why = "--save-every: needs --checkpoint-dir DIR or --save-checkpoint-llmc DIR";
+    else if (opt->llmc_resume && (opt->resume || opt->init_from))
+        why = "--resume-llmc continues an llm.c run; --resume and --init-from start from "
+              "something else: give one of them";
+    else if (llmc && opt->shuffle)
+        why = "--save-checkpoint-llmc and --resume-llmc need --shuffle 0 (llm.c's shuffled order "
+              "is not this project's)";
+    else if (llmc && opt->zero)
+        why = "--save-checkpoint-llmc and --resume-llmc need --zero 0 (llm.c's ZeRO-1 slices of "
+              "the optimizer state are not this project's)";
     else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
     else if (opt->overwrite_checkpoints && !opt->checkpoint_dir)
@@ -516,7 +532,9 @@ RunConfig train_options_run_config(const TrainOptions *o)
 {
     return (RunConfig){
         .checkpoint_dir = o->checkpoint_dir, .resume_path = o->resume_path,
-        .resume = o->resume, .save_every = o->save_every, .keep = o->keep,
+        .resume = o->resume, .keep = o->keep,
+        /* --save-every with only --save-checkpoint-llmc paces the llm.c saves */
+        .save_every = o->checkpoint_dir || o->resume_path ? o->save_every : 0,
         .overwrite = o->overwrite_checkpoints, .exclusive = !o->plan && o->generate == 0,
         .batch = o->batch, .seq_len = o->seq_len, .grad_accum = o->grad_accum,
         .steps = o->steps, .zero = o->zero, .shuffle = o->shuffle,

@@ -46,6 +46,8 @@ typedef struct {
     /* checkpoints and failures (run/session.h) */
     const char *checkpoint_dir, *resume_path;
     int save_every, keep, resume, max_bad_steps, overwrite_checkpoints;
+    /* llm.c's checkpoints (run/llmc_ckpt.h) */
+    const char *llmc_save_dir, *llmc_resume;
     /* other */
     const char *log_path, *device, *dtype, *dump_grads;
     int log_errors; /* 0 fail, 1 ignore */

@@ -6,7 +6,7 @@
 # or timeout leaves its input in build/fuzz/artifacts/ and makes the script
 # exit non-zero. Needs clang with libFuzzer (Debian: clang, libclang-rt-dev).
 #
-#   scripts/run_fuzzers.sh 30          # what CI runs: ~3 minutes in all (6 targets)
+#   scripts/run_fuzzers.sh 30          # what CI runs: ~4 minutes in all (8 targets)
 #   scripts/run_fuzzers.sh 3600        # an hour each, to look harder
 #   build/fuzz/fuzz_shard build/fuzz/artifacts/crash-...   # replay one input
 set -euo pipefail

@@ -6,7 +6,7 @@
  * Files: a token shard (--train-data), a model file (--init-from; also a
  * NaN weight), a run state file and a COMPLETE manifest
  * (--resume=DIR/step_N), a dataset manifest (beside ./tokenize's shards,
- * read with --train-data), an llm.c eval file (--eval-file; every
+ * read with --train-data), llm.c's state file (--resume-llmc), an llm.c eval file (--eval-file; every
  * record-level fault is in test_eval_file.c), and the checkpoint folder as
  * a whole (another run's saves, a held lock, a lock file or abandoned/ that
  * is not what it should be, only corrupt saves, state files of another
@@ -308,6 +308,59 @@ Test(hostile, run_state, .timeout = 120)
     expect_refused(d, args, path, &shorter);
     free(orig);
     free(d);
+}
+
+/* llm.c's state file (--resume-llmc DIR/state_N_R.bin): header ints at 4i,
+ * [1] version [2] processes [3] rank [4] master [5] shuffle [10] step,
+ * [30] shard and [32] sample (u64); no checksum, so every field is checked. */
+Test(hostile, llmc_state, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], path[800], keep[800], cmd[2048];
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --steps 1 --save-checkpoint-llmc %s/lc", tc_model_args(d), d);
+    snprintf(path, sizeof path, "%s/base", d);
+    cr_assert_eq(tc_run(NULL, args, path), 0);
+    snprintf(path, sizeof path, "%s/lc/state_00000001_00000.bin", d);
+    snprintf(keep, sizeof keep, "%s/llmc_state.orig", d);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, keep);
+    cr_assert_eq(tu_run(cmd), 0);
+    size_t len;
+    char *orig = tu_read_file(keep, &len);
+    static const Case cases[] = {
+        {"truncated", TRUNCATE, -100, 0, NULL, "is not 3 whole float32 arrays", 0, 0},
+        {"truncated_header", TRUNCATE, 100, 0, NULL, "100 bytes, shorter than llm.c's", 0, 0},
+        {"zero_length", EMPTY, 0, 0, NULL, "0 bytes, shorter than llm.c's", 0, 0},
+        {"folder", FOLDER, 0, 0, NULL, "no complete llm.c checkpoint in it", 0, 0},
+        {"bad_magic", SET_I32, 0, 1234, NULL, "bad magic 1234", 0, 0},
+        {"bad_version", SET_I32, 4, 2, NULL, "unsupported llm.c state version 2", 0, 0},
+        {"other_process_count", SET_I32, 8, 2, NULL, "written by rank 0 of 2 processes", 0, 0},
+        {"negative_processes", SET_I32, 8, -3, NULL, "bad process count -3", 0, 0},
+        {"rank_outside", SET_I32, 12, 5, NULL, "bad process count 1 or rank 5", 0, 0},
+        {"bad_master_flag", SET_I32, 16, 7, NULL, "use_master_weights 7", 0, 0},
+        {"no_master_sizes_differ", SET_I32, 16, 0, NULL, "holds AdamW state for 51264", 0, 0},
+        {"shuffled", SET_I32, 20, 1, NULL, "the llm.c run shuffled its data", 0, 0},
+        {"negative_step", SET_I32, 40, -3, NULL, "negative step -3", 0, 0},
+        {"huge_shard", SET_U64, 120, (int64_t)1 << 40, NULL, "(shard 1099511627776, sample 1)",
+         0, 0},
+        {"huge_sample", SET_U64, 128, -1, NULL, "sample 18446744073709551615) is not in", 0, 0},
+        {"nan_in_m", SET_I32, 1024 + 8, 0x7fc00000, NULL, "AdamW m hold a non-finite value "
+         "(element 2)", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        make_hostile(path, orig, len, &cases[i], 0);
+        snprintf(args, sizeof args, "%s --steps 2 --resume-llmc %s", tc_model_args(d), path);
+        expect_refused(d, args, path, &cases[i]);
+    }
+    /* the model file of the step is gone */
+    static const Case no_model = {"missing_model", TRUNCATE, -0L, 0, NULL, "missing", 0, 0};
+    make_hostile(path, orig, len, &no_model, 0);
+    snprintf(cmd, sizeof cmd, "mv %s/lc/model_00000001.bin %s/lc/m.bin", d, d);
+    cr_assert_eq(tu_run(cmd), 0);
+    snprintf(args, sizeof args, "%s --steps 2 --resume-llmc %s", tc_model_args(d), path);
+    snprintf(keep, sizeof keep, "%s/lc/model_00000001.bin", d);
+    expect_refused(d, args, keep, &no_model);
+    free(orig);
+    tu_remove_tree(d);
 }
 
 Test(hostile, manifest, .timeout = 120)

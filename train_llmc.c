@@ -1,0 +1,70 @@
+/* train_llmc.c — the trainer's side of llm.c's checkpoints
+ * (--save-checkpoint-llmc, --resume-llmc): when they are written and read;
+ * the format and the mapping are run/llmc_ckpt.h's. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/fileio.h"
+#include "run/llmc_ckpt.h"
+#include "train_gpt.h"
+
+void trainer_llmc_start(Trainer *tr)
+{
+    const TrainOptions *o = &tr->opt;
+    char err[4600], why[4400];
+    tr->llmc_saved = -1;
+    tr->llmc_from.step = -1;
+    if (o->llmc_resume &&
+        llmc_ckpt_locate(o->llmc_resume, tr->dist.rank, &tr->llmc_from, err, sizeof err) != 0)
+        dist_fail(&tr->dist, 1, "%s", err);
+    const char *dir = o->llmc_save_dir;
+    if (!dir || tr->dist.rank != 0) return;
+    /* made now, so a bad path fails at start-up, not at the first save */
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        char up[4096];
+        io_dirname(dir, up, sizeof up);
+        if (io_probe_writable(up, why, sizeof why) != 0)
+            dist_fail(&tr->dist, 1, "--save-checkpoint-llmc %s: its parent folder must exist "
+                      "and be writable: %s", dir, why);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            dist_fail(&tr->dist, 1, "--save-checkpoint-llmc %s: cannot create: %s", dir,
+                      strerror(errno));
+    }
+    if (io_probe_writable(dir, why, sizeof why) != 0)
+        dist_fail(&tr->dist, 1, "--save-checkpoint-llmc %s", why);
+}
+
+int trainer_llmc_due(const Trainer *tr, int step)
+{
+    const TrainOptions *o = &tr->opt;
+    if (!o->llmc_save_dir || step == tr->llmc_saved) return 0;
+    return (o->save_every > 0 && step % o->save_every == 0) || step == o->steps;
+}
+
+int trainer_llmc_export(Trainer *tr, int step, char *err, size_t len)
+{
+    const TrainOptions *o = &tr->opt;
+    if (!o->llmc_save_dir || step == tr->llmc_saved) return 0;
+    if (llmc_ckpt_export(o->llmc_save_dir, step, o->save_dtype ? 5 : 3, &tr->model, &tr->dist,
+                         &tr->train, &tr->sampler.rng, err, len) != 0)
+        return -1;
+    tr->llmc_saved = step;
+    return 0;
+}
+
+int trainer_llmc_resume(Trainer *tr, char *err, size_t len)
+{
+    if (llmc_ckpt_import(&tr->llmc_from, &tr->model, &tr->dist, &tr->train, &tr->sampler.rng,
+                         &tr->start_step, err, len) != 0)
+        return -1;
+    if (tr->start_step > tr->opt.steps) {
+        snprintf(err, len, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
+                 "is the run's total)", tr->llmc_from.state, tr->start_step, tr->opt.steps);
+        return -1;
+    }
+    tr->llmc_saved = tr->llmc_from.step; /* resuming from that step: nothing new to export */
+    return 0;
+}
