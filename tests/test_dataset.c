@@ -27,7 +27,8 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-#define TEXT "../shared/data/tinyshakespeare/input.txt"
+/* the text through the data chain (test_util.h), not a ../shared path */
+#define TEXT TU_SHAKESPEARE
 
 /* ./tokenize ARGS with stderr to dir/tok.err; returns the exit status and
  * the message (malloc'd) in *msg when msg is not NULL. */
@@ -194,8 +195,9 @@ Test(dataset, full_disk_keeps_the_old_dataset, .timeout = 60)
     cr_assert_not_null(f);
     fputs(FULL_DISK_SH, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "%s sh '%s' '%s' '%s' '%s' '%s/%s'", ns, script, p, d, tok, cwd,
-             TEXT);
+    const char *text = TEXT;
+    snprintf(cmd, sizeof cmd, "%s sh '%s' '%s' '%s' '%s' '%s%s%s'", ns, script, p, d, tok,
+             text[0] == '/' ? "" : cwd, text[0] == '/' ? "" : "/", text);
     int rc = tu_run(cmd);
     cr_assert_eq(rc, 0, "the tmpfs scenario did not run (exit %d): %s", rc, cmd);
     char *rcs = read_in(d, "rc.txt"), *err = read_in(d, "err.txt");

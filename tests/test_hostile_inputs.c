@@ -430,8 +430,9 @@ static char *replaced(const char *text, const char *from, const char *to)
 Test(hostile, dataset_manifest, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], path[600], cmd[2048];
-    snprintf(cmd, sizeof cmd, "head -c 20000 ../shared/data/tinyshakespeare/input.txt | %s "
-             "--quiet --out %s/ts --shard-size 2000 --val-tokens 0 -", tc_tokenize_bin(), d);
+    snprintf(cmd, sizeof cmd, "head -c 20000 '%s' | %s "
+             "--quiet --out %s/ts --shard-size 2000 --val-tokens 0 -", TU_SHAKESPEARE,
+             tc_tokenize_bin(), d);
     cr_assert_eq(tu_run(cmd), 0);
     snprintf(path, sizeof path, "%s/ts.manifest.json", d);
     size_t len;

@@ -77,8 +77,9 @@ Test(resume_content, changed_shard_of_the_same_size_is_named, .timeout = 60)
 Test(resume_content, changed_shard_of_a_manifest_dataset_is_named, .timeout = 60)
 {
     char *d = tu_tempdir(), args[4096], p[700], *err;
-    snprintf(args, sizeof args, "head -c 20000 ../shared/data/tinyshakespeare/input.txt | "
-             "%s --quiet --out %s/ts --shard-size 2000 --val-tokens 0 -", tc_tokenize_bin(), d);
+    snprintf(args, sizeof args, "head -c 20000 '%s' | "
+             "%s --quiet --out %s/ts --shard-size 2000 --val-tokens 0 -", TU_SHAKESPEARE,
+             tc_tokenize_bin(), d);
     cr_assert_eq(tu_run(args), 0);
     const char *model = "--layers 1 --channels 16 --heads 2 --vocab 50257 --seq-len 32 --batch 2 "
                         "--device cpu --threads 1";
