@@ -8,6 +8,7 @@
  * chain from the repository), so every success also passes the sha256
  * check; CI fetches from the real npm registry in .ci/run. */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,4 +254,31 @@ Test(source, tinyshakespeare_comes_by_url, .timeout = 60)
                                  "tinyshakespeare or hellaswag"), "%s", err);
     free(out), free(err);
     env_free(&e);
+}
+
+/* A clone with no shared folder beside it runs the whole suite (its inputs
+ * come through the chain: TU_ENCODER, TU_VOCAB, TU_SHAKESPEARE). So no test
+ * names a ../shared/data path to read; this file builds fake shared folders,
+ * and test_hellaswag_cli.c only skips when the real one would be used. */
+Test(source, tests_read_inputs_through_the_chain)
+{
+    glob_t g;
+    cr_assert_eq(glob("tests/*.c", 0, NULL, &g), 0, "run from the project root");
+    int bad = 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *p = g.gl_pathv[i];
+        if (strstr(p, "test_source.c") || strstr(p, "test_hellaswag_cli.c")) continue;
+        char *text = tu_read_file(p, NULL);
+        cr_assert_not_null(text, "%s", p);
+        for (char *s = text; (s = strstr(s, "../shared/data/")); s++) {
+            int line = 1;
+            for (char *c = text; c < s; c++) line += *c == '\n';
+            cr_expect(0, "%s:%d reads ../shared/data/ directly; use TU_SHAKESPEARE and friends "
+                      "(tests/test_util.h)", p, line);
+            bad++;
+        }
+        free(text);
+    }
+    globfree(&g);
+    cr_expect_eq(bad, 0);
 }
