@@ -230,21 +230,12 @@ out:
 int dataset_manifest_read(const char *path, DatasetManifest *m, char *err, size_t err_len)
 {
     memset(m, 0, sizeof *m);
-    off_t size;
-    int fd = io_open_regular(path, &size, err, err_len);
-    if (fd < 0) return -1;
-    int rc = -1;
-    char *text = NULL;
-    if (size < 2 || (uint64_t)size > DATASET_MANIFEST_MAX_BYTES) {
-        io_err(err, err_len, "%s: %lld bytes (a dataset manifest has 2..%u)", path,
-               (long long)size, DATASET_MANIFEST_MAX_BYTES);
-    } else if (!(text = malloc((size_t)size))) {
-        io_err(err, err_len, "%s: out of host memory", path);
-    } else if (io_pread_exact(fd, text, (size_t)size, 0, path, err, err_len) == 0) {
-        rc = dataset_manifest_parse(text, (size_t)size, path, m, err, err_len);
-    }
+    char *text;
+    size_t len;
+    int rc = io_read_whole(path, 2, DATASET_MANIFEST_MAX_BYTES, "a dataset manifest", &text, &len,
+                           err, err_len);
+    if (rc == 0) rc = dataset_manifest_parse(text, len, path, m, err, err_len);
     free(text);
-    close(fd);
     return rc;
 }
 

@@ -116,20 +116,11 @@ int ckpt_read_manifest(const char *step_dir, CkptManifest *man, char *err, size_
     memset(man, 0, sizeof *man);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", step_dir, CKPT_MANIFEST);
-    off_t size;
-    int fd = io_open_regular(path, &size, err, err_len);
-    if (fd < 0) return -1;
-    if (size <= 0 || size > CKPT_MANIFEST_MAX_BYTES) {
-        io_err(err, err_len, "%s: %lld bytes (a manifest has 1..%d)", path, (long long)size,
-                 CKPT_MANIFEST_MAX_BYTES);
-        close(fd);
-        return -1;
-    }
-    char *text = malloc((size_t)size);
-    int rc = text ? io_pread_exact(fd, text, (size_t)size, 0, path, err, err_len) : -1;
-    if (!text) io_err(err, err_len, "%s: out of host memory", path);
-    close(fd);
-    if (rc == 0) rc = ckpt_parse_manifest(text, (size_t)size, path, man, err, err_len);
+    char *text;
+    size_t len;
+    int rc = io_read_whole(path, 1, CKPT_MANIFEST_MAX_BYTES, "a manifest", &text, &len, err,
+                           err_len);
+    if (rc == 0) rc = ckpt_parse_manifest(text, len, path, man, err, err_len);
     free(text);
     if (rc != 0) return -1;
     /* The files it lists must be there with the sizes it records. */

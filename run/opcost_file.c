@@ -127,20 +127,11 @@ out:
 int opcost_file_read(const char *path, const PlanInput *in, char *device, size_t device_len,
                      OpCosts *out, char *err, size_t err_len)
 {
-    off_t size;
-    int fd = io_open_regular(path, &size, err, err_len);
-    if (fd < 0) return -1;
-    if (size <= 0 || size > OPCOST_FILE_MAX_BYTES) {
-        io_err(err, err_len, "%s: %lld bytes (an op-cost file has 1..%d)", path,
-               (long long)size, OPCOST_FILE_MAX_BYTES);
-        close(fd);
-        return -1;
-    }
-    char *text = malloc((size_t)size);
-    int rc = text ? io_pread_exact(fd, text, (size_t)size, 0, path, err, err_len) : -1;
-    if (!text) io_err(err, err_len, "%s: out of host memory", path);
-    close(fd);
-    if (rc == 0) rc = parse(text, (size_t)size, path, in, device, device_len, out, err, err_len);
+    char *text;
+    size_t len;
+    int rc = io_read_whole(path, 1, OPCOST_FILE_MAX_BYTES, "an op-cost file", &text, &len, err,
+                           err_len);
+    if (rc == 0) rc = parse(text, len, path, in, device, device_len, out, err, err_len);
     free(text);
     return rc;
 }
