@@ -275,16 +275,6 @@ Test(resume, refuses_shape_flags_that_differ, .timeout = 60)
     free(d);
 }
 
-/* Poll a log until it has `n` training lines. */
-static int wait_for_steps(const char *log, int n, int timeout_ms)
-{
-    for (int t = 0; t < timeout_ms; t += 10) {
-        if (tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS) >= n) return 1;
-        tc_sleep_ms(10);
-    }
-    return 0;
-}
-
 Test(resume, sigterm_saves_and_resumes_exactly, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], p[600], log[700], out[700];
@@ -295,7 +285,7 @@ Test(resume, sigterm_saves_and_resumes_exactly, .timeout = 120)
              m, d, log);
     snprintf(p, sizeof p, "%s/s", d);
     pid_t pid = tc_spawn(NULL, args, p);
-    cr_assert(wait_for_steps(log, 3, 30000), "the run did not start");
+    cr_assert(tc_wait_for_steps(log, 3, 30000), "the run did not start");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
     cr_assert(st != -1 && WIFEXITED(st), "did not exit after SIGTERM");
@@ -340,7 +330,7 @@ Test(resume, second_signal_exits_at_once, .timeout = 60)
              m, d, log);
     snprintf(p, sizeof p, "%s/s", d);
     pid_t pid = tc_spawn("TRAIN_GPT_TEST_SAVE_DELAY_MS=1500", args, p);
-    cr_assert(wait_for_steps(log, 3, 30000)); /* step 2's save is complete */
+    cr_assert(tc_wait_for_steps(log, 3, 30000)); /* step 2's save is complete */
     kill(pid, SIGTERM);                     /* finishes step 4's save, slowly */
     tc_sleep_ms(300);
     struct timespec t0, t1;

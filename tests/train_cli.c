@@ -92,6 +92,24 @@ pid_t tc_spawn(const char *env, const char *args, const char *out_prefix)
     return pid;
 }
 
+int tc_wait_for_text(const char *path, const char *text, int timeout_ms)
+{
+    for (int t = 0; t < timeout_ms; t += 10) {
+        if (tc_file_has(path, text)) return 1;
+        tc_sleep_ms(10);
+    }
+    return 0;
+}
+
+int tc_wait_for_steps(const char *log, int n, int timeout_ms)
+{
+    for (int t = 0; t < timeout_ms; t += 10) {
+        if (tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS) >= n) return 1;
+        tc_sleep_ms(10);
+    }
+    return 0;
+}
+
 void tc_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

@@ -52,6 +52,13 @@ int tc_files_equal(const char *a, const char *b);
 
 void tc_sleep_ms(int ms);
 
+/* Poll (every 10 ms, up to timeout_ms) until the file holds text: 1, or 0
+ * at the timeout. */
+int tc_wait_for_text(const char *path, const char *text, int timeout_ms);
+
+/* Poll the same until a JSON-lines log has n training lines. */
+int tc_wait_for_steps(const char *log, int n, int timeout_ms);
+
 /* Hostile inputs (test_hostile_inputs.c): a good file damaged by one edit at a
  * time, each copy run on, each run refused (exit 1, a message naming the
  * file and the fault, no sanitizer report). */
