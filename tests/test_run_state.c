@@ -138,14 +138,6 @@ static size_t entry_at(const unsigned char *b, const char *name)
     return 0;
 }
 
-static void write_buf(const char *p, const unsigned char *b, size_t len)
-{
-    FILE *f = fopen(p, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(b, 1, len, f), len);
-    fclose(f);
-}
-
 /* Version 1 saves (before content hashes) hold "train-tokens-hash" and no
  * shard entries: still read, as token counts. */
 Test(run_state, reads_version_1_files)
@@ -165,7 +157,7 @@ Test(run_state, reads_version_1_files)
     uint32_t one = 1;
     memcpy(b + 8, &one, 4);
     fix_crcs(b, len);
-    write_buf(p, b, len);
+    tu_write_file(p, b, len);
     RunStateInfo info;
     cr_assert_eq(run_state_read_info(p, &info, err, sizeof err), 0, "%s", err);
     cr_expect_eq(info.st.data_kind, RUN_STATE_DATA_COUNTS);
@@ -203,7 +195,7 @@ Test(run_state, data_entries_are_checked)
         memset(b + at, 0, 23);
         memcpy(b + at, cases[i].rename, strlen(cases[i].rename));
         fix_crcs(b, len);
-        write_buf(p, b, len);
+        tu_write_file(p, b, len);
         RunStateInfo info;
         cr_expect_eq(run_state_read_info(p, &info, err, sizeof err), -1, "case %zu accepted", i);
         cr_expect(strstr(err, cases[i].msg) && strstr(err, p), "case %zu: '%s' lacks '%s'", i,

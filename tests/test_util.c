@@ -186,6 +186,11 @@ void tu_write_file(const char *path, const void *bytes, size_t n)
     cr_assert_eq(fclose(f), 0, "cannot write %s", path);
 }
 
+void tu_write_text(const char *path, const char *text)
+{
+    tu_write_file(path, text, strlen(text));
+}
+
 char *tu_captured_stderr(void)
 {
     fflush(stderr);

@@ -51,6 +51,8 @@ char *tu_read_file(const char *path, size_t *len);
 
 /* Write n bytes (n may be 0) as the whole file at path; asserts on failure. */
 void tu_write_file(const char *path, const void *bytes, size_t n);
+/* The same for a string (without its NUL). */
+void tu_write_text(const char *path, const char *text);
 
 /* Path of file i of a known input (data/source.h), found by the chain the
  * programs use (../shared beside the tree, the user's cache, a fetch), so
