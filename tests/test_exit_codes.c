@@ -16,9 +16,7 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-#define MPIRUN                                                                                 \
-    "timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader " \
-    "--mca btl_vader_single_copy_mechanism none"
+#define MPIRUN "timeout 60 " TC_MPIRUN
 
 /* The statuses in the README's table (its first column; "130 / 143" is
  * two), and how many tables have an "exit status" header. */

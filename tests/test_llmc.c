@@ -177,8 +177,7 @@ Test(llmc, two_ranks_export_and_resume_bitwise, .timeout = 180)
 {
     char *d = tu_tempdir(), args[4096], cmd[8192];
     tc_make_shards(d, 2, 200); /* 199 / (2 ranks x 32 tokens) = 3 steps per shard */
-    const char *mpi = "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none "
-                      "--mca btl self,vader --mca btl_vader_single_copy_mechanism none -np 2";
+    const char *mpi = "timeout 120 " TC_MPIRUN " -np 2";
     snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc "
              "--save %s/full.bin > %s/a.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d, d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", tu_read_file(tu_path(d, "a.txt"), NULL));

@@ -11,6 +11,13 @@
 
 #define TC_MAX_STEPS 4096
 
+/* mpirun in a container, as root, on 2 cores: shared memory (vader)
+ * without the single-copy (CMA/ptrace) path, no core binding. Callers add
+ * a timeout in front and -np N after. */
+#define TC_MPIRUN                                                                              \
+    "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader "           \
+    "--mca btl_vader_single_copy_mechanism none"
+
 const char *tc_bin(void);
 /* ./tokenize, or $TRAIN_GPT_TOKENIZE_BIN when set. */
 const char *tc_tokenize_bin(void);
