@@ -95,6 +95,14 @@ static void expect_same_losses(const char *a, const char *b, int n)
     }
 }
 
+/* Runs a and b in d: the same n losses (a.jsonl, b.jsonl) and bitwise the
+ * same final parameters (a.bin, b.bin; `differ` says what it means if not). */
+static void expect_same_run(const char *d, int n, const char *differ)
+{
+    expect_same_losses(tu_path(d, "a.jsonl"), tu_path(d, "b.jsonl"), n);
+    cr_expect(tc_files_equal(tu_path(d, "a.bin"), tu_path(d, "b.bin")), "%s", differ);
+}
+
 /* The text of the sample printed after step k (between its marker and the
  * next step's line), malloc'd. */
 static char *sample_text(const char *out_path, int k)
@@ -142,13 +150,8 @@ static void exact_resume(int rec_a, int rec_b)
     cr_expect_str_eq(sa, sb, "the sample after step 12 differs after resuming");
     free(sa), free(sb);
 
-    char la[700], lb[700], ba[700], bb[700], ca[700], cb[700];
-    snprintf(la, sizeof la, "%s/a.jsonl", d);
-    snprintf(lb, sizeof lb, "%s/b.jsonl", d);
-    expect_same_losses(la, lb, 16);
-    snprintf(ba, sizeof ba, "%s/a.bin", d);
-    snprintf(bb, sizeof bb, "%s/b.bin", d);
-    cr_expect(tc_files_equal(ba, bb), "final parameters differ after resuming");
+    char ca[700], cb[700];
+    expect_same_run(d, 16, "final parameters differ after resuming");
 
     /* Optimizer state and data position at the end, and at the save. */
     snprintf(ca, sizeof ca, "%s/cka", d);
@@ -445,13 +448,7 @@ Test(resume, zero1_two_ranks_exact, .timeout = 240)
              "--checkpoint-dir %s/ck --resume --save %s/b.bin >%s/b2.out 2>&1", MPIRUN2,
              tc_bin(), m, d, d, d, d);
     cr_assert_eq(tu_run(cmd), 0);
-    char la[700], lb[700], ba[700], bb[700];
-    snprintf(la, sizeof la, "%s/a.jsonl", d);
-    snprintf(lb, sizeof lb, "%s/b.jsonl", d);
-    expect_same_losses(la, lb, 8);
-    snprintf(ba, sizeof ba, "%s/a.bin", d);
-    snprintf(bb, sizeof bb, "%s/b.bin", d);
-    cr_expect(tc_files_equal(ba, bb), "parameters differ after a 2-rank ZeRO-1 resume");
+    expect_same_run(d, 8, "parameters differ after a 2-rank ZeRO-1 resume");
     /* one process cannot continue a 2-rank run exactly: refused */
     char args[4096], p[700], e[800];
     snprintf(args, sizeof args, "%s --zero 1 --shuffle 1 --steps 9 --checkpoint-dir %s/ck --resume",
