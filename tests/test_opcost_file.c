@@ -168,19 +168,7 @@ Test(opcost_file, bad_cost_files_exit_1_naming_the_file, .timeout = 60)
 
 static cJSON *summary_of(const char *log)
 {
-    char *text = tu_read_file(log, NULL);
-    cr_assert_not_null(text);
-    cJSON *sum = NULL;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *j = cJSON_Parse(line);
-        if (cJSON_GetObjectItem(j, "event")) {
-            cJSON_Delete(sum);
-            sum = j;
-        } else {
-            cJSON_Delete(j);
-        }
-    }
-    free(text);
+    cJSON *sum = tc_log_last_with(log, "event");
     cr_assert_not_null(sum);
     return sum;
 }

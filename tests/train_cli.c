@@ -152,6 +152,25 @@ int tc_log_losses(const char *path, int *steps, double *losses, int *skipped, in
     return n;
 }
 
+cJSON *tc_log_last_with(const char *log, const char *key)
+{
+    char *text = tu_read_file(log, NULL);
+    cr_assert_not_null(text, "no log at %s", log);
+    cJSON *found = NULL;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert_not_null(j, "%s: log line is not JSON: %s", log, line);
+        if (cJSON_GetObjectItem(j, key)) {
+            cJSON_Delete(found);
+            found = j;
+        } else {
+            cJSON_Delete(j);
+        }
+    }
+    free(text);
+    return found;
+}
+
 int tc_file_has(const char *path, const char *text)
 {
     char *s = tu_read_file(path, NULL);

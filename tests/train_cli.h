@@ -51,6 +51,12 @@ int tc_wait(pid_t pid, int timeout_ms);
  * Returns how many; steps/losses/skipped may be NULL. */
 int tc_log_losses(const char *path, int *steps, double *losses, int *skipped, int max);
 
+/* From a JSON-lines log (each line asserted to be JSON): the last line
+ * that has `key` ("event": the summary), parsed; NULL when none has. The
+ * caller cJSON_Deletes it. */
+struct cJSON;
+struct cJSON *tc_log_last_with(const char *log, const char *key);
+
 /* 1 when the file contains the text. */
 int tc_file_has(const char *path, const char *text);
 
