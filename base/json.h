@@ -19,9 +19,9 @@ int json_get_whole(const cJSON *obj, const char *key, double lo, double hi, doub
 const char *json_get_string(const cJSON *obj, const char *key);
 
 /* root's "format" must be the string `format` and its "version" a whole
- * number in lo..hi (*version, when not NULL). Otherwise -1 with "<what>: \"format\" is not
- * \"<format>\"" or "<what>: unsupported or missing \"version\" (this build
- * reads <lo> [and|..] <hi>)" in err. */
+ * number in lo..hi (into *version unless NULL). Otherwise -1 with
+ * "<what>: \"format\" is not \"<format>\"" or "<what>: unsupported or
+ * missing \"version\" (this build reads <lo> [and|..] <hi>)" in err. */
 int json_check_format(const cJSON *root, const char *what, const char *format, int lo, int hi,
                       int *version, char *err, size_t err_len);
 
