@@ -75,6 +75,7 @@ int tc_wait_for_steps(const char *log, int n, int timeout_ms);
 /* Hostile inputs (test_hostile_inputs.c): a good file damaged by one edit at a
  * time, each copy run on, each run refused (exit 1, a message naming the
  * file and the fault, no sanitizer report). */
+/* (Short names: the tables in test_hostile_inputs.c spell them on every row.) */
 typedef enum { TRUNCATE, SET_I32, SET_U64, EMPTY, FOLDER, FLIP, REPLACE } TcEdit;
 
 typedef struct {
