@@ -20,7 +20,9 @@ void trainer_llmc_start(Trainer *tr)
         llmc_ckpt_locate(o->llmc_resume, tr->dist.rank, &tr->llmc_from, err, sizeof err) != 0)
         dist_fail(&tr->dist, 1, "%s", err);
     const char *dir = o->llmc_save_dir;
-    if (!dir || tr->dist.rank != 0) return;
+    /* --plan and --generate write no checkpoint: the folder is left alone,
+     * as --checkpoint-dir's is (run/session.h) */
+    if (!dir || tr->dist.rank != 0 || o->plan || o->generate > 0) return;
     /* made now, so a bad path fails at start-up, not at the first save */
     struct stat st;
     if (stat(dir, &st) != 0) {

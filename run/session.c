@@ -110,6 +110,9 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         return -1;
     }
     snprintf(s->dir, sizeof s->dir, "%s", dir);
+    /* --plan and --generate (not exclusive) only read a save: the folder is
+     * neither made nor probed, so a dry run leaves the disk as it was. */
+    if (!c->exclusive) return 0;
     /* The folder itself is made here; its parent must exist, so a typo in
      * the path fails now instead of growing a tree somewhere unexpected. */
     char why[4400], up[4096];
