@@ -155,7 +155,8 @@ static const OptSpec SPECS[] = {
      "consecutive non-finite (NaN/Inf loss or gradient norm) steps, skipped, before saving "
      "and aborting"},
     {"log", K_STR, O(log_path), NULL, 0, 0, NULL, "Other",
-     "JSON-lines log file (on --resume: cut back to the resumed step)"},
+     "JSON-lines log file (on --resume, --resume-llmc: appended to, cut back to the resumed "
+     "step)"},
     {"log-errors", K_CHOICE, O(log_errors), "fail", 0, 0, "fail|ignore", "Other",
      "a failed --log write: fail = warn, train on, exit 1 at the end; ignore = warn only"},
     {"threads", K_INT, O(threads), "0", 0, 1024, NULL, "Other",

@@ -84,3 +84,36 @@ Test(llmc_edges, no_train_modes_leave_the_folders_alone, .timeout = 60)
     }
     tu_remove_tree(d);
 }
+
+/* A run resumed with --resume-llmc and its --log: the log is continued,
+ * not started afresh. As with --resume, it is cut back to the resumed step
+ * (step 3), the lines after it moved to <log>.abandoned, and the resumed
+ * steps appended: steps 1..6 once each, with the uninterrupted run's
+ * losses (the continuation is bitwise on the CPU). */
+Test(llmc_edges, resume_llmc_continues_the_log, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], cmd[2048];
+    tc_make_shards(d, 2, 100);
+    snprintf(args, sizeof args, "%s --steps 6 --save-every 3 --save-checkpoint-llmc %s/lc "
+             "--log %s/full.jsonl", tc_model_args(d), d, d);
+    run_expect(d, args, 0, "llm.c checkpoint of step 6 written");
+    snprintf(cmd, sizeof cmd, "cp %s/full.jsonl %s/res.jsonl", d, d);
+    cr_assert_eq(tu_run(cmd), 0);
+    snprintf(args, sizeof args, "%s --steps 6 --resume-llmc %s/lc/state_00000003_00000.bin "
+             "--log %s/res.jsonl", tc_model_args(d), d, d);
+    run_expect(d, args, 0, "cut back to step 3, where this run resumes");
+    int s1[8], s2[8], s3[8];
+    double l1[8], l2[8], l3[8];
+    int n1 = tc_log_losses(tu_path(d, "full.jsonl"), s1, l1, NULL, 8);
+    int n2 = tc_log_losses(tu_path(d, "res.jsonl"), s2, l2, NULL, 8);
+    cr_assert(n1 == 6 && n2 == 6, "training lines: %d in the full log, %d in the resumed one "
+              "(6 each: steps 1..6 once)", n1, n2);
+    for (int i = 0; i < 6; i++)
+        cr_expect(s2[i] == i + 1 && s1[i] == i + 1 && l2[i] == l1[i],
+                  "line %d: step %d loss %.9g, resumed log step %d loss %.9g", i, s1[i], l1[i],
+                  s2[i], l2[i]);
+    int n3 = tc_log_losses(tu_path(d, "res.jsonl.abandoned"), s3, l3, NULL, 8);
+    cr_expect(n3 == 3 && s3[0] == 4 && s3[2] == 6, "the cut lines (steps 4..6) are kept in "
+              "res.jsonl.abandoned: %d training lines there", n3);
+    tu_remove_tree(d);
+}
