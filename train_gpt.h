@@ -78,8 +78,10 @@ int train_stop(Trainer *tr, char *err, size_t len);
 int trainer_save_model(Trainer *tr, char *err, size_t len);
 
 /* llm.c's checkpoints (train_llmc.c). At start-up, every rank: find
- * --resume-llmc's files and make --save-checkpoint-llmc's folder (exit 1
- * naming the path on a fault). */
+ * --resume-llmc's files; rank 0, training (not --plan, --generate): make
+ * --save-checkpoint-llmc's folder and sort out the llm.c files already in
+ * it (run/llmc_claim.h). Exit 1 naming the path on a fault. Needs the
+ * native resume located (session_locate) first. */
 void trainer_llmc_start(Trainer *tr);
 /* An llm.c export is due after this step (--save-every, the last step). */
 int trainer_llmc_due(const Trainer *tr, int step);

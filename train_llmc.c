@@ -8,6 +8,7 @@
 
 #include "base/fileio.h"
 #include "run/llmc_ckpt.h"
+#include "run/llmc_claim.h"
 #include "train_gpt.h"
 
 void trainer_llmc_start(Trainer *tr)
@@ -37,6 +38,17 @@ void trainer_llmc_start(Trainer *tr)
     }
     if (io_probe_writable(dir, why, sizeof why) != 0)
         dist_fail(&tr->dist, 1, "--save-checkpoint-llmc %s", why);
+    /* the files already there: another run's refused, this run's later ones
+     * moved aside (run/llmc_claim.h) */
+    int resumed = o->llmc_resume ? tr->llmc_from.step
+                  : tr->resume_dir[0] ? tr->sess.resumed.step : -1;
+    int kept;
+    if (llmc_claim(dir, resumed, o->overwrite_checkpoints, &kept, err, sizeof err) != 0)
+        dist_fail(&tr->dist, 1, "%s", err);
+    if (kept >= 0 && !o->llmc_resume)
+        printf("note: --save-checkpoint-llmc %s: step %d, where this run resumes, is there "
+               "already (DONE_%08d): not written again\n", dir, kept, kept);
+    if (kept >= 0) tr->llmc_saved = kept;
 }
 
 int trainer_llmc_due(const Trainer *tr, int step)

@@ -117,3 +117,83 @@ Test(llmc_edges, resume_llmc_continues_the_log, .timeout = 120)
               "res.jsonl.abandoned: %d training lines there", n3);
     tu_remove_tree(d);
 }
+
+/* 0 when a shell command succeeds (its output dropped). */
+static int sh(const char *fmt, const char *d)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, fmt, d, d, d, d);
+    return tu_run(cmd);
+}
+
+/* A new run's --save-checkpoint-llmc folder holding another run's llm.c
+ * files (a complete export, or a lone model file) is refused at start,
+ * exit 1, naming the newest file; nothing in it changes. With
+ * --overwrite-checkpoints they are moved, unchanged, into
+ * DIR/replaced_<time>/ and the new run writes its own. */
+Test(llmc_edges, a_new_run_refuses_another_runs_llmc_files, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], want[1024];
+    tc_make_shards(d, 2, 100);
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc",
+             tc_model_args(d), d);
+    run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+    cr_assert_eq(sh("cp %s/lc/model_00000004.bin %s/a.bin", d), 0);
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --seed 7 "
+             "--save-checkpoint-llmc %s/lc", tc_model_args(d), d);
+    snprintf(want, sizeof want, "--save-checkpoint-llmc %s/lc holds 6 llm.c checkpoint files "
+             "of another run (newest %s/lc/DONE_00000004)", d, d);
+    run_expect(d, args, 1, want);
+    cr_expect(tc_files_equal(tu_path(d, "lc/model_00000004.bin"), tu_path(d, "a.bin")),
+              "the refused run changed the other run's model file");
+    cr_expect_eq(count_entries(tu_path(d, "lc")), 6, "the refused run wrote into lc");
+    /* a lone model file, no DONE: refused the same way */
+    cr_assert_eq(sh("mkdir %s/lone && cp %s/a.bin %s/lone/model_00000002.bin", d), 0);
+    snprintf(args, sizeof args, "%s --steps 2 --save-checkpoint-llmc %s/lone", tc_model_args(d),
+             d);
+    snprintf(want, sizeof want, "holds 1 llm.c checkpoint file of another run (newest "
+             "%s/lone/model_00000002.bin)", d);
+    run_expect(d, args, 1, want);
+    cr_expect(tc_files_equal(tu_path(d, "lone/model_00000002.bin"), tu_path(d, "a.bin")));
+    /* --overwrite-checkpoints: moved aside whole, then the new run's own */
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --seed 7 --overwrite-checkpoints "
+             "--save-checkpoint-llmc %s/lc", tc_model_args(d), d);
+    run_expect(d, args, 0, "the llm.c files of another run (6 files, steps 2 to 4) into");
+    cr_expect_eq(sh("cmp -s %s/lc/replaced_*/model_00000004.bin %s/a.bin && "
+                    "test -f %s/lc/replaced_*/DONE_00000002", d), 0,
+                 "the other run's files are not in lc/replaced_<time>/ unchanged");
+    cr_expect(!tc_files_equal(tu_path(d, "lc/model_00000004.bin"), tu_path(d, "a.bin")),
+              "lc/model_00000004.bin is not the new run's (seed 7)");
+    cr_expect(exists(tu_path(d, "lc/DONE_00000004")));
+    tu_remove_tree(d);
+}
+
+/* A run resumed at step 2 from the folder it exports into: the files of
+ * steps 4 and 6, which it writes again, are moved into DIR/abandoned/ (and
+ * the resumed run writes the same bytes again: the resume is bitwise);
+ * step 2's stay. A --resume whose step is complete in the llm.c folder
+ * does not write it again. */
+Test(llmc_edges, a_resumed_run_moves_its_later_llmc_files_aside, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 2, 100);
+    snprintf(args, sizeof args, "%s --steps 6 --save-every 2 --save-checkpoint-llmc %s/lc "
+             "--checkpoint-dir %s/ck", tc_model_args(d), d, d);
+    run_expect(d, args, 0, "llm.c checkpoint of step 6 written");
+    cr_assert_eq(sh("cp %s/lc/model_00000006.bin %s/six.bin", d), 0);
+    snprintf(args, sizeof args, "%s --steps 6 --save-every 2 --save-checkpoint-llmc %s/lc "
+             "--resume-llmc %s/lc/state_00000002_00000.bin", tc_model_args(d), d, d);
+    run_expect(d, args, 0, "moved the llm.c files of the steps after 2, which this run writes "
+               "again, (6 files, steps 4 to 6) into");
+    cr_expect(tc_files_equal(tu_path(d, "lc/abandoned/model_00000006.bin"), tu_path(d, "six.bin")),
+              "step 6's model file is not in lc/abandoned/ unchanged");
+    cr_expect(tc_files_equal(tu_path(d, "lc/model_00000006.bin"), tu_path(d, "six.bin")),
+              "the resumed run's step 6 differs from the uninterrupted run's");
+    cr_expect(exists(tu_path(d, "lc/DONE_00000002")) && exists(tu_path(d, "lc/DONE_00000006")));
+    /* --resume from ck's step 6: lc's step 6 is complete, kept, not rewritten */
+    snprintf(args, sizeof args, "%s --steps 6 --save-every 2 --save-checkpoint-llmc %s/lc "
+             "--checkpoint-dir %s/ck --resume", tc_model_args(d), d, d);
+    run_expect(d, args, 0, "step 6, where this run resumes, is there already (DONE_00000006)");
+    cr_expect_eq(count_entries(tu_path(d, "lc/abandoned")), 6, "lc/abandoned/ changed");
+    tu_remove_tree(d);
+}
