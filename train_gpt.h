@@ -49,6 +49,7 @@ typedef struct {
     int start_step, bad_steps;
     LlmcFiles llmc_from;     /* --resume-llmc's files (step -1: none) */
     int llmc_saved;          /* the step of the last llm.c export or import; -1 none */
+    OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (train_costs.h) */
     long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */

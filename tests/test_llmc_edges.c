@@ -8,7 +8,8 @@
  *   - a fresh run refuses an export folder that already holds llm.c files
  *     (exit 1, naming the newest); --overwrite-checkpoints moves them into
  *     DIR/replaced_<time>/; a resumed run moves the files of the steps it
- *     will write again into DIR/abandoned/. Nothing is deleted.
+ *     will write again into DIR/abandoned/. Nothing is deleted;
+ *   - a second run on the same export folder is refused (its lock).
  * The expected values are hand-derived: which files exist where, the log's
  * steps, the losses of an uninterrupted run of the same seed. */
 #include <criterion/criterion.h>
@@ -143,10 +144,11 @@ Test(llmc_edges, a_new_run_refuses_another_runs_llmc_files, .timeout = 120)
              "--save-checkpoint-llmc %s/lc", tc_model_args(d), d);
     snprintf(want, sizeof want, "--save-checkpoint-llmc %s/lc holds 6 llm.c checkpoint files "
              "of another run (newest %s/lc/DONE_00000004)", d, d);
+    int before = count_entries(tu_path(d, "lc")); /* 6 and the lock file */
     run_expect(d, args, 1, want);
     cr_expect(tc_files_equal(tu_path(d, "lc/model_00000004.bin"), tu_path(d, "a.bin")),
               "the refused run changed the other run's model file");
-    cr_expect_eq(count_entries(tu_path(d, "lc")), 6, "the refused run wrote into lc");
+    cr_expect_eq(count_entries(tu_path(d, "lc")), before, "the refused run wrote into lc");
     /* a lone model file, no DONE: refused the same way */
     cr_assert_eq(sh("mkdir %s/lone && cp %s/a.bin %s/lone/model_00000002.bin", d), 0);
     snprintf(args, sizeof args, "%s --steps 2 --save-checkpoint-llmc %s/lone", tc_model_args(d),
@@ -195,5 +197,31 @@ Test(llmc_edges, a_resumed_run_moves_its_later_llmc_files_aside, .timeout = 120)
              "--checkpoint-dir %s/ck --resume", tc_model_args(d), d, d);
     run_expect(d, args, 0, "step 6, where this run resumes, is there already (DONE_00000006)");
     cr_expect_eq(count_entries(tu_path(d, "lc/abandoned")), 6, "lc/abandoned/ changed");
+    tu_remove_tree(d);
+}
+
+/* A run exporting into a folder whose lock is held (util-linux flock(1)
+ * holds it while the run starts) is refused at start, exit 1, naming the
+ * folder, before it writes anything; a folder given to both
+ * --checkpoint-dir and --save-checkpoint-llmc is locked once. */
+Test(llmc_edges, a_second_run_on_the_export_folder_is_refused, .timeout = 60)
+{
+    char *d = tu_tempdir(), cmd[4096], want[1024];
+    tc_make_shards(d, 1, 100);
+    cr_assert_eq(mkdir(tu_path(d, "lc"), 0755), 0);
+    snprintf(cmd, sizeof cmd, "flock %s/lc/train_gpt.lock %s %s --steps 2 "
+             "--save-checkpoint-llmc %s/lc > %s/run.out 2> %s/run.err", d, tc_bin(),
+             tc_model_args(d), d, d, d);
+    int rc = tu_run(cmd);
+    cr_expect(rc == 1, "exit %d, expected 1", rc);
+    snprintf(want, sizeof want, "--save-checkpoint-llmc %s/lc is in use by another run", d);
+    cr_expect(tc_file_has(tu_path(d, "run.err"), want), "'%s' not printed", want);
+    cr_expect(!exists(tu_path(d, "lc/DONE_00000002")));
+    char args[4096];
+    snprintf(args, sizeof args, "%s --steps 2 --save-checkpoint-llmc %s/both "
+             "--checkpoint-dir %s/both", tc_model_args(d), d, d);
+    run_expect(d, args, 0, "llm.c checkpoint of step 2 written");
+    cr_expect(exists(tu_path(d, "both/DONE_00000002")) &&
+              exists(tu_path(d, "both/step_00000002")));
     tu_remove_tree(d);
 }
