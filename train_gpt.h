@@ -48,7 +48,8 @@ typedef struct {
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
     LlmcFiles llmc_from;     /* --resume-llmc's files (step -1: none) */
-    int llmc_saved;          /* the step of the last llm.c export or import; -1 none */
+    int llmc_saved;          /* the last llm.c export's step, or the resumed one's when
+                              * the export folder has it already; -1 none */
     OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (train_costs.h) */

@@ -52,7 +52,7 @@ static void claim_folder(Trainer *tr, const char *dir)
         dist_fail(&tr->dist, 1, "%s", err);
     if (kept >= 0 && !o->llmc_resume)
         printf("note: --save-checkpoint-llmc %s: step %d, where this run resumes, is there "
-               "already (DONE_%08d): not written again\n", dir, kept, kept);
+               "already: not written again\n", dir, kept);
     if (kept >= 0) tr->llmc_saved = kept;
 }
 
@@ -101,6 +101,7 @@ int trainer_llmc_resume(Trainer *tr, char *err, size_t len)
                  "is the run's total)", tr->llmc_from.state, tr->start_step, tr->opt.steps);
         return -1;
     }
-    tr->llmc_saved = tr->llmc_from.step; /* resuming from that step: nothing new to export */
+    /* step R is not exported again where the export folder has it already
+     * (claim_folder set llmc_saved); into another folder, --steps R writes it */
     return 0;
 }

@@ -157,7 +157,7 @@ int llmc_claim(const char *dir, int resumed_step, int overwrite, int *kept_step,
         int first_newer = n;
         for (int i = n - 1; i >= 0 && f[i].step > resumed_step; i--) first_newer = i;
         for (int i = 0; i < first_newer; i++)
-            if (f[i].step == resumed_step && f[i].done) *kept_step = resumed_step;
+            if (f[i].step == resumed_step) *kept_step = resumed_step;
         if (first_newer < n) {
             char what[160];
             snprintf(what, sizeof what, "the llm.c files of the steps after %d, which this run "

@@ -11,7 +11,9 @@
  *     --overwrite-checkpoints they are moved into DIR/replaced_<time>/;
  *   - a run resumed at step R (--resume, --resume-llmc) keeps the files of
  *     the steps up to R: its history, and the one a --resume-llmc may be
- *     reading. Step R, when complete (DONE_R), is not written again. The
+ *     reading. Step R, when any file of it is there, is not written again
+ *     (complete, it is the same state; incomplete, it may be llm.c's own
+ *     files, in a precision this run's export would not reproduce). The
  *     files of later steps, which the run would write over, are moved into
  *     DIR/abandoned/, as the native folder's newer saves are.
  * Nothing is deleted; every move is printed. Rank 0 alone calls it. */
@@ -22,7 +24,7 @@
 
 /* Sort out dir (missing: nothing to do) for a run resumed at resumed_step
  * (-1: a new run). overwrite: --overwrite-checkpoints. *kept_step is
- * resumed_step when that step is complete in dir (not to be exported
+ * resumed_step when a file of that step is in dir (not to be exported
  * again), else -1. Returns 0, or -1 with "<dir or file>: <fault>" in err
  * (another run's files, a failed move). */
 int llmc_claim(const char *dir, int resumed_step, int overwrite, int *kept_step, char *err,

@@ -195,7 +195,7 @@ Test(llmc_edges, a_resumed_run_moves_its_later_llmc_files_aside, .timeout = 120)
     /* --resume from ck's step 6: lc's step 6 is complete, kept, not rewritten */
     snprintf(args, sizeof args, "%s --steps 6 --save-every 2 --save-checkpoint-llmc %s/lc "
              "--checkpoint-dir %s/ck --resume", tc_model_args(d), d, d);
-    run_expect(d, args, 0, "step 6, where this run resumes, is there already (DONE_00000006)");
+    run_expect(d, args, 0, "step 6, where this run resumes, is there already");
     cr_expect_eq(count_entries(tu_path(d, "lc/abandoned")), 6, "lc/abandoned/ changed");
     tu_remove_tree(d);
 }
@@ -223,5 +223,24 @@ Test(llmc_edges, a_second_run_on_the_export_folder_is_refused, .timeout = 60)
     run_expect(d, args, 0, "llm.c checkpoint of step 2 written");
     cr_expect(exists(tu_path(d, "both/DONE_00000002")) &&
               exists(tu_path(d, "both/step_00000002")));
+    tu_remove_tree(d);
+}
+
+/* --resume-llmc from one folder, exporting into another, for 0 steps
+ * (--steps = the resumed step): the export folder gets that step; before,
+ * nothing was written there and the run said nothing of it. */
+Test(llmc_edges, resume_llmc_into_another_folder_writes_the_resumed_step, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 2, 100);
+    snprintf(args, sizeof args, "%s --steps 3 --save-checkpoint-llmc %s/lc", tc_model_args(d), d);
+    run_expect(d, args, 0, "llm.c checkpoint of step 3 written");
+    snprintf(args, sizeof args, "%s --steps 3 --resume-llmc %s/lc --save-checkpoint-llmc %s/out",
+             tc_model_args(d), d, d);
+    run_expect(d, args, 0, "llm.c checkpoint of step 3 written");
+    cr_expect(exists(tu_path(d, "out/DONE_00000003")));
+    cr_expect(tc_files_equal(tu_path(d, "out/state_00000003_00000.bin"),
+                             tu_path(d, "lc/state_00000003_00000.bin")),
+              "the state file written differs from the one resumed");
     tu_remove_tree(d);
 }
