@@ -244,3 +244,21 @@ Test(llmc_edges, resume_llmc_into_another_folder_writes_the_resumed_step, .timeo
               "the state file written differs from the one resumed");
     tu_remove_tree(d);
 }
+
+/* A move that cannot be made (DIR/abandoned is a file) stops the run at
+ * start, exit 1, naming it; the files stay where they were. */
+Test(llmc_edges, a_failed_move_is_an_error_and_moves_nothing, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 2, 100);
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc",
+             tc_model_args(d), d);
+    run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+    cr_assert_eq(sh("echo x > %s/lc/abandoned", d), 0);
+    snprintf(args, sizeof args, "%s --steps 4 --save-checkpoint-llmc %s/lc --resume-llmc "
+             "%s/lc/state_00000002_00000.bin", tc_model_args(d), d, d);
+    run_expect(d, args, 1, "lc/abandoned: exists and is not a folder");
+    cr_expect(exists(tu_path(d, "lc/DONE_00000004")) &&
+              exists(tu_path(d, "lc/model_00000004.bin")), "step 4's files were moved or lost");
+    tu_remove_tree(d);
+}
