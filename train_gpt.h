@@ -82,7 +82,8 @@ int trainer_save_model(Trainer *tr, char *err, size_t len);
 /* llm.c's checkpoints (train_llmc.c). At start-up, every rank: find
  * --resume-llmc's files; rank 0, training (not --plan, --generate): make
  * --save-checkpoint-llmc's folder and sort out the llm.c files already in
- * it (run/llmc_claim.h). Exit 1 naming the path on a fault. Needs the
+ * it (run/llmc_claim.h), telling every rank whether the resumed step is
+ * there already. Exit 1 naming the path on a fault. Collective; needs the
  * native resume located (session_locate) first. */
 void trainer_llmc_start(Trainer *tr);
 /* An llm.c export is due after this step (--save-every, the last step). */

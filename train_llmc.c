@@ -35,8 +35,9 @@ static void make_folder(Trainer *tr, const char *dir)
 /* Rank 0: the folder's lock, one run at a time as in --checkpoint-dir
  * (whose lock covers a folder given to both flags: a second flock of the
  * same file would fail), and the llm.c files already there: another
- * run's refused, this run's later ones moved aside (run/llmc_claim.h). */
-static void claim_folder(Trainer *tr, const char *dir)
+ * run's refused, this run's later ones moved aside (run/llmc_claim.h).
+ * Returns the resumed step when the folder has it already, else -1. */
+static int claim_folder(Trainer *tr, const char *dir)
 {
     const TrainOptions *o = &tr->opt;
     char err[4600];
@@ -53,7 +54,7 @@ static void claim_folder(Trainer *tr, const char *dir)
     if (kept >= 0 && !o->llmc_resume)
         printf("note: --save-checkpoint-llmc %s: step %d, where this run resumes, is there "
                "already: not written again\n", dir, kept);
-    if (kept >= 0) tr->llmc_saved = kept;
+    return kept;
 }
 
 void trainer_llmc_start(Trainer *tr)
@@ -68,9 +69,15 @@ void trainer_llmc_start(Trainer *tr)
         dist_fail(&tr->dist, 1, "%s", err);
     /* --plan and --generate write no checkpoint: the folder is left alone,
      * as --checkpoint-dir's is (run/session.h) */
-    if (!o->llmc_save_dir || tr->dist.rank != 0 || o->plan || o->generate > 0) return;
-    make_folder(tr, o->llmc_save_dir);
-    claim_folder(tr, o->llmc_save_dir);
+    if (!o->llmc_save_dir || o->plan || o->generate > 0) return;
+    int kept = -1;
+    if (tr->dist.rank == 0) {
+        make_folder(tr, o->llmc_save_dir);
+        kept = claim_folder(tr, o->llmc_save_dir);
+    }
+    /* every rank skips that step's export alike: it is collective */
+    dist_broadcast(&tr->dist, &kept, sizeof kept);
+    tr->llmc_saved = kept;
 }
 
 int trainer_llmc_due(const Trainer *tr, int step)

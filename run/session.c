@@ -133,7 +133,7 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         io_err(err, err_len, "--checkpoint-dir %s", why);
         return -1;
     }
-    return c->exclusive && s->rank == 0 ? own_lock(&s->lock, "--checkpoint-dir", dir, err, err_len) : 0;
+    return s->rank == 0 ? own_lock(&s->lock, "--checkpoint-dir", dir, err, err_len) : 0;
 }
 
 /* FNV-1a over each shard's token count: all a version 1 run state

@@ -262,3 +262,27 @@ Test(llmc_edges, a_failed_move_is_an_error_and_moves_nothing, .timeout = 60)
               exists(tu_path(d, "lc/model_00000004.bin")), "step 4's files were moved or lost");
     tu_remove_tree(d);
 }
+
+/* Two ranks resumed from their own export folder at its newest step, for
+ * 0 steps: step 4 is there already, and every rank must agree not to
+ * export it (rank 0 alone deciding left rank 1 waiting in the export's
+ * collectives, cut by --collective-timeout). */
+Test(llmc_edges, two_ranks_agree_on_a_step_already_there, .timeout = 120)
+{
+    char *d = tu_tempdir(), cmd[8192];
+    tc_make_shards(d, 2, 200);
+    const char *mpi = "timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none "
+                      "--mca btl self,vader --mca btl_vader_single_copy_mechanism none -np 2";
+    snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc "
+             "> %s/a.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", tu_read_file(tu_path(d, "a.txt"), NULL));
+    snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --resume-llmc %s/lc --save-checkpoint-llmc "
+             "%s/lc --collective-timeout 20 > %s/b.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d,
+             d, d);
+    int rc = tu_run(cmd);
+    char *out = tu_read_file(tu_path(d, "b.txt"), NULL);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, out ? out : "");
+    cr_expect(out && !strstr(out, "llm.c checkpoint of step 4 written"), "step 4 written again");
+    free(out);
+    tu_remove_tree(d);
+}
