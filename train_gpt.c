@@ -491,9 +491,10 @@ int main(int argc, char **argv)
                                           : load_params(&tr, err, sizeof err))
         fail(&tr, err);
     guard_check_start_step(d, tr.start_step);
-    /* A resumed run appends to its log, cut back to the resumed step, so
-     * the log covers the whole run with each step once. */
-    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, tr.resume_dir[0] ? tr.start_step : -1,
+    /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
+     * to the resumed step, so the log covers the whole run with each step once. */
+    int resumed = tr.resume_dir[0] || o->llmc_resume;
+    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, resumed ? tr.start_step : -1,
                                      o->log_errors, err, sizeof err) != 0)
         fail(&tr, err);
 
