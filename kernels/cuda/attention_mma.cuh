@@ -59,20 +59,6 @@ struct AmmaCfg {
     static_assert(HSP % 16 == 0 && BT % 16 == 0 && (ST == 1 || ST == 2), "tile shape");
 };
 
-/* 2^x, flushing subnormals: one MUFU.EX2 (exp2f adds a range check and two
- * multiplies for subnormal results; probabilities that small are 0 in
- * bf16 anyway). */
-__device__ __forceinline__ float amma_exp2(float x)
-{
-#ifdef CUDA_EMU
-    return emu_ex2_approx_ftz(x);
-#else
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-#endif
-}
-
 template <int A, int B_> struct AmmaMax {
     static constexpr int v = A > B_ ? A : B_;
 };

@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const AmmaStat &r = i < 2 ? st0 : st1;
-                    const float p = amma_exp2(fmaf(s[j][i], sl2, -r.lse2));
+                    const float p = exp2_approx(fmaf(s[j][i], sl2, -r.lse2));
                     s[j][i] = p * (dp[j][i] - r.D); /* dS */
                 }
             mma_strip_acc<HSP, 16>(dq, s, Kc, LD); /* dQ_w += dS K_c */
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const AmmaStat &r = i & 1 ? q2.c1 : q2.c0;
-                    const float p = amma_exp2(fmaf(sT[j][i], sl2, -r.lse2));
+                    const float p = exp2_approx(fmaf(sT[j][i], sl2, -r.lse2));
                     sT[j][i] = p;
                     dpT[j][i] = p * (dpT[j][i] - r.D);
                 }

@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
         const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
         /* the old sums' rescaling: 2^-inf = 0 at the first tile */
-        const float a0 = amma_exp2((m0 - n0) * sl2), a1 = amma_exp2((m1 - n1) * sl2);
+        const float a0 = exp2_approx((m0 - n0) * sl2), a1 = exp2_approx((m1 - n1) * sl2);
         m0 = n0;
         m1 = n1;
         const float nb0 = -n0 * sl2, nb1 = -n1 * sl2; /* p = 2^(s sl2 - m sl2): one FFMA */
@@ -133,10 +133,10 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
         float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
         for (int j = 0; j < BK / 8; j++) {
-            s[j][0] = amma_exp2(fmaf(s[j][0], sl2, nb0));
-            s[j][1] = amma_exp2(fmaf(s[j][1], sl2, nb0));
-            s[j][2] = amma_exp2(fmaf(s[j][2], sl2, nb1));
-            s[j][3] = amma_exp2(fmaf(s[j][3], sl2, nb1));
+            s[j][0] = exp2_approx(fmaf(s[j][0], sl2, nb0));
+            s[j][1] = exp2_approx(fmaf(s[j][1], sl2, nb0));
+            s[j][2] = exp2_approx(fmaf(s[j][2], sl2, nb1));
+            s[j][3] = exp2_approx(fmaf(s[j][3], sl2, nb1));
             sum0 += s[j][0] + s[j][1];
             sum1 += s[j][2] + s[j][3];
         }
