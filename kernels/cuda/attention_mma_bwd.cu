@@ -109,8 +109,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
     }
 
     float dq[HSP / 8][4];
-#pragma unroll
-    for (int j = 0; j < HSP / 8; j++) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.0f;
+    mma_strip_zero<HSP>(dq);
 
     for (int kt = 0; kt < nK; kt++) {
         const int k0 = kt * BK;
@@ -261,10 +260,8 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     }
 
     float dk[HSP / 8][4], dv[HSP / 8][4];
-#pragma unroll
-    for (int j = 0; j < HSP / 8; j++)
-#pragma unroll
-        for (int i = 0; i < 4; i++) dk[j][i] = dv[j][i] = 0.0f;
+    mma_strip_zero<HSP>(dk);
+    mma_strip_zero<HSP>(dv);
 
     for (int it = 0; it < nQ; it++) {
         const int q0 = qstart + it * BQ;

@@ -60,8 +60,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
     if (Cfg::HOLD) mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);
 
     float o[HSP / 8][4];
-#pragma unroll
-    for (int j = 0; j < HSP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    mma_strip_zero<HSP>(o);
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
     for (int kt = 0; kt < nK; kt++) {
