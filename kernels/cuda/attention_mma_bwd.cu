@@ -85,21 +85,12 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
     const AmmaStat st0 = r0 < T_ ? rs[r0] : zero, st1 = r1 < T_ ? rs[r1] : zero;
 
     if (Cfg::ST == 2) {
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(Qs, Qsrc, q0);
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(dOs, dOsrc, q0);
-        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, 0);
-        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles + BK * LD, Vsrc, 0);
+        amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(Qs, Qsrc, dOsrc, q0); /* [Q | dO] */
+        amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, Vsrc, 0);
         cp_async_commit();
         cp_async_wait<0>();
-    } else if (Cfg::VEC) {
-        AmmaRegTile<HSP, BQ, NT> rq, ro;
-        rq.load(Qsrc, q0);
-        ro.load(dOsrc, q0);
-        rq.store(Qs);
-        ro.store(dOs);
     } else {
-        amma_stage_scalar<HSP, BQ, NT>(Qs, Qsrc, q0);
-        amma_stage_scalar<HSP, BQ, NT>(dOs, dOsrc, q0);
+        amma_stage_pair<HSP, BQ, NT, Cfg::VEC, false>(Qs, Qsrc, dOsrc, q0);
     }
     __syncthreads();
     uint32_t qf[HSP / 16][4], of[HSP / 16][4]; /* Q_w, dO_w: with HOLD only */
@@ -113,34 +104,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
 
     for (int kt = 0; kt < nK; kt++) {
         const int k0 = kt * BK;
-        const bf16 *Ks;
-        if (Cfg::ST == 2) {
-            if (kt > 0) cp_async_wait<0>();
-            __syncthreads(); /* tile kt complete; every warp done with kt - 1 (and Q, dO) */
-            if (kt + 1 < nK) {
-                bf16 *nx = tiles + (size_t)((kt + 1) & 1) * STAGE;
-                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx, Ksrc, k0 + BK);
-                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx + BK * LD, Vsrc, k0 + BK);
-                cp_async_commit();
-            }
-            Ks = tiles + (size_t)(kt & 1) * STAGE;
-        } else {
-            AmmaRegTile<HSP, BK, NT> rk, rv;
-            if (Cfg::VEC) {
-                rk.load(Ksrc, k0);
-                rv.load(Vsrc, k0);
-            }
-            __syncthreads();
-            if (Cfg::VEC) {
-                rk.store(tiles);
-                rv.store(tiles + BK * LD);
-            } else {
-                amma_stage_scalar<HSP, BK, NT>(tiles, Ksrc, k0);
-                amma_stage_scalar<HSP, BK, NT>(tiles + BK * LD, Vsrc, k0);
-            }
-            __syncthreads();
-            Ks = tiles;
-        }
+        const bf16 *Ks = amma_kv_step<Cfg>(tiles, Ksrc, Vsrc, kt, nK);
         const bf16 *Vs = Ks + BK * LD;
         if (idle || k0 > wq0 + 15) continue; /* every key after this warp's rows */
 
@@ -235,22 +199,13 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     const float sl2 = a.sl2;
 
     if (Cfg::ST == 2) {
-        amma_stage_async<HSP, BKV, NT, Cfg::VEC>(Ks, Ksrc, k0);
-        amma_stage_async<HSP, BKV, NT, Cfg::VEC>(Vs, Vsrc, k0);
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0), Qsrc, qstart);
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0) + BQ * LD, dOsrc, qstart);
+        amma_stage_pair_async<HSP, BKV, NT, Cfg::VEC>(Ks, Ksrc, Vsrc, k0); /* [K | V] */
+        amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0), Qsrc, dOsrc, qstart);
         amma_stage_stats<BQ, NT>(SM::stats(smem, 0), rs, qstart, T_);
         cp_async_commit();
         cp_async_wait<0>();
-    } else if (Cfg::VEC) {
-        AmmaRegTile<HSP, BKV, NT> rk, rv;
-        rk.load(Ksrc, k0);
-        rv.load(Vsrc, k0);
-        rk.store(Ks);
-        rv.store(Vs);
     } else {
-        amma_stage_scalar<HSP, BKV, NT>(Ks, Ksrc, k0);
-        amma_stage_scalar<HSP, BKV, NT>(Vs, Vsrc, k0);
+        amma_stage_pair<HSP, BKV, NT, Cfg::VEC, false>(Ks, Ksrc, Vsrc, k0);
     }
     __syncthreads();
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w: with HOLD only */
@@ -271,8 +226,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
             __syncthreads(); /* tile it complete; every warp done with it - 1 (and K, V) */
             if (it + 1 < nQ) {
                 const int nx = (it + 1) & 1;
-                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx), Qsrc, q0 + BQ);
-                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx) + BQ * LD, dOsrc, q0 + BQ);
+                amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx), Qsrc, dOsrc, q0 + BQ);
                 amma_stage_stats<BQ, NT>(SM::stats(smem, nx), rs, q0 + BQ, T_);
                 cp_async_commit();
             }

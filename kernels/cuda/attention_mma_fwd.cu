@@ -44,8 +44,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
     /* Q (with ST = 2, the first key/value tile too) */
     if (Cfg::ST == 2) {
         amma_stage_async<HSP, BQ, NT, Cfg::VEC>(Qs, Qsrc, q0);
-        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, 0);
-        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles + BK * LD, Vsrc, 0);
+        amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, Vsrc, 0);
         cp_async_commit();
         cp_async_wait<0>();
     } else if (Cfg::VEC) {
@@ -65,34 +64,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
 
     for (int kt = 0; kt < nK; kt++) {
         const int k0 = kt * BK;
-        const bf16 *Ks;
-        if (Cfg::ST == 2) {
-            if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
-            __syncthreads(); /* tile kt complete; every warp done with kt - 1 and with Q */
-            if (kt + 1 < nK) { /* the next tile into the other stage, during this one */
-                bf16 *nx = tiles + (size_t)((kt + 1) & 1) * STAGE;
-                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx, Ksrc, k0 + BK);
-                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx + BK * LD, Vsrc, k0 + BK);
-                cp_async_commit();
-            }
-            Ks = tiles + (size_t)(kt & 1) * STAGE;
-        } else {
-            AmmaRegTile<HSP, BK, NT> rk, rv;
-            if (Cfg::VEC) {
-                rk.load(Ksrc, k0);
-                rv.load(Vsrc, k0);
-            }
-            __syncthreads(); /* every warp done with the previous tile and with Q */
-            if (Cfg::VEC) {
-                rk.store(tiles);
-                rv.store(tiles + BK * LD);
-            } else {
-                amma_stage_scalar<HSP, BK, NT>(tiles, Ksrc, k0);
-                amma_stage_scalar<HSP, BK, NT>(tiles + BK * LD, Vsrc, k0);
-            }
-            __syncthreads();
-            Ks = tiles;
-        }
+        const bf16 *Ks = amma_kv_step<Cfg>(tiles, Ksrc, Vsrc, kt, nK);
         const bf16 *Vs = Ks + BK * LD;
         if (idle || k0 > wq0 + 15) continue; /* every key after this warp's rows */
 
