@@ -110,8 +110,12 @@ __device__ __forceinline__ float ce_val(const Vec16<T> &p, int u, int j, int V)
     return j < V ? ce_elem(p, u) : -INFINITY;
 }
 
-template <typename T, int K>
-__device__ __forceinline__ float ce_tile_max(const Vec16<T> (&v)[K], int base, int V, float m)
+/* One pass over the thread's pieces of a tile, folding each logit x into
+ * r: MAX, r = max(r, x); else r += exp(x - M) = 2^(x log2(e) - mL), with
+ * mL = M log2(e). */
+template <bool MAX, typename T, int K>
+__device__ __forceinline__ float ce_tile_reduce(const Vec16<T> (&v)[K], int base, int V, float mL,
+                                                float r)
 {
     constexpr int N = Vec16<T>::N;
 #pragma unroll
@@ -119,25 +123,10 @@ __device__ __forceinline__ float ce_tile_max(const Vec16<T> (&v)[K], int base, i
 #pragma unroll
         for (int u = 0; u < N; u++) {
             const int j = base + (k * CE_THREADS + (int)threadIdx.x) * N + u;
-            m = fmaxf(m, ce_val(v[k], u, j, V));
+            const float x = ce_val(v[k], u, j, V);
+            r = MAX ? fmaxf(r, x) : r + exp2_approx(fmaf(x, CE_LOG2E, -mL));
         }
-    return m;
-}
-
-/* s + sum of exp(x - M) over the tile; mL = M * log2(e) */
-template <typename T, int K>
-__device__ __forceinline__ float ce_tile_sum(const Vec16<T> (&v)[K], int base, int V, float mL,
-                                             float s)
-{
-    constexpr int N = Vec16<T>::N;
-#pragma unroll
-    for (int k = 0; k < K; k++)
-#pragma unroll
-        for (int u = 0; u < N; u++) {
-            const int j = base + (k * CE_THREADS + (int)threadIdx.x) * N + u;
-            s += exp2_approx(fmaf(ce_val(v[k], u, j, V), CE_LOG2E, -mL));
-        }
-    return s;
+    return r;
 }
 
 /* dlogits = exp(x - lse) * dloss - [j == target] * dloss, 0 past V, stored
@@ -188,13 +177,13 @@ ce_kernel(float *losses, T *logits, const int *targets, int V, int Vp, float dlo
     float m = -INFINITY;
     for (int t = 0; t < ntiles; t++) {
         ce_load<T, K, ONE_TILE>(v, row, t * TILE, Vp, vec);
-        m = ce_tile_max(v, t * TILE, V, m);
+        m = ce_tile_reduce<true>(v, t * TILE, V, 0.0f, m);
     }
     const float M = block_reduce<true>(m, shm);
     float s = 0.0f;
     for (int t = 0; t < ntiles; t++) {
         if (!ONE_TILE) ce_load<T, K, ONE_TILE>(v, row, t * TILE, Vp, vec);
-        s = ce_tile_sum(v, t * TILE, V, M * CE_LOG2E, s);
+        s = ce_tile_reduce<false>(v, t * TILE, V, M * CE_LOG2E, s);
     }
     const float lse = M + logf(block_reduce<false>(s, shs));
     if (threadIdx.x == 0) losses[blockIdx.x] = lse - lt;
