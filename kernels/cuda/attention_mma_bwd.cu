@@ -347,40 +347,39 @@ const AmmaBwdVariant amma_dkdv_variants[] = {
 };
 const int amma_dkdv_nvariants = (int)(sizeof amma_dkdv_variants / sizeof amma_dkdv_variants[0]);
 
-void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a)
+/* The dQ (DQ) or dK/dV kernel for a's head size: the table's entry
+ * `variant` at HSP = 64, one configuration for each other size, and with
+ * element-by-element staging (a.vec = 0) one per size. At HSP = 128, dQ
+ * holds its A operands in registers (HOLD = 1) and dK/dV rereads them
+ * (HOLD = 0). */
+template <bool DQ>
+static void amma_bwd_run(CudaState *st, const AmmaBwdVariant *table, int variant,
+                         const AmmaBwdArgs &a)
 {
-    if (!a.vec) { /* element-by-element staging: one configuration per head size */
+    constexpr int HOLD128 = DQ ? 1 : 0;
+    if (!a.vec) {
         switch (attn_hsp(a.C / a.NH)) {
-        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
-        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
-        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
-        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
+        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
+        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
+        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
+        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, HOLD128, 0>, DQ>(st, a); return;
         }
     }
     switch (attn_hsp(a.C / a.NH)) {
-    case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, true>(st, a); break;
-    case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, true>(st, a); break;
-    case 64: amma_dq_variants[variant].launch(st, a); break;
-    case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, 1>, true>(st, a); break;
+    case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, DQ>(st, a); break;
+    case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, DQ>(st, a); break;
+    case 64: table[variant].launch(st, a); break;
+    case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, HOLD128>, DQ>(st, a); break;
     default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
     }
 }
 
+void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a)
+{
+    amma_bwd_run<true>(st, amma_dq_variants, variant, a);
+}
+
 void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a)
 {
-    if (!a.vec) { /* element-by-element staging: one configuration per head size */
-        switch (attn_hsp(a.C / a.NH)) {
-        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
-        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
-        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
-        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, 0, 0>, false>(st, a); return;
-        }
-    }
-    switch (attn_hsp(a.C / a.NH)) {
-    case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, false>(st, a); break;
-    case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, false>(st, a); break;
-    case 64: amma_dkdv_variants[variant].launch(st, a); break;
-    case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, 0>, false>(st, a); break;
-    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
-    }
+    amma_bwd_run<false>(st, amma_dkdv_variants, variant, a);
 }
