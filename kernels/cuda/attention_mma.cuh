@@ -227,7 +227,7 @@ __device__ __forceinline__ const bf16 *amma_kv_step(bf16 *tiles, AmmaSrc Ksrc, A
     const int k0 = kt * BK;
     if (Cfg::ST == 2) {
         if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
-        __syncthreads(); /* tile kt complete; every warp done with kt - 1 (and the set-up's tiles) */
+        __syncthreads(); /* tile kt complete; every warp done with kt - 1 and Q (dO) */
         if (kt + 1 < nK) {
             amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles + (size_t)((kt + 1) & 1) * STAGE,
                                                          Ksrc, Vsrc, k0 + BK);

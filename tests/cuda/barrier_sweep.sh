@@ -15,7 +15,8 @@ trap 'rm -rf "$copy"' EXIT
 git ls-files -co --exclude-standard | tar cf - -T - | (cd "$copy" && tar xf -)
 cd "$copy"
 make -s NVCC= tests/cuda/check_kernels_emu >/dev/null 2>&1 || { echo "build failed" >&2; exit 1; }
-grep -Hn "__syncthreads()\|__syncwarp()\|cp_async_wait<[0-9]>()" ${FILES:-kernels/cuda/*.cu kernels/cuda/*.cuh} | while IFS=: read -r f line _; do
+sites="__syncthreads()\|__syncwarp()\|cp_async_wait<[0-9]>()"
+grep -Hn "$sites" ${FILES:-kernels/cuda/*.cu kernels/cuda/*.cuh} | while IFS=: read -r f line _; do
     case $f in
     *adamw*) g=optimizer ;; *attention*) g=attention ;; *encoder*) g=encoder ;;
     *head*) g=head ;; *layernorm*) g=layernorm ;; *matmul*) g=matmul ;; *) continue ;;
