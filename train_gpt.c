@@ -434,7 +434,7 @@ int main(int argc, char **argv)
         dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
                   o->seq_len, tr.cfg.max_seq_len);
     if (train_memory_check(o, &tr.cfg, err, sizeof err) != 0) dist_exit_all(d, 2, "%s", err);
-    GPTShard shard = dist_shard(d, o->zero);
+    GPTShard shard = {d->world, d->rank, o->zero};
     if (o->plan) {
         rc = train_memory_plan(o, &tr.cfg, &shard);
         dist_finalize(d);
@@ -464,7 +464,7 @@ int main(int argc, char **argv)
     if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
                           &shard, err, sizeof err) != 0)
         fail(&tr, err);
-    if (dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
+    if (train_dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
