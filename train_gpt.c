@@ -434,7 +434,7 @@ int main(int argc, char **argv)
         dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
                   o->seq_len, tr.cfg.max_seq_len);
     if (train_memory_check(o, &tr.cfg, err, sizeof err) != 0) dist_exit_all(d, 2, "%s", err);
-    GPTShard shard = dist_shard(d, o->zero);
+    GPTShard shard = {d->world, d->rank, o->zero};
     if (o->plan) {
         rc = train_memory_plan(o, &tr.cfg, &shard);
         dist_finalize(d);
@@ -464,7 +464,7 @@ int main(int argc, char **argv)
     if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
                           &shard, err, sizeof err) != 0)
         fail(&tr, err);
-    if (dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
+    if (train_dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
@@ -491,9 +491,10 @@ int main(int argc, char **argv)
                                           : load_params(&tr, err, sizeof err))
         fail(&tr, err);
     guard_check_start_step(d, tr.start_step);
-    /* A resumed run appends to its log, cut back to the resumed step, so
-     * the log covers the whole run with each step once. */
-    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, tr.resume_dir[0] ? tr.start_step : -1,
+    /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
+     * to the resumed step, so the log covers the whole run with each step once. */
+    int resumed = tr.resume_dir[0] || o->llmc_resume;
+    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, resumed ? tr.start_step : -1,
                                      o->log_errors, err, sizeof err) != 0)
         fail(&tr, err);
 

@@ -48,7 +48,9 @@ typedef struct {
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
     LlmcFiles llmc_from;     /* --resume-llmc's files (step -1: none) */
-    int llmc_saved;          /* the step of the last llm.c export or import; -1 none */
+    int llmc_saved;          /* the last llm.c export's step, or the resumed one's when
+                              * the export folder has it already; -1 none */
+    OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (train_costs.h) */
     long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
@@ -78,8 +80,11 @@ int train_stop(Trainer *tr, char *err, size_t len);
 int trainer_save_model(Trainer *tr, char *err, size_t len);
 
 /* llm.c's checkpoints (train_llmc.c). At start-up, every rank: find
- * --resume-llmc's files and make --save-checkpoint-llmc's folder (exit 1
- * naming the path on a fault). */
+ * --resume-llmc's files; rank 0, training (not --plan, --generate): make
+ * --save-checkpoint-llmc's folder and sort out the llm.c files already in
+ * it (run/llmc_claim.h), telling every rank whether the resumed step is
+ * there already. Exit 1 naming the path on a fault. Collective; needs the
+ * native resume located (session_locate) first. */
 void trainer_llmc_start(Trainer *tr);
 /* An llm.c export is due after this step (--save-every, the last step). */
 int trainer_llmc_due(const Trainer *tr, int step);
@@ -88,6 +93,11 @@ int trainer_llmc_due(const Trainer *tr, int step);
 int trainer_llmc_export(Trainer *tr, int step, char *err, size_t len);
 /* Load --resume-llmc's checkpoint into the built model and train loader. */
 int trainer_llmc_resume(Trainer *tr, char *err, size_t len);
+
+/* Hand g to the distributed layer (its view, DistModel) and install the
+ * layer's gradient hook when collectives are open. 0, or -1 with a
+ * message. (train_dist.c) */
+int train_dist_attach(Dist *d, GPT *g, char *err, size_t err_len);
 
 /* One JSON line to --log (rank 0's), then frees obj. */
 void trainer_log(Trainer *tr, cJSON *obj);

@@ -8,20 +8,15 @@
 
 #include "base/fileio.h"
 #include "run/llmc_ckpt.h"
+#include "run/llmc_claim.h"
+#include "run/ownership.h"
 #include "train_gpt.h"
 
-void trainer_llmc_start(Trainer *tr)
+/* Rank 0: --save-checkpoint-llmc's folder, made now so that a bad path
+ * fails at start-up, not at the first save. */
+static void make_folder(Trainer *tr, const char *dir)
 {
-    const TrainOptions *o = &tr->opt;
-    char err[4600], why[4400];
-    tr->llmc_saved = -1;
-    tr->llmc_from.step = -1;
-    if (o->llmc_resume &&
-        llmc_ckpt_locate(o->llmc_resume, tr->dist.rank, &tr->llmc_from, err, sizeof err) != 0)
-        dist_fail(&tr->dist, 1, "%s", err);
-    const char *dir = o->llmc_save_dir;
-    if (!dir || tr->dist.rank != 0) return;
-    /* made now, so a bad path fails at start-up, not at the first save */
+    char why[4400];
     struct stat st;
     if (stat(dir, &st) != 0) {
         char up[4096];
@@ -35,6 +30,54 @@ void trainer_llmc_start(Trainer *tr)
     }
     if (io_probe_writable(dir, why, sizeof why) != 0)
         dist_fail(&tr->dist, 1, "--save-checkpoint-llmc %s", why);
+}
+
+/* Rank 0: the folder's lock, one run at a time as in --checkpoint-dir
+ * (whose lock covers a folder given to both flags: a second flock of the
+ * same file would fail), and the llm.c files already there: another
+ * run's refused, this run's later ones moved aside (run/llmc_claim.h).
+ * Returns the resumed step when the folder has it already, else -1. */
+static int claim_folder(Trainer *tr, const char *dir)
+{
+    const TrainOptions *o = &tr->opt;
+    char err[4600];
+    struct stat a, b;
+    int shared = tr->sess.dir[0] && stat(tr->sess.dir, &a) == 0 && stat(dir, &b) == 0 &&
+                 a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    if (!shared && own_lock(&tr->llmc_lock, "--save-checkpoint-llmc", dir, err, sizeof err) != 0)
+        dist_fail(&tr->dist, 1, "%s", err);
+    int resumed = o->llmc_resume ? tr->llmc_from.step
+                  : tr->resume_dir[0] ? tr->sess.resumed.step : -1;
+    int kept;
+    if (llmc_claim(dir, resumed, o->overwrite_checkpoints, &kept, err, sizeof err) != 0)
+        dist_fail(&tr->dist, 1, "%s", err);
+    if (kept >= 0 && !o->llmc_resume)
+        printf("note: --save-checkpoint-llmc %s: step %d, where this run resumes, is there "
+               "already: not written again\n", dir, kept);
+    return kept;
+}
+
+void trainer_llmc_start(Trainer *tr)
+{
+    const TrainOptions *o = &tr->opt;
+    char err[4600];
+    tr->llmc_saved = -1;
+    tr->llmc_lock.fd = -1;
+    tr->llmc_from.step = -1;
+    if (o->llmc_resume &&
+        llmc_ckpt_locate(o->llmc_resume, tr->dist.rank, &tr->llmc_from, err, sizeof err) != 0)
+        dist_fail(&tr->dist, 1, "%s", err);
+    /* --plan and --generate write no checkpoint: the folder is left alone,
+     * as --checkpoint-dir's is (run/session.h) */
+    if (!o->llmc_save_dir || o->plan || o->generate > 0) return;
+    int kept = -1;
+    if (tr->dist.rank == 0) {
+        make_folder(tr, o->llmc_save_dir);
+        kept = claim_folder(tr, o->llmc_save_dir);
+    }
+    /* every rank skips that step's export alike: it is collective */
+    dist_broadcast(&tr->dist, &kept, sizeof kept);
+    tr->llmc_saved = kept;
 }
 
 int trainer_llmc_due(const Trainer *tr, int step)
@@ -65,6 +108,7 @@ int trainer_llmc_resume(Trainer *tr, char *err, size_t len)
                  "is the run's total)", tr->llmc_from.state, tr->start_step, tr->opt.steps);
         return -1;
     }
-    tr->llmc_saved = tr->llmc_from.step; /* resuming from that step: nothing new to export */
+    /* step R is not exported again where the export folder has it already
+     * (claim_folder set llmc_saved); into another folder, --steps R writes it */
     return 0;
 }

@@ -236,7 +236,10 @@ int train_loop(Trainer *tr, char *err, size_t len)
          * norm are agreed over ranks, so every rank decides alike. */
         int skip = !isfinite(loss) || !isfinite(norm);
         tr->bad_steps = skip ? tr->bad_steps + 1 : 0;
-        if (!skip) dist_update(d, &adam, lr, norm);
+        if (!skip) {
+            gpt_update(&tr->model, &adam, lr, norm); /* this rank's range under ZeRO-1 */
+            dist_share_params(d);
+        }
         tr->be->ops->sync(tr->be);
         double ms = progress_now_ms() - t0;
         if (tr->step_ms) tr->step_ms[tr->n_step_ms++] = ms;

@@ -149,13 +149,14 @@ static const OptSpec SPECS[] = {
      "continue an llm.c run: S is its output folder (newest DONE_N step) or a "
      "state_N_RANK.bin; give its -i, -b, -t as --train-data, --batch, --seq-len"},
     {"overwrite-checkpoints", K_FLAG, O(overwrite_checkpoints), NULL, 0, 0, NULL, "Checkpoints",
-     "start this run in a --checkpoint-dir that holds another run's saves, moving them into "
-     "DIR/replaced_<time>/ (nothing is deleted)"},
+     "start this run in a --checkpoint-dir (or --save-checkpoint-llmc folder) that holds "
+     "another run's saves, moving them into DIR/replaced_<time>/ (nothing is deleted)"},
     {"max-bad-steps", K_INT, O(max_bad_steps), "5", 1, 1 << 30, NULL, "Checkpoints",
      "consecutive non-finite (NaN/Inf loss or gradient norm) steps, skipped, before saving "
      "and aborting"},
     {"log", K_STR, O(log_path), NULL, 0, 0, NULL, "Other",
-     "JSON-lines log file (on --resume: cut back to the resumed step)"},
+     "JSON-lines log file (on --resume, --resume-llmc: appended to, cut back to the resumed "
+     "step)"},
     {"log-errors", K_CHOICE, O(log_errors), "fail", 0, 0, "fail|ignore", "Other",
      "a failed --log write: fail = warn, train on, exit 1 at the end; ignore = warn only"},
     {"threads", K_INT, O(threads), "0", 0, 1024, NULL, "Other",
@@ -457,8 +458,8 @@ static int check_checkpoint_flags(const TrainOptions *opt)
               "the optimizer state are not this project's)";
     else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
-    else if (opt->overwrite_checkpoints && !opt->checkpoint_dir)
-        why = "--overwrite-checkpoints: needs --checkpoint-dir DIR";
+    else if (opt->overwrite_checkpoints && !opt->checkpoint_dir && !opt->llmc_save_dir)
+        why = "--overwrite-checkpoints: needs --checkpoint-dir DIR or --save-checkpoint-llmc DIR";
     else if (opt->overwrite_checkpoints && opt->resume && !opt->resume_path)
         why = "--overwrite-checkpoints starts a new run and --resume continues the one in "
               "--checkpoint-dir: give one of them";

@@ -69,7 +69,7 @@ static long spelled_to_bytes(const char *s, size_t len, uint8_t *out)
 
 static int read_whole(const char *path, char **data, size_t *len, char *err, size_t err_len)
 {
-    /* Only regular files (run/fileio) of a sane size: /dev/zero would never end. */
+    /* Only regular files (base/fileio) of a sane size: /dev/zero would never end. */
     off_t size;
     int fd = io_open_regular(path, &size, err, err_len);
     if (fd < 0) return -1;

@@ -69,43 +69,35 @@ int dist_select_device(Dist *d, char *err, size_t err_len)
 #endif
 }
 
-GPTShard dist_shard(const Dist *d, int zero)
-{
-    GPTShard s = {d->world, d->rank, zero};
-    return s;
-}
-
-/* The model's grad hook: on the last micro-batch, start summing the
- * ranges that just became final (--zero 0; ZeRO-1 reduce-scatters after
- * backward, see dist.h). */
-static void on_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n)
+/* ZeRO-1 reduce-scatters after backward instead (see dist.h). */
+void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n)
 {
     Dist *d = ctx;
-    if (d->armed && !d->zero) d->comm->allreduce_start(d->comm, d->g->grads, offs, counts, n);
+    if (d->armed && d->comm && !d->zero)
+        d->comm->allreduce_start(d->comm, d->m.grads, offs, counts, n);
 }
 
-int dist_attach(Dist *d, GPT *g, char *err, size_t err_len)
+int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len)
 {
-    d->g = g;
-    d->zero = g->plan.zero;
+    d->m = *m;
+    d->attached = 1;
+    d->zero = m->zero;
     if (!d->mpi) return 0;
-    if (d->zero && g->plan.shard_params > (size_t)INT_MAX) {
+    if (d->zero && m->shard_params > (size_t)INT_MAX) {
         snprintf(err, err_len, "--zero 1: a shard of %zu elements is more than MPI's int count "
-                 "allows; use more ranks", g->plan.shard_params);
+                 "allows; use more ranks", m->shard_params);
         return -1;
     }
-    if (strcmp(g->be->name, "cuda") == 0) {
+    if (strcmp(m->be->name, "cuda") == 0) {
 #ifdef HAVE_CUDA
-        d->comm = dist_nccl_open(d, g, err, err_len);
+        d->comm = dist_nccl_open(d, m->be, err, err_len);
 #else
         snprintf(err, err_len, "internal error: a cuda backend in a build without CUDA");
 #endif
     } else {
-        d->comm = dist_mpi_open(d, g, err, err_len);
+        d->comm = dist_mpi_open(d, m->be, err, err_len);
     }
-    if (!d->comm) return -1;
-    gpt_set_grad_hook(g, on_grads_ready, d);
-    return 0;
+    return d->comm ? 0 : -1;
 }
 
 const char *dist_library(const Dist *d)
@@ -118,7 +110,7 @@ void dist_begin_micro(Dist *d, int last) { d->armed = last && d->comm; }
 void dist_finish_grads(Dist *d)
 {
     if (!d->comm) return;
-    if (d->zero) d->comm->reduce_scatter_start(d->comm, d->g->grads, d->g->plan.shard_params);
+    if (d->zero) d->comm->reduce_scatter_start(d->comm, d->m.grads, d->m.shard_params);
     d->comm->wait(d->comm);
     d->armed = 0;
 }
@@ -137,20 +129,20 @@ double dist_grad_norm(Dist *d)
     /* On the NCCL path the norm is the host's first wait for the step's
      * reduction (it reads the reduced gradients back). */
     dist_watch_begin(d, "waiting for the gradients' reduction (the norm)");
-    double norm = !d->comm || !d->zero ? gpt_grad_norm(d->g)
-                                       : sqrt(sum_over_ranks(d, gpt_grad_norm_sq_local(d->g)));
+    void *g = d->m.model;
+    double norm = !d->comm || !d->zero ? d->m.grad_norm(g)
+                                       : sqrt(sum_over_ranks(d, d->m.grad_norm_sq_local(g)));
     dist_watch_end(d);
     return norm;
 }
 
-void dist_update(Dist *d, const AdamWConfig *opt, float lr, double norm)
+void dist_share_params(Dist *d)
 {
-    gpt_update(d->g, opt, lr, norm);
     if (d->comm && d->zero) {
-        d->comm->allgather(d->comm, d->g->params, d->g->plan.shard_params);
+        d->comm->allgather(d->comm, d->m.params, d->m.shard_params);
         /* NCCL's all-gather is queued: wait for it here, where it is timed. */
         dist_watch_begin(d, "waiting for ZeRO-1's parameter all-gather");
-        d->g->be->ops->sync(d->g->be);
+        d->m.be->ops->sync(d->m.be);
         dist_watch_end(d);
     }
 }
@@ -174,22 +166,22 @@ static void allgather_host(const Dist *d, float *buf, size_t shard)
 
 /* Read a vector the model hands out whole (get) into host; under ZeRO-1
  * only this rank's block is right, so all-gather the blocks. */
-static int gather_full(Dist *d, float *host, void (*get)(GPT *, float *), int sharded,
+static int gather_full(Dist *d, float *host, void (*get)(void *, float *), int sharded,
                        char *err, size_t err_len)
 {
-    const MemoryPlan *p = &d->g->plan;
+    const DistModel *m = &d->m;
     if (!d->comm || !d->zero || !sharded) {
-        get(d->g, host);
+        get(m->model, host);
         return 0;
     }
-    float *tmp = calloc(p->padded_params, sizeof(float));
+    float *tmp = calloc(m->padded_params, sizeof(float));
     if (!tmp) {
-        snprintf(err, err_len, "out of host memory gathering %zu parameters", p->padded_params);
+        snprintf(err, err_len, "out of host memory gathering %zu parameters", m->padded_params);
         return -1;
     }
-    get(d->g, tmp);
-    allgather_host(d, tmp, p->shard_params);
-    memcpy(host, tmp, p->num_params * sizeof(float));
+    get(m->model, tmp);
+    allgather_host(d, tmp, m->shard_params);
+    memcpy(host, tmp, m->num_params * sizeof(float));
     free(tmp);
     return 0;
 }
@@ -198,12 +190,12 @@ int dist_get_params(Dist *d, float *host, char *err, size_t err_len)
 {
     /* Without a master copy the all-gathered working parameters are the
      * fp32 values themselves; with one, only this rank's master is exact. */
-    return gather_full(d, host, gpt_get_params, d->g->master != NULL, err, err_len);
+    return gather_full(d, host, d->m.get_params, d->m.has_master, err, err_len);
 }
 
 int dist_get_grads(Dist *d, float *host, char *err, size_t err_len)
 {
-    return gather_full(d, host, gpt_get_grads, 1, err, err_len);
+    return gather_full(d, host, d->m.get_grads, 1, err, err_len);
 }
 
 uint64_t dist_hash_floats(const float *x, size_t n)
@@ -308,11 +300,11 @@ void dist_exit_all(Dist *d, int code, const char *fmt, ...)
 void dist_finalize(Dist *d)
 {
     if (d->comm) {
-        if (d->g) gpt_set_grad_hook(d->g, NULL, NULL);
         dist_watch_begin(d, "closing the collectives");
         d->comm->close(d->comm);
         dist_watch_end(d);
         d->comm = NULL;
+        d->armed = 0;
     }
     if (d->mpi) {
         dist_watch_begin(d, "in MPI_Finalize");

@@ -66,7 +66,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/gpt.h"
+#include "kernels/backend.h"
 
 typedef struct DistComm DistComm; /* the collective library, dist_internal.h */
 typedef struct DistWatch DistWatch; /* the watchdog, dist_watch.c */
@@ -74,13 +74,35 @@ typedef struct DistWatch DistWatch; /* the watchdog, dist_watch.c */
 /* Exit status of a rank whose wait on the others timed out. */
 #define DIST_EXIT_TIMEOUT 3
 
+/* The model as this layer sees it. distributed/ sits beside model/ and
+ * includes none of it: the layer above both (the CLI's train_dist.c) fills
+ * this from a GPT. Vectors are flat, on the backend's device, in its par
+ * dtype (be->par_bytes wide); lengths are in elements. */
+typedef struct {
+    Backend *be;                 /* the model's backend: its stream, sync, dtype */
+    void *params, *grads;        /* padded_params elements each */
+    size_t num_params;           /* real parameters (a saved vector's length) */
+    size_t padded_params;        /* world * shard_params */
+    size_t shard_params;         /* one rank's ZeRO-1 block */
+    int zero;                    /* 1: AdamW state sharded (ZeRO-1) */
+    int has_master;              /* fp32 master copies beside bf16 params */
+    void *model;                 /* handed back to the functions below */
+    /* num_params floats of the vector, as fp32, to host; under ZeRO-1
+     * only this rank's block of a sharded vector is right. */
+    void (*get_params)(void *model, float *host);
+    void (*get_grads)(void *model, float *host);
+    double (*grad_norm)(void *model);          /* of the whole gradient vector */
+    double (*grad_norm_sq_local)(void *model); /* squared, of this rank's block */
+} DistModel;
+
 typedef struct {
     int rank, world;             /* 0 and 1 without a launcher */
     int local_rank, local_world; /* on this node */
     int mpi;                     /* 1 when MPI was initialised */
     int zero;                    /* --zero */
     int device;                  /* CUDA device chosen, -1 none */
-    GPT *g;                      /* set by dist_attach */
+    DistModel m;                 /* set by dist_attach */
+    int attached;                /* dist_attach has run */
     DistComm *comm;              /* NULL without MPI */
     int armed;                   /* this micro-batch's gradients are reduced */
     DistWatch *watch;            /* NULL: no timeout */
@@ -102,13 +124,16 @@ int dist_set_timeout(Dist *d, double seconds, char *err, size_t err_len);
  * (cuda builds with a visible device; a no-op otherwise). */
 int dist_select_device(Dist *d, char *err, size_t err_len);
 
-/* The model's placement for gpt_init_shard. */
-GPTShard dist_shard(const Dist *d, int zero);
+/* After the model is placed (rank r of world, ZeRO-1 or not): open the
+ * collectives for its backend (NCCL for cuda, MPI for cpu). The caller then
+ * installs dist_grads_ready as the model's gradient hook. Returns 0, or -1
+ * with a message. Without MPI it only records m. */
+int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len);
 
-/* After gpt_init_shard: open the collectives for g's backend (NCCL for
- * cuda, MPI for cpu) and install the gradient hook. Returns 0, or -1 with
- * a message. Without MPI it only records g. */
-int dist_attach(Dist *d, GPT *g, char *err, size_t err_len);
+/* The model's gradient hook (ctx = the Dist): ranges [offs[k], offs[k] +
+ * counts[k]) of the gradient vector are final for this step; on the last
+ * micro-batch under --zero 0 their sum over ranks starts at once. */
+void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n);
 
 /* "nccl", "mpi", or "none (no launcher)". */
 const char *dist_library(const Dist *d);
@@ -124,8 +149,9 @@ void dist_finish_grads(Dist *d);
 /* Norm of the full reduced gradient (identical on every rank). */
 double dist_grad_norm(Dist *d);
 
-/* AdamW on this rank's range; ZeRO-1 then all-gathers the parameters. */
-void dist_update(Dist *d, const AdamWConfig *opt, float lr, double norm);
+/* After the optimizer updated this rank's range: ZeRO-1 all-gathers the
+ * parameters so every rank holds them all again (a no-op otherwise). */
+void dist_share_params(Dist *d);
 
 /* Mean of x over ranks (x itself without MPI). */
 double dist_mean(Dist *d, double x);
@@ -170,7 +196,8 @@ _Noreturn void dist_fail(const Dist *d, int status, const char *fmt, ...)
 _Noreturn void dist_exit_all(Dist *d, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Close the collectives (the model stays) and finalise MPI. */
+/* Close the collectives (the model stays; the caller removes the gradient
+ * hook first, or it becomes a no-op) and finalise MPI. */
 void dist_finalize(Dist *d);
 
 #endif

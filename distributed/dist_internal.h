@@ -29,9 +29,9 @@ struct DistComm {
     MPI_Comm world;
 };
 
-/* Open over g's backend memory. NULL with a message in err on failure. */
-DistComm *dist_mpi_open(const Dist *d, GPT *g, char *err, size_t err_len);
-DistComm *dist_nccl_open(const Dist *d, GPT *g, char *err, size_t err_len); /* HAVE_CUDA */
+/* Open over be's memory. NULL with a message in err on failure. */
+DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len);
+DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len); /* HAVE_CUDA */
 int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_len); /* HAVE_CUDA */
 
 /* Mark a wait on the other ranks for the watchdog (dist_watch.c); what

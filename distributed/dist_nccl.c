@@ -131,9 +131,8 @@ int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_l
     return 0;
 }
 
-DistComm *dist_nccl_open(const Dist *d, GPT *g, char *err, size_t err_len)
+DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
 {
-    Backend *be = g->be;
     if (!be->ops->native_stream || !be->ops->native_stream(be)) {
         snprintf(err, err_len, "the %s backend does not expose its compute stream "
                  "(BackendOps.native_stream); NCCL cannot be ordered after it", be->name);

@@ -36,8 +36,8 @@ typedef struct {
     float grad_clip; /* 0 = off */
 } AdamWConfig;
 
-/* Data-parallel placement of this model (distributed/ fills it; NULL = one
- * process). zero = 1 shards the AdamW state and master weights (planner.h,
+/* Data-parallel placement of this model (the CLI fills it from the
+ * distributed layer's rank and world; NULL = one process). zero = 1 shards the AdamW state and master weights (planner.h,
  * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range. */
 typedef struct {
     int world, rank, zero;

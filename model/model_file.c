@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Open path for reading through run/fileio (regular files only). */
+/* Open path for reading through base/fileio (regular files only). */
 static FILE *open_regular(const char *path, off_t *size, char *err, size_t err_len)
 {
     int fd = io_open_regular(path, size, err, err_len);

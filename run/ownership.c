@@ -14,7 +14,7 @@
 
 #include "base/fileio.h"
 
-int own_lock(OwnLock *l, const char *dir, char *err, size_t err_len)
+int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t err_len)
 {
     char p[4200];
     l->fd = -1;
@@ -28,7 +28,7 @@ int own_lock(OwnLock *l, const char *dir, char *err, size_t err_len)
         int e = errno;
         if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS) {
             fprintf(stderr, "warning: %s: this filesystem does not lock (%s): a second run on "
-                    "--checkpoint-dir %s would not be stopped\n", p, strerror(e), dir);
+                    "%s %s would not be stopped\n", p, strerror(e), flag, dir);
             close(fd);
             return 0;
         }
@@ -38,9 +38,9 @@ int own_lock(OwnLock *l, const char *dir, char *err, size_t err_len)
         holder[strcspn(holder, "\n")] = 0;
         close(fd);
         if (e == EWOULDBLOCK)
-            io_err(err, err_len, "--checkpoint-dir %s is in use by another run (%s holds %s); "
-                   "wait for it to end, or give this run another --checkpoint-dir", dir,
-                   holder[0] ? holder : "a process that has just started", p);
+            io_err(err, err_len, "%s %s is in use by another run (%s holds %s); wait for it "
+                   "to end, or give this run another %s", flag, dir,
+                   holder[0] ? holder : "a process that has just started", p, flag);
         else
             io_err(err, err_len, "%s: cannot lock: %s", p, strerror(e));
         return -1;

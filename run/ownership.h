@@ -39,9 +39,10 @@ typedef struct {
     int fd; /* -1 when not held */
 } OwnLock;
 
-/* Take DIR's lock, or fail naming its holder. Returns 0 (held, or not
+/* Take DIR's lock, or fail naming its holder and the folder's flag
+ * ("--checkpoint-dir", "--save-checkpoint-llmc"). Returns 0 (held, or not
  * supported here: a warning was printed), or -1 with the message. */
-int own_lock(OwnLock *l, const char *dir, char *err, size_t err_len);
+int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t err_len);
 void own_unlock(OwnLock *l);
 
 /* A fresh random run id (never 0). */

@@ -110,6 +110,9 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         return -1;
     }
     snprintf(s->dir, sizeof s->dir, "%s", dir);
+    /* --plan and --generate (not exclusive) only read a save: the folder is
+     * neither made nor probed, so a dry run leaves the disk as it was. */
+    if (!c->exclusive) return 0;
     /* The folder itself is made here; its parent must exist, so a typo in
      * the path fails now instead of growing a tree somewhere unexpected. */
     char why[4400], up[4096];
@@ -130,7 +133,7 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         io_err(err, err_len, "--checkpoint-dir %s", why);
         return -1;
     }
-    return c->exclusive && s->rank == 0 ? own_lock(&s->lock, dir, err, err_len) : 0;
+    return s->rank == 0 ? own_lock(&s->lock, "--checkpoint-dir", dir, err, err_len) : 0;
 }
 
 /* FNV-1a over each shard's token count: all a version 1 run state

@@ -50,7 +50,7 @@ typedef struct {
     int resume;                   /* --resume given (with or without a path) */
     int save_every, keep;         /* --save-every (0 = end only), --keep (0 = all) */
     int overwrite;                /* --overwrite-checkpoints: move another run's saves aside */
-    int exclusive;                /* training: lock the folder and claim it (not --plan) */
+    int exclusive;                /* training: make, lock, claim the folder (not --plan, --generate) */
     /* what fixes the run's trajectory: stored in every save and compared
      * on resume (run_state.h says which may change) */
     int batch, seq_len, grad_accum, steps, zero, shuffle;
@@ -74,9 +74,11 @@ typedef struct {
 } RunSession;
 
 /* Takes a copy of c, checks the settings that go together, reads the test
- * hooks, and, with --checkpoint-dir, creates the folder and checks that it
- * is writable, so a bad path fails at start-up and not at the first save
- * hours later; when c->exclusive, rank 0 takes the folder's lock. */
+ * hooks, and, with --checkpoint-dir and c->exclusive (a training run),
+ * creates the folder and checks that it is writable, so a bad path fails
+ * at start-up and not at the first save hours later, and rank 0 takes the
+ * folder's lock. Without c->exclusive (--plan, --generate) the folder is
+ * left untouched: neither made nor written. */
 int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
                  size_t err_len);
 

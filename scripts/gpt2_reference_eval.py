@@ -187,7 +187,7 @@ def greedy(p, cfg, prompt, count, window):
 
 
 def fnv1a_floats(values):
-    """dist_hash_floats (dist/dist.c): FNV-1a over the 32-bit words of float32 values."""
+    """dist_hash_floats (distributed/dist.c): FNV-1a over the 32-bit words of float32 values."""
     h, mask = 0xCBF29CE484222325, (1 << 64) - 1
     for w in values.astype("<f4").view("<u4").tolist():
         h = ((h ^ w) * 0x100000001B3) & mask

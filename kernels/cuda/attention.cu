@@ -120,54 +120,33 @@ static void attn_fwd_launch(CudaState *st, T *out, float *lse, const T *qkv, int
     attn_set_smem(kern, smem);
     const int threads = AttnGeom<T, HSP, TB>::THREADS;
     float scale = 1.0f / sqrtf((float)(C / NH));
-    /* gridDim.z (the batch) is at most st->max_grid_z = 65535, and --batch
-     * goes to 1 << 20 (B = 100000 at T = 8 is a legal run): launch slices of
-     * at most that many sequences, each with its tensors' pointers moved to
-     * its first sequence b0 (the kernel indexes from sequence 0). */
-    for (int b0 = 0; b0 < B; b0 += st->max_grid_z) {
-        const int nb = B - b0 < st->max_grid_z ? B - b0 : st->max_grid_z;
+    attn_batch_slices(st, B, [&](int b0, int nb) {
         dim3 grid(ceil_div(T_, TB), NH, nb);
         LAUNCH(kern, grid, threads, smem, st->stream, out + (size_t)b0 * T_ * C,
                lse + (size_t)b0 * NH * T_, qkv + (size_t)b0 * T_ * 3 * C, T_, C, NH, scale);
-    }
+    });
 }
 
-/* The larger tile when its shared memory fits the device, else TB = 32. */
-template <typename T, int HSP>
-static void attn_fwd_hsp(CudaState *st, T *out, float *lse, const T *qkv, int B, int T_, int C,
-                         int NH)
-{
-    if (attn_fwd_smem<T, HSP, 64>() <= st->smem_optin)
-        attn_fwd_launch<T, HSP, 64>(st, out, lse, qkv, B, T_, C, NH);
-    else if (attn_fwd_smem<T, HSP, 32>() <= st->smem_optin)
-        attn_fwd_launch<T, HSP, 32>(st, out, lse, qkv, B, T_, C, NH);
-    else
-        CUDA_FATAL("attention_forward: head size padded to %d needs %zu bytes of shared memory; "
-                   "the device allows %zu",
-                   HSP, attn_fwd_smem<T, HSP, 32>(), st->smem_optin);
-}
-
+/* By head size, then the larger tile whose shared memory fits the device. */
 template <typename T>
 static void attn_fwd(CudaState *st, T *out, float *lse, const T *qkv, int B, int T_, int C,
                      int NH)
 {
-    switch (attn_hsp(C / NH)) {
-    case 16: attn_fwd_hsp<T, 16>(st, out, lse, qkv, B, T_, C, NH); break;
-    case 32: attn_fwd_hsp<T, 32>(st, out, lse, qkv, B, T_, C, NH); break;
-    case 64: attn_fwd_hsp<T, 64>(st, out, lse, qkv, B, T_, C, NH); break;
-    case 128: attn_fwd_hsp<T, 128>(st, out, lse, qkv, B, T_, C, NH); break;
-    default: CUDA_FATAL("attention_forward: head size %d > 128 is not supported", C / NH);
-    }
+    attn_hsp_dispatch("attention_forward", C / NH, [&](auto hsp) {
+        constexpr int HSP = decltype(hsp)::value;
+        attn_tile_dispatch(st, "attention_forward", HSP, attn_fwd_smem<T, HSP, 64>(),
+                           attn_fwd_smem<T, HSP, 32>(), [&](auto tb) {
+                               attn_fwd_launch<T, HSP, decltype(tb)::value>(st, out, lse, qkv, B,
+                                                                           T_, C, NH);
+                           });
+    });
 }
 
 void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
                             int C, int NH)
 {
     CudaState *st = cuda_state(be);
-    if (C % NH != 0) CUDA_FATAL("attention_forward: C = %d not divisible by NH = %d", C, NH);
-    if (NH > st->max_grid_y) /* heads go in gridDim.y */
-        CUDA_FATAL("attention_forward: NH = %d heads > %d (the grid's y limit)", NH,
-                   st->max_grid_y);
+    attn_check_heads(st, "attention_forward", C, NH);
     if (B <= 0 || T <= 0) return;
     if (st->bf16) attn_mma_forward(st, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH);
     else attn_fwd(st, (float *)out, lse, (const float *)qkv, B, T, C, NH);

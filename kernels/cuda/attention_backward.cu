@@ -190,54 +190,36 @@ static void attn_bwd_launch(CudaState *st, T *dqkv, const T *dout, const T *qkv,
     attn_set_smem(kdq, smem);
     const int threads = AttnGeom<T, HSP, TB>::THREADS;
     float scale = 1.0f / sqrtf((float)(C / NH));
-    /* slices of at most st->max_grid_z sequences along gridDim.z, as in
-     * attn_fwd_launch; pointers moved to the slice's first sequence b0 */
-    for (int b0 = 0; b0 < B; b0 += st->max_grid_z) {
-        const int nb = B - b0 < st->max_grid_z ? B - b0 : st->max_grid_z;
+    attn_batch_slices(st, B, [&](int b0, int nb) {
         dim3 grid(ceil_div(T_, TB), NH, nb);
         const size_t o1 = (size_t)b0 * T_ * C, o3 = 3 * o1, ol = (size_t)b0 * NH * T_;
         LAUNCH(kdkdv, grid, threads, smem, st->stream, dqkv + o3, dout + o1, qkv + o3, out + o1,
                lse + ol, T_, C, NH, scale);
         LAUNCH(kdq, grid, threads, smem, st->stream, dqkv + o3, dout + o1, qkv + o3, out + o1,
                lse + ol, T_, C, NH, scale);
-    }
+    });
 }
 
-template <typename T, int HSP>
-static void attn_bwd_hsp(CudaState *st, T *dqkv, const T *dout, const T *qkv, const T *out,
-                         const float *lse, int B, int T_, int C, int NH)
-{
-    if (attn_bwd_smem<T, HSP, 64>() <= st->smem_optin)
-        attn_bwd_launch<T, HSP, 64>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH);
-    else if (attn_bwd_smem<T, HSP, 32>() <= st->smem_optin)
-        attn_bwd_launch<T, HSP, 32>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH);
-    else
-        CUDA_FATAL("attention_backward: head size padded to %d needs %zu bytes of shared "
-                   "memory; the device allows %zu",
-                   HSP, attn_bwd_smem<T, HSP, 32>(), st->smem_optin);
-}
-
+/* By head size, then the larger tile whose shared memory fits the device. */
 template <typename T>
 static void attn_bwd(CudaState *st, T *dqkv, const T *dout, const T *qkv, const T *out,
                      const float *lse, int B, int T_, int C, int NH)
 {
-    switch (attn_hsp(C / NH)) {
-    case 16: attn_bwd_hsp<T, 16>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
-    case 32: attn_bwd_hsp<T, 32>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
-    case 64: attn_bwd_hsp<T, 64>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
-    case 128: attn_bwd_hsp<T, 128>(st, dqkv, dout, qkv, out, lse, B, T_, C, NH); break;
-    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", C / NH);
-    }
+    attn_hsp_dispatch("attention_backward", C / NH, [&](auto hsp) {
+        constexpr int HSP = decltype(hsp)::value;
+        attn_tile_dispatch(st, "attention_backward", HSP, attn_bwd_smem<T, HSP, 64>(),
+                           attn_bwd_smem<T, HSP, 32>(), [&](auto tb) {
+                               attn_bwd_launch<T, HSP, decltype(tb)::value>(
+                                   st, dqkv, dout, qkv, out, lse, B, T_, C, NH);
+                           });
+    });
 }
 
 void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
                              const void *out, const float *lse, int B, int T, int C, int NH)
 {
     CudaState *st = cuda_state(be);
-    if (C % NH != 0) CUDA_FATAL("attention_backward: C = %d not divisible by NH = %d", C, NH);
-    if (NH > st->max_grid_y) /* heads go in gridDim.y */
-        CUDA_FATAL("attention_backward: NH = %d heads > %d (the grid's y limit)", NH,
-                   st->max_grid_y);
+    attn_check_heads(st, "attention_backward", C, NH);
     if (B <= 0 || T <= 0) return;
     if (st->bf16)
         attn_mma_backward(st, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv,

@@ -59,20 +59,6 @@ struct AmmaCfg {
     static_assert(HSP % 16 == 0 && BT % 16 == 0 && (ST == 1 || ST == 2), "tile shape");
 };
 
-/* 2^x, flushing subnormals: one MUFU.EX2 (exp2f adds a range check and two
- * multiplies for subnormal results; probabilities that small are 0 in
- * bf16 anyway). */
-__device__ __forceinline__ float amma_exp2(float x)
-{
-#ifdef CUDA_EMU
-    return emu_ex2_approx_ftz(x);
-#else
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-#endif
-}
-
 template <int A, int B_> struct AmmaMax {
     static constexpr int v = A > B_ ? A : B_;
 };
@@ -183,6 +169,37 @@ __device__ __forceinline__ void amma_stage_async(bf16 *dst, AmmaSrc s, int t0)
     }
 }
 
+/* Two R-row tiles side by side, [s0 | s1] at dst (s1's tile R (HSP + 8)
+ * elements on), rows t0.. of each: the pairs the kernels stream (K and V,
+ * Q and dO). _async: as amma_stage_async (the caller commits, waits and
+ * syncs). amma_stage_pair: now, through registers (VEC: every load of
+ * both tiles before any store) or element by element; BAR: a __syncthreads
+ * before the first store, for a buffer other warps may still read. The
+ * caller syncs after. */
+template <int HSP, int R, int NT, int VEC>
+__device__ __forceinline__ void amma_stage_pair_async(bf16 *dst, AmmaSrc s0, AmmaSrc s1, int t0)
+{
+    amma_stage_async<HSP, R, NT, VEC>(dst, s0, t0);
+    amma_stage_async<HSP, R, NT, VEC>(dst + R * (HSP + 8), s1, t0);
+}
+template <int HSP, int R, int NT, int VEC, bool BAR>
+__device__ __forceinline__ void amma_stage_pair(bf16 *dst, AmmaSrc s0, AmmaSrc s1, int t0)
+{
+    AmmaRegTile<HSP, R, NT> r0, r1;
+    if (VEC) {
+        r0.load(s0, t0);
+        r1.load(s1, t0);
+    }
+    if (BAR) __syncthreads();
+    if (VEC) {
+        r0.store(dst);
+        r1.store(dst + R * (HSP + 8));
+    } else {
+        amma_stage_scalar<HSP, R, NT>(dst, s0, t0);
+        amma_stage_scalar<HSP, R, NT>(dst + R * (HSP + 8), s1, t0);
+    }
+}
+
 /* R query rows' statistics from t0 (zero past T), by cp.async. */
 template <int R, int NT>
 __device__ __forceinline__ void amma_stage_stats(AmmaStat *dst, const AmmaStat *src, int t0, int T)
@@ -192,6 +209,35 @@ __device__ __forceinline__ void amma_stage_stats(AmmaStat *dst, const AmmaStat *
         const int r = (int)threadIdx.x + i * NT, t = t0 + r;
         if (R % NT == 0 || r < R) cp_async<8>(dst + r, t < T ? src + t : src, t < T ? 8 : 0);
     }
+}
+
+/* Key/value step kt of nK of the forward and dQ kernels (keys kt BT..):
+ * tiles holds ST stages of [K | V] (BT rows each); returns this step's K
+ * tile (its V tile follows, BT rows on). ST = 2: waits for tile kt
+ * (issued by the set-up or at step kt - 1), syncs, then issues tile kt + 1
+ * into the other stage, to land during this step. ST = 1: loads, syncs
+ * (every warp done with tile kt - 1), stores, syncs. All threads call it,
+ * the idle warps too. */
+template <class Cfg>
+__device__ __forceinline__ const bf16 *amma_kv_step(bf16 *tiles, AmmaSrc Ksrc, AmmaSrc Vsrc, int kt,
+                                                    int nK)
+{
+    constexpr int HSP = Cfg::HSP, BK = Cfg::BT, NT = Cfg::NT;
+    constexpr int STAGE = 2 * BK * Cfg::LD; /* elements of one [K | V] stage */
+    const int k0 = kt * BK;
+    if (Cfg::ST == 2) {
+        if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
+        __syncthreads(); /* tile kt complete; every warp done with kt - 1 and Q (dO) */
+        if (kt + 1 < nK) {
+            amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles + (size_t)((kt + 1) & 1) * STAGE,
+                                                         Ksrc, Vsrc, k0 + BK);
+            cp_async_commit();
+        }
+        return tiles + (size_t)(kt & 1) * STAGE;
+    }
+    amma_stage_pair<HSP, BK, NT, Cfg::VEC, true>(tiles, Ksrc, Vsrc, k0);
+    __syncthreads();
+    return tiles;
 }
 
 /* ---- variants (attention_mma.cu holds the selection) ---- */

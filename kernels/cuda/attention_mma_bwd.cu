@@ -85,21 +85,12 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
     const AmmaStat st0 = r0 < T_ ? rs[r0] : zero, st1 = r1 < T_ ? rs[r1] : zero;
 
     if (Cfg::ST == 2) {
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(Qs, Qsrc, q0);
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(dOs, dOsrc, q0);
-        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, 0);
-        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles + BK * LD, Vsrc, 0);
+        amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(Qs, Qsrc, dOsrc, q0); /* [Q | dO] */
+        amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, Vsrc, 0);
         cp_async_commit();
         cp_async_wait<0>();
-    } else if (Cfg::VEC) {
-        AmmaRegTile<HSP, BQ, NT> rq, ro;
-        rq.load(Qsrc, q0);
-        ro.load(dOsrc, q0);
-        rq.store(Qs);
-        ro.store(dOs);
     } else {
-        amma_stage_scalar<HSP, BQ, NT>(Qs, Qsrc, q0);
-        amma_stage_scalar<HSP, BQ, NT>(dOs, dOsrc, q0);
+        amma_stage_pair<HSP, BQ, NT, Cfg::VEC, false>(Qs, Qsrc, dOsrc, q0);
     }
     __syncthreads();
     uint32_t qf[HSP / 16][4], of[HSP / 16][4]; /* Q_w, dO_w: with HOLD only */
@@ -109,39 +100,11 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
     }
 
     float dq[HSP / 8][4];
-#pragma unroll
-    for (int j = 0; j < HSP / 8; j++) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.0f;
+    mma_strip_zero<HSP>(dq);
 
     for (int kt = 0; kt < nK; kt++) {
         const int k0 = kt * BK;
-        const bf16 *Ks;
-        if (Cfg::ST == 2) {
-            if (kt > 0) cp_async_wait<0>();
-            __syncthreads(); /* tile kt complete; every warp done with kt - 1 (and Q, dO) */
-            if (kt + 1 < nK) {
-                bf16 *nx = tiles + (size_t)((kt + 1) & 1) * STAGE;
-                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx, Ksrc, k0 + BK);
-                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx + BK * LD, Vsrc, k0 + BK);
-                cp_async_commit();
-            }
-            Ks = tiles + (size_t)(kt & 1) * STAGE;
-        } else {
-            AmmaRegTile<HSP, BK, NT> rk, rv;
-            if (Cfg::VEC) {
-                rk.load(Ksrc, k0);
-                rv.load(Vsrc, k0);
-            }
-            __syncthreads();
-            if (Cfg::VEC) {
-                rk.store(tiles);
-                rv.store(tiles + BK * LD);
-            } else {
-                amma_stage_scalar<HSP, BK, NT>(tiles, Ksrc, k0);
-                amma_stage_scalar<HSP, BK, NT>(tiles + BK * LD, Vsrc, k0);
-            }
-            __syncthreads();
-            Ks = tiles;
-        }
+        const bf16 *Ks = amma_kv_step<Cfg>(tiles, Ksrc, Vsrc, kt, nK);
         const bf16 *Vs = Ks + BK * LD;
         if (idle || k0 > wq0 + 15) continue; /* every key after this warp's rows */
 
@@ -172,7 +135,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const AmmaStat &r = i < 2 ? st0 : st1;
-                    const float p = amma_exp2(fmaf(s[j][i], sl2, -r.lse2));
+                    const float p = exp2_approx(fmaf(s[j][i], sl2, -r.lse2));
                     s[j][i] = p * (dp[j][i] - r.D); /* dS */
                 }
             mma_strip_acc<HSP, 16>(dq, s, Kc, LD); /* dQ_w += dS K_c */
@@ -236,22 +199,13 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     const float sl2 = a.sl2;
 
     if (Cfg::ST == 2) {
-        amma_stage_async<HSP, BKV, NT, Cfg::VEC>(Ks, Ksrc, k0);
-        amma_stage_async<HSP, BKV, NT, Cfg::VEC>(Vs, Vsrc, k0);
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0), Qsrc, qstart);
-        amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0) + BQ * LD, dOsrc, qstart);
+        amma_stage_pair_async<HSP, BKV, NT, Cfg::VEC>(Ks, Ksrc, Vsrc, k0); /* [K | V] */
+        amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0), Qsrc, dOsrc, qstart);
         amma_stage_stats<BQ, NT>(SM::stats(smem, 0), rs, qstart, T_);
         cp_async_commit();
         cp_async_wait<0>();
-    } else if (Cfg::VEC) {
-        AmmaRegTile<HSP, BKV, NT> rk, rv;
-        rk.load(Ksrc, k0);
-        rv.load(Vsrc, k0);
-        rk.store(Ks);
-        rv.store(Vs);
     } else {
-        amma_stage_scalar<HSP, BKV, NT>(Ks, Ksrc, k0);
-        amma_stage_scalar<HSP, BKV, NT>(Vs, Vsrc, k0);
+        amma_stage_pair<HSP, BKV, NT, Cfg::VEC, false>(Ks, Ksrc, Vsrc, k0);
     }
     __syncthreads();
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w: with HOLD only */
@@ -261,10 +215,8 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     }
 
     float dk[HSP / 8][4], dv[HSP / 8][4];
-#pragma unroll
-    for (int j = 0; j < HSP / 8; j++)
-#pragma unroll
-        for (int i = 0; i < 4; i++) dk[j][i] = dv[j][i] = 0.0f;
+    mma_strip_zero<HSP>(dk);
+    mma_strip_zero<HSP>(dv);
 
     for (int it = 0; it < nQ; it++) {
         const int q0 = qstart + it * BQ;
@@ -274,8 +226,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
             __syncthreads(); /* tile it complete; every warp done with it - 1 (and K, V) */
             if (it + 1 < nQ) {
                 const int nx = (it + 1) & 1;
-                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx), Qsrc, q0 + BQ);
-                amma_stage_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx) + BQ * LD, dOsrc, q0 + BQ);
+                amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx), Qsrc, dOsrc, q0 + BQ);
                 amma_stage_stats<BQ, NT>(SM::stats(smem, nx), rs, q0 + BQ, T_);
                 cp_async_commit();
             }
@@ -334,7 +285,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const AmmaStat &r = i & 1 ? q2.c1 : q2.c0;
-                    const float p = amma_exp2(fmaf(sT[j][i], sl2, -r.lse2));
+                    const float p = exp2_approx(fmaf(sT[j][i], sl2, -r.lse2));
                     sT[j][i] = p;
                     dpT[j][i] = p * (dpT[j][i] - r.D);
                 }
@@ -396,40 +347,39 @@ const AmmaBwdVariant amma_dkdv_variants[] = {
 };
 const int amma_dkdv_nvariants = (int)(sizeof amma_dkdv_variants / sizeof amma_dkdv_variants[0]);
 
-void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a)
+/* The dQ (DQ) or dK/dV kernel for a's head size: the table's entry
+ * `variant` at HSP = 64, one configuration for each other size, and with
+ * element-by-element staging (a.vec = 0) one per size. At HSP = 128, dQ
+ * holds its A operands in registers (HOLD = 1) and dK/dV rereads them
+ * (HOLD = 0). */
+template <bool DQ>
+static void amma_bwd_run(CudaState *st, const AmmaBwdVariant *table, int variant,
+                         const AmmaBwdArgs &a)
 {
-    if (!a.vec) { /* element-by-element staging: one configuration per head size */
+    constexpr int HOLD128 = DQ ? 1 : 0;
+    if (!a.vec) {
         switch (attn_hsp(a.C / a.NH)) {
-        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
-        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
-        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
-        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, 1, 0>, true>(st, a); return;
+        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
+        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
+        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
+        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, HOLD128, 0>, DQ>(st, a); return;
         }
     }
     switch (attn_hsp(a.C / a.NH)) {
-    case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, true>(st, a); break;
-    case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, true>(st, a); break;
-    case 64: amma_dq_variants[variant].launch(st, a); break;
-    case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, 1>, true>(st, a); break;
+    case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, DQ>(st, a); break;
+    case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, DQ>(st, a); break;
+    case 64: table[variant].launch(st, a); break;
+    case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, HOLD128>, DQ>(st, a); break;
     default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
     }
 }
 
+void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a)
+{
+    amma_bwd_run<true>(st, amma_dq_variants, variant, a);
+}
+
 void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a)
 {
-    if (!a.vec) { /* element-by-element staging: one configuration per head size */
-        switch (attn_hsp(a.C / a.NH)) {
-        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
-        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
-        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, false>(st, a); return;
-        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, 0, 0>, false>(st, a); return;
-        }
-    }
-    switch (attn_hsp(a.C / a.NH)) {
-    case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, false>(st, a); break;
-    case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, false>(st, a); break;
-    case 64: amma_dkdv_variants[variant].launch(st, a); break;
-    case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, 0>, false>(st, a); break;
-    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
-    }
+    amma_bwd_run<false>(st, amma_dkdv_variants, variant, a);
 }

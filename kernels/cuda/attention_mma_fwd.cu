@@ -44,8 +44,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
     /* Q (with ST = 2, the first key/value tile too) */
     if (Cfg::ST == 2) {
         amma_stage_async<HSP, BQ, NT, Cfg::VEC>(Qs, Qsrc, q0);
-        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, 0);
-        amma_stage_async<HSP, BK, NT, Cfg::VEC>(tiles + BK * LD, Vsrc, 0);
+        amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles, Ksrc, Vsrc, 0);
         cp_async_commit();
         cp_async_wait<0>();
     } else if (Cfg::VEC) {
@@ -60,40 +59,12 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
     if (Cfg::HOLD) mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);
 
     float o[HSP / 8][4];
-#pragma unroll
-    for (int j = 0; j < HSP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    mma_strip_zero<HSP>(o);
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
     for (int kt = 0; kt < nK; kt++) {
         const int k0 = kt * BK;
-        const bf16 *Ks;
-        if (Cfg::ST == 2) {
-            if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
-            __syncthreads(); /* tile kt complete; every warp done with kt - 1 and with Q */
-            if (kt + 1 < nK) { /* the next tile into the other stage, during this one */
-                bf16 *nx = tiles + (size_t)((kt + 1) & 1) * STAGE;
-                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx, Ksrc, k0 + BK);
-                amma_stage_async<HSP, BK, NT, Cfg::VEC>(nx + BK * LD, Vsrc, k0 + BK);
-                cp_async_commit();
-            }
-            Ks = tiles + (size_t)(kt & 1) * STAGE;
-        } else {
-            AmmaRegTile<HSP, BK, NT> rk, rv;
-            if (Cfg::VEC) {
-                rk.load(Ksrc, k0);
-                rv.load(Vsrc, k0);
-            }
-            __syncthreads(); /* every warp done with the previous tile and with Q */
-            if (Cfg::VEC) {
-                rk.store(tiles);
-                rv.store(tiles + BK * LD);
-            } else {
-                amma_stage_scalar<HSP, BK, NT>(tiles, Ksrc, k0);
-                amma_stage_scalar<HSP, BK, NT>(tiles + BK * LD, Vsrc, k0);
-            }
-            __syncthreads();
-            Ks = tiles;
-        }
+        const bf16 *Ks = amma_kv_step<Cfg>(tiles, Ksrc, Vsrc, kt, nK);
         const bf16 *Vs = Ks + BK * LD;
         if (idle || k0 > wq0 + 15) continue; /* every key after this warp's rows */
 
@@ -124,7 +95,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
         const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
         /* the old sums' rescaling: 2^-inf = 0 at the first tile */
-        const float a0 = amma_exp2((m0 - n0) * sl2), a1 = amma_exp2((m1 - n1) * sl2);
+        const float a0 = exp2_approx((m0 - n0) * sl2), a1 = exp2_approx((m1 - n1) * sl2);
         m0 = n0;
         m1 = n1;
         const float nb0 = -n0 * sl2, nb1 = -n1 * sl2; /* p = 2^(s sl2 - m sl2): one FFMA */
@@ -133,10 +104,10 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
         float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
         for (int j = 0; j < BK / 8; j++) {
-            s[j][0] = amma_exp2(fmaf(s[j][0], sl2, nb0));
-            s[j][1] = amma_exp2(fmaf(s[j][1], sl2, nb0));
-            s[j][2] = amma_exp2(fmaf(s[j][2], sl2, nb1));
-            s[j][3] = amma_exp2(fmaf(s[j][3], sl2, nb1));
+            s[j][0] = exp2_approx(fmaf(s[j][0], sl2, nb0));
+            s[j][1] = exp2_approx(fmaf(s[j][1], sl2, nb0));
+            s[j][2] = exp2_approx(fmaf(s[j][2], sl2, nb1));
+            s[j][3] = exp2_approx(fmaf(s[j][3], sl2, nb1));
             sum0 += s[j][0] + s[j][1];
             sum1 += s[j][2] + s[j][3];
         }

@@ -131,6 +131,55 @@ template <typename K> static void attn_set_smem(K kern, size_t bytes)
                                     (int)bytes));
 }
 
+/* ---- host: the launch set-up the fp32 forward and backward share ---- */
+
+/* The entry points' checks: whole heads, and NH within gridDim.y (heads go
+ * there). op names the op in the message. */
+static inline void attn_check_heads(const CudaState *st, const char *op, int C, int NH)
+{
+    if (C % NH != 0) CUDA_FATAL("%s: C = %d not divisible by NH = %d", op, C, NH);
+    if (NH > st->max_grid_y)
+        CUDA_FATAL("%s: NH = %d heads > %d (the grid's y limit)", op, NH, st->max_grid_y);
+}
+
+/* run(std::integral_constant<int, HSP>()) for hs padded to HSP (attn_hsp);
+ * fatal past 128. */
+template <class F> static void attn_hsp_dispatch(const char *op, int hs, F run)
+{
+    switch (attn_hsp(hs)) {
+    case 16: run(std::integral_constant<int, 16>()); break;
+    case 32: run(std::integral_constant<int, 32>()); break;
+    case 64: run(std::integral_constant<int, 64>()); break;
+    case 128: run(std::integral_constant<int, 128>()); break;
+    default: CUDA_FATAL("%s: head size %d > 128 is not supported", op, hs);
+    }
+}
+
+/* run(std::integral_constant<int, TB>()) with the larger tile, TB = 64, when
+ * its shared memory (smem64 bytes) fits the device, else TB = 32 (smem32);
+ * fatal when neither fits. */
+template <class F>
+static void attn_tile_dispatch(const CudaState *st, const char *op, int hsp, size_t smem64,
+                               size_t smem32, F run)
+{
+    if (smem64 <= st->smem_optin) run(std::integral_constant<int, 64>());
+    else if (smem32 <= st->smem_optin) run(std::integral_constant<int, 32>());
+    else
+        CUDA_FATAL("%s: head size padded to %d needs %zu bytes of shared memory; the device "
+                   "allows %zu",
+                   op, hsp, smem32, st->smem_optin);
+}
+
+/* launch(b0, nb) for slices of the B sequences, nb <= st->max_grid_z each
+ * (sequences go in gridDim.z, at most 65535, and --batch goes to 1 << 20:
+ * B = 100000 at T = 8 is a legal run); the launch moves its tensors'
+ * pointers to sequence b0, as the kernels index from sequence 0. */
+template <class F> static void attn_batch_slices(const CudaState *st, int B, F launch)
+{
+    for (int b0 = 0; b0 < B; b0 += st->max_grid_z)
+        launch(b0, B - b0 < st->max_grid_z ? B - b0 : st->max_grid_z);
+}
+
 /* attention_mma.cu: the bf16 path, on the tensor cores with register
  * accumulators (attention_mma.cuh). The kernels in attention.cu and
  * attention_backward.cu run fp32 (the exact path compared with the cpu). */

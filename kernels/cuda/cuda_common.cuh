@@ -122,6 +122,24 @@ template <typename T> __device__ __forceinline__ T from_f(float x);
 template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
 template <> __device__ __forceinline__ bf16 from_f<bf16>(float x) { return __float2bfloat16(x); }
 
+/* 2^x by the special-function unit: ex2.approx.ftz.f32, one MUFU.EX2,
+ * subnormal inputs and results flushed to zero. exp2f would add a range
+ * check and two multiplies for subnormal results; values that small are 0
+ * in bf16 anyway, and the relative error (about 2^-22, PTX ISA) is far
+ * inside the fp32 checks' 1e-5. The emulator flushes the same way
+ * (emu_ex2_approx_ftz); 2^-inf = 0. Used by the cross-entropy (head.cu) and the bf16
+ * attention (attention_mma*.cu), with the scale folded into one FFMA. */
+__device__ __forceinline__ float exp2_approx(float x)
+{
+#ifdef CUDA_EMU
+    return emu_ex2_approx_ftz(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
 /* Reductions over a warp with an xor butterfly: every lane ends with the same
  * bits (each step adds the same two values, in either order). */
 __device__ __forceinline__ float warp_sum(float v)

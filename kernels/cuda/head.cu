@@ -16,7 +16,7 @@
  * writes its pieces' dlogits from the same registers. The loops over a
  * thread's pieces are unrolled and select rather than branch (columns past
  * V read as -inf, whose exponential is 0); exponentials are one FFMA and
- * one MUFU.EX2 each (ce_exp2). Rows longer than the registers hold
+ * one MUFU.EX2 each (exp2_approx). Rows longer than the registers hold
  * (CE_THREADS x CE_KMAX pieces: 65536 bf16, 32768 fp32 values on a GPU) or
  * not 16-byte aligned take the tiled path (CE_KTILE pieces a thread per
  * tile), which reads the row three times.
@@ -47,44 +47,18 @@
 #define CE_KTILE 4 /* pieces per thread per tile of the tiled path */
 #define CE_LOG2E 1.4426950408889634f
 
-/* 2^x by the special-function unit (MUFU.EX2), flushing subnormals: one
- * instruction, where expf takes a range reduction and a fix-up. Arguments
- * are x * log2(e) - m * log2(e) <= 0 (one FFMA); -inf gives 0. Relative
- * error about 2^-22 (PTX ISA, ex2.approx), far inside the fp32 check's
- * 1e-5. The emulator uses the C library's exp2f. */
-__device__ __forceinline__ float ce_exp2(float x)
+/* The block's max (MAX) or sum of v, the same in every thread: warp
+ * butterflies, then the warps' results combined in order (the same bits
+ * every run). sh holds CE_WARPS floats. */
+template <bool MAX> __device__ __forceinline__ float block_reduce(float v, float *sh)
 {
-#ifdef CUDA_EMU
-    return exp2f(x);
-#else
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-#endif
-}
-
-/* The block's max of v, the same in every thread. */
-__device__ __forceinline__ float block_max(float v, float *sh)
-{
-    v = warp_max(v);
+    v = MAX ? warp_max(v) : warp_sum(v);
     if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
     __syncthreads();
-    float m = sh[0];
+    float r = sh[0];
 #pragma unroll
-    for (int w = 1; w < CE_WARPS; w++) m = fmaxf(m, sh[w]);
-    return m;
-}
-
-/* The block's sum of v, the same in every thread: warps added in order. */
-__device__ __forceinline__ float block_sum(float v, float *sh)
-{
-    v = warp_sum(v);
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
-    __syncthreads();
-    float s = sh[0];
-#pragma unroll
-    for (int w = 1; w < CE_WARPS; w++) s += sh[w];
-    return s;
+    for (int w = 1; w < CE_WARPS; w++) r = MAX ? fmaxf(r, sh[w]) : r + sh[w];
+    return r;
 }
 
 /* Piece k of this thread in the tile at base: elements
@@ -136,8 +110,12 @@ __device__ __forceinline__ float ce_val(const Vec16<T> &p, int u, int j, int V)
     return j < V ? ce_elem(p, u) : -INFINITY;
 }
 
-template <typename T, int K>
-__device__ __forceinline__ float ce_tile_max(const Vec16<T> (&v)[K], int base, int V, float m)
+/* One pass over the thread's pieces of a tile, folding each logit x into
+ * r: MAX, r = max(r, x); else r += exp(x - M) = 2^(x log2(e) - mL), with
+ * mL = M log2(e). */
+template <bool MAX, typename T, int K>
+__device__ __forceinline__ float ce_tile_reduce(const Vec16<T> (&v)[K], int base, int V, float mL,
+                                                float r)
 {
     constexpr int N = Vec16<T>::N;
 #pragma unroll
@@ -145,25 +123,10 @@ __device__ __forceinline__ float ce_tile_max(const Vec16<T> (&v)[K], int base, i
 #pragma unroll
         for (int u = 0; u < N; u++) {
             const int j = base + (k * CE_THREADS + (int)threadIdx.x) * N + u;
-            m = fmaxf(m, ce_val(v[k], u, j, V));
+            const float x = ce_val(v[k], u, j, V);
+            r = MAX ? fmaxf(r, x) : r + exp2_approx(fmaf(x, CE_LOG2E, -mL));
         }
-    return m;
-}
-
-/* s + sum of exp(x - M) over the tile; mL = M * log2(e) */
-template <typename T, int K>
-__device__ __forceinline__ float ce_tile_sum(const Vec16<T> (&v)[K], int base, int V, float mL,
-                                             float s)
-{
-    constexpr int N = Vec16<T>::N;
-#pragma unroll
-    for (int k = 0; k < K; k++)
-#pragma unroll
-        for (int u = 0; u < N; u++) {
-            const int j = base + (k * CE_THREADS + (int)threadIdx.x) * N + u;
-            s += ce_exp2(fmaf(ce_val(v[k], u, j, V), CE_LOG2E, -mL));
-        }
-    return s;
+    return r;
 }
 
 /* dlogits = exp(x - lse) * dloss - [j == target] * dloss, 0 past V, stored
@@ -180,7 +143,7 @@ __device__ __forceinline__ void ce_tile_store(T *row, const Vec16<T> (&v)[K], in
         Vec16<T> o;
 #pragma unroll
         for (int u = 0; u < N; u++) {
-            const float p = ce_exp2(fmaf(ce_val(v[k], u, i + u, V), CE_LOG2E, -lseL));
+            const float p = exp2_approx(fmaf(ce_val(v[k], u, i + u, V), CE_LOG2E, -lseL));
             o.v[u] = from_f<T>(fmaf(p, dloss, i + u == target ? -dloss : 0.0f));
         }
         if (vec) {
@@ -214,15 +177,15 @@ ce_kernel(float *losses, T *logits, const int *targets, int V, int Vp, float dlo
     float m = -INFINITY;
     for (int t = 0; t < ntiles; t++) {
         ce_load<T, K, ONE_TILE>(v, row, t * TILE, Vp, vec);
-        m = ce_tile_max(v, t * TILE, V, m);
+        m = ce_tile_reduce<true>(v, t * TILE, V, 0.0f, m);
     }
-    const float M = block_max(m, shm);
+    const float M = block_reduce<true>(m, shm);
     float s = 0.0f;
     for (int t = 0; t < ntiles; t++) {
         if (!ONE_TILE) ce_load<T, K, ONE_TILE>(v, row, t * TILE, Vp, vec);
-        s = ce_tile_sum(v, t * TILE, V, M * CE_LOG2E, s);
+        s = ce_tile_reduce<false>(v, t * TILE, V, M * CE_LOG2E, s);
     }
-    const float lse = M + logf(block_sum(s, shs));
+    const float lse = M + logf(block_reduce<false>(s, shs));
     if (threadIdx.x == 0) losses[blockIdx.x] = lse - lt;
     if (!backward) return;
     for (int t = 0; t < ntiles; t++) {

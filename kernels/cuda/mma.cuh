@@ -131,6 +131,30 @@ __device__ __forceinline__ void mma_a_from_c(uint32_t a[4], const float c0[4], c
 /* ---- one warp, a 16-row strip ----
  * c[j] holds columns 8j..8j+7 of a 16 x N product in the C layout. */
 
+template <int N> __device__ __forceinline__ void mma_strip_zero(float c[][4])
+{
+#pragma unroll
+    for (int j = 0; j < N / 8; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
+}
+
+/* c(16 x N) += a . B[k0..k0+15][0..N): a is one 16 x 16 A operand; B is a
+ * row-major K x N tile (BT = false: mma_load_b_kn) or given as its
+ * transpose, row-major N x K (BT = true: mma_load_b_nk). The one step of
+ * every strip product below. */
+template <int N, bool BT>
+__device__ __forceinline__ void mma_strip_step(float c[][4], const uint32_t a[4], const bf16 *B,
+                                               int ldb, int k0)
+{
+#pragma unroll
+    for (int j = 0; j < N / 16; j++) {
+        uint32_t b[2][2];
+        if (BT) mma_load_b_nk(b, B, ldb, 16 * j, k0);
+        else mma_load_b_kn(b, B, ldb, k0, 16 * j);
+        mma_bf16_16816(c[2 * j], a, b[0]);
+        mma_bf16_16816(c[2 * j + 1], a, b[1]);
+    }
+}
+
 /* c(16 x N) = A . B: A is rows r0..r0+15 of a row-major tile (K columns
  * used), B is given as a row-major N x K tile Bt (Bt[n][k] = B[k][n]). */
 template <int N, int K>
@@ -138,19 +162,12 @@ __device__ __forceinline__ void mma_strip(float c[][4], const bf16 *A, int lda, 
                                           const bf16 *Bt, int ldb)
 {
     static_assert(N % 16 == 0 && K % 16 == 0, "16-wide pieces");
-#pragma unroll
-    for (int j = 0; j < N / 8; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
+    mma_strip_zero<N>(c);
 #pragma unroll
     for (int kk = 0; kk < K / 16; kk++) {
         uint32_t a[4];
         mma_load_a(a, A, lda, r0, 16 * kk);
-#pragma unroll
-        for (int j = 0; j < N / 16; j++) {
-            uint32_t b[2][2];
-            mma_load_b_nk(b, Bt, ldb, 16 * j, 16 * kk);
-            mma_bf16_16816(c[2 * j], a, b[0]);
-            mma_bf16_16816(c[2 * j + 1], a, b[1]);
-        }
+        mma_strip_step<N, true>(c, a, Bt, ldb, 16 * kk);
     }
 }
 
@@ -170,17 +187,9 @@ __device__ __forceinline__ void mma_strip_areg(float c[][4], const uint32_t a[][
                                                int ldb)
 {
     static_assert(N % 16 == 0 && K % 16 == 0, "16-wide pieces");
+    mma_strip_zero<N>(c);
 #pragma unroll
-    for (int j = 0; j < N / 8; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < K / 16; kk++)
-#pragma unroll
-        for (int j = 0; j < N / 16; j++) {
-            uint32_t b[2][2];
-            mma_load_b_nk(b, Bt, ldb, 16 * j, 16 * kk);
-            mma_bf16_16816(c[2 * j], a[kk], b[0]);
-            mma_bf16_16816(c[2 * j + 1], a[kk], b[1]);
-        }
+    for (int kk = 0; kk < K / 16; kk++) mma_strip_step<N, true>(c, a[kk], Bt, ldb, 16 * kk);
 }
 
 /* c(16 x N) += P . B: P (16 x K) is this warp's own accumulators p[K/8],
@@ -194,13 +203,7 @@ __device__ __forceinline__ void mma_strip_acc(float c[][4], const float p[][4], 
     for (int kk = 0; kk < K / 16; kk++) {
         uint32_t a[4];
         mma_a_from_c(a, p[2 * kk], p[2 * kk + 1]);
-#pragma unroll
-        for (int j = 0; j < N / 16; j++) {
-            uint32_t b[2][2];
-            mma_load_b_kn(b, B, ldb, 16 * kk, 16 * j);
-            mma_bf16_16816(c[2 * j], a, b[0]);
-            mma_bf16_16816(c[2 * j + 1], a, b[1]);
-        }
+        mma_strip_step<N, false>(c, a, B, ldb, 16 * kk);
     }
 }
 

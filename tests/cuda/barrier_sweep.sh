@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # tests/cuda/barrier_sweep.sh — does the emulator checker notice a missing
 # barrier? Removes each __syncthreads()/__syncwarp() and each cp.async wait
-# (cp_async_wait<N>(), async_copy.cuh) of kernels/cuda/*.cu in turn, in a
+# (cp_async_wait<N>(), async_copy.cuh) of kernels/cuda/*.cu and *.cuh (the
+# shared steps, e.g. attention_mma.cuh's amma_kv_step) in turn, in a
 # copy of the tree (the working tree is never touched), rebuilds
 # tests/cuda/check_kernels_emu and runs the op group of that file in fwd and
 # rev order. Prints one line per barrier: the FAIL lines each order produced
 # (0 and 0: not caught). Slow: about an hour on 2 cores. FILES (default
-# kernels/cuda/*.cu) limits the sweep, e.g. FILES=kernels/cuda/head.cu.
+# kernels/cuda/*.cu kernels/cuda/*.cuh) limits the sweep, e.g. FILES=kernels/cuda/head.cu.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 copy=$(mktemp -d /tmp/barrier_sweep.XXXXXX)
@@ -14,7 +15,8 @@ trap 'rm -rf "$copy"' EXIT
 git ls-files -co --exclude-standard | tar cf - -T - | (cd "$copy" && tar xf -)
 cd "$copy"
 make -s NVCC= tests/cuda/check_kernels_emu >/dev/null 2>&1 || { echo "build failed" >&2; exit 1; }
-grep -Hn "__syncthreads()\|__syncwarp()\|cp_async_wait<[0-9]>()" ${FILES:-kernels/cuda/*.cu} | while IFS=: read -r f line _; do
+sites="__syncthreads()\|__syncwarp()\|cp_async_wait<[0-9]>()"
+grep -Hn "$sites" ${FILES:-kernels/cuda/*.cu kernels/cuda/*.cuh} | while IFS=: read -r f line _; do
     case $f in
     *adamw*) g=optimizer ;; *attention*) g=attention ;; *encoder*) g=encoder ;;
     *head*) g=head ;; *layernorm*) g=layernorm ;; *matmul*) g=matmul ;; *) continue ;;
