@@ -222,24 +222,16 @@ static int set_value(TrainOptions *opt, const OptSpec *s, const char *value)
         !number_starts_right(s, value))
         return 2;
     switch (s->kind) {
-    case K_INT: {
-        long v = strtol(value, &end, 10);
-        if (errno || end == value || *end || v < s->lo || v > s->hi) {
-            fprintf(stderr, "--%s: expected an integer in %.0f..%.0f, got '%s'\n", s->name, s->lo,
-                    s->hi, value);
-            return 2;
-        }
-        *(int *)field = (int)v;
-        return 0;
-    }
-    case K_LONG: {
+    case K_INT:
+    case K_LONG: { /* [lo, hi] keeps a K_INT within int */
         long long v = strtoll(value, &end, 10);
         if (errno || end == value || *end || v < s->lo || v > s->hi) {
             fprintf(stderr, "--%s: expected an integer in %.0f..%.0f, got '%s'\n", s->name, s->lo,
                     s->hi, value);
             return 2;
         }
-        *(long *)field = (long)v;
+        if (s->kind == K_INT) *(int *)field = (int)v;
+        else *(long *)field = (long)v;
         return 0;
     }
     case K_FLOAT: {

@@ -264,6 +264,34 @@ int io_test_env_ms(const char *name)
 
 int io_test_save_delay_ms(void) { return io_test_env_ms("TRAIN_GPT_TEST_SAVE_DELAY_MS"); }
 
+int io_read_whole(const char *path, size_t lo, size_t hi, const char *holds, char **text,
+                  size_t *len, char *err, size_t err_len)
+{
+    *text = NULL;
+    *len = 0;
+    off_t size;
+    int fd = io_open_regular(path, &size, err, err_len);
+    if (fd < 0) return -1;
+    if (size < 0 || (uint64_t)size < lo || (uint64_t)size > hi) {
+        io_err(err, err_len, "%s: %lld bytes (%s has %zu..%zu)", path, (long long)size, holds, lo,
+               hi);
+        close(fd);
+        return -1;
+    }
+    char *buf = malloc((size_t)size + 1);
+    int rc = buf ? io_pread_exact(fd, buf, (size_t)size, 0, path, err, err_len) : -1;
+    if (!buf) io_err(err, err_len, "%s: out of host memory", path);
+    close(fd);
+    if (rc != 0) {
+        free(buf);
+        return -1;
+    }
+    buf[size] = 0;
+    *text = buf;
+    *len = (size_t)size;
+    return 0;
+}
+
 int io_probe_writable(const char *dir, char *err, size_t err_len)
 {
     struct stat st;
@@ -307,18 +335,26 @@ void io_sleep_ms(int ms)
     }
 }
 
-int io_write_file(const char *path, const void *head, size_t head_len, const void *body,
-                  size_t body_len, char *err, size_t err_len)
+int io_write_parts(const char *path, const void *const *parts, const size_t *lens, int n,
+                   char *err, size_t err_len)
 {
     IoWriter w;
     if (io_create(&w, path, err, err_len) != 0) return -1;
-    if (io_write(&w, head, head_len, err, err_len) != 0 ||
-        (body_len && io_write(&w, body, body_len, err, err_len) != 0)) {
-        io_abort(&w);
-        return -1;
-    }
+    for (int i = 0; i < n; i++)
+        if (lens[i] && io_write(&w, parts[i], lens[i], err, err_len) != 0) {
+            io_abort(&w);
+            return -1;
+        }
     if (io_commit(&w, err, err_len) != 0) return -1;
     char dir[4096];
     io_dirname(path, dir, sizeof dir);
     return io_sync_dir(dir, err, err_len);
+}
+
+int io_write_file(const char *path, const void *head, size_t head_len, const void *body,
+                  size_t body_len, char *err, size_t err_len)
+{
+    const void *parts[2] = {head, body};
+    const size_t lens[2] = {head_len, body_len};
+    return io_write_parts(path, parts, lens, 2, err, err_len);
 }

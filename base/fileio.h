@@ -40,6 +40,9 @@ void io_abort(IoWriter *w);
  * was not there before (the temp file is removed). */
 int io_write_file(const char *path, const void *head, size_t head_len, const void *body,
                   size_t body_len, char *err, size_t err_len);
+/* The same for a file made of n parts, written in order (lens[i] may be 0). */
+int io_write_parts(const char *path, const void *const *parts, const size_t *lens, int n,
+                   char *err, size_t err_len);
 
 /* Write all n bytes to fd; err names `path`. */
 int io_write_all(int fd, const void *buf, size_t n, const char *path, char *err,
@@ -54,6 +57,12 @@ int io_mkdirs(const char *dir, char *err, size_t err_len);
 /* Open for reading, refusing anything but a regular file (a folder, a FIFO,
  * a device) without blocking; *size = bytes. Every reader starts here. */
 int io_open_regular(const char *path, off_t *size, char *err, size_t err_len);
+
+/* A whole small file (a manifest, an op-cost file) into a malloc'd buffer
+ * *text of *len bytes, NUL-terminated: a regular file of lo..hi bytes,
+ * else "<path>: N bytes (<holds> has lo..hi)" (holds: "a manifest"). */
+int io_read_whole(const char *path, size_t lo, size_t hi, const char *holds, char **text,
+                  size_t *len, char *err, size_t err_len);
 
 /* pread exactly n bytes at off (a short read is "truncated"). */
 int io_pread_exact(int fd, void *buf, size_t n, off_t off, const char *path, char *err,

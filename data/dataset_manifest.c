@@ -6,7 +6,6 @@
 #include "dataset.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/json.h"
 
 #define FORMAT "train_gpt dataset"
 #define VERSION 1
@@ -95,21 +95,13 @@ static int from_hex(const char *s, unsigned char *b, size_t n)
     return 0;
 }
 
-/* A whole JSON number in [lo, hi] (exact in a double: hi <= 2^53). */
+/* json_get_whole into a count (lo >= 0). */
 static int get_count(const cJSON *obj, const char *key, double lo, double hi, uint64_t *out)
 {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(it)) return -1;
-    double d = it->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < lo || d > hi) return -1;
+    double d;
+    if (json_get_whole(obj, key, lo, hi, &d) != 0) return -1;
     *out = (uint64_t)d;
     return 0;
-}
-
-static const char *get_string(const cJSON *obj, const char *key)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsString(it) && it->valuestring ? it->valuestring : NULL;
 }
 
 /* A plain file name: no '/', not "." or "..", no control characters. */
@@ -125,8 +117,8 @@ static int plain_name(const char *s)
 static int parse_shard(const cJSON *it, int i, const char *what, DatasetShard *sh, char *err,
                        size_t err_len)
 {
-    const char *name = cJSON_IsObject(it) ? get_string(it, "name") : NULL;
-    const char *sha = cJSON_IsObject(it) ? get_string(it, "sha256") : NULL;
+    const char *name = cJSON_IsObject(it) ? json_get_string(it, "name") : NULL;
+    const char *sha = cJSON_IsObject(it) ? json_get_string(it, "sha256") : NULL;
     if (!name || !plain_name(name)) {
         io_err(err, err_len, "%s: shard %d: \"name\" missing or not a plain file name", what, i);
         return -1;
@@ -157,26 +149,18 @@ int dataset_manifest_parse(const char *text, size_t len, const char *what, Datas
     memset(m, 0, sizeof *m);
     cJSON *root = cJSON_ParseWithLength(text, len);
     const cJSON *shards = root ? cJSON_GetObjectItemCaseSensitive(root, "shards") : NULL;
-    const char *fmt = root ? get_string(root, "format") : NULL;
-    const char *id = root ? get_string(root, "dataset_id") : NULL;
-    const char *hash = root ? get_string(root, "hash") : NULL;
-    const char *sha = root ? get_string(root, "sha256") : NULL;
+    const char *id = root ? json_get_string(root, "dataset_id") : NULL;
+    const char *hash = root ? json_get_string(root, "hash") : NULL;
+    const char *sha = root ? json_get_string(root, "sha256") : NULL;
     unsigned char idb[8], total_sha[SHARD_SHA256_BYTES], want_sha[SHARD_SHA256_BYTES];
-    uint64_t version, tokens, sum = 0;
+    uint64_t tokens, sum = 0;
     int rc = -1;
     if (!root || !cJSON_IsObject(root)) {
         io_err(err, err_len, "%s: not a JSON object (truncated or corrupt manifest)", what);
         goto out;
     }
-    if (!fmt || strcmp(fmt, FORMAT) != 0) {
-        io_err(err, err_len, "%s: \"format\" is not \"" FORMAT "\"", what);
+    if (json_check_format(root, what, FORMAT, VERSION, VERSION, NULL, err, err_len) != 0)
         goto out;
-    }
-    if (get_count(root, "version", VERSION, VERSION, &version) != 0) {
-        io_err(err, err_len, "%s: unsupported or missing \"version\" (this build reads %d)", what,
-               VERSION);
-        goto out;
-    }
     if (!hash || strcmp(hash, "sha256") != 0) {
         io_err(err, err_len, "%s: \"hash\" is not \"sha256\"", what);
         goto out;
@@ -246,21 +230,12 @@ out:
 int dataset_manifest_read(const char *path, DatasetManifest *m, char *err, size_t err_len)
 {
     memset(m, 0, sizeof *m);
-    off_t size;
-    int fd = io_open_regular(path, &size, err, err_len);
-    if (fd < 0) return -1;
-    int rc = -1;
-    char *text = NULL;
-    if (size < 2 || (uint64_t)size > DATASET_MANIFEST_MAX_BYTES) {
-        io_err(err, err_len, "%s: %lld bytes (a dataset manifest has 2..%u)", path,
-               (long long)size, DATASET_MANIFEST_MAX_BYTES);
-    } else if (!(text = malloc((size_t)size))) {
-        io_err(err, err_len, "%s: out of host memory", path);
-    } else if (io_pread_exact(fd, text, (size_t)size, 0, path, err, err_len) == 0) {
-        rc = dataset_manifest_parse(text, (size_t)size, path, m, err, err_len);
-    }
+    char *text;
+    size_t len;
+    int rc = io_read_whole(path, 2, DATASET_MANIFEST_MAX_BYTES, "a dataset manifest", &text, &len,
+                           err, err_len);
+    if (rc == 0) rc = dataset_manifest_parse(text, len, path, m, err, err_len);
     free(text);
-    close(fd);
     return rc;
 }
 

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
-#include "source.h"
 
 /* Inputs above this are refused rather than read whole (HellaSwag's
  * validation file is 12 MB, its training file 47 MB). */
@@ -134,20 +133,9 @@ int hellaswag_read_jsonl(const char *path, Tokenizer *tk, EvalSet *es, char *err
 
 int hellaswag_job_run(const HellaswagJob *job, char *err, size_t err_len)
 {
-    char enc[SOURCE_PATH_MAX], voc[SOURCE_PATH_MAX], from[SOURCE_PATH_MAX + 200];
-    const char *enc_path = job->encoder_path, *voc_path = job->vocab_path;
-    if (!enc_path || !voc_path) {
-        if (tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, err_len)) {
-            size_t n = strlen(err);
-            snprintf(err + n, err_len - n, "; or give --encoder and --vocab");
-            return -1;
-        }
-        if (!job->quiet) fprintf(stderr, "tokenize: GPT-2 vocabulary from %s\n", from);
-        if (!enc_path) enc_path = enc;
-        if (!voc_path) voc_path = voc;
-    }
     Tokenizer tk;
-    if (tokenizer_load(&tk, enc_path, voc_path, err, err_len)) return -1;
+    if (tokenizer_load_or_find(&tk, job->encoder_path, job->vocab_path, job->quiet, err, err_len))
+        return -1;
     EvalSet es = {0};
     int rc = hellaswag_read_jsonl(job->jsonl, &tk, &es, err, err_len);
     if (rc == 0) rc = eval_file_write(job->out_path, &es, err, err_len);

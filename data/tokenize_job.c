@@ -14,7 +14,6 @@
 #include "shard.h"
 #include "tokenize_job.h"
 #include "tokenizer.h"
-#include "source.h"
 
 #define READ_CHUNK (4u << 20)           /* bytes read and encoded at a time */
 #define PROGRESS_MIN_BYTES (4u << 20)   /* smaller inputs get no progress line */
@@ -295,23 +294,13 @@ static int check_job(const TokenizeJob *job, char *dir, size_t dir_cap, size_t *
 int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_t err_len)
 {
     Run r = {.job = job, .stage = {.lock_fd = -1}};
-    char dir[4096], enc[4096], voc[4096];
+    char dir[4096];
     uint16_t *buf = NULL;
     int rc = -1, loaded = 0, staged = 0;
     if (check_job(job, dir, sizeof dir, &r.total_bytes, err, err_len)) return -1;
-    const char *enc_path = job->encoder_path, *voc_path = job->vocab_path;
-    if (!enc_path || !voc_path) {
-        char from[SOURCE_PATH_MAX + 200];
-        if (tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, err_len)) {
-            size_t n = strlen(err);
-            snprintf(err + n, err_len - n, "; or give --encoder and --vocab");
-            return -1;
-        }
-        if (!job->quiet) fprintf(stderr, "tokenize: GPT-2 vocabulary from %s\n", from);
-        if (!enc_path) enc_path = enc;
-        if (!voc_path) voc_path = voc;
-    }
-    if (tokenizer_load(&r.tk, enc_path, voc_path, err, err_len)) return -1;
+    if (tokenizer_load_or_find(&r.tk, job->encoder_path, job->vocab_path, job->quiet, err,
+                               err_len))
+        return -1;
     loaded = 1;
     if (dataset_stage_begin(&r.stage, job->out_prefix, err, err_len)) goto done;
     staged = 1;

@@ -390,3 +390,20 @@ int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *from, size_t 
     }
     return 0;
 }
+
+int tokenizer_load_or_find(Tokenizer *tk, const char *enc_path, const char *voc_path, int quiet,
+                           char *err, size_t err_len)
+{
+    char enc[SOURCE_PATH_MAX], voc[SOURCE_PATH_MAX], from[SOURCE_PATH_MAX + 200];
+    if (!enc_path || !voc_path) {
+        if (tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, err_len)) {
+            size_t n = strlen(err);
+            snprintf(err + n, err_len - n, "; or give --encoder and --vocab");
+            return -1;
+        }
+        if (!quiet) fprintf(stderr, "tokenize: GPT-2 vocabulary from %s\n", from);
+        if (!enc_path) enc_path = enc;
+        if (!voc_path) voc_path = voc;
+    }
+    return tokenizer_load(tk, enc_path, voc_path, err, err_len);
+}

@@ -106,6 +106,13 @@ void tokenizer_free(Tokenizer *tk);
 int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *from, size_t from_len,
                          char *err, size_t err_len);
 
+/* tokenizer_load of enc_path and voc_path; where either is NULL, of the
+ * files tokenizer_find_files finds, with "tokenize: GPT-2 vocabulary from
+ * <place>" on stderr unless quiet (./tokenize's jobs start here). -1 with
+ * the fault in err; a failed search ends "; or give --encoder and --vocab". */
+int tokenizer_load_or_find(Tokenizer *tk, const char *enc_path, const char *voc_path, int quiet,
+                           char *err, size_t err_len);
+
 /* Length of the longest prefix of text[0..len) after which text can be cut
  * without changing the encoding: encode(prefix) ++ encode(rest) ==
  * encode(text). The cut is between a printable ASCII character (0x21-0x7e)

@@ -51,20 +51,10 @@ int llmc_state_write(const char *path, const LlmcState *st, uint64_t count, cons
     put64(h, 22, st->rng_state_last_update);
     put64(h, 30, st->shard_idx);
     put64(h, 32, st->sample_idx);
-    IoWriter w;
-    if (io_create(&w, path, err, err_len) != 0) return -1;
-    const float *arrays[3] = {m, v, master};
-    int ok = io_write(&w, h, sizeof h, err, err_len) == 0;
-    for (int a = 0; ok && a < (st->use_master_weights ? 3 : 2); a++)
-        ok = io_write(&w, arrays[a], count * 4, err, err_len) == 0;
-    if (!ok) {
-        io_abort(&w);
-        return -1;
-    }
-    if (io_commit(&w, err, err_len) != 0) return -1;
-    char dir[4096];
-    io_dirname(path, dir, sizeof dir);
-    return io_sync_dir(dir, err, err_len);
+    /* header, m, v and (with master weights) the master copy */
+    const void *parts[4] = {h, m, v, master};
+    const size_t lens[4] = {sizeof h, count * 4, count * 4, count * 4};
+    return io_write_parts(path, parts, lens, st->use_master_weights ? 4 : 3, err, err_len);
 }
 
 int llmc_state_parse_header(const unsigned char *h, uint64_t file_bytes, const char *what,

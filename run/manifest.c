@@ -2,7 +2,6 @@
  * and checking it (checkpoint.h describes the format). */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,22 +10,12 @@
 
 #include "checkpoint.h"
 #include "base/fileio.h"
+#include "base/json.h"
 
 void ckpt_manifest_free(CkptManifest *man)
 {
     free(man->files);
     memset(man, 0, sizeof *man);
-}
-
-/* An integer-valued JSON number in [lo, hi]. */
-static int get_int(const cJSON *obj, const char *key, double lo, double hi, double *out)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(it)) return -1;
-    double d = it->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < lo || d > hi) return -1;
-    *out = d;
-    return 0;
 }
 
 /* A 16-digit lowercase hex string -> *out. */
@@ -56,33 +45,26 @@ int ckpt_parse_manifest(const char *text, size_t len, const char *what, CkptMani
     memset(man, 0, sizeof *man);
     cJSON *root = cJSON_ParseWithLength(text, len);
     int rc = -1;
-    double step, world, version;
-    const cJSON *fmt = root ? cJSON_GetObjectItemCaseSensitive(root, "format") : NULL;
+    double step, world;
+    int version;
     const cJSON *files = root ? cJSON_GetObjectItemCaseSensitive(root, "files") : NULL;
     if (!root) {
         io_err(err, err_len, "%s: not valid JSON (truncated or corrupt manifest)", what);
         goto out;
     }
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "train_gpt checkpoint") != 0) {
-        io_err(err, err_len, "%s: \"format\" is not \"train_gpt checkpoint\"", what);
+    if (json_check_format(root, what, "train_gpt checkpoint", 1, 2, &version, err, err_len) != 0)
         goto out;
-    }
-    if (get_int(root, "version", 1, 2, &version) != 0) {
-        io_err(err, err_len, "%s: unsupported or missing \"version\" (this build reads 1 and 2)",
-               what);
-        goto out;
-    }
     if (version == 2 && (get_hex64(root, "run_id", &man->id.run_id) != 0 ||
                          get_hex64(root, "config_hash", &man->id.config_hash) != 0)) {
         io_err(err, err_len, "%s: \"run_id\" or \"config_hash\" missing or not 16 lowercase "
                "hex digits (a version 2 manifest has both)", what);
         goto out;
     }
-    if (get_int(root, "step", 0, 2147483647.0, &step) != 0) {
+    if (json_get_whole(root, "step", 0, 2147483647.0, &step) != 0) {
         io_err(err, err_len, "%s: \"step\" missing or not an integer in 0..2^31-1", what);
         goto out;
     }
-    if (get_int(root, "world_size", 1, CKPT_MAX_WORLD, &world) != 0) {
+    if (json_get_whole(root, "world_size", 1, CKPT_MAX_WORLD, &world) != 0) {
         io_err(err, err_len, "%s: \"world_size\" missing or not in 1..%d", what, CKPT_MAX_WORLD);
         goto out;
     }
@@ -107,8 +89,8 @@ int ckpt_parse_manifest(const char *text, size_t len, const char *what, CkptMani
             io_err(err, err_len, "%s: file %d must be named \"%s\"", what, i, want);
             goto out;
         }
-        if (get_int(f, "bytes", 0, 9007199254740992.0, &bytes) != 0 ||
-            get_int(f, "crc32", 0, 4294967295.0, &crc) != 0) {
+        if (json_get_whole(f, "bytes", 0, 9007199254740992.0, &bytes) != 0 ||
+            json_get_whole(f, "crc32", 0, 4294967295.0, &crc) != 0) {
             io_err(err, err_len, "%s: \"%s\": \"bytes\" or \"crc32\" missing or out of range",
                      what, want);
             goto out;
@@ -119,7 +101,7 @@ int ckpt_parse_manifest(const char *text, size_t len, const char *what, CkptMani
     }
     man->step = (int)step;
     man->world_size = (int)world;
-    man->version = (int)version;
+    man->version = version;
     man->has_identity = version == 2;
     man->n_files = n;
     rc = 0;
@@ -134,20 +116,11 @@ int ckpt_read_manifest(const char *step_dir, CkptManifest *man, char *err, size_
     memset(man, 0, sizeof *man);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", step_dir, CKPT_MANIFEST);
-    off_t size;
-    int fd = io_open_regular(path, &size, err, err_len);
-    if (fd < 0) return -1;
-    if (size <= 0 || size > CKPT_MANIFEST_MAX_BYTES) {
-        io_err(err, err_len, "%s: %lld bytes (a manifest has 1..%d)", path, (long long)size,
-                 CKPT_MANIFEST_MAX_BYTES);
-        close(fd);
-        return -1;
-    }
-    char *text = malloc((size_t)size);
-    int rc = text ? io_pread_exact(fd, text, (size_t)size, 0, path, err, err_len) : -1;
-    if (!text) io_err(err, err_len, "%s: out of host memory", path);
-    close(fd);
-    if (rc == 0) rc = ckpt_parse_manifest(text, (size_t)size, path, man, err, err_len);
+    char *text;
+    size_t len;
+    int rc = io_read_whole(path, 1, CKPT_MANIFEST_MAX_BYTES, "a manifest", &text, &len, err,
+                           err_len);
+    if (rc == 0) rc = ckpt_parse_manifest(text, len, path, man, err, err_len);
     free(text);
     if (rc != 0) return -1;
     /* The files it lists must be there with the sizes it records. */

@@ -2,7 +2,6 @@
 #include "opcost_file.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/json.h"
 
 int opcost_cache_dir(char *buf, size_t len)
 {
@@ -61,13 +61,11 @@ void opcost_cache_file(const char *dir, const char *device, const PlanInput *in,
     snprintf(buf, len, "%s/op_costs_%016llx.json", dir, (unsigned long long)h);
 }
 
-/* An integer-valued JSON number in [lo, hi]. */
+/* json_get_whole into a long long. */
 static int get_int(const cJSON *obj, const char *key, double lo, double hi, long long *out)
 {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(it)) return -1;
-    double d = it->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < lo || d > hi) return -1;
+    double d;
+    if (json_get_whole(obj, key, lo, hi, &d) != 0) return -1;
     *out = (long long)d;
     return 0;
 }
@@ -76,7 +74,6 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
                  char *device, size_t device_len, OpCosts *out, char *err, size_t err_len)
 {
     cJSON *root = cJSON_ParseWithLength(text, len);
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(root, "shape");
@@ -87,14 +84,8 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
         io_err(err, err_len, "%s: not valid JSON (truncated or corrupt op-cost file)", path);
         goto out;
     }
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "train_gpt op costs") != 0) {
-        io_err(err, err_len, "%s: \"format\" is not \"train_gpt op costs\"", path);
+    if (json_check_format(root, path, "train_gpt op costs", 1, 1, NULL, err, err_len) != 0)
         goto out;
-    }
-    if (get_int(root, "version", 1, 1, &v) != 0) {
-        io_err(err, err_len, "%s: unsupported or missing \"version\" (this build reads 1)", path);
-        goto out;
-    }
     if (!cJSON_IsString(dev) || !cJSON_IsString(dt) || !cJSON_IsObject(shape) ||
         !cJSON_IsObject(ops)) {
         io_err(err, err_len, "%s: \"device\", \"dtype\" (strings), \"shape\" and \"ops_ns\" "
@@ -136,20 +127,11 @@ out:
 int opcost_file_read(const char *path, const PlanInput *in, char *device, size_t device_len,
                      OpCosts *out, char *err, size_t err_len)
 {
-    off_t size;
-    int fd = io_open_regular(path, &size, err, err_len);
-    if (fd < 0) return -1;
-    if (size <= 0 || size > OPCOST_FILE_MAX_BYTES) {
-        io_err(err, err_len, "%s: %lld bytes (an op-cost file has 1..%d)", path,
-               (long long)size, OPCOST_FILE_MAX_BYTES);
-        close(fd);
-        return -1;
-    }
-    char *text = malloc((size_t)size);
-    int rc = text ? io_pread_exact(fd, text, (size_t)size, 0, path, err, err_len) : -1;
-    if (!text) io_err(err, err_len, "%s: out of host memory", path);
-    close(fd);
-    if (rc == 0) rc = parse(text, (size_t)size, path, in, device, device_len, out, err, err_len);
+    char *text;
+    size_t len;
+    int rc = io_read_whole(path, 1, OPCOST_FILE_MAX_BYTES, "an op-cost file", &text, &len, err,
+                           err_len);
+    if (rc == 0) rc = parse(text, len, path, in, device, device_len, out, err, err_len);
     free(text);
     return rc;
 }

@@ -54,14 +54,6 @@ static char *snapshot(const char *dir, const char *sub)
     return tu_read_file(out, NULL);
 }
 
-static void remove_tree(char *dir)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    tu_run(cmd);
-    free(dir);
-}
-
 /* A loader over glob, B=1 T=8: 0 or -1 with the message in err. */
 static int open_glob(const char *glob, char *err, size_t len)
 {
@@ -127,7 +119,7 @@ Test(dataset, manifest_matches_the_files)
     cr_expect_neq(m.id, id);
     dataset_manifest_free(&m);
     free(before), free(again);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* 35 shards: val 33,803 tokens (4 shards), train 304,225 (31). */
@@ -182,7 +174,7 @@ Test(dataset, full_disk_keeps_the_old_dataset, .timeout = 60)
         if (tu_run(cmd) == 0) ns = tries[i];
     }
     if (!ns) {
-        remove_tree(d);
+        tu_remove_tree(d);
         cr_skip_test("no private mount namespace here (unshare -m): the failure is covered by "
                      "folder_in_the_way_keeps_the_old_dataset");
     }
@@ -210,7 +202,7 @@ Test(dataset, full_disk_keeps_the_old_dataset, .timeout = 60)
     cr_expect_str_eq(after, before, "the old dataset changed after a failed ./tokenize");
     cr_expect(ls && !strstr(ls, "tokenize-"), "staging folder left: %s", ls ? ls : "");
     free(rcs), free(err), free(before), free(after), free(ls);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* The same failure point without a tmpfs: the new dataset's 6th train
@@ -235,7 +227,7 @@ Test(dataset, folder_in_the_way_keeps_the_old_dataset, .timeout = 60)
     char *after = snapshot(d, "x");
     cr_expect_str_eq(after, with_folder, "the old dataset changed after a failed ./tokenize");
     free(msg), free(before), free(with_folder), free(after);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* A file size limit (RLIMIT_FSIZE, `ulimit -f`) hit while the new dataset
@@ -256,7 +248,7 @@ Test(dataset, file_size_limit_keeps_the_old_dataset, .timeout = 60)
     char *after = snapshot(d, "x");
     cr_expect_str_eq(after, before, "the old dataset changed after a failed ./tokenize");
     free(msg), free(before), free(after);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* 35 shards replaced by 3: only the 3 and the new manifest remain. */
@@ -277,7 +269,7 @@ Test(dataset, smaller_dataset_replaces_all_old_shards, .timeout = 60)
     snprintf(p, sizeof p, "%s/x/ds_train_*.bin", d);
     cr_expect_eq(open_glob(p, err, sizeof err), 0, "%s", err);
     free(ls);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* What a crash during the switch can leave (dataset.h, steps 2 to 4),
@@ -318,7 +310,7 @@ Test(dataset, loader_refuses_what_a_crashed_switch_leaves, .timeout = 60)
     /* a narrower glob that does not match it is fine */
     snprintf(p, sizeof p, "%s/x/ds_train_00000[0-2].bin", d);
     cr_expect_eq(open_glob(p, err, sizeof err), 0, "%s", err);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* Without a manifest the shards' dataset ids still tell two datasets apart. */
@@ -345,7 +337,7 @@ Test(dataset, loader_refuses_two_datasets_in_one_glob, .timeout = 60)
     snprintf(p, sizeof p, "%s/a_train_*.bin", d);
     cr_expect_eq(open_glob(p, err, sizeof err), -1);
     cr_expect(strstr(err, "a_train_000009.bin (no dataset id)"), "%s", err);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* A staging folder of a run that died goes; one that is locked (a live
@@ -379,7 +371,7 @@ Test(dataset, staging_leftovers, .timeout = 60)
     char *after = snapshot(d, "x");
     cr_expect_str_eq(after, before, "a refused run changed the folder");
     free(msg), free(before), free(after);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 Test(dataset, manifest_parser_refuses_bad_fields)
@@ -488,5 +480,5 @@ Test(dataset, short_remainder_shard_is_skipped, .timeout = 120)
               strstr(err, "ts_train_000000.bin: 300 tokens, fewer than the 401"), "%s",
               err ? err : "");
     free(err);
-    remove_tree(d);
+    tu_remove_tree(d);
 }

@@ -25,12 +25,10 @@
 #include "data/shard.h"
 #include "model/model_file.h"
 #include "test_util.h"
+#include "train_cli.h"
 
-/* Flags for mpirun in a container, as root, on 2 cores: shared memory
- * (vader) without the single-copy (CMA/ptrace) path, no core binding. */
-#define MPIRUN                                                                                 \
-    "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader " \
-    "--mca btl_vader_single_copy_mechanism none"
+/* mpirun as the container allows it (train_cli.h) */
+#define MPIRUN "timeout 120 " TC_MPIRUN
 #define TINY                                                                                   \
     "--layers 2 --channels 32 --heads 4 --seq-len 8 --vocab 64 --threads 1 --lr 1e-3 "          \
     "--weight-decay 0.1 --steps 5"

@@ -16,9 +16,7 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-#define MPIRUN                                                                                 \
-    "timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader " \
-    "--mca btl_vader_single_copy_mechanism none"
+#define MPIRUN "timeout 60 " TC_MPIRUN
 
 /* The statuses in the README's table (its first column; "130 / 143" is
  * two), and how many tables have an "exit status" header. */
@@ -62,15 +60,6 @@ static int has(const int *codes, int n, int v)
     return 0;
 }
 
-static int wait_for_steps(const char *log, int n)
-{
-    for (int t = 0; t < 30000; t += 10) {
-        if (tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS) >= n) return 1;
-        tc_sleep_ms(10);
-    }
-    return 0;
-}
-
 /* A long run sent `sig` once, or twice while its save is held open; it
  * keeps a checkpoint (keep 2), only --save's model (1) or nothing (0). */
 static int signalled(const char *d, int sig, int twice, int keep)
@@ -85,7 +74,7 @@ static int signalled(const char *d, int sig, int twice, int keep)
              keep ? kept : "", log);
     snprintf(p, sizeof p, "%s/sig%d_%d_%d", d, sig, twice, keep);
     pid_t pid = tc_spawn(twice ? "TRAIN_GPT_TEST_SAVE_DELAY_MS=1500" : NULL, args, p);
-    cr_assert(wait_for_steps(log, 3), "the run did not start");
+    cr_assert(tc_wait_for_steps(log, 3, 30000), "the run did not start");
     kill(pid, sig);
     if (twice) {
         tc_sleep_ms(300);

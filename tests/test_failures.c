@@ -23,33 +23,24 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-static const char *file_in(const char *d, const char *name)
-{
-    static char buf[4][700];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", d, name);
-    return buf[k];
-}
-
 Test(nonfinite, injected_nan_is_skipped_and_logged, .timeout = 60)
 {
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 400);
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 5 --log %s/n.jsonl --checkpoint-dir %s/ck", m, d, d);
-    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3", args, file_in(d, "n")), 0);
+    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3", args, tu_path(d, "n")), 0);
     int steps[16], skipped[16];
     double losses[16];
-    int n = tc_log_losses(file_in(d, "n.jsonl"), steps, losses, skipped, 16);
+    int n = tc_log_losses(tu_path(d, "n.jsonl"), steps, losses, skipped, 16);
     cr_assert_eq(n, 5);
     for (int i = 0; i < 5; i++)
         cr_expect_eq(skipped[i], steps[i] == 3, "step %d: skipped=%d", steps[i], skipped[i]);
-    cr_expect(tc_file_has(file_in(d, "n.out"), "SKIPPED: non-finite"));
+    cr_expect(tc_file_has(tu_path(d, "n.out"), "SKIPPED: non-finite"));
     /* AdamW took 4 steps of 5; the run counts 5. */
     char sd[1024], err[512];
     int step;
-    cr_assert_eq(ckpt_find_latest(file_in(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
+    cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
     char sp[1100];
     snprintf(sp, sizeof sp, "%s/state_r00000.bin", sd);
     RunStateInfo info;
@@ -61,10 +52,10 @@ Test(nonfinite, injected_nan_is_skipped_and_logged, .timeout = 60)
     /* The skipped step leaves the parameters untouched: 3 steps with step 3
      * poisoned == 2 steps. */
     snprintf(args, sizeof args, "%s --steps 3 --save %s/a.bin", m, d);
-    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3", args, file_in(d, "a")), 0);
+    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3", args, tu_path(d, "a")), 0);
     snprintf(args, sizeof args, "%s --steps 2 --save %s/b.bin", m, d);
-    cr_assert_eq(tc_run(NULL, args, file_in(d, "b")), 0);
-    cr_expect(tc_files_equal(file_in(d, "a.bin"), file_in(d, "b.bin")),
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "b")), 0);
+    cr_expect(tc_files_equal(tu_path(d, "a.bin"), tu_path(d, "b.bin")),
               "a skipped step changed the parameters");
     free(d);
 }
@@ -76,16 +67,17 @@ Test(nonfinite, max_bad_steps_saves_and_aborts, .timeout = 60)
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 20 --max-bad-steps 3 --log %s/n.jsonl "
              "--checkpoint-dir %s/ck", m, d, d);
-    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3-100", args, file_in(d, "n")), 4);
-    cr_expect(tc_file_has(file_in(d, "n.err"), "3 consecutive steps (up to step 5) had a "
-                                                "non-finite loss or gradient norm"));
-    cr_expect(tc_file_has(file_in(d, "n.err"), "aborted after step 5: step 5 is saved in "));
+    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3-100", args, tu_path(d, "n")), 4);
+    cr_expect(tc_file_has(tu_path(d, "n.err"),
+                          "3 consecutive steps (up to step 5) had a "
+                          "non-finite loss or gradient norm"));
+    cr_expect(tc_file_has(tu_path(d, "n.err"), "aborted after step 5: step 5 is saved in "));
     int steps[32], skipped[32];
-    cr_assert_eq(tc_log_losses(file_in(d, "n.jsonl"), steps, NULL, skipped, 32), 5);
+    cr_assert_eq(tc_log_losses(tu_path(d, "n.jsonl"), steps, NULL, skipped, 32), 5);
     cr_expect(skipped[2] && skipped[3] && skipped[4] && !skipped[1]);
     char sd[1024], err[512], sp[1100];
     int step;
-    cr_assert_eq(ckpt_find_latest(file_in(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
+    cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 5);
     snprintf(sp, sizeof sp, "%s/state_r00000.bin", sd);
     RunStateInfo info;
@@ -95,16 +87,17 @@ Test(nonfinite, max_bad_steps_saves_and_aborts, .timeout = 60)
 
     /* Without --checkpoint-dir or --save it says nothing was kept. */
     snprintf(args, sizeof args, "%s --steps 20 --max-bad-steps 3", m);
-    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3-100", args, file_in(d, "q")), 4);
-    cr_expect(tc_file_has(file_in(d, "q.err"), "aborted after step 5: nothing saved (no "
-                                                "--checkpoint-dir or --save): the 5 steps "
-                                                "trained are lost"));
+    cr_assert_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=3-100", args, tu_path(d, "q")), 4);
+    cr_expect(tc_file_has(tu_path(d, "q.err"),
+                          "aborted after step 5: nothing saved (no "
+                          "--checkpoint-dir or --save): the 5 steps "
+                          "trained are lost"));
 
     /* Non-consecutive skips do not abort. */
     snprintf(args, sizeof args, "%s --steps 6 --max-bad-steps 2", m);
-    cr_expect_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=2,4,6", args, file_in(d, "c")), 0);
+    cr_expect_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=2,4,6", args, tu_path(d, "c")), 0);
     /* A malformed hook value is refused, not ignored. */
-    cr_expect_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=x", args, file_in(d, "x")), 1);
+    cr_expect_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=x", args, tu_path(d, "x")), 1);
     free(d);
 }
 
@@ -114,7 +107,7 @@ static const char *with_save_at_2(const char *d)
     static char args[4096];
     tc_make_shards(d, 1, 400);
     snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck", tc_model_args(d), d);
-    cr_assert_eq(tc_run(NULL, args, file_in(d, "first")), 0);
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "first")), 0);
     snprintf(args, sizeof args, "%s --steps 4 --save-every 1 --checkpoint-dir %s/ck --resume",
              tc_model_args(d), d);
     return args;
@@ -124,7 +117,7 @@ static void expect_newest_is_2(const char *d)
 {
     char sd[1024], err[512];
     int step;
-    cr_assert_eq(ckpt_find_latest(file_in(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
+    cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 2);
     CkptManifest man;
     GPTConfig cfg;
@@ -150,10 +143,10 @@ Test(save_errors, file_too_large_keeps_previous_save, .timeout = 60)
     snprintf(cmd, sizeof cmd, "ulimit -f 80; exec %s %s >%s/f.out 2>%s/f.err", tc_bin(), args, d,
              d);
     cr_assert_eq(tu_run(cmd), 1);
-    cr_expect(tc_file_has(file_in(d, "f.err"), "save at step 3 failed"));
-    cr_expect(tc_file_has(file_in(d, "f.err"),
+    cr_expect(tc_file_has(tu_path(d, "f.err"), "save at step 3 failed"));
+    cr_expect(tc_file_has(tu_path(d, "f.err"),
                           "step_00000003/model.bin.tmp: write failed: File too large"));
-    cr_expect(tc_file_has(file_in(d, "f.err"), "the previous complete save"));
+    cr_expect(tc_file_has(tu_path(d, "f.err"), "the previous complete save"));
     expect_newest_is_2(d);
     free(d);
 }
@@ -164,8 +157,8 @@ Test(save_errors, blocked_save_folder_keeps_previous_save, .timeout = 60)
     const char *args = with_save_at_2(d);
     snprintf(cmd, sizeof cmd, "touch %s/ck/step_00000003", d);
     cr_assert_eq(tu_run(cmd), 0);
-    cr_assert_eq(tc_run(NULL, args, file_in(d, "b")), 1);
-    cr_expect(tc_file_has(file_in(d, "b.err"),
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "b")), 1);
+    cr_expect(tc_file_has(tu_path(d, "b.err"),
                           "step_00000003: cannot create the save folder: a file of that name"));
     expect_newest_is_2(d);
     free(d);
@@ -179,15 +172,15 @@ Test(save_errors, unusable_checkpoint_dir_fails_at_start, .timeout = 60)
     /* a path below a regular file */
     snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/train_0.bin/ck --log %s/l.jsonl",
              m, d, d);
-    cr_assert_eq(tc_run(NULL, args, file_in(d, "a")), 1);
-    cr_expect(tc_file_has(file_in(d, "a.err"), "--checkpoint-dir"));
-    cr_expect(tc_file_has(file_in(d, "a.err"), "its parent folder must exist and be writable"));
-    cr_expect(tc_file_has(file_in(d, "a.err"), "train_0.bin: not a folder"));
-    cr_expect_eq(tc_log_losses(file_in(d, "l.jsonl"), NULL, NULL, NULL, 8), 0,
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "a")), 1);
+    cr_expect(tc_file_has(tu_path(d, "a.err"), "--checkpoint-dir"));
+    cr_expect(tc_file_has(tu_path(d, "a.err"), "its parent folder must exist and be writable"));
+    cr_expect(tc_file_has(tu_path(d, "a.err"), "train_0.bin: not a folder"));
+    cr_expect_eq(tc_log_losses(tu_path(d, "l.jsonl"), NULL, NULL, NULL, 8), 0,
                  "trained before failing");
     /* /proc refuses new folders, even to root */
     snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir /proc/train_gpt_ckpt", m);
-    cr_assert_eq(tc_run(NULL, args, file_in(d, "b")), 1);
-    cr_expect(tc_file_has(file_in(d, "b.err"), "--checkpoint-dir /proc/train_gpt_ckpt"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "b")), 1);
+    cr_expect(tc_file_has(tu_path(d, "b.err"), "--checkpoint-dir /proc/train_gpt_ckpt"));
     free(d);
 }

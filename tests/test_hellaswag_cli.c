@@ -28,9 +28,7 @@
 
 #define JSONL "tests/data/hellaswag_tiny.jsonl"
 #define REFERENCE "tests/data/eval_reference_tiny.bin"
-#define MPIRUN                                                                                 \
-    "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader " \
-    "--mca btl_vader_single_copy_mechanism none"
+#define MPIRUN "timeout 120 " TC_MPIRUN
 
 typedef struct {
     double acc, acc_norm, n, correct, correct_norm;

@@ -21,7 +21,9 @@
  * ./train_gpt when it samples with the GPT-2 vocabulary; both go through
  * tokenizer_load, which accepts only GPT-2's exact files (sha256), so every
  * edit is refused at that gate: truncated, zero-length, one changed byte,
- * bytes appended, a folder. */
+ * bytes appended, a folder.
+ *
+ * Each table's cases are damaged and run by tc_refuse_all (train_cli.h). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,81 +37,6 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-typedef enum { TRUNCATE, SET_I32, SET_U64, EMPTY, FOLDER, FLIP, REPLACE } Edit;
-
-typedef struct {
-    const char *name;
-    Edit edit;
-    long at;        /* byte offset (TRUNCATE: new length; <0 = from the end) */
-    int64_t value;
-    const char *text; /* REPLACE */
-    const char *msg;  /* expected in stderr */
-    long at2;         /* a second SET_U64 at at2 when > 0 */
-    int64_t value2;
-} Case;
-
-static void write_bytes(const char *path, const void *b, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    if (n) cr_assert_eq(fwrite(b, 1, n, f), n);
-    fclose(f);
-}
-
-/* Apply one edit to a copy of `orig` and write it at path. */
-static void make_hostile(const char *path, const char *orig, size_t len, const Case *c,
-                         int fix_state_crc)
-{
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    tu_run(cmd);
-    if (c->edit == FOLDER) {
-        snprintf(cmd, sizeof cmd, "mkdir '%s'", path);
-        cr_assert_eq(tu_run(cmd), 0);
-        return;
-    }
-    if (c->edit == REPLACE) {
-        write_bytes(path, c->text, strlen(c->text));
-        return;
-    }
-    unsigned char *b = malloc(len + 8);
-    memcpy(b, orig, len);
-    size_t n = len;
-    if (c->edit == EMPTY) n = 0;
-    if (c->edit == TRUNCATE) n = c->at >= 0 ? (size_t)c->at : len + c->at;
-    if (c->edit == SET_I32) {
-        int32_t v = (int32_t)c->value;
-        memcpy(b + c->at, &v, 4);
-    }
-    if (c->edit == SET_U64) memcpy(b + c->at, &c->value, 8);
-    if (c->at2 > 0) memcpy(b + c->at2, &c->value2, 8);
-    if (c->edit == FLIP) b[c->at >= 0 ? (size_t)c->at : len + c->at] ^= 0x40;
-    if (fix_state_crc && (c->edit == SET_I32 || c->edit == SET_U64) && c->at < 64) {
-        memset(b + 20, 0, 4);
-        uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), b, 64);
-        memcpy(b + 20, &crc, 4);
-    }
-    write_bytes(path, b, n);
-    free(b);
-}
-
-static void expect_refused(const char *d, const char *args, const char *file, const Case *c)
-{
-    char p[700], e[800];
-    snprintf(p, sizeof p, "%s/run_%s", d, c->name);
-    int rc = tc_run(NULL, args, p);
-    snprintf(e, sizeof e, "%s.err", p);
-    char *err = tu_read_file(e, NULL);
-    cr_expect_eq(rc, 1, "%s: exit status %d (expected 1): %s", c->name, rc, err ? err : "");
-    cr_expect(err && strstr(err, file), "%s: message does not name %s: %s", c->name, file,
-              err ? err : "");
-    cr_expect(err && strstr(err, c->msg), "%s: message lacks '%s': %s", c->name, c->msg,
-              err ? err : "");
-    cr_expect(err && !strstr(err, "runtime error") && !strstr(err, "Sanitizer"),
-              "%s: sanitizer report: %s", c->name, err ? err : "");
-    free(err);
-}
-
 Test(hostile, shard, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], path[600];
@@ -118,7 +45,7 @@ Test(hostile, shard, .timeout = 120)
     size_t len;
     char *orig = tu_read_file(path, &len);
     snprintf(path, sizeof path, "%s/hostile.bin", d);
-    static const Case cases[] = {
+    static const TcCase cases[] = {
         {"truncated", TRUNCATE, 1024 + 300, 0, NULL, "truncated", 0, 0},
         {"truncated_header", TRUNCATE, 100, 0, NULL, "truncated header (100 bytes", 0, 0},
         {"oversized_count", SET_I32, 8, 1000000000, NULL, "1000000000 tokens need", 0, 0},
@@ -131,17 +58,13 @@ Test(hostile, shard, .timeout = 120)
         {"bad_magic", SET_I32, 0, 1234, NULL, "bad magic 1234", 0, 0},
         {"bad_version", SET_I32, 4, 7, NULL, "unsupported version 7", 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        make_hostile(path, orig, len, &cases[i], 0);
-        snprintf(args, sizeof args, "%s --train-data '%s' --steps 1", tc_model_args(d), path);
-        expect_refused(d, args, path, &cases[i]);
-    }
-    /* a token outside the vocabulary is caught when its batch is read */
-    static const Case vocab = {"token_outside_vocab", SET_I32, 1024 + 10, 0x7fff7fff, NULL,
-                               "is outside the vocabulary", 0, 0};
-    make_hostile(path, orig, len, &vocab, 0);
     snprintf(args, sizeof args, "%s --train-data '%s' --steps 1", tc_model_args(d), path);
-    expect_refused(d, args, path, &vocab);
+    TcTarget t = {.dir = d, .path = path, .orig = orig, .len = len, .args = args};
+    tc_refuse_all(&t, cases, TC_NCASES(cases));
+    /* a token outside the vocabulary is caught when its batch is read */
+    static const TcCase vocab = {"token_outside_vocab", SET_I32, 1024 + 10, 0x7fff7fff, NULL,
+                                 "is outside the vocabulary", 0, 0};
+    tc_refuse_all(&t, &vocab, 1);
     free(orig);
     free(d);
 }
@@ -164,7 +87,7 @@ Test(hostile, model_file, .timeout = 120)
     cr_assert_eq(tc_run(NULL, args, path), 0, "the unedited model file is refused");
     snprintf(path, sizeof path, "%s/hostile_model.bin", d);
     /* header ints: [2] maxT [3] V [4] L [5] NH [6] C [7] Vp */
-    static const Case cases[] = {
+    static const TcCase cases[] = {
         {"truncated", TRUNCATE, -100, 0, NULL, "(truncated)", 0, 0},
         {"truncated_header", TRUNCATE, 512, 0, NULL, "truncated header (512 bytes", 0, 0},
         {"oversized_count", SET_I32, 16, 4096, NULL, "(truncated)", 0, 0},
@@ -181,11 +104,9 @@ Test(hostile, model_file, .timeout = 120)
         {"nan_weight", SET_I32, 1024 + 12, 0x7fc00000, NULL,
          "1 non-finite weight (NaN or Inf) in wte: 1 (first at element 3)", 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        make_hostile(path, orig, len, &cases[i], 0);
-        snprintf(args, sizeof args, "%s --init-from '%s' --steps 1", tc_data_args(d), path);
-        expect_refused(d, args, path, &cases[i]);
-    }
+    snprintf(args, sizeof args, "%s --init-from '%s' --steps 1", tc_data_args(d), path);
+    TcTarget t = {.dir = d, .path = path, .orig = orig, .len = len, .args = args};
+    tc_refuse_all(&t, cases, TC_NCASES(cases));
     free(orig);
     free(d);
 }
@@ -209,7 +130,7 @@ Test(hostile, eval_file, .timeout = 120)
     snprintf(args, sizeof args, "%s --eval-file '%s' --steps 1", tc_model_args(d), path);
     cr_assert_eq(tc_run(NULL, args, path), 0, "the unedited eval file is refused");
     snprintf(path, sizeof path, "%s/hostile_eval.bin", d);
-    static const Case cases[] = {
+    static const TcCase cases[] = {
         {"truncated", TRUNCATE, -10, 0, NULL, "record length 48 bytes is past the end", 0, 0},
         {"truncated_header", TRUNCATE, 100, 0, NULL, "truncated header (100 bytes", 0, 0},
         {"oversized_count", SET_I32, 8, 1000, NULL, "cannot hold the header's 1000 examples", 0, 0},
@@ -223,11 +144,9 @@ Test(hostile, eval_file, .timeout = 120)
         {"bad_version", SET_I32, 4, 2, NULL, "unsupported version 2", 0, 0},
         {"bad_marker", SET_I32, 1024, 0x00260001, NULL, "expected the start-of-example marker", 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        make_hostile(path, orig, len, &cases[i], 0);
-        snprintf(args, sizeof args, "%s --eval-file '%s' --steps 1", tc_model_args(d), path);
-        expect_refused(d, args, path, &cases[i]);
-    }
+    snprintf(args, sizeof args, "%s --eval-file '%s' --steps 1", tc_model_args(d), path);
+    TcTarget t = {.dir = d, .path = path, .orig = orig, .len = len, .args = args};
+    tc_refuse_all(&t, cases, TC_NCASES(cases));
     free(orig);
     tu_remove_tree(d);
 }
@@ -261,8 +180,31 @@ static void manifest_follow_state(const char *sd, const char *state_path)
     size_t n = (size_t)st.st_size; /* a folder's st_size: the manifest's check must say so */
     *at = 0;
     snprintf(cmd, sizeof cmd, "%s%zu%s", text, n, rest);
-    write_bytes(mp, cmd, strlen(cmd));
+    tu_write_file(mp, cmd, strlen(cmd));
     free(text);
+}
+
+/* After each run state edit: the header checksum recomputed when the edit
+ * was in the 64-byte header (crc32 of it with bytes 20..23 zero, stored
+ * there), so the field checks behind it are reached; then COMPLETE
+ * restored from DIR/COMPLETE.orig and made to follow the file's size. */
+static void state_follow_edit(const TcTarget *t, const TcCase *c)
+{
+    if ((c->edit == SET_I32 || c->edit == SET_U64) && c->at < 64) {
+        size_t n;
+        unsigned char *b = (unsigned char *)tu_read_file(t->path, &n);
+        cr_assert(b && n >= 64);
+        memset(b + 20, 0, 4);
+        uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), b, 64);
+        memcpy(b + 20, &crc, 4);
+        tu_write_file(t->path, b, n);
+        free(b);
+    }
+    const char *sd = t->user;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s/COMPLETE.orig' '%s/COMPLETE'", t->dir, sd);
+    cr_assert_eq(tu_run(cmd), 0);
+    manifest_follow_state(sd, t->path);
 }
 
 Test(hostile, run_state, .timeout = 120)
@@ -277,7 +219,7 @@ Test(hostile, run_state, .timeout = 120)
     size_t len;
     char *orig = tu_read_file(keep, &len);
     /* header: 12 entries (u32), 24 num_params, 32 offset, 40 count (u64) */
-    static const Case cases[] = {
+    static const TcCase cases[] = {
         {"truncated", TRUNCATE, -1000, 0, NULL, "(truncated)", 0, 0},
         {"truncated_header", TRUNCATE, 40, 0, NULL, "truncated: 40 bytes", 0, 0},
         {"oversized_count", SET_I32, 12, 2000000, NULL, "entry count 2000000 outside 1..1000256",
@@ -291,21 +233,16 @@ Test(hostile, run_state, .timeout = 120)
         {"header_bit_flip", FLIP, 30, 0, NULL, "header checksum mismatch", 0, 0},
         {"payload_bit_flip", FLIP, -5, 0, NULL, "checksum mismatch (corrupt file)", 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        snprintf(cmd, sizeof cmd, "cp '%s/COMPLETE.orig' '%s/COMPLETE'", d, sd);
-        cr_assert_eq(tu_run(cmd), 0);
-        make_hostile(path, orig, len, &cases[i], 1);
-        manifest_follow_state(sd, path);
-        snprintf(args, sizeof args, "%s --steps 2 --resume=%s", tc_model_args(d), sd);
-        expect_refused(d, args, path, &cases[i]);
-    }
+    snprintf(args, sizeof args, "%s --steps 2 --resume=%s", tc_model_args(d), sd);
+    TcTarget t = {.dir = d, .path = path, .orig = orig, .len = len, .args = args,
+                  .after_damage = state_follow_edit, .user = sd};
+    tc_refuse_all(&t, cases, TC_NCASES(cases));
     /* Unedited, but the manifest disagrees with the file's size. */
     snprintf(cmd, sizeof cmd, "cp '%s/COMPLETE.orig' '%s/COMPLETE'", d, sd);
     cr_assert_eq(tu_run(cmd), 0);
-    static const Case shorter = {"size_differs", TRUNCATE, -4, 0, NULL, "size differs", 0, 0};
-    make_hostile(path, orig, len, &shorter, 0);
-    snprintf(args, sizeof args, "%s --steps 2 --resume=%s", tc_model_args(d), sd);
-    expect_refused(d, args, path, &shorter);
+    static const TcCase shorter = {"size_differs", TRUNCATE, -4, 0, NULL, "size differs", 0, 0};
+    t.after_damage = NULL;
+    tc_refuse_all(&t, &shorter, 1);
     free(orig);
     free(d);
 }
@@ -326,7 +263,7 @@ Test(hostile, llmc_state, .timeout = 120)
     cr_assert_eq(tu_run(cmd), 0);
     size_t len;
     char *orig = tu_read_file(keep, &len);
-    static const Case cases[] = {
+    static const TcCase cases[] = {
         {"truncated", TRUNCATE, -100, 0, NULL, "is not 3 whole float32 arrays", 0, 0},
         {"truncated_header", TRUNCATE, 100, 0, NULL, "100 bytes, shorter than llm.c's", 0, 0},
         {"zero_length", EMPTY, 0, 0, NULL, "0 bytes, shorter than llm.c's", 0, 0},
@@ -346,19 +283,16 @@ Test(hostile, llmc_state, .timeout = 120)
         {"nan_in_m", SET_I32, 1024 + 8, 0x7fc00000, NULL, "AdamW m hold a non-finite value "
          "(element 2)", 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        make_hostile(path, orig, len, &cases[i], 0);
-        snprintf(args, sizeof args, "%s --steps 2 --resume-llmc %s", tc_model_args(d), path);
-        expect_refused(d, args, path, &cases[i]);
-    }
-    /* the model file of the step is gone */
-    static const Case no_model = {"missing_model", TRUNCATE, -0L, 0, NULL, "missing", 0, 0};
-    make_hostile(path, orig, len, &no_model, 0);
+    snprintf(args, sizeof args, "%s --steps 2 --resume-llmc %s", tc_model_args(d), path);
+    TcTarget t = {.dir = d, .path = path, .orig = orig, .len = len, .args = args};
+    tc_refuse_all(&t, cases, TC_NCASES(cases));
+    /* the model file of the step is gone (the state file itself unedited) */
+    static const TcCase no_model = {"missing_model", TRUNCATE, -0L, 0, NULL, "missing", 0, 0};
     snprintf(cmd, sizeof cmd, "mv %s/lc/model_00000001.bin %s/lc/m.bin", d, d);
     cr_assert_eq(tu_run(cmd), 0);
-    snprintf(args, sizeof args, "%s --steps 2 --resume-llmc %s", tc_model_args(d), path);
     snprintf(keep, sizeof keep, "%s/lc/model_00000001.bin", d);
-    expect_refused(d, args, keep, &no_model);
+    t.named = keep;
+    tc_refuse_all(&t, &no_model, 1);
     free(orig);
     tu_remove_tree(d);
 }
@@ -384,7 +318,7 @@ Test(hostile, manifest, .timeout = 120)
     snprintf(bad_id, sizeof bad_id, "%.*sXYZ%s", (int)(id - orig), orig, id + 3);
     snprintf(other_id, sizeof other_id, "%.*s%c%s", (int)(id - orig), orig,
              id[0] == '1' ? '2' : '1', id + 1);
-    const Case cases[] = {
+    const TcCase cases[] = {
         {"truncated", TRUNCATE, -40, 0, NULL, "not valid JSON", 0, 0},
         {"oversized_count", REPLACE, 0, 0,
          "{\"format\":\"train_gpt checkpoint\",\"version\":1,\"step\":1,\"world_size\":1000000,"
@@ -406,11 +340,9 @@ Test(hostile, manifest, .timeout = 120)
         {"bad_run_id", REPLACE, 0, 0, bad_id, "\"run_id\" or \"config_hash\" missing", 0, 0},
         {"other_runs_state", REPLACE, 0, 0, other_id, "(files of two runs mixed)", 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        make_hostile(path, orig, len, &cases[i], 0);
-        snprintf(args, sizeof args, "%s --steps 2 --resume=%s", tc_model_args(d), sd);
-        expect_refused(d, args, sd, &cases[i]);
-    }
+    snprintf(args, sizeof args, "%s --steps 2 --resume=%s", tc_model_args(d), sd);
+    TcTarget t = {.dir = d, .path = path, .orig = orig, .len = len, .args = args, .named = sd};
+    tc_refuse_all(&t, cases, TC_NCASES(cases));
     free(orig);
     free(d);
 }
@@ -453,7 +385,7 @@ Test(hostile, dataset_manifest, .timeout = 120)
     char *version = replaced(orig, "\"version\":\t1", "\"version\":\t9");
     char *huge = replaced(orig, "\"tokens\":\t6048", "\"tokens\":\t1e300");
     char *negative = replaced(orig, "\"tokens\":\t2000,", "\"tokens\":\t-2000,");
-    const Case cases[] = {
+    const TcCase cases[] = {
         {"truncated", TRUNCATE, -40, 0, NULL, "not a JSON object", 0, 0},
         {"zero_length", EMPTY, 0, 0, NULL, "0 bytes (a dataset manifest has 2..", 0, 0},
         {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
@@ -466,13 +398,11 @@ Test(hostile, dataset_manifest, .timeout = 120)
         {"edited_digest", REPLACE, 0, 0, edited_sha, "does not match the shards' digests", 0, 0},
         {"path_traversal", REPLACE, 0, 0, traversal, "not a plain file name", 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        make_hostile(path, orig, len, &cases[i], 0);
-        snprintf(args, sizeof args, "--train-data '%s/ts_train_*.bin' --layers 1 --channels 16 "
-                 "--heads 2 --vocab 50257 --seq-len 32 --batch 2 --steps 1 --device cpu "
-                 "--threads 1", d);
-        expect_refused(d, args, path, &cases[i]);
-    }
+    snprintf(args, sizeof args, "--train-data '%s/ts_train_*.bin' --layers 1 --channels 16 "
+             "--heads 2 --vocab 50257 --seq-len 32 --batch 2 --steps 1 --device cpu "
+             "--threads 1", d);
+    TcTarget t = {.dir = d, .path = path, .orig = orig, .len = len, .args = args};
+    tc_refuse_all(&t, cases, TC_NCASES(cases));
     free(orig), free(more), free(more2), free(edited_sha), free(traversal), free(version);
     free(huge), free(negative), free(d);
 }
@@ -484,7 +414,7 @@ Test(hostile, tokenizer_files, .timeout = 120)
     char *d = tu_tempdir(), args[4096], path[600], in[600];
     static const char *names[2] = {"encoder.json", "vocab.bpe"};
     snprintf(in, sizeof in, "%s/in.txt", d);
-    write_bytes(in, "hello world\n", 12);
+    tu_write_file(in, "hello world\n", 12);
     for (int f = 0; f < 2; f++) {
         char good[2][600];
         for (int k = 0; k < 2; k++)
@@ -493,32 +423,20 @@ Test(hostile, tokenizer_files, .timeout = 120)
         char *orig = tu_read_file(good[f], &len);
         cr_assert_not_null(orig, "%s is missing", good[f]);
         snprintf(path, sizeof path, "%s/hostile_%s", d, names[f]);
-        const Case cases[] = {
+        const TcCase cases[] = {
             {"truncated", TRUNCATE, (long)len / 2, 0, NULL, "not GPT-2's file", 0, 0},
             {"one_byte_changed", FLIP, 100, 0, NULL, "not GPT-2's file", 0, 0},
             {"zero_length", EMPTY, 0, 0, NULL, "not GPT-2's file", 0, 0},
             {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
             {"not_text", REPLACE, 0, 0, "\x01\x02\xff{[", "not GPT-2's file", 0, 0},
         };
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            make_hostile(path, orig, len, &cases[i], 0);
-            snprintf(args, sizeof args, "--quiet --out %s/tok --encoder '%s' --vocab '%s' '%s'", d,
-                     f == 0 ? path : good[0], f == 1 ? path : good[1], in);
-            char p[700], e[800], cmd[8192];
-            snprintf(p, sizeof p, "%s/tok_%s_%s", d, names[f], cases[i].name);
-            const char *bin = getenv("TRAIN_GPT_TOKENIZE_BIN");
-            snprintf(cmd, sizeof cmd, "%s %s >'%s.out' 2>'%s.err'", bin ? bin : "./tokenize",
-                     args, p, p);
-            int rc = tu_run(cmd);
-            snprintf(e, sizeof e, "%s.err", p);
-            char *err = tu_read_file(e, NULL);
-            cr_expect_eq(rc, 1, "%s %s: exit %d: %s", names[f], cases[i].name, rc, err);
-            cr_expect(err && strstr(err, path) && strstr(err, cases[i].msg),
-                      "%s %s: message lacks the file or '%s': %s", names[f], cases[i].name,
-                      cases[i].msg, err ? err : "");
-            cr_expect(err && !strstr(err, "runtime error") && !strstr(err, "Sanitizer"));
-            free(err);
-        }
+        snprintf(args, sizeof args, "--quiet --out %s/tok --encoder '%s' --vocab '%s' '%s'", d,
+                 f == 0 ? path : good[0], f == 1 ? path : good[1], in);
+        char tag[64];
+        snprintf(tag, sizeof tag, "tok_%s", names[f]);
+        TcTarget t = {.dir = d, .path = path, .orig = orig, .len = len, .args = args, .tag = tag,
+                      .tokenize = 1};
+        tc_refuse_all(&t, cases, TC_NCASES(cases));
         free(orig);
     }
     free(d);
@@ -547,7 +465,7 @@ Test(hostile, tokenizer_files_not_regular, .timeout = 30)
  * a folder holding one good save (step 1), then a run on it. */
 Test(hostile, checkpoint_folder, .timeout = 120)
 {
-    char *d = tu_tempdir(), args[4096], cmd[8192], p[700], e[800];
+    char *d = tu_tempdir(), args[4096], cmd[8192], p[700];
     base_save(d); /* d/ck/step_00000001 */
     snprintf(cmd, sizeof cmd, "cp -r '%s/ck' '%s/ck.orig'", d, d);
     cr_assert_eq(tu_run(cmd), 0);
@@ -595,18 +513,7 @@ Test(hostile, checkpoint_folder, .timeout = 120)
         } else {
             rc = tc_run(NULL, args, p);
         }
-        snprintf(e, sizeof e, "%s.err", p);
-        char *err = tu_read_file(e, NULL);
-        cr_expect_eq(rc, 1, "%s: exit %d (want 1): %s", cases[i].name, rc, err ? err : "");
-        cr_expect(err && strstr(err, cases[i].msg), "%s: message lacks '%s': %s", cases[i].name,
-                  cases[i].msg, err ? err : "");
-        cr_expect(err && strstr(err, "/ck"), "%s: message does not name the folder: %s",
-                  cases[i].name, err ? err : "");
-        cr_expect(err && !strstr(err, "runtime error") && !strstr(err, "Sanitizer"),
-                  "%s: sanitizer report: %s", cases[i].name, err ? err : "");
-        free(err);
+        tc_expect_refusal(cases[i].name, rc, p, "/ck", cases[i].msg);
     }
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    tu_run(cmd);
-    free(d);
+    tu_remove_tree(d);
 }

@@ -34,14 +34,6 @@ static char *copy_tree(void)
     return d;
 }
 
-static void remove_tree(char *d)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    tu_run(cmd);
-    free(d);
-}
-
 Test(layers, the_tree_points_down)
 {
     char *out;
@@ -74,7 +66,7 @@ Test(layers, an_upward_include_is_refused)
               strstr(out, "layer data includes model/config.h (layer model)"), "%s", out);
     cr_expect(out && strstr(out, "2 include(s) point up or sideways"), "%s", out);
     free(out);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* The order lives in the README only: without its block the check cannot
@@ -88,5 +80,5 @@ Test(layers, a_readme_without_the_order_is_an_error)
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(out && strstr(out, "no <!-- layers --> ... <!-- /layers --> block"), "%s", out);
     free(out);
-    remove_tree(d);
+    tu_remove_tree(d);
 }

@@ -103,14 +103,23 @@ Test(llmc, convert_checkpoint_folder, .timeout = 120)
     tu_remove_tree(d);
 }
 
-Test(llmc, resume_python_written_state_is_one_adamw_step_on, .timeout = 120)
+/* Byte shards in d, one step of training saved as d/m.bin, and a copy of
+ * it as llm.c's d/in/model_<step>.bin for a state file to go beside. */
+static void one_step_model_in(const char *d, int step)
 {
-    char *d = tu_tempdir(), args[4096], cmd[4096];
+    char args[4096], cmd[4096];
     tc_make_shards(d, 2, 100);
     snprintf(args, sizeof args, "%s --steps 1 --save %s/m.bin", tc_model_args(d), d);
     run_expect(d, args, 0, "saved");
-    snprintf(cmd, sizeof cmd, "mkdir %s/in && cp %s/m.bin %s/in/model_00000003.bin && "
-             "touch %s/in/DONE_00000003", d, d, d, d);
+    snprintf(cmd, sizeof cmd, "mkdir %s/in && cp %s/m.bin %s/in/model_%08d.bin", d, d, d, step);
+    cr_assert_eq(tu_run(cmd), 0);
+}
+
+Test(llmc, resume_python_written_state_is_one_adamw_step_on, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], cmd[4096];
+    one_step_model_in(d, 3);
+    snprintf(cmd, sizeof cmd, "touch %s/in/DONE_00000003", d);
     cr_assert_eq(tu_run(cmd), 0);
     snprintf(cmd, sizeof cmd, PY " write %s/in/state_00000003_00000.bin %s/m.bin --step 3 "
              "--shard 1 --sample 1", d, d);
@@ -177,8 +186,7 @@ Test(llmc, two_ranks_export_and_resume_bitwise, .timeout = 180)
 {
     char *d = tu_tempdir(), args[4096], cmd[8192];
     tc_make_shards(d, 2, 200); /* 199 / (2 ranks x 32 tokens) = 3 steps per shard */
-    const char *mpi = "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none "
-                      "--mca btl self,vader --mca btl_vader_single_copy_mechanism none -np 2";
+    const char *mpi = "timeout 120 " TC_MPIRUN " -np 2";
     snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc "
              "--save %s/full.bin > %s/a.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d, d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", tu_read_file(tu_path(d, "a.txt"), NULL));
@@ -202,11 +210,7 @@ Test(llmc, two_ranks_export_and_resume_bitwise, .timeout = 180)
 Test(llmc, refusals, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], cmd[4096];
-    tc_make_shards(d, 2, 100);
-    snprintf(args, sizeof args, "%s --steps 1 --save %s/m.bin", tc_model_args(d), d);
-    run_expect(d, args, 0, "saved");
-    snprintf(cmd, sizeof cmd, "mkdir %s/in && cp %s/m.bin %s/in/model_00000002.bin", d, d, d);
-    cr_assert_eq(tu_run(cmd), 0);
+    one_step_model_in(d, 2);
     char st[700];
     snprintf(st, sizeof st, "%s/in/state_00000002_00000.bin", d);
     /* rank 0 of a 2-process ZeRO-1 run: half of the parameters */

@@ -34,14 +34,6 @@ static OpCosts some_costs(void)
     return oc;
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 Test(opcost_file, round_trip_and_faults)
 {
     char *d = tu_tempdir(), path[512], dev[256], err[1024];
@@ -77,16 +69,16 @@ Test(opcost_file, round_trip_and_faults)
         cr_assert_not_null(at, "%s not in %s", cases[i].from, good);
         *at = '\0';
         snprintf(text, sizeof text, "%s%s%s", bad, cases[i].to, at + strlen(cases[i].from));
-        write_text(path, text);
+        tu_write_text(path, text);
         cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), -1,
                      "case %zu", i);
         cr_assert(strstr(err, path) && strstr(err, cases[i].fault), "case %zu: %s", i, err);
         free(bad);
     }
-    write_text(path, "{\"format\": \"train_gpt op c");
+    tu_write_text(path, "{\"format\": \"train_gpt op c");
     cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), -1);
     cr_assert(strstr(err, "not valid JSON"), "%s", err);
-    write_text(path, "");
+    tu_write_text(path, "");
     cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), -1);
     snprintf(path, sizeof path, "%s/absent.json", d);
     cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), -1);
@@ -159,7 +151,7 @@ Test(opcost_file, bad_cost_files_exit_1_naming_the_file, .timeout = 60)
     snprintf(path, sizeof path, "--op-costs %s/absent.json: ", d);
     expect_exit_1(d, args, path);
     snprintf(path, sizeof path, "%s/bad.json", d);
-    write_text(path, "not json");
+    tu_write_text(path, "not json");
     snprintf(args, sizeof args, "%s --op-costs %s", train_args(d, "--recompute auto"), path);
     expect_exit_1(d, args, "bad.json: not valid JSON");
     /* measured for another batch */
@@ -176,19 +168,7 @@ Test(opcost_file, bad_cost_files_exit_1_naming_the_file, .timeout = 60)
 
 static cJSON *summary_of(const char *log)
 {
-    char *text = tu_read_file(log, NULL);
-    cr_assert_not_null(text);
-    cJSON *sum = NULL;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *j = cJSON_Parse(line);
-        if (cJSON_GetObjectItem(j, "event")) {
-            cJSON_Delete(sum);
-            sum = j;
-        } else {
-            cJSON_Delete(j);
-        }
-    }
-    free(text);
+    cJSON *sum = tc_log_last_with(log, "event");
     cr_assert_not_null(sum);
     return sum;
 }

@@ -11,26 +11,18 @@
 
 #include "test_util.h"
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "%s", path);
-    fputs(text, f);
-    fclose(f);
-}
-
 Test(plots, plot_log_tokens_and_overlay, .timeout = 60)
 {
     char *d = tu_tempdir(), a[600], b[600], cmd[4096], path[700];
     snprintf(a, sizeof a, "%s/run_a.jsonl", d);
     snprintf(b, sizeof b, "%s/run_b.jsonl", d);
-    write_text(a, "{\"step\":1,\"loss\":5.0,\"ms\":2000,\"tokens_per_s\":1000}\n"
+    tu_write_text(a, "{\"step\":1,\"loss\":5.0,\"ms\":2000,\"tokens_per_s\":1000}\n"
                   "{\"step\":2,\"loss\":9.9,\"ms\":1000,\"tokens_per_s\":3000}\n"
                   "{\"step\":2,\"loss\":4.0,\"ms\":1000,\"tokens_per_s\":3000}\n"
                   "{\"step\":2,\"val_loss\":4.5}\n"
                   "{\"step\":3,\"loss\":3.5,\"ms\":500,\"tokens_per_s\":2000}\n"
                   "{\"event\":\"summary\",\"memory\":{}}\n");
-    write_text(b, "{\"step\":1,\"loss\":6.0,\"ms\":100,\"tokens_per_s\":10000}\n");
+    tu_write_text(b, "{\"step\":1,\"loss\":6.0,\"ms\":100,\"tokens_per_s\":10000}\n");
     snprintf(cmd, sizeof cmd, "PLOT_LOG_DATA=%s/data scripts/plot_log.sh -o %s/loss.png %s %s "
              "> %s/out.txt 2>&1", d, d, a, b, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
@@ -60,7 +52,7 @@ Test(plots, plot_log_bad_inputs, .timeout = 60)
 {
     char *d = tu_tempdir(), e[600], cmd[4096], path[700];
     snprintf(e, sizeof e, "%s/empty.jsonl", d);
-    write_text(e, "{\"event\":\"summary\"}\n");
+    tu_write_text(e, "{\"event\":\"summary\"}\n");
     snprintf(path, sizeof path, "%s/out.txt", d);
     snprintf(cmd, sizeof cmd, "scripts/plot_log.sh -o %s/x.png %s > %s 2>&1", d, e, path);
     cr_expect_eq(tu_run(cmd), 1);

@@ -25,24 +25,6 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-static const char *in(const char *d, const char *name)
-{
-    static char buf[4][700];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", d, name);
-    return buf[k];
-}
-
-static int wait_for_text(const char *path, const char *text, int timeout_ms)
-{
-    for (int t = 0; t < timeout_ms; t += 10) {
-        if (tc_file_has(path, text)) return 1;
-        tc_sleep_ms(10);
-    }
-    return 0;
-}
-
 Test(progress, lines_reach_a_file_as_printed, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096];
@@ -50,13 +32,13 @@ Test(progress, lines_reach_a_file_as_printed, .timeout = 120)
     snprintf(args, sizeof args, "%s --steps 50 --val-every 10 --val-batches 2",
              tc_model_args(d));
     /* 300 ms a block: the val batches take ~1 s each, step 1 ~1.5 s */
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, in(d, "s"));
-    cr_assert(wait_for_text(in(d, "s.out"), "val 2/2\n", 60000), "no 'val 2/2' line");
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "val 2/2\n", 60000), "no 'val 2/2' line");
     const char *want[] = {"train_gpt: backend cpu", "memory plan", "speed: ", "estimate: ",
                           "initializing 34176 parameters (seed 1337)...\n", "val 1/2\n"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        cr_expect(tc_file_has(in(d, "s.out"), want[i]), "'%s' not yet in the file", want[i]);
-    cr_expect(!tc_file_has(in(d, "s.out"), "step     1/50"), "step 1 was already done");
+        cr_expect(tc_file_has(tu_path(d, "s.out"), want[i]), "'%s' not yet in the file", want[i]);
+    cr_expect(!tc_file_has(tu_path(d, "s.out"), "step     1/50"), "step 1 was already done");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
     cr_assert(st != -1 && WIFEXITED(st));
@@ -120,19 +102,20 @@ Test(progress, step_figures_follow_the_flop_count, .timeout = 120)
     tc_make_shards(d, 1, 2000);
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 3 --grad-accum 2 --peak-tflops 0.001 --log %s", m,
-             in(d, "a.jsonl"));
-    cr_assert_eq(tc_run(NULL, args, in(d, "a")), 0);
-    check_log(in(d, "a.jsonl"), 0.001, 2, 3);
-    cr_expect(tc_file_has(in(d, "a.out"), "MFU against 0.001 TFLOP/s (--peak-tflops)"));
-    cr_expect(tc_file_has(in(d, "a.out"), "% | elapsed 0:00:0"), "no MFU or elapsed on the line");
-    cr_expect(tc_file_has(in(d, "a.out"), " | ETA 0:00:00\n"));
-    cr_expect(!tc_file_has(in(d, "a.err"), "warning"), "a short run warned");
+             tu_path(d, "a.jsonl"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "a")), 0);
+    check_log(tu_path(d, "a.jsonl"), 0.001, 2, 3);
+    cr_expect(tc_file_has(tu_path(d, "a.out"), "MFU against 0.001 TFLOP/s (--peak-tflops)"));
+    cr_expect(tc_file_has(tu_path(d, "a.out"),
+                          "% | elapsed 0:00:0"), "no MFU or elapsed on the line");
+    cr_expect(tc_file_has(tu_path(d, "a.out"), " | ETA 0:00:00\n"));
+    cr_expect(!tc_file_has(tu_path(d, "a.err"), "warning"), "a short run warned");
 
-    snprintf(args, sizeof args, "%s --steps 2 --log %s", m, in(d, "b.jsonl"));
-    cr_assert_eq(tc_run(NULL, args, in(d, "b")), 0);
-    check_log(in(d, "b.jsonl"), 0, 1, 2);
-    cr_expect(tc_file_has(in(d, "b.out"), "no peak is known for"));
-    cr_expect(!tc_file_has(in(d, "b.out"), "| MFU "), "an MFU without a peak");
+    snprintf(args, sizeof args, "%s --steps 2 --log %s", m, tu_path(d, "b.jsonl"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "b")), 0);
+    check_log(tu_path(d, "b.jsonl"), 0, 1, 2);
+    cr_expect(tc_file_has(tu_path(d, "b.out"), "no peak is known for"));
+    cr_expect(!tc_file_has(tu_path(d, "b.out"), "| MFU "), "an MFU without a peak");
     free(d);
 }
 
@@ -141,14 +124,15 @@ Test(progress, warns_when_the_run_takes_over_an_hour, .timeout = 120)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 1000000000", tc_model_args(d));
-    pid_t pid = tc_spawn(NULL, args, in(d, "s"));
-    cr_assert(wait_for_text(in(d, "s.err"), "warning: this run as configured will take more than "
-                                            "an hour (about ", 60000),
+    pid_t pid = tc_spawn(NULL, args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.err"),
+                               "warning: this run as configured will take more than "
+                               "an hour (about ", 60000),
               "no warning for a billion steps");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
     cr_assert(st != -1 && WIFEXITED(st));
     cr_expect_eq(WEXITSTATUS(st), 77);
-    cr_expect(tc_file_has(in(d, "s.out"), "estimate: "));
+    cr_expect(tc_file_has(tu_path(d, "s.out"), "estimate: "));
     free(d);
 }

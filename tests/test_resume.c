@@ -95,6 +95,14 @@ static void expect_same_losses(const char *a, const char *b, int n)
     }
 }
 
+/* Runs a and b in d: the same n losses (a.jsonl, b.jsonl) and bitwise the
+ * same final parameters (a.bin, b.bin; `differ` says what it means if not). */
+static void expect_same_run(const char *d, int n, const char *differ)
+{
+    expect_same_losses(tu_path(d, "a.jsonl"), tu_path(d, "b.jsonl"), n);
+    cr_expect(tc_files_equal(tu_path(d, "a.bin"), tu_path(d, "b.bin")), "%s", differ);
+}
+
 /* The text of the sample printed after step k (between its marker and the
  * next step's line), malloc'd. */
 static char *sample_text(const char *out_path, int k)
@@ -142,13 +150,8 @@ static void exact_resume(int rec_a, int rec_b)
     cr_expect_str_eq(sa, sb, "the sample after step 12 differs after resuming");
     free(sa), free(sb);
 
-    char la[700], lb[700], ba[700], bb[700], ca[700], cb[700];
-    snprintf(la, sizeof la, "%s/a.jsonl", d);
-    snprintf(lb, sizeof lb, "%s/b.jsonl", d);
-    expect_same_losses(la, lb, 16);
-    snprintf(ba, sizeof ba, "%s/a.bin", d);
-    snprintf(bb, sizeof bb, "%s/b.bin", d);
-    cr_expect(tc_files_equal(ba, bb), "final parameters differ after resuming");
+    char ca[700], cb[700];
+    expect_same_run(d, 16, "final parameters differ after resuming");
 
     /* Optimizer state and data position at the end, and at the save. */
     snprintf(ca, sizeof ca, "%s/cka", d);
@@ -275,16 +278,6 @@ Test(resume, refuses_shape_flags_that_differ, .timeout = 60)
     free(d);
 }
 
-/* Poll a log until it has `n` training lines. */
-static int wait_for_steps(const char *log, int n, int timeout_ms)
-{
-    for (int t = 0; t < timeout_ms; t += 10) {
-        if (tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS) >= n) return 1;
-        tc_sleep_ms(10);
-    }
-    return 0;
-}
-
 Test(resume, sigterm_saves_and_resumes_exactly, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], p[600], log[700], out[700];
@@ -295,7 +288,7 @@ Test(resume, sigterm_saves_and_resumes_exactly, .timeout = 120)
              m, d, log);
     snprintf(p, sizeof p, "%s/s", d);
     pid_t pid = tc_spawn(NULL, args, p);
-    cr_assert(wait_for_steps(log, 3, 30000), "the run did not start");
+    cr_assert(tc_wait_for_steps(log, 3, 30000), "the run did not start");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
     cr_assert(st != -1 && WIFEXITED(st), "did not exit after SIGTERM");
@@ -340,7 +333,7 @@ Test(resume, second_signal_exits_at_once, .timeout = 60)
              m, d, log);
     snprintf(p, sizeof p, "%s/s", d);
     pid_t pid = tc_spawn("TRAIN_GPT_TEST_SAVE_DELAY_MS=1500", args, p);
-    cr_assert(wait_for_steps(log, 3, 30000)); /* step 2's save is complete */
+    cr_assert(tc_wait_for_steps(log, 3, 30000)); /* step 2's save is complete */
     kill(pid, SIGTERM);                     /* finishes step 4's save, slowly */
     tc_sleep_ms(300);
     struct timespec t0, t1;
@@ -455,13 +448,7 @@ Test(resume, zero1_two_ranks_exact, .timeout = 240)
              "--checkpoint-dir %s/ck --resume --save %s/b.bin >%s/b2.out 2>&1", MPIRUN2,
              tc_bin(), m, d, d, d, d);
     cr_assert_eq(tu_run(cmd), 0);
-    char la[700], lb[700], ba[700], bb[700];
-    snprintf(la, sizeof la, "%s/a.jsonl", d);
-    snprintf(lb, sizeof lb, "%s/b.jsonl", d);
-    expect_same_losses(la, lb, 8);
-    snprintf(ba, sizeof ba, "%s/a.bin", d);
-    snprintf(bb, sizeof bb, "%s/b.bin", d);
-    cr_expect(tc_files_equal(ba, bb), "parameters differ after a 2-rank ZeRO-1 resume");
+    expect_same_run(d, 8, "parameters differ after a 2-rank ZeRO-1 resume");
     /* one process cannot continue a 2-rank run exactly: refused */
     char args[4096], p[700], e[800];
     snprintf(args, sizeof args, "%s --zero 1 --shuffle 1 --steps 9 --checkpoint-dir %s/ck --resume",

@@ -35,14 +35,6 @@ static int run(const char *d, const char *name, const char *args, char **err)
     return rc;
 }
 
-static void remove_tree(char *d)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    tu_run(cmd);
-    free(d);
-}
-
 /* 2 steps saved in d/ck on tc_make_shards' two 400-token shards. */
 static void train_and_save(const char *d)
 {
@@ -70,7 +62,7 @@ Test(resume_content, changed_shard_of_the_same_size_is_named, .timeout = 60)
               strstr(err, "train_1.bin: its content differs from the save's") &&
               !strstr(err, "train_0.bin"), "message: %s", err ? err : "");
     free(err);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* With ./tokenize's manifest: the shard is named against its manifest. */
@@ -107,7 +99,7 @@ Test(resume_content, changed_shard_of_a_manifest_dataset_is_named, .timeout = 60
                             "manifest") && strstr(err, "ts.manifest.json"), "message: %s",
               err ? err : "");
     free(err);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* FNV-1a of the shards' token counts, as version 1 saves recorded it. */
@@ -211,7 +203,7 @@ Test(resume_content, version_1_saves_resume_by_token_counts, .timeout = 60)
     cr_expect(err && strstr(err, "the shards' token counts differ from the save's"), "%s",
               err ? err : "");
     free(err);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* A model file of the tiny shape with a NaN in wte[5] and an Inf in
@@ -252,7 +244,7 @@ Test(resume_content, non_finite_weights_are_refused, .timeout = 60)
     cr_expect_eq(run(d, "generate", args, &err), 1, "--generate ran on NaN weights");
     expect_non_finite(err, p);
     free(err);
-    remove_tree(d);
+    tu_remove_tree(d);
 }
 
 /* A save whose model.bin holds the NaN, with COMPLETE's crc32 made to
@@ -269,5 +261,5 @@ Test(resume_content, non_finite_weights_in_a_save_are_refused, .timeout = 60)
     cr_expect_eq(run(d, "resume", args, &err), 1);
     expect_non_finite(err, p);
     free(err);
-    remove_tree(d);
+    tu_remove_tree(d);
 }

@@ -75,16 +75,6 @@ Test(run_log, a_full_disk_is_an_error_at_the_end, .timeout = 60)
     tu_remove_tree(d);
 }
 
-/* Poll a log until it has `n` training lines. */
-static int wait_for_steps(const char *log, int n, int timeout_ms)
-{
-    for (int t = 0; t < timeout_ms; t += 10) {
-        if (tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS) >= n) return 1;
-        tc_sleep_ms(10);
-    }
-    return 0;
-}
-
 Test(run_log, a_resumed_log_has_each_step_once, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096];
@@ -96,7 +86,7 @@ Test(run_log, a_resumed_log_has_each_step_once, .timeout = 120)
     snprintf(args, sizeof args, "%s --shuffle 1 --steps 12 --save-every 4 --checkpoint-dir %s/ck "
              "--log %s", m, d, log);
     pid_t pid = tc_spawn("TRAIN_GPT_TEST_SAVE_DELAY_MS=1500", args, tu_path(d, "a"));
-    cr_assert(wait_for_steps(log, 8, 30000), "the run did not reach step 8");
+    cr_assert(tc_wait_for_steps(log, 8, 30000), "the run did not reach step 8");
     kill(pid, SIGKILL);
     tc_wait(pid, 10000);
     cr_assert_eq(tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS), 8);

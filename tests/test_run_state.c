@@ -138,12 +138,18 @@ static size_t entry_at(const unsigned char *b, const char *name)
     return 0;
 }
 
-static void write_buf(const char *p, const unsigned char *b, size_t len)
+/* st written at p with a 4-float m and v; returns the file's bytes. */
+static unsigned char *small_state_file(const char *p, const RunState *st, size_t *len)
 {
-    FILE *f = fopen(p, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(b, 1, len, f), len);
-    fclose(f);
+    float m[4] = {1, 2, 3, 4}, v[4] = {5, 6, 7, 8};
+    uint64_t bytes;
+    uint32_t crc;
+    char err[512];
+    cr_assert_eq(run_state_write(p, st, 4, 0, 4, m, v, &bytes, &crc, err, sizeof err), 0, "%s",
+                 err);
+    unsigned char *b = (unsigned char *)tu_read_file(p, len);
+    cr_assert_not_null(b);
+    return b;
 }
 
 /* Version 1 saves (before content hashes) hold "train-tokens-hash" and no
@@ -155,17 +161,12 @@ Test(run_state, reads_version_1_files)
     RunState st = sample_state();
     st.data_kind = RUN_STATE_DATA_COUNTS;
     st.shard_sha = NULL;
-    float m[4] = {1, 2, 3, 4}, v[4] = {5, 6, 7, 8};
-    uint64_t bytes;
-    uint32_t crc;
-    cr_assert_eq(run_state_write(p, &st, 4, 0, 4, m, v, &bytes, &crc, err, sizeof err), 0, "%s",
-                 err);
     size_t len;
-    unsigned char *b = (unsigned char *)tu_read_file(p, &len);
+    unsigned char *b = small_state_file(p, &st, &len);
     uint32_t one = 1;
     memcpy(b + 8, &one, 4);
     fix_crcs(b, len);
-    write_buf(p, b, len);
+    tu_write_file(p, b, len);
     RunStateInfo info;
     cr_assert_eq(run_state_read_info(p, &info, err, sizeof err), 0, "%s", err);
     cr_expect_eq(info.st.data_kind, RUN_STATE_DATA_COUNTS);
@@ -180,13 +181,8 @@ Test(run_state, data_entries_are_checked)
     char *d = tu_tempdir(), p[512], err[512];
     snprintf(p, sizeof p, "%s/state.bin", d);
     RunState st = sample_state();
-    float m[4] = {1, 2, 3, 4}, v[4] = {5, 6, 7, 8};
-    uint64_t bytes;
-    uint32_t crc;
-    cr_assert_eq(run_state_write(p, &st, 4, 0, 4, m, v, &bytes, &crc, err, sizeof err), 0, "%s",
-                 err);
     size_t len;
-    unsigned char *orig = (unsigned char *)tu_read_file(p, &len);
+    unsigned char *orig = small_state_file(p, &st, &len);
     static const struct {
         const char *entry, *rename, *msg;
     } cases[] = {
@@ -203,7 +199,7 @@ Test(run_state, data_entries_are_checked)
         memset(b + at, 0, 23);
         memcpy(b + at, cases[i].rename, strlen(cases[i].rename));
         fix_crcs(b, len);
-        write_buf(p, b, len);
+        tu_write_file(p, b, len);
         RunStateInfo info;
         cr_expect_eq(run_state_read_info(p, &info, err, sizeof err), -1, "case %zu accepted", i);
         cr_expect(strstr(err, cases[i].msg) && strstr(err, p), "case %zu: '%s' lacks '%s'", i,

@@ -31,32 +31,13 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-static const char *in(const char *d, const char *name)
-{
-    static char buf[4][700];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", d, name);
-    return buf[k];
-}
-
-/* Poll until the file holds text (up to timeout_ms). */
-static int wait_for_text(const char *path, const char *text, int timeout_ms)
-{
-    for (int t = 0; t < timeout_ms; t += 10) {
-        if (tc_file_has(path, text)) return 1;
-        tc_sleep_ms(10);
-    }
-    return 0;
-}
-
 /* Signal the run once it has logged `steps` steps and spent `into_ms` of
  * the next one; returns its exit status (-1 if it did not exit). */
 static int stop_mid_step(pid_t pid, const char *out, int steps, int into_ms, int sig)
 {
     char line[64];
     snprintf(line, sizeof line, "step %5d/", steps);
-    cr_assert(wait_for_text(out, line, 60000), "the run did not reach step %d", steps);
+    cr_assert(tc_wait_for_text(out, line, 60000), "the run did not reach step %d", steps);
     tc_sleep_ms(into_ms);
     kill(pid, sig);
     int st = tc_wait(pid, 30000);
@@ -73,32 +54,33 @@ Test(stops, mid_step_checkpoint_resumes_bitwise, .timeout = 120)
     tc_make_shards(d, 1, 2000);
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 6 --checkpoint-dir %s/ck --log %s", m, d,
-             in(d, "s.jsonl"));
-    pid_t pid = tc_spawn(SLOW, args, in(d, "s"));
-    cr_assert_eq(stop_mid_step(pid, in(d, "s.out"), 2, 500, SIGTERM), 75);
-    cr_expect(tc_file_has(in(d, "s.out"), "stopped by signal 15 during step 3 (its partial work "
-                                          "is discarded); step 2 is saved in "),
+             tu_path(d, "s.jsonl"));
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
+    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGTERM), 75);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "stopped by signal 15 during step 3 (its partial work "
+                          "is discarded); step 2 is saved in "),
               "the stop came inside step 3, and step 2 was saved");
-    cr_expect_eq(tc_log_losses(in(d, "s.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), 2);
+    cr_expect_eq(tc_log_losses(tu_path(d, "s.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), 2);
     char sd[1024], err[512];
     int step;
-    cr_assert_eq(ckpt_find_latest(in(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
+    cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 2);
     /* Resume to 6 and compare with 6 uninterrupted steps. */
     snprintf(args, sizeof args, "%s --steps 6 --checkpoint-dir %s/ck --resume --log %s --save %s",
-             m, d, in(d, "s.jsonl"), in(d, "resumed.bin"));
-    cr_assert_eq(tc_run(NULL, args, in(d, "r")), 0);
-    snprintf(args, sizeof args, "%s --steps 6 --log %s --save %s", m, in(d, "ref.jsonl"),
-             in(d, "ref.bin"));
-    cr_assert_eq(tc_run(NULL, args, in(d, "ref")), 0);
+             m, d, tu_path(d, "s.jsonl"), tu_path(d, "resumed.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
+    snprintf(args, sizeof args, "%s --steps 6 --log %s --save %s", m, tu_path(d, "ref.jsonl"),
+             tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "ref")), 0);
     int sa[8], sb[8];
     double la[8], lb[8];
-    cr_assert_eq(tc_log_losses(in(d, "s.jsonl"), sa, la, NULL, 8), 6);
-    cr_assert_eq(tc_log_losses(in(d, "ref.jsonl"), sb, lb, NULL, 8), 6);
+    cr_assert_eq(tc_log_losses(tu_path(d, "s.jsonl"), sa, la, NULL, 8), 6);
+    cr_assert_eq(tc_log_losses(tu_path(d, "ref.jsonl"), sb, lb, NULL, 8), 6);
     for (int i = 0; i < 6; i++)
         cr_expect(sa[i] == sb[i] && la[i] == lb[i], "step %d: loss %.17g, uninterrupted %.17g",
                   sb[i], la[i], lb[i]);
-    cr_expect(tc_files_equal(in(d, "resumed.bin"), in(d, "ref.bin")),
+    cr_expect(tc_files_equal(tu_path(d, "resumed.bin"), tu_path(d, "ref.bin")),
               "the resumed parameters differ from the uninterrupted run's");
     free(d);
 }
@@ -108,15 +90,16 @@ Test(stops, mid_step_with_save_writes_the_last_step, .timeout = 120)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
     const char *m = tc_model_args(d);
-    snprintf(args, sizeof args, "%s --steps 6 --save %s", m, in(d, "s.bin"));
-    pid_t pid = tc_spawn(SLOW, args, in(d, "s"));
-    cr_assert_eq(stop_mid_step(pid, in(d, "s.out"), 2, 500, SIGTERM), 76);
-    cr_expect(tc_file_has(in(d, "s.out"), "during step 3 (its partial work is discarded); the "
-                                          "model after step 2 is in "));
-    cr_expect(tc_file_has(in(d, "s.out"), "(a model file only: not resumable)"));
-    snprintf(args, sizeof args, "%s --steps 2 --save %s", m, in(d, "ref.bin"));
-    cr_assert_eq(tc_run(NULL, args, in(d, "ref")), 0);
-    cr_expect(tc_files_equal(in(d, "s.bin"), in(d, "ref.bin")),
+    snprintf(args, sizeof args, "%s --steps 6 --save %s", m, tu_path(d, "s.bin"));
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
+    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGTERM), 76);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "during step 3 (its partial work is discarded); the "
+                          "model after step 2 is in "));
+    cr_expect(tc_file_has(tu_path(d, "s.out"), "(a model file only: not resumable)"));
+    snprintf(args, sizeof args, "%s --steps 2 --save %s", m, tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "ref")), 0);
+    cr_expect(tc_files_equal(tu_path(d, "s.bin"), tu_path(d, "ref.bin")),
               "--save after a stop is not the model of the completed steps");
     free(d);
 }
@@ -126,12 +109,13 @@ Test(stops, mid_step_without_save_says_so, .timeout = 120)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 6", tc_model_args(d));
-    pid_t pid = tc_spawn(SLOW, args, in(d, "s"));
-    cr_assert_eq(stop_mid_step(pid, in(d, "s.out"), 2, 500, SIGINT), 77);
-    cr_expect(tc_file_has(in(d, "s.out"), "stopped by signal 2 during step 3 (its partial work "
-                                          "is discarded); nothing saved (no --checkpoint-dir or "
-                                          "--save): the 2 steps trained are lost"));
-    cr_expect(tc_file_has(in(d, "s.err"), "signal received: stopping at the next block"));
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
+    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGINT), 77);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "stopped by signal 2 during step 3 (its partial work "
+                          "is discarded); nothing saved (no --checkpoint-dir or "
+                          "--save): the 2 steps trained are lost"));
+    cr_expect(tc_file_has(tu_path(d, "s.err"), "signal received: stopping at the next block"));
     free(d);
 }
 
@@ -141,15 +125,16 @@ Test(stops, during_validation, .timeout = 120)
     tc_make_shards(d, 1, 2000);
     /* a val batch is 2 blocks and the head: 300 ms each */
     snprintf(args, sizeof args, "%s --steps 6 --val-every 1 --val-batches 50", tc_model_args(d));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=100", args, in(d, "s"));
-    cr_assert(wait_for_text(in(d, "s.out"), "val 2/50\n", 60000), "no val progress lines");
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=100", args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "val 2/50\n", 60000), "no val progress lines");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
     cr_assert(st != -1 && WIFEXITED(st));
     cr_expect_eq(WEXITSTATUS(st), 77);
-    cr_expect(tc_file_has(in(d, "s.out"), "stopped by signal 15 during the val loss before step "
-                                          "1; nothing saved: no step had finished"));
-    cr_expect(!tc_file_has(in(d, "s.out"), "val 50/50"), "the val loss ran to its end");
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "stopped by signal 15 during the val loss before step "
+                          "1; nothing saved: no step had finished"));
+    cr_expect(!tc_file_has(tu_path(d, "s.out"), "val 50/50"), "the val loss ran to its end");
     free(d);
 }
 
@@ -157,22 +142,23 @@ Test(stops, during_generate, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
-    snprintf(args, sizeof args, "%s --steps 0 --save %s", tc_model_args(d), in(d, "m.bin"));
-    cr_assert_eq(tc_run(NULL, args, in(d, "init")), 0);
+    snprintf(args, sizeof args, "%s --steps 0 --save %s", tc_model_args(d), tu_path(d, "m.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "init")), 0);
     /* 1000 tokens at 2 blocks of 50 ms each: 100 s if not stopped */
     snprintf(args, sizeof args, "--init-from %s --seq-len 16 --generate 1000 --threads 1 --device cpu",
-             in(d, "m.bin"));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=50", args, in(d, "g"));
+             tu_path(d, "m.bin"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=50", args, tu_path(d, "g"));
     struct stat sb;
-    for (int t = 0; t < 30000 && (stat(in(d, "g.out"), &sb) != 0 || sb.st_size < 10); t += 10)
+    for (int t = 0; t < 30000 && (stat(tu_path(d, "g.out"), &sb) != 0 || sb.st_size < 10); t += 10)
         tc_sleep_ms(10);
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 10000);
     cr_assert(st != -1 && WIFEXITED(st), "--generate did not stop on SIGTERM");
     cr_expect_eq(WEXITSTATUS(st), 77);
-    cr_expect(tc_file_has(in(d, "g.out"), "stopped by signal 15 during --generate; nothing to "
-                                          "save"));
-    cr_assert_eq(stat(in(d, "g.out"), &sb), 0);
+    cr_expect(tc_file_has(tu_path(d, "g.out"),
+                          "stopped by signal 15 during --generate; nothing to "
+                          "save"));
+    cr_assert_eq(stat(tu_path(d, "g.out"), &sb), 0);
     cr_expect_lt(sb.st_size, 600, "%lld bytes out: generation went on", (long long)sb.st_size);
     free(d);
 }
@@ -181,22 +167,22 @@ Test(stops, second_signal_leaves_no_temp_file, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
-    snprintf(args, sizeof args, "%s --steps 6 --save %s", tc_model_args(d), in(d, "m.bin"));
+    snprintf(args, sizeof args, "%s --steps 6 --save %s", tc_model_args(d), tu_path(d, "m.bin"));
     /* the --save write holds its temp file open 3 s before renaming it */
     pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=200 TRAIN_GPT_TEST_COMMIT_DELAY_MS=3000",
-                         args, in(d, "s"));
-    cr_assert(wait_for_text(in(d, "s.out"), "step     1/", 60000));
+                         args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "step     1/", 60000));
     kill(pid, SIGTERM);
     struct stat sb;
     int t = 0;
-    for (; t < 20000 && stat(in(d, "m.bin.tmp"), &sb) != 0; t += 5) tc_sleep_ms(5);
+    for (; t < 20000 && stat(tu_path(d, "m.bin.tmp"), &sb) != 0; t += 5) tc_sleep_ms(5);
     cr_assert_lt(t, 20000, "the stop did not start writing --save");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 1000);
     cr_assert(st != -1 && WIFEXITED(st), "the second signal did not end the run at once");
     cr_expect_eq(WEXITSTATUS(st), 128 + SIGTERM);
-    cr_expect_neq(stat(in(d, "m.bin.tmp"), &sb), 0, "the temp file was left behind");
-    cr_expect_neq(stat(in(d, "m.bin"), &sb), 0, "a file appeared under the final name");
+    cr_expect_neq(stat(tu_path(d, "m.bin.tmp"), &sb), 0, "the temp file was left behind");
+    cr_expect_neq(stat(tu_path(d, "m.bin"), &sb), 0, "a file appeared under the final name");
     free(d);
 }
 
@@ -231,17 +217,19 @@ Test(stops, ctrl_c_in_a_terminal, .timeout = 120)
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 6", tc_model_args(d));
     int tty;
-    pid_t pid = spawn_in_pty(SLOW, args, in(d, "t.out"), &tty);
+    pid_t pid = spawn_in_pty(SLOW, args, tu_path(d, "t.out"), &tty);
     /* the in-step line: drawn once a step has run 1 s, over itself */
-    cr_assert(wait_for_text(in(d, "t.out"), "\r\033[Kstep 2/6: forward", 60000),
+    cr_assert(tc_wait_for_text(tu_path(d, "t.out"),
+                               "\r\033[Kstep 2/6: forward", 60000),
               "no progress line inside step 2");
     cr_assert_eq(write(tty, "\003", 1), 1); /* Ctrl-C */
     int st = tc_wait(pid, 30000);
     close(tty);
     cr_assert(st != -1 && WIFEXITED(st), "script did not exit");
     cr_expect_eq(WEXITSTATUS(st), 77);
-    cr_expect(tc_file_has(in(d, "t.out"), "stopped by signal 2 during step 2"));
-    cr_expect(tc_file_has(in(d, "t.out"), "\r\033[Kstep     1/6 | loss"),
+    cr_expect(tc_file_has(tu_path(d, "t.out"), "stopped by signal 2 during step 2"));
+    cr_expect(tc_file_has(tu_path(d, "t.out"),
+                          "\r\033[Kstep     1/6 | loss"),
               "the step line does not erase the progress line before it");
     free(d);
 }

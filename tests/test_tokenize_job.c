@@ -35,12 +35,17 @@ static void remove_dir(const char *dir)
     cr_assert_eq(system(cmd), 0);
 }
 
-static void write_text(const char *path, const char *text)
+/* A quiet job on inputs[0..n) into prefix, documents split at blank lines. */
+static TokenizeJob quiet_job(const char *prefix, const char **inputs, int n)
 {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    TokenizeJob job;
+    tokenize_job_defaults(&job);
+    job.out_prefix = prefix;
+    job.split_blank_lines = 1;
+    job.quiet = 1;
+    job.inputs = inputs;
+    job.num_inputs = n;
+    return job;
 }
 
 /* Read a shard, checking magic, version, count and file size; returns its
@@ -91,17 +96,11 @@ Test(tokenize_job, documents_split_shards)
     make_dir(dir);
     snprintf(in, sizeof in, "%s/in.txt", dir);
     snprintf(prefix, sizeof prefix, "%s/ds", dir);
-    write_text(in, "Hello world\n\nI'm here\n\n\nBye");
+    tu_write_text(in, "Hello world\n\nI'm here\n\n\nBye");
     const char *inputs[] = {in};
-    TokenizeJob job;
-    tokenize_job_defaults(&job);
-    job.out_prefix = prefix;
+    TokenizeJob job = quiet_job(prefix, inputs, 1);
     job.val_fraction = 0.25; /* V = floor(0.25 * 13 + 0.5) = 3 */
     job.shard_size = 4;
-    job.split_blank_lines = 1;
-    job.quiet = 1;
-    job.inputs = inputs;
-    job.num_inputs = 1;
     TokenizeStats st;
     char err[512];
     cr_assert_eq(tokenize_job_run(&job, &st, err, sizeof err), 0, "%s", err);
@@ -133,7 +132,7 @@ Test(tokenize_job, documents_split_shards)
      * with bigger shards removes the stale train_000001 and _000002. */
     char in2[1024];
     snprintf(in2, sizeof in2, "%s/in2.txt", dir);
-    write_text(in2, "Hello world");
+    tu_write_text(in2, "Hello world");
     const char *two[] = {in2, in2};
     job.inputs = two;
     job.num_inputs = 2;
@@ -165,14 +164,8 @@ Test(tokenize_job, tinyshakespeare_like_llmc)
     make_dir(dir);
     snprintf(prefix, sizeof prefix, "%s/tinyshakespeare", dir);
     const char *inputs[] = {SHAKESPEARE};
-    TokenizeJob job;
-    tokenize_job_defaults(&job);
-    job.out_prefix = prefix;
+    TokenizeJob job = quiet_job(prefix, inputs, 1);
     job.val_tokens = 32768;
-    job.split_blank_lines = 1;
-    job.quiet = 1;
-    job.inputs = inputs;
-    job.num_inputs = 1;
     TokenizeStats st;
     char err[512];
     cr_assert_eq(tokenize_job_run(&job, &st, err, sizeof err), 0, "%s", err);
@@ -309,7 +302,7 @@ Test(tokenize_cli, runtime_errors_leave_no_shard)
     snprintf(cases[nc].args, sizeof args, "--out %s/nodir/o %s", dir, SHAKESPEARE);
     cases[nc++].needle = "nodir: output folder: No such file";
     snprintf(notdir, sizeof notdir, "%s/file", dir);
-    write_text(notdir, "x");
+    tu_write_text(notdir, "x");
     snprintf(cases[nc].args, sizeof args, "--out %s/o %s", notdir, SHAKESPEARE);
     cases[nc++].needle = "file: output folder: not a folder";
     /* a folder nobody may create files in, root included */

@@ -40,25 +40,6 @@ static char *make_byte_shards(void)
 
 #define TINY_FLAGS "--layers 2 --channels 64 --heads 4 --seq-len 64 --vocab 256 --batch 8 --threads 1"
 
-static cJSON *last_line_with(const char *log, const char *key)
-{
-    char *text = tu_read_file(log, NULL);
-    cr_assert_not_null(text, "no log at %s", log);
-    cJSON *found = NULL;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *j = cJSON_Parse(line);
-        cr_assert_not_null(j, "log line is not JSON: %s", line);
-        if (cJSON_GetObjectItem(j, key)) {
-            cJSON_Delete(found);
-            found = j;
-        } else {
-            cJSON_Delete(j);
-        }
-    }
-    free(text);
-    return found;
-}
-
 static double num(cJSON *o, const char *key)
 {
     cJSON *v = cJSON_GetObjectItem(o, key);
@@ -83,11 +64,11 @@ Test(train_cli, loss_falls_on_tinyshakespeare_bytes, .timeout = 300)
     cr_expect_eq(num(j1, "step"), 1);
     cJSON_Delete(j1);
     free(text);
-    cJSON *val = last_line_with(log, "val_loss");
+    cJSON *val = tc_log_last_with(log, "val_loss");
     double vl = num(val, "val_loss");
     cr_expect_lt(vl, 3.4, "val loss after 60 steps %.4f, want < 3.4", vl);
     cJSON_Delete(val);
-    cJSON *sum = last_line_with(log, "event");
+    cJSON *sum = tc_log_last_with(log, "event");
     cr_assert_not_null(sum);
     cr_expect_eq(num(sum, "recompute"), 1);
     cJSON *mem = cJSON_GetObjectItem(sum, "memory");

@@ -178,6 +178,19 @@ char *tu_read_file(const char *path, size_t *len)
     return buf;
 }
 
+void tu_write_file(const char *path, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    if (n) cr_assert_eq(fwrite(bytes, 1, n, f), n, "short write to %s", path);
+    cr_assert_eq(fclose(f), 0, "cannot write %s", path);
+}
+
+void tu_write_text(const char *path, const char *text)
+{
+    tu_write_file(path, text, strlen(text));
+}
+
 char *tu_captured_stderr(void)
 {
     fflush(stderr);

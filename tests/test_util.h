@@ -49,6 +49,11 @@ char *tu_captured_stderr(void);
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL if absent). */
 char *tu_read_file(const char *path, size_t *len);
 
+/* Write n bytes (n may be 0) as the whole file at path; asserts on failure. */
+void tu_write_file(const char *path, const void *bytes, size_t n);
+/* The same for a string (without its NUL). */
+void tu_write_text(const char *path, const char *text);
+
 /* Path of file i of a known input (data/source.h), found by the chain the
  * programs use (../shared beside the tree, the user's cache, a fetch), so
  * the suite runs in a fresh clone too; asserts when it cannot be had. */

@@ -92,6 +92,24 @@ pid_t tc_spawn(const char *env, const char *args, const char *out_prefix)
     return pid;
 }
 
+int tc_wait_for_text(const char *path, const char *text, int timeout_ms)
+{
+    for (int t = 0; t < timeout_ms; t += 10) {
+        if (tc_file_has(path, text)) return 1;
+        tc_sleep_ms(10);
+    }
+    return 0;
+}
+
+int tc_wait_for_steps(const char *log, int n, int timeout_ms)
+{
+    for (int t = 0; t < timeout_ms; t += 10) {
+        if (tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS) >= n) return 1;
+        tc_sleep_ms(10);
+    }
+    return 0;
+}
+
 void tc_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -134,6 +152,25 @@ int tc_log_losses(const char *path, int *steps, double *losses, int *skipped, in
     return n;
 }
 
+cJSON *tc_log_last_with(const char *log, const char *key)
+{
+    char *text = tu_read_file(log, NULL);
+    cr_assert_not_null(text, "no log at %s", log);
+    cJSON *found = NULL;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert_not_null(j, "%s: log line is not JSON: %s", log, line);
+        if (cJSON_GetObjectItem(j, key)) {
+            cJSON_Delete(found);
+            found = j;
+        } else {
+            cJSON_Delete(j);
+        }
+    }
+    free(text);
+    return found;
+}
+
 int tc_file_has(const char *path, const char *text)
 {
     char *s = tu_read_file(path, NULL);
@@ -150,4 +187,70 @@ int tc_files_equal(const char *a, const char *b)
     free(x);
     free(y);
     return eq;
+}
+
+/* Write orig (len bytes) with c's edit at path, removing what was there. */
+static void damage_write(const char *path, const char *orig, size_t len, const TcCase *c)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    tu_run(cmd);
+    if (c->edit == FOLDER) {
+        snprintf(cmd, sizeof cmd, "mkdir '%s'", path);
+        cr_assert_eq(tu_run(cmd), 0);
+        return;
+    }
+    if (c->edit == REPLACE) {
+        tu_write_file(path, c->text, strlen(c->text));
+        return;
+    }
+    unsigned char *b = malloc(len + 8);
+    memcpy(b, orig, len);
+    size_t n = len;
+    if (c->edit == EMPTY) n = 0;
+    if (c->edit == TRUNCATE) n = c->at >= 0 ? (size_t)c->at : len + c->at;
+    if (c->edit == SET_I32) {
+        int32_t v = (int32_t)c->value;
+        memcpy(b + c->at, &v, 4);
+    }
+    if (c->edit == SET_U64) memcpy(b + c->at, &c->value, 8);
+    if (c->at2 > 0) memcpy(b + c->at2, &c->value2, 8);
+    if (c->edit == FLIP) b[c->at >= 0 ? (size_t)c->at : len + c->at] ^= 0x40;
+    tu_write_file(path, b, n);
+    free(b);
+}
+
+void tc_expect_refusal(const char *name, int rc, const char *prefix, const char *file,
+                       const char *msg)
+{
+    char e[800];
+    snprintf(e, sizeof e, "%s.err", prefix);
+    char *err = tu_read_file(e, NULL);
+    cr_expect_eq(rc, 1, "%s: exit status %d (expected 1): %s", name, rc, err ? err : "");
+    cr_expect(err && strstr(err, file), "%s: message does not name %s: %s", name, file,
+              err ? err : "");
+    cr_expect(err && strstr(err, msg), "%s: message lacks '%s': %s", name, msg, err ? err : "");
+    cr_expect(err && !strstr(err, "runtime error") && !strstr(err, "Sanitizer"),
+              "%s: sanitizer report: %s", name, err ? err : "");
+    free(err);
+}
+
+void tc_refuse_all(const TcTarget *t, const TcCase *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const TcCase *c = &cases[i];
+        char p[700], cmd[8192];
+        damage_write(t->path, t->orig, t->len, c);
+        if (t->after_damage) t->after_damage(t, c);
+        snprintf(p, sizeof p, "%s/%s_%s", t->dir, t->tag ? t->tag : "run", c->name);
+        int rc;
+        if (t->tokenize) {
+            snprintf(cmd, sizeof cmd, "%s %s >'%s.out' 2>'%s.err'", tc_tokenize_bin(), t->args,
+                     p, p);
+            rc = tu_run(cmd);
+        } else {
+            rc = tc_run(NULL, t->args, p);
+        }
+        tc_expect_refusal(c->name, rc, p, t->named ? t->named : t->path, c->msg);
+    }
 }
