@@ -271,8 +271,7 @@ Test(llmc_edges, two_ranks_agree_on_a_step_already_there, .timeout = 120)
 {
     char *d = tu_tempdir(), cmd[8192];
     tc_make_shards(d, 2, 200);
-    const char *mpi = "timeout 100 mpirun --allow-run-as-root --oversubscribe --bind-to none "
-                      "--mca btl self,vader --mca btl_vader_single_copy_mechanism none -np 2";
+    const char *mpi = "timeout 100 " TC_MPIRUN " -np 2";
     snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc "
              "> %s/a.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", tu_read_file(tu_path(d, "a.txt"), NULL));

@@ -24,11 +24,7 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-/* As tests/test_dist.c runs mpirun: as root, oversubscribed, shared memory
- * without the single-copy path. */
-#define MPIRUN                                                                                 \
-    "timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader " \
-    "--mca btl_vader_single_copy_mechanism none"
+#define MPIRUN "timeout 60 " TC_MPIRUN
 
 /* The binary by absolute path: a rank may run in another folder. */
 static const char *abs_bin(void)

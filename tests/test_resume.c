@@ -423,9 +423,7 @@ Test(resume, sigkill_during_saves, .timeout = 240)
 /* Two ranks with ZeRO-1 (mpirun, as tests/test_dist.c runs it): each rank
  * saves its optimizer slice; 4 steps + resume + 4 == 8 steps, bitwise; a
  * resume with another world size is refused by name. */
-#define MPIRUN2                                                                                \
-    "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader " \
-    "--mca btl_vader_single_copy_mechanism none -np 2"
+#define MPIRUN2 "timeout 120 " TC_MPIRUN " -np 2"
 
 Test(resume, zero1_two_ranks_exact, .timeout = 240)
 {
