@@ -41,35 +41,13 @@ static void py(const char *d, const char *cmd, const char *want)
     free(text);
 }
 
-/* train_gpt with args; expect exit status rc and `want` in stdout+stderr. */
-static void run_expect(const char *d, const char *args, int rc, const char *want)
-{
-    char p[700];
-    snprintf(p, sizeof p, "%s/run", d);
-    int got = tc_run(NULL, args, p);
-    char *out = tu_read_file(tu_path(d, "run.out"), NULL);
-    char *err = tu_read_file(tu_path(d, "run.err"), NULL);
-    cr_expect_eq(got, rc, "exit %d (expected %d) for %s: %s%s", got, rc, args, out ? out : "",
-                 err ? err : "");
-    cr_expect((out && strstr(out, want)) || (err && strstr(err, want)),
-              "'%s' not printed for %s: %s%s", want, args, out ? out : "", err ? err : "");
-    free(out);
-    free(err);
-}
-
-static int exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
 static void check_export(const char *dtype)
 {
     char *d = tu_tempdir(), args[4096], cmd[4096];
     tc_make_shards(d, 2, 100); /* 3 steps of B*T = 32 tokens per shard */
     snprintf(args, sizeof args, "%s --steps 5 --save-every 4 --save-checkpoint-llmc %s/lc "
              "--save-dtype %s", tc_model_args(d), d, dtype);
-    run_expect(d, args, 0, "llm.c checkpoint of step 5 written");
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 5 written");
     struct stat st;
     cr_expect(stat(tu_path(d, "lc/DONE_00000004"), &st) == 0 && st.st_size == 0, "DONE_4");
     cr_expect(stat(tu_path(d, "lc/DONE_00000005"), &st) == 0 && st.st_size == 0, "DONE_5");
@@ -93,10 +71,10 @@ Test(llmc, convert_checkpoint_folder, .timeout = 120)
     char *d = tu_tempdir(), args[4096], cmd[4096];
     tc_make_shards(d, 2, 100);
     snprintf(args, sizeof args, "%s --steps 4 --checkpoint-dir %s/ck", tc_model_args(d), d);
-    run_expect(d, args, 0, "saved");
+    tc_run_expect(d, args, 0, "saved");
     snprintf(args, sizeof args, "%s --steps 4 --resume=%s/ck --save-checkpoint-llmc %s/lc",
              tc_model_args(d), d, d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
     snprintf(cmd, sizeof cmd, PY " check %s/lc/state_00000004_00000.bin %s/lc/model_00000004.bin "
              "--step 4 --shards '%s/train_*.bin' --reads 4 --B 2 --T 16", d, d, d);
     py(d, cmd, "llmc_state: PASS");
@@ -110,7 +88,7 @@ static void one_step_model_in(const char *d, int step)
     char args[4096], cmd[4096];
     tc_make_shards(d, 2, 100);
     snprintf(args, sizeof args, "%s --steps 1 --save %s/m.bin", tc_model_args(d), d);
-    run_expect(d, args, 0, "saved");
+    tc_run_expect(d, args, 0, "saved");
     snprintf(cmd, sizeof cmd, "mkdir %s/in && cp %s/m.bin %s/in/model_%08d.bin", d, d, d, step);
     cr_assert_eq(tu_run(cmd), 0);
 }
@@ -126,7 +104,7 @@ Test(llmc, resume_python_written_state_is_one_adamw_step_on, .timeout = 120)
     py(d, cmd, "llmc_state: wrote");
     snprintf(args, sizeof args, "%s --steps 4 --resume-llmc %s/in "
              "--save-checkpoint-llmc %s/out", tc_model_args(d), d, d);
-    run_expect(d, args, 0, "step 3, fp32 master weights, data shard 1 sample 1");
+    tc_run_expect(d, args, 0, "step 3, fp32 master weights, data shard 1 sample 1");
     snprintf(cmd, sizeof cmd, PY " check %s/out/state_00000004_00000.bin "
              "%s/out/model_00000004.bin --step 4 --shards '%s/train_*.bin' --reads 1 "
              "--from-shard 1 --from-sample 1 --B 2 --T 16", d, d, d);
@@ -140,7 +118,7 @@ Test(llmc, resume_python_written_state_is_one_adamw_step_on, .timeout = 120)
              "--master 0", d, d);
     py(d, cmd, "llmc_state: wrote");
     snprintf(args, sizeof args, "%s --steps 4 --resume-llmc %s/in", tc_model_args(d), d);
-    run_expect(d, args, 0, "step 3, the model file's weights, data shard 0 sample 0");
+    tc_run_expect(d, args, 0, "step 3, the model file's weights, data shard 0 sample 0");
     tu_remove_tree(d);
 }
 
@@ -151,11 +129,11 @@ static void check_bitwise(const char *dtype)
     snprintf(args, sizeof args, "%s --steps 6 --save-every 3 --save-dtype %s "
              "--save-checkpoint-llmc %s/lc --save %s/full.bin --log %s/full.jsonl",
              tc_model_args(d), dtype, d, d, d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 6 written");
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 6 written");
     snprintf(args, sizeof args, "%s --steps 6 --save-dtype %s --resume-llmc "
              "%s/lc/state_00000003_00000.bin --save %s/res.bin --log %s/res.jsonl",
              tc_model_args(d), dtype, d, d, d);
-    run_expect(d, args, 0, "resumed from llm.c's checkpoint");
+    tc_run_expect(d, args, 0, "resumed from llm.c's checkpoint");
     cr_expect(tc_files_equal(tu_path(d, "full.bin"), tu_path(d, "res.bin")),
               "the resumed run's final model differs from the uninterrupted run's");
     int s1[8], s2[8];
@@ -171,9 +149,9 @@ static void check_bitwise(const char *dtype)
     cr_assert_eq(tu_run(cmd), 0);
     snprintf(args, sizeof args, "%s --steps 6 --save-dtype %s --resume-llmc %s/lc "
              "--save %s/res2.bin", tc_model_args(d), dtype, d, d);
-    run_expect(d, args, 0, "DONE_00000006 is there but");
+    tc_run_expect(d, args, 0, "DONE_00000006 is there but");
     cr_expect(tc_files_equal(tu_path(d, "full.bin"), tu_path(d, "res2.bin")), "from the folder");
-    cr_expect(exists(tu_path(d, "lc/DONE_00000003")));
+    cr_expect(tu_exists(tu_path(d, "lc/DONE_00000003")));
     tu_remove_tree(d);
 }
 
@@ -203,7 +181,7 @@ Test(llmc, two_ranks_export_and_resume_bitwise, .timeout = 180)
               "two ranks: the resumed run's final model differs");
     /* one rank cannot continue a two-rank run */
     snprintf(args, sizeof args, "%s --steps 4 --resume-llmc %s/lc", tc_model_args(d), d);
-    run_expect(d, args, 1, "written by rank 0 of 2 processes, read by rank 0 of 1");
+    tc_run_expect(d, args, 1, "written by rank 0 of 2 processes, read by rank 0 of 1");
     tu_remove_tree(d);
 }
 
@@ -221,34 +199,34 @@ Test(llmc, refusals, .timeout = 120)
              n / 2);
     py(d, cmd, "llmc_state: wrote");
     snprintf(args, sizeof args, "%s --steps 3 --resume-llmc %s", tc_model_args(d), st);
-    run_expect(d, args, 1, "holds a ZeRO-1 slice");
+    tc_run_expect(d, args, 1, "holds a ZeRO-1 slice");
     snprintf(cmd, sizeof cmd, PY " write %s %s/m.bin --step 2 --nproc 2", st, d);
     py(d, cmd, "llmc_state: wrote");
-    run_expect(d, args, 1, "written by rank 0 of 2 processes, read by rank 0 of 1");
+    tc_run_expect(d, args, 1, "written by rank 0 of 2 processes, read by rank 0 of 1");
     snprintf(cmd, sizeof cmd, PY " write %s %s/m.bin --step 2 --shuffle 1", st, d);
     py(d, cmd, "llmc_state: wrote");
-    run_expect(d, args, 1, "the llm.c run shuffled its data");
+    tc_run_expect(d, args, 1, "the llm.c run shuffled its data");
     snprintf(cmd, sizeof cmd, PY " write %s %s/m.bin --step 2 --shard 0 --sample 3", st, d);
     py(d, cmd, "llmc_state: wrote");
-    run_expect(d, args, 1, "its data position (shard 0, sample 3) is not in --train-data");
+    tc_run_expect(d, args, 1, "its data position (shard 0, sample 3) is not in --train-data");
     snprintf(cmd, sizeof cmd, PY " write %s %s/m.bin --step 2", st, d);
     py(d, cmd, "llmc_state: wrote");
     snprintf(args, sizeof args, "%s --steps 1 --resume-llmc %s", tc_model_args(d), st);
-    run_expect(d, args, 1, "beyond --steps 1");
+    tc_run_expect(d, args, 1, "beyond --steps 1");
     /* flags that cannot go together: exit 2 before anything is read */
     snprintf(args, sizeof args, "%s --steps 3 --resume-llmc %s --resume=%s/in",
              tc_model_args(d), st, d);
-    run_expect(d, args, 2, "--resume-llmc continues an llm.c run");
+    tc_run_expect(d, args, 2, "--resume-llmc continues an llm.c run");
     snprintf(args, sizeof args, "%s --steps 3 --save-checkpoint-llmc %s/x --shuffle 1",
              tc_model_args(d), d);
-    run_expect(d, args, 2, "need --shuffle 0");
+    tc_run_expect(d, args, 2, "need --shuffle 0");
     snprintf(args, sizeof args, "%s --steps 3 --resume-llmc %s --zero 1", tc_model_args(d), st);
-    run_expect(d, args, 2, "need --zero 0");
+    tc_run_expect(d, args, 2, "need --zero 0");
     snprintf(args, sizeof args, "%s --steps 3 --resume-llmc %s/in/state_2.bin",
              tc_model_args(d), d);
-    run_expect(d, args, 1, "--resume-llmc");
+    tc_run_expect(d, args, 1, "--resume-llmc");
     snprintf(args, sizeof args, "%s --steps 3 --save-checkpoint-llmc %s/no/such/dir",
              tc_model_args(d), d);
-    run_expect(d, args, 1, "its parent folder must exist");
+    tc_run_expect(d, args, 1, "its parent folder must exist");
     tu_remove_tree(d);
 }

@@ -21,35 +21,13 @@
 #include "test_util.h"
 #include "train_cli.h"
 
-/* train_gpt with args; expect exit status rc and `want` in stdout+stderr. */
-static void run_expect(const char *d, const char *args, int rc, const char *want)
-{
-    char p[700];
-    snprintf(p, sizeof p, "%s/run", d);
-    int got = tc_run(NULL, args, p);
-    char *out = tu_read_file(tu_path(d, "run.out"), NULL);
-    char *err = tu_read_file(tu_path(d, "run.err"), NULL);
-    cr_expect_eq(got, rc, "exit %d (expected %d) for %s: %s%s", got, rc, args, out ? out : "",
-                 err ? err : "");
-    cr_expect((out && strstr(out, want)) || (err && strstr(err, want)),
-              "'%s' not printed for %s: %s%s", want, args, out ? out : "", err ? err : "");
-    free(out);
-    free(err);
-}
-
-static int exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
 /* The number of entries in folder p (not counting . and ..), -1 if none. */
 static int count_entries(const char *p)
 {
     char cmd[1200], out[800];
     snprintf(out, sizeof out, "%s.count", p);
     snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l > '%s'", p, out);
-    if (!exists(p) || tu_run(cmd) != 0) return -1;
+    if (!tu_exists(p) || tu_run(cmd) != 0) return -1;
     char *text = tu_read_file(out, NULL);
     int n = text ? atoi(text) : -1;
     free(text);
@@ -68,17 +46,17 @@ Test(llmc_edges, no_train_modes_leave_the_folders_alone, .timeout = 60)
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "%s %s --save-checkpoint-llmc %s/lc --checkpoint-dir %s/ck",
                  tc_model_args(d), modes[i], d, d);
-        run_expect(d, args, 0, "");
-        cr_expect(!exists(tu_path(d, "lc")), "%s made --save-checkpoint-llmc's folder",
+        tc_run_expect(d, args, 0, "");
+        cr_expect(!tu_exists(tu_path(d, "lc")), "%s made --save-checkpoint-llmc's folder",
                   modes[i]);
-        cr_expect(!exists(tu_path(d, "ck")), "%s made --checkpoint-dir's folder", modes[i]);
+        cr_expect(!tu_exists(tu_path(d, "ck")), "%s made --checkpoint-dir's folder", modes[i]);
     }
     cr_assert_eq(mkdir(tu_path(d, "lc"), 0755), 0);
     cr_assert_eq(mkdir(tu_path(d, "ck"), 0755), 0);
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "%s %s --save-checkpoint-llmc %s/lc --checkpoint-dir %s/ck",
                  tc_model_args(d), modes[i], d, d);
-        run_expect(d, args, 0, "");
+        tc_run_expect(d, args, 0, "");
         cr_expect_eq(count_entries(tu_path(d, "lc")), 0, "%s wrote into lc", modes[i]);
         cr_expect_eq(count_entries(tu_path(d, "ck")), 0, "%s wrote into ck (a lock file?)",
                      modes[i]);
@@ -97,12 +75,12 @@ Test(llmc_edges, resume_llmc_continues_the_log, .timeout = 120)
     tc_make_shards(d, 2, 100);
     snprintf(args, sizeof args, "%s --steps 6 --save-every 3 --save-checkpoint-llmc %s/lc "
              "--log %s/full.jsonl", tc_model_args(d), d, d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 6 written");
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 6 written");
     snprintf(cmd, sizeof cmd, "cp %s/full.jsonl %s/res.jsonl", d, d);
     cr_assert_eq(tu_run(cmd), 0);
     snprintf(args, sizeof args, "%s --steps 6 --resume-llmc %s/lc/state_00000003_00000.bin "
              "--log %s/res.jsonl", tc_model_args(d), d, d);
-    run_expect(d, args, 0, "cut back to step 3, where this run resumes");
+    tc_run_expect(d, args, 0, "cut back to step 3, where this run resumes");
     int s1[8], s2[8], s3[8];
     double l1[8], l2[8], l3[8];
     int n1 = tc_log_losses(tu_path(d, "full.jsonl"), s1, l1, NULL, 8);
@@ -138,14 +116,14 @@ Test(llmc_edges, a_new_run_refuses_another_runs_llmc_files, .timeout = 120)
     tc_make_shards(d, 2, 100);
     snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc",
              tc_model_args(d), d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
     cr_assert_eq(sh("cp %s/lc/model_00000004.bin %s/a.bin", d), 0);
     snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --seed 7 "
              "--save-checkpoint-llmc %s/lc", tc_model_args(d), d);
     snprintf(want, sizeof want, "--save-checkpoint-llmc %s/lc holds 6 llm.c checkpoint files "
              "of another run (newest %s/lc/DONE_00000004)", d, d);
     int before = count_entries(tu_path(d, "lc")); /* 6 and the lock file */
-    run_expect(d, args, 1, want);
+    tc_run_expect(d, args, 1, want);
     cr_expect(tc_files_equal(tu_path(d, "lc/model_00000004.bin"), tu_path(d, "a.bin")),
               "the refused run changed the other run's model file");
     cr_expect_eq(count_entries(tu_path(d, "lc")), before, "the refused run wrote into lc");
@@ -155,18 +133,18 @@ Test(llmc_edges, a_new_run_refuses_another_runs_llmc_files, .timeout = 120)
              d);
     snprintf(want, sizeof want, "holds 1 llm.c checkpoint file of another run (newest "
              "%s/lone/model_00000002.bin)", d);
-    run_expect(d, args, 1, want);
+    tc_run_expect(d, args, 1, want);
     cr_expect(tc_files_equal(tu_path(d, "lone/model_00000002.bin"), tu_path(d, "a.bin")));
     /* --overwrite-checkpoints: moved aside whole, then the new run's own */
     snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --seed 7 --overwrite-checkpoints "
              "--save-checkpoint-llmc %s/lc", tc_model_args(d), d);
-    run_expect(d, args, 0, "the llm.c files of another run (6 files, steps 2 to 4) into");
+    tc_run_expect(d, args, 0, "the llm.c files of another run (6 files, steps 2 to 4) into");
     cr_expect_eq(sh("cmp -s %s/lc/replaced_*/model_00000004.bin %s/a.bin && "
                     "test -f %s/lc/replaced_*/DONE_00000002", d), 0,
                  "the other run's files are not in lc/replaced_<time>/ unchanged");
     cr_expect(!tc_files_equal(tu_path(d, "lc/model_00000004.bin"), tu_path(d, "a.bin")),
               "lc/model_00000004.bin is not the new run's (seed 7)");
-    cr_expect(exists(tu_path(d, "lc/DONE_00000004")));
+    cr_expect(tu_exists(tu_path(d, "lc/DONE_00000004")));
     tu_remove_tree(d);
 }
 
@@ -181,21 +159,21 @@ Test(llmc_edges, a_resumed_run_moves_its_later_llmc_files_aside, .timeout = 120)
     tc_make_shards(d, 2, 100);
     snprintf(args, sizeof args, "%s --steps 6 --save-every 2 --save-checkpoint-llmc %s/lc "
              "--checkpoint-dir %s/ck", tc_model_args(d), d, d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 6 written");
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 6 written");
     cr_assert_eq(sh("cp %s/lc/model_00000006.bin %s/six.bin", d), 0);
     snprintf(args, sizeof args, "%s --steps 6 --save-every 2 --save-checkpoint-llmc %s/lc "
              "--resume-llmc %s/lc/state_00000002_00000.bin", tc_model_args(d), d, d);
-    run_expect(d, args, 0, "moved the llm.c files of the steps after 2, which this run writes "
+    tc_run_expect(d, args, 0, "moved the llm.c files of the steps after 2, which this run writes "
                "again, (6 files, steps 4 to 6) into");
     cr_expect(tc_files_equal(tu_path(d, "lc/abandoned/model_00000006.bin"), tu_path(d, "six.bin")),
               "step 6's model file is not in lc/abandoned/ unchanged");
     cr_expect(tc_files_equal(tu_path(d, "lc/model_00000006.bin"), tu_path(d, "six.bin")),
               "the resumed run's step 6 differs from the uninterrupted run's");
-    cr_expect(exists(tu_path(d, "lc/DONE_00000002")) && exists(tu_path(d, "lc/DONE_00000006")));
+    cr_expect(tu_exists(tu_path(d, "lc/DONE_00000002")) && tu_exists(tu_path(d, "lc/DONE_00000006")));
     /* --resume from ck's step 6: lc's step 6 is complete, kept, not rewritten */
     snprintf(args, sizeof args, "%s --steps 6 --save-every 2 --save-checkpoint-llmc %s/lc "
              "--checkpoint-dir %s/ck --resume", tc_model_args(d), d, d);
-    run_expect(d, args, 0, "step 6, where this run resumes, is there already");
+    tc_run_expect(d, args, 0, "step 6, where this run resumes, is there already");
     cr_expect_eq(count_entries(tu_path(d, "lc/abandoned")), 6, "lc/abandoned/ changed");
     tu_remove_tree(d);
 }
@@ -216,13 +194,13 @@ Test(llmc_edges, a_second_run_on_the_export_folder_is_refused, .timeout = 60)
     cr_expect(rc == 1, "exit %d, expected 1", rc);
     snprintf(want, sizeof want, "--save-checkpoint-llmc %s/lc is in use by another run", d);
     cr_expect(tc_file_has(tu_path(d, "run.err"), want), "'%s' not printed", want);
-    cr_expect(!exists(tu_path(d, "lc/DONE_00000002")));
+    cr_expect(!tu_exists(tu_path(d, "lc/DONE_00000002")));
     char args[4096];
     snprintf(args, sizeof args, "%s --steps 2 --save-checkpoint-llmc %s/both "
              "--checkpoint-dir %s/both", tc_model_args(d), d, d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 2 written");
-    cr_expect(exists(tu_path(d, "both/DONE_00000002")) &&
-              exists(tu_path(d, "both/step_00000002")));
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 2 written");
+    cr_expect(tu_exists(tu_path(d, "both/DONE_00000002")) &&
+              tu_exists(tu_path(d, "both/step_00000002")));
     tu_remove_tree(d);
 }
 
@@ -234,11 +212,11 @@ Test(llmc_edges, resume_llmc_into_another_folder_writes_the_resumed_step, .timeo
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 2, 100);
     snprintf(args, sizeof args, "%s --steps 3 --save-checkpoint-llmc %s/lc", tc_model_args(d), d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 3 written");
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 3 written");
     snprintf(args, sizeof args, "%s --steps 3 --resume-llmc %s/lc --save-checkpoint-llmc %s/out",
              tc_model_args(d), d, d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 3 written");
-    cr_expect(exists(tu_path(d, "out/DONE_00000003")));
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 3 written");
+    cr_expect(tu_exists(tu_path(d, "out/DONE_00000003")));
     cr_expect(tc_files_equal(tu_path(d, "out/state_00000003_00000.bin"),
                              tu_path(d, "lc/state_00000003_00000.bin")),
               "the state file written differs from the one resumed");
@@ -253,13 +231,13 @@ Test(llmc_edges, a_failed_move_is_an_error_and_moves_nothing, .timeout = 60)
     tc_make_shards(d, 2, 100);
     snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc",
              tc_model_args(d), d);
-    run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
     cr_assert_eq(sh("echo x > %s/lc/abandoned", d), 0);
     snprintf(args, sizeof args, "%s --steps 4 --save-checkpoint-llmc %s/lc --resume-llmc "
              "%s/lc/state_00000002_00000.bin", tc_model_args(d), d, d);
-    run_expect(d, args, 1, "lc/abandoned: exists and is not a folder");
-    cr_expect(exists(tu_path(d, "lc/DONE_00000004")) &&
-              exists(tu_path(d, "lc/model_00000004.bin")), "step 4's files were moved or lost");
+    tc_run_expect(d, args, 1, "lc/abandoned: exists and is not a folder");
+    cr_expect(tu_exists(tu_path(d, "lc/DONE_00000004")) &&
+              tu_exists(tu_path(d, "lc/model_00000004.bin")), "step 4's files were moved or lost");
     tu_remove_tree(d);
 }
 

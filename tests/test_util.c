@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,6 +157,12 @@ int tu_run(const char *cmd)
     int st = system(cmd);
     if (st == -1 || !WIFEXITED(st)) return -1;
     return WEXITSTATUS(st);
+}
+
+int tu_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
 }
 
 char *tu_read_file(const char *path, size_t *len)

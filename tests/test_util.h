@@ -46,6 +46,9 @@ int tu_run(const char *cmd);
  * test declared with .init = cr_redirect_stderr; stderr is closed after. */
 char *tu_captured_stderr(void);
 
+/* 1 when something (a file, a folder, ...) is at path. */
+int tu_exists(const char *path);
+
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL if absent). */
 char *tu_read_file(const char *path, size_t *len);
 

@@ -74,6 +74,21 @@ int tc_run(const char *env, const char *args, const char *out_prefix)
     return tu_run(cmd);
 }
 
+void tc_run_expect(const char *d, const char *args, int rc, const char *want)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/run", d);
+    int got = tc_run(NULL, args, p);
+    char *out = tu_read_file(tu_path(d, "run.out"), NULL);
+    char *err = tu_read_file(tu_path(d, "run.err"), NULL);
+    cr_expect_eq(got, rc, "exit %d (expected %d) for %s: %s%s", got, rc, args, out ? out : "",
+                 err ? err : "");
+    cr_expect((out && strstr(out, want)) || (err && strstr(err, want)),
+              "'%s' not printed for %s: %s%s", want, args, out ? out : "", err ? err : "");
+    free(out);
+    free(err);
+}
+
 pid_t tc_spawn(const char *env, const char *args, const char *out_prefix)
 {
     char cmd[8192];

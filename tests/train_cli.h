@@ -40,6 +40,10 @@ const char *tc_data_args(const char *dir);
  * exit status (-1 when it did not exit normally, e.g. killed). */
 int tc_run(const char *env, const char *args, const char *out_prefix);
 
+/* tc_run with out_prefix dir/run; expects exit status rc and `want` in
+ * run.out or run.err (Criterion expectations, which print both). */
+void tc_run_expect(const char *dir, const char *args, int rc, const char *want);
+
 /* Start the same in the background; returns the pid of train_gpt itself. */
 pid_t tc_spawn(const char *env, const char *args, const char *out_prefix);
 
