@@ -21,6 +21,16 @@
 #include "test_util.h"
 #include "train_cli.h"
 
+/* Shards in d and an llm.c export of 4 steps, saved at 2 and 4, in d/lc. */
+static void export_four_steps(const char *d)
+{
+    char args[4096];
+    tc_make_shards(d, 2, 100);
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc",
+             tc_model_args(d), d);
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+}
+
 /* The number of entries in folder p (not counting . and ..), -1 if none. */
 static int count_entries(const char *p)
 {
@@ -113,10 +123,7 @@ static int sh(const char *fmt, const char *d)
 Test(llmc_edges, a_new_run_refuses_another_runs_llmc_files, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], want[1024];
-    tc_make_shards(d, 2, 100);
-    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc",
-             tc_model_args(d), d);
-    tc_run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+    export_four_steps(d);
     cr_assert_eq(sh("cp %s/lc/model_00000004.bin %s/a.bin", d), 0);
     snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --seed 7 "
              "--save-checkpoint-llmc %s/lc", tc_model_args(d), d);
@@ -228,10 +235,7 @@ Test(llmc_edges, resume_llmc_into_another_folder_writes_the_resumed_step, .timeo
 Test(llmc_edges, a_failed_move_is_an_error_and_moves_nothing, .timeout = 60)
 {
     char *d = tu_tempdir(), args[4096];
-    tc_make_shards(d, 2, 100);
-    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc",
-             tc_model_args(d), d);
-    tc_run_expect(d, args, 0, "llm.c checkpoint of step 4 written");
+    export_four_steps(d);
     cr_assert_eq(sh("echo x > %s/lc/abandoned", d), 0);
     snprintf(args, sizeof args, "%s --steps 4 --save-checkpoint-llmc %s/lc --resume-llmc "
              "%s/lc/state_00000002_00000.bin", tc_model_args(d), d, d);
