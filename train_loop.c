@@ -117,6 +117,12 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
                      "save; resume with --resume", tr->resume_dir);
             return KEPT_CHECKPOINT;
         }
+        if (tr->llmc_from.step >= 0) {
+            snprintf(what, wlen, "no step finished since the resume: llm.c's checkpoint of step "
+                     "%d in %s is still the newest; resume with --resume-llmc",
+                     tr->llmc_from.step, tr->llmc_from.dir);
+            return KEPT_CHECKPOINT;
+        }
         snprintf(what, wlen, "nothing saved: no step had finished");
         return 0;
     }

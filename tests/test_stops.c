@@ -12,6 +12,8 @@
  *  - mid-step with only --save: exit 76, and the file is bitwise the model
  *    an uninterrupted run of the completed steps saves;
  *  - mid-step with neither: exit 77 and a line saying nothing was saved;
+ *  - inside the first step after a resume (--resume or --resume-llmc):
+ *    exit 75, naming the save resumed from as still the newest;
  *  - during the val loss before step 1, and during --generate: exit 77;
  *  - a second signal while --save's temp file is open: exit 128 + 15 at
  *    once, neither the file nor its temp left behind;
@@ -116,6 +118,44 @@ Test(stops, mid_step_without_save_says_so, .timeout = 120)
                           "is discarded); nothing saved (no --checkpoint-dir or "
                           "--save): the 2 steps trained are lost"));
     cr_expect(tc_file_has(tu_path(d, "s.err"), "signal received: stopping at the next block"));
+    free(d);
+}
+
+/* Stop a resumed run of 6 steps (resumed at step 2) 500 ms into step 3: its
+ * first step. Returns the exit status; its output is in d/r.out. */
+static int stop_first_step_after_resume(const char *d, const char *resume_flags)
+{
+    char args[4096];
+    snprintf(args, sizeof args, "%s --steps 6 %s", tc_model_args(d), resume_flags);
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "r"));
+    cr_assert(tc_wait_for_text(tu_path(d, "r.out"), "resumed from ", 60000), "no resume");
+    tc_sleep_ms(500);
+    kill(pid, SIGTERM);
+    int st = tc_wait(pid, 30000);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(stops, first_step_after_a_resume_keeps_the_save, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], want[2048];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck --save-checkpoint-llmc "
+             "%s/lc", tc_model_args(d), d, d);
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 2 written");
+
+    snprintf(args, sizeof args, "--checkpoint-dir %s/ck --resume", d);
+    cr_expect_eq(stop_first_step_after_resume(d, args), 75);
+    snprintf(want, sizeof want, "during step 3 (its partial work is discarded); no step "
+             "finished since the resume: %s/ck/step_00000002 is still the newest save; resume "
+             "with --resume", d);
+    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "%s", want);
+
+    snprintf(args, sizeof args, "--resume-llmc %s/lc", d);
+    cr_expect_eq(stop_first_step_after_resume(d, args), 75);
+    snprintf(want, sizeof want, "during step 3 (its partial work is discarded); no step "
+             "finished since the resume: llm.c's checkpoint of step 2 in %s/lc is still the "
+             "newest; resume with --resume-llmc", d);
+    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "%s", want);
     free(d);
 }
 
