@@ -73,17 +73,15 @@ int dist_select_device(Dist *d, char *err, size_t err_len)
 void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n)
 {
     Dist *d = ctx;
-    if (d->armed && d->comm && !d->zero)
+    if (d->armed && d->comm && !d->m.zero)
         d->comm->allreduce_start(d->comm, d->m.grads, offs, counts, n);
 }
 
 int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len)
 {
     d->m = *m;
-    d->attached = 1;
-    d->zero = m->zero;
     if (!d->mpi) return 0;
-    if (d->zero && m->shard_params > (size_t)INT_MAX) {
+    if (d->m.zero && m->shard_params > (size_t)INT_MAX) {
         snprintf(err, err_len, "--zero 1: a shard of %zu elements is more than MPI's int count "
                  "allows; use more ranks", m->shard_params);
         return -1;
@@ -110,7 +108,7 @@ void dist_begin_micro(Dist *d, int last) { d->armed = last && d->comm; }
 void dist_finish_grads(Dist *d)
 {
     if (!d->comm) return;
-    if (d->zero) d->comm->reduce_scatter_start(d->comm, d->m.grads, d->m.shard_params);
+    if (d->m.zero) d->comm->reduce_scatter_start(d->comm, d->m.grads, d->m.shard_params);
     d->comm->wait(d->comm);
     d->armed = 0;
 }
@@ -130,7 +128,7 @@ double dist_grad_norm(Dist *d)
      * reduction (it reads the reduced gradients back). */
     dist_watch_begin(d, "waiting for the gradients' reduction (the norm)");
     void *g = d->m.model;
-    double norm = !d->comm || !d->zero ? d->m.grad_norm(g)
+    double norm = !d->comm || !d->m.zero ? d->m.grad_norm(g)
                                        : sqrt(sum_over_ranks(d, d->m.grad_norm_sq_local(g)));
     dist_watch_end(d);
     return norm;
@@ -138,7 +136,7 @@ double dist_grad_norm(Dist *d)
 
 void dist_share_params(Dist *d)
 {
-    if (d->comm && d->zero) {
+    if (d->comm && d->m.zero) {
         d->comm->allgather(d->comm, d->m.params, d->m.shard_params);
         /* NCCL's all-gather is queued: wait for it here, where it is timed. */
         dist_watch_begin(d, "waiting for ZeRO-1's parameter all-gather");
@@ -170,7 +168,7 @@ static int gather_full(Dist *d, float *host, void (*get)(void *, float *), int s
                        char *err, size_t err_len)
 {
     const DistModel *m = &d->m;
-    if (!d->comm || !d->zero || !sharded) {
+    if (!d->comm || !d->m.zero || !sharded) {
         get(m->model, host);
         return 0;
     }

@@ -99,10 +99,8 @@ typedef struct {
     int rank, world;             /* 0 and 1 without a launcher */
     int local_rank, local_world; /* on this node */
     int mpi;                     /* 1 when MPI was initialised */
-    int zero;                    /* --zero */
     int device;                  /* CUDA device chosen, -1 none */
     DistModel m;                 /* set by dist_attach */
-    int attached;                /* dist_attach has run */
     DistComm *comm;              /* NULL without MPI */
     int armed;                   /* this micro-batch's gradients are reduced */
     DistWatch *watch;            /* NULL: no timeout */
