@@ -15,16 +15,30 @@
 #include "llmc_state.h"
 #include "model/model_file.h"
 
-/* Exactly `digits` decimal digits from s into *v (s must end there or at
- * `end`); 0 on success. */
-static int parse_digits(const char *s, int digits, const char *end, long *v)
+/* Exactly n decimal digits at s, or -1. */
+static int read_digits(const char *s, int n)
 {
-    *v = 0;
-    for (int i = 0; i < digits; i++) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
         if (s[i] < '0' || s[i] > '9') return -1;
-        *v = *v * 10 + (s[i] - '0');
+        v = v * 10 + (s[i] - '0');
     }
-    return strcmp(s + digits, end) == 0 ? 0 : -1;
+    return v;
+}
+
+LlmcName llmc_name_parse(const char *n, int *step, int *rank)
+{
+    *rank = 0;
+    if (!strncmp(n, "DONE_", 5) && (*step = read_digits(n + 5, 8)) >= 0 && !n[13])
+        return LLMC_NAME_DONE;
+    if (!strncmp(n, "model_", 6) && (*step = read_digits(n + 6, 8)) >= 0 &&
+        !strcmp(n + 14, ".bin"))
+        return LLMC_NAME_MODEL;
+    if (!strncmp(n, "state_", 6) && (*step = read_digits(n + 6, 8)) >= 0 && n[14] == '_' &&
+        (*rank = read_digits(n + 15, 5)) >= 0 && !strcmp(n + 20, ".bin"))
+        return LLMC_NAME_STATE;
+    *rank = 0;
+    return LLMC_NAME_NONE;
 }
 
 static void file_names(LlmcFiles *f, int step, int rank)
@@ -48,23 +62,22 @@ static int locate_file(const char *path, int rank, LlmcFiles *f, char *err, size
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    long step, r;
-    if (strncmp(base, "state_", 6) != 0 || parse_digits(base + 6, 8, base + 14, &step) != 0 ||
-        base[14] != '_' || parse_digits(base + 15, 5, ".bin", &r) != 0) {
+    int step, r;
+    if (llmc_name_parse(base, &step, &r) != LLMC_NAME_STATE) {
         io_err(err, err_len, "--resume-llmc %s: not a folder, nor a file named like llm.c's "
                "state_%%08d_%%05d.bin (step, rank)", path);
         return -1;
     }
     io_dirname(path, f->dir, sizeof f->dir);
-    file_names(f, (int)step, rank);
+    file_names(f, step, rank);
     const char *missing = !is_file(f->state) ? f->state : !is_file(f->model) ? f->model : NULL;
     if (missing) {
-        io_err(err, err_len, "%s: missing (llm.c's checkpoint of step %ld needs it)", missing,
+        io_err(err, err_len, "%s: missing (llm.c's checkpoint of step %d needs it)", missing,
                step);
         return -1;
     }
     if (!f->done)
-        fprintf(stderr, "note: %s/DONE_%08ld is missing: llm.c had not finished that save; "
+        fprintf(stderr, "note: %s/DONE_%08d is missing: llm.c had not finished that save; "
                 "reading it as given\n", f->dir, step);
     return 0;
 }
@@ -93,16 +106,15 @@ int llmc_ckpt_locate(const char *path, int rank, LlmcFiles *f, char *err, size_t
     int *steps = NULL, n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(dir)) != NULL) {
-        long s;
-        if (strncmp(e->d_name, "DONE_", 5) != 0 || parse_digits(e->d_name + 5, 8, "", &s) != 0)
-            continue;
+        int s, r;
+        if (llmc_name_parse(e->d_name, &s, &r) != LLMC_NAME_DONE) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
             int *grown = realloc(steps, sizeof(int) * (size_t)cap);
             if (!grown) break;
             steps = grown;
         }
-        steps[n++] = (int)s;
+        steps[n++] = s;
     }
     closedir(dir);
     if (n > 1) qsort(steps, (size_t)n, sizeof(int), cmp_desc);

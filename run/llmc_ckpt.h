@@ -55,6 +55,14 @@ typedef struct {
     int done; /* DONE_%08d exists */
 } LlmcFiles;
 
+/* llm.c's checkpoint file names (no folder): model_%08d.bin,
+ * state_%08d_%05d.bin (step, rank) and DONE_%08d. */
+typedef enum { LLMC_NAME_NONE = 0, LLMC_NAME_MODEL, LLMC_NAME_STATE, LLMC_NAME_DONE } LlmcName;
+
+/* Which of llm.c's names `name` is, with its step (and rank, for a state
+ * file; 0 otherwise); LLMC_NAME_NONE for any other name. */
+LlmcName llmc_name_parse(const char *name, int *step, int *rank);
+
 /* The checkpoint an import reads, for this rank: PATH is a folder (its
  * newest step with DONE_%08d whose model file and this rank's state file
  * exist; newer DONE steps missing a file are skipped, with a note on

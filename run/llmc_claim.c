@@ -10,40 +10,13 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "llmc_ckpt.h"
 
 typedef struct {
     char name[40]; /* the longest, state_%08d_%05d.bin, is 24 */
     int step;
     int done; /* DONE_%08d */
 } LlmcEntry;
-
-/* n decimal digits at s, or -1. */
-static long read_digits(const char *s, int n)
-{
-    long v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
-}
-
-/* The step of one of llm.c's checkpoint file names, or -1. */
-static long name_step(const char *n, int *done)
-{
-    long s;
-    *done = 0;
-    if (!strncmp(n, "DONE_", 5) && (s = read_digits(n + 5, 8)) >= 0 && !n[13]) {
-        *done = 1;
-        return s;
-    }
-    if (!strncmp(n, "model_", 6) && (s = read_digits(n + 6, 8)) >= 0 && !strcmp(n + 14, ".bin"))
-        return s;
-    if (!strncmp(n, "state_", 6) && (s = read_digits(n + 6, 8)) >= 0 && n[14] == '_' &&
-        read_digits(n + 15, 5) >= 0 && !strcmp(n + 20, ".bin"))
-        return s;
-    return -1;
-}
 
 /* By step; within a step DONE first, so a move cut short never leaves a
  * DONE beside a step whose files are gone. */
@@ -70,9 +43,9 @@ static int list_files(const char *dir, LlmcEntry **out, int *n, char *err, size_
     int cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        int done;
-        long step = name_step(e->d_name, &done);
-        if (step < 0) continue;
+        int step, rank;
+        LlmcName kind = llmc_name_parse(e->d_name, &step, &rank);
+        if (kind == LLMC_NAME_NONE) continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
             LlmcEntry *grown = realloc(*out, sizeof(LlmcEntry) * (size_t)cap);
@@ -85,8 +58,8 @@ static int list_files(const char *dir, LlmcEntry **out, int *n, char *err, size_
         }
         LlmcEntry *f = &(*out)[(*n)++];
         snprintf(f->name, sizeof f->name, "%.39s", e->d_name); /* <= 24 chars */
-        f->step = (int)step;
-        f->done = done;
+        f->step = step;
+        f->done = kind == LLMC_NAME_DONE;
     }
     closedir(d);
     if (*n > 1) qsort(*out, (size_t)*n, sizeof(LlmcEntry), cmp_entry);
