@@ -328,16 +328,22 @@ static int close_log(Trainer *tr, int rc)
     return rc == 0 ? 1 : rc;
 }
 
-/* --save's folder must exist and take a file now, not after hours of
- * training (rank 0 writes it). */
-static void check_save_path(Trainer *tr)
+/* The files a run writes after its work (--save at the end, --dump-grads
+ * after step 1, --log from the first line) must be writable now, not after
+ * hours of training: each names a file, not a folder, a device or a FIFO
+ * (a temp file renamed over /dev/null would replace it), in a folder that
+ * takes a new file. Rank 0 writes them. */
+static void check_output_paths(Trainer *tr)
 {
-    char dir[4096], why[4400];
-    if (!tr->opt.save || tr->dist.rank != 0) return;
-    io_dirname(tr->opt.save, dir, sizeof dir);
-    if (io_probe_writable(dir, why, sizeof why) != 0)
-        dist_fail(&tr->dist, 1, "--save %s: its folder must exist and be writable: %s",
-                  tr->opt.save, why);
+    const TrainOptions *o = &tr->opt;
+    const char *flag[] = {"--save", "--dump-grads", "--log"};
+    const char *path[] = {o->save, o->dump_grads, o->log_path};
+    if (tr->dist.rank != 0) return;
+    for (int i = 0; i < 3; i++) {
+        char why[4600];
+        if (path[i] && io_probe_output(path[i], why, sizeof why) != 0)
+            dist_fail(&tr->dist, 1, "%s %s: %s", flag[i], path[i], why);
+    }
 }
 
 /* Start-up up to the model's shape: the world, the ranks' agreement, the
@@ -358,7 +364,7 @@ static void start(Trainer *tr, int argc, char **argv)
         dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
     if (signals_install() != 0) fail(tr, "cannot install the SIGINT/SIGTERM handlers");
     resolve_total_batch(tr); /* sets grad-accum, which the session records */
-    check_save_path(tr);
+    check_output_paths(tr);
     RunConfig run = train_options_run_config(o);
     if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
     int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "model/lr_schedule.h"
 #include "run/checkpoint.h"
 #include "run/signals.h"
@@ -68,6 +69,8 @@ static int validate(Trainer *tr, int step, char *err, size_t len)
     return 0;
 }
 
+/* --dump-grads FILE: the loss (float32), then every gradient (float32, the
+ * model file's order), written whole or not at all (base/fileio.h). */
 static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
 {
     size_t n = tr->model.plan.num_params;
@@ -76,21 +79,16 @@ static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
         snprintf(err, len, "--dump-grads: out of host memory");
         return -1;
     }
-    if (dist_get_grads(&tr->dist, g, err, len) != 0) return -1; /* collective */
-    if (tr->dist.rank != 0) {
-        free(g);
-        return 0;
-    }
-    FILE *f = fopen(tr->opt.dump_grads, "wb");
-    float l = (float)loss;
-    int ok = f != NULL;
-    if (ok) {
-        ok = fwrite(&l, sizeof l, 1, f) == 1 && fwrite(g, sizeof(float), n, f) == n;
-        ok = (fclose(f) == 0) && ok;
+    int rc = dist_get_grads(&tr->dist, g, err, len); /* collective */
+    if (rc == 0 && tr->dist.rank == 0) {
+        float l = (float)loss;
+        char why[900];
+        rc = io_write_file(tr->opt.dump_grads, &l, sizeof l, g, n * sizeof(float), why,
+                           sizeof why);
+        if (rc != 0) snprintf(err, len, "--dump-grads: %s", why);
     }
     free(g);
-    if (!ok) snprintf(err, len, "--dump-grads %s: cannot write", tr->opt.dump_grads);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 /* A sample after `step`; 1 when a signal abandoned it. */

@@ -97,6 +97,21 @@ int io_write(IoWriter *w, const void *buf, size_t n, char *err, size_t err_len)
     return 0;
 }
 
+/* What is at path when it exists and is not a regular file ("a folder",
+ * "a character device", ...), else NULL. A symbolic link is taken as what
+ * it names. */
+static const char *existing_kind(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
+    return S_ISDIR(st.st_mode)   ? "a folder"
+           : S_ISCHR(st.st_mode) ? "a character device"
+           : S_ISBLK(st.st_mode) ? "a block device"
+           : S_ISFIFO(st.st_mode) ? "a FIFO"
+           : S_ISSOCK(st.st_mode) ? "a socket"
+                                  : "not a file";
+}
+
 int io_commit(IoWriter *w, char *err, size_t err_len)
 {
     int delay = io_test_env_ms("TRAIN_GPT_TEST_COMMIT_DELAY_MS");
@@ -110,6 +125,15 @@ int io_commit(IoWriter *w, char *err, size_t err_len)
     w->fd = -1;
     if (rc != 0) {
         io_err(err, err_len, "%s: close failed: %s", w->tmp, strerror(errno));
+        unlink(w->tmp);
+        live_set = 0;
+        return -1;
+    }
+    /* rename(2) replaces whatever has the name: never a device, a FIFO or
+     * a socket (as root, a model saved to /dev/null would replace it) */
+    const char *kind = existing_kind(w->path);
+    if (kind) {
+        io_err(err, err_len, "%s: is %s, not a regular file; not replaced", w->path, kind);
         unlink(w->tmp);
         live_set = 0;
         return -1;
@@ -312,6 +336,31 @@ int io_probe_writable(const char *dir, char *err, size_t err_len)
     }
     close(fd);
     unlink(p);
+    return 0;
+}
+
+int io_probe_output(const char *path, char *err, size_t err_len)
+{
+    size_t n = strlen(path);
+    if (n == 0 || path[n - 1] == '/') {
+        io_err(err, err_len, "names a folder (it ends with '/'), not a file");
+        return -1;
+    }
+    const char *kind = existing_kind(path);
+    if (kind && strcmp(kind, "a folder") == 0) {
+        io_err(err, err_len, "is a folder; give a file name (e.g. %s/NAME)", path);
+        return -1;
+    }
+    if (kind) {
+        io_err(err, err_len, "is %s, not a regular file", kind);
+        return -1;
+    }
+    char dir[4096], why[4400];
+    io_dirname(path, dir, sizeof dir);
+    if (io_probe_writable(dir, why, sizeof why) != 0) {
+        io_err(err, err_len, "its folder must exist and be writable: %s", why);
+        return -1;
+    }
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "model/model_file.h"
 #include "test_util.h"
@@ -179,4 +180,23 @@ Test(model_file, bf16_version_5_round_trip)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
     tu_run(cmd);
     free(d);
+}
+
+/* A save is a temp file renamed over the name, and rename(2) replaces what
+ * has the name: never a FIFO or a device (as root, `--save /dev/null`
+ * replaced /dev/null with a 6.5 MB file). The FIFO stands in for the device. */
+Test(model_file, save_never_replaces_a_fifo)
+{
+    char *d = tu_tempdir(), err[512];
+    GPTConfig cfg = tu_tiny_config();
+    float *p = tu_random_params(&cfg, 3);
+    const char *fifo = tu_path(d, "fifo");
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    cr_expect_eq(model_file_save(fifo, &cfg, p, err, sizeof err), -1);
+    cr_expect(strstr(err, "fifo: is a FIFO, not a regular file; not replaced"), "%s", err);
+    struct stat st;
+    cr_expect(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    cr_expect_neq(access(tu_path(d, "fifo.tmp"), F_OK), 0, "the temp file was left");
+    free(p);
+    tu_remove_tree(d);
 }

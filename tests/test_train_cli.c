@@ -302,6 +302,43 @@ Test(train_cli, save_and_checkpoint_folders_checked_at_start, .timeout = 120)
     free(d);
 }
 
+/* The files written after the work (--save at the end, --dump-grads after
+ * step 1, --log) are checked at start-up: a folder, a name ending in '/', a
+ * FIFO (standing in for /dev/null, which a save used to replace) or a
+ * missing folder exits 1 naming the flag before step 1, and the FIFO is
+ * left as it was. */
+Test(train_cli, output_files_checked_at_start, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], want[1024], fifo[512], sub[512], missing[512];
+    tc_make_shards(d, 1, 2000);
+    snprintf(fifo, sizeof fifo, "%s/fifo", d);
+    snprintf(sub, sizeof sub, "%s/sub/", d);
+    snprintf(missing, sizeof missing, "%s/missing/f.bin", d);
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    const char *flags[] = {"--save", "--dump-grads", "--log"};
+    for (int i = 0; i < 3; i++) {
+        struct {
+            const char *path, *fault;
+        } c[] = {
+            {d, "is a folder; give a file name"},
+            {sub, "names a folder (it ends with '/'), not a file"},
+            {fifo, "is a FIFO, not a regular file"},
+            {missing, "its folder must exist and be writable"},
+        };
+        for (int k = 0; k < 4; k++) {
+            snprintf(args, sizeof args, "%s --steps 3 %s %s", tc_model_args(d), flags[i],
+                     c[k].path);
+            snprintf(want, sizeof want, "%s %s: %s", flags[i], c[k].path, c[k].fault);
+            tc_run_expect(d, args, 1, want);
+            cr_expect(!tc_file_has(tu_path(d, "run.out"), "step     1/"), "%s: trained first",
+                      args);
+        }
+    }
+    struct stat st;
+    cr_expect(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    tu_remove_tree(d);
+}
+
 Test(train_cli, h_is_help_and_version_names_the_build)
 {
     char *d = tu_tempdir(), cmd[4096], a[1024], b[1024];
