@@ -78,6 +78,23 @@ static const char *const FLAGS = "--out --val-fraction --val-tokens --shard-size
                                  "--split-blank-lines --hellaswag --encoder --vocab --fetch --quiet "
                                  "--help";
 
+/* getopt_long takes any unique prefix ("--ou" for --out, "--split-blank-line"
+ * for --split-blank-lines), as ./train_gpt refuses to: a flag must be
+ * written in full. Called right after getopt_long returned option o: its
+ * text is argv[optind - 1], or argv[optind - 2] when its value followed it. */
+static int written_in_full(char **argv, const struct option *o)
+{
+    const char *arg = argv[optind - 1];
+    if (o->has_arg == required_argument && optarg == arg && optind >= 2) arg = argv[optind - 2];
+    size_t n = strlen(o->name);
+    if (strncmp(arg, "--", 2) == 0 && strncmp(arg + 2, o->name, n) == 0 &&
+        (arg[2 + n] == 0 || arg[2 + n] == '='))
+        return 1;
+    fprintf(stderr, "tokenize: unknown option '%.*s' (flags are not abbreviated: --%s?)\n",
+            (int)strcspn(arg, "="), arg, o->name);
+    return 0;
+}
+
 static int bad_value(const char *flag, const char *value, const char *accepted)
 {
     fprintf(stderr, "tokenize: %s: '%s' is not valid: accepted %s\n", flag, value, accepted);
@@ -166,10 +183,11 @@ int main(int argc, char **argv)
     const char *hellaswag = NULL, *shard_flag = NULL; /* a flag that only shards take */
     const char *fetch = NULL;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    int c, li;
+    while ((li = -1, c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
         char *end;
         long long n;
+        if (li >= 0 && c != '?' && c != ':' && !written_in_full(argv, &opts[li])) return 2;
         switch (c) {
         case OPT_OUT:
             if (!*optarg) return bad_value("--out", optarg, "a path prefix such as datasets/shakespeare");

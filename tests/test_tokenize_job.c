@@ -264,6 +264,11 @@ Test(tokenize_cli, bad_command_lines)
         {"--out x --val-tokens -5", "--val-tokens"},
         {"--out", "--out needs a value"},
         {"in.txt", "--out PREFIX is required"},
+        /* getopt_long's prefixes: refused, as ./train_gpt refuses them */
+        {"--ou x in.txt", "unknown option '--ou' (flags are not abbreviated: --out?)"},
+        {"--out x --split-blank-line in.txt", "not abbreviated: --split-blank-lines?"},
+        {"--out x --val-frac=0.5 in.txt", "unknown option '--val-frac' (flags are not"},
+        {"--out x --qui in.txt", "--quiet?"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = run_cli(dir, bad[i].args, msg, sizeof msg);
