@@ -320,6 +320,7 @@ static void print_help(void)
 }
 
 static int check_checkpoint_flags(const TrainOptions *opt);
+static int check_flags_in_use(const TrainOptions *opt);
 
 int train_options_parse(TrainOptions *opt, int argc, char **argv)
 {
@@ -437,7 +438,43 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         fprintf(stderr, "--heads: %d does not divide --channels %d\n", opt->heads, opt->channels);
         return 2;
     }
+    if (check_flags_in_use(opt) != 0) return 2;
     return check_checkpoint_flags(opt);
+}
+
+/* A flag that does nothing without another is refused, not ignored: a
+ * mistyped --prompt-file without --generate or --sample-every, or a --keep
+ * without --checkpoint-dir, would otherwise pass unnoticed. */
+static int check_flags_in_use(const TrainOptions *opt)
+{
+    static const char *const sampling[] = {"prompt", "prompt-file", "temperature", "top-k",
+                                           "top-p", "num-samples", "stop-at-eot"};
+    int sampled = opt->generate > 0 || opt->sample_every > 0;
+    for (size_t i = 0; i < sizeof sampling / sizeof sampling[0]; i++)
+        if (!sampled && train_options_given(opt, sampling[i])) {
+            fprintf(stderr, "--%s: applies to samples, and none is drawn: give --generate N or "
+                    "--sample-every N\n", sampling[i]);
+            return 2;
+        }
+    const char *why = NULL;
+    if (train_options_given(opt, "sample-tokens") && opt->sample_every == 0)
+        why = opt->generate > 0 ? "--sample-tokens: sets --sample-every's sample length; "
+                                  "--generate N draws N tokens"
+                                : "--sample-tokens: needs --sample-every N";
+    else if (train_options_given(opt, "keep") && !opt->checkpoint_dir && !opt->resume_path)
+        why = "--keep: needs --checkpoint-dir DIR (the saves it keeps)";
+    else if (train_options_given(opt, "save-dtype") && !opt->save && !opt->llmc_save_dir)
+        why = "--save-dtype: needs --save FILE or --save-checkpoint-llmc DIR (the model files "
+              "it applies to)";
+    else if (train_options_given(opt, "log-errors") && !opt->log_path)
+        why = "--log-errors: needs --log FILE";
+    else if (opt->dump_grads && (opt->steps == 0 || opt->generate > 0))
+        why = opt->generate > 0 ? "--dump-grads: writes step 1's gradients, and --generate "
+                                  "trains no step"
+                                : "--dump-grads: writes step 1's gradients, and --steps 0 "
+                                  "trains none";
+    if (why) fprintf(stderr, "%s\n", why);
+    return why ? -1 : 0;
 }
 
 /* The checkpoint flags that need each other. */

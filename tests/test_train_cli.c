@@ -150,6 +150,29 @@ Test(train_cli, usage_errors_exit_2_with_one_line)
     expect_usage_error("stray", "unexpected argument");
 }
 
+/* A flag that does nothing without another is refused (exit 2), never
+ * ignored: before, each of these ran (or planned) and exited 0. */
+Test(train_cli, flags_without_effect_are_refused)
+{
+    expect_usage_error("--plan --prompt-file /nonexistent.txt",
+                       "--prompt-file: applies to samples, and none is drawn: give --generate N "
+                       "or --sample-every N");
+    expect_usage_error("--plan --prompt hi", "--prompt: applies to samples");
+    expect_usage_error("--plan --temperature 0", "--temperature: applies to samples");
+    expect_usage_error("--plan --top-k 5", "--top-k: applies to samples");
+    expect_usage_error("--plan --top-p 0.9", "--top-p: applies to samples");
+    expect_usage_error("--plan --num-samples 2", "--num-samples: applies to samples");
+    expect_usage_error("--plan --stop-at-eot 0", "--stop-at-eot: applies to samples");
+    expect_usage_error("--plan --sample-tokens 8", "--sample-tokens: needs --sample-every N");
+    expect_usage_error("--generate 4 --sample-tokens 8",
+                       "--sample-tokens: sets --sample-every's sample length");
+    expect_usage_error("--plan --keep 2", "--keep: needs --checkpoint-dir DIR");
+    expect_usage_error("--plan --save-dtype bf16", "--save-dtype: needs --save FILE or");
+    expect_usage_error("--plan --log-errors ignore", "--log-errors: needs --log FILE");
+    expect_usage_error("--steps 0 --dump-grads g.bin", "--dump-grads: writes step 1's gradients");
+    expect_usage_error("--generate 3 --dump-grads g.bin", "and --generate trains no step");
+}
+
 Test(train_cli, help_lists_every_flag_with_defaults)
 {
     char *d = tu_tempdir(), cmd[1100], path[512];
