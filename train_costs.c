@@ -95,7 +95,10 @@ int train_costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
         rc = opcost_file_read(src, in, from, sizeof from, &tc->oc, err, len);
         if (rc != 0) {
             char e2[4400];
-            snprintf(e2, sizeof e2, "--op-costs %s", err);
+            /* "--op-costs mesure": a word mistyped is taken as a file name */
+            int absent = access(src, F_OK) != 0;
+            snprintf(e2, sizeof e2, "--op-costs %s%s", err,
+                     absent ? " (--op-costs takes auto, measure, flops or a FILE of costs)" : "");
             snprintf(err, len, "%s", e2);
             return -1;
         }

@@ -150,6 +150,10 @@ Test(opcost_file, bad_cost_files_exit_1_naming_the_file, .timeout = 60)
     snprintf(args, sizeof args, "%s --op-costs %s/absent.json", train_args(d, ""), d);
     snprintf(path, sizeof path, "--op-costs %s/absent.json: ", d);
     expect_exit_1(d, args, path);
+    /* a mistyped word is taken as a file name: the message lists the words */
+    snprintf(args, sizeof args, "%s --op-costs mesure", train_args(d, ""));
+    expect_exit_1(d, args, "--op-costs mesure: cannot open: No such file or directory (--op-costs "
+                           "takes auto, measure, flops or a FILE of costs)");
     snprintf(path, sizeof path, "%s/bad.json", d);
     tu_write_text(path, "not json");
     snprintf(args, sizeof args, "%s --op-costs %s", train_args(d, "--recompute auto"), path);
