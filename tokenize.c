@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "data/hellaswag.h"
 #include "data/tokenize_job.h"
 #include "data/source.h"
@@ -134,6 +135,11 @@ static int run_hellaswag(const TokenizeJob *job, const char *jsonl, const char *
     if ((size_t)snprintf(out, sizeof out, "%s.bin", job->out_prefix) >= sizeof out) {
         fprintf(stderr, "tokenize: --out: path too long\n");
         return 2;
+    }
+    /* before the vocabulary is loaded and the file tokenized */
+    if (io_probe_output(out, err, sizeof err) != 0) {
+        fprintf(stderr, "tokenize: --out %s: %s: %s\n", job->out_prefix, out, err);
+        return 1;
     }
     HellaswagJob h = {.jsonl = jsonl, .out_path = out, .encoder_path = job->encoder_path,
                       .vocab_path = job->vocab_path, .quiet = job->quiet};

@@ -254,6 +254,14 @@ Test(hellaswag_cli, tokenize_hellaswag_errors, .timeout = 60)
              tok ? tok : "./tokenize", d, e);
     cr_expect_eq(tu_run(cmd), 2);
     cr_expect(tc_file_has(e, "--hellaswag reads only its jsonl file"));
+    /* the output's folder is checked before the work, and named with --out */
+    snprintf(cmd, sizeof cmd, "%s --hellaswag " JSONL " --out %s/no/x 2> %s",
+             tok ? tok : "./tokenize", d, e);
+    cr_expect_eq(tu_run(cmd), 1);
+    char want[1400];
+    snprintf(want, sizeof want, "tokenize: --out %s/no/x: %s/no/x.bin: its folder must exist and "
+             "be writable: %s/no: the folder does not exist", d, d, d);
+    cr_expect(tc_file_has(e, want), "%s", want);
     tu_remove_tree(d);
 }
 
