@@ -231,6 +231,10 @@ static int generate_only(Trainer *tr)
     const TrainOptions *o = &tr->opt;
     if (text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
         fail(tr, err);
+    if (!o->init_from && tr->dist.rank == 0)
+        fprintf(stderr, "note: --generate without --init-from samples a fresh initialisation "
+                "(seed %llu), not a trained model: the text is noise\n",
+                (unsigned long long)o->seed);
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(&tr->dist, err, sizeof err) != 0)
         fail(tr, err);
     tr->be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);

@@ -214,3 +214,15 @@ Test(train_sample, stop_at_eot, .timeout = 120)
     free(a);
     tu_remove_tree(d);
 }
+
+/* --generate without --init-from draws from a fresh initialisation: allowed
+ * (a smoke test of sampling), but said, since the text is noise. */
+Test(train_sample, generate_without_a_model_says_so, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[2048];
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --generate 3 --seed 7", tc_model_args(d));
+    tc_run_expect(d, args, 0, "note: --generate without --init-from samples a fresh "
+                              "initialisation (seed 7), not a trained model");
+    tu_remove_tree(d);
+}
