@@ -92,10 +92,28 @@ def to_hf(cfg, p):
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in sd.items()}
 
 
+def check_paths(src, out):
+    """Refuse, before any work, what would fail later with a traceback: a
+    MODEL.bin that is no readable file, an OUT that is a folder or whose
+    folder is missing or read-only."""
+    if not os.path.isfile(src) or not os.access(src, os.R_OK):
+        why = "no such file" if not os.path.exists(src) else \
+              "a folder, not a model file" if os.path.isdir(src) else "not a readable file"
+        sys.exit(f"export_hf: {src}: {why}")
+    if out.endswith("/") or os.path.isdir(out):
+        sys.exit(f"export_hf: {out}: is a folder; give a file name (e.g. {out.rstrip('/')}/model.pt)")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        sys.exit(f"export_hf: {out}: its folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        sys.exit(f"export_hf: {out}: its folder {folder} is not writable")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: scripts/export_hf.py MODEL.bin OUT(.pt|.safetensors)")
     src, out = sys.argv[1], sys.argv[2]
+    check_paths(src, out)
     cfg, p = read_model(src)
     sd = to_hf(cfg, p)
     import torch
