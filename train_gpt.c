@@ -374,6 +374,11 @@ static void start(Trainer *tr, int argc, char **argv)
     int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
     if (rc < 0) fail(tr, err);
     if (rc == 0) tr->resume_dir[0] = 0;
+    /* before the claim, which moves the saves newer than the resumed one
+     * into abandoned/: a resume refused afterwards would leave them there */
+    if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
+        dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
+                  "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_start(tr);
     if (rc > 0 && o->init_from)

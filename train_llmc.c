@@ -67,6 +67,12 @@ void trainer_llmc_start(Trainer *tr)
     if (o->llmc_resume &&
         llmc_ckpt_locate(o->llmc_resume, tr->dist.rank, &tr->llmc_from, err, sizeof err) != 0)
         dist_fail(&tr->dist, 1, "%s", err);
+    /* before the export folder is claimed (its later files moved aside) and
+     * the train data read; trainer_llmc_resume checks the imported step again */
+    if (o->llmc_resume && !o->plan && o->generate == 0 && tr->llmc_from.step > o->steps)
+        dist_fail(&tr->dist, 1, "cannot resume from %s: it is at step %d, beyond --steps %d "
+                  "(--steps is the run's total)", tr->llmc_from.state, tr->llmc_from.step,
+                  o->steps);
     /* --plan and --generate write no checkpoint: the folder is left alone,
      * as --checkpoint-dir's is (run/session.h) */
     if (!o->llmc_save_dir || o->plan || o->generate > 0) return;

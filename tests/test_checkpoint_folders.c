@@ -269,3 +269,29 @@ Test(folders, version_1_saves_resume_and_are_not_overwritten, .timeout = 120)
     cr_expect_neq(access(tu_path(d, "ck/step_00000002"), F_OK), 0, "--keep 2 kept the old save");
     tu_remove_tree(d);
 }
+
+/* A resume from a save beyond --steps is refused before the folder is
+ * claimed: the saves newer than the one named stay where they are (before,
+ * they were moved into abandoned/ by a run that then refused to start, so
+ * the next --resume took the older save). The same for --resume-llmc into
+ * its own export folder. */
+Test(folders, a_resume_beyond_steps_moves_nothing, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], want[1024];
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --steps 3 --save-every 1 --keep 0 --checkpoint-dir %s/ck "
+             "--save-checkpoint-llmc %s/lc", tc_model_args(d), d, d);
+    tc_run_expect(d, args, 0, "saved");
+    snprintf(args, sizeof args, "%s --steps 1 --resume=%s/ck/step_00000002", tc_model_args(d), d);
+    snprintf(want, sizeof want, "cannot resume from %s/ck/step_00000002: it is at step 2, beyond "
+             "--steps 1", d);
+    tc_run_expect(d, args, 1, want);
+    cr_expect(tu_exists(tu_path(d, "ck/step_00000003")), "step 3 was moved");
+    cr_expect(!tu_exists(tu_path(d, "ck/abandoned")), "a refused run moved saves aside");
+    snprintf(args, sizeof args, "%s --steps 1 --resume-llmc %s/lc/state_00000002_00000.bin "
+             "--save-checkpoint-llmc %s/lc", tc_model_args(d), d, d);
+    tc_run_expect(d, args, 1, "state_00000002_00000.bin: it is at step 2, beyond --steps 1");
+    cr_expect(tu_exists(tu_path(d, "lc/DONE_00000003")), "llm.c's step 3 was moved");
+    cr_expect(!tu_exists(tu_path(d, "lc/abandoned")), "a refused run moved llm.c files aside");
+    tu_remove_tree(d);
+}
