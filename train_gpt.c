@@ -506,6 +506,11 @@ int main(int argc, char **argv)
                                           : load_params(&tr, err, sizeof err))
         fail(&tr, err);
     guard_check_start_step(d, tr.start_step);
+    /* The run has started: what the folders' claims only checked at start-up
+     * is moved aside now, so a run refused before this point (a changed
+     * flag, other data, a bad file) leaves both folders as they were. */
+    if (session_settle(&tr.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    trainer_llmc_settle(&tr);
     /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
      * to the resumed step, so the log covers the whole run with each step once. */
     int resumed = tr.resume_dir[0] || o->llmc_resume;

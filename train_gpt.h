@@ -86,6 +86,11 @@ int trainer_save_model(Trainer *tr, char *err, size_t len);
  * there already. Exit 1 naming the path on a fault. Collective; needs the
  * native resume located (session_locate) first. */
 void trainer_llmc_start(Trainer *tr);
+/* Once the run has started: move the files trainer_llmc_start only checked
+ * (another run's under --overwrite-checkpoints, the steps after the resumed
+ * one) aside, so a run refused before that moves nothing. Exit 1 on a
+ * fault. Rank 0 works. */
+void trainer_llmc_settle(Trainer *tr);
 /* An llm.c export is due after this step (--save-every, the last step). */
 int trainer_llmc_due(const Trainer *tr, int step);
 /* Write step's llm.c checkpoint (no-op without the flag, or when written

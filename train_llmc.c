@@ -37,21 +37,22 @@ static void make_folder(Trainer *tr, const char *dir)
  * same file would fail), and the llm.c files already there: another
  * run's refused, this run's later ones moved aside (run/llmc_claim.h).
  * Returns the resumed step when the folder has it already, else -1. */
-static int claim_folder(Trainer *tr, const char *dir)
+static int claim_folder(Trainer *tr, const char *dir, int move)
 {
     const TrainOptions *o = &tr->opt;
     char err[4600];
     struct stat a, b;
     int shared = tr->sess.dir[0] && stat(tr->sess.dir, &a) == 0 && stat(dir, &b) == 0 &&
                  a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-    if (!shared && own_lock(&tr->llmc_lock, "--save-checkpoint-llmc", dir, err, sizeof err) != 0)
+    if (!move && !shared &&
+        own_lock(&tr->llmc_lock, "--save-checkpoint-llmc", dir, err, sizeof err) != 0)
         dist_fail(&tr->dist, 1, "%s", err);
     int resumed = o->llmc_resume ? tr->llmc_from.step
                   : tr->resume_dir[0] ? tr->sess.resumed.step : -1;
     int kept;
-    if (llmc_claim(dir, resumed, o->overwrite_checkpoints, &kept, err, sizeof err) != 0)
+    if (llmc_claim(dir, resumed, o->overwrite_checkpoints, move, &kept, err, sizeof err) != 0)
         dist_fail(&tr->dist, 1, "%s", err);
-    if (kept >= 0 && !o->llmc_resume)
+    if (kept >= 0 && !o->llmc_resume && !move)
         printf("note: --save-checkpoint-llmc %s: step %d, where this run resumes, is there "
                "already: not written again\n", dir, kept);
     return kept;
@@ -79,11 +80,18 @@ void trainer_llmc_start(Trainer *tr)
     int kept = -1;
     if (tr->dist.rank == 0) {
         make_folder(tr, o->llmc_save_dir);
-        kept = claim_folder(tr, o->llmc_save_dir);
+        kept = claim_folder(tr, o->llmc_save_dir, 0);
     }
     /* every rank skips that step's export alike: it is collective */
     dist_broadcast(&tr->dist, &kept, sizeof kept);
     tr->llmc_saved = kept;
+}
+
+void trainer_llmc_settle(Trainer *tr)
+{
+    const TrainOptions *o = &tr->opt;
+    if (!o->llmc_save_dir || o->plan || o->generate > 0 || tr->dist.rank != 0) return;
+    claim_folder(tr, o->llmc_save_dir, 1); /* a failure aborts every rank */
 }
 
 int trainer_llmc_due(const Trainer *tr, int step)

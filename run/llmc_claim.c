@@ -94,8 +94,8 @@ static int move_files(const char *dir, const char *sub, const LlmcEntry *f, int 
 }
 
 /* A new run: another run's files are refused, or moved aside. */
-static int claim_new(const char *dir, const LlmcEntry *f, int n, int overwrite, char *err,
-                     size_t err_len)
+static int claim_new(const char *dir, const LlmcEntry *f, int n, int overwrite, int move,
+                     char *err, size_t err_len)
 {
     if (n == 0) return 0;
     if (!overwrite) {
@@ -110,6 +110,7 @@ static int claim_new(const char *dir, const LlmcEntry *f, int n, int overwrite, 
                newest->name, dir, dir);
         return -1;
     }
+    if (!move) return 0;
     char sub[64];
     time_t now = time(NULL);
     strftime(sub, sizeof sub, "replaced_%Y%m%d-%H%M%S", localtime(&now));
@@ -117,21 +118,21 @@ static int claim_new(const char *dir, const LlmcEntry *f, int n, int overwrite, 
                       err, err_len);
 }
 
-int llmc_claim(const char *dir, int resumed_step, int overwrite, int *kept_step, char *err,
-               size_t err_len)
+int llmc_claim(const char *dir, int resumed_step, int overwrite, int move, int *kept_step,
+               char *err, size_t err_len)
 {
     LlmcEntry *f;
     int n, rc = 0;
     *kept_step = -1;
     if (list_files(dir, &f, &n, err, err_len) != 0) return -1;
     if (resumed_step < 0) {
-        rc = claim_new(dir, f, n, overwrite, err, err_len);
+        rc = claim_new(dir, f, n, overwrite, move, err, err_len);
     } else {
         int first_newer = n;
         for (int i = n - 1; i >= 0 && f[i].step > resumed_step; i--) first_newer = i;
         for (int i = 0; i < first_newer; i++)
             if (f[i].step == resumed_step) *kept_step = resumed_step;
-        if (first_newer < n) {
+        if (move && first_newer < n) {
             char what[160];
             snprintf(what, sizeof what, "the llm.c files of the steps after %d, which this run "
                      "writes again,", resumed_step);

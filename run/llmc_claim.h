@@ -23,11 +23,13 @@
 #include <stddef.h>
 
 /* Sort out dir (missing: nothing to do) for a run resumed at resumed_step
- * (-1: a new run). overwrite: --overwrite-checkpoints. *kept_step is
- * resumed_step when a file of that step is in dir (not to be exported
- * again), else -1. Returns 0, or -1 with "<dir or file>: <fault>" in err
- * (another run's files, a failed move). */
-int llmc_claim(const char *dir, int resumed_step, int overwrite, int *kept_step, char *err,
-               size_t err_len);
+ * (-1: a new run). overwrite: --overwrite-checkpoints. move 0: only check
+ * (another run's files refused); move 1: also move files aside, as
+ * own_claim (run/ownership.h). *kept_step is resumed_step when a file of
+ * that step is in dir (not to be exported again), else -1. Returns 0, or
+ * -1 with "<dir or file>: <fault>" in err (another run's files, a failed
+ * move). */
+int llmc_claim(const char *dir, int resumed_step, int overwrite, int move, int *kept_step,
+               char *err, size_t err_len);
 
 #endif

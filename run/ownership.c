@@ -138,7 +138,7 @@ static int move_all(const char *dir, const char *sub, const int *steps, int n, c
     return 0;
 }
 
-int own_claim(const char *dir, const CkptEntry *resumed, int overwrite, char *err,
+int own_claim(const char *dir, const CkptEntry *resumed, int overwrite, int move, char *err,
               size_t err_len)
 {
     int resumed_step = resumed ? resumed->step : -1;
@@ -177,6 +177,10 @@ int own_claim(const char *dir, const CkptEntry *resumed, int overwrite, char *er
                "or pass --overwrite-checkpoints to move them into %s/replaced_<time>/ (nothing "
                "is deleted)", dir, nf, nf == 1 ? "" : "s", who, e->step,
                resumed ? ", not of the run being resumed" : "", dir);
+        goto out;
+    }
+    if (!move) {
+        rc = 0;
         goto out;
     }
     if (nf > 0) {

@@ -51,8 +51,12 @@ uint64_t own_new_run_id(void);
 /* Sort out dir's step folders for a run that is new (resumed NULL) or
  * continues the save `resumed` (its step and identity; has_identity 0 for
  * a version 1 save, wherever it lives). overwrite: --overwrite-checkpoints.
+ * move 0: only check (another run's saves refused); move 1: also move
+ * another run's saves (overwrite) and this run's newer ones aside. The
+ * trainer checks at start-up and moves once the run has started (its
+ * resume accepted), so a run refused in between moves nothing.
  * Returns 0, or -1 with the message (another run's saves, a failed move). */
-int own_claim(const char *dir, const CkptEntry *resumed, int overwrite, char *err,
+int own_claim(const char *dir, const CkptEntry *resumed, int overwrite, int move, char *err,
               size_t err_len);
 
 #endif

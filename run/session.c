@@ -469,7 +469,7 @@ void session_test_stall(const RunSession *s, int step)
 
 void session_close(RunSession *s) { own_unlock(&s->lock); }
 
-int session_claim(RunSession *s, Dist *d, char *err, size_t err_len)
+static int claim(RunSession *s, Dist *d, int move, char *err, size_t err_len)
 {
     const CkptEntry *resumed = s->resumed.step >= 0 ? &s->resumed : NULL;
     /* rank 0 decides; {status, run id} to every rank */
@@ -477,11 +477,21 @@ int session_claim(RunSession *s, Dist *d, char *err, size_t err_len)
     if (s->rank == 0) {
         if (!out[1]) out[1] = own_new_run_id();
         if (s->cfg.exclusive && s->dir[0] &&
-            own_claim(s->dir, resumed, s->cfg.overwrite, err, err_len) != 0)
+            own_claim(s->dir, resumed, s->cfg.overwrite, move, err, err_len) != 0)
             out[0] = 1;
     }
     dist_broadcast(d, out, sizeof out);
-    s->run_id = out[1];
+    if (!move) s->run_id = out[1];
     if (out[0] && s->rank != 0) io_err(err, err_len, "rank 0 refused --checkpoint-dir %s", s->dir);
     return out[0] ? -1 : 0;
+}
+
+int session_claim(RunSession *s, Dist *d, char *err, size_t err_len)
+{
+    return claim(s, d, 0, err, err_len);
+}
+
+int session_settle(RunSession *s, Dist *d, char *err, size_t err_len)
+{
+    return claim(s, d, 1, err, err_len);
 }

@@ -94,9 +94,15 @@ int session_locate(RunSession *s, Dist *d, char *save_dir, size_t len, char *err
                    size_t err_len);
 
 /* Decide the run id (the resumed save's, or a new one) and, training with
- * a folder, sort out its step folders (own_claim): rank 0 works, every
- * rank gets the outcome. Collective. */
+ * a folder, check its step folders (own_claim without moving anything:
+ * session_settle moves): rank 0 works, every rank gets the outcome.
+ * Collective. */
 int session_claim(RunSession *s, Dist *d, char *err, size_t err_len);
+
+/* Once the run has started (its resume accepted): move what session_claim
+ * only checked (another run's saves under --overwrite-checkpoints, this
+ * run's saves newer than the one resumed) aside. Collective. */
+int session_settle(RunSession *s, Dist *d, char *err, size_t err_len);
 
 /* The rollback point: the newest save of this run made outside a
  * non-finite streak. 1 with its folder in out, 0 when there is none. */

@@ -270,28 +270,39 @@ Test(folders, version_1_saves_resume_and_are_not_overwritten, .timeout = 120)
     tu_remove_tree(d);
 }
 
-/* A resume from a save beyond --steps is refused before the folder is
- * claimed: the saves newer than the one named stay where they are (before,
- * they were moved into abandoned/ by a run that then refused to start, so
+/* A run refused at start-up moves nothing: the saves newer than the one a
+ * rollback names stay where they are until the resume is accepted (before,
+ * the folder's claim had moved them into abandoned/ and then the run
+ * stopped, on a changed flag, a save beyond --steps or a missing file, so
  * the next --resume took the older save). The same for --resume-llmc into
  * its own export folder. */
-Test(folders, a_resume_beyond_steps_moves_nothing, .timeout = 120)
+Test(folders, a_refused_resume_moves_nothing, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], want[1024];
     tc_make_shards(d, 1, 400);
     snprintf(args, sizeof args, "%s --steps 3 --save-every 1 --keep 0 --checkpoint-dir %s/ck "
              "--save-checkpoint-llmc %s/lc", tc_model_args(d), d, d);
     tc_run_expect(d, args, 0, "saved");
-    snprintf(args, sizeof args, "%s --steps 1 --resume=%s/ck/step_00000002", tc_model_args(d), d);
-    snprintf(want, sizeof want, "cannot resume from %s/ck/step_00000002: it is at step 2, beyond "
-             "--steps 1", d);
-    tc_run_expect(d, args, 1, want);
-    cr_expect(tu_exists(tu_path(d, "ck/step_00000003")), "step 3 was moved");
-    cr_expect(!tu_exists(tu_path(d, "ck/abandoned")), "a refused run moved saves aside");
-    snprintf(args, sizeof args, "%s --steps 1 --resume-llmc %s/lc/state_00000002_00000.bin "
-             "--save-checkpoint-llmc %s/lc", tc_model_args(d), d, d);
-    tc_run_expect(d, args, 1, "state_00000002_00000.bin: it is at step 2, beyond --steps 1");
-    cr_expect(tu_exists(tu_path(d, "lc/DONE_00000003")), "llm.c's step 3 was moved");
-    cr_expect(!tu_exists(tu_path(d, "lc/abandoned")), "a refused run moved llm.c files aside");
+    const char *why[3] = {"--steps 1", "--steps 6 --lr 1e-2", "--steps 6 --eval-file none.bin"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "%s %s --resume=%s/ck/step_00000002", tc_model_args(d),
+                 why[i], d);
+        snprintf(want, sizeof want, i == 0 ? "cannot resume from %s/ck/step_00000002: it is at "
+                 "step 2, beyond --steps 1" : i == 1 ? "--lr: the save has" : "none.bin", d);
+        tc_run_expect(d, args, 1, want);
+        cr_expect(tu_exists(tu_path(d, "ck/step_00000003")), "%s: step 3 was moved", why[i]);
+        cr_expect(!tu_exists(tu_path(d, "ck/abandoned")), "%s: saves moved aside", why[i]);
+        if (i == 1) continue; /* llm.c's state does not record --lr (README) */
+        snprintf(args, sizeof args, "%s %s --resume-llmc %s/lc/state_00000002_00000.bin "
+                 "--save-checkpoint-llmc %s/lc", tc_model_args(d), why[i], d, d);
+        tc_run_expect(d, args, 1, i == 0 ? "state_00000002_00000.bin: it is at step 2, beyond "
+                      "--steps 1" : "none.bin");
+        cr_expect(tu_exists(tu_path(d, "lc/DONE_00000003")), "%s: llm.c's step 3 moved", why[i]);
+        cr_expect(!tu_exists(tu_path(d, "lc/abandoned")), "%s: llm.c files moved", why[i]);
+    }
+    /* an accepted rollback still moves them, after the resume */
+    snprintf(args, sizeof args, "%s --steps 4 --resume=%s/ck/step_00000002", tc_model_args(d), d);
+    tc_run_expect(d, args, 0, "(step 3) into");
+    cr_expect(tu_exists(tu_path(d, "ck/abandoned/step_00000003")));
     tu_remove_tree(d);
 }
