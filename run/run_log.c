@@ -51,28 +51,26 @@ static long long cut_offset(FILE *f, int n)
     return cut < off ? cut : -1;
 }
 
-/* Move bytes [cut, end) of the log into "<path>.<suffix>" (appended:
- * what an earlier move put there stays), then cut the log there. *lines:
- * how many lines moved. The message of a failure says `why` ("to keep the
- * lines after step 3"). */
-static int move_tail(RunLog *l, int fd, long long cut, long long end, const char *suffix,
-                     const char *why, long *lines, char side[4200], char *err, size_t err_len)
+/* Move bytes [cut, end) of the log into "<path>.abandoned", then cut. */
+static int cut_back(RunLog *l, int fd, long long cut, long long end, int n, char *err,
+                    size_t err_len)
 {
-    io_err(side, 4200, "%s.%s", l->path, suffix);
+    char side[4200];
+    io_err(side, sizeof side, "%s.abandoned", l->path);
     size_t bytes = (size_t)(end - cut);
     char *buf = malloc(bytes);
     if (!buf) {
         io_err(err, err_len, "--log %s: out of host memory", l->path);
         return -1;
     }
-    *lines = 0;
+    long lines = 0;
     int rc = io_pread_exact(fd, buf, bytes, (off_t)cut, l->path, err, err_len);
     for (size_t i = 0; rc == 0 && i < bytes; i++)
-        *lines += buf[i] == '\n' || i == bytes - 1; /* a torn last line counts too */
+        lines += buf[i] == '\n' || i == bytes - 1; /* a torn last line counts too */
     int out = rc == 0 ? open(side, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     if (rc == 0 && out < 0) {
-        io_err(err, err_len, "--log %s: cannot open %s %s: %s", l->path, side, why,
-               strerror(errno));
+        io_err(err, err_len, "--log %s: cannot open %s to keep the lines after step %d: %s",
+               l->path, side, n, strerror(errno));
         rc = -1;
     }
     if (rc == 0) rc = io_write_all(out, buf, bytes, side, err, err_len);
@@ -84,39 +82,13 @@ static int move_tail(RunLog *l, int fd, long long cut, long long end, const char
     free(buf);
     /* The lines are safe in the side file before the log loses them. */
     if (rc == 0 && ftruncate(fd, (off_t)cut) != 0) {
-        io_err(err, err_len, "--log %s: cannot cut it back %s: %s", l->path, why,
+        io_err(err, err_len, "--log %s: cannot cut it back to step %d: %s", l->path, n,
                strerror(errno));
         rc = -1;
     }
-    return rc;
-}
-
-/* A resume at step n: the lines after it into "<path>.abandoned". */
-static int cut_back(RunLog *l, int fd, long long cut, long long end, int n, char *err,
-                    size_t err_len)
-{
-    char side[4200], why[64];
-    long lines;
-    snprintf(why, sizeof why, "to keep the lines after step %d", n);
-    int rc = move_tail(l, fd, cut, end, "abandoned", why, &lines, side, err, err_len);
     if (rc == 0)
         printf("note: --log %s: cut back to step %d, where this run resumes; the %ld line%s "
                "logged after it moved to %s\n", l->path, n, lines, lines == 1 ? "" : "s", side);
-    return rc;
-}
-
-/* A new run: what the file held (another run's log) into "<path>.replaced",
- * never truncated away unseen. */
-static int set_aside(RunLog *l, int fd, long long end, char *err, size_t err_len)
-{
-    char side[4200];
-    long lines;
-    int rc = move_tail(l, fd, 0, end, "replaced", "to keep what it held", &lines, side, err,
-                       err_len);
-    if (rc == 0)
-        printf("note: --log %s: this is a new run; the %ld line%s already in the file moved to "
-               "%s (--resume continues a run and its log)\n", l->path, lines,
-               lines == 1 ? "" : "s", side);
     return rc;
 }
 
@@ -128,7 +100,8 @@ int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors
     l->ignore_errors = ignore_errors;
     if (!path) return 0;
     snprintf(l->path, sizeof l->path, "%s", path);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int flags = O_RDWR | O_CREAT | O_CLOEXEC | (resume_step < 0 ? O_TRUNC : 0);
+    int fd = open(path, flags, 0644);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         io_err(err, err_len, "--log %s: cannot open for writing: %s", path,
@@ -137,13 +110,6 @@ int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors
         return -1;
     }
     l->size = st.st_size;
-    if (resume_step < 0 && st.st_size > 0) {
-        if (set_aside(l, fd, st.st_size, err, err_len) != 0) {
-            close(fd);
-            return -1;
-        }
-        l->size = 0;
-    }
     if (resume_step >= 0 && st.st_size > 0) {
         FILE *f = fdopen(dup(fd), "r");
         long long cut = f ? cut_offset(f, resume_step) : -1;

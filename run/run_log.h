@@ -11,9 +11,7 @@
  * resumed run will train again. run_log_open for a resume at step N cuts
  * the file back to just after the training line of step N (or, when that
  * line is absent, to the first line of a later step); the lines cut are
- * appended to "<log>.abandoned", not deleted, and a note says how many.
- * A new run on a file that holds lines (another run's log) moves them to
- * "<log>.replaced" the same way: no log is truncated away unseen. */
+ * appended to "<log>.abandoned", not deleted, and a note says how many. */
 #ifndef RUN_RUN_LOG_H
 #define RUN_RUN_LOG_H
 
@@ -29,9 +27,8 @@ typedef struct {
     char fault[600];   /* the first failure */
 } RunLog;
 
-/* Open path (NULL: no log) for a new run (resume_step < 0: emptied, what it
- * held appended to "<log>.replaced" with a note) or a run resumed at
- * resume_step (cut back as above, then appended to). */
+/* Open path (NULL: no log) for a new run (resume_step < 0: truncated) or a
+ * run resumed at resume_step (cut back as above, then appended to). */
 int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors, char *err,
                  size_t err_len);
 

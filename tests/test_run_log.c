@@ -117,31 +117,3 @@ Test(run_log, a_resumed_log_has_each_step_once, .timeout = 120)
     cr_expect(sc[0] == 5 && sc[3] == 8);
     tu_remove_tree(d);
 }
-
-/* A new run's --log on a file that holds lines (an earlier run's log, or a
- * file named by mistake) moves them to LOG.replaced, appended, with a note,
- * instead of truncating them away unseen; the log then holds only this
- * run's lines. Before, the file was truncated silently. */
-Test(run_log, a_new_run_sets_the_old_log_aside, .timeout = 60)
-{
-    char *d = tu_tempdir(), args[4096], note[1024];
-    tc_make_shards(d, 1, 400);
-    const char *log = tu_path(d, "l.jsonl");
-    tu_write_text(log, "{\"mine\":1}\n{\"mine\":2}\n");
-    snprintf(args, sizeof args, "%s --steps 2 --log %s/l.jsonl", tc_model_args(d), d);
-    snprintf(note, sizeof note, "note: --log %s/l.jsonl: this is a new run; the 2 lines already "
-             "in the file moved to %s/l.jsonl.replaced", d, d);
-    tc_run_expect(d, args, 0, note);
-    char side[512];
-    snprintf(side, sizeof side, "%s/l.jsonl.replaced", d);
-    char *kept = tu_read_file(side, NULL);
-    cr_expect(kept && strcmp(kept, "{\"mine\":1}\n{\"mine\":2}\n") == 0, "kept: %s", kept);
-    free(kept);
-    cr_expect_eq(tc_log_losses(tu_path(d, "l.jsonl"), NULL, NULL, NULL, 8), 2);
-    cr_expect_eq(count(tu_path(d, "l.jsonl"), "mine"), 0, "the old lines are still in the log");
-    /* a second new run appends the first run's lines after them */
-    tc_run_expect(d, args, 0, "the 4 lines already in the file moved to");
-    cr_expect_eq(count(side, "mine"), 2);
-    cr_expect_eq(count(side, "\"loss\""), 2, "the first run's 2 step lines were not kept");
-    tu_remove_tree(d);
-}
