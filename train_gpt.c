@@ -25,6 +25,7 @@
 #include "base/fileio.h"
 #include "run/checkpoint.h"
 #include "run/run_log.h"
+#include "run/outputs.h"
 #include "run/session.h"
 #include "run/signals.h"
 #include "train_gpt.h"
@@ -334,20 +335,41 @@ static int close_log(Trainer *tr, int rc)
 
 /* The files a run writes after its work (--save at the end, --dump-grads
  * after step 1, --log from the first line) must be writable now, not after
- * hours of training: each names a file, not a folder, a device or a FIFO
- * (a temp file renamed over /dev/null would replace it), in a folder that
- * takes a new file. Rank 0 writes them. */
+ * hours of training: a file name (no trailing '/') in a folder that takes a
+ * new file. (What stands at the path already: claim_outputs.) --plan and
+ * --generate write none of them; --save's folder is checked all the same,
+ * as it always was. Rank 0 writes them. */
 static void check_output_paths(Trainer *tr)
 {
     const TrainOptions *o = &tr->opt;
     const char *flag[] = {"--save", "--dump-grads", "--log"};
     const char *path[] = {o->save, o->dump_grads, o->log_path};
+    int n = o->plan || o->generate > 0 ? 1 : 3;
     if (tr->dist.rank != 0) return;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n; i++) {
         char why[4600];
         if (path[i] && io_probe_output(path[i], why, sizeof why) != 0)
             dist_fail(&tr->dist, 1, "%s %s: %s", flag[i], path[i], why);
     }
+}
+
+/* A new run's --save, --log and --dump-grads never replace a file silently
+ * (run/outputs.h); rank 0 decides, every rank learns the verdict. */
+static void claim_outputs(Trainer *tr, int resumed)
+{
+    const TrainOptions *o = &tr->opt;
+    Dist *d = &tr->dist;
+    char err[4400] = "";
+    int refused = 0;
+    if (o->plan || o->generate > 0) return; /* they write none of them */
+    if (d->rank == 0) {
+        RunOutput outs[] = {{"--save", o->save}, {"--log", o->log_path},
+                            {"--dump-grads", o->dump_grads}};
+        refused = outputs_claim(outs, 3, resumed, o->overwrite_outputs, stdout, err,
+                                sizeof err) != 0;
+    }
+    dist_broadcast(d, &refused, sizeof refused);
+    if (refused) dist_exit_all(d, 1, "%s", d->rank == 0 ? err : "rank 0 refused an output file");
 }
 
 /* Start-up up to the model's shape: the world, the ranks' agreement, the
@@ -374,11 +396,12 @@ static void start(Trainer *tr, int argc, char **argv)
     int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
     if (rc < 0) fail(tr, err);
     if (rc == 0) tr->resume_dir[0] = 0;
-    /* before the claim, which moves the saves newer than the resumed one
-     * into abandoned/: a resume refused afterwards would leave them there */
+    /* before the claims, which move the saves newer than the resumed one into
+     * abandoned/ (and, with --overwrite-outputs, the old outputs aside) */
     if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
         dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
                   "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
+    claim_outputs(tr, rc > 0 || o->llmc_resume);
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_start(tr);
     if (rc > 0 && o->init_from)

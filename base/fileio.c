@@ -346,15 +346,6 @@ int io_probe_output(const char *path, char *err, size_t err_len)
         io_err(err, err_len, "names a folder (it ends with '/'), not a file");
         return -1;
     }
-    const char *kind = existing_kind(path);
-    if (kind && strcmp(kind, "a folder") == 0) {
-        io_err(err, err_len, "is a folder; give a file name (e.g. %s/NAME)", path);
-        return -1;
-    }
-    if (kind) {
-        io_err(err, err_len, "is %s, not a regular file", kind);
-        return -1;
-    }
     char dir[4096], why[4400];
     io_dirname(path, dir, sizeof dir);
     if (io_probe_writable(dir, why, sizeof why) != 0) {

@@ -90,12 +90,11 @@ void io_remove_live_temp(void);
  * inode table show up now rather than when the real file is written). */
 int io_probe_writable(const char *dir, char *err, size_t err_len);
 
-/* Check that a file can be written at path (before the work that makes it):
- * path does not end in '/', is not an existing folder, device, FIFO or
- * socket (the writer renames its temp file over the name, which would
- * replace such a thing), and its folder passes io_probe_writable. err gets
- * the fault without the path ("is a folder, not a regular file (...)",
- * "its folder must exist and be writable: <dir>: <why>"), for the caller
+/* Check that a file can be made at path (before the work that makes it):
+ * path does not end in '/' and its folder passes io_probe_writable. (What
+ * already stands at path is the caller's to judge; io_commit never renames
+ * over anything but a regular file.) err gets the fault without the path
+ * ("its folder must exist and be writable: <dir>: <why>"), for the caller
  * to put after the flag and path. */
 int io_probe_output(const char *path, char *err, size_t err_len);
 

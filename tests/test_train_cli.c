@@ -329,7 +329,9 @@ Test(train_cli, save_and_checkpoint_folders_checked_at_start, .timeout = 120)
  * step 1, --log) are checked at start-up: a folder, a name ending in '/', a
  * FIFO (standing in for /dev/null, which a save used to replace) or a
  * missing folder exits 1 naming the flag before step 1, and the FIFO is
- * left as it was. */
+ * left as it was. (Before: --save's folder alone was checked; --save DIR
+ * failed after training, --dump-grads after step 1, --log after the model
+ * was built.) */
 Test(train_cli, output_files_checked_at_start, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], want[1024], fifo[512], sub[512], missing[512];
@@ -343,9 +345,9 @@ Test(train_cli, output_files_checked_at_start, .timeout = 120)
         struct {
             const char *path, *fault;
         } c[] = {
-            {d, "is a folder; give a file name"},
+            {d, "exists and is not a regular file (a folder)"},
             {sub, "names a folder (it ends with '/'), not a file"},
-            {fifo, "is a FIFO, not a regular file"},
+            {fifo, "exists and is not a regular file (a special file)"},
             {missing, "its folder must exist and be writable"},
         };
         for (int k = 0; k < 4; k++) {
