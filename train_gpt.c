@@ -355,7 +355,7 @@ static void check_output_paths(Trainer *tr)
 
 /* A new run's --save, --log and --dump-grads never replace a file silently
  * (run/outputs.h); rank 0 decides, every rank learns the verdict. */
-static void claim_outputs(Trainer *tr, int resumed)
+static void claim_outputs(Trainer *tr, int resumed, int move)
 {
     const TrainOptions *o = &tr->opt;
     Dist *d = &tr->dist;
@@ -365,7 +365,7 @@ static void claim_outputs(Trainer *tr, int resumed)
     if (d->rank == 0) {
         RunOutput outs[] = {{"--save", o->save}, {"--log", o->log_path},
                             {"--dump-grads", o->dump_grads}};
-        refused = outputs_claim(outs, 3, resumed, o->overwrite_outputs, stdout, err,
+        refused = outputs_claim(outs, 3, resumed, o->overwrite_outputs, move, stdout, err,
                                 sizeof err) != 0;
     }
     dist_broadcast(d, &refused, sizeof refused);
@@ -401,7 +401,7 @@ static void start(Trainer *tr, int argc, char **argv)
     if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
         dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
                   "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
-    claim_outputs(tr, rc > 0 || o->llmc_resume);
+    claim_outputs(tr, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_start(tr);
     if (rc > 0 && o->init_from)
@@ -531,12 +531,14 @@ int main(int argc, char **argv)
     guard_check_start_step(d, tr.start_step);
     /* The run has started: what the folders' claims only checked at start-up
      * is moved aside now, so a run refused before this point (a changed
-     * flag, other data, a bad file) leaves both folders as they were. */
+     * flag, other data, a bad file) leaves both folders and the old
+     * outputs as they were. */
     if (session_settle(&tr.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_settle(&tr);
+    int resumed = tr.resume_dir[0] || o->llmc_resume;
+    claim_outputs(&tr, resumed, 1); /* --overwrite-outputs' moves */
     /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
      * to the resumed step, so the log covers the whole run with each step once. */
-    int resumed = tr.resume_dir[0] || o->llmc_resume;
     if (d->rank == 0 && run_log_open(&tr.log, o->log_path, resumed ? tr.start_step : -1,
                                      o->log_errors, err, sizeof err) != 0)
         fail(&tr, err);

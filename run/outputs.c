@@ -65,8 +65,8 @@ static int inspect(const RunOutput *o, long long *bytes, char *err, size_t err_l
     return st.st_size == 0 ? OUT_FREE : OUT_EXISTS;
 }
 
-int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, FILE *notes,
-                  char *err, size_t err_len)
+int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, int move,
+                  FILE *notes, char *err, size_t err_len)
 {
     /* every refusal before any move: one refused output moves nothing */
     for (int i = 0; i < n; i++) {
@@ -81,6 +81,7 @@ int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, FILE
                           "--overwrite-outputs to move it to %s.replaced_<time> (nothing is "
                           "deleted)", outs[i].flag, outs[i].path, bytes, outs[i].path);
     }
+    if (!move) return 0;
     for (int i = 0; i < n; i++) {
         long long bytes = 0;
         if (!outs[i].path || inspect(&outs[i], &bytes, err, err_len) != OUT_EXISTS) continue;

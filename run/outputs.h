@@ -9,7 +9,7 @@
  *     the end, the model it held being the resumed save's or later);
  *   - a new run refuses it (exit 1, before anything is built), naming the
  *     flag and the file, unless --overwrite-outputs, which moves it to
- *     FILE.replaced_<time> now (nothing is deleted).
+ *     FILE.replaced_<time> once the run has started (nothing is deleted).
  * A path that exists as anything but a regular file is refused always: the
  * write at the end would fail after the whole run. An empty file holds
  * nothing to lose. Rank 0 alone calls this (it alone writes these files). */
@@ -24,9 +24,12 @@ typedef struct {
     const char *path; /* NULL: the flag was not given */
 } RunOutput;
 
-/* Check (and with overwrite, move aside) each output. Notes (kept, moved)
- * go to `notes`. Returns 0, or -1 with err naming the flag and file. */
-int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, FILE *notes,
-                  char *err, size_t err_len);
+/* Check each output; with move, also move aside (overwrite) or note (a
+ * resumed run's) those that exist. The trainer checks at start-up and moves
+ * once the run has started, so a run refused in between moves nothing.
+ * Notes (kept, moved) go to `notes`. Returns 0, or -1 with err naming the
+ * flag and file. */
+int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, int move,
+                  FILE *notes, char *err, size_t err_len);
 
 #endif

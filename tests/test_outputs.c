@@ -155,3 +155,23 @@ Test(outputs, two_ranks_end_together_on_rank_0s_refusal, .timeout = 120)
     expect_kept(tu_path(d, "m.bin"));
     tu_remove_tree(d);
 }
+
+/* --overwrite-outputs moves the old files once the run has started: a run
+ * refused after the outputs were checked (here by a missing --eval-file)
+ * leaves them in place.
+ * Before, they had been moved to FILE.replaced_<time> already. */
+Test(outputs, a_run_refused_later_moves_no_output, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 400);
+    tu_write_text(tu_path(d, "m.bin"), KEEP);
+    tu_write_text(tu_path(d, "l.jsonl"), KEEP);
+    snprintf(args, sizeof args, "%s --steps 2 --save %s/m.bin --log %s/l.jsonl "
+             "--overwrite-outputs --eval-file %s/none.bin", tc_model_args(d), d, d, d);
+    tc_run_expect(d, args, 1, "none.bin");
+    expect_kept(tu_path(d, "m.bin"));
+    expect_kept(tu_path(d, "l.jsonl"));
+    cr_expect(only_entry(d, "m.bin.replaced_") == NULL, "moved by a refused run");
+    cr_expect(only_entry(d, "l.jsonl.replaced_") == NULL, "moved by a refused run");
+    tu_remove_tree(d);
+}
