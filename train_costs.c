@@ -87,7 +87,7 @@ int train_costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
             if (rc < 0) fprintf(stderr, "note: %s; measuring the op costs again\n", rerr);
             rc = measure(o, in, be, write_to, tc, err, len);
         } else {
-            snprintf(tc->source, sizeof tc->source, "none cached for %s at this shape (--op-costs "
+            snprintf(tc->source, sizeof tc->source, "not cached for %s at this shape (--op-costs "
                      "measure, or a --recompute auto run, caches them)", device);
             rc = 0;
         }

@@ -184,6 +184,10 @@ Test(opcost_file, measure_cache_and_predicted_vs_measured, .timeout = 120)
 {
     char *d = tu_tempdir(), log[512], extra[700], *out, *err;
     tc_make_shards(d, 1, 20000);
+    /* a fixed mode with nothing cached predicts nothing, and says why */
+    cr_assert_eq(run(d, train_args(d, "--recompute 1"), &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "none predicted: op costs not cached for cpu: "), "%s", out);
+    free(out), free(err);
     snprintf(log, sizeof log, "%s/log.jsonl", d);
     snprintf(extra, sizeof extra, "--recompute auto --memory-budget 10MiB --log %s", log);
     cr_assert_eq(run(d, train_args(d, extra), &out, &err), 0, "%s", err);
