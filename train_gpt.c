@@ -404,6 +404,11 @@ static void start(Trainer *tr, int argc, char **argv)
     claim_outputs(tr, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_start(tr);
+    /* --dump-grads is written at step 1, which a resumed run never trains */
+    int from = rc > 0 ? tr->sess.resumed.step : o->llmc_resume ? tr->llmc_from.step : 0;
+    if (o->dump_grads && from > 0 && run.exclusive)
+        dist_exit_all(d, 2, "--dump-grads: writes step 1's gradients, and this run resumes at "
+                      "step %d (%s)", from, rc > 0 ? tr->resume_dir : tr->llmc_from.state);
     if (rc > 0 && o->init_from)
         printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
                o->init_from);

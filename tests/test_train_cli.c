@@ -173,6 +173,33 @@ Test(train_cli, flags_without_effect_are_refused)
     expect_usage_error("--generate 3 --dump-grads g.bin", "and --generate trains no step");
 }
 
+/* --dump-grads writes step 1's gradients: a resumed run (from a save, or
+ * from llm.c's files) never trains step 1, so it is refused at start-up
+ * (before, the run trained on and wrote nothing); a --resume that finds
+ * no save starts at step 1 and writes it. */
+Test(train_cli, dump_grads_with_a_resume_is_refused, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096], want[1024];
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck --save-checkpoint-llmc "
+             "%s/lc", tc_model_args(d), d, d);
+    tc_run_expect(d, args, 0, "saved");
+    snprintf(args, sizeof args, "%s --steps 4 --checkpoint-dir %s/ck --resume --dump-grads "
+             "%s/g.bin", tc_model_args(d), d, d);
+    snprintf(want, sizeof want, "--dump-grads: writes step 1's gradients, and this run resumes "
+             "at step 2 (%s/ck/step_00000002)", d);
+    tc_run_expect(d, args, 2, want);
+    snprintf(args, sizeof args, "%s --steps 4 --resume-llmc %s/lc --dump-grads %s/g.bin",
+             tc_model_args(d), d, d);
+    tc_run_expect(d, args, 2, "and this run resumes at step 2");
+    cr_expect(!tu_exists(tu_path(d, "g.bin")));
+    snprintf(args, sizeof args, "%s --steps 1 --checkpoint-dir %s/new --resume --dump-grads "
+             "%s/g.bin", tc_model_args(d), d, d);
+    tc_run_expect(d, args, 0, "");
+    cr_expect(tu_exists(tu_path(d, "g.bin")), "a new run's step 1 was not dumped");
+    tu_remove_tree(d);
+}
+
 Test(train_cli, help_lists_every_flag_with_defaults)
 {
     char *d = tu_tempdir(), cmd[1100], path[512];
