@@ -37,6 +37,19 @@
  * whole job is aborted (dist_fail). */
 static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, 1, "%s", msg); }
 
+/* Put "--flag: " before a message about the flag's file ("x.bin: cannot
+ * open: ..."), so that the message names both. */
+static void name_flag(const char *flag, char *err, size_t len)
+{
+    size_t f = strlen(flag) + 2, n = strlen(err);
+    if (f + 1 > len) return;
+    if (n > len - f - 1) n = len - f - 1; /* the message's end is cut, never the flag */
+    memmove(err + f, err, n);
+    err[f + n] = 0;
+    memcpy(err, flag, f - 2);
+    memcpy(err + f - 2, ": ", 2);
+}
+
 /* Shape flags given with --init-from must agree with the file's shape,
  * which is the model's: a contradiction is an error with both shapes (exit
  * 2), never a silently different model. --model's preset counts as its
@@ -87,7 +100,10 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
     }
     if (from) {
         int version;
-        if (model_file_read_header(from, &tr->cfg, &version, err, len) != 0) return -1;
+        if (model_file_read_header(from, &tr->cfg, &version, err, len) != 0) {
+            if (from == o->init_from) name_flag("--init-from", err, len);
+            return -1;
+        }
         return tr->resume_dir[0] ? guard_check_resume_shape(o, &tr->cfg, tr->resume_dir, err, len)
                                  : check_shape_flags(tr, from, err, len);
     }
@@ -106,6 +122,7 @@ static int open_data(Trainer *tr, char *err, size_t len)
     int rank = tr->dist.rank, world = tr->dist.world;
     if (loader_open(&tr->train, o->train_data, o->batch, o->seq_len, rank, world,
                     tr->cfg.vocab_size, o->shuffle, o->seed, err, len) != 0) {
+        name_flag("--train-data", err, len);
         if (!o->train_data_given)
             snprintf(err + strlen(err), len - strlen(err),
                      " (the default dataset: run `make data`, or pass --train-data)");
@@ -138,7 +155,10 @@ static int open_data(Trainer *tr, char *err, size_t len)
     int rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
                          tr->cfg.vocab_size, 0, o->seed, err, len);
     if (rc == 0 && rank == 0 && tr->val.notes) fputs(tr->val.notes, stderr);
-    if (rc != 0 && o->val_data_given) return -1;
+    if (rc != 0 && o->val_data_given) {
+        name_flag("--val-data", err, len);
+        return -1;
+    }
     if (rc != 0 && rank == 0)
         fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
     tr->have_val = rc == 0;
@@ -487,8 +507,13 @@ int main(int argc, char **argv)
     if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
     if (o->eval_file) {
         if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
-                            sizeof err) != 0)
+                            sizeof err) != 0) {
+            name_flag("--eval-file", err, sizeof err);
+            if (access(o->eval_file, F_OK) != 0)
+                snprintf(err + strlen(err), sizeof err - strlen(err),
+                         " (`make hellaswag` writes datasets/hellaswag_val.bin)");
             fail(&tr, err);
+        }
         tr.have_eval = 1;
     }
     guard_check_data(d, session_data_fingerprint(&tr.train));

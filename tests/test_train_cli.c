@@ -246,11 +246,24 @@ Test(train_cli, data_errors_name_the_file_and_exit_nonzero)
     char *e;
     int rc = run_cli("--train-data '/nonexistent/x_*.bin' --vocab 256", &e);
     cr_expect_neq(rc, 0);
-    cr_expect(e && strstr(e, "/nonexistent/x_*.bin: glob matched no files"), "%s", e);
+    cr_expect(e && strstr(e, "--train-data: /nonexistent/x_*.bin: glob matched no files"), "%s", e);
     free(e);
     rc = run_cli("--init-from /nonexistent/model.bin", &e);
     cr_expect_neq(rc, 0);
-    cr_expect(e && strstr(e, "/nonexistent/model.bin: cannot open"), "%s", e);
+    cr_expect(e && strstr(e, "--init-from: /nonexistent/model.bin: cannot open"), "%s", e);
+    free(e);
+    /* each names its flag too (before: the file alone) */
+    rc = run_cli("--layers 2 --channels 32 --heads 4 --seq-len 16 --batch 2 --steps 1 "
+                 "--val-data /tmp", &e);
+    cr_expect_eq(rc, 1);
+    cr_expect(e && strstr(e, "--val-data: /tmp: not a regular file (a folder)"), "%s", e);
+    free(e);
+    rc = run_cli("--layers 2 --channels 32 --heads 4 --seq-len 16 --batch 2 --steps 1 "
+                 "--eval-file /nonexistent/hs.bin", &e);
+    cr_expect_eq(rc, 1);
+    cr_expect(e && strstr(e, "--eval-file: /nonexistent/hs.bin: cannot open: No such file or "
+                             "directory (`make hellaswag` writes datasets/hellaswag_val.bin)"),
+              "%s", e);
     free(e);
 }
 
