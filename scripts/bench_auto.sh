@@ -63,6 +63,13 @@ gpu)
     common=(--device cuda --dtype bf16 --seq-len 1024 --batch 8)
     width() { case $1 in 12) echo "--channels 768 --heads 12";; *) echo "--channels 1600 --heads 25";; esac; }
     layers=${LAYERS:-12 48}
+    if [ "${GPU_CHECK_REHEARSAL:-0}" = 1 ]; then
+        # scripts/gpu_check.sh's CPU rehearsal: its shapes there (T=64, B=2;
+        # 124M's width C=64, XL's C=32: its section 6 saves the XL model
+        # this loads), on the cpu; the rest of the gpu mode runs as it is
+        common=(--device cpu --dtype fp32 --seq-len 64 --batch 2)
+        width() { case $1 in 12) echo "--channels 64 --heads 4";; *) echo "--channels 32 --heads 2";; esac; }
+    fi
     ;;
 *) echo "usage: scripts/bench_auto.sh [cpu|gpu] [train_gpt flags...]" >&2; exit 1;;
 esac

@@ -33,6 +33,7 @@ over the H100/H200 SXM dense bf16 peak of 989 TFLOP/s. Re-forwards under
 """
 import json
 import math
+import os
 import statistics
 import struct
 import sys
@@ -132,7 +133,10 @@ def cmd_same(a, b):
     return 0 if same else 1
 
 
-MEM_TOLERANCE_PCT = 2.0  # issue 3: measured device memory within 2% of the planner's total
+# issue 3: measured device memory within 2% of the planner's total
+# (GPU_CHECK_MEM_TOL_PCT: gpu_check.sh's CPU rehearsal lifts it, its
+# "measured" being the process's peak RSS)
+MEM_TOLERANCE_PCT = float(os.environ.get("GPU_CHECK_MEM_TOL_PCT", "2"))
 
 
 def mem_diff_pct(summary):
