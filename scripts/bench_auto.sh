@@ -39,7 +39,7 @@ dev=${1:-cpu}
 [ -x ./train_gpt ] || { echo "bench_auto.sh: ./train_gpt not built (run make)" >&2; exit 1; }
 reps=${REPEATS:-3}
 steps=${STEPS:-6}
-out=$(mktemp -d /tmp/bench_auto.XXXXXX)
+out=$(mktemp -d "${TMPDIR:-/tmp}/bench_auto.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 export TRAIN_GPT_CACHE_DIR="$out/cache"
 

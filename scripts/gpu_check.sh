@@ -86,7 +86,7 @@ if [ $# -ne 1 ]; then
 fi
 mkdir -p "$1" || exit 2
 OUT=$(cd "$1" && pwd)
-WORK=$(mktemp -d /tmp/gpu_check.XXXXXX)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 PY=${PYTHON:-python3}
 TOOLS="$PY scripts/gpu_check_tools.py"
