@@ -25,6 +25,7 @@
 #include "base/fileio.h"
 #include "run/checkpoint.h"
 #include "run/run_log.h"
+#include "run/outputs.h"
 #include "run/session.h"
 #include "run/signals.h"
 #include "train_gpt.h"
@@ -340,6 +341,25 @@ static void check_save_path(Trainer *tr)
                   tr->opt.save, why);
 }
 
+/* A new run's --save, --log and --dump-grads never replace a file silently
+ * (run/outputs.h); rank 0 decides, every rank learns the verdict. */
+static void claim_outputs(Trainer *tr, int resumed)
+{
+    const TrainOptions *o = &tr->opt;
+    Dist *d = &tr->dist;
+    char err[4400] = "";
+    int refused = 0;
+    if (o->plan || o->generate > 0) return; /* they write none of them */
+    if (d->rank == 0) {
+        RunOutput outs[] = {{"--save", o->save}, {"--log", o->log_path},
+                            {"--dump-grads", o->dump_grads}};
+        refused = outputs_claim(outs, 3, resumed, o->overwrite_outputs, stdout, err,
+                                sizeof err) != 0;
+    }
+    dist_broadcast(d, &refused, sizeof refused);
+    if (refused) dist_exit_all(d, 1, "%s", d->rank == 0 ? err : "rank 0 refused an output file");
+}
+
 /* Start-up up to the model's shape: the world, the ranks' agreement, the
  * paths that will be written, the checkpoint folder, the save to resume. */
 static void start(Trainer *tr, int argc, char **argv)
@@ -364,6 +384,7 @@ static void start(Trainer *tr, int argc, char **argv)
     int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
     if (rc < 0) fail(tr, err);
     if (rc == 0) tr->resume_dir[0] = 0;
+    claim_outputs(tr, rc > 0 || o->llmc_resume);
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_start(tr);
     if (rc > 0 && o->init_from)

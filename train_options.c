@@ -166,6 +166,10 @@ static const OptSpec SPECS[] = {
      "auto|fp32|bf16 (auto: bf16 on cuda, fp32 on cpu)"},
     {"dump-grads", K_STR, O(dump_grads), NULL, 0, 0, NULL, "Other",
      "after step 1's backward, write the loss and all gradients (fp32) to FILE"},
+    {"overwrite-outputs", K_FLAG, O(overwrite_outputs), NULL, 0, 0, NULL, "Other",
+     "start a new run whose --save, --log or --dump-grads file holds something already, moving "
+     "it to FILE.replaced_<time> (nothing is deleted); without it such a run exits 1 at "
+     "start-up (a resumed run keeps them: its --log is continued, its --save replaced)"},
     {"peak-tflops", K_FLOAT, O(peak_tflops), "0", 0, 1e6, NULL, "Other",
      "the device's dense peak in TFLOP/s, for the MFU each step prints (0 = the table of known "
      "GPUs in kernels/device_info.c; the CPU has none: FLOP/s only)"},
@@ -460,6 +464,8 @@ static int check_checkpoint_flags(const TrainOptions *opt)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
     else if (opt->overwrite_checkpoints && !opt->checkpoint_dir && !opt->llmc_save_dir)
         why = "--overwrite-checkpoints: needs --checkpoint-dir DIR or --save-checkpoint-llmc DIR";
+    else if (opt->overwrite_outputs && !opt->save && !opt->log_path && !opt->dump_grads)
+        why = "--overwrite-outputs: needs --save, --log or --dump-grads";
     else if (opt->overwrite_checkpoints && opt->resume && !opt->resume_path)
         why = "--overwrite-checkpoints starts a new run and --resume continues the one in "
               "--checkpoint-dir: give one of them";

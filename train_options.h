@@ -51,6 +51,7 @@ typedef struct {
     /* other */
     const char *log_path, *device, *dtype, *dump_grads;
     int log_errors; /* 0 fail, 1 ignore */
+    int overwrite_outputs; /* run/outputs.h */
     int threads, profile_ops;
     float peak_tflops; /* 0 = the device table's (kernels/device_info.h) */
     /* text samples */

@@ -65,15 +65,18 @@ static void teardown(void)
 }
 
 /* Run `launcher ./train_gpt TINY <data> flags`; stdout and stderr go to
- * dir/<tag>.out and .err, the log to <tag>.log, the model to <tag>.bin. */
+ * dir/<tag>.out and .err, the log to <tag>.log, the model to <tag>.bin
+ * (those of an earlier run of the tag removed first: a new run refuses
+ * to replace them). */
 static int train(const char *launcher, const char *tag, const char *flags)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "%s ./train_gpt " TINY " --train-data %s/train.bin --val-data %s/val.bin "
+             "rm -f %s/%s.log %s/%s.bin && %s ./train_gpt " TINY " --train-data %s/train.bin --val-data %s/val.bin "
              "--val-every 2 --val-batches 2 --log %s/%s.log --save %s/%s.bin %s "
              "< /dev/null > %s/%s.out 2> %s/%s.err",
-             launcher, dir, dir, dir, tag, dir, tag, flags, dir, tag, dir, tag);
+             dir, tag, dir, tag, launcher, dir, dir, dir, tag, dir, tag, flags, dir, tag, dir,
+             tag);
     return tu_run(cmd);
 }
 
@@ -279,9 +282,9 @@ Test(dist, a_failing_rank_ends_the_job)
 {
     /* Rank 1 of 2 (B=1, T=8) reads tokens [8, 17) first: a bad token at
      * 12 fails rank 1 alone while rank 0 waits in the gradient all-reduce. */
-    write_tokens("poison.bin", 4000, 4, 12);
+    write_tokens("poison_tokens.bin", 4000, 4, 12);
     char flags[600];
-    snprintf(flags, sizeof flags, "--batch 1 --train-data %s/poison.bin", dir);
+    snprintf(flags, sizeof flags, "--batch 1 --train-data %s/poison_tokens.bin", dir);
     int rc = train(MPIRUN " -np 2", "poison", flags);
     cr_expect(rc != 0 && rc != 124, "exit %d (124 = hung until the timeout)", rc);
     char *e = slurp("poison", "err");

@@ -1,0 +1,100 @@
+/* run/outputs.c — a new run's --save, --log and --dump-grads files never
+ * replace another's silently (outputs.h). */
+#include "outputs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+
+/* Move path to path.replaced_<time>[-k] without replacing anything there:
+ * link() fails with EEXIST where rename() would overwrite. */
+static int move_aside(const char *flag, const char *path, char *dst, size_t dst_len, char *err,
+                      size_t err_len)
+{
+    char stamp[32];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    for (int k = 1; k < 100; k++) {
+        if (k == 1)
+            snprintf(dst, dst_len, "%s.replaced_%s", path, stamp);
+        else
+            snprintf(dst, dst_len, "%s.replaced_%s-%d", path, stamp, k);
+        if (link(path, dst) == 0) {
+            if (unlink(path) == 0) return 0;
+            int e = errno;
+            unlink(dst);
+            return io_err(err, err_len, "%s %s: --overwrite-outputs cannot move it aside: %s",
+                          flag, path, strerror(e));
+        }
+        if (errno == EEXIST) continue;
+        /* a file system without hard links: rename, having seen the name free */
+        struct stat st;
+        if (lstat(dst, &st) == 0) continue;
+        if (rename(path, dst) == 0) return 0;
+        return io_err(err, err_len, "%s %s: --overwrite-outputs cannot move it to %s: %s", flag,
+                      path, dst, strerror(errno));
+    }
+    return io_err(err, err_len, "%s %s: --overwrite-outputs found no free name %s.replaced_%s*",
+                  flag, path, path, stamp);
+}
+
+enum { OUT_FREE, OUT_EXISTS, OUT_BAD };
+
+/* What stands at o->path: nothing (or an empty file), a file with
+ * something in it, or something that cannot be written (err says). */
+static int inspect(const RunOutput *o, long long *bytes, char *err, size_t err_len)
+{
+    struct stat st;
+    if (stat(o->path, &st) != 0) {
+        if (errno == ENOENT) return OUT_FREE;
+        io_err(err, err_len, "%s %s: cannot inspect it: %s", o->flag, o->path, strerror(errno));
+        return OUT_BAD;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        io_err(err, err_len, "%s %s: exists and is not a regular file (a %s); give a file path",
+               o->flag, o->path, S_ISDIR(st.st_mode) ? "folder" : "special file");
+        return OUT_BAD;
+    }
+    *bytes = (long long)st.st_size;
+    return st.st_size == 0 ? OUT_FREE : OUT_EXISTS;
+}
+
+int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, FILE *notes,
+                  char *err, size_t err_len)
+{
+    /* every refusal before any move: one refused output moves nothing */
+    for (int i = 0; i < n; i++) {
+        long long bytes = 0;
+        if (!outs[i].path) continue;
+        int what = inspect(&outs[i], &bytes, err, err_len);
+        if (what == OUT_BAD) return -1;
+        if (what == OUT_EXISTS && !resumed && !overwrite)
+            return io_err(err, err_len, "%s %s: the file exists (%lld bytes, from another "
+                          "run?) and a new run would replace it; nothing was started. Give "
+                          "another path, continue that run with --resume, or pass "
+                          "--overwrite-outputs to move it to %s.replaced_<time> (nothing is "
+                          "deleted)", outs[i].flag, outs[i].path, bytes, outs[i].path);
+    }
+    for (int i = 0; i < n; i++) {
+        long long bytes = 0;
+        if (!outs[i].path || inspect(&outs[i], &bytes, err, err_len) != OUT_EXISTS) continue;
+        if (resumed) {
+            if (strcmp(outs[i].flag, "--save") == 0)
+                fprintf(notes, "note: --save %s exists; this resumed run replaces it at its "
+                        "end\n", outs[i].path);
+            continue;
+        }
+        char dst[4200];
+        if (move_aside(outs[i].flag, outs[i].path, dst, sizeof dst, err, err_len) != 0)
+            return -1;
+        fprintf(notes, "note: --overwrite-outputs: %s %s moved to %s\n", outs[i].flag,
+                outs[i].path, dst);
+    }
+    return 0;
+}

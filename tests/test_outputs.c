@@ -1,0 +1,157 @@
+/* tests/test_outputs.c — end-to-end: a new run's --save, --log and
+ * --dump-grads never replace a file that holds something (run/outputs.h).
+ *
+ *  - a new run refuses each one (exit 1, naming the flag and the file)
+ *    before any step, and leaves the file's bytes as they were;
+ *  - --overwrite-outputs moves the file to FILE.replaced_<time> (same bytes)
+ *    and the run writes a new one;
+ *  - a resumed run keeps them: its log is continued, its --save replaced;
+ *  - an empty file is taken, a folder is refused even with
+ *    --overwrite-outputs, and a refusal moves nothing;
+ *  - --plan writes none of them, so it checks none;
+ *  - under two ranks, rank 0's refusal ends both with exit 1. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "train_cli.h"
+
+static const char KEEP[] = "the user's file: keep me\n";
+
+/* The one entry of dir whose name starts with `prefix`, as a path (static
+ * storage), or NULL when there are none or several. */
+static const char *only_entry(const char *dir, const char *prefix)
+{
+    static char path[1200];
+    int n = 0;
+    DIR *dp = opendir(dir);
+    cr_assert(dp != NULL);
+    struct dirent *e;
+    while ((e = readdir(dp)))
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            n++;
+        }
+    closedir(dp);
+    return n == 1 ? path : NULL;
+}
+
+static void expect_kept(const char *path)
+{
+    char *got = tu_read_file(path, NULL);
+    cr_expect(got && strcmp(got, KEEP) == 0, "%s changed: '%s'", path, got ? got : "(gone)");
+    free(got);
+}
+
+Test(outputs, a_new_run_refuses_each_existing_output, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096], want[1200];
+    tc_make_shards(d, 1, 400);
+    const char *flags[] = {"--save", "--log", "--dump-grads"};
+    for (int i = 0; i < 3; i++) {
+        const char *p = tu_path(d, "mine.bin");
+        tu_write_text(p, KEEP);
+        snprintf(args, sizeof args, "%s --steps 2 %s %s", tc_model_args(d), flags[i], p);
+        snprintf(want, sizeof want, "%s %s: the file exists (%zu bytes", flags[i], p,
+                 strlen(KEEP));
+        tc_run_expect(d, args, 1, want);
+        cr_expect(tc_file_has(tu_path(d, "run.err"), "--overwrite-outputs"));
+        cr_expect(!tc_file_has(tu_path(d, "run.out"), "initializing"), "%s: started", flags[i]);
+        expect_kept(p);
+    }
+    tu_remove_tree(d);
+}
+
+Test(outputs, overwrite_outputs_moves_the_old_file_aside, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 400);
+    tu_write_text(tu_path(d, "m.bin"), KEEP);
+    tu_write_text(tu_path(d, "l.jsonl"), KEEP);
+    snprintf(args, sizeof args, "%s --steps 2 --save %s/m.bin --log %s/l.jsonl "
+             "--overwrite-outputs", tc_model_args(d), d, d);
+    tc_run_expect(d, args, 0, "note: --overwrite-outputs: --save ");
+    const char *old = only_entry(d, "m.bin.replaced_");
+    cr_assert(old != NULL, "no single m.bin.replaced_<time>");
+    expect_kept(old);
+    cr_assert((old = only_entry(d, "l.jsonl.replaced_")) != NULL);
+    expect_kept(old);
+    /* the new files are this run's: a model of the tiny shape, two steps logged */
+    cr_expect_eq(tc_log_losses(tu_path(d, "l.jsonl"), NULL, NULL, NULL, 8), 2);
+    char *m = tu_read_file(tu_path(d, "m.bin"), NULL);
+    cr_expect(m && strcmp(m, KEEP) != 0);
+    free(m);
+    tu_remove_tree(d);
+}
+
+Test(outputs, a_resumed_run_continues_its_log_and_replaces_its_save, .timeout = 90)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 400);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck --resume --save %s/m.bin "
+             "--log %s/l.jsonl", m, d, d, d);
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "a")), 0);
+    snprintf(args, sizeof args, "%s --steps 4 --checkpoint-dir %s/ck --resume --save %s/m.bin "
+             "--log %s/l.jsonl", m, d, d, d);
+    char note[1200];
+    snprintf(note, sizeof note, "note: --save %s/m.bin exists; this resumed run replaces it", d);
+    tc_run_expect(d, args, 0, note);
+    cr_expect_eq(tc_log_losses(tu_path(d, "l.jsonl"), NULL, NULL, NULL, 8), 4);
+    cr_expect(only_entry(d, "m.bin.replaced_") == NULL);
+    /* the save is the 4-step model: the same bits as a straight run's */
+    snprintf(args, sizeof args, "%s --steps 4 --save %s/straight.bin", m, d);
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "s")), 0);
+    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "straight.bin")));
+    tu_remove_tree(d);
+}
+
+Test(outputs, empty_files_are_taken_folders_refused_and_a_refusal_moves_nothing, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096], want[1200];
+    tc_make_shards(d, 1, 400);
+    tu_write_text(tu_path(d, "empty.jsonl"), "");
+    snprintf(args, sizeof args, "%s --steps 1 --log %s/empty.jsonl", tc_model_args(d), d);
+    tc_run_expect(d, args, 0, "| loss ");
+    /* a folder at --save, with a log that would be moved: refused, the log kept */
+    tu_write_text(tu_path(d, "l.jsonl"), KEEP);
+    snprintf(args, sizeof args, "%s --steps 1 --log %s/l.jsonl --save %s --overwrite-outputs",
+             tc_model_args(d), d, d);
+    snprintf(want, sizeof want, "--save %s: exists and is not a regular file (a folder)", d);
+    tc_run_expect(d, args, 1, want);
+    expect_kept(tu_path(d, "l.jsonl"));
+    cr_expect(only_entry(d, "l.jsonl.replaced_") == NULL, "moved by a refused run");
+    tu_remove_tree(d);
+}
+
+Test(outputs, plan_checks_nothing_and_the_flag_needs_an_output, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 400);
+    tu_write_text(tu_path(d, "m.bin"), KEEP);
+    snprintf(args, sizeof args, "%s --plan --save %s/m.bin", tc_model_args(d), d);
+    tc_run_expect(d, args, 0, "recompute");
+    expect_kept(tu_path(d, "m.bin"));
+    snprintf(args, sizeof args, "%s --steps 1 --overwrite-outputs", tc_model_args(d));
+    tc_run_expect(d, args, 2, "--overwrite-outputs: needs --save, --log or --dump-grads");
+    tu_remove_tree(d);
+}
+
+Test(outputs, two_ranks_end_together_on_rank_0s_refusal, .timeout = 120)
+{
+    char *d = tu_tempdir(), cmd[8192];
+    tc_make_shards(d, 2, 200);
+    tu_write_text(tu_path(d, "m.bin"), KEEP);
+    snprintf(cmd, sizeof cmd, "timeout 100 " TC_MPIRUN " -np 2 %s %s --steps 2 --save %s/m.bin "
+             "> %s/a.txt 2>&1", tc_bin(), tc_model_args(d), d, d);
+    int rc = tu_run(cmd);
+    char *out = tu_read_file(tu_path(d, "a.txt"), NULL);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, out ? out : "");
+    cr_expect(out && strstr(out, "the file exists"), "%s", out ? out : "");
+    free(out);
+    expect_kept(tu_path(d, "m.bin"));
+    tu_remove_tree(d);
+}
