@@ -114,6 +114,7 @@ BMAX=64                         # section 6: 124M's micro-batch at most
 C124=768 NH124=12               # GPT-2 124M's width (12 layers)
 CXL=1600 NHXL=25 BXL=8          # GPT-2 XL's width (48 layers), section 6's B
 PLAN_XL=() PLAN_124=()          # sections 7, 8: --plan's default budget
+PEAK=()                         # section 6: train_gpt's MFU against the device table's peak
 TGT_MFU=0.45 TGT_XL=0.78 TGT_HEAD=0.97 TGT_HEADB=3 TGT_AUTO=0.97 # issue 3's targets
 if [ "$REHEARSAL" = 1 ]; then
     # The CPU rehearsal (tests/test_gpu_check.c): every section's shell and
@@ -124,9 +125,11 @@ if [ "$REHEARSAL" = 1 ]; then
     # --quick) when it is built, else SKIP too. The GPU-only fields the runs
     # lack on the cpu: measured memory is the process's peak RSS (not within
     # 2% of the planner: the tolerance is lifted), no context_overhead, no
-    # "gemm algo:" lines (TRAIN_GPT_GEMM_VERBOSE), no out-of-memory stop;
-    # the speed targets are 0 (the rows and their parsing run, the cpu's
-    # speed is no verdict). GPU_CHECK_REHEARSAL_BUNDLE=1 rehearses the
+    # "gemm algo:" lines (TRAIN_GPT_GEMM_VERBOSE), no out-of-memory stop, no
+    # device peak for the --log lines' "mfu" (the GPU's comes from
+    # kernels/device_info.c's table; here --peak-tflops gives one, and
+    # gpu_check_tools.py's MFU takes the same peak); the speed targets are 0
+    # (the rows and their parsing run, the cpu's speed is no verdict). GPU_CHECK_REHEARSAL_BUNDLE=1 rehearses the
     # bundle's unpacking too (it replaces ./train_gpt and check_kernels
     # with the bundle's, as on the GPU).
     DEV=cpu
@@ -141,8 +144,10 @@ if [ "$REHEARSAL" = 1 ]; then
     # budgets that keep --plan's largest micro-batches small on the cpu
     # (XL: 2 at recompute 0, 18 at 1; 124M: 8)
     PLAN_XL=(--memory-budget 30MiB) PLAN_124=(--memory-budget 20MiB)
+    PEAK=(--peak-tflops 0.05) # about a third of a shared core's fp32 rate
     TGT_MFU=0 TGT_XL=0 TGT_HEAD=0 TGT_HEADB=0 TGT_AUTO=0
-    export GPU_CHECK_MEM_TOL_PCT=1e9 # gpu_check_tools.py: RSS is not device memory
+    export GPU_CHECK_MEM_TOL_PCT=inf     # gpu_check_tools.py: RSS is not device memory
+    export GPU_CHECK_PEAK_TFLOPS=0.05    # gpu_check_tools.py's MFU: PEAK's peak
     export GPU_CHECK_REHEARSAL=1     # bench_auto.sh gpu: its cpu shapes
     export OMP_NUM_THREADS=1         # tiny runs on a shared machine: no barrier stalls
 fi
@@ -494,7 +499,7 @@ perf() {
         return 1
     fi
     if train "$name" --device "$DEV" --dtype "${DT[bf16]}" --layers "$L" --channels "$C" --heads "$NH" \
-        --seq-len "$PT" --batch "$B" --steps "$PSTEPS" --recompute "$r" "${FULL[@]}" "$@"; then
+        --seq-len "$PT" --batch "$B" --steps "$PSTEPS" --recompute "$r" "${FULL[@]}" "${PEAK[@]}" "$@"; then
         local d
         if d=$($TOOLS stats "$WORK/$name.jsonl" 2 "$L" "$C" "$VFULL" "$PT"); then row "$name" PASS "$d"
         else row "$name" FAIL "$d"; fi
