@@ -5,37 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/fileio.h"
 
 /* Inputs above this are refused rather than read whole (HellaSwag's
  * validation file is 12 MB, its training file 47 MB). */
-#define JSONL_MAX_BYTES ((off_t)1 << 30)
-
-static int read_whole(const char *path, char **out, size_t *len, char *err, size_t err_len)
-{
-    off_t size;
-    int fd = io_open_regular(path, &size, err, err_len);
-    if (fd < 0) return -1;
-    int rc = -1;
-    char *buf = NULL;
-    if (size > JSONL_MAX_BYTES) {
-        io_err(err, err_len, "%s: %lld bytes; more than the 1 GiB this reader takes", path,
-               (long long)size);
-    } else if (!(buf = malloc((size_t)size + 1))) {
-        io_err(err, err_len, "%s: out of memory for %lld bytes", path, (long long)size);
-    } else if (io_pread_exact(fd, buf, (size_t)size, 0, path, err, err_len) == 0) {
-        buf[size] = 0;
-        *out = buf;
-        *len = (size_t)size;
-        buf = NULL;
-        rc = 0;
-    }
-    free(buf);
-    close(fd);
-    return rc;
-}
+#define JSONL_MAX_BYTES ((size_t)1 << 30)
 
 /* "label": a number 0..3, or a string of one digit 0..3. -1 otherwise. */
 static int parse_label(const cJSON *v)
@@ -100,7 +75,9 @@ int hellaswag_read_jsonl(const char *path, Tokenizer *tk, EvalSet *es, char *err
 {
     char *text;
     size_t len;
-    if (read_whole(path, &text, &len, err, err_len)) return -1;
+    if (io_read_whole(path, 0, JSONL_MAX_BYTES, "a HellaSwag jsonl file this reader takes",
+                      &text, &len, err, err_len) != 0)
+        return -1;
     TokenIds ids[1 + EVAL_COMPLETIONS];
     memset(ids, 0, sizeof ids);
     int rc = 0, line = 0;
