@@ -147,8 +147,13 @@ cuda-emu-check: tests/cuda/check_kernels_emu
 # scripts/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; tests/gpu_check_rehearsal.py checks the rows the
-# GPU run would print (about 75 s on 2 shared cores; CI runs it).
+# GPU run would print (about 65 s on 2 shared cores; CI runs it). First
+# bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
+GPU_SCRIPTS := scripts/gpu_check.sh scripts/gpu_check_dist.sh scripts/bench_auto.sh scripts/gpu_bundle.sh
 gpu-check-rehearsal: all tests/cuda/check_kernels_emu
+	for f in $(GPU_SCRIPTS); do bash -n $$f || exit 1; done
+	if command -v shellcheck >/dev/null; then shellcheck -S warning $(GPU_SCRIPTS); \
+	else echo "gpu-check-rehearsal: no shellcheck (apt-get install shellcheck): not run" >&2; fi
 	python3 tests/gpu_check_rehearsal.py
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
 # sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.

@@ -85,7 +85,7 @@ run() { # name args...: one run, its log in $out/$name.jsonl
 }
 
 for L in $layers; do
-    # shellcheck disable=SC2046
+    # shellcheck disable=SC2046,SC2207 # width prints flags, split on purpose
     shape=(--layers "$L" $(width "$L"))
     ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget 1000GiB --op-costs flops \
         > "$out/plan$L.txt"
@@ -93,7 +93,7 @@ for L in $layers; do
         $1 ~ /^2,k=/{d=$4} END{print a, b, c, d}' "$out/plan$L.txt")
     budgets=()
     nb=${NBUDGETS:-4}
-    for i in $(seq "$nb"); do budgets+=($(( p1 + (p0 - p1) * (2 * i - 1) / (2 * nb) ))); done
+    for i in $(seq "$nb"); do budgets+=("$(( p1 + (p0 - p1) * (2 * i - 1) / (2 * nb) ))"); done
     echo "$L $p0 $psel $p1 $p2 ${budgets[*]}" > "$out/budgets$L.txt"
     for r in $(seq "$reps"); do
         for b in "${budgets[@]}"; do

@@ -67,11 +67,20 @@
 # (the table printed last), build.log, kernels.log, timing.log, train.log
 # (every train_gpt command and its output), train_json.log (their --log
 # lines), nvidia-smi.txt, dist.log. Exit status: 0 when every row passed.
-# GPU_CHECK_BUDGET (seconds, default 420): sections 6-8 are skipped, with a
+# GPU_CHECK_BUDGET (seconds, default 420): sections 6-9 are skipped, with a
 # SKIP row, once the script has run that long. GPU_CHECK_SECTIONS (default:
 # all) names the sections to run (kernels sweep grads sample recompute nccl
 # perf xlmax head auto), for a rerun of what failed; CHECK_ARGS goes to
 # check_kernels (e.g. "--only head").
+# GPU_CHECK_REHEARSAL=1 (`make gpu-check-rehearsal`; CI runs it): this script
+# rehearsed on a machine without a GPU, so that a shell or parsing bug shows
+# there and not in a lease. Every section runs on the cpu backend at tiny
+# shapes (the block after the defaults below substitutes the device, dtypes,
+# shapes, budgets and targets; the GPU run keeps the defaults), the kernel
+# checks and --sweep on the CPU emulator; what needs CUDA (nvidia-smi, the
+# build, check_kernels --time and the rows read from its tables) is a SKIP
+# "(rehearsal)" row. tests/gpu_check_rehearsal.py checks that every row the
+# GPU run prints is there and none FAILs. About 65 s on 2 cores.
 # The first run after the attention rewrite and the fusions (issue 13):
 #   GPU_CHECK_SECTIONS="kernels recompute perf sweep sample" scripts/gpu_check.sh OUT
 # planned at 5 to 6 minutes (not yet run): the bundle and data about 20 s,
@@ -117,8 +126,8 @@ PLAN_XL=() PLAN_124=()          # sections 7, 8: --plan's default budget
 PEAK=()                         # section 6: train_gpt's MFU against the device table's peak
 TGT_MFU=0.45 TGT_XL=0.78 TGT_HEAD=0.97 TGT_HEADB=3 TGT_AUTO=0.97 # issue 3's targets
 if [ "$REHEARSAL" = 1 ]; then
-    # The CPU rehearsal (tests/test_gpu_check.c): every section's shell and
-    # parsing on the cpu backend at tiny shapes, in about a minute. Only what
+    # The CPU rehearsal (tests/gpu_check_rehearsal.py): every section's shell
+    # and parsing on the cpu backend at tiny shapes, in about a minute. Only what
     # needs CUDA is skipped (rows SKIP "(rehearsal)"): nvidia-smi, the build,
     # check_kernels --time and everything read from its tables; the kernel
     # checks and --sweep run on the CPU emulator (tests/cuda/check_kernels_emu,
@@ -211,6 +220,7 @@ wheel_lib() { # LIB MODULE: e.g. nccl nvidia.nccl
     dir=$($PY -c "import $2 as m; print(list(m.__path__)[0])" 2>/dev/null) || return 0
     [ -d "$dir/lib" ] || return 0
     mkdir -p "$WORK/lib"
+    # shellcheck disable=SC2012,SC2086 # the first of lib$1.so*, a glob on purpose
     ln -sf "$(ls "$dir"/lib/lib$1.so* | head -1)" "$WORK/lib/lib$1.so"
     export LIBRARY_PATH="$WORK/lib:${LIBRARY_PATH:-}" CPATH="$dir/include:${CPATH:-}"
     export LD_LIBRARY_PATH="$dir/lib:${LD_LIBRARY_PATH:-}"
@@ -270,6 +280,7 @@ if [ "$REHEARSAL" = 1 ] && [ ! -x "$CK" ]; then
     rehearse "check_kernels (fp32 1e-5, bf16 2e-2)" "no $CK (make tests/cuda/check_kernels_emu)"
     rehearse "check_kernels, GELU epilogues (FUSE_GELU=1)" "no $CK (make tests/cuda/check_kernels_emu)"
 else
+# shellcheck disable=SC2086 # CHECK_ARGS: flags, split on purpose
 "$CK" "${QUICK[@]}" --dtype both ${CHECK_ARGS:-} >"$OUT/kernels.log" 2>&1
 rc=$?
 detail="$(grep -E '^[0-9]+ checks' "$OUT/kernels.log" | tail -1); $(grep -m1 'seed' "$OUT/kernels.log")"
@@ -294,6 +305,7 @@ if [ "$REHEARSAL" = 1 ]; then
         rehearse "$r" "check_kernels --time needs a GPU"
     done
 else
+# shellcheck disable=SC2086 # CHECK_ARGS: flags, split on purpose
 if ./tests/cuda/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.log" 2>&1; then
     row "check_kernels --time" PASS "per-op medians in timing.log (bf16 table below)"
     if d=$($TOOLS headx "$OUT/timing.log" 1.3); then row "target: head <= 1.3x its three gemms" PASS "$d"
@@ -301,6 +313,7 @@ if ./tests/cuda/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.
     # the static model's predictions for these rows (made by gpu_bundle.sh on
     # the CPU machine; python3 only here), appended to timing.log
     if [ -f "$WORK/bundle/perf_model.json" ]; then
+        # shellcheck disable=SC2094 # --compare reads timing.log whole before it prints
         { echo; $PY scripts/cuda_perf_model.py --compare "$OUT/timing.log" \
             --predictions "$WORK/bundle/perf_model.json"; } >>"$OUT/timing.log" 2>&1
     fi
@@ -359,6 +372,7 @@ fi # the emulator
 fi # sweep
 
 # ---- data ----
+# shellcheck disable=SC2015 # either shard failing is the FAIL row
 $TOOLS shard "$WORK/small_000.bin" "$SHARD_SMALL" 1000 1 &&
     $TOOLS shard "$WORK/full_000.bin" "$SHARD_FULL" "$VFULL" 2 || {
     row "random-token shards" FAIL "scripts/gpu_check_tools.py shard failed"
