@@ -145,7 +145,8 @@ if [ "$REHEARSAL" = 1 ]; then
     DT[bf16]=fp32 # the cpu backend computes in fp32 only
     CK=./tests/cuda/check_kernels_emu
     QUICK=(--quick) # the emulator: the small shapes only
-    [ -n "${GPU_CHECK_REHEARSAL_BUNDLE:-}" ] || BUNDLE=
+    if [ -z "${GPU_CHECK_REHEARSAL_BUNDLE:-}" ]; then BUNDLE=
+    elif [ ! -f "$BUNDLE" ]; then echo "gpu_check.sh: no $BUNDLE to rehearse (scripts/gpu_bundle.sh)" >&2; exit 2; fi
     SHARD_SMALL=100000 SHARD_FULL=100000
     VFULL=2000 # at 50257 the head would take most of every cpu step
     PT=64 PSTEPS=4 BMAX=4

@@ -16,7 +16,11 @@ GPU_CHECK_SECTIONS) on the cpu backend at tiny shapes, then asserts:
     tool returns no more).
 
 Then once more with GPU_CHECK_BUDGET=0: sections 6-9 each print their SKIP
-rows ("time budget (0 s) used") and the script still exits 0.
+rows ("time budget (0 s) used") and the script still exits 0. And the
+parsers of what only a GPU prints (the rehearsal's SKIP rows), on text in
+the printf formats of tests/cuda/check_timing.c (check_kernels --time) and
+kernels/cuda/gemm.cu ("gemm algo:" lines): gpu_check_tools.py table, headx
+and algos.
 Exit 0 when all hold; otherwise every failed assertion on stderr, exit 1.
 """
 import os
@@ -142,11 +146,76 @@ def run(sections, out, extra_env, errors):
     return p.stdout
 
 
+def timing_table(dtype, scale):
+    """check_kernels --time's table for one dtype, in check_timing.c's printf
+    formats; every ms is its row's index times scale (the head's parts:
+    logits 1, loss 0.2, dx 1, dwte 1, head 3.6: 1.2x its three gemms)."""
+    t = "\ntiming (%s): B=4 T=1024 C=768 NH=12 V=50257, median of 20 after 3 warm-ups\n" % dtype
+    t += "%-28s %10s %12s\n" % ("op", "ms", "rate")
+    names = ["encoder_forward", "layernorm_forward"]
+    for mm in ("qkv", "attn proj", "fc", "fc proj"):
+        names += ["matmul_forward " + mm, "matmul_backward " + mm]
+    names += ["attention_forward", "matmul_gelu_forward fc", "matmul_backward_gelu fc proj",
+              "head_forward_backward", "  its forward (gemm + loss)"]
+    for i, n in enumerate(names):
+        t += "%-28s %10.4f %9.1f %s\n" % (n, (i + 1) * scale, 123.4, "TFLOP/s")
+    parts = [("  its logits gemm", 1.0), ("  its loss + dlogits kernel", 0.2),
+             ("  its dx gemm", 1.0), ("  its dwte gemm", 1.0)]
+    for n, ms in parts:
+        t += "%-28s %10.4f %9.1f %s\n" % (n, ms * scale, 99.0, "TFLOP/s")
+    t += "%-28s %10.4f %9.3f x  (head / its three gemms; goal <= 1.3)\n" % (
+        "  head vs its three gemms", 3.6 * scale, 1.2)
+    t += "%-28s %10.4f %9.1f %s\n" % ("adamw_update (124M)", 0.5, 800.0, "GB/s")
+    return t + "(head_forward_backward: chunk 4096 tokens)\n"
+
+
+def gemm_algo(m, pick, algo_id, ms):
+    """One line of kernels/cuda/gemm.cu's print_choice."""
+    return ("gemm algo: m=%d n=768 k=768 t=01 ld=768,768,768 bf16->bf16 bias=1 beta=0 epi=0 "
+            "align=16: candidate %d of 8 (id %d tile 18 stages 0 splitk 1) %.4f ms, heuristic's "
+            "first %.4f ms [timed]\n" % (m, pick, algo_id, ms, ms * 1.1))
+
+
+def check_gpu_parsers(tmp, errors):
+    def tools(*args):
+        p = subprocess.run([sys.executable, "scripts/gpu_check_tools.py", *args], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return p.returncode, p.stdout.strip()
+
+    def expect(what, got, rc, text):
+        if got[0] != rc or text not in got[1]:
+            errors.append(f"gpu_check_tools.py {what}: exit {got[0]} {got[1]!r}, expected "
+                          f"exit {rc} with {text!r}")
+
+    t = os.path.join(tmp, "timing.log")
+    with open(t, "w") as f:  # as gpu_check.sh writes it: --dtype both, then appended runs
+        f.write("check_kernels: seed 1 (rerun with --seed 1)\n" + timing_table("fp32", 10) +
+                timing_table("bf16", 1) + "\n=== TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/"
+                "check_kernels --time --dtype bf16\n" + timing_table("bf16", 100))
+    expect("table (bf16, the first table)", tools("table", t, "bf16", "matmul_gelu_forward fc"),
+           0, "12.0000")
+    expect("table (fp32)", tools("table", t, "fp32", "matmul_backward fc proj"), 0, "100.0000")
+    expect("table (head part)", tools("table", t, "bf16", "its dwte gemm"), 0, "1.0000")
+    expect("table (no such row)", tools("table", t, "bf16", "matmul_forward xyz"), 1, "no row")
+    expect("headx", tools("headx", t, "1.3"), 0, "= 1.20x (target <= 1.3)")
+    expect("headx (over target)", tools("headx", t, "1.1"), 1, "1.20x")
+    a, b, c = (os.path.join(tmp, n) for n in ("a.txt", "b.txt", "c.txt"))
+    with open(a, "w") as f:
+        f.write("step 1/3\n" + gemm_algo(4096, 2, 21, 0.5) + gemm_algo(8192, 0, 6, 0.7))
+    with open(b, "w") as f:  # the same choices, other times, another order
+        f.write(gemm_algo(8192, 0, 6, 0.9) + gemm_algo(4096, 2, 21, 0.4))
+    with open(c, "w") as f:  # one problem chose another algorithm
+        f.write(gemm_algo(8192, 0, 6, 0.9) + gemm_algo(4096, 3, 31, 0.4))
+    expect("algos (same)", tools("algos", a, b), 0, "the same algorithm for all 2 problems")
+    expect("algos (differ)", tools("algos", a, c), 1, "1 of 2 problems chose differently")
+
+
 def main():
     sections = os.environ.get("GPU_CHECK_SECTIONS", ALL).split()
     errors = []
     tmp = tempfile.mkdtemp(prefix="gpu_check_rehearsal.")
     try:
+        check_gpu_parsers(tmp, errors)
         # 1. every section
         out = os.path.join(tmp, "out")
         console = run(" ".join(sections), out, {}, errors)
