@@ -138,9 +138,10 @@ if [ "$REHEARSAL" = 1 ]; then
     # device peak for the --log lines' "mfu" (the GPU's comes from
     # kernels/device_info.c's table; here --peak-tflops gives one, and
     # gpu_check_tools.py's MFU takes the same peak); the speed targets are 0
-    # (the rows and their parsing run, the cpu's speed is no verdict). GPU_CHECK_REHEARSAL_BUNDLE=1 rehearses the
-    # bundle's unpacking too (it replaces ./train_gpt and check_kernels
-    # with the bundle's, as on the GPU).
+    # (the rows and their parsing run, the cpu's speed is no verdict).
+    # GPU_CHECK_REHEARSAL_BUNDLE=1 rehearses the bundle's unpacking too (it
+    # replaces ./train_gpt and check_kernels with the bundle's, as on the
+    # GPU; the bundle's CUDA-built train_gpt runs --device cpu).
     DEV=cpu
     DT[bf16]=fp32 # the cpu backend computes in fp32 only
     CK=./tests/cuda/check_kernels_emu
