@@ -147,7 +147,7 @@ cuda-emu-check: tests/cuda/check_kernels_emu
 # scripts/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; tests/gpu_check_rehearsal.py checks the rows the
-# GPU run would print (about 65 s on 2 shared cores; CI runs it). First
+# GPU run would print (65 to 95 s on 2 shared cores; CI runs it). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
 GPU_SCRIPTS := scripts/gpu_check.sh scripts/gpu_check_dist.sh scripts/bench_auto.sh scripts/gpu_bundle.sh
 gpu-check-rehearsal: all tests/cuda/check_kernels_emu

@@ -80,7 +80,7 @@
 # checks and --sweep on the CPU emulator; what needs CUDA (nvidia-smi, the
 # build, check_kernels --time and the rows read from its tables) is a SKIP
 # "(rehearsal)" row. tests/gpu_check_rehearsal.py checks that every row the
-# GPU run prints is there and none FAILs. About 65 s on 2 cores.
+# GPU run prints is there and none FAILs. 65 to 95 s on 2 shared cores.
 # The first run after the attention rewrite and the fusions (issue 13):
 #   GPU_CHECK_SECTIONS="kernels recompute perf sweep sample" scripts/gpu_check.sh OUT
 # planned at 5 to 6 minutes (not yet run): the bundle and data about 20 s,
