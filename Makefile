@@ -55,7 +55,8 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/distributed/nccl_check.o)
 endif
 
-.PHONY: all test data hellaswag clean cuda-check cuda-emu-check cuda-resources cuda-perf-model
+.PHONY: all test data hellaswag clean cuda-check cuda-emu-check cuda-resources cuda-perf-model \
+        gpu-check-rehearsal
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90)"
@@ -143,6 +144,17 @@ cuda-emu-check: tests/cuda/check_kernels_emu
 	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
 	./tests/cuda/check_kernels_emu --sweep --quick --dtype bf16
 	EMU_ENC_SORT_CHUNK=256 ./tests/cuda/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
+# scripts/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
+# shell and parsing on the cpu backend at tiny shapes, the kernel checks and
+# --sweep on the emulator; tests/gpu_check_rehearsal.py checks the rows the
+# GPU run would print (65 to 95 s on 2 shared cores; CI runs it). First
+# bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
+GPU_SCRIPTS := scripts/gpu_check.sh scripts/gpu_check_dist.sh scripts/bench_auto.sh scripts/gpu_bundle.sh
+gpu-check-rehearsal: all tests/cuda/check_kernels_emu
+	for f in $(GPU_SCRIPTS); do bash -n $$f || exit 1; done
+	if command -v shellcheck >/dev/null; then shellcheck -S warning $(GPU_SCRIPTS); \
+	else echo "gpu-check-rehearsal: no shellcheck (apt-get install shellcheck): not run" >&2; fi
+	python3 tests/gpu_check_rehearsal.py
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
 # sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
 cuda-resources:

@@ -39,7 +39,7 @@ dev=${1:-cpu}
 [ -x ./train_gpt ] || { echo "bench_auto.sh: ./train_gpt not built (run make)" >&2; exit 1; }
 reps=${REPEATS:-3}
 steps=${STEPS:-6}
-out=$(mktemp -d /tmp/bench_auto.XXXXXX)
+out=$(mktemp -d "${TMPDIR:-/tmp}/bench_auto.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 export TRAIN_GPT_CACHE_DIR="$out/cache"
 
@@ -63,6 +63,13 @@ gpu)
     common=(--device cuda --dtype bf16 --seq-len 1024 --batch 8)
     width() { case $1 in 12) echo "--channels 768 --heads 12";; *) echo "--channels 1600 --heads 25";; esac; }
     layers=${LAYERS:-12 48}
+    if [ "${GPU_CHECK_REHEARSAL:-0}" = 1 ]; then
+        # scripts/gpu_check.sh's CPU rehearsal: its shapes there (T=64, B=2;
+        # 124M's width C=64, XL's C=32: its section 6 saves the XL model
+        # this loads), on the cpu; the rest of the gpu mode runs as it is
+        common=(--device cpu --dtype fp32 --seq-len 64 --batch 2)
+        width() { case $1 in 12) echo "--channels 64 --heads 4";; *) echo "--channels 32 --heads 2";; esac; }
+    fi
     ;;
 *) echo "usage: scripts/bench_auto.sh [cpu|gpu] [train_gpt flags...]" >&2; exit 1;;
 esac
@@ -78,7 +85,7 @@ run() { # name args...: one run, its log in $out/$name.jsonl
 }
 
 for L in $layers; do
-    # shellcheck disable=SC2046
+    # shellcheck disable=SC2046,SC2207 # width prints flags, split on purpose
     shape=(--layers "$L" $(width "$L"))
     ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget 1000GiB --op-costs flops \
         > "$out/plan$L.txt"
@@ -86,7 +93,7 @@ for L in $layers; do
         $1 ~ /^2,k=/{d=$4} END{print a, b, c, d}' "$out/plan$L.txt")
     budgets=()
     nb=${NBUDGETS:-4}
-    for i in $(seq "$nb"); do budgets+=($(( p1 + (p0 - p1) * (2 * i - 1) / (2 * nb) ))); done
+    for i in $(seq "$nb"); do budgets+=("$(( p1 + (p0 - p1) * (2 * i - 1) / (2 * nb) ))"); done
     echo "$L $p0 $psel $p1 $p2 ${budgets[*]}" > "$out/budgets$L.txt"
     for r in $(seq "$reps"); do
         for b in "${budgets[@]}"; do

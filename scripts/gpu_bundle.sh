@@ -78,7 +78,7 @@ fi
     echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), glibc $(ldd --version | head -1 | awk '{print $NF}')"
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
     echo "nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"
-    echo "libraries: $(cd "$stage" && ls lib lib-mpi | grep so | tr '\n' ' ')"
+    echo "libraries: $(cd "$stage" && for f in lib/*.so* lib-mpi/*.so*; do [ -e "$f" ] && printf '%s ' "${f#*/}"; done)"
     echo "model predictions: $([ -f "$stage/perf_model.json" ] && echo perf_model.json || echo none)"
 } >"$stage/MANIFEST"
 

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 DEVICE=${DEVICE:-cuda}
 STEPS=${STEPS:-10}
 MPIRUN=(mpirun --allow-run-as-root -np 1 --bind-to none)
-work=$(mktemp -d /tmp/gpu_check_dist.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check_dist.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # 300K random GPT-2 token ids: the check needs identical runs, not real text.
