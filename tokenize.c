@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/fileio.h"
 #include "data/hellaswag.h"
@@ -55,6 +58,11 @@ static void usage(FILE *f)
 "                        hellaswag's validation jsonl) along the chain below,\n"
 "                        fetching it into the cache if need be;\n"
 "                        print its file paths, one per line, and exit\n"
+"  --overwrite           PREFIX may hold a dataset already (shards or a\n"
+"                        manifest): the new one replaces it, the old files\n"
+"                        moving to PREFIX.replaced_<time>/ (nothing is\n"
+"                        deleted; none move when it is the same dataset);\n"
+"                        without it such a PREFIX is refused (exit 1)\n"
 "  --quiet               print nothing but errors (default: progress above\n"
 "                        4 MB of input, and a summary, on stderr)\n"
 "  -h, --help            this text\n"
@@ -70,13 +78,13 @@ static void usage(FILE *f)
 "\n"
 "The dataset is written whole into PREFIX.tokenize-PID.tmp/ with its manifest\n"
 "PREFIX.manifest.json (each shard's tokens and sha256), and replaces the old\n"
-"dataset under PREFIX only then: on any failure the old one is unchanged. Old\n"
-"shards of PREFIX that the new dataset does not have are removed.\n",
+"dataset under PREFIX only then (see --overwrite): on any failure the old one\n"
+"is unchanged.\n",
             GPT2_DIR_ENV);
 }
 
 static const char *const FLAGS = "--out --val-fraction --val-tokens --shard-size "
-                                 "--split-blank-lines --hellaswag --encoder --vocab --fetch --quiet "
+                                 "--split-blank-lines --hellaswag --encoder --vocab --fetch --overwrite --quiet "
                                  "--help";
 
 /* getopt_long takes any unique prefix ("--ou" for --out, "--split-blank-line"
@@ -118,6 +126,47 @@ static int parse_count(const char *s, long long max, long long *out)
     return 0;
 }
 
+/* Whether files a and b hold the same bytes (0 when either is unreadable). */
+static int same_bytes(const char *a, const char *b)
+{
+    char *x = NULL, *y = NULL, why[512];
+    size_t nx = 0, ny = 0;
+    int same = io_read_whole(a, 0, (size_t)1 << 31, "a file", &x, &nx, why, sizeof why) == 0 &&
+               io_read_whole(b, 0, (size_t)1 << 31, "a file", &y, &ny, why, sizeof why) == 0 &&
+               nx == ny && memcmp(x, y, nx) == 0;
+    free(x), free(y);
+    return same;
+}
+
+/* --hellaswag's output never replaces a file unasked. With --overwrite the
+ * old file gets a second name, path.replaced_<time>, in `kept` (a hard link:
+ * the atomic write then replaces only the first name), dropped again when
+ * the new file turns out byte-identical. 0, or -1 with the message printed. */
+static int keep_old_file(const char *path, int overwrite, char *kept, size_t kept_len)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return 0;
+    if (!overwrite) {
+        fprintf(stderr, "tokenize: --out: %s exists (%lld bytes) and would be replaced; nothing "
+                "was written. Give another --out, or pass --overwrite (the old file is kept as "
+                "%s.replaced_<time>)\n", path, (long long)st.st_size, path);
+        return -1;
+    }
+    char stamp[32];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    for (int k = 1; k < 100; k++) {
+        if (k == 1) snprintf(kept, kept_len, "%s.replaced_%s", path, stamp);
+        else snprintf(kept, kept_len, "%s.replaced_%s-%d", path, stamp, k);
+        if (link(path, kept) == 0) return 0;
+        if (errno != EEXIST) break;
+    }
+    fprintf(stderr, "tokenize: --overwrite: cannot keep the old %s as %s: %s; nothing was "
+            "written\n", path, kept, strerror(errno));
+    kept[0] = 0;
+    return -1;
+}
+
 /* --hellaswag FILE --out PREFIX: PREFIX.bin, llm.c's eval file. */
 static int run_hellaswag(const TokenizeJob *job, const char *jsonl, const char *shard_flag,
                          int num_files)
@@ -141,12 +190,18 @@ static int run_hellaswag(const TokenizeJob *job, const char *jsonl, const char *
         fprintf(stderr, "tokenize: --out %s: %s: %s\n", job->out_prefix, out, err);
         return 1;
     }
+    char kept[4300] = "";
+    if (keep_old_file(out, job->overwrite, kept, sizeof kept) != 0) return 1;
     HellaswagJob h = {.jsonl = jsonl, .out_path = out, .encoder_path = job->encoder_path,
                       .vocab_path = job->vocab_path, .quiet = job->quiet};
     if (hellaswag_job_run(&h, err, sizeof err)) {
+        if (kept[0]) unlink(kept); /* the old file is still at its name */
         fprintf(stderr, "tokenize: %s\n", err);
         return 1;
     }
+    if (kept[0] && same_bytes(kept, out)) unlink(kept);
+    else if (kept[0] && !job->quiet)
+        fprintf(stderr, "note: --overwrite: the old %s is kept as %s\n", out, kept);
     return 0;
 }
 
@@ -169,7 +224,7 @@ static int fetch_only(const char *name, int quiet)
 int main(int argc, char **argv)
 {
     enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET,
-           OPT_HELLASWAG, OPT_FETCH };
+           OPT_HELLASWAG, OPT_FETCH, OPT_OVERWRITE };
     static const struct option opts[] = {
         {"out", required_argument, 0, OPT_OUT},
         {"val-fraction", required_argument, 0, OPT_VALF},
@@ -181,6 +236,7 @@ int main(int argc, char **argv)
         {"quiet", no_argument, 0, OPT_QUIET},
         {"hellaswag", required_argument, 0, OPT_HELLASWAG},
         {"fetch", required_argument, 0, OPT_FETCH},
+        {"overwrite", no_argument, 0, OPT_OVERWRITE},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -228,6 +284,7 @@ int main(int argc, char **argv)
         case OPT_VOCAB: job.vocab_path = optarg; break;
         case OPT_QUIET: job.quiet = 1; break;
         case OPT_FETCH: fetch = optarg; break;
+        case OPT_OVERWRITE: job.overwrite = 1; break;
         case 'h': usage(stdout); return 0;
         case ':':
             fprintf(stderr, "tokenize: %s needs a value (see --help)\n", argv[optind - 1]);
@@ -240,6 +297,11 @@ int main(int argc, char **argv)
     if (fetch) {
         if (optind < argc) {
             fprintf(stderr, "tokenize: --fetch takes no input files (got '%s')\n", argv[optind]);
+            return 2;
+        }
+        if (job.overwrite) {
+            fprintf(stderr, "tokenize: --overwrite applies to --out, which --fetch does not "
+                    "write\n");
             return 2;
         }
         return fetch_only(fetch, job.quiet);

@@ -19,15 +19,21 @@
  * same input tokenized the same way gives the same bytes, and two different
  * datasets have different ids (up to a 2^-64 chance).
  *
- * Staging and switch (./tokenize). A new dataset is written into the
+ * Staging and switch (./tokenize). A new dataset never replaces another
+ * unasked: when the prefix holds a manifest or shards (PREFIX.manifest.json,
+ * PREFIX_{val,train}_<digits>.bin: an earlier ./tokenize, or llm.c's own
+ * shards), ./tokenize refuses at start, before reading any input, unless
+ * told to overwrite. A new dataset is written into the
  * folder PREFIX.tokenize-PID.tmp/ beside the prefix, on the same file
  * system: every shard, then the manifest, each fsynced, then the folder.
  * Only then is the old dataset replaced:
  *   1. every target name is checked (absent or a regular file);
- *   2. each new shard is renamed into place (over the old shard of that name);
- *   3. the manifest is renamed into place, the folder fsynced;
- *   4. shards of the prefix (PREFIX_{val,train}_<digits>.bin) that the new
- *      manifest does not list are removed, then the staging folder.
+ *   2. the old dataset's files move into PREFIX.replaced_<time>/ (renames,
+ *      nothing deleted), except when the old manifest has the new dataset's
+ *      id: its files are then the new ones byte for byte (same tokens, split
+ *      and shard size) and only shards it does not list move;
+ *   3. each new shard is renamed into place, then the manifest, the
+ *      folders fsynced; the staging folder is removed.
  * Guarantees:
  *   - any failure before step 2 (input errors, a full disk, a file size
  *     limit, a name taken by a folder) leaves the old dataset untouched,
@@ -35,10 +41,12 @@
  *   - a crash before step 2 leaves the old dataset untouched and a staging
  *     folder, which the next ./tokenize for that prefix removes;
  *   - a crash (or a failed rename, which needs an I/O error) during steps 2
- *     to 4 leaves a folder mixing the two datasets; the loader refuses it,
- *     naming the shards whose dataset id differs from the manifest's or that
- *     the manifest does not list; running ./tokenize again repairs it. Steps
- *     2 to 4 are renames and unlinks only: milliseconds.
+ *     and 3 leaves the old files split between the prefix and the
+ *     replaced_ folder, or part of the new dataset without its manifest;
+ *     the loader refuses such a glob, naming the shards whose dataset id
+ *     differs from the manifest's or that no manifest lists; running
+ *     ./tokenize --overwrite again repairs it. Steps 2 and 3 are renames
+ *     only: milliseconds.
  * The old and the new dataset both need room on the disk until the switch.
  * Two ./tokenize runs on one prefix at once: each holds a lock (flock) on
  * its staging folder, and a run that finds another's locked folder refuses
@@ -106,12 +114,22 @@ typedef struct {
     int switching;               /* commit started renaming into place (step 2) */
     DatasetManifest man;         /* what is staged */
     char notes[1024];            /* "note: ..." lines for the caller (leftovers removed) */
+    int overwrite;               /* the old dataset may be moved aside (step 2) */
+    int old_manifest, old_shards;    /* what the prefix held at begin */
+    unsigned long long old_bytes;    /* their sizes */
+    uint64_t old_id;             /* the old manifest's dataset id; 0 none or unreadable */
+    char man_final[4600];        /* DIR/PREFIX.manifest.json */
+    char replaced[4400];         /* the folder the old files moved into; "" none */
+    int moved;                   /* old files moved there */
 } DatasetStage;
 
 /* Create and lock the staging folder for prefix (whose folder must exist);
  * remove staging folders of the same prefix left by runs that died (a note
- * in s->notes); refuse when another live run holds one. */
-int dataset_stage_begin(DatasetStage *s, const char *prefix, char *err, size_t err_len);
+ * in s->notes); refuse when another live run holds one, and, unless
+ * overwrite, when the prefix holds a dataset (the message names it, its
+ * id and size, and --overwrite). */
+int dataset_stage_begin(DatasetStage *s, const char *prefix, int overwrite, char *err,
+                        size_t err_len);
 
 /* A path inside the staging folder for a scratch file (e.g. the token
  * spool); removed by dataset_stage_close when still there. */
@@ -122,8 +140,10 @@ int dataset_stage_scratch(const DatasetStage *s, const char *name, char *out, si
 int dataset_stage_add(DatasetStage *s, const char *split, const uint16_t *tokens, size_t n,
                       char *err, size_t err_len);
 
-/* Write the manifest, then switch (steps 1-4 above). On an error before
- * the switch the old dataset is untouched. */
+/* Write the manifest, then switch (steps 1-3 above). On an error before
+ * the switch the old dataset is untouched. After it, s->replaced names the
+ * folder the old files went to ("" when none moved) and s->moved counts
+ * them. */
 int dataset_stage_commit(DatasetStage *s, char *err, size_t err_len);
 
 /* After commit, or after any failure: remove the staging folder and what

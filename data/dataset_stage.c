@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
@@ -95,10 +96,75 @@ static int clear_leftovers(DatasetStage *s, char *err, size_t err_len)
     return rc;
 }
 
-int dataset_stage_begin(DatasetStage *s, const char *prefix, char *err, size_t err_len)
+/* What the prefix holds now: its manifest (and, when it parses, the id of
+ * the dataset it describes) and its shards. */
+static int survey_old(DatasetStage *s, char *err, size_t err_len)
+{
+    DIR *d = opendir(s->dir);
+    if (!d) {
+        io_err(err, err_len, "%s: cannot list the output folder: %s", s->dir, strerror(errno));
+        return -1;
+    }
+    char manifest[DATASET_NAME_MAX + 32];
+    snprintf(manifest, sizeof manifest, "%s" DATASET_MANIFEST_SUFFIX, s->base);
+    s->old_shards = s->old_manifest = 0;
+    s->old_bytes = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int is_manifest = strcmp(e->d_name, manifest) == 0;
+        if (!is_manifest && !is_shard_name(e->d_name, s->base)) continue;
+        char p[4600];
+        struct stat st;
+        io_err(p, sizeof p, "%s/%s", s->dir, e->d_name);
+        /* a folder or link with such a name is no dataset's (step 1 refuses
+         * it where the new dataset needs the name) */
+        if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (is_manifest) s->old_manifest = 1;
+        else s->old_shards++;
+        s->old_bytes += (unsigned long long)st.st_size;
+    }
+    closedir(d);
+    s->old_id = 0;
+    if (s->old_manifest) {
+        DatasetManifest m;
+        char p[4600], why[512];
+        io_err(p, sizeof p, "%s/%s", s->dir, manifest);
+        if (dataset_manifest_read(p, &m, why, sizeof why) == 0) {
+            s->old_id = m.id;
+            dataset_manifest_free(&m);
+        }
+    }
+    return 0;
+}
+
+/* A new dataset never replaces another unasked: the old one may be the
+ * only copy of hours of tokenizing, or llm.c's shards downloaded beside it. */
+static int refuse_old(const DatasetStage *s, char *err, size_t err_len)
+{
+    char what[DATASET_NAME_MAX + 160];
+    if (s->old_manifest && s->old_id)
+        snprintf(what, sizeof what, "a dataset (%s" DATASET_MANIFEST_SUFFIX ", id %016llx, and "
+                 "%d shard%s)", s->base, (unsigned long long)s->old_id, s->old_shards,
+                 s->old_shards == 1 ? "" : "s");
+    else if (s->old_manifest)
+        snprintf(what, sizeof what, "%s" DATASET_MANIFEST_SUFFIX " (unreadable) and %d shard%s",
+                 s->base, s->old_shards, s->old_shards == 1 ? "" : "s");
+    else
+        snprintf(what, sizeof what, "%d shard%s without a manifest (llm.c's, or copied "
+                 "without it)", s->old_shards, s->old_shards == 1 ? "" : "s");
+    return io_err(err, err_len, "%s: holds %s, %llu bytes, which a new dataset would replace; "
+                  "nothing was written. Give another --out, or pass --overwrite to move the old "
+                  "files into %s.replaced_<time>/ once the new dataset is written (nothing is "
+                  "deleted; rewriting the same dataset moves nothing)", s->prefix, what,
+                  s->old_bytes, s->prefix);
+}
+
+int dataset_stage_begin(DatasetStage *s, const char *prefix, int overwrite, char *err,
+                        size_t err_len)
 {
     memset(s, 0, sizeof *s);
     s->lock_fd = -1;
+    s->overwrite = overwrite;
     const char *slash = strrchr(prefix, '/');
     const char *base = slash ? slash + 1 : prefix;
     if (strlen(prefix) >= sizeof s->prefix - 64 || strlen(base) + 32 >= DATASET_NAME_MAX) {
@@ -128,7 +194,8 @@ int dataset_stage_begin(DatasetStage *s, const char *prefix, char *err, size_t e
         dataset_stage_close(s);
         return -1;
     }
-    if (clear_leftovers(s, err, err_len) != 0) {
+    if (clear_leftovers(s, err, err_len) != 0 || survey_old(s, err, err_len) != 0 ||
+        ((s->old_manifest || s->old_shards) && !overwrite && refuse_old(s, err, err_len))) {
         dataset_stage_close(s);
         return -1;
     }
@@ -186,10 +253,32 @@ static int check_targets(const DatasetStage *s, const char *manifest_name, char 
     return 0;
 }
 
-/* Step 4: shards of the prefix that the new manifest does not list. */
-static int remove_stale(const DatasetStage *s, const DatasetManifest *m, char *err,
-                        size_t err_len)
+/* Make s->replaced, "PREFIX.replaced_<time>[-k]", a new folder. */
+static int make_replaced_folder(DatasetStage *s, char *err, size_t err_len)
 {
+    char stamp[32];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    for (int k = 1; k < 100; k++) {
+        if (k == 1) io_err(s->replaced, sizeof s->replaced, "%s.replaced_%s", s->prefix, stamp);
+        else io_err(s->replaced, sizeof s->replaced, "%s.replaced_%s-%d", s->prefix, stamp, k);
+        if (mkdir(s->replaced, 0755) == 0) return 0;
+        if (errno != EEXIST) break;
+    }
+    io_err(err, err_len, "%s: cannot make a folder for the old dataset: %s", s->replaced,
+           strerror(errno));
+    s->replaced[0] = 0;
+    return -1;
+}
+
+/* Step 2: the old dataset's files that the new one does not rewrite byte
+ * for byte move into s->replaced. The same dataset id means the same
+ * tokens, split and shard size, so the same shard bytes under the same
+ * names: those, and the manifest, are renamed over in step 3. */
+static int move_old(DatasetStage *s, char *err, size_t err_len)
+{
+    const char *manifest = strrchr(s->man_final, '/') + 1;
+    int same = s->old_id && s->old_id == s->man.id;
     DIR *d = opendir(s->dir);
     if (!d) {
         io_err(err, err_len, "%s: cannot list the output folder: %s", s->dir, strerror(errno));
@@ -197,16 +286,32 @@ static int remove_stale(const DatasetStage *s, const DatasetManifest *m, char *e
     }
     struct dirent *e;
     int rc = 0;
-    while ((e = readdir(d))) {
-        if (!is_shard_name(e->d_name, s->base) || dataset_manifest_find(m, e->d_name) >= 0)
-            continue;
-        char p[4600];
-        io_err(p, sizeof p, "%s/%s", s->dir, e->d_name);
-        if (unlink(p) != 0 && errno != ENOENT && rc == 0) {
-            io_err(err, err_len, "%s: cannot remove this shard of the old dataset: %s (the "
-                   "loader refuses a glob that holds it)", p, strerror(errno));
-            rc = -1;
+    s->moved = 0;
+    while (rc == 0 && (e = readdir(d))) {
+        int is_manifest = strcmp(e->d_name, manifest) == 0;
+        if (!is_manifest && !is_shard_name(e->d_name, s->base)) continue;
+        char from[4600], to[4600];
+        struct stat st;
+        io_err(from, sizeof from, "%s/%s", s->dir, e->d_name);
+        if (lstat(from, &st) != 0 || !S_ISREG(st.st_mode)) continue; /* as survey_old */
+        if (same && (is_manifest || dataset_manifest_find(&s->man, e->d_name) >= 0)) continue;
+        if (!s->overwrite) {
+            rc = io_err(err, err_len, "%s/%s: appeared while tokenizing; a new dataset would "
+                        "replace it (pass --overwrite to move it aside)", s->dir, e->d_name);
+            break;
         }
+        if (!s->replaced[0] && make_replaced_folder(s, err, err_len) != 0) {
+            rc = -1;
+            break;
+        }
+        io_err(to, sizeof to, "%s/%s", s->replaced, e->d_name);
+        s->switching = 1;
+        if (rename(from, to) != 0)
+            rc = io_err(err, err_len, "%s: cannot move it into %s: %s. %s", from, s->replaced,
+                        strerror(errno), s->moved ? "Part of the old dataset is there, the rest "
+                        "where it was" : "The old dataset is untouched");
+        else
+            s->moved++;
     }
     closedir(d);
     return rc;
@@ -216,29 +321,32 @@ int dataset_stage_commit(DatasetStage *s, char *err, size_t err_len)
 {
     char name[DATASET_NAME_MAX + 32], staged[4600], final[4600];
     snprintf(name, sizeof name, "%s" DATASET_MANIFEST_SUFFIX, s->base);
+    io_err(s->man_final, sizeof s->man_final, "%s/%s", s->dir, name);
     io_err(staged, sizeof staged, "%s/%s", s->stage, name);
     /* the manifest, fsynced with the staging folder (io_write_file) */
     if (dataset_manifest_write(staged, &s->man, err, err_len) != 0) return -1;
     if (check_targets(s, name, err, err_len) != 0) return -1;
-    /* Steps 2 and 3: renames only, the manifest last. */
-    int moved = 0;
+    dataset_manifest_index(&s->man); /* for the scan of the folder (linear if out of memory) */
+    /* Step 2: the old dataset aside; step 3: renames only, the manifest last. */
+    if (move_old(s, err, err_len) != 0) return -1;
     s->switching = 1;
+    int moved = 0;
     for (int i = 0; i <= s->man.num_shards; i++) {
         const char *n = i < s->man.num_shards ? s->man.shards[i].name : name;
         io_err(staged, sizeof staged, "%s/%s", s->stage, n);
         io_err(final, sizeof final, "%s/%s", s->dir, n);
         if (rename(staged, final) != 0) {
-            io_err(err, err_len, "%s: cannot rename into place: %s. %s", final, strerror(errno),
-                   moved ? "The folder now mixes the old and the new dataset, which train_gpt "
-                           "refuses; run ./tokenize again" : "The old dataset is untouched");
-            return -1;
+            char where[4400];
+            if (s->moved) io_err(where, sizeof where, "the old dataset is in %s", s->replaced);
+            return io_err(err, err_len, "%s: cannot rename into place: %s. %s%s%s", final,
+                          strerror(errno), moved ? "The folder now holds part of the new "
+                          "dataset, which train_gpt refuses; run ./tokenize again with "
+                          "--overwrite" : "", moved && s->moved ? "; " : "", s->moved ? where
+                          : moved ? "" : "The old dataset is untouched");
         }
         moved++;
     }
-    if (io_sync_dir(s->dir, err, err_len) != 0) return -1;
-    DatasetManifest *m = &s->man;
-    dataset_manifest_index(m); /* for the scan of the folder (linear if out of memory) */
-    if (remove_stale(s, m, err, err_len) != 0) return -1;
+    if (s->replaced[0] && io_sync_dir(s->replaced, err, err_len) != 0) return -1;
     return io_sync_dir(s->dir, err, err_len);
 }
 

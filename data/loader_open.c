@@ -175,7 +175,8 @@ static int check_against(const char *pattern, const char *mp, const DatasetManif
         name_list(names, sizeof names, bad, nbad);
         io_err(err, err_len, "%s: %d shard(s) are not of the dataset in %s (the first: %s): %s. "
                "The folder mixes shards of two ./tokenize runs (an interrupted one?); run "
-               "./tokenize again for that prefix, or remove them", pattern, nbad, mp, why, names);
+               "./tokenize --overwrite again for that prefix (the stray shards are moved "
+               "aside), or move them away", pattern, nbad, mp, why, names);
         return -1;
     }
     /* Every listed shard that the glob would match must be there. */
@@ -259,8 +260,8 @@ static int check_one_dataset(const char *pattern, const FoundList *l, uint64_t *
         io_err(desc[k], sizeof desc[k], "%s (%s)%s", first, idtext, more);
     }
     io_err(err, err_len, "%s: mixes shards of different datasets: %s; %s. One glob must hold "
-           "one dataset: run ./tokenize again for a prefix that mixes two runs, or tokenize "
-           "the texts together", pattern, desc[0], desc[1]);
+           "one dataset: run ./tokenize --overwrite again for a prefix that mixes two runs, or "
+           "tokenize the texts together", pattern, desc[0], desc[1]);
     return -1;
 }
 

@@ -298,13 +298,14 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     uint16_t *buf = NULL;
     int rc = -1, loaded = 0, staged = 0;
     if (check_job(job, dir, sizeof dir, &r.total_bytes, err, err_len)) return -1;
-    if (tokenizer_load_or_find(&r.tk, job->encoder_path, job->vocab_path, job->quiet, err,
-                               err_len))
-        return -1;
-    loaded = 1;
-    if (dataset_stage_begin(&r.stage, job->out_prefix, err, err_len)) goto done;
+    /* the prefix's verdict first: before the vocabulary, which may be fetched */
+    if (dataset_stage_begin(&r.stage, job->out_prefix, job->overwrite, err, err_len)) return -1;
     staged = 1;
     if (!job->quiet && r.stage.notes[0]) fputs(r.stage.notes, stderr);
+    if (tokenizer_load_or_find(&r.tk, job->encoder_path, job->vocab_path, job->quiet, err,
+                               err_len))
+        goto done;
+    loaded = 1;
     r.stream_hash = EVP_MD_CTX_new();
     if (!r.stream_hash || EVP_DigestInit_ex(r.stream_hash, EVP_sha256(), NULL) != 1) {
         snprintf(err, err_len, "out of memory (SHA-256)");
@@ -352,6 +353,12 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
         write_part(&r, "train", N - V, buf, &r.st.train_shards, err, err_len) ||
         dataset_stage_commit(&r.stage, err, err_len))
         goto done;
+    if (!job->quiet && r.stage.moved)
+        fprintf(stderr, "note: --overwrite: the old dataset's %d file%s moved to %s/\n",
+                r.stage.moved, r.stage.moved == 1 ? "" : "s", r.stage.replaced);
+    else if (!job->quiet && (r.stage.old_manifest || r.stage.old_shards))
+        fprintf(stderr, "note: --overwrite: %s held this same dataset; rewritten, nothing "
+                "moved\n", job->out_prefix);
     if (!job->quiet)
         fprintf(stderr,
                 "tokenize: %zu bytes, %zu document%s, %zu tokens -> val %zu tokens in %d shard%s, "

@@ -26,9 +26,11 @@
  * leaves). Tokens are first spooled to an already-unlinked file in that
  * folder (disk, not memory: any input size); every input is checked
  * readable before any is read. If anything fails, the old dataset is as it
- * was and the staging folder is removed. After the switch, shards of the
- * prefix that the new dataset does not have (an older, larger run) are
- * removed, so a loader glob never mixes two runs.
+ * was and the staging folder is removed. A prefix that holds a dataset
+ * already is refused before any input is read, unless overwrite: then its
+ * files move into PREFIX.replaced_<time>/ at the switch (none when it was
+ * this same dataset), so a loader glob never mixes two runs and nothing is
+ * deleted.
  */
 #ifndef DATA_TOKENIZE_JOB_H
 #define DATA_TOKENIZE_JOB_H
@@ -44,6 +46,7 @@ typedef struct {
     const char *encoder_path;      /* NULL: tokenizer_find_files */
     const char *vocab_path;        /* NULL: tokenizer_find_files */
     int quiet;                     /* no progress and no summary */
+    int overwrite;                 /* replace a dataset at the prefix (moved aside) */
     const char *const *inputs;     /* paths; "-" is standard input */
     int num_inputs;                /* 0: standard input */
 } TokenizeJob;

@@ -33,7 +33,7 @@ median_time() {
     for _ in $(seq "$RUNS"); do
         local a b
         a=$(date +%s%N)
-        "${PIN[@]}" ./tokenize --quiet --out "$tmp/out" "$1"
+        "${PIN[@]}" ./tokenize --quiet --overwrite --out "$tmp/out" "$1"
         b=$(date +%s%N)
         t+=("$(( b - a ))")
     done

@@ -25,4 +25,4 @@ die() { echo "get_hellaswag: $*" >&2; exit 1; }
 [ -x ./tokenize ] || die "./tokenize is not built (make tokenize)"
 jsonl=$(./tokenize --fetch hellaswag) || die "no HellaSwag validation jsonl (see the line above)"
 mkdir -p "$(dirname "$OUT")"
-./tokenize --hellaswag "$jsonl" --out "$OUT"
+./tokenize --overwrite --hellaswag "$jsonl" --out "$OUT"

@@ -23,4 +23,4 @@ die() { echo "prepare_data: $*" >&2; exit 1; }
 [ -x ./tokenize ] || die "./tokenize is not built (make tokenize)"
 text=$(./tokenize --fetch tinyshakespeare) || die "no tinyshakespeare text (see the line above)"
 mkdir -p datasets
-./tokenize --split-blank-lines --val-tokens 32768 --out datasets/tinyshakespeare "$text"
+./tokenize --overwrite --split-blank-lines --val-tokens 32768 --out datasets/tinyshakespeare "$text"

@@ -8,7 +8,10 @@
  *    mount namespace) or on a name taken by a folder leaves the old
  *    35-shard dataset byte for byte, and no staging folder (issue 15,
  *    failure 1: on the code before, 11 of 35 old shards were gone);
- *  - a smaller new dataset (3 shards over 35) leaves exactly its own shards;
+ *  - a prefix holding a dataset (./tokenize's, or llm.c's shards) is
+ *    refused without --overwrite; with it, the old files move whole into
+ *    PREFIX.replaced_<time>/ (3 new shards over 35: the 35 moved), and
+ *    rewriting the same dataset moves nothing;
  *  - the states a crash in the switch can leave are refused by the loader,
  *    naming the shards; so is a glob mixing two datasets, a shard missing
  *    from its manifest's list, and a corrupt manifest;
@@ -109,11 +112,13 @@ Test(dataset, manifest_matches_the_files)
     /* The same input tokenized the same way: the same bytes (the id is
      * derived from the content); another split: another id. */
     char *before = snapshot(d, "x");
+    snprintf(args, sizeof args, "--quiet --overwrite --out %s/x/ts --shard-size 100K "
+             "--val-tokens 32768 --split-blank-lines %s", d, TEXT);
     cr_assert_eq(tokenize(d, args, NULL), 0);
     char *again = snapshot(d, "x");
-    cr_expect_str_eq(again, before, "a rerun changed the dataset");
-    snprintf(args, sizeof args, "--quiet --out %s/x/ts --shard-size 100K --val-tokens 1000 %s", d,
-             TEXT);
+    cr_expect_str_eq(again, before, "a rerun changed the dataset (or moved it aside)");
+    snprintf(args, sizeof args, "--quiet --overwrite --out %s/x/ts --shard-size 100K "
+             "--val-tokens 1000 %s", d, TEXT);
     cr_assert_eq(tokenize(d, args, NULL), 0);
     cr_assert_eq(dataset_manifest_read(mp, &m, err, sizeof err), 0, "%s", err);
     cr_expect_neq(m.id, id);
@@ -148,7 +153,7 @@ static const char FULL_DISK_SH[] =
     "mount -t tmpfs -o size=1700k tmpfs \"$M\" || exit 9\n"
     "\"$TOK\" --quiet --out \"$M/ds\" --shard-size 10K \"$TEXT\" || exit 8\n"
     "(cd \"$M\" && sha256sum $(ls -A | sort)) > \"$OUT/before.txt\"\n"
-    "\"$TOK\" --quiet --out \"$M/ds\" --shard-size 25K --val-fraction 0.3 \"$TEXT\" "
+    "\"$TOK\" --quiet --overwrite --out \"$M/ds\" --shard-size 25K --val-fraction 0.3 \"$TEXT\" "
     "2> \"$OUT/err.txt\"\n"
     "echo $? > \"$OUT/rc.txt\"\n"
     "(cd \"$M\" && ls -A | sort > \"$OUT/ls.txt\" && "
@@ -220,7 +225,7 @@ Test(dataset, folder_in_the_way_keeps_the_old_dataset, .timeout = 60)
     cr_assert_eq(mkdir(p, 0755), 0);
     char *with_folder = snapshot(d, "x");
     char *msg;
-    snprintf(args, sizeof args, "--quiet --out %s/x/ds --shard-size 5K %s", d, TEXT);
+    snprintf(args, sizeof args, "--quiet --overwrite --out %s/x/ds --shard-size 5K %s", d, TEXT);
     cr_expect_eq(tokenize(d, args, &msg), 1);
     cr_expect(msg && strstr(msg, "ds_train_000040.bin: cannot rename into place: a folder has "
                             "that name"), "message: %s", msg ? msg : "");
@@ -240,7 +245,7 @@ Test(dataset, file_size_limit_keeps_the_old_dataset, .timeout = 60)
     char *before = make_old_dataset(d, "x");
     snprintf(e, sizeof e, "%s/err.txt", d);
     /* 600 blocks of 512 bytes: the 0.68 MB token spool does not fit */
-    snprintf(cmd, sizeof cmd, "sh -c 'trap \"\" XFSZ; ulimit -f 600; exec %s --quiet --out "
+    snprintf(cmd, sizeof cmd, "sh -c 'trap \"\" XFSZ; ulimit -f 600; exec %s --quiet --overwrite --out "
              "%s/x/ds --shard-size 5K %s' 2>'%s'", tc_tokenize_bin(), d, TEXT, e);
     cr_expect_eq(tu_run(cmd), 1);
     char *msg = tu_read_file(e, NULL);
@@ -251,24 +256,94 @@ Test(dataset, file_size_limit_keeps_the_old_dataset, .timeout = 60)
     tu_remove_tree(d);
 }
 
-/* 35 shards replaced by 3: only the 3 and the new manifest remain. */
-Test(dataset, smaller_dataset_replaces_all_old_shards, .timeout = 60)
+/* 35 shards replaced by 3 (--overwrite): the 3 and the new manifest
+ * remain, and the old dataset, all 36 files byte for byte, is in one
+ * ds.replaced_<time>/ folder beside them, out of the loader's glob. */
+Test(dataset, smaller_dataset_moves_all_old_shards_aside, .timeout = 60)
 {
-    char *d = tu_tempdir(), args[1024], p[700], err[1024];
+    char *d = tu_tempdir(), args[1024], p[700], err[1024], *msg;
     snprintf(p, sizeof p, "%s/x", d);
     cr_assert_eq(mkdir(p, 0755), 0);
-    free(make_old_dataset(d, "x"));
-    snprintf(args, sizeof args, "--quiet --out %s/x/ds --shard-size 200K %s", d, TEXT);
-    cr_assert_eq(tokenize(d, args, NULL), 0);
+    char *old = make_old_dataset(d, "x");
+    snprintf(args, sizeof args, "--overwrite --out %s/x/ds --shard-size 200K %s", d, TEXT);
+    cr_assert_eq(tokenize(d, args, &msg), 0);
     char *ls = snapshot(d, "x");
     int lines = 0;
     for (const char *c = ls; *c; c++) lines += *c == '\n';
-    cr_expect_eq(lines, 4, "3 shards and a manifest: %s", ls);
+    cr_expect_eq(lines, 5, "3 shards, a manifest and the replaced_ folder: %s", ls);
     cr_expect(strstr(ls, "ds_val_000000.bin") && strstr(ls, "ds_train_000000.bin") &&
               strstr(ls, "ds_train_000001.bin") && strstr(ls, "ds.manifest.json"), "%s", ls);
+    const char *dir = strstr(ls, "DIR ds.replaced_");
+    cr_assert(dir, "no replaced_ folder: %s", ls);
+    char sub[300];
+    snprintf(sub, sizeof sub, "x/%.*s", (int)strcspn(dir + 4, "\n"), dir + 4);
+    char *moved = snapshot(d, sub);
+    cr_expect_str_eq(moved, old, "the old dataset, moved, is not byte for byte what it was");
+    cr_expect(msg && strstr(msg, "note: --overwrite: the old dataset's 36 files moved to ") &&
+              strstr(msg, sub + 2), "%s", msg ? msg : "");
     snprintf(p, sizeof p, "%s/x/ds_train_*.bin", d);
     cr_expect_eq(open_glob(p, err, sizeof err), 0, "%s", err);
-    free(ls);
+    free(ls), free(old), free(moved), free(msg);
+    tu_remove_tree(d);
+}
+
+/* Without --overwrite a prefix that holds a dataset is refused, before the
+ * vocabulary is looked for (--encoder names no file here) or any input is
+ * read: ./tokenize's own dataset (named by its id), and llm.c's shards,
+ * which have no manifest; the folder is left as it was. With --overwrite
+ * llm.c's shards move aside whole. (The code before replaced the first and
+ * deleted the second.) */
+Test(dataset, a_prefix_holding_a_dataset_is_refused, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[1024], p[700], err[256], *msg;
+    snprintf(p, sizeof p, "%s/x", d);
+    cr_assert_eq(mkdir(p, 0755), 0);
+    char *old = make_old_dataset(d, "x");
+    DatasetManifest m;
+    snprintf(p, sizeof p, "%s/x/ds.manifest.json", d);
+    cr_assert_eq(dataset_manifest_read(p, &m, err, sizeof err), 0, "%s", err);
+    char id[17];
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)m.id);
+    dataset_manifest_free(&m);
+    snprintf(args, sizeof args, "--out %s/x/ds --encoder %s/none.json --shard-size 200K %s", d,
+             d, TEXT);
+    cr_expect_eq(tokenize(d, args, &msg), 1);
+    cr_expect(msg && strstr(msg, "/x/ds: holds a dataset (ds.manifest.json, id ") &&
+              strstr(msg, id) && strstr(msg, "and 35 shards)") && strstr(msg, "nothing was "
+              "written") && strstr(msg, "--overwrite") && !strstr(msg, "none.json"), "%s",
+              msg ? msg : "");
+    free(msg);
+    char *after = snapshot(d, "x");
+    cr_expect_str_eq(after, old, "a refused ./tokenize changed the folder");
+    free(after);
+    /* llm.c's shards: header version 1, dataset id 0, no manifest */
+    snprintf(p, sizeof p, "%s/y", d);
+    cr_assert_eq(mkdir(p, 0755), 0);
+    uint16_t t[300];
+    for (int i = 0; i < 300; i++) t[i] = (uint16_t)(i * 7);
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/y/fineweb_%s_000001.bin", d, k ? "train" : "val");
+        cr_assert_eq(shard_write(p, t, 300 - 100 * k, err, sizeof err), 0, "%s", err);
+    }
+    char *llmc = snapshot(d, "y");
+    snprintf(args, sizeof args, "--out %s/y/fineweb %s", d, TEXT);
+    cr_expect_eq(tokenize(d, args, &msg), 1);
+    cr_expect(msg && strstr(msg, "/y/fineweb: holds 2 shards without a manifest (llm.c's") &&
+              strstr(msg, "3048 bytes"), "%s", msg ? msg : "");
+    free(msg);
+    after = snapshot(d, "y");
+    cr_expect_str_eq(after, llmc, "a refused ./tokenize changed llm.c's shards");
+    free(after);
+    snprintf(args, sizeof args, "--quiet --overwrite --out %s/y/fineweb %s", d, TEXT);
+    cr_expect_eq(tokenize(d, args, NULL), 0);
+    after = snapshot(d, "y");
+    const char *dir = strstr(after, "DIR fineweb.replaced_");
+    cr_assert(dir, "no replaced_ folder: %s", after);
+    char sub[300];
+    snprintf(sub, sizeof sub, "y/%.*s", (int)strcspn(dir + 4, "\n"), dir + 4);
+    char *moved = snapshot(d, sub);
+    cr_expect_str_eq(moved, llmc, "llm.c's shards did not move aside byte for byte");
+    free(after), free(moved), free(llmc), free(old);
     tu_remove_tree(d);
 }
 
@@ -294,7 +369,8 @@ Test(dataset, loader_refuses_what_a_crashed_switch_leaves, .timeout = 60)
     cr_expect_eq(open_glob(glob, err, sizeof err), -1);
     cr_expect(strstr(err, "2 shard(s) are not of the dataset in") &&
               strstr(err, "x/ds_train_000000.bin") && strstr(err, "x/ds_train_000001.bin") &&
-              strstr(err, "dataset id") && strstr(err, "run ./tokenize again"), "%s", err);
+              strstr(err, "dataset id") && strstr(err, "run ./tokenize --overwrite again"), "%s",
+              err);
     /* step 4 interrupted: B's manifest and shards, A's extra shards left */
     snprintf(cmd, sizeof cmd, "cp %s/y/* %s/x/", d, d);
     cr_assert_eq(tu_run(cmd), 0);

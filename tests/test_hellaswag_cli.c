@@ -265,6 +265,57 @@ Test(hellaswag_cli, tokenize_hellaswag_errors, .timeout = 60)
     tu_remove_tree(d);
 }
 
+/* --hellaswag never replaces an eval file unasked: an existing PREFIX.bin
+ * is refused (exit 1, the file left as it was); --overwrite keeps the old
+ * one as PREFIX.bin.replaced_<time> (a second name of the same bytes), and
+ * keeps no copy when the new file is byte-identical. (The code before
+ * replaced it silently.) */
+Test(hellaswag_cli, tokenize_hellaswag_keeps_an_existing_file, .timeout = 60)
+{
+    char *d = tu_tempdir(), cmd[2048], out[600], e[700];
+    const char *tok = getenv("TRAIN_GPT_TOKENIZE_BIN");
+    tok = tok ? tok : "./tokenize";
+    snprintf(out, sizeof out, "%s/hs.bin", d);
+    snprintf(e, sizeof e, "%s/err.txt", d);
+    tu_write_text(out, "the user's own file");
+    snprintf(cmd, sizeof cmd, "%s --quiet --hellaswag " JSONL " --out %s/hs 2> %s", tok, d, e);
+    cr_expect_eq(tu_run(cmd), 1);
+    char want[1400];
+    snprintf(want, sizeof want, "tokenize: --out: %s exists (19 bytes) and would be replaced; "
+             "nothing was written. Give another --out, or pass --overwrite", out);
+    cr_expect(tc_file_has(e, want), "%s", want);
+    char *kept = tu_read_file(out, NULL);
+    cr_expect(kept && strcmp(kept, "the user's own file") == 0, "the file changed: %s", kept);
+    free(kept);
+    /* --overwrite: the new file at the name, the old one beside it */
+    snprintf(cmd, sizeof cmd, "%s --hellaswag " JSONL " --out %s/hs --overwrite 2> %s", tok, d,
+             e);
+    cr_expect_eq(tu_run(cmd), 0);
+    EvalSet es;
+    char err[512];
+    cr_expect_eq(eval_file_read(out, &es, err, sizeof err), 0, "%s", err);
+    eval_set_free(&es);
+    snprintf(cmd, sizeof cmd, "cat %s/hs.bin.replaced_* > %s/old.txt && ls %s | grep -c "
+             "replaced_ > %s/n.txt", d, d, d, d);
+    cr_expect_eq(tu_run(cmd), 0);
+    snprintf(out, sizeof out, "%s/old.txt", d);
+    kept = tu_read_file(out, NULL);
+    cr_expect(kept && strcmp(kept, "the user's own file") == 0, "old file not kept: %s", kept);
+    free(kept);
+    snprintf(want, sizeof want, "note: --overwrite: the old %s/hs.bin is kept as %s/hs.bin."
+             "replaced_", d, d);
+    cr_expect(tc_file_has(e, want), "%s", want);
+    /* the same file again: no second copy */
+    snprintf(cmd, sizeof cmd, "%s --quiet --hellaswag " JSONL " --out %s/hs --overwrite && ls %s "
+             "| grep -c replaced_ > %s/n.txt", tok, d, d, d);
+    cr_expect_eq(tu_run(cmd), 0);
+    snprintf(out, sizeof out, "%s/n.txt", d);
+    kept = tu_read_file(out, NULL);
+    cr_expect(kept && atoi(kept) == 1, "copies kept: %s", kept);
+    free(kept);
+    tu_remove_tree(d);
+}
+
 /* HellaSwag along data/source.h's chain (tests/test_source.c tests the
  * chain itself): $HELLASWAG_JSONL that fails the sha256 check is an error;
  * offline with nothing found, the places tried are named; a download

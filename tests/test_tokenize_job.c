@@ -128,8 +128,10 @@ Test(tokenize_job, documents_split_shards)
         free(t);
     }
 
-    /* Whole files as documents, two inputs: EOT before each. And a rerun
-     * with bigger shards removes the stale train_000001 and _000002. */
+    /* Whole files as documents, two inputs: EOT before each. A rerun on the
+     * prefix is refused, before reading anything; with overwrite it
+     * replaces the dataset, whose 5 files (4 shards and the manifest) move
+     * into ds.replaced_<time>/, so no stale train_000001 is left. */
     char in2[1024];
     snprintf(in2, sizeof in2, "%s/in2.txt", dir);
     tu_write_text(in2, "Hello world");
@@ -139,10 +141,17 @@ Test(tokenize_job, documents_split_shards)
     job.split_blank_lines = 0;
     job.val_fraction = 0;
     job.shard_size = 100;
+    cr_assert_eq(tokenize_job_run(&job, &st, err, sizeof err), -1);
+    cr_assert(strstr(err, "/ds: holds a dataset (ds.manifest.json, id ") &&
+              strstr(err, "and 4 shards), ") && strstr(err, "--overwrite"), "%s", err);
+    cr_assert_eq(count_glob(dir, "ds_train_*.bin"), 3, "a refused run changed the dataset");
+    job.overwrite = 1;
     cr_assert_eq(tokenize_job_run(&job, &st, err, sizeof err), 0, "%s", err);
     cr_assert_eq(st.val_shards, 0);
-    cr_assert_eq(count_glob(dir, "ds_val_*.bin"), 0, "stale val shard removed");
-    cr_assert_eq(count_glob(dir, "ds_train_*.bin"), 1, "stale train shards removed");
+    cr_assert_eq(count_glob(dir, "ds_val_*.bin"), 0, "stale val shard left");
+    cr_assert_eq(count_glob(dir, "ds_train_*.bin"), 1, "stale train shards left");
+    cr_assert_eq(count_glob(dir, "ds.replaced_*/ds_*.bin"), 4, "old shards not moved aside");
+    cr_assert_eq(count_glob(dir, "ds.replaced_*/ds.manifest.json"), 1, "old manifest not moved");
     char path[2048];
     snprintf(path, sizeof path, "%s_train_000000.bin", prefix);
     size_t n;
@@ -228,7 +237,7 @@ Test(tokenize_cli, stdin_and_help)
     snprintf(args, sizeof args, "--out %s/s --val-fraction 0 < /dev/null", dir);
     cr_assert_eq(run_cli(dir, args, msg, sizeof msg), 0, "%s", msg);
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "printf 'Hello world' | ./tokenize --quiet --val-fraction 0 --out %s/s -", dir);
+    snprintf(cmd, sizeof cmd, "printf 'Hello world' | ./tokenize --quiet --overwrite --val-fraction 0 --out %s/s -", dir);
     cr_assert_eq(system(cmd), 0);
     char path[1024];
     snprintf(path, sizeof path, "%s/s_train_000000.bin", dir);
@@ -243,6 +252,7 @@ Test(tokenize_cli, stdin_and_help)
     cr_assert_eq(pclose(p), 0);
     static const char *const flags[] = {"--out", "--val-fraction", "--val-tokens", "--shard-size",
                                         "--split-blank-lines", "--encoder", "--vocab", "--quiet",
+                                        "--overwrite",
                                         "default 0.1", "default 100M", "TRAIN_GPT_GPT2_DIR"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_assert(strstr(msg, flags[i]), "--help lacks %s", flags[i]);
