@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/export_hf.py MODEL.bin OUT — an llm.c model file as a Hugging Face GPT-2 state dict.
+"""scripts/export_hf.py MODEL.bin OUT [--overwrite] — an llm.c model file as a Hugging Face GPT-2 state dict.
 
 Reads llm.c's model file (version 3 fp32 or 5 bf16: a 256-int32 header, then
 every parameter in llm.c's order) and writes the tensors under the names and
@@ -24,14 +24,25 @@ GPT2LMHeadModel.load_state_dict(strict=False), the attention-mask buffers
 being HF's own). A config.json beside OUT gives the shape in HF's names
 (n_layer, n_head, n_embd, n_positions, vocab_size).
 
+Nothing is replaced unasked: an OUT that exists, or a config.json beside it
+that describes another shape, is refused (exit 1) before anything is written;
+with --overwrite the old file is kept under a second name,
+NAME.replaced_<time>, unless the new one is byte-identical. Each file is
+written to a temporary name in its folder and renamed into place, so a crash
+leaves the old file or the new one, never half of one.
+
 Checked by tests/hf_export_check.py: the repository's PyTorch reference
 (scripts/gpt2_reference.py) run on the model file and an HF-semantics forward
 run on the exported dict give the same logits.
 """
+import argparse
+import filecmp
 import json
 import os
 import struct
 import sys
+import tempfile
+import time
 
 import numpy as np
 
@@ -109,12 +120,77 @@ def check_paths(src, out):
         sys.exit(f"export_hf: {out}: its folder {folder} is not writable")
 
 
+def refuse_existing(path, what, instead, overwrite):
+    """A file the user has at path is not replaced without --overwrite."""
+    if os.path.isfile(path) and os.path.getsize(path) > 0 and not overwrite:
+        sys.exit(f"export_hf: {path}: {what} ({os.path.getsize(path)} bytes) and would be "
+                 f"replaced; nothing was written. {instead}, or pass --overwrite (the old file "
+                 f"is kept as {os.path.basename(path)}.replaced_<time>)")
+
+
+def commit(tmp, path):
+    """Rename tmp over path; an old path with other bytes first gets a second
+    name, path.replaced_<time> (a hard link: nothing is copied or deleted)."""
+    if os.path.isfile(path) and os.path.getsize(path) > 0:
+        if filecmp.cmp(tmp, path, shallow=False):
+            os.unlink(tmp)
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for k in range(1, 100):
+            kept = f"{path}.replaced_{stamp}" + ("" if k == 1 else f"-{k}")
+            try:
+                os.link(path, kept)
+                break
+            except FileExistsError:
+                continue
+        print(f"export_hf: the old {path} is kept as {kept}")
+    os.replace(tmp, path)
+
+
+def write_via_temp(path, write):
+    """write(tmp) into a temporary file beside path (the mode a new file
+    gets), then commit it; on any failure the temporary file goes."""
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    os.close(fd)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        write(tmp)
+        commit(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: scripts/export_hf.py MODEL.bin OUT(.pt|.safetensors)")
-    src, out = sys.argv[1], sys.argv[2]
+    ap = argparse.ArgumentParser(
+        prog="scripts/export_hf.py",
+        description="An llm.c model file (version 3 or 5) as a Hugging Face GPT-2 state dict, "
+                    "with a config.json beside it.")
+    ap.add_argument("model", metavar="MODEL.bin", help="llm.c model file")
+    ap.add_argument("out", metavar="OUT", help="OUT.pt (torch.save) or OUT.safetensors")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace an existing OUT or config.json, keeping the old one as "
+                         "NAME.replaced_<time>")
+    args = ap.parse_args()
+    src, out = args.model, args.out
     check_paths(src, out)
+    config = os.path.join(os.path.dirname(os.path.abspath(out)), "config.json")
+    refuse_existing(out, "the file exists", "Give another OUT", args.overwrite)
     cfg, p = read_model(src)
+    hf_cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+              "n_layer": cfg["L"], "n_head": cfg["NH"], "n_embd": cfg["C"],
+              "n_positions": cfg["maxT"], "n_ctx": cfg["maxT"], "vocab_size": cfg["V"],
+              "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+              "tie_word_embeddings": True}
+    config_text = json.dumps(hf_cfg, indent=2)
+    if os.path.isfile(config) and open(config).read() != config_text:
+        refuse_existing(config, f"describes another model than {src} (L={cfg['L']} "
+                        f"NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']})",
+                        "Export into a folder of its own", args.overwrite)
     sd = to_hf(cfg, p)
     import torch
     tensors = {k: torch.from_numpy(v.copy()) for k, v in sd.items()}
@@ -126,16 +202,14 @@ def main():
                      "(Debian: python3-safetensors); write a .pt file instead")
         # safetensors refuses shared storage: lm_head gets its own copy
         tensors["lm_head.weight"] = tensors["lm_head.weight"].clone()
-        save_file(tensors, out)
+        write_via_temp(out, lambda tmp: save_file(tensors, tmp))
     else:
-        torch.save(tensors, out)
-    hf_cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
-              "n_layer": cfg["L"], "n_head": cfg["NH"], "n_embd": cfg["C"],
-              "n_positions": cfg["maxT"], "n_ctx": cfg["maxT"], "vocab_size": cfg["V"],
-              "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
-              "tie_word_embeddings": True}
-    with open(os.path.join(os.path.dirname(os.path.abspath(out)), "config.json"), "w") as f:
-        json.dump(hf_cfg, f, indent=2)
+        write_via_temp(out, lambda tmp: torch.save(tensors, tmp))
+
+    def write_config(tmp):
+        with open(tmp, "w") as f:
+            f.write(config_text)
+    write_via_temp(config, write_config)
     print(f"export_hf: wrote {out} ({len(tensors)} tensors) and config.json: L={cfg['L']} "
           f"NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']}")
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/model_file.h"
 #include "test_util.h"
@@ -70,5 +71,57 @@ Test(export_hf, bad_paths_are_named_without_a_traceback, .timeout = 60)
                   "case %zu: %s", i, e);
         free(e);
     }
+    tu_remove_tree(d);
+}
+
+/* Nothing is replaced unasked: an existing OUT, or a config.json beside it
+ * that describes another model, exits 1 before anything is written, both
+ * files left as they were; --overwrite keeps the old ones under a second
+ * name (.replaced_<time>); an unknown flag is a bad command line (exit 2).
+ * (The code before replaced both silently.) */
+Test(export_hf, existing_files_are_kept, .timeout = 120)
+{
+    char *d = tu_tempdir(), m1[600], m2[600], cmd[4096], err[256];
+    GPTConfig cfg = tu_tiny_config();
+    float *p = tu_random_params(&cfg, 21);
+    snprintf(m1, sizeof m1, "%s/m1.bin", d);
+    cr_assert_eq(model_file_save(m1, &cfg, p, err, sizeof err), 0, "%s", err);
+    cfg.num_layers += 1;
+    free(p);
+    p = tu_random_params(&cfg, 22);
+    snprintf(m2, sizeof m2, "%s/m2.bin", d);
+    cr_assert_eq(model_file_save(m2, &cfg, p, err, sizeof err), 0, "%s", err);
+    free(p);
+    const char *py = "/usr/bin/python3 scripts/export_hf.py";
+    /* a user's file at OUT */
+    tu_write_text(tu_path(d, "a.pt"), "mine");
+    snprintf(cmd, sizeof cmd, "%s %s %s/a.pt 2> %s/err.txt", py, m1, d, d);
+    cr_expect_eq(tu_run(cmd), 1);
+    char *e = tu_read_file(tu_path(d, "err.txt"), NULL);
+    cr_expect(e && strstr(e, "a.pt: the file exists (4 bytes) and would be replaced; nothing was "
+              "written") && !strstr(e, "Traceback"), "%s", e);
+    free(e);
+    char *a = tu_read_file(tu_path(d, "a.pt"), NULL);
+    cr_expect(a && strcmp(a, "mine") == 0, "a.pt changed");
+    free(a);
+    cr_expect_neq(access(tu_path(d, "config.json"), F_OK), 0, "config.json written");
+    /* m1 exported; then m2 into the same folder: its config.json differs */
+    snprintf(cmd, sizeof cmd, "%s %s %s/b.pt > /dev/null && cp %s/config.json %s/c1.json && "
+             "%s %s %s/c.pt 2> %s/err.txt", py, m1, d, d, d, py, m2, d, d);
+    cr_expect_eq(tu_run(cmd), 1);
+    e = tu_read_file(tu_path(d, "err.txt"), NULL);
+    cr_expect(e && strstr(e, "config.json: describes another model than") &&
+              strstr(e, "Export into a folder of its own"), "%s", e);
+    free(e);
+    cr_expect_neq(access(tu_path(d, "c.pt"), F_OK), 0, "c.pt written though refused");
+    snprintf(cmd, sizeof cmd, "cmp -s %s/config.json %s/c1.json", d, d);
+    cr_expect_eq(tu_run(cmd), 0, "config.json changed");
+    /* --overwrite: written; the old config.json kept beside it */
+    snprintf(cmd, sizeof cmd, "%s %s %s/c.pt --overwrite > /dev/null && cmp -s %s/c1.json "
+             "%s/config.json.replaced_* && grep -q '\"n_layer\": %d' %s/config.json", py, m2, d,
+             d, d, cfg.num_layers, d);
+    cr_expect_eq(tu_run(cmd), 0, "--overwrite did not keep the old config.json: %s", cmd);
+    snprintf(cmd, sizeof cmd, "%s %s %s/d.pt --bogus 2> /dev/null", py, m1, d);
+    cr_expect_eq(tu_run(cmd), 2);
     tu_remove_tree(d);
 }
