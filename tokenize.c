@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
@@ -153,8 +152,7 @@ static int keep_old_file(const char *path, int overwrite, char *kept, size_t kep
         return -1;
     }
     char stamp[32];
-    time_t now = time(NULL);
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    io_stamp(stamp, sizeof stamp);
     for (int k = 1; k < 100; k++) {
         if (k == 1) snprintf(kept, kept_len, "%s.replaced_%s", path, stamp);
         else snprintf(kept, kept_len, "%s.replaced_%s-%d", path, stamp, k);

@@ -335,7 +335,7 @@ int trainer_save_model(Trainer *tr, char *err, size_t len)
                d->world == 1 ? "" : "s");
     }
     if (rc == 0 && tr->opt.save && d->rank == 0) {
-        rc = model_file_save_as(tr->opt.save, &tr->cfg, host,
+        rc = outputs_save_model(tr->opt.save, &tr->cfg, host,
                                 tr->opt.save_dtype ? MODEL_FILE_BF16 : MODEL_FILE_FP32, err, len);
         if (rc == 0) printf("saved %s\n", tr->opt.save);
     }

@@ -355,6 +355,14 @@ int io_probe_output(const char *path, char *err, size_t err_len)
     return 0;
 }
 
+void io_stamp(char *out, size_t len)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!localtime_r(&now, &tm) || strftime(out, len, "%Y%m%d-%H%M%S", &tm) == 0)
+        snprintf(out, len, "%lld", (long long)now);
+}
+
 void io_dirname(const char *path, char *out, size_t len)
 {
     size_t n = strlen(path);

@@ -98,6 +98,10 @@ int io_probe_writable(const char *dir, char *err, size_t err_len);
  * to put after the flag and path. */
 int io_probe_output(const char *path, char *err, size_t err_len);
 
+/* The local time as "YYYYmmdd-HHMMSS": the <time> of the names that files
+ * moved aside or rescued get (NAME.replaced_<time>, DIR/replaced_<time>/). */
+void io_stamp(char *out, size_t len);
+
 /* The folder holding path: "." when it has no slash, "/" for "/x". */
 void io_dirname(const char *path, char *out, size_t len);
 

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
@@ -257,8 +256,7 @@ static int check_targets(const DatasetStage *s, const char *manifest_name, char 
 static int make_replaced_folder(DatasetStage *s, char *err, size_t err_len)
 {
     char stamp[32];
-    time_t now = time(NULL);
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    io_stamp(stamp, sizeof stamp);
     for (int k = 1; k < 100; k++) {
         if (k == 1) io_err(s->replaced, sizeof s->replaced, "%s.replaced_%s", s->prefix, stamp);
         else io_err(s->replaced, sizeof s->replaced, "%s.replaced_%s-%d", s->prefix, stamp, k);

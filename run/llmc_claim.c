@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
@@ -111,9 +110,9 @@ static int claim_new(const char *dir, const LlmcEntry *f, int n, int overwrite, 
         return -1;
     }
     if (!move) return 0;
-    char sub[64];
-    time_t now = time(NULL);
-    strftime(sub, sizeof sub, "replaced_%Y%m%d-%H%M%S", localtime(&now));
+    char sub[64], stamp[32];
+    io_stamp(stamp, sizeof stamp);
+    snprintf(sub, sizeof sub, "replaced_%s", stamp);
     return move_files(dir, sub, f, n, "--overwrite-checkpoints: the llm.c files of another run",
                       err, err_len);
 }

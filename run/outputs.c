@@ -5,12 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "model/model_file.h"
 
 /* Move path to path.replaced_<time>[-k] without replacing anything there:
  * link() fails with EEXIST where rename() would overwrite. */
@@ -18,8 +19,7 @@ static int move_aside(const char *flag, const char *path, char *dst, size_t dst_
                       size_t err_len)
 {
     char stamp[32];
-    time_t now = time(NULL);
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    io_stamp(stamp, sizeof stamp);
     for (int k = 1; k < 100; k++) {
         if (k == 1)
             snprintf(dst, dst_len, "%s.replaced_%s", path, stamp);
@@ -98,4 +98,31 @@ int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, int 
                 outs[i].path, dst);
     }
     return 0;
+}
+
+int outputs_save_model(const char *path, const GPTConfig *cfg, const float *params, int version,
+                       char *err, size_t err_len)
+{
+    char why[2048];
+    if (model_file_save_as(path, cfg, params, version, why, sizeof why) == 0) return 0;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *tmp = getenv("TMPDIR");
+    char cwd[2048];
+    const char *dirs[] = {getcwd(cwd, sizeof cwd) ? cwd : ".", tmp && *tmp ? tmp : "/tmp"};
+    char stamp[32], tried[3][4400], fault[2][1200];
+    io_stamp(stamp, sizeof stamp);
+    for (int i = 0; i < 2; i++) {
+        io_err(tried[i], sizeof tried[i], "%s/%s.rescued_%s", dirs[i], base, stamp);
+        struct stat st;
+        if (lstat(tried[i], &st) == 0) {
+            io_err(fault[i], sizeof fault[i], "the name is taken");
+            continue;
+        }
+        if (model_file_save_as(tried[i], cfg, params, version, fault[i], sizeof fault[i]) == 0)
+            return io_err(err, err_len, "--save %s: %s. The model was written to %s instead: "
+                          "nothing is lost; move it where it belongs", path, why, tried[i]);
+    }
+    return io_err(err, err_len, "--save %s: %s. The model could not be rescued either: %s: %s; "
+                  "%s: %s", path, why, tried[0], fault[0], tried[1], fault[1]);
 }

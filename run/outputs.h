@@ -12,12 +12,18 @@
  *     FILE.replaced_<time> once the run has started (nothing is deleted).
  * A path that exists as anything but a regular file is refused always: the
  * write at the end would fail after the whole run. An empty file holds
- * nothing to lose. Rank 0 alone calls this (it alone writes these files). */
+ * nothing to lose. Rank 0 alone calls this (it alone writes these files).
+ *
+ * Also the final --save itself: a run's weights exist only in memory until
+ * it is written, so a save that fails at the end (a full disk, the folder
+ * removed during the run) is written elsewhere before the run exits. */
 #ifndef RUN_OUTPUTS_H
 #define RUN_OUTPUTS_H
 
 #include <stddef.h>
 #include <stdio.h>
+
+#include "model/config.h"
 
 typedef struct {
     const char *flag; /* "--save" */
@@ -31,5 +37,13 @@ typedef struct {
  * flag and file. */
 int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, int move,
                   FILE *notes, char *err, size_t err_len);
+
+/* Write the model file `path` (--save; version MODEL_FILE_FP32 or _BF16).
+ * When that fails, the same file goes to the first of ./NAME.rescued_<time>
+ * and $TMPDIR (else /tmp)/NAME.rescued_<time> that takes it. Returns 0
+ * when path was written; else -1 with err naming path and the fault, and
+ * where the model went (or that every place failed, and why). */
+int outputs_save_model(const char *path, const GPTConfig *cfg, const float *params, int version,
+                       char *err, size_t err_len);
 
 #endif

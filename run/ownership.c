@@ -184,9 +184,9 @@ int own_claim(const char *dir, const CkptEntry *resumed, int overwrite, int move
         goto out;
     }
     if (nf > 0) {
-        char sub[64];
-        time_t now = time(NULL);
-        strftime(sub, sizeof sub, "replaced_%Y%m%d-%H%M%S", localtime(&now));
+        char sub[64], stamp[32];
+        io_stamp(stamp, sizeof stamp);
+        snprintf(sub, sizeof sub, "replaced_%s", stamp);
         if (move_all(dir, sub, foreign, nf, "--overwrite-checkpoints: the saves of another run",
                      err, err_len) != 0)
             goto out;

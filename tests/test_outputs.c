@@ -9,12 +9,15 @@
  *  - an empty file is taken, a folder is refused even with
  *    --overwrite-outputs, and a refusal moves nothing;
  *  - --plan writes none of them, so it checks none;
- *  - under two ranks, rank 0's refusal ends both with exit 1. */
+ *  - under two ranks, rank 0's refusal ends both with exit 1;
+ *  - a final --save that fails is rescued to the working folder or $TMPDIR. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "train_cli.h"
@@ -173,5 +176,59 @@ Test(outputs, a_run_refused_later_moves_no_output, .timeout = 60)
     expect_kept(tu_path(d, "l.jsonl"));
     cr_expect(only_entry(d, "m.bin.replaced_") == NULL, "moved by a refused run");
     cr_expect(only_entry(d, "l.jsonl.replaced_") == NULL, "moved by a refused run");
+    tu_remove_tree(d);
+}
+
+/* The final --save fails (its folder removed during the run): the weights
+ * go to ./NAME.rescued_<time>, or, when the working folder is gone too, to
+ * $TMPDIR; the run exits 1 naming both paths, and the rescued file is the
+ * model an identical run saves normally, byte for byte. (The code before
+ * exited 1 and the trained weights were lost.) */
+static const char RESCUE_SH[] =
+    "D=$1 BIN=$2 ARGS=$3 RUNDIR=$4\n"
+    "mkdir -p \"$D/sub\" \"$RUNDIR\" && cd \"$RUNDIR\" || exit 9\n"
+    "eval \"TMPDIR=$D/tmp \\\"$BIN\\\" $ARGS --save $D/sub/m.bin\" > $D/run.out 2> $D/run.err &\n"
+    "pid=$!\n"
+    "for i in $(seq 1 600); do grep -q 'step     1/' $D/run.out && break; sleep 0.05; done\n"
+    "rm -rf \"$D/sub\"\n"
+    "[ \"$RUNDIR\" = \"$D/gone\" ] && rm -rf \"$D/gone\"\n"
+    "wait $pid; echo $? > $D/rc.txt\n";
+
+Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
+{
+    char *d = tu_tempdir(), args[4096], cmd[8192], cwd[1024], bin[1400], ref[700];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    const char *b = tc_bin();
+    snprintf(bin, sizeof bin, "%s%s%s", b[0] == '/' ? "" : cwd, b[0] == '/' ? "" : "/", b);
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --steps 1500", tc_model_args(d));
+    snprintf(ref, sizeof ref, "%s/ref.bin", d);
+    snprintf(cmd, sizeof cmd, "%s %s --save %s > /dev/null 2>&1", bin, args, ref);
+    cr_assert_eq(tu_run(cmd), 0, "the reference run failed: %s", cmd);
+    char script[700];
+    snprintf(script, sizeof script, "%s/rescue.sh", d);
+    tu_write_text(script, RESCUE_SH);
+    cr_assert_eq(mkdir(tu_path(d, "tmp"), 0755), 0);
+    static const char *const rundirs[] = {"here", "gone"};
+    for (int k = 0; k < 2; k++) {
+        char rundir[700], where[700];
+        snprintf(rundir, sizeof rundir, "%s/%s", d, rundirs[k]);
+        snprintf(cmd, sizeof cmd, "bash %s %s %s \"%s\" %s", script, d, bin, args, rundir);
+        cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+        char *rc = tu_read_file(tu_path(d, "rc.txt"), NULL);
+        cr_expect(rc && atoi(rc) == 1, "exit %s", rc ? rc : "?");
+        free(rc);
+        /* here: ./m.bin.rescued_* in the working folder; gone: $TMPDIR's */
+        snprintf(where, sizeof where, "%s/%s", d, k == 0 ? "here" : "tmp");
+        const char *got = only_entry(where, "m.bin.rescued_");
+        cr_assert(got, "no m.bin.rescued_* in %s", where);
+        char want[2000];
+        snprintf(want, sizeof want, "--save %s/sub/m.bin: ", d);
+        cr_expect(tc_file_has(tu_path(d, "run.err"), want), "%s", want);
+        snprintf(want, sizeof want, "The model was written to %s instead: nothing is lost", got);
+        cr_expect(tc_file_has(tu_path(d, "run.err"), want), "%s", want);
+        cr_expect(tc_files_equal(got, ref), "the rescued model is not the reference's");
+        unlink(got);
+    }
     tu_remove_tree(d);
 }
