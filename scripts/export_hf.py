@@ -47,6 +47,7 @@ import time
 import numpy as np
 
 MAGIC = 20240326
+PROG = "export_hf"  # the name messages start with (scripts/import_hf.py sets its own)
 
 
 def read_model(path):
@@ -54,10 +55,10 @@ def read_model(path):
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) < 1024:
-        sys.exit(f"export_hf: {path}: shorter than the 1024-byte header")
+        sys.exit(f"{PROG}: {path}: shorter than the 1024-byte header")
     h = struct.unpack("<256i", raw[:1024])
     if h[0] != MAGIC or h[1] not in (3, 5):
-        sys.exit(f"export_hf: {path}: not an llm.c model file (magic {h[0]}, version {h[1]})")
+        sys.exit(f"{PROG}: {path}: not an llm.c model file (magic {h[0]}, version {h[1]})")
     maxT, V, L, NH, C, Vp = h[2], h[3], h[4], h[5], h[6], h[7]
     cfg = dict(maxT=maxT, V=V, L=L, NH=NH, C=C, Vp=Vp)
     shapes = [("wte", (Vp, C)), ("wpe", (maxT, C)), ("ln1w", (L, C)), ("ln1b", (L, C)),
@@ -68,7 +69,7 @@ def read_model(path):
     n = sum(int(np.prod(s)) for _, s in shapes)
     width = 4 if h[1] == 3 else 2
     if len(raw) != 1024 + n * width:
-        sys.exit(f"export_hf: {path}: {len(raw)} bytes, expected {1024 + n * width}")
+        sys.exit(f"{PROG}: {path}: {len(raw)} bytes, expected {1024 + n * width}")
     if h[1] == 3:
         flat = np.frombuffer(raw, dtype="<f4", offset=1024, count=n)
     else:  # bf16: the top half of a float32
@@ -110,20 +111,20 @@ def check_paths(src, out):
     if not os.path.isfile(src) or not os.access(src, os.R_OK):
         why = "no such file" if not os.path.exists(src) else \
               "a folder, not a model file" if os.path.isdir(src) else "not a readable file"
-        sys.exit(f"export_hf: {src}: {why}")
+        sys.exit(f"{PROG}: {src}: {why}")
     if out.endswith("/") or os.path.isdir(out):
-        sys.exit(f"export_hf: {out}: is a folder; give a file name (e.g. {out.rstrip('/')}/model.pt)")
+        sys.exit(f"{PROG}: {out}: is a folder; give a file name (e.g. {out.rstrip('/')}/model.pt)")
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
-        sys.exit(f"export_hf: {out}: its folder {folder} does not exist")
+        sys.exit(f"{PROG}: {out}: its folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
-        sys.exit(f"export_hf: {out}: its folder {folder} is not writable")
+        sys.exit(f"{PROG}: {out}: its folder {folder} is not writable")
 
 
 def refuse_existing(path, what, instead, overwrite):
     """A file the user has at path is not replaced without --overwrite."""
     if os.path.isfile(path) and os.path.getsize(path) > 0 and not overwrite:
-        sys.exit(f"export_hf: {path}: {what} ({os.path.getsize(path)} bytes) and would be "
+        sys.exit(f"{PROG}: {path}: {what} ({os.path.getsize(path)} bytes) and would be "
                  f"replaced; nothing was written. {instead}, or pass --overwrite (the old file "
                  f"is kept as {os.path.basename(path)}.replaced_<time>)")
 
@@ -143,7 +144,7 @@ def commit(tmp, path):
                 break
             except FileExistsError:
                 continue
-        print(f"export_hf: the old {path} is kept as {kept}")
+        print(f"{PROG}: the old {path} is kept as {kept}")
     os.replace(tmp, path)
 
 
@@ -198,7 +199,7 @@ def main():
         try:
             from safetensors.torch import save_file
         except ImportError:
-            sys.exit("export_hf: the safetensors package is not installed "
+            sys.exit(f"{PROG}: the safetensors package is not installed "
                      "(Debian: python3-safetensors); write a .pt file instead")
         # safetensors refuses shared storage: lm_head gets its own copy
         tensors["lm_head.weight"] = tensors["lm_head.weight"].clone()

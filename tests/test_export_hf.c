@@ -13,6 +13,7 @@
 
 #include "model/model_file.h"
 #include "test_util.h"
+#include "train_cli.h"
 
 static void check_export(int version)
 {
@@ -123,5 +124,34 @@ Test(export_hf, existing_files_are_kept, .timeout = 120)
     cr_expect_eq(tu_run(cmd), 0, "--overwrite did not keep the old config.json: %s", cmd);
     snprintf(cmd, sizeof cmd, "%s %s %s/d.pt --bogus 2> /dev/null", py, m1, d);
     cr_expect_eq(tu_run(cmd), 2);
+    tu_remove_tree(d);
+}
+
+/* scripts/import_hf.py, the inverse: tests/hf_import_check.py imports
+ * export_hf.py's .pt, and an OpenAI-style .safetensors (no prefix, mask
+ * buffers, --heads), each back to the model file byte for byte, and checks
+ * its refusals. With --dtype bf16 the file is model_file_save_as's version 5
+ * of the same weights, byte for byte (round to nearest even, in C here). */
+Test(export_hf, import_gives_the_model_file_back, .timeout = 180)
+{
+    char *d = tu_tempdir(), path[600], v5[600], cmd[4096], err[256];
+    GPTConfig cfg = tu_tiny_config();
+    float *p = tu_random_params(&cfg, 23);
+    snprintf(path, sizeof path, "%s/m.bin", d);
+    cr_assert_eq(model_file_save(path, &cfg, p, err, sizeof err), 0, "%s", err);
+    snprintf(v5, sizeof v5, "%s/m5.bin", d);
+    cr_assert_eq(model_file_save_as(v5, &cfg, p, 5, err, sizeof err), 0, "%s", err);
+    free(p);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/hf_import_check.py %s %s > %s/out.txt "
+             "2>&1", path, d, d);
+    int rc = tu_run(cmd);
+    char *out = tu_read_file(tu_path(d, "out.txt"), NULL);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(out && strstr(out, "hf_import_check: PASS"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/import_hf.py %s/hf/model.pt %s/b16.bin "
+             "--dtype bf16 > /dev/null", d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    cr_expect(tc_files_equal(tu_path(d, "b16.bin"), v5), "bf16 import differs from the C writer's");
     tu_remove_tree(d);
 }
