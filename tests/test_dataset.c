@@ -256,6 +256,20 @@ Test(dataset, file_size_limit_keeps_the_old_dataset, .timeout = 60)
     tu_remove_tree(d);
 }
 
+/* The one BASE.replaced_<time>/ folder that listing `ls` of d/sub shows:
+ * its path under d ("sub/BASE.replaced_...") into rel, and its snapshot. */
+static char *snapshot_replaced(const char *d, const char *sub, const char *ls, const char *base,
+                               char *rel, size_t len)
+{
+    char tag[300];
+    snprintf(tag, sizeof tag, "DIR %s.replaced_", base);
+    const char *dir = strstr(ls, tag);
+    cr_assert(dir, "no %s.replaced_ folder: %s", base, ls);
+    cr_assert_null(strstr(dir + 1, tag), "two %s.replaced_ folders: %s", base, ls);
+    snprintf(rel, len, "%s/%.*s", sub, (int)strcspn(dir + 4, "\n"), dir + 4);
+    return snapshot(d, rel);
+}
+
 /* 35 shards replaced by 3 (--overwrite): the 3 and the new manifest
  * remain, and the old dataset, all 36 files byte for byte, is in one
  * ds.replaced_<time>/ folder beside them, out of the loader's glob. */
@@ -273,11 +287,8 @@ Test(dataset, smaller_dataset_moves_all_old_shards_aside, .timeout = 60)
     cr_expect_eq(lines, 5, "3 shards, a manifest and the replaced_ folder: %s", ls);
     cr_expect(strstr(ls, "ds_val_000000.bin") && strstr(ls, "ds_train_000000.bin") &&
               strstr(ls, "ds_train_000001.bin") && strstr(ls, "ds.manifest.json"), "%s", ls);
-    const char *dir = strstr(ls, "DIR ds.replaced_");
-    cr_assert(dir, "no replaced_ folder: %s", ls);
     char sub[300];
-    snprintf(sub, sizeof sub, "x/%.*s", (int)strcspn(dir + 4, "\n"), dir + 4);
-    char *moved = snapshot(d, sub);
+    char *moved = snapshot_replaced(d, "x", ls, "ds", sub, sizeof sub);
     cr_expect_str_eq(moved, old, "the old dataset, moved, is not byte for byte what it was");
     cr_expect(msg && strstr(msg, "note: --overwrite: the old dataset's 36 files moved to ") &&
               strstr(msg, sub + 2), "%s", msg ? msg : "");
@@ -337,11 +348,8 @@ Test(dataset, a_prefix_holding_a_dataset_is_refused, .timeout = 60)
     snprintf(args, sizeof args, "--quiet --overwrite --out %s/y/fineweb %s", d, TEXT);
     cr_expect_eq(tokenize(d, args, NULL), 0);
     after = snapshot(d, "y");
-    const char *dir = strstr(after, "DIR fineweb.replaced_");
-    cr_assert(dir, "no replaced_ folder: %s", after);
     char sub[300];
-    snprintf(sub, sizeof sub, "y/%.*s", (int)strcspn(dir + 4, "\n"), dir + 4);
-    char *moved = snapshot(d, sub);
+    char *moved = snapshot_replaced(d, "y", after, "fineweb", sub, sizeof sub);
     cr_expect_str_eq(moved, llmc, "llm.c's shards did not move aside byte for byte");
     free(after), free(moved), free(llmc), free(old);
     tu_remove_tree(d);

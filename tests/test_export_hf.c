@@ -15,13 +15,21 @@
 #include "test_util.h"
 #include "train_cli.h"
 
+/* A model file of random weights (seed) at path, llm.c version 3 or 5. */
+static void save_random_model(const char *path, const GPTConfig *cfg, uint64_t seed, int version)
+{
+    char err[256];
+    float *p = tu_random_params(cfg, seed);
+    cr_assert_eq(model_file_save_as(path, cfg, p, version, err, sizeof err), 0, "%s", err);
+    free(p);
+}
+
 static void check_export(int version)
 {
-    char *d = tu_tempdir(), path[600], cmd[4096], err[256];
+    char *d = tu_tempdir(), path[600], cmd[4096];
     GPTConfig cfg = tu_tiny_config();
-    float *p = tu_random_params(&cfg, 21);
     snprintf(path, sizeof path, "%s/m.bin", d);
-    cr_assert_eq(model_file_save_as(path, &cfg, p, version, err, sizeof err), 0, "%s", err);
+    save_random_model(path, &cfg, 21, version);
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/hf_export_check.py %s %s > %s/out.txt 2>&1",
              path, d, d);
     int rc = tu_run(cmd);
@@ -30,7 +38,6 @@ static void check_export(int version)
     cr_expect_eq(rc, 0, "%s", out);
     cr_expect(out && strstr(out, "hf_export_check: PASS"), "%s", out);
     free(out);
-    free(p);
     snprintf(cmd, sizeof cmd, "rm -rf %s", d);
     tu_run(cmd);
     free(d);
@@ -44,12 +51,10 @@ Test(export_hf, bf16_model_gives_the_reference_logits, .timeout = 120) { check_e
  * that is a folder, or one in a missing folder. */
 Test(export_hf, bad_paths_are_named_without_a_traceback, .timeout = 60)
 {
-    char *d = tu_tempdir(), model[600], cmd[4096], err[256];
+    char *d = tu_tempdir(), model[600], cmd[4096];
     GPTConfig cfg = tu_tiny_config();
-    float *p = tu_random_params(&cfg, 21);
     snprintf(model, sizeof model, "%s/m.bin", d);
-    cr_assert_eq(model_file_save(model, &cfg, p, err, sizeof err), 0, "%s", err);
-    free(p);
+    save_random_model(model, &cfg, 21, 3);
     char none[700], outdir[700], missing[700];
     snprintf(none, sizeof none, "%s/none.bin", d);
     snprintf(outdir, sizeof outdir, "%s/", d);
@@ -82,17 +87,13 @@ Test(export_hf, bad_paths_are_named_without_a_traceback, .timeout = 60)
  * (The code before replaced both silently.) */
 Test(export_hf, existing_files_are_kept, .timeout = 120)
 {
-    char *d = tu_tempdir(), m1[600], m2[600], cmd[4096], err[256];
+    char *d = tu_tempdir(), m1[600], m2[600], cmd[4096];
     GPTConfig cfg = tu_tiny_config();
-    float *p = tu_random_params(&cfg, 21);
     snprintf(m1, sizeof m1, "%s/m1.bin", d);
-    cr_assert_eq(model_file_save(m1, &cfg, p, err, sizeof err), 0, "%s", err);
+    save_random_model(m1, &cfg, 21, 3);
     cfg.num_layers += 1;
-    free(p);
-    p = tu_random_params(&cfg, 22);
     snprintf(m2, sizeof m2, "%s/m2.bin", d);
-    cr_assert_eq(model_file_save(m2, &cfg, p, err, sizeof err), 0, "%s", err);
-    free(p);
+    save_random_model(m2, &cfg, 22, 3);
     const char *py = "/usr/bin/python3 scripts/export_hf.py";
     /* a user's file at OUT */
     tu_write_text(tu_path(d, "a.pt"), "mine");
@@ -134,14 +135,12 @@ Test(export_hf, existing_files_are_kept, .timeout = 120)
  * of the same weights, byte for byte (round to nearest even, in C here). */
 Test(export_hf, import_gives_the_model_file_back, .timeout = 180)
 {
-    char *d = tu_tempdir(), path[600], v5[600], cmd[4096], err[256];
+    char *d = tu_tempdir(), path[600], v5[600], cmd[4096];
     GPTConfig cfg = tu_tiny_config();
-    float *p = tu_random_params(&cfg, 23);
     snprintf(path, sizeof path, "%s/m.bin", d);
-    cr_assert_eq(model_file_save(path, &cfg, p, err, sizeof err), 0, "%s", err);
+    save_random_model(path, &cfg, 23, 3);
     snprintf(v5, sizeof v5, "%s/m5.bin", d);
-    cr_assert_eq(model_file_save_as(v5, &cfg, p, 5, err, sizeof err), 0, "%s", err);
-    free(p);
+    save_random_model(v5, &cfg, 23, 5);
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/hf_import_check.py %s %s > %s/out.txt "
              "2>&1", path, d, d);
     int rc = tu_run(cmd);
