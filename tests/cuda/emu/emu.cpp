@@ -136,7 +136,7 @@ static const std::function<void()> *cur_body;
 static int order_mode = -1; /* 0 fwd, 1 rev, 2 rand */
 static std::mt19937 rng;
 
-static void emu_fail(const char *what)
+void emu_fail(const char *what)
 {
     fprintf(stderr, "emu: %s (block %u,%u,%u of %u,%u,%u; %u x %u x %u threads)\n", what,
             emu_block_idx.x, emu_block_idx.y, emu_block_idx.z, emu_grid_dim.x, emu_grid_dim.y,
@@ -156,6 +156,8 @@ static void init_order(void)
 const dim3 &emu_thread_idx(void) { return emu_cur->tid; }
 unsigned char *emu_dyn_smem(void) { return dyn_smem; }
 int emu_lane(void) { return emu_cur->lane; }
+int emu_warp(void) { return emu_cur->warp; }
+size_t emu_dyn_smem_size(void) { return dyn_size; }
 
 void emu_syncthreads(void)
 {
@@ -282,6 +284,7 @@ static void fiber_entry(void)
     (*cur_body)();
     if (!emu_cur->open_copies.empty() || !emu_cur->groups.empty())
         emu_fail("a thread ended with cp.async copies it never waited for");
+    emu_wgmma_thread_end();
     emu_cur->state = DONE;
 #if defined(__x86_64__) && !defined(EMU_UCONTEXT)
     ctx_switch(&emu_cur->ctx, &sched_ctx); /* never resumed */
@@ -336,6 +339,7 @@ static void run_block(size_t nthreads)
     for (;;) {
         make_order(warps, nwarps);
         for (size_t w : warps) run_warp(w, nthreads);
+        emu_wgmma_block_barrier();
         size_t done = 0;
         for (size_t i = 0; i < nthreads; i++) done += fibers[i].state == DONE;
         if (done == nthreads) return;
@@ -427,6 +431,7 @@ void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
             t->groups.clear();
             ctx_make(&t->ctx, t->stack, EMU_STACK, &sched_ctx);
         }
+        emu_wgmma_block_start(nthreads);
         run_block(nthreads);
         for (size_t i = smem; i < smem + EMU_CANARY; i++)
             if (dyn_smem[i] != 0xff) emu_fail("write past the end of dynamic shared memory");
