@@ -10,7 +10,8 @@
  * of lanes between warp barriers, and of blocks), EMU_SEED (for rand),
  * EMU_SMEM_OPTIN (bytes the device "allows" per block; default 232448, an
  * H100/H200), EMU_MAX_GRID_Z (the largest gridDim.z; default 65535, every
- * GPU's: a smaller value exercises code that splits a launch along z).
+ * GPU's: a smaller value exercises code that splits a launch along z),
+ * EMU_CC (the compute capability reported, 10 major + minor; default 90).
  *
  * Checks of what only the hardware would refuse: block size, grid limits,
  * dynamic shared memory over the device limit or over 48 KiB without the
@@ -354,6 +355,15 @@ static size_t smem_optin(void)
     return s ? (size_t)strtoull(s, NULL, 10) : 232448;
 }
 
+/* EMU_CC: the compute capability reported, 10 major + minor (default 90,
+ * an H100/H200), e.g. 80 to see what the backend refuses on an A100 */
+static int emu_cc(void)
+{
+    const char *s = getenv("EMU_CC");
+    const long v = s ? strtol(s, NULL, 10) : 90;
+    return v >= 10 && v <= 129 ? (int)v : 90;
+}
+
 static unsigned max_grid_z(void)
 {
     const char *s = getenv("EMU_MAX_GRID_Z");
@@ -466,8 +476,8 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
 {
     (void)d;
     switch (a) {
-    case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
+    case cudaDevAttrComputeCapabilityMajor: *v = emu_cc() / 10; break;
+    case cudaDevAttrComputeCapabilityMinor: *v = emu_cc() % 10; break;
     case cudaDevAttrMultiProcessorCount: *v = 132; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)smem_optin(); break;
     case cudaDevAttrMaxGridDimY: *v = 65535; break;
@@ -480,8 +490,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
     if (d != 0) return cudaErrorInvalidValue;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "CUDA emulator (tests/cuda/emu)");
-    p->major = 9;
-    p->minor = 0;
+    p->major = emu_cc() / 10;
+    p->minor = emu_cc() % 10;
     p->multiProcessorCount = 132;
     return cudaSuccess;
 }
