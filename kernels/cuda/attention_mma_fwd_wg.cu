@@ -25,18 +25,21 @@
 
 /* An R x HSP tile into the core-matrix layout by cp.async (16-byte
  * pieces; vec path only): piece (r, d0..d0+7) to byte
- * wgmma_core_off<HSP>(r, d0). The caller commits, waits and syncs. */
+ * wgmma_core_off<HSP>(r, d0). Piece p of the tile is row 8 (p / HSP) +
+ * p % 8, columns 8 (p / 8 % (HSP / 8)) on: 8 consecutive threads fill one
+ * core matrix (128 contiguous bytes, no bank conflict) and a warp reads 4
+ * whole 64-byte row segments of 8 rows. The caller commits, waits and syncs. */
 template <int HSP, int R, int NT>
 __device__ __forceinline__ void amma_stage_core_async(bf16 *dst, AmmaSrc s, int t0)
 {
-    typedef AmmaPieces<HSP, R, NT> P;
-    const int t = t0 + P::r(), d0 = P::d0(), o = t * s.ld + d0, step = P::RPR * s.ld;
+    static_assert(R % 8 == 0 && R * HSP / 8 % NT == 0, "whole core matrices, whole rounds");
 #pragma unroll
-    for (int i = 0; i < P::PER; i++) {
-        if (!P::has(i)) continue;
-        const bool in = t + i * P::RPR < s.T && d0 < s.hs;
-        cp_async<16>((unsigned char *)dst + wgmma_core_off<HSP>(P::r() + i * P::RPR, d0),
-                     s.row + (in ? o + i * step : 0), in ? 16 : 0);
+    for (int i = 0; i < R * HSP / 8 / NT; i++) {
+        const int p = (int)threadIdx.x + i * NT;
+        const int r = p / HSP * 8 + p % 8, d0 = p / 8 % (HSP / 8) * 8, t = t0 + r;
+        const bool in = t < s.T && d0 < s.hs;
+        cp_async<16>((unsigned char *)dst + wgmma_core_off<HSP>(r, d0),
+                     s.row + (in ? (size_t)t * s.ld + d0 : 0), in ? 16 : 0);
     }
 }
 
