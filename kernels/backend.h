@@ -52,12 +52,15 @@ void cuda_head_part(Backend *be, int part, float *losses, void *dx, void *dwte, 
  * kernel: CUDA_ATTN_FWD, _DQ or _DKDV. Variant 0 is each kernel's default;
  * cuda_backend_open takes TRAIN_GPT_ATTN_VARIANT (comma-separated names,
  * e.g. "fwd-w8-k64-s2-b2,dkdv-w4-q32-s2-b3") and fails naming it when a
- * name is unknown. count: how many; name: NULL past the end; set: -1 when
- * i is out of range, else 0. */
+ * name is unknown or names a variant this GPU cannot run. count: how many;
+ * name: NULL past the end; usable: 1 when this backend's GPU can run
+ * variant i (the wgmma forward needs compute capability 9.0), else 0;
+ * set: -1 when i is out of range or not usable, else 0. */
 enum { CUDA_ATTN_FWD, CUDA_ATTN_DQ, CUDA_ATTN_DKDV, CUDA_ATTN_KERNELS };
 int cuda_attn_variant_count(int kernel);
 const char *cuda_attn_variant_name(int kernel, int i);
 int cuda_attn_variant_get(Backend *be, int kernel);
+int cuda_attn_variant_usable(Backend *be, int kernel, int i);
 int cuda_attn_variant_set(Backend *be, int kernel, int i);
 
 #endif

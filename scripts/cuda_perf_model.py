@@ -94,6 +94,24 @@ def section(title):
     out('==== ' + title + ' ====')
 
 
+def variant_rows(P, table, shape, kernels, missing):
+    """The compiled variants that are not the default (ops.VARIANTS), each
+    beside its op, timed alone. A variant row the table cannot model is
+    reported like a missing op of the step."""
+    vt = ops_mod.variant_table()
+    both = dict(table, **vt)
+    section('attention variants at %s: PREDICTIONS, never measured (assumes HGMMA at the '
+            'spec peak WGMMA_FLOP_PER_CLK = %.0f FLOP/clk/SM, HMMA at MMA_SYNC_FLOP_PER_CLK = '
+            '%.0f, and wgmma waits costed by the compiler\'s stall counts only)' %
+            (shape, P['WGMMA_FLOP_PER_CLK'], P['MMA_SYNC_FLOP_PER_CLK']))
+    preds = [predict.predict_op(P, both, n, shape, kernels, P['T_LAUNCH_TIMED'])
+             for n in ['attention_forward'] + sorted(vt)]
+    report.op_rows(preds, out)
+    for p in preds:
+        if p.seconds is None:
+            missing['%s at %s' % (p.name, shape.name)] = p.note
+
+
 def show_predictions(P, kernels, root, label, verbose, fuse_gelu=False):
     table = ops_mod.op_table(root, fuse_gelu)
     out(BANNER)
@@ -101,7 +119,7 @@ def show_predictions(P, kernels, root, label, verbose, fuse_gelu=False):
         % (label, P['SMS'], P['CLOCK_HZ'] / 1e9, P['HBM_BW'] / 1e12))
     out('fc GELU: ' + ("in cuBLASLt's epilogues (TRAIN_GPT_FUSE_GELU=1; --fuse-gelu)" if fuse_gelu
                        else 'a separate pass (the default: TRAIN_GPT_FUSE_GELU unset)'))
-    section('ptxas (sm_90): registers, spill stores/loads and stack (bytes per thread), '
+    section('ptxas (sm_90a): registers, spill stores/loads and stack (bytes per thread), '
             'static shared memory (bytes per block)')
     report.resources(kernels, out)
     missing = {}
@@ -122,6 +140,7 @@ def show_predictions(P, kernels, root, label, verbose, fuse_gelu=False):
         preds = [predict.predict_op(P, table, n, shape, kernels, P['T_LAUNCH_STEP'])
                  for n in step_mod.step_ops()]
         report.op_rows(preds, out)
+        variant_rows(P, table, shape, kernels, missing)
         for rc in (0, 1):
             steps.append(step_mod.predict_step(P, table, shape, kernels, rc))
     section('per-op predictions at check_timing\'s shape %s (each timed alone)' % ops_mod.TIMING)

@@ -3,7 +3,7 @@
 # ptxas, without a GPU (`make cuda-resources`).
 #
 # Compiles every kernels/cuda/*.cu with the Makefile's device flags (sm_80 and
-# sm_90, -O3) plus -Xptxas -v, one nvcc per file in parallel, and prints one
+# sm_90a, -O3) plus -Xptxas -v, one nvcc per file in parallel, and prints one
 # row per kernel and architecture: registers per thread, spill stores and
 # loads (bytes per thread), static shared memory (bytes per block), and the
 # demangled kernel name. Dynamic shared memory (the attention tiles) is sized
@@ -34,7 +34,7 @@ export NVCC tmp
 ls kernels/cuda/*.cu | xargs -P "$JOBS" -I{} sh -c '
     f={}; n=$(basename "$f" .cu)
     "$NVCC" -O3 -std=c++17 -I. -DHAVE_CUDA \
-        -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+        -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
         -Xptxas -v -c "$f" -o "$tmp/$n.o" > "$tmp/$n.log" 2>&1 || { echo "$f" >> "$tmp/failed"; }'
 if [ -s "$tmp/failed" ]; then
     while read -r f; do
@@ -45,7 +45,7 @@ if [ -s "$tmp/failed" ]; then
 fi
 
 # ptxas -v, per entry function:
-#   Compiling entry function 'MANGLED' for 'sm_90'
+#   Compiling entry function 'MANGLED' for 'sm_90a'
 #   Function properties for MANGLED
 #       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 #   Used 40 registers, used 1 barriers, 128 bytes smem, 392 bytes cmem[0]

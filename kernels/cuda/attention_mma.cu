@@ -44,15 +44,28 @@ extern "C" int cuda_attn_variant_get(Backend *be, int kernel)
     return kernel >= 0 && kernel < CUDA_ATTN_KERNELS ? cuda_state(be)->attn_variant[kernel] : -1;
 }
 
+/* Whether this device can run variant i of kernel (range-checked). */
+static int amma_usable(const CudaState *st, int kernel, int i)
+{
+    if (i < 0 || i >= amma_count(kernel)) return 0;
+    return kernel != CUDA_ATTN_FWD || !amma_fwd_variants[i].cc || amma_fwd_variants[i].cc == st->cc;
+}
+
+extern "C" int cuda_attn_variant_usable(Backend *be, int kernel, int i)
+{
+    return amma_usable(cuda_state(be), kernel, i);
+}
+
 extern "C" int cuda_attn_variant_set(Backend *be, int kernel, int i)
 {
-    if (i < 0 || i >= amma_count(kernel)) return -1;
+    if (!amma_usable(cuda_state(be), kernel, i)) return -1;
     cuda_state(be)->attn_variant[kernel] = i;
     return 0;
 }
 
 /* TRAIN_GPT_ATTN_VARIANT: comma-separated variant names, at most one per
- * kernel; the kernels it does not name keep their default. */
+ * kernel; the kernels it does not name keep their default. Called once
+ * st->cc is known: a variant this device cannot run is refused. */
 int amma_variants_from_env(CudaState *st, char *err, size_t err_len)
 {
     for (int k = 0; k < CUDA_ATTN_KERNELS; k++) st->attn_variant[k] = 0;
@@ -75,6 +88,14 @@ int amma_variants_from_env(CudaState *st, char *err, size_t err_len)
                     return 0;
                 }
                 named[k] = found = 1;
+                if (!amma_usable(st, k, i)) {
+                    snprintf(err, err_len,
+                             "TRAIN_GPT_ATTN_VARIANT: variant %s needs a GPU of compute "
+                             "capability %d.%d; this one is %d.%d",
+                             n, amma_fwd_variants[i].cc / 10, amma_fwd_variants[i].cc % 10,
+                             st->cc / 10, st->cc % 10);
+                    return 0;
+                }
                 st->attn_variant[k] = i;
             }
         if (!found) {

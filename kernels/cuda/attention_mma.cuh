@@ -1,7 +1,8 @@
 /* kernels/cuda/attention_mma.cuh — private to attention_mma*.cu: the bf16
  * attention kernels' common parts. The kernels: attention_mma_fwd.cu
- * (forward), attention_mma_bwd.cu (D, dQ, dK/dV); the variant tables and
- * the entry points: attention_mma.cu.
+ * (forward), attention_mma_fwd_wg.cu (a forward variant on Hopper's wgmma,
+ * sm_90a only), attention_mma_bwd.cu (D, dQ, dK/dV); the variant tables
+ * and the entry points: attention_mma.cu.
  *
  * Plan. Causal self-attention, flash style, on the tensor cores (mma.cuh):
  * a block owns ROWS = 16 W rows (W warps; warp w owns rows 16w..16w+15 and
@@ -267,6 +268,7 @@ struct AmmaBwdArgs {
 struct AmmaFwdVariant {
     const char *name;
     void (*launch)(CudaState *st, const AmmaFwdArgs &a);
+    int cc; /* 0: any device; else only compute capability cc / 10 . cc % 10 */
 };
 struct AmmaBwdVariant {
     const char *name;
@@ -280,6 +282,10 @@ extern const int amma_fwd_nvariants;
 extern const AmmaBwdVariant amma_dq_variants[], amma_dkdv_variants[];
 extern const int amma_dq_nvariants, amma_dkdv_nvariants;
 void amma_fwd_run(CudaState *st, int variant, const AmmaFwdArgs &a);
+/* attention_mma_fwd_wg.cu: the forward on Hopper's wgmma (sm_90a; a
+ * variant, never the default); fatal on any device but compute 9.0 */
+#define AMMA_FWD_WG_NAME "fwd-wgmma-w4-k64-s2-b3"
+void amma_fwd_wg_launch(CudaState *st, const AmmaFwdArgs &a);
 void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a);
 void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a);
 void amma_rows_D_run(CudaState *st, AmmaStat *stats, const bf16 *dout, const bf16 *out,

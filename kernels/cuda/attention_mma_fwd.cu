@@ -149,15 +149,16 @@ template <class Cfg> static void amma_fwd_launch(CudaState *st, const AmmaFwdArg
     LAUNCH(kern, (unsigned)blocks, Cfg::NT, smem, st->stream, a);
 }
 
-/* Named warps, key tile, stages, launch-bound blocks per SM. Entry 0 is
- * the default. */
+/* Named warps, key tile, stages, launch-bound blocks per SM; the device
+ * they need (0: any). Entry 0 is the default. */
 const AmmaFwdVariant amma_fwd_variants[] = {
-    {"fwd-w4-k64-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 4>>},
-    {"fwd-w4-k64-s2-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 3>>},
-    {"fwd-w4-k64-s1-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 1, 3>>},
-    {"fwd-w8-k64-s2-b2", amma_fwd_launch<AmmaCfg<64, 8, 64, 2, 2>>},
-    {"fwd-w4-k32-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 32, 2, 4>>},
-    {"fwd-w4-k128-s2-b2", amma_fwd_launch<AmmaCfg<64, 4, 128, 2, 2>>},
+    {"fwd-w4-k64-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 4>>, 0},
+    {"fwd-w4-k64-s2-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 3>>, 0},
+    {"fwd-w4-k64-s1-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 1, 3>>, 0},
+    {"fwd-w8-k64-s2-b2", amma_fwd_launch<AmmaCfg<64, 8, 64, 2, 2>>, 0},
+    {"fwd-w4-k32-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 32, 2, 4>>, 0},
+    {"fwd-w4-k128-s2-b2", amma_fwd_launch<AmmaCfg<64, 4, 128, 2, 2>>, 0},
+    {AMMA_FWD_WG_NAME, amma_fwd_wg_launch, 90}, /* Hopper only; unmeasured */
 };
 const int amma_fwd_nvariants = (int)(sizeof amma_fwd_variants / sizeof amma_fwd_variants[0]);
 

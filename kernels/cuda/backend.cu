@@ -129,7 +129,6 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
         env_switch("TRAIN_GPT_GEMM_TUNE", 1, &st->gemm_tune, err, err_len) != 0 ||
         env_switch("TRAIN_GPT_GEMM_VERBOSE", 0, &st->gemm_verbose, err, err_len) != 0)
         goto fail;
-    if (!amma_variants_from_env(st, err, err_len)) goto fail;
     {
         /* the current device: device 0, or the one dist_select_device made
          * current for this rank before the backend opened */
@@ -145,15 +144,17 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
         if (major < 8) {
             snprintf(err, err_len,
                      "--device cuda: GPU has compute capability %d.%d; this build needs 8.0 or "
-                     "newer (bf16 tensor cores; built for sm_80 and sm_90)",
+                     "newer (bf16 tensor cores; built for sm_80 and sm_90a)",
                      major, minor);
             goto fail;
         }
         st->num_sms = sms;
+        st->cc = 10 * major + minor;
         st->smem_optin = (size_t)optin;
         st->max_grid_y = gy;
         st->max_grid_z = gz;
     }
+    if (!amma_variants_from_env(st, err, err_len)) goto fail; /* after st->cc */
     OPEN_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     OPEN_TRY(cudaMalloc(&st->workspace, CUDA_LT_WORKSPACE_BYTES));
     OPEN_TRY(cudaMalloc(&st->scratch, CUDA_SCRATCH_BYTES));

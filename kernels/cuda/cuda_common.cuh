@@ -96,6 +96,7 @@ typedef struct CudaState {
     int bf16;              /* 1: activations/params bf16 (+ fp32 master); 0: fp32 */
     int device;
     int num_sms;
+    int cc;                /* compute capability, 10 major + minor (90: H100/H200) */
     size_t smem_optin;     /* max dynamic shared memory per block, bytes */
     int max_grid_y;        /* max gridDim.y and gridDim.z: 65535 on every GPU so far */
     int max_grid_z;

@@ -1,12 +1,12 @@
 """scripts/perf_model/build.py -- the kernels as compiled: every
-kernels/cuda/*.cu of a source tree to an sm_90 cubin, with ptxas's report.
+kernels/cuda/*.cu of a source tree to an sm_90a cubin, with ptxas's report.
 
 Owns: nvcc invocation, the ptxas report parser, and source trees taken from
 git (`--commit REV`: `git archive REV kernels` into a temporary folder, so
 an old kernel is analysed exactly as it was built then).
 
 One nvcc per file (in parallel, JOBS at a time) with the Makefile's device
-flags for sm_90 (-O3 -std=c++17 -I. -DHAVE_CUDA) plus -cubin and
+flags for sm_90a (-O3 -std=c++17 -I. -DHAVE_CUDA) plus -cubin and
 -Xptxas -v: the cubin gives the SASS (sass.py), the report gives registers,
 spills, stack and static shared memory per kernel.
 """
@@ -81,7 +81,7 @@ def parse_ptxas(text):
 def _compile_one(nvcc, root, src, outdir):
     name = os.path.splitext(os.path.basename(src))[0]
     cubin = os.path.join(outdir, name + '.cubin')
-    cmd = [nvcc, '-cubin', '-arch=sm_90', '-O3', '-std=c++17', '-I.', '-DHAVE_CUDA',
+    cmd = [nvcc, '-cubin', '-arch=sm_90a', '-O3', '-std=c++17', '-I.', '-DHAVE_CUDA',
            '-Xptxas', '-v', src, '-o', cubin]
     p = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     if p.returncode != 0:

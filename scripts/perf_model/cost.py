@@ -20,7 +20,8 @@ bytes, round trips, short waits, barriers and the compiler's stall cycles.
             so they come from L2);
   T_res(n)= the busiest SM pipe when n resident blocks of W warps each do
             one tile: issue (4 per clock), integer/compare ALU (2 per clock),
-            MUFU (0.5), tensor FLOPs (MMA_SYNC_FLOP_PER_CLK), shared-memory
+            MUFU (0.5), tensor FLOPs (MMA_SYNC_FLOP_PER_CLK; HGMMA's at
+            WGMMA_FLOP_PER_CLK, the spec peak), shared-memory
             bytes (128 per clock), global bytes from L2 (L2_BW / 132);
   a round of the n blocks takes max(T_res(n), T_warp) cycles: throughput-
             bound when their work fills the pipes, latency-bound otherwise.
@@ -120,7 +121,8 @@ def pipe_cycles(P, prof, warps):
         'issue': warps * prof.instrs / P['ISSUE_PER_CLK'],
         'alu': warps * alu / P['ALU_PER_CLK'],
         'mufu': warps * prof.classes['mufu'] / P['MUFU_PER_CLK'],
-        'tensor': warps * prof.flops / P['MMA_SYNC_FLOP_PER_CLK'],
+        'tensor': warps * ((prof.flops - prof.wflops) / P['MMA_SYNC_FLOP_PER_CLK'] +
+                           prof.wflops / P['WGMMA_FLOP_PER_CLK']),
         'smem': warps * 32 * prof.sbytes / P['SMEM_BYTES_PER_CLK'],
         'l2': warps * 32 * (prof.gbytes_ld + prof.gbytes_st) / l2_per_clk,
     }

@@ -206,6 +206,7 @@ class Profile:
         self.classes = Counter()
         self.names = Counter()
         self.flops = 0
+        self.wflops = 0  # the part of flops from HGMMA (warpgroup products)
         self.gbytes_ld = 0
         self.gbytes_st = 0
         self.sbytes = 0
@@ -222,7 +223,7 @@ class Profile:
         self.classes.update({k: v * times for k, v in other.classes.items()})
         self.names.update({k: v * times for k, v in other.names.items()})
         self.mufu.update({k: v * times for k, v in other.mufu.items()})
-        for f in ('flops', 'gbytes_ld', 'gbytes_st', 'sbytes', 'stall', 'rt_serial',
+        for f in ('flops', 'wflops', 'gbytes_ld', 'gbytes_st', 'sbytes', 'stall', 'rt_serial',
                   'rt_prefetch', 'short_waits', 'bars', 'instrs'):
             setattr(self, f, getattr(self, f) + times * getattr(other, f))
 
@@ -243,6 +244,8 @@ def count_instr(p, ins):
     p.instrs += 1
     p.stall += max(ins.stall, 1)
     p.flops += ins.flops
+    if ins.name == 'HGMMA':
+        p.wflops += ins.flops
     if ins.klass in ('ldg', 'ldgsts'):
         p.gbytes_ld += ins.width or 4
     elif ins.klass == 'stg':

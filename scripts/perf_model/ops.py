@@ -201,6 +201,29 @@ ATTN_FWD = [
           hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4, inner=2)],
 ]
 
+# attention_mma_fwd_wg.cu: the forward on wgmma (sm_90a), a variant the step
+# never runs unless TRAIN_GPT_ATTN_VARIANT names it. One warpgroup per block,
+# 64 query rows, 64-row K/V tiles by cp.async into two stages in wgmma's
+# core-matrix layout (unpadded), Q in padded rows; the same 1-D grid and
+# tile loop as the default.
+def _smem_wg_fwd(s):
+    return 2 * 2 * 64 * s.hsp * ACT + 64 * (s.hsp + 8) * ACT
+
+
+VARIANTS = {  # row name -> alternatives, as OPS'; predicted beside the op they replace
+    'attention_forward fwd-wgmma-w4-k64-s2-b3': [
+        [Tile(r'amma_fwd_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >', 128, _smem_wg_fwd,
+              _grid_1d, lambda s, bx: s.nT - _first(s, bx), lambda s: [],
+              hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4)]],
+}
+
+
+def variant_table():
+    """{variant row name: function(shape) -> (alternatives, 1)}, as op_table's
+    entries; the row name is the op's, then the variant's."""
+    return {n: (lambda a: lambda s: (a, 1))(alts) for n, alts in VARIANTS.items()}
+
+
 ATTN_BWD = [
     [Stream(r'amma_rows_D_kernel', 256, lambda s: ew_grid(s.B * s.NH * s.T * 32),
             hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * (4 + 8)),
@@ -465,7 +488,7 @@ def op_flops(name, s):
     if name == 'matmul_backward_gelu fc proj':
         return 4.0 * s.N * s.C * 4 * s.C
     afl = 2.0 * s.B * s.NH * s.T * s.T * s.hs
-    if name == 'attention_forward':
+    if name == 'attention_forward' or name.startswith('attention_forward '):
         return afl
     if name == 'attention_backward':
         return 2.5 * afl

@@ -23,6 +23,9 @@ so a compiler whose encoding moved fails the self-test):
     and .shared u8, u16, u32, v2.u32, v4.u32; cp.async 4, 8, 16 bytes);
   * LDSM: hi bits 8..9 = .x1/.x2/.x4 (0, 1, 2), hi bit 14 = .trans;
   * HMMA: hi bit 11 set = m16n8k16 (4096 FLOPs), clear = m16n8k8 (2048);
+  * HGMMA (wgmma.mma_async, sm_90a): N of m64nNk16 = 8 (lo bits 53..58 + 1)
+    (probe: m64nNk16 bf16 for N = 8, 16, 32, 64, 128, 256 gave 0, 1, 3, 7,
+    15, 31); FLOPs per warp = a quarter of the warpgroup's 2 x 64 x N x 16;
   * MUFU: hi bits 10..13 = function (2 = EX2, 3 = LG2, 4 = RCP, ...);
   * DEPBAR (cp.async.wait_group N): N in lo bits 38..43;
   * BRA/CALL target: byte offset from the next instruction =
@@ -149,6 +152,8 @@ class Instr:
             self.trans = bool((hi >> 14) & 1)
         elif self.name == 'HMMA':
             self.flops = 4096 if (hi >> 11) & 1 else 2048
+        elif self.name == 'HGMMA':
+            self.flops = 512 * 8 * (((lo >> 53) & 0x3f) + 1)
         elif self.name == 'MUFU':
             self.func = MUFU_FUNCS.get((hi >> 10) & 0xf, '?')
         elif self.name == 'DEPBAR':

@@ -437,5 +437,58 @@ class ProbeTest(unittest.TestCase):
         self.assertTrue(any(i.wait >> ldg.wbar & 1 for i in self.k.instrs if i.addr > ldg.addr))
 
 
+WG_PROBE = r'''
+#include <stdint.h>
+__global__ void wg_probe(float *o, uint64_t desc, uint32_t a0)
+{
+  float d[32], e[128];
+  for (int i = 0; i < 32; i++) d[i] = o[i];
+  for (int i = 0; i < 128; i++) e[i] = o[i + 32];
+  asm volatile("wgmma.fence.sync.aligned;");
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, "
+               "%6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+               "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, "
+               "1, 1, 1, 1;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                 "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                 "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                 "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                 "+f"(d[30]), "+f"(d[31])
+               : "r"(a0), "r"(a0 + 1), "r"(a0 + 2), "r"(a0 + 3), "l"(desc));
+  asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, "
+               "%4, %5, 1, 1, 1, 0, 0;"
+               : "+f"(e[0]), "+f"(e[1]), "+f"(e[2]), "+f"(e[3]) : "l"(desc), "l"(desc + 64));
+  asm volatile("wgmma.commit_group.sync.aligned;");
+  asm volatile("wgmma.wait_group.sync.aligned 0;");
+  for (int i = 0; i < 32; i++) o[i + 160 * threadIdx.x] = d[i];
+  for (int i = 0; i < 4; i++) o[i + 32 + 160 * threadIdx.x] = e[i];
+}
+'''
+
+
+@unittest.skipIf(build.find_nvcc() is None, 'nvcc not found')
+class WgmmaProbeTest(unittest.TestCase):
+    """HGMMA's N (wgmma.mma_async m64nNk16, sm_90a), as sass.py decodes it:
+    FLOPs per warp = 2 x 64 x N x 16 / 4."""
+
+    def test_hgmma_flops(self):
+        tmp = tempfile.mkdtemp(prefix='perf_model_wg.')
+        try:
+            src = os.path.join(tmp, 'wg.cu')
+            with open(src, 'w') as f:
+                f.write(WG_PROBE)
+            cubin = os.path.join(tmp, 'wg.cubin')
+            subprocess.run([build.find_nvcc(), '-cubin', '-arch=sm_90a', '-O3', src, '-o',
+                            cubin], check=True, capture_output=True)
+            k = sass.read_cubin(cubin)[0]
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.assertEqual(sorted(i.flops for i in k.instrs if i.name == 'HGMMA'),
+                         [512 * 8, 512 * 64])
+        self.assertTrue(any(i.name == 'WARPGROUP' for i in k.instrs))
+        self.assertFalse([i for i in k.instrs if i.name.startswith('UNK_')])
+
+
 if __name__ == '__main__':
     unittest.main()

@@ -66,8 +66,11 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
                 ck_dev_set(c, a.lse, lse, nl, 1);
             }
             for (int i = 1; i < cuda_attn_variant_count(k); i++) {
-                cuda_attn_variant_set(c->gpu, k, i);
                 const char *name = cuda_attn_variant_name(k, i);
+                if (cuda_attn_variant_set(c->gpu, k, i) != 0) { /* e.g. wgmma off Hopper */
+                    printf("  %s: skipped (this GPU cannot run it)\n", name);
+                    continue;
+                }
                 if (k == CUDA_ATTN_FWD) ck_check(c, name, sh, of, 2, run_att_fwd, &a, -1);
                 else ck_check(c, name, sh, ob, 1, run_att_bwd, &a, -1);
                 cuda_attn_variant_set(c->gpu, k, 0);
@@ -82,7 +85,9 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
 
 /* TRAIN_GPT_ATTN_VARIANT at cuda_backend_open: a valid list selects its
  * variants, an unknown name or two variants of one kernel fail the open
- * with a message naming the variable and the fault. One row: the number of
+ * with a message naming the variable and the fault, and so does a variant
+ * this GPU cannot run (the wgmma forward off compute capability 9.0; on
+ * such a GPU it must open and select it). One row: the number of
  * expectations missed. */
 void check_attention_variant_env(Ctx *c, const char *dtype)
 {
@@ -93,6 +98,7 @@ void check_attention_variant_env(Ctx *c, const char *dtype)
         {"fwd-w4-k64-s2-b4,bogus-w9", "no attention kernel variant named 'bogus-w9'"},
         {"dq-w4-k32-s2-b4,dq-w4-k64-s1-b4", "names two variants of one kernel"},
     };
+    static const char *wg = "fwd-wgmma-w4-k64-s2-b3";
     const char *saved = getenv("TRAIN_GPT_ATTN_VARIANT");
     char *keep = saved ? strdup(saved) : NULL;
     int missed = 0;
@@ -123,9 +129,39 @@ void check_attention_variant_env(Ctx *c, const char *dtype)
         }
         if (be) cuda_backend_close(be);
     }
+    /* the wgmma forward: refused exactly where this GPU cannot run it */
+    int wg_i = -1;
+    for (int i = 0; i < cuda_attn_variant_count(CUDA_ATTN_FWD); i++)
+        if (!strcmp(cuda_attn_variant_name(CUDA_ATTN_FWD, i), wg)) wg_i = i;
+    if (wg_i < 0) {
+        printf("  no forward variant named %s\n", wg);
+        missed++;
+    } else {
+        char err[512] = "";
+        unsetenv("TRAIN_GPT_ATTN_VARIANT");
+        Backend *def = cuda_backend_open(dtype, err, sizeof err); /* every kernel's default */
+        const int usable = def ? cuda_attn_variant_usable(def, CUDA_ATTN_FWD, wg_i) : 0;
+        if (!def) {
+            printf("  open failed: %s\n", err);
+            missed++;
+        } else if (cuda_attn_variant_set(def, CUDA_ATTN_FWD, wg_i) != (usable ? 0 : -1)) {
+            printf("  cuda_attn_variant_set(%s) disagrees with usable = %d\n", wg, usable);
+            missed++;
+        }
+        if (def) cuda_backend_close(def);
+        setenv("TRAIN_GPT_ATTN_VARIANT", wg, 1);
+        Backend *be = def ? cuda_backend_open(dtype, err, sizeof err) : NULL;
+        if (def && (usable ? !be || cuda_attn_variant_get(be, CUDA_ATTN_FWD) != wg_i
+                           : be != NULL || !strstr(err, "needs a GPU of compute capability 9.0"))) {
+            printf("  TRAIN_GPT_ATTN_VARIANT=%s on a GPU that %s run it: %s\n", wg,
+                   usable ? "can" : "cannot", be ? "(opened)" : err);
+            missed++;
+        }
+        if (be) cuda_backend_close(be);
+    }
     if (keep) setenv("TRAIN_GPT_ATTN_VARIANT", keep, 1);
     else unsetenv("TRAIN_GPT_ATTN_VARIANT");
     free(keep);
-    ck_record(c, "TRAIN_GPT_ATTN_VARIANT", "3 values", "missed", missed, 0.0, 1);
+    ck_record(c, "TRAIN_GPT_ATTN_VARIANT", "4 values", "missed", missed, 0.0, 1);
 }
 

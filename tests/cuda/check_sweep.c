@@ -198,6 +198,10 @@ static int sw_shape(Ctx *c, int B, int T, int C, int NH, int quick)
         printf(" %s:\n", what[k]);
         best[k] = -1, best_ms[k] = 0.0f;
         for (int v = 0; v < cuda_attn_variant_count(k); v++) {
+            if (!cuda_attn_variant_usable(c->gpu, k, v)) { /* e.g. wgmma off Hopper */
+                printf("  %-20s  skipped: this GPU cannot run it\n", cuda_attn_variant_name(k, v));
+                continue;
+            }
             float ms = sw_variant(c, &s, k, v, warm, reps, k == CUDA_ATTN_FWD ? ffl : 2.5 * ffl);
             if (ms < 0.0f) fails++;
             else if (best[k] < 0 || ms < best_ms[k]) best[k] = v, best_ms[k] = ms;

@@ -10,7 +10,8 @@
  * of lanes between warp barriers, and of blocks), EMU_SEED (for rand),
  * EMU_SMEM_OPTIN (bytes the device "allows" per block; default 232448, an
  * H100/H200), EMU_MAX_GRID_Z (the largest gridDim.z; default 65535, every
- * GPU's: a smaller value exercises code that splits a launch along z).
+ * GPU's: a smaller value exercises code that splits a launch along z),
+ * EMU_CC (the compute capability reported, 10 major + minor; default 90).
  *
  * Checks of what only the hardware would refuse: block size, grid limits,
  * dynamic shared memory over the device limit or over 48 KiB without the
@@ -136,7 +137,7 @@ static const std::function<void()> *cur_body;
 static int order_mode = -1; /* 0 fwd, 1 rev, 2 rand */
 static std::mt19937 rng;
 
-static void emu_fail(const char *what)
+void emu_fail(const char *what)
 {
     fprintf(stderr, "emu: %s (block %u,%u,%u of %u,%u,%u; %u x %u x %u threads)\n", what,
             emu_block_idx.x, emu_block_idx.y, emu_block_idx.z, emu_grid_dim.x, emu_grid_dim.y,
@@ -156,6 +157,8 @@ static void init_order(void)
 const dim3 &emu_thread_idx(void) { return emu_cur->tid; }
 unsigned char *emu_dyn_smem(void) { return dyn_smem; }
 int emu_lane(void) { return emu_cur->lane; }
+int emu_warp(void) { return emu_cur->warp; }
+size_t emu_dyn_smem_size(void) { return dyn_size; }
 
 void emu_syncthreads(void)
 {
@@ -282,6 +285,7 @@ static void fiber_entry(void)
     (*cur_body)();
     if (!emu_cur->open_copies.empty() || !emu_cur->groups.empty())
         emu_fail("a thread ended with cp.async copies it never waited for");
+    emu_wgmma_thread_end();
     emu_cur->state = DONE;
 #if defined(__x86_64__) && !defined(EMU_UCONTEXT)
     ctx_switch(&emu_cur->ctx, &sched_ctx); /* never resumed */
@@ -336,6 +340,7 @@ static void run_block(size_t nthreads)
     for (;;) {
         make_order(warps, nwarps);
         for (size_t w : warps) run_warp(w, nthreads);
+        emu_wgmma_block_barrier();
         size_t done = 0;
         for (size_t i = 0; i < nthreads; i++) done += fibers[i].state == DONE;
         if (done == nthreads) return;
@@ -348,6 +353,15 @@ static size_t smem_optin(void)
 {
     const char *s = getenv("EMU_SMEM_OPTIN");
     return s ? (size_t)strtoull(s, NULL, 10) : 232448;
+}
+
+/* EMU_CC: the compute capability reported, 10 major + minor (default 90,
+ * an H100/H200), e.g. 80 to see what the backend refuses on an A100 */
+static int emu_cc(void)
+{
+    const char *s = getenv("EMU_CC");
+    const long v = s ? strtol(s, NULL, 10) : 90;
+    return v >= 10 && v <= 129 ? (int)v : 90;
 }
 
 static unsigned max_grid_z(void)
@@ -427,6 +441,7 @@ void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
             t->groups.clear();
             ctx_make(&t->ctx, t->stack, EMU_STACK, &sched_ctx);
         }
+        emu_wgmma_block_start(nthreads);
         run_block(nthreads);
         for (size_t i = smem; i < smem + EMU_CANARY; i++)
             if (dyn_smem[i] != 0xff) emu_fail("write past the end of dynamic shared memory");
@@ -461,8 +476,8 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
 {
     (void)d;
     switch (a) {
-    case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
+    case cudaDevAttrComputeCapabilityMajor: *v = emu_cc() / 10; break;
+    case cudaDevAttrComputeCapabilityMinor: *v = emu_cc() % 10; break;
     case cudaDevAttrMultiProcessorCount: *v = 132; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)smem_optin(); break;
     case cudaDevAttrMaxGridDimY: *v = 65535; break;
@@ -475,8 +490,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
     if (d != 0) return cudaErrorInvalidValue;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "CUDA emulator (tests/cuda/emu)");
-    p->major = 9;
-    p->minor = 0;
+    p->major = emu_cc() / 10;
+    p->minor = emu_cc() % 10;
     p->multiProcessorCount = 132;
     return cudaSuccess;
 }

@@ -5,8 +5,8 @@
  * synchronous), the SIMT model (each CUDA thread is a fiber; blocks run one
  * after another), __syncthreads/__syncwarp/shuffles as fiber barriers, bf16,
  * mma.sync m16n8k16 (bf16) from its per-lane register layout, ldmatrix,
- * cp.async (copies that land at the issuing thread's wait_group) and
- * ex2.approx.ftz.
+ * wgmma m64nNk16 (bf16; emu_wgmma.cpp), cp.async (copies that land at the
+ * issuing thread's wait_group) and ex2.approx.ftz.
  *
  * What it checks beyond the arithmetic: a barrier that not every live thread
  * of the block (or warp) reaches is reported and aborts; device memory
@@ -153,6 +153,39 @@ void emu_ldmatrix_x4(uint32_t r[4], const void *p, bool trans);
 void emu_cp_async(void *dst, const void *src, int size, int src_size);
 void emu_cp_async_commit(void);     /* cp.async.commit_group */
 void emu_cp_async_wait(int pending); /* cp.async.wait_group pending */
+
+/* ---- wgmma (sm_90a warpgroup MMA; kernels/cuda/wgmma.cuh, emu_wgmma.cpp) ----
+ * wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: D(64 x N, fp32)
+ * (+)= A(64 x 16) . B(16 x N) over the 128 threads of a warpgroup (4
+ * consecutive warps, the first a multiple of 4). D: N/2 floats per thread
+ * (d[i]: row 16 (warp % 4) + lane/4 + 8 ((i/2) % 2), column 8 (i/4) +
+ * 2 (lane % 4) + i % 2). A: four registers in mma.sync's A layout on the
+ * warp's 16 rows (a != NULL), or shared memory by the descriptor adesc
+ * (a == NULL; trans_a 1: M-major). B: shared memory by bdesc (trans_b 1:
+ * N-major). scale_d 0: D = A B. The descriptor (bits 0-13 start, 16-29
+ * leading and 32-45 stride byte offsets, all >> 4; 62-63 swizzle: 0 none,
+ * 1 128B, 2 64B, 3 32B) is decoded as the PTX ISA's canonical layouts
+ * (emu_wgmma.cpp). Results land at the wait_group that retires the group
+ * (the accumulators hold NaN until then); shared memory and A registers an
+ * in-flight wgmma reads must not change before that wait, nor the
+ * accumulators be written (abort); an mma_async needs a wgmma.fence since
+ * the thread's start or its last wait (abort); every thread of a
+ * warpgroup must issue the same number (checked at block barriers). */
+void emu_wgmma_fence(void);
+void emu_wgmma_bf16(float *d, int N, const uint32_t *a, uint64_t adesc, int trans_a,
+                    uint64_t bdesc, int trans_b, int scale_d);
+void emu_wgmma_commit(void);
+void emu_wgmma_wait(int pending);
+/* __cvta_generic_to_shared: offset in the block's dynamic shared memory
+ * (abort for any other pointer) */
+uint32_t emu_smem_addr(const void *p);
+/* emulator internals shared by emu.cpp and emu_wgmma.cpp */
+[[noreturn]] void emu_fail(const char *what);
+int emu_warp(void);
+size_t emu_dyn_smem_size(void);
+void emu_wgmma_block_start(size_t nthreads); /* each block's start */
+void emu_wgmma_block_barrier(void);          /* every block barrier and the block's end */
+void emu_wgmma_thread_end(void);             /* a thread's end: nothing in flight */
 
 /* ex2.approx.ftz.f32: 2^x with subnormal inputs and results flushed to
  * zero (of the input's sign for inputs; +0 for results). The hardware's
