@@ -6,7 +6,7 @@
 # and whether it has this project's other Debian libraries and headers
 # (OpenBLAS, PCRE2, cJSON, OpenSSL) was never established. This script
 # builds ./train_gpt and tests/cuda/check_kernels here with the CUDA backend
-# (same nvcc major version, sm_80 + sm_90) and packs them, stripped, with
+# (same nvcc major version, sm_80 + sm_90a) and packs them, stripped, with
 # the shared libraries they need that are not glibc, libstdc++ or CUDA's
 # into gpu_bundle/bundle.tar.xz (about 8.4 MB; git-ignored), with the static
 # performance model's per-op predictions (perf_model.json). Carry the folder

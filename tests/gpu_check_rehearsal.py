@@ -32,7 +32,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALL = "kernels sweep grads sample recompute nccl perf xlmax head auto"
-BUILD = "build (make -j16, sm_80 + sm_90)"
+BUILD = "build (make -j16, sm_80 + sm_90a)"
 B124 = r"124M B[0-9]+"
 AUTO = r"auto vs fixed modes \((124M|XL), B8\)"
 
@@ -48,6 +48,7 @@ def rows_of(section):
     if section == "kernels":
         return [(lit("check_kernels (fp32 1e-5, bf16 2e-2)"), 1, "run"),
                 (lit("check_kernels, GELU epilogues (FUSE_GELU=1)"), 1, "run"),
+                (lit("attention, unmeasured variants (bf16)"), 1, "run"),
                 (lit("check_kernels --time"), 1, "skip"),
                 (lit("target: head <= 1.3x its three gemms"), 1, "skip"),
                 (lit("fc GELU fused vs unfused (bf16, ms)"), 1, "skip"),

@@ -30,7 +30,15 @@ typedef struct {
     uint64_t rng;
     CkRow rows[CK_MAX_ROWS];
     int nrows, fails;
+    const char *skip_variants; /* --skip-variants: comma-separated names, or NULL */
+    const char *only_variants; /* --only-variants: the same; NULL = all */
 } Ctx;
+
+/* Whether --skip-variants names this attention variant, or --only-variants
+ * does not: left out of the variant rows and the sweep, so that a variant
+ * that might fault the device (an unmeasured one) can be checked in a
+ * process of its own. */
+int ck_variant_skipped(const Ctx *c, const char *name);
 
 /* One output of an op: where the gpu writes it, the cpu's result, its
  * element count and type (f32: always float; else the gpu's act/par type),

@@ -67,6 +67,10 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
             }
             for (int i = 1; i < cuda_attn_variant_count(k); i++) {
                 const char *name = cuda_attn_variant_name(k, i);
+                if (ck_variant_skipped(c, name)) {
+                    printf("  %s: skipped (--skip-variants, --only-variants)\n", name);
+                    continue;
+                }
                 if (cuda_attn_variant_set(c->gpu, k, i) != 0) { /* e.g. wgmma off Hopper */
                     printf("  %s: skipped (this GPU cannot run it)\n", name);
                     continue;

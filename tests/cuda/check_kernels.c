@@ -3,6 +3,7 @@
  *
  * usage: tests/cuda/check_kernels [--dtype fp32|bf16|both] [--quick]
  *                                 [--seed N] [--time] [--only GROUP]
+ *                                 [--skip-variants NAME,...] [--only-variants NAME,...]
  *   --quick  skip the realistic shape (B=4, T=1024, C=768, V=50257)
  *   --time   instead of checking, time the main ops at the realistic shape
  *            (CUDA events, median of 20 after 3 warm-ups; check_timing.c)
@@ -12,6 +13,10 @@
  *   --only   one group of ops: encoder, layernorm, attention, elementwise,
  *            matmul, fused, head or optimizer (fused: check_fused.c; run it
  *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
+ *   --skip-variants, --only-variants  leave these attention variants out
+ *            of the variant rows and the sweep, or all others
+ *            (scripts/gpu_check.sh checks an unmeasured one in a process of
+ *            its own, so that a fault there loses only its row)
  * Prints one PASS/FAIL line per op, shape and dtype, then a table; exits 1
  * on any failure. Tolerances and the error measure: check.h. Every gpu
  * output is NaN-poisoned (or, for "+=" outputs, set to random values) before
@@ -489,6 +494,7 @@ int check_sweep(Ctx *c, int quick);       /* check_sweep.c */
 int main(int argc, char **argv)
 {
     int quick = 0, timing = 0, sweep = 0, dt_fp32 = 1, dt_bf16 = 1;
+    const char *skip = NULL, *only_v = NULL;
     uint64_t seed = (uint64_t)time(NULL);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -496,6 +502,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--sweep")) sweep = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--skip-variants") && i + 1 < argc) skip = argv[++i];
+        else if (!strcmp(argv[i], "--only-variants") && i + 1 < argc) only_v = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             const char *d = argv[++i];
             dt_fp32 = !strcmp(d, "fp32") || !strcmp(d, "both");
@@ -506,13 +514,16 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
-                            "[--only encoder|layernorm|attention|elementwise|matmul|fused|head|optimizer]\n",
+                            "[--only encoder|layernorm|attention|elementwise|matmul|fused|head|optimizer] "
+                            "[--skip-variants NAME,...] [--only-variants NAME,...]\n",
                     argv[0]);
             return 2;
         }
     }
     static Ctx ctx;
     Ctx *c = &ctx;
+    c->skip_variants = skip;
+    c->only_variants = only_v;
     int sweep_fail = 0;
     char err[256];
     if (cuda_device_count() < 1) {

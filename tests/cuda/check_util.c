@@ -50,6 +50,23 @@ float *ck_rand_pos(Ctx *c, size_t n, float lo, float hi)
     return h;
 }
 
+static int in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+int ck_variant_skipped(const Ctx *c, const char *name)
+{
+    return in_list(c->skip_variants, name) ||
+           (c->only_variants && !in_list(c->only_variants, name));
+}
+
 float *ck_copy(const float *h, size_t n)
 {
     float *r = ck_alloc(n);
