@@ -162,10 +162,10 @@ cuda-emu-check: tests/cuda/check_kernels_emu tests/cuda/emu_wgmma_check
 # --sweep on the emulator; tests/gpu_check_rehearsal.py checks the rows the
 # GPU run would print (65 to 95 s on 2 shared cores; CI runs it). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
-GPU_SCRIPTS := scripts/gpu_check.sh scripts/gpu_check_dist.sh scripts/bench_auto.sh scripts/gpu_bundle.sh
+GPU_SCRIPTS := scripts/gpu_check.sh scripts/gpu_check_lib.sh scripts/gpu_check_dist.sh scripts/bench_auto.sh scripts/gpu_bundle.sh
 gpu-check-rehearsal: all tests/cuda/check_kernels_emu
 	for f in $(GPU_SCRIPTS); do bash -n $$f || exit 1; done
-	if command -v shellcheck >/dev/null; then shellcheck -S warning $(GPU_SCRIPTS); \
+	if command -v shellcheck >/dev/null; then shellcheck -x -S warning $(GPU_SCRIPTS); \
 	else echo "gpu-check-rehearsal: no shellcheck (apt-get install shellcheck): not run" >&2; fi
 	python3 tests/gpu_check_rehearsal.py
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
