@@ -70,6 +70,15 @@ typedef struct {
  * keeping what the flags ask), or TRAIN_STOPPED. Collective. */
 int train_loop(Trainer *tr, char *err, size_t len);
 
+/* Start-up's stop point, after each long phase (`phase` names it: "initialising
+ * the parameters"): when any rank has a SIGINT or SIGTERM, every rank prints
+ * what a stop before the first step keeps (nothing; a resume's save is still
+ * there) and exits with TRAIN_EXIT_STOPPED_NOTHING, or _RESUMABLE when
+ * resuming. The phases give up early on the flag (base/stop.h), so a stop
+ * lands here within a fraction of a second. Collective; before
+ * session_settle only (nothing moved yet). (train_loop.c) */
+void trainer_check_startup(Trainer *tr, const char *phase);
+
 /* After TRAIN_STOPPED: keep what the flags ask, print what was kept, and
  * return the exit status (run/signals.h's TRAIN_EXIT_STOPPED_*), or -1 with
  * err when a save failed. Collective. */

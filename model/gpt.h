@@ -126,8 +126,9 @@ void gpt_get_grads(GPT *g, float *host); /* grads as fp32 */
 
 /* GPT-2 initialisation into a host array: N(0, 0.02); the residual output
  * projections (attprojw, fcprojw) N(0, 0.02/sqrt(2L)); LayerNorm weights 1,
- * biases 0; padded vocab rows 0. Deterministic in seed. */
-void gpt_init_weights(const GPTConfig *cfg, uint64_t seed, float *host);
+ * biases 0; padded vocab rows 0. Deterministic in seed. Returns 0, or 1
+ * when a stop was asked for (base/stop.h): host is then part-filled. */
+int gpt_init_weights(const GPTConfig *cfg, uint64_t seed, float *host);
 
 void gpt_zero_grads(GPT *g);
 
