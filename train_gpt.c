@@ -474,6 +474,9 @@ static void start_progress(Trainer *tr, double t_start)
     if (o->llmc_resume) from = tr->llmc_from.step;
     progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
                   tr->dist.world == 1);
+    /* the final val loss and --eval-file score follow the last step (its ETA) */
+    progress_set_tail(&tr->prog, &tr->model, o->grad_accum, tr->have_val ? o->val_batches : 0,
+                      tr->have_eval ? train_eval_passes(&tr->eval, o->batch) : 0);
     if (tr->dist.rank != 0) return; /* the estimate is printed once, its warning too */
     progress_print_peak(&tr->prog, stdout);
     int steps = o->steps > from ? o->steps - from : 0;

@@ -98,9 +98,10 @@ static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
 /* The val loss after `step` steps, printed and logged; eval_val's returns. */
 static int validate(Trainer *tr, int step, char *err, size_t len)
 {
-    double vl;
+    double vl, t0 = progress_now_ms();
     int rc = eval_val(tr, &vl, err, len);
     if (rc != 0) return rc;
+    progress_tail_measured(&tr->prog, PROGRESS_VAL, progress_now_ms() - t0);
     printf("step %5d | val loss %.6f\n", step, vl);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "step", step);
@@ -238,9 +239,12 @@ int train_loop(Trainer *tr, char *err, size_t len)
         uint64_t epoch = tr->train.epoch;
         int shard = tr->train.shard_pos;
         long window = tr->train.window_pos;
-        if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0 &&
-            train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->log, err, len) != 0)
-            return -1;
+        if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0) {
+            double t0 = progress_now_ms();
+            if (train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->log, err, len) != 0)
+                return -1;
+            progress_tail_measured(&tr->prog, PROGRESS_EVAL, progress_now_ms() - t0);
+        }
         if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
             int rc = validate(tr, step - 1, err, len);
             if (rc < 0) return -1;
