@@ -16,7 +16,9 @@
  * Under mpirun (two ranks) the ranks agree: both signalled during the
  * measurement stop within the bound; with only rank 1 signalled, rank 0
  * finishes its measurement, and then both stop together at the same point
- * with the same status. */
+ * with the same status. In the val loss before step 1 (where two ranks have
+ * no stop at a block) a signal to rank 1 alone stops both after the val
+ * batch in progress; before, the val loss and step 1 ran first. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <signal.h>
@@ -203,5 +205,36 @@ Test(startup_stops, two_ranks_stop_together_during_start_up, .timeout = 240)
     cr_expect(tc_file_has(out, line));
     cr_expect(!tc_file_has(out, "step     1/"), "a step ran");
     cr_expect(!tu_exists(tu_path(d, "ck_one")));
+    free(d);
+}
+
+/* The val loss before step 1 under two ranks (no stop at a block there):
+ * with only rank 1 signalled, both stop after the val batch in progress,
+ * not after step 1 as before. 300 ms a block: a val batch of the 2-layer
+ * model takes 0.6 s, the 8 batches 4.8 s; the signal comes after "val 2/8". */
+Test(startup_stops, two_ranks_stop_together_in_the_first_val_loss, .timeout = 120)
+{
+    char *d = tu_tempdir(), cmd[8192], out[700];
+    tc_make_shards(d, 1, 4000);
+    snprintf(cmd, sizeof cmd, "export TRAIN_GPT_TEST_BLOCK_DELAY_MS=300; exec timeout 120 "
+             TC_MPIRUN " -np 2 %s %s --steps 4 --val-every 2 --val-batches 8 >'%s/v.out' "
+             "2>'%s/v.err'", tc_bin(), tc_model_args(d), d, d);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    snprintf(out, sizeof out, "%s/v.out", d);
+    cr_assert(tc_wait_for_text(out, "val 2/8\n", 60000), "the val loss did not start");
+    pid_t ranks[2];
+    cr_assert_eq(find_ranks(pid, ranks, 2), 2);
+    kill(ranks[1], SIGTERM);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_expect_eq(rc, 77, "exit %d %.0f ms after the signal", rc, took);
+    cr_expect(tc_file_has(out, "stopped by signal 15 during the val loss before step 1; nothing "
+                          "saved: no step had finished\n"));
+    cr_expect(!tc_file_has(out, "val 8/8"), "the val loss ran to its end");
     free(d);
 }
