@@ -36,8 +36,8 @@ void trainer_check_startup(Trainer *tr, const char *phase)
     int sig = agreed_signal(&tr->dist);
     if (!sig) return;
     /* Before session_settle and the output claims: nothing of the user's
-     * was moved, no log or save written; only the checkpoint folder this
-     * run made is there, and it goes too. */
+     * was moved, no log or save written; only the checkpoint folders this
+     * run made are there, and they go too. */
     int code = TRAIN_EXIT_STOPPED_NOTHING;
     char what[4600];
     if (tr->resume_dir[0]) {
@@ -51,6 +51,7 @@ void trainer_check_startup(Trainer *tr, const char *phase)
     } else {
         snprintf(what, sizeof what, "nothing saved: no step had run");
     }
+    trainer_llmc_abandon(tr);
     session_abandon(&tr->sess);
     printf("stopped by signal %d during start-up (%s); %s; no file was written or moved\n", sig,
            phase, what);

@@ -63,8 +63,8 @@ Test(startup_stops, sigterm_during_op_cost_measurement, .timeout = 120)
     tc_make_shards(d, 1, 40000);
     snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
     snprintf(args, sizeof args, "--train-data '%s/train_*.bin' " MEASURE_SHAPE " --batch 8 "
-             "--steps 3 --checkpoint-dir %s --save %s --log %s", d, tu_path(d, "ck"),
-             tu_path(d, "m.bin"), tu_path(d, "l.jsonl"));
+             "--steps 3 --checkpoint-dir %s --save-checkpoint-llmc %s/lc --save %s --log %s", d,
+             tu_path(d, "ck"), d, tu_path(d, "m.bin"), tu_path(d, "l.jsonl"));
     pid_t pid = tc_spawn(env, args, tu_path(d, "s"));
     cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "op costs: measuring one block's ops", 30000),
               "the measurement did not start");
@@ -80,6 +80,7 @@ Test(startup_stops, sigterm_during_op_cost_measurement, .timeout = 120)
                           "moved\n"));
     cr_expect(!tc_file_has(tu_path(d, "s.out"), "op costs: measured"));
     cr_expect(!tu_exists(tu_path(d, "ck")), "the checkpoint folder this run made is left");
+    cr_expect(!tu_exists(tu_path(d, "lc")), "the llm.c folder this run made is left");
     cr_expect(!tu_exists(tu_path(d, "m.bin")) && !tu_exists(tu_path(d, "l.jsonl")));
     DIR *c = opendir(tu_path(d, "cache"));
     int cached = 0;
