@@ -541,15 +541,15 @@ int main(int argc, char **argv)
     trainer_check_startup(&tr, "planning the memory (measuring the op costs)");
     /* after the op costs were measured: they time the backend's own ops */
     if (o->profile_ops) profile_attach(&tr.prof, tr.be);
-    if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
-                          &shard, err, sizeof err) != 0)
-        fail(&tr, err);
+    rc = gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
+                           &shard, err, sizeof err);
+    if (rc != 0 && !signals_pending()) fail(&tr, err);
+    trainer_check_startup(&tr, "allocating the model's memory");
     if (train_dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
     if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
-    trainer_check_startup(&tr, "allocating the model's memory");
     print_header(&tr);
     start_progress(&tr, t_start);
     trainer_check_startup(&tr, "timing a matmul for the estimate");

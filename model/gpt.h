@@ -101,7 +101,9 @@ int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recomp
 int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
                    int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
 /* The same for a schedule built by the caller (segments with a chosen k,
- * auto), which g takes over: gpt_free frees it, and so does a failure. */
+ * auto), which g takes over: gpt_free frees it, and so does a failure. The
+ * buffers are zeroed in 64 MiB pieces with a stop polled between them
+ * (base/stop.h): a stop fails the call, STOP_MESSAGE in err. */
 int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
                       int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
 void gpt_free(GPT *g);
