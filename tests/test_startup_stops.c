@@ -18,7 +18,11 @@
  * finishes its measurement, and then both stop together at the same point
  * with the same status. In the val loss before step 1 (where two ranks have
  * no stop at a block) a signal to rank 1 alone stops both after the val
- * batch in progress; before, the val loss and step 1 ran first. */
+ * batch in progress; before, the val loss and step 1 ran first.
+ *
+ * In-process, each long loop polls base/stop.h where stated: a poll that
+ * says stop at its k-th call ends the loop there, with the loop's error
+ * value and STOP_MESSAGE. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <signal.h>
@@ -30,6 +34,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/stop.h"
+#include "data/shard.h"
+#include "model/gpt.h"
+#include "model/model_file.h"
+#include "model/opcost.h"
 #include "test_util.h"
 #include "train_cli.h"
 
@@ -237,5 +246,59 @@ Test(startup_stops, two_ranks_stop_together_in_the_first_val_loss, .timeout = 12
     cr_expect(tc_file_has(out, "stopped by signal 15 during the val loss before step 1; nothing "
                           "saved: no step had finished\n"));
     cr_expect(!tc_file_has(out, "val 8/8"), "the val loss ran to its end");
+    free(d);
+}
+
+/* A poll that says stop from its stop_at-th call on, counting its calls. */
+static int polls, stop_at;
+static int counting_poll(void) { return ++polls >= stop_at; }
+
+static void poll_from(int k)
+{
+    polls = 0;
+    stop_at = k;
+    stop_set_poll(counting_poll);
+}
+
+Test(startup_stops, each_long_loop_polls_and_gives_up)
+{
+    char *d = tu_tempdir(), err[512];
+    /* shard_hash_file: one poll a MiB; a 3 MiB file stopped at the 2nd */
+    size_t n = 3 << 19; /* 3 MiB of tokens, and the header */
+    uint16_t *tok = calloc(n, sizeof *tok);
+    cr_assert_eq(shard_write(tu_path(d, "s.bin"), tok, n, err, sizeof err), 0, "%s", err);
+    free(tok);
+    unsigned char sha[SHARD_SHA256_BYTES];
+    poll_from(2);
+    cr_expect_eq(shard_hash_file(tu_path(d, "s.bin"), sha, NULL, err, sizeof err), -1);
+    cr_expect(strstr(err, STOP_MESSAGE), "%s", err);
+    cr_expect_eq(polls, 2, "hashing polled %d times before the stop", polls);
+    stop_set_poll(NULL);
+    cr_expect_eq(shard_hash_file(tu_path(d, "s.bin"), sha, NULL, err, sizeof err), 0, "%s", err);
+    /* gpt_init_weights: a poll every 2^20 values; the tiny model's wte is
+     * the first tensor filled, so the first poll stops it */
+    GPTConfig cfg = tu_tiny_config();
+    float *host = malloc(config_num_params(&cfg) * sizeof(float));
+    poll_from(1);
+    cr_expect_eq(gpt_init_weights(&cfg, 1, host), 1);
+    poll_from(1000000);
+    cr_expect_eq(gpt_init_weights(&cfg, 1, host), 0);
+    cr_expect_gt(polls, 1, "the init polled %d times", polls);
+    /* model_file_load: a poll before each 64 MiB piece */
+    cr_assert_eq(model_file_save(tu_path(d, "m.bin"), &cfg, host, err, sizeof err), 0, "%s", err);
+    free(host);
+    GPTConfig back;
+    float *p = NULL;
+    poll_from(1);
+    cr_expect_eq(model_file_load(tu_path(d, "m.bin"), &back, &p, err, sizeof err), -1);
+    cr_expect(strstr(err, STOP_MESSAGE) && !p, "%s", err);
+    /* opcost_measure: a poll before each op; stopped at the 10th op */
+    PlanInput in = {.cfg = tu_tiny_config(), .B = 2, .T = 8, .dtype = DTYPE_FP32};
+    OpCosts oc;
+    poll_from(10);
+    cr_expect_eq(opcost_measure(tu_cpu(), &in, 3, &oc, err, sizeof err), -1);
+    cr_expect(strstr(err, STOP_MESSAGE), "%s", err);
+    cr_expect_eq(polls, 10);
+    stop_set_poll(NULL);
     free(d);
 }
