@@ -302,3 +302,48 @@ Test(startup_stops, each_long_loop_polls_and_gives_up)
     stop_set_poll(NULL);
     free(d);
 }
+
+/* A resumed run stopped during start-up: exit 75 (the save it resumes is
+ * still there, untouched), the message says so, and the log is as the
+ * first run left it (a resume cuts and appends to it only once started).
+ * The measurement here (B=1, T=1024, C=768) takes about 6 s. */
+Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 180)
+{
+    char *d = tu_tempdir(), args[4096], env[1024];
+    tc_make_shards(d, 1, 40000);
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
+    const char *shape = "--layers 1 --channels 768 --heads 12 --seq-len 1024 --vocab 256 "
+                        "--batch 1 --val-every 0 --device cpu --threads 1";
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' %s --steps 2 --save-every 1 "
+             "--checkpoint-dir %s --log %s --op-costs flops", d, shape, tu_path(d, "ck"),
+             tu_path(d, "l.jsonl"));
+    cr_assert_eq(tc_run(env, args, tu_path(d, "a")), 0);
+    /* the resume to step 4 is stopped in its op-cost measurement */
+    char *log0 = tu_read_file(tu_path(d, "l.jsonl"), NULL);
+    char *ck0 = tu_read_file(tu_path(d, "ck/step_00000002/model.bin"), NULL);
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' %s --steps 4 --save-every 1 "
+             "--checkpoint-dir %s --log %s --op-costs measure --resume", d, shape,
+             tu_path(d, "ck"), tu_path(d, "l.jsonl"));
+    pid_t pid = tc_spawn(env, args, tu_path(d, "r"));
+    cr_assert(tc_wait_for_text(tu_path(d, "r.out"), "op costs: measuring", 60000));
+    tc_sleep_ms(300);
+    kill(pid, SIGTERM);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_expect_eq(rc, 75, "exit %d %.0f ms after the signal", rc, took);
+    char want[1024];
+    snprintf(want, sizeof want, "stopped by signal 15 during start-up (planning the memory "
+             "(measuring the op costs)); no step had run since the save, %s/ck/step_00000002, "
+             "which is still there (the same command resumes it); no file was written or "
+             "moved\n", d);
+    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "no line: %s", want);
+    char *log1 = tu_read_file(tu_path(d, "l.jsonl"), NULL);
+    char *ck1 = tu_read_file(tu_path(d, "ck/step_00000002/model.bin"), NULL);
+    cr_expect(log0 && log1 && strcmp(log0, log1) == 0, "the log changed");
+    cr_expect(ck0 && ck1, "step 2's save is gone");
+    free(log0), free(log1), free(ck0), free(ck1);
+    /* the same command, unstopped, resumes it */
+    cr_expect_eq(tc_run(env, args, tu_path(d, "r2")), 0);
+    cr_expect(tc_file_has(tu_path(d, "r2.out"), "step     4/4"));
+    free(d);
+}
