@@ -347,3 +347,24 @@ Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 
     cr_expect(tc_file_has(tu_path(d, "r2.out"), "step     4/4"));
     free(d);
 }
+
+/* --plan --op-costs measure: the measurement is all the work; a SIGINT in
+ * it ends the dry run within the bound, exit 77, nothing cached. */
+Test(startup_stops, sigint_during_plans_measurement, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], env[1024];
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
+    snprintf(args, sizeof args, MEASURE_SHAPE " --batch 8 --plan");
+    pid_t pid = tc_spawn(env, args, tu_path(d, "p"));
+    cr_assert(tc_wait_for_text(tu_path(d, "p.out"), "op costs: measuring", 30000));
+    tc_sleep_ms(500);
+    kill(pid, SIGINT);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_expect_eq(rc, 77, "exit %d %.0f ms after the signal", rc, took);
+    cr_expect(tc_file_has(tu_path(d, "p.out"), "stopped by signal 2 during --plan (measuring the "
+                          "op costs); nothing written\n"));
+    cr_expect(!tc_file_has(tu_path(d, "p.err"), "error"));
+    cr_expect(!tu_exists(tu_path(d, "cache")) || !tc_file_has(tu_path(d, "p.out"), "cached in"));
+    free(d);
+}
