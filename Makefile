@@ -213,7 +213,7 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB  := data/shard.c data/loader.c data/loader_open.c data/dataset_manifest.c \
-             model/model_file.c model/config.c base/fileio.c base/json.c run/run_state.c \
+             model/model_file.c model/config.c base/fileio.c base/json.c base/stop.c run/run_state.c \
              run/manifest.c run/llmc_state.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
              data/eval_file.c
 FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)

@@ -37,6 +37,9 @@ static int measure(const TrainOptions *o, const PlanInput *in, Backend *be, cons
     if (!be && !(be = own = backend_open(o->device, o->dtype, o->threads, err, len))) return -1;
     char device[512];
     device_of(o, be, device, sizeof device);
+    /* a line first: at a big shape this takes a while (up to 26 rounds of one block) */
+    printf("op costs: measuring one block's ops on %s at B=%d, T=%d...\n", device, in->B, in->T);
+    fflush(stdout);
     double t0 = now_s();
     int rc = opcost_measure(be, in, MEASURE_REPS, &tc->oc, err, len);
     if (own) backend_close(own);

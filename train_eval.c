@@ -87,4 +87,10 @@ int train_eval_run(TrainEval *te, GPT *g, Dist *d, int step, RunLog *log, char *
     return rc;
 }
 
+int train_eval_passes(const TrainEval *te, int B)
+{
+    long rows = (long)(te->end - te->begin) * EVAL_COMPLETIONS;
+    return (int)((rows + B - 1) / B);
+}
+
 void train_eval_close(TrainEval *te) { eval_set_free(&te->es); }

@@ -42,6 +42,10 @@ int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, cons
 int train_eval_run(TrainEval *te, GPT *g, Dist *d, int step, RunLog *log, char *err,
                    size_t err_len);
 
+/* The forward passes of B rows one score takes on this rank (each example's
+ * EVAL_COMPLETIONS rows, B at a time), for the ETA. */
+int train_eval_passes(const TrainEval *te, int B);
+
 void train_eval_close(TrainEval *te);
 
 #endif

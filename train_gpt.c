@@ -168,17 +168,23 @@ static int open_data(Trainer *tr, char *err, size_t len)
 static int load_params(Trainer *tr, char *err, size_t len)
 {
     float *host = NULL;
+    int rc = 0;
     if (tr->opt.init_from) {
         GPTConfig cfg;
-        if (model_file_load(tr->opt.init_from, &cfg, &host, err, len) != 0) return -1;
+        rc = model_file_load(tr->opt.init_from, &cfg, &host, err, len);
+        if (rc != 0) name_flag("--init-from", err, len);
     } else {
         host = malloc(config_num_params(&tr->cfg) * sizeof(float));
         if (!host) {
             snprintf(err, len, "out of host memory for the initial parameters");
             return -1;
         }
-        gpt_init_weights(&tr->cfg, tr->opt.seed, host);
+        rc = gpt_init_weights(&tr->cfg, tr->opt.seed, host) ? -1 : 0; /* 1: a stop */
     }
+    /* a stop gave up the loop above; the ranks agree on it before comparing */
+    if (rc != 0 && !signals_pending()) return -1;
+    trainer_check_startup(tr, tr->opt.init_from ? "loading --init-from"
+                                                : "initialising the parameters");
     /* Every rank loads or seeds the same parameters; check rather than trust. */
     if (!dist_replicas_agree(&tr->dist, dist_hash_floats(host, config_num_params(&tr->cfg))))
         dist_exit_all(&tr->dist, 1, "the ranks start from different parameters%s",
@@ -468,6 +474,9 @@ static void start_progress(Trainer *tr, double t_start)
     if (o->llmc_resume) from = tr->llmc_from.step;
     progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
                   tr->dist.world == 1);
+    /* the final val loss and --eval-file score follow the last step (its ETA) */
+    progress_set_tail(&tr->prog, &tr->model, o->grad_accum, tr->have_val ? o->val_batches : 0,
+                      tr->have_eval ? train_eval_passes(&tr->eval, o->batch) : 0);
     if (tr->dist.rank != 0) return; /* the estimate is printed once, its warning too */
     progress_print_peak(&tr->prog, stdout);
     int steps = o->steps > from ? o->steps - from : 0;
@@ -504,7 +513,9 @@ int main(int argc, char **argv)
         return rc;
     }
     if (o->generate > 0) return generate_only(&tr);
-    if (open_data(&tr, err, sizeof err) != 0) fail(&tr, err);
+    rc = open_data(&tr, err, sizeof err);
+    if (rc != 0 && !signals_pending()) fail(&tr, err);
+    trainer_check_startup(&tr, "reading the data (hashing its shards)");
     if (o->eval_file) {
         if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
                             sizeof err) != 0) {
@@ -526,12 +537,14 @@ int main(int argc, char **argv)
     Schedule sched;
     rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
                                &tr.step_ns_predicted, err, sizeof err);
-    if (rc != 0) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
+    if (rc != 0 && !signals_pending()) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
+    trainer_check_startup(&tr, "planning the memory (measuring the op costs)");
     /* after the op costs were measured: they time the backend's own ops */
     if (o->profile_ops) profile_attach(&tr.prof, tr.be);
-    if (gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
-                          &shard, err, sizeof err) != 0)
-        fail(&tr, err);
+    rc = gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
+                           &shard, err, sizeof err);
+    if (rc != 0 && !signals_pending()) fail(&tr, err);
+    trainer_check_startup(&tr, "allocating the model's memory");
     if (train_dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
@@ -539,6 +552,7 @@ int main(int argc, char **argv)
     if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
     print_header(&tr);
     start_progress(&tr, t_start);
+    trainer_check_startup(&tr, "timing a matmul for the estimate");
 
     /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
     if (o->sample_every > 0 && d->rank == 0 &&
@@ -553,11 +567,15 @@ int main(int argc, char **argv)
     else
         printf("initializing %zu parameters (seed %llu)...\n", tr.model.plan.num_params,
                (unsigned long long)o->seed);
-    if (tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
-                                          &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err, sizeof err)
-                         : o->llmc_resume ? trainer_llmc_resume(&tr, err, sizeof err)
-                                          : load_params(&tr, err, sizeof err))
-        fail(&tr, err);
+    rc = tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
+                                           &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err,
+                                           sizeof err)
+         : o->llmc_resume ? trainer_llmc_resume(&tr, err, sizeof err)
+                          : load_params(&tr, err, sizeof err); /* checks for a stop itself */
+    if (rc != 0 && !signals_pending()) fail(&tr, err);
+    trainer_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
+                               : o->init_from ? "loading --init-from"
+                                              : "initialising the parameters");
     guard_check_start_step(d, tr.start_step);
     /* The run has started: what the folders' claims only checked at start-up
      * is moved aside now, so a run refused before this point (a changed

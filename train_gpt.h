@@ -51,6 +51,7 @@ typedef struct {
     int llmc_saved;          /* the last llm.c export's step, or the resumed one's when
                               * the export folder has it already; -1 none */
     OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
+    int llmc_made;           /* that folder was absent: this run made it (rank 0) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (train_costs.h) */
     long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
@@ -70,6 +71,15 @@ typedef struct {
  * keeping what the flags ask), or TRAIN_STOPPED. Collective. */
 int train_loop(Trainer *tr, char *err, size_t len);
 
+/* Start-up's stop point, after each long phase (`phase` names it: "initialising
+ * the parameters"): when any rank has a SIGINT or SIGTERM, every rank prints
+ * what a stop before the first step keeps (nothing; a resume's save is still
+ * there) and exits with TRAIN_EXIT_STOPPED_NOTHING, or _RESUMABLE when
+ * resuming. The phases give up early on the flag (base/stop.h), so a stop
+ * lands here within a fraction of a second. Collective; before
+ * session_settle only (nothing moved yet). (train_loop.c) */
+void trainer_check_startup(Trainer *tr, const char *phase);
+
 /* After TRAIN_STOPPED: keep what the flags ask, print what was kept, and
  * return the exit status (run/signals.h's TRAIN_EXIT_STOPPED_*), or -1 with
  * err when a save failed. Collective. */
@@ -86,6 +96,9 @@ int trainer_save_model(Trainer *tr, char *err, size_t len);
  * there already. Exit 1 naming the path on a fault. Collective; needs the
  * native resume located (session_locate) first. */
 void trainer_llmc_start(Trainer *tr);
+/* A run stopped during start-up: the --save-checkpoint-llmc folder
+ * trainer_llmc_start made (nothing but its lock in it) is removed. Rank 0. */
+void trainer_llmc_abandon(Trainer *tr);
 /* Once the run has started: move the files trainer_llmc_start only checked
  * (another run's under --overwrite-checkpoints, the steps after the resumed
  * one) aside, so a run refused before that moves nothing. Exit 1 on a

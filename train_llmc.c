@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/fileio.h"
 #include "run/llmc_ckpt.h"
@@ -27,6 +28,7 @@ static void make_folder(Trainer *tr, const char *dir)
         if (mkdir(dir, 0755) != 0 && errno != EEXIST)
             dist_fail(&tr->dist, 1, "--save-checkpoint-llmc %s: cannot create: %s", dir,
                       strerror(errno));
+        tr->llmc_made = 1;
     }
     if (io_probe_writable(dir, why, sizeof why) != 0)
         dist_fail(&tr->dist, 1, "--save-checkpoint-llmc %s", why);
@@ -85,6 +87,19 @@ void trainer_llmc_start(Trainer *tr)
     /* every rank skips that step's export alike: it is collective */
     dist_broadcast(&tr->dist, &kept, sizeof kept);
     tr->llmc_saved = kept;
+}
+
+void trainer_llmc_abandon(Trainer *tr)
+{
+    const char *dir = tr->opt.llmc_save_dir;
+    if (!dir || !tr->llmc_made || tr->dist.rank != 0) return;
+    if (tr->llmc_lock.fd >= 0) { /* its own lock (not --checkpoint-dir's folder) */
+        char p[4200];
+        io_err(p, sizeof p, "%s/%s", dir, OWN_LOCK_FILE);
+        unlink(p); /* while still held */
+        own_unlock(&tr->llmc_lock);
+    }
+    rmdir(dir); /* fails, leaving it, if anything else is in it */
 }
 
 void trainer_llmc_settle(Trainer *tr)

@@ -21,11 +21,49 @@
 #include "train_gpt.h"
 #include "train_guard.h"
 
+/* The signal any rank has received, or 0; every rank gets the same answer
+ * (a collective under several ranks: a signal reaches the ranks at
+ * different moments, and a rank without one takes SIGTERM). */
+static int agreed_signal(Dist *d)
+{
+    int sig = signals_pending();
+    if (d->world > 1 && dist_mean(d, sig != 0) > 0 && !sig) sig = SIGTERM;
+    return sig;
+}
+
+void trainer_check_startup(Trainer *tr, const char *phase)
+{
+    int sig = agreed_signal(&tr->dist);
+    if (!sig) return;
+    /* Before session_settle and the output claims: nothing of the user's
+     * was moved, no log or save written; only the checkpoint folders this
+     * run made are there, and they go too. */
+    int code = TRAIN_EXIT_STOPPED_NOTHING;
+    char what[4600];
+    if (tr->resume_dir[0]) {
+        code = TRAIN_EXIT_STOPPED_RESUMABLE;
+        snprintf(what, sizeof what, "no step had run since the save, %s, which is still there "
+                 "(the same command resumes it)", tr->resume_dir);
+    } else if (tr->opt.llmc_resume) {
+        code = TRAIN_EXIT_STOPPED_RESUMABLE;
+        snprintf(what, sizeof what, "no step had run since llm.c's checkpoint %s, which is still "
+                 "there (the same command resumes it)", tr->llmc_from.state);
+    } else {
+        snprintf(what, sizeof what, "nothing saved: no step had run");
+    }
+    trainer_llmc_abandon(tr);
+    session_abandon(&tr->sess);
+    printf("stopped by signal %d during start-up (%s); %s; no file was written or moved\n", sig,
+           phase, what);
+    dist_finalize(&tr->dist);
+    exit(code);
+}
+
 /* Record a stop after `step` completed steps; returns TRAIN_STOPPED. */
 static int stopped(Trainer *tr, int sig, int step, const char *when)
 {
     progress_clear(&tr->prog);
-    tr->stop_sig = sig ? sig : signals_pending();
+    tr->stop_sig = sig ? sig : tr->stop_sig ? tr->stop_sig : signals_pending();
     tr->stop_step = step;
     snprintf(tr->stop_when, sizeof tr->stop_when, "%s", when);
     return TRAIN_STOPPED;
@@ -35,7 +73,8 @@ static int stopped(Trainer *tr, int sig, int step, const char *when)
  * process's first step each batch prints "val k/n" as it finishes (the
  * start-up is otherwise silent for minutes on a big model); later ones
  * show only on a terminal's in-step line. 0, -1 with err, or 1 when a
- * signal abandoned it. */
+ * signal abandoned it: at a block with one rank, after the batch in
+ * progress with several (agreed, tr->stop_sig set). */
 static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
 {
     int n = tr->opt.val_batches, lines = tr->prog.done == 0;
@@ -50,6 +89,8 @@ static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
         if (tr->model.abandoned) return 1;
         progress_clear(&tr->prog);
         if (lines) printf("%s\n", label);
+        /* several ranks (no stop at a block): all stop after the same batch */
+        if (tr->dist.world > 1 && (tr->stop_sig = agreed_signal(&tr->dist)) != 0) return 1;
     }
     *loss = dist_mean(&tr->dist, sum / n);
     return 0;
@@ -58,9 +99,10 @@ static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
 /* The val loss after `step` steps, printed and logged; eval_val's returns. */
 static int validate(Trainer *tr, int step, char *err, size_t len)
 {
-    double vl;
+    double vl, t0 = progress_now_ms();
     int rc = eval_val(tr, &vl, err, len);
     if (rc != 0) return rc;
+    progress_tail_measured(&tr->prog, PROGRESS_VAL, progress_now_ms() - t0);
     printf("step %5d | val loss %.6f\n", step, vl);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "step", step);
@@ -198,9 +240,12 @@ int train_loop(Trainer *tr, char *err, size_t len)
         uint64_t epoch = tr->train.epoch;
         int shard = tr->train.shard_pos;
         long window = tr->train.window_pos;
-        if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0 &&
-            train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->log, err, len) != 0)
-            return -1;
+        if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0) {
+            double t0 = progress_now_ms();
+            if (train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->log, err, len) != 0)
+                return -1;
+            progress_tail_measured(&tr->prog, PROGRESS_EVAL, progress_now_ms() - t0);
+        }
         if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
             int rc = validate(tr, step - 1, err, len);
             if (rc < 0) return -1;
@@ -284,8 +329,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         if (trainer_llmc_due(tr, step) && trainer_llmc_export(tr, step, err, len) != 0) return -1;
         /* A signal reaches the ranks at different moments: stop when any
          * rank has one, all after the same step. */
-        int sig = signals_pending();
-        if (d->world > 1 && dist_mean(d, sig != 0) > 0 && !sig) sig = SIGTERM;
+        int sig = agreed_signal(d);
         /* the first step pays for cuBLASLt's heuristics and cold caches */
         if (o->profile_ops && step == tr->start_step + 1 && step < o->steps)
             profile_reset(&tr->prof);

@@ -8,6 +8,7 @@
 #include "model/flops.h"
 #include "model/planner.h"
 #include "model/solver.h"
+#include "run/signals.h"
 
 /* Host memory the kernel says is available (MemAvailable), or 0. */
 static size_t host_available(void)
@@ -193,6 +194,11 @@ int train_memory_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShar
     if (train_costs_get(o, &in, NULL, 0, 1, &tc, err, sizeof err) != 0 ||
         planner_print_modes(stdout, &in, budget, o->checkpoint_every, tc.have ? &tc.oc : NULL,
                             o->grad_accum, err, sizeof err) != 0) {
+        if (signals_pending()) { /* the measurement gave up (base/stop.h) */
+            printf("stopped by signal %d during --plan (measuring the op costs); nothing "
+                   "written\n", signals_pending());
+            return TRAIN_EXIT_STOPPED_NOTHING;
+        }
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

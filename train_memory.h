@@ -48,7 +48,8 @@ int train_memory_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *
  * opens the backend; then the costs are printed first). With
  * --memory-budget nothing else is opened; without it the backend is
  * opened only to ask for its free memory, and the dtype is the backend's.
- * Returns the exit status. */
+ * Returns the exit status (TRAIN_EXIT_STOPPED_NOTHING when a signal stopped
+ * the measurement). */
 int train_memory_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *shard);
 
 #endif

@@ -117,7 +117,7 @@ static double matmul_rate(GPT *g, int *rows_out)
         be->ops->sync(be);
         reps++;
         t = progress_now_ms() - t0;
-    } while (t < 100.0 && reps < 1000);
+    } while (t < 100.0 && reps < 1000 && !signals_pending()); /* a stop: train_gpt.h */
     return reps * rows * per_row / (t > 1e-3 ? t / 1e3 : 1e-6);
 }
 
@@ -177,13 +177,40 @@ void progress_clear(Progress *p)
     p->drawn = 0;
 }
 
+void progress_set_tail(Progress *p, const GPT *g, int grad_accum, int val_passes,
+                       int eval_passes)
+{
+    FlopCounts f;
+    flops_count(&g->cfg, g->B, g->T, &f);
+    double fwd = (double)f.embed_fwd + (double)g->cfg.num_layers * f.block_fwd + f.head_fwd;
+    double work = ((double)f.step + (double)flops_recompute(&f, &g->sched)) * grad_accum;
+    p->fwd_per_step = work > 0 ? fwd / work : 0.0;
+    p->tail_passes[PROGRESS_VAL] = val_passes;
+    p->tail_passes[PROGRESS_EVAL] = eval_passes;
+    p->tail_ms[PROGRESS_VAL] = p->tail_ms[PROGRESS_EVAL] = -1.0;
+}
+
+void progress_tail_measured(Progress *p, int kind, double ms) { p->tail_ms[kind] = ms; }
+
+/* Seconds of the work after the last step; step_ms: the last step's time,
+ * which prices a forward not yet measured (FLOPs in proportion). */
+static double tail_s(const Progress *p, double step_ms)
+{
+    double s = 0.0;
+    for (int k = PROGRESS_VAL; k <= PROGRESS_EVAL; k++)
+        if (p->tail_passes[k] > 0)
+            s += p->tail_ms[k] >= 0 ? p->tail_ms[k] / 1e3
+                                    : p->tail_passes[k] * p->fwd_per_step * step_ms / 1e3;
+    return s;
+}
+
 void progress_step_done(Progress *p, int step, double ms, StepFigures *f)
 {
     double now = progress_now_ms();
     p->done++;
     f->elapsed_s = (now - p->t_start) / 1e3;
     double per_step = p->t_loop > 0 ? (now - p->t_loop) / 1e3 / p->done : ms / 1e3;
-    f->eta_s = (p->steps - step) * per_step;
+    f->eta_s = (p->steps - step) * per_step + tail_s(p, ms);
     f->flops_per_s = ms > 0 ? p->step_flops / (ms / 1e3) : 0.0;
     f->mfu = p->peak > 0 ? f->flops_per_s / p->peak : -1.0;
 }

@@ -40,6 +40,12 @@ typedef struct {
     /* the training loop's pace, for the ETA */
     double t_loop;        /* ms when this process's first step began; 0 before */
     int done;             /* steps this process finished */
+    /* the work after the last step (the final val loss and --eval-file
+     * score), which the ETA adds: measured when one ran in this process,
+     * else counted in forward passes priced at the last step's pace */
+    double fwd_per_step;  /* one micro-batch forward's FLOPs / a step's (recompute counted) */
+    int tail_passes[2];   /* PROGRESS_VAL, PROGRESS_EVAL: forward passes; 0 = none */
+    double tail_ms[2];    /* the last measured one's ms; < 0 = none yet */
     /* the pass in progress */
     char label[64];       /* "step 3/20", "val 2/5"; "" = draw nothing */
     double t_pass, t_drawn;
@@ -78,7 +84,19 @@ void progress_relabel(Progress *p, const char *label);
 /* Erase the in-step line, if drawn, before printing a normal line. */
 void progress_clear(Progress *p);
 
-/* A training step finished in ms: its figures; counts it for the ETA. */
+/* The work after the last step, for the ETA: val_passes (--val-batches, or
+ * 0 without val data) and eval_passes (this rank's --eval-file forwards, 0
+ * without one) micro-batch forwards of model g. */
+enum { PROGRESS_VAL, PROGRESS_EVAL };
+void progress_set_tail(Progress *p, const GPT *g, int grad_accum, int val_passes,
+                       int eval_passes);
+/* A val loss (PROGRESS_VAL) or --eval-file score (PROGRESS_EVAL) took ms:
+ * the final one is expected to take as long. */
+void progress_tail_measured(Progress *p, int kind, double ms);
+
+/* A training step finished in ms: its figures; counts it for the ETA, which
+ * is the steps left at this process's pace (the vals, evals and saves
+ * between steps included) plus the final val loss and --eval-file score. */
 void progress_step_done(Progress *p, int step, double ms, StepFigures *f);
 /* " | 1.2 TFLOP/s | MFU 0.1% | elapsed 0:01:02 | ETA 0:20:00" */
 void progress_format(const StepFigures *f, char *out, size_t len);

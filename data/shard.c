@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 
 #include "base/fileio.h"
+#include "base/stop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -135,6 +136,10 @@ int shard_hash_file(const char *path, unsigned char sha256[SHARD_SHA256_BYTES], 
             goto out;
         }
         if (k == 0) break;
+        if (stop_requested()) { /* 1 MiB between polls: about a millisecond */
+            io_err(err, err_len, "%s: hashing %s", path, STOP_MESSAGE);
+            goto out;
+        }
         if (EVP_DigestUpdate(c, buf, (size_t)k) != 1) {
             io_err(err, err_len, "%s: SHA-256 failed", path);
             goto out;

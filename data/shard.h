@@ -53,7 +53,8 @@ int shard_write_id(const char *path, uint64_t dataset_id, const uint16_t *tokens
 int shard_check(const char *path, size_t *n, char *err, size_t err_len);
 int shard_check_id(const char *path, size_t *n, uint64_t *dataset_id, char *err, size_t err_len);
 
-/* SHA-256 of a whole file, read in 1 MiB chunks; *bytes = its size. */
+/* SHA-256 of a whole file, read in 1 MiB chunks; *bytes = its size. A stop
+ * asked for (base/stop.h) is polled between chunks and fails the read. */
 int shard_hash_file(const char *path, unsigned char sha256[SHARD_SHA256_BYTES], uint64_t *bytes,
                     char *err, size_t err_len);
 

@@ -123,6 +123,11 @@ static int tokenize_input(Run *r, const char *path, char *err, size_t err_len)
         snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
+    /* A person at a terminal would otherwise face a silent wait (no FILE
+     * given, or "-"); a pipe or a file on stdin gets no note. */
+    if (is_stdin && isatty(STDIN_FILENO) && !r->job->quiet)
+        fprintf(stderr, "tokenize: reading text from standard input (a terminal); end it with "
+                "Ctrl-D on a line of its own\n");
     size_t cap = READ_CHUNK, len = 0, start = 0, scan = 0;
     uint8_t *buf = malloc(cap);
     int eof = 0, rc = -1, split = r->job->split_blank_lines;

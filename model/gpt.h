@@ -101,7 +101,9 @@ int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recomp
 int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
                    int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
 /* The same for a schedule built by the caller (segments with a chosen k,
- * auto), which g takes over: gpt_free frees it, and so does a failure. */
+ * auto), which g takes over: gpt_free frees it, and so does a failure. The
+ * buffers are zeroed in 64 MiB pieces with a stop polled between them
+ * (base/stop.h): a stop fails the call, STOP_MESSAGE in err. */
 int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
                       int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
 void gpt_free(GPT *g);
@@ -126,8 +128,9 @@ void gpt_get_grads(GPT *g, float *host); /* grads as fp32 */
 
 /* GPT-2 initialisation into a host array: N(0, 0.02); the residual output
  * projections (attprojw, fcprojw) N(0, 0.02/sqrt(2L)); LayerNorm weights 1,
- * biases 0; padded vocab rows 0. Deterministic in seed. */
-void gpt_init_weights(const GPTConfig *cfg, uint64_t seed, float *host);
+ * biases 0; padded vocab rows 0. Deterministic in seed. Returns 0, or 1
+ * when a stop was asked for (base/stop.h): host is then part-filled. */
+int gpt_init_weights(const GPTConfig *cfg, uint64_t seed, float *host);
 
 void gpt_zero_grads(GPT *g);
 

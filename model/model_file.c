@@ -2,6 +2,7 @@
 #include "model_file.h"
 
 #include "base/fileio.h"
+#include "base/stop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -128,19 +129,33 @@ int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err,
         fclose(f);
         return -1;
     }
-    int ok;
-    if (version == MODEL_FILE_FP32) {
-        ok = fread(p, sizeof(float), n, f) == n;
-    } else {
+    /* Read in 64 MiB pieces, polling for a stop (base/stop.h) between them:
+     * a 1.5B-parameter file is 6 GB, tens of seconds from a slow disk. */
+    size_t elem = version == MODEL_FILE_FP32 ? sizeof(float) : sizeof(uint16_t);
+    size_t piece = ((size_t)64 << 20) / elem;
+    int ok = 1, stopped = 0;
+    for (size_t at = 0; ok && at < n; at += piece) {
+        if (stop_requested()) {
+            stopped = 1;
+            break;
+        }
+        size_t k = n - at < piece ? n - at : piece;
+        ok = fread((char *)p + at * elem, elem, k, f) == k;
+    }
+    fclose(f);
+    if (stopped) {
+        snprintf(err, err_len, "%s: loading %s", path, STOP_MESSAGE);
+        free(p);
+        return -1;
+    }
+    if (version != MODEL_FILE_FP32) {
         /* bf16 is the top half of an fp32: widen in place from the back. */
         uint16_t *h = (uint16_t *)p;
-        ok = fread(h, sizeof(uint16_t), n, f) == n;
         for (size_t i = n; ok && i-- > 0;) {
             uint32_t bits = (uint32_t)h[i] << 16;
             memcpy(&p[i], &bits, sizeof bits);
         }
     }
-    fclose(f);
     if (!ok) {
         snprintf(err, err_len, "%s: read failed (file changed while reading?)", path);
         free(p);

@@ -24,7 +24,8 @@ int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char 
 
 /* Load a version 3 or 5 file. *params receives a malloc'd fp32 array of
  * config_num_params(cfg) floats (bf16 widened exactly). A file holding any
- * NaN or Inf is refused, naming each tensor that has some and how many. */
+ * NaN or Inf is refused, naming each tensor that has some and how many.
+ * Read in 64 MiB pieces; a stop asked for (base/stop.h) between two fails it. */
 int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len);
 
 /* Write version 3 (fp32), crash-safely (base/fileio.h: "<path>.tmp", fsync,

@@ -96,7 +96,7 @@ int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out);
  * (opcost_measure.c says why not the median). The head is timed on one chunk and
  * scaled to B*T tokens; the optimizer ops on at most 4M elements and
  * scaled to the parameter count (both are linear in it). Returns 0, or -1
- * with err (out of memory). */
+ * with err (out of memory, or a stop asked for between two ops: base/stop.h). */
 #define OPCOST_MIN_SECONDS 0.5
 #define OPCOST_MAX_REPS 25
 int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out, char *err,

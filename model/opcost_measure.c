@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/rng.h"
+#include "base/stop.h"
 
 #define OPT_SLICE ((size_t)1 << 22) /* elements the optimizer ops are timed on */
 /* Written before a block's forward and before its backward, so that they
@@ -178,13 +179,17 @@ static int cmp_double(const void *a, const void *b)
 
 /* One round: every op once, in a block's order (each reads what the one
  * before wrote), 64 MiB written over the caches before the block's forward
- * and its backward. The residual gradient grows with each backward: reset. */
+ * and its backward. The residual gradient grows with each backward: reset.
+ * A stop asked for (base/stop.h) is polled before each op, the longest of
+ * which is one matmul at the run's shape; it ends the round at once and
+ * returns -1. */
 static double run_round(Bench *b, double *t)
 {
     Backend *be = b->be;
     double sum = 0.0;
     fill(b, b->dres, (size_t)b->N * b->C, 0, 1, 8);
     for (int op = 0; op < OP_COUNT; op++) {
+        if (stop_requested()) return -1.0;
         if (op == OP_BLOCK_FWD_FIRST || op == OP_BLOCK_BWD_FIRST)
             be->ops->mem_zero(be, b->flush, FLUSH_BYTES);
         double dt = run_op(b, op);
@@ -233,10 +238,18 @@ int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out,
      * the mercy of one moment's load on a shared machine. */
     if (min_reps < 1) min_reps = 1;
     if (min_reps > OPCOST_MAX_REPS) min_reps = OPCOST_MAX_REPS;
-    run_round(&b, NULL);
-    for (double spent = 0.0;
-         reps < min_reps || (spent < OPCOST_MIN_SECONDS && reps < OPCOST_MAX_REPS); reps++)
-        spent += run_round(&b, t + (size_t)reps * OP_COUNT);
+    double spent = run_round(&b, NULL);
+    for (spent = spent < 0 ? -1.0 : 0.0;
+         spent >= 0 && (reps < min_reps || (spent < OPCOST_MIN_SECONDS && reps < OPCOST_MAX_REPS));
+         reps++) {
+        double dt = run_round(&b, t + (size_t)reps * OP_COUNT);
+        spent = dt < 0 ? -1.0 : spent + dt;
+    }
+    if (spent < 0) {
+        snprintf(err, err_len, "--op-costs measure: %s", STOP_MESSAGE);
+        rc = -1;
+        goto done;
+    }
     memset(out, 0, sizeof *out);
     out->unit = OPCOST_NS;
     out->reps = reps;

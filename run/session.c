@@ -118,6 +118,7 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
     char why[4400], up[4096];
     struct stat st;
     if (stat(dir, &st) != 0) {
+        s->made_dir = 1;
         io_dirname(dir, up, sizeof up);
         if (io_probe_writable(up, why, sizeof why) != 0) {
             io_err(err, err_len, "--checkpoint-dir %s: its parent folder must exist and be "
@@ -469,6 +470,16 @@ void session_test_stall(const RunSession *s, int step)
 
 void session_close(RunSession *s) { own_unlock(&s->lock); }
 
+void session_abandon(RunSession *s)
+{
+    if (s->rank != 0 || !s->made_dir || s->lock.fd < 0) return;
+    char p[4200];
+    io_err(p, sizeof p, "%s/%s", s->dir, OWN_LOCK_FILE);
+    unlink(p); /* while still held: no other run can take it in between */
+    own_unlock(&s->lock);
+    rmdir(s->dir); /* fails, leaving it, if anything else is in it */
+}
+
 static int claim(RunSession *s, Dist *d, int move, char *err, size_t err_len)
 {
     const CkptEntry *resumed = s->resumed.step >= 0 ? &s->resumed : NULL;
@@ -488,6 +499,9 @@ static int claim(RunSession *s, Dist *d, int move, char *err, size_t err_len)
 
 int session_claim(RunSession *s, Dist *d, char *err, size_t err_len)
 {
+    /* the ranks make the folder at once: absent for any of them means this
+     * run made it, whichever rank's mkdir came first */
+    s->made_dir = dist_mean(d, s->made_dir) > 0;
     return claim(s, d, 0, err, err_len);
 }
 

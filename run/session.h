@@ -66,6 +66,8 @@ typedef struct {
     int last_saved;       /* step of the newest save written or resumed from; -1 none */
     int rank, world_size; /* from distributed/ */
     OwnLock lock;         /* the folder's lock (rank 0, training) */
+    int made_dir;         /* the folder was absent at start-up: this run made it
+                           * (agreed over ranks by session_claim) */
     uint64_t run_id;      /* this run's identity, kept across resumes (session_claim) */
     CkptEntry resumed;    /* the save session_locate chose (step -1: none) */
     int n_nan;
@@ -92,6 +94,12 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
  * corrupt). Collective. */
 int session_locate(RunSession *s, Dist *d, char *save_dir, size_t len, char *err,
                    size_t err_len);
+
+/* A run stopped before it trained (a signal during start-up): the folder
+ * session_init made for it (holding nothing but the lock file) is removed
+ * with its lock, so a stopped start leaves the disk as it was; a folder
+ * that existed keeps its lock file, as after every run. Rank 0. */
+void session_abandon(RunSession *s);
 
 /* Decide the run id (the resumed save's, or a new one) and, training with
  * a folder, check its step folders (own_claim without moving anything:

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/stop.h"
 
 /* The one global in the trainer: a signal handler can reach nothing else.
  * Only sig_atomic_t stores and async-signal-safe calls (write, _exit) are
@@ -19,8 +20,9 @@ static void on_signal(int sig)
         _exit(128 + sig);
     }
     pending_signal = sig;
-    static const char msg[] = "\ntrain_gpt: signal received: stopping at the next block "
-                              "(send it again to exit at once, saving nothing)\n";
+    static const char msg[] = "\ntrain_gpt: signal received: stopping at the next block, or at "
+                              "once while starting up (send it again to exit at once, saving "
+                              "nothing)\n";
     ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
     (void)ignored;
 }
@@ -33,6 +35,7 @@ int signals_install(void)
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0) return -1;
+    stop_set_poll(signals_pending); /* start-up's long loops poll it (base/stop.h) */
     struct sigaction ign;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;

@@ -4,7 +4,9 @@
  * statuses of a stopped run. The first SIGINT or SIGTERM only records the
  * signal: the trainer stops at the next block boundary (model/gpt.h's block
  * hook), saves what its flags ask for, and exits with one of the
- * TRAIN_EXIT_STOPPED_* statuses. A second one exits at once with status
+ * TRAIN_EXIT_STOPPED_* statuses. During start-up the flag answers
+ * base/stop.h's poll, so the long loops there (parameter init, hashing,
+ * loading, op-cost timing) give up within a fraction of a second. A second one exits at once with status
  * 128 + signal number, removing the temp file of a write in progress
  * (base/fileio.h), so no half-written file is left under any name.
  * SIGXFSZ is ignored, so a file-size limit makes a write fail with EFBIG
@@ -21,7 +23,8 @@
 #define TRAIN_EXIT_STOPPED_NOTHING 77 /* stopped by a signal; nothing saved (no --checkpoint-dir,
                                        * no --save, or no step trained yet; --generate) */
 
-/* Install the handlers (sigaction, SA_RESTART). Returns 0 or -1. */
+/* Install the handlers (sigaction, SA_RESTART) and base/stop.h's poll.
+ * Returns 0 or -1. */
 int signals_install(void);
 
 /* The first signal received (SIGINT or SIGTERM), or 0. */

@@ -306,3 +306,103 @@ Test(folders, a_refused_resume_moves_nothing, .timeout = 120)
     cr_expect(tu_exists(tu_path(d, "ck/abandoned/step_00000003")));
     tu_remove_tree(d);
 }
+
+/* sha256 of every file under d/sub but the lock file (its pid line is each
+ * run's), sorted: "HASH  ./step_00000002/model.bin" lines. */
+static char *tree_hashes(const char *d, const char *sub)
+{
+    char cmd[2048], out[700];
+    snprintf(out, sizeof out, "%s/%s.tree", d, sub);
+    snprintf(cmd, sizeof cmd, "cd '%s/%s' && find . -type f ! -name train_gpt.lock | LC_ALL=C "
+             "sort | xargs -r sha256sum > '%s'", d, sub, out);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    return tu_read_file(out, NULL);
+}
+
+/* Both folders as run A left them: the same files, byte for byte. */
+static void expect_unchanged(const char *d, const char *ck0, const char *lc0, const char *what)
+{
+    char *ck = tree_hashes(d, "ck"), *lc = tree_hashes(d, "lc");
+    cr_expect(ck && strcmp(ck, ck0) == 0, "%s: --checkpoint-dir changed:\n%s", what, ck ? ck : "");
+    cr_expect(lc && strcmp(lc, lc0) == 0, "%s: the llm.c folder changed:\n%s", what, lc ? lc : "");
+    free(ck);
+    free(lc);
+}
+
+/* --overwrite-checkpoints' moves are deferred until the run is accepted:
+ * a new run refused at start-up for another reason (a missing --eval-file,
+ * shape flags contradicting --init-from, a missing --val-data, a bad
+ * --op-costs FILE) or stopped by a signal during start-up moves nothing,
+ * in --checkpoint-dir or in --save-checkpoint-llmc's folder; an accepted
+ * one moves the other run's files, byte for byte, into replaced_<time>/. */
+Test(folders, overwrite_checkpoints_moves_only_an_accepted_run, .timeout = 180)
+{
+    char *d = tu_tempdir(), args[4096], flags[1024], pre[700], e[710];
+    tc_make_shards(d, 1, 40000);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --checkpoint-dir %s/ck "
+             "--save-checkpoint-llmc %s/lc", m, d, d);
+    run_expect(NULL, args, tu_path(d, "a"), 0);
+    char *ck0 = tree_hashes(d, "ck"), *lc0 = tree_hashes(d, "lc");
+    cr_assert(ck0 && strstr(ck0, "./step_00000004/model.bin") && lc0 &&
+              strstr(lc0, "./DONE_00000004"), "run A left no saves: %s", ck0 ? ck0 : "");
+    /* {flags (%s: d), exit status, what the message says} */
+    const struct {
+        const char *flags;
+        int rc;
+        const char *says;
+    } why[] = {
+        {"--eval-file %s/none.bin", 1, "none.bin: cannot open"},
+        {"--init-from %s/ck/step_00000004/model.bin --layers 3", 2, "--layers 3: contradicts"},
+        {"--val-data '%s/nowhere_*.bin'", 1, "--val-data: "},
+        {"--op-costs %s/costs_missing.json", 1, "--op-costs "},
+    };
+    for (size_t i = 0; i < sizeof why / sizeof why[0]; i++) {
+        snprintf(flags, sizeof flags, why[i].flags, d);
+        snprintf(args, sizeof args, "%s --steps 4 --seed 7 --checkpoint-dir %s/ck "
+                 "--save-checkpoint-llmc %s/lc --overwrite-checkpoints %s", m, d, d, flags);
+        snprintf(pre, sizeof pre, "%s/r%zu", d, i);
+        run_expect(NULL, args, pre, why[i].rc);
+        snprintf(e, sizeof e, "%s.err", pre);
+        cr_expect(tc_file_has(e, why[i].says), "%s: the refusal does not say `%s`", flags,
+                  why[i].says);
+        expect_unchanged(d, ck0, lc0, flags);
+    }
+    /* a stop during start-up (a 46 s op-cost measurement: test_startup_stops.c) */
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' --layers 2 --channels 768 "
+             "--heads 12 --seq-len 1024 --vocab 256 --batch 8 --val-every 0 --device cpu "
+             "--threads 1 --op-costs measure --steps 4 --checkpoint-dir %s/ck "
+             "--save-checkpoint-llmc %s/lc --overwrite-checkpoints", d, d, d);
+    char env[800];
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s/cache", d);
+    pid_t pid = tc_spawn(env, args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "op costs: measuring", 30000));
+    tc_sleep_ms(500);
+    kill(pid, SIGTERM);
+    int st = tc_wait(pid, 30000);
+    cr_expect(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77, "a stop during start-up "
+              "exited %d", st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    expect_unchanged(d, ck0, lc0, "a stop during start-up");
+    /* accepted: A's files move into replaced_<time>/ unchanged, in both folders */
+    snprintf(args, sizeof args, "%s --steps 2 --seed 7 --checkpoint-dir %s/ck "
+             "--save-checkpoint-llmc %s/lc --overwrite-checkpoints", m, d, d);
+    run_expect(NULL, args, tu_path(d, "ok"), 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s' && mv ck/replaced_* ck_moved && mv lc/replaced_* lc_moved",
+             d);
+    cr_assert_eq(tu_run(cmd), 0, "no replaced_* folder: %s", cmd);
+    char *ckm = tree_hashes(d, "ck_moved"), *lcm = tree_hashes(d, "lc_moved");
+    cr_expect(ckm && strcmp(ckm, ck0) == 0, "A's saves were not moved whole:\n%s\nwant\n%s",
+              ckm ? ckm : "", ck0);
+    cr_expect(lcm && strcmp(lcm, lc0) == 0, "A's llm.c files were not moved whole:\n%s\nwant\n%s",
+              lcm ? lcm : "", lc0);
+    int step;
+    char sd[1024], err[512];
+    cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
+    cr_expect_eq(step, 2, "the accepted run's own save");
+    free(ckm);
+    free(lcm);
+    free(ck0);
+    free(lc0);
+    tu_remove_tree(d);
+}

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "data/dataset.h"
@@ -565,4 +566,62 @@ Test(dataset, short_remainder_shard_is_skipped, .timeout = 120)
               err ? err : "");
     free(err);
     tu_remove_tree(d);
+}
+
+/* ./tokenize with no FILE reads standard input. From a terminal (a pty from
+ * script(1)) it says so on stderr before it waits, instead of waiting
+ * silently; the text typed and ended with Ctrl-D becomes the dataset. From
+ * a pipe there is no note, and --quiet keeps it off. */
+Test(dataset, stdin_from_a_terminal_is_announced, .timeout = 120)
+{
+    char *d = tu_tempdir(), cmd[4096], out[700];
+    snprintf(out, sizeof out, "%s/tty.out", d);
+    snprintf(cmd, sizeof cmd, "exec %s --out %s/typed --val-tokens 0", tc_tokenize_bin(), d);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(p[0], 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
+        close(p[0]);
+        close(p[1]);
+        execlp("script", "script", "-qfec", cmd, "/dev/null", (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    const char *note = "tokenize: reading text from standard input (a terminal); end it with "
+                       "Ctrl-D on a line of its own\r\n";
+    cr_assert(tc_wait_for_text(out, note, 20000), "no note before the wait");
+    const char typed[] = "Hello, world.\n\004";
+    cr_assert_eq(write(p[1], typed, sizeof typed - 1), (ssize_t)(sizeof typed - 1));
+    int st = tc_wait(pid, 30000);
+    close(p[1]);
+    cr_assert(st != -1 && WIFEXITED(st), "tokenize did not end at Ctrl-D");
+    cr_expect_eq(WEXITSTATUS(st), 0);
+    /* EOT, then GPT-2's ids of "Hello, world.\n": 15496 11 995 13 198 */
+    char path[700], err[512];
+    snprintf(path, sizeof path, "%s/typed_train_000000.bin", d);
+    size_t n = 0;
+    cr_assert_eq(shard_check(path, &n, err, sizeof err), 0, "%s", err);
+    size_t bytes;
+    char *file = tu_read_file(path, &bytes);
+    const uint16_t want[] = {50256, 15496, 11, 995, 13, 198};
+    cr_assert_eq(n, 6);
+    cr_assert(file && bytes == 1024 + 2 * n);
+    for (size_t i = 0; i < n; i++) {
+        uint16_t t;
+        memcpy(&t, file + 1024 + 2 * i, 2);
+        cr_expect_eq(t, want[i], "token %zu", i);
+    }
+    free(file);
+    /* from a pipe: no note */
+    char *msg = NULL, txt[700], piped[1600];
+    snprintf(txt, sizeof txt, "%s/typed.txt", d);
+    tu_write_text(txt, "Hello, world.\n");
+    snprintf(piped, sizeof piped, "--out %s/piped --val-tokens 0 < %s", d, txt);
+    cr_expect_eq(tokenize(d, piped, &msg), 0);
+    cr_expect(msg && !strstr(msg, "reading text from standard input"), "%s", msg ? msg : "");
+    free(msg);
+    free(d);
 }

@@ -10,6 +10,9 @@
  *    that over --peak-tflops, and the JSON log carries elapsed_s, eta_s,
  *    tflops and mfu; with no peak (the CPU) mfu is null and the line has no
  *    MFU;
+ *  - the last step's ETA is the final val loss still to run: priced at the
+ *    step's pace by FLOPs (a forward's share) before any val ran, and the
+ *    measured time of the previous val after one ran;
  *  - a run estimated to take over an hour warns on stderr at start-up, a
  *    short one does not. (The in-step line on a terminal is checked in
  *    test_stops.c, under a pty.) */
@@ -57,6 +60,20 @@ static double hand_step_flops(void)
     return 3 * N * C + L * block + head; /* embedding forward + backward */
 }
 
+/* The forward of one micro-batch (a val batch), the same count's forward
+ * parts: embedding N*C, each block's forward, final LayerNorm 8NC and the
+ * head's logits and loss 2NCVp + 5NVp. */
+static double hand_fwd_flops(void)
+{
+    double N = 32, C = 32, T = 16, B = 2, Vp = 256, L = 2;
+    double mm = 24 * N * C * C, attn = 2 * B * T * T * C, elem = 54 * N * C;
+    return N * C + L * (mm + attn + elem) + (8 * N * C + 2 * N * C * Vp + 5 * N * Vp);
+}
+
+/* The runs here are tc_model_args's: val data, --val-batches 1, --val-every
+ * 0, so the last step's ETA is the final val loss alone, and with no val
+ * measured yet it is priced at that step's pace: one forward's share of the
+ * step's FLOPs (accum micro-batches) times the step's ms. */
 static void check_log(const char *log, double peak_tflops, int accum, int steps)
 {
     char *text = tu_read_file(log, NULL);
@@ -89,7 +106,12 @@ static void check_log(const char *log, double peak_tflops, int accum, int steps)
         cr_expect_geq(el->valuedouble, last_elapsed);
         last_elapsed = el->valuedouble;
         cr_expect_geq(eta->valuedouble, 0);
-        if (step->valueint == steps) cr_expect_eq(eta->valuedouble, 0, "ETA after the last step");
+        if (step->valueint == steps) {
+            double tail = hand_fwd_flops() / (hand_step_flops() * accum) * ms->valuedouble / 1e3;
+            cr_expect(eta->valuedouble > 0 && fabs(eta->valuedouble / tail - 1) < 1e-6,
+                      "ETA after the last step %.9g s, want the final val's %.9g s",
+                      eta->valuedouble, tail);
+        }
         cJSON_Delete(j);
     }
     cr_expect_eq(n, steps);
@@ -134,5 +156,30 @@ Test(progress, warns_when_the_run_takes_over_an_hour, .timeout = 120)
     cr_assert(st != -1 && WIFEXITED(st));
     cr_expect_eq(WEXITSTATUS(st), 77);
     cr_expect(tc_file_has(tu_path(d, "s.out"), "estimate: "));
+    free(d);
+}
+
+/* The last step's ETA is the final val loss still to run. Measured: with
+ * --val-every 2 a val ran before step 3 of 3, and the final one is
+ * expected to take as long. By hand: TRAIN_GPT_TEST_BLOCK_DELAY_MS=300
+ * sleeps 300 ms at each block of a val batch's forward (the hook, L = 2
+ * blocks), so 2 batches take at least 2 x 2 x 300 = 1.2 s, and the tiny
+ * model's compute adds little: the ETA must be in [1.2, 1.8] s. The line
+ * shows it rounded (0:00:01). */
+Test(progress, eta_of_the_last_step_counts_the_final_val, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 3 --val-every 2 --val-batches 2 --log %s",
+             tc_model_args(d), tu_path(d, "v.jsonl"));
+    cr_assert_eq(tc_run("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "v")), 0);
+    cJSON *j = tc_log_last_with(tu_path(d, "v.jsonl"), "eta_s");
+    cr_assert_not_null(j);
+    cr_expect_eq(cJSON_GetObjectItem(j, "step")->valueint, 3);
+    double eta = cJSON_GetObjectItem(j, "eta_s")->valuedouble;
+    cr_expect(eta >= 1.2 && eta <= 1.8, "ETA after step 3 of 3: %.3f s, want the 1.2 s val "
+              "(+ at most 0.6 s)", eta);
+    cr_expect(tc_file_has(tu_path(d, "v.out"), " | ETA 0:00:01\n"));
+    cJSON_Delete(j);
     free(d);
 }

@@ -1,0 +1,370 @@
+/* tests/test_startup_stops.c — end-to-end: a SIGINT or SIGTERM during
+ * ./train_gpt's start-up stops it there, within a bound, and leaves the
+ * disk as it was.
+ *
+ * Each run is given a start-up far longer than the bound:
+ *  - --op-costs measure at B=8, T=1024, C=768 on one CPU thread: 5 timed
+ *    rounds of one block, 46 s measured on the 2-core VM (2026-12-01);
+ *  - initialising 240M parameters (--layers 64 --channels 512): about 6 s
+ *    of normals on one core after the line "initializing ... parameters".
+ * The signal must end the run within STOP_BOUND_MS with exit 77 (nothing
+ * saved: README, Resuming and failures) and the line naming the phase;
+ * the --checkpoint-dir it made, --save, --log and the op-cost cache are
+ * not there afterwards. Before the fix the signal waited for step 1's
+ * first block: the run went on for the rest of the phase.
+ *
+ * Under mpirun (two ranks) the ranks agree: both signalled during the
+ * measurement stop within the bound; with only rank 1 signalled, rank 0
+ * finishes its measurement, and then both stop together at the same point
+ * with the same status. In the val loss before step 1 (where two ranks have
+ * no stop at a block) a signal to rank 1 alone stops both after the val
+ * batch in progress; before, the val loss and step 1 ran first.
+ *
+ * In-process, each long loop polls base/stop.h where stated: a poll that
+ * says stop at its k-th call ends the loop there, with the loop's error
+ * value and STOP_MESSAGE. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/stop.h"
+#include "data/shard.h"
+#include "model/gpt.h"
+#include "model/model_file.h"
+#include "model/opcost.h"
+#include "test_util.h"
+#include "train_cli.h"
+
+#define STOP_BOUND_MS 5000
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Wait at most bound_ms for pid; its exit status, or -1 (then it is killed).
+ * *took_ms: the wait. */
+static int exit_within(pid_t pid, int bound_ms, double *took_ms)
+{
+    double t0 = now_ms();
+    int st = tc_wait(pid, bound_ms);
+    *took_ms = now_ms() - t0;
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The op-cost measurement's shape: one block of GPT-2 small at B=8, T=1024. */
+#define MEASURE_SHAPE                                                                          \
+    "--layers 2 --channels 768 --heads 12 --seq-len 1024 --vocab 256 --val-every 0 "         \
+    "--device cpu --threads 1 --op-costs measure"
+
+Test(startup_stops, sigterm_during_op_cost_measurement, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], env[1024];
+    tc_make_shards(d, 1, 40000);
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' " MEASURE_SHAPE " --batch 8 "
+             "--steps 3 --checkpoint-dir %s --save-checkpoint-llmc %s/lc --save %s --log %s", d,
+             tu_path(d, "ck"), d, tu_path(d, "m.bin"), tu_path(d, "l.jsonl"));
+    pid_t pid = tc_spawn(env, args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "op costs: measuring one block's ops", 30000),
+              "the measurement did not start");
+    tc_sleep_ms(1000); /* inside the first rounds */
+    kill(pid, SIGTERM);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_assert_eq(rc, 77, "exit %d %.0f ms after the signal (the bound is %d ms)", rc, took,
+                 STOP_BOUND_MS);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "stopped by signal 15 during start-up (planning the memory (measuring "
+                          "the op costs)); nothing saved: no step had run; no file was written or "
+                          "moved\n"));
+    cr_expect(!tc_file_has(tu_path(d, "s.out"), "op costs: measured"));
+    cr_expect(!tu_exists(tu_path(d, "ck")), "the checkpoint folder this run made is left");
+    cr_expect(!tu_exists(tu_path(d, "lc")), "the llm.c folder this run made is left");
+    cr_expect(!tu_exists(tu_path(d, "m.bin")) && !tu_exists(tu_path(d, "l.jsonl")));
+    DIR *c = opendir(tu_path(d, "cache"));
+    int cached = 0;
+    for (struct dirent *e; c && (e = readdir(c));) cached += e->d_name[0] != '.';
+    if (c) closedir(c);
+    cr_expect_eq(cached, 0, "a half-measured cost was cached");
+    free(d);
+}
+
+Test(startup_stops, sigint_during_parameter_init, .timeout = 180)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    /* an existing checkpoint folder, as a user's: it stays as it was */
+    cr_assert_eq(mkdir(tu_path(d, "ck"), 0755), 0);
+    tu_write_text(tu_path(d, "ck/notes.txt"), "mine\n");
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' --val-every 0 --layers 64 "
+             "--channels 512 --heads 8 --seq-len 16 --vocab 256 --batch 1 --steps 2 "
+             "--device cpu --threads 1 --op-costs flops --checkpoint-dir %s/ck", d, d);
+    pid_t pid = tc_spawn(NULL, args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "initializing ", 120000),
+              "the run did not reach the parameters' initialisation");
+    tc_sleep_ms(300);
+    kill(pid, SIGINT);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_assert_eq(rc, 77, "exit %d %.0f ms after the signal (the bound is %d ms)", rc, took,
+                 STOP_BOUND_MS);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "stopped by signal 2 during start-up (initialising the parameters); "
+                          "nothing saved: no step had run; no file was written or moved\n"));
+    cr_expect(!tc_file_has(tu_path(d, "s.out"), "step     1/"), "the run got past the init");
+    char *notes = tu_read_file(tu_path(d, "ck/notes.txt"), NULL);
+    cr_expect(notes && strcmp(notes, "mine\n") == 0, "the user's folder changed");
+    free(notes);
+    free(d);
+}
+
+/* The pids of mpirun's ranks below `root` (any depth: timeout, mpirun,
+ * ranks), by OMPI_COMM_WORLD_RANK in their environment; returns how many
+ * were found (ranks[r] = pid of rank r). */
+static int find_ranks(pid_t root, pid_t *ranks, int max)
+{
+    pid_t queue[64];
+    int nq = 0, found = 0;
+    queue[nq++] = root;
+    for (int i = 0; i < nq; i++) {
+        char p[128], buf[8192];
+        snprintf(p, sizeof p, "/proc/%d/environ", (int)queue[i]);
+        FILE *f = fopen(p, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        for (size_t k = 0; k < n; k += strlen(buf + k) + 1) {
+            buf[n] = 0;
+            int r;
+            if (sscanf(buf + k, "OMPI_COMM_WORLD_RANK=%d", &r) == 1 && r >= 0 && r < max) {
+                ranks[r] = queue[i];
+                found++;
+            }
+        }
+        snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)queue[i], (int)queue[i]);
+        f = fopen(p, "r");
+        int c;
+        while (f && nq < 64 && fscanf(f, "%d", &c) == 1) queue[nq++] = c;
+        if (f) fclose(f);
+    }
+    return found;
+}
+
+/* mpirun -np 2 over the measuring run; its pid (timeout's) and the ranks'. */
+static pid_t spawn_two_ranks(const char *d, const char *tag, pid_t ranks[2])
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "export TRAIN_GPT_CACHE_DIR='%s/cache_%s'; exec timeout 120 "
+             TC_MPIRUN " -np 2 %s --train-data '%s/train_*.bin' " MEASURE_SHAPE " --batch 2 "
+             "--steps 3 --checkpoint-dir '%s/ck_%s' >'%s/%s.out' 2>'%s/%s.err'", d, tag,
+             tc_bin(), d, d, tag, d, tag, d, tag);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    char out[1024];
+    snprintf(out, sizeof out, "%s/%s.out", d, tag);
+    cr_assert(tc_wait_for_text(out, "op costs: measuring one block's ops", 60000),
+              "rank 0's measurement did not start");
+    int found = 0;
+    for (int t = 0; t < 100 && (found = find_ranks(pid, ranks, 2)) < 2; t++) tc_sleep_ms(50);
+    cr_assert_eq(found, 2, "mpirun's two ranks not found under pid %d", (int)pid);
+    return pid;
+}
+
+Test(startup_stops, two_ranks_stop_together_during_start_up, .timeout = 240)
+{
+    char *d = tu_tempdir(), out[1024];
+    tc_make_shards(d, 1, 40000);
+    const char *line = "stopped by signal 15 during start-up (planning the memory (measuring the "
+                       "op costs)); nothing saved: no step had run; no file was written or moved\n";
+    /* both signalled (as a scheduler does): both stop within the bound */
+    pid_t ranks[2];
+    pid_t pid = spawn_two_ranks(d, "both", ranks);
+    tc_sleep_ms(1000);
+    kill(ranks[0], SIGTERM);
+    kill(ranks[1], SIGTERM);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_expect_eq(rc, 77, "exit %d %.0f ms after the signal (the bound is %d ms)", rc, took,
+                 STOP_BOUND_MS);
+    snprintf(out, sizeof out, "%s/both.out", d);
+    cr_expect(tc_file_has(out, line));
+    cr_expect(!tu_exists(tu_path(d, "ck_both")));
+
+    /* only rank 1 signalled: rank 0 measures to the end, then both stop at
+     * the same point, rank 0 reporting SIGTERM for the rank that had it */
+    pid = spawn_two_ranks(d, "one", ranks);
+    tc_sleep_ms(1000);
+    kill(ranks[1], SIGTERM);
+    rc = exit_within(pid, 100000, &took);
+    cr_expect_eq(rc, 77);
+    snprintf(out, sizeof out, "%s/one.out", d);
+    cr_expect(tc_file_has(out, "op costs: measured on"), "rank 0 did not finish measuring");
+    cr_expect(tc_file_has(out, line));
+    cr_expect(!tc_file_has(out, "step     1/"), "a step ran");
+    cr_expect(!tu_exists(tu_path(d, "ck_one")));
+    free(d);
+}
+
+/* The val loss before step 1 under two ranks (no stop at a block there):
+ * with only rank 1 signalled, both stop after the val batch in progress,
+ * not after step 1 as before. 300 ms a block: a val batch of the 2-layer
+ * model takes 0.6 s, the 8 batches 4.8 s; the signal comes after "val 2/8". */
+Test(startup_stops, two_ranks_stop_together_in_the_first_val_loss, .timeout = 120)
+{
+    char *d = tu_tempdir(), cmd[8192], out[700];
+    tc_make_shards(d, 1, 4000);
+    snprintf(cmd, sizeof cmd, "export TRAIN_GPT_TEST_BLOCK_DELAY_MS=300; exec timeout 120 "
+             TC_MPIRUN " -np 2 %s %s --steps 4 --val-every 2 --val-batches 8 >'%s/v.out' "
+             "2>'%s/v.err'", tc_bin(), tc_model_args(d), d, d);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    snprintf(out, sizeof out, "%s/v.out", d);
+    cr_assert(tc_wait_for_text(out, "val 2/8\n", 60000), "the val loss did not start");
+    pid_t ranks[2];
+    cr_assert_eq(find_ranks(pid, ranks, 2), 2);
+    kill(ranks[1], SIGTERM);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_expect_eq(rc, 77, "exit %d %.0f ms after the signal", rc, took);
+    cr_expect(tc_file_has(out, "stopped by signal 15 during the val loss before step 1; nothing "
+                          "saved: no step had finished\n"));
+    cr_expect(!tc_file_has(out, "val 8/8"), "the val loss ran to its end");
+    free(d);
+}
+
+/* A poll that says stop from its stop_at-th call on, counting its calls. */
+static int polls, stop_at;
+static int counting_poll(void) { return ++polls >= stop_at; }
+
+static void poll_from(int k)
+{
+    polls = 0;
+    stop_at = k;
+    stop_set_poll(counting_poll);
+}
+
+Test(startup_stops, each_long_loop_polls_and_gives_up)
+{
+    char *d = tu_tempdir(), err[512];
+    /* shard_hash_file: one poll a MiB; a 3 MiB file stopped at the 2nd */
+    size_t n = 3 << 19; /* 3 MiB of tokens, and the header */
+    uint16_t *tok = calloc(n, sizeof *tok);
+    cr_assert_eq(shard_write(tu_path(d, "s.bin"), tok, n, err, sizeof err), 0, "%s", err);
+    free(tok);
+    unsigned char sha[SHARD_SHA256_BYTES];
+    poll_from(2);
+    cr_expect_eq(shard_hash_file(tu_path(d, "s.bin"), sha, NULL, err, sizeof err), -1);
+    cr_expect(strstr(err, STOP_MESSAGE), "%s", err);
+    cr_expect_eq(polls, 2, "hashing polled %d times before the stop", polls);
+    stop_set_poll(NULL);
+    cr_expect_eq(shard_hash_file(tu_path(d, "s.bin"), sha, NULL, err, sizeof err), 0, "%s", err);
+    /* gpt_init_weights: a poll every 2^20 values; the tiny model's wte is
+     * the first tensor filled, so the first poll stops it */
+    GPTConfig cfg = tu_tiny_config();
+    float *host = malloc(config_num_params(&cfg) * sizeof(float));
+    poll_from(1);
+    cr_expect_eq(gpt_init_weights(&cfg, 1, host), 1);
+    poll_from(1000000);
+    cr_expect_eq(gpt_init_weights(&cfg, 1, host), 0);
+    cr_expect_gt(polls, 1, "the init polled %d times", polls);
+    /* model_file_load: a poll before each 64 MiB piece */
+    cr_assert_eq(model_file_save(tu_path(d, "m.bin"), &cfg, host, err, sizeof err), 0, "%s", err);
+    free(host);
+    GPTConfig back;
+    float *p = NULL;
+    poll_from(1);
+    cr_expect_eq(model_file_load(tu_path(d, "m.bin"), &back, &p, err, sizeof err), -1);
+    cr_expect(strstr(err, STOP_MESSAGE) && !p, "%s", err);
+    /* opcost_measure: a poll before each op; stopped at the 10th op */
+    PlanInput in = {.cfg = tu_tiny_config(), .B = 2, .T = 8, .dtype = DTYPE_FP32};
+    OpCosts oc;
+    poll_from(10);
+    cr_expect_eq(opcost_measure(tu_cpu(), &in, 3, &oc, err, sizeof err), -1);
+    cr_expect(strstr(err, STOP_MESSAGE), "%s", err);
+    cr_expect_eq(polls, 10);
+    stop_set_poll(NULL);
+    free(d);
+}
+
+/* A resumed run stopped during start-up: exit 75 (the save it resumes is
+ * still there, untouched), the message says so, and the log is as the
+ * first run left it (a resume cuts and appends to it only once started).
+ * The measurement here (B=1, T=1024, C=768) takes about 6 s. */
+Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 180)
+{
+    char *d = tu_tempdir(), args[4096], env[1024];
+    tc_make_shards(d, 1, 40000);
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
+    const char *shape = "--layers 1 --channels 768 --heads 12 --seq-len 1024 --vocab 256 "
+                        "--batch 1 --val-every 0 --device cpu --threads 1";
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' %s --steps 2 --save-every 1 "
+             "--checkpoint-dir %s --log %s --op-costs flops", d, shape, tu_path(d, "ck"),
+             tu_path(d, "l.jsonl"));
+    cr_assert_eq(tc_run(env, args, tu_path(d, "a")), 0);
+    /* the resume to step 4 is stopped in its op-cost measurement */
+    char *log0 = tu_read_file(tu_path(d, "l.jsonl"), NULL);
+    char *ck0 = tu_read_file(tu_path(d, "ck/step_00000002/model.bin"), NULL);
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' %s --steps 4 --save-every 1 "
+             "--checkpoint-dir %s --log %s --op-costs measure --resume", d, shape,
+             tu_path(d, "ck"), tu_path(d, "l.jsonl"));
+    pid_t pid = tc_spawn(env, args, tu_path(d, "r"));
+    cr_assert(tc_wait_for_text(tu_path(d, "r.out"), "op costs: measuring", 60000));
+    tc_sleep_ms(300);
+    kill(pid, SIGTERM);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_expect_eq(rc, 75, "exit %d %.0f ms after the signal", rc, took);
+    char want[1024];
+    snprintf(want, sizeof want, "stopped by signal 15 during start-up (planning the memory "
+             "(measuring the op costs)); no step had run since the save, %s/ck/step_00000002, "
+             "which is still there (the same command resumes it); no file was written or "
+             "moved\n", d);
+    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "no line: %s", want);
+    char *log1 = tu_read_file(tu_path(d, "l.jsonl"), NULL);
+    char *ck1 = tu_read_file(tu_path(d, "ck/step_00000002/model.bin"), NULL);
+    cr_expect(log0 && log1 && strcmp(log0, log1) == 0, "the log changed");
+    cr_expect(ck0 && ck1, "step 2's save is gone");
+    free(log0), free(log1), free(ck0), free(ck1);
+    /* the same command, unstopped, resumes it */
+    cr_expect_eq(tc_run(env, args, tu_path(d, "r2")), 0);
+    cr_expect(tc_file_has(tu_path(d, "r2.out"), "step     4/4"));
+    free(d);
+}
+
+/* --plan --op-costs measure: the measurement is all the work; a SIGINT in
+ * it ends the dry run within the bound, exit 77, nothing cached. */
+Test(startup_stops, sigint_during_plans_measurement, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], env[1024];
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
+    snprintf(args, sizeof args, MEASURE_SHAPE " --batch 8 --plan");
+    pid_t pid = tc_spawn(env, args, tu_path(d, "p"));
+    cr_assert(tc_wait_for_text(tu_path(d, "p.out"), "op costs: measuring", 30000));
+    tc_sleep_ms(500);
+    kill(pid, SIGINT);
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_expect_eq(rc, 77, "exit %d %.0f ms after the signal", rc, took);
+    cr_expect(tc_file_has(tu_path(d, "p.out"), "stopped by signal 2 during --plan (measuring the "
+                          "op costs); nothing written\n"));
+    cr_expect(!tc_file_has(tu_path(d, "p.err"), "error"));
+    cr_expect(!tu_exists(tu_path(d, "cache")) || !tc_file_has(tu_path(d, "p.out"), "cached in"));
+    free(d);
+}
