@@ -1,7 +1,8 @@
 /* train_gpt.c — the command-line trainer: set-up, the end of a run (the
- * model file, the memory report) and --generate; the training loop and its
- * stops are in train_loop.c, progress in train_progress.c, flags in
- * train_options.c. The model, its recompute
+ * memory report) and --generate; the training loop and its stops are in
+ * train_loop.c, progress in train_progress.c, flags in train_options.c,
+ * the output files (--save, --log, --dump-grads) in train_outputs.c. The
+ * model, its recompute
  * schedule and the memory planner in model/; the ops in kernels/; data
  * parallelism over ranks (mpirun/srun) in distributed/. Under several ranks,
  * stdout and the --log file come from rank 0 only, the loss and val loss
@@ -22,10 +23,8 @@
 #include "kernels/profile.h"
 #include "model/gpt.h"
 #include "model/model_file.h"
-#include "base/fileio.h"
 #include "run/checkpoint.h"
 #include "run/run_log.h"
-#include "run/outputs.h"
 #include "run/session.h"
 #include "run/signals.h"
 #include "train_gpt.h"
@@ -319,85 +318,6 @@ static void resolve_total_batch(Trainer *tr)
     o->grad_accum = (int)accum;
 }
 
-/* After training: every rank's parameters must be the same bits; rank 0
- * writes --save. Collective: every rank calls it. */
-int trainer_save_model(Trainer *tr, char *err, size_t len)
-{
-    Dist *d = &tr->dist;
-    if (!d->mpi && !tr->opt.save) return 0;
-    size_t n = tr->model.plan.num_params;
-    float *host = malloc(n * sizeof(float));
-    if (!host) {
-        snprintf(err, len, "out of host memory for the final parameters");
-        return -1;
-    }
-    int rc = dist_get_params(d, host, err, len);
-    if (rc == 0 && d->mpi) {
-        if (!dist_replicas_agree(d, dist_hash_floats(host, n))) {
-            free(host);
-            dist_exit_all(d, 1, "internal error: the ranks' final parameters differ");
-        }
-        printf("replicas: parameters identical on all %d rank%s\n", d->world,
-               d->world == 1 ? "" : "s");
-    }
-    if (rc == 0 && tr->opt.save && d->rank == 0) {
-        rc = outputs_save_model(tr->opt.save, &tr->cfg, host,
-                                tr->opt.save_dtype ? MODEL_FILE_BF16 : MODEL_FILE_FP32, err, len);
-        if (rc == 0) printf("saved %s\n", tr->opt.save);
-    }
-    free(host);
-    return rc;
-}
-
-/* After training: close the log; a lost line is an error (exit 1) unless
- * --log-errors ignore. Returns rc, or 1 when it was 0 and the log failed. */
-static int close_log(Trainer *tr, int rc)
-{
-    char err[1024];
-    if (run_log_close(&tr->log, err, sizeof err) == 0) return rc;
-    fprintf(stderr, "error: %s\n", err);
-    return rc == 0 ? 1 : rc;
-}
-
-/* The files a run writes after its work (--save at the end, --dump-grads
- * after step 1, --log from the first line) must be writable now, not after
- * hours of training: a file name (no trailing '/') in a folder that takes a
- * new file. (What stands at the path already: claim_outputs.) --plan and
- * --generate write none of them; --save's folder is checked all the same,
- * as it always was. Rank 0 writes them. */
-static void check_output_paths(Trainer *tr)
-{
-    const TrainOptions *o = &tr->opt;
-    const char *flag[] = {"--save", "--dump-grads", "--log"};
-    const char *path[] = {o->save, o->dump_grads, o->log_path};
-    int n = o->plan || o->generate > 0 ? 1 : 3;
-    if (tr->dist.rank != 0) return;
-    for (int i = 0; i < n; i++) {
-        char why[4600];
-        if (path[i] && io_probe_output(path[i], why, sizeof why) != 0)
-            dist_fail(&tr->dist, 1, "%s %s: %s", flag[i], path[i], why);
-    }
-}
-
-/* A new run's --save, --log and --dump-grads never replace a file silently
- * (run/outputs.h); rank 0 decides, every rank learns the verdict. */
-static void claim_outputs(Trainer *tr, int resumed, int move)
-{
-    const TrainOptions *o = &tr->opt;
-    Dist *d = &tr->dist;
-    char err[4400] = "";
-    int refused = 0;
-    if (o->plan || o->generate > 0) return; /* they write none of them */
-    if (d->rank == 0) {
-        RunOutput outs[] = {{"--save", o->save}, {"--log", o->log_path},
-                            {"--dump-grads", o->dump_grads}};
-        refused = outputs_claim(outs, 3, resumed, o->overwrite_outputs, move, stdout, err,
-                                sizeof err) != 0;
-    }
-    dist_broadcast(d, &refused, sizeof refused);
-    if (refused) dist_exit_all(d, 1, "%s", d->rank == 0 ? err : "rank 0 refused an output file");
-}
-
 /* Start-up up to the model's shape: the world, the ranks' agreement, the
  * paths that will be written, the checkpoint folder, the save to resume. */
 static void start(Trainer *tr, int argc, char **argv)
@@ -416,7 +336,7 @@ static void start(Trainer *tr, int argc, char **argv)
         dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
     if (signals_install() != 0) fail(tr, "cannot install the SIGINT/SIGTERM handlers");
     resolve_total_batch(tr); /* sets grad-accum, which the session records */
-    check_output_paths(tr);
+    trainer_check_output_paths(tr);
     RunConfig run = train_options_run_config(o);
     if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
     int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
@@ -427,7 +347,7 @@ static void start(Trainer *tr, int argc, char **argv)
     if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
         dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
                   "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
-    claim_outputs(tr, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
+    trainer_claim_outputs(tr, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_start(tr);
     /* --dump-grads is written at step 1, which a resumed run never trains */
@@ -584,7 +504,7 @@ int main(int argc, char **argv)
     if (session_settle(&tr.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_settle(&tr);
     int resumed = tr.resume_dir[0] || o->llmc_resume;
-    claim_outputs(&tr, resumed, 1); /* --overwrite-outputs' moves */
+    trainer_claim_outputs(&tr, resumed, 1); /* --overwrite-outputs' moves */
     /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
      * to the resumed step, so the log covers the whole run with each step once. */
     if (d->rank == 0 && run_log_open(&tr.log, o->log_path, resumed ? tr.start_step : -1,
@@ -594,18 +514,18 @@ int main(int argc, char **argv)
     rc = train_loop(&tr, err, sizeof err);
     if (rc == TRAIN_STOPPED) rc = train_stop(&tr, err, sizeof err);
     if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
-        rc = close_log(&tr, rc);
+        rc = trainer_close_log(&tr, rc);
         dist_finalize(d);
         return rc;
     }
     if (rc == 0) rc = trainer_save_model(&tr, err, sizeof err);
     if (rc == 0) rc = trainer_llmc_export(&tr, o->steps, err, sizeof err);
     if (rc != 0) {
-        close_log(&tr, rc);
+        trainer_close_log(&tr, rc);
         fail(&tr, err);
     }
     print_summary(&tr);
-    rc = close_log(&tr, 0);
+    rc = trainer_close_log(&tr, 0);
     session_close(&tr.sess);
     free(tr.inputs);
     free(tr.targets);

@@ -85,9 +85,19 @@ void trainer_check_startup(Trainer *tr, const char *phase);
  * err when a save failed. Collective. */
 int train_stop(Trainer *tr, char *err, size_t len);
 
-/* Write --save (rank 0) after checking, under several ranks, that every
- * rank holds the same parameters. Collective. (train_gpt.c) */
+/* The run's output files (train_outputs.c). Write --save (rank 0; rescued
+ * elsewhere when that fails, run/outputs.h) after checking, under several
+ * ranks, that every rank holds the same parameters. Collective. */
 int trainer_save_model(Trainer *tr, char *err, size_t len);
+/* Start-up: --save's, --dump-grads' and --log's folders take a new file
+ * (exit 1 naming the path). Rank 0 checks. */
+void trainer_check_output_paths(Trainer *tr);
+/* Start-up: a new run's outputs never replace a file silently; with move,
+ * --overwrite-outputs' moves happen (once the run is accepted). Collective. */
+void trainer_claim_outputs(Trainer *tr, int resumed, int move);
+/* Close the log; returns rc, or 1 when rc was 0 and a log line was lost
+ * (unless --log-errors ignore). */
+int trainer_close_log(Trainer *tr, int rc);
 
 /* llm.c's checkpoints (train_llmc.c). At start-up, every rank: find
  * --resume-llmc's files; rank 0, training (not --plan, --generate): make
