@@ -31,11 +31,12 @@
  * a GPU (docs/attention-kernels.md). */
 #include "attention_mma.cuh"
 
-/* [tile a | tile b] at stage s of a region of stages STAGE bytes apart:
- * two BT x HSP core-layout tiles, then (dK/dV) BT statistics. */
-template <class Cfg> struct AmmaWgSmem {
+/* Shared memory: two stages, each two BT x HSP core-layout tiles of the
+ * streamed side and, with STATS (dK/dV), their BT statistics; then the
+ * block's own two tiles in padded rows. */
+template <class Cfg, bool STATS> struct AmmaWgSmem {
     static constexpr size_t tile = (size_t)Cfg::BT * Cfg::HSP * sizeof(bf16);
-    static constexpr size_t stats = (size_t)Cfg::BT * sizeof(AmmaStat);
+    static constexpr size_t stats = STATS ? (size_t)Cfg::BT * sizeof(AmmaStat) : 0;
     /* own: the block's two padded 64-row tiles (read once into registers) */
     static constexpr size_t own = (size_t)2 * Cfg::ROWS * Cfg::LD * sizeof(bf16);
     static constexpr size_t stage = attn_round(2 * tile + stats);
@@ -71,7 +72,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
     constexpr int HSP = Cfg::HSP, BKV = Cfg::ROWS, BQ = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
     static_assert(HSP == 64 && BKV == 64 && BQ == 64 && Cfg::ST == 2 && Cfg::VEC,
                   "one warpgroup, m64n64k16 products, cp.async stages");
-    typedef AmmaWgSmem<Cfg> SM;
+    typedef AmmaWgSmem<Cfg, true> SM;
     DYN_SMEM(smem);
     /* stage s: Q tile, dO tile (core layout), BQ statistics; then K, V */
     auto qt = [&](int s) { return (bf16 *)(smem + s * SM::stage); };
@@ -188,7 +189,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_wg_kernel(AmmaBwdA
     constexpr int HSP = Cfg::HSP, BQ = Cfg::ROWS, BK = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
     static_assert(HSP == 64 && BQ == 64 && BK == 64 && Cfg::ST == 2 && Cfg::VEC,
                   "one warpgroup, m64n64k16 products, cp.async stages");
-    typedef AmmaWgSmem<Cfg> SM;
+    typedef AmmaWgSmem<Cfg, false> SM;
     DYN_SMEM(smem);
     /* stage s: K tile, V tile (core layout); then Q, dO */
     auto kt_at = [&](int s) { return (bf16 *)(smem + s * SM::stage); };
@@ -304,7 +305,7 @@ static void amma_bwd_wg_check(CudaState *st, const AmmaBwdArgs &a, const char *n
 template <class Cfg, bool DQ> static void amma_bwd_wg_launch(CudaState *st, const AmmaBwdArgs &a)
 {
     amma_bwd_wg_check(st, a, DQ ? AMMA_DQ_WG_NAME : AMMA_DKDV_WG_NAME);
-    const size_t smem = AmmaWgSmem<Cfg>::bytes;
+    const size_t smem = AmmaWgSmem<Cfg, !DQ>::bytes;
     amma_check_smem(st, smem, "attention_backward", Cfg::HSP);
     void (*kern)(AmmaBwdArgs);
     if constexpr (DQ) kern = amma_dq_wg_kernel<Cfg>;
