@@ -25,7 +25,7 @@ endif
 CFLAGS  += $(MPI_CFLAGS)
 LDLIBS  += $(MPI_LIBS)
 # sm_90a, not sm_90: the arch-specific target adds wgmma (the Hopper attention
-# forward variant, kernels/cuda/attention_mma_fwd_wg.cu) and compiles every other
+# variants, kernels/cuda/attention_mma_*_wg.cu) and compiles every other
 # kernel exactly as sm_90 does. It runs only on compute capability 9.0, which is
 # the only 9.x there is (H100, H200, GH200), and the old code=sm_90 (no PTX) ran
 # nowhere else either; keeping both cubins would double the sm_90 build for one

@@ -54,7 +54,7 @@ void cuda_head_part(Backend *be, int part, float *losses, void *dx, void *dwte, 
  * e.g. "fwd-w8-k64-s2-b2,dkdv-w4-q32-s2-b3") and fails naming it when a
  * name is unknown or names a variant this GPU cannot run. count: how many;
  * name: NULL past the end; usable: 1 when this backend's GPU can run
- * variant i (the wgmma forward needs compute capability 9.0), else 0;
+ * variant i (the wgmma variants need compute capability 9.0), else 0;
  * set: -1 when i is out of range or not usable, else 0. */
 enum { CUDA_ATTN_FWD, CUDA_ATTN_DQ, CUDA_ATTN_DKDV, CUDA_ATTN_KERNELS };
 int cuda_attn_variant_count(int kernel);

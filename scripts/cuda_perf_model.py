@@ -105,7 +105,7 @@ def variant_rows(P, table, shape, kernels, missing):
             '%.0f, and wgmma waits costed by the compiler\'s stall counts only)' %
             (shape, P['WGMMA_FLOP_PER_CLK'], P['MMA_SYNC_FLOP_PER_CLK']))
     preds = [predict.predict_op(P, both, n, shape, kernels, P['T_LAUNCH_TIMED'])
-             for n in ['attention_forward'] + sorted(vt)]
+             for n in ['attention_forward', 'attention_backward'] + sorted(vt)]
     report.op_rows(preds, out)
     for p in preds:
         if p.seconds is None:

@@ -8,7 +8,7 @@
 #      (tol 1e-5) and bf16 (tol 2e-2), small odd shapes and GPT-2 124M's;
 #      then the fused ops again with TRAIN_GPT_FUSE_GELU=1 (cuBLASLt's GELU
 #      epilogues against the cpu's GELU: which GELU cuBLASLt computes);
-#      the variants no GPU has run (UNMEASURED: Hopper's wgmma forward) are
+#      the variants no GPU has run (UNMEASURED: the Hopper wgmma variants) are
 #      left out of that run and checked in a process of their own after it,
 #      so that a fault there loses only their row;
 #   3. the same tool's --time table (per-op medians, CUDA events), then its
@@ -213,7 +213,7 @@ echo "=== $CK${QUICK[*]:+ ${QUICK[*]}} --dtype bf16 --only attention --only-vari
 "$CK" "${QUICK[@]}" --dtype bf16 --only attention --only-variants "$UNMEASURED" >"$WORK/unmeasured.log" 2>&1
 rc=$?
 cat "$WORK/unmeasured.log" >>"$OUT/kernels.log"
-n=$(grep -c "^${UNMEASURED//,/\|}" "$WORK/unmeasured.log")
+n=$(grep -cE "^(${UNMEASURED//,/|}) " "$WORK/unmeasured.log") # their table rows
 skipped=$(grep -c "skipped (this GPU cannot run it)" "$WORK/unmeasured.log")
 if [ $rc -eq 0 ] && [ "$n" -gt 0 ]; then
     row "attention, unmeasured variants (bf16)" PASS "$UNMEASURED: $n rows within 2e-2, deterministic"

@@ -44,11 +44,21 @@ extern "C" int cuda_attn_variant_get(Backend *be, int kernel)
     return kernel >= 0 && kernel < CUDA_ATTN_KERNELS ? cuda_state(be)->attn_variant[kernel] : -1;
 }
 
+/* The compute capability variant i of kernel needs (0: any; i in range). */
+static int amma_cc(int kernel, int i)
+{
+    switch (kernel) {
+    case CUDA_ATTN_FWD: return amma_fwd_variants[i].cc;
+    case CUDA_ATTN_DQ: return amma_dq_variants[i].cc;
+    default: return amma_dkdv_variants[i].cc;
+    }
+}
+
 /* Whether this device can run variant i of kernel (range-checked). */
 static int amma_usable(const CudaState *st, int kernel, int i)
 {
     if (i < 0 || i >= amma_count(kernel)) return 0;
-    return kernel != CUDA_ATTN_FWD || !amma_fwd_variants[i].cc || amma_fwd_variants[i].cc == st->cc;
+    return !amma_cc(kernel, i) || amma_cc(kernel, i) == st->cc;
 }
 
 extern "C" int cuda_attn_variant_usable(Backend *be, int kernel, int i)
@@ -92,7 +102,7 @@ int amma_variants_from_env(CudaState *st, char *err, size_t err_len)
                     snprintf(err, err_len,
                              "TRAIN_GPT_ATTN_VARIANT: variant %s needs a GPU of compute "
                              "capability %d.%d; this one is %d.%d",
-                             n, amma_fwd_variants[i].cc / 10, amma_fwd_variants[i].cc % 10,
+                             n, amma_cc(k, i) / 10, amma_cc(k, i) % 10,
                              st->cc / 10, st->cc % 10);
                     return 0;
                 }

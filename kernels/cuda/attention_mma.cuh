@@ -1,7 +1,8 @@
 /* kernels/cuda/attention_mma.cuh — private to attention_mma*.cu: the bf16
  * attention kernels' common parts. The kernels: attention_mma_fwd.cu
  * (forward), attention_mma_fwd_wg.cu (a forward variant on Hopper's wgmma,
- * sm_90a only), attention_mma_bwd.cu (D, dQ, dK/dV); the variant tables
+ * sm_90a only), attention_mma_bwd.cu (D, dQ, dK/dV), attention_mma_bwd_wg.cu
+ * (dQ and dK/dV variants on wgmma, sm_90a only); the variant tables
  * and the entry points: attention_mma.cu.
  *
  * Plan. Causal self-attention, flash style, on the tensor cores (mma.cuh):
@@ -40,6 +41,7 @@
 #include "async_copy.cuh"
 #include "attention_tile.cuh"
 #include "mma.cuh"
+#include "wgmma.cuh"
 
 #define AMMA_LOG2E 1.4426950408889634f
 #define AMMA_LN2 0.6931471805599453f
@@ -68,6 +70,10 @@ template <int A, int B_> struct AmmaMax {
  * log2 units and D. 8 bytes: one cp.async or one LDS.64 per row. */
 struct __align__(8) AmmaStat {
     float lse2, D;
+};
+/* The statistics of two adjacent query columns (dK/dV): one 16-byte load. */
+struct __align__(16) AmmaStat2 {
+    AmmaStat c0, c1;
 };
 
 /* Which tile, head and sequence this block has: linear block index L over
@@ -241,6 +247,27 @@ __device__ __forceinline__ const bf16 *amma_kv_step(bf16 *tiles, AmmaSrc Ksrc, A
     return tiles;
 }
 
+/* The wgmma variants (attention_mma_fwd_wg.cu, attention_mma_bwd_wg.cu):
+ * an R x HSP tile into the core-matrix layout by cp.async (16-byte
+ * pieces; vec path only): piece (r, d0..d0+7) to byte
+ * wgmma_core_off<HSP>(r, d0). Piece p of the tile is row 8 (p / HSP) +
+ * p % 8, columns 8 (p / 8 % (HSP / 8)) on: 8 consecutive threads fill one
+ * core matrix (128 contiguous bytes, no bank conflict) and a warp reads 4
+ * whole 64-byte row segments of 8 rows. The caller commits, waits and syncs. */
+template <int HSP, int R, int NT>
+__device__ __forceinline__ void amma_stage_core_async(bf16 *dst, AmmaSrc s, int t0)
+{
+    static_assert(R % 8 == 0 && R * HSP / 8 % NT == 0, "whole core matrices, whole rounds");
+#pragma unroll
+    for (int i = 0; i < R * HSP / 8 / NT; i++) {
+        const int p = (int)threadIdx.x + i * NT;
+        const int r = p / HSP * 8 + p % 8, d0 = p / 8 % (HSP / 8) * 8, t = t0 + r;
+        const bool in = t < s.T && d0 < s.hs;
+        cp_async<16>((unsigned char *)dst + wgmma_core_off<HSP>(r, d0),
+                     s.row + (in ? (size_t)t * s.ld + d0 : 0), in ? 16 : 0);
+    }
+}
+
 /* ---- variants (attention_mma.cu holds the selection) ---- */
 
 struct AmmaFwdArgs {
@@ -273,6 +300,7 @@ struct AmmaFwdVariant {
 struct AmmaBwdVariant {
     const char *name;
     void (*launch)(CudaState *st, const AmmaBwdArgs &a);
+    int cc; /* as AmmaFwdVariant's */
 };
 
 /* attention_mma_fwd.cu, attention_mma_bwd.cu: the tables (entry 0 is the
@@ -286,6 +314,12 @@ void amma_fwd_run(CudaState *st, int variant, const AmmaFwdArgs &a);
  * variant, never the default); fatal on any device but compute 9.0 */
 #define AMMA_FWD_WG_NAME "fwd-wgmma-w4-k64-s2-b3"
 void amma_fwd_wg_launch(CudaState *st, const AmmaFwdArgs &a);
+/* attention_mma_bwd_wg.cu: dQ and dK/dV on Hopper's wgmma (sm_90a;
+ * variants, never the default); fatal on any device but compute 9.0 */
+#define AMMA_DQ_WG_NAME "dq-wgmma-w4-k64-s2-b3"
+#define AMMA_DKDV_WG_NAME "dkdv-wgmma-w4-q64-s2-b2"
+void amma_dq_wg_launch(CudaState *st, const AmmaBwdArgs &a);
+void amma_dkdv_wg_launch(CudaState *st, const AmmaBwdArgs &a);
 void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a);
 void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a);
 void amma_rows_D_run(CudaState *st, AmmaStat *stats, const bf16 *dout, const bf16 *out,

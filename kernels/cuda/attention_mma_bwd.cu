@@ -170,11 +170,6 @@ template <class Cfg> struct AmmaDkdvSmem {
     }
 };
 
-/* The statistics of two adjacent query columns: one 16-byte load. */
-struct __align__(16) AmmaStat2 {
-    AmmaStat c0, c1;
-};
-
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdArgs a)
 {
@@ -326,24 +321,28 @@ template <class Cfg, bool DQ> static void amma_bwd_launch(CudaState *st, const A
 }
 
 /* dQ: warps, key tile, stages, launch-bound blocks per SM, "-r": Q_w and
- * dO_w reread from shared memory. Entry 0 is the default. */
+ * dO_w reread from shared memory; the device they need (0: any). Entry 0
+ * is the default. */
 const AmmaBwdVariant amma_dq_variants[] = {
-    {"dq-w4-k64-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 1>, true>},
-    {"dq-w4-k64-s1-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 4, 1>, true>},
-    {"dq-w8-k64-s2-b2", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 1>, true>},
-    {"dq-w4-k32-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 4, 1>, true>},
-    {"dq-w4-k64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, true>},
+    {"dq-w4-k64-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 1>, true>, 0},
+    {"dq-w4-k64-s1-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 4, 1>, true>, 0},
+    {"dq-w8-k64-s2-b2", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 1>, true>, 0},
+    {"dq-w4-k32-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 4, 1>, true>, 0},
+    {"dq-w4-k64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, true>, 0},
+    {AMMA_DQ_WG_NAME, amma_dq_wg_launch, 90}, /* Hopper only; unmeasured */
 };
 const int amma_dq_nvariants = (int)(sizeof amma_dq_variants / sizeof amma_dq_variants[0]);
 
 /* dK/dV: warps, query tile, stages, launch-bound blocks per SM, "-r": K_w
- * and V_w reread from shared memory. Entry 0 is the default. */
+ * and V_w reread from shared memory; the device they need. Entry 0 is the
+ * default. */
 const AmmaBwdVariant amma_dkdv_variants[] = {
-    {"dkdv-w4-q64-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 3, 1>, false>},
-    {"dkdv-w4-q64-s1-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 3, 1>, false>},
-    {"dkdv-w4-q64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, false>},
-    {"dkdv-w8-q64-s2-b2-r", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 0>, false>},
-    {"dkdv-w4-q32-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 3, 1>, false>},
+    {"dkdv-w4-q64-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 3, 1>, false>, 0},
+    {"dkdv-w4-q64-s1-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 3, 1>, false>, 0},
+    {"dkdv-w4-q64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, false>, 0},
+    {"dkdv-w8-q64-s2-b2-r", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 0>, false>, 0},
+    {"dkdv-w4-q32-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 3, 1>, false>, 0},
+    {AMMA_DKDV_WG_NAME, amma_dkdv_wg_launch, 90}, /* Hopper only; unmeasured */
 };
 const int amma_dkdv_nvariants = (int)(sizeof amma_dkdv_variants / sizeof amma_dkdv_variants[0]);
 

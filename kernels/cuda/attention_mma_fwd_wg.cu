@@ -21,27 +21,6 @@
  * (p = 2^-inf = 0 adds exact zeros; the row maxima stay finite because key
  * 0 is valid for every row). Unmeasured on a GPU (docs/attention-kernels.md). */
 #include "attention_mma.cuh"
-#include "wgmma.cuh"
-
-/* An R x HSP tile into the core-matrix layout by cp.async (16-byte
- * pieces; vec path only): piece (r, d0..d0+7) to byte
- * wgmma_core_off<HSP>(r, d0). Piece p of the tile is row 8 (p / HSP) +
- * p % 8, columns 8 (p / 8 % (HSP / 8)) on: 8 consecutive threads fill one
- * core matrix (128 contiguous bytes, no bank conflict) and a warp reads 4
- * whole 64-byte row segments of 8 rows. The caller commits, waits and syncs. */
-template <int HSP, int R, int NT>
-__device__ __forceinline__ void amma_stage_core_async(bf16 *dst, AmmaSrc s, int t0)
-{
-    static_assert(R % 8 == 0 && R * HSP / 8 % NT == 0, "whole core matrices, whole rounds");
-#pragma unroll
-    for (int i = 0; i < R * HSP / 8 / NT; i++) {
-        const int p = (int)threadIdx.x + i * NT;
-        const int r = p / HSP * 8 + p % 8, d0 = p / 8 % (HSP / 8) * 8, t = t0 + r;
-        const bool in = t < s.T && d0 < s.hs;
-        cp_async<16>((unsigned char *)dst + wgmma_core_off<HSP>(r, d0),
-                     s.row + (in ? (size_t)t * s.ld + d0 : 0), in ? 16 : 0);
-    }
-}
 
 /* Shared memory: two stages of [K | V] (BK x HSP each, core layout), then
  * Q (64 padded rows). */

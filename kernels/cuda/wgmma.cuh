@@ -35,7 +35,8 @@
  * Compiled only where it can run: the asm exists under
  * __CUDA_ARCH_FEAT_SM90_ALL (nvcc -gencode arch=compute_90a,code=sm_90a);
  * elsewhere the wrappers are empty and the host never launches a kernel
- * that uses them (attention_mma_fwd.cu checks compute capability 9.0).
+ * that uses them (the wgmma variants' launches check compute capability
+ * 9.0).
  * Under CUDA_EMU the emulator (tests/cuda/emu/emu_wgmma.cpp) runs them. */
 #ifndef KERNELS_CUDA_WGMMA_CUH
 #define KERNELS_CUDA_WGMMA_CUH

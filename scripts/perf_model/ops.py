@@ -210,11 +210,48 @@ def _smem_wg_fwd(s):
     return 2 * 2 * 64 * s.hsp * ACT + 64 * (s.hsp + 8) * ACT
 
 
+# attention_mma_bwd_wg.cu: dQ and dK/dV on wgmma (sm_90a), variants likewise.
+# One warpgroup per block, 64 rows of its own side in padded rows (read once
+# into registers), two stages of 64-row tiles of the other side in the core
+# layout (dK/dV: plus 64 statistics; AmmaWgSmem); the same 1-D grid and tiles
+# per block as the default kernels. The backward op's row is rows_D, dK/dV,
+# dQ: each variant row swaps one or both.
+def _smem_wg_bwd(s, stats):
+    stage = 2 * 64 * s.hsp * ACT + (64 * 8 if stats else 0)  # multiples of 128 at hsp 64
+    return 2 * stage + 2 * 64 * (s.hsp + 8) * ACT
+
+
+def _rows_d():
+    return Stream(r'amma_rows_D_kernel', 256, lambda s: ew_grid(s.B * s.NH * s.T * 32),
+                  hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * (4 + 8))
+
+
+def _dkdv(wg):
+    kern = (r'amma_dkdv_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 2, 1, 1> >' if wg else
+            r'amma_dkdv_kernel<AmmaCfg<{hsp}, 4, 64, 2, (4, 1|3, 1|2, 0), 1> >')
+    smem = (lambda s: _smem_wg_bwd(s, True)) if wg else _smem_cfg_dkdv
+    return Tile(kern, 128, smem, _grid_1d,
+                lambda s, bx: s.nT - _first(s, bx), lambda s: [],
+                hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + s.B * s.NH * s.T * 8)
+
+
+def _dq(wg):
+    kern = (r'amma_dq_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >' if wg else
+            r'amma_dq_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1> >')
+    smem = (lambda s: _smem_wg_bwd(s, False)) if wg else _smem_cfg_dq
+    return Tile(kern, 128, smem, _grid_1d,
+                lambda s, bx: s.nT - _first(s, bx), lambda s: [],
+                hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 8)
+
+
 VARIANTS = {  # row name -> alternatives, as OPS'; predicted beside the op they replace
     'attention_forward fwd-wgmma-w4-k64-s2-b3': [
         [Tile(r'amma_fwd_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >', 128, _smem_wg_fwd,
               _grid_1d, lambda s, bx: s.nT - _first(s, bx), lambda s: [],
               hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4)]],
+    'attention_backward dkdv-wgmma-w4-q64-s2-b2': [[_rows_d(), _dkdv(True), _dq(False)]],
+    'attention_backward dq-wgmma-w4-k64-s2-b3': [[_rows_d(), _dkdv(False), _dq(True)]],
+    'attention_backward dkdv-wgmma + dq-wgmma': [[_rows_d(), _dkdv(True), _dq(True)]],
 }
 
 
@@ -490,7 +527,7 @@ def op_flops(name, s):
     afl = 2.0 * s.B * s.NH * s.T * s.T * s.hs
     if name == 'attention_forward' or name.startswith('attention_forward '):
         return afl
-    if name == 'attention_backward':
+    if name == 'attention_backward' or name.startswith('attention_backward '):
         return 2.5 * afl
     if name == 'head_forward_backward':
         return 6.0 * s.N * s.C * s.V

@@ -90,7 +90,7 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
 /* TRAIN_GPT_ATTN_VARIANT at cuda_backend_open: a valid list selects its
  * variants, an unknown name or two variants of one kernel fail the open
  * with a message naming the variable and the fault, and so does a variant
- * this GPU cannot run (the wgmma forward off compute capability 9.0; on
+ * this GPU cannot run (each wgmma variant off compute capability 9.0; on
  * such a GPU it must open and select it). One row: the number of
  * expectations missed. */
 void check_attention_variant_env(Ctx *c, const char *dtype)
@@ -102,7 +102,12 @@ void check_attention_variant_env(Ctx *c, const char *dtype)
         {"fwd-w4-k64-s2-b4,bogus-w9", "no attention kernel variant named 'bogus-w9'"},
         {"dq-w4-k32-s2-b4,dq-w4-k64-s1-b4", "names two variants of one kernel"},
     };
-    static const char *wg = "fwd-wgmma-w4-k64-s2-b3";
+    static const struct {
+        int kernel;
+        const char *name;
+    } wg[] = {{CUDA_ATTN_FWD, "fwd-wgmma-w4-k64-s2-b3"},
+              {CUDA_ATTN_DQ, "dq-wgmma-w4-k64-s2-b3"},
+              {CUDA_ATTN_DKDV, "dkdv-wgmma-w4-q64-s2-b2"}};
     const char *saved = getenv("TRAIN_GPT_ATTN_VARIANT");
     char *keep = saved ? strdup(saved) : NULL;
     int missed = 0;
@@ -133,31 +138,34 @@ void check_attention_variant_env(Ctx *c, const char *dtype)
         }
         if (be) cuda_backend_close(be);
     }
-    /* the wgmma forward: refused exactly where this GPU cannot run it */
-    int wg_i = -1;
-    for (int i = 0; i < cuda_attn_variant_count(CUDA_ATTN_FWD); i++)
-        if (!strcmp(cuda_attn_variant_name(CUDA_ATTN_FWD, i), wg)) wg_i = i;
-    if (wg_i < 0) {
-        printf("  no forward variant named %s\n", wg);
-        missed++;
-    } else {
+    /* each wgmma variant: refused exactly where this GPU cannot run it */
+    for (size_t v = 0; v < sizeof wg / sizeof wg[0]; v++) {
+        const int k = wg[v].kernel;
+        int wg_i = -1;
+        for (int i = 0; i < cuda_attn_variant_count(k); i++)
+            if (!strcmp(cuda_attn_variant_name(k, i), wg[v].name)) wg_i = i;
+        if (wg_i < 0) {
+            printf("  no variant named %s\n", wg[v].name);
+            missed++;
+            continue;
+        }
         char err[512] = "";
         unsetenv("TRAIN_GPT_ATTN_VARIANT");
         Backend *def = cuda_backend_open(dtype, err, sizeof err); /* every kernel's default */
-        const int usable = def ? cuda_attn_variant_usable(def, CUDA_ATTN_FWD, wg_i) : 0;
+        const int usable = def ? cuda_attn_variant_usable(def, k, wg_i) : 0;
         if (!def) {
             printf("  open failed: %s\n", err);
             missed++;
-        } else if (cuda_attn_variant_set(def, CUDA_ATTN_FWD, wg_i) != (usable ? 0 : -1)) {
-            printf("  cuda_attn_variant_set(%s) disagrees with usable = %d\n", wg, usable);
+        } else if (cuda_attn_variant_set(def, k, wg_i) != (usable ? 0 : -1)) {
+            printf("  cuda_attn_variant_set(%s) disagrees with usable = %d\n", wg[v].name, usable);
             missed++;
         }
         if (def) cuda_backend_close(def);
-        setenv("TRAIN_GPT_ATTN_VARIANT", wg, 1);
+        setenv("TRAIN_GPT_ATTN_VARIANT", wg[v].name, 1);
         Backend *be = def ? cuda_backend_open(dtype, err, sizeof err) : NULL;
-        if (def && (usable ? !be || cuda_attn_variant_get(be, CUDA_ATTN_FWD) != wg_i
+        if (def && (usable ? !be || cuda_attn_variant_get(be, k) != wg_i
                            : be != NULL || !strstr(err, "needs a GPU of compute capability 9.0"))) {
-            printf("  TRAIN_GPT_ATTN_VARIANT=%s on a GPU that %s run it: %s\n", wg,
+            printf("  TRAIN_GPT_ATTN_VARIANT=%s on a GPU that %s run it: %s\n", wg[v].name,
                    usable ? "can" : "cannot", be ? "(opened)" : err);
             missed++;
         }
@@ -166,6 +174,6 @@ void check_attention_variant_env(Ctx *c, const char *dtype)
     if (keep) setenv("TRAIN_GPT_ATTN_VARIANT", keep, 1);
     else unsetenv("TRAIN_GPT_ATTN_VARIANT");
     free(keep);
-    ck_record(c, "TRAIN_GPT_ATTN_VARIANT", "4 values", "missed", missed, 0.0, 1);
+    ck_record(c, "TRAIN_GPT_ATTN_VARIANT", "6 values", "missed", missed, 0.0, 1);
 }
 

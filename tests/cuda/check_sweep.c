@@ -150,10 +150,10 @@ static float sw_variant(Ctx *c, Sweep *s, int k, int v, int warm, int reps, doub
     float ms = -1.0f;
     if (err <= tol) ms = sw_time(s, k == CUDA_ATTN_FWD ? sw_fwd : sw_bwd, warm, reps);
     if (ms >= 0.0f)
-        printf("  %-22s %9.4f ms %8.1f TFLOP/s   err %.1e%s\n", name, ms,
+        printf("  %-23s %9.4f ms %8.1f TFLOP/s   err %.1e%s\n", name, ms,
                flops / (ms * 1e-3) / 1e12, err, v == 0 ? "   (default)" : "");
     else
-        printf("  %-22s  FAIL: err %.3e (tol %.0e); not timed\n", name, err, tol);
+        printf("  %-23s  FAIL: err %.3e (tol %.0e); not timed\n", name, err, tol);
     fflush(stdout);
     cuda_attn_variant_set(c->gpu, k, 0);
     return ms;
@@ -199,12 +199,12 @@ static int sw_shape(Ctx *c, int B, int T, int C, int NH, int quick)
         best[k] = -1, best_ms[k] = 0.0f;
         for (int v = 0; v < cuda_attn_variant_count(k); v++) {
             if (v > 0 && ck_variant_skipped(c, cuda_attn_variant_name(k, v))) {
-                printf("  %-22s  skipped: --skip-variants, --only-variants\n",
+                printf("  %-23s  skipped: --skip-variants, --only-variants\n",
                        cuda_attn_variant_name(k, v));
                 continue;
             }
             if (!cuda_attn_variant_usable(c->gpu, k, v)) { /* e.g. wgmma off Hopper */
-                printf("  %-22s  skipped: this GPU cannot run it\n", cuda_attn_variant_name(k, v));
+                printf("  %-23s  skipped: this GPU cannot run it\n", cuda_attn_variant_name(k, v));
                 continue;
             }
             float ms = sw_variant(c, &s, k, v, warm, reps, k == CUDA_ATTN_FWD ? ffl : 2.5 * ffl);

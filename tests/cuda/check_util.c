@@ -175,7 +175,7 @@ void ck_record(Ctx *c, const char *op, const char *shape, const char *worst, dou
                double tol, int deterministic)
 {
     int pass = err <= tol && deterministic;
-    printf("%s  %-22s %-30s %-4s  err %.3e (tol %.0e, worst: %s)%s\n", pass ? "PASS" : "FAIL", op,
+    printf("%s  %-23s %-30s %-4s  err %.3e (tol %.0e, worst: %s)%s\n", pass ? "PASS" : "FAIL", op,
            shape, c->bf16 ? "bf16" : "fp32", err, tol, worst,
            deterministic ? "" : "  NOT DETERMINISTIC");
     fflush(stdout);
@@ -233,11 +233,11 @@ int ck_check(Ctx *c, const char *op, const char *shape, CkOut *outs, int nouts, 
 
 void ck_print_table(Ctx *c)
 {
-    printf("\n%-22s %-30s %-4s %10s %8s %5s %s\n", "op", "shape", "type", "error", "tol", "det",
+    printf("\n%-23s %-30s %-4s %10s %8s %5s %s\n", "op", "shape", "type", "error", "tol", "det",
            "result");
     for (int i = 0; i < c->nrows; i++) {
         const CkRow *r = &c->rows[i];
-        printf("%-22s %-30s %-4s %10.3e %8.0e %5s %s\n", r->op, r->shape, r->bf16 ? "bf16" : "fp32",
+        printf("%-23s %-30s %-4s %10.3e %8.0e %5s %s\n", r->op, r->shape, r->bf16 ? "bf16" : "fp32",
                r->err, r->tol, r->deterministic ? "yes" : "NO", r->pass ? "PASS" : "FAIL");
     }
     printf("%d checks, %d failed\n", c->nrows, c->fails);

@@ -1,0 +1,328 @@
+/* kernels/cuda/attention_mma_bwd_wg.cu — the bf16 attention backward's dQ
+ * and dK/dV on Hopper's warpgroup products (wgmma.cuh, sm_90a only): one
+ * more variant of each of attention_mma_bwd.cu's kernels (its tables name
+ * them; never the default), same plan (attention_mma.cuh), same exactness
+ * contract (within the bf16 check's tolerance; each kernel the only writer
+ * of its output, no atomics, a fixed order of every sum: two runs bitwise
+ * equal). The statistics (lse in log2 units, D) come from
+ * amma_rows_D_kernel as for the mma.sync kernels.
+ *
+ * A block is one warpgroup (4 warps, 64 rows of its own side; warp w owns
+ * rows 16w..16w+15 and holds their A operands in registers) and streams
+ * 64-row tiles of the other side through two cp.async stages, stored in
+ * the core-matrix layout wgmma reads (wgmma.cuh). Per tile, four
+ * warpgroup products of m64n64k16 steps, 4 steps each (k = head dim or
+ * tile row), with the 16 x 64 score and dP pieces of a warp turned into P
+ * and dS in registers in between:
+ *   dK/dV (block rows = keys; tiles: Q and dO, from the diagonal on)
+ *     S^T = K_w Q^T, dP^T = V_w dO^T   (B = Q, dO tile, K-major: k = d)
+ *     dV_w += P^T dO, dK_w += dS^T Q   (A = P^T, dS^T from the registers;
+ *                                       B = dO, Q tile, N-major: k = query)
+ *   dQ (block rows = queries; tiles: K and V, up to the diagonal)
+ *     S = Q_w K^T, dP = dO_w V^T       (B = K, V tile, K-major)
+ *     dQ_w += dS K                     (A = dS; B = K tile, N-major)
+ * One core layout serves a tile both ways, so each tile is staged once.
+ *
+ * What changes against the mma.sync kernels: the whole warpgroup takes
+ * part in every product, so a warp whose rows the causal mask leaves
+ * without any pair in a tile (mma.sync: skipped) computes it masked to
+ * p = 0: P and dS are exact zeros there and add +0 to the accumulators;
+ * the same for rows past T (zero operands, masked columns). Unmeasured on
+ * a GPU (docs/attention-kernels.md). */
+#include "attention_mma.cuh"
+
+/* Shared memory: two stages, each two BT x HSP core-layout tiles of the
+ * streamed side and, with STATS (dK/dV), their BT statistics; then the
+ * block's own two tiles in padded rows. */
+template <class Cfg, bool STATS> struct AmmaWgSmem {
+    static constexpr size_t tile = (size_t)Cfg::BT * Cfg::HSP * sizeof(bf16);
+    static constexpr size_t stats = STATS ? (size_t)Cfg::BT * sizeof(AmmaStat) : 0;
+    /* own: the block's two padded 64-row tiles (read once into registers) */
+    static constexpr size_t own = (size_t)2 * Cfg::ROWS * Cfg::LD * sizeof(bf16);
+    static constexpr size_t stage = attn_round(2 * tile + stats);
+    static constexpr size_t bytes = 2 * stage + own;
+};
+
+/* The m64n64k16 steps of one product with A from registers: d (+)= A B
+ * over k = 0..63 in steps of 16. KMAJOR: B is tile^T (k = head dim, the
+ * tile's column); else B is the tile itself (k = tile row), N-major.
+ * ACC 0: the first step overwrites d. The caller fences and commits. */
+template <int HSP, bool KMAJOR, bool ACC>
+__device__ __forceinline__ void amma_wg_product(float d[HSP / 8][4], const uint32_t a[4][4],
+                                                const bf16 *tile)
+{
+    static_assert(HSP == 64, "m64n64k16: N = head size = tile rows = 64");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        if (KMAJOR) /* next 16 head-dim columns: 2 core matrices on */
+            wgmma_m64n64k16_rs<0>(d, a[kk], wgmma_desc(tile + 16 * kk * 8, 128, HSP * 16),
+                                  ACC || kk > 0);
+        else /* next 16 tile rows: 2 row groups on */
+            wgmma_m64n64k16_rs<1>(d, a[kk], wgmma_desc(tile + 16 * kk * HSP, HSP * 16, 128),
+                                  ACC || kk > 0);
+    }
+}
+
+/* ---- dK/dV ---- */
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBwdArgs a)
+{
+#if WGMMA_OK
+    constexpr int HSP = Cfg::HSP, BKV = Cfg::ROWS, BQ = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
+    static_assert(HSP == 64 && BKV == 64 && BQ == 64 && Cfg::ST == 2 && Cfg::VEC,
+                  "one warpgroup, m64n64k16 products, cp.async stages");
+    typedef AmmaWgSmem<Cfg, true> SM;
+    DYN_SMEM(smem);
+    /* stage s: Q tile, dO tile (core layout), BQ statistics; then K, V */
+    auto qt = [&](int s) { return (bf16 *)(smem + s * SM::stage); };
+    auto stt = [&](int s) { return (AmmaStat *)(smem + s * SM::stage + 2 * SM::tile); };
+    bf16 *const Ks = (bf16 *)(smem + 2 * SM::stage), *const Vs = Ks + BKV * LD;
+
+    const int T_ = a.T, C = a.C, hs = C / a.NH, C3 = 3 * C;
+    const AmmaBlock blk = amma_block((T_ + BKV - 1) / BKV, a.NH, a.nb, false);
+    const int k0 = blk.tile * BKV;
+    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
+    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + C, C3, T_, hs},
+                  Vsrc = {seq + 2 * C, C3, T_, hs},
+                  dOsrc = {a.dout + (size_t)blk.b * T_ * C + blk.h * hs, C, T_, hs};
+    const AmmaStat *rs = a.stats + ((size_t)blk.b * a.NH + blk.h) * T_;
+    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
+    const int wk0 = k0 + 16 * w, kr0 = wk0 + g, kr1 = kr0 + 8; /* this lane's two key rows */
+    const int qstart = k0, nQ = (T_ - qstart + BQ - 1) / BQ; /* BQ = BKV: k0 is a tile start */
+    const float sl2 = a.sl2;
+
+    amma_stage_pair_async<HSP, BKV, NT, 1>(Ks, Ksrc, Vsrc, k0); /* [K | V], padded rows */
+    amma_stage_core_async<HSP, BQ, NT>(qt(0), Qsrc, qstart);
+    amma_stage_core_async<HSP, BQ, NT>(qt(0) + BQ * HSP, dOsrc, qstart);
+    amma_stage_stats<BQ, NT>(stt(0), rs, qstart, T_);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w */
+    mma_load_a_strip<HSP>(kf, Ks, LD, 16 * w);
+    mma_load_a_strip<HSP>(vf, Vs, LD, 16 * w);
+
+    float dk[HSP / 8][4], dv[HSP / 8][4];
+    mma_strip_zero<HSP>(dk);
+    mma_strip_zero<HSP>(dv);
+
+    for (int it = 0; it < nQ; it++) {
+        const int q0 = qstart + it * BQ;
+        if (it > 0) cp_async_wait<0>(); /* this thread's part of tile it */
+        __syncthreads(); /* tile it complete; every warp done with it - 1 */
+        if (it + 1 < nQ) {
+            const int nx = (it + 1) & 1;
+            amma_stage_core_async<HSP, BQ, NT>(qt(nx), Qsrc, q0 + BQ);
+            amma_stage_core_async<HSP, BQ, NT>(qt(nx) + BQ * HSP, dOsrc, q0 + BQ);
+            amma_stage_stats<BQ, NT>(stt(nx), rs, q0 + BQ, T_);
+            cp_async_commit();
+        }
+        const bf16 *Qs = qt(it & 1), *dOs = Qs + BQ * HSP;
+        const AmmaStat *sts = stt(it & 1);
+
+        float sT[BQ / 8][4], dpT[BQ / 8][4]; /* S^T = K_w Q^T, dP^T = V_w dO^T */
+        wgmma_fence();
+        amma_wg_product<HSP, true, false>(sT, kf, Qs);
+        amma_wg_product<HSP, true, false>(dpT, vf, dOs);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_hold<BQ / 2>(&sT[0][0]);
+        wgmma_hold<BQ / 2>(&dpT[0][0]);
+        wgmma_hold<HSP / 4>(&kf[0][0]);
+        wgmma_hold<HSP / 4>(&vf[0][0]);
+
+        /* P^T and dS^T in place; mask where a query can precede a key of
+         * the warp or be past T (a key past T is never <= a query < T) */
+        if (q0 < wk0 + 15 || q0 + BQ > T_) {
+#pragma unroll
+            for (int j = 0; j < BQ / 8; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int qc = q0 + 8 * j + 2 * t4 + (i & 1), kr = i < 2 ? kr0 : kr1;
+                    if (kr > qc || qc >= T_) sT[j][i] = -INFINITY; /* p = 2^-inf = 0 */
+                }
+        }
+#pragma unroll
+        for (int j = 0; j < BQ / 8; j++) {
+            const AmmaStat2 q2 = *(const AmmaStat2 *)(sts + 8 * j + 2 * t4);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const AmmaStat &r = i & 1 ? q2.c1 : q2.c0;
+                const float p = exp2_approx(fmaf(sT[j][i], sl2, -r.lse2));
+                sT[j][i] = p;
+                dpT[j][i] = p * (dpT[j][i] - r.D);
+            }
+        }
+        /* dV_w += P^T dO, dK_w += dS^T Q: A (bf16) from the registers */
+        uint32_t pa[BQ / 16][4], sa[BQ / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BQ / 16; kk++) {
+            mma_a_from_c(pa[kk], sT[2 * kk], sT[2 * kk + 1]);
+            mma_a_from_c(sa[kk], dpT[2 * kk], dpT[2 * kk + 1]);
+        }
+        wgmma_fence();
+        amma_wg_product<HSP, false, true>(dv, pa, dOs);
+        amma_wg_product<HSP, false, true>(dk, sa, Qs);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_hold<HSP / 2>(&dv[0][0]);
+        wgmma_hold<HSP / 2>(&dk[0][0]);
+        wgmma_hold<BQ / 4>(&pa[0][0]);
+        wgmma_hold<BQ / 4>(&sa[0][0]);
+    }
+
+    bf16 *rows = a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs; /* row t: + t C3 */
+    mma_strip_store<HSP>(rows + C, C3, kr0, T_, hs, dk, a.scale, a.scale);
+    mma_strip_store<HSP>(rows + 2 * C, C3, kr0, T_, hs, dv, 1.0f, 1.0f);
+#else
+    (void)a; /* not sm_90a: the host refuses the launch (amma_bwd_wg_check) */
+#endif
+}
+
+/* ---- dQ ---- */
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_wg_kernel(AmmaBwdArgs a)
+{
+#if WGMMA_OK
+    constexpr int HSP = Cfg::HSP, BQ = Cfg::ROWS, BK = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
+    static_assert(HSP == 64 && BQ == 64 && BK == 64 && Cfg::ST == 2 && Cfg::VEC,
+                  "one warpgroup, m64n64k16 products, cp.async stages");
+    typedef AmmaWgSmem<Cfg, false> SM;
+    DYN_SMEM(smem);
+    /* stage s: K tile, V tile (core layout); then Q, dO */
+    auto kt_at = [&](int s) { return (bf16 *)(smem + s * SM::stage); };
+    bf16 *const Qs = (bf16 *)(smem + 2 * SM::stage), *const dOs = Qs + BQ * LD;
+
+    const int T_ = a.T, C = a.C, hs = C / a.NH, C3 = 3 * C;
+    const AmmaBlock blk = amma_block((T_ + BQ - 1) / BQ, a.NH, a.nb, true);
+    const int q0 = blk.tile * BQ;
+    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
+    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + C, C3, T_, hs},
+                  Vsrc = {seq + 2 * C, C3, T_, hs},
+                  dOsrc = {a.dout + (size_t)blk.b * T_ * C + blk.h * hs, C, T_, hs};
+    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
+    const int wq0 = q0 + 16 * w, r0 = wq0 + g, r1 = r0 + 8;
+    const int last = q0 + BQ < T_ ? q0 + BQ : T_;
+    const int nK = (last + BK - 1) / BK;
+    const float sl2 = a.sl2;
+    const AmmaStat *rs = a.stats + ((size_t)blk.b * a.NH + blk.h) * T_;
+    const AmmaStat zero = {0.0f, 0.0f};
+    const AmmaStat st0 = r0 < T_ ? rs[r0] : zero, st1 = r1 < T_ ? rs[r1] : zero;
+
+    amma_stage_pair_async<HSP, BQ, NT, 1>(Qs, Qsrc, dOsrc, q0); /* [Q | dO], padded rows */
+    amma_stage_core_async<HSP, BK, NT>(kt_at(0), Ksrc, 0);
+    amma_stage_core_async<HSP, BK, NT>(kt_at(0) + BK * HSP, Vsrc, 0);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    uint32_t qf[HSP / 16][4], of[HSP / 16][4]; /* Q_w, dO_w */
+    mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);
+    mma_load_a_strip<HSP>(of, dOs, LD, 16 * w);
+
+    float dq[HSP / 8][4];
+    mma_strip_zero<HSP>(dq);
+
+    for (int kt = 0; kt < nK; kt++) {
+        const int k0 = kt * BK;
+        if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
+        __syncthreads(); /* tile kt complete; every warp done with kt - 1 */
+        if (kt + 1 < nK) {
+            bf16 *next = kt_at((kt + 1) & 1);
+            amma_stage_core_async<HSP, BK, NT>(next, Ksrc, k0 + BK);
+            amma_stage_core_async<HSP, BK, NT>(next + BK * HSP, Vsrc, k0 + BK);
+            cp_async_commit();
+        }
+        const bf16 *Ks = kt_at(kt & 1), *Vs = Ks + BK * HSP;
+
+        float s[BK / 8][4], dp[BK / 8][4]; /* S = Q_w K^T, dP = dO_w V^T */
+        wgmma_fence();
+        amma_wg_product<HSP, true, false>(s, qf, Ks);
+        amma_wg_product<HSP, true, false>(dp, of, Vs);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_hold<BK / 2>(&s[0][0]);
+        wgmma_hold<BK / 2>(&dp[0][0]);
+        wgmma_hold<HSP / 4>(&qf[0][0]);
+        wgmma_hold<HSP / 4>(&of[0][0]);
+
+        /* mask where a key can be past a row of the warp or past T (whole
+         * tiles past the warp's rows included: p = 0 there) */
+        if (k0 + BK - 1 > wq0 || k0 + BK > T_) {
+#pragma unroll
+            for (int j = 0; j < BK / 8; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int kc = k0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
+                    if (kc > row || kc >= T_) s[j][i] = -INFINITY;
+                }
+        }
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const AmmaStat &r = i < 2 ? st0 : st1;
+                const float p = exp2_approx(fmaf(s[j][i], sl2, -r.lse2));
+                s[j][i] = p * (dp[j][i] - r.D); /* dS */
+            }
+        /* dQ_w += dS K: dS (bf16) from the registers, K N-major, k = key */
+        uint32_t da[BK / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) mma_a_from_c(da[kk], s[2 * kk], s[2 * kk + 1]);
+        wgmma_fence();
+        amma_wg_product<HSP, false, true>(dq, da, Ks);
+        wgmma_commit();
+        wgmma_wait<0>();
+        wgmma_hold<HSP / 2>(&dq[0][0]);
+        wgmma_hold<BK / 4>(&da[0][0]);
+    }
+
+    mma_strip_store<HSP>(a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs, C3, r0, T_, hs, dq,
+                         a.scale, a.scale);
+#else
+    (void)a; /* not sm_90a: the host refuses the launch (amma_bwd_wg_check) */
+#endif
+}
+
+/* ---- launches ---- */
+
+/* Refused, with the reason, on a device other than compute capability 9.0
+ * (the kernels exist only in the sm_90a cubin) or off the 16-byte path at
+ * head sizes other than 33..64. */
+static void amma_bwd_wg_check(CudaState *st, const AmmaBwdArgs &a, const char *name)
+{
+    if (st->cc != 90)
+        CUDA_FATAL("attention_backward: variant %s needs a compute capability 9.0 GPU (wgmma, "
+                   "sm_90a); this one is %d.%d",
+                   name, st->cc / 10, st->cc % 10);
+    if (!a.vec || a.C / a.NH > 64 || a.C / a.NH <= 32)
+        CUDA_FATAL("attention_backward: variant %s is for head sizes padded to 64 on the "
+                   "16-byte path only",
+                   name);
+}
+
+template <class Cfg, bool DQ> static void amma_bwd_wg_launch(CudaState *st, const AmmaBwdArgs &a)
+{
+    amma_bwd_wg_check(st, a, DQ ? AMMA_DQ_WG_NAME : AMMA_DKDV_WG_NAME);
+    const size_t smem = AmmaWgSmem<Cfg, !DQ>::bytes;
+    amma_check_smem(st, smem, "attention_backward", Cfg::HSP);
+    void (*kern)(AmmaBwdArgs);
+    if constexpr (DQ) kern = amma_dq_wg_kernel<Cfg>;
+    else kern = amma_dkdv_wg_kernel<Cfg>;
+    attn_set_smem(kern, smem);
+    const size_t blocks = (size_t)ceil_div(a.T, Cfg::ROWS) * a.NH * a.nb;
+    if (blocks > 2147483647u)
+        CUDA_FATAL("attention_backward: %zu blocks exceed the grid's x limit", blocks);
+    LAUNCH(kern, (unsigned)blocks, Cfg::NT, smem, st->stream, a);
+}
+
+void amma_dq_wg_launch(CudaState *st, const AmmaBwdArgs &a)
+{
+    amma_bwd_wg_launch<AmmaCfg<64, 4, 64, 2, 3>, true>(st, a);
+}
+
+void amma_dkdv_wg_launch(CudaState *st, const AmmaBwdArgs &a)
+{
+    amma_bwd_wg_launch<AmmaCfg<64, 4, 64, 2, 2>, false>(st, a);
+}
