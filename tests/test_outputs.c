@@ -189,9 +189,11 @@ static const char RESCUE_SH[] =
     "mkdir -p \"$D/sub\" \"$RUNDIR\" && cd \"$RUNDIR\" || exit 9\n"
     "eval \"TMPDIR=$D/tmp \\\"$BIN\\\" $ARGS --save $D/sub/m.bin\" > $D/run.out 2> $D/run.err &\n"
     "pid=$!\n"
-    "for i in $(seq 1 600); do grep -q 'step     1/' $D/run.out && break; sleep 0.05; done\n"
+    "for i in $(seq 1 1500); do grep -q 'step     1/' $D/run.out && break; sleep 0.02; done\n"
+    "kill -STOP $pid\n" /* both folders go while the run cannot reach its save */
     "rm -rf \"$D/sub\"\n"
     "[ \"$RUNDIR\" = \"$D/gone\" ] && rm -rf \"$D/gone\"\n"
+    "kill -CONT $pid\n"
     "wait $pid; echo $? > $D/rc.txt\n";
 
 Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
@@ -201,7 +203,7 @@ Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
     const char *b = tc_bin();
     snprintf(bin, sizeof bin, "%s%s%s", b[0] == '/' ? "" : cwd, b[0] == '/' ? "" : "/", b);
     tc_make_shards(d, 1, 400);
-    snprintf(args, sizeof args, "%s --steps 1500", tc_model_args(d));
+    snprintf(args, sizeof args, "%s --steps 3000", tc_model_args(d));
     snprintf(ref, sizeof ref, "%s/ref.bin", d);
     snprintf(cmd, sizeof cmd, "%s %s --save %s > /dev/null 2>&1", bin, args, ref);
     cr_assert_eq(tu_run(cmd), 0, "the reference run failed: %s", cmd);
