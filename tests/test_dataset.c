@@ -577,26 +577,15 @@ Test(dataset, stdin_from_a_terminal_is_announced, .timeout = 120)
     char *d = tu_tempdir(), cmd[4096], out[700];
     snprintf(out, sizeof out, "%s/tty.out", d);
     snprintf(cmd, sizeof cmd, "exec %s --out %s/typed --val-tokens 0", tc_tokenize_bin(), d);
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || dup2(p[0], 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
-        close(p[0]);
-        close(p[1]);
-        execlp("script", "script", "-qfec", cmd, "/dev/null", (char *)NULL);
-        _exit(127);
-    }
-    close(p[0]);
+    int to_tty;
+    pid_t pid = tc_spawn_in_pty(cmd, out, &to_tty);
     const char *note = "tokenize: reading text from standard input (a terminal); end it with "
                        "Ctrl-D on a line of its own\r\n";
     cr_assert(tc_wait_for_text(out, note, 20000), "no note before the wait");
     const char typed[] = "Hello, world.\n\004";
-    cr_assert_eq(write(p[1], typed, sizeof typed - 1), (ssize_t)(sizeof typed - 1));
+    cr_assert_eq(write(to_tty, typed, sizeof typed - 1), (ssize_t)(sizeof typed - 1));
     int st = tc_wait(pid, 30000);
-    close(p[1]);
+    close(to_tty);
     cr_assert(st != -1 && WIFEXITED(st), "tokenize did not end at Ctrl-D");
     cr_expect_eq(WEXITSTATUS(st), 0);
     /* EOT, then GPT-2's ids of "Hello, world.\n": 15496 11 995 13 198 */

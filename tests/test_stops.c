@@ -226,29 +226,14 @@ Test(stops, second_signal_leaves_no_temp_file, .timeout = 120)
     free(d);
 }
 
-/* Run ./train_gpt under script(1), whose pty makes stdout a terminal; what
- * is written to *to_tty is typed into it. Returns script's pid. */
+/* Run ./train_gpt under script(1) (tc_spawn_in_pty); returns script's pid. */
 static pid_t spawn_in_pty(const char *env, const char *args, const char *out, int *to_tty)
 {
     char cmd[8192];
     /* exec: no shell stays between script and the trainer, so the exit status
      * is the trainer's whichever shell $SHELL names (dash dies of the SIGINT) */
     snprintf(cmd, sizeof cmd, "exec env %s %s %s", env, tc_bin(), args);
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || dup2(p[0], 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
-        close(p[0]);
-        close(p[1]);
-        execlp("script", "script", "-qfec", cmd, "/dev/null", (char *)NULL);
-        _exit(127);
-    }
-    close(p[0]);
-    *to_tty = p[1];
-    return pid;
+    return tc_spawn_in_pty(cmd, out, to_tty);
 }
 
 Test(stops, ctrl_c_in_a_terminal, .timeout = 120)

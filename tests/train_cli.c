@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -268,4 +269,23 @@ void tc_refuse_all(const TcTarget *t, const TcCase *cases, size_t n)
         }
         tc_expect_refusal(c->name, rc, p, t->named ? t->named : t->path, c->msg);
     }
+}
+
+pid_t tc_spawn_in_pty(const char *cmd, const char *out, int *to_tty)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(p[0], 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
+        close(p[0]);
+        close(p[1]);
+        execlp("script", "script", "-qfec", cmd, "/dev/null", (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    *to_tty = p[1];
+    return pid;
 }

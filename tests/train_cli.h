@@ -47,6 +47,12 @@ void tc_run_expect(const char *dir, const char *args, int rc, const char *want);
 /* Start the same in the background; returns the pid of train_gpt itself. */
 pid_t tc_spawn(const char *env, const char *args, const char *out_prefix);
 
+/* Run the shell command cmd under script(1), whose pty makes its stdin,
+ * stdout and stderr a terminal; everything it prints goes to the file out,
+ * and what is written to *to_tty is typed into it. Returns script's pid
+ * (tc_wait it; close *to_tty when done). Needs bsdutils' script. */
+pid_t tc_spawn_in_pty(const char *cmd, const char *out, int *to_tty);
+
 /* Wait up to timeout_ms; returns the wait status, or -1 on timeout (the
  * process is then SIGKILLed and reaped). */
 int tc_wait(pid_t pid, int timeout_ms);
