@@ -61,6 +61,15 @@ static int exit_within(pid_t pid, int bound_ms, double *took_ms)
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The signalled run (or mpirun) pid ends with status want within the bound. */
+static void expect_stop(pid_t pid, int want)
+{
+    double took;
+    int rc = exit_within(pid, STOP_BOUND_MS, &took);
+    cr_assert_eq(rc, want, "exit %d %.0f ms after the signal (the bound is %d ms, the status "
+                 "wanted %d)", rc, took, STOP_BOUND_MS, want);
+}
+
 /* The op-cost measurement's shape: one block of GPT-2 small at B=8, T=1024. */
 #define MEASURE_SHAPE                                                                          \
     "--layers 2 --channels 768 --heads 12 --seq-len 1024 --vocab 256 --val-every 0 "         \
@@ -79,10 +88,7 @@ Test(startup_stops, sigterm_during_op_cost_measurement, .timeout = 120)
               "the measurement did not start");
     tc_sleep_ms(1000); /* inside the first rounds */
     kill(pid, SIGTERM);
-    double took;
-    int rc = exit_within(pid, STOP_BOUND_MS, &took);
-    cr_assert_eq(rc, 77, "exit %d %.0f ms after the signal (the bound is %d ms)", rc, took,
-                 STOP_BOUND_MS);
+    expect_stop(pid, 77);
     cr_expect(tc_file_has(tu_path(d, "s.out"),
                           "stopped by signal 15 during start-up (planning the memory (measuring "
                           "the op costs)); nothing saved: no step had run; no file was written or "
@@ -114,10 +120,7 @@ Test(startup_stops, sigint_during_parameter_init, .timeout = 180)
               "the run did not reach the parameters' initialisation");
     tc_sleep_ms(300);
     kill(pid, SIGINT);
-    double took;
-    int rc = exit_within(pid, STOP_BOUND_MS, &took);
-    cr_assert_eq(rc, 77, "exit %d %.0f ms after the signal (the bound is %d ms)", rc, took,
-                 STOP_BOUND_MS);
+    expect_stop(pid, 77);
     cr_expect(tc_file_has(tu_path(d, "s.out"),
                           "stopped by signal 2 during start-up (initialising the parameters); "
                           "nothing saved: no step had run; no file was written or moved\n"));
@@ -195,10 +198,7 @@ Test(startup_stops, two_ranks_stop_together_during_start_up, .timeout = 240)
     tc_sleep_ms(1000);
     kill(ranks[0], SIGTERM);
     kill(ranks[1], SIGTERM);
-    double took;
-    int rc = exit_within(pid, STOP_BOUND_MS, &took);
-    cr_expect_eq(rc, 77, "exit %d %.0f ms after the signal (the bound is %d ms)", rc, took,
-                 STOP_BOUND_MS);
+    expect_stop(pid, 77);
     snprintf(out, sizeof out, "%s/both.out", d);
     cr_expect(tc_file_has(out, line));
     cr_expect(!tu_exists(tu_path(d, "ck_both")));
@@ -208,8 +208,8 @@ Test(startup_stops, two_ranks_stop_together_during_start_up, .timeout = 240)
     pid = spawn_two_ranks(d, "one", ranks);
     tc_sleep_ms(1000);
     kill(ranks[1], SIGTERM);
-    rc = exit_within(pid, 100000, &took);
-    cr_expect_eq(rc, 77);
+    double took;
+    cr_expect_eq(exit_within(pid, 100000, &took), 77);
     snprintf(out, sizeof out, "%s/one.out", d);
     cr_expect(tc_file_has(out, "op costs: measured on"), "rank 0 did not finish measuring");
     cr_expect(tc_file_has(out, line));
@@ -240,9 +240,7 @@ Test(startup_stops, two_ranks_stop_together_in_the_first_val_loss, .timeout = 12
     pid_t ranks[2];
     cr_assert_eq(find_ranks(pid, ranks, 2), 2);
     kill(ranks[1], SIGTERM);
-    double took;
-    int rc = exit_within(pid, STOP_BOUND_MS, &took);
-    cr_expect_eq(rc, 77, "exit %d %.0f ms after the signal", rc, took);
+    expect_stop(pid, 77);
     cr_expect(tc_file_has(out, "stopped by signal 15 during the val loss before step 1; nothing "
                           "saved: no step had finished\n"));
     cr_expect(!tc_file_has(out, "val 8/8"), "the val loss ran to its end");
@@ -328,9 +326,7 @@ Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 
     cr_assert(tc_wait_for_text(tu_path(d, "r.out"), "op costs: measuring", 60000));
     tc_sleep_ms(300);
     kill(pid, SIGTERM);
-    double took;
-    int rc = exit_within(pid, STOP_BOUND_MS, &took);
-    cr_expect_eq(rc, 75, "exit %d %.0f ms after the signal", rc, took);
+    expect_stop(pid, 75);
     char want[1024];
     snprintf(want, sizeof want, "stopped by signal 15 during start-up (planning the memory "
              "(measuring the op costs)); no step had run since the save, %s/ck/step_00000002, "
@@ -359,9 +355,7 @@ Test(startup_stops, sigint_during_plans_measurement, .timeout = 120)
     cr_assert(tc_wait_for_text(tu_path(d, "p.out"), "op costs: measuring", 30000));
     tc_sleep_ms(500);
     kill(pid, SIGINT);
-    double took;
-    int rc = exit_within(pid, STOP_BOUND_MS, &took);
-    cr_expect_eq(rc, 77, "exit %d %.0f ms after the signal", rc, took);
+    expect_stop(pid, 77);
     cr_expect(tc_file_has(tu_path(d, "p.out"), "stopped by signal 2 during --plan (measuring the "
                           "op costs); nothing written\n"));
     cr_expect(!tc_file_has(tu_path(d, "p.err"), "error"));
