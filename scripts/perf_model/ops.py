@@ -226,22 +226,23 @@ def _rows_d():
                   hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * (4 + 8))
 
 
-def _dkdv(wg):
-    kern = (r'amma_dkdv_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 2, 1, 1> >' if wg else
-            r'amma_dkdv_kernel<AmmaCfg<{hsp}, 4, 64, 2, (4, 1|3, 1|2, 0), 1> >')
-    smem = (lambda s: _smem_wg_bwd(s, True)) if wg else _smem_cfg_dkdv
-    return Tile(kern, 128, smem, _grid_1d,
-                lambda s, bx: s.nT - _first(s, bx), lambda s: [],
-                hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + s.B * s.NH * s.T * 8)
+# The two backward tiles, mma.sync or wgmma: kernel, shared memory, and how
+# many times the tile reads Q, K, V (dK/dV twice: its own rows and the tiles).
+_BWD = {
+    'dkdv': (r'amma_dkdv_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 2, 1, 1> >',
+             r'amma_dkdv_kernel<AmmaCfg<{hsp}, 4, 64, 2, (4, 1|3, 1|2, 0), 1> >',
+             _smem_cfg_dkdv, 2),
+    'dq': (r'amma_dq_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >',
+           r'amma_dq_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1> >', _smem_cfg_dq, 1),
+}
 
 
-def _dq(wg):
-    kern = (r'amma_dq_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >' if wg else
-            r'amma_dq_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1> >')
-    smem = (lambda s: _smem_wg_bwd(s, False)) if wg else _smem_cfg_dq
-    return Tile(kern, 128, smem, _grid_1d,
+def _bwd(which, wg):
+    kern_wg, kern, smem_cfg, reads = _BWD[which]
+    smem = (lambda s: _smem_wg_bwd(s, which == 'dkdv')) if wg else smem_cfg
+    return Tile(kern_wg if wg else kern, 128, smem, _grid_1d,
                 lambda s, bx: s.nT - _first(s, bx), lambda s: [],
-                hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 8)
+                hbm=lambda s: _qkv_bytes(s) * reads + s.N * s.C * ACT + s.B * s.NH * s.T * 8)
 
 
 VARIANTS = {  # row name -> alternatives, as OPS'; predicted beside the op they replace
@@ -249,9 +250,9 @@ VARIANTS = {  # row name -> alternatives, as OPS'; predicted beside the op they 
         [Tile(r'amma_fwd_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >', 128, _smem_wg_fwd,
               _grid_1d, lambda s, bx: s.nT - _first(s, bx), lambda s: [],
               hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4)]],
-    'attention_backward dkdv-wgmma-w4-q64-s2-b2': [[_rows_d(), _dkdv(True), _dq(False)]],
-    'attention_backward dq-wgmma-w4-k64-s2-b3': [[_rows_d(), _dkdv(False), _dq(True)]],
-    'attention_backward dkdv-wgmma + dq-wgmma': [[_rows_d(), _dkdv(True), _dq(True)]],
+    'attention_backward dkdv-wgmma-w4-q64-s2-b2': [[_rows_d(), _bwd('dkdv', True), _bwd('dq', False)]],
+    'attention_backward dq-wgmma-w4-k64-s2-b3': [[_rows_d(), _bwd('dkdv', False), _bwd('dq', True)]],
+    'attention_backward dkdv-wgmma + dq-wgmma': [[_rows_d(), _bwd('dkdv', True), _bwd('dq', True)]],
 }
 
 
@@ -262,14 +263,7 @@ def variant_table():
 
 
 ATTN_BWD = [
-    [Stream(r'amma_rows_D_kernel', 256, lambda s: ew_grid(s.B * s.NH * s.T * 32),
-            hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * (4 + 8)),
-     Tile(r'amma_dkdv_kernel<AmmaCfg<{hsp}, 4, 64, 2, (4, 1|3, 1|2, 0), 1> >', 128,
-          _smem_cfg_dkdv, _grid_1d, lambda s, bx: s.nT - _first(s, bx), lambda s: [],
-          hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + s.B * s.NH * s.T * 8),
-     Tile(r'amma_dq_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1> >', 128, _smem_cfg_dq,
-          _grid_1d, lambda s, bx: s.nT - _first(s, bx), lambda s: [],
-          hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 8)],
+    [_rows_d(), _bwd('dkdv', False), _bwd('dq', False)],
     [Stream(r'amma_rows_D_kernel', 256, lambda s: ew_grid(s.B * s.NH * s.T * 32),
             hbm=lambda s: 2 * s.N * s.C * ACT + s.B * s.NH * s.T * 4),
      Tile(r'amma_dkdv_kernel<{hsp}, \d+(, [^>]*)?>', 128, lambda s: _smem_amma_bwd(s, _bq(s)),
