@@ -566,6 +566,20 @@ static inline void amma_check_smem(CudaState *st, size_t bytes, const char *op, 
                    op, hsp, bytes, st->smem_optin);
 }
 
+/* Launch kern on one 1-D grid of ceil(T / rows) x NH x nseq blocks of
+ * threads (amma_block's order) with smem bytes of dynamic shared memory,
+ * after amma_check_smem; op names the op in the messages. */
+template <class Args>
+static void amma_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t smem, int rows,
+                        int nseq, int threads, int hsp, const char *op)
+{
+    amma_check_smem(st, smem, op, hsp);
+    attn_set_smem(kern, smem);
+    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
+    if (blocks > 2147483647u) CUDA_FATAL("%s: %zu blocks exceed the grid's x limit", op, blocks);
+    LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
+}
+
 /* 16-byte loads are safe when every row start of every head is 16-byte
  * aligned: hs and C multiples of 8 elements and an aligned base. */
 static inline int amma_vec_ok(const void *base, int C, int hs)

@@ -262,26 +262,14 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
 
 /* ---- launches and variants ---- */
 
-static void amma_bwd_launch_kernel(CudaState *st, const AmmaBwdArgs &a,
-                                   void (*kern)(AmmaBwdArgs), size_t smem, int rows, int threads,
-                                   int hsp)
-{
-    amma_check_smem(st, smem, "attention_backward", hsp);
-    attn_set_smem(kern, smem);
-    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * a.nb;
-    if (blocks > 2147483647u)
-        CUDA_FATAL("attention_backward: %zu blocks exceed the grid's x limit", blocks);
-    LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
-}
-
 template <class Cfg, bool DQ> static void amma_bwd_launch(CudaState *st, const AmmaBwdArgs &a)
 {
     if constexpr (DQ)
-        amma_bwd_launch_kernel(st, a, amma_dq_kernel<Cfg>, amma_dq_smem<Cfg>(), Cfg::ROWS,
-                               Cfg::NT, Cfg::HSP);
+        amma_launch(st, amma_dq_kernel<Cfg>, a, amma_dq_smem<Cfg>(), Cfg::ROWS, a.nb, Cfg::NT,
+                    Cfg::HSP, "attention_backward");
     else
-        amma_bwd_launch_kernel(st, a, amma_dkdv_kernel<Cfg>, AmmaDkdvSmem<Cfg>::bytes,
-                               Cfg::ROWS, Cfg::NT, Cfg::HSP);
+        amma_launch(st, amma_dkdv_kernel<Cfg>, a, AmmaDkdvSmem<Cfg>::bytes, Cfg::ROWS, a.nb,
+                    Cfg::NT, Cfg::HSP, "attention_backward");
 }
 
 /* dQ: warps, key tile, stages, launch-bound blocks per SM, "-r": Q_w and

@@ -234,16 +234,11 @@ static void amma_bwd_wg_check(CudaState *st, const AmmaBwdArgs &a, const char *n
 template <class Cfg, bool DQ> static void amma_bwd_wg_launch(CudaState *st, const AmmaBwdArgs &a)
 {
     amma_bwd_wg_check(st, a, DQ ? AMMA_DQ_WG_NAME : AMMA_DKDV_WG_NAME);
-    const size_t smem = AmmaWgSmem<Cfg, !DQ>::bytes;
-    amma_check_smem(st, smem, "attention_backward", Cfg::HSP);
     void (*kern)(AmmaBwdArgs);
     if constexpr (DQ) kern = amma_dq_wg_kernel<Cfg>;
     else kern = amma_dkdv_wg_kernel<Cfg>;
-    attn_set_smem(kern, smem);
-    const size_t blocks = (size_t)ceil_div(a.T, Cfg::ROWS) * a.NH * a.nb;
-    if (blocks > 2147483647u)
-        CUDA_FATAL("attention_backward: %zu blocks exceed the grid's x limit", blocks);
-    LAUNCH(kern, (unsigned)blocks, Cfg::NT, smem, st->stream, a);
+    amma_launch(st, kern, a, AmmaWgSmem<Cfg, !DQ>::bytes, Cfg::ROWS, a.nb, Cfg::NT, Cfg::HSP,
+                "attention_backward");
 }
 
 void amma_dq_wg_launch(CudaState *st, const AmmaBwdArgs &a)

@@ -83,14 +83,8 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
 
 template <class Cfg> static void amma_fwd_launch(CudaState *st, const AmmaFwdArgs &a)
 {
-    const size_t smem = amma_fwd_smem<Cfg>();
-    amma_check_smem(st, smem, "attention_forward", Cfg::HSP);
-    auto kern = amma_fwd_kernel<Cfg>;
-    attn_set_smem(kern, smem);
-    const size_t blocks = (size_t)ceil_div(a.T, Cfg::ROWS) * a.NH * a.B;
-    if (blocks > 2147483647u)
-        CUDA_FATAL("attention_forward: %zu blocks exceed the grid's x limit", blocks);
-    LAUNCH(kern, (unsigned)blocks, Cfg::NT, smem, st->stream, a);
+    amma_launch(st, amma_fwd_kernel<Cfg>, a, amma_fwd_smem<Cfg>(), Cfg::ROWS, a.B, Cfg::NT,
+                Cfg::HSP, "attention_forward");
 }
 
 /* Named warps, key tile, stages, launch-bound blocks per SM; the device

@@ -113,14 +113,8 @@ template <class Cfg> static void amma_fwd_wg_launch_cfg(CudaState *st, const Amm
         CUDA_FATAL("attention_forward: variant %s is for head sizes padded to 64 on the 16-byte "
                    "path only",
                    AMMA_FWD_WG_NAME);
-    const size_t smem = amma_fwd_wg_smem<Cfg>();
-    amma_check_smem(st, smem, "attention_forward", Cfg::HSP);
-    auto kern = amma_fwd_wg_kernel<Cfg>;
-    attn_set_smem(kern, smem);
-    const size_t blocks = (size_t)ceil_div(a.T, Cfg::ROWS) * a.NH * a.B;
-    if (blocks > 2147483647u)
-        CUDA_FATAL("attention_forward: %zu blocks exceed the grid's x limit", blocks);
-    LAUNCH(kern, (unsigned)blocks, Cfg::NT, smem, st->stream, a);
+    amma_launch(st, amma_fwd_wg_kernel<Cfg>, a, amma_fwd_wg_smem<Cfg>(), Cfg::ROWS, a.B, Cfg::NT,
+                Cfg::HSP, "attention_forward");
 }
 
 void amma_fwd_wg_launch(CudaState *st, const AmmaFwdArgs &a)
