@@ -519,6 +519,43 @@ __device__ __forceinline__ void amma_wg_product(float d[HSP / 8][4], const uint3
     }
 }
 
+/* The backward's two score products in one group: s = A0 tile0^T and
+ * p = A1 tile1^T (N = tile rows wide; A0, A1 the warp's own operands in
+ * registers, the tiles K-major: k = head dim); fenced, committed and
+ * waited for, the registers (A's too) held past the wait. */
+template <int HSP, int N>
+__device__ __forceinline__ void amma_wg_scores2(float s[N / 8][4], uint32_t a0[HSP / 16][4],
+                                                const bf16 *tile0, float p[N / 8][4],
+                                                uint32_t a1[HSP / 16][4], const bf16 *tile1)
+{
+    wgmma_fence();
+    amma_wg_product<HSP, true, false>(s, a0, tile0);
+    amma_wg_product<HSP, true, false>(p, a1, tile1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold<N / 2>(&s[0][0]);
+    wgmma_hold<N / 2>(&p[0][0]);
+    wgmma_hold<HSP / 4>(&a0[0][0]);
+    wgmma_hold<HSP / 4>(&a1[0][0]);
+}
+
+/* d += A tile, one whole product: A is c, a warp's 16 x N accumulator
+ * strip rounded to bf16 (P or dS), the tile N-major (k = tile row);
+ * fenced, committed and waited for, the registers held past the wait. */
+template <int HSP, int N>
+__device__ __forceinline__ void amma_wg_acc_c(float d[HSP / 8][4], const float c[][4],
+                                              const bf16 *tile)
+{
+    uint32_t a[N / 16][4];
+    amma_wg_a_from_c<N>(a, c);
+    wgmma_fence();
+    amma_wg_product<HSP, false, true>(d, a, tile);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold<HSP / 2>(&d[0][0]);
+    wgmma_hold<N / 4>(&a[0][0]);
+}
+
 /* ---- variants (attention_mma.cu holds the selection) ---- */
 
 /* One compiled configuration of a kernel at HSP = 64 (GPT-2's head size;
@@ -578,6 +615,22 @@ static void amma_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t
     const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
     if (blocks > 2147483647u) CUDA_FATAL("%s: %zu blocks exceed the grid's x limit", op, blocks);
     LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
+}
+
+/* The wgmma variants' refusal (op: the op, name: the variant), with the
+ * reason, on a device other than compute capability 9.0 (their kernels
+ * exist only in the sm_90a cubin) or off the 16-byte path (vec) at head
+ * sizes C / NH other than 33..64. */
+static inline void amma_wg_check(const CudaState *st, int vec, int C, int NH, const char *op,
+                                 const char *name)
+{
+    if (st->cc != 90)
+        CUDA_FATAL("%s: variant %s needs a compute capability 9.0 GPU (wgmma, sm_90a); this one "
+                   "is %d.%d",
+                   op, name, st->cc / 10, st->cc % 10);
+    if (!vec || C / NH > 64 || C / NH <= 32)
+        CUDA_FATAL("%s: variant %s is for head sizes padded to 64 on the 16-byte path only", op,
+                   name);
 }
 
 /* 16-byte loads are safe when every row start of every head is 16-byte

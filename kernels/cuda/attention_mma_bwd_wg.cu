@@ -100,15 +100,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
         const AmmaStat *sts = stt(it & 1);
 
         float sT[BQ / 8][4], dpT[BQ / 8][4]; /* S^T = K_w Q^T, dP^T = V_w dO^T */
-        wgmma_fence();
-        amma_wg_product<HSP, true, false>(sT, kf, Qs);
-        amma_wg_product<HSP, true, false>(dpT, vf, dOs);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold<BQ / 2>(&sT[0][0]);
-        wgmma_hold<BQ / 2>(&dpT[0][0]);
-        wgmma_hold<HSP / 4>(&kf[0][0]);
-        wgmma_hold<HSP / 4>(&vf[0][0]);
+        amma_wg_scores2<HSP, BQ>(sT, kf, Qs, dpT, vf, dOs);
 
         /* P^T and dS^T in place; mask where a query can precede a key of
          * the warp or be past T (a key past T is never <= a query < T) */
@@ -131,7 +123,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
 
     amma_dkdv_store<HSP>(a, blk, T_, hs, kr0, dk, dv);
 #else
-    (void)a; /* not sm_90a: the host refuses the launch (amma_bwd_wg_check) */
+    (void)a; /* not sm_90a: the host refuses the launch (amma_wg_check) */
 #endif
 }
 
@@ -183,57 +175,28 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_wg_kernel(AmmaBwdA
         const bf16 *Ks = amma_wg_kv_step<Cfg>(kt_at, Ksrc, Vsrc, kt, nK), *Vs = Ks + BK * HSP;
 
         float s[BK / 8][4], dp[BK / 8][4]; /* S = Q_w K^T, dP = dO_w V^T */
-        wgmma_fence();
-        amma_wg_product<HSP, true, false>(s, qf, Ks);
-        amma_wg_product<HSP, true, false>(dp, of, Vs);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold<BK / 2>(&s[0][0]);
-        wgmma_hold<BK / 2>(&dp[0][0]);
-        wgmma_hold<HSP / 4>(&qf[0][0]);
-        wgmma_hold<HSP / 4>(&of[0][0]);
+        amma_wg_scores2<HSP, BK>(s, qf, Ks, dp, of, Vs);
 
         /* mask where a key can be past a row of the warp or past T (whole
          * tiles past the warp's rows included: p = 0 there) */
         amma_mask<BK, false>(s, k0, wq0, r0, r1, t4, T_);
         amma_ds_rows<BK>(s, dp, st0, st1, sl2);
         /* dQ_w += dS K: dS (bf16) from the registers, K N-major, k = key */
-        uint32_t da[BK / 16][4];
-        amma_wg_a_from_c<BK>(da, s);
-        wgmma_fence();
-        amma_wg_product<HSP, false, true>(dq, da, Ks);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold<HSP / 2>(&dq[0][0]);
-        wgmma_hold<BK / 4>(&da[0][0]);
+        amma_wg_acc_c<HSP, BK>(dq, s, Ks);
     }
 
     amma_dq_store<HSP>(a, blk, T_, hs, r0, dq);
 #else
-    (void)a; /* not sm_90a: the host refuses the launch (amma_bwd_wg_check) */
+    (void)a; /* not sm_90a: the host refuses the launch (amma_wg_check) */
 #endif
 }
 
 /* ---- launches ---- */
 
-/* Refused, with the reason, on a device other than compute capability 9.0
- * (the kernels exist only in the sm_90a cubin) or off the 16-byte path at
- * head sizes other than 33..64. */
-static void amma_bwd_wg_check(CudaState *st, const AmmaBwdArgs &a, const char *name)
-{
-    if (st->cc != 90)
-        CUDA_FATAL("attention_backward: variant %s needs a compute capability 9.0 GPU (wgmma, "
-                   "sm_90a); this one is %d.%d",
-                   name, st->cc / 10, st->cc % 10);
-    if (!a.vec || a.C / a.NH > 64 || a.C / a.NH <= 32)
-        CUDA_FATAL("attention_backward: variant %s is for head sizes padded to 64 on the "
-                   "16-byte path only",
-                   name);
-}
-
 template <class Cfg, bool DQ> static void amma_bwd_wg_launch(CudaState *st, const AmmaBwdArgs &a)
 {
-    amma_bwd_wg_check(st, a, DQ ? AMMA_DQ_WG_NAME : AMMA_DKDV_WG_NAME);
+    amma_wg_check(st, a.vec, a.C, a.NH, "attention_backward",
+                  DQ ? AMMA_DQ_WG_NAME : AMMA_DKDV_WG_NAME);
     void (*kern)(AmmaBwdArgs);
     if constexpr (DQ) kern = amma_dq_wg_kernel<Cfg>;
     else kern = amma_dkdv_wg_kernel<Cfg>;

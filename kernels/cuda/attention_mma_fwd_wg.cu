@@ -85,14 +85,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_wg_kernel(AmmaFwd
         amma_mask<BK, false>(s, k0, wq0, r0, r1, t4, T_);
         amma_softmax_step<BK, HSP>(s, o, m0, m1, l0, l1, sl2);
         /* O_w += P V: P (bf16) from the score registers, V N-major, k = key */
-        uint32_t pa[BK / 16][4];
-        amma_wg_a_from_c<BK>(pa, s);
-        wgmma_fence();
-        amma_wg_product<HSP, false, true>(o, pa, Vs);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold<HSP / 2>(&o[0][0]);
-        wgmma_hold<BK / 4>(&pa[0][0]);
+        amma_wg_acc_c<HSP, BK>(o, s, Vs);
     }
 
     amma_fwd_finish<HSP>(a, blk, T_, hs, r0, r1, t4, o, m0, m1, l0, l1, sl2);
@@ -102,17 +95,10 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_wg_kernel(AmmaFwd
 }
 
 /* The launch: refused, with the reason, on a device other than compute
- * capability 9.0 (the kernel exists only in the sm_90a cubin). */
+ * capability 9.0 or off the 16-byte path at other head sizes (amma_wg_check). */
 template <class Cfg> static void amma_fwd_wg_launch_cfg(CudaState *st, const AmmaFwdArgs &a)
 {
-    if (st->cc != 90)
-        CUDA_FATAL("attention_forward: variant %s needs a compute capability 9.0 GPU (wgmma, "
-                   "sm_90a); this one is %d.%d",
-                   AMMA_FWD_WG_NAME, st->cc / 10, st->cc % 10);
-    if (!a.vec || a.C / a.NH > 64 || a.C / a.NH <= 32)
-        CUDA_FATAL("attention_forward: variant %s is for head sizes padded to 64 on the 16-byte "
-                   "path only",
-                   AMMA_FWD_WG_NAME);
+    amma_wg_check(st, a.vec, a.C, a.NH, "attention_forward", AMMA_FWD_WG_NAME);
     amma_launch(st, amma_fwd_wg_kernel<Cfg>, a, amma_fwd_wg_smem<Cfg>(), Cfg::ROWS, a.B, Cfg::NT,
                 Cfg::HSP, "attention_forward");
 }
