@@ -34,7 +34,12 @@
  *
  * Block order: one 1-D grid over (tile, head, sequence), the tiles with the
  * most work first across the whole launch (for a causal mask, the last
- * query tile, or the first key tile), so the short blocks fill the tail. */
+ * query tile, or the first key tile), so the short blocks fill the tail.
+ *
+ * Shared steps: the mask, the online softmax, P and dS, and the stores
+ * work on a warp's accumulators in the mma.sync register layout, which
+ * the wgmma products keep per warp; both kinds of kernel call the same
+ * helpers below (and the wgmma ones share their staging and products). */
 #ifndef KERNELS_CUDA_ATTENTION_MMA_CUH
 #define KERNELS_CUDA_ATTENTION_MMA_CUH
 
@@ -268,7 +273,7 @@ __device__ __forceinline__ void amma_stage_core_async(bf16 *dst, AmmaSrc s, int 
     }
 }
 
-/* ---- variants (attention_mma.cu holds the selection) ---- */
+/* ---- what the kernels share (the mma.sync and the wgmma variants) ---- */
 
 struct AmmaFwdArgs {
     bf16 *out;
@@ -288,6 +293,270 @@ struct AmmaBwdArgs {
     float sl2, scale;
     int vec;
 };
+
+/* Register layout of a warp's 16 x N strip c[N / 8][4] of fp32 (mma.cuh's
+ * m16n8k16 accumulators; a warp's share of wgmma's m64nNk16 accumulators is
+ * laid out the same, wgmma.cuh): lane 4 g + t4 holds c[j][0..1] = row g,
+ * columns 8j + 2 t4 and + 1, and c[j][2..3] = row g + 8, the same columns;
+ * a row's N values are spread over the 4 lanes of group g. In the kernels
+ * the warp's 16 rows are positions wr0.. (wr0 = the block's first row +
+ * 16 w), this lane's two rows r0 = wr0 + g and r1 = r0 + 8. */
+
+/* The causal and T mask of a warp's 16 x N score strip s[N / 8][4] (layout
+ * above), in place: -inf (p = 2^-inf = 0) where the pair is not attended.
+ * The strip's rows are this lane's r0 and r1 = r0 + 8 (wr0: the warp's
+ * first row), s[j][i]'s column c0 + 8j + 2 t4 + (i & 1). KEYROWS 0: rows are
+ * queries, columns keys (S); 1: rows are keys, columns queries (S^T of
+ * dK/dV). Masked: key > query, or column >= T (a row past T needs no mask:
+ * its key is > every query < T, or its results are never stored). Only a
+ * strip that reaches past the diagonal or T is touched: a branch that most
+ * strips skip. */
+template <int N, bool KEYROWS>
+__device__ __forceinline__ void amma_mask(float s[][4], int c0, int wr0, int r0, int r1, int t4,
+                                          int T)
+{
+    const bool diag = KEYROWS ? c0 < wr0 + 15 : c0 + N - 1 > wr0;
+    if (diag || c0 + N > T) {
+#pragma unroll
+        for (int j = 0; j < N / 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int col = c0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
+                if ((KEYROWS ? row > col : col > row) || col >= T) s[j][i] = -INFINITY;
+            }
+    }
+}
+
+/* The forward's online softmax, one key tile: s, a warp's masked 16 x BK
+ * raw scores (layout above), becomes P = 2^(s sl2 - m sl2) with m the
+ * new row max; the 16 x HSP output accumulator o and the sums l are
+ * rescaled by 2^((m_old - m) sl2) (2^-inf = 0 at the first tile), ready
+ * for o += P V. m0, l0: this lane's row r0; m1, l1: row r0 + 8 (start at
+ * -inf and 0; m is finite after the first tile, as key 0 is valid for
+ * every row). l stays a per-lane partial sum (the same rescale applies to
+ * all four lanes of a row); amma_fwd_finish adds the lanes' parts. */
+template <int BK, int HSP>
+__device__ __forceinline__ void amma_softmax_step(float s[][4], float o[][4], float &m0,
+                                                  float &m1, float &l0, float &l1, float sl2)
+{
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < BK / 8; j++) {
+        mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
+    }
+    /* a row's BK scores are spread over the 4 lanes of its group */
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    const float a0 = exp2_approx((m0 - n0) * sl2), a1 = exp2_approx((m1 - n1) * sl2);
+    m0 = n0;
+    m1 = n1;
+    const float nb0 = -n0 * sl2, nb1 = -n1 * sl2; /* p = 2^(s sl2 - m sl2): one FFMA */
+    float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < BK / 8; j++) {
+        s[j][0] = exp2_approx(fmaf(s[j][0], sl2, nb0));
+        s[j][1] = exp2_approx(fmaf(s[j][1], sl2, nb0));
+        s[j][2] = exp2_approx(fmaf(s[j][2], sl2, nb1));
+        s[j][3] = exp2_approx(fmaf(s[j][3], sl2, nb1));
+        sum0 += s[j][0] + s[j][1];
+        sum1 += s[j][2] + s[j][3];
+    }
+    l0 = l0 * a0 + sum0;
+    l1 = l1 * a1 + sum1;
+#pragma unroll
+    for (int j = 0; j < HSP / 8; j++) {
+        o[j][0] *= a0;
+        o[j][1] *= a0;
+        o[j][2] *= a1;
+        o[j][3] *= a1;
+    }
+}
+
+/* The forward's end, after the last tile: the lanes' sums added, out =
+ * o / l for this lane's rows r0 and r1 = r0 + 8 (those < T) of the
+ * block's (sequence, head), and (lanes t4 = 0) lse = ln 2 (m sl2 +
+ * log2 l), natural units. T = a.T, hs = a.C / a.NH. */
+template <int HSP>
+__device__ __forceinline__ void amma_fwd_finish(const AmmaFwdArgs &a, AmmaBlock blk, int T, int hs,
+                                                int r0, int r1, int t4, const float o[][4],
+                                                float m0, float m1, float l0, float l1, float sl2)
+{
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    mma_strip_store<HSP>(a.out + (size_t)blk.b * T * a.C + blk.h * hs, a.C, r0, T, hs, o,
+                         1.0f / l0, 1.0f / l1);
+    if (t4 == 0) {
+        const size_t lrow = ((size_t)blk.b * a.NH + blk.h) * T;
+        if (r0 < T) a.lse[lrow + r0] = AMMA_LN2 * (m0 * sl2 + log2f(l0));
+        if (r1 < T) a.lse[lrow + r1] = AMMA_LN2 * (m1 * sl2 + log2f(l1));
+    }
+}
+
+/* dQ: a warp's masked 16 x N scores s and dP = dO_w V^T dp (layout
+ * above) to dS = P (dP - D) in place of s, P = 2^(s sl2 - lse2), with
+ * the statistics of this lane's rows r0 (st0) and r0 + 8 (st1). */
+template <int N>
+__device__ __forceinline__ void amma_ds_rows(float s[][4], const float dp[][4], AmmaStat st0,
+                                             AmmaStat st1, float sl2)
+{
+#pragma unroll
+    for (int j = 0; j < N / 8; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const AmmaStat &r = i < 2 ? st0 : st1;
+            const float p = exp2_approx(fmaf(s[j][i], sl2, -r.lse2));
+            s[j][i] = p * (dp[j][i] - r.D); /* dS */
+        }
+}
+
+/* dK/dV: a warp's masked 16 x N S^T sT and dP^T dpT (rows keys, columns
+ * queries; layout above) to P^T in place of sT and dS^T in place of
+ * dpT, with the statistics of the columns: sts[c] for the strip's column
+ * c; the lane's two adjacent columns 8j + 2 t4, + 1 in one 16-byte load. */
+template <int N>
+__device__ __forceinline__ void amma_pds_cols(float sT[][4], float dpT[][4], const AmmaStat *sts,
+                                              int t4, float sl2)
+{
+#pragma unroll
+    for (int j = 0; j < N / 8; j++) {
+        const AmmaStat2 q2 = *(const AmmaStat2 *)(sts + 8 * j + 2 * t4);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const AmmaStat &r = i & 1 ? q2.c1 : q2.c0;
+            const float p = exp2_approx(fmaf(sT[j][i], sl2, -r.lse2));
+            sT[j][i] = p;
+            dpT[j][i] = p * (dpT[j][i] - r.D);
+        }
+    }
+}
+
+/* The backward's results for a warp's 16 rows (this lane's r0 and r0 + 8,
+ * those < T) into dqkv (B, T, 3C) at the block's (sequence, head): dQ
+ * scaled by a.scale; dK scaled, dV as it is. T = a.T, hs = a.C / a.NH. */
+template <int HSP>
+__device__ __forceinline__ void amma_dq_store(const AmmaBwdArgs &a, AmmaBlock blk, int T, int hs,
+                                              int r0, const float dq[][4])
+{
+    const int C3 = 3 * a.C;
+    mma_strip_store<HSP>(a.dqkv + (size_t)blk.b * T * C3 + blk.h * hs, C3, r0, T, hs, dq,
+                         a.scale, a.scale);
+}
+template <int HSP>
+__device__ __forceinline__ void amma_dkdv_store(const AmmaBwdArgs &a, AmmaBlock blk, int T, int hs,
+                                                int r0, const float dk[][4], const float dv[][4])
+{
+    const int C = a.C, C3 = 3 * C;
+    bf16 *rows = a.dqkv + (size_t)blk.b * T * C3 + blk.h * hs; /* row t: + t C3 */
+    mma_strip_store<HSP>(rows + C, C3, r0, T, hs, dk, a.scale, a.scale);
+    mma_strip_store<HSP>(rows + 2 * C, C3, r0, T, hs, dv, 1.0f, 1.0f);
+}
+
+/* ---- the wgmma variants' steps (attention_mma_fwd_wg.cu, attention_mma_bwd_wg.cu) ---- */
+
+/* Two R x HSP core-layout tiles side by side, [s0 | s1] at dst (s1's R HSP
+ * elements on), rows t0.. of each, by cp.async (the caller commits). */
+template <int HSP, int R, int NT>
+__device__ __forceinline__ void amma_stage_core_pair_async(bf16 *dst, AmmaSrc s0, AmmaSrc s1,
+                                                           int t0)
+{
+    amma_stage_core_async<HSP, R, NT>(dst, s0, t0);
+    amma_stage_core_async<HSP, R, NT>(dst + R * HSP, s1, t0);
+}
+
+/* amma_kv_step for the wgmma forward and dQ: stage(s) is stage s of two
+ * [K | V] tiles in the core layout (BT x HSP each); waits for tile kt,
+ * syncs, issues tile kt + 1 into the other stage and returns tile kt's K
+ * (V follows, BT HSP elements on). All threads call it. */
+template <class Cfg, class Stage>
+__device__ __forceinline__ const bf16 *amma_wg_kv_step(Stage stage, AmmaSrc Ksrc, AmmaSrc Vsrc,
+                                                       int kt, int nK)
+{
+    constexpr int HSP = Cfg::HSP, BK = Cfg::BT, NT = Cfg::NT;
+    const int k0 = kt * BK;
+    if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
+    __syncthreads();                /* tile kt complete; every warp done with kt - 1 */
+    if (kt + 1 < nK) {
+        bf16 *next = stage((kt + 1) & 1);
+        amma_stage_core_async<HSP, BK, NT>(next, Ksrc, k0 + BK);
+        amma_stage_core_async<HSP, BK, NT>(next + BK * HSP, Vsrc, k0 + BK);
+        cp_async_commit();
+    }
+    return stage(kt & 1);
+}
+
+/* A warp's 16 x N accumulator strip c (N / 8 pieces) as N / 16 A operands
+ * (bf16) of the next product. */
+template <int N>
+__device__ __forceinline__ void amma_wg_a_from_c(uint32_t a[][4], const float c[][4])
+{
+#pragma unroll
+    for (int kk = 0; kk < N / 16; kk++) mma_a_from_c(a[kk], c[2 * kk], c[2 * kk + 1]);
+}
+
+/* The m64n64k16 steps of one product with A from registers: d (+)= A B
+ * over k = 0..63 in steps of 16. KMAJOR: B is tile^T (k = head dim, the
+ * tile's column); else B is the tile itself (k = tile row), N-major.
+ * ACC 0: the first step overwrites d. The caller fences and commits. */
+template <int HSP, bool KMAJOR, bool ACC>
+__device__ __forceinline__ void amma_wg_product(float d[HSP / 8][4], const uint32_t a[4][4],
+                                                const bf16 *tile)
+{
+    static_assert(HSP == 64, "m64n64k16: N = head size = tile rows = 64");
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        if (KMAJOR) /* next 16 head-dim columns: 2 core matrices on */
+            wgmma_m64n64k16_rs<0>(d, a[kk], wgmma_desc(tile + 16 * kk * 8, 128, HSP * 16),
+                                  ACC || kk > 0);
+        else /* next 16 tile rows: 2 row groups on */
+            wgmma_m64n64k16_rs<1>(d, a[kk], wgmma_desc(tile + 16 * kk * HSP, HSP * 16, 128),
+                                  ACC || kk > 0);
+    }
+}
+
+/* The backward's two score products in one group: s = A0 tile0^T and
+ * p = A1 tile1^T (N = tile rows wide; A0, A1 the warp's own operands in
+ * registers, the tiles K-major: k = head dim); fenced, committed and
+ * waited for, the registers (A's too) held past the wait. */
+template <int HSP, int N>
+__device__ __forceinline__ void amma_wg_scores2(float s[N / 8][4], uint32_t a0[HSP / 16][4],
+                                                const bf16 *tile0, float p[N / 8][4],
+                                                uint32_t a1[HSP / 16][4], const bf16 *tile1)
+{
+    wgmma_fence();
+    amma_wg_product<HSP, true, false>(s, a0, tile0);
+    amma_wg_product<HSP, true, false>(p, a1, tile1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold<N / 2>(&s[0][0]);
+    wgmma_hold<N / 2>(&p[0][0]);
+    wgmma_hold<HSP / 4>(&a0[0][0]);
+    wgmma_hold<HSP / 4>(&a1[0][0]);
+}
+
+/* d += A tile, one whole product: A is c, a warp's 16 x N accumulator
+ * strip rounded to bf16 (P or dS), the tile N-major (k = tile row);
+ * fenced, committed and waited for, the registers held past the wait. */
+template <int HSP, int N>
+__device__ __forceinline__ void amma_wg_acc_c(float d[HSP / 8][4], const float c[][4],
+                                              const bf16 *tile)
+{
+    uint32_t a[N / 16][4];
+    amma_wg_a_from_c<N>(a, c);
+    wgmma_fence();
+    amma_wg_product<HSP, false, true>(d, a, tile);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold<HSP / 2>(&d[0][0]);
+    wgmma_hold<N / 4>(&a[0][0]);
+}
+
+/* ---- variants (attention_mma.cu holds the selection) ---- */
 
 /* One compiled configuration of a kernel at HSP = 64 (GPT-2's head size;
  * the others have one configuration each): its name, as
@@ -332,6 +601,36 @@ static inline void amma_check_smem(CudaState *st, size_t bytes, const char *op, 
         CUDA_FATAL("%s: head size padded to %d needs %zu bytes of shared memory; the device "
                    "allows %zu",
                    op, hsp, bytes, st->smem_optin);
+}
+
+/* Launch kern on one 1-D grid of ceil(T / rows) x NH x nseq blocks of
+ * threads (amma_block's order) with smem bytes of dynamic shared memory,
+ * after amma_check_smem; op names the op in the messages. */
+template <class Args>
+static void amma_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t smem, int rows,
+                        int nseq, int threads, int hsp, const char *op)
+{
+    amma_check_smem(st, smem, op, hsp);
+    attn_set_smem(kern, smem);
+    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
+    if (blocks > 2147483647u) CUDA_FATAL("%s: %zu blocks exceed the grid's x limit", op, blocks);
+    LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
+}
+
+/* The wgmma variants' refusal (op: the op, name: the variant), with the
+ * reason, on a device other than compute capability 9.0 (their kernels
+ * exist only in the sm_90a cubin) or off the 16-byte path (vec) at head
+ * sizes C / NH other than 33..64. */
+static inline void amma_wg_check(const CudaState *st, int vec, int C, int NH, const char *op,
+                                 const char *name)
+{
+    if (st->cc != 90)
+        CUDA_FATAL("%s: variant %s needs a compute capability 9.0 GPU (wgmma, sm_90a); this one "
+                   "is %d.%d",
+                   op, name, st->cc / 10, st->cc % 10);
+    if (!vec || C / NH > 64 || C / NH <= 32)
+        CUDA_FATAL("%s: variant %s is for head sizes padded to 64 on the 16-byte path only", op,
+                   name);
 }
 
 /* 16-byte loads are safe when every row start of every head is 16-byte

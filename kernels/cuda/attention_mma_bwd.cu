@@ -121,29 +121,13 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
                 mma_strip<16, HSP>(s, Qs, LD, 16 * w, Kc, LD);
                 mma_strip<16, HSP>(dp, dOs, LD, 16 * w, Vc, LD);
             }
-            if (kc0 + 15 > wq0 || kc0 + 16 > T_) { /* a branch: most chunks skip it */
-#pragma unroll
-                for (int j = 0; j < 2; j++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        const int kc = kc0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
-                        if (kc > row || kc >= T_) s[j][i] = -INFINITY; /* p = 2^-inf = 0 */
-                    }
-            }
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const AmmaStat &r = i < 2 ? st0 : st1;
-                    const float p = exp2_approx(fmaf(s[j][i], sl2, -r.lse2));
-                    s[j][i] = p * (dp[j][i] - r.D); /* dS */
-                }
+            amma_mask<16, false>(s, kc0, wq0, r0, r1, t4, T_);
+            amma_ds_rows<16>(s, dp, st0, st1, sl2);
             mma_strip_acc<HSP, 16>(dq, s, Kc, LD); /* dQ_w += dS K_c */
         }
     }
 
-    mma_strip_store<HSP>(a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs, C3, r0, T_, hs, dq,
-                         a.scale, a.scale);
+    amma_dq_store<HSP>(a, blk, T_, hs, r0, dq);
 }
 
 /* ---- dK/dV ---- */
@@ -265,59 +249,27 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
                 mma_strip<16, HSP>(dpT, Vs, LD, 16 * w, dOc, LD);
             }
             /* P^T and dS^T in place; a key past T is never <= a query < T */
-            if (qc0 < wk0 + 15 || qc0 + 16 > T_) { /* a branch: most chunks skip it */
-#pragma unroll
-                for (int j = 0; j < 2; j++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        const int qc = qc0 + 8 * j + 2 * t4 + (i & 1), kr = i < 2 ? kr0 : kr1;
-                        if (kr > qc || qc >= T_) sT[j][i] = -INFINITY; /* p = 2^-inf = 0 */
-                    }
-            }
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const AmmaStat2 q2 = *(const AmmaStat2 *)(sts + 16 * c + 8 * j + 2 * t4);
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const AmmaStat &r = i & 1 ? q2.c1 : q2.c0;
-                    const float p = exp2_approx(fmaf(sT[j][i], sl2, -r.lse2));
-                    sT[j][i] = p;
-                    dpT[j][i] = p * (dpT[j][i] - r.D);
-                }
-            }
+            amma_mask<16, true>(sT, qc0, wk0, kr0, kr1, t4, T_);
+            amma_pds_cols<16>(sT, dpT, sts + 16 * c, t4, sl2);
             /* dV_w += P^T dO_c, dK_w += dS^T Q_c: A operands from the registers */
             mma_strip_acc<HSP, 16>(dv, sT, dOc, LD);
             mma_strip_acc<HSP, 16>(dk, dpT, Qc, LD);
         }
     }
 
-    bf16 *rows = a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs; /* row t: + t C3 */
-    mma_strip_store<HSP>(rows + C, C3, kr0, T_, hs, dk, a.scale, a.scale);
-    mma_strip_store<HSP>(rows + 2 * C, C3, kr0, T_, hs, dv, 1.0f, 1.0f);
+    amma_dkdv_store<HSP>(a, blk, T_, hs, kr0, dk, dv);
 }
 
 /* ---- launches and variants ---- */
 
-static void amma_bwd_launch_kernel(CudaState *st, const AmmaBwdArgs &a,
-                                   void (*kern)(AmmaBwdArgs), size_t smem, int rows, int threads,
-                                   int hsp)
-{
-    amma_check_smem(st, smem, "attention_backward", hsp);
-    attn_set_smem(kern, smem);
-    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * a.nb;
-    if (blocks > 2147483647u)
-        CUDA_FATAL("attention_backward: %zu blocks exceed the grid's x limit", blocks);
-    LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
-}
-
 template <class Cfg, bool DQ> static void amma_bwd_launch(CudaState *st, const AmmaBwdArgs &a)
 {
     if constexpr (DQ)
-        amma_bwd_launch_kernel(st, a, amma_dq_kernel<Cfg>, amma_dq_smem<Cfg>(), Cfg::ROWS,
-                               Cfg::NT, Cfg::HSP);
+        amma_launch(st, amma_dq_kernel<Cfg>, a, amma_dq_smem<Cfg>(), Cfg::ROWS, a.nb, Cfg::NT,
+                    Cfg::HSP, "attention_backward");
     else
-        amma_bwd_launch_kernel(st, a, amma_dkdv_kernel<Cfg>, AmmaDkdvSmem<Cfg>::bytes,
-                               Cfg::ROWS, Cfg::NT, Cfg::HSP);
+        amma_launch(st, amma_dkdv_kernel<Cfg>, a, AmmaDkdvSmem<Cfg>::bytes, Cfg::ROWS, a.nb,
+                    Cfg::NT, Cfg::HSP, "attention_backward");
 }
 
 /* dQ: warps, key tile, stages, launch-bound blocks per SM, "-r": Q_w and

@@ -43,26 +43,6 @@ template <class Cfg, bool STATS> struct AmmaWgSmem {
     static constexpr size_t bytes = 2 * stage + own;
 };
 
-/* The m64n64k16 steps of one product with A from registers: d (+)= A B
- * over k = 0..63 in steps of 16. KMAJOR: B is tile^T (k = head dim, the
- * tile's column); else B is the tile itself (k = tile row), N-major.
- * ACC 0: the first step overwrites d. The caller fences and commits. */
-template <int HSP, bool KMAJOR, bool ACC>
-__device__ __forceinline__ void amma_wg_product(float d[HSP / 8][4], const uint32_t a[4][4],
-                                                const bf16 *tile)
-{
-    static_assert(HSP == 64, "m64n64k16: N = head size = tile rows = 64");
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++) {
-        if (KMAJOR) /* next 16 head-dim columns: 2 core matrices on */
-            wgmma_m64n64k16_rs<0>(d, a[kk], wgmma_desc(tile + 16 * kk * 8, 128, HSP * 16),
-                                  ACC || kk > 0);
-        else /* next 16 tile rows: 2 row groups on */
-            wgmma_m64n64k16_rs<1>(d, a[kk], wgmma_desc(tile + 16 * kk * HSP, HSP * 16, 128),
-                                  ACC || kk > 0);
-    }
-}
-
 /* ---- dK/dV ---- */
 
 template <class Cfg>
@@ -93,8 +73,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
     const float sl2 = a.sl2;
 
     amma_stage_pair_async<HSP, BKV, NT, 1>(Ks, Ksrc, Vsrc, k0); /* [K | V], padded rows */
-    amma_stage_core_async<HSP, BQ, NT>(qt(0), Qsrc, qstart);
-    amma_stage_core_async<HSP, BQ, NT>(qt(0) + BQ * HSP, dOsrc, qstart);
+    amma_stage_core_pair_async<HSP, BQ, NT>(qt(0), Qsrc, dOsrc, qstart);
     amma_stage_stats<BQ, NT>(stt(0), rs, qstart, T_);
     cp_async_commit();
     cp_async_wait<0>();
@@ -113,8 +92,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
         __syncthreads(); /* tile it complete; every warp done with it - 1 */
         if (it + 1 < nQ) {
             const int nx = (it + 1) & 1;
-            amma_stage_core_async<HSP, BQ, NT>(qt(nx), Qsrc, q0 + BQ);
-            amma_stage_core_async<HSP, BQ, NT>(qt(nx) + BQ * HSP, dOsrc, q0 + BQ);
+            amma_stage_core_pair_async<HSP, BQ, NT>(qt(nx), Qsrc, dOsrc, q0 + BQ);
             amma_stage_stats<BQ, NT>(stt(nx), rs, q0 + BQ, T_);
             cp_async_commit();
         }
@@ -122,45 +100,16 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
         const AmmaStat *sts = stt(it & 1);
 
         float sT[BQ / 8][4], dpT[BQ / 8][4]; /* S^T = K_w Q^T, dP^T = V_w dO^T */
-        wgmma_fence();
-        amma_wg_product<HSP, true, false>(sT, kf, Qs);
-        amma_wg_product<HSP, true, false>(dpT, vf, dOs);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold<BQ / 2>(&sT[0][0]);
-        wgmma_hold<BQ / 2>(&dpT[0][0]);
-        wgmma_hold<HSP / 4>(&kf[0][0]);
-        wgmma_hold<HSP / 4>(&vf[0][0]);
+        amma_wg_scores2<HSP, BQ>(sT, kf, Qs, dpT, vf, dOs);
 
         /* P^T and dS^T in place; mask where a query can precede a key of
          * the warp or be past T (a key past T is never <= a query < T) */
-        if (q0 < wk0 + 15 || q0 + BQ > T_) {
-#pragma unroll
-            for (int j = 0; j < BQ / 8; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int qc = q0 + 8 * j + 2 * t4 + (i & 1), kr = i < 2 ? kr0 : kr1;
-                    if (kr > qc || qc >= T_) sT[j][i] = -INFINITY; /* p = 2^-inf = 0 */
-                }
-        }
-#pragma unroll
-        for (int j = 0; j < BQ / 8; j++) {
-            const AmmaStat2 q2 = *(const AmmaStat2 *)(sts + 8 * j + 2 * t4);
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const AmmaStat &r = i & 1 ? q2.c1 : q2.c0;
-                const float p = exp2_approx(fmaf(sT[j][i], sl2, -r.lse2));
-                sT[j][i] = p;
-                dpT[j][i] = p * (dpT[j][i] - r.D);
-            }
-        }
+        amma_mask<BQ, true>(sT, q0, wk0, kr0, kr1, t4, T_);
+        amma_pds_cols<BQ>(sT, dpT, sts, t4, sl2);
         /* dV_w += P^T dO, dK_w += dS^T Q: A (bf16) from the registers */
         uint32_t pa[BQ / 16][4], sa[BQ / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < BQ / 16; kk++) {
-            mma_a_from_c(pa[kk], sT[2 * kk], sT[2 * kk + 1]);
-            mma_a_from_c(sa[kk], dpT[2 * kk], dpT[2 * kk + 1]);
-        }
+        amma_wg_a_from_c<BQ>(pa, sT);
+        amma_wg_a_from_c<BQ>(sa, dpT);
         wgmma_fence();
         amma_wg_product<HSP, false, true>(dv, pa, dOs);
         amma_wg_product<HSP, false, true>(dk, sa, Qs);
@@ -172,11 +121,9 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
         wgmma_hold<BQ / 4>(&sa[0][0]);
     }
 
-    bf16 *rows = a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs; /* row t: + t C3 */
-    mma_strip_store<HSP>(rows + C, C3, kr0, T_, hs, dk, a.scale, a.scale);
-    mma_strip_store<HSP>(rows + 2 * C, C3, kr0, T_, hs, dv, 1.0f, 1.0f);
+    amma_dkdv_store<HSP>(a, blk, T_, hs, kr0, dk, dv);
 #else
-    (void)a; /* not sm_90a: the host refuses the launch (amma_bwd_wg_check) */
+    (void)a; /* not sm_90a: the host refuses the launch (amma_wg_check) */
 #endif
 }
 
@@ -212,8 +159,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_wg_kernel(AmmaBwdA
     const AmmaStat st0 = r0 < T_ ? rs[r0] : zero, st1 = r1 < T_ ? rs[r1] : zero;
 
     amma_stage_pair_async<HSP, BQ, NT, 1>(Qs, Qsrc, dOsrc, q0); /* [Q | dO], padded rows */
-    amma_stage_core_async<HSP, BK, NT>(kt_at(0), Ksrc, 0);
-    amma_stage_core_async<HSP, BK, NT>(kt_at(0) + BK * HSP, Vsrc, 0);
+    amma_stage_core_pair_async<HSP, BK, NT>(kt_at(0), Ksrc, Vsrc, 0);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -226,95 +172,36 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_wg_kernel(AmmaBwdA
 
     for (int kt = 0; kt < nK; kt++) {
         const int k0 = kt * BK;
-        if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
-        __syncthreads(); /* tile kt complete; every warp done with kt - 1 */
-        if (kt + 1 < nK) {
-            bf16 *next = kt_at((kt + 1) & 1);
-            amma_stage_core_async<HSP, BK, NT>(next, Ksrc, k0 + BK);
-            amma_stage_core_async<HSP, BK, NT>(next + BK * HSP, Vsrc, k0 + BK);
-            cp_async_commit();
-        }
-        const bf16 *Ks = kt_at(kt & 1), *Vs = Ks + BK * HSP;
+        const bf16 *Ks = amma_wg_kv_step<Cfg>(kt_at, Ksrc, Vsrc, kt, nK), *Vs = Ks + BK * HSP;
 
         float s[BK / 8][4], dp[BK / 8][4]; /* S = Q_w K^T, dP = dO_w V^T */
-        wgmma_fence();
-        amma_wg_product<HSP, true, false>(s, qf, Ks);
-        amma_wg_product<HSP, true, false>(dp, of, Vs);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold<BK / 2>(&s[0][0]);
-        wgmma_hold<BK / 2>(&dp[0][0]);
-        wgmma_hold<HSP / 4>(&qf[0][0]);
-        wgmma_hold<HSP / 4>(&of[0][0]);
+        amma_wg_scores2<HSP, BK>(s, qf, Ks, dp, of, Vs);
 
         /* mask where a key can be past a row of the warp or past T (whole
          * tiles past the warp's rows included: p = 0 there) */
-        if (k0 + BK - 1 > wq0 || k0 + BK > T_) {
-#pragma unroll
-            for (int j = 0; j < BK / 8; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int kc = k0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
-                    if (kc > row || kc >= T_) s[j][i] = -INFINITY;
-                }
-        }
-#pragma unroll
-        for (int j = 0; j < BK / 8; j++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const AmmaStat &r = i < 2 ? st0 : st1;
-                const float p = exp2_approx(fmaf(s[j][i], sl2, -r.lse2));
-                s[j][i] = p * (dp[j][i] - r.D); /* dS */
-            }
+        amma_mask<BK, false>(s, k0, wq0, r0, r1, t4, T_);
+        amma_ds_rows<BK>(s, dp, st0, st1, sl2);
         /* dQ_w += dS K: dS (bf16) from the registers, K N-major, k = key */
-        uint32_t da[BK / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) mma_a_from_c(da[kk], s[2 * kk], s[2 * kk + 1]);
-        wgmma_fence();
-        amma_wg_product<HSP, false, true>(dq, da, Ks);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold<HSP / 2>(&dq[0][0]);
-        wgmma_hold<BK / 4>(&da[0][0]);
+        amma_wg_acc_c<HSP, BK>(dq, s, Ks);
     }
 
-    mma_strip_store<HSP>(a.dqkv + (size_t)blk.b * T_ * C3 + blk.h * hs, C3, r0, T_, hs, dq,
-                         a.scale, a.scale);
+    amma_dq_store<HSP>(a, blk, T_, hs, r0, dq);
 #else
-    (void)a; /* not sm_90a: the host refuses the launch (amma_bwd_wg_check) */
+    (void)a; /* not sm_90a: the host refuses the launch (amma_wg_check) */
 #endif
 }
 
 /* ---- launches ---- */
 
-/* Refused, with the reason, on a device other than compute capability 9.0
- * (the kernels exist only in the sm_90a cubin) or off the 16-byte path at
- * head sizes other than 33..64. */
-static void amma_bwd_wg_check(CudaState *st, const AmmaBwdArgs &a, const char *name)
-{
-    if (st->cc != 90)
-        CUDA_FATAL("attention_backward: variant %s needs a compute capability 9.0 GPU (wgmma, "
-                   "sm_90a); this one is %d.%d",
-                   name, st->cc / 10, st->cc % 10);
-    if (!a.vec || a.C / a.NH > 64 || a.C / a.NH <= 32)
-        CUDA_FATAL("attention_backward: variant %s is for head sizes padded to 64 on the "
-                   "16-byte path only",
-                   name);
-}
-
 template <class Cfg, bool DQ> static void amma_bwd_wg_launch(CudaState *st, const AmmaBwdArgs &a)
 {
-    amma_bwd_wg_check(st, a, DQ ? AMMA_DQ_WG_NAME : AMMA_DKDV_WG_NAME);
-    const size_t smem = AmmaWgSmem<Cfg, !DQ>::bytes;
-    amma_check_smem(st, smem, "attention_backward", Cfg::HSP);
+    amma_wg_check(st, a.vec, a.C, a.NH, "attention_backward",
+                  DQ ? AMMA_DQ_WG_NAME : AMMA_DKDV_WG_NAME);
     void (*kern)(AmmaBwdArgs);
     if constexpr (DQ) kern = amma_dq_wg_kernel<Cfg>;
     else kern = amma_dkdv_wg_kernel<Cfg>;
-    attn_set_smem(kern, smem);
-    const size_t blocks = (size_t)ceil_div(a.T, Cfg::ROWS) * a.NH * a.nb;
-    if (blocks > 2147483647u)
-        CUDA_FATAL("attention_backward: %zu blocks exceed the grid's x limit", blocks);
-    LAUNCH(kern, (unsigned)blocks, Cfg::NT, smem, st->stream, a);
+    amma_launch(st, kern, a, AmmaWgSmem<Cfg, !DQ>::bytes, Cfg::ROWS, a.nb, Cfg::NT, Cfg::HSP,
+                "attention_backward");
 }
 
 void amma_dq_wg_launch(CudaState *st, const AmmaBwdArgs &a)

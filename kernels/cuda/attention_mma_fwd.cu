@@ -34,11 +34,10 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
     const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + a.C, C3, T_, hs},
                   Vsrc = {seq + 2 * a.C, C3, T_, hs};
     const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
-    const int wq0 = q0 + 16 * w;              /* this warp's first query row */
-    const int r0 = wq0 + g, r1 = r0 + 8;      /* this lane's two rows */
+    const int wq0 = q0 + 16 * w, r0 = wq0 + g, r1 = r0 + 8;
     const int last = q0 + BQ < T_ ? q0 + BQ : T_;
-    const int nK = (last + BK - 1) / BK;      /* key tiles up to the block's last row */
-    const bool idle = wq0 >= T_;              /* all 16 rows past T: nothing to compute */
+    const int nK = (last + BK - 1) / BK;
+    const bool idle = wq0 >= T_; /* all 16 rows past T: nothing to compute */
     const float sl2 = a.sl2;
 
     /* Q (with ST = 2, the first key/value tile too) */
@@ -60,7 +59,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
 
     float o[HSP / 8][4];
     mma_strip_zero<HSP>(o);
-    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f; /* rows r0, r1 */
 
     for (int kt = 0; kt < nK; kt++) {
         const int k0 = kt * BK;
@@ -73,80 +72,19 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
         else mma_strip<BK, HSP>(s, Qs, LD, 16 * w, Ks, LD);
         /* mask only where a key can be past a row of the warp or past T; key
          * k0 <= wq0 is valid for every row, so both maxima are finite */
-        if (k0 + BK - 1 > wq0 || k0 + BK > T_) { /* a branch: most tiles skip it */
-#pragma unroll
-            for (int j = 0; j < BK / 8; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int col = k0 + 8 * j + 2 * t4 + (i & 1), row = i < 2 ? r0 : r1;
-                    if (col > row || col >= T_) s[j][i] = -INFINITY;
-                }
-        }
-        float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < BK / 8; j++) {
-            mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
-            mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
-        }
-        /* a row's BK scores are spread over the 4 lanes of its group */
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-        /* the old sums' rescaling: 2^-inf = 0 at the first tile */
-        const float a0 = exp2_approx((m0 - n0) * sl2), a1 = exp2_approx((m1 - n1) * sl2);
-        m0 = n0;
-        m1 = n1;
-        const float nb0 = -n0 * sl2, nb1 = -n1 * sl2; /* p = 2^(s sl2 - m sl2): one FFMA */
-        /* l stays a per-lane partial sum (the same alpha scales all four
-         * lanes of a row); the lanes' parts are added once, at the end */
-        float sum0 = 0.0f, sum1 = 0.0f;
-#pragma unroll
-        for (int j = 0; j < BK / 8; j++) {
-            s[j][0] = exp2_approx(fmaf(s[j][0], sl2, nb0));
-            s[j][1] = exp2_approx(fmaf(s[j][1], sl2, nb0));
-            s[j][2] = exp2_approx(fmaf(s[j][2], sl2, nb1));
-            s[j][3] = exp2_approx(fmaf(s[j][3], sl2, nb1));
-            sum0 += s[j][0] + s[j][1];
-            sum1 += s[j][2] + s[j][3];
-        }
-        l0 = l0 * a0 + sum0;
-        l1 = l1 * a1 + sum1;
-#pragma unroll
-        for (int j = 0; j < HSP / 8; j++) {
-            o[j][0] *= a0;
-            o[j][1] *= a0;
-            o[j][2] *= a1;
-            o[j][3] *= a1;
-        }
+        amma_mask<BK, false>(s, k0, wq0, r0, r1, t4, T_);
+        amma_softmax_step<BK, HSP>(s, o, m0, m1, l0, l1, sl2);
         /* O_w += P V, P (rounded to bf16) straight from the score registers */
         mma_strip_acc<HSP, BK>(o, s, Vs, LD);
     }
 
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    mma_strip_store<HSP>(a.out + (size_t)blk.b * T_ * a.C + blk.h * hs, a.C, r0, T_, hs, o,
-                         1.0f / l0, 1.0f / l1);
-    if (t4 == 0) {
-        const size_t lrow = ((size_t)blk.b * a.NH + blk.h) * T_;
-        if (r0 < T_) a.lse[lrow + r0] = AMMA_LN2 * (m0 * sl2 + log2f(l0));
-        if (r1 < T_) a.lse[lrow + r1] = AMMA_LN2 * (m1 * sl2 + log2f(l1));
-    }
+    amma_fwd_finish<HSP>(a, blk, T_, hs, r0, r1, t4, o, m0, m1, l0, l1, sl2);
 }
 
 template <class Cfg> static void amma_fwd_launch(CudaState *st, const AmmaFwdArgs &a)
 {
-    const size_t smem = amma_fwd_smem<Cfg>();
-    amma_check_smem(st, smem, "attention_forward", Cfg::HSP);
-    auto kern = amma_fwd_kernel<Cfg>;
-    attn_set_smem(kern, smem);
-    const size_t blocks = (size_t)ceil_div(a.T, Cfg::ROWS) * a.NH * a.B;
-    if (blocks > 2147483647u)
-        CUDA_FATAL("attention_forward: %zu blocks exceed the grid's x limit", blocks);
-    LAUNCH(kern, (unsigned)blocks, Cfg::NT, smem, st->stream, a);
+    amma_launch(st, amma_fwd_kernel<Cfg>, a, amma_fwd_smem<Cfg>(), Cfg::ROWS, a.B, Cfg::NT,
+                Cfg::HSP, "attention_forward");
 }
 
 /* Named warps, key tile, stages, launch-bound blocks per SM; the device
