@@ -29,7 +29,7 @@
  * p = 0: P and dS are exact zeros there and add +0 to the accumulators;
  * the same for rows past T (zero operands, masked columns). Unmeasured on
  * a GPU (docs/attention-kernels.md). */
-#include "attention_mma.cuh"
+#include "attention_mma_wg.cuh"
 
 /* Shared memory: two stages, each two BT x HSP core-layout tiles of the
  * streamed side and, with STATS (dK/dV), their BT statistics; then the

@@ -21,7 +21,7 @@
  * precede a tile's keys masks the tile to p = 0 instead of skipping it
  * (p = 2^-inf = 0 adds exact zeros; the row maxima stay finite because key
  * 0 is valid for every row). Unmeasured on a GPU (docs/attention-kernels.md). */
-#include "attention_mma.cuh"
+#include "attention_mma_wg.cuh"
 
 /* Shared memory: two stages of [K | V] (BK x HSP each, core layout), then
  * Q (64 padded rows). */
