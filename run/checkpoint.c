@@ -243,7 +243,8 @@ int ckpt_find_rollback(const char *dir, const CkptIdentity *id, int *step)
 
 /* Keep the newest `keep` complete saves of run id and its rollback point;
  * delete its older complete ones and every incomplete folder older than
- * the newest complete save. Another run's saves are never touched.
+ * the newest complete save, a note on stdout for each. Another run's saves
+ * are never touched.
  * Failures here only cost disk space: they are reported, not fatal. */
 static void prune(const char *dir, int keep, const CkptIdentity *id)
 {
@@ -270,6 +271,12 @@ static void prune(const char *dir, int keep, const CkptIdentity *id)
         ckpt_step_dir(sd, sizeof sd, dir, saves[i].step);
         if (remove_save(sd, err, sizeof err) != 0)
             fprintf(stderr, "warning: could not delete an old save: %s\n", err);
+        else if (saves[i].complete) /* said, so that no save goes unannounced */
+            printf("note: deleted %s (--keep %d: the newest %d saves of this run are kept)\n",
+                   sd, keep, keep);
+        else
+            printf("note: deleted %s (an incomplete save, older than the complete step %d)\n",
+                   sd, newest_complete);
     }
     free(saves);
 }

@@ -104,6 +104,10 @@ Test(folders, another_runs_saves_are_refused_or_moved_aside, .timeout = 120)
     cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
     cr_expect_eq(step, 4);
     cr_expect_neq(access(tu_path(d, "ck/step_00000001"), F_OK), 0, "B's --keep 3 did not prune");
+    char note[1200];
+    snprintf(note, sizeof note, "note: deleted %s/ck/step_00000001 (--keep 3: the newest 3 saves "
+             "of this run are kept)\n", d);
+    cr_expect(tc_file_has(tu_path(d, "b2.out"), note), "no note for the pruned save: %s", note);
     /* --resume continues B (seed 7), not A: the same as B run straight to 6 */
     snprintf(args, sizeof args, "%s --steps 6 --seed 7 --checkpoint-dir %s/ck --resume --save "
              "%s/resumed.bin", m, d, d);
