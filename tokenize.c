@@ -152,14 +152,7 @@ static int keep_old_file(const char *path, int overwrite, char *kept, size_t kep
                 "%s.replaced_<time>)\n", path, (long long)st.st_size, path);
         return -1;
     }
-    char stamp[32];
-    io_stamp(stamp, sizeof stamp);
-    for (int k = 1; k < 100; k++) {
-        if (k == 1) snprintf(kept, kept_len, "%s.replaced_%s", path, stamp);
-        else snprintf(kept, kept_len, "%s.replaced_%s-%d", path, stamp, k);
-        if (link(path, kept) == 0) return 0;
-        if (errno != EEXIST) break;
-    }
+    if (io_link_aside(path, kept, kept_len) == 0) return 0;
     fprintf(stderr, "tokenize: --overwrite: cannot keep the old %s as %s: %s; nothing was "
             "written\n", path, kept, strerror(errno));
     kept[0] = 0;

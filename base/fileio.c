@@ -363,6 +363,19 @@ void io_stamp(char *out, size_t len)
         snprintf(out, len, "%lld", (long long)now);
 }
 
+int io_link_aside(const char *path, char *dst, size_t dst_len)
+{
+    char stamp[32];
+    io_stamp(stamp, sizeof stamp);
+    for (int k = 1; k < 100; k++) {
+        if (k == 1) snprintf(dst, dst_len, "%s.replaced_%s", path, stamp);
+        else snprintf(dst, dst_len, "%s.replaced_%s-%d", path, stamp, k);
+        if (link(path, dst) == 0) return 0;
+        if (errno != EEXIST) return -1;
+    }
+    return -1; /* errno EEXIST */
+}
+
 void io_dirname(const char *path, char *out, size_t len)
 {
     size_t n = strlen(path);

@@ -102,6 +102,12 @@ int io_probe_output(const char *path, char *err, size_t err_len);
  * moved aside or rescued get (NAME.replaced_<time>, DIR/replaced_<time>/). */
 void io_stamp(char *out, size_t len);
 
+/* Give the file at path a second name, path.replaced_<time>[-k] (the first
+ * free one, into dst): a hard link, so nothing is copied, and link() never
+ * replaces a file already there. Returns 0; -1 with errno set (EXDEV,
+ * EPERM: a file system without hard links; EEXIST: no free name). */
+int io_link_aside(const char *path, char *dst, size_t dst_len);
+
 /* The folder holding path: "." when it has no slash, "/" for "/x". */
 void io_dirname(const char *path, char *out, size_t len);
 

@@ -13,35 +13,26 @@
 #include "base/fileio.h"
 #include "model/model_file.h"
 
-/* Move path to path.replaced_<time>[-k] without replacing anything there:
- * link() fails with EEXIST where rename() would overwrite. */
+/* Move path to path.replaced_<time>[-k] without replacing anything there
+ * (io_link_aside, then the old name dropped); on a file system without
+ * hard links, a rename to a name seen free. */
 static int move_aside(const char *flag, const char *path, char *dst, size_t dst_len, char *err,
                       size_t err_len)
 {
-    char stamp[32];
-    io_stamp(stamp, sizeof stamp);
-    for (int k = 1; k < 100; k++) {
-        if (k == 1)
-            snprintf(dst, dst_len, "%s.replaced_%s", path, stamp);
-        else
-            snprintf(dst, dst_len, "%s.replaced_%s-%d", path, stamp, k);
-        if (link(path, dst) == 0) {
-            if (unlink(path) == 0) return 0;
-            int e = errno;
-            unlink(dst);
-            return io_err(err, err_len, "%s %s: --overwrite-outputs cannot move it aside: %s",
-                          flag, path, strerror(e));
-        }
-        if (errno == EEXIST) continue;
-        /* a file system without hard links: rename, having seen the name free */
-        struct stat st;
-        if (lstat(dst, &st) == 0) continue;
-        if (rename(path, dst) == 0) return 0;
-        return io_err(err, err_len, "%s %s: --overwrite-outputs cannot move it to %s: %s", flag,
-                      path, dst, strerror(errno));
+    if (io_link_aside(path, dst, dst_len) == 0) {
+        if (unlink(path) == 0) return 0;
+        int e = errno;
+        unlink(dst);
+        return io_err(err, err_len, "%s %s: --overwrite-outputs cannot move it aside: %s", flag,
+                      path, strerror(e));
     }
-    return io_err(err, err_len, "%s %s: --overwrite-outputs found no free name %s.replaced_%s*",
-                  flag, path, path, stamp);
+    if (errno == EEXIST)
+        return io_err(err, err_len, "%s %s: --overwrite-outputs found no free name %s.replaced_*",
+                      flag, path, path);
+    struct stat st;
+    if (lstat(dst, &st) != 0 && rename(path, dst) == 0) return 0;
+    return io_err(err, err_len, "%s %s: --overwrite-outputs cannot move it to %s: %s", flag, path,
+                  dst, strerror(errno));
 }
 
 enum { OUT_FREE, OUT_EXISTS, OUT_BAD };
