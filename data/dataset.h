@@ -118,7 +118,6 @@ typedef struct {
     int old_manifest, old_shards;    /* what the prefix held at begin */
     unsigned long long old_bytes;    /* their sizes */
     uint64_t old_id;             /* the old manifest's dataset id; 0 none or unreadable */
-    char man_final[4600];        /* DIR/PREFIX.manifest.json */
     char replaced[4400];         /* the folder the old files moved into; "" none */
     int moved;                   /* old files moved there */
 } DatasetStage;

@@ -95,6 +95,21 @@ static int clear_leftovers(DatasetStage *s, char *err, size_t err_len)
     return rc;
 }
 
+/* Whether `name` in the prefix's folder is a file of a dataset there: the
+ * manifest (*is_manifest) or a shard name, and a regular file (a folder or
+ * link with such a name is no dataset's; step 1 refuses it where the new
+ * dataset needs the name). *st gets its stat. */
+static int dataset_file(const DatasetStage *s, const char *name, int *is_manifest,
+                        struct stat *st)
+{
+    char manifest[DATASET_NAME_MAX + 32], p[4600];
+    snprintf(manifest, sizeof manifest, "%s" DATASET_MANIFEST_SUFFIX, s->base);
+    *is_manifest = strcmp(name, manifest) == 0;
+    if (!*is_manifest && !is_shard_name(name, s->base)) return 0;
+    io_err(p, sizeof p, "%s/%s", s->dir, name);
+    return lstat(p, st) == 0 && S_ISREG(st->st_mode);
+}
+
 /* What the prefix holds now: its manifest (and, when it parses, the id of
  * the dataset it describes) and its shards. */
 static int survey_old(DatasetStage *s, char *err, size_t err_len)
@@ -104,20 +119,13 @@ static int survey_old(DatasetStage *s, char *err, size_t err_len)
         io_err(err, err_len, "%s: cannot list the output folder: %s", s->dir, strerror(errno));
         return -1;
     }
-    char manifest[DATASET_NAME_MAX + 32];
-    snprintf(manifest, sizeof manifest, "%s" DATASET_MANIFEST_SUFFIX, s->base);
     s->old_shards = s->old_manifest = 0;
     s->old_bytes = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        int is_manifest = strcmp(e->d_name, manifest) == 0;
-        if (!is_manifest && !is_shard_name(e->d_name, s->base)) continue;
-        char p[4600];
+        int is_manifest;
         struct stat st;
-        io_err(p, sizeof p, "%s/%s", s->dir, e->d_name);
-        /* a folder or link with such a name is no dataset's (step 1 refuses
-         * it where the new dataset needs the name) */
-        if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (!dataset_file(s, e->d_name, &is_manifest, &st)) continue;
         if (is_manifest) s->old_manifest = 1;
         else s->old_shards++;
         s->old_bytes += (unsigned long long)st.st_size;
@@ -127,7 +135,7 @@ static int survey_old(DatasetStage *s, char *err, size_t err_len)
     if (s->old_manifest) {
         DatasetManifest m;
         char p[4600], why[512];
-        io_err(p, sizeof p, "%s/%s", s->dir, manifest);
+        io_err(p, sizeof p, "%s/%s" DATASET_MANIFEST_SUFFIX, s->dir, s->base);
         if (dataset_manifest_read(p, &m, why, sizeof why) == 0) {
             s->old_id = m.id;
             dataset_manifest_free(&m);
@@ -275,7 +283,6 @@ static int make_replaced_folder(DatasetStage *s, char *err, size_t err_len)
  * names: those, and the manifest, are renamed over in step 3. */
 static int move_old(DatasetStage *s, char *err, size_t err_len)
 {
-    const char *manifest = strrchr(s->man_final, '/') + 1;
     int same = s->old_id && s->old_id == s->man.id;
     DIR *d = opendir(s->dir);
     if (!d) {
@@ -286,12 +293,9 @@ static int move_old(DatasetStage *s, char *err, size_t err_len)
     int rc = 0;
     s->moved = 0;
     while (rc == 0 && (e = readdir(d))) {
-        int is_manifest = strcmp(e->d_name, manifest) == 0;
-        if (!is_manifest && !is_shard_name(e->d_name, s->base)) continue;
-        char from[4600], to[4600];
+        int is_manifest;
         struct stat st;
-        io_err(from, sizeof from, "%s/%s", s->dir, e->d_name);
-        if (lstat(from, &st) != 0 || !S_ISREG(st.st_mode)) continue; /* as survey_old */
+        if (!dataset_file(s, e->d_name, &is_manifest, &st)) continue;
         if (same && (is_manifest || dataset_manifest_find(&s->man, e->d_name) >= 0)) continue;
         if (!s->overwrite) {
             rc = io_err(err, err_len, "%s/%s: appeared while tokenizing; a new dataset would "
@@ -302,6 +306,8 @@ static int move_old(DatasetStage *s, char *err, size_t err_len)
             rc = -1;
             break;
         }
+        char from[4600], to[4600];
+        io_err(from, sizeof from, "%s/%s", s->dir, e->d_name);
         io_err(to, sizeof to, "%s/%s", s->replaced, e->d_name);
         s->switching = 1;
         if (rename(from, to) != 0)
@@ -319,7 +325,6 @@ int dataset_stage_commit(DatasetStage *s, char *err, size_t err_len)
 {
     char name[DATASET_NAME_MAX + 32], staged[4600], final[4600];
     snprintf(name, sizeof name, "%s" DATASET_MANIFEST_SUFFIX, s->base);
-    io_err(s->man_final, sizeof s->man_final, "%s/%s", s->dir, name);
     io_err(staged, sizeof staged, "%s/%s", s->stage, name);
     /* the manifest, fsynced with the staging folder (io_write_file) */
     if (dataset_manifest_write(staged, &s->man, err, err_len) != 0) return -1;
