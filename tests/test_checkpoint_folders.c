@@ -296,7 +296,7 @@ Test(folders, a_refused_resume_moves_nothing, .timeout = 120)
         tc_run_expect(d, args, 1, want);
         cr_expect(tu_exists(tu_path(d, "ck/step_00000003")), "%s: step 3 was moved", why[i]);
         cr_expect(!tu_exists(tu_path(d, "ck/abandoned")), "%s: saves moved aside", why[i]);
-        if (i == 1) continue; /* llm.c's state does not record --lr (README) */
+        if (i == 1) continue; /* llm.c's state does not record --lr (docs/interop.md) */
         snprintf(args, sizeof args, "%s %s --resume-llmc %s/lc/state_00000002_00000.bin "
                  "--save-checkpoint-llmc %s/lc", tc_model_args(d), why[i], d, d);
         tc_run_expect(d, args, 1, i == 0 ? "state_00000002_00000.bin: it is at step 2, beyond "
