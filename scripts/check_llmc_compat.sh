@@ -104,6 +104,9 @@ cleanup() {
     if [ "$rc" -eq 0 ]; then rm -rf "$work"; else echo "$prog: files kept in $work" >&2; fi
 }
 trap cleanup EXIT
+# a signal ends the script through exit, so cleanup stops llm.c and keeps the files
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # ---- 2. build llm.c's CPU trainer --------------------------------------
 mkdir -p "$work/llmc"
