@@ -1,7 +1,8 @@
 # train_gpt — build. `make` builds ./train_gpt and ./tokenize (CPU backend
 # always; the CUDA backend too when nvcc is found). `make test` runs the
 # Criterion suite. `make data` prepares the default dataset; `make hellaswag`
-# the HellaSwag eval file. `make test-asan`
+# the HellaSwag eval file; `make llmc-compat LLMC_DIR=...` compares with llm.c's
+# own CPU trainer. `make test-asan`
 # runs the suite under ASan+UBSan; `make fuzz` builds the libFuzzer targets.
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -61,7 +62,7 @@ ifneq ($(HAVE_CUDA),1)
   NCCL_CHECK := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(BUILD)/distributed/nccl_check.o)
 endif
 
-.PHONY: all test data hellaswag clean cuda-check cuda-emu-check cuda-resources cuda-perf-model \
+.PHONY: all test data hellaswag llmc-compat clean cuda-check cuda-emu-check cuda-resources cuda-perf-model \
         gpu-check-rehearsal
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
@@ -121,6 +122,12 @@ data: tokenize
 # sha256-checked).
 hellaswag: tokenize
 	scripts/get_hellaswag.sh
+
+# llm.c's own CPU trainer (train_gpt2.c of an llm.c checkout) on shards and a
+# model file made here, its losses against ./train_gpt's (docs/llmc-compat.md):
+# `make llmc-compat LLMC_DIR=path/to/llm.c`. Not part of test or CI (no llm.c).
+llmc-compat: train_gpt tokenize
+	scripts/check_llmc_compat.sh "$(LLMC_DIR)"
 
 # CUDA kernel checker (tests/cuda/README.md): every op against the cpu
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
