@@ -12,15 +12,9 @@
 /* Run the checker on root; its output (stdout and stderr) into *out. */
 static int check_layers(const char *root, char **out)
 {
-    char *d = tu_tempdir(), cmd[4096], path[600];
-    snprintf(path, sizeof path, "%s/out.txt", d);
-    snprintf(cmd, sizeof cmd, "python3 scripts/check_layers.py '%s' > '%s' 2>&1", root, path);
-    int rc = tu_run(cmd);
-    *out = tu_read_file(path, NULL);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    tu_run(cmd);
-    free(d);
-    return rc;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 scripts/check_layers.py '%s'", root);
+    return tu_run_output(cmd, out, out);
 }
 
 /* A copy of the checked part of the tree: every layer's folder, the

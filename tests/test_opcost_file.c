@@ -116,15 +116,10 @@ Test(opcost_file, cache_folder_and_name)
 
 static int run(const char *dir, const char *args, char **out, char **err)
 {
-    char cmd[4096], po[600], pe[600];
-    snprintf(po, sizeof po, "%s/stdout.txt", dir);
-    snprintf(pe, sizeof pe, "%s/stderr.txt", dir);
-    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache %s %s --device cpu --threads 1 "
-             "> %s 2> %s", dir, tc_bin(), args, po, pe);
-    int rc = tu_run(cmd);
-    *out = tu_read_file(po, NULL);
-    *err = tu_read_file(pe, NULL);
-    return rc;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache %s %s --device cpu --threads 1", dir,
+             tc_bin(), args);
+    return tu_run_output(cmd, out, err);
 }
 
 static char *train_args(const char *d, const char *extra)

@@ -100,19 +100,14 @@ static void env_free(Env *e)
  * first on PATH and extra variables; stdout and stderr into *out, *errout. */
 static int fetch(Env *e, const char *name, const char *vars, char **out, char **errout)
 {
-    char cmd[16 * PATH_MAX], o[PATH_MAX + 16], eo[PATH_MAX + 16];
-    snprintf(o, sizeof o, "%s/out.txt", e->root);
-    snprintf(eo, sizeof eo, "%s/err.txt", e->root);
+    char cmd[16 * PATH_MAX];
     snprintf(cmd, sizeof cmd,
              "cd '%s' && env -u TRAIN_GPT_GPT2_DIR -u TINYSHAKESPEARE -u TRAIN_GPT_OFFLINE "
              "PATH='%s/fake':\"$PATH\" XDG_DATA_HOME='%s' FAKE_LOG='%s/log.txt' "
-             "FAKE_GPT2='%s' FAKE_TEXT='%s' %s '%s/tokenize' --fetch %s > '%s' 2> '%s'",
+             "FAKE_GPT2='%s' FAKE_TEXT='%s' %s '%s/tokenize' --fetch %s",
              e->work, e->root, e->xdg, e->root, e->gpt2_src, e->text_src, vars ? vars : "",
-             e->bin, name, o, eo);
-    int rc = tu_run(cmd);
-    *out = tu_read_file(o, NULL);
-    *errout = tu_read_file(eo, NULL);
-    return rc;
+             e->bin, name);
+    return tu_run_output(cmd, out, errout);
 }
 
 static int exists(const char *dir, const char *name)

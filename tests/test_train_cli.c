@@ -113,13 +113,9 @@ Test(train_cli, save_fresh_init_and_init_from, .timeout = 120)
 /* Run ./train_gpt with args; return the exit status and stderr's text. */
 static int run_cli(const char *args, char **err_text)
 {
-    char *d = tu_tempdir(), cmd[4096], path[512];
-    snprintf(path, sizeof path, "%s/stderr.txt", d);
-    snprintf(cmd, sizeof cmd, "./train_gpt %s > /dev/null 2> %s", args, path);
-    int rc = tu_run(cmd);
-    *err_text = tu_read_file(path, NULL);
-    free(d);
-    return rc;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "./train_gpt %s", args);
+    return tu_run_output(cmd, NULL, err_text);
 }
 
 static void expect_usage_error(const char *args, const char *needle)

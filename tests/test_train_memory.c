@@ -44,16 +44,10 @@ static char *make_shards(void)
 
 static int run(const char *args, const char *dir, char **out, char **err)
 {
-    char cmd[4096], po[600], pe[600];
-    snprintf(po, sizeof po, "%s/stdout.txt", dir);
-    snprintf(pe, sizeof pe, "%s/stderr.txt", dir);
+    char cmd[4096];
     /* a cache of op costs of the test's own: none from earlier runs */
-    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache %s %s > %s 2> %s", dir, tc_bin(), args,
-             po, pe);
-    int rc = tu_run(cmd);
-    *out = tu_read_file(po, NULL);
-    *err = tu_read_file(pe, NULL);
-    return rc;
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache %s %s", dir, tc_bin(), args);
+    return tu_run_output(cmd, out, err);
 }
 
 Test(train_memory, plan_prints_the_planners_table)

@@ -159,6 +159,29 @@ int tu_run(const char *cmd)
     return WEXITSTATUS(st);
 }
 
+int tu_run_output(const char *cmd, char **out, char **err)
+{
+    char *d = tu_tempdir(), po[PATH_MAX + 16], pe[PATH_MAX + 16];
+    snprintf(po, sizeof po, "%s/stdout.txt", d);
+    snprintf(pe, sizeof pe, "%s/stderr.txt", d);
+    const char *to_out = out ? po : "/dev/null", *to_err = err ? pe : "/dev/null";
+    size_t n = strlen(cmd) + 2 * sizeof po + 32;
+    char *sh = malloc(n);
+    cr_assert_not_null(sh);
+    /* a subshell, so that a cmd of several commands (cd ... && ...) is
+     * redirected whole */
+    if (out && out == err)
+        snprintf(sh, n, "( %s ) > '%s' 2>&1", cmd, po);
+    else
+        snprintf(sh, n, "( %s ) > '%s' 2> '%s'", cmd, to_out, to_err);
+    int rc = tu_run(sh);
+    free(sh);
+    if (out) *out = tu_read_file(po, NULL);
+    if (err && err != out) *err = tu_read_file(pe, NULL);
+    tu_remove_tree(d);
+    return rc;
+}
+
 int tu_exists(const char *path)
 {
     struct stat st;

@@ -42,6 +42,11 @@ void tu_remove_tree(char *dir);
  * given in the command. */
 int tu_run(const char *cmd);
 
+/* Run a shell command with its stdout into *out and its stderr into *err
+ * (malloc'd text; NULL drops that stream; out == err gives both streams, in
+ * the order written, in one text). Returns the exit status (or -1). */
+int tu_run_output(const char *cmd, char **out, char **err);
+
 /* Everything the test wrote to stderr so far, as a malloc'd string, for a
  * test declared with .init = cr_redirect_stderr; stderr is closed after. */
 char *tu_captured_stderr(void);
