@@ -72,7 +72,7 @@ typedef struct {
 int train_loop(Trainer *tr, char *err, size_t len);
 
 /* Start-up's stop point, after each long phase (`phase` names it: "initialising
- * the parameters"): when any rank has a SIGINT or SIGTERM, every rank prints
+ * the parameters"): when any rank has a stop signal (run/signals.h), every rank prints
  * what a stop before the first step keeps (nothing; a resume's save is still
  * there) and exits with TRAIN_EXIT_STOPPED_NOTHING, or _RESUMABLE when
  * resuming. The phases give up early on the flag (base/stop.h), so a stop
