@@ -18,6 +18,7 @@
 #include "kernels/profile.h"
 #include "model/gpt.h"
 #include "run/llmc_ckpt.h"
+#include "run/outputs.h"
 #include "run/run_log.h"
 #include "run/session.h"
 #include "train_costs.h"
@@ -51,6 +52,7 @@ typedef struct {
     int llmc_saved;          /* the last llm.c export's step, or the resumed one's when
                               * the export folder has it already; -1 none */
     OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
+    OutputSeen save_seen;    /* what --save held once claimed (rank 0; run/outputs.h) */
     int llmc_made;           /* that folder was absent: this run made it (rank 0) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (train_costs.h) */
