@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
 #include "model/model_file.h"
+#include "run/run_log.h"
 
 /* Move path to path.replaced_<time>[-k] without replacing anything there
  * (io_link_aside, then the old name dropped); on a file system without
@@ -51,6 +53,17 @@ static int inspect(const RunOutput *o, long long *bytes, char *err, size_t err_l
         io_err(err, err_len, "%s %s: exists and is not a regular file (a %s); give a file path",
                o->flag, o->path, S_ISDIR(st.st_mode) ? "folder" : "special file");
         return OUT_BAD;
+    }
+    /* a log another run writes now is locked by it (run/run_log.h), even
+     * while still empty: refused here, before anything is built */
+    int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        close(fd);
+        if (busy) {
+            io_err(err, err_len, "%s %s: %s", o->flag, o->path, RUN_LOG_IN_USE);
+            return OUT_BAD;
+        }
     }
     *bytes = (long long)st.st_size;
     return st.st_size == 0 ? OUT_FREE : OUT_EXISTS;

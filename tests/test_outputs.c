@@ -13,7 +13,9 @@
  *  - a final --save that fails is rescued to the working folder or $TMPDIR;
  *  - a file written at --save while the run trained (a second run given the
  *    same --save, checked when the path was still free) is kept as
- *    FILE.replaced_<time>, not replaced silently. */
+ *    FILE.replaced_<time>, not replaced silently;
+ *  - a second run given the --log a run is writing is refused (its lock),
+ *    even while that log is still empty. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -266,5 +268,28 @@ Test(outputs, a_file_written_at_save_during_the_run_is_kept, .timeout = 120)
              tu_path(d, "ref.bin"));
     cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
     cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
+    free(d);
+}
+
+/* A run's --log is created empty when its training starts; a second run
+ * given the same --log found it empty, took it (truncating it) and wrote
+ * over the first's lines at the same offsets, both exiting 0. Now the
+ * first holds a lock on it: the second is refused at start-up, exit 1, and
+ * the first's log is whole. Before: the second exited 0 (failed). */
+Test(outputs, a_second_run_on_the_same_log_is_refused, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 3 --log %s", tc_model_args(d), tu_path(d, "l.jsonl"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "a"));
+    for (int t = 0; t < 6000 && !tu_exists(tu_path(d, "l.jsonl")); t++) tc_sleep_ms(10);
+    cr_assert(tu_exists(tu_path(d, "l.jsonl")), "the first run did not open its log");
+    cr_expect_eq(tc_run(NULL, args, tu_path(d, "b")), 1, "the second run was let write the log");
+    cr_expect(tc_file_has(tu_path(d, "b.err"), "another run is writing this log now"));
+    int st = tc_wait(pid, 60000);
+    cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the first run failed");
+    int steps[8];
+    cr_expect_eq(tc_log_losses(tu_path(d, "l.jsonl"), steps, NULL, NULL, 8), 3);
+    cr_expect(steps[0] == 1 && steps[1] == 2 && steps[2] == 3);
     free(d);
 }
