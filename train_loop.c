@@ -145,7 +145,8 @@ static int print_sample(Trainer *tr, int step)
 
 enum { KEPT_CHECKPOINT = 1, KEPT_MODEL = 2 };
 
-/* A checkpoint of `step` failed (err says how; the previous save is kept):
+/* A checkpoint of `step` (--checkpoint-dir's, or llm.c's export) failed
+ * (err says how; the previous save is kept):
  * the weights after it exist only in memory, so --save's model file is
  * still written before the run exits 1 (rescued elsewhere when its own
  * write fails too, run/outputs.h), and err says where it went.
@@ -347,7 +348,10 @@ int train_loop(Trainer *tr, char *err, size_t len)
             keep_model_after_failed_save(tr, step, err, len);
             return -1;
         }
-        if (trainer_llmc_due(tr, step) && trainer_llmc_export(tr, step, err, len) != 0) return -1;
+        if (trainer_llmc_due(tr, step) && trainer_llmc_export(tr, step, err, len) != 0) {
+            keep_model_after_failed_save(tr, step, err, len);
+            return -1;
+        }
         /* A signal reaches the ranks at different moments: stop when any
          * rank has one, all after the same step. */
         int sig = agreed_signal(d);

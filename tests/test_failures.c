@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "run/checkpoint.h"
 #include "test_util.h"
@@ -182,6 +184,32 @@ Test(save_errors, a_failed_save_still_writes_the_model_file, .timeout = 60)
              tu_path(d, "m.bin"));
     cr_expect(tc_file_has(tu_path(d, "b.err"), want), "no: %s", want);
     expect_newest_is_2(d);
+    snprintf(args, sizeof args, "%s --steps 3 --save %s", tc_model_args(d), tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
+    cr_assert(tu_exists(tu_path(d, "m.bin")), "--save was not written");
+    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
+    free(d);
+}
+
+/* The same for llm.c's export (--save-checkpoint-llmc), its step 3 model
+ * file blocked by a folder made during the run: exit 1, and --save holds
+ * the model after step 3. Before: no --save file. */
+Test(save_errors, a_failed_llmc_export_still_writes_the_model_file, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4400];
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 1 --save-checkpoint-llmc %s --save %s",
+             tc_model_args(d), tu_path(d, "lc"), tu_path(d, "m.bin"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=200", args, tu_path(d, "b"));
+    cr_assert(tc_wait_for_text(tu_path(d, "b.out"), "step     1/", 60000));
+    cr_assert_eq(mkdir(tu_path(d, "lc/model_00000003.bin"), 0755), 0);
+    int st = tc_wait(pid, 60000);
+    cr_assert(st != -1 && WIFEXITED(st));
+    cr_expect_eq(WEXITSTATUS(st), 1);
+    char want[1200];
+    snprintf(want, sizeof want, "the model after step 3 is in %s (not resumable)",
+             tu_path(d, "m.bin"));
+    cr_expect(tc_file_has(tu_path(d, "b.err"), want), "no: %s", want);
     snprintf(args, sizeof args, "%s --steps 3 --save %s", tc_model_args(d), tu_path(d, "ref.bin"));
     cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
     cr_assert(tu_exists(tu_path(d, "m.bin")), "--save was not written");
