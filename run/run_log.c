@@ -113,10 +113,17 @@ int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        io_err(err, err_len, "--log %s: %s", path, errno == EWOULDBLOCK ? RUN_LOG_IN_USE
-                                                                       : strerror(errno));
-        close(fd);
-        return -1;
+        int e = errno;
+        if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS) {
+            /* as run/ownership.c: a file system without locks runs unguarded */
+            fprintf(stderr, "warning: --log %s: this filesystem does not lock (%s): a second "
+                    "run given it would not be stopped\n", path, strerror(e));
+        } else {
+            io_err(err, err_len, "--log %s: %s", path,
+                   e == EWOULDBLOCK ? RUN_LOG_IN_USE : strerror(e));
+            close(fd);
+            return -1;
+        }
     }
     if (resume_step < 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
         /* found empty or absent at start-up (run/outputs.h); written since */
