@@ -334,7 +334,7 @@ static void start(Trainer *tr, int argc, char **argv)
     /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
     if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
         dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
-    if (signals_install() != 0) fail(tr, "cannot install the SIGINT/SIGTERM handlers");
+    if (signals_install() != 0) fail(tr, "cannot install the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGPIPE)");
     resolve_total_batch(tr); /* sets grad-accum, which the session records */
     trainer_check_output_paths(tr);
     RunConfig run = train_options_run_config(o);

@@ -18,6 +18,7 @@
 #include "kernels/profile.h"
 #include "model/gpt.h"
 #include "run/llmc_ckpt.h"
+#include "run/outputs.h"
 #include "run/run_log.h"
 #include "run/session.h"
 #include "train_costs.h"
@@ -51,6 +52,7 @@ typedef struct {
     int llmc_saved;          /* the last llm.c export's step, or the resumed one's when
                               * the export folder has it already; -1 none */
     OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
+    OutputSeen save_seen;    /* what --save held once claimed (rank 0; run/outputs.h) */
     int llmc_made;           /* that folder was absent: this run made it (rank 0) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (train_costs.h) */
@@ -72,7 +74,7 @@ typedef struct {
 int train_loop(Trainer *tr, char *err, size_t len);
 
 /* Start-up's stop point, after each long phase (`phase` names it: "initialising
- * the parameters"): when any rank has a SIGINT or SIGTERM, every rank prints
+ * the parameters"): when any rank has a stop signal (run/signals.h), every rank prints
  * what a stop before the first step keeps (nothing; a resume's save is still
  * there) and exits with TRAIN_EXIT_STOPPED_NOTHING, or _RESUMABLE when
  * resuming. The phases give up early on the flag (base/stop.h), so a stop

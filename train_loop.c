@@ -145,6 +145,24 @@ static int print_sample(Trainer *tr, int step)
 
 enum { KEPT_CHECKPOINT = 1, KEPT_MODEL = 2 };
 
+/* A checkpoint of `step` (--checkpoint-dir's, or llm.c's export) failed
+ * (err says how; the previous save is kept):
+ * the weights after it exist only in memory, so --save's model file is
+ * still written before the run exits 1 (rescued elsewhere when its own
+ * write fails too, run/outputs.h), and err says where it went.
+ * Collective, as the failed save was. */
+static void keep_model_after_failed_save(Trainer *tr, int step, char *err, size_t len)
+{
+    if (!tr->opt.save) return;
+    char why[4400];
+    size_t n = strlen(err);
+    if (trainer_save_model(tr, why, sizeof why) == 0)
+        snprintf(err + n, len - n, "; the model after step %d is in %s (not resumable)", step,
+                 tr->opt.save);
+    else
+        snprintf(err + n, len - n, "; %s", why);
+}
+
 /* Keep what the flags ask for after `step` completed steps: the checkpoint
  * (--checkpoint-dir) and the model file (--save). Writes a description of
  * what was kept into what; returns a mask of KEPT_*, or -1 with err.
@@ -170,8 +188,10 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
     what[0] = 0;
     if (tr->sess.dir[0]) {
         if (session_save(&tr->sess, &tr->model, &tr->dist, &tr->train, &tr->sampler.rng, step,
-                         tr->bad_steps, err, len) != 0)
+                         tr->bad_steps, err, len) != 0) {
+            keep_model_after_failed_save(tr, step, err, len);
             return -1;
+        }
         char sd[4200];
         ckpt_step_dir(sd, sizeof sd, tr->sess.dir, step);
         snprintf(what, wlen, "step %d is saved in %s (resume with --resume)", step, sd);
@@ -324,9 +344,14 @@ int train_loop(Trainer *tr, char *err, size_t len)
         if (cut) return stopped(tr, 0, step, when);
         if (session_save_due(&tr->sess, step) &&
             session_save(&tr->sess, &tr->model, d, &tr->train, &tr->sampler.rng, step, tr->bad_steps,
-                         err, len) != 0)
+                         err, len) != 0) {
+            keep_model_after_failed_save(tr, step, err, len);
             return -1;
-        if (trainer_llmc_due(tr, step) && trainer_llmc_export(tr, step, err, len) != 0) return -1;
+        }
+        if (trainer_llmc_due(tr, step) && trainer_llmc_export(tr, step, err, len) != 0) {
+            keep_model_after_failed_save(tr, step, err, len);
+            return -1;
+        }
         /* A signal reaches the ranks at different moments: stop when any
          * rank has one, all after the same step. */
         int sig = agreed_signal(d);

@@ -35,7 +35,8 @@ int trainer_save_model(Trainer *tr, char *err, size_t len)
     }
     if (rc == 0 && tr->opt.save && d->rank == 0) {
         rc = outputs_save_model(tr->opt.save, &tr->cfg, host,
-                                tr->opt.save_dtype ? MODEL_FILE_BF16 : MODEL_FILE_FP32, err, len);
+                                tr->opt.save_dtype ? MODEL_FILE_BF16 : MODEL_FILE_FP32,
+                                &tr->save_seen, stderr, err, len);
         if (rc == 0) printf("saved %s\n", tr->opt.save);
     }
     free(host);
@@ -86,6 +87,9 @@ void trainer_claim_outputs(Trainer *tr, int resumed, int move)
                             {"--dump-grads", o->dump_grads}};
         refused = outputs_claim(outs, 3, resumed, o->overwrite_outputs, move, stdout, err,
                                 sizeof err) != 0;
+        /* what --save holds now (nothing, or a resumed run's model) is what
+         * its write at the end may replace */
+        if (move && o->save) outputs_note(o->save, &tr->save_seen);
     }
     dist_broadcast(d, &refused, sizeof refused);
     if (refused) dist_exit_all(d, 1, "%s", d->rank == 0 ? err : "rank 0 refused an output file");

@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
 #include "model/model_file.h"
+#include "run/run_log.h"
 
 /* Move path to path.replaced_<time>[-k] without replacing anything there
  * (io_link_aside, then the old name dropped); on a file system without
@@ -52,6 +54,17 @@ static int inspect(const RunOutput *o, long long *bytes, char *err, size_t err_l
                o->flag, o->path, S_ISDIR(st.st_mode) ? "folder" : "special file");
         return OUT_BAD;
     }
+    /* a log another run writes now is locked by it (run/run_log.h), even
+     * while still empty: refused here, before anything is built */
+    int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        close(fd);
+        if (busy) {
+            io_err(err, err_len, "%s %s: %s", o->flag, o->path, RUN_LOG_IN_USE);
+            return OUT_BAD;
+        }
+    }
     *bytes = (long long)st.st_size;
     return st.st_size == 0 ? OUT_FREE : OUT_EXISTS;
 }
@@ -91,11 +104,45 @@ int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, int 
     return 0;
 }
 
-int outputs_save_model(const char *path, const GPTConfig *cfg, const float *params, int version,
-                       char *err, size_t err_len)
+void outputs_note(const char *path, OutputSeen *seen)
 {
-    char why[2048];
-    if (model_file_save_as(path, cfg, params, version, why, sizeof why) == 0) return 0;
+    struct stat st;
+    memset(seen, 0, sizeof *seen);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+    *seen = (OutputSeen){1, st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+}
+
+/* 1 when path holds something that `seen` did not record. */
+static int appeared(const char *path, const OutputSeen *seen)
+{
+    OutputSeen now;
+    outputs_note(path, &now);
+    if (!now.present) return 0;
+    return !seen->present || now.dev != seen->dev || now.ino != seen->ino ||
+           now.size != seen->size || now.mtime.tv_sec != seen->mtime.tv_sec ||
+           now.mtime.tv_nsec != seen->mtime.tv_nsec;
+}
+
+int outputs_save_model(const char *path, const GPTConfig *cfg, const float *params, int version,
+                       const OutputSeen *seen, FILE *notes, char *err, size_t err_len)
+{
+    char why[2048], kept[4200];
+    int write_here = 1;
+    if (seen && appeared(path, seen)) {
+        /* checked free at start-up; another run (or the user) wrote it since */
+        if (io_link_aside(path, kept, sizeof kept) == 0) {
+            fprintf(notes, "warning: --save %s: a file was written there while this run "
+                    "trained (another run given the same --save?); it is kept as %s\n", path,
+                    kept);
+        } else {
+            io_err(why, sizeof why, "a file was written there while this run trained (another "
+                   "run given the same --save?) and cannot be given a second name (%s), so it "
+                   "is left as it is", strerror(errno));
+            write_here = 0;
+        }
+    }
+    if (write_here && model_file_save_as(path, cfg, params, version, why, sizeof why) == 0)
+        return 0;
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     const char *tmp = getenv("TMPDIR");

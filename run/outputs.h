@@ -16,12 +16,17 @@
  *
  * Also the final --save itself: a run's weights exist only in memory until
  * it is written, so a save that fails at the end (a full disk, the folder
- * removed during the run) is written elsewhere before the run exits. */
+ * removed during the run) is written elsewhere before the run exits. And
+ * a file that appeared at --save while the run trained (a second run given
+ * the same --save finished first, checked at its own start when the path
+ * was still free) is not replaced silently: it keeps a second name. */
 #ifndef RUN_OUTPUTS_H
 #define RUN_OUTPUTS_H
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "model/config.h"
 
@@ -38,12 +43,29 @@ typedef struct {
 int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, int move,
                   FILE *notes, char *err, size_t err_len);
 
+/* What stood at an output path once the run had claimed it: nothing (or
+ * an empty file), or this file (a resumed run's --save), by identity. */
+typedef struct {
+    int present;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} OutputSeen;
+
+/* Record what stands at path now into seen. */
+void outputs_note(const char *path, OutputSeen *seen);
+
 /* Write the model file `path` (--save; version MODEL_FILE_FP32 or _BF16).
- * When that fails, the same file goes to the first of ./NAME.rescued_<time>
- * and $TMPDIR (else /tmp)/NAME.rescued_<time> that takes it. Returns 0
- * when path was written; else -1 with err naming path and the fault, and
- * where the model went (or that every place failed, and why). */
+ * A non-empty file at path that is not the one `seen` recorded (NULL: no
+ * check) first gets a second name, path.replaced_<time> (a hard link;
+ * nothing copied or deleted), said on `notes`; where it cannot, the model
+ * is rescued as below instead. When the write fails, the same file goes to
+ * the first of ./NAME.rescued_<time> and $TMPDIR (else
+ * /tmp)/NAME.rescued_<time> that takes it. Returns 0 when path was written;
+ * else -1 with err naming path and the fault, and where the model went (or
+ * that every place failed, and why). */
 int outputs_save_model(const char *path, const GPTConfig *cfg, const float *params, int version,
-                       char *err, size_t err_len);
+                       const OutputSeen *seen, FILE *notes, char *err, size_t err_len);
 
 #endif

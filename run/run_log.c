@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,13 +101,36 @@ int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors
     l->ignore_errors = ignore_errors;
     if (!path) return 0;
     snprintf(l->path, sizeof l->path, "%s", path);
-    int flags = O_RDWR | O_CREAT | O_CLOEXEC | (resume_step < 0 ? O_TRUNC : 0);
-    int fd = open(path, flags, 0644);
+    /* Never O_TRUNC: a second run given the same --log, which found it
+     * empty at its start-up, would cut this run's lines away and write
+     * over the rest. The lock (held to exit) refuses it instead. */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         io_err(err, err_len, "--log %s: cannot open for writing: %s", path,
                fd < 0 ? strerror(errno) : "not a regular file");
         if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS) {
+            /* as run/ownership.c: a file system without locks runs unguarded */
+            fprintf(stderr, "warning: --log %s: this filesystem does not lock (%s): a second "
+                    "run given it would not be stopped\n", path, strerror(e));
+        } else {
+            io_err(err, err_len, "--log %s: %s", path,
+                   e == EWOULDBLOCK ? RUN_LOG_IN_USE : strerror(e));
+            close(fd);
+            return -1;
+        }
+    }
+    if (resume_step < 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+        /* found empty or absent at start-up (run/outputs.h); written since */
+        io_err(err, err_len, "--log %s: written to since this run started (%lld bytes: by "
+               "another run?); a new run would replace it. Give another path", path,
+               (long long)st.st_size);
+        close(fd);
         return -1;
     }
     l->size = st.st_size;

@@ -27,8 +27,13 @@ typedef struct {
     char fault[600];   /* the first failure */
 } RunLog;
 
-/* Open path (NULL: no log) for a new run (resume_step < 0: truncated) or a
- * run resumed at resume_step (cut back as above, then appended to). */
+/* Open path (NULL: no log) for a new run (resume_step < 0; the file must
+ * be empty or absent) or a run resumed at resume_step (cut back as above,
+ * then appended to). The run holds an exclusive flock(2) on it until exit:
+ * a second run given the same --log is refused (RUN_LOG_IN_USE), not let
+ * write over it. */
+#define RUN_LOG_IN_USE "another run is writing this log now (it holds a lock on it); give this " \
+                       "run another --log"
 int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors, char *err,
                  size_t err_len);
 

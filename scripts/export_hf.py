@@ -28,8 +28,9 @@ Nothing is replaced unasked: an OUT that exists, or a config.json beside it
 that describes another shape, is refused (exit 1) before anything is written;
 with --overwrite the old file is kept under a second name,
 NAME.replaced_<time>, unless the new one is byte-identical. Each file is
-written to a temporary name in its folder and renamed into place, so a crash
-leaves the old file or the new one, never half of one.
+written to a temporary name in its folder, fsynced, and renamed into place
+(the folder fsynced), so a crash, of the process or the machine, leaves the
+old file or the new one, never half of one.
 
 Checked by tests/hf_export_check.py: the repository's PyTorch reference
 (scripts/gpt2_reference.py) run on the model file and an HF-semantics forward
@@ -146,6 +147,26 @@ def commit(tmp, path):
                 continue
         print(f"{PROG}: the old {path} is kept as {kept}")
     os.replace(tmp, path)
+    sync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def sync_file(path):
+    """Its bytes on disk before it is renamed into place: without this a
+    power cut after the rename can leave the new name holding nothing."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_dir(folder):
+    """The rename itself on disk (the folder's entries)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_via_temp(path, write):
@@ -159,6 +180,7 @@ def write_via_temp(path, write):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         write(tmp)
+        sync_file(tmp)
         commit(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

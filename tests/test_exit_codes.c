@@ -5,7 +5,7 @@
  *   timed out waiting on the others (mpirun, one rank stalled); 4 too many
  *   non-finite steps; 75, 76, 77 stopped by a signal with a checkpoint, with
  *   only --save's model, with nothing saved; 130 / 143 a second SIGINT /
- *   SIGTERM. */
+ *   SIGTERM (a second SIGHUP, as a dropped terminal sends, still saves). */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -115,6 +115,7 @@ Test(exit_codes, one_table_and_each_status_happens, .timeout = 180)
     cr_expect_eq(signalled(d, SIGINT, 0, 0), 77, "stopped by a signal, nothing saved");
     cr_expect_eq(signalled(d, SIGINT, 1, 2), 130, "a second SIGINT");
     cr_expect_eq(signalled(d, SIGTERM, 1, 2), 143, "a second SIGTERM");
+    cr_expect_eq(signalled(d, SIGHUP, 1, 2), 75, "a hangup, twice: a save, never an exit at once");
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
     tu_run(cmd);
     free(d);

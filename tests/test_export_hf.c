@@ -154,3 +154,52 @@ Test(export_hf, import_gives_the_model_file_back, .timeout = 180)
     cr_expect(tc_files_equal(tu_path(d, "b16.bin"), v5), "bf16 import differs from the C writer's");
     tu_remove_tree(d);
 }
+
+/* A file the scripts write (export_hf.write_via_temp, which import_hf uses
+ * too) is on disk before its name is: fsync of the temporary file, then
+ * the rename, then fsync of the folder. Recorded by wrapping os.fsync and
+ * os.replace. Before, the temporary file was renamed unsynced (a power cut
+ * could leave OUT empty): no fsync of it was recorded. */
+Test(export_hf, each_file_is_synced_before_its_rename, .timeout = 60)
+{
+    char *d = tu_tempdir(), cmd[4096];
+    tu_write_text(tu_path(d, "sync_check.py"),
+                  "import os, sys\n"
+                  "sys.path.insert(0, 'scripts')\n"
+                  "import export_hf\n"
+                  "seen = []\n"
+                  "real_fsync, real_replace = os.fsync, os.replace\n"
+                  "def fsync(fd):\n"
+                  "    seen.append('fsync ' + os.readlink('/proc/self/fd/%d' % fd))\n"
+                  "    real_fsync(fd)\n"
+                  "def replace(a, b):\n"
+                  "    seen.append('rename ' + os.path.basename(a) + ' ' + b)\n"
+                  "    real_replace(a, b)\n"
+                  "os.fsync, os.replace = fsync, replace\n"
+                  "out = sys.argv[1] + '/out.pt'\n"
+                  "def write(tmp):\n"
+                  "    with open(tmp, 'w') as f: f.write('x')\n"
+                  "export_hf.write_via_temp(out, write)\n"
+                  "print('\\n'.join(seen))\n");
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s > %s 2>&1", tu_path(d, "sync_check.py"), d,
+             tu_path(d, "seen.txt"));
+    int rc = tu_run(cmd);
+    char *seen = tu_read_file(tu_path(d, "seen.txt"), NULL);
+    cr_assert_eq(rc, 0, "%s", seen);
+    /* three lines: fsync D/out.pt.XXXX.tmp, rename out.pt.XXXX.tmp D/out.pt, fsync D */
+    char *l1 = seen, *l2 = strchr(l1, '\n'), *l3 = l2 ? strchr(l2 + 1, '\n') : NULL;
+    cr_assert(l2 && l3, "fewer than 3 steps recorded:\n%s", seen);
+    *l2++ = 0, *l3++ = 0;
+    char *end = strchr(l3, '\n');
+    if (end) *end = 0;
+    char want[1200];
+    snprintf(want, sizeof want, "fsync %s/out.pt.", d);
+    cr_expect(strncmp(l1, want, strlen(want)) == 0 && strstr(l1, ".tmp"),
+              "first, not the temp file's fsync: %s", l1);
+    snprintf(want, sizeof want, " %s/out.pt", d);
+    cr_expect(strncmp(l2, "rename out.pt.", 14) == 0 && strstr(l2, want), "then: %s", l2);
+    snprintf(want, sizeof want, "fsync %s", d);
+    cr_expect_str_eq(l3, want, "last, not the folder's fsync");
+    free(seen);
+    tu_remove_tree(d);
+}

@@ -10,7 +10,8 @@
  *  - a save that fails (file too large under `ulimit -f`, the same path as a
  *    full disk; a file in the way of the save folder) gets a message naming
  *    the file and the reason, exit 1, and the previous save stays the
- *    newest complete one;
+ *    newest complete one; with --save, that model file is written all the
+ *    same (the weights after the failed save's step exist nowhere else);
  *  - an unusable --checkpoint-dir (under a regular file, in /proc) fails at
  *    start-up, before any training. These do not rely on file permissions:
  *    CI runs as root. */
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "run/checkpoint.h"
 #include "test_util.h"
@@ -161,6 +164,56 @@ Test(save_errors, blocked_save_folder_keeps_previous_save, .timeout = 60)
     cr_expect(tc_file_has(tu_path(d, "b.err"),
                           "step_00000003: cannot create the save folder: a file of that name"));
     expect_newest_is_2(d);
+    free(d);
+}
+
+/* The same failed save with --save: the run still exits 1, but the model
+ * after step 3 is written to --save first, bitwise a straight 3-step run's
+ * (a resume continues bitwise). Before, the run exited with the weights of
+ * step 3 nowhere: no --save file. */
+Test(save_errors, a_failed_save_still_writes_the_model_file, .timeout = 60)
+{
+    char *d = tu_tempdir(), cmd[1024], args[4400];
+    snprintf(args, sizeof args, "%s --save %s", with_save_at_2(d), tu_path(d, "m.bin"));
+    snprintf(cmd, sizeof cmd, "touch %s/ck/step_00000003", d);
+    cr_assert_eq(tu_run(cmd), 0);
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "b")), 1);
+    cr_expect(tc_file_has(tu_path(d, "b.err"), "save at step 3 failed"));
+    char want[1200];
+    snprintf(want, sizeof want, "the model after step 3 is in %s (not resumable)",
+             tu_path(d, "m.bin"));
+    cr_expect(tc_file_has(tu_path(d, "b.err"), want), "no: %s", want);
+    expect_newest_is_2(d);
+    snprintf(args, sizeof args, "%s --steps 3 --save %s", tc_model_args(d), tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
+    cr_assert(tu_exists(tu_path(d, "m.bin")), "--save was not written");
+    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
+    free(d);
+}
+
+/* The same for llm.c's export (--save-checkpoint-llmc), its step 3 model
+ * file blocked by a folder made during the run: exit 1, and --save holds
+ * the model after step 3. Before: no --save file. */
+Test(save_errors, a_failed_llmc_export_still_writes_the_model_file, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4400];
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 1 --save-checkpoint-llmc %s --save %s",
+             tc_model_args(d), tu_path(d, "lc"), tu_path(d, "m.bin"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=200", args, tu_path(d, "b"));
+    cr_assert(tc_wait_for_text(tu_path(d, "b.out"), "step     1/", 60000));
+    cr_assert_eq(mkdir(tu_path(d, "lc/model_00000003.bin"), 0755), 0);
+    int st = tc_wait(pid, 60000);
+    cr_assert(st != -1 && WIFEXITED(st));
+    cr_expect_eq(WEXITSTATUS(st), 1);
+    char want[1200];
+    snprintf(want, sizeof want, "the model after step 3 is in %s (not resumable)",
+             tu_path(d, "m.bin"));
+    cr_expect(tc_file_has(tu_path(d, "b.err"), want), "no: %s", want);
+    snprintf(args, sizeof args, "%s --steps 3 --save %s", tc_model_args(d), tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
+    cr_assert(tu_exists(tu_path(d, "m.bin")), "--save was not written");
+    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
     free(d);
 }
 

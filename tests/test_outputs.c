@@ -10,13 +10,19 @@
  *    --overwrite-outputs, and a refusal moves nothing;
  *  - --plan writes none of them, so it checks none;
  *  - under two ranks, rank 0's refusal ends both with exit 1;
- *  - a final --save that fails is rescued to the working folder or $TMPDIR. */
+ *  - a final --save that fails is rescued to the working folder or $TMPDIR;
+ *  - a file written at --save while the run trained (a second run given the
+ *    same --save, checked when the path was still free) is kept as
+ *    FILE.replaced_<time>, not replaced silently;
+ *  - a second run given the --log a run is writing is refused (its lock),
+ *    even while that log is still empty. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -233,4 +239,57 @@ Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
         unlink(got);
     }
     tu_remove_tree(d);
+}
+
+/* Two runs given the same --save: each found the path free at its start;
+ * the one ending last replaced the other's model, both exiting 0. Here the
+ * other run's file is written at --save while this run trains: it must
+ * survive under a second name, said on stderr, and --save hold this run's
+ * model. Before, it was replaced silently (no .replaced_ file: failed). */
+Test(outputs, a_file_written_at_save_during_the_run_is_kept, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 4 --save %s", tc_model_args(d), tu_path(d, "m.bin"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=100", args, tu_path(d, "a"));
+    cr_assert(tc_wait_for_text(tu_path(d, "a.out"), "step     1/", 60000));
+    tu_write_text(tu_path(d, "m.bin"), KEEP); /* the other run's model, finished first */
+    int st = tc_wait(pid, 60000);
+    cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the run failed");
+    const char *kept = only_entry(d, "m.bin.replaced_");
+    cr_assert_not_null(kept, "the file written at --save during the run is gone");
+    char *k = tu_read_file(kept, NULL);
+    cr_expect(k && strcmp(k, KEEP) == 0, "its bytes changed");
+    free(k);
+    cr_expect(tc_file_has(tu_path(d, "a.err"), "a file was written there while this run "
+                          "trained"));
+    /* --save holds this run's model: 4 steps, as an undisturbed run saves it */
+    snprintf(args, sizeof args, "%s --steps 4 --save %s", tc_model_args(d),
+             tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
+    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
+    free(d);
+}
+
+/* A run's --log is created empty when its training starts; a second run
+ * given the same --log found it empty, took it (truncating it) and wrote
+ * over the first's lines at the same offsets, both exiting 0. Now the
+ * first holds a lock on it: the second is refused at start-up, exit 1, and
+ * the first's log is whole. Before: the second exited 0 (failed). */
+Test(outputs, a_second_run_on_the_same_log_is_refused, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 3 --log %s", tc_model_args(d), tu_path(d, "l.jsonl"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "a"));
+    for (int t = 0; t < 6000 && !tu_exists(tu_path(d, "l.jsonl")); t++) tc_sleep_ms(10);
+    cr_assert(tu_exists(tu_path(d, "l.jsonl")), "the first run did not open its log");
+    cr_expect_eq(tc_run(NULL, args, tu_path(d, "b")), 1, "the second run was let write the log");
+    cr_expect(tc_file_has(tu_path(d, "b.err"), "another run is writing this log now"));
+    int st = tc_wait(pid, 60000);
+    cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the first run failed");
+    int steps[8];
+    cr_expect_eq(tc_log_losses(tu_path(d, "l.jsonl"), steps, NULL, NULL, 8), 3);
+    cr_expect(steps[0] == 1 && steps[1] == 2 && steps[2] == 3);
+    free(d);
 }

@@ -20,11 +20,17 @@
  * no stop at a block) a signal to rank 1 alone stops both after the val
  * batch in progress; before, the val loss and step 1 ran first.
  *
+ * A --resume's hashing of the train data, stopped by a SIGINT: exit 75
+ * within the bound, before the hash ends, nothing changed (a sparse 1 GiB
+ * shard and its manifest stand in for GBs of data).
+ *
  * In-process, each long loop polls base/stop.h where stated: a poll that
  * says stop at its k-th call ends the loop there, with the loop's error
  * value and STOP_MESSAGE. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +41,7 @@
 #include <unistd.h>
 
 #include "base/stop.h"
+#include "data/dataset.h"
 #include "data/shard.h"
 #include "model/gpt.h"
 #include "model/model_file.h"
@@ -350,6 +357,7 @@ Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 
     /* the same command, unstopped, resumes it */
     cr_expect_eq(tc_run(env, args, tu_path(d, "r2")), 0);
     cr_expect(tc_file_has(tu_path(d, "r2.out"), "step     4/4"));
+    unlink(tu_path(d, "x_train_000000.bin")); /* its 1 GiB of page cache with it */
     free(d);
 }
 
@@ -369,5 +377,108 @@ Test(startup_stops, sigint_during_plans_measurement, .timeout = 120)
                           "op costs); nothing written\n"));
     cr_expect(!tc_file_has(tu_path(d, "p.err"), "error"));
     cr_expect(!tu_exists(tu_path(d, "cache")) || !tc_file_has(tu_path(d, "p.out"), "cached in"));
+    free(d);
+}
+
+/* One shard of SPARSE_TOKENS tokens, all zero, its token area a hole (no
+ * disk used): d/x_train_000000.bin with dataset id 1, and d/x.manifest.json
+ * listing it with its SHA-256 (computed here from the bytes it reads as),
+ * so that a fresh run trusts the manifest and reads nothing. 1 GiB: a
+ * resume reads it to hash it, about 3 s on the build VM (a hole's pages are
+ * filled on a first read, 380 MB/s; 2 GB/s once cached). */
+#define SPARSE_TOKENS (512u << 20)
+static void make_sparse_dataset(const char *d)
+{
+    int32_t hdr[SHARD_HEADER_INTS] = {SHARD_MAGIC, SHARD_VERSION, (int32_t)SPARSE_TOKENS, 1, 0};
+    const char *path = tu_path(d, "x_train_000000.bin");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
+    off_t size = SHARD_HEADER_BYTES + 2 * (off_t)SPARSE_TOKENS;
+    cr_assert_eq(ftruncate(fd, size), 0);
+    close(fd);
+    DatasetShard sh = {.tokens = SPARSE_TOKENS, .bytes = (uint64_t)size};
+    snprintf(sh.name, sizeof sh.name, "x_train_000000.bin");
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    static unsigned char zeros[1 << 20];
+    unsigned int dn = 0;
+    cr_assert(c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1);
+    EVP_DigestUpdate(c, hdr, sizeof hdr);
+    for (off_t left = 2 * (off_t)SPARSE_TOKENS; left > 0; left -= sizeof zeros)
+        EVP_DigestUpdate(c, zeros, sizeof zeros); /* 2n is a multiple of 1 MiB */
+    cr_assert(EVP_DigestFinal_ex(c, sh.sha256, &dn) == 1 && dn == SHARD_SHA256_BYTES);
+    EVP_MD_CTX_free(c);
+    DatasetManifest m = {.id = 1, .num_shards = 1, .shards = &sh};
+    char err[512];
+    cr_assert_eq(dataset_manifest_write(tu_path(d, "x.manifest.json"), &m, err, sizeof err), 0,
+                 "%s", err);
+}
+
+/* Bytes the process has read (/proc/PID/io's rchar), or -1. */
+static long long bytes_read_by(pid_t pid)
+{
+    char p[64], line[128];
+    snprintf(p, sizeof p, "/proc/%d/io", (int)pid);
+    FILE *f = fopen(p, "r");
+    long long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "rchar: %lld", &v) == 1) break;
+    if (f) fclose(f);
+    return v;
+}
+
+/* The names and sizes under dir, recursively (ls -lR, without the times). */
+static char *listing(const char *dir)
+{
+    char cmd[9000], out[4400];
+    snprintf(out, sizeof out, "%s.listing", dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && find . -printf '%%p %%s\\n' | sort > '%s'", dir, out);
+    cr_assert_eq(tu_run(cmd), 0);
+    return tu_read_file(out, NULL);
+}
+
+/* A --resume hashes every train shard (README: Resuming and failures); a
+ * SIGINT while it reads them stops it within the bound, before the hash
+ * ends (no "train data: read" line): exit 75, the line naming the phase and
+ * the save, and the checkpoint folder and the log as they were. The same
+ * command, unstopped, then resumes. Without the poll in shard_hash_file the
+ * hash ran to its end first (checked by taking the poll out: this test
+ * then fails on the "train data: read" line). */
+Test(startup_stops, sigint_while_a_resume_hashes_the_data, .timeout = 240)
+{
+    char *d = tu_tempdir(), args[4096];
+    make_sparse_dataset(d);
+    const char *shape = "--val-every 0 --layers 2 --channels 32 --heads 4 --seq-len 16 "
+                        "--vocab 256 --batch 2 --device cpu --threads 1 --save-every 1";
+    snprintf(args, sizeof args, "--train-data '%s/x_train_*.bin' %s --steps 2 --checkpoint-dir "
+             "%s --log %s", d, shape, tu_path(d, "ck"), tu_path(d, "l.jsonl"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "a")), 0);
+    cr_assert(!tc_file_has(tu_path(d, "a.out"), "train data: read"),
+              "the fresh run read the shard rather than trusting its manifest");
+    char *ck0 = listing(tu_path(d, "ck")), *log0 = tu_read_file(tu_path(d, "l.jsonl"), NULL);
+
+    snprintf(args, sizeof args, "--train-data '%s/x_train_*.bin' %s --steps 4 --checkpoint-dir "
+             "%s --log %s --resume", d, shape, tu_path(d, "ck"), tu_path(d, "l.jsonl"));
+    pid_t pid = tc_spawn(NULL, args, tu_path(d, "r"));
+    /* 32 MiB read: in the hash (nothing else reads more than headers) */
+    long long rd = 0;
+    for (int t = 0; t < 6000 && (rd = bytes_read_by(pid)) >= 0 && rd < (32 << 20); t++)
+        tc_sleep_ms(5);
+    cr_assert_geq(rd, 32 << 20, "the resume did not start hashing (%lld bytes read)", rd);
+    kill(pid, SIGINT);
+    expect_stop(pid, 75);
+    char want[1024];
+    snprintf(want, sizeof want, "stopped by signal 2 during start-up (reading the data (hashing "
+             "its shards)); no step had run since the save, %s/ck/step_00000002, which is "
+             "still there (the same command resumes it); no file was written or moved\n", d);
+    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "no line: %s", want);
+    cr_expect(!tc_file_has(tu_path(d, "r.out"), "train data: read"), "the hash ran to its end");
+    char *ck1 = listing(tu_path(d, "ck")), *log1 = tu_read_file(tu_path(d, "l.jsonl"), NULL);
+    cr_expect_str_eq(ck1, ck0, "the checkpoint folder changed");
+    cr_expect(log0 && log1 && strcmp(log0, log1) == 0, "the log changed");
+    free(ck0), free(ck1), free(log0), free(log1);
+    cr_expect_eq(tc_run(NULL, args, tu_path(d, "r2")), 0, "the same command did not resume");
+    cr_expect(tc_file_has(tu_path(d, "r2.out"), "step     4/4"));
+    unlink(tu_path(d, "x_train_000000.bin")); /* its 1 GiB of page cache with it */
     free(d);
 }
