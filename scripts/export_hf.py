@@ -40,6 +40,7 @@ import argparse
 import filecmp
 import json
 import os
+import signal
 import struct
 import sys
 import tempfile
@@ -188,7 +189,19 @@ def write_via_temp(path, write):
         raise
 
 
+def exit_on_signals():
+    """SIGTERM and SIGHUP end the script as Ctrl-C does, through the except
+    clauses, so write_via_temp removes its temporary file (exit 128 + N).
+    A signal ignored at start (nohup) stays ignored."""
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, stop)
+
+
 def main():
+    exit_on_signals()
     ap = argparse.ArgumentParser(
         prog="scripts/export_hf.py",
         description="An llm.c model file (version 3 or 5) as a Hugging Face GPT-2 state dict, "

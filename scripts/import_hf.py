@@ -180,6 +180,7 @@ def to_bf16(a):
 
 
 def main():
+    export_hf.exit_on_signals()
     ap = argparse.ArgumentParser(
         prog="scripts/import_hf.py",
         description="A Hugging Face GPT-2 checkpoint as an llm.c model file (--init-from).")

@@ -203,3 +203,53 @@ Test(export_hf, each_file_is_synced_before_its_rename, .timeout = 60)
     free(seen);
     tu_remove_tree(d);
 }
+
+/* A SIGTERM or SIGHUP while a file is being written ends either script as
+ * Ctrl-C does: exit 128 + N, the temporary file removed, OUT not made. The
+ * script's own main() runs; sync_file (called on the written temporary
+ * file, before the rename) is wrapped to send the signal, so it lands with
+ * the temporary file complete on disk. Before, the default action killed
+ * the script and left OUT.XXXX.tmp behind. */
+Test(export_hf, a_signal_mid_write_leaves_no_temporary_file, .timeout = 60)
+{
+    static const int sigs[] = {15, 1};
+    char *d = tu_tempdir(), model[600];
+    GPTConfig cfg = tu_tiny_config();
+    snprintf(model, sizeof model, "%s/m.bin", d);
+    save_random_model(model, &cfg, 21, 3);
+    tu_write_text(tu_path(d, "term.py"),
+                  "import os, sys\n"
+                  "sys.path.insert(0, 'scripts')\n"
+                  "import export_hf, import_hf\n"
+                  "sig, script = int(sys.argv[1]), sys.argv[2]\n"
+                  "def sync_file(path):\n"
+                  "    os.kill(os.getpid(), sig)\n"
+                  "export_hf.sync_file = sync_file\n"
+                  "sys.argv = [script] + sys.argv[3:]\n"
+                  "(export_hf if script == 'export' else import_hf).main()\n");
+    for (int i = 0; i < 4; i++) {
+        int sig = sigs[i % 2];
+        const char *script = i < 2 ? "export" : "import";
+        char cmd[4096], *out, want[16];
+        /* import reads an export made here without the wrapper */
+        if (i == 2) {
+            snprintf(cmd, sizeof cmd, "mkdir %s/hf && /usr/bin/python3 scripts/export_hf.py %s "
+                     "%s/hf/pytorch_model.bin", d, model, d);
+            cr_assert_eq(tu_run_output(cmd, &out, &out), 0, "%s", out);
+            free(out);
+        }
+        /* term.py imports from ./scripts: a link to the project's, in d */
+        snprintf(cmd, sizeof cmd, "ln -sfn \"$PWD/scripts\" %s/scripts && cd %s && mkdir o%d && "
+                 "/usr/bin/python3 term.py %d %s %s o%d/%s; echo rc=$?; ls o%d", d, d, i, sig,
+                 script, i < 2 ? "m.bin" : "hf", i, i < 2 ? "out.pt" : "out.bin", i);
+        tu_run_output(cmd, &out, &out);
+        cr_assert_not_null(out);
+        snprintf(want, sizeof want, "rc=%d\n", 128 + sig);
+        cr_expect(strstr(out, want) != NULL, "%s, signal %d: not %s:\n%s", script, sig, want, out);
+        cr_expect(strstr(out, ".tmp") == NULL, "%s, signal %d left a temporary file:\n%s", script,
+                  sig, out);
+        cr_expect(strstr(out, "out.") == NULL, "%s, signal %d: OUT made:\n%s", script, sig, out);
+        free(out);
+    }
+    tu_remove_tree(d);
+}
