@@ -10,9 +10,12 @@
  * Exit status: 0 done, 1 failed (message names the file and fault; nothing
  * of the run is left and the old dataset under the prefix is unchanged,
  * unless the message says the switch to the new one failed: data/dataset.h),
- * 2 bad command line. */
+ * 2 bad command line, 128 + N stopped by signal N (SIGINT, SIGTERM, SIGHUP)
+ * while reading or writing shards: the shards written so far are removed
+ * and the old dataset is unchanged. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +24,38 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/stop.h"
 #include "data/hellaswag.h"
 #include "data/tokenize_job.h"
 #include "data/source.h"
 #include "data/tokenizer.h"
+
+/* A signal stops the job at its next poll (every 4 MiB of input read, every
+ * shard written), which removes the staging folder: no partial shards stay
+ * on disk and the dataset at --out is left as it was. The handler only
+ * records the signal; SA_RESETHAND gives the default action back, so a
+ * second one ends the process at once (the staging folder is then removed
+ * by the next ./tokenize of the prefix). A signal ignored at start (nohup)
+ * stays ignored. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static int stop_poll(void) { return stop_signal != 0; }
+
+static void install_stops(void)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    stop_set_poll(stop_poll);
+}
 
 static void usage(FILE *f)
 {
@@ -306,7 +337,16 @@ int main(int argc, char **argv)
     job.inputs = (const char *const *)(argv + optind);
     job.num_inputs = argc - optind;
     char err[8192];
+    install_stops();
     if (tokenize_job_run(&job, NULL, err, sizeof err)) {
+        if (stop_signal) {
+            const char *name = stop_signal == SIGINT    ? "SIGINT"
+                               : stop_signal == SIGTERM ? "SIGTERM"
+                                                        : "SIGHUP";
+            fprintf(stderr, "tokenize: stopped by %s: the shards written so far were removed, and "
+                    "nothing under %s was changed\n", name, job.out_prefix);
+            return 128 + stop_signal;
+        }
         fprintf(stderr, "tokenize: %s\n", err);
         return 1;
     }

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/stop.h"
 #include "dataset.h"
 #include "shard.h"
 #include "tokenize_job.h"
@@ -187,6 +188,10 @@ static int tokenize_input(Run *r, const char *path, char *err, size_t err_len)
             eof = 1;
         }
         progress(r, 0);
+        if (stop_requested()) { /* every READ_CHUNK: a few hundred ms of work */
+            snprintf(err, err_len, "%s: %s", name, STOP_MESSAGE);
+            goto done;
+        }
     }
     rc = 0;
 done:
@@ -211,6 +216,10 @@ static int write_part(Run *r, const char *kind, size_t n, uint16_t *buf, int *nu
         }
         if (dataset_stage_add(&r->stage, kind, buf, k, err, err_len)) return -1;
         (*num_shards)++;
+        if (stop_requested()) {
+            snprintf(err, err_len, "%s: %s", r->job->out_prefix, STOP_MESSAGE);
+            return -1;
+        }
     }
     return 0;
 }
