@@ -110,7 +110,9 @@ static void usage(FILE *f)
 "The dataset is written whole into PREFIX.tokenize-PID.tmp/ with its manifest\n"
 "PREFIX.manifest.json (each shard's tokens and sha256), and replaces the old\n"
 "dataset under PREFIX only then (see --overwrite): on any failure the old one\n"
-"is unchanged.\n",
+"is unchanged. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the job and removes\n"
+"what it wrote. Exit status: 0 done, 1 failed, 2 bad command line, 128 + N\n"
+"stopped by signal N.\n",
             GPT2_DIR_ENV);
 }
 
