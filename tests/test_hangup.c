@@ -118,13 +118,21 @@ static const char *run_args(const char *d, int steps)
     return a;
 }
 
+/* A run of `steps` steps on fresh shards in d, spawned as spawn() does,
+ * once it has printed step 2 (so it is under way and has a save to make). */
+static pid_t start(const char *d, int steps, int on_pty, int ignore_hup, int *fd)
+{
+    tc_make_shards(d, 1, 2000);
+    pid_t pid = spawn(run_args(d, steps), on_pty, ignore_hup, fd);
+    cr_assert(read_until(*fd, "step     2/", 60000), "the run did not reach step 2");
+    return pid;
+}
+
 Test(hangup, a_dropped_terminal_saves_and_stops, .timeout = 180)
 {
     char *d = tu_tempdir(), args[4200];
-    tc_make_shards(d, 1, 2000);
     int master;
-    pid_t pid = spawn(run_args(d, 8), 1, 0, &master);
-    cr_assert(read_until(master, "step     2/", 60000), "the run did not reach step 2");
+    pid_t pid = start(d, 8, 1, 0, &master);
     close(master); /* the connection drops: the kernel hangs the pty up, SIGHUP */
     tc_sleep_ms(30);
     kill(pid, SIGHUP); /* the shell's own SIGHUP to its jobs */
@@ -140,10 +148,8 @@ Test(hangup, a_dropped_terminal_saves_and_stops, .timeout = 180)
 Test(hangup, under_nohup_the_run_trains_on, .timeout = 180)
 {
     char *d = tu_tempdir();
-    tc_make_shards(d, 1, 2000);
     int master;
-    pid_t pid = spawn(run_args(d, 5), 1, 1, &master);
-    cr_assert(read_until(master, "step     2/", 60000), "the run did not reach step 2");
+    pid_t pid = start(d, 5, 1, 1, &master);
     close(master);
     cr_assert_eq(exit_status(pid), 0);
     cr_expect_eq(tc_log_losses(tu_path(d, "l.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), 5);
@@ -153,10 +159,8 @@ Test(hangup, under_nohup_the_run_trains_on, .timeout = 180)
 Test(hangup, the_pipe_reader_gone_saves_and_stops, .timeout = 180)
 {
     char *d = tu_tempdir();
-    tc_make_shards(d, 1, 2000);
     int rd;
-    pid_t pid = spawn(run_args(d, 40), 0, 0, &rd);
-    cr_assert(read_until(rd, "step     2/", 60000), "the run did not reach step 2");
+    pid_t pid = start(d, 40, 0, 0, &rd);
     close(rd); /* `| head`: the reader has what it wanted */
     cr_assert_eq(exit_status(pid), 75);
     expect_last_step_saved(d);
@@ -168,10 +172,8 @@ Test(hangup, the_pipe_reader_gone_saves_and_stops, .timeout = 180)
 Test(hangup, ctrl_c_through_tee_saves_and_stops, .timeout = 180)
 {
     char *d = tu_tempdir();
-    tc_make_shards(d, 1, 2000);
     int rd;
-    pid_t pid = spawn(run_args(d, 40), 0, 0, &rd);
-    cr_assert(read_until(rd, "step     2/", 60000), "the run did not reach step 2");
+    pid_t pid = start(d, 40, 0, 0, &rd);
     close(rd); /* tee died of the Ctrl-C */
     kill(pid, SIGINT);
     cr_assert_eq(exit_status(pid), 75);
