@@ -167,6 +167,21 @@ Test(save_errors, blocked_save_folder_keeps_previous_save, .timeout = 60)
     free(d);
 }
 
+/* After a run in d (output b.*) whose save at step 3 failed: its message
+ * names d/m.bin as holding the model after step 3, and that file equals
+ * the model of a 3-step run that saved normally. */
+static void expect_step3_model_in_save(const char *d)
+{
+    char want[1200], args[4400];
+    snprintf(want, sizeof want, "the model after step 3 is in %s (not resumable)",
+             tu_path(d, "m.bin"));
+    cr_expect(tc_file_has(tu_path(d, "b.err"), want), "no: %s", want);
+    snprintf(args, sizeof args, "%s --steps 3 --save %s", tc_model_args(d), tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
+    cr_assert(tu_exists(tu_path(d, "m.bin")), "--save was not written");
+    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
+}
+
 /* The same failed save with --save: the run still exits 1, but the model
  * after step 3 is written to --save first, bitwise a straight 3-step run's
  * (a resume continues bitwise). Before, the run exited with the weights of
@@ -179,15 +194,8 @@ Test(save_errors, a_failed_save_still_writes_the_model_file, .timeout = 60)
     cr_assert_eq(tu_run(cmd), 0);
     cr_assert_eq(tc_run(NULL, args, tu_path(d, "b")), 1);
     cr_expect(tc_file_has(tu_path(d, "b.err"), "save at step 3 failed"));
-    char want[1200];
-    snprintf(want, sizeof want, "the model after step 3 is in %s (not resumable)",
-             tu_path(d, "m.bin"));
-    cr_expect(tc_file_has(tu_path(d, "b.err"), want), "no: %s", want);
     expect_newest_is_2(d);
-    snprintf(args, sizeof args, "%s --steps 3 --save %s", tc_model_args(d), tu_path(d, "ref.bin"));
-    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
-    cr_assert(tu_exists(tu_path(d, "m.bin")), "--save was not written");
-    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
+    expect_step3_model_in_save(d);
     free(d);
 }
 
@@ -206,14 +214,7 @@ Test(save_errors, a_failed_llmc_export_still_writes_the_model_file, .timeout = 6
     int st = tc_wait(pid, 60000);
     cr_assert(st != -1 && WIFEXITED(st));
     cr_expect_eq(WEXITSTATUS(st), 1);
-    char want[1200];
-    snprintf(want, sizeof want, "the model after step 3 is in %s (not resumable)",
-             tu_path(d, "m.bin"));
-    cr_expect(tc_file_has(tu_path(d, "b.err"), want), "no: %s", want);
-    snprintf(args, sizeof args, "%s --steps 3 --save %s", tc_model_args(d), tu_path(d, "ref.bin"));
-    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
-    cr_assert(tu_exists(tu_path(d, "m.bin")), "--save was not written");
-    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
+    expect_step3_model_in_save(d);
     free(d);
 }
 
