@@ -53,6 +53,7 @@ typedef struct {
                               * the export folder has it already; -1 none */
     OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
     OutputSeen save_seen;    /* what --save held once claimed (rank 0; run/outputs.h) */
+    OutputSeen dump_seen;    /* the same for --dump-grads */
     int llmc_made;           /* that folder was absent: this run made it (rank 0) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (train_costs.h) */

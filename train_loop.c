@@ -17,6 +17,7 @@
 #include "base/fileio.h"
 #include "model/lr_schedule.h"
 #include "run/checkpoint.h"
+#include "run/outputs.h"
 #include "run/signals.h"
 #include "train_gpt.h"
 #include "train_guard.h"
@@ -125,9 +126,12 @@ static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
     if (rc == 0 && tr->dist.rank == 0) {
         float l = (float)loss;
         char why[900];
-        rc = io_write_file(tr->opt.dump_grads, &l, sizeof l, g, n * sizeof(float), why,
-                           sizeof why);
-        if (rc != 0) snprintf(err, len, "--dump-grads: %s", why);
+        rc = outputs_set_aside("--dump-grads", tr->opt.dump_grads, &tr->dump_seen, stderr, why,
+                               sizeof why);
+        if (rc == 0)
+            rc = io_write_file(tr->opt.dump_grads, &l, sizeof l, g, n * sizeof(float), why,
+                               sizeof why);
+        if (rc != 0) snprintf(err, len, "--dump-grads %s: %s", tr->opt.dump_grads, why);
     }
     free(g);
     return rc;

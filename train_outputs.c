@@ -90,6 +90,7 @@ void trainer_claim_outputs(Trainer *tr, int resumed, int move)
         /* what --save holds now (nothing, or a resumed run's model) is what
          * its write at the end may replace */
         if (move && o->save) outputs_note(o->save, &tr->save_seen);
+        if (move && o->dump_grads) outputs_note(o->dump_grads, &tr->dump_seen);
     }
     dist_broadcast(d, &refused, sizeof refused);
     if (refused) dist_exit_all(d, 1, "%s", d->rank == 0 ? err : "rank 0 refused an output file");

@@ -123,24 +123,27 @@ static int appeared(const char *path, const OutputSeen *seen)
            now.mtime.tv_nsec != seen->mtime.tv_nsec;
 }
 
+int outputs_set_aside(const char *flag, const char *path, const OutputSeen *seen, FILE *notes,
+                      char *err, size_t err_len)
+{
+    char kept[4200];
+    if (!seen || !appeared(path, seen)) return 0;
+    /* checked free at start-up; another run (or the user) wrote it since */
+    if (io_link_aside(path, kept, sizeof kept) == 0) {
+        fprintf(notes, "warning: %s %s: a file was written there while this run trained "
+                "(another run given the same %s?); it is kept as %s\n", flag, path, flag, kept);
+        return 0;
+    }
+    return io_err(err, err_len, "a file was written there while this run trained (another run "
+                  "given the same %s?) and cannot be given a second name (%s), so it is left as "
+                  "it is", flag, strerror(errno));
+}
+
 int outputs_save_model(const char *path, const GPTConfig *cfg, const float *params, int version,
                        const OutputSeen *seen, FILE *notes, char *err, size_t err_len)
 {
-    char why[2048], kept[4200];
-    int write_here = 1;
-    if (seen && appeared(path, seen)) {
-        /* checked free at start-up; another run (or the user) wrote it since */
-        if (io_link_aside(path, kept, sizeof kept) == 0) {
-            fprintf(notes, "warning: --save %s: a file was written there while this run "
-                    "trained (another run given the same --save?); it is kept as %s\n", path,
-                    kept);
-        } else {
-            io_err(why, sizeof why, "a file was written there while this run trained (another "
-                   "run given the same --save?) and cannot be given a second name (%s), so it "
-                   "is left as it is", strerror(errno));
-            write_here = 0;
-        }
-    }
+    char why[2048];
+    int write_here = outputs_set_aside("--save", path, seen, notes, why, sizeof why) == 0;
     if (write_here && model_file_save_as(path, cfg, params, version, why, sizeof why) == 0)
         return 0;
     const char *slash = strrchr(path, '/');

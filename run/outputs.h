@@ -56,6 +56,15 @@ typedef struct {
 /* Record what stands at path now into seen. */
 void outputs_note(const char *path, OutputSeen *seen);
 
+/* Before the run writes `path` (given as `flag`): a non-empty file there
+ * that is not the one `seen` recorded (another run given the same path
+ * finished first) gets a second name, path.replaced_<time> (a hard link;
+ * nothing copied or deleted), said on `notes`. Returns 0 when path may be
+ * written; -1 when the file could not be given a second name (it is left
+ * as it is), with the reason in err. */
+int outputs_set_aside(const char *flag, const char *path, const OutputSeen *seen, FILE *notes,
+                      char *err, size_t err_len);
+
 /* Write the model file `path` (--save; version MODEL_FILE_FP32 or _BF16).
  * A non-empty file at path that is not the one `seen` recorded (NULL: no
  * check) first gets a second name, path.replaced_<time> (a hard link;

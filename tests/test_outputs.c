@@ -271,6 +271,37 @@ Test(outputs, a_file_written_at_save_during_the_run_is_kept, .timeout = 120)
     free(d);
 }
 
+/* The same race for --dump-grads, written at the end of step 1: a file
+ * written there after start-up (by a second run given the same path)
+ * survives as .replaced_<time>, and the path holds this run's dump (the
+ * loss, then every gradient, as an undisturbed run writes it). Before,
+ * it was replaced silently (no .replaced_ file: failed). */
+Test(outputs, a_file_written_at_dump_grads_during_the_run_is_kept, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 2 --dump-grads %s", tc_model_args(d),
+             tu_path(d, "g.bin"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "a"));
+    /* step 1 takes 8 blocks x 300 ms after this line */
+    cr_assert(tc_wait_for_text(tu_path(d, "a.out"), "initializing", 60000));
+    tu_write_text(tu_path(d, "g.bin"), KEEP);
+    cr_assert(!tc_file_has(tu_path(d, "a.out"), "step     1/"), "step 1 ended first");
+    int st = tc_wait(pid, 60000);
+    cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the run failed");
+    const char *kept = only_entry(d, "g.bin.replaced_");
+    cr_assert_not_null(kept, "the file written at --dump-grads during the run is gone");
+    char *k = tu_read_file(kept, NULL);
+    cr_expect(k && strcmp(k, KEEP) == 0, "its bytes changed");
+    free(k);
+    cr_expect(tc_file_has(tu_path(d, "a.err"), "warning: --dump-grads "));
+    snprintf(args, sizeof args, "%s --steps 2 --dump-grads %s", tc_model_args(d),
+             tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
+    cr_expect(tc_files_equal(tu_path(d, "g.bin"), tu_path(d, "ref.bin")));
+    free(d);
+}
+
 /* A run's --log is created empty when its training starts; a second run
  * given the same --log found it empty, took it (truncating it) and wrote
  * over the first's lines at the same offsets, both exiting 0. Now the
