@@ -37,7 +37,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dev=${1:-cpu}
 [ $# -gt 0 ] && shift
-[ -x ./train_gpt ] && [ -x ./tokenize ] || { echo "bench_auto.sh: ./train_gpt or ./tokenize not built (run make)" >&2; exit 1; }
+[ -x ./train_gpt ] || { echo "bench_auto.sh: ./train_gpt not built (run make)" >&2; exit 1; }
 reps=${REPEATS:-3}
 steps=${STEPS:-6}
 out=$(mktemp -d "${TMPDIR:-/tmp}/bench_auto.XXXXXX")
@@ -48,6 +48,7 @@ case "$dev" in
 cpu)
     # the text along ./tokenize's chain ($TINYSHAKESPEARE, ../shared, the cache, a download),
     # so a clone with no ../shared beside it runs this too
+    [ -x ./tokenize ] || { echo "bench_auto.sh: ./tokenize not built (run make)" >&2; exit 1; }
     text=$(./tokenize --fetch tinyshakespeare --quiet) || { echo "bench_auto.sh: no tinyshakespeare text (see the line above)" >&2; exit 1; }
     [ -r "$text" ] || { echo "bench_auto.sh: $text not found" >&2; exit 1; }
     python3 - "$text" "$out" <<'PY'
