@@ -5,7 +5,8 @@
 # usage: [REPEATS=n] [THREADS=n] [STEPS=n] [LAYERS="12 24 48"] [NBUDGETS=4] \
 #            [MODES="1 2 selective"] scripts/bench_auto.sh [cpu|gpu] [train_gpt flags...]
 #   cpu (default): C=64, NH=4, T=128, B=4, vocab 256 (byte tokens of
-#       tinyshakespeare, written to a temp folder), fp32, --threads
+#       tinyshakespeare, found by ./tokenize --fetch, written to a temp
+#       folder), fp32, --threads
 #       ${THREADS:-1} (on a 2-core machine shared with other jobs, one
 #       thread per run: two stall in OpenMP's barriers whenever either is
 #       descheduled). Small enough that a 48-layer step takes about half a
@@ -45,7 +46,10 @@ export TRAIN_GPT_CACHE_DIR="$out/cache"
 
 case "$dev" in
 cpu)
-    text=../shared/data/tinyshakespeare/input.txt
+    # the text along ./tokenize's chain ($TINYSHAKESPEARE, ../shared, the cache, a download),
+    # so a clone with no ../shared beside it runs this too
+    [ -x ./tokenize ] || { echo "bench_auto.sh: ./tokenize not built (run make)" >&2; exit 1; }
+    text=$(./tokenize --fetch tinyshakespeare --quiet) || { echo "bench_auto.sh: no tinyshakespeare text (see the line above)" >&2; exit 1; }
     [ -r "$text" ] || { echo "bench_auto.sh: $text not found" >&2; exit 1; }
     python3 - "$text" "$out" <<'PY'
 import struct, sys
@@ -113,7 +117,7 @@ for L in $layers; do
     done
 done
 
-echo "command: scripts/bench_auto.sh $dev $*  (REPEATS=$reps STEPS=$steps; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, $(date -u +%F))"
+echo "command: scripts/bench_auto.sh $dev $*  (REPEATS=$reps STEPS=$steps${THREADS:+ THREADS=$THREADS}${LAYERS:+ LAYERS=\"$LAYERS\"}${NBUDGETS:+ NBUDGETS=$NBUDGETS}${MODES:+ MODES=\"$MODES\"}; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, $(date -u +%F))"
 python3 - "$out" "$reps" "$layers" <<'PY'
 import glob, json, os, statistics, sys
 d, reps, layers = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()

@@ -181,4 +181,5 @@ set key bottom left
 plot for [i=1:5] f(i) using 1:5 with linespoints lc i title "--recompute ".word(modes, i)
 unset multiplot
 GP
-echo "wrote $prefix.csv and $prefix.png (command: REPEATS=${REPEATS:-1} scripts/memory_report.sh $dev; $(date -u +%F))"
+# the command that makes these files again (LAYERS and OUT_PREFIX included when given)
+echo "wrote $prefix.csv and $prefix.png (command: REPEATS=${REPEATS:-1}${LAYERS:+ LAYERS=\"$LAYERS\"} scripts/memory_report.sh $dev${2:+ $2}; $(date -u +%F))"

@@ -32,3 +32,8 @@ make data
 # The main job: 12 layers, C=128, B=4, T=256 on tinyshakespeare (GPT-2 BPE),
 # 3 steps at --recompute 0 and 1, memory side by side.
 scripts/compare_memory.sh --layers 12 --channels 128 --heads 4 --batch 4 --seq-len 256 --steps 3
+# Say what happened and what comes next: the build log above is long, and a
+# newcomer should not have to guess where the results are.
+echo "setup: done. Built ./train_gpt and ./tokenize; datasets/ holds tinyshakespeare as GPT-2 tokens;"
+echo "setup: the table above compares memory at --recompute 0 and 1 (no model was saved)."
+echo "setup: next: make test (the suite), then the README's Quick start (train, save, sample)."
