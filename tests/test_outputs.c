@@ -241,65 +241,58 @@ Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
     tu_remove_tree(d);
 }
 
-/* Two runs given the same --save: each found the path free at its start;
- * the one ending last replaced the other's model, both exiting 0. Here the
- * other run's file is written at --save while this run trains: it must
- * survive under a second name, said on stderr, and --save hold this run's
- * model. Before, it was replaced silently (no .replaced_ file: failed). */
-Test(outputs, a_file_written_at_save_during_the_run_is_kept, .timeout = 120)
+/* Two runs given the same output path: each found it free at its start; the
+ * one writing last replaced the other's file, both exiting 0. Here the
+ * other run's file is written at `flag`'s path (d/name) once `when` is
+ * printed, while this run of `steps` steps (delay_ms per block) trains: it
+ * must survive under a second name, with a warning naming the flag, and
+ * the path hold this run's own output, byte for byte that of an
+ * undisturbed run. `before` is a line this run must not have printed yet
+ * when the file is written (NULL: none). */
+static void expect_raced_file_kept(const char *flag, const char *name, int steps,
+                                   const char *delay_ms, const char *when, const char *before)
 {
-    char *d = tu_tempdir(), args[4096];
+    char *d = tu_tempdir(), args[4096], env[64], aside[64], warn[64];
     tc_make_shards(d, 1, 2000);
-    snprintf(args, sizeof args, "%s --steps 4 --save %s", tc_model_args(d), tu_path(d, "m.bin"));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=100", args, tu_path(d, "a"));
-    cr_assert(tc_wait_for_text(tu_path(d, "a.out"), "step     1/", 60000));
-    tu_write_text(tu_path(d, "m.bin"), KEEP); /* the other run's model, finished first */
+    snprintf(args, sizeof args, "%s --steps %d %s %s", tc_model_args(d), steps, flag,
+             tu_path(d, name));
+    snprintf(env, sizeof env, "TRAIN_GPT_TEST_BLOCK_DELAY_MS=%s", delay_ms);
+    pid_t pid = tc_spawn(env, args, tu_path(d, "a"));
+    cr_assert(tc_wait_for_text(tu_path(d, "a.out"), when, 60000));
+    tu_write_text(tu_path(d, name), KEEP); /* the other run's, finished first */
+    if (before) cr_assert(!tc_file_has(tu_path(d, "a.out"), before), "'%s' came first", before);
     int st = tc_wait(pid, 60000);
     cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the run failed");
-    const char *kept = only_entry(d, "m.bin.replaced_");
-    cr_assert_not_null(kept, "the file written at --save during the run is gone");
+    snprintf(aside, sizeof aside, "%s.replaced_", name);
+    const char *kept = only_entry(d, aside);
+    cr_assert_not_null(kept, "the file written at %s during the run is gone", flag);
     char *k = tu_read_file(kept, NULL);
     cr_expect(k && strcmp(k, KEEP) == 0, "its bytes changed");
     free(k);
+    snprintf(warn, sizeof warn, "warning: %s ", flag);
+    cr_expect(tc_file_has(tu_path(d, "a.err"), warn), "no '%s'", warn);
     cr_expect(tc_file_has(tu_path(d, "a.err"), "a file was written there while this run "
                           "trained"));
-    /* --save holds this run's model: 4 steps, as an undisturbed run saves it */
-    snprintf(args, sizeof args, "%s --steps 4 --save %s", tc_model_args(d),
+    snprintf(args, sizeof args, "%s --steps %d %s %s", tc_model_args(d), steps, flag,
              tu_path(d, "ref.bin"));
     cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
-    cr_expect(tc_files_equal(tu_path(d, "m.bin"), tu_path(d, "ref.bin")));
+    cr_expect(tc_files_equal(tu_path(d, name), tu_path(d, "ref.bin")));
     free(d);
 }
 
-/* The same race for --dump-grads, written at the end of step 1: a file
- * written there after start-up (by a second run given the same path)
- * survives as .replaced_<time>, and the path holds this run's dump (the
- * loss, then every gradient, as an undisturbed run writes it). Before,
- * it was replaced silently (no .replaced_ file: failed). */
+/* --save, written at the end: the file comes once step 1 is printed.
+ * Before, it was replaced silently (no .replaced_ file: failed). */
+Test(outputs, a_file_written_at_save_during_the_run_is_kept, .timeout = 120)
+{
+    expect_raced_file_kept("--save", "m.bin", 4, "100", "step     1/", NULL);
+}
+
+/* --dump-grads, written at the end of step 1 (8 blocks x 300 ms after the
+ * "initializing" line): the loss, then every gradient. Before, it was
+ * replaced silently (no .replaced_ file: failed). */
 Test(outputs, a_file_written_at_dump_grads_during_the_run_is_kept, .timeout = 120)
 {
-    char *d = tu_tempdir(), args[4096];
-    tc_make_shards(d, 1, 2000);
-    snprintf(args, sizeof args, "%s --steps 2 --dump-grads %s", tc_model_args(d),
-             tu_path(d, "g.bin"));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "a"));
-    /* step 1 takes 8 blocks x 300 ms after this line */
-    cr_assert(tc_wait_for_text(tu_path(d, "a.out"), "initializing", 60000));
-    tu_write_text(tu_path(d, "g.bin"), KEEP);
-    cr_assert(!tc_file_has(tu_path(d, "a.out"), "step     1/"), "step 1 ended first");
-    int st = tc_wait(pid, 60000);
-    cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the run failed");
-    const char *kept = only_entry(d, "g.bin.replaced_");
-    cr_assert_not_null(kept, "the file written at --dump-grads during the run is gone");
-    char *k = tu_read_file(kept, NULL);
-    cr_expect(k && strcmp(k, KEEP) == 0, "its bytes changed");
-    free(k);
-    cr_expect(tc_file_has(tu_path(d, "a.err"), "warning: --dump-grads "));
-    snprintf(args, sizeof args, "%s --steps 2 --dump-grads %s", tc_model_args(d),
-             tu_path(d, "ref.bin"));
-    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
-    cr_expect(tc_files_equal(tu_path(d, "g.bin"), tu_path(d, "ref.bin")));
-    free(d);
+    expect_raced_file_kept("--dump-grads", "g.bin", 2, "300", "initializing", "step     1/");
 }
 
 /* A run's --log is created empty when its training starts; a second run
