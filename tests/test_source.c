@@ -181,6 +181,11 @@ Test(source, offline_with_nothing_found_is_one_line, .timeout = 60)
               strstr(err, "Set TRAIN_GPT_GPT2_DIR to a folder holding the files"), "%s", err);
     cr_expect(err && strchr(err, '\n') == err + strlen(err) - 1, "more than one line: %s", err);
     free(out), free(err);
+    /* the text has no npm package: only curl is named as skipped */
+    cr_expect_eq(fetch(&e, "tinyshakespeare", "TRAIN_GPT_OFFLINE=1", &out, &err), 1);
+    cr_expect(err && strstr(err, "curl: skipped (TRAIN_GPT_OFFLINE)") &&
+              !strstr(err, "npm"), "%s", err);
+    free(out), free(err);
     env_free(&e);
 }
 
