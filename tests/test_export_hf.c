@@ -24,23 +24,27 @@ static void save_random_model(const char *path, const GPTConfig *cfg, uint64_t s
     free(p);
 }
 
+/* tests/NAME.py MODEL DIR must exit 0 and print "NAME: PASS". */
+static void expect_check_passes(const char *name, const char *model, const char *dir)
+{
+    char cmd[4096], *out;
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/%s.py %s %s", name, model, dir);
+    int rc = tu_run_output(cmd, &out, &out);
+    cr_expect_eq(rc, 0, "%s", out);
+    char pass[64];
+    snprintf(pass, sizeof pass, "%s: PASS", name);
+    cr_expect(out && strstr(out, pass), "%s", out);
+    free(out);
+}
+
 static void check_export(int version)
 {
-    char *d = tu_tempdir(), path[600], cmd[4096];
+    char *d = tu_tempdir(), path[600];
     GPTConfig cfg = tu_tiny_config();
     snprintf(path, sizeof path, "%s/m.bin", d);
     save_random_model(path, &cfg, 21, version);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/hf_export_check.py %s %s > %s/out.txt 2>&1",
-             path, d, d);
-    int rc = tu_run(cmd);
-    snprintf(path, sizeof path, "%s/out.txt", d);
-    char *out = tu_read_file(path, NULL);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(out && strstr(out, "hf_export_check: PASS"), "%s", out);
-    free(out);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", d);
-    tu_run(cmd);
-    free(d);
+    expect_check_passes("hf_export_check", path, d);
+    tu_remove_tree(d);
 }
 
 Test(export_hf, fp32_model_gives_the_reference_logits, .timeout = 120) { check_export(3); }
@@ -141,13 +145,7 @@ Test(export_hf, import_gives_the_model_file_back, .timeout = 180)
     save_random_model(path, &cfg, 23, 3);
     snprintf(v5, sizeof v5, "%s/m5.bin", d);
     save_random_model(v5, &cfg, 23, 5);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/hf_import_check.py %s %s > %s/out.txt "
-             "2>&1", path, d, d);
-    int rc = tu_run(cmd);
-    char *out = tu_read_file(tu_path(d, "out.txt"), NULL);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(out && strstr(out, "hf_import_check: PASS"), "%s", out);
-    free(out);
+    expect_check_passes("hf_import_check", path, d);
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/import_hf.py %s/hf/model.pt %s/b16.bin "
              "--dtype bf16 > /dev/null", d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
