@@ -320,6 +320,35 @@ static void resolve_total_batch(Trainer *tr)
 
 /* Start-up up to the model's shape: the world, the ranks' agreement, the
  * paths that will be written, the checkpoint folder, the save to resume. */
+/* --init-from a model whose position table is shorter than the default
+ * --seq-len (a 128-token Shakespeare model, say): without --seq-len the run
+ * takes the file's length, with a note, rather than stopping at exit 2 on a
+ * flag the user never gave. Done before anything records seq-len (the
+ * session's run config, --total-batch), so a resume of such a run, given the
+ * same command line, compares the same value. A file that cannot be read is
+ * reported later, by resolve_config. */
+static void adopt_file_seq_len(Trainer *tr)
+{
+    TrainOptions *o = &tr->opt;
+    GPTConfig cfg;
+    int version;
+    char err[512];
+    if (!o->init_from || train_options_given(o, "seq-len")) return;
+    if (model_file_read_header(o->init_from, &cfg, &version, err, sizeof err) != 0) return;
+    if (cfg.max_seq_len >= o->seq_len) return;
+    printf("note: --seq-len %d, the maximum sequence length of --init-from %s (the default %d "
+           "is longer)\n", cfg.max_seq_len, o->init_from, o->seq_len);
+    o->seq_len = cfg.max_seq_len;
+}
+
+/* Where the model's maximum sequence length came from, for a message. */
+static const char *seq_len_source(const Trainer *tr)
+{
+    if (tr->resume_dir[0]) return tr->resume_dir;
+    if (tr->opt.llmc_resume) return tr->llmc_from.model;
+    return tr->opt.init_from ? tr->opt.init_from : "--max-seq-len";
+}
+
 static void start(Trainer *tr, int argc, char **argv)
 {
     char err[1024] = "";
@@ -334,6 +363,7 @@ static void start(Trainer *tr, int argc, char **argv)
     /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
     if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
         dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
+    adopt_file_seq_len(tr); /* its note from rank 0 only */
     if (signals_install() != 0) fail(tr, "cannot install the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGPIPE)");
     resolve_total_batch(tr); /* sets grad-accum, which the session records */
     trainer_check_output_paths(tr);
@@ -423,8 +453,9 @@ int main(int argc, char **argv)
     if (rc == 2) dist_exit_all(d, 2, "%s", err);
     if (rc != 0) fail(&tr, err);
     if (o->seq_len > tr.cfg.max_seq_len)
-        dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d",
-                  o->seq_len, tr.cfg.max_seq_len);
+        dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d (the "
+                  "position table of %s): pass --seq-len %d or less", o->seq_len,
+                  tr.cfg.max_seq_len, seq_len_source(&tr), tr.cfg.max_seq_len);
     if (train_memory_check(o, &tr.cfg, err, sizeof err) != 0) dist_exit_all(d, 2, "%s", err);
     GPTShard shard = {d->world, d->rank, o->zero};
     if (o->plan) {

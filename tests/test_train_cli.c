@@ -328,6 +328,38 @@ Test(train_cli, shape_flags_contradicting_init_from_exit_2, .timeout = 120)
     free(d);
 }
 
+/* Without --seq-len, --init-from a model whose position table is shorter
+ * than the default 1024 trains at the file's length (a note says so), and
+ * exactly as a run given that --seq-len does: the two saves are equal byte
+ * for byte. A --seq-len given above it is exit 2, naming the file and the
+ * largest length that works. */
+Test(train_cli, init_from_a_short_model_takes_its_seq_len, .timeout = 120)
+{
+    char *d = make_byte_shards(), cmd[2048], args[1024];
+    const char *data = "--batch 8 --threads 1 --steps 2 --val-every 0";
+    snprintf(cmd, sizeof cmd, "./train_gpt " TINY_FLAGS " --steps 0 --save %s/init.bin "
+             "--train-data '%s/bytes_train_*.bin' > /dev/null 2>&1", d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, "./train_gpt --init-from %s/init.bin %s --train-data "
+             "'%s/bytes_train_*.bin' --save %s/implied.bin", d, data, d, d);
+    char *out = NULL, *err = NULL;
+    cr_expect_eq(tu_run_output(cmd, &out, &err), 0, "%s: %s", cmd, err ? err : "");
+    cr_expect(out && strstr(out, "note: --seq-len 64, the maximum sequence length of "
+                                 "--init-from "), "%s", out ? out : "");
+    cr_expect(out && strstr(out, " T=64 "), "the run must be at T=64: %s", out ? out : "");
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "./train_gpt --init-from %s/init.bin --seq-len 64 %s --train-data "
+             "'%s/bytes_train_*.bin' --save %s/given.bin > /dev/null 2>&1 && cmp %s/implied.bin "
+             "%s/given.bin", d, data, d, d, d, d);
+    cr_expect_eq(tu_run(cmd), 0, "the implied --seq-len must train as the given one: %s", cmd);
+    snprintf(args, sizeof args, "--init-from %s/init.bin --seq-len 128", d);
+    expect_usage_error(args, "--seq-len: 128 exceeds the model's maximum sequence length 64 (the "
+                             "position table of ");
+    expect_usage_error(args, "init.bin): pass --seq-len 64 or less");
+    free(d);
+}
+
 /* --save's folder and --checkpoint-dir's parent are checked at start-up
  * (exit 1 before any work), not after training. */
 Test(train_cli, save_and_checkpoint_folders_checked_at_start, .timeout = 120)
