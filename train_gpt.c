@@ -407,6 +407,18 @@ static void print_header(Trainer *tr)
     printf("predicted peak: %zu bytes (the arenas are allocated whole at start-up)\n",
            tr->model.plan.total);
     printf("train data: %d shard(s) from %s\n", tr->train.num_shards, o->train_data);
+    /* when a crash or a kill would cost: the saves this run will make */
+    if (tr->sess.dir[0]) {
+        char every[64] = "", mins[64] = "", keep[32] = "all";
+        if (tr->sess.cfg.save_every > 0)
+            snprintf(every, sizeof every, "every %d steps, ", tr->sess.cfg.save_every);
+        if (tr->sess.cfg.save_minutes > 0)
+            snprintf(mins, sizeof mins, "%g minutes after the previous save, ",
+                     tr->sess.cfg.save_minutes);
+        if (tr->sess.cfg.keep > 0) snprintf(keep, sizeof keep, "the newest %d", tr->sess.cfg.keep);
+        printf("checkpoints: %s, %s%sat the end and on a stop (keeping %s)\n", tr->sess.dir, every,
+               mins, keep);
+    }
 }
 
 /* Progress, and the run's estimated length before the parameters are made

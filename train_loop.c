@@ -346,7 +346,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         if (tr->bad_steps >= o->max_bad_steps) return abort_nonfinite(tr, step, err, len);
         snprintf(when, sizeof when, "during the sample after step %d", step);
         if (cut) return stopped(tr, 0, step, when);
-        if (session_save_due(&tr->sess, step) &&
+        if (session_save_due(&tr->sess, d, step) &&
             session_save(&tr->sess, &tr->model, d, &tr->train, &tr->sampler.rng, step, tr->bad_steps,
                          err, len) != 0) {
             keep_model_after_failed_save(tr, step, err, len);

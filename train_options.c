@@ -137,6 +137,10 @@ static const OptSpec SPECS[] = {
      "folder for resumable saves (DIR/step_N/{model.bin,state_r00000.bin,COMPLETE})"},
     {"save-every", K_INT, O(save_every), "0", 0, 1 << 30, NULL, "Checkpoints",
      "save every N steps (0 = only at the end, on a signal, or on a non-finite abort)"},
+    {"save-minutes", K_FLOAT, O(save_minutes), "30", 0, 1e6, NULL, "Checkpoints",
+     "also save to --checkpoint-dir once X minutes have passed since its last save (or the "
+     "start), so that a crash or a kill (out of memory, a lost node) costs at most that much "
+     "training; decided by rank 0's clock (0 = off)"},
     {"keep", K_INT, O(keep), "3", 0, 1 << 30, NULL, "Checkpoints",
      "complete saves to keep, newest first (0 = all)"},
     {"resume", K_OPTSTR, O(resume_path), NULL, 0, 0, NULL, "Checkpoints",
@@ -489,6 +493,10 @@ static int check_checkpoint_flags(const TrainOptions *opt)
     int llmc = opt->llmc_save_dir || opt->llmc_resume;
     if (opt->save_every > 0 && !opt->checkpoint_dir && !opt->resume_path && !opt->llmc_save_dir)
         why = "--save-every: needs --checkpoint-dir DIR or --save-checkpoint-llmc DIR";
+    else if (opt->save_minutes > 0 && train_options_given(opt, "save-minutes") &&
+             !opt->checkpoint_dir && !opt->resume_path)
+        why = "--save-minutes: needs --checkpoint-dir DIR (llm.c's saves follow --save-every "
+              "only)";
     else if (opt->llmc_resume && (opt->resume || opt->init_from))
         why = "--resume-llmc continues an llm.c run; --resume and --init-from start from "
               "something else: give one of them";
@@ -569,7 +577,7 @@ RunConfig train_options_run_config(const TrainOptions *o)
 {
     return (RunConfig){
         .checkpoint_dir = o->checkpoint_dir, .resume_path = o->resume_path,
-        .resume = o->resume, .keep = o->keep,
+        .resume = o->resume, .keep = o->keep, .save_minutes = o->save_minutes,
         /* --save-every with only --save-checkpoint-llmc paces the llm.c saves */
         .save_every = o->checkpoint_dir || o->resume_path ? o->save_every : 0,
         .overwrite = o->overwrite_checkpoints, .exclusive = !o->plan && o->generate == 0,

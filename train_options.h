@@ -46,6 +46,7 @@ typedef struct {
     /* checkpoints and failures (run/session.h) */
     const char *checkpoint_dir, *resume_path;
     int save_every, keep, resume, max_bad_steps, overwrite_checkpoints;
+    float save_minutes; /* --checkpoint-dir saves also by wall-clock time; 0 = off */
     /* llm.c's checkpoints (run/llmc_ckpt.h) */
     const char *llmc_save_dir, *llmc_resume;
     /* other */

@@ -56,12 +56,20 @@ static int parse_stall(RunSession *s, const char *v, char *err, size_t err_len)
     return 0;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
                  size_t err_len)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *c;
     s->last_saved = -1;
+    s->last_save_ms = now_ms();
     s->rank = d->rank;
     s->world_size = d->world;
     s->lock.fd = -1;
@@ -363,17 +371,17 @@ out:
     return rc;
 }
 
-int session_save_due(const RunSession *s, int step)
+int session_save_due(const RunSession *s, Dist *d, int step)
 {
+    /* the early returns depend only on what every rank shares: the
+     * collective below is reached by all ranks or by none */
     if (!s->dir[0] || step == s->last_saved) return 0;
-    return (s->cfg.save_every > 0 && step % s->cfg.save_every == 0) || step == s->cfg.steps;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    if ((s->cfg.save_every > 0 && step % s->cfg.save_every == 0) || step == s->cfg.steps) return 1;
+    if (s->cfg.save_minutes <= 0) return 0;
+    /* One clock decides: the ranks' saves end at different moments, and a
+     * save is collective. */
+    int late = s->rank == 0 && now_ms() - s->last_save_ms >= s->cfg.save_minutes * 60e3;
+    return d->world > 1 ? dist_mean(d, late) > 0 : late;
 }
 
 /* -1 on every rank when rc != 0 on any (a collective: all ranks call it). */
@@ -430,6 +438,7 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
     }
     if (agree(d, rc) != 0) goto out;
     s->last_saved = step;
+    s->last_save_ms = now_ms();
     printf("saved %s (%.1f MiB, %.0f ms)\n", step_dir,
            (np + 2.0 * (double)cnt * world) * 4 / 1048576.0, now_ms() - t0);
     fflush(stdout);

@@ -49,6 +49,7 @@ typedef struct {
     const char *resume_path;      /* --resume=PATH; NULL = newest in checkpoint_dir */
     int resume;                   /* --resume given (with or without a path) */
     int save_every, keep;         /* --save-every (0 = end only), --keep (0 = all) */
+    float save_minutes;           /* --save-minutes: also save by time (0 = off) */
     int overwrite;                /* --overwrite-checkpoints: move another run's saves aside */
     int exclusive;                /* training: make, lock, claim the folder (not --plan, --generate) */
     /* what fixes the run's trajectory: stored in every save and compared
@@ -64,6 +65,7 @@ typedef struct {
     RunConfig cfg;        /* a copy, taken by session_init */
     char dir[4096];       /* where saves go; "" = no saving */
     int last_saved;       /* step of the newest save written or resumed from; -1 none */
+    double last_save_ms;  /* when that save ended (or the session began), monotonic ms */
     int rank, world_size; /* from distributed/ */
     OwnLock lock;         /* the folder's lock (rank 0, training) */
     int made_dir;         /* the folder was absent at start-up: this run made it
@@ -131,8 +133,11 @@ int session_resume(RunSession *s, const char *save_dir, GPT *g,
 int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
                  const SampleRng *rng, int step, int bad_steps, char *err, size_t err_len);
 
-/* A save is due after this step (--save-every, the last step). */
-int session_save_due(const RunSession *s, int step);
+/* A save is due after this step: --save-every, the last step, or
+ * --save-minutes since the last save by rank 0's clock. Collective when
+ * --save-minutes is on and there are several ranks (every rank calls it
+ * after every step), so that the ranks save together. */
+int session_save_due(const RunSession *s, Dist *d, int step);
 
 /* The test hooks: poison the gradients when TRAIN_GPT_TEST_NAN_STEP lists
  * step; sleep before step when TRAIN_GPT_TEST_STALL names it and this rank. */
