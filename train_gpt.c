@@ -418,6 +418,9 @@ static void print_header(Trainer *tr)
         if (tr->sess.cfg.keep > 0) snprintf(keep, sizeof keep, "the newest %d", tr->sess.cfg.keep);
         printf("checkpoints: %s, %s%sat the end and on a stop (keeping %s)\n", tr->sess.dir, every,
                mins, keep);
+    } else if (!o->save && !o->llmc_save_dir && o->steps > 0) {
+        printf("note: no --save, --checkpoint-dir or --save-checkpoint-llmc: the trained weights "
+               "will not be written\n");
     }
 }
 

@@ -10,7 +10,8 @@
  *    ends with the same parameters as a run never killed (bitwise);
  *  - 2 ranks (mpirun): rank 0's clock decides, so every rank saves after
  *    the same steps (rank 1's own clock would say "not yet");
- *  - --save-minutes without --checkpoint-dir: exit 2, naming the flag. */
+ *  - --save-minutes without --checkpoint-dir: exit 2, naming the flag; a
+ *    run with nowhere to write its weights says so at start-up. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -163,5 +164,14 @@ Test(save_minutes, without_a_checkpoint_dir_is_a_usage_error)
     snprintf(p, sizeof p, "%s/b", d);
     snprintf(args, sizeof args, "%s --steps 1", tc_model_args(d));
     run_expect(NULL, args, p, 0);
+    /* but a run that writes its weights nowhere says so before it trains */
+    snprintf(p, sizeof p, "%s/b.out", d);
+    cr_expect(tc_file_has(p, "note: no --save, --checkpoint-dir or --save-checkpoint-llmc: the "
+                             "trained weights will not be written"), "the run must warn");
+    snprintf(p, sizeof p, "%s/c", d);
+    snprintf(args, sizeof args, "%s --steps 1 --save %s/m.bin", tc_model_args(d), d);
+    run_expect(NULL, args, p, 0);
+    snprintf(p, sizeof p, "%s/c.out", d);
+    cr_expect(!tc_file_has(p, "will not be written"), "--save given: no note");
     tu_remove_tree(d);
 }
