@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
     amma_stage_core_pair_async<HSP, BQ, NT>(qt(0), Qsrc, dOsrc, qstart);
     amma_stage_stats<BQ, NT>(stt(0), rs, qstart, T_);
     cp_async_commit();
-    cp_async_wait<0>();
+    amma_wg_landed();
     __syncthreads();
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w */
     mma_load_a_strip<HSP>(kf, Ks, LD, 16 * w);
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
 
     for (int it = 0; it < nQ; it++) {
         const int q0 = qstart + it * BQ;
-        if (it > 0) cp_async_wait<0>(); /* this thread's part of tile it */
+        if (it > 0) amma_wg_landed(); /* this thread's part of tile it */
         __syncthreads(); /* tile it complete; every warp done with it - 1 */
         if (it + 1 < nQ) {
             const int nx = (it + 1) & 1;
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_wg_kernel(AmmaBwdA
     amma_stage_pair_async<HSP, BQ, NT, 1>(Qs, Qsrc, dOsrc, q0); /* [Q | dO], padded rows */
     amma_stage_core_pair_async<HSP, BK, NT>(kt_at(0), Ksrc, Vsrc, 0);
     cp_async_commit();
-    cp_async_wait<0>();
+    amma_wg_landed();
     __syncthreads();
     uint32_t qf[HSP / 16][4], of[HSP / 16][4]; /* Q_w, dO_w */
     mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);

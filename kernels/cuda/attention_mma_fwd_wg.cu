@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_wg_kernel(AmmaFwd
     amma_stage_async<HSP, BQ, NT, 1>(Qs, Qsrc, q0);
     amma_stage_core_pair_async<HSP, BK, NT>(tiles, Ksrc, Vsrc, 0);
     cp_async_commit();
-    cp_async_wait<0>();
+    amma_wg_landed();
     __syncthreads();
     uint32_t qf[HSP / 16][4];
     mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);

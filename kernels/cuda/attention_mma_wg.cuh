@@ -11,13 +11,23 @@
 #include "attention_mma.cuh"
 #include "wgmma.cuh"
 
+/* This thread's cp.async copies landed (wait_group 0) and made visible to
+ * the async proxy the wgmma products read shared memory in
+ * (wgmma_proxy_fence); the caller's barrier then publishes the tiles. */
+__device__ __forceinline__ void amma_wg_landed(void)
+{
+    cp_async_wait<0>();
+    wgmma_proxy_fence();
+}
+
 /* The wgmma variants (attention_mma_fwd_wg.cu, attention_mma_bwd_wg.cu):
  * an R x HSP tile into the core-matrix layout by cp.async (16-byte
  * pieces; vec path only): piece (r, d0..d0+7) to byte
  * wgmma_core_off<HSP>(r, d0). Piece p of the tile is row 8 (p / HSP) +
  * p % 8, columns 8 (p / 8 % (HSP / 8)) on: 8 consecutive threads fill one
  * core matrix (128 contiguous bytes, no bank conflict) and a warp reads 4
- * whole 64-byte row segments of 8 rows. The caller commits, waits and syncs. */
+ * whole 64-byte row segments of 8 rows. The caller commits, waits and
+ * fences (amma_wg_landed) and syncs. */
 template <int HSP, int R, int NT>
 __device__ __forceinline__ void amma_stage_core_async(bf16 *dst, AmmaSrc s, int t0)
 {
@@ -52,8 +62,8 @@ __device__ __forceinline__ const bf16 *amma_wg_kv_step(Stage stage, AmmaSrc Ksrc
 {
     constexpr int HSP = Cfg::HSP, BK = Cfg::BT, NT = Cfg::NT;
     const int k0 = kt * BK;
-    if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
-    __syncthreads();                /* tile kt complete; every warp done with kt - 1 */
+    if (kt > 0) amma_wg_landed(); /* this thread's part of tile kt */
+    __syncthreads();              /* tile kt complete; every warp done with kt - 1 */
     if (kt + 1 < nK) {
         bf16 *next = stage((kt + 1) & 1);
         amma_stage_core_async<HSP, BK, NT>(next, Ksrc, k0 + BK);

@@ -25,7 +25,9 @@
  *
  * Asynchrony (the PTX ISA's rules, which the compiler does not know):
  * wgmma_fence() before the first product and after any other instruction
- * touched its accumulators or A registers; products are committed into a
+ * touched its accumulators or A registers; wgmma_proxy_fence() by every
+ * thread that wrote a B tile (cp.async included), after its writes landed
+ * and before the barrier the products follow; products are committed into a
  * group (wgmma_commit) and wgmma_wait<N>() waits until at most N groups are
  * in flight. Until then the accumulators and A registers must not be read
  * or written and the shared memory read must not change. wgmma_hold()
@@ -75,6 +77,23 @@ __device__ __forceinline__ void wgmma_fence(void)
     emu_wgmma_fence();
 #elif WGMMA_OK
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+/* fence.proxy.async.shared::cta: this thread's earlier shared-memory
+ * writes (its cp.async copies included: they are generic-proxy writes)
+ * made visible to the async proxy, in which wgmma.mma_async reads its
+ * shared-memory operands (PTX ISA, wgmma "Async Proxy": without it the
+ * product may read stale bytes). Each writer runs it after its
+ * cp.async.wait_group and before the barrier that publishes the tile;
+ * wgmma.fence orders registers only, not this. The completion of a wgmma
+ * carries the fence the other way (async to generic) by itself. */
+__device__ __forceinline__ void wgmma_proxy_fence(void)
+{
+#ifdef CUDA_EMU
+    emu_fence_proxy_async();
+#elif WGMMA_OK
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
 

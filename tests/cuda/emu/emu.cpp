@@ -121,6 +121,8 @@ struct EmuThread {
      * committed groups not yet retired by a wait_group, oldest first */
     std::vector<EmuCopy> open_copies;
     std::deque<std::vector<EmuCopy>> groups;
+    /* copies landed since the thread's last fence.proxy.async (dst, size) */
+    std::vector<std::pair<unsigned char *, int>> unfenced;
     char *stack;
 };
 
@@ -133,6 +135,9 @@ static EmuCtx sched_ctx;
 static std::vector<EmuThread> fibers;
 static unsigned char *dyn_smem;
 static size_t dyn_cap, dyn_size; /* allocated; this launch's */
+/* per byte of dynamic shared memory: 1 while a landed cp.async's issuing
+ * thread has not run fence.proxy.async since (emu_fence_proxy_async) */
+static std::vector<unsigned char> smem_unfenced;
 static const std::function<void()> *cur_body;
 static int order_mode = -1; /* 0 fwd, 1 rev, 2 rand */
 static std::mt19937 rng;
@@ -275,9 +280,24 @@ void emu_cp_async_wait(int pending)
         for (const EmuCopy &c : g.front()) {
             memcpy(c.dst, c.src, (size_t)c.src_size);
             memset(c.dst + c.src_size, 0, (size_t)(c.size - c.src_size));
+            memset(smem_unfenced.data() + (c.dst - dyn_smem), 1, (size_t)c.size);
+            emu_cur->unfenced.push_back({c.dst, c.size});
         }
         g.pop_front();
     }
+}
+
+void emu_fence_proxy_async(void)
+{
+    for (const auto &r : emu_cur->unfenced)
+        memset(smem_unfenced.data() + (r.first - dyn_smem), 0, (size_t)r.second);
+    emu_cur->unfenced.clear();
+}
+
+bool emu_smem_unfenced(const void *p)
+{
+    const unsigned char *q = (const unsigned char *)p;
+    return q >= dyn_smem && q < dyn_smem + dyn_size && smem_unfenced[(size_t)(q - dyn_smem)];
 }
 
 static void fiber_entry(void)
@@ -429,6 +449,7 @@ void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
         emu_block_idx = dim3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
                              (unsigned)(b / grid.x / grid.y));
         memset(dyn_smem, 0xff, smem + EMU_CANARY); /* NaN in fp32 and bf16 */
+        smem_unfenced.assign(smem, 0);
         for (size_t i = 0; i < nthreads; i++) {
             EmuThread *t = &fibers[i];
             t->tid = dim3((unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
@@ -439,6 +460,7 @@ void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
             t->shfl = 0.0;
             t->open_copies.clear();
             t->groups.clear();
+            t->unfenced.clear();
             ctx_make(&t->ctx, t->stack, EMU_STACK, &sched_ctx);
         }
         emu_wgmma_block_start(nthreads);

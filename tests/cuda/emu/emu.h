@@ -153,6 +153,16 @@ void emu_ldmatrix_x4(uint32_t r[4], const void *p, bool trans);
 void emu_cp_async(void *dst, const void *src, int size, int src_size);
 void emu_cp_async_commit(void);     /* cp.async.commit_group */
 void emu_cp_async_wait(int pending); /* cp.async.wait_group pending */
+/* fence.proxy.async.shared::cta. cp.async writes shared memory in the
+ * generic proxy; wgmma.mma_async reads it in the async proxy, and the PTX
+ * ISA asks for an async proxy fence between the two. The emulator keeps,
+ * per byte of dynamic shared memory, whether a cp.async landed there and
+ * its issuing thread has not run this fence since; a wgmma that reads
+ * such a byte aborts. (The thread's fence must come before the barrier
+ * that publishes the tile: placed after it, the reading warp runs first
+ * in one of EMU_ORDER's orders.) */
+void emu_fence_proxy_async(void);
+bool emu_smem_unfenced(const void *p); /* for emu_wgmma.cpp */
 
 /* ---- wgmma (sm_90a warpgroup MMA; kernels/cuda/wgmma.cuh, emu_wgmma.cpp) ----
  * wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: D(64 x N, fp32)

@@ -155,6 +155,9 @@ void emu_wgmma_bf16(float *d, int N, const uint32_t *a, uint64_t adesc, int tran
     auto rd = [&](uint32_t addr) {
         if ((size_t)addr + 2 > size) emu_fail("wgmma operand outside the dynamic shared memory");
         const unsigned char *p = smem + addr;
+        if (emu_smem_unfenced(p))
+            emu_fail("wgmma.mma_async reads shared memory a cp.async wrote (generic proxy) "
+                     "with no fence.proxy.async by the writing thread before the barrier");
         WgRead r;
         r.p = p;
         memcpy(&r.v, p, 2);

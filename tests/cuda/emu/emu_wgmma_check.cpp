@@ -13,7 +13,9 @@
  * Rules: in a forked child each of these must abort: a wgmma without a
  * fence, an accumulator written before the wait, shared memory or an A
  * register changed before it, a thread ending with a wgmma in flight, a
- * warpgroup whose warps issue different counts; and an accumulator read
+ * warpgroup whose warps issue different counts, a B tile landed by
+ * cp.async and read with no fence.proxy.async by its writers; and an
+ * accumulator read
  * before the wait is NaN, chained products and scale-d 0 give the right
  * sums, wait_group 1 lands the older group only.
  * Exit 0 when all pass, 1 otherwise (one line per failure). */
@@ -294,7 +296,34 @@ static void check_rules(void)
         emu_wgmma_wait(0);
         if (!nan_mid || d[0] != 3.0f || d[2] != 3.0f) d[0] = NAN;
     });
-    printf("wgmma rules: 8 checked\n");
+    /* B's row (n, k = 0..7) = (1, 0, ..., 0) landed by cp.async from
+     * threads 0..7: without fence.proxy.async by those threads before the
+     * barrier the wgmma must abort; with it, d = C + A B */
+    alignas(16) static const uint16_t row1[8] = {0x3f80, 0, 0, 0, 0, 0, 0, 0};
+    auto b_cp_async = [&](bool fence) {
+        if (threadIdx.x < 8) emu_cp_async(emu_dyn_smem() + 16 * threadIdx.x, row1, 16, 16);
+        emu_cp_async_commit();
+        emu_cp_async_wait(0);
+        if (fence) emu_fence_proxy_async();
+        __syncthreads();
+    };
+    rule("B landed by cp.async, read with no fence.proxy.async", "no fence.proxy.async",
+         [&](float *d) {
+        b_cp_async(false);
+        emu_wgmma_fence();
+        issue(d, 1);
+        emu_wgmma_commit();
+        emu_wgmma_wait(0);
+    });
+    rule("B landed by cp.async, fence.proxy.async before the barrier", NULL, [&](float *d) {
+        b_cp_async(true);
+        emu_wgmma_fence();
+        issue(d, 1);
+        emu_wgmma_commit();
+        emu_wgmma_wait(0);
+        if (d[0] != 2.0f || d[3] != 5.0f) d[0] = NAN;
+    });
+    printf("wgmma rules: 10 checked\n");
 }
 
 int main(void)
