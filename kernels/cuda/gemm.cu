@@ -253,7 +253,13 @@ static int time_candidates(CudaState *st, GemmEntry *e, const GemmKey *k, const 
     CUDA_CHECK(cudaEventCreate(&e1));
     for (int i = 0; i < n; i++) {
         ms[i] = INFINITY;
-        if (launch(st, e, &res[i].algo, c, D) != CUBLAS_STATUS_SUCCESS) continue;
+        if (launch(st, e, &res[i].algo, c, D) != CUBLAS_STATUS_SUCCESS) {
+            /* a refused candidate may leave a (non-sticky) launch error
+             * behind, which the next LAUNCH's check would blame on its
+             * own kernel */
+            (void)cudaGetLastError();
+            continue;
+        }
         float t[GEMM_TUNE_REPS];
         for (int r = 0; r < GEMM_TUNE_REPS; r++) {
             CUDA_CHECK(cudaEventRecord(e0, st->stream));
