@@ -42,30 +42,36 @@ static void run_expect(const char *env, const char *args, const char *prefix, in
     free(msg);
 }
 
+/* Train `steps` steps of the tiny model under env with --save-minutes pace,
+ * checkpoints in d/NAME (all kept), output to d/NAME.out and .err: exit 0. */
+static void train_paced(const char *d, const char *name, const char *env, int steps,
+                        const char *pace)
+{
+    char args[4096], prefix[700];
+    snprintf(prefix, sizeof prefix, "%s/%s", d, name);
+    snprintf(args, sizeof args, "%s --steps %d --checkpoint-dir %s --save-minutes %s --keep 0",
+             tc_model_args(d), steps, prefix, pace);
+    run_expect(env, args, prefix, 0);
+}
+
 Test(save_minutes, a_short_pace_saves_every_step_and_zero_only_the_end, .timeout = 120)
 {
-    char *d = tu_tempdir(), args[4096], p[700], ck[700];
+    char *d = tu_tempdir(), p[700], ck[700];
     tc_make_shards(d, 1, 400);
-    snprintf(ck, sizeof ck, "%s/ck", d);
-    snprintf(p, sizeof p, "%s/a", d);
     /* 1e-6 minutes = 60 us: shorter than any step */
-    snprintf(args, sizeof args, "%s --steps 4 --checkpoint-dir %s --save-minutes 1e-6 --keep 0",
-             tc_model_args(d), ck);
-    run_expect(NULL, args, p, 0);
+    train_paced(d, "ck", NULL, 4, "1e-6");
+    snprintf(ck, sizeof ck, "%s/ck", d);
     for (int s = 1; s <= 4; s++) cr_expect(saved(ck, s), "step %d not saved", s);
-    snprintf(p, sizeof p, "%s/a.out", d);
+    snprintf(p, sizeof p, "%s/ck.out", d);
     cr_expect(tc_file_has(p, "checkpoints: "), "the header names the saves");
     cr_expect(tc_file_has(p, ", 1e-06 minutes after the previous save, at the end and on a stop "
                              "(keeping all)"), "the header gives the pace");
 
+    train_paced(d, "ck0", NULL, 4, "0");
     snprintf(ck, sizeof ck, "%s/ck0", d);
-    snprintf(p, sizeof p, "%s/b", d);
-    snprintf(args, sizeof args, "%s --steps 4 --checkpoint-dir %s --save-minutes 0 --keep 0",
-             tc_model_args(d), ck);
-    run_expect(NULL, args, p, 0);
     for (int s = 1; s <= 3; s++) cr_expect(!saved(ck, s), "step %d saved with the pace off", s);
     cr_expect(saved(ck, 4), "the last step is always saved");
-    snprintf(p, sizeof p, "%s/b.out", d);
+    snprintf(p, sizeof p, "%s/ck0.out", d);
     cr_expect(tc_file_has(p, "ck0, at the end and on a stop (keeping all)"), "pace off");
     cr_expect(!tc_file_has(p, "minutes after"), "pace off");
     tu_remove_tree(d);
@@ -73,14 +79,11 @@ Test(save_minutes, a_short_pace_saves_every_step_and_zero_only_the_end, .timeout
 
 Test(save_minutes, the_pace_is_time_not_steps, .timeout = 120)
 {
-    char *d = tu_tempdir(), args[4096], p[700], ck[700];
+    char *d = tu_tempdir(), ck[700];
     tc_make_shards(d, 1, 400);
-    snprintf(ck, sizeof ck, "%s/ck", d);
-    snprintf(p, sizeof p, "%s/a", d);
-    snprintf(args, sizeof args, "%s --steps 5 --checkpoint-dir %s --save-minutes 0.02 --keep 0",
-             tc_model_args(d), ck);
     /* rank 0 sleeps 2 s before step 3: more than the 1.2 s pace */
-    run_expect("TRAIN_GPT_TEST_STALL=0:3:2", args, p, 0);
+    train_paced(d, "ck", "TRAIN_GPT_TEST_STALL=0:3:2", 5, "0.02");
+    snprintf(ck, sizeof ck, "%s/ck", d);
     cr_expect(saved(ck, 3), "2 s passed before step 3 ended: it must be saved");
     cr_expect(!saved(ck, 4), "step 4 ended within 1.2 s of step 3's save");
     cr_expect(saved(ck, 5), "the last step");
