@@ -40,8 +40,10 @@
 #      targets as rows: 124M MFU >= 45%, XL recompute 1/0 throughput >= 0.78,
 #      and the chunked head's cost <= 3% of step time at 124M; and
 #      --profile-ops at 124M: the five ops that take most of a step; 124M
-#      recompute 0 also with the heuristic's gemm algorithms and with the
-#      GELU epilogues, as ratios;
+#      recompute 0 also with the heuristic's gemm algorithms, with the
+#      GELU epilogues, and with section 3b's fastest correct attention
+#      variants at its B (TRAIN_GPT_ATTN_VARIANT; only when they are not the
+#      defaults: about 15 s), as ratios;
 #   7. XL, recompute 0 and 1: the largest micro-batch `train_gpt --plan` says
 #      fits its default budget (free device memory minus 512 MiB) must run;
 #      one more is tried with the budget check off: it runs or stops with the
@@ -471,6 +473,26 @@ perf "$N124 recompute 1" 12 "$C124" "$NH124" "$B124" 1
 # epilogues: tokens/s ratios to the default run
 TRAIN_GPT_GEMM_TUNE=0 perf "$N124 recompute 0, heuristic gemm algos" 12 "$C124" "$NH124" "$B124" 0
 TRAIN_GPT_FUSE_GELU=1 perf "$N124 recompute 0, FUSE_GELU=1" 12 "$C124" "$NH124" "$B124" 0
+# the same step with the sweep's fastest correct attention variants at this
+# shape (section 3b's "sweep best" line for C124 and B124), when they are not
+# the defaults: the speed the defaults would give once set from the sweep
+# (issue 13, item 5), measured in this lease rather than the next
+sweep_pick=$(awk -v b="B=$B124" -v c="C=$C124" -v shape="$SWEEP_SHAPE" '$1 == "sweep" &&
+    $2 == "best" && (!shape || ($3 == b && $5 == c)) && $8 ~ /^fwd-/ && $12 ~ /^dq-/ &&
+    $14 ~ /^dkdv-/ {print $8 "," $12 "," $14; exit}' \
+    "$WORK/sweep.log" 2>/dev/null)
+sweep_dflt=$(awk '/\(default\)$/ && !seen[$1]++ && n < 3 {printf "%s%s", (n++ ? "," : ""), $1}' \
+    "$WORK/sweep.log" 2>/dev/null)
+SN="$N124 recompute 0, sweep's variants"
+if [ ! -s "$WORK/sweep.log" ]; then why="the sweep did not run (GPU_CHECK_SECTIONS)"
+elif [ -z "$sweep_pick" ]; then why="no correct variant for each kernel at B=$B124 C=$C124 in the sweep"
+elif [ "$sweep_pick" = "$sweep_dflt" ]; then why="the sweep's fastest at B=$B124 are the defaults ($sweep_dflt)"
+else why=""; fi
+if [ -n "$why" ]; then
+    row "$SN" info "not run: $why"
+elif TRAIN_GPT_ATTN_VARIANT="$sweep_pick" perf "$SN" 12 "$C124" "$NH124" "$B124" 0; then
+    row "124M r0: sweep's variants / default" info "$sweep_pick vs $sweep_dflt: $($TOOLS ratio "$WORK/$N124 recompute 0.jsonl" "$WORK/$SN.jsonl" 2 0)"
+fi
 for v in "heuristic gemm algos" "FUSE_GELU=1"; do
     if [ -f "$WORK/$N124 recompute 0.jsonl" ] && [ -f "$WORK/$N124 recompute 0, $v.jsonl" ]; then
         row "124M r0: $v / default" info "$($TOOLS ratio "$WORK/$N124 recompute 0.jsonl" "$WORK/$N124 recompute 0, $v.jsonl" 2 0)"

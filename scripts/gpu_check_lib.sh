@@ -23,6 +23,7 @@ C124=768 NH124=12               # GPT-2 124M's width (12 layers)
 CXL=1600 NHXL=25 BXL=8          # GPT-2 XL's width (48 layers), section 6's B
 PLAN_XL=() PLAN_124=()          # sections 7, 8: --plan's default budget
 PEAK=()                         # section 6: train_gpt's MFU against the device table's peak
+SWEEP_SHAPE=1                   # section 6: the sweep's pick at 124M's B and C only
 TGT_MFU=0.45 TGT_XL=0.78 TGT_HEAD=0.97 TGT_HEADB=3 TGT_AUTO=0.97 # issue 3's targets
 # Attention variants no GPU has run yet (Hopper's wgmma: sm_90a descriptors
 # and layouts only the hardware confirms). Checked in a process of their own
@@ -61,6 +62,7 @@ if [ "$REHEARSAL" = 1 ]; then
     # (XL: 2 at recompute 0, 18 at 1; 124M: 8)
     PLAN_XL=(--memory-budget 30MiB) PLAN_124=(--memory-budget 20MiB)
     PEAK=(--peak-tflops 0.05) # about a third of a shared core's fp32 rate
+    SWEEP_SHAPE=0 # the emulator's sweep is at its own shapes: take its first pick
     TGT_MFU=0 TGT_XL=0 TGT_HEAD=0 TGT_HEADB=0 TGT_AUTO=0
     export GPU_CHECK_MEM_TOL_PCT=inf     # gpu_check_tools.py: RSS is not device memory
     export GPU_CHECK_PEAK_TFLOPS=0.05    # gpu_check_tools.py's MFU: PEAK's peak
