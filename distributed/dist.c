@@ -30,6 +30,26 @@ static int env_int(const char *name)
     return *end || v < 0 || v > INT_MAX ? -1 : (int)v;
 }
 
+int dist_local_rank(int rank, int node_rank)
+{
+    /* Set by the process's own launcher: Open MPI's mpirun, MPICH's and
+     * Intel MPI's mpiexec (Hydra), MVAPICH2's mpirun_rsh. */
+    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                 "MV2_COMM_WORLD_LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        int r = env_int(vars[i]);
+        if (r >= 0) return r;
+    }
+    /* SLURM_LOCALID is this process's only when srun started it as this
+     * rank. An mpiexec inside an allocation starts its per-node proxies
+     * with srun, and every rank a proxy forks inherits the proxy's
+     * SLURM_PROCID and SLURM_LOCALID (0 on one node): taken as the local
+     * rank, that puts every rank of the node on device 0. */
+    int r = env_int("SLURM_LOCALID");
+    if (r >= 0 && env_int("SLURM_PROCID") == rank) return r;
+    return node_rank;
+}
+
 int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
 {
     memset(d, 0, sizeof *d);
@@ -53,9 +73,7 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
     MPI_Comm_rank(node, &node_rank);
     MPI_Comm_size(node, &d->local_world);
     MPI_Comm_free(&node);
-    d->local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (d->local_rank < 0) d->local_rank = env_int("SLURM_LOCALID");
-    if (d->local_rank < 0) d->local_rank = node_rank;
+    d->local_rank = dist_local_rank(d->rank, node_rank);
     return 0;
 }
 

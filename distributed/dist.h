@@ -15,10 +15,13 @@
  * launcher the collectives run even at world size 1 (mpirun -np 1 checks
  * the path end to end).
  *
- * Devices. Local rank (OMPI_COMM_WORLD_LOCAL_RANK, else SLURM_LOCALID, else
- * the rank in MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) picks CUDA device
- * local_rank % visible devices, before the backend opens. NCCL refuses two
- * ranks on one device; that error names the rank.
+ * Devices. Local rank (dist_local_rank: the launcher's variable,
+ * OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or MV2_COMM_WORLD_LOCAL_RANK,
+ * else SLURM_LOCALID when srun started this rank, else the rank in
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) picks CUDA device
+ * local_rank % visible devices, before the backend opens (srun
+ * --gpus-per-task=1 shows each rank one device: device 0 of its own). NCCL
+ * refuses two ranks on one device; that error names the rank.
  *
  * Gradients (--zero 0). Each rank's backward scales its loss gradient by
  * 1/(B*T*grad_accum*world); on the last micro-batch of a step, every
@@ -112,6 +115,12 @@ int dist_launched(void);
 /* Join the world (MPI_Init_thread when launched, see the top). Returns 0,
  * or -1 with a message in err. */
 int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len);
+
+/* The rank of this process among those on its node, which picks its
+ * device: the launcher's word for it (see Devices above; SLURM_LOCALID
+ * only when SLURM_PROCID is `rank`), else node_rank (this rank's place
+ * among the ranks sharing its memory, MPI_COMM_TYPE_SHARED). */
+int dist_local_rank(int rank, int node_rank);
 
 /* Time every wait on the other ranks: one longer than `seconds` ends
  * the process with DIST_EXIT_TIMEOUT (see the top). No-op without MPI or
