@@ -55,7 +55,24 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
     memset(d, 0, sizeof *d);
     d->world = d->local_world = 1;
     d->device = -1;
-    if (!dist_launched()) return 0;
+    /* srun sets SLURM_STEP_NUM_TASKS for the tasks of its step (a batch
+     * script's own shell has none); the tasks form one world only through
+     * PMI. Without it each task would train alone as rank 0 of 1: copies of
+     * one run writing the same files, all on device 0. */
+    int step_tasks = env_int("SLURM_STEP_NUM_TASKS"), by_srun = env_int("SLURM_PROCID") >= 0;
+    int by_mpirun = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    static const char srun_fix[] =
+        "launch with srun --mpi=pmix (`srun --mpi=list` names what this Slurm offers; Open MPI "
+        "must be built with the same PMIx), or with mpirun inside the allocation";
+    if (!dist_launched()) {
+        if (step_tasks > 1 && by_srun) {
+            snprintf(err, err_len, "srun started %d tasks (SLURM_STEP_NUM_TASKS) without an MPI "
+                     "process interface (no PMIX_RANK or PMI_RANK in the environment), so each "
+                     "would train alone as rank 0 of 1: %s", step_tasks, srun_fix);
+            return -1;
+        }
+        return 0;
+    }
     int provided;
     /* FUNNELED: OpenMP threads compute, only the main thread calls MPI. */
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
@@ -65,6 +82,12 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
     d->mpi = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d->world);
+    if (d->world == 1 && step_tasks > 1 && by_srun && !by_mpirun) {
+        snprintf(err, err_len, "srun started %d tasks (SLURM_STEP_NUM_TASKS), but MPI sees a "
+                 "world of 1: the MPI library did not reach Slurm's process interface, so each "
+                 "task would train alone as rank 0 of 1: %s", step_tasks, srun_fix);
+        return -1;
+    }
     /* The node-local communicator gives the local size always, and the
      * local rank when the launcher does not export it. */
     MPI_Comm node;

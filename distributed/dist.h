@@ -13,7 +13,9 @@
  * PMIX_RANK, PMI_RANK or PMI_SIZE). Without one the process is rank 0 of 1
  * and never calls MPI: no collectives, no MPI start-up cost. Under a
  * launcher the collectives run even at world size 1 (mpirun -np 1 checks
- * the path end to end).
+ * the path end to end). srun tasks that cannot form one world (a step of
+ * several tasks, SLURM_STEP_NUM_TASKS > 1, without PMI variables, or an
+ * MPI that finds a world of 1 there) are refused: each would train alone.
  *
  * Devices. Local rank (dist_local_rank: the launcher's variable,
  * OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or MV2_COMM_WORLD_LOCAL_RANK,
@@ -113,7 +115,7 @@ typedef struct {
 int dist_launched(void);
 
 /* Join the world (MPI_Init_thread when launched, see the top). Returns 0,
- * or -1 with a message in err. */
+ * or -1 with a message in err (after MPI_Init when d->mpi is set). */
 int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len);
 
 /* The rank of this process among those on its node, which picks its

@@ -87,3 +87,42 @@ Test(dist_launch, a_malformed_variable_is_not_taken)
     setenv("MPI_LOCALRANKID", "-1", 1);
     cr_expect_eq(dist_local_rank(4, 1), 1);
 }
+
+/* Run the tiny model for one step with the environment `env` (an "env
+ * VAR=..." prefix); output to d/run.out and .err. */
+static int run_with(const char *d, const char *env)
+{
+    char args[2048], prefix[700];
+    snprintf(args, sizeof args, "%s --steps 1", tc_model_args(d));
+    snprintf(prefix, sizeof prefix, "%s/run", d);
+    return tc_run(env, args, prefix);
+}
+
+Test(dist_launch, srun_tasks_without_pmi_are_refused, .timeout = 60)
+{
+    /* srun -n 2 without --mpi=pmix (MpiDefault=none): no PMI variable, so
+     * each task ran alone as rank 0 of 1, two copies of one run writing the
+     * same files on device 0 */
+    char *d = tu_tempdir();
+    tc_make_shards(d, 1, 400);
+    int rc = run_with(d, "env SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=1 SLURM_LOCALID=1");
+    cr_expect_eq(rc, 1, "exit %d, want 1", rc);
+    cr_expect(tc_file_has(tu_path(d, "run.err"), "srun started 2 tasks"),
+              "the message does not say what srun did");
+    cr_expect(tc_file_has(tu_path(d, "run.err"), "--mpi=pmix"), "no remedy named");
+    cr_expect(!tc_file_has(tu_path(d, "run.out"), "step     1/"), "trained alone");
+    tu_remove_tree(d);
+}
+
+Test(dist_launch, one_task_or_a_batch_script_runs_alone, .timeout = 60)
+{
+    char *d = tu_tempdir();
+    tc_make_shards(d, 1, 400);
+    /* srun -n 1 */
+    int rc = run_with(d, "env SLURM_STEP_NUM_TASKS=1 SLURM_PROCID=0 SLURM_LOCALID=0");
+    cr_expect_eq(rc, 0, "srun -n 1: exit %d", rc);
+    /* the batch script of sbatch -n 4 itself (no step of its own) */
+    rc = run_with(d, "env SLURM_NTASKS=4 SLURM_PROCID=0 SLURM_LOCALID=0");
+    cr_expect_eq(rc, 0, "in a batch script: exit %d", rc);
+    tu_remove_tree(d);
+}
