@@ -369,6 +369,10 @@ static void start(Trainer *tr, int argc, char **argv)
     trainer_check_output_paths(tr);
     RunConfig run = train_options_run_config(o);
     if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
+    if (session_check_shared(&tr->sess, d, err, sizeof err) != 0) {
+        session_abandon(&tr->sess);
+        dist_exit_all(d, 1, "%s", err);
+    }
     int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
     if (rc < 0) fail(tr, err);
     if (rc == 0) tr->resume_dir[0] = 0;
