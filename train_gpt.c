@@ -503,6 +503,7 @@ int main(int argc, char **argv)
         fail(&tr, err);
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
+    guard_check_backend(d, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
     rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
