@@ -478,6 +478,9 @@ int main(int argc, char **argv)
     if (train_memory_check(o, &tr.cfg, err, sizeof err) != 0) dist_exit_all(d, 2, "%s", err);
     GPTShard shard = {d->world, d->rank, o->zero};
     if (o->plan) {
+        /* under a launcher each rank measures its own device, not device 0 */
+        if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
+            fail(&tr, err);
         rc = train_memory_plan(o, &tr.cfg, &shard);
         dist_finalize(d);
         return rc;
