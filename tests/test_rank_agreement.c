@@ -148,3 +148,29 @@ Test(ranks, a_checkpoint_folder_not_shared_is_refused_at_start, .timeout = 90)
     cr_expect(tc_file_has(tu_path(d, "ck/step_00000002/COMPLETE"), ""), "no save in the shared folder");
     tu_remove_tree(d);
 }
+
+Test(ranks, a_file_error_on_one_rank_is_named_not_hung, .timeout = 90)
+{
+    /* --init-from at a path each node holds its own copy of (working folders
+     * again): rank 1's copy has 3 layers where --layers asks for 2, an exit
+     * 2 error found from the file. Rank 1 alone called the every-rank exit:
+     * it waited silently in MPI_Finalize while rank 0 waited in its next
+     * collective, until --collective-timeout (600 s by default). */
+    char *d = tu_tempdir(), cmd[4096], full[8192];
+    tc_make_shards(d, 1, 400);
+    const char *bin = abs_bin(), *m = tc_model_args(d);
+    for (int l = 2; l <= 3; l++) {
+        snprintf(cmd, sizeof cmd, "mkdir -p %s/n%d && %s %s --layers %d --steps 0 --save "
+                 "%s/n%d/init.bin >/dev/null 2>&1", d, l - 2, bin, m, l, d, l - 2);
+        cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    }
+    snprintf(full, sizeof full, "%s -np 1 -wdir %s/n0 %s %s --steps 2 --init-from init.bin "
+             "--collective-timeout 30 : -np 1 -wdir %s/n1 %s %s --steps 2 --init-from init.bin "
+             "--collective-timeout 30 >%s/i.out 2>%s/i.err", MPIRUN, d, bin, m, d, bin, m, d, d);
+    int rc = tu_run(full);
+    cr_expect_eq(rc, 2, "exit %d, want 2 (3: the timeout; 124: a hang)", rc);
+    cr_expect(tc_file_has(tu_path(d, "i.err"), "error: rank 1 of 2: --layers 2: contradicts the "
+                          "shape of init.bin"), "rank 1's error is not printed");
+    cr_expect(!tc_file_has(tu_path(d, "i.err"), "no progress for"), "ended by the watchdog");
+    tu_remove_tree(d);
+}
