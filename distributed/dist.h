@@ -64,7 +64,10 @@
  * DIST_EXIT_TIMEOUT; the launcher then ends the rest, and each rank's own
  * watchdog ends it anyway. The timeout must exceed the longest time one
  * rank can work alone while others wait: rank 0 writing a save or
- * printing a sample. */
+ * printing a sample. On the NCCL path the watchdog also polls the
+ * communicator's asynchronous error during each wait (ncclCommGetAsyncError:
+ * a peer gone, a network error), and ends the rank with status 1 and
+ * NCCL's reason at once instead of waiting out the timeout. */
 #ifndef DIST_DIST_H
 #define DIST_DIST_H
 
