@@ -190,7 +190,12 @@ double dist_mean(Dist *d, double x) { return sum_over_ranks(d, x) / d->world; }
 
 void dist_sum(Dist *d, double *x, int n)
 {
-    if (d->mpi) MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (!d->mpi) return;
+    /* timed like every wait: the ranks' evaluation slices end at different
+     * moments, and a rank gone would otherwise leave the others here */
+    dist_watch_begin(d, "in MPI_Allreduce (evaluation counts)");
+    MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    dist_watch_end(d);
 }
 
 /* Gather every rank's ZeRO-1 block of a host vector of world * shard
