@@ -14,7 +14,8 @@
 
 int dist_launched(void)
 {
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                                 "MV2_COMM_WORLD_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i])) return 1;
     return 0;
@@ -60,7 +61,10 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
      * PMI. Without it each task would train alone as rank 0 of 1: copies of
      * one run writing the same files, all on device 0. */
     int step_tasks = env_int("SLURM_STEP_NUM_TASKS"), by_srun = env_int("SLURM_PROCID") >= 0;
-    int by_mpirun = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    /* an mpirun or mpiexec started this process (inside an allocation it
+     * starts its daemons with srun, whose SLURM_ variables the ranks inherit) */
+    int by_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("MPI_LOCALRANKID") ||
+                    getenv("MV2_COMM_WORLD_SIZE");
     static const char srun_fix[] =
         "launch with srun --mpi=pmix (`srun --mpi=list` names what this Slurm offers; Open MPI "
         "must be built with the same PMIx), or with mpirun inside the allocation";

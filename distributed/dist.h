@@ -9,8 +9,8 @@
  * errors that must end every rank.
  *
  * Launch. MPI is initialised only when a launcher started the process
- * (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE; srun or another PMI launcher:
- * PMIX_RANK, PMI_RANK or PMI_SIZE). Without one the process is rank 0 of 1
+ * (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE, MV2_COMM_WORLD_SIZE; srun or
+ * another PMI launcher such as Hydra: PMIX_RANK, PMI_RANK or PMI_SIZE). Without one the process is rank 0 of 1
  * and never calls MPI: no collectives, no MPI start-up cost. Under a
  * launcher the collectives run even at world size 1 (mpirun -np 1 checks
  * the path end to end). srun tasks that cannot form one world (a step of

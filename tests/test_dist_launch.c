@@ -5,9 +5,10 @@
  *
  * References: the variables each launcher documents for the process it
  * starts — Open MPI's mpirun OMPI_COMM_WORLD_LOCAL_RANK; MPICH's and Intel
- * MPI's mpiexec (Hydra) MPI_LOCALRANKID; MVAPICH2's mpirun_rsh
- * MV2_COMM_WORLD_LOCAL_RANK; srun SLURM_PROCID (the task's rank in the step),
- * SLURM_LOCALID (its rank on the node) and SLURM_STEP_NUM_TASKS — and what a
+ * MPI's mpiexec (Hydra) MPI_LOCALRANKID (and PMI_RANK, PMI_SIZE); MVAPICH2's
+ * mpirun_rsh MV2_COMM_WORLD_LOCAL_RANK and MV2_COMM_WORLD_SIZE; srun
+ * SLURM_PROCID (the task's rank in the step), SLURM_LOCALID (its rank on
+ * the node) and SLURM_STEP_NUM_TASKS — and what a
  * process launched by mpiexec inside a Slurm allocation inherits: mpiexec
  * starts one proxy per node with srun, so every rank on a node sees the
  * proxy's SLURM_PROCID and SLURM_LOCALID (0 on the first node). The
@@ -28,7 +29,7 @@ static void clear_launcher_env(void)
     static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
                                  "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "SLURM_PROCID",
                                  "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
-                                 "PMI_RANK", "PMI_SIZE"};
+                                 "PMI_RANK", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
 }
 
@@ -125,4 +126,16 @@ Test(dist_launch, one_task_or_a_batch_script_runs_alone, .timeout = 60)
     rc = run_with(d, "env SLURM_NTASKS=4 SLURM_PROCID=0 SLURM_LOCALID=0");
     cr_expect_eq(rc, 0, "in a batch script: exit %d", rc);
     tu_remove_tree(d);
+}
+
+Test(dist_launch, each_launchers_world_is_recognised)
+{
+    cr_expect_eq(dist_launched(), 0, "no launcher");
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                                 "MV2_COMM_WORLD_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        setenv(vars[i], "2", 1);
+        cr_expect_eq(dist_launched(), 1, "%s alone", vars[i]);
+        unsetenv(vars[i]);
+    }
 }
