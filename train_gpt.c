@@ -293,13 +293,10 @@ static int cpu_threads(const Trainer *tr)
     return t < 1 ? 1 : t > 1024 ? 1024 : (int)t;
 }
 
-/* An error some ranks may find and others not, because it comes from a
- * file each rank reads itself (--init-from's header: each node may hold its
- * own copy). When every rank found it, rank 0 says it once and all exit
- * with `code` (dist_exit_all); when only some did, those end the job
- * (dist_fail): the others wait in their next collective, and a rank alone
- * in dist_exit_all would wait in MPI_Finalize, silent unless it is rank 0.
- * Collective. */
+/* An error found from a file each rank reads itself (--init-from's header;
+ * a node may hold its own copy). All ranks found it: rank 0 says it once
+ * (dist_exit_all). Only some: those end the job (dist_fail); alone in
+ * dist_exit_all they would wait, silent, in MPI_Finalize. Collective. */
 static void exit_if_any(Trainer *tr, int bad, int code, const char *msg)
 {
     double share = dist_mean(&tr->dist, bad ? 1.0 : 0.0);
