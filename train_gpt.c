@@ -293,6 +293,18 @@ static int cpu_threads(const Trainer *tr)
     return t < 1 ? 1 : t > 1024 ? 1024 : (int)t;
 }
 
+/* An error found from a file each rank reads itself (--init-from's header;
+ * a node may hold its own copy). All ranks found it: rank 0 says it once
+ * (dist_exit_all). Only some: those end the job (dist_fail); alone in
+ * dist_exit_all they would wait, silent, in MPI_Finalize. Collective. */
+static void exit_if_any(Trainer *tr, int bad, int code, const char *msg)
+{
+    double share = dist_mean(&tr->dist, bad ? 1.0 : 0.0);
+    if (share <= 0) return;
+    if (share >= 1) dist_exit_all(&tr->dist, code, "%s", msg);
+    if (bad) dist_fail(&tr->dist, code, "%s", msg);
+}
+
 /* --total-batch: derive grad-accum from B, T and the world size. */
 static void resolve_total_batch(Trainer *tr)
 {
@@ -369,6 +381,10 @@ static void start(Trainer *tr, int argc, char **argv)
     trainer_check_output_paths(tr);
     RunConfig run = train_options_run_config(o);
     if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
+    if (session_check_shared(&tr->sess, d, err, sizeof err) != 0) {
+        session_abandon(&tr->sess);
+        dist_exit_all(d, 1, "%s", err);
+    }
     int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
     if (rc < 0) fail(tr, err);
     if (rc == 0) tr->resume_dir[0] = 0;
@@ -465,15 +481,18 @@ int main(int argc, char **argv)
 
     /* Validate everything that can be checked before any allocation. */
     rc = resolve_config(&tr, err, sizeof err);
-    if (rc == 2) dist_exit_all(d, 2, "%s", err);
+    exit_if_any(&tr, rc == 2, 2, err);
     if (rc != 0) fail(&tr, err);
     if (o->seq_len > tr.cfg.max_seq_len)
         dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d (the "
                   "position table of %s): pass --seq-len %d or less", o->seq_len,
                   tr.cfg.max_seq_len, seq_len_source(&tr), tr.cfg.max_seq_len);
-    if (train_memory_check(o, &tr.cfg, err, sizeof err) != 0) dist_exit_all(d, 2, "%s", err);
+    exit_if_any(&tr, train_memory_check(o, &tr.cfg, err, sizeof err) != 0, 2, err);
     GPTShard shard = {d->world, d->rank, o->zero};
     if (o->plan) {
+        /* under a launcher each rank measures its own device, not device 0 */
+        if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
+            fail(&tr, err);
         rc = train_memory_plan(o, &tr.cfg, &shard);
         dist_finalize(d);
         return rc;
@@ -499,6 +518,7 @@ int main(int argc, char **argv)
         fail(&tr, err);
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
+    guard_check_backend(d, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
     rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,

@@ -97,6 +97,27 @@ void guard_check_start_step(Dist *d, int step)
                       "checkpoint folder changed under them; resume again", step);
 }
 
+void guard_check_backend(Dist *d, const Backend *be)
+{
+    if (!d->mpi) return;
+    /* "cuda (bf16)": what decides the collectives (NCCL or MPI) and the
+     * width of every vector they move */
+    char mine[VALUE_BYTES] = "", msg[4096] = "";
+    snprintf(mine, sizeof mine, "%s (%s)", be->name, be->par_bytes == 2 ? "bf16" : "fp32");
+    unsigned char differs;
+    dist_differs(d, (uint64_t[]){fnv1a(mine)}, 1, &differs);
+    if (!differs) return;
+    char *all = d->rank == 0 ? malloc((size_t)VALUE_BYTES * (size_t)d->world) : NULL;
+    if (d->rank == 0 && !all) dist_fail(d, 1, "out of host memory comparing the ranks' backends");
+    dist_gather(d, mine, VALUE_BYTES, all);
+    if (d->rank == 0) describe(msg, sizeof msg, "device", all, VALUE_BYTES, 0, d->world);
+    free(all);
+    dist_exit_all(d, 1, "the ranks opened different backends (%s): with --device auto a rank "
+                  "that sees no CUDA device runs on the cpu; make a device visible to every "
+                  "rank (CUDA_VISIBLE_DEVICES, the launcher's GPU binding) or give --device "
+                  "cuda, which stops at the rank without one", msg);
+}
+
 /* One shape flag against the save: append a difference to err. */
 static void compare_shape(char *err, size_t len, const char *label, int given_v, int saved_v)
 {

@@ -4,7 +4,7 @@
  * Owns: the start-up comparison of every rank's flags (each flag that must
  * match is hashed from its value as text, the hashes compared over ranks,
  * the differing values gathered to rank 0 for one message), the same for
- * the data fingerprint and the resumed step; the shape flags given against
+ * the data fingerprint, the resumed step and the backend opened; the shape flags given against
  * the shape of a save; and the command line that returns to a save. */
 #ifndef TRAIN_GUARD_H
 #define TRAIN_GUARD_H
@@ -26,6 +26,13 @@ void guard_check_flags(const TrainOptions *o, Dist *d);
  * difference ends every rank with status 1 and one message. Collective. */
 void guard_check_data(Dist *d, uint64_t fingerprint);
 void guard_check_start_step(Dist *d, int step);
+
+/* After the backend opened: every rank's backend and dtype against the
+ * others' (--device auto falls back to the cpu where no CUDA device is
+ * visible; the ranks would then open NCCL and MPI collectives against each
+ * other and hang). A difference ends every rank with status 1, rank 0
+ * naming each rank's backend. Collective. */
+void guard_check_backend(Dist *d, const Backend *be);
 
 /* Shape flags given on the command line (--model, --layers, --channels,
  * --heads, --vocab, --max-seq-len) against the shape of the save being

@@ -14,7 +14,8 @@
 
 int dist_launched(void)
 {
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                                 "MV2_COMM_WORLD_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i])) return 1;
     return 0;
@@ -30,12 +31,52 @@ static int env_int(const char *name)
     return *end || v < 0 || v > INT_MAX ? -1 : (int)v;
 }
 
+int dist_local_rank(int rank, int node_rank)
+{
+    /* Set by the process's own launcher: Open MPI's mpirun, MPICH's and
+     * Intel MPI's mpiexec (Hydra), MVAPICH2's mpirun_rsh. */
+    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                 "MV2_COMM_WORLD_LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        int r = env_int(vars[i]);
+        if (r >= 0) return r;
+    }
+    /* SLURM_LOCALID is this process's only when srun started it as this
+     * rank. An mpiexec inside an allocation starts its per-node proxies
+     * with srun, and every rank a proxy forks inherits the proxy's
+     * SLURM_PROCID and SLURM_LOCALID (0 on one node): taken as the local
+     * rank, that puts every rank of the node on device 0. */
+    int r = env_int("SLURM_LOCALID");
+    if (r >= 0 && env_int("SLURM_PROCID") == rank) return r;
+    return node_rank;
+}
+
 int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
 {
     memset(d, 0, sizeof *d);
     d->world = d->local_world = 1;
     d->device = -1;
-    if (!dist_launched()) return 0;
+    /* srun sets SLURM_STEP_NUM_TASKS for the tasks of its step (a batch
+     * script's own shell has none); the tasks form one world only through
+     * PMI. Without it each task would train alone as rank 0 of 1: copies of
+     * one run writing the same files, all on device 0. */
+    int step_tasks = env_int("SLURM_STEP_NUM_TASKS"), by_srun = env_int("SLURM_PROCID") >= 0;
+    /* an mpirun or mpiexec started this process (inside an allocation it
+     * starts its daemons with srun, whose SLURM_ variables the ranks inherit) */
+    int by_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("MPI_LOCALRANKID") ||
+                    getenv("MV2_COMM_WORLD_SIZE");
+    static const char srun_fix[] =
+        "launch with srun --mpi=pmix (`srun --mpi=list` names what this Slurm offers; Open MPI "
+        "must be built with the same PMIx), or with mpirun inside the allocation";
+    if (!dist_launched()) {
+        if (step_tasks > 1 && by_srun) {
+            snprintf(err, err_len, "srun started %d tasks (SLURM_STEP_NUM_TASKS) without an MPI "
+                     "process interface (no PMIX_RANK or PMI_RANK in the environment), so each "
+                     "would train alone as rank 0 of 1: %s", step_tasks, srun_fix);
+            return -1;
+        }
+        return 0;
+    }
     int provided;
     /* FUNNELED: OpenMP threads compute, only the main thread calls MPI. */
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
@@ -45,6 +86,12 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
     d->mpi = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d->world);
+    if (d->world == 1 && step_tasks > 1 && by_srun && !by_mpirun) {
+        snprintf(err, err_len, "srun started %d tasks (SLURM_STEP_NUM_TASKS), but MPI sees a "
+                 "world of 1: the MPI library did not reach Slurm's process interface, so each "
+                 "task would train alone as rank 0 of 1: %s", step_tasks, srun_fix);
+        return -1;
+    }
     /* The node-local communicator gives the local size always, and the
      * local rank when the launcher does not export it. */
     MPI_Comm node;
@@ -53,9 +100,7 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
     MPI_Comm_rank(node, &node_rank);
     MPI_Comm_size(node, &d->local_world);
     MPI_Comm_free(&node);
-    d->local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (d->local_rank < 0) d->local_rank = env_int("SLURM_LOCALID");
-    if (d->local_rank < 0) d->local_rank = node_rank;
+    d->local_rank = dist_local_rank(d->rank, node_rank);
     return 0;
 }
 
@@ -149,7 +194,12 @@ double dist_mean(Dist *d, double x) { return sum_over_ranks(d, x) / d->world; }
 
 void dist_sum(Dist *d, double *x, int n)
 {
-    if (d->mpi) MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (!d->mpi) return;
+    /* timed like every wait: the ranks' evaluation slices end at different
+     * moments, and a rank gone would otherwise leave the others here */
+    dist_watch_begin(d, "in MPI_Allreduce (evaluation counts)");
+    MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    dist_watch_end(d);
 }
 
 /* Gather every rank's ZeRO-1 block of a host vector of world * shard

@@ -9,16 +9,21 @@
  * errors that must end every rank.
  *
  * Launch. MPI is initialised only when a launcher started the process
- * (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE; srun or another PMI launcher:
- * PMIX_RANK, PMI_RANK or PMI_SIZE). Without one the process is rank 0 of 1
+ * (mpirun/mpiexec: OMPI_COMM_WORLD_SIZE, MV2_COMM_WORLD_SIZE; srun or
+ * another PMI launcher such as Hydra: PMIX_RANK, PMI_RANK or PMI_SIZE). Without one the process is rank 0 of 1
  * and never calls MPI: no collectives, no MPI start-up cost. Under a
  * launcher the collectives run even at world size 1 (mpirun -np 1 checks
- * the path end to end).
+ * the path end to end). srun tasks that cannot form one world (a step of
+ * several tasks, SLURM_STEP_NUM_TASKS > 1, without PMI variables, or an
+ * MPI that finds a world of 1 there) are refused: each would train alone.
  *
- * Devices. Local rank (OMPI_COMM_WORLD_LOCAL_RANK, else SLURM_LOCALID, else
- * the rank in MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) picks CUDA device
- * local_rank % visible devices, before the backend opens. NCCL refuses two
- * ranks on one device; that error names the rank.
+ * Devices. Local rank (dist_local_rank: the launcher's variable,
+ * OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or MV2_COMM_WORLD_LOCAL_RANK,
+ * else SLURM_LOCALID when srun started this rank, else the rank in
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) picks CUDA device
+ * local_rank % visible devices, before the backend opens (srun
+ * --gpus-per-task=1 shows each rank one device: device 0 of its own). NCCL
+ * refuses two ranks on one device; that error names the rank.
  *
  * Gradients (--zero 0). Each rank's backward scales its loss gradient by
  * 1/(B*T*grad_accum*world); on the last micro-batch of a step, every
@@ -59,7 +64,10 @@
  * DIST_EXIT_TIMEOUT; the launcher then ends the rest, and each rank's own
  * watchdog ends it anyway. The timeout must exceed the longest time one
  * rank can work alone while others wait: rank 0 writing a save or
- * printing a sample. */
+ * printing a sample. On the NCCL path the watchdog also polls the
+ * communicator's asynchronous error during each wait (ncclCommGetAsyncError:
+ * a peer gone, a network error), and ends the rank with status 1 and
+ * NCCL's reason at once instead of waiting out the timeout. */
 #ifndef DIST_DIST_H
 #define DIST_DIST_H
 
@@ -110,8 +118,14 @@ typedef struct {
 int dist_launched(void);
 
 /* Join the world (MPI_Init_thread when launched, see the top). Returns 0,
- * or -1 with a message in err. */
+ * or -1 with a message in err (after MPI_Init when d->mpi is set). */
 int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len);
+
+/* The rank of this process among those on its node, which picks its
+ * device: the launcher's word for it (see Devices above; SLURM_LOCALID
+ * only when SLURM_PROCID is `rank`), else node_rank (this rank's place
+ * among the ranks sharing its memory, MPI_COMM_TYPE_SHARED). */
+int dist_local_rank(int rank, int node_rank);
 
 /* Time every wait on the other ranks: one longer than `seconds` ends
  * the process with DIST_EXIT_TIMEOUT (see the top). No-op without MPI or

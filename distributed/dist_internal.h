@@ -41,6 +41,13 @@ void dist_watch_begin(const Dist *d, const char *what);
 void dist_watch_end(const Dist *d);
 void dist_watch_stop(Dist *d);
 
+/* Asked by the watchdog during each wait (from its own thread): 1 with a
+ * message when the collectives have failed for good (NCCL's asynchronous
+ * error), else 0. dist_watch_probe(d, NULL, NULL) removes it; it is
+ * never running once that returns. No-op without a timeout. */
+typedef int (*DistProbe)(void *ctx, char *msg, size_t len);
+void dist_watch_probe(const Dist *d, DistProbe probe, void *ctx);
+
 /* MPI counts are int: collectives on longer vectors are split into pieces
  * of at most this many elements. */
 #define DIST_MPI_CHUNK ((size_t)1 << 30)

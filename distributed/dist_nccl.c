@@ -102,9 +102,25 @@ static void nccl_allgather(DistComm *c, void *params, size_t shard)
     nccl_wait(c);
 }
 
+/* The watchdog's probe (dist_internal.h): a peer that died or a network
+ * error leaves NCCL's kernels spinning; NCCL records it as the
+ * communicator's asynchronous error. */
+static int nccl_probe(void *ctx, char *msg, size_t len)
+{
+    NcclComm *n = ctx;
+    ncclResult_t async = ncclSuccess;
+    if (ncclCommGetAsyncError(n->comm, &async) != ncclSuccess || async == ncclSuccess ||
+        async == ncclInProgress)
+        return 0;
+    snprintf(msg, len, "NCCL reported an error: %s (NCCL_DEBUG=WARN prints which peer and "
+             "why)", ncclGetErrorString(async));
+    return 1;
+}
+
 static void nccl_close(DistComm *c)
 {
     NcclComm *n = (NcclComm *)c;
+    dist_watch_probe(c->d, NULL, NULL);
     CUDA_OK(c->d, cudaStreamSynchronize(n->stream));
     NCCL_OK(c->d, ncclCommDestroy(n->comm));
     CUDA_OK(c->d, cudaEventDestroy(n->ready));
@@ -172,6 +188,7 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
                          .reduce_scatter_start = nccl_reduce_scatter_start, .wait = nccl_wait,
                          .allgather = nccl_allgather, .close = nccl_close, .d = d,
                          .world = MPI_COMM_WORLD};
+    dist_watch_probe(d, nccl_probe, n);
     return &n->base;
 }
 

@@ -7,7 +7,14 @@
  * lasted longer than the timeout, prints one line naming the wait and
  * ends the process with DIST_EXIT_TIMEOUT. It never calls MPI (the library
  * was initialised MPI_THREAD_FUNNELED): the launcher ends the other ranks
- * when one exits, and each of them has its own watchdog besides. */
+ * when one exits, and each of them has its own watchdog besides.
+ *
+ * During a wait it also asks the collective library's probe (NCCL's
+ * asynchronous error: a peer gone, a network error) each tick. NCCL's
+ * kernels spin for ever on a failed peer, so the host's wait would
+ * otherwise last the whole timeout and end with a message that cannot
+ * say why; on an error the thread prints NCCL's reason and ends the rank
+ * with status 1 at once. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,7 +31,20 @@ struct DistWatch {
     _Atomic long long since_ms; /* start of the current wait; 0 = not waiting */
     _Atomic(const char *) what;
     _Atomic int stop;
+    pthread_mutex_t probe_lock; /* held while the probe runs or changes */
+    DistProbe probe;
+    void *probe_ctx;
 };
+
+/* The probe's verdict, taken under its lock (the main thread may be
+ * closing the communicator it asks); 1 with a message. */
+static int ask_probe(DistWatch *w, char *msg, size_t len)
+{
+    pthread_mutex_lock(&w->probe_lock);
+    int bad = w->probe && w->probe(w->probe_ctx, msg, len);
+    pthread_mutex_unlock(&w->probe_lock);
+    return bad;
+}
 
 static long long now_ms(void)
 {
@@ -43,6 +63,14 @@ static void *watch_main(void *arg)
         struct timespec ts = {tick / 1000, (tick % 1000) * 1000000L};
         nanosleep(&ts, NULL);
         long long since = atomic_load(&w->since_ms);
+        char why[512];
+        if (since && ask_probe(w, why, sizeof why)) {
+            fflush(stdout);
+            fprintf(stderr, "error: rank %d of %d: %s while %s; ending this rank with status 1\n",
+                    w->rank, w->world, why, atomic_load(&w->what));
+            fflush(stderr);
+            _exit(1);
+        }
         if (!since || (now_ms() - since) / 1e3 <= w->timeout_s) continue;
         fflush(stdout);
         fprintf(stderr, "error: rank %d of %d: no progress for %.0f s while %s "
@@ -69,7 +97,9 @@ int dist_set_timeout(Dist *d, double seconds, char *err, size_t err_len)
     atomic_init(&w->since_ms, 0);
     atomic_init(&w->what, "idle");
     atomic_init(&w->stop, 0);
+    pthread_mutex_init(&w->probe_lock, NULL);
     if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
+        pthread_mutex_destroy(&w->probe_lock);
         free(w);
         snprintf(err, err_len, "cannot start the collective watchdog thread");
         return -1;
@@ -93,12 +123,23 @@ void dist_watch_end(const Dist *d)
     atomic_store(&w->since_ms, 0);
 }
 
+void dist_watch_probe(const Dist *d, DistProbe probe, void *ctx)
+{
+    DistWatch *w = d->watch;
+    if (!w) return;
+    pthread_mutex_lock(&w->probe_lock);
+    w->probe = probe;
+    w->probe_ctx = ctx;
+    pthread_mutex_unlock(&w->probe_lock);
+}
+
 void dist_watch_stop(Dist *d)
 {
     DistWatch *w = d->watch;
     if (!w) return;
     atomic_store(&w->stop, 1);
     pthread_join(w->thread, NULL);
+    pthread_mutex_destroy(&w->probe_lock);
     free(w);
     d->watch = NULL;
 }

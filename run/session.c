@@ -145,6 +145,67 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
     return s->rank == 0 ? own_lock(&s->lock, "--checkpoint-dir", dir, err, err_len) : 0;
 }
 
+/* What each rank tells rank 0 of the shared-folder check. */
+typedef struct {
+    char seen;      /* 1: it read rank 0's probe file, with rank 0's token */
+    char host[63];
+} SharedSeen;
+
+int session_check_shared(RunSession *s, Dist *d, char *err, size_t err_len)
+{
+    if (!s->dir[0] || !s->cfg.exclusive || d->world < 2) return 0;
+    /* rank 0 writes a file with a fresh token; every rank reads it back */
+    char probe[4300], why[4400] = "";
+    struct {
+        uint64_t token;
+        int rc;
+    } made = {own_new_run_id(), 0};
+    io_err(probe, sizeof probe, "%s/.train_gpt_shared_%016llx", s->dir,
+           (unsigned long long)made.token);
+    if (s->rank == 0)
+        made.rc = io_write_file(probe, &made.token, sizeof made.token, NULL, 0, why, sizeof why);
+    dist_broadcast(d, &made, sizeof made);
+    if (made.rc != 0) {
+        io_err(err, err_len, "--checkpoint-dir %s: %s", s->dir,
+               s->rank == 0 ? why : "rank 0 could not write in it");
+        return -1;
+    }
+    io_err(probe, sizeof probe, "%s/.train_gpt_shared_%016llx", s->dir,
+           (unsigned long long)made.token);
+    SharedSeen mine = {0}, *all = s->rank == 0 ? calloc((size_t)d->world, sizeof mine) : NULL;
+    gethostname(mine.host, sizeof mine.host - 1);
+    FILE *f = fopen(probe, "rb");
+    uint64_t got = 0;
+    mine.seen = f && fread(&got, sizeof got, 1, f) == 1 && got == made.token;
+    if (f) fclose(f);
+    dist_gather(d, &mine, sizeof mine, all);
+    int bad = 0; /* on rank 0: ranks that did not see it */
+    if (s->rank == 0) {
+        unlink(probe);
+        for (int r = 0; all && r < d->world; r++) bad += !all[r].seen;
+        for (int r = 0; all && r < d->world && bad; r++) {
+            if (all[r].seen) continue;
+            io_err(err, err_len, "--checkpoint-dir %s is not one folder shared by every rank: "
+                   "rank %d (host %s) does not see the file rank 0 (host %s) wrote in it%s. "
+                   "Every rank writes its own state file into each save and rank 0 lists them "
+                   "all, so the folder must be on a file system every node mounts (NFS, Lustre, "
+                   "...) at the same path", s->dir, r, all[r].host, all[0].host,
+                   bad > 1 ? " (and other ranks neither)" : "");
+            break;
+        }
+        if (!all) bad = 1, io_err(err, err_len, "out of host memory checking --checkpoint-dir");
+    }
+    free(all);
+    dist_broadcast(d, &bad, sizeof bad);
+    if (bad && s->rank != 0) {
+        io_err(err, err_len, "--checkpoint-dir %s: not shared with rank 0", s->dir);
+        /* the folder this rank made is its own (rank 0's is removed by
+         * session_abandon); rmdir leaves it when anything is in it */
+        if (s->made_dir) rmdir(s->dir);
+    }
+    return bad ? -1 : 0;
+}
+
 /* FNV-1a over each shard's token count: all a version 1 run state
  * recorded of the train data. */
 static uint64_t token_counts_hash(const Loader *ld)

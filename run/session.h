@@ -12,6 +12,7 @@
  * Start-up, in this order (every rank calls each; rank 0 alone touches
  * the folder and tells the others):
  *   session_init     checks, creates the folder, takes its lock (training)
+ *   session_check_shared  every rank sees the folder rank 0 writes (several)
  *   session_locate   the save to resume, if any
  *   session_claim    the run id; another run's saves refused or moved
  *                    aside; this run's newer saves moved to abandoned/
@@ -85,6 +86,15 @@ typedef struct {
  * left untouched: neither made nor written. */
 int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
                  size_t err_len);
+
+/* Several ranks training with a checkpoint folder: every rank must see the
+ * folder rank 0 writes (each writes its state file into a save, rank 0
+ * lists them all; a resume reads them). Rank 0 writes a file with a fresh
+ * token, every rank reads it back, rank 0 removes it. -1 on every rank
+ * when any did not see it, rank 0's err naming the rank and its host
+ * (the other ranks remove the folder they made, when empty); else 0. Collective; a no-op with one rank, without a folder, or for
+ * --plan and --generate. */
+int session_check_shared(RunSession *s, Dist *d, char *err, size_t err_len);
 
 /* With --resume: the save to continue from. --resume=DIR/step_N is taken
  * as given. Otherwise (plain --resume, --resume=DIR) rank 0 checks the

@@ -117,3 +117,60 @@ Test(ranks, a_stalled_rank_ends_the_job_within_the_timeout, .timeout = 90)
     cr_expect(tc_file_has(tu_path(d, "w.err"), "(--collective-timeout 2)"));
     tu_remove_tree(d);
 }
+
+Test(ranks, a_checkpoint_folder_not_shared_is_refused_at_start, .timeout = 90)
+{
+    /* Two nodes without a shared file system, made here by giving each rank
+     * its own working folder and a relative --checkpoint-dir: the flag is the
+     * same text on both, the folders differ. Without the check the run
+     * trained to its first save, where rank 1's state file went to a folder
+     * rank 0 never sees. */
+    char *d = tu_tempdir(), cmd[2048], full[8192];
+    tc_make_shards(d, 1, 400);
+    snprintf(cmd, sizeof cmd, "mkdir %s/n0 %s/n1", d, d);
+    cr_assert_eq(tu_run(cmd), 0);
+    const char *bin = abs_bin(), *m = tc_model_args(d);
+    snprintf(full, sizeof full, "%s -np 1 -wdir %s/n0 %s %s --steps 2 --checkpoint-dir ck : "
+             "-np 1 -wdir %s/n1 %s %s --steps 2 --checkpoint-dir ck >%s/c.out 2>%s/c.err",
+             MPIRUN, d, bin, m, d, bin, m, d, d);
+    cr_expect_eq(tu_run(full), 1, "want exit 1");
+    cr_expect(tc_file_has(tu_path(d, "c.err"), "--checkpoint-dir ck is not one folder shared "
+                          "by every rank: rank 1 (host "), "the message does not name rank 1");
+    cr_expect(!tc_file_has(tu_path(d, "c.out"), "step     1/"), "trained before stopping");
+    /* the folders this run made are gone again */
+    cr_expect(access(tu_path(d, "n0/ck"), F_OK) != 0, "n0/ck left behind");
+    cr_expect(access(tu_path(d, "n1/ck"), F_OK) != 0, "n1/ck left behind");
+    /* one folder for both (the same path from both working folders) trains */
+    snprintf(full, sizeof full, "%s -np 1 -wdir %s/n0 %s %s --steps 2 --checkpoint-dir %s/ck : "
+             "-np 1 -wdir %s/n1 %s %s --steps 2 --checkpoint-dir %s/ck >%s/s.out 2>%s/s.err",
+             MPIRUN, d, bin, m, d, d, bin, m, d, d, d);
+    cr_expect_eq(tu_run(full), 0, "a shared folder: want exit 0");
+    cr_expect(tc_file_has(tu_path(d, "ck/step_00000002/COMPLETE"), ""), "no save in the shared folder");
+    tu_remove_tree(d);
+}
+
+Test(ranks, a_file_error_on_one_rank_is_named_not_hung, .timeout = 90)
+{
+    /* --init-from at a path each node holds its own copy of (working folders
+     * again): rank 1's copy has 3 layers where --layers asks for 2, an exit
+     * 2 error found from the file. Rank 1 alone called the every-rank exit:
+     * it waited silently in MPI_Finalize while rank 0 waited in its next
+     * collective, until --collective-timeout (600 s by default). */
+    char *d = tu_tempdir(), cmd[4096], full[8192];
+    tc_make_shards(d, 1, 400);
+    const char *bin = abs_bin(), *m = tc_model_args(d);
+    for (int l = 2; l <= 3; l++) {
+        snprintf(cmd, sizeof cmd, "mkdir -p %s/n%d && %s %s --layers %d --steps 0 --save "
+                 "%s/n%d/init.bin >/dev/null 2>&1", d, l - 2, bin, m, l, d, l - 2);
+        cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    }
+    snprintf(full, sizeof full, "%s -np 1 -wdir %s/n0 %s %s --steps 2 --init-from init.bin "
+             "--collective-timeout 30 : -np 1 -wdir %s/n1 %s %s --steps 2 --init-from init.bin "
+             "--collective-timeout 30 >%s/i.out 2>%s/i.err", MPIRUN, d, bin, m, d, bin, m, d, d);
+    int rc = tu_run(full);
+    cr_expect_eq(rc, 2, "exit %d, want 2 (3: the timeout; 124: a hang)", rc);
+    cr_expect(tc_file_has(tu_path(d, "i.err"), "error: rank 1 of 2: --layers 2: contradicts the "
+                          "shape of init.bin"), "rank 1's error is not printed");
+    cr_expect(!tc_file_has(tu_path(d, "i.err"), "no progress for"), "ended by the watchdog");
+    tu_remove_tree(d);
+}
