@@ -293,18 +293,6 @@ static int cpu_threads(const Trainer *tr)
     return t < 1 ? 1 : t > 1024 ? 1024 : (int)t;
 }
 
-/* An error found from a file each rank reads itself (--init-from's header;
- * a node may hold its own copy). All ranks found it: rank 0 says it once
- * (dist_exit_all). Only some: those end the job (dist_fail); alone in
- * dist_exit_all they would wait, silent, in MPI_Finalize. Collective. */
-static void exit_if_any(Trainer *tr, int bad, int code, const char *msg)
-{
-    double share = dist_mean(&tr->dist, bad ? 1.0 : 0.0);
-    if (share <= 0) return;
-    if (share >= 1) dist_exit_all(&tr->dist, code, "%s", msg);
-    if (bad) dist_fail(&tr->dist, code, "%s", msg);
-}
-
 /* --total-batch: derive grad-accum from B, T and the world size. */
 static void resolve_total_batch(Trainer *tr)
 {
@@ -481,13 +469,13 @@ int main(int argc, char **argv)
 
     /* Validate everything that can be checked before any allocation. */
     rc = resolve_config(&tr, err, sizeof err);
-    exit_if_any(&tr, rc == 2, 2, err);
+    guard_exit_if_any(d, rc == 2, 2, err);
     if (rc != 0) fail(&tr, err);
     if (o->seq_len > tr.cfg.max_seq_len)
         dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d (the "
                   "position table of %s): pass --seq-len %d or less", o->seq_len,
                   tr.cfg.max_seq_len, seq_len_source(&tr), tr.cfg.max_seq_len);
-    exit_if_any(&tr, train_memory_check(o, &tr.cfg, err, sizeof err) != 0, 2, err);
+    guard_exit_if_any(d, train_memory_check(o, &tr.cfg, err, sizeof err) != 0, 2, err);
     GPTShard shard = {d->world, d->rank, o->zero};
     if (o->plan) {
         /* under a launcher each rank measures its own device, not device 0 */

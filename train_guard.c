@@ -209,3 +209,11 @@ void guard_print_rollback(const RunSession *s, int argc, char **argv, int step, 
             "is %s; to return to it (later saves are moved into %s/abandoned/), run:\n  %s\n",
             first_bad, sd, s->dir, cmd);
 }
+
+void guard_exit_if_any(Dist *d, int bad, int code, const char *msg)
+{
+    double share = dist_mean(d, bad ? 1.0 : 0.0);
+    if (share <= 0) return;
+    if (share >= 1) dist_exit_all(d, code, "%s", msg);
+    if (bad) dist_fail(d, code, "%s", msg);
+}

@@ -5,7 +5,8 @@
  * match is hashed from its value as text, the hashes compared over ranks,
  * the differing values gathered to rank 0 for one message), the same for
  * the data fingerprint, the resumed step and the backend opened; the shape flags given against
- * the shape of a save; and the command line that returns to a save. */
+ * the shape of a save; the exit when only some ranks found an error; and
+ * the command line that returns to a save. */
 #ifndef TRAIN_GUARD_H
 #define TRAIN_GUARD_H
 
@@ -21,6 +22,14 @@
  * exits with status 2, rank 0 printing one message that names each flag
  * and its values by rank. Collective; the first one after dist_init. */
 void guard_check_flags(const TrainOptions *o, Dist *d);
+
+/* An error some ranks may have found alone, from a file each rank reads
+ * itself (--init-from's header: a node may hold its own copy). When every
+ * rank has it (bad), rank 0 says it once and all exit with code; when only
+ * some do, those end the job with their own message (alone in an orderly
+ * exit they would wait, silent, in MPI_Finalize until the watchdog). A
+ * no-op when no rank has it. Collective. */
+void guard_exit_if_any(Dist *d, int bad, int code, const char *msg);
 
 /* Every rank's data fingerprint and resumed step against rank 0's; a
  * difference ends every rank with status 1 and one message. Collective. */
