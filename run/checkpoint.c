@@ -391,6 +391,13 @@ int ckpt_load_state(const char *step_dir, const CkptManifest *man, RunState *st,
                      man->step);
             goto fail;
         }
+        /* --zero 0 replicates AdamW's m and v on every rank: rank 0's file
+         * holds them and the others' an empty slice. Saves written before
+         * that (until 2026-12-01) hold a whole copy in every rank's file:
+         * the same numbers, so rank 0's are read and the copies skipped. */
+        if (r > 0 && info.st.zero == 0 && info.offset == 0 && info.count == num_params &&
+            prev_end == num_params)
+            continue;
         /* Slices must be disjoint and in rank order. */
         if (info.offset < prev_end) {
             io_err(err, err_len, "%s: its slice overlaps the previous rank's", p);

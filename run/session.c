@@ -453,8 +453,12 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
 {
     if (!s->dir[0] || step == s->last_saved) return 0;
     double t0 = now_ms();
-    size_t np = g->plan.num_params, cnt = g->opt_end - g->opt_begin;
+    size_t np = g->plan.num_params, cnt = g->opt_end - g->opt_begin, off = g->opt_begin;
     int world = s->world_size, rank = s->rank, delay = io_test_save_delay_ms();
+    /* --zero 0: m and v are the same on every rank, so rank 0's file holds
+     * them and the others' an empty slice (a copy per rank would make a
+     * save W times larger, and rank 0 reads every file back for its CRC) */
+    if (!s->cfg.zero && rank > 0) off = np, cnt = 0;
     float *p = malloc(np * sizeof(float)), *m = malloc((cnt ? cnt : 1) * sizeof(float));
     float *v = malloc((cnt ? cnt : 1) * sizeof(float));
     CkptFile *files = calloc((size_t)world + 1, sizeof(CkptFile));
@@ -478,8 +482,8 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
     rc = rank == 0 ? ckpt_write_model(step_dir, &g->cfg, p, &files[0], why, sizeof why) : 0;
     if (delay) io_sleep_ms(delay);
     if (rc == 0)
-        rc = ckpt_write_state(step_dir, rank, &st, np, g->opt_begin, cnt, m, v, &files[rank + 1],
-                              why, sizeof why);
+        rc = ckpt_write_state(step_dir, rank, &st, np, off, cnt, m, v, &files[rank + 1], why,
+                              sizeof why);
     run_state_free(&st);
     if (delay) io_sleep_ms(delay);
     if (agree(d, rc) != 0) goto out;
@@ -500,8 +504,9 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
     if (agree(d, rc) != 0) goto out;
     s->last_saved = step;
     s->last_save_ms = now_ms();
-    printf("saved %s (%.1f MiB, %.0f ms)\n", step_dir,
-           (np + 2.0 * (double)cnt * world) * 4 / 1048576.0, now_ms() - t0);
+    /* the parameters, and m and v once over all the ranks' slices */
+    printf("saved %s (%.1f MiB, %.0f ms)\n", step_dir, 3.0 * (double)np * 4 / 1048576.0,
+           now_ms() - t0);
     fflush(stdout);
 out:
     if (rc != 0 || s->last_saved != step) {

@@ -20,8 +20,9 @@
  *  - kill -9 at random moments of a run saving every step (24 trials, at
  *    least half of them inside a save): the newest complete save always
  *    loads (all checksums), never goes back, and --resume continues it;
- *  - 2 ranks with ZeRO-1 (mpirun): per-rank optimizer slices, exact resume,
- *    and a resume on another world size refused by name. */
+ *  - 2 ranks (mpirun) with ZeRO-1 (per-rank optimizer slices) and with
+ *    --zero 0 (m and v once, in rank 0's file): exact resume, and a resume
+ *    on another world size refused by name. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -425,16 +426,16 @@ Test(resume, sigkill_during_saves, .timeout = 240)
  * resume with another world size is refused by name. */
 #define MPIRUN2 "timeout 120 " TC_MPIRUN " -np 2"
 
-Test(resume, zero1_two_ranks_exact, .timeout = 240)
+static void two_ranks_exact(int zero)
 {
     char *d = tu_tempdir(), cmd[8192];
     tc_make_shards(d, 2, 400);
     const char *m = tc_model_args(d);
-    snprintf(cmd, sizeof cmd, "%s %s %s --zero 1 --shuffle 1 --steps 8 --log %s/a.jsonl "
-             "--save %s/a.bin >%s/a.out 2>&1", MPIRUN2, tc_bin(), m, d, d, d);
+    snprintf(cmd, sizeof cmd, "%s %s %s --zero %d --shuffle 1 --steps 8 --log %s/a.jsonl "
+             "--save %s/a.bin >%s/a.out 2>&1", MPIRUN2, tc_bin(), m, zero, d, d, d);
     cr_assert_eq(tu_run(cmd), 0, "the 2-rank run failed");
-    snprintf(cmd, sizeof cmd, "%s %s %s --zero 1 --shuffle 1 --steps 4 --log %s/b.jsonl "
-             "--checkpoint-dir %s/ck >%s/b1.out 2>&1", MPIRUN2, tc_bin(), m, d, d, d);
+    snprintf(cmd, sizeof cmd, "%s %s %s --zero %d --shuffle 1 --steps 4 --log %s/b.jsonl "
+             "--checkpoint-dir %s/ck >%s/b1.out 2>&1", MPIRUN2, tc_bin(), m, zero, d, d, d);
     cr_assert_eq(tu_run(cmd), 0);
     char sd[700], err[512];
     snprintf(sd, sizeof sd, "%s/ck/step_00000004", d);
@@ -442,18 +443,48 @@ Test(resume, zero1_two_ranks_exact, .timeout = 240)
     cr_assert_eq(ckpt_read_manifest(sd, &man, err, sizeof err), 0, "%s", err);
     cr_expect_eq(man.world_size, 2);
     ckpt_manifest_free(&man);
-    snprintf(cmd, sizeof cmd, "%s %s %s --zero 1 --shuffle 1 --steps 8 --log %s/b.jsonl "
+    snprintf(cmd, sizeof cmd, "%s %s %s --zero %d --shuffle 1 --steps 8 --log %s/b.jsonl "
              "--checkpoint-dir %s/ck --resume --save %s/b.bin >%s/b2.out 2>&1", MPIRUN2,
-             tc_bin(), m, d, d, d, d);
+             tc_bin(), m, zero, d, d, d, d);
     cr_assert_eq(tu_run(cmd), 0);
-    expect_same_run(d, 8, "parameters differ after a 2-rank ZeRO-1 resume");
+    expect_same_run(d, 8, "parameters differ after a 2-rank resume");
     /* one process cannot continue a 2-rank run exactly: refused */
     char args[4096], p[700], e[800];
-    snprintf(args, sizeof args, "%s --zero 1 --shuffle 1 --steps 9 --checkpoint-dir %s/ck --resume",
-             m, d);
+    snprintf(args, sizeof args, "%s --zero %d --shuffle 1 --steps 9 --checkpoint-dir %s/ck "
+             "--resume", m, zero, d);
     snprintf(p, sizeof p, "%s/c", d);
     cr_assert_eq(tc_run(NULL, args, p), 1);
     snprintf(e, sizeof e, "%s/c.err", d);
     cr_expect(tc_file_has(e, "world size (ranks): the save has 2, this run 1"));
+    free(d);
+}
+
+Test(resume, zero1_two_ranks_exact, .timeout = 240) { two_ranks_exact(1); }
+
+/* --zero 0 (the default): m and v are replicated, held once, in rank 0's
+ * file. Before 2026-12-01 every rank wrote a whole copy and the resume
+ * refused it ("its slice overlaps the previous rank's"): a 2-rank run could
+ * not be resumed at all. */
+Test(resume, zero0_two_ranks_exact, .timeout = 240)
+{
+    two_ranks_exact(0);
+}
+
+/* ... and rank 1's state file holds its run state only, not a second copy
+ * of m and v (the tiny model's m and v are 2 x 4 bytes x about 40k). */
+Test(resume, zero0_saves_the_optimizer_once, .timeout = 120)
+{
+    char *d = tu_tempdir(), cmd[8192];
+    tc_make_shards(d, 2, 400);
+    snprintf(cmd, sizeof cmd, "%s %s %s --steps 2 --checkpoint-dir %s/ck >%s/a.out 2>&1",
+             MPIRUN2, tc_bin(), tc_model_args(d), d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    size_t r0 = 0, r1 = 0;
+    char p[700];
+    snprintf(p, sizeof p, "%s/ck/step_00000002/state_r00000.bin", d);
+    free(tu_read_file(p, &r0));
+    snprintf(p, sizeof p, "%s/ck/step_00000002/state_r00001.bin", d);
+    free(tu_read_file(p, &r1));
+    cr_expect(r0 > 100000 && r1 < 8192, "state files of %zu and %zu bytes", r0, r1);
     free(d);
 }

@@ -263,6 +263,60 @@ Test(run_state, optimizer_state_reshards)
     free(params), free(m), free(v), free(m2), free(v2), free(d);
 }
 
+/* --zero 0 replicates m and v: saves since 2026-12-01 hold them in rank 0's
+ * file and an empty slice at the end in the others'; saves before held a
+ * whole copy in every rank's file, which must still load (a copy is
+ * skipped). The same overlap under ZeRO-1 is a damaged save: refused. */
+static void save_replicated(const char *dir, int old_layout, int zero, size_t n,
+                            const float *params, const GPTConfig *cfg, const float *m,
+                            const float *v)
+{
+    char sd[1024], err[512];
+    CkptFile files[3];
+    cr_assert_eq(ckpt_begin(dir, 5, sd, sizeof sd, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ckpt_write_model(sd, cfg, params, &files[0], err, sizeof err), 0, "%s", err);
+    for (int r = 0; r < 2; r++) {
+        RunState st = sample_state();
+        st.step = 5, st.rank = r, st.world_size = 2, st.zero = zero;
+        int whole = r == 0 || old_layout;
+        cr_assert_eq(ckpt_write_state(sd, r, &st, n, whole ? 0 : n, whole ? n : 0, m, v,
+                                      &files[r + 1], err, sizeof err), 0, "%s", err);
+    }
+    cr_assert_eq(ckpt_commit(dir, sd, 5, 2, files, 3, 0, NULL, err, sizeof err), 0, "%s", err);
+}
+
+Test(run_state, replicated_optimizer_state_loads_in_both_layouts)
+{
+    GPTConfig cfg = tu_tiny_config();
+    size_t n = config_num_params(&cfg);
+    float *params = tu_random_params(&cfg, 1), *m = random_floats(n, 3), *v = random_floats(n, 4);
+    float *m2 = malloc(n * 4), *v2 = malloc(n * 4);
+    for (int old_layout = 0; old_layout <= 1; old_layout++)
+        for (int zero = 0; zero <= 1; zero++) {
+            char *d = tu_tempdir(), sd[1024], err[512];
+            save_replicated(d, old_layout, zero, n, params, &cfg, m, v);
+            ckpt_step_dir(sd, sizeof sd, d, 5);
+            CkptManifest man;
+            cr_assert_eq(ckpt_read_manifest(sd, &man, err, sizeof err), 0, "%s", err);
+            RunState st;
+            memset(m2, 0, n * 4), memset(v2, 0, n * 4);
+            int rc = ckpt_load_state(sd, &man, &st, n, 0, n, m2, v2, err, sizeof err);
+            if (old_layout && zero) { /* overlapping slices of a sharded optimizer */
+                cr_expect_eq(rc, -1, "an overlap under ZeRO-1 must be refused");
+                cr_expect(strstr(err, "overlaps") != NULL, "%s", err);
+            } else {
+                cr_expect_eq(rc, 0, "layout %s, zero %d: %s", old_layout ? "old" : "new", zero,
+                             err);
+                cr_expect_eq(memcmp(m2, m, n * 4), 0, "m (old layout %d)", old_layout);
+                cr_expect_eq(memcmp(v2, v, n * 4), 0, "v (old layout %d)", old_layout);
+                run_state_free(&st);
+            }
+            ckpt_manifest_free(&man);
+            tu_remove_tree(d);
+        }
+    free(params), free(m), free(v), free(m2), free(v2);
+}
+
 Test(run_state, model_bin_corruption_is_detected)
 {
     GPTConfig cfg = tu_tiny_config();
