@@ -232,19 +232,23 @@ int train_stop(Trainer *tr, char *err, size_t len)
                                   : TRAIN_EXIT_STOPPED_NOTHING;
 }
 
-/* --max-bad-steps reached after `step`: keep what the flags ask, say so. */
+/* --max-bad-steps reached after `step`: keep what the flags ask, say so.
+ * Every rank gets here at the same step (the loss and the gradient norm
+ * are reduced over the ranks), so rank 0 alone says it; a failed save is
+ * said by each rank that saw it. */
 static int abort_nonfinite(Trainer *tr, int step, char *err, size_t len)
 {
-    fprintf(stderr, "error: %d consecutive steps (up to step %d) had a non-finite loss or "
-            "gradient norm (--max-bad-steps %d): aborting\n", tr->bad_steps, step,
-            tr->opt.max_bad_steps);
+    int says = tr->dist.rank == 0;
+    if (says)
+        fprintf(stderr, "error: %d consecutive steps (up to step %d) had a non-finite loss or "
+                "gradient norm (--max-bad-steps %d): aborting\n", tr->bad_steps, step,
+                tr->opt.max_bad_steps);
     char what[9000];
     if (keep_run(tr, step, what, sizeof what, err, len) < 0)
-        fprintf(stderr, "error: %s\n", err);
-    else
+        fprintf(stderr, "error: %s\n", err); /* a save's fault may be this rank's alone */
+    else if (says)
         fprintf(stderr, "aborted after step %d: %s\n", step, what);
-    if (tr->dist.rank == 0)
-        guard_print_rollback(&tr->sess, tr->argc, tr->argv, step, tr->bad_steps);
+    if (says) guard_print_rollback(&tr->sess, tr->argc, tr->argv, step, tr->bad_steps);
     return TRAIN_EXIT_NONFINITE;
 }
 
