@@ -173,6 +173,39 @@ Test(hellaswag_cli, eval_every_and_two_ranks, .timeout = 300)
     tu_remove_tree(d);
 }
 
+/* 3 ranks split n examples in ceil(n/3) runs: 22 -> 8, 8, 6; 4 -> 2, 2 and
+ * none (a rank with nothing to score still joins the sum); 1 -> 1, 0, 0.
+ * Each count scored by 3 ranks must equal one process's, exactly. */
+Test(hellaswag_cli, three_ranks_uneven_split_equals_one_process, .timeout = 120)
+{
+    char *d = tu_tempdir(), path[600], args[4096], cmd[8192];
+    tc_make_shards(d, 1, 400);
+    const int counts[] = {22, 4, 1};
+    for (int k = 0; k < 3; k++) {
+        int n = counts[k];
+        snprintf(path, sizeof path, "%s/e%d.bin", d, n);
+        write_byte_eval(path, n, 11 + (uint64_t)n, 0);
+        snprintf(args, sizeof args, "%s --steps 0 --eval-file %s --log %s/one%d.jsonl",
+                 tc_model_args(d), path, d, n);
+        snprintf(cmd, sizeof cmd, "%s/one%d", d, n);
+        cr_assert_eq(tc_run(NULL, args, cmd), 0, "%s", args);
+        snprintf(cmd, sizeof cmd, MPIRUN " -np 3 %s %s --steps 0 --eval-file %s --log "
+                 "%s/three%d.jsonl > %s/three%d.out 2>&1", tc_bin(), tc_model_args(d), path, d, n,
+                 d, n);
+        cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+        EvalLine e1, e3;
+        snprintf(path, sizeof path, "%s/one%d.jsonl", d, n);
+        cr_assert_eq(eval_lines(path, &e1, 1), 1);
+        snprintf(path, sizeof path, "%s/three%d.jsonl", d, n);
+        cr_assert_eq(eval_lines(path, &e3, 1), 1);
+        cr_expect(e1.n == n && e3.n == n && e1.correct == e3.correct &&
+                  e1.correct_norm == e3.correct_norm, "%d examples: 1 process %g/%g/%g, 3 ranks "
+                  "%g/%g/%g", n, e1.n, e1.correct, e1.correct_norm, e3.n, e3.correct,
+                  e3.correct_norm);
+    }
+    tu_remove_tree(d);
+}
+
 static void expect_fails(const char *d, const char *args, int status, const char *msg)
 {
     char p[700], e[800];
