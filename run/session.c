@@ -90,8 +90,23 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
         struct stat st;
         int missing = stat(c->resume_path, &st) != 0;
         if (missing || !S_ISDIR(st.st_mode)) {
-            io_err(err, err_len, "--resume=%s: %s", c->resume_path,
-                   missing ? strerror(errno) : "not a folder");
+            const char *why = missing ? strerror(errno) : "not a folder", *base;
+            char padded[4400] = "";
+            base = strrchr(c->resume_path, '/');
+            base = base ? base + 1 : c->resume_path;
+            int step, used = 0;
+            /* step_6 for step_00000006: name the save that exists */
+            if (missing && sscanf(base, "step_%d%n", &step, &used) == 1 && !base[used] &&
+                step >= 0) {
+                char sd[4200], dir[4096];
+                int n = (int)(base - c->resume_path); /* "DIR/" or "" */
+                snprintf(dir, sizeof dir, "%.*s", n > 1 ? n - 1 : n, c->resume_path);
+                ckpt_step_dir(sd, sizeof sd, dir[0] ? dir : ".", step);
+                if (stat(sd, &st) == 0 && S_ISDIR(st.st_mode))
+                    snprintf(padded, sizeof padded, " (saves are named with 8 digits: "
+                             "--resume=%s)", dir[0] ? sd : sd + 2);
+            }
+            io_err(err, err_len, "--resume=%s: %s%s", c->resume_path, why, padded);
             return -1;
         }
     }

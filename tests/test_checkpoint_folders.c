@@ -410,3 +410,20 @@ Test(folders, overwrite_checkpoints_moves_only_an_accepted_run, .timeout = 180)
     free(lc0);
     tu_remove_tree(d);
 }
+
+/* --resume=DIR/step_2 for the save DIR/step_00000002: the error names the
+ * save that exists; a step with no save gets the plain error. */
+Test(folders, a_resume_path_without_the_padding_names_the_save, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096], want[1024];
+    tc_make_shards(d, 1, 400);
+    snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck", tc_model_args(d), d);
+    tc_run_expect(d, args, 0, "saved");
+    snprintf(args, sizeof args, "%s --steps 4 --resume=%s/ck/step_2", tc_model_args(d), d);
+    snprintf(want, sizeof want, "--resume=%s/ck/step_2: No such file or directory (saves are "
+             "named with 8 digits: --resume=%s/ck/step_00000002)", d, d);
+    tc_run_expect(d, args, 1, want);
+    snprintf(args, sizeof args, "%s --steps 4 --resume=%s/ck/step_9", tc_model_args(d), d);
+    tc_run_expect(d, args, 1, "step_9: No such file or directory\n");
+    tu_remove_tree(d);
+}
