@@ -477,21 +477,11 @@ TRAIN_GPT_FUSE_GELU=1 perf "$N124 recompute 0, FUSE_GELU=1" 12 "$C124" "$NH124" 
 # shape (section 3b's "sweep best" line for C124 and B124), when they are not
 # the defaults: the speed the defaults would give once set from the sweep
 # (issue 13, item 5), measured in this lease rather than the next
-sweep_pick=$(awk -v b="B=$B124" -v c="C=$C124" -v shape="$SWEEP_SHAPE" '$1 == "sweep" &&
-    $2 == "best" && (!shape || ($3 == b && $5 == c)) && $8 ~ /^fwd-/ && $12 ~ /^dq-/ &&
-    $14 ~ /^dkdv-/ {print $8 "," $12 "," $14; exit}' \
-    "$WORK/sweep.log" 2>/dev/null)
-sweep_dflt=$(awk '/\(default\)$/ && !seen[$1]++ && n < 3 {printf "%s%s", (n++ ? "," : ""), $1}' \
-    "$WORK/sweep.log" 2>/dev/null)
 SN="$N124 recompute 0, sweep's variants"
-if [ ! -s "$WORK/sweep.log" ]; then why="the sweep did not run (GPU_CHECK_SECTIONS)"
-elif [ -z "$sweep_pick" ]; then why="no correct variant for each kernel at B=$B124 C=$C124 in the sweep"
-elif [ "$sweep_pick" = "$sweep_dflt" ]; then why="the sweep's fastest at B=$B124 are the defaults ($sweep_dflt)"
-else why=""; fi
-if [ -n "$why" ]; then
-    row "$SN" info "not run: $why"
-elif TRAIN_GPT_ATTN_VARIANT="$sweep_pick" perf "$SN" 12 "$C124" "$NH124" "$B124" 0; then
-    row "124M r0: sweep's variants / default" info "$sweep_pick vs $sweep_dflt: $($TOOLS ratio "$WORK/$N124 recompute 0.jsonl" "$WORK/$SN.jsonl" 2 0)"
+if ! pick=$($TOOLS sweeppick "$WORK/sweep.log" "$B124" "$C124" "$SWEEP_SHAPE"); then
+    row "$SN" info "not run: $pick"
+elif TRAIN_GPT_ATTN_VARIANT="${pick%% *}" perf "$SN" 12 "$C124" "$NH124" "$B124" 0; then
+    row "124M r0: sweep's variants / default" info "$pick: $($TOOLS ratio "$WORK/$N124 recompute 0.jsonl" "$WORK/$SN.jsonl" 2 0)"
 fi
 for v in "heuristic gemm algos" "FUSE_GELU=1"; do
     if [ -f "$WORK/$N124 recompute 0.jsonl" ] && [ -f "$WORK/$N124 recompute 0, $v.jsonl" ]; then

@@ -22,6 +22,12 @@
                                   row's name, stripped)
   headx TIMING_LOG TARGET         the bf16 table's head / its three gemms;
                                   exit 1 above TARGET
+  sweeppick SWEEP_LOG B C SHAPE   check_kernels --sweep's fastest correct
+                                  variants at B and C (SHAPE 0: its first
+                                  "sweep best" line, whatever the shape) as
+                                  "FWD,DQ,DKDV vs DEFAULTS"; exit 1 with the
+                                  reason when there are none or they are the
+                                  defaults
 
 --dump-grads files are float32: the loss, then every gradient in llm.c's
 parameter order. Errors per tensor are max|got - ref| / max|ref|.
@@ -324,10 +330,44 @@ def cmd_headx(path, target):
     return 0 if h / g <= target else 1
 
 
+def cmd_sweeppick(path, B, C, shape):
+    """The sweep's pick for TRAIN_GPT_ATTN_VARIANT, beside the defaults."""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        print("the sweep did not run (GPU_CHECK_SECTIONS)")
+        return 1
+    defaults = []  # the first "(default)" row of each kernel, in order
+    for line in lines:
+        f = line.split()
+        if f and line.rstrip().endswith("(default)") and f[0] not in defaults and \
+                len(defaults) < 3:
+            defaults.append(f[0])
+    # "sweep best B=64 T=1024 C=768 NH=12: forward F 0.2 ms; backward Q + K 0.5 ms"
+    for line in lines:
+        f = line.split()
+        if len(f) < 14 or f[:2] != ["sweep", "best"]:
+            continue
+        if shape != "0" and (f[2] != f"B={B}" or f[4] != f"C={C}"):
+            continue
+        pick = [f[7], f[11], f[13]]
+        if not (pick[0].startswith("fwd-") and pick[1].startswith("dq-") and
+                pick[2].startswith("dkdv-")):
+            continue
+        if pick == defaults:
+            print(f"the sweep's fastest at {f[2]} are the defaults ({','.join(defaults)})")
+            return 1
+        print(f"{','.join(pick)} vs {','.join(defaults)}")
+        return 0
+    print(f"no correct variant for each kernel at B={B} C={C} in the sweep")
+    return 1
+
+
 def main():
     cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats,
             "mem": cmd_mem, "ratio": cmd_ratio, "mfu": cmd_mfu, "gelu": cmd_gelu,
-            "algos": cmd_algos, "table": cmd_table, "headx": cmd_headx}
+            "algos": cmd_algos, "table": cmd_table, "headx": cmd_headx,
+            "sweeppick": cmd_sweeppick}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         return 2

@@ -19,8 +19,8 @@ Then once more with GPU_CHECK_BUDGET=0: sections 6-9 each print their SKIP
 rows ("time budget (0 s) used") and the script still exits 0. And the
 parsers of what only a GPU prints (the rehearsal's SKIP rows), on text in
 the printf formats of tests/cuda/check_timing.c (check_kernels --time) and
-kernels/cuda/gemm.cu ("gemm algo:" lines): gpu_check_tools.py table, headx
-and algos.
+kernels/cuda/gemm.cu ("gemm algo:" lines) and tests/cuda/check_sweep.c
+("sweep best" lines): gpu_check_tools.py table, headx, algos and sweeppick.
 Exit 0 when all hold; otherwise every failed assertion on stderr, exit 1.
 """
 import os
@@ -214,6 +214,29 @@ def check_gpu_parsers(tmp, errors):
         f.write(gemm_algo(8192, 0, 6, 0.9) + gemm_algo(4096, 3, 31, 0.4))
     expect("algos (same)", tools("algos", a, b), 0, "the same algorithm for all 2 problems")
     expect("algos (differ)", tools("algos", a, c), 1, "1 of 2 problems chose differently")
+    # check_kernels --sweep's lines (tests/cuda/check_sweep.c's printf formats), two shapes
+    sw = os.path.join(tmp, "sweep.log")
+    row = "  %-23s %10.4f ms %8.1f TFLOP/s   err %.1e%s\n"
+    best = ("sweep best B=%d T=1024 C=%d NH=12: forward %s %.4f ms; backward %s + %s %.4f "
+            "ms\n")
+    with open(sw, "w") as f:
+        for B, fwd in ((4, "fwd-w4-k64-s2-b4"), (64, "fwd-w8-k64-s2-b2")):
+            f.write(row % ("fwd-w4-k64-s2-b4", 0.2, 300.0, 0.0, "   (default)") +
+                    row % ("fwd-w8-k64-s2-b2", 0.1, 310.0, 0.0, "") +
+                    row % ("dq-w4-k64-s2-b4", 0.3, 300.0, 0.0, "   (default)") +
+                    row % ("dkdv-w4-q64-s2-b3", 0.3, 300.0, 0.0, "   (default)") +
+                    best % (B, 768, fwd, 0.1, "dq-w4-k64-s2-b4", "dkdv-w4-q64-s2-b3", 0.5))
+        f.write(best % (8, 1600, "(none correct)", 0.0, "dq-w4-k64-s2-b4", "dkdv-w4-q64-s2-b3",
+                        0.5))
+    expect("sweeppick (a faster variant)", tools("sweeppick", sw, "64", "768", "1"), 0,
+           "fwd-w8-k64-s2-b2,dq-w4-k64-s2-b4,dkdv-w4-q64-s2-b3 vs fwd-w4-k64-s2-b4,"
+           "dq-w4-k64-s2-b4,dkdv-w4-q64-s2-b3")
+    expect("sweeppick (the defaults)", tools("sweeppick", sw, "4", "768", "1"), 1,
+           "are the defaults")
+    expect("sweeppick (none correct)", tools("sweeppick", sw, "8", "1600", "1"), 1,
+           "no correct variant")
+    expect("sweeppick (no sweep)", tools("sweeppick", sw + ".none", "64", "768", "1"), 1,
+           "the sweep did not run")
 
 
 def main():
