@@ -318,8 +318,6 @@ static void resolve_total_batch(Trainer *tr)
     o->grad_accum = (int)accum;
 }
 
-/* Start-up up to the model's shape: the world, the ranks' agreement, the
- * paths that will be written, the checkpoint folder, the save to resume. */
 /* --init-from a model whose position table is shorter than the default
  * --seq-len (a 128-token Shakespeare model, say): without --seq-len the run
  * takes the file's length, with a note, rather than stopping at exit 2 on a
@@ -349,6 +347,8 @@ static const char *seq_len_source(const Trainer *tr)
     return tr->opt.init_from ? tr->opt.init_from : "--max-seq-len";
 }
 
+/* Start-up up to the model's shape: the world, the ranks' agreement, the
+ * paths that will be written, the checkpoint folder, the save to resume. */
 static void start(Trainer *tr, int argc, char **argv)
 {
     char err[1024] = "";

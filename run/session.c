@@ -166,6 +166,11 @@ typedef struct {
     char host[63];
 } SharedSeen;
 
+static void shared_probe_path(char *out, size_t len, const char *dir, uint64_t token)
+{
+    io_err(out, len, "%s/.train_gpt_shared_%016llx", dir, (unsigned long long)token);
+}
+
 int session_check_shared(RunSession *s, Dist *d, char *err, size_t err_len)
 {
     if (!s->dir[0] || !s->cfg.exclusive || d->world < 2) return 0;
@@ -175,18 +180,17 @@ int session_check_shared(RunSession *s, Dist *d, char *err, size_t err_len)
         uint64_t token;
         int rc;
     } made = {own_new_run_id(), 0};
-    io_err(probe, sizeof probe, "%s/.train_gpt_shared_%016llx", s->dir,
-           (unsigned long long)made.token);
-    if (s->rank == 0)
+    if (s->rank == 0) {
+        shared_probe_path(probe, sizeof probe, s->dir, made.token);
         made.rc = io_write_file(probe, &made.token, sizeof made.token, NULL, 0, why, sizeof why);
-    dist_broadcast(d, &made, sizeof made);
+    }
+    dist_broadcast(d, &made, sizeof made); /* rank 0's token, to every rank */
     if (made.rc != 0) {
         io_err(err, err_len, "--checkpoint-dir %s: %s", s->dir,
                s->rank == 0 ? why : "rank 0 could not write in it");
         return -1;
     }
-    io_err(probe, sizeof probe, "%s/.train_gpt_shared_%016llx", s->dir,
-           (unsigned long long)made.token);
+    shared_probe_path(probe, sizeof probe, s->dir, made.token);
     SharedSeen mine = {0}, *all = s->rank == 0 ? calloc((size_t)d->world, sizeof mine) : NULL;
     gethostname(mine.host, sizeof mine.host - 1);
     FILE *f = fopen(probe, "rb");
