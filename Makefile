@@ -38,12 +38,17 @@ SANITIZE ?=
 CFLAGS  += $(WERROR) $(SANITIZE)
 
 BUILD   := build
-LIB_SRC := $(wildcard base/*.c model/*.c kernels/*.c kernels/cpu/*.c data/*.c distributed/*.c run/*.c)
+# The library: every layer below the CLI (dev/layers gives their order).
+LIB_SRC := $(wildcard base/*.c kernels/*.c kernels/cpu/*.c model/*.c data/*.c distributed/*.c \
+                     ckpt/*.c interop/*.c eval/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CU_SRC  := $(wildcard kernels/cuda/*.cu)
-TEST_SRC := $(wildcard tests/*.c)
+# The suite: tests/unit/<module>/, tests/e2e/<feature>/ and their helpers in tests/lib/.
+TEST_SRC := $(wildcard tests/lib/*.c tests/unit/*/*.c tests/e2e/*/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-PROGRAMS := train_gpt $(if $(wildcard tokenize.c),tokenize)
+# The CLI: train_gpt.c's main and the rest of the command in cli/.
+CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,train_gpt.c $(wildcard cli/*.c))
+PROGRAMS := train_gpt tokenize
 
 ifneq ($(NVCC),)
 ifneq ($(CU_SRC),)
@@ -78,12 +83,12 @@ FLAGS_NOW := $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS)
 $(shell mkdir -p $(BUILD); [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 
 # --version's commit: `git describe` at build time ("unknown" outside a git
-# tree). Only train_version.o sees it, and it rebuilds only when it changes.
+# tree). Only cli/version.o sees it, and it rebuilds only when it changes.
 GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 VERSION_STAMP := $(BUILD)/version.stamp
 $(shell [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(GIT_COMMIT)' ] || echo '$(GIT_COMMIT)' > $(VERSION_STAMP))
-$(BUILD)/train_version.o: CFLAGS += -DTRAIN_GPT_COMMIT='"$(GIT_COMMIT)"'
-$(BUILD)/train_version.o: $(VERSION_STAMP)
+$(BUILD)/cli/version.o: CFLAGS += -DTRAIN_GPT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/cli/version.o: $(VERSION_STAMP)
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -100,19 +105,24 @@ $(BUILD)/distributed/nccl_check.o: distributed/dist_nccl.c $(FLAGS_STAMP)
 $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/libtrain_gpt.a
+# The programs and the suite, built in $(BUILD) and copied to the root
+# (ASan builds stay in build/asan). The tests link cli/generate.o: they drive
+# sample_generate, the CLI's text sampler, directly.
+$(BUILD)/train_gpt: $(CLI_OBJ) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
+$(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-# (train_sample.o: the tests drive sample_generate, the CLI's text sampler)
-tests/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/cli/generate.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
+train_gpt tokenize: %: $(BUILD)/%
+	cp $< $@
+
 # The suite: unit and end-to-end tests (they run ./train_gpt, so build it).
-test: all tests/run_tests
-	OMP_NUM_THREADS=2 ./tests/run_tests --jobs 1 $(TEST_ARGS)
+test: all $(BUILD)/run_tests
+	OMP_NUM_THREADS=2 $(BUILD)/run_tests --jobs 1 $(TEST_ARGS)
 
 data: tokenize
 	scripts/prepare_data.sh
@@ -124,71 +134,71 @@ hellaswag: tokenize
 	scripts/get_hellaswag.sh
 
 # llm.c's own CPU trainer (train_gpt2.c of an llm.c checkout) on shards and a
-# model file made here, its losses against ./train_gpt's (docs/llmc-compat.md):
+# model file made here, its losses against ./train_gpt's (dev/notes/llmc-compat.md):
 # `make llmc-compat LLMC_DIR=path/to/llm.c`. Not part of test or CI (no llm.c).
 llmc-compat: train_gpt tokenize
-	scripts/check_llmc_compat.sh "$(LLMC_DIR)"
+	dev/bench/check_llmc_compat.sh "$(LLMC_DIR)"
 
-# CUDA kernel checker (tests/cuda/README.md): every op against the cpu
+# CUDA kernel checker (dev/cuda/README.md): every op against the cpu
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
 # the same checker on the hand-written kernels under a CPU emulator (no GPU,
 # no nvcc needed; cuBLASLt replaced by a plain product).
-CHECK_SRC := tests/cuda/check_kernels.c tests/cuda/check_attention.c tests/cuda/check_util.c \
-             tests/cuda/check_timing.c tests/cuda/check_sweep.c tests/cuda/check_fused.c
-EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) tests/cuda/emu/emu.cpp tests/cuda/emu/emu_wgmma.cpp \
-           tests/cuda/emu/emu_gemm.cpp
+CHECK_SRC := dev/cuda/check_kernels.c dev/cuda/check_attention.c dev/cuda/check_util.c \
+             dev/cuda/check_timing.c dev/cuda/check_sweep.c dev/cuda/check_fused.c
+EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) dev/cuda/emu/emu.cpp dev/cuda/emu/emu_wgmma.cpp \
+           dev/cuda/emu/emu_gemm.cpp
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
-tests/cuda/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a
+build/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-cuda-check: tests/cuda/check_kernels
-	./tests/cuda/check_kernels $(CHECK_ARGS)
+cuda-check: build/check_kernels
+	./build/check_kernels $(CHECK_ARGS)
 else
-tests/cuda/check_kernels cuda-check:
+build/check_kernels cuda-check:
 	@echo "$@ needs the CUDA backend: nvcc was not found" >&2; false
 endif
 $(BUILD)/emu/%.o: %
 	@mkdir -p $(dir $@)
-	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -Itests/cuda/emu -MMD -MP -x c++) -DCUDA_EMU -c $< -o $@
-tests/cuda/check_kernels_emu: $(EMU_OBJ)
+	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -Idev/cuda/emu -MMD -MP -x c++) -DCUDA_EMU -c $< -o $@
+build/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 # the emulated wgmma on its own (layouts, asynchrony rules): emu_wgmma_check.cpp
-WGMMA_CHECK_OBJ := $(patsubst %,$(BUILD)/emu/tests/cuda/emu/%.o,emu.cpp emu_wgmma.cpp emu_wgmma_check.cpp)
-tests/cuda/emu_wgmma_check: $(WGMMA_CHECK_OBJ)
+WGMMA_CHECK_OBJ := $(patsubst %,$(BUILD)/emu/dev/cuda/emu/%.o,emu.cpp emu_wgmma.cpp emu_wgmma_check.cpp)
+build/emu_wgmma_check: $(WGMMA_CHECK_OBJ)
 	$(CXX) $^ -o $@
-cuda-emu-check: tests/cuda/check_kernels_emu tests/cuda/emu_wgmma_check
-	./tests/cuda/emu_wgmma_check
-	for o in fwd rev; do EMU_ORDER=$$o ./tests/cuda/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
-	TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/check_kernels_emu --quick --only fused $(CHECK_ARGS)
-	EMU_MAX_GRID_Z=2 ./tests/cuda/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
-	EMU_CC=80 ./tests/cuda/check_kernels_emu --quick --only attention --dtype bf16 $(CHECK_ARGS)
-	./tests/cuda/check_kernels_emu --sweep --quick --dtype bf16
-	EMU_ENC_SORT_CHUNK=256 ./tests/cuda/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
-# scripts/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
+cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check
+	./build/emu_wgmma_check
+	for o in fwd rev; do EMU_ORDER=$$o ./build/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
+	TRAIN_GPT_FUSE_GELU=1 ./build/check_kernels_emu --quick --only fused $(CHECK_ARGS)
+	EMU_MAX_GRID_Z=2 ./build/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
+	EMU_CC=80 ./build/check_kernels_emu --quick --only attention --dtype bf16 $(CHECK_ARGS)
+	./build/check_kernels_emu --sweep --quick --dtype bf16
+	EMU_ENC_SORT_CHUNK=256 ./build/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
+# dev/gpu_check/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
-# --sweep on the emulator; tests/gpu_check_rehearsal.py checks the rows the
+# --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the
 # GPU run would print (65 to 95 s on 2 shared cores; CI runs it). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
-GPU_SCRIPTS := scripts/gpu_check.sh scripts/gpu_check_lib.sh scripts/gpu_check_dist.sh scripts/bench_auto.sh scripts/gpu_bundle.sh
-gpu-check-rehearsal: all tests/cuda/check_kernels_emu
+GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
+gpu-check-rehearsal: all build/check_kernels_emu
 	for f in $(GPU_SCRIPTS); do bash -n $$f || exit 1; done
 	if command -v shellcheck >/dev/null; then shellcheck -x -S warning $(GPU_SCRIPTS); \
 	else echo "gpu-check-rehearsal: no shellcheck (apt-get install shellcheck): not run" >&2; fi
-	python3 tests/gpu_check_rehearsal.py
+	python3 dev/gpu_check/gpu_check_rehearsal.py
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
 # sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
 cuda-resources:
-	NVCC="$(NVCC)" scripts/cuda_resources.sh
-# The static performance model (docs/perf-model.md): its own tests, then the
+	NVCC="$(NVCC)" dev/gpu_check/cuda_resources.sh
+# The static performance model (dev/notes/perf-model.md): its own tests, then the
 # predicted time of every op, the step and MFU on an H200 from ptxas and the
 # SASS, and its calibration on the recorded old kernels (nvcc, no GPU;
 # python3's standard library only). Without nvcc it says so and skips.
 cuda-perf-model:
-	NVCC="$(NVCC)" python3 scripts/cuda_perf_model.py --self-test
-	NVCC="$(NVCC)" python3 scripts/cuda_perf_model.py
+	NVCC="$(NVCC)" python3 dev/cuda_perf_model.py --self-test
+	NVCC="$(NVCC)" python3 dev/cuda_perf_model.py
 
 clean:
-	rm -rf $(BUILD) train_gpt tokenize tests/run_tests tests/cuda/check_kernels tests/cuda/check_kernels_emu tests/cuda/emu_wgmma_check
+	rm -rf build train_gpt tokenize
 
 # ---- Sanitizers and fuzzing (run/, the file readers) ----
 # `make test-asan`: the CPU code and the suite built with ASan+UBSan in
@@ -205,28 +215,18 @@ test-asan:
 	  TRAIN_GPT_BIN=$(ASAN_DIR)/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(ASAN_DIR)/tokenize \
 	  OMP_NUM_THREADS=2 $(ASAN_DIR)/run_tests --jobs 1 $(TEST_ARGS)
 
-# (the same program as ./train_gpt: its top-level train_*.c files and the library)
-$(BUILD)/train_gpt: $(patsubst %.c,$(BUILD)/%.o,$(wildcard train_*.c)) $(BUILD)/libtrain_gpt.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-
-$(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/train_sample.o $(BUILD)/libtrain_gpt.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
-
 # `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
-# for every file reader, in build/fuzz/. scripts/run_fuzzers.sh runs them.
+# for every file reader, in build/fuzz/. dev/run_fuzzers.sh runs them.
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB  := data/shard.c data/loader.c data/loader_open.c data/dataset_manifest.c \
-             model/model_file.c model/config.c base/fileio.c base/json.c base/stop.c run/run_state.c \
-             run/manifest.c run/llmc_state.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
-             data/eval_file.c
-FUZZ_SRC  := $(wildcard fuzz/fuzz_*.c)
-FUZZ_BIN  := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
+             interop/model_file.c model/config.c base/fileio.c base/json.c base/stop.c ckpt/run_state.c \
+             ckpt/manifest.c interop/llmc_state.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
+             eval/eval_file.c
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)
-build/fuzz/%: fuzz/%.c fuzz/fuzz_common.h $(FUZZ_LIB)
+build/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB) -o $@ -lcjson -lz -lpcre2-8 -lcrypto -lm
 

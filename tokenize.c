@@ -6,7 +6,7 @@
  *
  * The command line only; the work (documents, split, shards) is
  * tokenize_job_run() in data/tokenize_job.c, whose header states the rules;
- * --hellaswag's is hellaswag_job_run() in data/hellaswag.c.
+ * --hellaswag's is hellaswag_job_run() in eval/hellaswag.c.
  * Exit status: 0 done, 1 failed (message names the file and fault; nothing
  * of the run is left and the old dataset under the prefix is unchanged,
  * unless the message says the switch to the new one failed: data/dataset.h),
@@ -25,7 +25,7 @@
 
 #include "base/fileio.h"
 #include "base/stop.h"
-#include "data/hellaswag.h"
+#include "eval/hellaswag.h"
 #include "data/tokenize_job.h"
 #include "data/source.h"
 #include "data/tokenizer.h"

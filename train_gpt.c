@@ -1,7 +1,7 @@
 /* train_gpt.c — the command-line trainer: set-up, the end of a run (the
  * memory report) and --generate; the training loop and its stops are in
- * train_loop.c, progress in train_progress.c, flags in train_options.c,
- * the output files (--save, --log, --dump-grads) in train_outputs.c. The
+ * cli/loop.c, progress in cli/progress.c, flags in cli/options.c,
+ * the output files (--save, --log, --dump-grads) in cli/output_files.c. The
  * model, its recompute
  * schedule and the memory planner in model/; the ops in kernels/; data
  * parallelism over ranks (mpirun/srun) in distributed/. Under several ranks,
@@ -17,19 +17,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "data/shard.h"
+#include "data/loader.h"
 #include "distributed/dist.h"
 #include "kernels/backend.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
-#include "model/model_file.h"
-#include "run/checkpoint.h"
-#include "run/run_log.h"
-#include "run/session.h"
-#include "run/signals.h"
-#include "train_gpt.h"
-#include "train_guard.h"
-#include "train_memory.h"
+#include "interop/model_file.h"
+#include "ckpt/checkpoint.h"
+#include "cli/run_log.h"
+#include "ckpt/session.h"
+#include "base/signals.h"
+#include "cli/trainer.h"
+#include "cli/guard.h"
+#include "cli/recompute.h"
 
 
 /* A fatal error: under several ranks the message carries the rank and the
@@ -52,7 +52,7 @@ static void name_flag(const char *flag, char *err, size_t len)
 /* Shape flags given with --init-from must agree with the file's shape,
  * which is the model's: a contradiction is an error with both shapes (exit
  * 2), never a silently different model. --model's preset counts as its
- * layers, channels and heads. (A resume's save: train_guard.h.) */
+ * layers, channels and heads. (A resume's save: cli/guard.h.) */
 static int check_shape_flags(Trainer *tr, const char *from, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
@@ -129,7 +129,7 @@ static int open_data(Trainer *tr, char *err, size_t len)
     }
     if (rank == 0 && tr->train.notes) fputs(tr->train.notes, stderr);
     /* Saves record the shards' content hashes; a resume reads every shard
-     * to compare them (run/session.c). A fresh run takes a manifest's. */
+     * to compare them (ckpt/session.c). A fresh run takes a manifest's. */
     if (tr->sess.dir[0] || tr->resume_dir[0]) {
         double t0 = progress_now_ms();
         uint64_t bytes;
@@ -237,7 +237,7 @@ static void print_summary(Trainer *tr)
     cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
     cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
     cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
-    train_costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
+    costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
                        tr->start_step, o);
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
     if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
@@ -475,13 +475,13 @@ int main(int argc, char **argv)
         dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d (the "
                   "position table of %s): pass --seq-len %d or less", o->seq_len,
                   tr.cfg.max_seq_len, seq_len_source(&tr), tr.cfg.max_seq_len);
-    guard_exit_if_any(d, train_memory_check(o, &tr.cfg, err, sizeof err) != 0, 2, err);
+    guard_exit_if_any(d, recompute_check(o, &tr.cfg, err, sizeof err) != 0, 2, err);
     GPTShard shard = {d->world, d->rank, o->zero};
     if (o->plan) {
         /* under a launcher each rank measures its own device, not device 0 */
         if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
             fail(&tr, err);
-        rc = train_memory_plan(o, &tr.cfg, &shard);
+        rc = recompute_plan(o, &tr.cfg, &shard);
         dist_finalize(d);
         return rc;
     }
@@ -509,7 +509,7 @@ int main(int argc, char **argv)
     guard_check_backend(d, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
-    rc = train_memory_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
+    rc = recompute_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
                                &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0 && !signals_pending()) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
     trainer_check_startup(&tr, "planning the memory (measuring the op costs)");

@@ -43,7 +43,7 @@ int io_write_all(int fd, const void *buf, size_t n, const char *path, char *err,
 
 /* The temp file being written now, so that a signal handler about to
  * _exit can remove it (io_remove_live_temp). A second global beside
- * run/signals.c's, for the same reason: a handler can reach nothing else.
+ * base/signals.c's, for the same reason: a handler can reach nothing else.
  * One writer at a time is what the trainer does; live_set is raised only
  * after live_tmp is complete and lowered before it changes. */
 static char live_tmp[4100];

@@ -4,7 +4,7 @@
  * long loops below the CLI poll at natural points (a parameter tensor's
  * fill, a shard's MiB read for hashing, a model file's chunk, an op-cost
  * round's op) without depending on run/. The trainer answers it with
- * run/signals.h's flag (signals_install sets the poll); unset, it answers
+ * base/signals.h's flag (signals_install sets the poll); unset, it answers
  * "no", so libraries and tests that install nothing never stop.
  *
  * Work that gives up returns its error value with STOP_MESSAGE in err; the

@@ -14,6 +14,7 @@
 
 #include "base/fileio.h"
 #include "base/json.h"
+#include "loader.h"
 
 #define FORMAT "train_gpt dataset"
 #define VERSION 1

@@ -1,7 +1,7 @@
 /* data/loader.c — the data loader's window order: reading batches, moving
  * through shards and epochs, seeking to a saved position (shard.h). What a
  * glob may hold is checked by loader_open (data/loader_open.c). */
-#include "shard.h"
+#include "loader.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* qsort_r */
 #endif
-#include "shard.h"
+#include "loader.h"
 
 #include <errno.h>
 #include <fnmatch.h>

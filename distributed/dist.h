@@ -83,7 +83,7 @@ typedef struct DistWatch DistWatch; /* the watchdog, dist_watch.c */
 #define DIST_EXIT_TIMEOUT 3
 
 /* The model as this layer sees it. distributed/ sits beside model/ and
- * includes none of it: the layer above both (the CLI's train_dist.c) fills
+ * includes none of it: the layer above both (the CLI's cli/dist_attach.c) fills
  * this from a GPT. Vectors are flat, on the backend's device, in its par
  * dtype (be->par_bytes wide); lengths are in elements. */
 typedef struct {

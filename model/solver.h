@@ -33,7 +33,7 @@
  *            the first j blocks are then H_k(j). j = 1 is rotor's "forward
  *            saving all activations".
  * An exhaustive search over every step program schedule_validate accepts
- * (tests/test_solver.c) finds nothing cheaper on small chains; without
+ * (tests/unit/model/test_solver.c) finds nothing cheaper on small chains; without
  * the H problems (rotor's model, where a kept tape keeps its input) it
  * does.
  * Every GPT-2 block has the same shape, so the chain is homogeneous and

@@ -32,8 +32,8 @@ written to a temporary name in its folder, fsynced, and renamed into place
 (the folder fsynced), so a crash, of the process or the machine, leaves the
 old file or the new one, never half of one.
 
-Checked by tests/hf_export_check.py: the repository's PyTorch reference
-(scripts/gpt2_reference.py) run on the model file and an HF-semantics forward
+Checked by dev/reference/hf_export_check.py: the repository's PyTorch reference
+(dev/reference/gpt2_reference.py) run on the model file and an HF-semantics forward
 run on the exported dict give the same logits.
 """
 import argparse

@@ -23,7 +23,7 @@ written.
 installed, else by reading the format's published layout directly (an
 8-byte little-endian header length, a JSON header of name -> dtype, shape
 and byte range, then the raw little-endian data); .bin/.pt with
-torch.load(weights_only=True). Checked by tests/test_export_hf.c: a model
+torch.load(weights_only=True). Checked by tests/e2e/interop/test_export_hf.c: a model
 file exported with export_hf.py and imported back is the same bytes.
 """
 import argparse

@@ -15,7 +15,7 @@
  *   3. the compiler must not move shared-memory reads across the copies,
  *      the waits or the barrier: every asm here, and ldmatrix in mma.cuh,
  *      carries a "memory" clobber, and wait/commit are volatile.
- * The emulator (tests/cuda/emu) lands each copy at its thread's wait_group
+ * The emulator (dev/cuda/emu) lands each copy at its thread's wait_group
  * and turns the destination to NaN at issue, so breaking rule 1 or 2 gives
  * NaN in the checker; rule 3 is about the real compiler and is only
  * checked on a GPU. */

@@ -8,7 +8,7 @@
  * attention_mma_fwd.cu and attention_mma_bwd.cu name them, entry 0 the
  * default. The backend keeps one choice per kernel (CudaState.attn_variant),
  * taken at open from TRAIN_GPT_ATTN_VARIANT and changed by
- * cuda_attn_variant_set (tests/cuda/check_kernels checks every variant;
+ * cuda_attn_variant_set (build/check_kernels checks every variant;
  * check_timing's sweep times them). Other head sizes have one
  * configuration each. The kernels' plan: attention_mma.cuh. */
 #include <string.h>

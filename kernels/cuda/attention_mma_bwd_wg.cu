@@ -28,7 +28,7 @@
  * without any pair in a tile (mma.sync: skipped) computes it masked to
  * p = 0: P and dS are exact zeros there and add +0 to the accumulators;
  * the same for rows past T (zero operands, masked columns). Unmeasured on
- * a GPU (docs/attention-kernels.md). */
+ * a GPU (dev/notes/attention-kernels.md). */
 #include "attention_mma_wg.cuh"
 
 /* Shared memory: two stages, each two BT x HSP core-layout tiles of the

@@ -20,7 +20,7 @@
  * whole warpgroup takes part in every product, so a warp whose rows all
  * precede a tile's keys masks the tile to p = 0 instead of skipping it
  * (p = 2^-inf = 0 adds exact zeros; the row maxima stay finite because key
- * 0 is valid for every row). Unmeasured on a GPU (docs/attention-kernels.md). */
+ * 0 is valid for every row). Unmeasured on a GPU (dev/notes/attention-kernels.md). */
 #include "attention_mma_wg.cuh"
 
 /* Shared memory: two stages of [K | V] (BK x HSP each, core layout), then

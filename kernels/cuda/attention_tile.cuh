@@ -38,7 +38,7 @@ template <typename T, int HSP, int TB> struct AttnGeom {
 /* The backward kernels' launch bounds: THREADS per block, at least one
  * resident block per SM. With the thread count alone, ptxas budgeted the
  * fp32 dQ kernel at TB = 32 (64 threads) 32 registers on sm_90, and it
- * spilled (12 bytes stored, 64 loaded per thread; scripts/cuda_resources.sh).
+ * spilled (12 bytes stored, 64 loaded per thread; dev/gpu_check/cuda_resources.sh).
  * Their tiles (25 to 187 KiB of shared memory per block, attn_bwd_smem)
  * hold residency to a few blocks per SM anyway, so the extra registers cost
  * no occupancy. The forward kernel keeps the plain bound: it does not spill,

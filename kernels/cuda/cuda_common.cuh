@@ -17,17 +17,17 @@
  *              stream order, so each op may use all of it between its own
  *              launches; nothing in it lives across ops.
  *
- * CUDA_EMU: the same sources compile with g++ against tests/cuda/emu/emu.h, a
+ * CUDA_EMU: the same sources compile with g++ against dev/cuda/emu/emu.h, a
  * CPU emulator of the few CUDA features used here, so CI (no GPU) can run
- * the hand-written kernels (tests/cuda/README.md). That is why launches go
+ * the hand-written kernels (dev/cuda/README.md). That is why launches go
  * through LAUNCH() and dynamic shared memory through DYN_SMEM(). The
- * emulator build puts its folder on the include path (-Itests/cuda/emu), so
+ * emulator build puts its folder on the include path (-Idev/cuda/emu), so
  * this layer names no test path. */
 #ifndef KERNELS_CUDA_COMMON_CUH
 #define KERNELS_CUDA_COMMON_CUH
 
 #ifdef CUDA_EMU
-#include <emu.h> /* tests/cuda/emu/, on the emulator build's include path */
+#include <emu.h> /* dev/cuda/emu/, on the emulator build's include path */
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -225,7 +225,7 @@ void cuda_gemm(CudaState *st, int ta, int tb, int m, int n, int k, const void *A
  *       GELU taken by cuBLASLt from the unrounded fp32 sum (which GELU it
  *       computes is established by check_kernels on a GPU); beta must be 0;
  *   GEMM_EPI_DGELU: D = (op(A).op(B)) * gelu'(aux); no bias, beta 0.
- * tests/cuda/emu/emu_gemm.cpp models both with the cpu backend's GELU. */
+ * dev/cuda/emu/emu_gemm.cpp models both with the cpu backend's GELU. */
 enum { GEMM_EPI_NONE = 0, GEMM_EPI_GELU_AUX = 1, GEMM_EPI_DGELU = 2 };
 void cuda_gemm_epi(CudaState *st, int ta, int tb, int m, int n, int k, const void *A, int lda,
                    const void *B, int ldb, void *D, int ldd, int ab_bf16, int dd_bf16,

@@ -21,7 +21,7 @@
  * one ldmatrix phase reads fall in 8 distinct groups of 4 banks.
  *
  * Under CUDA_EMU both instructions are emulated from the documented layouts
- * (emu_mma_bf16_16816, emu_ldmatrix_x4 in tests/cuda/emu), which gather
+ * (emu_mma_bf16_16816, emu_ldmatrix_x4 in dev/cuda/emu), which gather
  * every lane's registers or addresses at a warp barrier. */
 #ifndef KERNELS_CUDA_MMA_CUH
 #define KERNELS_CUDA_MMA_CUH

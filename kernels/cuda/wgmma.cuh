@@ -39,7 +39,7 @@
  * elsewhere the wrappers are empty and the host never launches a kernel
  * that uses them (the wgmma variants' launches check compute capability
  * 9.0).
- * Under CUDA_EMU the emulator (tests/cuda/emu/emu_wgmma.cpp) runs them. */
+ * Under CUDA_EMU the emulator (dev/cuda/emu/emu_wgmma.cpp) runs them. */
 #ifndef KERNELS_CUDA_WGMMA_CUH
 #define KERNELS_CUDA_WGMMA_CUH
 

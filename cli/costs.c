@@ -1,0 +1,147 @@
+/* cli/costs.c — see cli/costs.h. */
+#include "cli/costs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels/backend.h"
+#include "model/opcost_file.h"
+
+/* At least this many timed rounds (opcost_measure adds more to fill half a
+ * second). */
+#define MEASURE_REPS 5
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The device costs are keyed by: the open backend's, else the flags'. */
+static void device_of(const TrainOptions *o, Backend *be, char *buf, size_t len)
+{
+    if (be) backend_describe(be->name, 0, buf, len);
+    else backend_describe(o->device, o->threads, buf, len);
+}
+
+/* Measure on be (or a backend opened for it), then write the cache file
+ * `cache` ("" for none). */
+static int measure(const TrainOptions *o, const PlanInput *in, Backend *be, const char *cache,
+                   TrainCosts *tc, char *err, size_t len)
+{
+    Backend *own = NULL;
+    if (!be && !(be = own = backend_open(o->device, o->dtype, o->threads, err, len))) return -1;
+    char device[512];
+    device_of(o, be, device, sizeof device);
+    /* a line first: at a big shape this takes a while (up to 26 rounds of one block) */
+    printf("op costs: measuring one block's ops on %s at B=%d, T=%d...\n", device, in->B, in->T);
+    fflush(stdout);
+    double t0 = now_s();
+    int rc = opcost_measure(be, in, MEASURE_REPS, &tc->oc, err, len);
+    if (own) backend_close(own);
+    if (rc != 0) return -1;
+    tc->have = 1;
+    snprintf(tc->source, sizeof tc->source, "measured on %s in %.2f s (%d rounds)", device,
+             now_s() - t0, tc->oc.reps);
+    if (!cache[0]) return 0;
+    char werr[4400];
+    if (opcost_file_write(cache, device, in, &tc->oc, werr, sizeof werr) != 0)
+        fprintf(stderr, "note: op costs not cached: %s\n", werr);
+    else
+        snprintf(tc->source + strlen(tc->source), sizeof tc->source - strlen(tc->source),
+                 "; cached in %s", cache);
+    return 0;
+}
+
+int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
+                    int measure_if_absent, int write_cache, TrainCosts *tc, char *err,
+                    size_t len)
+{
+    memset(tc, 0, sizeof *tc);
+    const char *src = o->op_costs;
+    char dir[4096], cache[4300] = "", device[512], from[512];
+    int rc;
+    if (strcmp(src, "flops") == 0) {
+        snprintf(tc->source, sizeof tc->source, "flops (counted FLOPs; no time predicted)");
+        return 0;
+    }
+    int is_auto = strcmp(src, "auto") == 0, is_measure = strcmp(src, "measure") == 0;
+    if (is_auto || is_measure) {
+        device_of(o, be, device, sizeof device);
+        if (opcost_cache_dir(dir, sizeof dir) == 0)
+            opcost_cache_file(dir, device, in, cache, sizeof cache);
+    }
+    const char *write_to = write_cache ? cache : "";
+    if (is_measure) {
+        rc = measure(o, in, be, write_to, tc, err, len);
+    } else if (is_auto) {
+        char rerr[4400];
+        rc = cache[0] && access(cache, F_OK) == 0
+                 ? opcost_file_read(cache, in, from, sizeof from, &tc->oc, rerr, sizeof rerr)
+                 : 1;
+        if (rc == 0) {
+            tc->have = 1;
+            snprintf(tc->source, sizeof tc->source, "cached in %s (measured on %s)", cache, from);
+        } else if (measure_if_absent) {
+            if (rc < 0) fprintf(stderr, "note: %s; measuring the op costs again\n", rerr);
+            rc = measure(o, in, be, write_to, tc, err, len);
+        } else {
+            snprintf(tc->source, sizeof tc->source, "not cached for %s at this shape (--op-costs "
+                     "measure, or a --recompute auto run, caches them)", device);
+            rc = 0;
+        }
+    } else {
+        rc = opcost_file_read(src, in, from, sizeof from, &tc->oc, err, len);
+        if (rc != 0) {
+            char e2[4400];
+            /* "--op-costs mesure": a word mistyped is taken as a file name */
+            int absent = access(src, F_OK) != 0;
+            snprintf(e2, sizeof e2, "--op-costs %s%s", err,
+                     absent ? " (--op-costs takes auto, measure, flops or a FILE of costs)" : "");
+            snprintf(err, len, "%s", e2);
+            return -1;
+        }
+        tc->have = 1;
+        snprintf(tc->source, sizeof tc->source, "%s (measured on %s)", src, from);
+    }
+    if (rc != 0) return -1;
+    if (tc->have) {
+        printf("op costs: %s\n", tc->source);
+        opcost_print(stdout, &tc->oc, in);
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void costs_report(const TrainCosts *tc, long long step_ns, double *step_ms, int n,
+                        int first_step, cJSON *summary)
+{
+    int skip = n > 1 ? 1 : 0, m = n - skip;
+    if (n == 0) return;
+    qsort(step_ms + skip, (size_t)m, sizeof(double), cmp_double);
+    double med = m % 2 ? step_ms[skip + m / 2]
+                       : 0.5 * (step_ms[skip + m / 2 - 1] + step_ms[skip + m / 2]);
+    char steps[96];
+    if (n > 1) snprintf(steps, sizeof steps, "median of steps %d..%d", first_step + 2,
+                        first_step + n);
+    else snprintf(steps, sizeof steps, "step %d", first_step + 1);
+    cJSON_AddNumberToObject(summary, "step_ms_measured", med);
+    if (step_ns < 0) {
+        printf("step time: measured %.3f ms (%s); none predicted: op costs %s\n", med, steps,
+               tc->source);
+        return;
+    }
+    double pred = step_ns / 1e6;
+    printf("step time: predicted %.3f ms, measured %.3f ms (%s), measured/predicted %.3f\n",
+           pred, med, steps, med / pred);
+    cJSON_AddNumberToObject(summary, "step_ms_predicted", pred);
+}

@@ -1,0 +1,45 @@
+/* cli/costs.h — where the trainer's op costs come from (--op-costs).
+ *
+ * Owns: turning --op-costs into op costs (model/opcost.h) for the run's
+ * shape: the cache (model/opcost_file.h), a file, a measurement on the
+ * device, or none (FLOPs), and saying which. */
+#ifndef TRAIN_COSTS_H
+#define TRAIN_COSTS_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "kernels/ops.h"
+#include "model/opcost.h"
+#include "model/planner.h"
+#include "cli/options.h"
+
+typedef struct {
+    int have;          /* measured costs (ns) in oc: time is predicted */
+    OpCosts oc;
+    char source[4400]; /* where they came from, or why there are none */
+} TrainCosts;
+
+/* The op costs for in's shape. --op-costs flops: none. measure: time the
+ * ops on be (opened here, on --device/--dtype/--threads, when be is NULL)
+ * and write the cache. FILE: read it (exit 1 on any fault, or when it is
+ * for another shape or dtype). auto: the cache's entry for this device and
+ * shape; when there is none (or it is unreadable, which is noted), measure
+ * and cache when `measure_if_absent`, else none. Only with write_cache is
+ * the cache written (rank 0 of a job: its ranks share a node's cache); a
+ * cache that cannot be written is noted, not fatal. Prints what it used when costs are found or
+ * measured. Returns 0, or -1 with err (exit 1). */
+int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
+                    int measure_if_absent, int write_cache, TrainCosts *tc, char *err,
+                    size_t len);
+
+/* After a run: the predicted step time (step_ns; -1 for none) beside the
+ * measured one, the median of step_ms[1..n) (the first step pays for cold
+ * caches and cuBLASLt's heuristics; with one step, that one), on stdout
+ * and as "step_ms_predicted" and "step_ms_measured" in summary. Steps
+ * are numbered from first_step + 1. Sorts step_ms. */
+void costs_report(const TrainCosts *tc, long long step_ns, double *step_ms, int n,
+                        int first_step, cJSON *summary);
+
+#endif

@@ -1,0 +1,35 @@
+/* cli/dist_attach.c — the model handed to the distributed layer.
+ *
+ * distributed/ sits beside model/ and knows none of its types: it sees a
+ * DistModel (distributed/dist.h), the flat vectors and four operations.
+ * The CLI, above both, builds that view of a GPT and installs the layer's
+ * gradient hook on the model. The hook stays installed: once dist_finalize
+ * has closed the collectives it does nothing. */
+#include "cli/trainer.h"
+
+static void get_params(void *g, float *host) { gpt_get_params(g, host); }
+static void get_grads(void *g, float *host) { gpt_get_grads(g, host); }
+static double grad_norm(void *g) { return gpt_grad_norm(g); }
+static double grad_norm_sq_local(void *g) { return gpt_grad_norm_sq_local(g); }
+
+int train_dist_attach(Dist *d, GPT *g, char *err, size_t err_len)
+{
+    DistModel m = {
+        .be = g->be,
+        .params = g->params,
+        .grads = g->grads,
+        .num_params = g->plan.num_params,
+        .padded_params = g->plan.padded_params,
+        .shard_params = g->plan.shard_params,
+        .zero = g->plan.zero,
+        .has_master = g->master != NULL,
+        .model = g,
+        .get_params = get_params,
+        .get_grads = get_grads,
+        .grad_norm = grad_norm,
+        .grad_norm_sq_local = grad_norm_sq_local,
+    };
+    if (dist_attach(d, &m, err, err_len) != 0) return -1;
+    if (d->comm) gpt_set_grad_hook(g, dist_grads_ready, d);
+    return 0;
+}

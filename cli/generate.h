@@ -1,0 +1,73 @@
+/* cli/generate.h — text from the model: --sample-every during training and
+ * --generate from a saved model.
+ *
+ * Owns: TextCodec, which turns ids into text for the model's vocabulary
+ * (GPT-2 BPE when V = 50257, raw bytes when V = 256, numbers otherwise),
+ * and TextSampler, the sampling flags put together: the prompt (--prompt
+ * or --prompt-file, encoded once), the draw (--temperature, --top-k,
+ * --top-p; model/sample.h), --num-samples, --stop-at-eot and the RNG
+ * (seeded by --seed; a checkpoint saves and restores it). */
+#ifndef TRAIN_SAMPLE_H
+#define TRAIN_SAMPLE_H
+
+#include <stdio.h>
+
+#include "data/tokenizer.h"
+#include "model/gpt.h"
+#include "model/sample.h"
+#include "cli/options.h"
+
+typedef enum { CODEC_GPT2, CODEC_BYTES, CODEC_IDS } CodecKind;
+
+typedef struct {
+    CodecKind kind;
+    Tokenizer tk; /* CODEC_GPT2 only */
+} TextCodec;
+
+/* Choose the codec for vocab_size (loading the GPT-2 files when needed).
+ * Returns 0, or -1 with a message in err. */
+int codec_open(TextCodec *c, int vocab_size, char *err, size_t err_len);
+void codec_close(TextCodec *c);
+
+/* Encode len bytes of prompt text. CODEC_IDS takes space-separated ids (up
+ * to the first NUL). `flag` names the source in messages. Returns 0, or -1
+ * with a message (an id outside the vocabulary, say). */
+int codec_encode(TextCodec *c, const char *text, size_t len, int vocab_size, const char *flag,
+                 TokenIds *out, char *err, size_t err_len);
+
+/* Generate up to n tokens after the prompt, printing each as it comes
+ * (prompt first). The model sees at most its T most recent tokens; only
+ * batch row 0 is used, and only one position's logits are computed per
+ * token. With stop_at_eot and the GPT-2 codec, generation ends at the
+ * end-of-text token, which is not printed. work: vocab ints (top-k/top-p
+ * scratch). ids, when non-NULL, receives the generated ids. Returns how
+ * many were generated, or -1 (out of host memory, message printed). When
+ * the model's block hook abandons a forward (a signal), generation stops
+ * there with g->abandoned set: the tokens so far are printed, with a
+ * newline. */
+int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
+                    const SampleParams *p, int stop_at_eot, SampleRng *rng, int *work,
+                    FILE *out, int32_t *ids);
+
+typedef struct {
+    TextCodec codec;
+    TokenIds prompt;
+    SampleRng rng;
+    SampleParams params;
+    int num_samples, stop_at_eot, vocab_size;
+    int *work; /* vocab_size ints */
+} TextSampler;
+
+/* Codec, prompt (--prompt, or --prompt-file read whole: a regular file of
+ * at most 16 MiB), draw parameters, and the RNG seeded by --seed. Returns
+ * 0, or -1 with a message naming the flag or file. */
+int text_sampler_open(TextSampler *s, const TrainOptions *o, int vocab_size, char *err,
+                      size_t err_len);
+void text_sampler_close(TextSampler *s);
+
+/* --num-samples samples of n tokens each. Before each sample a line
+ * "<header>:" (with " k/N" after the header when N > 1); when header is
+ * NULL, a line "sample k/N:" only when N > 1. */
+void text_sampler_print(TextSampler *s, GPT *g, int n, const char *header, FILE *out);
+
+#endif

@@ -1,0 +1,93 @@
+/* cli/options.h — the command line of ./train_gpt.
+ *
+ * Owns: TrainOptions, its defaults, getopt_long parsing and --help. Every
+ * flag is listed once, in the table in cli/options.c, with its default
+ * and help text; --help prints that table. A bad flag or value prints one
+ * line naming the flag and the accepted values and exits with status 2. */
+#ifndef TRAIN_OPTIONS_H
+#define TRAIN_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckpt/session.h"
+
+/* Room for every flag of the table in cli/options.c (checked there). */
+#define TRAIN_OPTIONS_MAX 128
+
+typedef struct {
+    /* shape (fresh models; a model file's header wins) */
+    const char *preset;
+    int layers, channels, heads, seq_len, max_seq_len, vocab;
+    /* batch and length */
+    int batch, grad_accum, steps;
+    long total_batch;  /* tokens per optimizer step over all ranks; 0 = B*T*grad_accum*world */
+    int grad_accum_given;
+    /* optimizer */
+    float lr, lr_min_frac, beta1, beta2, eps, weight_decay, grad_clip;
+    int lr_schedule, warmup; /* LrKind */
+    /* recompute and memory */
+    int recompute, loss_chunk; /* recompute: RecomputeMode (model/schedule.h) */
+    int checkpoint_every;      /* --recompute 2's k; 0 = round(sqrt(L)) */
+    size_t memory_budget;      /* bytes; see memory_budget_given */
+    int memory_budget_given, plan;
+    const char *op_costs;      /* --op-costs: "auto", "measure", "flops" or a file */
+    /* data parallelism */
+    int zero;          /* 1: ZeRO-1 */
+    float collective_timeout; /* seconds; 0 = none (distributed/dist.h) */
+    /* data */
+    const char *train_data, *val_data;
+    int train_data_given, val_data_given;
+    int shuffle, val_every, val_batches;
+    uint64_t seed;
+    /* model files */
+    const char *init_from, *save;
+    int save_dtype;    /* 0 = fp32 (llm.c version 3), 1 = bf16 (version 5) */
+    /* checkpoints and failures (ckpt/session.h) */
+    const char *checkpoint_dir, *resume_path;
+    int save_every, keep, resume, max_bad_steps, overwrite_checkpoints;
+    float save_minutes; /* --checkpoint-dir saves also by wall-clock time; 0 = off */
+    /* llm.c's checkpoints (interop/llmc_ckpt.h) */
+    const char *llmc_save_dir, *llmc_resume;
+    /* other */
+    const char *log_path, *device, *dtype, *dump_grads;
+    int log_errors; /* 0 fail, 1 ignore */
+    int overwrite_outputs; /* cli/outputs.h */
+    int threads, profile_ops;
+    float peak_tflops; /* 0 = the device table's (kernels/device_info.h) */
+    /* text samples */
+    int sample_every, sample_tokens, generate;
+    float temperature, top_p;
+    int top_k, num_samples, stop_at_eot;
+    const char *prompt, *prompt_file;
+    /* multiple-choice evaluation (eval/score.h) */
+    const char *eval_file;
+    int eval_every;
+    /* which flags the command line gave (not defaults), by table index;
+     * ask with train_options_given() */
+    unsigned char given[TRAIN_OPTIONS_MAX];
+} TrainOptions;
+
+/* Parse argv into opt (defaults first). Returns 0 to run, 1 when -h/--help
+ * or --version was printed (exit 0), or 2 after printing a one-line error
+ * (exit 2). */
+int train_options_parse(TrainOptions *opt, int argc, char **argv);
+
+/* 1 when the command line gave --name (without the dashes), else 0; a
+ * name that is not a flag is a programming error (aborts). */
+int train_options_given(const TrainOptions *opt, const char *name);
+
+/* The part of the flags that run/ (checkpoints, resume) needs to know;
+ * its strings point into opt's (argv). */
+RunConfig train_options_run_config(const TrainOptions *opt);
+
+/* The flags one by one (for comparing them over ranks, cli/guard.c):
+ * how many there are; the i-th's name; whether it must be the same on
+ * every rank; its value as text, with " (default)" when the flag was not
+ * given and whether it was given matters. */
+int train_options_count(void);
+const char *train_options_name(int i);
+int train_options_must_agree(int i);
+void train_options_format(const TrainOptions *opt, int i, char *out, size_t len);
+
+#endif

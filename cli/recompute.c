@@ -1,0 +1,207 @@
+/* cli/recompute.c — see cli/recompute.h. */
+#include "cli/recompute.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "model/flops.h"
+#include "model/planner.h"
+#include "model/solver.h"
+#include "base/signals.h"
+
+/* Host memory the kernel says is available (MemAvailable), or 0. */
+static size_t host_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return (size_t)kb * 1024;
+}
+
+int recompute_budget(Backend *be, size_t *budget, char *err, size_t len)
+{
+    size_t free_b = 0, total_b = 0, margin;
+    const char *what;
+    if (be->ops->mem_info(be, &free_b, &total_b) == 0) {
+        margin = (size_t)512 << 20;
+        what = "free device memory";
+    } else {
+        free_b = host_available();
+        margin = free_b / 10;
+        what = "available host memory (/proc/meminfo MemAvailable)";
+    }
+    if (free_b <= margin) {
+        snprintf(err, len, "--memory-budget: cannot derive a default (%s: %zu bytes); pass one",
+                 what, free_b);
+        return -1;
+    }
+    *budget = free_b - margin;
+    char a[32], b[32], c[32];
+    printf("memory budget: %s (%s %s minus a margin of %s; set --memory-budget to change)\n",
+           planner_format_bytes(*budget, a, sizeof a), what,
+           planner_format_bytes(free_b, b, sizeof b), planner_format_bytes(margin, c, sizeof c));
+    return 0;
+}
+
+int recompute_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size_t len)
+{
+    if (o->checkpoint_every > cfg->num_layers) {
+        snprintf(err, len, "--checkpoint-every: must be in 1..%d (the layer count); got %d",
+                 cfg->num_layers, o->checkpoint_every);
+        return 2;
+    }
+    return 0;
+}
+
+static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType dtype,
+                            const GPTShard *shard)
+{
+    PlanInput in = {.cfg = *cfg, .B = o->batch, .T = o->seq_len, .dtype = dtype,
+                    .loss_chunk = o->loss_chunk, .world_size = shard->world,
+                    .zero = shard->zero};
+    return in;
+}
+
+/* Past the solver's layer limit, say which restricted search chose the
+ * schedule (planner.h, AutoFamily); the DP's choice needs no note. */
+static void auto_print_family(FILE *f, const GPTConfig *cfg, const AutoResult *r)
+{
+    if (r->family == AUTO_SOLVER) return;
+    fprintf(f, "recompute auto: %d layers, past the solver's %d: searched every block input kept "
+               "with tapes of two kinds on the top blocks, or segments; ",
+            cfg->num_layers, SOLVER_MAX_LAYERS);
+    if (r->family == AUTO_SEGMENTS)
+        fprintf(f, "chose segments of k = %d blocks\n", r->checkpoint_every);
+    else
+        fprintf(f, "chose every input kept\n");
+}
+
+/* The predicted step under s, printed beside the source of the costs. */
+static void predict(const TrainOptions *o, const TrainCosts *tc, const Schedule *s,
+                    long long *step_ns)
+{
+    *step_ns = tc->have ? opcost_step(&tc->oc, s, o->grad_accum) : -1;
+    if (tc->have)
+        printf("predicted step time: %.3f ms (%d micro-batch%s; op costs %s)\n", *step_ns / 1e6,
+               o->grad_accum, o->grad_accum == 1 ? "" : "es", tc->source);
+}
+
+int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
+                          const GPTShard *shard, Schedule *s, TrainCosts *tc,
+                          long long *step_ns, char *err, size_t len)
+{
+    PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard);
+    size_t budget = o->memory_budget;
+    char a[32], b[32];
+    *step_ns = -1;
+    if (costs_get(o, &in, be, o->recompute == RECOMPUTE_AUTO, shard->rank == 0, tc, err,
+                        len) != 0)
+        return -1;
+    if (o->recompute == RECOMPUTE_AUTO) {
+        if (!o->memory_budget_given && recompute_budget(be, &budget, err, len) != 0) return -1;
+        AutoResult r;
+        if (planner_auto(&in, budget, tc->have ? &tc->oc : NULL, s, &r, err, len) != 0)
+            return -1;
+        if (!r.fits) {
+            auto_print_family(stderr, cfg, &r);
+            fprintf(stderr, "the schedule with the smallest peak at this shape:\n");
+            schedule_print(stderr, s, 1);
+            schedule_free(s);
+            snprintf(err, len, "--recompute auto: no schedule fits the budget of %zu bytes (%s); "
+                               "the smallest achievable peak is %zu bytes (%s), reached by the "
+                               "schedule printed above",
+                     budget, planner_format_bytes(budget, a, sizeof a), r.min_peak,
+                     planner_format_bytes(r.min_peak, b, sizeof b));
+            return 2;
+        }
+        FlopCounts f;
+        flops_count(cfg, o->batch, o->seq_len, &f);
+        printf("recompute auto: predicted peak %zu bytes within the budget of %zu; recomputes "
+               "%.2f%% of a step's FLOPs\n", r.peak, budget,
+               100.0 * (double)r.recompute_flops / (double)f.step);
+        if (tc->have) {
+            char hi[TAPE_TENSORS + 1], lo[TAPE_TENSORS + 1];
+            printf("recompute auto: least predicted time, tape kinds %s and %s (of %d on the "
+                   "frontier)\n", tape_kind_name(r.hi_kind, hi), tape_kind_name(r.lo_kind, lo),
+                   opcost_frontier(&tc->oc, &in, (KindCost[TAPE_KINDS]){0}));
+        }
+        auto_print_family(stdout, cfg, &r);
+        schedule_print(stdout, s, 0);
+        predict(o, tc, s, step_ns);
+        return 0;
+    }
+    if (recompute_check(o, cfg, err, len) != 0) return 2;
+    int rc = o->recompute == RECOMPUTE_SEGMENTS
+                 ? schedule_build_segments(s, cfg->num_layers,
+                                           o->checkpoint_every
+                                               ? o->checkpoint_every
+                                               : schedule_default_checkpoint_every(
+                                                     cfg->num_layers),
+                                           err, len)
+                 : schedule_build(s, o->recompute, cfg->num_layers, err, len);
+    if (rc != 0) return -1;
+    if (o->memory_budget_given) {
+        MemoryPlan p;
+        planner_plan(&in, s, &p);
+        if (p.total > budget) {
+            snprintf(err, len, "--memory-budget: --recompute %s needs %zu bytes (%s), more than "
+                               "the budget of %zu bytes (%s); try --recompute auto",
+                     schedule_mode_flag(o->recompute), p.total,
+                     planner_format_bytes(p.total, a, sizeof a), budget,
+                     planner_format_bytes(budget, b, sizeof b));
+            schedule_free(s);
+            return 2;
+        }
+    }
+    predict(o, tc, s, step_ns);
+    return 0;
+}
+
+int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *shard)
+{
+    char err[1024];
+    size_t budget = o->memory_budget;
+    DType dtype = DTYPE_FP32;
+    if (!o->memory_budget_given) {
+        Backend *be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
+        if (!be) {
+            fprintf(stderr, "error: %s\n", err);
+            return 1;
+        }
+        int rc = recompute_budget(be, &budget, err, sizeof err);
+        dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32;
+        backend_close(be);
+        if (rc != 0) {
+            fprintf(stderr, "error: %s\n", err);
+            return 1;
+        }
+    } else if (strcmp(o->dtype, "bf16") == 0) {
+        dtype = DTYPE_BF16;
+    } else if (strcmp(o->dtype, "auto") == 0 && strcmp(o->device, "cpu") != 0) {
+        /* auto means bf16 where cuda would run */
+        int gpu = strcmp(o->device, "cuda") == 0;
+#ifdef HAVE_CUDA
+        gpu = gpu || cuda_device_count() > 0;
+#endif
+        dtype = gpu ? DTYPE_BF16 : DTYPE_FP32;
+    }
+    PlanInput in = plan_input(o, cfg, dtype, shard);
+    TrainCosts tc;
+    if (costs_get(o, &in, NULL, 0, 1, &tc, err, sizeof err) != 0 ||
+        planner_print_modes(stdout, &in, budget, o->checkpoint_every, tc.have ? &tc.oc : NULL,
+                            o->grad_accum, err, sizeof err) != 0) {
+        if (signals_pending()) { /* the measurement gave up (base/stop.h) */
+            printf("stopped by signal %d during --plan (measuring the op costs); nothing "
+                   "written\n", signals_pending());
+            return TRAIN_EXIT_STOPPED_NOTHING;
+        }
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+

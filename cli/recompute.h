@@ -1,0 +1,55 @@
+/* cli/recompute.h — the trainer's memory decisions.
+ *
+ * Owns: turning --recompute, --checkpoint-every and --memory-budget into a
+ * recompute schedule (model/schedule.h, model/solver.h via the planner),
+ * --memory-budget's default, and the --plan dry run. */
+#ifndef TRAIN_MEMORY_H
+#define TRAIN_MEMORY_H
+
+#include <stddef.h>
+
+#include "kernels/ops.h"
+#include "model/config.h"
+#include "model/gpt.h"
+#include "model/schedule.h"
+#include "cli/costs.h"
+#include "cli/options.h"
+
+/* --memory-budget's default, printed: the device's free memory minus 512
+ * MiB (cuBLAS workspaces and allocator granularity; the CUDA context is
+ * already outside "free"), or on the cpu the host's available memory
+ * (MemAvailable) minus 10% (the program, libraries and host-side buffers).
+ * Returns 0, or -1 with err. */
+int recompute_budget(Backend *be, size_t *budget, char *err, size_t len);
+
+/* Checks that need the model's shape (--checkpoint-every <= layers),
+ * before anything is opened. Returns 0, or 2 with a one-line message in
+ * err. */
+int recompute_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size_t len);
+
+/* The schedule --recompute asks for, planned on be's dtype for this rank
+ * (shard: world size and ZeRO-1, which change the optimizer's bytes), and
+ * the op costs (--op-costs, cli/costs.h) into *tc, with the predicted
+ * time of one optimizer step under the schedule in *step_ns (-1 without
+ * measured costs). auto: the least predicted time (or, with FLOP costs,
+ * recompute) within the budget (planner_auto: the solver up to 64 layers,
+ * a restricted search past it, which is named in what is printed); when
+ * nothing fits, prints the schedule with the smallest achievable peak to
+ * stderr and returns 2 with that peak in err. Other modes: returns 2 with
+ * err when --memory-budget is given and the plan exceeds it. Returns 0, 2
+ * (exit 2) or -1, with err. */
+int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
+                          const GPTShard *shard, Schedule *s, TrainCosts *tc,
+                          long long *step_ns, char *err, size_t len);
+
+/* --plan: prints the table of recompute modes (planner_print_modes) for
+ * this shape and --batch/--seq-len, with predicted step times when op
+ * costs are at hand (--op-costs: a file, the cache, or measure, which
+ * opens the backend; then the costs are printed first). With
+ * --memory-budget nothing else is opened; without it the backend is
+ * opened only to ask for its free memory, and the dtype is the backend's.
+ * Returns the exit status (TRAIN_EXIT_STOPPED_NOTHING when a signal stopped
+ * the measurement). */
+int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *shard);
+
+#endif

@@ -1,0 +1,202 @@
+/* cli/run_log.c — see run_log.h. */
+#define _GNU_SOURCE /* memmem */
+#include "run_log.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+
+/* One log line's "step", and whether it is a training line ("loss"). */
+static int line_step(const char *line, size_t len, int *step, int *train)
+{
+    if (!memmem(line, len, "\"step\"", 6)) return -1;
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "step");
+    int ok = cJSON_IsNumber(st);
+    if (ok) {
+        *step = st->valueint;
+        *train = cJSON_GetObjectItemCaseSensitive(j, "loss") != NULL;
+    }
+    cJSON_Delete(j);
+    return ok ? 0 : -1;
+}
+
+/* Where to cut the log of a run resumed at step n: after its last
+ * training line of step n, else before its first line of a later step,
+ * else after its last newline (a torn last line), else -1 (nothing to cut). */
+static long long cut_offset(FILE *f, int n)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long long off = 0, after_n = -1, first_later = -1, last_nl = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        int step, train;
+        if (line_step(line, (size_t)len, &step, &train) == 0) {
+            if (step == n && train) after_n = off + len;
+            if (step > n && first_later < 0 && after_n < 0) first_later = off;
+        }
+        off += len;
+        if (line[len - 1] == '\n') last_nl = off;
+    }
+    free(line);
+    long long cut = after_n >= 0 ? after_n : first_later >= 0 ? first_later : last_nl;
+    return cut < off ? cut : -1;
+}
+
+/* Move bytes [cut, end) of the log into "<path>.abandoned", then cut. */
+static int cut_back(RunLog *l, int fd, long long cut, long long end, int n, char *err,
+                    size_t err_len)
+{
+    char side[4200];
+    io_err(side, sizeof side, "%s.abandoned", l->path);
+    size_t bytes = (size_t)(end - cut);
+    char *buf = malloc(bytes);
+    if (!buf) {
+        io_err(err, err_len, "--log %s: out of host memory", l->path);
+        return -1;
+    }
+    long lines = 0;
+    int rc = io_pread_exact(fd, buf, bytes, (off_t)cut, l->path, err, err_len);
+    for (size_t i = 0; rc == 0 && i < bytes; i++)
+        lines += buf[i] == '\n' || i == bytes - 1; /* a torn last line counts too */
+    int out = rc == 0 ? open(side, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    if (rc == 0 && out < 0) {
+        io_err(err, err_len, "--log %s: cannot open %s to keep the lines after step %d: %s",
+               l->path, side, n, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0) rc = io_write_all(out, buf, bytes, side, err, err_len);
+    if (rc == 0 && fsync(out) != 0) {
+        io_err(err, err_len, "%s: fsync failed: %s", side, strerror(errno));
+        rc = -1;
+    }
+    if (out >= 0) close(out);
+    free(buf);
+    /* The lines are safe in the side file before the log loses them. */
+    if (rc == 0 && ftruncate(fd, (off_t)cut) != 0) {
+        io_err(err, err_len, "--log %s: cannot cut it back to step %d: %s", l->path, n,
+               strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0)
+        printf("note: --log %s: cut back to step %d, where this run resumes; the %ld line%s "
+               "logged after it moved to %s\n", l->path, n, lines, lines == 1 ? "" : "s", side);
+    return rc;
+}
+
+int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors, char *err,
+                 size_t err_len)
+{
+    memset(l, 0, sizeof *l);
+    l->fd = -1;
+    l->ignore_errors = ignore_errors;
+    if (!path) return 0;
+    snprintf(l->path, sizeof l->path, "%s", path);
+    /* Never O_TRUNC: a second run given the same --log, which found it
+     * empty at its start-up, would cut this run's lines away and write
+     * over the rest. The lock (held to exit) refuses it instead. */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        io_err(err, err_len, "--log %s: cannot open for writing: %s", path,
+               fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS) {
+            /* as ckpt/ownership.c: a file system without locks runs unguarded */
+            fprintf(stderr, "warning: --log %s: this filesystem does not lock (%s): a second "
+                    "run given it would not be stopped\n", path, strerror(e));
+        } else {
+            io_err(err, err_len, "--log %s: %s", path,
+                   e == EWOULDBLOCK ? RUN_LOG_IN_USE : strerror(e));
+            close(fd);
+            return -1;
+        }
+    }
+    if (resume_step < 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+        /* found empty or absent at start-up (cli/outputs.h); written since */
+        io_err(err, err_len, "--log %s: written to since this run started (%lld bytes: by "
+               "another run?); a new run would replace it. Give another path", path,
+               (long long)st.st_size);
+        close(fd);
+        return -1;
+    }
+    l->size = st.st_size;
+    if (resume_step >= 0 && st.st_size > 0) {
+        FILE *f = fdopen(dup(fd), "r");
+        long long cut = f ? cut_offset(f, resume_step) : -1;
+        if (f) fclose(f);
+        if (cut >= 0 && cut_back(l, fd, cut, st.st_size, resume_step, err, err_len) != 0) {
+            close(fd);
+            return -1;
+        }
+        if (cut >= 0) l->size = cut;
+    }
+    if (lseek(fd, 0, SEEK_END) < 0) {
+        io_err(err, err_len, "--log %s: cannot seek: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    l->fd = fd;
+    return 0;
+}
+
+void run_log_line(RunLog *l, const char *json)
+{
+    if (l->fd < 0) return;
+    if (l->failed) {
+        l->dropped++;
+        return;
+    }
+    size_t n = strlen(json);
+    char *line = malloc(n + 1);
+    int rc = -1;
+    if (line) {
+        memcpy(line, json, n);
+        line[n] = '\n';
+        rc = io_write_all(l->fd, line, n + 1, l->path, l->fault, sizeof l->fault);
+        free(line);
+    } else {
+        io_err(l->fault, sizeof l->fault, "%s: out of host memory for a log line", l->path);
+    }
+    if (rc == 0) {
+        l->size += (long long)n + 1;
+        return;
+    }
+    /* Keep the file whole lines: drop what part of this one got written. */
+    if (ftruncate(l->fd, (off_t)l->size) == 0) lseek(l->fd, 0, SEEK_END);
+    l->failed = 1;
+    l->dropped++;
+    fprintf(stderr, "warning: --log %s; this and later lines are not written (training goes "
+            "on%s)\n", l->fault, l->ignore_errors ? "; --log-errors ignore"
+                                                   : "; the run will exit 1 at the end");
+    fflush(stderr);
+}
+
+int run_log_close(RunLog *l, char *err, size_t err_len)
+{
+    if (l->fd < 0) return 0;
+    int rc = close(l->fd);
+    l->fd = -1;
+    if (rc != 0 && !l->failed) {
+        l->failed = 1;
+        io_err(l->fault, sizeof l->fault, "%s: close failed: %s", l->path, strerror(errno));
+    }
+    if (!l->failed || l->ignore_errors) return 0;
+    io_err(err, err_len, "--log %s: %ld line%s could not be written (first failure: %s); the "
+           "log is incomplete (pass --log-errors ignore to accept that)", l->path, l->dropped,
+           l->dropped == 1 ? "" : "s", l->fault);
+    return -1;
+}

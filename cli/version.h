@@ -1,0 +1,14 @@
+/* cli/version.h — ./train_gpt --version.
+ *
+ * Owns: the version text: the git commit the binary was built from (the
+ * Makefile passes `git describe --always --dirty`, "unknown" outside a git
+ * tree), the compiler, and the backends compiled in with their library
+ * versions (kernels/device_info.h). */
+#ifndef TRAIN_VERSION_H
+#define TRAIN_VERSION_H
+
+#include <stdio.h>
+
+void version_print(FILE *out);
+
+#endif

@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""dev/gpu_check/gpu_check_rehearsal.py — dev/gpu_check/gpu_check.sh's CPU rehearsal, checked.
+
+`make gpu-check-rehearsal` (CI runs it after cuda-emu-check). Runs
+GPU_CHECK_REHEARSAL=1 dev/gpu_check/gpu_check.sh OUT with every section (or
+GPU_CHECK_SECTIONS) on the cpu backend at tiny shapes, then asserts:
+
+  - exit 0 and "gpu_check: all PASS" last;
+  - summary.txt holds exactly the rows the GPU run prints for those sections
+    (the names below, written from the script's GPU path, with the GPU's
+    shapes in them; B124 and the auto budgets vary): the rows that need
+    CUDA are SKIP "(rehearsal)", every other row PASS or info, no FAIL, no
+    row twice, none unexpected;
+  - every train_gpt run in train.log exited 0;
+  - OUT holds the logs of those sections and at most 8 files (the device
+    tool returns no more).
+
+Then once more with GPU_CHECK_BUDGET=0: sections 6-9 each print their SKIP
+rows ("time budget (0 s) used") and the script still exits 0. And the
+parsers of what only a GPU prints (the rehearsal's SKIP rows), on text in
+the printf formats of dev/cuda/check_timing.c (check_kernels --time) and
+kernels/cuda/gemm.cu ("gemm algo:" lines) and dev/cuda/check_sweep.c
+("sweep best" lines): gpu_check_tools.py table, headx, algos and sweeppick.
+Exit 0 when all hold; otherwise every failed assertion on stderr, exit 1.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ALL = "kernels sweep grads sample recompute nccl perf xlmax head auto"
+BUILD = "build (make -j16, sm_80 + sm_90a)"
+B124 = r"124M B[0-9]+"
+AUTO = r"auto vs fixed modes \((124M|XL), B8\)"
+
+
+def lit(name):
+    return re.escape(name)
+
+
+# Per section, the GPU run's rows in order: (regex of the name, how many,
+# the result the rehearsal must give: "run" = PASS or info, "skip" = SKIP
+# "(rehearsal)": it needs CUDA).
+def rows_of(section):
+    if section == "kernels":
+        return [(lit("check_kernels (fp32 1e-5, bf16 2e-2)"), 1, "run"),
+                (lit("check_kernels, GELU epilogues (FUSE_GELU=1)"), 1, "run"),
+                (lit("attention, unmeasured variants (bf16)"), 1, "run"),
+                (lit("check_kernels --time"), 1, "skip"),
+                (lit("target: head <= 1.3x its three gemms"), 1, "skip"),
+                (lit("fc GELU fused vs unfused (bf16, ms)"), 1, "skip"),
+                (lit("gemm algorithms: timed vs heuristic (bf16)"), 1, "skip")]
+    if section == "sweep":
+        return [(lit("attention variants sweep (bf16)"), 1, "run")]
+    if section == "grads":
+        return [(lit(f"{d} GPU vs cpu grads ({s})"), 1, "run")
+                for s in ("L2 C64 NH4 T64", "L2 C40 NH4 T65") for d in ("fp32", "bf16")]
+    if section == "sample":
+        return [(lit("seeded sample, cpu vs GPU fp32 (4 x 64 tokens)"), 1, "run")]
+    if section == "recompute":
+        r = [(lit(f"recompute {m} vs 0 bitwise ({d}, L4 C128 T256)"), 1, "run")
+             for d in ("bf16", "fp32") for m in ("1", "2", "selective")]
+        return r + [(lit("recompute 1 vs 0 bitwise (bf16, timed gemm algos)"), 1, "run"),
+                    (lit("recompute 1 vs 0 bitwise (bf16, FUSE_GELU=1)"), 1, "run"),
+                    (lit("recompute selective vs 0 bitwise (bf16, FUSE_GELU=1)"), 1, "run")]
+    if section == "nccl":
+        return [(lit("NCCL 1-rank vs plain run (bitwise)"), 1, "run")]
+    if section == "perf":
+        r = [(B124 + lit(" recompute 0"), 1, "run"), (B124 + lit(" recompute 1"), 1, "run"),
+             (B124 + lit(" recompute 0, heuristic gemm algos"), 1, "run"),
+             (B124 + lit(" recompute 0, FUSE_GELU=1"), 1, "run"),
+             # run with the emulator sweep's first pick (the cpu backend
+             # ignores TRAIN_GPT_ATTN_VARIANT): the shell path is rehearsed
+             (B124 + lit(" recompute 0, sweep's variants"), 1, "run"),
+             (lit("124M r0: sweep's variants / default"), 1, "run"),
+             (lit("124M r0: heuristic gemm algos / default"), 1, "run"),
+             (lit("124M r0: FUSE_GELU=1 / default"), 1, "run"),
+             (B124 + lit(" recompute 1, one-chunk head"), 1, "run"),
+             (B124 + lit(" recompute 0, op profile"), 1, "run")]
+        r += [(lit(f"XL (48L C1600) B8 recompute {m}"), 1, "run") for m in (0, 1)]
+        return r + [(lit("target: 124M recompute 0 MFU >= 45%"), 1, "run"),
+                    (lit("target: XL recompute 1 / 0 throughput >= 0.78"), 1, "run"),
+                    (lit("target: 124M chunked head costs <= 3% (r1)"), 1, "run")]
+    if section == "xlmax":
+        return [(lit(f"XL max micro-batch (recompute {m})"), 1, "run") for m in (0, 1)]
+    if section == "head":
+        return [(lit("124M max micro-batch, chunked vs one-chunk head"), 1, "run")]
+    if section == "auto":  # a row per budget (NBUDGETS=2), per shape
+        return [(AUTO + r", budget [0-9.]+MiB", 4, "run")]
+    raise ValueError(section)
+
+
+# With GPU_CHECK_BUDGET=0: the rows of sections 6-9 that say so
+def budget_rows_of(section):
+    if section == "perf":  # B124 stays its default, 16: --plan is not run
+        return [(lit(f"124M B16 recompute {n}"), 1, "budget") for n in
+                ("0", "1", "0, heuristic gemm algos", "0, FUSE_GELU=1", "1, one-chunk head",
+                 "0, op profile")] + \
+               [(lit("124M B16 recompute 0, sweep's variants"), 1, "run")] + \
+               [(lit(f"XL (48L C1600) B8 recompute {m}"), 1, "budget") for m in (0, 1)]
+    if section == "xlmax":
+        return [(lit(f"XL max micro-batch (recompute {m})"), 1, "budget") for m in (0, 1)]
+    if section == "head":
+        return [(lit("124M max micro-batch, chunked vs one-chunk head"), 1, "budget")]
+    if section == "auto":
+        return [(AUTO, 2, "budget")]
+    return rows_of(section)
+
+
+ROW = re.compile(r"^(.*?) +(PASS|FAIL|SKIP|info)(?: +(.*))?$")
+
+
+def check_summary(out, expected, errors):
+    lines = open(os.path.join(out, "summary.txt")).read().splitlines()
+    rows = []
+    for line in lines:
+        m = ROW.match(line)
+        if not m:
+            errors.append(f"summary.txt: not a row: {line!r}")
+        else:
+            rows.append(m.groups())
+    used = [False] * len(rows)
+    for pattern, count, want in expected:
+        hits = [i for i, r in enumerate(rows) if re.fullmatch(pattern, r[0])]
+        if len(hits) != count:
+            errors.append(f"row /{pattern}/: {len(hits)} in summary.txt, expected {count}")
+        for i in hits:
+            used[i] = True
+            name, result, detail = rows[i][0], rows[i][1], rows[i][2] or ""
+            ok = {"run": result in ("PASS", "info"),
+                  "skip": result == "SKIP" and detail.startswith("(rehearsal)"),
+                  "budget": result == "SKIP" and "time budget (0 s) used" in detail}[want]
+            if not ok:
+                errors.append(f"row {name!r}: {result} {detail!r}, expected {want}")
+    for i, r in enumerate(rows):
+        if not used[i]:
+            errors.append(f"unexpected row {r[0]!r}: {r[1]} {r[2]!r}")
+
+
+def run(sections, out, extra_env, errors):
+    env = dict(os.environ, GPU_CHECK_REHEARSAL="1", GPU_CHECK_SECTIONS=sections, **extra_env)
+    p = subprocess.run(["dev/gpu_check/gpu_check.sh", out], cwd=ROOT, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        errors.append(f"dev/gpu_check/gpu_check.sh exited {p.returncode}")
+    last = p.stdout.rstrip().splitlines()[-1:] or [""]
+    if last[0] != "gpu_check: all PASS":
+        errors.append(f"last line {last[0]!r}, expected 'gpu_check: all PASS'")
+    return p.stdout
+
+
+def timing_table(dtype, scale):
+    """check_kernels --time's table for one dtype, in check_timing.c's printf
+    formats; every ms is its row's index times scale (the head's parts:
+    logits 1, loss 0.2, dx 1, dwte 1, head 3.6: 1.2x its three gemms)."""
+    t = "\ntiming (%s): B=4 T=1024 C=768 NH=12 V=50257, median of 20 after 3 warm-ups\n" % dtype
+    t += "%-28s %10s %12s\n" % ("op", "ms", "rate")
+    names = ["encoder_forward", "layernorm_forward"]
+    for mm in ("qkv", "attn proj", "fc", "fc proj"):
+        names += ["matmul_forward " + mm, "matmul_backward " + mm]
+    names += ["attention_forward", "matmul_gelu_forward fc", "matmul_backward_gelu fc proj",
+              "head_forward_backward", "  its forward (gemm + loss)"]
+    for i, n in enumerate(names):
+        t += "%-28s %10.4f %9.1f %s\n" % (n, (i + 1) * scale, 123.4, "TFLOP/s")
+    parts = [("  its logits gemm", 1.0), ("  its loss + dlogits kernel", 0.2),
+             ("  its dx gemm", 1.0), ("  its dwte gemm", 1.0)]
+    for n, ms in parts:
+        t += "%-28s %10.4f %9.1f %s\n" % (n, ms * scale, 99.0, "TFLOP/s")
+    t += "%-28s %10.4f %9.3f x  (head / its three gemms; goal <= 1.3)\n" % (
+        "  head vs its three gemms", 3.6 * scale, 1.2)
+    t += "%-28s %10.4f %9.1f %s\n" % ("adamw_update (124M)", 0.5, 800.0, "GB/s")
+    return t + "(head_forward_backward: chunk 4096 tokens)\n"
+
+
+def gemm_algo(m, pick, algo_id, ms):
+    """One line of kernels/cuda/gemm.cu's print_choice."""
+    return ("gemm algo: m=%d n=768 k=768 t=01 ld=768,768,768 bf16->bf16 bias=1 beta=0 epi=0 "
+            "align=16: candidate %d of 8 (id %d tile 18 stages 0 splitk 1) %.4f ms, heuristic's "
+            "first %.4f ms [timed]\n" % (m, pick, algo_id, ms, ms * 1.1))
+
+
+def check_gpu_parsers(tmp, errors):
+    def tools(*args):
+        p = subprocess.run([sys.executable, "dev/gpu_check/gpu_check_tools.py", *args], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return p.returncode, p.stdout.strip()
+
+    def expect(what, got, rc, text):
+        if got[0] != rc or text not in got[1]:
+            errors.append(f"gpu_check_tools.py {what}: exit {got[0]} {got[1]!r}, expected "
+                          f"exit {rc} with {text!r}")
+
+    t = os.path.join(tmp, "timing.log")
+    with open(t, "w") as f:  # as gpu_check.sh writes it: --dtype both, then appended runs
+        f.write("check_kernels: seed 1 (rerun with --seed 1)\n" + timing_table("fp32", 10) +
+                timing_table("bf16", 1) + "\n=== TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/"
+                "check_kernels --time --dtype bf16\n" + timing_table("bf16", 100))
+    expect("table (bf16, the first table)", tools("table", t, "bf16", "matmul_gelu_forward fc"),
+           0, "12.0000")
+    expect("table (fp32)", tools("table", t, "fp32", "matmul_backward fc proj"), 0, "100.0000")
+    expect("table (head part)", tools("table", t, "bf16", "its dwte gemm"), 0, "1.0000")
+    expect("table (no such row)", tools("table", t, "bf16", "matmul_forward xyz"), 1, "no row")
+    expect("headx", tools("headx", t, "1.3"), 0, "= 1.20x (target <= 1.3)")
+    expect("headx (over target)", tools("headx", t, "1.1"), 1, "1.20x")
+    a, b, c = (os.path.join(tmp, n) for n in ("a.txt", "b.txt", "c.txt"))
+    with open(a, "w") as f:
+        f.write("step 1/3\n" + gemm_algo(4096, 2, 21, 0.5) + gemm_algo(8192, 0, 6, 0.7))
+    with open(b, "w") as f:  # the same choices, other times, another order
+        f.write(gemm_algo(8192, 0, 6, 0.9) + gemm_algo(4096, 2, 21, 0.4))
+    with open(c, "w") as f:  # one problem chose another algorithm
+        f.write(gemm_algo(8192, 0, 6, 0.9) + gemm_algo(4096, 3, 31, 0.4))
+    expect("algos (same)", tools("algos", a, b), 0, "the same algorithm for all 2 problems")
+    expect("algos (differ)", tools("algos", a, c), 1, "1 of 2 problems chose differently")
+    # check_kernels --sweep's lines (dev/cuda/check_sweep.c's printf formats), two shapes
+    sw = os.path.join(tmp, "sweep.log")
+    row = "  %-23s %10.4f ms %8.1f TFLOP/s   err %.1e%s\n"
+    best = ("sweep best B=%d T=1024 C=%d NH=12: forward %s %.4f ms; backward %s + %s %.4f "
+            "ms\n")
+    with open(sw, "w") as f:
+        for B, fwd in ((4, "fwd-w4-k64-s2-b4"), (64, "fwd-w8-k64-s2-b2")):
+            f.write(row % ("fwd-w4-k64-s2-b4", 0.2, 300.0, 0.0, "   (default)") +
+                    row % ("fwd-w8-k64-s2-b2", 0.1, 310.0, 0.0, "") +
+                    row % ("dq-w4-k64-s2-b4", 0.3, 300.0, 0.0, "   (default)") +
+                    row % ("dkdv-w4-q64-s2-b3", 0.3, 300.0, 0.0, "   (default)") +
+                    best % (B, 768, fwd, 0.1, "dq-w4-k64-s2-b4", "dkdv-w4-q64-s2-b3", 0.5))
+        f.write(best % (8, 1600, "(none correct)", 0.0, "dq-w4-k64-s2-b4", "dkdv-w4-q64-s2-b3",
+                        0.5))
+    expect("sweeppick (a faster variant)", tools("sweeppick", sw, "64", "768", "1"), 0,
+           "fwd-w8-k64-s2-b2,dq-w4-k64-s2-b4,dkdv-w4-q64-s2-b3 vs fwd-w4-k64-s2-b4,"
+           "dq-w4-k64-s2-b4,dkdv-w4-q64-s2-b3")
+    expect("sweeppick (the defaults)", tools("sweeppick", sw, "4", "768", "1"), 1,
+           "are the defaults")
+    expect("sweeppick (none correct)", tools("sweeppick", sw, "8", "1600", "1"), 1,
+           "no correct variant")
+    expect("sweeppick (no sweep)", tools("sweeppick", sw + ".none", "64", "768", "1"), 1,
+           "the sweep did not run")
+
+
+def main():
+    sections = os.environ.get("GPU_CHECK_SECTIONS", ALL).split()
+    errors = []
+    tmp = tempfile.mkdtemp(prefix="gpu_check_rehearsal.")
+    try:
+        check_gpu_parsers(tmp, errors)
+        # 1. every section
+        out = os.path.join(tmp, "out")
+        console = run(" ".join(sections), out, {}, errors)
+        expected = [(lit(BUILD), 1, "skip")] + [r for s in sections for r in rows_of(s)]
+        check_summary(out, expected, errors)
+        log = open(os.path.join(out, "train.log")).read()
+        runs = re.findall(r"^=== (.*): exit (\d+) after", log, re.M)
+        if not runs:
+            errors.append("train.log: no train_gpt runs")
+        errors += [f"train.log: run {n!r} exited {rc}" for n, rc in runs if rc != "0"]
+        want = {"summary.txt", "train.log", "train_json.log", "nvidia-smi.txt", "build.log"}
+        want |= {"kernels.log"} if "kernels" in sections else set()
+        want |= {"timing.log"} if "sweep" in sections else set()
+        want |= {"dist.log"} if "nccl" in sections else set()
+        have = set(os.listdir(out))
+        errors += [f"OUTDIR: no {f}" for f in sorted(want - have)]
+        errors += [f"OUTDIR: {f} is empty" for f in sorted(want - {"build.log"} & have)
+                   if os.path.getsize(os.path.join(out, f)) == 0]
+        if len(have) > 8:
+            errors.append(f"OUTDIR: {len(have)} files, the device tool returns at most 8")
+        if errors:
+            sys.stderr.write(console)
+        # 2. sections 6-9 past the time budget: SKIP rows, exit 0
+        late = [s for s in sections if s in ("perf", "xlmax", "head", "auto")]
+        if late:
+            out0 = os.path.join(tmp, "out_budget0")
+            n = len(errors)
+            console = run(" ".join(late), out0, {"GPU_CHECK_BUDGET": "0"}, errors)
+            check_summary(out0, [(lit(BUILD), 1, "skip")] +
+                          [r for s in late for r in budget_rows_of(s)], errors)
+            if len(errors) > n:
+                sys.stderr.write(console)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for e in errors:
+        print(f"gpu_check_rehearsal: {e}", file=sys.stderr)
+    print(f"gpu_check_rehearsal: {'FAIL' if errors else 'PASS'} (sections: {' '.join(sections)})")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""dev/reference/hf_export_check.py MODEL.bin WORKDIR — scripts/export_hf.py against the PyTorch reference.
+
+1. The repository's reference (dev/reference/gpt2_reference.py: llm.c's names and
+   layouts, y = x W^T + b) computes logits from the model file directly.
+2. scripts/export_hf.py writes the Hugging Face state dict (.pt, and
+   .safetensors when that package is installed).
+3. A forward pass written here in Hugging Face GPT-2's own conventions
+   (Conv1D: y = x @ W + b with W stored (in, out); c_attn's output split
+   into q, k, v; tied lm_head over the V real rows) runs on the loaded dict.
+Both in float64 on the same tokens; the logits must agree within 1e-9
+relative to their largest magnitude (the same float32 values feed both, so
+only summation order differs). Exits 1 with the worst difference otherwise.
+"""
+import math
+import os
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import gpt2_reference as ref  # noqa: E402
+import export_hf  # noqa: E402
+
+
+def hf_forward(sd, n_layer, n_head, tokens):
+    """Logits (B, T, V) from an HF GPT-2 state dict, float64."""
+    sd = {k: v.to(torch.float64) for k, v in sd.items()}
+
+    def ln(x, pre):
+        m = x.mean(-1, keepdim=True)
+        v = ((x - m) ** 2).mean(-1, keepdim=True)
+        return (x - m) / torch.sqrt(v + 1e-5) * sd[pre + ".weight"] + sd[pre + ".bias"]
+
+    def conv1d(x, pre):  # HF's Conv1D: weight (in, out)
+        return x @ sd[pre + ".weight"] + sd[pre + ".bias"]
+
+    B, T = tokens.shape
+    x = sd["transformer.wte.weight"][tokens] + sd["transformer.wpe.weight"][:T]
+    C = x.shape[-1]
+    hs = C // n_head
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+    for l in range(n_layer):
+        p = f"transformer.h.{l}"
+        q, k, v = conv1d(ln(x, p + ".ln_1"), p + ".attn.c_attn").split(C, dim=-1)
+        q, k, v = (t.view(B, T, n_head, hs).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1) / math.sqrt(hs)).masked_fill(mask, float("-inf"))
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + conv1d(y, p + ".attn.c_proj")
+        h = conv1d(ln(x, p + ".ln_2"), p + ".mlp.c_fc")
+        h = 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
+        x = x + conv1d(h, p + ".mlp.c_proj")
+    x = ln(x, "transformer.ln_f")
+    return x @ sd["lm_head.weight"].T
+
+
+def main():
+    model, work = sys.argv[1], sys.argv[2]
+    cfg, p = export_hf.read_model(model)
+    gen = torch.Generator().manual_seed(5)
+    B, T = 2, min(cfg["maxT"], 7)
+    tokens = torch.randint(0, cfg["V"], (B, T), generator=gen)
+    rp = {k: torch.from_numpy(v).to(torch.float64) for k, v in p.items()}
+    want, _ = ref.forward(rp, cfg, tokens, tokens)
+    outs = [os.path.join(work, "hf.pt")]
+    try:
+        import safetensors.torch  # noqa: F401
+        outs.append(os.path.join(work, "hf.safetensors"))
+    except ImportError:
+        print("hf_export_check: safetensors not installed; .pt only")
+    worst = 0.0
+    for out in outs:
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "scripts", "export_hf.py"),
+                        model, out], check=True)
+        if out.endswith(".pt"):
+            sd = torch.load(out)
+        else:
+            from safetensors.torch import load_file
+            sd = load_file(out)
+        got = hf_forward(sd, cfg["L"], cfg["NH"], tokens)
+        if got.shape != want.shape:
+            sys.exit(f"hf_export_check: {out}: logits shape {tuple(got.shape)} != "
+                     f"{tuple(want.shape)}")
+        err = ((got - want).abs().max() / want.abs().max()).item()
+        worst = max(worst, err)
+        print(f"hf_export_check: {os.path.basename(out)}: logits max rel diff {err:.3e}")
+    if worst > 1e-9:
+        sys.exit(f"hf_export_check: FAIL: logits differ by {worst:.3e} (tol 1e-9)")
+    print("hf_export_check: PASS")
+
+
+if __name__ == "__main__":
+    main()

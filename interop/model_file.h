@@ -1,0 +1,45 @@
+/* interop/model_file.h — llm.c's model checkpoint format.
+ *
+ * Owns: reading and writing model files. Layout: 256 int32 header
+ * [0] magic 20240326, [1] version (3 = fp32, 5 = bf16), [2] maxT, [3] V,
+ * [4] L, [5] NH, [6] C, [7] padded V, rest 0; then every parameter in
+ * llm.c's order (config.h), fp32 or bf16. File size must be exactly
+ * 1024 + num_params * (4 or 2). */
+#ifndef MODEL_MODEL_FILE_H
+#define MODEL_MODEL_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/config.h"
+
+#define MODEL_FILE_MAGIC 20240326
+#define MODEL_FILE_FP32 3
+#define MODEL_FILE_BF16 5
+
+/* Read and validate the header (and the file size against it). On success
+ * fills cfg and *version and returns 0; else -1 with "<path>: <fault>". */
+int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char *err,
+                           size_t err_len);
+
+/* Load a version 3 or 5 file. *params receives a malloc'd fp32 array of
+ * config_num_params(cfg) floats (bf16 widened exactly). A file holding any
+ * NaN or Inf is refused, naming each tensor that has some and how many.
+ * Read in 64 MiB pieces; a stop asked for (base/stop.h) between two fails it. */
+int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len);
+
+/* Write version 3 (fp32), crash-safely (base/fileio.h: "<path>.tmp", fsync,
+ * rename, fsync the folder). */
+int model_file_save(const char *path, const GPTConfig *cfg, const float *params, char *err,
+                    size_t err_len);
+
+/* Write version 3 (fp32) or 5 (bf16: each parameter rounded to nearest,
+ * ties to even, as llm.c's bf16 trainer keeps them; a NaN stays a NaN),
+ * crash-safely. llm.c's default CUDA trainer (bf16) loads version 5 only. */
+int model_file_save_as(const char *path, const GPTConfig *cfg, const float *params, int version,
+                       char *err, size_t err_len);
+
+/* fp32 -> bf16 bits, round to nearest even. */
+uint16_t model_file_bf16(float x);
+
+#endif

@@ -1,0 +1,172 @@
+/* model/opcost_file.c — see opcost_file.h. */
+#include "opcost_file.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+#include "base/json.h"
+
+int opcost_cache_dir(char *buf, size_t len)
+{
+    const char *own = getenv("TRAIN_GPT_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (own && *own) snprintf(buf, len, "%s", own);
+    else if (xdg && *xdg) snprintf(buf, len, "%s/train_gpt", xdg);
+    else if (home && *home) snprintf(buf, len, "%s/.cache/train_gpt", home);
+    else return -1;
+    return 0;
+}
+
+/* The shape fields of a file, in order; values from a PlanInput. */
+enum { K_LAYERS, K_CHANNELS, K_HEADS, K_SEQ, K_BATCH, K_VOCAB, K_PVOCAB, K_CHUNK, K_WORLD,
+       K_ZERO, K_NUM };
+static const char *KEY_NAMES[K_NUM] = {"layers", "channels", "heads", "seq_len", "batch",
+                                       "vocab", "padded_vocab", "loss_chunk", "world_size",
+                                       "zero"};
+
+static void key_of(const PlanInput *in, long long k[K_NUM])
+{
+    int N = in->B * in->T;
+    int chunk = in->loss_chunk > 0 ? in->loss_chunk
+                                   : planner_default_loss_chunk(in->B, in->T,
+                                                                in->cfg.padded_vocab, in->dtype);
+    k[K_LAYERS] = in->cfg.num_layers;
+    k[K_CHANNELS] = in->cfg.channels;
+    k[K_HEADS] = in->cfg.num_heads;
+    k[K_SEQ] = in->T;
+    k[K_BATCH] = in->B;
+    k[K_VOCAB] = in->cfg.vocab_size;
+    k[K_PVOCAB] = in->cfg.padded_vocab;
+    k[K_CHUNK] = chunk < N ? chunk : N;
+    k[K_WORLD] = in->world_size > 1 ? in->world_size : 1;
+    k[K_ZERO] = in->zero ? 1 : 0;
+}
+
+void opcost_cache_file(const char *dir, const char *device, const PlanInput *in, char *buf,
+                       size_t len)
+{
+    long long k[K_NUM];
+    key_of(in, k);
+    char text[512];
+    int n = snprintf(text, sizeof text, "%s|%s", device, dtype_name(in->dtype));
+    for (int i = 0; i < K_NUM && n < (int)sizeof text; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "|%lld", k[i]);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const char *p = text; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    snprintf(buf, len, "%s/op_costs_%016llx.json", dir, (unsigned long long)h);
+}
+
+/* json_get_whole into a long long. */
+static int get_int(const cJSON *obj, const char *key, double lo, double hi, long long *out)
+{
+    double d;
+    if (json_get_whole(obj, key, lo, hi, &d) != 0) return -1;
+    *out = (long long)d;
+    return 0;
+}
+
+static int parse(const char *text, size_t len, const char *path, const PlanInput *in,
+                 char *device, size_t device_len, OpCosts *out, char *err, size_t err_len)
+{
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(root, "shape");
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(root, "ops_ns");
+    long long v, want[K_NUM];
+    int rc = -1;
+    if (!root) {
+        io_err(err, err_len, "%s: not valid JSON (truncated or corrupt op-cost file)", path);
+        goto out;
+    }
+    if (json_check_format(root, path, "train_gpt op costs", 1, 1, NULL, err, err_len) != 0)
+        goto out;
+    if (!cJSON_IsString(dev) || !cJSON_IsString(dt) || !cJSON_IsObject(shape) ||
+        !cJSON_IsObject(ops)) {
+        io_err(err, err_len, "%s: \"device\", \"dtype\" (strings), \"shape\" and \"ops_ns\" "
+               "(objects) are required", path);
+        goto out;
+    }
+    for (int op = 0; op < OP_COUNT; op++)
+        if (get_int(ops, opcost_op_name(op), 0, 1e15, &out->c[op]) != 0) {
+            io_err(err, err_len, "%s: \"ops_ns\".\"%s\" missing or not an integer in 0..1e15",
+                   path, opcost_op_name(op));
+            goto out;
+        }
+    if (get_int(root, "reps", 0, 1e9, &v) != 0) {
+        io_err(err, err_len, "%s: \"reps\" missing or not an integer", path);
+        goto out;
+    }
+    out->reps = (int)v;
+    out->unit = OPCOST_NS;
+    snprintf(device, device_len, "%s", dev->valuestring);
+    rc = -2;
+    if (strcmp(dt->valuestring, dtype_name(in->dtype)) != 0) {
+        io_err(err, err_len, "%s: measured in %s, this run is %s", path, dt->valuestring,
+               dtype_name(in->dtype));
+        goto out;
+    }
+    key_of(in, want);
+    for (int i = 0; i < K_NUM; i++)
+        if (get_int(shape, KEY_NAMES[i], 0, 2147483647.0, &v) != 0 || v != want[i]) {
+            io_err(err, err_len, "%s: measured at another shape: \"shape\".\"%s\" is not %lld "
+                   "(this run's)", path, KEY_NAMES[i], want[i]);
+            goto out;
+        }
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int opcost_file_read(const char *path, const PlanInput *in, char *device, size_t device_len,
+                     OpCosts *out, char *err, size_t err_len)
+{
+    char *text;
+    size_t len;
+    int rc = io_read_whole(path, 1, OPCOST_FILE_MAX_BYTES, "an op-cost file", &text, &len, err,
+                           err_len);
+    if (rc == 0) rc = parse(text, len, path, in, device, device_len, out, err, err_len);
+    free(text);
+    return rc;
+}
+
+int opcost_file_write(const char *path, const char *device, const PlanInput *in,
+                      const OpCosts *oc, char *err, size_t err_len)
+{
+    long long k[K_NUM];
+    key_of(in, k);
+    cJSON *root = cJSON_CreateObject(), *shape = cJSON_CreateObject(), *ops = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "train_gpt op costs");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "device", device);
+    cJSON_AddStringToObject(root, "dtype", dtype_name(in->dtype));
+    for (int i = 0; i < K_NUM; i++) cJSON_AddNumberToObject(shape, KEY_NAMES[i], (double)k[i]);
+    cJSON_AddItemToObject(root, "shape", shape);
+    cJSON_AddNumberToObject(root, "reps", oc->reps);
+    for (int op = 0; op < OP_COUNT; op++)
+        cJSON_AddNumberToObject(ops, opcost_op_name(op), (double)oc->c[op]);
+    cJSON_AddItemToObject(root, "ops_ns", ops);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) {
+        io_err(err, err_len, "%s: out of host memory", path);
+        return -1;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    int rc = 0;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        rc = io_mkdirs(dir, err, err_len);
+    }
+    if (rc == 0) rc = io_write_file(path, text, strlen(text), "\n", 1, err, err_len);
+    cJSON_free(text);
+    return rc;
+}

@@ -1,0 +1,260 @@
+/* tests/e2e/stops/test_stops.c — end-to-end: a signal stops ./train_gpt at the next
+ * block boundary, wherever it is, and the run keeps what its flags ask.
+ *
+ * TRAIN_GPT_TEST_BLOCK_DELAY_MS slows every block (cli/progress.h), so
+ * the tiny model's steps last long enough for a signal to land inside one,
+ * inside a val loss or inside --generate; each test checks from the output
+ * that the stop came there, not at the end of the step.
+ *
+ *  - mid-step with --checkpoint-dir: exit 75, the step in progress is
+ *    discarded, the save is of the previous step, and resuming it matches an
+ *    uninterrupted run bitwise (losses and final parameters);
+ *  - mid-step with only --save: exit 76, and the file is bitwise the model
+ *    an uninterrupted run of the completed steps saves;
+ *  - mid-step with neither: exit 77 and a line saying nothing was saved;
+ *  - inside the first step after a resume (--resume or --resume-llmc):
+ *    exit 75, naming the save resumed from as still the newest;
+ *  - during the val loss before step 1, and during --generate: exit 77;
+ *  - a second signal while --save's temp file is open: exit 128 + 15 at
+ *    once, neither the file nor its temp left behind;
+ *  - Ctrl-C typed into a terminal (a pty from script(1)): the in-step
+ *    progress line is drawn, and the SIGINT stops the step. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ckpt/checkpoint.h"
+#include "tests/lib/test_util.h"
+#include "tests/lib/cli_harness.h"
+
+/* Signal the run once it has logged `steps` steps and spent `into_ms` of
+ * the next one; returns its exit status (-1 if it did not exit). */
+static int stop_mid_step(pid_t pid, const char *out, int steps, int into_ms, int sig)
+{
+    char line[64];
+    snprintf(line, sizeof line, "step %5d/", steps);
+    cr_assert(tc_wait_for_text(out, line, 60000), "the run did not reach step %d", steps);
+    tc_sleep_ms(into_ms);
+    kill(pid, sig);
+    int st = tc_wait(pid, 30000);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* 400 ms a block: a step of the 2-layer model (4 blocks and the head) lasts
+ * 2 s, and a signal 500 ms into step 3 lands in its second block. */
+#define SLOW "TRAIN_GPT_TEST_BLOCK_DELAY_MS=400"
+
+Test(stops, mid_step_checkpoint_resumes_bitwise, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 6 --checkpoint-dir %s/ck --log %s", m, d,
+             tu_path(d, "s.jsonl"));
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
+    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGTERM), 75);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "stopped by signal 15 during step 3 (its partial work "
+                          "is discarded); step 2 is saved in "),
+              "the stop came inside step 3, and step 2 was saved");
+    cr_expect_eq(tc_log_losses(tu_path(d, "s.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), 2);
+    char sd[1024], err[512];
+    int step;
+    cr_assert_eq(ckpt_find_latest(tu_path(d, "ck"), sd, sizeof sd, &step, err, sizeof err), 1);
+    cr_expect_eq(step, 2);
+    /* Resume to 6 and compare with 6 uninterrupted steps. */
+    snprintf(args, sizeof args, "%s --steps 6 --checkpoint-dir %s/ck --resume --log %s --save %s",
+             m, d, tu_path(d, "s.jsonl"), tu_path(d, "resumed.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "r")), 0);
+    snprintf(args, sizeof args, "%s --steps 6 --log %s --save %s", m, tu_path(d, "ref.jsonl"),
+             tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "ref")), 0);
+    int sa[8], sb[8];
+    double la[8], lb[8];
+    cr_assert_eq(tc_log_losses(tu_path(d, "s.jsonl"), sa, la, NULL, 8), 6);
+    cr_assert_eq(tc_log_losses(tu_path(d, "ref.jsonl"), sb, lb, NULL, 8), 6);
+    for (int i = 0; i < 6; i++)
+        cr_expect(sa[i] == sb[i] && la[i] == lb[i], "step %d: loss %.17g, uninterrupted %.17g",
+                  sb[i], la[i], lb[i]);
+    cr_expect(tc_files_equal(tu_path(d, "resumed.bin"), tu_path(d, "ref.bin")),
+              "the resumed parameters differ from the uninterrupted run's");
+    free(d);
+}
+
+Test(stops, mid_step_with_save_writes_the_last_step, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 6 --save %s", m, tu_path(d, "s.bin"));
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
+    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGTERM), 76);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "during step 3 (its partial work is discarded); the "
+                          "model after step 2 is in "));
+    cr_expect(tc_file_has(tu_path(d, "s.out"), "(a model file only: not resumable)"));
+    snprintf(args, sizeof args, "%s --steps 2 --save %s", m, tu_path(d, "ref.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "ref")), 0);
+    cr_expect(tc_files_equal(tu_path(d, "s.bin"), tu_path(d, "ref.bin")),
+              "--save after a stop is not the model of the completed steps");
+    free(d);
+}
+
+Test(stops, mid_step_without_save_says_so, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 6", tc_model_args(d));
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
+    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGINT), 77);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "stopped by signal 2 during step 3 (its partial work "
+                          "is discarded); nothing saved (no --checkpoint-dir or "
+                          "--save): the 2 steps trained are lost"));
+    cr_expect(tc_file_has(tu_path(d, "s.err"), "signal received: stopping at the next block"));
+    free(d);
+}
+
+/* Stop a resumed run of 6 steps (resumed at step 2) 500 ms into step 3: its
+ * first step. Returns the exit status; its output is in d/r.out. */
+static int stop_first_step_after_resume(const char *d, const char *resume_flags)
+{
+    char args[4096];
+    snprintf(args, sizeof args, "%s --steps 6 %s", tc_model_args(d), resume_flags);
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "r"));
+    cr_assert(tc_wait_for_text(tu_path(d, "r.out"), "resumed from ", 60000), "no resume");
+    tc_sleep_ms(500);
+    kill(pid, SIGTERM);
+    int st = tc_wait(pid, 30000);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(stops, first_step_after_a_resume_keeps_the_save, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], want[2048];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck --save-checkpoint-llmc "
+             "%s/lc", tc_model_args(d), d, d);
+    tc_run_expect(d, args, 0, "llm.c checkpoint of step 2 written");
+
+    snprintf(args, sizeof args, "--checkpoint-dir %s/ck --resume", d);
+    cr_expect_eq(stop_first_step_after_resume(d, args), 75);
+    snprintf(want, sizeof want, "during step 3 (its partial work is discarded); no step "
+             "finished since the resume: %s/ck/step_00000002 is still the newest save; resume "
+             "with --resume", d);
+    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "%s", want);
+
+    snprintf(args, sizeof args, "--resume-llmc %s/lc", d);
+    cr_expect_eq(stop_first_step_after_resume(d, args), 75);
+    snprintf(want, sizeof want, "during step 3 (its partial work is discarded); no step "
+             "finished since the resume: llm.c's checkpoint of step 2 in %s/lc is still the "
+             "newest; resume with --resume-llmc", d);
+    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "%s", want);
+    free(d);
+}
+
+Test(stops, during_validation, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    /* a val batch is 2 blocks and the head: 300 ms each */
+    snprintf(args, sizeof args, "%s --steps 6 --val-every 1 --val-batches 50", tc_model_args(d));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=100", args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "val 2/50\n", 60000), "no val progress lines");
+    kill(pid, SIGTERM);
+    int st = tc_wait(pid, 30000);
+    cr_assert(st != -1 && WIFEXITED(st));
+    cr_expect_eq(WEXITSTATUS(st), 77);
+    cr_expect(tc_file_has(tu_path(d, "s.out"),
+                          "stopped by signal 15 during the val loss before step "
+                          "1; nothing saved: no step had finished"));
+    cr_expect(!tc_file_has(tu_path(d, "s.out"), "val 50/50"), "the val loss ran to its end");
+    free(d);
+}
+
+Test(stops, during_generate, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 0 --save %s", tc_model_args(d), tu_path(d, "m.bin"));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "init")), 0);
+    /* 1000 tokens at 2 blocks of 50 ms each: 100 s if not stopped */
+    snprintf(args, sizeof args, "--init-from %s --seq-len 16 --generate 1000 --threads 1 --device cpu",
+             tu_path(d, "m.bin"));
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=50", args, tu_path(d, "g"));
+    struct stat sb;
+    for (int t = 0; t < 30000 && (stat(tu_path(d, "g.out"), &sb) != 0 || sb.st_size < 10); t += 10)
+        tc_sleep_ms(10);
+    kill(pid, SIGTERM);
+    int st = tc_wait(pid, 10000);
+    cr_assert(st != -1 && WIFEXITED(st), "--generate did not stop on SIGTERM");
+    cr_expect_eq(WEXITSTATUS(st), 77);
+    cr_expect(tc_file_has(tu_path(d, "g.out"),
+                          "stopped by signal 15 during --generate; nothing to "
+                          "save"));
+    cr_assert_eq(stat(tu_path(d, "g.out"), &sb), 0);
+    cr_expect_lt(sb.st_size, 600, "%lld bytes out: generation went on", (long long)sb.st_size);
+    free(d);
+}
+
+Test(stops, second_signal_leaves_no_temp_file, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 6 --save %s", tc_model_args(d), tu_path(d, "m.bin"));
+    /* the --save write holds its temp file open 3 s before renaming it */
+    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=200 TRAIN_GPT_TEST_COMMIT_DELAY_MS=3000",
+                         args, tu_path(d, "s"));
+    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "step     1/", 60000));
+    kill(pid, SIGTERM);
+    struct stat sb;
+    int t = 0;
+    for (; t < 20000 && stat(tu_path(d, "m.bin.tmp"), &sb) != 0; t += 5) tc_sleep_ms(5);
+    cr_assert_lt(t, 20000, "the stop did not start writing --save");
+    kill(pid, SIGTERM);
+    int st = tc_wait(pid, 1000);
+    cr_assert(st != -1 && WIFEXITED(st), "the second signal did not end the run at once");
+    cr_expect_eq(WEXITSTATUS(st), 128 + SIGTERM);
+    cr_expect_neq(stat(tu_path(d, "m.bin.tmp"), &sb), 0, "the temp file was left behind");
+    cr_expect_neq(stat(tu_path(d, "m.bin"), &sb), 0, "a file appeared under the final name");
+    free(d);
+}
+
+/* Run ./train_gpt under script(1) (tc_spawn_in_pty); returns script's pid. */
+static pid_t spawn_in_pty(const char *env, const char *args, const char *out, int *to_tty)
+{
+    char cmd[8192];
+    /* exec: no shell stays between script and the trainer, so the exit status
+     * is the trainer's whichever shell $SHELL names (dash dies of the SIGINT) */
+    snprintf(cmd, sizeof cmd, "exec env %s %s %s", env, tc_bin(), args);
+    return tc_spawn_in_pty(cmd, out, to_tty);
+}
+
+Test(stops, ctrl_c_in_a_terminal, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 6", tc_model_args(d));
+    int tty;
+    pid_t pid = spawn_in_pty(SLOW, args, tu_path(d, "t.out"), &tty);
+    /* the in-step line: drawn once a step has run 1 s, over itself */
+    cr_assert(tc_wait_for_text(tu_path(d, "t.out"),
+                               "\r\033[Kstep 2/6: forward", 60000),
+              "no progress line inside step 2");
+    cr_assert_eq(write(tty, "\003", 1), 1); /* Ctrl-C */
+    int st = tc_wait(pid, 30000);
+    close(tty);
+    cr_assert(st != -1 && WIFEXITED(st), "script did not exit");
+    cr_expect_eq(WEXITSTATUS(st), 77);
+    cr_expect(tc_file_has(tu_path(d, "t.out"), "stopped by signal 2 during step 2"));
+    cr_expect(tc_file_has(tu_path(d, "t.out"),
+                          "\r\033[Kstep     1/6 | loss"),
+              "the step line does not erase the progress line before it");
+    free(d);
+}

@@ -1,0 +1,66 @@
+/* tests/fuzz/fuzz_tokenizer.c — the tokenizer's files and its input text. The
+ * first input byte picks what the rest is:
+ *   0: an encoder.json candidate, 1: a vocab.bpe candidate (loaded with the
+ *      real other file; only GPT-2's exact files pass the sha256 gate);
+ *   2: text to encode: decode(encode(x)) must give x back, byte for byte;
+ *   3: int32 ids to decode: ids outside the vocabulary must be refused.
+ * Needs GPT-2's files (../shared/data/gpt2/ from the repo root, or
+ * $TRAIN_GPT_GPT2_DIR). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/tokenizer.h"
+#include "fuzz_common.h"
+
+/* Loaded once: a fuzz target is one process, inputs run one at a time. */
+static Tokenizer tk;
+static char enc_path[4096], voc_path[4096];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    char err[8192], from[8192];
+    if (tokenizer_find_files(enc_path, voc_path, sizeof enc_path, from, sizeof from, err,
+                             sizeof err) != 0 ||
+        tokenizer_load(&tk, enc_path, voc_path, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_tokenizer: %s\n", err);
+        exit(1);
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) return 0;
+    int mode = data[0] % 4;
+    data++, size--;
+    char err[1024];
+    if (mode <= 1) {
+        char path[64];
+        int fd = fuzz_file(data, size, path, sizeof path);
+        Tokenizer t2;
+        if (tokenizer_load(&t2, mode == 0 ? path : enc_path, mode == 1 ? path : voc_path, err,
+                           sizeof err) == 0)
+            tokenizer_free(&t2);
+        close(fd);
+    } else if (mode == 2) {
+        TokenIds ids = {0};
+        TokenText text = {0};
+        if (tokenizer_encode(&tk, data, size, &ids, err, sizeof err) != 0) abort();
+        if (tokenizer_decode(&tk, ids.data, ids.len, &text, err, sizeof err) != 0) abort();
+        if (text.len != size || (size && memcmp(text.data, data, size) != 0)) abort();
+        free(ids.data);
+        free(text.data);
+    } else {
+        size_t n = size / sizeof(int32_t);
+        int32_t *ids = malloc(n ? n * sizeof(int32_t) : 1);
+        memcpy(ids, data, n * sizeof(int32_t));
+        TokenText text = {0};
+        int rc = tokenizer_decode(&tk, ids, n, &text, err, sizeof err);
+        int out_of_range = 0;
+        for (size_t i = 0; i < n; i++) out_of_range |= ids[i] < 0 || ids[i] >= tk.vocab_size;
+        if ((rc != 0) != out_of_range) abort(); /* refused exactly when an id is bad */
+        free(text.data);
+        free(ids);
+    }
+    return 0;
+}

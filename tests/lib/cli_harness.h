@@ -1,0 +1,130 @@
+/* tests/lib/cli_harness.h — helpers for the end-to-end tests that drive
+ * ./train_gpt as a separate process (resume, signals, hostile inputs).
+ * The binary is $TRAIN_GPT_BIN when set (make test-asan points it at the
+ * sanitizer build), else ./train_gpt. */
+#ifndef TESTS_TRAIN_CLI_H
+#define TESTS_TRAIN_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TC_MAX_STEPS 4096
+
+/* mpirun in a container, as root, on 2 cores: shared memory (vader)
+ * without the single-copy (CMA/ptrace) path, no core binding. Callers add
+ * a timeout in front and -np N after. */
+#define TC_MPIRUN                                                                              \
+    "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader "           \
+    "--mca btl_vader_single_copy_mechanism none"
+
+const char *tc_bin(void);
+/* ./tokenize, or $TRAIN_GPT_TOKENIZE_BIN when set. */
+const char *tc_tokenize_bin(void);
+
+/* Byte-level shards (vocab 256) from ../shared/data/tinyshakespeare:
+ * dir/train_0.bin ... each of `tokens` tokens, from consecutive text. */
+void tc_make_shards(const char *dir, int nshards, size_t tokens);
+
+/* The flags of the tiny model every end-to-end test trains: L=2, C=32,
+ * NH=4, T=16, V=256, B=2, on dir/train_*.bin, no validation until the end,
+ * one thread (a busy 2-core machine stalls OpenMP teams, not results). */
+const char *tc_model_args(const char *dir);
+
+/* The same without the shape flags (--layers, --channels, --heads,
+ * --vocab), for runs whose shape comes from --init-from: shape flags that
+ * contradict the file are refused (exit 2). */
+const char *tc_data_args(const char *dir);
+
+/* Run "env BIN args" with stdout/stderr to out_prefix.out/.err; returns the
+ * exit status (-1 when it did not exit normally, e.g. killed). */
+int tc_run(const char *env, const char *args, const char *out_prefix);
+
+/* tc_run with out_prefix dir/run; expects exit status rc and `want` in
+ * run.out or run.err (Criterion expectations, which print both). */
+void tc_run_expect(const char *dir, const char *args, int rc, const char *want);
+
+/* Start the same in the background; returns the pid of train_gpt itself. */
+pid_t tc_spawn(const char *env, const char *args, const char *out_prefix);
+
+/* Run the shell command cmd under script(1), whose pty makes its stdin,
+ * stdout and stderr a terminal; everything it prints goes to the file out,
+ * and what is written to *to_tty is typed into it. Returns script's pid
+ * (tc_wait it; close *to_tty when done). Needs bsdutils' script. */
+pid_t tc_spawn_in_pty(const char *cmd, const char *out, int *to_tty);
+
+/* Wait up to timeout_ms; returns the wait status, or -1 on timeout (the
+ * process is then SIGKILLed and reaped). */
+int tc_wait(pid_t pid, int timeout_ms);
+
+/* From a JSON-lines log: the training lines ("loss" present), in order.
+ * Returns how many; steps/losses/skipped may be NULL. */
+int tc_log_losses(const char *path, int *steps, double *losses, int *skipped, int max);
+
+/* From a JSON-lines log (each line asserted to be JSON): the last line
+ * that has `key` ("event": the summary), parsed; NULL when none has. The
+ * caller cJSON_Deletes it. */
+struct cJSON;
+struct cJSON *tc_log_last_with(const char *log, const char *key);
+
+/* 1 when the file contains the text. */
+int tc_file_has(const char *path, const char *text);
+
+/* Bytewise equality of two files (both must exist). */
+int tc_files_equal(const char *a, const char *b);
+
+void tc_sleep_ms(int ms);
+
+/* Poll (every 10 ms, up to timeout_ms) until the file holds text: 1, or 0
+ * at the timeout. */
+int tc_wait_for_text(const char *path, const char *text, int timeout_ms);
+
+/* Poll the same until a JSON-lines log has n training lines. */
+int tc_wait_for_steps(const char *log, int n, int timeout_ms);
+
+/* Hostile inputs (test_hostile_inputs.c): a good file damaged by one edit at a
+ * time, each copy run on, each run refused (exit 1, a message naming the
+ * file and the fault, no sanitizer report). */
+/* (Short names: the tables in test_hostile_inputs.c spell them on every row.) */
+typedef enum { TRUNCATE, SET_I32, SET_U64, EMPTY, FOLDER, FLIP, REPLACE } TcEdit;
+
+typedef struct {
+    const char *name;
+    TcEdit edit;
+    long at;          /* byte offset (TRUNCATE: new length; <0 = from the end) */
+    int64_t value;
+    const char *text; /* REPLACE: the whole new content */
+    const char *msg;  /* expected in stderr */
+    long at2;         /* a second SET_U64 at at2 when > 0 */
+    int64_t value2;
+} TcCase;
+
+#define TC_NCASES(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What one table of cases damages and how the program is run on each copy. */
+typedef struct TcTarget TcTarget;
+struct TcTarget {
+    const char *dir;  /* the test's temp folder: each run's .out/.err go here */
+    const char *path; /* the file every case rewrites */
+    const char *orig; /* its good bytes */
+    size_t len;
+    const char *args;  /* the program's flags, the same for every case */
+    const char *named; /* what the message must name; NULL: path */
+    const char *tag;   /* prefix of the runs' output names; NULL: "run" */
+    int tokenize;      /* run tc_tokenize_bin() rather than tc_bin() */
+    /* called after each case's file is written, before the run (NULL: none) */
+    void (*after_damage)(const TcTarget *t, const TcCase *c);
+    const void *user; /* for after_damage */
+};
+
+/* The run with output prefix `prefix` exited rc: expects exit 1, and in
+ * prefix.err `file`, `msg` and no sanitizer report ("runtime error",
+ * "Sanitizer"); `name` labels the failures. */
+void tc_expect_refusal(const char *name, int rc, const char *prefix, const char *file,
+                       const char *msg);
+
+/* Each case in turn: orig with the case's edit written at t->path (what
+ * was there removed first), after_damage, the run, tc_expect_refusal. */
+void tc_refuse_all(const TcTarget *t, const TcCase *cases, size_t n);
+
+#endif

@@ -1,0 +1,259 @@
+/* tests/unit/model/test_opcost_file.c — op costs on disk (model/opcost_file.h) and
+ * ./train_gpt's --op-costs: a file round-trips, every fault is named with
+ * the file and exits 1, the cache is written once and read after, a
+ * corrupt cache entry is measured again, a run prints its predicted and
+ * measured step time side by side (stdout and the log's summary), and
+ * --plan with costs prints planner_print_modes' table with times. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/flops.h"
+#include "model/opcost.h"
+#include "model/opcost_file.h"
+#include "tests/lib/test_util.h"
+#include "tests/lib/cli_harness.h"
+
+#define SHAPE "--layers 3 --channels 32 --heads 4 --seq-len 16 --vocab 256 --batch 2"
+
+static PlanInput shape_input(void)
+{
+    PlanInput in = {.cfg = {.max_seq_len = 16, .vocab_size = 256, .padded_vocab = 256,
+                            .num_layers = 3, .num_heads = 4, .channels = 32},
+                    .B = 2, .T = 16, .dtype = DTYPE_FP32};
+    return in;
+}
+
+static OpCosts some_costs(void)
+{
+    OpCosts oc = {.unit = OPCOST_NS, .reps = 5};
+    for (int op = 0; op < OP_COUNT; op++) oc.c[op] = 1000 * (op + 1) + 7;
+    return oc;
+}
+
+Test(opcost_file, round_trip_and_faults)
+{
+    char *d = tu_tempdir(), path[512], dev[256], err[1024];
+    PlanInput in = shape_input();
+    OpCosts oc = some_costs(), back;
+    snprintf(path, sizeof path, "%s/sub/costs.json", d);
+    cr_assert_eq(opcost_file_write(path, "cpu: test", &in, &oc, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_str_eq(dev, "cpu: test");
+    cr_assert_eq(memcmp(&oc, &back, sizeof oc), 0);
+    /* another shape or dtype: -2, naming the field */
+    PlanInput other = in;
+    other.B = 4;
+    cr_assert_eq(opcost_file_read(path, &other, dev, sizeof dev, &back, err, sizeof err), -2);
+    cr_assert(strstr(err, "\"batch\"") && strstr(err, path), "%s", err);
+    other = in;
+    other.dtype = DTYPE_BF16;
+    cr_assert_eq(opcost_file_read(path, &other, dev, sizeof dev, &back, err, sizeof err), -2);
+    cr_assert(strstr(err, "measured in fp32, this run is bf16"), "%s", err);
+    /* faults: -1, "<path>: <fault>" */
+    char *good = tu_read_file(path, NULL);
+    struct { const char *from, *to, *fault; } cases[] = {
+        {"\"ops_ns\"", "\"ops\"", "are required"},
+        {"\"gelu_bwd\"", "\"gelu_back\"", "\"ops_ns\".\"gelu_bwd\" missing"},
+        {"\"train_gpt op costs\"", "\"other\"", "\"format\" is not"},
+        {"\"version\":\t1", "\"version\":\t2", "unsupported or missing \"version\""},
+        {"\"adamw\":\t27007", "\"adamw\":\t-5", "\"ops_ns\".\"adamw\" missing or not"},
+        {"\"adamw\":\t27007", "\"adamw\":\t1.5", "\"ops_ns\".\"adamw\" missing or not"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *bad = strdup(good), *at = strstr(bad, cases[i].from), text[8192];
+        cr_assert_not_null(at, "%s not in %s", cases[i].from, good);
+        *at = '\0';
+        snprintf(text, sizeof text, "%s%s%s", bad, cases[i].to, at + strlen(cases[i].from));
+        tu_write_text(path, text);
+        cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), -1,
+                     "case %zu", i);
+        cr_assert(strstr(err, path) && strstr(err, cases[i].fault), "case %zu: %s", i, err);
+        free(bad);
+    }
+    tu_write_text(path, "{\"format\": \"train_gpt op c");
+    cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), -1);
+    cr_assert(strstr(err, "not valid JSON"), "%s", err);
+    tu_write_text(path, "");
+    cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), -1);
+    snprintf(path, sizeof path, "%s/absent.json", d);
+    cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), -1);
+    cr_assert(strstr(err, path), "%s", err);
+    free(good), free(d);
+}
+
+Test(opcost_file, cache_folder_and_name)
+{
+    char dir[4096], a[4200], b[4200];
+    setenv("TRAIN_GPT_CACHE_DIR", "/x/own", 1);
+    setenv("XDG_CACHE_HOME", "/x/xdg", 1);
+    cr_assert_eq(opcost_cache_dir(dir, sizeof dir), 0);
+    cr_assert_str_eq(dir, "/x/own");
+    unsetenv("TRAIN_GPT_CACHE_DIR");
+    cr_assert_eq(opcost_cache_dir(dir, sizeof dir), 0);
+    cr_assert_str_eq(dir, "/x/xdg/train_gpt");
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", "/x/home", 1);
+    cr_assert_eq(opcost_cache_dir(dir, sizeof dir), 0);
+    cr_assert_str_eq(dir, "/x/home/.cache/train_gpt");
+    PlanInput in = shape_input(), other = in;
+    opcost_cache_file("/c", "cpu: a", &in, a, sizeof a);
+    opcost_cache_file("/c", "cpu: a", &in, b, sizeof b);
+    cr_assert_str_eq(a, b);
+    cr_assert(strncmp(a, "/c/op_costs_", 12) == 0 && strlen(a) == 12 + 16 + 5, "%s", a);
+    opcost_cache_file("/c", "cpu: b", &in, b, sizeof b);
+    cr_assert_str_neq(a, b, "the device is in the key");
+    other.T = 8;
+    opcost_cache_file("/c", "cpu: a", &other, b, sizeof b);
+    cr_assert_str_neq(a, b, "the shape is in the key");
+}
+
+/* ---- ./train_gpt ---- */
+
+static int run(const char *dir, const char *args, char **out, char **err)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache %s %s --device cpu --threads 1", dir,
+             tc_bin(), args);
+    return tu_run_output(cmd, out, err);
+}
+
+static char *train_args(const char *d, const char *extra)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf, SHAPE " --train-data '%s/train_*.bin' --val-every 0 --steps 3 %s",
+             d, extra);
+    return buf;
+}
+
+static void expect_exit_1(const char *d, const char *args, const char *needle)
+{
+    char *out, *err;
+    cr_assert_eq(run(d, args, &out, &err), 1, "%s: stdout %s stderr %s", args, out, err);
+    cr_assert(err && strstr(err, needle), "%s: stderr '%s' lacks '%s'", args, err, needle);
+    free(out), free(err);
+}
+
+Test(opcost_file, bad_cost_files_exit_1_naming_the_file, .timeout = 60)
+{
+    char *d = tu_tempdir(), path[512], args[2048], e[1024];
+    tc_make_shards(d, 1, 20000);
+    snprintf(args, sizeof args, "%s --op-costs %s/absent.json", train_args(d, ""), d);
+    snprintf(path, sizeof path, "--op-costs %s/absent.json: ", d);
+    expect_exit_1(d, args, path);
+    /* a mistyped word is taken as a file name: the message lists the words */
+    snprintf(args, sizeof args, "%s --op-costs mesure", train_args(d, ""));
+    expect_exit_1(d, args, "--op-costs mesure: cannot open: No such file or directory (--op-costs "
+                           "takes auto, measure, flops or a FILE of costs)");
+    snprintf(path, sizeof path, "%s/bad.json", d);
+    tu_write_text(path, "not json");
+    snprintf(args, sizeof args, "%s --op-costs %s", train_args(d, "--recompute auto"), path);
+    expect_exit_1(d, args, "bad.json: not valid JSON");
+    /* measured for another batch */
+    PlanInput in = shape_input();
+    in.B = 4;
+    OpCosts oc = some_costs();
+    cr_assert_eq(opcost_file_write(path, "cpu: x", &in, &oc, e, sizeof e), 0, "%s", e);
+    expect_exit_1(d, args, "measured at another shape: \"shape\".\"batch\" is not 2");
+    /* --plan reads it too */
+    snprintf(args, sizeof args, SHAPE " --plan --memory-budget 10MiB --op-costs %s", path);
+    expect_exit_1(d, args, "bad.json: measured at another shape");
+    free(d);
+}
+
+static cJSON *summary_of(const char *log)
+{
+    cJSON *sum = tc_log_last_with(log, "event");
+    cr_assert_not_null(sum);
+    return sum;
+}
+
+/* auto measures once and caches; the next run reads the cache; both print
+ * the predicted and measured step time, and log them. A fixed mode uses
+ * the cache when it is there; a corrupt entry is measured again. */
+Test(opcost_file, measure_cache_and_predicted_vs_measured, .timeout = 120)
+{
+    char *d = tu_tempdir(), log[512], extra[700], *out, *err;
+    tc_make_shards(d, 1, 20000);
+    /* a fixed mode with nothing cached predicts nothing, and says why */
+    cr_assert_eq(run(d, train_args(d, "--recompute 1"), &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "none predicted: op costs not cached for cpu: "), "%s", out);
+    free(out), free(err);
+    snprintf(log, sizeof log, "%s/log.jsonl", d);
+    snprintf(extra, sizeof extra, "--recompute auto --memory-budget 10MiB --log %s", log);
+    cr_assert_eq(run(d, train_args(d, extra), &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "op costs: measured on cpu: ") && strstr(out, "; cached in "), "%s",
+              out);
+    cr_assert(strstr(out, "tape kinds on the frontier") && strstr(out, "least predicted time"),
+              "%s", out);
+    cr_assert(strstr(out, "step time: predicted "), "%s", out);
+    cJSON *sum = summary_of(log);
+    cJSON *p = cJSON_GetObjectItem(sum, "step_ms_predicted"),
+          *m = cJSON_GetObjectItem(sum, "step_ms_measured");
+    cr_assert(cJSON_IsNumber(p) && cJSON_IsNumber(m) && p->valuedouble > 0 &&
+              m->valuedouble > 0);
+    /* the line is what the log says */
+    char want[128];
+    snprintf(want, sizeof want, "step time: predicted %.3f ms, measured %.3f ms", p->valuedouble,
+             m->valuedouble);
+    cr_assert(strstr(out, want), "'%s' not in %s", want, out);
+    cJSON_Delete(sum);
+    free(out), free(err);
+    /* again: from the cache, no measurement (no --log: a new run would not
+     * replace the first one's) */
+    snprintf(extra, sizeof extra, "--recompute auto --memory-budget 10MiB");
+    cr_assert_eq(run(d, train_args(d, extra), &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "op costs: cached in ") && !strstr(out, "op costs: measured on"), "%s",
+              out);
+    free(out), free(err);
+    /* a fixed mode reads the cache, and predicts */
+    cr_assert_eq(run(d, train_args(d, "--recompute 1"), &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "op costs: cached in ") && strstr(out, "step time: predicted "), "%s",
+              out);
+    free(out), free(err);
+    /* flops: nothing predicted */
+    cr_assert_eq(run(d, train_args(d, "--recompute 1 --op-costs flops"), &out, &err), 0, "%s",
+                 err);
+    cr_assert(strstr(out, "none predicted: op costs flops"), "%s", out);
+    free(out), free(err);
+    /* a corrupt cache entry: noted, measured again, rewritten */
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "for f in %s/cache/op_costs_*.json; do echo '{' > $f; done", d);
+    cr_assert_eq(tu_run(cmd), 0);
+    cr_assert_eq(run(d, train_args(d, extra), &out, &err), 0, "%s", err);
+    cr_assert(strstr(err, "not valid JSON") && strstr(err, "measuring the op costs again"),
+              "%s", err);
+    cr_assert(strstr(out, "op costs: measured on cpu: "), "%s", out);
+    free(out), free(err), free(d);
+}
+
+/* --plan with a cost file: the costs, then planner_print_modes' table with
+ * a predicted step time per mode. */
+Test(opcost_file, plan_with_costs_prints_step_times)
+{
+    char *d = tu_tempdir(), path[512], args[1024], e[1024], *out, *err, *want = NULL;
+    PlanInput in = shape_input();
+    OpCosts oc = some_costs();
+    snprintf(path, sizeof path, "%s/costs.json", d);
+    cr_assert_eq(opcost_file_write(path, "cuda: elsewhere", &in, &oc, e, sizeof e), 0, "%s", e);
+    snprintf(args, sizeof args, SHAPE " --plan --memory-budget 3000000 --grad-accum 2 "
+             "--op-costs %s", path);
+    cr_assert_eq(run(d, args, &out, &err), 0, "%s", err);
+    char first[600];
+    snprintf(first, sizeof first, "op costs: %s (measured on cuda: elsewhere)\n", path);
+    cr_assert(strncmp(out, first, strlen(first)) == 0, "%s", out);
+    size_t len = 0;
+    FILE *f = open_memstream(&want, &len);
+    cr_assert_eq(planner_print_modes(f, &in, 3000000, 0, &oc, 2, e, sizeof e), 0, "%s", e);
+    fclose(f);
+    char *table = strstr(out, "plan: ");
+    cr_assert_not_null(table);
+    cr_assert_str_eq(table, want);
+    *strstr(table, "stored/L/tok:") = '\0';
+    cr_assert_null(strstr(table, " - "), "every row has a time: %s", table);
+    free(out), free(err), free(want), free(d);
+}

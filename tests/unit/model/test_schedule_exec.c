@@ -1,0 +1,268 @@
+/* tests/unit/model/test_schedule_exec.c — every kind of schedule, run by the
+ * interpreter (gpt.c) on the cpu backend: the loss and every gradient are
+ * bitwise identical to recompute 0's (memcmp), also after AdamW steps, and
+ * the arenas' high-water mark equals the planner's prediction to the byte,
+ * category by category. Modes: selective, 1, 2 for every k, auto at
+ * budgets from its minimum to mode 0's peak (with FLOP costs and with
+ * measured-like ones), and every one of the 128 tape kinds. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/flops.h"
+#include "model/gpt.h"
+#include "model/opcost.h"
+#include "model/planner.h"
+#include "tests/lib/test_util.h"
+
+/* 6 layers, C=32, NH=4, T=8, B=2: small, deep enough for auto to mix
+ * tape kinds, re-forwards and held tapes. */
+static GPTConfig cfg6(void)
+{
+    GPTConfig c = tu_tiny_config();
+    c.num_layers = 6;
+    return c;
+}
+#define B_ 2
+#define T_ 8
+
+typedef struct {
+    double loss[2];
+    float *grads, *params;
+    size_t peak;
+} Run;
+
+/* Two steps: gradients of the first, parameters after both. */
+static Run run(Schedule *s, const GPTConfig *cfg)
+{
+    Run r;
+    Backend *be = tu_cpu();
+    GPT g;
+    char err[256];
+    cr_assert_eq(gpt_init_schedule(&g, cfg, be, B_, T_, s, 0, NULL, err, sizeof err), 0, "%s", err);
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+        cr_assert_eq(g.arenas[c].used, g.plan.bytes[c], "%s: carved %zu, planned %zu",
+                     planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
+    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total);
+    r.peak = g.plan.total;
+    size_t n = g.plan.num_params;
+    float *p = tu_random_params(cfg, 7);
+    gpt_set_params(&g, p);
+    free(p);
+    r.grads = malloc(n * sizeof(float));
+    r.params = malloc(n * sizeof(float));
+    int N = B_ * T_, in[B_ * T_], tg[B_ * T_];
+    AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    for (int step = 0; step < 2; step++) {
+        tu_random_tokens(in, N, cfg->vocab_size, 10 + step);
+        tu_random_tokens(tg, N, cfg->vocab_size, 20 + step);
+        gpt_zero_grads(&g);
+        r.loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
+        if (step == 0) gpt_get_grads(&g, r.grads);
+        gpt_update(&g, &adam, 1e-3f, gpt_grad_norm(&g));
+    }
+    gpt_get_params(&g, r.params);
+    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total, "nothing carved during the steps");
+    gpt_free(&g);
+    backend_close(be);
+    return r;
+}
+
+static Run reference(const GPTConfig *cfg)
+{
+    Schedule s;
+    char err[256];
+    cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, cfg->num_layers, err, sizeof err), 0);
+    return run(&s, cfg);
+}
+
+static void expect_same(const Run *a, const Run *b, size_t n, const char *what)
+{
+    cr_assert_eq(memcmp(a->loss, b->loss, sizeof a->loss), 0, "%s: losses %.17g vs %.17g", what,
+                 a->loss[0], b->loss[0]);
+    cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
+    cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
+                 "%s: parameters differ after 2 AdamW steps", what);
+}
+
+static void drop(Run *r)
+{
+    free(r->grads);
+    free(r->params);
+}
+
+Test(schedule_exec, selective_and_mode_1_match_mode_0)
+{
+    GPTConfig cfg = cfg6();
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    static const int modes[] = {RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK};
+    for (int i = 0; i < 2; i++) {
+        Schedule s;
+        char err[256];
+        cr_assert_eq(schedule_build(&s, modes[i], 6, err, sizeof err), 0);
+        Run r = run(&s, &cfg);
+        expect_same(&ref, &r, n, schedule_mode_name(modes[i]));
+        drop(&r);
+    }
+    drop(&ref);
+}
+
+Test(schedule_exec, segments_every_k_match_mode_0)
+{
+    GPTConfig cfg = cfg6();
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    for (int k = 1; k <= 6; k++) {
+        Schedule s;
+        char err[256], what[32];
+        cr_assert_eq(schedule_build_segments(&s, 6, k, err, sizeof err), 0, "%s", err);
+        Run r = run(&s, &cfg);
+        snprintf(what, sizeof what, "segments k=%d", k);
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    drop(&ref);
+}
+
+/* Step k is a backward whose tape was written by a forward that overwrote
+ * its own input in place: the tape was kept while x_l was not (the
+ * solver's H problems), so x_l was recomputed before this backward. */
+static int kept_without_input(const Schedule *s, int k)
+{
+    const ScheduleStep *b = &s->steps[k];
+    if (b->kind != STEP_BACKWARD) return 0;
+    for (int i = k - 1; i >= 0; i--) {
+        const ScheduleStep *f = &s->steps[i];
+        if (f->kind == STEP_FORWARD && f->tape_slot == b->tape_slot)
+            return f->block == b->block && f->in_slot == f->out_slot;
+    }
+    return 0;
+}
+
+Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 600)
+{
+    GPTConfig cfg = cfg6();
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    PlanInput in = {.cfg = cfg, .B = B_, .T = T_, .dtype = DTYPE_FP32};
+    char err[512], desc[16], seen[32][16];
+    int distinct = 0, held = 0, in_place = 0, selective = 0;
+    Schedule s;
+    AutoResult ar;
+    cr_assert_eq(planner_auto(&in, 0, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
+    schedule_free(&s);
+    size_t lo = ar.min_peak, hi = ref.peak;
+    for (int i = 0; i <= 24; i++) {
+        size_t budget = lo + (hi - lo) / 24 * (size_t)i;
+        cr_assert_eq(planner_auto(&in, budget, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
+        cr_assert(ar.fits && ar.peak <= budget);
+        schedule_describe(&s, desc, sizeof desc);
+        int is_new = 1;
+        for (int j = 0; j < distinct; j++) is_new &= strcmp(seen[j], desc) != 0;
+        if (is_new && distinct < 32) strcpy(seen[distinct++], desc);
+        for (int k = 0; k < s.n_steps; k++) {
+            in_place |= s.steps[k].kind == STEP_FORWARD && s.steps[k].in_slot == s.steps[k].out_slot;
+            held |= kept_without_input(&s, k);
+        }
+        selective |= schedule_count_tapes(&s, TAPE_SELECTIVE, NULL) > 0;
+        size_t planned = ar.peak;
+        Run r = run(&s, &cfg);
+        cr_assert_eq(r.peak, planned);
+        char what[64];
+        snprintf(what, sizeof what, "auto at %zu bytes (%s)", budget, desc);
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    cr_assert(held && in_place && selective, "coverage: held tape %d, in-place forward %d, "
+              "selective tape %d", held, in_place, selective);
+    cr_assert_geq(distinct, 5, "budgets should give several different schedules (got %d)",
+                  distinct);
+    drop(&ref);
+}
+
+/* Every one of the 128 tape kinds (tape.h), so every kind any frontier can
+ * hold: mode 0's program with block l keeping a tape of kind kinds[l], 8
+ * kinds per run; then the inputs-kept program with re-forwards into a
+ * workspace tape of a partial kind (a forward into dropped tensors, then a
+ * backward rebuilding them) for pairs of kinds. Each against mode 0 with
+ * memcmp, and the arenas at the planner's bytes (run asserts). */
+Test(schedule_exec, every_tape_kind_matches_mode_0, .timeout = 120)
+{
+    GPTConfig cfg = tu_tiny_config();
+    cfg.num_layers = 8;
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    char err[256], what[96], a[TAPE_TENSORS + 1], b[TAPE_TENSORS + 1];
+    for (int first = 0; first < TAPE_KINDS; first += 8) {
+        Schedule s;
+        cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 8, err, sizeof err), 0, "%s", err);
+        for (int l = 0; l < 8; l++) s.tape_kind[l] = (unsigned char)(first + l);
+        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+        Run r = run(&s, &cfg);
+        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    for (int i = 0; i < 16; i++) {
+        int hi = (i * 37 + 3) % TAPE_KINDS, lo = (i * 53 + 5) % TAPE_KINDS;
+        Schedule s;
+        cr_assert_eq(schedule_build_inputs_kept(&s, 8, i % 3, 2 + i % 4, hi, lo, err, sizeof err),
+                     0, "%s", err);
+        Run r = run(&s, &cfg);
+        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(hi, a),
+                 tape_kind_name(lo, b));
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    drop(&ref);
+}
+
+/* Costs shaped like a CPU's: the FLOP counts, with the memory-bound ops
+ * (LayerNorm, GELU, residual) 40 times dearer, read as nanoseconds. */
+static OpCosts timed_costs(const GPTConfig *cfg)
+{
+    OpCosts oc;
+    flops_op_costs(cfg, B_, T_, &oc);
+    oc.unit = OPCOST_NS;
+    static const int slow[] = {OP_LN1, OP_RESID1, OP_LN2, OP_GELU, OP_RESID2};
+    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) oc.c[slow[i]] *= 40;
+    return oc;
+}
+
+/* --recompute auto with measured costs: the DP runs with a pair of
+ * frontier kinds; at budgets from its minimum to mode 0's peak its
+ * schedules use kinds other than full and selective, and each is bitwise
+ * mode 0's, at the planned peak. */
+Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 600)
+{
+    GPTConfig cfg = cfg6();
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    OpCosts oc = timed_costs(&cfg);
+    PlanInput in = {.cfg = cfg, .B = B_, .T = T_, .dtype = DTYPE_FP32};
+    char err[512], desc[16];
+    int other_kinds = 0;
+    Schedule s;
+    AutoResult ar;
+    cr_assert_eq(planner_auto(&in, 0, &oc, &s, &ar, err, sizeof err), 0, "%s", err);
+    schedule_free(&s);
+    size_t lo = ar.min_peak, hi = ref.peak;
+    for (int i = 0; i <= 16; i++) {
+        size_t budget = lo + (hi - lo) / 16 * (size_t)i;
+        cr_assert_eq(planner_auto(&in, budget, &oc, &s, &ar, err, sizeof err), 0, "%s", err);
+        cr_assert(ar.fits && ar.peak <= budget);
+        for (int j = 0; j < s.n_tape_slots; j++)
+            other_kinds |= s.tape_kind[j] != TAPE_FULL && s.tape_kind[j] != TAPE_SELECTIVE;
+        size_t planned = ar.peak;
+        Run r = run(&s, &cfg);
+        cr_assert_eq(r.peak, planned);
+        char what[80];
+        snprintf(what, sizeof what, "timed auto at %zu bytes (%s)", budget,
+                 schedule_describe(&s, desc, sizeof desc));
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    cr_assert(other_kinds, "coverage: some schedule keeps a kind other than full and selective");
+    drop(&ref);
+}
