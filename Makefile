@@ -106,15 +106,17 @@ $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 # The programs and the suite, built in $(BUILD) and copied to the root
-# (ASan builds stay in build/asan). The tests link cli/generate.o: they drive
-# sample_generate, the CLI's text sampler, directly.
+# (ASan builds stay in build/asan). The tests link the CLI objects they unit
+# test: the text sampler (cli/generate) and the start-up guard with the
+# option parser it reads (tests/unit/cli/).
+TEST_CLI_OBJ := $(patsubst %,$(BUILD)/cli/%.o,generate guard options version)
 $(BUILD)/train_gpt: $(CLI_OBJ) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(BUILD)/cli/generate.o $(BUILD)/libtrain_gpt.a
+$(BUILD)/run_tests: $(TEST_OBJ) $(TEST_CLI_OBJ) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 train_gpt tokenize: %: $(BUILD)/%

@@ -1,6 +1,6 @@
 /* tests/e2e/ranks/test_rank_agreement.c — end-to-end through mpirun on the CPU MPI
  * path: ranks that disagree stop together, and a rank that stops answering
- * ends the job in bounded time (issue 15, failure 6).
+ * ends the job in bounded time.
  *
  * MPMD launches ("mpirun -np 1 A : -np 1 B") give each rank its own flags:
  *  - --batch 4 against --batch 8: exit 2 before any step, one message
@@ -13,7 +13,11 @@
  *    own working folder): stopped on the data fingerprint;
  *  - a rank that stalls (TRAIN_GPT_TEST_STALL) with --collective-timeout 2:
  *    the other rank's watchdog ends the job, status 3, well within the
- *    test's limit, naming the wait and the flag. */
+ *    test's limit, naming the wait and the flag;
+ *  - the non-finite abort (--max-bad-steps, TRAIN_GPT_TEST_NAN_STEP) under
+ *    two ranks: every rank reaches it at the same step, the save is made
+ *    once, the job exits 4 (docs' exit table), and the abort is said once,
+ *    not once per rank. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,5 +176,34 @@ Test(ranks, a_file_error_on_one_rank_is_named_not_hung, .timeout = 90)
     cr_expect(tc_file_has(tu_path(d, "i.err"), "error: rank 1 of 2: --layers 2: contradicts the "
                           "shape of init.bin"), "rank 1's error is not printed");
     cr_expect(!tc_file_has(tu_path(d, "i.err"), "no progress for"), "ended by the watchdog");
+    tu_remove_tree(d);
+}
+
+/* How many times needle occurs in the file. */
+static int occurrences(const char *path, const char *needle)
+{
+    char *s = tu_read_file(path, NULL);
+    int n = 0;
+    for (const char *p = s ? strstr(s, needle) : NULL; p; p = strstr(p + 1, needle)) n++;
+    free(s);
+    return n;
+}
+
+Test(ranks, nonfinite_abort_is_said_once, .timeout = 120)
+{
+    char *d = tu_tempdir(), cmd[8192];
+    tc_make_shards(d, 1, 400);
+    /* NaN gradients from step 2: steps 2 and 3 skipped, then the abort */
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_TEST_NAN_STEP=2-100 timeout 120 " TC_MPIRUN " -np 2 "
+             "-x TRAIN_GPT_TEST_NAN_STEP %s %s --steps 8 --max-bad-steps 2 --checkpoint-dir %s/ck "
+             ">%s/n.out 2>%s/n.err", tc_bin(), tc_model_args(d), d, d, d);
+    cr_assert_eq(tu_run(cmd), 4, "a non-finite abort under 2 ranks: exit 4");
+    const char *err = tu_path(d, "n.err");
+    cr_expect_eq(occurrences(err, "2 consecutive steps (up to step 3) had a non-finite loss"), 1,
+                 "the abort must be said once, by rank 0");
+    cr_expect_eq(occurrences(err, "aborted after step 3: step 3 is saved in "), 1,
+                 "what was kept must be said once");
+    cr_expect_eq(access(tu_path(d, "ck/step_00000003/COMPLETE"), F_OK), 0);
+    cr_expect_eq(access(tu_path(d, "ck/step_00000003/state_r00001.bin"), F_OK), 0);
     tu_remove_tree(d);
 }
