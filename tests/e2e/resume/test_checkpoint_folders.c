@@ -1,5 +1,5 @@
 /* tests/e2e/resume/test_checkpoint_folders.c — end-to-end: a checkpoint folder belongs
- * to one run, and nothing in it is lost (issue 15, failures 2, 3, 4, 9).
+ * to one run, and nothing in it is lost.
  *
  *  - another run's saves: a new run in the folder is refused, naming that
  *    run, and nothing of it changes; --overwrite-checkpoints moves its saves

@@ -237,7 +237,7 @@ Test(resume, refuses_changed_configuration, .timeout = 60)
     free(d);
 }
 
-/* Issue 15, failure 5: a shape flag given on --resume that differs from the
+/* A shape flag given on --resume that differs from the
  * save is refused, naming both values; matching ones are accepted. */
 Test(resume, refuses_shape_flags_that_differ, .timeout = 60)
 {

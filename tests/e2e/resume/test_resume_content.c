@@ -1,13 +1,13 @@
 /* tests/e2e/resume/test_resume_content.c — what a run loads is checked by content:
  *
- *  - issue 15, failure 8: a train shard replaced by one of the same size
+ *  - a train shard replaced by one of the same size
  *    and other tokens makes --resume refuse, naming the shard (the code
  *    before hashed only the token counts and resumed); with a dataset
  *    manifest, the shard is named as differing from its manifest;
  *  - a save from before content hashes (run state version 1, token counts
  *    only) still resumes, with a note saying the content is not checked,
  *    and is refused when a count differs;
- *  - issue 15, failure 12: a model file with a NaN and an Inf (--init-from,
+ *  - a model file with a NaN and an Inf (--init-from,
  *    --generate, a save's model.bin) is refused with exit 1, naming each
  *    tensor and its count (the code before loaded it; --generate printed
  *    "!!!!!" and exited 0). */

@@ -1,5 +1,5 @@
 /* tests/e2e/train/test_messages.c — messages and exit statuses that say what is true
- * (issue 15, failure 13; the signal and saving messages are issue 14's).
+ * (the signal and saving messages are tested in tests/e2e/stops/).
  *
  *  - --plan=1: "takes no value", not "missing value";
  *  - abbreviations (--lay 2, --lay=2, --checkpoint 5) are unknown flags,

@@ -427,7 +427,7 @@ static void quiet(void)
     cr_redirect_stderr();
 }
 
-/* Issue 15, failure 4 (library level): --keep never deletes another run's
+/* Library level: --keep never deletes another run's
  * saves, nor, during a non-finite streak, the newest save made before it. */
 Test(run_state, keep_spares_other_runs_and_the_rollback_point, .init = quiet)
 {

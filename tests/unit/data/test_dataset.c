@@ -6,8 +6,8 @@
  *    and sha256 of the file on disk (checked against `sha256sum`);
  *  - a ./tokenize that fails on a full disk (a 1.7 MB tmpfs in a private
  *    mount namespace) or on a name taken by a folder leaves the old
- *    35-shard dataset byte for byte, and no staging folder (issue 15,
- *    failure 1: on the code before, 11 of 35 old shards were gone);
+ *    35-shard dataset byte for byte, and no staging folder (an older
+ *    tokenize lost 11 of the 35 old shards here);
  *  - a prefix holding a dataset (./tokenize's, or llm.c's shards) is
  *    refused without --overwrite; with it, the old files move whole into
  *    PREFIX.replaced_<time>/ (3 new shards over 35: the 35 moved), and

@@ -66,7 +66,7 @@ Test(arena, out_of_memory_message_on_the_cpu)
     Arena a;
     char err[512] = "";
     cr_assert_eq(arena_init(&a, &be, "params", 77, err, sizeof err), -1);
-    /* issue 15: --recompute cannot shrink the weights; the hint says what can */
+    /* --recompute cannot shrink the weights; the hint says what can */
     cr_expect(strstr(err, "out of cpu memory: arena 'params' asked for 77 bytes") &&
               !strstr(err, "--recompute 1") && strstr(err, "a smaller model"), "message: %s",
               err);
