@@ -233,3 +233,9 @@ build/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_LIB) -o $@ -lcjson -lz -lpcre2-8 -lcrypto -lm
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# `make docs`: docs/flags.md from the binaries' --help (dev/gen_flags_md.sh;
+# tests/e2e/tools/test_docs.c fails when the committed page is stale).
+.PHONY: docs
+docs: $(PROGRAMS)
+	dev/gen_flags_md.sh ./train_gpt ./tokenize > docs/flags.md
