@@ -8,7 +8,7 @@
  *  - initialising 240M parameters (--layers 64 --channels 512): about 6 s
  *    of normals on one core after the line "initializing ... parameters".
  * The signal must end the run within STOP_BOUND_MS with exit 77 (nothing
- * saved: README, Resuming and failures) and the line naming the phase;
+ * saved: docs/resume.md) and the line naming the phase;
  * the --checkpoint-dir it made, --save, --log and the op-cost cache are
  * not there afterwards. Before the fix the signal waited for step 1's
  * first block: the run went on for the rest of the phase.
@@ -437,7 +437,7 @@ static char *listing(const char *dir)
     return tu_read_file(out, NULL);
 }
 
-/* A --resume hashes every train shard (README: Resuming and failures); a
+/* A --resume hashes every train shard (docs/resume.md); a
  * SIGINT while it reads them stops it within the bound, before the hash
  * ends (no "train data: read" line): exit 75, the line naming the phase and
  * the save, and the checkpoint folder and the log as they were. The same

@@ -217,26 +217,6 @@ Test(train_cli, help_lists_every_flag_with_defaults)
     free(h), free(d);
 }
 
-/* README's flag list is --help's text, verbatim, between the fences after
- * "## Flags". */
-Test(train_cli, readme_flag_list_is_the_help_text)
-{
-    char *d = tu_tempdir(), cmd[1100], path[512];
-    snprintf(path, sizeof path, "%s/help.txt", d);
-    snprintf(cmd, sizeof cmd, "./train_gpt --help > %s", path);
-    cr_assert_eq(tu_run(cmd), 0);
-    char *h = tu_read_file(path, NULL), *r = tu_read_file("README.md", NULL);
-    cr_assert(h && r);
-    char *sec = strstr(r, "## Flags"), *start = sec ? strstr(sec, "```\n") : NULL;
-    cr_assert_not_null(start, "README has no ## Flags block");
-    start += 4;
-    char *end = strstr(start, "```");
-    cr_assert_not_null(end);
-    *end = 0;
-    cr_expect_str_eq(start, h, "README's flag list differs from ./train_gpt --help");
-    free(h), free(r), free(d);
-}
-
 Test(train_cli, data_errors_name_the_file_and_exit_nonzero)
 {
     char *e;
