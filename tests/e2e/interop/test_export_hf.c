@@ -24,11 +24,11 @@ static void save_random_model(const char *path, const GPTConfig *cfg, uint64_t s
     free(p);
 }
 
-/* tests/NAME.py MODEL DIR must exit 0 and print "NAME: PASS". */
+/* dev/reference/NAME.py MODEL DIR must exit 0 and print "NAME: PASS". */
 static void expect_check_passes(const char *name, const char *model, const char *dir)
 {
     char cmd[4096], *out;
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/%s.py %s %s", name, model, dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 dev/reference/%s.py %s %s", name, model, dir);
     int rc = tu_run_output(cmd, &out, &out);
     cr_expect_eq(rc, 0, "%s", out);
     char pass[64];
