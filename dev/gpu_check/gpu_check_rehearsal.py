@@ -196,7 +196,7 @@ def check_gpu_parsers(tmp, errors):
     t = os.path.join(tmp, "timing.log")
     with open(t, "w") as f:  # as gpu_check.sh writes it: --dtype both, then appended runs
         f.write("check_kernels: seed 1 (rerun with --seed 1)\n" + timing_table("fp32", 10) +
-                timing_table("bf16", 1) + "\n=== TRAIN_GPT_FUSE_GELU=1 ./tests/cuda/"
+                timing_table("bf16", 1) + "\n=== TRAIN_GPT_FUSE_GELU=1 ./build/"
                 "check_kernels --time --dtype bf16\n" + timing_table("bf16", 100))
     expect("table (bf16, the first table)", tools("table", t, "bf16", "matmul_gelu_forward fc"),
            0, "12.0000")

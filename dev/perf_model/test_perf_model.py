@@ -303,7 +303,7 @@ class ErrorPathTest(unittest.TestCase):
 
     def cli(self, args, env=None):
         e = dict(os.environ, **(env or {}))
-        return subprocess.run(['python3', os.path.join(ROOT, 'scripts', 'cuda_perf_model.py')] +
+        return subprocess.run(['python3', os.path.join(ROOT, 'dev', 'cuda_perf_model.py')] +
                               args, capture_output=True, text=True, env=e)
 
     def test_cli_errors(self):
@@ -348,7 +348,7 @@ class ParserTest(unittest.TestCase):
 
     def test_calibration_rows_are_the_recorded_ones(self):
         """measured.py's copy of run 2's table equals dev/notes/gpu-results.md's."""
-        with open(os.path.join(ROOT, 'docs', 'gpu-results.md')) as f:
+        with open(os.path.join(ROOT, 'dev', 'notes', 'gpu-results.md')) as f:
             doc = f.read()
         run2 = doc[doc.index('### Run 2'):doc.index('### Run 3')]
         rows = measured.parse_timing(run2)
