@@ -170,32 +170,43 @@ static int fc_gelu_fusable(const GPT *g)
     return 1;
 }
 
-/* FORWARD(l): x (N,C) -> tape; when out != NULL also out = x_{l+1}. out
- * may be x: x is last read by the mid-block residual add, before out is
- * written. Tensors the tape's kind drops go to the tape workspace, where
- * tape.h's layout keeps each clear of the others alive with it. The
- * mid-block residual add writes LN2 in the same op (the same bits as
- * make_tensor's two, which a rebuild runs); ln1_done: the previous step's
- * closing residual add already wrote this block's LN1; next (or NULL):
- * the LayerNorm the closing residual add writes too. */
+/* FORWARD(l): x (B,T,C) -> tape; when out != NULL also out = x_{l+1}.
+ * out may be x: x is last read by the mid-block residual add, before out
+ * is written. Tensors the tape's kind drops go to the tape workspace,
+ * where tape.h's layout keeps each clear of the others alive with it.
+ * The op order is tape.c's FWD_WRITE/FWD_LAST_READ. The mid-block residual
+ * add writes LN2 in the same op (the same bits as make_tensor's two, which
+ * a rebuild runs); ln1_done: the previous step's closing residual add
+ * already wrote this block's LN1; next (or NULL): the LayerNorm the
+ * closing residual add writes too. */
 static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out, int ln1_done,
                           const LnOut *next)
 {
-    int C = g->cfg.channels, N = g->B * g->T;
-    for (int t = ln1_done ? TAPE_QKV : TAPE_LN1; t < TAPE_TENSORS; t++) {
-        if (t == TAPE_RES2) {
-            OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
-            OPS->residual_layernorm_forward(g->be, tp->res2, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, x, P(LN2W, l), P(LN2B, l), N, C);
-            t = TAPE_LN2;
-        } else if (t == TAPE_FCH && fc_gelu_fusable(g)) {
-            OPS->matmul_gelu_forward(g->be, tp->fch_gelu, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
-            t = TAPE_GELU;
-        } else {
-            make_tensor(g, l, x, tp, t);
-        }
+    int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
+    /* x (B,T,C) -> ln1 (B,T,C), mean and rstd (B,T) f32 */
+    if (!ln1_done)
+        OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
+    /* ln1 (B,T,C) -> qkv (B,T,3C) */
+    OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
+    /* qkv (B,T,3C) -> atty (B,T,C), lse (B,NH,T) f32 */
+    OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
+    /* atty (B,T,C) -> res2 (B,T,C) */
+    OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
+    /* res2 += x (B,T,C); res2 -> ln2 (B,T,C), mean and rstd (B,T) f32 */
+    OPS->residual_layernorm_forward(g->be, tp->res2, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, x, P(LN2W, l), P(LN2B, l), N, C);
+    if (fc_gelu_fusable(g)) {
+        /* ln2 (B,T,C) -> fch (B,T,4C) -> fch_gelu (B,T,4C), in one op */
+        OPS->matmul_gelu_forward(g->be, tp->fch_gelu, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
+    } else {
+        /* ln2 (B,T,C) -> fch (B,T,4C) */
+        OPS->matmul_forward(g->be, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
+        /* fch (B,T,4C) -> fch_gelu (B,T,4C) */
+        OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
     }
     if (!out) return; /* a re-forward: backward never reads the block output */
+    /* fch_gelu (B,T,4C) -> out (B,T,C) */
     OPS->matmul_forward(g->be, out, tp->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), N, 4 * C, C);
+    /* out += res2 (B,T,C); with next, also out -> next->out (B,T,C), mean and rstd (B,T) */
     if (next)
         OPS->residual_layernorm_forward(g->be, out, next->out, next->mean, next->rstd, out, tp->res2, next->w, next->b, N, C);
     else
@@ -237,54 +248,30 @@ static void block_backward(GPT *g, int l, const void *x, BlockTape *tp)
     OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
 }
 
-/* The LayerNorm that reads forward step k's output right after it, which
- * that step's closing residual add then writes too: LN_f when k is the last
- * step before the head and writes the final residual; the next block's LN1
- * when step k+1 (< k1, in the same run_steps) forwards block+1 from k's
- * output. Nothing runs between the two steps, so writing that LN1 (into
- * step k+1's tape, or the tape workspace, where nothing of step k but its
- * res2 may still be needed: checked) a moment early changes no value. */
-static int overlap(const void *p, const void *q, size_t n)
-{
-    const char *a = p, *b = q;
-    return a < b + n && b < a + n;
-}
-
-static int next_layernorm(GPT *g, int k, int k1, LnOut *ln)
+/* The LayerNorm forward step k's closing residual add writes too, where
+ * the schedule fuses it (fuse_next_ln, schedule_fuse_layernorms): LN_f
+ * after the last block before the head, else the LN1 of step k+1's block,
+ * into step k+1's tape. */
+static LnOut next_layernorm(GPT *g, int k)
 {
     const ScheduleStep *st = &g->sched.steps[k];
-    if (st->kind != STEP_FORWARD || st->out_slot == SLOT_NONE) return 0;
-    if (st->out_slot == SLOT_FINAL) {
-        if (k != g->sched.n_forward - 1) return 0;
-        *ln = (LnOut){g->lnf, g->lnf_mean, g->lnf_rstd, g->param_t[LNFW], g->param_t[LNFB]};
-        return 1;
-    }
-    if (k + 1 >= k1) return 0;
+    if (st->out_slot == SLOT_FINAL)
+        return (LnOut){g->lnf, g->lnf_mean, g->lnf_rstd, g->param_t[LNFW], g->param_t[LNFB]};
     const ScheduleStep *nx = &g->sched.steps[k + 1];
-    if (nx->kind != STEP_FORWARD || nx->block != st->block + 1 || nx->in_slot != st->out_slot)
-        return 0;
-    const BlockTape *tn = &g->tapes[nx->tape_slot], *tp = &g->tapes[st->tape_slot];
-    /* A dropped LN1 lives in the tape workspace, where this block's res2
-     * may still be, read by the add that would write it */
-    size_t bytes = (size_t)g->B * g->T * g->cfg.channels * g->be->act_bytes;
-    if (overlap(tn->ln1, tp->res2, bytes) || overlap(tn->ln1, g->res_slots[st->out_slot], bytes))
-        return 0;
-    *ln = (LnOut){tn->ln1, tn->ln1_mean, tn->ln1_rstd, P(LN1W, nx->block), P(LN1B, nx->block)};
-    return 1;
+    const BlockTape *tn = &g->tapes[nx->tape_slot];
+    return (LnOut){tn->ln1, tn->ln1_mean, tn->ln1_rstd, P(LN1W, nx->block), P(LN1B, nx->block)};
 }
 
 /* 1 when the forward steps fuse LN_f into the last block's residual add. */
-static int lnf_fused(GPT *g)
+static int lnf_fused(const GPT *g)
 {
-    LnOut ln;
     int k = g->sched.n_forward - 1;
-    return k >= 0 && next_layernorm(g, k, g->sched.n_forward, &ln) && ln.out == g->lnf;
+    return k >= 0 && g->sched.steps[k].fuse_next_ln;
 }
 
 /* Run schedule steps [k0, k1); 0, or -1 when the block hook abandoned the pass. */
 static int run_steps(GPT *g, int k0, int k1)
 {
-    int ln1_done = 0; /* the previous step wrote this step's LN1 */
     for (int k = k0; k < k1; k++) {
         const ScheduleStep *st = &g->sched.steps[k];
         const void *x = g->res_slots[st->in_slot];
@@ -293,12 +280,12 @@ static int run_steps(GPT *g, int k0, int k1)
             void *out = st->out_slot == SLOT_FINAL ? g->final_res
                         : st->out_slot == SLOT_NONE ? NULL
                                                     : g->res_slots[st->out_slot];
-            LnOut next;
-            int fuse = next_layernorm(g, k, k1, &next);
-            block_forward(g, st->block, x, tp, out, ln1_done, fuse ? &next : NULL);
-            ln1_done = fuse && next.out != g->lnf;
+            /* the previous step's closing add wrote this block's LN1 */
+            const ScheduleStep *prev = k > k0 ? st - 1 : NULL;
+            int ln1_done = prev && prev->fuse_next_ln && prev->out_slot != SLOT_FINAL;
+            LnOut next = st->fuse_next_ln ? next_layernorm(g, k) : (LnOut){0};
+            block_forward(g, st->block, x, tp, out, ln1_done, st->fuse_next_ln ? &next : NULL);
         } else {
-            ln1_done = 0;
             static const int block_tensors[12] = {LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB,
                                                   LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB};
             block_backward(g, st->block, x, tp);

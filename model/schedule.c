@@ -38,7 +38,33 @@ int schedule_push(Schedule *s, int kind, int block, int in, int out, int tape)
     st->in_slot = in;
     st->out_slot = out;
     st->tape_slot = tape;
+    st->fuse_next_ln = 0;
     return 0;
+}
+
+/* 1 when forward step k may fuse the next LayerNorm into its closing
+ * residual add (schedule.h: schedule_fuse_layernorms says why). */
+static int ln_fusable(const Schedule *s, int k)
+{
+    const ScheduleStep *st = &s->steps[k];
+    if (st->kind != STEP_FORWARD || st->out_slot == SLOT_NONE) return 0;
+    if (st->out_slot == SLOT_FINAL) return k == s->n_forward - 1;
+    int end = k < s->n_forward ? s->n_forward : s->n_steps; /* this part's steps */
+    if (k + 1 >= end) return 0;
+    const ScheduleStep *nx = &s->steps[k + 1];
+    if (nx->kind != STEP_FORWARD || nx->block != st->block + 1 || nx->in_slot != st->out_slot)
+        return 0;
+    if (st->tape_slot < 0 || st->tape_slot >= s->n_tape_slots || nx->tape_slot < 0 ||
+        nx->tape_slot >= s->n_tape_slots)
+        return 0;
+    int ln1_in_ws = s->tape_kind[nx->tape_slot] & (1 << TAPE_LN1);
+    int res2_in_ws = s->tape_kind[st->tape_slot] & (1 << TAPE_RES2);
+    return !(ln1_in_ws && res2_in_ws);
+}
+
+void schedule_fuse_layernorms(Schedule *s)
+{
+    for (int k = 0; k < s->n_steps; k++) s->steps[k].fuse_next_ln = ln_fusable(s, k);
 }
 
 void schedule_free(Schedule *s)
@@ -128,6 +154,7 @@ int schedule_finalize(Schedule *s, char *err, size_t err_len)
         st->tape_slot = tmap[st->tape_slot];
         if (st->out_slot >= 0) st->out_slot = rmap[st->out_slot];
     }
+    schedule_fuse_layernorms(s);
     ok = 0;
 done:
     free(rl), free(tl), free(ru), free(tu), free(rmap), free(tmap), free(kind);
@@ -267,6 +294,12 @@ int schedule_validate(const Schedule *s, char *err, size_t err_len)
         goto done;
     }
     ok = check_labels(s, err, err_len);
+    for (int k = 0; k < s->n_steps && ok == 0; k++)
+        if (s->steps[k].fuse_next_ln && !ln_fusable(s, k)) {
+            snprintf(err, err_len, "schedule step %d: fuses the next LayerNorm into its residual "
+                     "add where that is not legal", k);
+            ok = -1;
+        }
 done:
     free(res_holds);
     free(tape_holds);

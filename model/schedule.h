@@ -62,6 +62,10 @@ typedef struct {
     int in_slot;  /* residual slot holding x_block */
     int out_slot; /* residual slot for x_{block+1}, SLOT_FINAL or SLOT_NONE */
     int tape_slot;
+    /* Forwards only: 1 when the step's closing residual add also writes
+     * the LayerNorm read next, in the same op (bit for bit the add and
+     * the LayerNorm; see schedule_fuse_layernorms). */
+    int fuse_next_ln;
 } ScheduleStep;
 
 typedef struct {
@@ -110,11 +114,26 @@ void schedule_free(Schedule *s);
 int schedule_init(Schedule *s, int mode, int num_layers, int n_res_slots, int n_tape_slots);
 int schedule_push(Schedule *s, int kind, int block, int in, int out, int tape);
 int schedule_finalize(Schedule *s, char *err, size_t err_len);
+/* Decide, once, which forwards fuse the next LayerNorm into their closing
+ * residual add (fuse_next_ln): every step where it is legal, which is
+ *   - the last forward before the head (it writes SLOT_FINAL): LN_f;
+ *   - a forward whose next step, in the same part (before the head, or
+ *     after it), forwards block+1 from this step's out slot: that block's
+ *     LN1, a moment early. Nothing runs between the two steps; the add
+ *     reads only this block's res2 and the out slot. So it is legal unless
+ *     the LN1 may share bytes with this block's res2: when the next tape's
+ *     kind drops LN1 and this one's drops res2, both live in the one tape
+ *     workspace, at offsets (tape_layout) that depend on the shape, which
+ *     the schedule does not know, so those are not fused.
+ * Clears every other step's flag. schedule_finalize and the generators
+ * call it last; call it again after changing tape kinds. */
+void schedule_fuse_layernorms(Schedule *s);
 
 /* Simulate the schedule and check that every step reads what it needs:
  * forwards run 0..L-1 in order before the head, the last into SLOT_FINAL;
  * backwards run L-1..0 after it, each with x_l and block l's tape in place;
- * a slot is labelled stored exactly when it is live across the head.
+ * a slot is labelled stored exactly when it is live across the head;
+ * fuse_next_ln is set only where schedule_fuse_layernorms allows it.
  * Returns 0, or -1 with the first fault in err. */
 int schedule_validate(const Schedule *s, char *err, size_t err_len);
 

@@ -1,6 +1,8 @@
 /* model/schedule_build.c — the generators of schedule.h: one per fixed
  * --recompute mode, the inputs-kept family auto searches, and the mode
- * names. Each builds its program with schedule_init/schedule_push. */
+ * names. Each builds its program with schedule_init/schedule_push and
+ * decides its LayerNorm fusions last (schedule_fuse_layernorms, which
+ * schedule_finalize calls). */
 #include "schedule.h"
 
 #include <math.h>
@@ -57,6 +59,7 @@ int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
             schedule_push(s, STEP_FORWARD, l, l, SLOT_NONE, 0);
             schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, 0);
         }
+        schedule_fuse_layernorms(s);
         return 0;
     }
     /* Modes 0 and selective: every x_l and every tape is kept from forward
@@ -65,6 +68,7 @@ int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
     if (mode == RECOMPUTE_SELECTIVE) memset(s->tape_kind, TAPE_SELECTIVE, (size_t)L);
     push_forward_sweep(s, 1);
     for (int l = L - 1; l >= 0; l--) schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, l);
+    schedule_fuse_layernorms(s);
     return 0;
 }
 
@@ -108,6 +112,7 @@ int schedule_build_segments(Schedule *s, int L, int k, char *err, size_t err_len
         for (int i = len - 1; i >= 0; i--)
             schedule_push(s, STEP_BACKWARD, first + i, i == 0 ? j : nseg + i - 1, SLOT_NONE, i);
     }
+    schedule_fuse_layernorms(s);
     return 0; /* 3L steps: schedule_init's capacity, so no push grew the array */
 }
 

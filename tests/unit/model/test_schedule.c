@@ -256,3 +256,154 @@ Test(schedule, parse_mode)
     cr_assert(strstr(err, "unknown mode"), "%s", err);
     cr_assert_neq(schedule_build(&s, 0, 0, err, sizeof err), 0);
 }
+
+/* The steps that fuse the next LayerNorm into their closing residual add
+ * (fuse_next_ln), as a string: 'f' fused, '.' not, '|' at the head. */
+static void fusions(const Schedule *s, char *buf)
+{
+    int n = 0;
+    for (int k = 0; k < s->n_steps; k++) {
+        if (k == s->n_forward) buf[n++] = '|';
+        buf[n++] = s->steps[k].fuse_next_ln ? 'f' : '.';
+    }
+    buf[n] = '\0';
+}
+
+static void expect_fusions(const Schedule *s, const char *want, const char *what)
+{
+    char got[256];
+    fusions(s, got);
+    cr_assert_str_eq(got, want, "%s: fusions %s, want %s", what, got, want);
+}
+
+/* Every forward that writes its output is followed by the next block's
+ * forward from it, or is the last before the head: each fuses, with full
+ * and selective tapes (selective drops LN1, not res2). Re-forwards that
+ * stop at the GELU (out SLOT_NONE) and backwards never do. */
+Test(schedule, layernorm_fusion_in_each_mode)
+{
+    char err[256];
+    Schedule s;
+    static const int modes[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE};
+    for (int m = 0; m < 2; m++) {
+        cr_assert_eq(schedule_build(&s, modes[m], 4, err, sizeof err), 0, "%s", err);
+        expect_fusions(&s, "ffff|....", schedule_mode_name(modes[m]));
+        schedule_free(&s);
+    }
+    cr_assert_eq(schedule_build(&s, RECOMPUTE_BLOCK, 4, err, sizeof err), 0, "%s", err);
+    expect_fusions(&s, "ffff|........", "mode 1");
+    schedule_free(&s);
+    /* L = 7, k = 3 (segments_layout's program): a re-run segment fuses
+     * all but its last forward, which stops at the GELU */
+    cr_assert_eq(schedule_build_segments(&s, 7, 3, err, sizeof err), 0, "%s", err);
+    expect_fusions(&s, "fffffff|..ff....ff....", "segments k=3");
+    schedule_free(&s);
+    /* inputs kept: 1 full, 1 selective tape, blocks 0, 1 re-forwarded */
+    cr_assert_eq(schedule_build_inputs_kept(&s, 4, 1, 1, TAPE_FULL, TAPE_SELECTIVE, err,
+                                            sizeof err), 0, "%s", err);
+    expect_fusions(&s, "ffff|......", "inputs kept");
+    schedule_free(&s);
+    for (int L = 1; L <= 12; L++)
+        for (int k = 1; k <= L; k++) {
+            cr_assert_eq(schedule_build_segments(&s, L, k, err, sizeof err), 0, "%s", err);
+            int fused = 0, nseg = (L + k - 1) / k;
+            for (int i = 0; i < s.n_steps; i++) {
+                const ScheduleStep *st = &s.steps[i];
+                int want = i < s.n_forward || (st->kind == STEP_FORWARD && st->out_slot >= 0);
+                cr_assert_eq(st->fuse_next_ln, want, "L=%d k=%d step %d", L, k, i);
+                fused += st->fuse_next_ln;
+            }
+            cr_assert_eq(fused, L + L - nseg, "the sweep, and each segment but its last");
+            schedule_free(&s);
+        }
+}
+
+/* A dropped LN1 and a dropped res2 both live in the one tape workspace,
+ * where they may share bytes (at offsets the schedule cannot know), so
+ * block l's add does not write block l+1's LN1 when block l's tape drops
+ * res2 and block l+1's drops LN1; LN_f (its own buffer) is always fused. */
+Test(schedule, layernorm_fusion_follows_the_tape_kinds)
+{
+    char err[256];
+    Schedule s;
+    const int res2 = 1 << TAPE_RES2, ln1 = 1 << TAPE_LN1, all = TAPE_KINDS - 1;
+    cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 4, err, sizeof err), 0, "%s", err);
+    unsigned char kinds[4] = {(unsigned char)res2, (unsigned char)ln1, TAPE_SELECTIVE,
+                              (unsigned char)all};
+    memcpy(s.tape_kind, kinds, 4);
+    schedule_fuse_layernorms(&s);
+    /* 0 -> 1: res2 then LN1 dropped; 1 -> 2: res2 kept; 2 -> 3: res2 kept */
+    expect_fusions(&s, ".fff|....", "mixed kinds");
+    cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+    memset(s.tape_kind, all, 4);
+    schedule_fuse_layernorms(&s);
+    expect_fusions(&s, "...f|....", "every tensor dropped");
+    schedule_free(&s);
+    /* the same with one workspace tape shared by every block (an inputs-
+     * kept program whose blocks are all re-forwarded) */
+    cr_assert_eq(schedule_build_inputs_kept(&s, 3, 0, 0, all, all, err, sizeof err), 0, "%s",
+                 err);
+    expect_fusions(&s, "..f|......", "one workspace tape, every tensor dropped");
+    schedule_free(&s);
+    cr_assert_eq(schedule_build_inputs_kept(&s, 3, 0, 0, TAPE_SELECTIVE, TAPE_SELECTIVE, err,
+                                            sizeof err), 0, "%s", err);
+    expect_fusions(&s, "fff|......", "one workspace tape, selective");
+    schedule_free(&s);
+}
+
+static void expect_fusion_rejected(Schedule *s, int k)
+{
+    char err[256] = "";
+    s->steps[k].fuse_next_ln = 1;
+    cr_assert_neq(schedule_validate(s, err, sizeof err), 0, "a fusion at step %d accepted", k);
+    cr_assert(strstr(err, "LayerNorm"), "%s", err);
+    char want[32];
+    snprintf(want, sizeof want, "step %d:", k);
+    cr_assert(strstr(err, want), "%s", err);
+    schedule_free(s);
+}
+
+Test(schedule, rejects_illegal_layernorm_fusions)
+{
+    char err[256];
+    Schedule s;
+    /* mode 1, L=3: F0 F1 F2 | F2' B2 F1' B1 F0' B0 */
+    mode1(&s);
+    expect_fusions(&s, "fff|......", "mode 1, L=3");
+    expect_valid(&s, "mode 1", 3);
+    expect_fusion_rejected(&s, 3); /* a re-forward that stops at the GELU has no add */
+    mode1(&s);
+    expect_fusion_rejected(&s, 4); /* a backward */
+    /* block 0's tape drops res2, block 1's drops LN1: both in the workspace */
+    cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 3, err, sizeof err), 0, "%s", err);
+    s.tape_kind[0] = 1 << TAPE_RES2;
+    s.tape_kind[1] = 1 << TAPE_LN1;
+    char e2[256] = "";
+    cr_assert_neq(schedule_validate(&s, e2, sizeof e2), 0, "the flags of full tapes accepted");
+    cr_assert(strstr(e2, "step 0:") && strstr(e2, "LayerNorm"), "%s", e2);
+    schedule_fuse_layernorms(&s);
+    expect_fusions(&s, ".ff|...", "res2 then LN1 dropped");
+    expect_valid(&s, "after schedule_fuse_layernorms", 3);
+    schedule_free(&s);
+    /* a re-forward of the last block into the final residual, after the
+     * head: valid, but LN_f is fused only before the head; and a forward
+     * whose next step forwards another block, or reads another slot */
+    cr_assert_eq(schedule_init(&s, RECOMPUTE_AUTO, 3, 3, 3), 0);
+    int prog[][5] = {{STEP_FORWARD, 0, 0, 1, 0},          {STEP_FORWARD, 1, 1, 2, 1},
+                     {STEP_FORWARD, 2, 2, SLOT_FINAL, 2}, {STEP_FORWARD, 2, 2, SLOT_FINAL, 2},
+                     {STEP_BACKWARD, 2, 2, SLOT_NONE, 2}, {STEP_FORWARD, 0, 0, 1, 0},
+                     {STEP_BACKWARD, 1, 1, SLOT_NONE, 1}, {STEP_BACKWARD, 0, 0, SLOT_NONE, 0}};
+    for (int i = 0; i < 8; i++)
+        schedule_push(&s, prog[i][0], prog[i][1], prog[i][2], prog[i][3], prog[i][4]);
+    s.n_forward = 3;
+    cr_assert_eq(schedule_finalize(&s, err, sizeof err), 0, "%s", err);
+    expect_fusions(&s, "fff|.....", "finalize decides the fusions");
+    expect_valid(&s, "re-forwards into the final and a live slot", 3);
+    Schedule c = s;
+    c.steps = malloc(sizeof *c.steps * (size_t)s.n_steps);
+    c.tape_kind = malloc((size_t)s.n_tape_slots);
+    memcpy(c.steps, s.steps, sizeof *c.steps * (size_t)s.n_steps);
+    memcpy(c.tape_kind, s.tape_kind, (size_t)s.n_tape_slots);
+    expect_fusion_rejected(&c, 3); /* LN_f after the head */
+    expect_fusion_rejected(&s, 5); /* F0' is followed by a backward */
+}

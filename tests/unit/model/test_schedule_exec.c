@@ -1,10 +1,11 @@
 /* tests/unit/model/test_schedule_exec.c — every kind of schedule, run by the
- * interpreter (gpt.c) on the cpu backend: the loss and every gradient are
+ * interpreter (gpt.c) on the cpu backend: the losses and every gradient are
  * bitwise identical to recompute 0's (memcmp), also after AdamW steps, and
  * the arenas' high-water mark equals the planner's prediction to the byte,
- * category by category. Modes: selective, 1, 2 for every k, auto at
- * budgets from its minimum to mode 0's peak (with FLOP costs and with
- * measured-like ones), and every one of the 128 tape kinds. */
+ * category by category. Modes: selective, 1 (also through gpt_init, the
+ * CLI's path, and at odd shapes), 2 for every k, auto at budgets from its
+ * minimum to mode 0's peak (with FLOP costs and with measured-like ones),
+ * every one of the 128 tape kinds, and LayerNorms left unfused. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,23 +24,34 @@ static GPTConfig cfg6(void)
     c.num_layers = 6;
     return c;
 }
-#define B_ 2
-#define T_ 8
+
+/* A run's batch, sequence length and optimizer steps. */
+typedef struct {
+    int B, T, steps;
+} Shape;
+#define MAX_STEPS 3
+static const Shape SMALL = {2, 8, 2};
 
 typedef struct {
-    double loss[2];
+    double loss[MAX_STEPS];
     float *grads, *params;
     size_t peak;
 } Run;
 
-/* Two steps: gradients of the first, parameters after both. */
-static Run run(Schedule *s, const GPTConfig *cfg)
+/* sh.steps AdamW steps from the same parameters and tokens: the losses of
+ * each, the gradients of the first, the parameters after the last. The
+ * model runs schedule s (taken over) or, when s is NULL, the one gpt_init
+ * builds for `mode`. */
+static Run run_on(Schedule *s, int mode, const GPTConfig *cfg, Shape sh)
 {
     Run r;
+    memset(&r, 0, sizeof r);
     Backend *be = tu_cpu();
     GPT g;
     char err[256];
-    cr_assert_eq(gpt_init_schedule(&g, cfg, be, B_, T_, s, 0, NULL, err, sizeof err), 0, "%s", err);
+    int rc = s ? gpt_init_schedule(&g, cfg, be, sh.B, sh.T, s, 0, NULL, err, sizeof err)
+               : gpt_init(&g, cfg, be, sh.B, sh.T, mode, 0, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         cr_assert_eq(g.arenas[c].used, g.plan.bytes[c], "%s: carved %zu, planned %zu",
                      planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
@@ -51,11 +63,12 @@ static Run run(Schedule *s, const GPTConfig *cfg)
     free(p);
     r.grads = malloc(n * sizeof(float));
     r.params = malloc(n * sizeof(float));
-    int N = B_ * T_, in[B_ * T_], tg[B_ * T_];
+    int N = sh.B * sh.T, *in = malloc(sizeof(int) * (size_t)N), *tg = malloc(sizeof(int) * (size_t)N);
     AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    for (int step = 0; step < 2; step++) {
-        tu_random_tokens(in, N, cfg->vocab_size, 10 + step);
-        tu_random_tokens(tg, N, cfg->vocab_size, 20 + step);
+    cr_assert(sh.steps >= 1 && sh.steps <= MAX_STEPS);
+    for (int step = 0; step < sh.steps; step++) {
+        tu_random_tokens(in, (size_t)N, cfg->vocab_size, 10 + step);
+        tu_random_tokens(tg, (size_t)N, cfg->vocab_size, 20 + step);
         gpt_zero_grads(&g);
         r.loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
         if (step == 0) gpt_get_grads(&g, r.grads);
@@ -63,10 +76,15 @@ static Run run(Schedule *s, const GPTConfig *cfg)
     }
     gpt_get_params(&g, r.params);
     cr_assert_eq(gpt_arena_high_water(&g), g.plan.total, "nothing carved during the steps");
+    free(in);
+    free(tg);
     gpt_free(&g);
     backend_close(be);
     return r;
 }
+
+/* Two steps at B=2, T=8. */
+static Run run(Schedule *s, const GPTConfig *cfg) { return run_on(s, 0, cfg, SMALL); }
 
 static Run reference(const GPTConfig *cfg)
 {
@@ -82,7 +100,7 @@ static void expect_same(const Run *a, const Run *b, size_t n, const char *what)
                  a->loss[0], b->loss[0]);
     cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
     cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
-                 "%s: parameters differ after 2 AdamW steps", what);
+                 "%s: parameters differ after the AdamW steps", what);
 }
 
 static void drop(Run *r)
@@ -108,6 +126,35 @@ Test(schedule_exec, selective_and_mode_1_match_mode_0)
     drop(&ref);
 }
 
+/* Mode 1 against mode 0 through gpt_init (the schedule it builds from the
+ * mode), three AdamW steps: at the tiny shape (2 layers), and at odd
+ * shapes (5 layers, C=40, T=7, B=3: nothing a multiple of a nice tile
+ * size). */
+static void expect_mode_1_is_mode_0(const GPTConfig *cfg, Shape sh)
+{
+    size_t n = config_num_params(cfg);
+    Run a = run_on(NULL, RECOMPUTE_NONE, cfg, sh), b = run_on(NULL, RECOMPUTE_BLOCK, cfg, sh);
+    expect_same(&a, &b, n, "mode 1 through gpt_init");
+    drop(&a);
+    drop(&b);
+}
+
+Test(schedule_exec, mode_1_through_gpt_init_matches_mode_0_tiny)
+{
+    GPTConfig c = tu_tiny_config();
+    expect_mode_1_is_mode_0(&c, (Shape){2, 8, 3});
+}
+
+Test(schedule_exec, mode_1_through_gpt_init_matches_mode_0_odd_shapes)
+{
+    GPTConfig c = tu_tiny_config();
+    c.num_layers = 5;
+    c.channels = 40;
+    c.num_heads = 4;
+    c.max_seq_len = 7;
+    expect_mode_1_is_mode_0(&c, (Shape){3, 7, 3});
+}
+
 Test(schedule_exec, segments_every_k_match_mode_0)
 {
     GPTConfig cfg = cfg6();
@@ -120,6 +167,38 @@ Test(schedule_exec, segments_every_k_match_mode_0)
         Run r = run(&s, &cfg);
         snprintf(what, sizeof what, "segments k=%d", k);
         expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    drop(&ref);
+}
+
+/* The LayerNorm fusions (fuse_next_ln: the next LayerNorm written by a
+ * block's closing residual add) change no bit: the programs of modes 0,
+ * selective, 1 and 2 (k=2) with every fusion off, against mode 0's with
+ * them on. */
+Test(schedule_exec, unfused_layernorms_match_fused)
+{
+    GPTConfig cfg = cfg6();
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    static const int modes[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK,
+                                RECOMPUTE_SEGMENTS};
+    for (int i = 0; i < 4; i++) {
+        Schedule s;
+        char err[256];
+        int rc = modes[i] == RECOMPUTE_SEGMENTS
+                     ? schedule_build_segments(&s, 6, 2, err, sizeof err)
+                     : schedule_build(&s, modes[i], 6, err, sizeof err);
+        cr_assert_eq(rc, 0, "%s", err);
+        int fused = 0;
+        for (int k = 0; k < s.n_steps; k++) {
+            fused += s.steps[k].fuse_next_ln;
+            s.steps[k].fuse_next_ln = 0;
+        }
+        cr_assert_geq(fused, 6, "%s: the forward sweep fuses", schedule_mode_name(modes[i]));
+        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+        Run r = run(&s, &cfg);
+        expect_same(&ref, &r, n, schedule_mode_name(modes[i]));
         drop(&r);
     }
     drop(&ref);
@@ -145,7 +224,7 @@ Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 600)
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);
     Run ref = reference(&cfg);
-    PlanInput in = {.cfg = cfg, .B = B_, .T = T_, .dtype = DTYPE_FP32};
+    PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32};
     char err[512], desc[16], seen[32][16];
     int distinct = 0, held = 0, in_place = 0, selective = 0;
     Schedule s;
@@ -198,6 +277,7 @@ Test(schedule_exec, every_tape_kind_matches_mode_0, .timeout = 120)
         Schedule s;
         cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 8, err, sizeof err), 0, "%s", err);
         for (int l = 0; l < 8; l++) s.tape_kind[l] = (unsigned char)(first + l);
+        schedule_fuse_layernorms(&s); /* the kinds decide which LN1s may be fused */
         cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
         Run r = run(&s, &cfg);
         snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
@@ -223,7 +303,7 @@ Test(schedule_exec, every_tape_kind_matches_mode_0, .timeout = 120)
 static OpCosts timed_costs(const GPTConfig *cfg)
 {
     OpCosts oc;
-    flops_op_costs(cfg, B_, T_, &oc);
+    flops_op_costs(cfg, SMALL.B, SMALL.T, &oc);
     oc.unit = OPCOST_NS;
     static const int slow[] = {OP_LN1, OP_RESID1, OP_LN2, OP_GELU, OP_RESID2};
     for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) oc.c[slow[i]] *= 40;
@@ -240,7 +320,7 @@ Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 600)
     size_t n = config_num_params(&cfg);
     Run ref = reference(&cfg);
     OpCosts oc = timed_costs(&cfg);
-    PlanInput in = {.cfg = cfg, .B = B_, .T = T_, .dtype = DTYPE_FP32};
+    PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32};
     char err[512], desc[16];
     int other_kinds = 0;
     Schedule s;
