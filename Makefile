@@ -16,15 +16,22 @@ ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
   LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
 endif
 LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lz -lm
-# MPI (distributed/): OpenMPI's compile and link flags, from its compiler wrapper.
+# MPI (distributed/): OpenMPI's compile and link flags, from its compiler
+# wrapper. `make NO_MPI=1` builds without MPI, as llm.c allows: one process
+# only (a launcher is refused, no NCCL ranks either); --version says so.
 MPICC   ?= mpicc
-MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
-MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
-ifeq ($(MPI_LIBS),)
-  $(error MPI not found: `$(MPICC) --showme:link` failed; install libopenmpi-dev and openmpi-bin (Debian), or set MPICC=/path/to/mpicc)
+NO_MPI  ?=
+ifeq ($(NO_MPI),)
+  MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+  MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
+  ifeq ($(MPI_LIBS),)
+    $(error MPI not found: `$(MPICC) --showme:link` failed; install libopenmpi-dev and openmpi-bin (Debian), or set MPICC=/path/to/mpicc, or build a single-process trainer without MPI: make NO_MPI=1)
+  endif
+  CFLAGS  += $(MPI_CFLAGS)
+  LDLIBS  += $(MPI_LIBS)
+else
+  CFLAGS  += -DNO_MPI
 endif
-CFLAGS  += $(MPI_CFLAGS)
-LDLIBS  += $(MPI_LIBS)
 # sm_90a, not sm_90: the arch-specific target adds wgmma (the Hopper attention
 # variants, kernels/cuda/attention_mma_*_wg.cu) and compiles every other
 # kernel exactly as sm_90 does. It runs only on compute capability 9.0, which is
