@@ -16,15 +16,22 @@ ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
   LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
 endif
 LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lz -lm
-# MPI (distributed/): OpenMPI's compile and link flags, from its compiler wrapper.
+# MPI (distributed/): OpenMPI's compile and link flags, from its compiler
+# wrapper. `make NO_MPI=1` builds without MPI, as llm.c allows: one process
+# only (a launcher is refused, no NCCL ranks either); --version says so.
 MPICC   ?= mpicc
-MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
-MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
-ifeq ($(MPI_LIBS),)
-  $(error MPI not found: `$(MPICC) --showme:link` failed; install libopenmpi-dev and openmpi-bin (Debian), or set MPICC=/path/to/mpicc)
+NO_MPI  ?=
+ifeq ($(NO_MPI),)
+  MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+  MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
+  ifeq ($(MPI_LIBS),)
+    $(error MPI not found: `$(MPICC) --showme:link` failed; install libopenmpi-dev and openmpi-bin (Debian), or set MPICC=/path/to/mpicc, or build a single-process trainer without MPI: make NO_MPI=1)
+  endif
+  CFLAGS  += $(MPI_CFLAGS)
+  LDLIBS  += $(MPI_LIBS)
+else
+  CFLAGS  += -DNO_MPI
 endif
-CFLAGS  += $(MPI_CFLAGS)
-LDLIBS  += $(MPI_LIBS)
 # sm_90a, not sm_90: the arch-specific target adds wgmma (the Hopper attention
 # variants, kernels/cuda/attention_mma_*_wg.cu) and compiles every other
 # kernel exactly as sm_90 does. It runs only on compute capability 9.0, which is
@@ -49,6 +56,15 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 # The CLI: train_gpt.c's main and the rest of the command in cli/.
 CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,train_gpt.c $(wildcard cli/*.c))
 PROGRAMS := train_gpt tokenize
+# The test build (base/test_hooks.h): the files that hold TRAIN_GPT_TEST_*
+# hooks, compiled a second time with -DTRAIN_GPT_TEST_HOOKS into
+# $(BUILD)/hooks/. The suite and the programs it drives,
+# $(BUILD)/test/train_gpt and $(BUILD)/test/tokenize, link them ahead of the
+# plain objects; ./train_gpt and ./tokenize have no hooks.
+HOOK_LIB_SRC := base/fileio.c ckpt/session.c
+HOOK_CLI_SRC := cli/loop.c cli/progress.c cli/evaluate.c
+HOOK_LIB_OBJ := $(HOOK_LIB_SRC:%.c=$(BUILD)/hooks/%.o)
+HOOK_CLI_OBJ := $(HOOK_CLI_SRC:%.c=$(BUILD)/hooks/%.o)
 
 ifneq ($(NVCC),)
 ifneq ($(CU_SRC),)
@@ -94,6 +110,10 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/hooks/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DTRAIN_GPT_TEST_HOOKS -c $< -o $@
+
 $(BUILD)/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -DHAVE_CUDA -c $< -o $@
@@ -116,15 +136,33 @@ $(BUILD)/train_gpt: $(CLI_OBJ) $(BUILD)/libtrain_gpt.a
 $(BUILD)/tokenize: $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_OBJ) $(TEST_CLI_OBJ) $(BUILD)/libtrain_gpt.a
+# The test build's programs: the hooked objects replace the CLI's own and
+# come ahead of the library, whose plain copies are then never pulled in.
+$(BUILD)/test/train_gpt: $(HOOK_CLI_OBJ) $(HOOK_LIB_OBJ) \
+                         $(filter-out $(HOOK_CLI_SRC:%.c=$(BUILD)/%.o),$(CLI_OBJ)) $(BUILD)/libtrain_gpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/test/tokenize: $(BUILD)/hooks/base/fileio.o $(BUILD)/tokenize.o $(BUILD)/libtrain_gpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# The suite, with the hooked library objects; building it builds the test
+# programs it drives (tests/lib/cli_harness.h: $TRAIN_GPT_BIN, else
+# build/test/train_gpt when it exists, else ./train_gpt).
+$(BUILD)/run_tests: $(HOOK_LIB_OBJ) $(TEST_OBJ) $(TEST_CLI_OBJ) $(BUILD)/libtrain_gpt.a \
+                    | $(BUILD)/test/train_gpt $(BUILD)/test/tokenize
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 train_gpt tokenize: %: $(BUILD)/%
 	cp $< $@
 
-# The suite: unit and end-to-end tests (they run ./train_gpt, so build it).
-test: all $(BUILD)/run_tests
-	OMP_NUM_THREADS=2 $(BUILD)/run_tests --jobs 1 $(TEST_ARGS)
+# The suite: unit and end-to-end tests. They drive the test build's
+# programs; ./train_gpt and ./tokenize are built too, for the check that they
+# hold no test hook (TRAIN_GPT_PRODUCT_DIR: the folder holding them).
+TEST_ENV = TRAIN_GPT_BIN=$(BUILD)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(BUILD)/test/tokenize
+test: all $(BUILD)/run_tests $(BUILD)/test/train_gpt $(BUILD)/test/tokenize
+	$(TEST_ENV) TRAIN_GPT_PRODUCT_DIR=. OMP_NUM_THREADS=2 $(BUILD)/run_tests --jobs 1 $(TEST_ARGS)
 
 data: tokenize
 	scripts/prepare_data.sh
@@ -204,7 +242,7 @@ clean:
 
 # ---- Sanitizers and fuzzing (run/, the file readers) ----
 # `make test-asan`: the CPU code and the suite built with ASan+UBSan in
-# build/asan, run once; the end-to-end tests drive build/asan/train_gpt.
+# build/asan, run once; the end-to-end tests drive build/asan/test/train_gpt.
 # Sanitizer reports exit 99 so they cannot pass for an expected error exit.
 # Leak checking is off: error exits return from main without freeing.
 ASAN_DIR := build/asan
@@ -212,10 +250,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-o
 .PHONY: test-asan fuzz
 test-asan:
 	$(MAKE) BUILD=$(ASAN_DIR) SANITIZE="$(SAN_FLAGS)" NVCC= $(ASAN_DIR)/train_gpt $(ASAN_DIR)/tokenize \
-	  $(ASAN_DIR)/run_tests
+	  $(ASAN_DIR)/test/train_gpt $(ASAN_DIR)/test/tokenize $(ASAN_DIR)/run_tests
 	ASAN_OPTIONS=detect_leaks=0:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99 \
-	  TRAIN_GPT_BIN=$(ASAN_DIR)/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(ASAN_DIR)/tokenize \
-	  OMP_NUM_THREADS=2 $(ASAN_DIR)/run_tests --jobs 1 $(TEST_ARGS)
+	  TRAIN_GPT_BIN=$(ASAN_DIR)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(ASAN_DIR)/test/tokenize \
+	  TRAIN_GPT_PRODUCT_DIR=$(ASAN_DIR) OMP_NUM_THREADS=2 $(ASAN_DIR)/run_tests --jobs 1 $(TEST_ARGS)
 
 # `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
 # for every file reader, in build/fuzz/. dev/run_fuzzers.sh runs them.

@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/test_hooks.h"
+
 int io_err(char *err, size_t err_len, const char *fmt, ...)
 {
     va_list ap;
@@ -114,7 +116,7 @@ static const char *existing_kind(const char *path)
 
 int io_commit(IoWriter *w, char *err, size_t err_len)
 {
-    int delay = io_test_env_ms("TRAIN_GPT_TEST_COMMIT_DELAY_MS");
+    int delay = TEST_HOOK_MS("TRAIN_GPT_TEST_COMMIT_DELAY_MS");
     if (delay) io_sleep_ms(delay);
     if (fsync(w->fd) != 0) {
         io_err(err, err_len, "%s: fsync failed: %s", w->tmp, strerror(errno));
@@ -278,6 +280,7 @@ int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, siz
     return rc;
 }
 
+#ifdef TRAIN_GPT_TEST_HOOKS
 int io_test_env_ms(const char *name)
 {
     const char *s = getenv(name);
@@ -285,8 +288,9 @@ int io_test_env_ms(const char *name)
     int ms = atoi(s);
     return ms > 0 && ms < 60000 ? ms : 0;
 }
+#endif
 
-int io_test_save_delay_ms(void) { return io_test_env_ms("TRAIN_GPT_TEST_SAVE_DELAY_MS"); }
+int io_test_save_delay_ms(void) { return TEST_HOOK_MS("TRAIN_GPT_TEST_SAVE_DELAY_MS"); }
 
 int io_read_whole(const char *path, size_t lo, size_t hi, const char *holds, char **text,
                   size_t *len, char *err, size_t err_len)

@@ -72,12 +72,16 @@ int io_pread_exact(int fd, void *buf, size_t n, off_t off, const char *path, cha
 int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, size_t err_len);
 
 /* A test-only pause (TRAIN_GPT_TEST_SAVE_DELAY_MS) between the files of a
- * save, to widen the window a kill can land in. 0 when unset. */
+ * save, to widen the window a kill can land in. 0 when unset, and always 0
+ * in the product build (base/test_hooks.h). */
 int io_test_save_delay_ms(void);
-/* Milliseconds in the environment variable `name` (test hooks), 0 when
- * unset or outside 1..59999. io_commit sleeps TRAIN_GPT_TEST_COMMIT_DELAY_MS
- * before its fsync, so a test can land a signal while a temp file exists. */
+#ifdef TRAIN_GPT_TEST_HOOKS
+/* Milliseconds in the environment variable `name` (test hooks, through
+ * TEST_HOOK_MS), 0 when unset or outside 1..59999. In the test build
+ * io_commit sleeps TRAIN_GPT_TEST_COMMIT_DELAY_MS before its fsync, so a
+ * test can land a signal while a temp file exists. */
 int io_test_env_ms(const char *name);
+#endif
 void io_sleep_ms(int ms);
 
 /* Remove the temp file io_create made and io_commit/io_abort have not yet

@@ -15,7 +15,9 @@
 #include "data/dataset.h"
 #include "distributed/dist.h"
 #include "base/fileio.h"
+#include "base/test_hooks.h"
 
+#ifdef TRAIN_GPT_TEST_HOOKS
 /* "3", "3,7", "4-9,12": 1-based steps. */
 static int parse_nan_steps(RunSession *s, const char *v, char *err, size_t err_len)
 {
@@ -56,6 +58,17 @@ static int parse_stall(RunSession *s, const char *v, char *err, size_t err_len)
     return 0;
 }
 
+/* The hooks session.h lists, read once by session_init. */
+static int read_test_hooks(RunSession *s, char *err, size_t err_len)
+{
+    const char *nan = getenv("TRAIN_GPT_TEST_NAN_STEP");
+    if (nan && *nan && parse_nan_steps(s, nan, err, err_len) != 0) return -1;
+    const char *stall = getenv("TRAIN_GPT_TEST_STALL");
+    if (stall && *stall && parse_stall(s, stall, err, err_len) != 0) return -1;
+    return 0;
+}
+#endif
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -74,10 +87,7 @@ int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
     s->world_size = d->world;
     s->lock.fd = -1;
     s->resumed.step = -1;
-    const char *nan = getenv("TRAIN_GPT_TEST_NAN_STEP");
-    if (nan && *nan && parse_nan_steps(s, nan, err, err_len) != 0) return -1;
-    const char *stall = getenv("TRAIN_GPT_TEST_STALL");
-    if (stall && *stall && parse_stall(s, stall, err, err_len) != 0) return -1;
+    TEST_HOOK(if (read_test_hooks(s, err, err_len) != 0) return -1);
     if (c->resume && !c->resume_path && !c->checkpoint_dir) {
         io_err(err, err_len, "--resume: needs --checkpoint-dir DIR (or --resume=DIR)");
         return -1;
@@ -546,6 +556,7 @@ out:
     return s->last_saved == step ? 0 : -1;
 }
 
+#ifdef TRAIN_GPT_TEST_HOOKS
 void session_test_inject_nan(const RunSession *s, GPT *g, int step)
 {
     for (int i = 0; i < s->n_nan; i++)
@@ -561,6 +572,7 @@ void session_test_stall(const RunSession *s, int step)
 {
     if (s->stall_step == step && s->stall_rank == s->rank) io_sleep_ms(s->stall_s * 1000);
 }
+#endif
 
 void session_close(RunSession *s) { own_unlock(&s->lock); }
 

@@ -18,7 +18,8 @@
  *                    aside; this run's newer saves moved to abandoned/
  *   session_resume   (after the model and data are built)
  *
- * Test-only environment variables (read once, by session_init):
+ * Test-only environment variables (read once, by session_init, in the test
+ * build only: base/test_hooks.h):
  *   TRAIN_GPT_TEST_NAN_STEP=LIST   after the backward of each listed step
  *       (1-based; "3", "3,7" or "4-9"), a NaN is written into the first
  *       gradient element, to exercise the non-finite guard;
@@ -149,10 +150,13 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
  * after every step), so that the ranks save together. */
 int session_save_due(const RunSession *s, Dist *d, int step);
 
-/* The test hooks: poison the gradients when TRAIN_GPT_TEST_NAN_STEP lists
- * step; sleep before step when TRAIN_GPT_TEST_STALL names it and this rank. */
+#ifdef TRAIN_GPT_TEST_HOOKS
+/* The test hooks (the test build only; callers wrap them in TEST_HOOK):
+ * poison the gradients when TRAIN_GPT_TEST_NAN_STEP lists step; sleep
+ * before step when TRAIN_GPT_TEST_STALL names it and this rank. */
 void session_test_inject_nan(const RunSession *s, GPT *g, int step);
 void session_test_stall(const RunSession *s, int step);
+#endif
 
 /* Release the folder's lock (at exit; the kernel also drops it). */
 void session_close(RunSession *s);

@@ -8,7 +8,8 @@
  *   {"eval":"hellaswag","acc":A,"acc_norm":An,"n":N,"step":S}
  * (acc and acc_norm as defined in eval/score.h).
  *
- * Test hook: with TRAIN_GPT_TEST_EVAL_DUMP=FILE in one process, every
+ * Test hook (the test build only, base/test_hooks.h): with
+ * TRAIN_GPT_TEST_EVAL_DUMP=FILE in one process, every
  * evaluation rewrites FILE with one line per completion,
  *   example completion ctx_used len sum mean
  * (sum and mean in nats, %.17g), for comparison with the PyTorch

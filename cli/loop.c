@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/fileio.h"
+#include "base/test_hooks.h"
 #include "model/lr_schedule.h"
 #include "ckpt/checkpoint.h"
 #include "cli/outputs.h"
@@ -280,7 +281,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
             snprintf(when, sizeof when, "during the val loss before step %d", step);
             if (rc > 0) return stopped(tr, 0, step - 1, when);
         }
-        session_test_stall(&tr->sess, step);
+        TEST_HOOK(session_test_stall(&tr->sess, step));
         char label[64];
         snprintf(label, sizeof label, "step %d/%d", step, o->steps);
         progress_begin(&tr->prog, label, 1);
@@ -304,7 +305,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         }
         dist_finish_grads(d);
         loss = dist_mean(d, loss / o->grad_accum);
-        session_test_inject_nan(&tr->sess, &tr->model, step);
+        TEST_HOOK(session_test_inject_nan(&tr->sess, &tr->model, step));
         if (step == 1 && o->dump_grads && dump_grads(tr, loss, err, len) != 0) return -1;
         double norm = dist_grad_norm(d);
         float lr = lr_at((LrKind)o->lr_schedule, o->lr, o->warmup, o->lr_min_frac, step - 1,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/test_hooks.h"
 #include "kernels/device_info.h"
 #include "model/flops.h"
 #include "base/signals.h"
@@ -63,7 +64,7 @@ void progress_init(Progress *p, GPT *g, double t_start, int grad_accum, double p
     p->steps = steps;
     p->stop_at_block = stop_at_block;
     p->tty = isatty(STDOUT_FILENO);
-    p->block_delay_ms = io_test_env_ms("TRAIN_GPT_TEST_BLOCK_DELAY_MS");
+    p->block_delay_ms = TEST_HOOK_MS("TRAIN_GPT_TEST_BLOCK_DELAY_MS");
     FlopCounts f;
     flops_count(&g->cfg, g->B, g->T, &f);
     p->step_flops = (double)f.step * grad_accum;

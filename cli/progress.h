@@ -13,7 +13,8 @@
  * (kernels/device_info.h's table, or --peak-tflops); with no known peak
  * (every CPU) only FLOP/s is printed.
  *
- * Test-only environment variable: TRAIN_GPT_TEST_BLOCK_DELAY_MS=MS sleeps
+ * Test-only environment variable (the test build only, base/test_hooks.h):
+ * TRAIN_GPT_TEST_BLOCK_DELAY_MS=MS sleeps
  * after every block, to make steps long enough for a test to land a signal
  * inside one or to see the in-step line. */
 #ifndef TRAIN_PROGRESS_H

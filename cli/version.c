@@ -1,6 +1,7 @@
 /* cli/version.c — see cli/version.h. */
 #include "cli/version.h"
 
+#include "distributed/dist.h"
 #include "kernels/device_info.h"
 
 #ifndef TRAIN_GPT_COMMIT
@@ -9,8 +10,9 @@
 
 void version_print(FILE *out)
 {
-    char build[1024];
+    char build[1024], dist[512];
     device_build_info(build, sizeof build);
+    dist_build_info(dist, sizeof dist);
     fprintf(out, "train_gpt %s\n", TRAIN_GPT_COMMIT);
 #ifdef __clang__
     fprintf(out, "compiler: clang %s\n", __clang_version__);
@@ -18,4 +20,5 @@ void version_print(FILE *out)
     fprintf(out, "compiler: gcc %s\n", __VERSION__);
 #endif
     fprintf(out, "%s\n", build);
+    fprintf(out, "%s\n", dist);
 }

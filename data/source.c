@@ -28,7 +28,6 @@ const SourceSpec SOURCE_GPT2 = {
     .name = "gpt2",
     .what = "GPT-2 vocabulary",
     .env = GPT2_DIR_ENV,
-    .shared_sub = "gpt2",
     .nfiles = 2,
     .files = {"encoder.json", "vocab.bpe"},
     .sha256 = {GPT2_ENCODER_SHA256, GPT2_VOCAB_SHA256},
@@ -42,7 +41,6 @@ const SourceSpec SOURCE_TINYSHAKESPEARE = {
     .what = "tinyshakespeare text",
     .env = "TINYSHAKESPEARE",
     .env_is_file = 1,
-    .shared_sub = "tinyshakespeare",
     .nfiles = 1,
     .files = {"input.txt"},
     .sha256 = {"86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"},
@@ -57,7 +55,6 @@ const SourceSpec SOURCE_HELLASWAG = {
     .what = "HellaSwag validation set",
     .env = "HELLASWAG_JSONL",
     .env_is_file = 1,
-    .shared_sub = "hellaswag",
     .nfiles = 1,
     .files = {"hellaswag_val.jsonl"},
     .sha256 = {"0aa3b88843990f3f10a97b9575c94d7b71fb2205240ba04ae4884d9e9c992588"},
@@ -346,7 +343,7 @@ int source_find(const SourceSpec *spec, const char *flag_dir,
                 char paths[SOURCE_MAX_FILES][SOURCE_PATH_MAX], char *from, size_t from_len,
                 char *err, size_t err_len)
 {
-    char why[SOURCE_PATH_MAX + 300] = "", list[6000] = "", dir[SOURCE_PATH_MAX];
+    char why[SOURCE_PATH_MAX + 300] = "", list[6000] = "";
     int r;
     /* 1, 2: what the user named must be right. */
     const char *env = spec->env ? getenv(spec->env) : NULL;
@@ -385,29 +382,7 @@ int source_find(const SourceSpec *spec, const char *flag_dir,
         return -1;
     }
     if (spec->env) tried(list, sizeof list, spec->env, "(unset)");
-    /* 3: a shared folder beside the working directory or the program. */
-    char exe[SOURCE_PATH_MAX] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = 0;
-    }
-    const char *bases[] = {".", n > 0 ? exe : NULL};
-    for (int b = 0; b < 2; b++) {
-        if (!bases[b]) continue;
-        if (b == 0) snprintf(dir, sizeof dir, "../shared/data/%s", spec->shared_sub);
-        else snprintf(dir, sizeof dir, "%s/../shared/data/%s", bases[b], spec->shared_sub);
-        why[0] = 0;
-        r = check_dir(spec, dir, paths, why, sizeof why);
-        if (r == 1) {
-            io_err(from, from_len, "the shared folder %s", dir);
-            return 0;
-        }
-        if (r < 0) fprintf(stderr, "note: %s: passed over: %s\n", spec->name, why);
-        tried(list, sizeof list, dir, r < 0 ? "wrong file" : "");
-    }
-    /* 4: the cache. */
+    /* 3: the cache. */
     char cache[SOURCE_PATH_MAX];
     if (source_cache_dir(spec, cache, sizeof cache, why, sizeof why) != 0) {
         tried(list, sizeof list, "the cache", why);
@@ -423,7 +398,7 @@ int source_find(const SourceSpec *spec, const char *flag_dir,
             for (int i = 0; i < spec->nfiles; i++) unlink(paths[i]);
         }
         tried(list, sizeof list, cache, r < 0 ? "wrong file, removed" : "");
-        /* 5, 6: fetch into the cache. */
+        /* 4, 5: fetch into the cache. */
         if (offline()) {
             tried(list, sizeof list, spec->npm_pkg ? "npm and curl" : "curl",
                   "skipped (TRAIN_GPT_OFFLINE)");

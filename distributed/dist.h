@@ -16,6 +16,8 @@
  * the path end to end). srun tasks that cannot form one world (a step of
  * several tasks, SLURM_STEP_NUM_TASKS > 1, without PMI variables, or an
  * MPI that finds a world of 1 there) are refused: each would train alone.
+ * A build without MPI (make NO_MPI=1) refuses any launcher: it is one
+ * process, rank 0 of 1, with neither MPI nor NCCL collectives.
  *
  * Devices. Local rank (dist_local_rank: the launcher's variable,
  * OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or MV2_COMM_WORLD_LOCAL_RANK,
@@ -116,6 +118,11 @@ typedef struct {
 
 /* 1 when a launcher (mpirun, srun) started this process. */
 int dist_launched(void);
+
+/* One line for --version: "distributed: MPI (Open MPI v4.1.4)" (and NCCL
+ * with CUDA), or "distributed: none (built with NO_MPI=1: one process
+ * only)". */
+void dist_build_info(char *buf, size_t len);
 
 /* Join the world (MPI_Init_thread when launched, see the top). Returns 0,
  * or -1 with a message in err (after MPI_Init when d->mpi is set). */

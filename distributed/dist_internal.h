@@ -5,7 +5,9 @@
 #ifndef DIST_DIST_INTERNAL_H
 #define DIST_DIST_INTERNAL_H
 
+#ifndef NO_MPI
 #include <mpi.h>
+#endif
 #include <stddef.h>
 
 #include "dist.h"
@@ -26,10 +28,13 @@ struct DistComm {
     void (*allgather)(DistComm *c, void *params, size_t shard);
     void (*close)(DistComm *c);
     const Dist *d;
+#ifndef NO_MPI
     MPI_Comm world;
+#endif
 };
 
-/* Open over be's memory. NULL with a message in err on failure. */
+/* Open over be's memory. NULL with a message in err on failure. Neither
+ * is built with NO_MPI (no process but rank 0 of 1, so nothing to open). */
 DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len);
 DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len); /* HAVE_CUDA */
 int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_len); /* HAVE_CUDA */

@@ -7,7 +7,10 @@
  * wait is MPI_Waitall. The sum of a float vector is the same on every rank
  * (each element is reduced once and the result distributed, or the
  * partners add the same two values), so the replicas stay bitwise equal;
- * the trainer checks that at the end with dist_replicas_agree. */
+ * the trainer checks that at the end with dist_replicas_agree.
+ *
+ * Not built with NO_MPI (make NO_MPI=1: one process, no collectives). */
+#ifndef NO_MPI
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,3 +109,8 @@ DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len)
                          .world = MPI_COMM_WORLD};
     return &m->base;
 }
+
+#else
+/* A NO_MPI build has no MPI path; ISO C wants a declaration here. */
+typedef int dist_mpi_not_built;
+#endif

@@ -2,7 +2,8 @@
  * backend (fp32 or bf16 gradients and parameters). Built with HAVE_CUDA.
  *
  * Bootstrap: rank 0 makes the ncclUniqueId, MPI_Bcast hands it to every
- * rank, and every rank calls ncclCommInitRank on its own device.
+ * rank, and every rank calls ncclCommInitRank on its own device. So a
+ * NO_MPI build has no NCCL path either: only dist_nccl_select_device.
  *
  * Streams: the backend runs every op on one compute stream (its
  * native_stream op). Collectives run on a second stream: each start
@@ -22,6 +23,7 @@
 
 #include "dist_internal.h"
 
+#ifndef NO_MPI
 typedef struct {
     DistComm base;
     ncclComm_t comm;
@@ -128,6 +130,7 @@ static void nccl_close(DistComm *c)
     CUDA_OK(c->d, cudaStreamDestroy(n->stream));
     free(n);
 }
+#endif
 
 int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_len)
 {
@@ -147,6 +150,7 @@ int dist_nccl_select_device(int local_rank, int *device, char *err, size_t err_l
     return 0;
 }
 
+#ifndef NO_MPI
 DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
 {
     if (!be->ops->native_stream || !be->ops->native_stream(be)) {
@@ -191,6 +195,7 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
     dist_watch_probe(d, nccl_probe, n);
     return &n->base;
 }
+#endif
 
 #else
 /* A build without CUDA has no NCCL path; ISO C wants a declaration here. */

@@ -5,9 +5,7 @@
 #
 # The jsonl (10,042 examples, 12,246,618 bytes) comes from `./tokenize
 # --fetch hellaswag`, which looks in this order and checks the sha256
-# whatever the source (data/source.h): $HELLASWAG_JSONL (a file);
-# ../shared/data/hellaswag/hellaswag_val.jsonl beside the working directory
-# or the program; the cache ($XDG_DATA_HOME/train_gpt/hellaswag/, else
+# whatever the source (data/source.h): $HELLASWAG_JSONL (a file); the cache ($XDG_DATA_HOME/train_gpt/hellaswag/, else
 # ~/.local/share/train_gpt/hellaswag/); a download of
 # https://raw.githubusercontent.com/rowanz/hellaswag/master/data/hellaswag_val.jsonl
 # with curl into that cache (not with TRAIN_GPT_OFFLINE=1). It prints which

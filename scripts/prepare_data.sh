@@ -10,8 +10,7 @@
 #
 # The text comes from `./tokenize --fetch tinyshakespeare`, which looks in
 # this order and checks the sha256 whatever the source (data/source.h):
-#   $TINYSHAKESPEARE (a file); ../shared/data/tinyshakespeare/ beside the
-#   working directory or the program; the cache
+#   $TINYSHAKESPEARE (a file); the cache
 #   ($XDG_DATA_HOME/train_gpt/tinyshakespeare/, else
 #   ~/.local/share/train_gpt/tinyshakespeare/); a download of its public URL
 #   with curl into that cache. It prints which one served.

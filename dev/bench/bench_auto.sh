@@ -46,8 +46,8 @@ export TRAIN_GPT_CACHE_DIR="$out/cache"
 
 case "$dev" in
 cpu)
-    # the text along ./tokenize's chain ($TINYSHAKESPEARE, ../shared, the cache, a download),
-    # so a clone with no ../shared beside it runs this too
+    # the text along ./tokenize's chain ($TINYSHAKESPEARE, the cache, a download),
+    # so any clone runs this
     [ -x ./tokenize ] || { echo "bench_auto.sh: ./tokenize not built (run make)" >&2; exit 1; }
     text=$(./tokenize --fetch tinyshakespeare --quiet) || { echo "bench_auto.sh: no tinyshakespeare text (see the line above)" >&2; exit 1; }
     [ -r "$text" ] || { echo "bench_auto.sh: $text not found" >&2; exit 1; }

@@ -6,7 +6,7 @@
 # Times the whole program, `taskset -c 0 ./tokenize --quiet ...` (vocabulary
 # load with sha256, reading, pre-tokenizing, BPE, spooling, writing shards),
 # RUNS times per input, and prints medians. Inputs, from tinyshakespeare
-# (found by ./tokenize --fetch tinyshakespeare: $TINYSHAKESPEARE, ../shared, the cache, a download):
+# (found by ./tokenize --fetch tinyshakespeare: $TINYSHAKESPEARE, the cache, a download):
 #   empty   no text: the fixed cost (vocabulary load), subtracted below
 #   x1      the file once, 1.1 MB: nearly every word is new to the piece cache
 #   xCOPIES the file COPIES times: after the first copy every piece is cached

@@ -22,8 +22,9 @@ Two uses:
 
   gpt2_reference.py eval --eval-file F --model M.bin --T N --compare DUMP
       Parameters from an llm.c model file (version 3, fp32); compares with the
-      per-completion dump ./train_gpt writes under TRAIN_GPT_TEST_EVAL_DUMP
-      (cli/evaluate.h): every sum and mean within 1e-5 relative, and the same
+      per-completion dump the test build's build/test/train_gpt writes under
+      TRAIN_GPT_TEST_EVAL_DUMP (cli/evaluate.h; ./train_gpt has no test
+      hooks): every sum and mean within 1e-5 relative, and the same
       acc and acc_norm. Exits 1 otherwise.
 
 Output file (little-endian):

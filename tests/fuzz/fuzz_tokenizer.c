@@ -4,8 +4,9 @@
  *      real other file; only GPT-2's exact files pass the sha256 gate);
  *   2: text to encode: decode(encode(x)) must give x back, byte for byte;
  *   3: int32 ids to decode: ids outside the vocabulary must be refused.
- * Needs GPT-2's files (../shared/data/gpt2/ from the repo root, or
- * $TRAIN_GPT_GPT2_DIR). */
+ * Needs GPT-2's files, found along data/source.h's chain:
+ * $TRAIN_GPT_GPT2_DIR (CI sets it, .ci/run), else the user's cache (which
+ * `make data` / scripts/setup.sh fill), else a fetch. */
 #include <stdlib.h>
 #include <string.h>
 

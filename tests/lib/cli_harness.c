@@ -17,16 +17,23 @@
 #include "data/shard.h"
 #include "tests/lib/test_util.h"
 
+/* $var, else the test build's program (base/test_hooks.h) when it is
+ * there, else the product's. */
+static const char *program(const char *var, const char *test_build, const char *product)
+{
+    const char *b = getenv(var);
+    if (b && *b) return b;
+    return access(test_build, X_OK) == 0 ? test_build : product;
+}
+
 const char *tc_bin(void)
 {
-    const char *b = getenv("TRAIN_GPT_BIN");
-    return b && *b ? b : "./train_gpt";
+    return program("TRAIN_GPT_BIN", "build/test/train_gpt", "./train_gpt");
 }
 
 const char *tc_tokenize_bin(void)
 {
-    const char *b = getenv("TRAIN_GPT_TOKENIZE_BIN");
-    return b && *b ? b : "./tokenize";
+    return program("TRAIN_GPT_TOKENIZE_BIN", "build/test/tokenize", "./tokenize");
 }
 
 void tc_make_shards(const char *dir, int nshards, size_t tokens)

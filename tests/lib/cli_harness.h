@@ -1,7 +1,10 @@
 /* tests/lib/cli_harness.h — helpers for the end-to-end tests that drive
  * ./train_gpt as a separate process (resume, signals, hostile inputs).
- * The binary is $TRAIN_GPT_BIN when set (make test-asan points it at the
- * sanitizer build), else ./train_gpt. */
+ * The binary is $TRAIN_GPT_BIN when set (make test points it at
+ * build/test/train_gpt, make test-asan at build/asan/test/train_gpt), else
+ * build/test/train_gpt when it exists, else ./train_gpt. The test build's
+ * programs are the ones with the TRAIN_GPT_TEST_* hooks (base/test_hooks.h);
+ * ./train_gpt has none. */
 #ifndef TESTS_TRAIN_CLI_H
 #define TESTS_TRAIN_CLI_H
 
@@ -19,10 +22,11 @@
     "--mca btl_vader_single_copy_mechanism none"
 
 const char *tc_bin(void);
-/* ./tokenize, or $TRAIN_GPT_TOKENIZE_BIN when set. */
+/* $TRAIN_GPT_TOKENIZE_BIN when set, else build/test/tokenize when it
+ * exists, else ./tokenize. */
 const char *tc_tokenize_bin(void);
 
-/* Byte-level shards (vocab 256) from ../shared/data/tinyshakespeare:
+/* Byte-level shards (vocab 256) from tinyshakespeare (TU_SHAKESPEARE):
  * dir/train_0.bin ... each of `tokens` tokens, from consecutive text. */
 void tc_make_shards(const char *dir, int nshards, size_t tokens);
 

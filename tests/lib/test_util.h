@@ -63,8 +63,9 @@ void tu_write_file(const char *path, const void *bytes, size_t n);
 void tu_write_text(const char *path, const char *text);
 
 /* Path of file i of a known input (data/source.h), found by the chain the
- * programs use (../shared beside the tree, the user's cache, a fetch), so
- * the suite runs in a fresh clone too; asserts when it cannot be had. */
+ * programs use ($TINYSHAKESPEARE / $TRAIN_GPT_GPT2_DIR, the user's cache, a
+ * fetch), so the suite runs in a fresh clone too; asserts when it cannot be
+ * had. */
 const char *tu_source_path(const SourceSpec *spec, int i);
 #define TU_ENCODER tu_source_path(&SOURCE_GPT2, 0)
 #define TU_VOCAB tu_source_path(&SOURCE_GPT2, 1)

@@ -359,9 +359,6 @@ Test(hellaswag_cli, tokenize_hellaswag_keeps_an_existing_file, .timeout = 60)
 Test(hellaswag_cli, fetch_hellaswag_chain, .timeout = 120)
 {
     char *d = tu_tempdir(), cmd[4096], e[700];
-    struct stat st;
-    if (stat("../shared/data/hellaswag/hellaswag_val.jsonl", &st) == 0)
-        cr_skip_test("../shared/data/hellaswag/hellaswag_val.jsonl exists: it would be used");
     const char *tok = getenv("TRAIN_GPT_TOKENIZE_BIN");
     tok = tok ? tok : "./tokenize";
     snprintf(e, sizeof e, "%s/err.txt", d);

@@ -442,5 +442,10 @@ Test(train_cli, h_is_help_and_version_names_the_build)
     cr_expect(strstr(v, "\ncompiler: ") && strstr(v, "\nbackends: cpu (fp32; OpenBLAS"), "%s", v);
     cr_expect(backend_cuda_compiled() ? strstr(v, "built with CUDA runtime") != NULL
                                       : strstr(v, "cuda not built") != NULL, "%s", v);
+#ifdef NO_MPI
+    cr_expect(strstr(v, "\ndistributed: none (built with NO_MPI=1: one process only)\n"), "%s", v);
+#else
+    cr_expect(strstr(v, "\ndistributed: MPI (") && !strstr(v, "unknown version"), "%s", v);
+#endif
     free(v), free(d);
 }

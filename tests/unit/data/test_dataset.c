@@ -31,7 +31,7 @@
 #include "tests/lib/test_util.h"
 #include "tests/lib/cli_harness.h"
 
-/* the text through the data chain (test_util.h), not a ../shared path */
+/* the text through the data chain (test_util.h) */
 #define TEXT TU_SHAKESPEARE
 
 /* ./tokenize ARGS with stderr to dir/tok.err; returns the exit status and

