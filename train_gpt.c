@@ -28,6 +28,7 @@
 #include "ckpt/session.h"
 #include "base/signals.h"
 #include "cli/trainer.h"
+#include "cli/dist_attach.h"
 #include "cli/guard.h"
 #include "cli/recompute.h"
 
@@ -519,7 +520,7 @@ int main(int argc, char **argv)
                            &shard, err, sizeof err);
     if (rc != 0 && !signals_pending()) fail(&tr, err);
     trainer_check_startup(&tr, "allocating the model's memory");
-    if (train_dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
+    if (dist_attach_gpt(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));

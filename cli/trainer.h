@@ -125,11 +125,6 @@ int trainer_llmc_export(Trainer *tr, int step, char *err, size_t len);
 /* Load --resume-llmc's checkpoint into the built model and train loader. */
 int trainer_llmc_resume(Trainer *tr, char *err, size_t len);
 
-/* Hand g to the distributed layer (its view, DistModel) and install the
- * layer's gradient hook when collectives are open. 0, or -1 with a
- * message. (cli/dist_attach.c) */
-int train_dist_attach(Dist *d, GPT *g, char *err, size_t err_len);
-
 /* One JSON line to --log (rank 0's), then frees obj. */
 void trainer_log(Trainer *tr, cJSON *obj);
 
