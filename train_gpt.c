@@ -1,7 +1,7 @@
 /* train_gpt.c — the command-line trainer: set-up, the end of a run (the
  * memory report) and --generate; the training loop and its stops are in
  * cli/loop.c, progress in cli/progress.c, flags in cli/options.c,
- * the output files (--save, --log, --dump-grads) in cli/output_files.c. The
+ * the output files (--save, --log, --dump-grads) in cli/outputs.c. The
  * model, its recompute
  * schedule and the memory planner in model/; the ops in kernels/; data
  * parallelism over ranks (mpirun/srun) in distributed/. Under several ranks,
@@ -24,10 +24,11 @@
 #include "model/gpt.h"
 #include "interop/model_file.h"
 #include "ckpt/checkpoint.h"
-#include "cli/run_log.h"
 #include "ckpt/session.h"
 #include "base/signals.h"
 #include "cli/trainer.h"
+#include "cli/outputs.h"
+#include "cli/run_log.h"
 #include "cli/dist_attach.h"
 #include "cli/guard.h"
 #include "cli/recompute.h"
@@ -194,14 +195,6 @@ static int load_params(Trainer *tr, char *err, size_t len)
     return 0;
 }
 
-void trainer_log(Trainer *tr, cJSON *obj)
-{
-    char *s = tr->log.fd >= 0 ? cJSON_PrintUnformatted(obj) : NULL;
-    if (s) run_log_line(&tr->log, s);
-    cJSON_free(s);
-    cJSON_Delete(obj);
-}
-
 /* Measured peak: the process's peak RSS on the cpu; on a device backend,
  * the device bytes the driver reports used since before the arenas. */
 static size_t measured_peak(Trainer *tr)
@@ -247,7 +240,7 @@ static void print_summary(Trainer *tr)
     cJSON_AddNumberToObject(m, "total", (double)p->total);
     cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
     cJSON_AddItemToObject(o, "memory", m);
-    trainer_log(tr, o);
+    outputs_log(&tr->out, o);
 }
 
 /* --generate: load (or initialise) the model with one row of seq-len
@@ -356,7 +349,7 @@ static void start(Trainer *tr, int argc, char **argv)
     TrainOptions *o = &tr->opt;
     tr->argc = argc;
     tr->argv = argv;
-    tr->log.fd = -1;
+    outputs_init(&tr->out);
     if (dist_init(&tr->dist, &argc, &argv, err, sizeof err) != 0) fail(tr, err);
     Dist *d = &tr->dist;
     if (dist_set_timeout(d, o->collective_timeout, err, sizeof err) != 0) fail(tr, err);
@@ -367,7 +360,7 @@ static void start(Trainer *tr, int argc, char **argv)
     adopt_file_seq_len(tr); /* its note from rank 0 only */
     if (signals_install() != 0) fail(tr, "cannot install the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGPIPE)");
     resolve_total_batch(tr); /* sets grad-accum, which the session records */
-    trainer_check_output_paths(tr);
+    outputs_check_paths(o, d);
     RunConfig run = train_options_run_config(o);
     if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
     if (session_check_shared(&tr->sess, d, err, sizeof err) != 0) {
@@ -382,7 +375,7 @@ static void start(Trainer *tr, int argc, char **argv)
     if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
         dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
                   "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
-    trainer_claim_outputs(tr, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
+    outputs_claim_all(&tr->out, o, d, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_start(tr);
     /* --dump-grads is written at step 1, which a resumed run never trains */
@@ -559,28 +552,30 @@ int main(int argc, char **argv)
     if (session_settle(&tr.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     trainer_llmc_settle(&tr);
     int resumed = tr.resume_dir[0] || o->llmc_resume;
-    trainer_claim_outputs(&tr, resumed, 1); /* --overwrite-outputs' moves */
+    outputs_claim_all(&tr.out, o, d, resumed, 1); /* --overwrite-outputs' moves */
     /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
      * to the resumed step, so the log covers the whole run with each step once. */
-    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, resumed ? tr.start_step : -1,
+    if (d->rank == 0 && run_log_open(&tr.out.log, o->log_path, resumed ? tr.start_step : -1,
                                      o->log_errors, err, sizeof err) != 0)
         fail(&tr, err);
 
     rc = train_loop(&tr, err, sizeof err);
     if (rc == TRAIN_STOPPED) rc = train_stop(&tr, err, sizeof err);
     if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
-        rc = trainer_close_log(&tr, rc);
+        rc = outputs_close_log(&tr.out, rc);
         dist_finalize(d);
         return rc;
     }
-    if (rc == 0) rc = trainer_save_model(&tr, err, sizeof err);
+    if (rc == 0)
+        rc = outputs_save_model(&tr.out, o, d, &tr.cfg, tr.model.plan.num_params, err,
+                                sizeof err);
     if (rc == 0) rc = trainer_llmc_export(&tr, o->steps, err, sizeof err);
     if (rc != 0) {
-        trainer_close_log(&tr, rc);
+        outputs_close_log(&tr.out, rc);
         fail(&tr, err);
     }
     print_summary(&tr);
-    rc = trainer_close_log(&tr, 0);
+    rc = outputs_close_log(&tr.out, 0);
     session_close(&tr.sess);
     free(tr.inputs);
     free(tr.targets);

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/fileio.h"
 #include "model/lr_schedule.h"
 #include "ckpt/checkpoint.h"
 #include "cli/outputs.h"
@@ -108,33 +107,15 @@ static int validate(Trainer *tr, int step, char *err, size_t len)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "step", step);
     cJSON_AddNumberToObject(j, "val_loss", vl);
-    trainer_log(tr, j);
+    outputs_log(&tr->out, j);
     return 0;
 }
 
-/* --dump-grads FILE: the loss (float32), then every gradient (float32, the
- * model file's order), written whole or not at all (base/fileio.h). */
+/* --dump-grads FILE after step 1 (cli/outputs.h). Collective. */
 static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
 {
-    size_t n = tr->model.plan.num_params;
-    float *g = malloc(n * sizeof(float));
-    if (!g) {
-        snprintf(err, len, "--dump-grads: out of host memory");
-        return -1;
-    }
-    int rc = dist_get_grads(&tr->dist, g, err, len); /* collective */
-    if (rc == 0 && tr->dist.rank == 0) {
-        float l = (float)loss;
-        char why[900];
-        rc = outputs_set_aside("--dump-grads", tr->opt.dump_grads, &tr->dump_seen, stderr, why,
-                               sizeof why);
-        if (rc == 0)
-            rc = io_write_file(tr->opt.dump_grads, &l, sizeof l, g, n * sizeof(float), why,
-                               sizeof why);
-        if (rc != 0) snprintf(err, len, "--dump-grads %s: %s", tr->opt.dump_grads, why);
-    }
-    free(g);
-    return rc;
+    return outputs_dump_grads(&tr->out, &tr->opt, &tr->dist, tr->model.plan.num_params, loss,
+                              err, len);
 }
 
 /* A sample after `step`; 1 when a signal abandoned it. */
@@ -149,6 +130,13 @@ static int print_sample(Trainer *tr, int step)
 
 enum { KEPT_CHECKPOINT = 1, KEPT_MODEL = 2 };
 
+/* --save's model file now (cli/outputs.h). Collective. */
+static int save_model(Trainer *tr, char *err, size_t len)
+{
+    return outputs_save_model(&tr->out, &tr->opt, &tr->dist, &tr->cfg,
+                              tr->model.plan.num_params, err, len);
+}
+
 /* A checkpoint of `step` (--checkpoint-dir's, or llm.c's export) failed
  * (err says how; the previous save is kept):
  * the weights after it exist only in memory, so --save's model file is
@@ -160,7 +148,7 @@ static void keep_model_after_failed_save(Trainer *tr, int step, char *err, size_
     if (!tr->opt.save) return;
     char why[4400];
     size_t n = strlen(err);
-    if (trainer_save_model(tr, why, sizeof why) == 0)
+    if (save_model(tr, why, sizeof why) == 0)
         snprintf(err + n, len - n, "; the model after step %d is in %s (not resumable)", step,
                  tr->opt.save);
     else
@@ -202,7 +190,7 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
         kept |= KEPT_CHECKPOINT;
     }
     if (tr->opt.save) {
-        if (trainer_save_model(tr, err, len) != 0) return -1;
+        if (save_model(tr, err, len) != 0) return -1;
         size_t n = strlen(what);
         snprintf(what + n, wlen - n, "%sthe model after step %d is in %s%s", n ? "; " : "", step,
                  tr->opt.save, kept ? "" : " (a model file only: not resumable)");
@@ -270,7 +258,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         long window = tr->train.window_pos;
         if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0) {
             double t0 = progress_now_ms();
-            if (train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->log, err, len) != 0)
+            if (train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->out.log, err, len) != 0)
                 return -1;
             progress_tail_measured(&tr->prog, PROGRESS_EVAL, progress_now_ms() - t0);
         }
@@ -346,7 +334,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / (ms / 1e3));
         progress_log(&fig, j);
         if (skip) cJSON_AddBoolToObject(j, "skipped", 1);
-        trainer_log(tr, j);
+        outputs_log(&tr->out, j);
         if (tr->bad_steps >= o->max_bad_steps) return abort_nonfinite(tr, step, err, len);
         snprintf(when, sizeof when, "during the sample after step %d", step);
         if (cut) return stopped(tr, 0, step, when);
@@ -378,7 +366,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         if (rc < 0) return -1;
         if (rc > 0) return stopped(tr, 0, o->steps, "during the final val loss");
     }
-    if (tr->have_eval && train_eval_run(&tr->eval, &tr->model, d, o->steps, &tr->log, err, len))
+    if (tr->have_eval && train_eval_run(&tr->eval, &tr->model, d, o->steps, &tr->out.log, err, len))
         return -1;
     return 0;
 }

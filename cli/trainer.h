@@ -19,7 +19,6 @@
 #include "model/gpt.h"
 #include "interop/llmc_ckpt.h"
 #include "cli/outputs.h"
-#include "cli/run_log.h"
 #include "ckpt/session.h"
 #include "cli/costs.h"
 #include "cli/evaluate.h"
@@ -35,7 +34,7 @@ typedef struct {
     GPT model;
     Loader train, val;
     int have_val;
-    RunLog log;              /* --log, rank 0 (cli/run_log.h) */
+    Outputs out;             /* --save, --log, --dump-grads (cli/outputs.h) */
     int argc;                /* the command line, for the rollback command */
     char **argv;
     int *inputs, *targets; /* host, B*T */
@@ -52,8 +51,6 @@ typedef struct {
     int llmc_saved;          /* the last llm.c export's step, or the resumed one's when
                               * the export folder has it already; -1 none */
     OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
-    OutputSeen save_seen;    /* what --save held once claimed (rank 0; cli/outputs.h) */
-    OutputSeen dump_seen;    /* the same for --dump-grads */
     int llmc_made;           /* that folder was absent: this run made it (rank 0) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (cli/costs.h) */
@@ -88,20 +85,6 @@ void trainer_check_startup(Trainer *tr, const char *phase);
  * err when a save failed. Collective. */
 int train_stop(Trainer *tr, char *err, size_t len);
 
-/* The run's output files (cli/output_files.c). Write --save (rank 0; rescued
- * elsewhere when that fails, cli/outputs.h) after checking, under several
- * ranks, that every rank holds the same parameters. Collective. */
-int trainer_save_model(Trainer *tr, char *err, size_t len);
-/* Start-up: --save's, --dump-grads' and --log's folders take a new file
- * (exit 1 naming the path). Rank 0 checks. */
-void trainer_check_output_paths(Trainer *tr);
-/* Start-up: a new run's outputs never replace a file silently; with move,
- * --overwrite-outputs' moves happen (once the run is accepted). Collective. */
-void trainer_claim_outputs(Trainer *tr, int resumed, int move);
-/* Close the log; returns rc, or 1 when rc was 0 and a log line was lost
- * (unless --log-errors ignore). */
-int trainer_close_log(Trainer *tr, int rc);
-
 /* llm.c's checkpoints (cli/llmc_folder.c). At start-up, every rank: find
  * --resume-llmc's files; rank 0, training (not --plan, --generate): make
  * --save-checkpoint-llmc's folder and sort out the llm.c files already in
@@ -124,9 +107,6 @@ int trainer_llmc_due(const Trainer *tr, int step);
 int trainer_llmc_export(Trainer *tr, int step, char *err, size_t len);
 /* Load --resume-llmc's checkpoint into the built model and train loader. */
 int trainer_llmc_resume(Trainer *tr, char *err, size_t len);
-
-/* One JSON line to --log (rank 0's), then frees obj. */
-void trainer_log(Trainer *tr, cJSON *obj);
 
 
 #endif
