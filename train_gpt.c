@@ -28,6 +28,7 @@
 #include "base/signals.h"
 #include "cli/trainer.h"
 #include "cli/outputs.h"
+#include "cli/llmc_folder.h"
 #include "cli/run_log.h"
 #include "cli/dist_attach.h"
 #include "cli/guard.h"
@@ -94,7 +95,7 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
     char resumed[4200];
-    const char *from = o->llmc_resume ? tr->llmc_from.model : o->init_from;
+    const char *from = o->llmc_resume ? tr->llmc.from.model : o->init_from;
     if (tr->resume_dir[0]) { /* resuming: the save's shape */
         snprintf(resumed, sizeof resumed, "%s/model.bin", tr->resume_dir);
         from = resumed;
@@ -337,7 +338,7 @@ static void adopt_file_seq_len(Trainer *tr)
 static const char *seq_len_source(const Trainer *tr)
 {
     if (tr->resume_dir[0]) return tr->resume_dir;
-    if (tr->opt.llmc_resume) return tr->llmc_from.model;
+    if (tr->opt.llmc_resume) return tr->llmc.from.model;
     return tr->opt.init_from ? tr->opt.init_from : "--max-seq-len";
 }
 
@@ -377,12 +378,13 @@ static void start(Trainer *tr, int argc, char **argv)
                   "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
     outputs_claim_all(&tr->out, o, d, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
-    trainer_llmc_start(tr);
+    llmc_folder_start(&tr->llmc, o, d, tr->sess.dir,
+                      tr->resume_dir[0] ? tr->sess.resumed.step : -1);
     /* --dump-grads is written at step 1, which a resumed run never trains */
-    int from = rc > 0 ? tr->sess.resumed.step : o->llmc_resume ? tr->llmc_from.step : 0;
+    int from = rc > 0 ? tr->sess.resumed.step : o->llmc_resume ? tr->llmc.from.step : 0;
     if (o->dump_grads && from > 0 && run.exclusive)
         dist_exit_all(d, 2, "--dump-grads: writes step 1's gradients, and this run resumes at "
-                      "step %d (%s)", from, rc > 0 ? tr->resume_dir : tr->llmc_from.state);
+                      "step %d (%s)", from, rc > 0 ? tr->resume_dir : tr->llmc.from.state);
     if (rc > 0 && o->init_from)
         printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
                o->init_from);
@@ -434,7 +436,7 @@ static void start_progress(Trainer *tr, double t_start)
         from = man.step;
         ckpt_manifest_free(&man);
     }
-    if (o->llmc_resume) from = tr->llmc_from.step;
+    if (o->llmc_resume) from = tr->llmc.from.step;
     progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
                   tr->dist.world == 1);
     /* the final val loss and --eval-file score follow the last step (its ETA) */
@@ -529,7 +531,7 @@ int main(int argc, char **argv)
     if (tr.resume_dir[0])
         printf("resuming from %s...\n", tr.resume_dir);
     else if (o->llmc_resume)
-        printf("resuming from llm.c's checkpoint %s...\n", tr.llmc_from.state);
+        printf("resuming from llm.c's checkpoint %s...\n", tr.llmc.from.state);
     else if (o->init_from)
         printf("loading %zu parameters from %s...\n", tr.model.plan.num_params, o->init_from);
     else
@@ -538,7 +540,8 @@ int main(int argc, char **argv)
     rc = tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
                                            &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err,
                                            sizeof err)
-         : o->llmc_resume ? trainer_llmc_resume(&tr, err, sizeof err)
+         : o->llmc_resume ? llmc_folder_resume(&tr.llmc, o, &tr.model, d, &tr.train,
+                                               &tr.sampler.rng, &tr.start_step, err, sizeof err)
                           : load_params(&tr, err, sizeof err); /* checks for a stop itself */
     if (rc != 0 && !signals_pending()) fail(&tr, err);
     trainer_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
@@ -550,7 +553,8 @@ int main(int argc, char **argv)
      * flag, other data, a bad file) leaves both folders and the old
      * outputs as they were. */
     if (session_settle(&tr.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
-    trainer_llmc_settle(&tr);
+    llmc_folder_settle(&tr.llmc, o, d, tr.sess.dir,
+                       tr.resume_dir[0] ? tr.sess.resumed.step : -1);
     int resumed = tr.resume_dir[0] || o->llmc_resume;
     outputs_claim_all(&tr.out, o, d, resumed, 1); /* --overwrite-outputs' moves */
     /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
@@ -569,7 +573,9 @@ int main(int argc, char **argv)
     if (rc == 0)
         rc = outputs_save_model(&tr.out, o, d, &tr.cfg, tr.model.plan.num_params, err,
                                 sizeof err);
-    if (rc == 0) rc = trainer_llmc_export(&tr, o->steps, err, sizeof err);
+    if (rc == 0)
+        rc = llmc_folder_export(&tr.llmc, o, o->steps, &tr.model, d, &tr.train, &tr.sampler.rng,
+                                err, sizeof err);
     if (rc != 0) {
         outputs_close_log(&tr.out, rc);
         fail(&tr, err);

@@ -47,11 +47,11 @@ void trainer_check_startup(Trainer *tr, const char *phase)
     } else if (tr->opt.llmc_resume) {
         code = TRAIN_EXIT_STOPPED_RESUMABLE;
         snprintf(what, sizeof what, "no step had run since llm.c's checkpoint %s, which is still "
-                 "there (the same command resumes it)", tr->llmc_from.state);
+                 "there (the same command resumes it)", tr->llmc.from.state);
     } else {
         snprintf(what, sizeof what, "nothing saved: no step had run");
     }
-    trainer_llmc_abandon(tr);
+    llmc_folder_abandon(&tr->llmc, &tr->opt, &tr->dist);
     session_abandon(&tr->sess);
     printf("stopped by signal %d during start-up (%s); %s; no file was written or moved\n", sig,
            phase, what);
@@ -130,6 +130,13 @@ static int print_sample(Trainer *tr, int step)
 
 enum { KEPT_CHECKPOINT = 1, KEPT_MODEL = 2 };
 
+/* llm.c's checkpoint of `step` now (cli/llmc_folder.h). Collective. */
+static int llmc_export(Trainer *tr, int step, char *err, size_t len)
+{
+    return llmc_folder_export(&tr->llmc, &tr->opt, step, &tr->model, &tr->dist, &tr->train,
+                              &tr->sampler.rng, err, len);
+}
+
 /* --save's model file now (cli/outputs.h). Collective. */
 static int save_model(Trainer *tr, char *err, size_t len)
 {
@@ -167,10 +174,10 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
                      "save; resume with --resume", tr->resume_dir);
             return KEPT_CHECKPOINT;
         }
-        if (tr->llmc_from.step >= 0) {
+        if (tr->llmc.from.step >= 0) {
             snprintf(what, wlen, "no step finished since the resume: llm.c's checkpoint of step "
                      "%d in %s is still the newest; resume with --resume-llmc",
-                     tr->llmc_from.step, tr->llmc_from.dir);
+                     tr->llmc.from.step, tr->llmc.from.dir);
             return KEPT_CHECKPOINT;
         }
         snprintf(what, wlen, "nothing saved: no step had finished");
@@ -197,7 +204,7 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
         kept |= KEPT_MODEL;
     }
     if (tr->opt.llmc_save_dir) { /* resumable too, with --resume-llmc */
-        if (trainer_llmc_export(tr, step, err, len) != 0) return -1;
+        if (llmc_export(tr, step, err, len) != 0) return -1;
         size_t n = strlen(what);
         snprintf(what + n, wlen - n, "%sllm.c's checkpoint of step %d is in %s (resume with "
                  "--resume-llmc)", n ? "; " : "", step, tr->opt.llmc_save_dir);
@@ -344,7 +351,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
             keep_model_after_failed_save(tr, step, err, len);
             return -1;
         }
-        if (trainer_llmc_due(tr, step) && trainer_llmc_export(tr, step, err, len) != 0) {
+        if (llmc_folder_due(&tr->llmc, o, step) && llmc_export(tr, step, err, len) != 0) {
             keep_model_after_failed_save(tr, step, err, len);
             return -1;
         }

@@ -17,8 +17,8 @@
 #include "distributed/dist.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
-#include "interop/llmc_ckpt.h"
 #include "cli/outputs.h"
+#include "cli/llmc_folder.h"
 #include "ckpt/session.h"
 #include "cli/costs.h"
 #include "cli/evaluate.h"
@@ -47,11 +47,7 @@ typedef struct {
     RunSession sess;         /* saves, resume, test hooks (ckpt/session.h) */
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
-    LlmcFiles llmc_from;     /* --resume-llmc's files (step -1: none) */
-    int llmc_saved;          /* the last llm.c export's step, or the resumed one's when
-                              * the export folder has it already; -1 none */
-    OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
-    int llmc_made;           /* that folder was absent: this run made it (rank 0) */
+    LlmcFolder llmc;         /* --resume-llmc, --save-checkpoint-llmc (cli/llmc_folder.h) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (cli/costs.h) */
     long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
@@ -84,29 +80,6 @@ void trainer_check_startup(Trainer *tr, const char *phase);
  * return the exit status (base/signals.h's TRAIN_EXIT_STOPPED_*), or -1 with
  * err when a save failed. Collective. */
 int train_stop(Trainer *tr, char *err, size_t len);
-
-/* llm.c's checkpoints (cli/llmc_folder.c). At start-up, every rank: find
- * --resume-llmc's files; rank 0, training (not --plan, --generate): make
- * --save-checkpoint-llmc's folder and sort out the llm.c files already in
- * it (interop/llmc_claim.h), telling every rank whether the resumed step is
- * there already. Exit 1 naming the path on a fault. Collective; needs the
- * native resume located (session_locate) first. */
-void trainer_llmc_start(Trainer *tr);
-/* A run stopped during start-up: the --save-checkpoint-llmc folder
- * trainer_llmc_start made (nothing but its lock in it) is removed. Rank 0. */
-void trainer_llmc_abandon(Trainer *tr);
-/* Once the run has started: move the files trainer_llmc_start only checked
- * (another run's under --overwrite-checkpoints, the steps after the resumed
- * one) aside, so a run refused before that moves nothing. Exit 1 on a
- * fault. Rank 0 works. */
-void trainer_llmc_settle(Trainer *tr);
-/* An llm.c export is due after this step (--save-every, the last step). */
-int trainer_llmc_due(const Trainer *tr, int step);
-/* Write step's llm.c checkpoint (no-op without the flag, or when written
- * already). Collective. */
-int trainer_llmc_export(Trainer *tr, int step, char *err, size_t len);
-/* Load --resume-llmc's checkpoint into the built model and train loader. */
-int trainer_llmc_resume(Trainer *tr, char *err, size_t len);
 
 
 #endif
