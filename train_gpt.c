@@ -27,6 +27,8 @@
 #include "ckpt/session.h"
 #include "base/signals.h"
 #include "cli/trainer.h"
+#include "cli/loop.h"
+#include "cli/stop.h"
 #include "cli/outputs.h"
 #include "cli/llmc_folder.h"
 #include "cli/run_log.h"
@@ -185,8 +187,8 @@ static int load_params(Trainer *tr, char *err, size_t len)
     }
     /* a stop gave up the loop above; the ranks agree on it before comparing */
     if (rc != 0 && !signals_pending()) return -1;
-    trainer_check_startup(tr, tr->opt.init_from ? "loading --init-from"
-                                                : "initialising the parameters");
+    stop_check_startup(tr, tr->opt.init_from ? "loading --init-from"
+                                             : "initialising the parameters");
     /* Every rank loads or seeds the same parameters; check rather than trust. */
     if (!dist_replicas_agree(&tr->dist, dist_hash_floats(host, config_num_params(&tr->cfg))))
         dist_exit_all(&tr->dist, 1, "the ranks start from different parameters%s",
@@ -484,7 +486,7 @@ int main(int argc, char **argv)
     if (o->generate > 0) return generate_only(&tr);
     rc = open_data(&tr, err, sizeof err);
     if (rc != 0 && !signals_pending()) fail(&tr, err);
-    trainer_check_startup(&tr, "reading the data (hashing its shards)");
+    stop_check_startup(&tr, "reading the data (hashing its shards)");
     if (o->eval_file) {
         if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
                             sizeof err) != 0) {
@@ -508,13 +510,13 @@ int main(int argc, char **argv)
     rc = recompute_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
                                &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0 && !signals_pending()) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
-    trainer_check_startup(&tr, "planning the memory (measuring the op costs)");
+    stop_check_startup(&tr, "planning the memory (measuring the op costs)");
     /* after the op costs were measured: they time the backend's own ops */
     if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     rc = gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
                            &shard, err, sizeof err);
     if (rc != 0 && !signals_pending()) fail(&tr, err);
-    trainer_check_startup(&tr, "allocating the model's memory");
+    stop_check_startup(&tr, "allocating the model's memory");
     if (dist_attach_gpt(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
@@ -522,7 +524,7 @@ int main(int argc, char **argv)
     if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
     print_header(&tr);
     start_progress(&tr, t_start);
-    trainer_check_startup(&tr, "timing a matmul for the estimate");
+    stop_check_startup(&tr, "timing a matmul for the estimate");
 
     /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
     if (o->sample_every > 0 && d->rank == 0 &&
@@ -544,9 +546,9 @@ int main(int argc, char **argv)
                                                &tr.sampler.rng, &tr.start_step, err, sizeof err)
                           : load_params(&tr, err, sizeof err); /* checks for a stop itself */
     if (rc != 0 && !signals_pending()) fail(&tr, err);
-    trainer_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
-                               : o->init_from ? "loading --init-from"
-                                              : "initialising the parameters");
+    stop_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
+                            : o->init_from ? "loading --init-from"
+                                           : "initialising the parameters");
     guard_check_start_step(d, tr.start_step);
     /* The run has started: what the folders' claims only checked at start-up
      * is moved aside now, so a run refused before this point (a changed
@@ -563,8 +565,8 @@ int main(int argc, char **argv)
                                      o->log_errors, err, sizeof err) != 0)
         fail(&tr, err);
 
-    rc = train_loop(&tr, err, sizeof err);
-    if (rc == TRAIN_STOPPED) rc = train_stop(&tr, err, sizeof err);
+    rc = loop_run(&tr, err, sizeof err);
+    if (rc == TRAIN_STOPPED) rc = stop_keep(&tr, err, sizeof err);
     if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
         rc = outputs_close_log(&tr.out, rc);
         dist_finalize(d);

@@ -1,30 +1,29 @@
-/* cli/trainer.h — the trainer's state, shared by the command's two halves:
- * set-up, the end of a run and --generate (train_gpt.c), and the training
- * loop with its stops (cli/loop.c). The CLI's own header, not a library's.
+/* cli/trainer.h — the run's state, shared by the parts of the command that
+ * need most of it: start-up and the end of a run (train_gpt.c), the
+ * training loop (cli/loop.c), its stops (cli/stop.c) and the end-of-run
+ * summary (cli/summary.c). The CLI's own header, not a library's.
  *
- * Owns: Trainer, and what a stopped run keeps. On a stop (a signal, or
- * --max-bad-steps non-finite steps) the run keeps what its flags ask for,
- * as of its last completed step: a resumable checkpoint with
- * --checkpoint-dir, the model file with --save; and says plainly what it
- * kept, or that nothing was. */
-#ifndef TRAIN_GPT_H
-#define TRAIN_GPT_H
+ * Owns: Trainer. Its parts belong to their modules: the output files to
+ * cli/outputs.h, llm.c's checkpoints to cli/llmc_folder.h, the saves to
+ * ckpt/session.h; the files that need only a part include only its
+ * header. */
+#ifndef TRAIN_TRAINER_H
+#define TRAIN_TRAINER_H
 
-#include <cjson/cJSON.h>
-#include <stdio.h>
+#include <stddef.h>
 
 #include "data/loader.h"
 #include "distributed/dist.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
-#include "cli/outputs.h"
-#include "cli/llmc_folder.h"
 #include "ckpt/session.h"
 #include "cli/costs.h"
 #include "cli/evaluate.h"
-#include "cli/options.h"
-#include "cli/progress.h"
 #include "cli/generate.h"
+#include "cli/llmc_folder.h"
+#include "cli/options.h"
+#include "cli/outputs.h"
+#include "cli/progress.h"
 
 typedef struct {
     TrainOptions opt;
@@ -58,28 +57,5 @@ typedef struct {
     int stop_sig, stop_step;
     char stop_when[96];
 } Trainer;
-
-/* train_loop's return when a signal stopped the run (tr->stop_*). */
-#define TRAIN_STOPPED 1000
-
-/* Steps start_step+1 .. --steps, with val losses, samples, saves, and the
- * final val loss. Returns 0, -1 with err, TRAIN_EXIT_NONFINITE (after
- * keeping what the flags ask), or TRAIN_STOPPED. Collective. */
-int train_loop(Trainer *tr, char *err, size_t len);
-
-/* Start-up's stop point, after each long phase (`phase` names it: "initialising
- * the parameters"): when any rank has a stop signal (base/signals.h), every rank prints
- * what a stop before the first step keeps (nothing; a resume's save is still
- * there) and exits with TRAIN_EXIT_STOPPED_NOTHING, or _RESUMABLE when
- * resuming. The phases give up early on the flag (base/stop.h), so a stop
- * lands here within a fraction of a second. Collective; before
- * session_settle only (nothing moved yet). (cli/loop.c) */
-void trainer_check_startup(Trainer *tr, const char *phase);
-
-/* After TRAIN_STOPPED: keep what the flags ask, print what was kept, and
- * return the exit status (base/signals.h's TRAIN_EXIT_STOPPED_*), or -1 with
- * err when a save failed. Collective. */
-int train_stop(Trainer *tr, char *err, size_t len);
-
 
 #endif
