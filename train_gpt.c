@@ -1,22 +1,20 @@
-/* train_gpt.c — the command-line trainer: set-up, the end of a run (the
- * memory report) and --generate; the training loop and its stops are in
- * cli/loop.c, progress in cli/progress.c, flags in cli/options.c,
- * the output files (--save, --log, --dump-grads) in cli/outputs.c. The
- * model, its recompute
- * schedule and the memory planner in model/; the ops in kernels/; data
- * parallelism over ranks (mpirun/srun) in distributed/. Under several ranks,
- * stdout and the --log file come from rank 0 only, the loss and val loss
- * printed are means over ranks, and rank 0 writes the model files. */
-#include <cjson/cJSON.h>
-#include <math.h>
-#include <signal.h>
+/* train_gpt.c — the command-line trainer's main: the start-up order, from
+ * the flags to the first step, then the end of a run; and --generate. The
+ * rest of the command is in cli/: the training loop in cli/loop.c, what a
+ * stop keeps in cli/stop.c, the output files (--save, --log, --dump-grads)
+ * in cli/outputs.c, llm.c's checkpoints in cli/llmc_folder.c, the
+ * end-of-run report in cli/summary.c, progress in cli/progress.c, flags in
+ * cli/options.c. The model, its recompute schedule and the memory planner
+ * in model/; the ops in kernels/; data parallelism over ranks
+ * (mpirun/srun) in distributed/. Under several ranks, stdout and the --log
+ * file come from rank 0 only, the loss and val loss printed are means over
+ * ranks, and rank 0 writes the model files. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/signals.h"
 #include "data/loader.h"
 #include "distributed/dist.h"
 #include "kernels/backend.h"
@@ -25,17 +23,16 @@
 #include "interop/model_file.h"
 #include "ckpt/checkpoint.h"
 #include "ckpt/session.h"
-#include "base/signals.h"
-#include "cli/trainer.h"
-#include "cli/loop.h"
-#include "cli/stop.h"
-#include "cli/outputs.h"
-#include "cli/llmc_folder.h"
-#include "cli/run_log.h"
 #include "cli/dist_attach.h"
 #include "cli/guard.h"
+#include "cli/llmc_folder.h"
+#include "cli/loop.h"
+#include "cli/outputs.h"
 #include "cli/recompute.h"
-
+#include "cli/run_log.h"
+#include "cli/stop.h"
+#include "cli/summary.h"
+#include "cli/trainer.h"
 
 /* A fatal error: under several ranks the message carries the rank and the
  * whole job is aborted (dist_fail). */
@@ -196,54 +193,6 @@ static int load_params(Trainer *tr, char *err, size_t len)
     gpt_set_params(&tr->model, host);
     free(host);
     return 0;
-}
-
-/* Measured peak: the process's peak RSS on the cpu; on a device backend,
- * the device bytes the driver reports used since before the arenas. */
-static size_t measured_peak(Trainer *tr)
-{
-    size_t free_b, total_b;
-    if (tr->have_mem_info && tr->be->ops->mem_info(tr->be, &free_b, &total_b) == 0)
-        return tr->mem_free_before > free_b ? tr->mem_free_before - free_b : 0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (size_t)ru.ru_maxrss * 1024;
-}
-
-static void print_summary(Trainer *tr)
-{
-    const MemoryPlan *p = &tr->model.plan;
-    size_t peak = measured_peak(tr);
-    double diff = 100.0 * ((double)peak - (double)p->total) / (double)p->total;
-    size_t hw = gpt_arena_high_water(&tr->model);
-    printf("memory: predicted peak %zu bytes (planner); arenas' high-water mark %zu bytes (%s)\n",
-           p->total, hw, hw == p->total ? "equal" : "DIFFERENT: the planner and the model disagree");
-    printf("memory: planner total %.2f MiB, measured peak %.2f MiB (%s), difference %+.1f%%\n",
-           p->total / 1048576.0, peak / 1048576.0,
-           tr->have_mem_info ? "device memory used by the run, per cudaMemGetInfo"
-                             : "process peak RSS: arenas plus program, libraries, host buffers",
-           diff);
-    size_t context = tr->mem_total - tr->mem_free_before;
-    if (tr->have_mem_info)
-        printf("memory: in use on the device before the arenas (CUDA context, other processes): "
-               "%.2f MiB, not counted above\n", context / 1048576.0);
-    cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "event", "summary");
-    cJSON_AddNumberToObject(o, "recompute", tr->opt.recompute);
-    cJSON_AddNumberToObject(o, "world_size", tr->dist.world);
-    cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
-    cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
-    cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
-    costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
-                       tr->start_step, o);
-    cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
-    if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
-    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
-        cJSON_AddNumberToObject(m, planner_category_name(c), (double)p->bytes[c]);
-    cJSON_AddNumberToObject(m, "total", (double)p->total);
-    cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
-    cJSON_AddItemToObject(o, "memory", m);
-    outputs_log(&tr->out, o);
 }
 
 /* --generate: load (or initialise) the model with one row of seq-len
@@ -582,7 +531,7 @@ int main(int argc, char **argv)
         outputs_close_log(&tr.out, rc);
         fail(&tr, err);
     }
-    print_summary(&tr);
+    summary_print(&tr);
     rc = outputs_close_log(&tr.out, 0);
     session_close(&tr.sess);
     free(tr.inputs);
