@@ -1,22 +1,20 @@
-/* train_gpt.c — the command-line trainer: set-up, the end of a run (the
- * memory report) and --generate; the training loop and its stops are in
- * cli/loop.c, progress in cli/progress.c, flags in cli/options.c,
- * the output files (--save, --log, --dump-grads) in cli/output_files.c. The
- * model, its recompute
- * schedule and the memory planner in model/; the ops in kernels/; data
- * parallelism over ranks (mpirun/srun) in distributed/. Under several ranks,
- * stdout and the --log file come from rank 0 only, the loss and val loss
- * printed are means over ranks, and rank 0 writes the model files. */
-#include <cjson/cJSON.h>
-#include <math.h>
-#include <signal.h>
+/* train_gpt.c — the command-line trainer's main: the start-up order, from
+ * the flags to the first step, then the end of a run; and --generate. The
+ * rest of the command is in cli/: the training loop in cli/loop.c, what a
+ * stop keeps in cli/stop.c, the output files (--save, --log, --dump-grads)
+ * in cli/outputs.c, llm.c's checkpoints in cli/llmc_folder.c, the
+ * end-of-run report in cli/summary.c, progress in cli/progress.c, flags in
+ * cli/options.c. The model, its recompute schedule and the memory planner
+ * in model/; the ops in kernels/; data parallelism over ranks
+ * (mpirun/srun) in distributed/. Under several ranks, stdout and the --log
+ * file come from rank 0 only, the loss and val loss printed are means over
+ * ranks, and rank 0 writes the model files. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/signals.h"
 #include "data/loader.h"
 #include "distributed/dist.h"
 #include "kernels/backend.h"
@@ -24,13 +22,17 @@
 #include "model/gpt.h"
 #include "interop/model_file.h"
 #include "ckpt/checkpoint.h"
-#include "cli/run_log.h"
 #include "ckpt/session.h"
-#include "base/signals.h"
-#include "cli/trainer.h"
+#include "cli/dist_attach.h"
 #include "cli/guard.h"
+#include "cli/llmc_folder.h"
+#include "cli/loop.h"
+#include "cli/outputs.h"
 #include "cli/recompute.h"
-
+#include "cli/run_log.h"
+#include "cli/stop.h"
+#include "cli/summary.h"
+#include "cli/trainer.h"
 
 /* A fatal error: under several ranks the message carries the rank and the
  * whole job is aborted (dist_fail). */
@@ -92,7 +94,7 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
     char resumed[4200];
-    const char *from = o->llmc_resume ? tr->llmc_from.model : o->init_from;
+    const char *from = o->llmc_resume ? tr->llmc.from.model : o->init_from;
     if (tr->resume_dir[0]) { /* resuming: the save's shape */
         snprintf(resumed, sizeof resumed, "%s/model.bin", tr->resume_dir);
         from = resumed;
@@ -182,8 +184,8 @@ static int load_params(Trainer *tr, char *err, size_t len)
     }
     /* a stop gave up the loop above; the ranks agree on it before comparing */
     if (rc != 0 && !signals_pending()) return -1;
-    trainer_check_startup(tr, tr->opt.init_from ? "loading --init-from"
-                                                : "initialising the parameters");
+    stop_check_startup(tr, tr->opt.init_from ? "loading --init-from"
+                                             : "initialising the parameters");
     /* Every rank loads or seeds the same parameters; check rather than trust. */
     if (!dist_replicas_agree(&tr->dist, dist_hash_floats(host, config_num_params(&tr->cfg))))
         dist_exit_all(&tr->dist, 1, "the ranks start from different parameters%s",
@@ -191,62 +193,6 @@ static int load_params(Trainer *tr, char *err, size_t len)
     gpt_set_params(&tr->model, host);
     free(host);
     return 0;
-}
-
-void trainer_log(Trainer *tr, cJSON *obj)
-{
-    char *s = tr->log.fd >= 0 ? cJSON_PrintUnformatted(obj) : NULL;
-    if (s) run_log_line(&tr->log, s);
-    cJSON_free(s);
-    cJSON_Delete(obj);
-}
-
-/* Measured peak: the process's peak RSS on the cpu; on a device backend,
- * the device bytes the driver reports used since before the arenas. */
-static size_t measured_peak(Trainer *tr)
-{
-    size_t free_b, total_b;
-    if (tr->have_mem_info && tr->be->ops->mem_info(tr->be, &free_b, &total_b) == 0)
-        return tr->mem_free_before > free_b ? tr->mem_free_before - free_b : 0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (size_t)ru.ru_maxrss * 1024;
-}
-
-static void print_summary(Trainer *tr)
-{
-    const MemoryPlan *p = &tr->model.plan;
-    size_t peak = measured_peak(tr);
-    double diff = 100.0 * ((double)peak - (double)p->total) / (double)p->total;
-    size_t hw = gpt_arena_high_water(&tr->model);
-    printf("memory: predicted peak %zu bytes (planner); arenas' high-water mark %zu bytes (%s)\n",
-           p->total, hw, hw == p->total ? "equal" : "DIFFERENT: the planner and the model disagree");
-    printf("memory: planner total %.2f MiB, measured peak %.2f MiB (%s), difference %+.1f%%\n",
-           p->total / 1048576.0, peak / 1048576.0,
-           tr->have_mem_info ? "device memory used by the run, per cudaMemGetInfo"
-                             : "process peak RSS: arenas plus program, libraries, host buffers",
-           diff);
-    size_t context = tr->mem_total - tr->mem_free_before;
-    if (tr->have_mem_info)
-        printf("memory: in use on the device before the arenas (CUDA context, other processes): "
-               "%.2f MiB, not counted above\n", context / 1048576.0);
-    cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "event", "summary");
-    cJSON_AddNumberToObject(o, "recompute", tr->opt.recompute);
-    cJSON_AddNumberToObject(o, "world_size", tr->dist.world);
-    cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
-    cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
-    cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
-    costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
-                       tr->start_step, o);
-    cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
-    if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
-    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
-        cJSON_AddNumberToObject(m, planner_category_name(c), (double)p->bytes[c]);
-    cJSON_AddNumberToObject(m, "total", (double)p->total);
-    cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
-    cJSON_AddItemToObject(o, "memory", m);
-    trainer_log(tr, o);
 }
 
 /* --generate: load (or initialise) the model with one row of seq-len
@@ -343,7 +289,7 @@ static void adopt_file_seq_len(Trainer *tr)
 static const char *seq_len_source(const Trainer *tr)
 {
     if (tr->resume_dir[0]) return tr->resume_dir;
-    if (tr->opt.llmc_resume) return tr->llmc_from.model;
+    if (tr->opt.llmc_resume) return tr->llmc.from.model;
     return tr->opt.init_from ? tr->opt.init_from : "--max-seq-len";
 }
 
@@ -355,7 +301,7 @@ static void start(Trainer *tr, int argc, char **argv)
     TrainOptions *o = &tr->opt;
     tr->argc = argc;
     tr->argv = argv;
-    tr->log.fd = -1;
+    outputs_init(&tr->out);
     if (dist_init(&tr->dist, &argc, &argv, err, sizeof err) != 0) fail(tr, err);
     Dist *d = &tr->dist;
     if (dist_set_timeout(d, o->collective_timeout, err, sizeof err) != 0) fail(tr, err);
@@ -366,7 +312,7 @@ static void start(Trainer *tr, int argc, char **argv)
     adopt_file_seq_len(tr); /* its note from rank 0 only */
     if (signals_install() != 0) fail(tr, "cannot install the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGPIPE)");
     resolve_total_batch(tr); /* sets grad-accum, which the session records */
-    trainer_check_output_paths(tr);
+    outputs_check_paths(o, d);
     RunConfig run = train_options_run_config(o);
     if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
     if (session_check_shared(&tr->sess, d, err, sizeof err) != 0) {
@@ -381,14 +327,15 @@ static void start(Trainer *tr, int argc, char **argv)
     if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
         dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
                   "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
-    trainer_claim_outputs(tr, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
+    outputs_claim_all(&tr->out, o, d, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
-    trainer_llmc_start(tr);
+    llmc_folder_start(&tr->llmc, o, d, tr->sess.dir,
+                      tr->resume_dir[0] ? tr->sess.resumed.step : -1);
     /* --dump-grads is written at step 1, which a resumed run never trains */
-    int from = rc > 0 ? tr->sess.resumed.step : o->llmc_resume ? tr->llmc_from.step : 0;
+    int from = rc > 0 ? tr->sess.resumed.step : o->llmc_resume ? tr->llmc.from.step : 0;
     if (o->dump_grads && from > 0 && run.exclusive)
         dist_exit_all(d, 2, "--dump-grads: writes step 1's gradients, and this run resumes at "
-                      "step %d (%s)", from, rc > 0 ? tr->resume_dir : tr->llmc_from.state);
+                      "step %d (%s)", from, rc > 0 ? tr->resume_dir : tr->llmc.from.state);
     if (rc > 0 && o->init_from)
         printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
                o->init_from);
@@ -440,7 +387,7 @@ static void start_progress(Trainer *tr, double t_start)
         from = man.step;
         ckpt_manifest_free(&man);
     }
-    if (o->llmc_resume) from = tr->llmc_from.step;
+    if (o->llmc_resume) from = tr->llmc.from.step;
     progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
                   tr->dist.world == 1);
     /* the final val loss and --eval-file score follow the last step (its ETA) */
@@ -488,7 +435,7 @@ int main(int argc, char **argv)
     if (o->generate > 0) return generate_only(&tr);
     rc = open_data(&tr, err, sizeof err);
     if (rc != 0 && !signals_pending()) fail(&tr, err);
-    trainer_check_startup(&tr, "reading the data (hashing its shards)");
+    stop_check_startup(&tr, "reading the data (hashing its shards)");
     if (o->eval_file) {
         if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
                             sizeof err) != 0) {
@@ -512,21 +459,21 @@ int main(int argc, char **argv)
     rc = recompute_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
                                &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0 && !signals_pending()) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
-    trainer_check_startup(&tr, "planning the memory (measuring the op costs)");
+    stop_check_startup(&tr, "planning the memory (measuring the op costs)");
     /* after the op costs were measured: they time the backend's own ops */
     if (o->profile_ops) profile_attach(&tr.prof, tr.be);
     rc = gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
                            &shard, err, sizeof err);
     if (rc != 0 && !signals_pending()) fail(&tr, err);
-    trainer_check_startup(&tr, "allocating the model's memory");
-    if (train_dist_attach(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
+    stop_check_startup(&tr, "allocating the model's memory");
+    if (dist_attach_gpt(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
     tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
     if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
     print_header(&tr);
     start_progress(&tr, t_start);
-    trainer_check_startup(&tr, "timing a matmul for the estimate");
+    stop_check_startup(&tr, "timing a matmul for the estimate");
 
     /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
     if (o->sample_every > 0 && d->rank == 0 &&
@@ -535,7 +482,7 @@ int main(int argc, char **argv)
     if (tr.resume_dir[0])
         printf("resuming from %s...\n", tr.resume_dir);
     else if (o->llmc_resume)
-        printf("resuming from llm.c's checkpoint %s...\n", tr.llmc_from.state);
+        printf("resuming from llm.c's checkpoint %s...\n", tr.llmc.from.state);
     else if (o->init_from)
         printf("loading %zu parameters from %s...\n", tr.model.plan.num_params, o->init_from);
     else
@@ -544,42 +491,48 @@ int main(int argc, char **argv)
     rc = tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
                                            &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err,
                                            sizeof err)
-         : o->llmc_resume ? trainer_llmc_resume(&tr, err, sizeof err)
+         : o->llmc_resume ? llmc_folder_resume(&tr.llmc, o, &tr.model, d, &tr.train,
+                                               &tr.sampler.rng, &tr.start_step, err, sizeof err)
                           : load_params(&tr, err, sizeof err); /* checks for a stop itself */
     if (rc != 0 && !signals_pending()) fail(&tr, err);
-    trainer_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
-                               : o->init_from ? "loading --init-from"
-                                              : "initialising the parameters");
+    stop_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
+                            : o->init_from ? "loading --init-from"
+                                           : "initialising the parameters");
     guard_check_start_step(d, tr.start_step);
     /* The run has started: what the folders' claims only checked at start-up
      * is moved aside now, so a run refused before this point (a changed
      * flag, other data, a bad file) leaves both folders and the old
      * outputs as they were. */
     if (session_settle(&tr.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
-    trainer_llmc_settle(&tr);
+    llmc_folder_settle(&tr.llmc, o, d, tr.sess.dir,
+                       tr.resume_dir[0] ? tr.sess.resumed.step : -1);
     int resumed = tr.resume_dir[0] || o->llmc_resume;
-    trainer_claim_outputs(&tr, resumed, 1); /* --overwrite-outputs' moves */
+    outputs_claim_all(&tr.out, o, d, resumed, 1); /* --overwrite-outputs' moves */
     /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
      * to the resumed step, so the log covers the whole run with each step once. */
-    if (d->rank == 0 && run_log_open(&tr.log, o->log_path, resumed ? tr.start_step : -1,
+    if (d->rank == 0 && run_log_open(&tr.out.log, o->log_path, resumed ? tr.start_step : -1,
                                      o->log_errors, err, sizeof err) != 0)
         fail(&tr, err);
 
-    rc = train_loop(&tr, err, sizeof err);
-    if (rc == TRAIN_STOPPED) rc = train_stop(&tr, err, sizeof err);
+    rc = loop_run(&tr, err, sizeof err);
+    if (rc == TRAIN_STOPPED) rc = stop_keep(&tr, err, sizeof err);
     if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
-        rc = trainer_close_log(&tr, rc);
+        rc = outputs_close_log(&tr.out, rc);
         dist_finalize(d);
         return rc;
     }
-    if (rc == 0) rc = trainer_save_model(&tr, err, sizeof err);
-    if (rc == 0) rc = trainer_llmc_export(&tr, o->steps, err, sizeof err);
+    if (rc == 0)
+        rc = outputs_save_model(&tr.out, o, d, &tr.cfg, tr.model.plan.num_params, err,
+                                sizeof err);
+    if (rc == 0)
+        rc = llmc_folder_export(&tr.llmc, o, o->steps, &tr.model, d, &tr.train, &tr.sampler.rng,
+                                err, sizeof err);
     if (rc != 0) {
-        trainer_close_log(&tr, rc);
+        outputs_close_log(&tr.out, rc);
         fail(&tr, err);
     }
-    print_summary(&tr);
-    rc = trainer_close_log(&tr, 0);
+    summary_print(&tr);
+    rc = outputs_close_log(&tr.out, 0);
     session_close(&tr.sess);
     free(tr.inputs);
     free(tr.targets);

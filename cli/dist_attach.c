@@ -1,18 +1,19 @@
-/* cli/dist_attach.c — the model handed to the distributed layer.
+/* cli/dist_attach.c — the model handed to the distributed layer (see
+ * cli/dist_attach.h).
  *
  * distributed/ sits beside model/ and knows none of its types: it sees a
  * DistModel (distributed/dist.h), the flat vectors and four operations.
  * The CLI, above both, builds that view of a GPT and installs the layer's
  * gradient hook on the model. The hook stays installed: once dist_finalize
  * has closed the collectives it does nothing. */
-#include "cli/trainer.h"
+#include "cli/dist_attach.h"
 
 static void get_params(void *g, float *host) { gpt_get_params(g, host); }
 static void get_grads(void *g, float *host) { gpt_get_grads(g, host); }
 static double grad_norm(void *g) { return gpt_grad_norm(g); }
 static double grad_norm_sq_local(void *g) { return gpt_grad_norm_sq_local(g); }
 
-int train_dist_attach(Dist *d, GPT *g, char *err, size_t err_len)
+int dist_attach_gpt(Dist *d, GPT *g, char *err, size_t err_len)
 {
     DistModel m = {
         .be = g->be,

@@ -1,4 +1,5 @@
-/* cli/loop.c — the training loop and its stops (see cli/trainer.h).
+/* cli/loop.c — the training loop (see cli/loop.h); what a stop keeps is
+ * cli/stop.c's.
  *
  * A signal is honoured at the next block boundary (model/gpt.h's block
  * hook, installed by cli/progress.c) with one rank: a step cut short is
@@ -9,57 +10,15 @@
  * several ranks the ranks must agree, so they stop together after the step
  * in progress. */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "base/fileio.h"
+#include "base/signals.h"
 #include "base/test_hooks.h"
 #include "model/lr_schedule.h"
-#include "ckpt/checkpoint.h"
+#include "cli/llmc_folder.h"
+#include "cli/loop.h"
 #include "cli/outputs.h"
-#include "base/signals.h"
-#include "cli/trainer.h"
-#include "cli/guard.h"
-
-/* The signal any rank has received, or 0; every rank gets the same answer
- * (a collective under several ranks: a signal reaches the ranks at
- * different moments, and a rank without one takes SIGTERM). */
-static int agreed_signal(Dist *d)
-{
-    int sig = signals_pending();
-    if (d->world > 1 && dist_mean(d, sig != 0) > 0 && !sig) sig = SIGTERM;
-    return sig;
-}
-
-void trainer_check_startup(Trainer *tr, const char *phase)
-{
-    int sig = agreed_signal(&tr->dist);
-    if (!sig) return;
-    /* Before session_settle and the output claims: nothing of the user's
-     * was moved, no log or save written; only the checkpoint folders this
-     * run made are there, and they go too. */
-    int code = TRAIN_EXIT_STOPPED_NOTHING;
-    char what[4600];
-    if (tr->resume_dir[0]) {
-        code = TRAIN_EXIT_STOPPED_RESUMABLE;
-        snprintf(what, sizeof what, "no step had run since the save, %s, which is still there "
-                 "(the same command resumes it)", tr->resume_dir);
-    } else if (tr->opt.llmc_resume) {
-        code = TRAIN_EXIT_STOPPED_RESUMABLE;
-        snprintf(what, sizeof what, "no step had run since llm.c's checkpoint %s, which is still "
-                 "there (the same command resumes it)", tr->llmc_from.state);
-    } else {
-        snprintf(what, sizeof what, "nothing saved: no step had run");
-    }
-    trainer_llmc_abandon(tr);
-    session_abandon(&tr->sess);
-    printf("stopped by signal %d during start-up (%s); %s; no file was written or moved\n", sig,
-           phase, what);
-    dist_finalize(&tr->dist);
-    exit(code);
-}
+#include "cli/stop.h"
 
 /* Record a stop after `step` completed steps; returns TRAIN_STOPPED. */
 static int stopped(Trainer *tr, int sig, int step, const char *when)
@@ -92,7 +51,7 @@ static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
         progress_clear(&tr->prog);
         if (lines) printf("%s\n", label);
         /* several ranks (no stop at a block): all stop after the same batch */
-        if (tr->dist.world > 1 && (tr->stop_sig = agreed_signal(&tr->dist)) != 0) return 1;
+        if (tr->dist.world > 1 && (tr->stop_sig = stop_agreed_signal(&tr->dist)) != 0) return 1;
     }
     *loss = dist_mean(&tr->dist, sum / n);
     return 0;
@@ -109,33 +68,15 @@ static int validate(Trainer *tr, int step, char *err, size_t len)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "step", step);
     cJSON_AddNumberToObject(j, "val_loss", vl);
-    trainer_log(tr, j);
+    outputs_log(&tr->out, j);
     return 0;
 }
 
-/* --dump-grads FILE: the loss (float32), then every gradient (float32, the
- * model file's order), written whole or not at all (base/fileio.h). */
+/* --dump-grads FILE after step 1 (cli/outputs.h). Collective. */
 static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
 {
-    size_t n = tr->model.plan.num_params;
-    float *g = malloc(n * sizeof(float));
-    if (!g) {
-        snprintf(err, len, "--dump-grads: out of host memory");
-        return -1;
-    }
-    int rc = dist_get_grads(&tr->dist, g, err, len); /* collective */
-    if (rc == 0 && tr->dist.rank == 0) {
-        float l = (float)loss;
-        char why[900];
-        rc = outputs_set_aside("--dump-grads", tr->opt.dump_grads, &tr->dump_seen, stderr, why,
-                               sizeof why);
-        if (rc == 0)
-            rc = io_write_file(tr->opt.dump_grads, &l, sizeof l, g, n * sizeof(float), why,
-                               sizeof why);
-        if (rc != 0) snprintf(err, len, "--dump-grads %s: %s", tr->opt.dump_grads, why);
-    }
-    free(g);
-    return rc;
+    return outputs_dump_grads(&tr->out, &tr->opt, &tr->dist, tr->model.plan.num_params, loss,
+                              err, len);
 }
 
 /* A sample after `step`; 1 when a signal abandoned it. */
@@ -148,112 +89,7 @@ static int print_sample(Trainer *tr, int step)
     return tr->model.abandoned;
 }
 
-enum { KEPT_CHECKPOINT = 1, KEPT_MODEL = 2 };
-
-/* A checkpoint of `step` (--checkpoint-dir's, or llm.c's export) failed
- * (err says how; the previous save is kept):
- * the weights after it exist only in memory, so --save's model file is
- * still written before the run exits 1 (rescued elsewhere when its own
- * write fails too, cli/outputs.h), and err says where it went.
- * Collective, as the failed save was. */
-static void keep_model_after_failed_save(Trainer *tr, int step, char *err, size_t len)
-{
-    if (!tr->opt.save) return;
-    char why[4400];
-    size_t n = strlen(err);
-    if (trainer_save_model(tr, why, sizeof why) == 0)
-        snprintf(err + n, len - n, "; the model after step %d is in %s (not resumable)", step,
-                 tr->opt.save);
-    else
-        snprintf(err + n, len - n, "; %s", why);
-}
-
-/* Keep what the flags ask for after `step` completed steps: the checkpoint
- * (--checkpoint-dir) and the model file (--save). Writes a description of
- * what was kept into what; returns a mask of KEPT_*, or -1 with err.
- * Collective. */
-static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, size_t len)
-{
-    if (step == tr->start_step) { /* this process finished no step */
-        if (tr->resume_dir[0]) {
-            snprintf(what, wlen, "no step finished since the resume: %s is still the newest "
-                     "save; resume with --resume", tr->resume_dir);
-            return KEPT_CHECKPOINT;
-        }
-        if (tr->llmc_from.step >= 0) {
-            snprintf(what, wlen, "no step finished since the resume: llm.c's checkpoint of step "
-                     "%d in %s is still the newest; resume with --resume-llmc",
-                     tr->llmc_from.step, tr->llmc_from.dir);
-            return KEPT_CHECKPOINT;
-        }
-        snprintf(what, wlen, "nothing saved: no step had finished");
-        return 0;
-    }
-    int kept = 0;
-    what[0] = 0;
-    if (tr->sess.dir[0]) {
-        if (session_save(&tr->sess, &tr->model, &tr->dist, &tr->train, &tr->sampler.rng, step,
-                         tr->bad_steps, err, len) != 0) {
-            keep_model_after_failed_save(tr, step, err, len);
-            return -1;
-        }
-        char sd[4200];
-        ckpt_step_dir(sd, sizeof sd, tr->sess.dir, step);
-        snprintf(what, wlen, "step %d is saved in %s (resume with --resume)", step, sd);
-        kept |= KEPT_CHECKPOINT;
-    }
-    if (tr->opt.save) {
-        if (trainer_save_model(tr, err, len) != 0) return -1;
-        size_t n = strlen(what);
-        snprintf(what + n, wlen - n, "%sthe model after step %d is in %s%s", n ? "; " : "", step,
-                 tr->opt.save, kept ? "" : " (a model file only: not resumable)");
-        kept |= KEPT_MODEL;
-    }
-    if (tr->opt.llmc_save_dir) { /* resumable too, with --resume-llmc */
-        if (trainer_llmc_export(tr, step, err, len) != 0) return -1;
-        size_t n = strlen(what);
-        snprintf(what + n, wlen - n, "%sllm.c's checkpoint of step %d is in %s (resume with "
-                 "--resume-llmc)", n ? "; " : "", step, tr->opt.llmc_save_dir);
-        kept |= KEPT_CHECKPOINT;
-    }
-    if (!kept)
-        snprintf(what, wlen, "nothing saved (no --checkpoint-dir or --save): the %d step%s "
-                 "trained are lost", step - tr->start_step, step - tr->start_step == 1 ? "" : "s");
-    return kept;
-}
-
-int train_stop(Trainer *tr, char *err, size_t len)
-{
-    char what[9000];
-    int kept = keep_run(tr, tr->stop_step, what, sizeof what, err, len);
-    if (kept < 0) return -1;
-    printf("stopped by signal %d %s; %s\n", tr->stop_sig, tr->stop_when, what);
-    return kept & KEPT_CHECKPOINT ? TRAIN_EXIT_STOPPED_RESUMABLE
-           : kept & KEPT_MODEL    ? TRAIN_EXIT_STOPPED_MODEL
-                                  : TRAIN_EXIT_STOPPED_NOTHING;
-}
-
-/* --max-bad-steps reached after `step`: keep what the flags ask, say so.
- * Every rank gets here at the same step (the loss and the gradient norm
- * are reduced over the ranks), so rank 0 alone says it; a failed save is
- * said by each rank that saw it. */
-static int abort_nonfinite(Trainer *tr, int step, char *err, size_t len)
-{
-    int says = tr->dist.rank == 0;
-    if (says)
-        fprintf(stderr, "error: %d consecutive steps (up to step %d) had a non-finite loss or "
-                "gradient norm (--max-bad-steps %d): aborting\n", tr->bad_steps, step,
-                tr->opt.max_bad_steps);
-    char what[9000];
-    if (keep_run(tr, step, what, sizeof what, err, len) < 0)
-        fprintf(stderr, "error: %s\n", err); /* a save's fault may be this rank's alone */
-    else if (says)
-        fprintf(stderr, "aborted after step %d: %s\n", step, what);
-    if (says) guard_print_rollback(&tr->sess, tr->argc, tr->argv, step, tr->bad_steps);
-    return TRAIN_EXIT_NONFINITE;
-}
-
-int train_loop(Trainer *tr, char *err, size_t len)
+int loop_run(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
     Dist *d = &tr->dist;
@@ -271,7 +107,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         long window = tr->train.window_pos;
         if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0) {
             double t0 = progress_now_ms();
-            if (train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->log, err, len) != 0)
+            if (train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->out.log, err, len) != 0)
                 return -1;
             progress_tail_measured(&tr->prog, PROGRESS_EVAL, progress_now_ms() - t0);
         }
@@ -347,23 +183,25 @@ int train_loop(Trainer *tr, char *err, size_t len)
         cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_step / (ms / 1e3));
         progress_log(&fig, j);
         if (skip) cJSON_AddBoolToObject(j, "skipped", 1);
-        trainer_log(tr, j);
-        if (tr->bad_steps >= o->max_bad_steps) return abort_nonfinite(tr, step, err, len);
+        outputs_log(&tr->out, j);
+        if (tr->bad_steps >= o->max_bad_steps) return stop_nonfinite(tr, step, err, len);
         snprintf(when, sizeof when, "during the sample after step %d", step);
         if (cut) return stopped(tr, 0, step, when);
         if (session_save_due(&tr->sess, d, step) &&
             session_save(&tr->sess, &tr->model, d, &tr->train, &tr->sampler.rng, step, tr->bad_steps,
                          err, len) != 0) {
-            keep_model_after_failed_save(tr, step, err, len);
+            stop_after_failed_save(tr, step, err, len);
             return -1;
         }
-        if (trainer_llmc_due(tr, step) && trainer_llmc_export(tr, step, err, len) != 0) {
-            keep_model_after_failed_save(tr, step, err, len);
+        if (llmc_folder_due(&tr->llmc, o, step) &&
+            llmc_folder_export(&tr->llmc, o, step, &tr->model, d, &tr->train, &tr->sampler.rng,
+                               err, len) != 0) {
+            stop_after_failed_save(tr, step, err, len);
             return -1;
         }
         /* A signal reaches the ranks at different moments: stop when any
          * rank has one, all after the same step. */
-        int sig = agreed_signal(d);
+        int sig = stop_agreed_signal(d);
         /* the first step pays for cuBLASLt's heuristics and cold caches */
         if (o->profile_ops && step == tr->start_step + 1 && step < o->steps)
             profile_reset(&tr->prof);
@@ -379,7 +217,7 @@ int train_loop(Trainer *tr, char *err, size_t len)
         if (rc < 0) return -1;
         if (rc > 0) return stopped(tr, 0, o->steps, "during the final val loss");
     }
-    if (tr->have_eval && train_eval_run(&tr->eval, &tr->model, d, o->steps, &tr->log, err, len))
+    if (tr->have_eval && train_eval_run(&tr->eval, &tr->model, d, o->steps, &tr->out.log, err, len))
         return -1;
     return 0;
 }

@@ -1,6 +1,8 @@
-/* cli/outputs.c — a new run's --save, --log and --dump-grads files never
- * replace another's silently (outputs.h). */
-#include "outputs.h"
+/* cli/outputs.c — the run's --save, --log and --dump-grads files: probed
+ * and claimed at start-up (a new run never replaces another's silently),
+ * --dump-grads and --save written (or rescued), the log written and closed
+ * (cli/outputs.h). */
+#include "cli/outputs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +15,11 @@
 
 #include "base/fileio.h"
 #include "interop/model_file.h"
-#include "cli/run_log.h"
+
+typedef struct {
+    const char *flag; /* "--save" */
+    const char *path; /* NULL: the flag was not given */
+} RunOutput;
 
 /* Move path to path.replaced_<time>[-k] without replacing anything there
  * (io_link_aside, then the old name dropped); on a file system without
@@ -69,8 +75,11 @@ static int inspect(const RunOutput *o, long long *bytes, char *err, size_t err_l
     return st.st_size == 0 ? OUT_FREE : OUT_EXISTS;
 }
 
-int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, int move,
-                  FILE *notes, char *err, size_t err_len)
+/* Check each output; with move, also move aside (overwrite) or note (a
+ * resumed run's) those that exist. Notes (kept, moved) go to `notes`.
+ * Returns 0, or -1 with err naming the flag and file. Rank 0. */
+static int claim(const RunOutput *outs, int n, int resumed, int overwrite, int move,
+                 FILE *notes, char *err, size_t err_len)
 {
     /* every refusal before any move: one refused output moves nothing */
     for (int i = 0; i < n; i++) {
@@ -104,7 +113,8 @@ int outputs_claim(const RunOutput *outs, int n, int resumed, int overwrite, int 
     return 0;
 }
 
-void outputs_note(const char *path, OutputSeen *seen)
+/* Record what stands at path now into seen. */
+static void note(const char *path, OutputSeen *seen)
 {
     struct stat st;
     memset(seen, 0, sizeof *seen);
@@ -116,15 +126,20 @@ void outputs_note(const char *path, OutputSeen *seen)
 static int appeared(const char *path, const OutputSeen *seen)
 {
     OutputSeen now;
-    outputs_note(path, &now);
+    note(path, &now);
     if (!now.present) return 0;
     return !seen->present || now.dev != seen->dev || now.ino != seen->ino ||
            now.size != seen->size || now.mtime.tv_sec != seen->mtime.tv_sec ||
            now.mtime.tv_nsec != seen->mtime.tv_nsec;
 }
 
-int outputs_set_aside(const char *flag, const char *path, const OutputSeen *seen, FILE *notes,
-                      char *err, size_t err_len)
+/* Before the run writes `path` (given as `flag`): a non-empty file there
+ * that is not the one `seen` recorded (NULL: no check) gets a second name,
+ * said on `notes`. Returns 0 when path may be written; -1 when the file
+ * could not be given a second name (it is left as it is), with the reason
+ * in err. */
+static int set_aside(const char *flag, const char *path, const OutputSeen *seen, FILE *notes,
+                     char *err, size_t err_len)
 {
     char kept[4200];
     if (!seen || !appeared(path, seen)) return 0;
@@ -139,11 +154,15 @@ int outputs_set_aside(const char *flag, const char *path, const OutputSeen *seen
                   "it is", flag, strerror(errno));
 }
 
-int outputs_save_model(const char *path, const GPTConfig *cfg, const float *params, int version,
+/* Write the model file `path` (version MODEL_FILE_FP32 or _BF16), after
+ * set_aside; where that cannot, or the write fails, rescue it (above).
+ * Returns 0 when path was written; else -1 with err naming path and the
+ * fault, and where the model went (or that every place failed, and why). */
+static int write_model(const char *path, const GPTConfig *cfg, const float *params, int version,
                        const OutputSeen *seen, FILE *notes, char *err, size_t err_len)
 {
     char why[2048];
-    int write_here = outputs_set_aside("--save", path, seen, notes, why, sizeof why) == 0;
+    int write_here = set_aside("--save", path, seen, notes, why, sizeof why) == 0;
     if (write_here && model_file_save_as(path, cfg, params, version, why, sizeof why) == 0)
         return 0;
     const char *slash = strrchr(path, '/');
@@ -166,4 +185,116 @@ int outputs_save_model(const char *path, const GPTConfig *cfg, const float *para
     }
     return io_err(err, err_len, "--save %s: %s. The model could not be rescued either: %s: %s; "
                   "%s: %s", path, why, tried[0], fault[0], tried[1], fault[1]);
+}
+
+void outputs_init(Outputs *out)
+{
+    memset(out, 0, sizeof *out);
+    out->log.fd = -1;
+}
+
+/* The files a run writes after its work (--save at the end, --dump-grads
+ * after step 1, --log from the first line) must be writable now, not after
+ * hours of training: a file name (no trailing '/') in a folder that takes a
+ * new file. (What stands at the path already: outputs_claim_all.) */
+void outputs_check_paths(const TrainOptions *o, Dist *d)
+{
+    const char *flag[] = {"--save", "--dump-grads", "--log"};
+    const char *path[] = {o->save, o->dump_grads, o->log_path};
+    int n = o->plan || o->generate > 0 ? 1 : 3;
+    if (d->rank != 0) return;
+    for (int i = 0; i < n; i++) {
+        char why[4600];
+        if (path[i] && io_probe_output(path[i], why, sizeof why) != 0)
+            dist_fail(d, 1, "%s %s: %s", flag[i], path[i], why);
+    }
+}
+
+/* Rank 0 decides, every rank learns the verdict. */
+void outputs_claim_all(Outputs *out, const TrainOptions *o, Dist *d, int resumed, int move)
+{
+    char err[4400] = "";
+    int refused = 0;
+    if (o->plan || o->generate > 0) return; /* they write none of them */
+    if (d->rank == 0) {
+        RunOutput outs[] = {{"--save", o->save}, {"--log", o->log_path},
+                            {"--dump-grads", o->dump_grads}};
+        refused = claim(outs, 3, resumed, o->overwrite_outputs, move, stdout, err,
+                        sizeof err) != 0;
+        /* what --save holds now (nothing, or a resumed run's model) is what
+         * its write at the end may replace */
+        if (move && o->save) note(o->save, &out->save_seen);
+        if (move && o->dump_grads) note(o->dump_grads, &out->dump_seen);
+    }
+    dist_broadcast(d, &refused, sizeof refused);
+    if (refused) dist_exit_all(d, 1, "%s", d->rank == 0 ? err : "rank 0 refused an output file");
+}
+
+void outputs_log(Outputs *out, cJSON *obj)
+{
+    char *s = out->log.fd >= 0 ? cJSON_PrintUnformatted(obj) : NULL;
+    if (s) run_log_line(&out->log, s);
+    cJSON_free(s);
+    cJSON_Delete(obj);
+}
+
+int outputs_dump_grads(Outputs *out, const TrainOptions *o, Dist *d, size_t num_params,
+                       double loss, char *err, size_t len)
+{
+    size_t n = num_params;
+    float *g = malloc(n * sizeof(float));
+    if (!g) {
+        snprintf(err, len, "--dump-grads: out of host memory");
+        return -1;
+    }
+    int rc = dist_get_grads(d, g, err, len); /* collective */
+    if (rc == 0 && d->rank == 0) {
+        float l = (float)loss;
+        char why[900];
+        rc = set_aside("--dump-grads", o->dump_grads, &out->dump_seen, stderr, why, sizeof why);
+        if (rc == 0)
+            rc = io_write_file(o->dump_grads, &l, sizeof l, g, n * sizeof(float), why,
+                               sizeof why);
+        if (rc != 0) snprintf(err, len, "--dump-grads %s: %s", o->dump_grads, why);
+    }
+    free(g);
+    return rc;
+}
+
+/* Every rank's parameters must be the same bits; rank 0 writes --save. */
+int outputs_save_model(Outputs *out, const TrainOptions *o, Dist *d, const GPTConfig *cfg,
+                       size_t num_params, char *err, size_t len)
+{
+    if (!d->mpi && !o->save) return 0;
+    size_t n = num_params;
+    float *host = malloc(n * sizeof(float));
+    if (!host) {
+        snprintf(err, len, "out of host memory for the final parameters");
+        return -1;
+    }
+    int rc = dist_get_params(d, host, err, len);
+    if (rc == 0 && d->mpi) {
+        if (!dist_replicas_agree(d, dist_hash_floats(host, n))) {
+            free(host);
+            dist_exit_all(d, 1, "internal error: the ranks' final parameters differ");
+        }
+        printf("replicas: parameters identical on all %d rank%s\n", d->world,
+               d->world == 1 ? "" : "s");
+    }
+    if (rc == 0 && o->save && d->rank == 0) {
+        rc = write_model(o->save, cfg, host, o->save_dtype ? MODEL_FILE_BF16 : MODEL_FILE_FP32,
+                         &out->save_seen, stderr, err, len);
+        if (rc == 0) printf("saved %s\n", o->save);
+    }
+    free(host);
+    return rc;
+}
+
+/* A lost line is an error (exit 1) unless --log-errors ignore. */
+int outputs_close_log(Outputs *out, int rc)
+{
+    char err[1024];
+    if (run_log_close(&out->log, err, sizeof err) == 0) return rc;
+    fprintf(stderr, "error: %s\n", err);
+    return rc == 0 ? 1 : rc;
 }

@@ -118,7 +118,7 @@ static double matmul_rate(GPT *g, int *rows_out)
         be->ops->sync(be);
         reps++;
         t = progress_now_ms() - t0;
-    } while (t < 100.0 && reps < 1000 && !signals_pending()); /* a stop: cli/trainer.h */
+    } while (t < 100.0 && reps < 1000 && !signals_pending()); /* a stop: cli/stop.h */
     return reps * rows * per_row / (t > 1e-3 ? t / 1e3 : 1e-6);
 }
 

@@ -1,31 +1,29 @@
-/* cli/trainer.h — the trainer's state, shared by the command's two halves:
- * set-up, the end of a run and --generate (train_gpt.c), and the training
- * loop with its stops (cli/loop.c). The CLI's own header, not a library's.
+/* cli/trainer.h — the run's state, shared by the parts of the command that
+ * need most of it: start-up and the end of a run (train_gpt.c), the
+ * training loop (cli/loop.c), its stops (cli/stop.c) and the end-of-run
+ * summary (cli/summary.c). The CLI's own header, not a library's.
  *
- * Owns: Trainer, and what a stopped run keeps. On a stop (a signal, or
- * --max-bad-steps non-finite steps) the run keeps what its flags ask for,
- * as of its last completed step: a resumable checkpoint with
- * --checkpoint-dir, the model file with --save; and says plainly what it
- * kept, or that nothing was. */
-#ifndef TRAIN_GPT_H
-#define TRAIN_GPT_H
+ * Owns: Trainer. Its parts belong to their modules: the output files to
+ * cli/outputs.h, llm.c's checkpoints to cli/llmc_folder.h, the saves to
+ * ckpt/session.h; the files that need only a part include only its
+ * header. */
+#ifndef TRAIN_TRAINER_H
+#define TRAIN_TRAINER_H
 
-#include <cjson/cJSON.h>
-#include <stdio.h>
+#include <stddef.h>
 
 #include "data/loader.h"
 #include "distributed/dist.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
-#include "interop/llmc_ckpt.h"
-#include "cli/outputs.h"
-#include "cli/run_log.h"
 #include "ckpt/session.h"
 #include "cli/costs.h"
 #include "cli/evaluate.h"
-#include "cli/options.h"
-#include "cli/progress.h"
 #include "cli/generate.h"
+#include "cli/llmc_folder.h"
+#include "cli/options.h"
+#include "cli/outputs.h"
+#include "cli/progress.h"
 
 typedef struct {
     TrainOptions opt;
@@ -35,7 +33,7 @@ typedef struct {
     GPT model;
     Loader train, val;
     int have_val;
-    RunLog log;              /* --log, rank 0 (cli/run_log.h) */
+    Outputs out;             /* --save, --log, --dump-grads (cli/outputs.h) */
     int argc;                /* the command line, for the rollback command */
     char **argv;
     int *inputs, *targets; /* host, B*T */
@@ -48,13 +46,7 @@ typedef struct {
     RunSession sess;         /* saves, resume, test hooks (ckpt/session.h) */
     char resume_dir[4096];   /* the save resumed from; "" for a new run */
     int start_step, bad_steps;
-    LlmcFiles llmc_from;     /* --resume-llmc's files (step -1: none) */
-    int llmc_saved;          /* the last llm.c export's step, or the resumed one's when
-                              * the export folder has it already; -1 none */
-    OwnLock llmc_lock;       /* --save-checkpoint-llmc's folder, held to exit (rank 0) */
-    OutputSeen save_seen;    /* what --save held once claimed (rank 0; cli/outputs.h) */
-    OutputSeen dump_seen;    /* the same for --dump-grads */
-    int llmc_made;           /* that folder was absent: this run made it (rank 0) */
+    LlmcFolder llmc;         /* --resume-llmc, --save-checkpoint-llmc (cli/llmc_folder.h) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (cli/costs.h) */
     long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
@@ -65,73 +57,5 @@ typedef struct {
     int stop_sig, stop_step;
     char stop_when[96];
 } Trainer;
-
-/* train_loop's return when a signal stopped the run (tr->stop_*). */
-#define TRAIN_STOPPED 1000
-
-/* Steps start_step+1 .. --steps, with val losses, samples, saves, and the
- * final val loss. Returns 0, -1 with err, TRAIN_EXIT_NONFINITE (after
- * keeping what the flags ask), or TRAIN_STOPPED. Collective. */
-int train_loop(Trainer *tr, char *err, size_t len);
-
-/* Start-up's stop point, after each long phase (`phase` names it: "initialising
- * the parameters"): when any rank has a stop signal (base/signals.h), every rank prints
- * what a stop before the first step keeps (nothing; a resume's save is still
- * there) and exits with TRAIN_EXIT_STOPPED_NOTHING, or _RESUMABLE when
- * resuming. The phases give up early on the flag (base/stop.h), so a stop
- * lands here within a fraction of a second. Collective; before
- * session_settle only (nothing moved yet). (cli/loop.c) */
-void trainer_check_startup(Trainer *tr, const char *phase);
-
-/* After TRAIN_STOPPED: keep what the flags ask, print what was kept, and
- * return the exit status (base/signals.h's TRAIN_EXIT_STOPPED_*), or -1 with
- * err when a save failed. Collective. */
-int train_stop(Trainer *tr, char *err, size_t len);
-
-/* The run's output files (cli/output_files.c). Write --save (rank 0; rescued
- * elsewhere when that fails, cli/outputs.h) after checking, under several
- * ranks, that every rank holds the same parameters. Collective. */
-int trainer_save_model(Trainer *tr, char *err, size_t len);
-/* Start-up: --save's, --dump-grads' and --log's folders take a new file
- * (exit 1 naming the path). Rank 0 checks. */
-void trainer_check_output_paths(Trainer *tr);
-/* Start-up: a new run's outputs never replace a file silently; with move,
- * --overwrite-outputs' moves happen (once the run is accepted). Collective. */
-void trainer_claim_outputs(Trainer *tr, int resumed, int move);
-/* Close the log; returns rc, or 1 when rc was 0 and a log line was lost
- * (unless --log-errors ignore). */
-int trainer_close_log(Trainer *tr, int rc);
-
-/* llm.c's checkpoints (cli/llmc_folder.c). At start-up, every rank: find
- * --resume-llmc's files; rank 0, training (not --plan, --generate): make
- * --save-checkpoint-llmc's folder and sort out the llm.c files already in
- * it (interop/llmc_claim.h), telling every rank whether the resumed step is
- * there already. Exit 1 naming the path on a fault. Collective; needs the
- * native resume located (session_locate) first. */
-void trainer_llmc_start(Trainer *tr);
-/* A run stopped during start-up: the --save-checkpoint-llmc folder
- * trainer_llmc_start made (nothing but its lock in it) is removed. Rank 0. */
-void trainer_llmc_abandon(Trainer *tr);
-/* Once the run has started: move the files trainer_llmc_start only checked
- * (another run's under --overwrite-checkpoints, the steps after the resumed
- * one) aside, so a run refused before that moves nothing. Exit 1 on a
- * fault. Rank 0 works. */
-void trainer_llmc_settle(Trainer *tr);
-/* An llm.c export is due after this step (--save-every, the last step). */
-int trainer_llmc_due(const Trainer *tr, int step);
-/* Write step's llm.c checkpoint (no-op without the flag, or when written
- * already). Collective. */
-int trainer_llmc_export(Trainer *tr, int step, char *err, size_t len);
-/* Load --resume-llmc's checkpoint into the built model and train loader. */
-int trainer_llmc_resume(Trainer *tr, char *err, size_t len);
-
-/* Hand g to the distributed layer (its view, DistModel) and install the
- * layer's gradient hook when collectives are open. 0, or -1 with a
- * message. (cli/dist_attach.c) */
-int train_dist_attach(Dist *d, GPT *g, char *err, size_t err_len);
-
-/* One JSON line to --log (rank 0's), then frees obj. */
-void trainer_log(Trainer *tr, cJSON *obj);
-
 
 #endif

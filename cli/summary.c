@@ -1,0 +1,59 @@
+/* cli/summary.c — the end-of-run report (cli/summary.h). */
+#include "cli/summary.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <sys/resource.h>
+
+#include "model/planner.h"
+#include "model/schedule.h"
+#include "cli/costs.h"
+#include "cli/outputs.h"
+
+/* Measured peak: the process's peak RSS on the cpu; on a device backend,
+ * the device bytes the driver reports used since before the arenas. */
+static size_t measured_peak(Trainer *tr)
+{
+    size_t free_b, total_b;
+    if (tr->have_mem_info && tr->be->ops->mem_info(tr->be, &free_b, &total_b) == 0)
+        return tr->mem_free_before > free_b ? tr->mem_free_before - free_b : 0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (size_t)ru.ru_maxrss * 1024;
+}
+
+void summary_print(Trainer *tr)
+{
+    const MemoryPlan *p = &tr->model.plan;
+    size_t peak = measured_peak(tr);
+    double diff = 100.0 * ((double)peak - (double)p->total) / (double)p->total;
+    size_t hw = gpt_arena_high_water(&tr->model);
+    printf("memory: predicted peak %zu bytes (planner); arenas' high-water mark %zu bytes (%s)\n",
+           p->total, hw, hw == p->total ? "equal" : "DIFFERENT: the planner and the model disagree");
+    printf("memory: planner total %.2f MiB, measured peak %.2f MiB (%s), difference %+.1f%%\n",
+           p->total / 1048576.0, peak / 1048576.0,
+           tr->have_mem_info ? "device memory used by the run, per cudaMemGetInfo"
+                             : "process peak RSS: arenas plus program, libraries, host buffers",
+           diff);
+    size_t context = tr->mem_total - tr->mem_free_before;
+    if (tr->have_mem_info)
+        printf("memory: in use on the device before the arenas (CUDA context, other processes): "
+               "%.2f MiB, not counted above\n", context / 1048576.0);
+    cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "event", "summary");
+    cJSON_AddNumberToObject(o, "recompute", tr->opt.recompute);
+    cJSON_AddNumberToObject(o, "world_size", tr->dist.world);
+    cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
+    cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
+    cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
+    costs_report(&tr->costs, tr->step_ns_predicted, tr->step_ms, tr->n_step_ms,
+                       tr->start_step, o);
+    cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
+    if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+        cJSON_AddNumberToObject(m, planner_category_name(c), (double)p->bytes[c]);
+    cJSON_AddNumberToObject(m, "total", (double)p->total);
+    cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
+    cJSON_AddItemToObject(o, "memory", m);
+    outputs_log(&tr->out, o);
+}
