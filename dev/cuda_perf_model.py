@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dev/cuda_perf_model.py -- the static performance model of the CUDA
 backend (`make cuda-perf-model`): what every hand-written kernel should take
-on an H200, predicted on a machine without a GPU. Issue 13, item 1;
+on an H200, predicted on a machine without a GPU;
 dev/notes/perf-model.md says how it works and what it predicts.
 
   dev/cuda_perf_model.py                  predictions for this tree:
@@ -220,7 +220,7 @@ def compare_json(timing, pred_path):
             continue
         pairs.append((ms_, p))
         out('%-28s %10.4f %10.4f %+6.0f%%' % (row, p, ms_, 100 * (p / ms_ - 1)))
-    out('median |error| over %d ops: %.1f%% (issue 13 target: <= 25%%)' %
+    out('median |error| over %d ops: %.1f%% (target: <= 25%%)' %
         (len(pairs), 100 * calibrate.median_error(pairs)))
 
 

@@ -7,7 +7,7 @@
  * backward; byte rates count each tensor read or written once. The head is
  * also timed step by step (cuda_head_part): its three gemms and its loss
  * kernel for one chunk, and the whole head against the sum of its gemms
- * (issue 13's goal: at most 1.3x). */
+ * (the goal: at most 1.3x). */
 #ifdef CUDA_EMU
 #include <stdio.h>
 

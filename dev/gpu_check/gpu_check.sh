@@ -36,7 +36,7 @@
 #      GPT-2 124M (T=1024, B = the largest power of two <= 64 that --plan
 #      fits at recompute 0) and the 48-layer XL (C=1600, NH=25, B=8,
 #      T=1024), each at --recompute 0 and 1, with planner-vs-measured memory
-#      (a row fails when they differ by more than 2%); then issue 3's
+#      (a row fails when they differ by more than 2%); then the speed
 #      targets as rows: 124M MFU >= 45%, XL recompute 1/0 throughput >= 0.78,
 #      and the chunked head's cost <= 3% of step time at 124M; and
 #      --profile-ops at 124M: the five ops that take most of a step; 124M
@@ -86,7 +86,7 @@
 # build, check_kernels --time and the rows read from its tables) is a SKIP
 # "(rehearsal)" row. dev/gpu_check/gpu_check_rehearsal.py checks that every row the
 # GPU run prints is there and none FAILs. 65 to 95 s on 2 shared cores.
-# The first run after the attention rewrite and the fusions (issue 13):
+# The first run after the attention rewrite and the fusions:
 #   GPU_CHECK_SECTIONS="kernels recompute perf sweep sample" dev/gpu_check/gpu_check.sh OUT
 # planned at 5 to 6 minutes (not yet run): the bundle and data about 20 s,
 # kernels about 80 s (the checks about 55 s, the fused ops again, three
@@ -334,7 +334,7 @@ fi # grads
 # ---- 4b: a seeded sample: the same tokens from the cpu and the GPU in fp32 ----
 # The draws depend only on the logits (model/sample.h); fp32 logits from the
 # two backends differ in rounding, which moves a draw only when it lands
-# within that rounding of a boundary. Issue 17 asks for the same text.
+# within that rounding of a boundary, so the same text is expected.
 if want sample; then
 name="seeded sample, cpu vs GPU fp32 (4 x 64 tokens)"
 G=(--init-from "$WORK/sample.bin" --seq-len 64 --generate 64 --seed 7 --top-k 40 --top-p 0.95
@@ -451,7 +451,7 @@ perf() {
         return 1
     fi
 }
-# Issue 3's 124M configuration: the largest power-of-two micro-batch, at most
+# The speed targets' 124M configuration: the largest power-of-two micro-batch, at most
 # 64, that fits at recompute 0 -- by --plan's max_B for mode 0 (default
 # budget: free device memory minus its margin).
 B124=16
@@ -476,7 +476,7 @@ TRAIN_GPT_FUSE_GELU=1 perf "$N124 recompute 0, FUSE_GELU=1" 12 "$C124" "$NH124" 
 # the same step with the sweep's fastest correct attention variants at this
 # shape (section 3b's "sweep best" line for C124 and B124), when they are not
 # the defaults: the speed the defaults would give once set from the sweep
-# (issue 13, item 5), measured in this lease rather than the next
+# measured in this lease rather than the next
 SN="$N124 recompute 0, sweep's variants"
 if ! pick=$($TOOLS sweeppick "$WORK/sweep.log" "$B124" "$C124" "$SWEEP_SHAPE"); then
     row "$SN" info "not run: $pick"
@@ -513,7 +513,7 @@ if perf "XL (48L C1600) B8 recompute 0" 48 "$CXL" "$NHXL" "$BXL" 0 --save "$WORK
 fi
 perf "XL (48L C1600) B8 recompute 1" 48 "$CXL" "$NHXL" "$BXL" 1 "${XL_INIT[@]}"
 
-# issue 3's targets, from the runs above (medians after 2 warm-up steps)
+# the speed targets, from the runs above (medians after 2 warm-up steps)
 target() { # NAME TOOL-ARGS...: a row from gpu_check_tools.py's verdict
     local name=$1 d
     shift

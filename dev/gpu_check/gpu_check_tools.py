@@ -143,7 +143,7 @@ def cmd_same(a, b):
     return 0 if same else 1
 
 
-# issue 3: measured device memory within 2% of the planner's total
+# the memory target: measured device memory within 2% of the planner's total
 # (GPU_CHECK_MEM_TOL_PCT: gpu_check.sh's CPU rehearsal lifts it, its
 # "measured" being the process's peak RSS)
 MEM_TOLERANCE_PCT = float(os.environ.get("GPU_CHECK_MEM_TOL_PCT", "2"))  # "inf": not checked
