@@ -310,7 +310,7 @@ static void start(Trainer *tr, int argc, char **argv)
     if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
         dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
     adopt_file_seq_len(tr); /* its note from rank 0 only */
-    if (signals_install() != 0) fail(tr, "cannot install the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGPIPE)");
+    if (signals_install() != 0) fail(tr, "cannot install the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2)");
     resolve_total_batch(tr); /* sets grad-accum, which the session records */
     outputs_check_paths(o, d);
     RunConfig run = train_options_run_config(o);
