@@ -14,10 +14,48 @@
 
 #include "base/fileio.h"
 
+/* The folder's identity now, for own_check (the lock file's: from fd,
+ * the file this run holds, when fd >= 0). */
+static void record(OwnLock *l, const char *dir, int fd)
+{
+    struct stat st;
+    l->has_dir = stat(dir, &st) == 0;
+    if (l->has_dir) l->dir_dev = st.st_dev, l->dir_ino = st.st_ino;
+    l->has_file = fd >= 0 && fstat(fd, &st) == 0;
+    if (l->has_file) l->file_dev = st.st_dev, l->file_ino = st.st_ino;
+}
+
+int own_check(const OwnLock *l, const char *flag, const char *dir, char *err, size_t err_len)
+{
+    struct stat st;
+    char p[4200];
+    const char *what = NULL;
+    if (l->has_dir) {
+        if (stat(dir, &st) != 0)
+            what = errno == ENOENT ? "it is gone (moved or deleted)" : strerror(errno);
+        else if (st.st_dev != l->dir_dev || st.st_ino != l->dir_ino)
+            what = "another folder now has its name (it was moved or deleted, and replaced)";
+    }
+    if (!what && l->has_file) {
+        io_err(p, sizeof p, "%s/%s", dir, OWN_LOCK_FILE);
+        if (lstat(p, &st) != 0)
+            what = "its lock file " OWN_LOCK_FILE " is gone";
+        else if (st.st_dev != l->file_dev || st.st_ino != l->file_ino)
+            what = "its lock file " OWN_LOCK_FILE " was replaced (another run may hold the "
+                   "new one)";
+    }
+    if (!what) return 0;
+    io_err(err, err_len, "%s %s is no longer the folder this run locked at start-up: %s; "
+           "nothing more is saved there (a save would make a folder without this run's lock, "
+           "which a second run could share)", flag, dir, what);
+    return -1;
+}
+
 int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t err_len)
 {
     char p[4200];
     l->fd = -1;
+    l->has_dir = l->has_file = 0;
     io_err(p, sizeof p, "%s/%s", dir, OWN_LOCK_FILE);
     int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -30,6 +68,7 @@ int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t er
             fprintf(stderr, "warning: %s: this filesystem does not lock (%s): a second run on "
                     "%s %s would not be stopped\n", p, strerror(e), flag, dir);
             close(fd);
+            record(l, dir, -1);
             return 0;
         }
         char holder[256] = "";
@@ -55,6 +94,7 @@ int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t er
     if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
         fprintf(stderr, "warning: %s: cannot record this run's pid: %s\n", p, strerror(errno));
     l->fd = fd;
+    record(l, dir, fd);
     return 0;
 }
 

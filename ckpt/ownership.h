@@ -12,6 +12,9 @@
  * or v3 with lockd); a mount with "nolock" makes locks local to each client,
  * and two runs on two clients are then not stopped. Where the filesystem
  * refuses locks altogether (ENOLCK, EOPNOTSUPP) the run warns and goes on.
+ * The lock belongs to the folder found at start-up (its device and inode,
+ * and the lock file's): own_check tells when the path names another one,
+ * and the trainer then saves nothing there.
  *
  * Claim. Before training, the folder's step folders are sorted out:
  *   - another run's complete saves (a different run id, or any save when
@@ -37,6 +40,11 @@
 
 typedef struct {
     int fd; /* -1 when not held */
+    /* The folder locked and its lock file, as found at start-up (device,
+     * inode; has_dir / has_file 0 when not recorded): a folder moved,
+     * deleted or replaced mid-run is no longer the one locked. */
+    int has_dir, has_file;
+    unsigned long long dir_dev, dir_ino, file_dev, file_ino;
 } OwnLock;
 
 /* Take DIR's lock, or fail naming its holder and the folder's flag
@@ -44,6 +52,12 @@ typedef struct {
  * supported here: a warning was printed), or -1 with the message. */
 int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t err_len);
 void own_unlock(OwnLock *l);
+
+/* Is dir still the folder own_lock locked, holding the same lock file?
+ * Compares device and inode of dir and DIR/train_gpt.lock (not followed
+ * if a symlink) with those recorded at start-up. Returns 0, or -1 with a
+ * message naming the flag, the folder and what changed. */
+int own_check(const OwnLock *l, const char *flag, const char *dir, char *err, size_t err_len);
 
 /* A fresh random run id (never 0). */
 uint64_t own_new_run_id(void);

@@ -492,8 +492,12 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
     float *v = malloc((cnt ? cnt : 1) * sizeof(float));
     CkptFile *files = calloc((size_t)world + 1, sizeof(CkptFile));
     char step_dir[4200], why[4400] = "";
-    int rc = !p || !m || !v || !files;
+    int rc = !p || !m || !v || !files, moved = 0;
     if (rc) io_err(why, sizeof why, "out of host memory");
+    /* A folder moved, deleted or replaced since start-up: saving would
+     * make a new one (ckpt_begin makes missing folders) without the lock. */
+    if (!rc && rank == 0 && own_check(&s->lock, "--checkpoint-dir", s->dir, why, sizeof why) != 0)
+        rc = moved = 1;
     if (agree(d, rc) != 0) goto out;
     g->be->ops->sync(g->be);
     rc = dist_get_params(d, p, why, sizeof why); /* the full parameters, on every rank */
@@ -538,7 +542,9 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
            now_ms() - t0);
     fflush(stdout);
 out:
-    if (rc != 0 || s->last_saved != step) {
+    if (moved) {
+        io_err(err, err_len, "save at step %d refused: %s", step, why);
+    } else if (rc != 0 || s->last_saved != step) {
         /* Name the save a --resume would now use, or say there is none. */
         char kept[4200], ignore[512];
         int kept_step;
