@@ -269,9 +269,14 @@ static void prune(const char *dir, int keep, const CkptIdentity *id)
         if (!del) continue;
         char sd[4300];
         ckpt_step_dir(sd, sizeof sd, dir, saves[i].step);
-        if (remove_save(sd, err, sizeof err) != 0)
-            fprintf(stderr, "warning: could not delete an old save: %s\n", err);
-        else if (saves[i].complete) /* said, so that no save goes unannounced */
+        if (remove_save(sd, err, sizeof err) != 0) {
+            /* once: the folder is incomplete from now on, and the next
+             * prune's retry of it says nothing */
+            if (saves[i].complete)
+                fprintf(stderr, "warning: could not delete an old save: %s (its COMPLETE is "
+                        "deleted: it is no longer a save, and later saves retry quietly)\n",
+                        err);
+        } else if (saves[i].complete) /* said, so that no save goes unannounced */
             printf("note: deleted %s (--keep %d: the newest %d saves of this run are kept)\n",
                    sd, keep, keep);
         else
@@ -329,9 +334,11 @@ int ckpt_commit(const char *dir, const char *step_dir, int step, int world_size,
     cJSON_free(text);
     if (rc == 0) rc = io_commit(&w, err, err_len);
     if (rc == 0) rc = io_sync_dir(step_dir, err, err_len);
-    if (rc == 0) prune(dir, keep, id);
+    if (rc == 0 && keep != CKPT_PRUNE_LATER) prune(dir, keep, id);
     return rc;
 }
+
+void ckpt_prune(const char *dir, int keep, const CkptIdentity *id) { prune(dir, keep, id); }
 
 int ckpt_save(const char *dir, int step, int keep, const CkptIdentity *id, const GPTConfig *cfg,
               const float *params, const RunState *st, uint64_t num_params, const float *m,

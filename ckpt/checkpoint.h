@@ -87,12 +87,19 @@ int ckpt_write_state(const char *step_dir, int rank, const RunState *st, uint64_
                      uint64_t offset, uint64_t count, const float *m, const float *v,
                      CkptFile *out, char *err, size_t err_len);
 /* Write COMPLETE last (with the identity id; NULL writes a version 1
- * manifest, without one), then prune: delete all but the newest `keep`
- * complete saves of this run (keep 0 keeps all), keeping the rollback
- * point, and incomplete folders older than the newest complete save. */
+ * manifest, without one), then ckpt_prune with keep, unless keep is
+ * CKPT_PRUNE_LATER (the caller prunes once it has said the save). */
+#define CKPT_PRUNE_LATER (-1)
 int ckpt_commit(const char *dir, const char *step_dir, int step, int world_size,
                 const CkptFile *files, int n_files, int keep, const CkptIdentity *id,
                 char *err, size_t err_len);
+
+/* Delete all but the newest `keep` complete saves of run id (keep 0 keeps
+ * all), keeping the rollback point, and incomplete folders older than the
+ * newest complete save; a note on stdout for each. A save that cannot be
+ * deleted is warned about once: its COMPLETE is gone by then, and the
+ * incomplete folder it leaves is retried quietly at later saves. */
+void ckpt_prune(const char *dir, int keep, const CkptIdentity *id);
 
 /* One process, whole optimizer state: begin, model, state, commit. */
 int ckpt_save(const char *dir, int step, int keep, const CkptIdentity *id, const GPTConfig *cfg,

@@ -530,8 +530,8 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
         }
         if (rc == 0) {
             CkptIdentity id = {s->run_id, run_state_config_hash(&st)};
-            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1, s->cfg.keep, &id,
-                             why, sizeof why);
+            rc = ckpt_commit(s->dir, step_dir, step, world, files, world + 1,
+                             CKPT_PRUNE_LATER, &id, why, sizeof why);
         }
     }
     if (agree(d, rc) != 0) goto out;
@@ -540,6 +540,11 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
     /* the parameters, and m and v once over all the ranks' slices */
     printf("saved %s (%.1f MiB, %.0f ms)\n", step_dir, 3.0 * (double)np * 4 / 1048576.0,
            now_ms() - t0);
+    /* --keep's deletions after the save they make room for is said */
+    if (rank == 0) {
+        CkptIdentity id = {s->run_id, 0};
+        ckpt_prune(s->dir, s->cfg.keep, &id);
+    }
     fflush(stdout);
 out:
     if (moved) {
