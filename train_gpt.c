@@ -11,6 +11,7 @@
  * ranks, and rank 0 writes the model files. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -401,6 +402,20 @@ static void start_progress(Trainer *tr, double t_start)
                       stdout);
 }
 
+/* A run whose stdout failed (/dev/full, a full disk, EIO) lost lines of
+ * its report: one that otherwise ended well exits 1 saying so on stderr.
+ * Other statuses stand (a stop makes a stalled stdout drop text on
+ * purpose: base/signals.h). */
+static int console_status(int rc)
+{
+    errno = 0;
+    int flushed = fflush(stdout) == 0;
+    if (rc != 0 || (flushed && !ferror(stdout))) return rc;
+    fprintf(stderr, "error: standard output: a write failed%s%s: lines of this run's report "
+            "are lost\n", errno ? ": " : "", errno ? strerror(errno) : "");
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     static Trainer tr;
@@ -409,7 +424,7 @@ int main(int argc, char **argv)
     /* Every line out as it is printed, to a terminal, a pipe or a file. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = train_options_parse(&tr.opt, argc, argv);
-    if (rc) return rc == 1 ? 0 : 2;
+    if (rc) return rc == 1 ? console_status(0) : 2;
     TrainOptions *o = &tr.opt;
     start(&tr, argc, argv);
     Dist *d = &tr.dist;
@@ -430,9 +445,9 @@ int main(int argc, char **argv)
             fail(&tr, err);
         rc = recompute_plan(o, &tr.cfg, &shard);
         dist_finalize(d);
-        return rc;
+        return console_status(rc);
     }
-    if (o->generate > 0) return generate_only(&tr);
+    if (o->generate > 0) return console_status(generate_only(&tr));
     rc = open_data(&tr, err, sizeof err);
     if (rc != 0 && !signals_pending()) fail(&tr, err);
     stop_check_startup(&tr, "reading the data (hashing its shards)");
@@ -545,5 +560,5 @@ int main(int argc, char **argv)
     if (o->sample_every > 0 && d->rank == 0) text_sampler_close(&tr.sampler);
     if (o->profile_ops) profile_detach(&tr.prof, tr.be);
     backend_close(tr.be);
-    return rc;
+    return console_status(rc);
 }

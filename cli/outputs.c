@@ -193,6 +193,23 @@ void outputs_init(Outputs *out)
     out->log.fd = -1;
 }
 
+/* a and b name one file: the same text, the same existing file, or the
+ * same name in the same folder (a file not made yet: "x" and "./x"). */
+static int same_output(const char *a, const char *b)
+{
+    if (strcmp(a, b) == 0) return 1;
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    const char *ba = strrchr(a, '/'), *bb = strrchr(b, '/');
+    if (strcmp(ba ? ba + 1 : a, bb ? bb + 1 : b) != 0) return 0;
+    char da[4096], db[4096];
+    io_dirname(a, da, sizeof da);
+    io_dirname(b, db, sizeof db);
+    return stat(da, &sa) == 0 && stat(db, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
 /* The files a run writes after its work (--save at the end, --dump-grads
  * after step 1, --log from the first line) must be writable now, not after
  * hours of training: a file name (no trailing '/') in a folder that takes a
@@ -203,6 +220,12 @@ void outputs_check_paths(const TrainOptions *o, Dist *d)
     const char *path[] = {o->save, o->dump_grads, o->log_path};
     int n = o->plan || o->generate > 0 ? 1 : 3;
     if (d->rank != 0) return;
+    /* one file for two outputs: each write would destroy the other's */
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (path[i] && path[j] && same_output(path[i], path[j]))
+                dist_fail(d, 2, "%s %s and %s %s name the same file: give each its own path",
+                          flag[i], path[i], flag[j], path[j]);
     for (int i = 0; i < n; i++) {
         char why[4600];
         if (path[i] && io_probe_output(path[i], why, sizeof why) != 0)
