@@ -525,8 +525,13 @@ int main(int argc, char **argv)
     outputs_claim_all(&tr.out, o, d, resumed, 1); /* --overwrite-outputs' moves */
     /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
      * to the resumed step, so the log covers the whole run with each step once. */
+    /* the log's run id: the checkpoint run's (kept across resumes); an
+     * llm.c resume starts a new id, so its log is not checked */
+    char run_id[32];
+    snprintf(run_id, sizeof run_id, "%016llx", (unsigned long long)tr.sess.run_id);
     if (d->rank == 0 && run_log_open(&tr.out.log, o->log_path, resumed ? tr.start_step : -1,
-                                     o->log_errors, err, sizeof err) != 0)
+                                     o->llmc_resume ? NULL : run_id, o->log_errors, err,
+                                     sizeof err) != 0)
         fail(&tr, err);
 
     rc = loop_run(&tr, err, sizeof err);

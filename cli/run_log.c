@@ -42,13 +42,15 @@ static long long cut_offset(FILE *f, int n)
         int step, train;
         if (line_step(line, (size_t)len, &step, &train) == 0) {
             if (step == n && train) after_n = off + len;
-            if (step > n && first_later < 0 && after_n < 0) first_later = off;
+            if (step > n && first_later < 0) first_later = off;
         }
         off += len;
         if (line[len - 1] == '\n') last_nl = off;
     }
     free(line);
-    long long cut = after_n >= 0 ? after_n : first_later >= 0 ? first_later : last_nl;
+    /* the lines after step n's (its val loss, a finished segment's
+     * summary) are that run's and stay; steps past n are retrained */
+    long long cut = first_later >= 0 ? first_later : after_n >= 0 ? last_nl : last_nl;
     return cut < off ? cut : -1;
 }
 
@@ -93,8 +95,25 @@ static int cut_back(RunLog *l, int fd, long long cut, long long end, int n, char
     return rc;
 }
 
-int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors, char *err,
-                 size_t err_len)
+/* The run id of the log's header record (its first line), into id; 0, or
+ * -1 when the first line is not a header (a log from before headers). */
+static int header_run_id(int fd, char *id, size_t len)
+{
+    char buf[512];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "run_id");
+    int ok = cJSON_IsString(r);
+    if (ok) snprintf(id, len, "%s", r->valuestring);
+    cJSON_Delete(j);
+    return ok ? 0 : -1;
+}
+
+int run_log_open(RunLog *l, const char *path, int resume_step, const char *run_id,
+                 int ignore_errors, char *err, size_t err_len)
 {
     memset(l, 0, sizeof *l);
     l->fd = -1;
@@ -133,6 +152,15 @@ int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors
         close(fd);
         return -1;
     }
+    char theirs[128];
+    if (resume_step >= 0 && run_id && header_run_id(fd, theirs, sizeof theirs) == 0 &&
+        strcmp(theirs, run_id) != 0) {
+        io_err(err, err_len, "--log %s: the log of run %s, and this run (resumed from its "
+               "save) is run %s: nothing was cut or appended. Give this run its own --log, or "
+               "the one its first segment wrote", path, theirs, run_id);
+        close(fd);
+        return -1;
+    }
     l->size = st.st_size;
     if (resume_step >= 0 && st.st_size > 0) {
         FILE *f = fdopen(dup(fd), "r");
@@ -150,6 +178,11 @@ int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors
         return -1;
     }
     l->fd = fd;
+    if (resume_step < 0 && run_id) { /* the header record: whose log this is */
+        char line[160];
+        snprintf(line, sizeof line, "{\"run_id\":\"%s\"}", run_id);
+        run_log_line(l, line);
+    }
     return 0;
 }
 

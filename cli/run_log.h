@@ -11,7 +11,14 @@
  * resumed run will train again. run_log_open for a resume at step N cuts
  * the file back to just after the training line of step N (or, when that
  * line is absent, to the first line of a later step); the lines cut are
- * appended to "<log>.abandoned", not deleted, and a note says how many. */
+ * appended to "<log>.abandoned", not deleted, and a note says how many.
+ * Lines of step N after its training line (its val loss, the summary of a
+ * segment that ended there) stay.
+ *
+ * Run id. A new run's log starts with a header record {"run_id": "..."}
+ * (the checkpoint run id, 16 hex digits). A resume given a log whose header
+ * names another run id is refused, naming both, before anything is cut or
+ * appended; a log without a header (older logs) is taken as the run's. */
 #ifndef RUN_RUN_LOG_H
 #define RUN_RUN_LOG_H
 
@@ -34,8 +41,8 @@ typedef struct {
  * write over it. */
 #define RUN_LOG_IN_USE "another run is writing this log now (it holds a lock on it); give this " \
                        "run another --log"
-int run_log_open(RunLog *l, const char *path, int resume_step, int ignore_errors, char *err,
-                 size_t err_len);
+int run_log_open(RunLog *l, const char *path, int resume_step, const char *run_id,
+                 int ignore_errors, char *err, size_t err_len);
 
 /* Append one line (json without its newline). No-op without a log or
  * after a failure. */
