@@ -12,6 +12,7 @@
 
 #include "model/config.h"
 #include "model/planner.h"
+#include "cli/run_record.h"
 #include "cli/version.h"
 
 /* K_OPTSTR: an optional string, attached as --name=VALUE (getopt_long's
@@ -178,6 +179,10 @@ static const OptSpec SPECS[] = {
     {"peak-tflops", K_FLOAT, O(peak_tflops), "0", 0, 1e6, NULL, "Other",
      "the device's dense peak in TFLOP/s, for the MFU each step prints (0 = the table of known "
      "GPUs in kernels/device_info.c; the CPU has none: FLOP/s only)"},
+    {"config", K_STR, O(config_path), NULL, 0, 0, NULL, "Other",
+     "read flags from the JSON object in FILE (keys = flag names, as a --log's first line "
+     "records them under \"config\"; that line or the whole log may be given); flags on the "
+     "command line override it; an unknown key exits 2"},
     {"profile-ops", K_FLAG, O(profile_ops), NULL, 0, 0, NULL, "Other",
      "time each op alone (a device sync around each; slower run) and print where a step's "
      "time goes, the first step left out"},
@@ -349,6 +354,15 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     longopts[NUM_SPECS + 2] = (struct option){0, 0, 0, 0};
 
     unsigned char *given = opt->given;
+    /* --config first (cli/run_record.c): the command line's flags, parsed
+     * next, override its keys */
+    for (int i = 1; i < argc; i++) {
+        const char *path = strcmp(argv[i], "--config") == 0 && i + 1 < argc ? argv[i + 1]
+                           : strncmp(argv[i], "--config=", 9) == 0        ? argv[i] + 9
+                                                                           : NULL;
+        if (path && run_record_apply(opt, path) != 0) return 2;
+        if (path) break;
+    }
     opterr = 0;
     optind = 1;
     int c, at = optind;
@@ -544,6 +558,50 @@ int train_options_must_agree(int i)
 
 void train_options_format(const TrainOptions *opt, int i, char *out, size_t len)
 {
+    train_options_format_value(opt, i, out, len);
+    size_t n_given = sizeof AGREE_GIVEN / sizeof AGREE_GIVEN[0];
+    if (!opt->given[i] && listed(SPECS[i].name, AGREE_GIVEN, n_given)) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, " (default)");
+    }
+}
+
+TrainOptionType train_options_type(int i)
+{
+    switch (SPECS[i].kind) {
+    case K_INT: case K_LONG: case K_FLOAT: case K_U64: case K_BYTES: return TRAIN_OPT_NUMBER;
+    case K_FLAG: return TRAIN_OPT_SWITCH;
+    case K_OPTSTR: return TRAIN_OPT_OPTIONAL_TEXT;
+    default: return SPECS[i].def ? TRAIN_OPT_TEXT : TRAIN_OPT_OPTIONAL_TEXT;
+    }
+}
+
+int train_options_has_default(int i) { return SPECS[i].def != NULL; }
+
+int train_options_index(const char *name)
+{
+    for (int i = 0; i < NUM_SPECS; i++)
+        if (strcmp(SPECS[i].name, name) == 0) return i;
+    return -1;
+}
+
+int train_options_set(TrainOptions *opt, int i, const char *value)
+{
+    if (set_value(opt, &SPECS[i], value) != 0) return 2;
+    /* a value equal to the default counts as not given: a recorded
+     * configuration lists every flag, and "given" matters to some */
+    char mine[512], def[512] = "";
+    TrainOptions d;
+    memset(&d, 0, sizeof d);
+    train_options_format_value(opt, i, mine, sizeof mine);
+    if (SPECS[i].def && set_value(&d, &SPECS[i], SPECS[i].def) == 0)
+        train_options_format_value(&d, i, def, sizeof def);
+    opt->given[i] = !(SPECS[i].def && strcmp(mine, def) == 0);
+    return 0;
+}
+
+void train_options_format_value(const TrainOptions *opt, int i, char *out, size_t len)
+{
     const OptSpec *s = &SPECS[i];
     const void *f = (const char *)opt + s->offset;
     const char *str;
@@ -565,11 +623,6 @@ void train_options_format(const TrainOptions *opt, int i, char *out, size_t len)
         snprintf(out, len, "%.*s", (int)strcspn(p, "|"), p);
         break;
     }
-    }
-    size_t n_given = sizeof AGREE_GIVEN / sizeof AGREE_GIVEN[0];
-    if (!opt->given[i] && listed(s->name, AGREE_GIVEN, n_given)) {
-        size_t used = strlen(out);
-        snprintf(out + used, len - used, " (default)");
     }
 }
 
