@@ -35,7 +35,8 @@ typedef struct {
 #define O(f) offsetof(TrainOptions, f)
 static const OptSpec SPECS[] = {
     {"model", K_STR, O(preset), NULL, 0, 0, NULL, "Shape",
-     "GPT-2 preset d12|d24|d36|d48 (124M/350M/774M/1558M); shape flags given too win"},
+     "GPT-2 preset d12|d24|d36|d48 (124M/350M/774M/1558M), or by Hugging Face's names "
+     "gpt2|gpt2-medium|gpt2-large|gpt2-xl; shape flags given too win"},
     {"layers", K_INT, O(layers), "12", 1, 4096, NULL, "Shape", "transformer blocks L"},
     {"channels", K_INT, O(channels), "768", 1, 65536, NULL, "Shape", "embedding width C"},
     {"heads", K_INT, O(heads), "12", 1, 65536, NULL, "Shape", "attention heads NH (divides C)"},
@@ -308,6 +309,33 @@ static int flag_written_in_full(const char *arg, const char *name)
            (arg[2 + n] == 0 || arg[2 + n] == '=');
 }
 
+/* One flag of --help: "  LEFT  help..." with the help wrapped at spaces to
+ * HELP_COLUMNS, continuation lines under the help's first column (a LEFT
+ * wider than its column puts the help on the next line). \x01 is a space
+ * that does not break ("[default: X]" stays whole). */
+#define HELP_COLUMNS 100
+#define HELP_INDENT 33
+static void print_wrapped(const char *left, const char *text)
+{
+    int col = printf("  %s", left);
+    if (col + 1 > HELP_INDENT) printf("\n%*s", HELP_INDENT, "");
+    else printf("%*s", HELP_INDENT - col, "");
+    col = HELP_INDENT;
+    int first = 1;
+    for (const char *p = text; *p;) {
+        while (*p == ' ') p++;
+        size_t n = strcspn(p, " ");
+        if (!n) break;
+        if (!first && col + 1 + (int)n > HELP_COLUMNS) col = printf("\n%*s", HELP_INDENT, "") - 1;
+        else if (!first) col += printf(" ");
+        for (size_t k = 0; k < n; k++) putchar(p[k] == '\x01' ? ' ' : p[k]);
+        col += (int)n;
+        first = 0;
+        p += n;
+    }
+    printf("\n");
+}
+
 static void print_help(void)
 {
     printf("usage: ./train_gpt [flags]\n"
@@ -325,9 +353,10 @@ static void print_help(void)
                            : s->kind == K_FLAG  ? ""
                                                 : "N";
         snprintf(left, sizeof left, "--%s%s%s", s->name, s->kind == K_OPTSTR ? "" : " ", meta);
-        printf("  %-30s %s", left, s->help);
-        if (s->def) printf(" [default: %s]", s->def);
-        printf("\n");
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s%s%s", s->help, s->def ? " [default:\x01" : "",
+                 s->def ? s->def : "", s->def ? "]" : "");
+        print_wrapped(left, text);
     }
     printf("\n  %-30s %s\n", "-h, --help", "this list");
     printf("  %-30s %s\n", "--version", "the commit this binary was built from, and its backends");
@@ -424,7 +453,8 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     if (opt->preset) {
         GPTConfig cfg = {0};
         if (config_preset(&cfg, opt->preset) != 0) {
-            fprintf(stderr, "--model: expected one of d12|d24|d36|d48, got '%s'\n", opt->preset);
+            fprintf(stderr, "--model: expected one of d12|d24|d36|d48 (or gpt2|gpt2-medium|"
+                    "gpt2-large|gpt2-xl), got '%s'\n", opt->preset);
             return 2;
         }
         for (int i = 0; i < NUM_SPECS; i++) {
@@ -440,6 +470,16 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     }
     if (strcmp(opt->dtype, "auto") && strcmp(opt->dtype, "fp32") && strcmp(opt->dtype, "bf16")) {
         fprintf(stderr, "--dtype: expected one of auto|fp32|bf16, got '%s'\n", opt->dtype);
+        return 2;
+    }
+#ifdef HAVE_CUDA
+    int cpu_only = strcmp(opt->device, "cpu") == 0;
+#else
+    int cpu_only = strcmp(opt->device, "cuda") != 0; /* auto is the cpu in this build */
+#endif
+    if (cpu_only && strcmp(opt->dtype, "bf16") == 0) {
+        fprintf(stderr, "--dtype bf16: the cpu backend computes in fp32 only; give --dtype fp32 "
+                "(or auto), or --device cuda\n");
         return 2;
     }
     if (opt->checkpoint_every != 0 && opt->recompute != 2 && !opt->plan) {
