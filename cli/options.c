@@ -472,14 +472,17 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         fprintf(stderr, "--dtype: expected one of auto|fp32|bf16, got '%s'\n", opt->dtype);
         return 2;
     }
+    /* --plan only plans (a GPU's bf16 plan may be made anywhere) */
 #ifdef HAVE_CUDA
     int cpu_only = strcmp(opt->device, "cpu") == 0;
+    const char *instead = "or --device cuda";
 #else
     int cpu_only = strcmp(opt->device, "cuda") != 0; /* auto is the cpu in this build */
+    const char *instead = "this build has no CUDA backend";
 #endif
-    if (cpu_only && strcmp(opt->dtype, "bf16") == 0) {
+    if (cpu_only && !opt->plan && strcmp(opt->dtype, "bf16") == 0) {
         fprintf(stderr, "--dtype bf16: the cpu backend computes in fp32 only; give --dtype fp32 "
-                "(or auto), or --device cuda\n");
+                "(or auto; %s)\n", instead);
         return 2;
     }
     if (opt->checkpoint_every != 0 && opt->recompute != 2 && !opt->plan) {

@@ -3,7 +3,8 @@
  *    / d48 (the --plan of each pair, at a fixed budget, is the same text;
  *    before, "gpt2" was refused, exit 2);
  *  - --dtype bf16 with the cpu backend is a bad command line, exit 2 with
- *    one line (before: exit 1 after start-up, from backend_open);
+ *    one line (before: exit 1 after start-up, from backend_open), except
+ *    with --plan, which runs no backend;
  *  - no line of --help, ./train_gpt's or ./tokenize's, is wider than 100
  *    columns (before: up to 419);
  *  - a new run refused for an output that exists suggests --resume only
@@ -54,6 +55,11 @@ Test(cli_small, bf16_on_the_cpu_is_a_bad_command_line)
     cr_expect_eq(rc, 2, "exit %d: %s", rc, e);
     cr_expect(e && strstr(e, "--dtype bf16: the cpu backend computes in fp32 only") &&
               strchr(e, '\n') == e + strlen(e) - 1, "not one line: %s", e);
+    free(o), free(e);
+    /* --plan makes a bf16 plan anywhere: it runs no backend */
+    rc = run("--dtype bf16 --device cpu --plan --layers 2 --channels 32 --heads 4 --seq-len 16 "
+             "--memory-budget 1GiB --op-costs flops", &o, &e);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, e);
     free(o), free(e);
 }
 
