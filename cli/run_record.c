@@ -47,8 +47,8 @@ static int value_text(int i, const cJSON *v, char *buf, size_t len, const char *
     if (cJSON_IsNull(v)) return 0;
     if (cJSON_IsBool(v)) {
         if (t == TRAIN_OPT_SWITCH) *text = cJSON_IsTrue(v) ? "on" : NULL;
-        else if (t == TRAIN_OPT_OPTIONAL_TEXT && cJSON_IsTrue(v)) *text = ""; /* bare --resume */
-        else *err = t == TRAIN_OPT_SWITCH ? NULL : "true or false only for a switch";
+        else if (t == TRAIN_OPT_OPTIONAL_TEXT) *text = cJSON_IsTrue(v) ? "" : NULL; /* --resume */
+        else *err = "expected a number or a string (true and false are for switches)";
         return *err ? -1 : 0;
     }
     if (t == TRAIN_OPT_SWITCH) {

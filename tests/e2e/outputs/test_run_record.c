@@ -122,7 +122,8 @@ Test(run_record, config_errors_name_the_file_and_key, .timeout = 60)
 {
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 400);
-    tu_write_text(tu_path(d, "ok.json"), "{\n  \"steps\": 2,\n  \"layers\": 1,\n  \"lr\": 0.002\n}\n");
+    tu_write_text(tu_path(d, "ok.json"), "{\n  \"steps\": 2,\n  \"layers\": 1,\n  \"lr\": 0.002,\n"
+                  "  \"resume\": false, \"init-from\": null, \"plan\": false\n}\n");
     snprintf(args, sizeof args, "%s --config %s/ok.json --layers 2 --log %s/ok.log",
              tc_model_args(d), d, d);
     cr_assert_eq(run_in(d, "ok", args), 0);
@@ -139,6 +140,7 @@ Test(run_record, config_errors_name_the_file_and_key, .timeout = 60)
         {"{\"layers\": 0}", "bad.json: key \"layers\" holds that value"},
         {"{\"plan\": 1}", "bad.json: key \"plan\": expected true, false or null"},
         {"{\"steps\": [1]}", "key \"steps\": expected a number, a string"},
+        {"{\"steps\": true}", "key \"steps\": expected a number or a string"},
         {"[1, 2]", "bad.json: not a JSON object"},
         {"{\"config\": 3}", "\"config\" is not an object of flags"},
     };
