@@ -61,6 +61,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: ./tokenize --out PREFIX [options] [FILE ...]\n"
+"       ./tokenize --jsonl [--text-field NAME] --out PREFIX [options] FILE.jsonl[.gz] ...\n"
 "       ./tokenize --hellaswag FILE.jsonl --out PREFIX [--encoder/--vocab PATH] [--quiet]\n"
 "Tokenize text with GPT-2's byte-level BPE into llm.c token shards\n"
 "PREFIX_val_000000.bin, ..., PREFIX_train_000000.bin, ... (header of 256 int32,\n"
@@ -79,6 +80,12 @@ static void usage(FILE *f)
 "                        blank line stays with the document before it, as in\n"
 "                        llm.c's tinyshakespeare.py) (default: off, one\n"
 "                        document per file)\n"
+"  --jsonl               each FILE (or stdin) is JSON lines, plain or gzip\n"
+"                        (told by its magic bytes): one document per line,\n"
+"                        the string in its --text-field; blank lines are\n"
+"                        skipped; a line that is no JSON object or lacks\n"
+"                        the field fails the job naming FILE:LINE (exit 1)\n"
+"  --text-field NAME     --jsonl's field holding the text (default: text)\n"
 "  --hellaswag FILE      instead of shards, write PREFIX.bin: HellaSwag's jsonl\n"
 "                        (\"ctx\", 4 \"endings\", \"label\" per line) as llm.c's\n"
 "                        multiple-choice eval file (magic 20240522), each\n"
@@ -117,7 +124,7 @@ static void usage(FILE *f)
 
 static const char *const FLAGS = "--out --val-fraction --val-tokens --shard-size "
                                  "--split-blank-lines --hellaswag --encoder --vocab --fetch --overwrite --quiet "
-                                 "--help";
+                                 "--jsonl --text-field --help";
 
 /* getopt_long takes any unique prefix ("--ou" for --out, "--split-blank-line"
  * for --split-blank-lines), as ./train_gpt refuses to: a flag must be
@@ -248,7 +255,7 @@ static int fetch_only(const char *name, int quiet)
 int main(int argc, char **argv)
 {
     enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET,
-           OPT_HELLASWAG, OPT_FETCH, OPT_OVERWRITE };
+           OPT_HELLASWAG, OPT_FETCH, OPT_OVERWRITE, OPT_JSONL, OPT_TEXT_FIELD };
     static const struct option opts[] = {
         {"out", required_argument, 0, OPT_OUT},
         {"val-fraction", required_argument, 0, OPT_VALF},
@@ -261,6 +268,8 @@ int main(int argc, char **argv)
         {"hellaswag", required_argument, 0, OPT_HELLASWAG},
         {"fetch", required_argument, 0, OPT_FETCH},
         {"overwrite", no_argument, 0, OPT_OVERWRITE},
+        {"jsonl", no_argument, 0, OPT_JSONL},
+        {"text-field", required_argument, 0, OPT_TEXT_FIELD},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -309,6 +318,11 @@ int main(int argc, char **argv)
         case OPT_QUIET: job.quiet = 1; break;
         case OPT_FETCH: fetch = optarg; break;
         case OPT_OVERWRITE: job.overwrite = 1; break;
+        case OPT_JSONL: job.jsonl = 1; break;
+        case OPT_TEXT_FIELD:
+            if (!*optarg) return bad_value("--text-field", optarg, "a JSON field name");
+            job.text_field = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         case ':':
             fprintf(stderr, "tokenize: %s needs a value (see --help)\n", argv[optind - 1]);
@@ -332,6 +346,16 @@ int main(int argc, char **argv)
     }
     if (!job.out_prefix) {
         fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out datasets/shakespeare)\n");
+        return 2;
+    }
+    if (job.text_field && !job.jsonl) {
+        fprintf(stderr, "tokenize: --text-field names the field of --jsonl's lines; give "
+                "--jsonl too\n");
+        return 2;
+    }
+    if (job.jsonl && (job.split_blank_lines || hellaswag)) {
+        fprintf(stderr, "tokenize: --jsonl: each line is a document already; not with %s\n",
+                hellaswag ? "--hellaswag (its own jsonl)" : "--split-blank-lines");
         return 2;
     }
     if (hellaswag) return run_hellaswag(&job, hellaswag, shard_flag, argc - optind);

@@ -31,6 +31,7 @@
 #include "cli/outputs.h"
 #include "cli/recompute.h"
 #include "cli/run_log.h"
+#include "cli/run_record.h"
 #include "cli/stop.h"
 #include "cli/summary.h"
 #include "cli/trainer.h"
@@ -533,6 +534,15 @@ int main(int argc, char **argv)
                                      o->llmc_resume ? NULL : run_id, o->log_errors, err,
                                      sizeof err) != 0)
         fail(&tr, err);
+    if (d->rank == 0 && !resumed) { /* the first line: what made the run (cli/run_record.h) */
+        char backend[64];
+        snprintf(backend, sizeof backend, "%s %s", tr.be->name, tr.be->act_bytes == 2 ? "bf16" : "fp32");
+        char *rec = run_record_json(o, &tr.cfg, o->batch, o->seq_len,
+                                    session_data_fingerprint(&tr.train), backend, d->world);
+        if (!rec) fail(&tr, "out of host memory for the log's first line");
+        run_log_line(&tr.out.log, rec);
+        free(rec);
+    }
 
     rc = loop_run(&tr, err, sizeof err);
     if (rc == TRAIN_STOPPED) rc = stop_keep(&tr, err, sizeof err);

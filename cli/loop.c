@@ -159,11 +159,12 @@ int loop_run(Trainer *tr, char *err, size_t len)
         if (tr->step_ms) tr->step_ms[tr->n_step_ms++] = ms;
         progress_clear(&tr->prog);
         StepFigures fig;
-        char figs[160];
+        char figs[200];
         progress_step_done(&tr->prog, step, ms, &fig);
-        progress_format(&fig, figs, sizeof figs);
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s%s%s\n", step,
-               o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3), figs,
+        progress_format(&fig, d->world, figs, sizeof figs);
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s%s%s%s\n",
+               step, o->steps, loss, lr, norm, ms, tokens_per_step / (ms / 1e3),
+               d->world > 1 ? " (all ranks)" : "", figs,
                skip ? " | SKIPPED: non-finite loss or gradient norm, no update" : "");
         /* no collectives inside: rank 0 alone.
          * A sample cut short by a signal leaves the sampler's RNG as before

@@ -12,6 +12,7 @@
 
 #include "model/config.h"
 #include "model/planner.h"
+#include "cli/run_record.h"
 #include "cli/version.h"
 
 /* K_OPTSTR: an optional string, attached as --name=VALUE (getopt_long's
@@ -34,7 +35,8 @@ typedef struct {
 #define O(f) offsetof(TrainOptions, f)
 static const OptSpec SPECS[] = {
     {"model", K_STR, O(preset), NULL, 0, 0, NULL, "Shape",
-     "GPT-2 preset d12|d24|d36|d48 (124M/350M/774M/1558M); shape flags given too win"},
+     "GPT-2 preset d12|d24|d36|d48 (124M/350M/774M/1558M), or by Hugging Face's names "
+     "gpt2|gpt2-medium|gpt2-large|gpt2-xl; shape flags given too win"},
     {"layers", K_INT, O(layers), "12", 1, 4096, NULL, "Shape", "transformer blocks L"},
     {"channels", K_INT, O(channels), "768", 1, 65536, NULL, "Shape", "embedding width C"},
     {"heads", K_INT, O(heads), "12", 1, 65536, NULL, "Shape", "attention heads NH (divides C)"},
@@ -178,6 +180,10 @@ static const OptSpec SPECS[] = {
     {"peak-tflops", K_FLOAT, O(peak_tflops), "0", 0, 1e6, NULL, "Other",
      "the device's dense peak in TFLOP/s, for the MFU each step prints (0 = the table of known "
      "GPUs in kernels/device_info.c; the CPU has none: FLOP/s only)"},
+    {"config", K_STR, O(config_path), NULL, 0, 0, NULL, "Other",
+     "read flags from the JSON object in FILE (keys = flag names, as a --log's first line "
+     "records them under \"config\"; that line or the whole log may be given); flags on the "
+     "command line override it; an unknown key exits 2"},
     {"profile-ops", K_FLAG, O(profile_ops), NULL, 0, 0, NULL, "Other",
      "time each op alone (a device sync around each; slower run) and print where a step's "
      "time goes, the first step left out"},
@@ -303,6 +309,33 @@ static int flag_written_in_full(const char *arg, const char *name)
            (arg[2 + n] == 0 || arg[2 + n] == '=');
 }
 
+/* One flag of --help: "  LEFT  help..." with the help wrapped at spaces to
+ * HELP_COLUMNS, continuation lines under the help's first column (a LEFT
+ * wider than its column puts the help on the next line). \x01 is a space
+ * that does not break ("[default: X]" stays whole). */
+#define HELP_COLUMNS 100
+#define HELP_INDENT 33
+static void print_wrapped(const char *left, const char *text)
+{
+    int col = printf("  %s", left);
+    if (col + 1 > HELP_INDENT) printf("\n%*s", HELP_INDENT, "");
+    else printf("%*s", HELP_INDENT - col, "");
+    col = HELP_INDENT;
+    int first = 1;
+    for (const char *p = text; *p;) {
+        while (*p == ' ') p++;
+        size_t n = strcspn(p, " ");
+        if (!n) break;
+        if (!first && col + 1 + (int)n > HELP_COLUMNS) col = printf("\n%*s", HELP_INDENT, "") - 1;
+        else if (!first) col += printf(" ");
+        for (size_t k = 0; k < n; k++) putchar(p[k] == '\x01' ? ' ' : p[k]);
+        col += (int)n;
+        first = 0;
+        p += n;
+    }
+    printf("\n");
+}
+
 static void print_help(void)
 {
     printf("usage: ./train_gpt [flags]\n"
@@ -320,9 +353,10 @@ static void print_help(void)
                            : s->kind == K_FLAG  ? ""
                                                 : "N";
         snprintf(left, sizeof left, "--%s%s%s", s->name, s->kind == K_OPTSTR ? "" : " ", meta);
-        printf("  %-30s %s", left, s->help);
-        if (s->def) printf(" [default: %s]", s->def);
-        printf("\n");
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s%s%s", s->help, s->def ? " [default:\x01" : "",
+                 s->def ? s->def : "", s->def ? "]" : "");
+        print_wrapped(left, text);
     }
     printf("\n  %-30s %s\n", "-h, --help", "this list");
     printf("  %-30s %s\n", "--version", "the commit this binary was built from, and its backends");
@@ -349,6 +383,15 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     longopts[NUM_SPECS + 2] = (struct option){0, 0, 0, 0};
 
     unsigned char *given = opt->given;
+    /* --config first (cli/run_record.c): the command line's flags, parsed
+     * next, override its keys */
+    for (int i = 1; i < argc; i++) {
+        const char *path = strcmp(argv[i], "--config") == 0 && i + 1 < argc ? argv[i + 1]
+                           : strncmp(argv[i], "--config=", 9) == 0        ? argv[i] + 9
+                                                                           : NULL;
+        if (path && run_record_apply(opt, path) != 0) return 2;
+        if (path) break;
+    }
     opterr = 0;
     optind = 1;
     int c, at = optind;
@@ -410,7 +453,8 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     if (opt->preset) {
         GPTConfig cfg = {0};
         if (config_preset(&cfg, opt->preset) != 0) {
-            fprintf(stderr, "--model: expected one of d12|d24|d36|d48, got '%s'\n", opt->preset);
+            fprintf(stderr, "--model: expected one of d12|d24|d36|d48 (or gpt2|gpt2-medium|"
+                    "gpt2-large|gpt2-xl), got '%s'\n", opt->preset);
             return 2;
         }
         for (int i = 0; i < NUM_SPECS; i++) {
@@ -426,6 +470,19 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     }
     if (strcmp(opt->dtype, "auto") && strcmp(opt->dtype, "fp32") && strcmp(opt->dtype, "bf16")) {
         fprintf(stderr, "--dtype: expected one of auto|fp32|bf16, got '%s'\n", opt->dtype);
+        return 2;
+    }
+    /* --plan only plans (a GPU's bf16 plan may be made anywhere) */
+#ifdef HAVE_CUDA
+    int cpu_only = strcmp(opt->device, "cpu") == 0;
+    const char *instead = "or --device cuda";
+#else
+    int cpu_only = strcmp(opt->device, "cuda") != 0; /* auto is the cpu in this build */
+    const char *instead = "this build has no CUDA backend";
+#endif
+    if (cpu_only && !opt->plan && strcmp(opt->dtype, "bf16") == 0) {
+        fprintf(stderr, "--dtype bf16: the cpu backend computes in fp32 only; give --dtype fp32 "
+                "(or auto; %s)\n", instead);
         return 2;
     }
     if (opt->checkpoint_every != 0 && opt->recompute != 2 && !opt->plan) {
@@ -544,6 +601,50 @@ int train_options_must_agree(int i)
 
 void train_options_format(const TrainOptions *opt, int i, char *out, size_t len)
 {
+    train_options_format_value(opt, i, out, len);
+    size_t n_given = sizeof AGREE_GIVEN / sizeof AGREE_GIVEN[0];
+    if (!opt->given[i] && listed(SPECS[i].name, AGREE_GIVEN, n_given)) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, " (default)");
+    }
+}
+
+TrainOptionType train_options_type(int i)
+{
+    switch (SPECS[i].kind) {
+    case K_INT: case K_LONG: case K_FLOAT: case K_U64: case K_BYTES: return TRAIN_OPT_NUMBER;
+    case K_FLAG: return TRAIN_OPT_SWITCH;
+    case K_OPTSTR: return TRAIN_OPT_OPTIONAL_TEXT;
+    default: return SPECS[i].def ? TRAIN_OPT_TEXT : TRAIN_OPT_OPTIONAL_TEXT;
+    }
+}
+
+int train_options_has_default(int i) { return SPECS[i].def != NULL; }
+
+int train_options_index(const char *name)
+{
+    for (int i = 0; i < NUM_SPECS; i++)
+        if (strcmp(SPECS[i].name, name) == 0) return i;
+    return -1;
+}
+
+int train_options_set(TrainOptions *opt, int i, const char *value)
+{
+    if (set_value(opt, &SPECS[i], value) != 0) return 2;
+    /* a value equal to the default counts as not given: a recorded
+     * configuration lists every flag, and "given" matters to some */
+    char mine[512], def[512] = "";
+    TrainOptions d;
+    memset(&d, 0, sizeof d);
+    train_options_format_value(opt, i, mine, sizeof mine);
+    if (SPECS[i].def && set_value(&d, &SPECS[i], SPECS[i].def) == 0)
+        train_options_format_value(&d, i, def, sizeof def);
+    opt->given[i] = !(SPECS[i].def && strcmp(mine, def) == 0);
+    return 0;
+}
+
+void train_options_format_value(const TrainOptions *opt, int i, char *out, size_t len)
+{
     const OptSpec *s = &SPECS[i];
     const void *f = (const char *)opt + s->offset;
     const char *str;
@@ -565,11 +666,6 @@ void train_options_format(const TrainOptions *opt, int i, char *out, size_t len)
         snprintf(out, len, "%.*s", (int)strcspn(p, "|"), p);
         break;
     }
-    }
-    size_t n_given = sizeof AGREE_GIVEN / sizeof AGREE_GIVEN[0];
-    if (!opt->given[i] && listed(s->name, AGREE_GIVEN, n_given)) {
-        size_t used = strlen(out);
-        snprintf(out + used, len - used, " (default)");
     }
 }
 

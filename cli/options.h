@@ -51,6 +51,7 @@ typedef struct {
     const char *llmc_save_dir, *llmc_resume;
     /* other */
     const char *log_path, *device, *dtype, *dump_grads;
+    const char *config_path; /* --config: read first (cli/run_record.h) */
     int log_errors; /* 0 fail, 1 ignore */
     int overwrite_outputs; /* cli/outputs.h */
     int threads, profile_ops;
@@ -89,5 +90,23 @@ int train_options_count(void);
 const char *train_options_name(int i);
 int train_options_must_agree(int i);
 void train_options_format(const TrainOptions *opt, int i, char *out, size_t len);
+/* The value alone (no " (default)"): what --config reads back. */
+void train_options_format_value(const TrainOptions *opt, int i, char *out, size_t len);
+
+/* For recording and reading a configuration (cli/run_record.h): the i-th
+ * flag's value type; whether it has a default; the index of a flag name
+ * (-1: none); set the i-th flag from text as the command line would,
+ * marking it given unless the value is the default (0, or 2 after the
+ * flag's one-line error, without its newline's prefix). */
+typedef enum {
+    TRAIN_OPT_NUMBER,        /* integers, reals, byte counts */
+    TRAIN_OPT_TEXT,          /* a string or a choice, always set */
+    TRAIN_OPT_OPTIONAL_TEXT, /* a string that may be unset (NULL); --resume[=DIR] */
+    TRAIN_OPT_SWITCH         /* a flag without a value */
+} TrainOptionType;
+TrainOptionType train_options_type(int i);
+int train_options_has_default(int i);
+int train_options_index(const char *name);
+int train_options_set(TrainOptions *opt, int i, const char *value);
 
 #endif

@@ -79,7 +79,7 @@ static int inspect(const RunOutput *o, long long *bytes, char *err, size_t err_l
  * resumed run's) those that exist. Notes (kept, moved) go to `notes`.
  * Returns 0, or -1 with err naming the flag and file. Rank 0. */
 static int claim(const RunOutput *outs, int n, int resumed, int overwrite, int move,
-                 FILE *notes, char *err, size_t err_len)
+                 const char *resume_hint, FILE *notes, char *err, size_t err_len)
 {
     /* every refusal before any move: one refused output moves nothing */
     for (int i = 0; i < n; i++) {
@@ -90,9 +90,9 @@ static int claim(const RunOutput *outs, int n, int resumed, int overwrite, int m
         if (what == OUT_EXISTS && !resumed && !overwrite)
             return io_err(err, err_len, "%s %s: the file exists (%lld bytes, from another "
                           "run?) and a new run would replace it; nothing was started. Give "
-                          "another path, continue that run with --resume, or pass "
-                          "--overwrite-outputs to move it to %s.replaced_<time> (nothing is "
-                          "deleted)", outs[i].flag, outs[i].path, bytes, outs[i].path);
+                          "another path, %spass --overwrite-outputs to move it to "
+                          "%s.replaced_<time> (nothing is deleted)", outs[i].flag, outs[i].path,
+                          bytes, resume_hint, outs[i].path);
     }
     if (!move) return 0;
     for (int i = 0; i < n; i++) {
@@ -242,7 +242,14 @@ void outputs_claim_all(Outputs *out, const TrainOptions *o, Dist *d, int resumed
     if (d->rank == 0) {
         RunOutput outs[] = {{"--save", o->save}, {"--log", o->log_path},
                             {"--dump-grads", o->dump_grads}};
-        refused = claim(outs, 3, resumed, o->overwrite_outputs, move, stdout, err,
+        /* --resume continues only a run that saved into a checkpoint folder */
+        char hint[4200] = "or ";
+        if (o->checkpoint_dir)
+            snprintf(hint, sizeof hint, "continue that run with --resume, or ");
+        else if (o->llmc_save_dir)
+            snprintf(hint, sizeof hint, "continue that run with --resume-llmc %s, or ",
+                     o->llmc_save_dir);
+        refused = claim(outs, 3, resumed, o->overwrite_outputs, move, hint, stdout, err,
                         sizeof err) != 0;
         /* what --save holds now (nothing, or a resumed run's model) is what
          * its write at the end may replace */

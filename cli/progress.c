@@ -222,16 +222,19 @@ static void hms(double s, char *out, size_t len)
     snprintf(out, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-void progress_format(const StepFigures *f, char *out, size_t len)
+void progress_format(const StepFigures *f, int world, char *out, size_t len)
 {
-    char el[32], eta[32], mfu[32] = "";
+    char el[32], eta[32], mfu[48] = "";
+    /* FLOP/s and MFU are this rank's (the step line's tok/s is all ranks') */
+    const char *each = world > 1 ? " per rank" : "";
     hms(f->elapsed_s, el, sizeof el);
     hms(f->eta_s, eta, sizeof eta);
-    if (f->mfu >= 0) snprintf(mfu, sizeof mfu, " | MFU %.1f%%", 100.0 * f->mfu);
+    if (f->mfu >= 0) snprintf(mfu, sizeof mfu, " | MFU %.1f%%%s", 100.0 * f->mfu, each);
     double v = f->flops_per_s;
     const char *unit = v >= 1e12 ? "TFLOP/s" : v >= 1e9 ? "GFLOP/s" : "MFLOP/s";
     double scale = v >= 1e12 ? 1e12 : v >= 1e9 ? 1e9 : 1e6;
-    snprintf(out, len, " | %.3g %s%s | elapsed %s | ETA %s", v / scale, unit, mfu, el, eta);
+    snprintf(out, len, " | %.3g %s%s%s | elapsed %s | ETA %s", v / scale, unit, each, mfu, el,
+             eta);
 }
 
 void progress_log(const StepFigures *f, cJSON *j)

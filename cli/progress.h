@@ -99,8 +99,9 @@ void progress_tail_measured(Progress *p, int kind, double ms);
  * is the steps left at this process's pace (the vals, evals and saves
  * between steps included) plus the final val loss and --eval-file score. */
 void progress_step_done(Progress *p, int step, double ms, StepFigures *f);
-/* " | 1.2 TFLOP/s | MFU 0.1% | elapsed 0:01:02 | ETA 0:20:00" */
-void progress_format(const StepFigures *f, char *out, size_t len);
+/* " | 1.2 TFLOP/s | MFU 0.1% | elapsed 0:01:02 | ETA 0:20:00"; with world > 1
+ * ranks, FLOP/s and MFU say " per rank" (they are this rank's figures). */
+void progress_format(const StepFigures *f, int world, char *out, size_t len);
 /* The same figures as log fields: elapsed_s, eta_s, tflops, mfu. */
 void progress_log(const StepFigures *f, cJSON *j);
 

@@ -8,6 +8,8 @@
 #define TRAIN_GPT_COMMIT "unknown"
 #endif
 
+const char *version_commit(void) { return TRAIN_GPT_COMMIT; }
+
 void version_print(FILE *out)
 {
     char build[1024], dist[512];

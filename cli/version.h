@@ -11,4 +11,7 @@
 
 void version_print(FILE *out);
 
+/* The commit alone (`git describe --always --dirty`, or "unknown"). */
+const char *version_commit(void);
+
 #endif

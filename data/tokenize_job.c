@@ -1,5 +1,6 @@
 /* data/tokenize_job.c — text files -> GPT-2 token shards (tokenize_job.h). */
 #define _GNU_SOURCE /* memmem */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "base/stop.h"
 #include "dataset.h"
@@ -200,6 +202,107 @@ done:
     return rc;
 }
 
+/* The document of one JSON line: its text field's string, decoded by cJSON
+ * (escapes, \uXXXX, surrogate pairs -> UTF-8). A blank line is no document. */
+static int jsonl_line(Run *r, char *line, size_t n, const char *name, size_t lineno, char *err,
+                      size_t err_len)
+{
+    size_t k = 0;
+    while (k < n && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
+    if (k == n) return 0;
+    const char *field = r->job->text_field ? r->job->text_field : "text";
+    cJSON *j = cJSON_ParseWithLength(line, n);
+    if (!cJSON_IsObject(j)) {
+        snprintf(err, err_len, "%s:%zu: not a JSON object (one document per line: "
+                 "{\"%s\": \"...\"})", name, lineno, field);
+        cJSON_Delete(j);
+        return -1;
+    }
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, field);
+    if (!cJSON_IsString(t)) {
+        snprintf(err, err_len, "%s:%zu: %s \"%s\" (--text-field NAME names it)", name, lineno,
+                 t ? "a non-string field" : "no field", field);
+        cJSON_Delete(j);
+        return -1;
+    }
+    int rc = start_doc(r, err, err_len) ||
+             emit(r, (const uint8_t *)t->valuestring, strlen(t->valuestring), name, err, err_len);
+    cJSON_Delete(j);
+    return rc ? -1 : 0;
+}
+
+/* One JSON-lines input, plain or gzip (zlib tells them apart by the magic
+ * bytes 1f 8b and reads plain text as is), one document per line. */
+static int tokenize_jsonl(Run *r, const char *path, char *err, size_t err_len)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "<stdin>" : path;
+    int fd = is_stdin ? dup(STDIN_FILENO) : -1;
+    gzFile g = is_stdin ? (fd >= 0 ? gzdopen(fd, "rb") : NULL) : gzopen(path, "rb");
+    if (!g) {
+        snprintf(err, err_len, "%s: cannot open: %s", name, errno ? strerror(errno) : "out of memory");
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    gzbuffer(g, 1u << 20);
+    size_t cap = READ_CHUNK, len = 0, lineno = 0;
+    char *buf = malloc(cap + 1);
+    int rc = -1, eof = 0;
+    if (!buf) {
+        snprintf(err, err_len, "%s: out of memory", name);
+        goto done;
+    }
+    for (;;) {
+        /* every whole line in buf[0, len) */
+        size_t start = 0;
+        char *nl;
+        while ((nl = memchr(buf + start, '\n', len - start))) {
+            size_t end = (size_t)(nl - buf);
+            if (jsonl_line(r, buf + start, end - start, name, ++lineno, err, err_len)) goto done;
+            start = end + 1;
+        }
+        if (eof) { /* a last line without its newline */
+            if (len > start && jsonl_line(r, buf + start, len - start, name, ++lineno, err, err_len))
+                goto done;
+            break;
+        }
+        memmove(buf, buf + start, len - start);
+        len -= start;
+        if (len == cap) { /* one line longer than the buffer */
+            char *bigger = realloc(buf, 2 * cap + 1);
+            if (!bigger) {
+                snprintf(err, err_len, "%s:%zu: out of memory (a line over %zu bytes)", name,
+                         lineno + 1, cap);
+                goto done;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        unsigned want = (unsigned)(cap - len < (1u << 30) ? cap - len : 1u << 30);
+        int got = gzread(g, buf + len, want);
+        if (got < 0) {
+            int zerr;
+            const char *why = gzerror(g, &zerr);
+            snprintf(err, err_len, "%s: read error: %s", name,
+                     zerr == Z_ERRNO ? strerror(errno) : why);
+            goto done;
+        }
+        len += (size_t)got;
+        r->st.bytes += (size_t)got;
+        if ((unsigned)got < want) eof = 1;
+        progress(r, 0);
+        if (stop_requested()) {
+            snprintf(err, err_len, "%s: %s", name, STOP_MESSAGE);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(buf);
+    gzclose(g);
+    return rc;
+}
+
 /* Copy n tokens from the spool's current position into the staged shards
  * of `kind` ("val" or "train"), shard_size tokens each (the last shorter). */
 static int write_part(Run *r, const char *kind, size_t n, uint16_t *buf, int *num_shards,
@@ -336,11 +439,14 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     if ((r.spool_buf = malloc(1 << 20))) setvbuf(r.spool, r.spool_buf, _IOFBF, 1 << 20);
 
     r.t0 = r.t_last = now_s();
+    if (job->jsonl) r.total_bytes = 0; /* gzip: the file sizes are not the text's */
+    int (*input)(Run *, const char *, char *, size_t) = job->jsonl ? tokenize_jsonl
+                                                                   : tokenize_input;
     if (job->num_inputs == 0) {
-        if (tokenize_input(&r, "-", err, err_len)) goto done;
+        if (input(&r, "-", err, err_len)) goto done;
     }
     for (int i = 0; i < job->num_inputs; i++)
-        if (tokenize_input(&r, job->inputs[i], err, err_len)) goto done;
+        if (input(&r, job->inputs[i], err, err_len)) goto done;
     progress(&r, 1);
     if (fflush(r.spool) != 0 || fseek(r.spool, 0, SEEK_SET) != 0) {
         snprintf(err, err_len, "%s: cannot write the token spool in the output folder: %s", dir,

@@ -10,6 +10,14 @@
  * text.replace("\n\n", "\n\n<|endoftext|>"). Every document is preceded by
  * the EOT token 50256 (llm.c's convention), so the stream starts with EOT.
  *
+ * JSON lines (jsonl). Each input is then one JSON object per line, plain or
+ * gzip-compressed (told apart by the magic bytes, zlib), and each line is a
+ * document: its text_field's string ("text" by default) as cJSON decodes
+ * it (escapes, \uXXXX, surrogate pairs, to UTF-8), preceded by EOT as above;
+ * a blank line is skipped. A line that is not a JSON object, or lacks the
+ * field (or holds no string there), fails the job naming the file and the
+ * line number. A string holding \u0000 ends at it (a C string).
+ *
  * Split. The token stream (EOTs included) is cut once, at a token: the first
  * V tokens go to val, the rest to train, where V = val_tokens when that is
  * >= 0 (at most the total), else V = floor(val_fraction * total + 0.5). So,
@@ -43,6 +51,8 @@ typedef struct {
     long long val_tokens;          /* >= 0: exactly this many tokens to val */
     size_t shard_size;             /* tokens per shard, 1 .. INT32_MAX */
     int split_blank_lines;
+    int jsonl;                     /* inputs are JSON lines (above); not with split_blank_lines */
+    const char *text_field;        /* jsonl: the field holding the text; NULL = "text" */
     const char *encoder_path;      /* NULL: tokenizer_find_files */
     const char *vocab_path;        /* NULL: tokenizer_find_files */
     int quiet;                     /* no progress and no summary */

@@ -11,6 +11,9 @@ int config_preset(GPTConfig *cfg, const char *name)
     static const struct { const char *name; int L, NH, C; } presets[] = {
         {"d12", 12, 12, 768}, {"d24", 24, 16, 1024},
         {"d36", 36, 20, 1280}, {"d48", 48, 25, 1600},
+        /* Hugging Face's names of the same four */
+        {"gpt2", 12, 12, 768}, {"gpt2-medium", 24, 16, 1024},
+        {"gpt2-large", 36, 20, 1280}, {"gpt2-xl", 48, 25, 1600},
     };
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         if (strcmp(name, presets[i].name) == 0) {

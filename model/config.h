@@ -1,7 +1,8 @@
 /* model/config.h — the shape of a GPT-2 model and of one micro-batch.
  *
  * Owns: GPTConfig (the architecture hyper-parameters, llm.c's header fields)
- * and the presets d12/d24/d36/d48. Pure data; no allocation. */
+ * and the presets d12/d24/d36/d48 (also named gpt2, gpt2-medium, gpt2-large,
+ * gpt2-xl). Pure data; no allocation. */
 #ifndef MODEL_CONFIG_H
 #define MODEL_CONFIG_H
 
@@ -22,8 +23,9 @@ typedef struct {
 /* V rounded up to a multiple of 128, as llm.c pads the embedding. */
 int config_pad_vocab(int vocab_size);
 
-/* Fill *cfg with a named GPT-2 shape: "d12" (124M), "d24" (350M),
- * "d36" (774M), "d48" (1558M). Returns 0, or -1 for an unknown name. */
+/* Fill *cfg with a named GPT-2 shape: "d12" or "gpt2" (124M), "d24" or
+ * "gpt2-medium" (350M), "d36" or "gpt2-large" (774M), "d48" or "gpt2-xl"
+ * (1558M). Returns 0, or -1 for an unknown name. */
 int config_preset(GPTConfig *cfg, const char *name);
 
 /* 0 when the shape is usable; otherwise writes a one-line reason into

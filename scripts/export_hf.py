@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/export_hf.py MODEL.bin OUT [--overwrite] — an llm.c model file as a Hugging Face GPT-2 state dict.
+"""scripts/export_hf.py MODEL.bin OUT [--overwrite] — an llm.c model file for Hugging Face transformers.
 
 Reads llm.c's model file (version 3 fp32 or 5 bf16: a 256-int32 header, then
 every parameter in llm.c's order) and writes the tensors under the names and
@@ -17,16 +17,31 @@ layouts of Hugging Face transformers' GPT2LMHeadModel:
   transformer.h.{l}.mlp.c_proj.weight  (4C, C)  = fcprojw[l] transposed
   (and each one's bias), transformer.ln_f.weight/bias, lm_head.weight (= wte, tied)
 
-OUT ending in .safetensors is written with the safetensors package (when it
-is installed; an error otherwise); anything else with torch.save (a plain
-dict of float32 tensors, loadable with torch.load and
-GPT2LMHeadModel.load_state_dict(strict=False), the attention-mask buffers
-being HF's own). A config.json beside OUT gives the shape in HF's names
-(n_layer, n_head, n_embd, n_positions, vocab_size).
+OUT a folder (the default use; made if missing, its parent must exist): the
+layout GPT2LMHeadModel.from_pretrained(OUT) reads:
+  config.json             the shape in HF's names (n_layer, n_head, n_embd,
+                          n_positions, vocab_size), gelu_new, tied embeddings
+  model.safetensors       written here from the format's specification (an
+                          8-byte little-endian header length N, N bytes of
+                          JSON: name -> dtype "F32", shape, data_offsets into
+                          the byte buffer that follows, plus __metadata__
+                          {"format": "pt"}; the header padded with spaces so
+                          the buffer starts 8-byte aligned; tensors back to
+                          back, no holes). lm_head.weight is left out, as
+                          save_pretrained leaves out a tied head.
+                          (--weights pt: pytorch_model.bin, torch.save, instead)
+  generation_config.json  bos/eos = 50256 (<|endoftext|>)
+  vocab.json, merges.txt  GPT-2's tokenizer: encoder.json and vocab.bpe
+                          (found as ./tokenize --fetch gpt2 finds them, or
+                          --encoder/--vocab), when the vocabulary is GPT-2's
+                          50257 tokens; another vocabulary gets none (a note)
+OUT a file ending in .pt or .bin (torch.save: a plain dict of float32
+tensors, lm_head included) or .safetensors (this writer): that one file,
+with a config.json beside it, as before.
 
-Nothing is replaced unasked: an OUT that exists, or a config.json beside it
-that describes another shape, is refused (exit 1) before anything is written;
-with --overwrite the old file is kept under a second name,
+Nothing is replaced unasked: a file that exists with other bytes (for
+model.safetensors/OUT, any that exists) is refused (exit 1) before anything
+is written; with --overwrite the old file is kept under a second name,
 NAME.replaced_<time>, unless the new one is byte-identical. Each file is
 written to a temporary name in its folder, fsynced, and renamed into place
 (the folder fsynced), so a crash, of the process or the machine, leaves the
@@ -34,7 +49,8 @@ old file or the new one, never half of one.
 
 Checked by dev/reference/hf_export_check.py: the repository's PyTorch reference
 (dev/reference/gpt2_reference.py) run on the model file and an HF-semantics forward
-run on the exported dict give the same logits.
+run on the exported tensors give the same logits; tests/e2e/interop/test_export_hf.c
+parses the folder's safetensors header against the specification.
 """
 import argparse
 import filecmp
@@ -200,54 +216,188 @@ def exit_on_signals():
             signal.signal(s, stop)
 
 
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".bin")
+GPT2_VOCAB = 50257
+EOT = 50256
+
+
+def is_file_out(out):
+    """OUT names one weights file (the old use) rather than a folder."""
+    return out.endswith(WEIGHT_SUFFIXES) and not os.path.isdir(out)
+
+
+def check_folder(src, out):
+    """The folder form of check_paths: MODEL.bin readable, OUT a folder or a
+    name whose parent folder exists and is writable (OUT is made there)."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        check_paths(src, out)
+        sys.exit(f"{PROG}: {out}: is a file, not a folder; give a folder for the Hugging Face "
+                 f"layout, or a name ending in {', '.join(WEIGHT_SUFFIXES)} for one weights file")
+    # a file inside OUT, or OUT itself when it is to be made, passes check_paths
+    check_paths(src, os.path.join(out, "config.json") if os.path.isdir(out) else out.rstrip("/"))
+
+
+def safetensors_bytes(tensors, metadata):
+    """(header bytes, [tensor bytes]) of a safetensors file: the 8-byte
+    little-endian length N, then N bytes of JSON, padded with spaces so the
+    data (offsets counted from its start) begins on an 8-byte boundary."""
+    header, off, blobs = {"__metadata__": metadata}, 0, []
+    for name, a in tensors.items():
+        b = np.ascontiguousarray(a, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-(8 + len(h)) % 8)
+    return struct.pack("<Q", len(h)) + h, blobs
+
+
+def write_safetensors(path, tensors, metadata):
+    head, blobs = safetensors_bytes(tensors, metadata)
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            f.write(head)
+            for b in blobs:
+                f.write(b)
+    write_via_temp(path, write)
+
+
+def find_tokenizer(encoder, vocab):
+    """(encoder.json, vocab.bpe): the ones given, else the paths ./tokenize
+    --fetch gpt2 prints (its search chain: $TRAIN_GPT_GPT2_DIR, the cache,
+    a fetch), checked by sha256 there."""
+    if encoder and vocab:
+        return encoder, vocab
+    import subprocess
+    tok = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenize")
+    tok = os.environ.get("TRAIN_GPT_TOKENIZE_BIN", tok)
+    if not os.access(tok, os.X_OK):
+        sys.exit(f"{PROG}: {tok}: not built (make tokenize), and it finds GPT-2's tokenizer "
+                 "files; or pass --encoder encoder.json --vocab vocab.bpe, or --no-tokenizer")
+    r = subprocess.run([tok, "--fetch", "gpt2", "--quiet"], capture_output=True, text=True)
+    paths = r.stdout.split()
+    if r.returncode or len(paths) != 2:
+        sys.exit(f"{PROG}: GPT-2's tokenizer files not found ({r.stderr.strip()}); pass "
+                 "--encoder encoder.json --vocab vocab.bpe, or --no-tokenizer")
+    found = {os.path.basename(x): x for x in paths}
+    return encoder or found.get("encoder.json", paths[0]), vocab or found.get("vocab.bpe", paths[1])
+
+
+def read_bytes(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        sys.exit(f"{PROG}: {path}: {e.strerror}")
+
+
+def write_bytes(path, data):
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            f.write(data)
+    write_via_temp(path, write)
+
+
+def hf_config(cfg):
+    return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+            "n_layer": cfg["L"], "n_head": cfg["NH"], "n_embd": cfg["C"],
+            "n_positions": cfg["maxT"], "n_ctx": cfg["maxT"], "vocab_size": cfg["V"],
+            "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+            "tie_word_embeddings": True, "bos_token_id": EOT, "eos_token_id": EOT}
+
+
+def shape_line(cfg):
+    return f"L={cfg['L']} NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']}"
+
+
+def export_file(args, cfg, p):
+    """OUT a single weights file, config.json beside it (the old form)."""
+    src, out = args.model, args.out
+    config = os.path.join(os.path.dirname(os.path.abspath(out)), "config.json")
+    config_text = json.dumps(hf_config(cfg), indent=2)
+    if os.path.isfile(config) and open(config).read() != config_text:
+        refuse_existing(config, f"describes another model than {src} ({shape_line(cfg)})",
+                        "Export into a folder of its own", args.overwrite)
+    sd = to_hf(cfg, p)
+    if out.endswith(".safetensors"):
+        write_safetensors(out, sd, {"format": "pt"})
+    else:
+        import torch
+        tensors = {k: torch.from_numpy(v.copy()) for k, v in sd.items()}
+        write_via_temp(out, lambda tmp: torch.save(tensors, tmp))
+    write_bytes(config, config_text.encode())
+    print(f"export_hf: wrote {out} ({len(sd)} tensors) and config.json: {shape_line(cfg)}")
+
+
+def export_folder(args, cfg, p):
+    """OUT a folder in the layout from_pretrained reads. Every file's bytes
+    are settled, and every refusal made, before the first one is written."""
+    src, out = args.model, args.out
+    files = {"config.json": json.dumps(hf_config(cfg), indent=2).encode(),
+             "generation_config.json": json.dumps(
+                 {"bos_token_id": EOT, "eos_token_id": EOT}, indent=2).encode()}
+    tokenizer = not args.no_tokenizer and cfg["V"] == GPT2_VOCAB
+    if tokenizer:
+        enc, bpe = find_tokenizer(args.encoder, args.vocab)
+        files["vocab.json"], files["merges.txt"] = read_bytes(enc), read_bytes(bpe)
+    weights = "model.safetensors" if args.weights == "safetensors" else "pytorch_model.bin"
+    for name, data in files.items():
+        path = os.path.join(out, name)
+        if os.path.isfile(path) and read_bytes(path) != data:
+            refuse_existing(path, "the file exists with other contents", "Export into a folder "
+                            "of its own", args.overwrite)
+    refuse_existing(os.path.join(out, weights), "the file exists", "Export into a folder of "
+                    "its own", args.overwrite)
+    sd = to_hf(cfg, p)
+    os.makedirs(out, exist_ok=True)
+    if weights == "model.safetensors":
+        del sd["lm_head.weight"]  # tied: from_pretrained ties it to wte again
+        write_safetensors(os.path.join(out, weights), sd, {"format": "pt"})
+    else:
+        import torch
+        tensors = {k: torch.from_numpy(v.copy()) for k, v in sd.items()}
+        write_via_temp(os.path.join(out, weights), lambda tmp: torch.save(tensors, tmp))
+    for name, data in files.items():
+        write_bytes(os.path.join(out, name), data)
+    print(f"export_hf: wrote {out}/: {weights} ({len(sd)} tensors), "
+          f"{', '.join(files)}: {shape_line(cfg)}")
+    if not tokenizer and not args.no_tokenizer:
+        print(f"export_hf: note: the vocabulary ({cfg['V']} tokens) is not GPT-2's "
+              f"({GPT2_VOCAB}): no tokenizer files written")
+
+
 def main():
     exit_on_signals()
     ap = argparse.ArgumentParser(
         prog="scripts/export_hf.py",
-        description="An llm.c model file (version 3 or 5) as a Hugging Face GPT-2 state dict, "
-                    "with a config.json beside it.")
+        description="An llm.c model file (version 3 or 5) as a Hugging Face GPT-2 folder "
+                    "(config.json, model.safetensors, generation_config.json, vocab.json, "
+                    "merges.txt) that GPT2LMHeadModel.from_pretrained loads.")
     ap.add_argument("model", metavar="MODEL.bin", help="llm.c model file")
-    ap.add_argument("out", metavar="OUT", help="OUT.pt (torch.save) or OUT.safetensors")
+    ap.add_argument("out", metavar="OUT", help="a folder (made if missing); or one file, "
+                    "OUT.safetensors or OUT.pt/.bin (torch.save), with config.json beside it")
+    ap.add_argument("--weights", choices=("safetensors", "pt"), default="safetensors",
+                    help="the folder's weights: model.safetensors (default) or "
+                         "pytorch_model.bin (torch.save)")
+    ap.add_argument("--encoder", metavar="PATH", help="GPT-2's encoder.json (vocab.json); "
+                    "default: the path ./tokenize --fetch gpt2 prints")
+    ap.add_argument("--vocab", metavar="PATH", help="GPT-2's vocab.bpe (merges.txt); default: "
+                    "the path ./tokenize --fetch gpt2 prints")
+    ap.add_argument("--no-tokenizer", action="store_true",
+                    help="write no vocab.json/merges.txt")
     ap.add_argument("--overwrite", action="store_true",
-                    help="replace an existing OUT or config.json, keeping the old one as "
-                         "NAME.replaced_<time>")
+                    help="replace existing files, keeping each old one as NAME.replaced_<time>")
     args = ap.parse_args()
-    src, out = args.model, args.out
-    check_paths(src, out)
-    config = os.path.join(os.path.dirname(os.path.abspath(out)), "config.json")
-    refuse_existing(out, "the file exists", "Give another OUT", args.overwrite)
-    cfg, p = read_model(src)
-    hf_cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
-              "n_layer": cfg["L"], "n_head": cfg["NH"], "n_embd": cfg["C"],
-              "n_positions": cfg["maxT"], "n_ctx": cfg["maxT"], "vocab_size": cfg["V"],
-              "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
-              "tie_word_embeddings": True}
-    config_text = json.dumps(hf_cfg, indent=2)
-    if os.path.isfile(config) and open(config).read() != config_text:
-        refuse_existing(config, f"describes another model than {src} (L={cfg['L']} "
-                        f"NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']})",
-                        "Export into a folder of its own", args.overwrite)
-    sd = to_hf(cfg, p)
-    import torch
-    tensors = {k: torch.from_numpy(v.copy()) for k, v in sd.items()}
-    if out.endswith(".safetensors"):
-        try:
-            from safetensors.torch import save_file
-        except ImportError:
-            sys.exit(f"{PROG}: the safetensors package is not installed "
-                     "(Debian: python3-safetensors); write a .pt file instead")
-        # safetensors refuses shared storage: lm_head gets its own copy
-        tensors["lm_head.weight"] = tensors["lm_head.weight"].clone()
-        write_via_temp(out, lambda tmp: save_file(tensors, tmp))
+    if is_file_out(args.out):
+        check_paths(args.model, args.out)
+        refuse_existing(args.out, "the file exists", "Give another OUT", args.overwrite)
+        cfg, p = read_model(args.model)
+        export_file(args, cfg, p)
     else:
-        write_via_temp(out, lambda tmp: torch.save(tensors, tmp))
-
-    def write_config(tmp):
-        with open(tmp, "w") as f:
-            f.write(config_text)
-    write_via_temp(config, write_config)
-    print(f"export_hf: wrote {out} ({len(tensors)} tensors) and config.json: L={cfg['L']} "
-          f"NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']}")
+        check_folder(args.model, args.out)
+        cfg, p = read_model(args.model)
+        export_folder(args, cfg, p)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 — a Hugging Face GPT-2 checkpoint as an llm.c model file, for --init-from.
 
 The inverse of scripts/export_hf.py. HF is a folder holding model.safetensors
-or pytorch_model.bin (and config.json), or one such file. Both key styles are
+or pytorch_model.bin (and config.json), as export_hf.py's default output
+is, or one such file. Both key styles are
 read: GPT2LMHeadModel's ("transformer.h.0.attn.c_attn.weight") and
 GPT2Model's ("h.0.attn.c_attn.weight", as OpenAI's gpt2 checkpoints on the
 Hub hold them). Conv1D weights, stored (in, out), are transposed to llm.c's
@@ -23,8 +24,9 @@ written.
 installed, else by reading the format's published layout directly (an
 8-byte little-endian header length, a JSON header of name -> dtype, shape
 and byte range, then the raw little-endian data); .bin/.pt with
-torch.load(weights_only=True). Checked by tests/e2e/interop/test_export_hf.c: a model
-file exported with export_hf.py and imported back is the same bytes.
+torch.load(weights_only=True). Checked by tests/e2e/interop/test_export_hf.c and
+test_export_hf_layout.c: a model file exported with export_hf.py (its
+folder, .pt or .safetensors) and imported back is the same bytes.
 """
 import argparse
 import json

@@ -3,8 +3,11 @@
 
 1. The repository's reference (dev/reference/gpt2_reference.py: llm.c's names and
    layouts, y = x W^T + b) computes logits from the model file directly.
-2. scripts/export_hf.py writes the Hugging Face state dict (.pt, and
-   .safetensors when that package is installed).
+2. scripts/export_hf.py writes the Hugging Face tensors: as one .pt file,
+   one .safetensors file, and its default, a folder (model.safetensors,
+   read here with the safetensors package when installed, else with
+   import_hf's reader of the published layout; the tied lm_head, left out
+   of the folder as save_pretrained leaves it out, is wte).
 3. A forward pass written here in Hugging Face GPT-2's own conventions
    (Conv1D: y = x @ W + b with W stored (in, out); c_attn's output split
    into q, k, v; tied lm_head over the V real rows) runs on the loaded dict.
@@ -23,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 import gpt2_reference as ref  # noqa: E402
 import export_hf  # noqa: E402
+import import_hf  # noqa: E402
 
 
 def hf_forward(sd, n_layer, n_head, tokens):
@@ -64,21 +68,22 @@ def main():
     tokens = torch.randint(0, cfg["V"], (B, T), generator=gen)
     rp = {k: torch.from_numpy(v).to(torch.float64) for k, v in p.items()}
     want, _ = ref.forward(rp, cfg, tokens, tokens)
-    outs = [os.path.join(work, "hf.pt")]
-    try:
-        import safetensors.torch  # noqa: F401
-        outs.append(os.path.join(work, "hf.safetensors"))
-    except ImportError:
-        print("hf_export_check: safetensors not installed; .pt only")
+    outs = [os.path.join(work, "hf.pt"), os.path.join(work, "hf.safetensors"),
+            os.path.join(work, "hf_folder")]
     worst = 0.0
     for out in outs:
         subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "scripts", "export_hf.py"),
-                        model, out], check=True)
+                        model, out], check=True, stdout=subprocess.DEVNULL)
         if out.endswith(".pt"):
             sd = torch.load(out)
         else:
-            from safetensors.torch import load_file
-            sd = load_file(out)
+            path = out if out.endswith(".safetensors") else os.path.join(out, "model.safetensors")
+            try:
+                from safetensors.torch import load_file
+                sd = load_file(path)
+            except ImportError:
+                sd = {k: torch.from_numpy(v) for k, v in import_hf.read_safetensors(path).items()}
+        sd.setdefault("lm_head.weight", sd["transformer.wte.weight"])
         got = hf_forward(sd, cfg["L"], cfg["NH"], tokens)
         if got.shape != want.shape:
             sys.exit(f"hf_export_check: {out}: logits shape {tuple(got.shape)} != "

@@ -52,24 +52,27 @@ Test(export_hf, bf16_model_gives_the_reference_logits, .timeout = 120) { check_e
 
 /* What would fail after the work with a Python traceback is refused first,
  * exit 1, one line naming the path: a missing or folder MODEL.bin, an OUT
- * that is a folder, or one in a missing folder. */
+ * (a folder, or a weights file) in a missing folder, a file where the
+ * folder is to be. */
 Test(export_hf, bad_paths_are_named_without_a_traceback, .timeout = 60)
 {
     char *d = tu_tempdir(), model[600], cmd[4096];
     GPTConfig cfg = tu_tiny_config();
     snprintf(model, sizeof model, "%s/m.bin", d);
     save_random_model(model, &cfg, 21, 3);
-    char none[700], outdir[700], missing[700];
+    char none[700], plain[700], missing[700], nodir[700];
     snprintf(none, sizeof none, "%s/none.bin", d);
-    snprintf(outdir, sizeof outdir, "%s/", d);
+    snprintf(plain, sizeof plain, "%s/plain", d);
+    tu_write_text(plain, "mine");
     snprintf(missing, sizeof missing, "%s/no/x.pt", d);
+    snprintf(nodir, sizeof nodir, "%s/no/hf", d);
     struct {
         const char *src, *out, *msg;
     } c[] = {
         {none, missing, "none.bin: no such file"},
         {d, missing, ": a folder, not a model file"},
-        {model, d, ": is a folder; give a file name"},
-        {model, outdir, ": is a folder; give a file name"},
+        {model, plain, "plain: is a file, not a folder"},
+        {model, nodir, "no/hf: its folder"},
         {model, missing, "no/x.pt: its folder"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {

@@ -173,6 +173,13 @@ Test(dist, two_ranks_b1_equal_one_process_b2)
               "%s", out);
     cr_expect_eq(count(out, "step     1/5"), 1, "stdout must come from rank 0 only:\n%s", out);
     cr_expect(strstr(out, "replicas: parameters identical on all 2 ranks"), "%s", out);
+    /* the step line says which figures are the job's and which one rank's
+     * (before: "| 2000 tok/s | 1.2 GFLOP/s |", unlabelled) */
+    cr_expect(strstr(out, " tok/s (all ranks) | ") && strstr(out, "FLOP/s per rank | elapsed"),
+              "%s", out);
+    free(out);
+    out = slurp("one", "out");
+    cr_expect(!strstr(out, "(all ranks)") && !strstr(out, "per rank | elapsed"), "%s", out);
     free(out);
 }
 
