@@ -13,15 +13,29 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 
 int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t err_len)
 {
     char p[4200];
     l->fd = -1;
     io_err(p, sizeof p, "%s/%s", dir, OWN_LOCK_FILE);
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* never through a link: the lock is truncated and written below */
+    int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
-        io_err(err, err_len, "%s: cannot open the lock file: %s", p, strerror(errno));
+        if (errno == ELOOP)
+            io_err(err, err_len, "%s: is a symbolic link; the lock file is never opened "
+                   "through one (remove the link)", p);
+        else
+            io_err(err, err_len, "%s: cannot open the lock file: %s", p, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    /* a second hard link would make the truncate below another file's */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        io_err(err, err_len, "%s: the lock file is %s; it is not used (remove it)", p,
+               S_ISREG(st.st_mode) ? "hard-linked to another name" : "not a regular file");
+        close(fd);
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -96,6 +110,12 @@ static int move_save(const char *dir, int step, const char *to, char *err, size_
     io_err(dst, sizeof dst, "%s/%s", to, name);
     for (int k = 2; access(dst, F_OK) == 0 && k < 1000; k++)
         io_err(dst, sizeof dst, "%s/%s.%d", to, name, k);
+    const char *refusal = sf_replace_refusal(src);
+    if (refusal) {
+        io_err(err, err_len, "%s: %s; it is not moved (remove the link, or give another "
+               "--checkpoint-dir)", src, refusal);
+        return -1;
+    }
     if (rename(src, dst) != 0) {
         io_err(err, err_len, "cannot move %s to %s: %s", src, dst, strerror(errno));
         return -1;
@@ -128,6 +148,9 @@ static int move_all(const char *dir, const char *sub, const int *steps, int n, c
         io_err(err, err_len, "%s", why);
         return -1;
     }
+    if (sf_is_link(to)) /* a folder of this run's, never one a link names */
+        return io_err(err, err_len, "%s: is a symbolic link; the saves are not moved through "
+                      "one (remove the link)", to), -1;
     for (int i = 0; i < n; i++)
         if (move_save(dir, steps[i], to, err, err_len) != 0) return -1;
     if (io_sync_dir(to, err, err_len) != 0 || io_sync_dir(dir, err, err_len) != 0) return -1;

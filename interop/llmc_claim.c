@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 #include "llmc_ckpt.h"
 
 typedef struct {
@@ -73,11 +74,18 @@ static int move_files(const char *dir, const char *sub, const LlmcEntry *f, int 
     char to[4300], src[4400], dst[4400];
     io_err(to, sizeof to, "%s/%s", dir, sub);
     if (io_mkdirs(to, err, err_len) != 0) return -1;
+    if (sf_is_link(to)) /* a folder of this run's, never one a link names */
+        return io_err(err, err_len, "--save-checkpoint-llmc: %s: is a symbolic link; the files "
+                      "are not moved through one (remove the link)", to), -1;
     for (int i = 0; i < n; i++) {
         io_err(src, sizeof src, "%s/%s", dir, f[i].name);
         io_err(dst, sizeof dst, "%s/%s", to, f[i].name);
         for (int k = 2; access(dst, F_OK) == 0 && k < 1000; k++)
             io_err(dst, sizeof dst, "%s/%s.%d", to, f[i].name, k);
+        const char *refusal = sf_replace_refusal(src);
+        if (refusal)
+            return io_err(err, err_len, "--save-checkpoint-llmc: %s: %s; it is not moved "
+                          "(remove the link)", src, refusal), -1;
         if (rename(src, dst) != 0) {
             io_err(err, err_len, "--save-checkpoint-llmc: cannot move %s to %s: %s", src, dst,
                    strerror(errno));

@@ -106,6 +106,19 @@ def to_hf(cfg, p):
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in sd.items()}
 
 
+def refuse_unsafe(path):
+    """A file these scripts write is renamed into place: never over a
+    symbolic link (that would replace the link, not the file it names) nor
+    anything under /dev or /proc (as root, /dev/stdout itself)."""
+    why = "is a symbolic link" if os.path.islink(path) else None
+    real = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    for top in ("/dev", "/proc"):
+        if why is None and (real == top or real.startswith(top + "/")):
+            why = f"is under {top}"
+    if why:
+        sys.exit(f"{PROG}: {path}: {why}; not replaced (give the path of a regular file)")
+
+
 def check_paths(src, out):
     """Refuse, before any work, what would fail later with a traceback: a
     MODEL.bin that is no readable file, an OUT that is a folder or whose
@@ -116,6 +129,7 @@ def check_paths(src, out):
         sys.exit(f"{PROG}: {src}: {why}")
     if out.endswith("/") or os.path.isdir(out):
         sys.exit(f"{PROG}: {out}: is a folder; give a file name (e.g. {out.rstrip('/')}/model.pt)")
+    refuse_unsafe(out)
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         sys.exit(f"{PROG}: {out}: its folder {folder} does not exist")
@@ -172,7 +186,9 @@ def sync_dir(folder):
 
 def write_via_temp(path, write):
     """write(tmp) into a temporary file beside path (the mode a new file
-    gets), then commit it; on any failure the temporary file goes."""
+    gets), then commit it; on any failure the temporary file goes. mkstemp
+    makes a new name with O_EXCL|O_NOFOLLOW: no planted link is followed."""
+    refuse_unsafe(path)
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
                                dir=os.path.dirname(os.path.abspath(path)))
     os.close(fd)
@@ -181,7 +197,10 @@ def write_via_temp(path, write):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         write(tmp)
+        if os.path.islink(tmp) or not os.path.isfile(tmp):
+            sys.exit(f"{PROG}: {tmp}: replaced by something else while it was written")
         sync_file(tmp)
+        refuse_unsafe(path)
         commit(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -215,6 +234,7 @@ def main():
     src, out = args.model, args.out
     check_paths(src, out)
     config = os.path.join(os.path.dirname(os.path.abspath(out)), "config.json")
+    refuse_unsafe(config)  # before OUT is written, not after
     refuse_existing(out, "the file exists", "Give another OUT", args.overwrite)
     cfg, p = read_model(src)
     hf_cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
