@@ -15,8 +15,8 @@
  *    linked incomplete one, and the lock file is never opened through one;
  *  - --save-checkpoint-llmc: a link at an export's temp name;
  *  - ./tokenize: a PREFIX.tokenize-<digits>.tmp link to a folder;
- *  - scripts/export_hf.py: a link at OUT or at its config.json;
- *  - a resumed run's LOG.abandoned. */
+ *  - closed fds: a closed stdout writes nothing into train_gpt.lock, and
+ *    ./tokenize with stdin closed reads no folder ("Is a directory"). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
@@ -263,6 +263,35 @@ Test(symlinks, tokenize_never_empties_a_linked_staging_folder, .timeout = 60)
     expect_folder_kept(tu_path(d, "archive"), NAMES, 4);
     expect_link(tu_path(d, "data/tiny.tokenize-12345.tmp"));
     cr_expect(tu_exists(tu_path(d, "data/tiny_train_000000.bin")));
+    tu_remove_tree(d);
+}
+
+Test(symlinks, a_closed_stdout_writes_nothing_into_the_lock, .timeout = 60)
+{
+    char *d = tu_tempdir(), cmd[4096];
+    tc_make_shards(d, 1, 200);
+    snprintf(cmd, sizeof cmd, "%s %s --steps 2 --checkpoint-dir %s/ck >&- 2> %s/err.txt",
+             tc_bin(), tc_model_args(d), d, d);
+    cr_expect_eq(tu_run(cmd), 0);
+    size_t n = 0;
+    char *lock = tu_read_file(tu_path(d, "ck/train_gpt.lock"), &n);
+    cr_assert_not_null(lock);
+    /* one line, "pid N on host H since T" */
+    cr_expect(strncmp(lock, "pid ", 4) == 0 && strchr(lock, '\n') == lock + n - 1,
+              "the lock holds more than its line: '%s'", lock);
+    free(lock);
+    tu_remove_tree(d);
+}
+
+Test(symlinks, tokenize_with_stdin_closed_reads_no_folder, .timeout = 60)
+{
+    char *d = tu_tempdir(), cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s --quiet --val-fraction 0 --out %s/tiny - <&- 2> %s/err.txt",
+             tc_tokenize_bin(), d, d);
+    tu_run(cmd);
+    char *err = tu_read_file(tu_path(d, "err.txt"), NULL);
+    cr_expect(err && !strstr(err, "Is a directory"), "%s", err ? err : "");
+    free(err);
     tu_remove_tree(d);
 }
 
