@@ -110,12 +110,6 @@ static int move_save(const char *dir, int step, const char *to, char *err, size_
     io_err(dst, sizeof dst, "%s/%s", to, name);
     for (int k = 2; access(dst, F_OK) == 0 && k < 1000; k++)
         io_err(dst, sizeof dst, "%s/%s.%d", to, name, k);
-    const char *refusal = sf_replace_refusal(src);
-    if (refusal) {
-        io_err(err, err_len, "%s: %s; it is not moved (remove the link, or give another "
-               "--checkpoint-dir)", src, refusal);
-        return -1;
-    }
     if (rename(src, dst) != 0) {
         io_err(err, err_len, "cannot move %s to %s: %s", src, dst, strerror(errno));
         return -1;
@@ -143,6 +137,15 @@ static int move_all(const char *dir, const char *sub, const int *steps, int n, c
                     char *err, size_t err_len)
 {
     char to[4300], why[4400], list[256];
+    /* a linked step_N is not this run's to move: refused before any move */
+    for (int i = 0; i < n; i++) {
+        char src[4300];
+        ckpt_step_dir(src, sizeof src, dir, steps[i]);
+        const char *refusal = sf_replace_refusal(src);
+        if (refusal)
+            return io_err(err, err_len, "%s: %s; it is not moved, nor anything else (remove "
+                          "the link, or give another --checkpoint-dir)", src, refusal), -1;
+    }
     io_err(to, sizeof to, "%s/%s", dir, sub);
     if (io_mkdirs(to, why, sizeof why) != 0) {
         io_err(err, err_len, "%s", why);

@@ -91,9 +91,9 @@ static int clear_leftovers(DatasetStage *s, char *err, size_t err_len)
             rc = -1;
         } else {
             size_t used = strlen(s->notes);
+            int gone = remove_folder(s->dir, p) == 0;
             io_err(s->notes + used, sizeof s->notes - used, "note: %s %s, left by an "
-                   "interrupted ./tokenize\n", remove_folder(s->dir, p) == 0 ? "removed" : "could not "
-                   "remove", p);
+                   "interrupted ./tokenize\n", gone ? "removed" : "could not remove", p);
         }
         close(fd);
     }

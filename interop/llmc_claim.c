@@ -72,6 +72,13 @@ static int move_files(const char *dir, const char *sub, const LlmcEntry *f, int 
                       const char *what, char *err, size_t err_len)
 {
     char to[4300], src[4400], dst[4400];
+    for (int i = 0; i < n; i++) { /* a link is not this run's to move: none is moved */
+        io_err(src, sizeof src, "%s/%s", dir, f[i].name);
+        const char *refusal = sf_replace_refusal(src);
+        if (refusal)
+            return io_err(err, err_len, "--save-checkpoint-llmc: %s: %s; it is not moved, nor "
+                          "anything else (remove the link)", src, refusal), -1;
+    }
     io_err(to, sizeof to, "%s/%s", dir, sub);
     if (io_mkdirs(to, err, err_len) != 0) return -1;
     if (sf_is_link(to)) /* a folder of this run's, never one a link names */
@@ -82,10 +89,6 @@ static int move_files(const char *dir, const char *sub, const LlmcEntry *f, int 
         io_err(dst, sizeof dst, "%s/%s", to, f[i].name);
         for (int k = 2; access(dst, F_OK) == 0 && k < 1000; k++)
             io_err(dst, sizeof dst, "%s/%s.%d", to, f[i].name, k);
-        const char *refusal = sf_replace_refusal(src);
-        if (refusal)
-            return io_err(err, err_len, "--save-checkpoint-llmc: %s: %s; it is not moved "
-                          "(remove the link)", src, refusal), -1;
         if (rename(src, dst) != 0) {
             io_err(err, err_len, "--save-checkpoint-llmc: cannot move %s to %s: %s", src, dst,
                    strerror(errno));

@@ -9,12 +9,17 @@
  *  - --save and --dump-grads: a link at the temp name (removed, never
  *    written through); a link at the final name (refused at start);
  *  - --log given as a link with --overwrite-outputs (what /dev/stdout is):
- *    not moved aside; --save /dev/null: /dev/null stays the device;
+ *    not moved aside, and --log /dev/stdout itself, in a private mount
+ *    namespace; --save /dev/null: /dev/null stays the device;
  *  - --checkpoint-dir: a linked step_N is never written into, --keep never
  *    empties a linked (archived) save, debris cleanup never empties a
- *    linked incomplete one, and the lock file is never opened through one;
- *  - --save-checkpoint-llmc: a link at an export's temp name;
+ *    linked incomplete one, --overwrite-checkpoints never moves a linked
+ *    one, and the lock file is never opened through one;
+ *  - --save-checkpoint-llmc: a link at an export's temp name, and a linked
+ *    file of another run is not moved aside;
  *  - ./tokenize: a PREFIX.tokenize-<digits>.tmp link to a folder;
+ *  - scripts/export_hf.py: a link at OUT or at its config.json;
+ *  - a resumed run's LOG.abandoned;
  *  - closed fds: a closed stdout writes nothing into train_gpt.lock, and
  *    ./tokenize with stdin closed reads no folder ("Is a directory"). */
 #include <criterion/criterion.h>
@@ -344,5 +349,85 @@ Test(symlinks, the_log_side_file_is_never_written_through_a_link, .timeout = 120
     cr_expect(out_has(d, "b", "run.jsonl.abandoned"), "the refusal names the side file");
     expect_file_kept(tu_path(d, "outside/target"));
     expect_link(tu_path(d, "run.jsonl.abandoned"));
+    tu_remove_tree(d);
+}
+
+/* --overwrite-checkpoints moves another run's saves aside: a linked one
+ * is not this run's to move, and a refusal moves nothing. */
+Test(symlinks, overwrite_checkpoints_moves_no_linked_save, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], cmd[4096];
+    tc_make_shards(d, 1, 400);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 4 --save-every 2 --checkpoint-dir %s/ck", m, d);
+    cr_assert_eq(run(d, args, "a"), 0);
+    snprintf(cmd, sizeof cmd, "mkdir %s/arch && mv %s/ck/step_00000002 %s/arch/ && "
+             "cp -a %s/arch/step_00000002 %s/copy && ln -s %s/arch/step_00000002 "
+             "%s/ck/step_00000002", d, d, d, d, d, d, d);
+    cr_assert_eq(tu_run(cmd), 0);
+    snprintf(args, sizeof args, "%s --steps 2 --seed 7 --overwrite-checkpoints "
+             "--checkpoint-dir %s/ck", m, d);
+    cr_expect_eq(run(d, args, "b"), 1);
+    cr_expect(out_has(d, "b", "step_00000002: is a symbolic link; it is not moved"),
+              "the refusal names the link");
+    expect_link(tu_path(d, "ck/step_00000002"));
+    snprintf(cmd, sizeof cmd, "diff -r %s/copy %s/arch/step_00000002", d, d);
+    cr_expect_eq(tu_run(cmd), 0, "the linked save changed");
+    cr_expect(tu_exists(tu_path(d, "ck/step_00000004/COMPLETE")), "nothing else was moved");
+    tu_remove_tree(d);
+}
+
+Test(symlinks, llmc_claims_move_no_linked_file, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 200);
+    outside(d);
+    cr_assert_eq(mkdir(tu_path(d, "lc"), 0755), 0);
+    tu_write_text(tu_path(d, "lc/DONE_00000002"), "");
+    plant(tu_path(d, "outside/target"), tu_path(d, "lc/model_00000002.bin"));
+    snprintf(args, sizeof args, "%s --steps 2 --overwrite-checkpoints --save-checkpoint-llmc "
+             "%s/lc", tc_model_args(d), d);
+    cr_expect_eq(run(d, args, "run"), 1);
+    cr_expect(out_has(d, "run", "model_00000002.bin: is a symbolic link; it is not moved"),
+              "the refusal names the link");
+    expect_link(tu_path(d, "lc/model_00000002.bin"));
+    expect_file_kept(tu_path(d, "outside/target"));
+    cr_expect(tu_exists(tu_path(d, "lc/DONE_00000002")), "nothing else was moved");
+    tu_remove_tree(d);
+}
+
+/* The real case, --log /dev/stdout --overwrite-outputs with stdout a file
+ * that holds something, as root: in a private mount namespace whose /dev
+ * is a folder of the test's (null, urandom, zero bound to the real ones;
+ * stdout and stderr the usual links), so the real /dev/stdout is never at
+ * risk. Skipped where unshare(1) cannot make the namespace (not root). */
+Test(symlinks, log_dev_stdout_with_overwrite_outputs_keeps_the_link, .timeout = 60)
+{
+    char *d = tu_tempdir(), cmd[8192];
+    tc_make_shards(d, 1, 200);
+    if (tu_run("unshare -m --propagation private true 2>/dev/null") != 0)
+        cr_skip_test("unshare -m is not allowed here");
+    tu_write_text(tu_path(d, "out.txt"), KEEP);
+    snprintf(cmd, sizeof cmd, "unshare -m --propagation private sh -c '"
+             "F=%s/fakedev && mkdir -p $F/shm && touch $F/null $F/urandom $F/zero && "
+             "mount --bind /dev/null $F/null && mount --bind /dev/urandom $F/urandom && "
+             "mount --bind /dev/zero $F/zero && ln -s /proc/self/fd/1 $F/stdout && "
+             "ln -s /proc/self/fd/2 $F/stderr && mount --bind $F /dev && "
+             "%s %s --steps 1 --log /dev/stdout --overwrite-outputs >> %s/out.txt 2> %s/err.txt;"
+             " echo $? > %s/rc.txt'", d, tc_bin(), tc_model_args(d), d, d, d);
+    cr_assert_eq(tu_run(cmd), 0);
+    char *rc = tu_read_file(tu_path(d, "rc.txt"), NULL);
+    cr_expect(rc && atoi(rc) == 1, "exit %s", rc ? rc : "?");
+    free(rc);
+    cr_expect(tc_file_has(tu_path(d, "err.txt"), "/dev/stdout: is a symbolic link"),
+              "the refusal names /dev/stdout");
+    expect_link(tu_path(d, "fakedev/stdout"));
+    snprintf(cmd, sizeof cmd, "ls %s/fakedev | grep -q replaced", d);
+    cr_expect_neq(tu_run(cmd), 0, "/dev/stdout was moved aside");
+    size_t n = 0;
+    char *out = tu_read_file(tu_path(d, "out.txt"), &n);
+    cr_expect(out && n >= strlen(KEEP) && memcmp(out, KEEP, strlen(KEEP)) == 0,
+              "stdout's file lost its bytes");
+    free(out);
     tu_remove_tree(d);
 }
