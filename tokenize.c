@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 #include "base/stop.h"
 #include "eval/hellaswag.h"
 #include "data/tokenize_job.h"
@@ -254,6 +255,9 @@ static int fetch_only(const char *name, int quiet)
 
 int main(int argc, char **argv)
 {
+    /* before any file is opened: with stdin closed the staging folder
+     * would become fd 0, and reading "-" would read a folder */
+    sf_guard_std_fds();
     enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET,
            OPT_HELLASWAG, OPT_FETCH, OPT_OVERWRITE, OPT_JSONL, OPT_TEXT_FIELD };
     static const struct option opts[] = {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/safefile.h"
 #include "base/signals.h"
 #include "data/loader.h"
 #include "distributed/dist.h"
@@ -419,6 +420,9 @@ static int console_status(int rc)
 
 int main(int argc, char **argv)
 {
+    /* before any file is opened: a closed stdout must not become the lock
+     * file's fd, with the console text written into it */
+    sf_guard_std_fds();
     static Trainer tr;
     char err[1024] = "";
     double t_start = progress_now_ms();

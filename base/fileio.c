@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/safefile.h"
 #include "base/test_hooks.h"
 
 int io_err(char *err, size_t err_len, const char *fmt, ...)
@@ -66,18 +67,34 @@ void io_remove_live_temp(void)
 int io_create(IoWriter *w, const char *path, char *err, size_t err_len)
 {
     memset(w, 0, sizeof *w);
-    w->fd = -1;
+    w->fd = w->dirfd = -1;
     if (strlen(path) >= sizeof w->path) {
         io_err(err, err_len, "%.200s...: path too long", path);
         return -1;
     }
     snprintf(w->path, sizeof w->path, "%s", path);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+    /* refused before anything is written beside it (io_commit checks again) */
+    const char *refusal = sf_replace_refusal(path);
+    if (refusal) {
+        io_err(err, err_len, "%s: %s; not replaced", path, refusal);
+        return -1;
+    }
+    const char *slash = strrchr(w->path, '/');
+    w->base = slash ? (size_t)(slash + 1 - w->path) : 0;
+    char dir[4096];
+    io_dirname(path, dir, sizeof dir);
+    w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (w->dirfd < 0) {
+        io_err(err, err_len, "%s: cannot create: %s", w->tmp, strerror(errno));
+        return -1;
+    }
     live_begin(w->tmp);
-    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    w->fd = sf_create_at(w->dirfd, w->tmp + w->base, w->tmp, err, err_len);
     if (w->fd < 0) {
         live_set = 0;
-        io_err(err, err_len, "%s: cannot create: %s", w->tmp, strerror(errno));
+        close(w->dirfd);
+        w->dirfd = -1;
         return -1;
     }
     w->crc = (uint32_t)crc32(0L, Z_NULL, 0);
@@ -100,12 +117,12 @@ int io_write(IoWriter *w, const void *buf, size_t n, char *err, size_t err_len)
 }
 
 /* What is at path when it exists and is not a regular file ("a folder",
- * "a character device", ...), else NULL. A symbolic link is taken as what
- * it names. */
+ * "a character device", ...), else NULL. A symbolic link is not followed
+ * (sf_replace_refusal refuses it before this is asked). */
 static const char *existing_kind(const char *path)
 {
     struct stat st;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
     return S_ISDIR(st.st_mode)   ? "a folder"
            : S_ISCHR(st.st_mode) ? "a character device"
            : S_ISBLK(st.st_mode) ? "a block device"
@@ -114,7 +131,17 @@ static const char *existing_kind(const char *path)
                                   : "not a file";
 }
 
-int io_commit(IoWriter *w, char *err, size_t err_len)
+/* The temp file gone and the folder closed, after a failure past close. */
+static void drop_temp(IoWriter *w)
+{
+    unlinkat(w->dirfd, w->tmp + w->base, 0);
+    live_set = 0;
+    close(w->dirfd);
+    w->dirfd = -1;
+}
+
+/* io_commit; with sync_dir, the folder fsynced too (through its fd). */
+static int commit(IoWriter *w, int sync_dir, char *err, size_t err_len)
 {
     int delay = TEST_HOOK_MS("TRAIN_GPT_TEST_COMMIT_DELAY_MS");
     if (delay) io_sleep_ms(delay);
@@ -127,34 +154,48 @@ int io_commit(IoWriter *w, char *err, size_t err_len)
     w->fd = -1;
     if (rc != 0) {
         io_err(err, err_len, "%s: close failed: %s", w->tmp, strerror(errno));
-        unlink(w->tmp);
-        live_set = 0;
+        drop_temp(w);
         return -1;
     }
-    /* rename(2) replaces whatever has the name: never a device, a FIFO or
-     * a socket (as root, a model saved to /dev/null would replace it) */
-    const char *kind = existing_kind(w->path);
-    if (kind) {
-        io_err(err, err_len, "%s: is %s, not a regular file; not replaced", w->path, kind);
-        unlink(w->tmp);
-        live_set = 0;
+    /* rename(2) replaces whatever has the name: never a link (it would
+     * replace the link, which is not this program's file), nothing under
+     * /dev or /proc, never a device, a FIFO or a socket (as root, a model
+     * saved to /dev/null would replace it) */
+    const char *refusal = sf_replace_refusal(w->path);
+    const char *kind = refusal ? NULL : existing_kind(w->path);
+    if (refusal || kind) {
+        if (refusal) io_err(err, err_len, "%s: %s; not replaced", w->path, refusal);
+        else io_err(err, err_len, "%s: is %s, not a regular file; not replaced", w->path, kind);
+        drop_temp(w);
         return -1;
     }
-    if (rename(w->tmp, w->path) != 0) {
+    if (renameat(w->dirfd, w->tmp + w->base, w->dirfd, w->path + w->base) != 0) {
         io_err(err, err_len, "%s: cannot rename into place: %s", w->path, strerror(errno));
-        unlink(w->tmp);
-        live_set = 0;
+        drop_temp(w);
         return -1;
     }
     live_set = 0;
+    rc = sync_dir ? fsync(w->dirfd) : 0;
+    int e = errno;
+    close(w->dirfd);
+    w->dirfd = -1;
+    /* Some file systems refuse fsync on a folder (EINVAL); nothing more to do there. */
+    if (rc != 0 && e != EINVAL) {
+        char dir[4096];
+        io_dirname(w->path, dir, sizeof dir);
+        io_err(err, err_len, "%s: fsync of the folder failed: %s", dir, strerror(e));
+        return -1;
+    }
     return 0;
 }
+
+int io_commit(IoWriter *w, char *err, size_t err_len) { return commit(w, 0, err, err_len); }
 
 void io_abort(IoWriter *w)
 {
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
-    if (w->tmp[0]) unlink(w->tmp);
+    if (w->dirfd >= 0) drop_temp(w);
     live_set = 0;
 }
 
@@ -331,15 +372,21 @@ int io_probe_writable(const char *dir, char *err, size_t err_len)
         io_err(err, err_len, "%s: not a folder", dir);
         return -1;
     }
-    char p[4200];
-    io_err(p, sizeof p, "%s/.train_gpt_write_test.%ld", dir, (long)getpid());
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char name[64], p[4200], why[4400];
+    snprintf(name, sizeof name, ".train_gpt_write_test.%ld", (long)getpid());
+    io_err(p, sizeof p, "%s/%s", dir, name);
+    int dfd = sf_open_dir(dir, 1, why, sizeof why);
+    /* the probe's name is this process's: a link planted there is removed,
+     * never written through (sf_create_at) */
+    int fd = dfd < 0 ? -1 : sf_create_at(dfd, name, p, why, sizeof why);
     if (fd < 0) {
         io_err(err, err_len, "%s: cannot write there: %s", dir, strerror(errno));
+        if (dfd >= 0) close(dfd);
         return -1;
     }
     close(fd);
-    unlink(p);
+    unlinkat(dfd, name, 0);
+    close(dfd);
     return 0;
 }
 
@@ -410,10 +457,7 @@ int io_write_parts(const char *path, const void *const *parts, const size_t *len
             io_abort(&w);
             return -1;
         }
-    if (io_commit(&w, err, err_len) != 0) return -1;
-    char dir[4096];
-    io_dirname(path, dir, sizeof dir);
-    return io_sync_dir(dir, err, err_len);
+    return commit(&w, 1, err, err_len);
 }
 
 int io_write_file(const char *path, const void *head, size_t head_len, const void *body,

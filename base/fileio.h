@@ -20,17 +20,23 @@ int io_err(char *err, size_t err_len, const char *fmt, ...) __attribute__((forma
 /* An open temp file that becomes `path` on io_commit. crc covers every byte
  * written so far (zlib crc32). */
 typedef struct {
-    int fd;
+    int fd, dirfd; /* the temp file; the folder holding it and path */
     char path[4096], tmp[4100];
+    size_t base; /* where path's (and tmp's) last component starts */
     uint64_t bytes;
     uint32_t crc;
 } IoWriter;
 
-/* Create "<path>.tmp" (truncating a stale one). */
+/* Create "<path>.tmp" in path's folder, opened once and worked in
+ * relative to (base/safefile.h: a stale temp, or a symbolic link planted
+ * at its name, is unlinked, then O_CREAT|O_EXCL|O_NOFOLLOW). */
 int io_create(IoWriter *w, const char *path, char *err, size_t err_len);
 /* Append n bytes (retrying short writes; ENOSPC, EIO... are reported). */
 int io_write(IoWriter *w, const void *buf, size_t n, char *err, size_t err_len);
-/* fsync, close, rename over path. Does not fsync the folder (io_sync_dir). */
+/* fsync, close, rename over path (renameat in the folder io_create
+ * opened). Refused, the temp removed: a path that is a symbolic link, is
+ * under /dev or /proc, or holds anything but a regular file. Does not
+ * fsync the folder (io_sync_dir). */
 int io_commit(IoWriter *w, char *err, size_t err_len);
 /* Close and delete the temp file (after a failure). */
 void io_abort(IoWriter *w);

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 #include "interop/model_file.h"
 
 int ckpt_step_dir(char *out, size_t len, const char *dir, int step)
@@ -47,29 +49,39 @@ static int unlink_manifest(const char *step_dir, char *err, size_t err_len)
     return io_sync_dir(step_dir, err, err_len);
 }
 
-/* Remove a save folder: COMPLETE first (so a half-deleted folder is never
- * taken for a complete save), then the rest, then the folder. */
-static int remove_save(const char *step_dir, char *err, size_t err_len)
+/* The names a save folder may hold: its manifest, model.bin, the ranks'
+ * state_rNNNNN.bin, and the .tmp of each (a save cut short). Nothing else
+ * in it is deleted: whatever else is there keeps the folder. */
+static int save_file_name(const char *name, void *ctx)
 {
-    char p[4300];
+    (void)ctx;
+    size_t n = strlen(name);
+    if (n > 4 && strcmp(name + n - 4, ".tmp") == 0) n -= 4;
+    if (n == strlen(CKPT_MANIFEST) && strncmp(name, CKPT_MANIFEST, n) == 0) return 1;
+    if (n == 9 && strncmp(name, "model.bin", 9) == 0) return 1;
+    if (n != 16 || strncmp(name, "state_r", 7) != 0 || strncmp(name + 12, ".bin", 4) != 0)
+        return 0;
+    for (int i = 7; i < 12; i++)
+        if (name[i] < '0' || name[i] > '9') return 0;
+    return 1;
+}
+
+/* Remove a save folder: COMPLETE first (so a half-deleted folder is never
+ * taken for a complete save), then the files a save holds, by name, then
+ * the folder; relative to the checkpoint folder, never through a link. */
+static int remove_save(const char *dir, const char *step_dir, char *err, size_t err_len)
+{
+    if (sf_is_link(step_dir)) {
+        io_err(err, err_len, "%s: is a symbolic link; nothing deleted", step_dir);
+        return -1;
+    }
     if (unlink_manifest(step_dir, err, err_len) != 0) return -1;
-    DIR *d = opendir(step_dir);
-    if (!d) {
-        io_err(err, err_len, "%s: cannot list: %s", step_dir, strerror(errno));
-        return -1;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        io_err(p, sizeof p, "%s/%s", step_dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    if (rmdir(step_dir) != 0) {
-        io_err(err, err_len, "%s: cannot delete folder: %s", step_dir, strerror(errno));
-        return -1;
-    }
-    return 0;
+    int dfd = sf_open_dir(dir, 1, err, err_len);
+    if (dfd < 0) return -1;
+    int rc = sf_remove_dir(dfd, step_dir + strlen(dir) + 1, step_dir, save_file_name, NULL, err,
+                           err_len);
+    close(dfd);
+    return rc;
 }
 
 int ckpt_begin(const char *dir, int step, char *step_dir, size_t len, char *err, size_t err_len)
@@ -81,7 +93,12 @@ int ckpt_begin(const char *dir, int step, char *step_dir, size_t len, char *err,
     if (io_mkdirs(dir, err, err_len) != 0) return -1;
     if (mkdir(step_dir, 0755) != 0) {
         struct stat st;
-        if (errno != EEXIST || stat(step_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (errno == EEXIST && lstat(step_dir, &st) == 0 && S_ISLNK(st.st_mode)) {
+            io_err(err, err_len, "%s: is a symbolic link; a save is never written through one "
+                   "(remove the link, or give another --checkpoint-dir)", step_dir);
+            return -1;
+        }
+        if (errno != EEXIST || lstat(step_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
             io_err(err, err_len, "%s: cannot create the save folder: %s", step_dir,
                      errno == EEXIST ? "a file of that name is in the way" : strerror(errno));
             return -1;
@@ -175,7 +192,8 @@ int ckpt_list(const char *dir, CkptEntry **out, int *n, char *err, size_t err_le
         }
         char sd[4300];
         io_err(sd, sizeof sd, "%s/%s", dir, e->d_name);
-        examine(sd, step, &(*out)[(*n)++]);
+        examine(sd, step, &(*out)[*n]);
+        (*out)[(*n)++].is_link = sf_is_link(sd);
     }
     closedir(d);
     if (*n > 1) qsort(*out, (size_t)*n, sizeof(CkptEntry), cmp_entry);
@@ -262,14 +280,21 @@ static void prune(const char *dir, int keep, const CkptIdentity *id)
         if (saves[i].complete) {
             if (newest_complete < 0) newest_complete = saves[i].step;
             if (!same_run(&saves[i], id)) continue;
-            del = keep > 0 && ++kept > keep && i != rollback;
+            /* a linked save (an archive linked in) is not counted: --keep
+             * keeps that many of the run's own folders */
+            del = keep > 0 && (saves[i].is_link ? kept >= keep : ++kept > keep) && i != rollback;
         } else {
             del = newest_complete >= 0; /* older than a complete save: debris of a crash */
         }
         if (!del) continue;
         char sd[4300];
         ckpt_step_dir(sd, sizeof sd, dir, saves[i].step);
-        if (remove_save(sd, err, sizeof err) != 0) {
+        if (saves[i].is_link) { /* not this run's folder: never emptied */
+            printf("note: left %s alone: it is a symbolic link (a save is never deleted "
+                   "through one)\n", sd);
+            continue;
+        }
+        if (remove_save(dir, sd, err, sizeof err) != 0) {
             /* once: the folder is incomplete from now on, and the next
              * prune's retry of it says nothing */
             if (saves[i].complete)

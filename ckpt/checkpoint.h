@@ -72,6 +72,7 @@ typedef struct {
     int complete;     /* COMPLETE parses and matches the files on disk */
     int has_identity; /* complete and version 2 */
     CkptIdentity id;
+    int is_link;      /* step_N is a symbolic link: read, never written, emptied or moved */
     char note[400];   /* why an existing COMPLETE was not accepted; "" otherwise */
 } CkptEntry;
 
@@ -79,7 +80,8 @@ typedef struct {
 int ckpt_step_dir(char *out, size_t len, const char *dir, int step);
 
 /* Create DIR and DIR/step_N (reusing it when present after an interrupted
- * save, whose COMPLETE is removed first so it never mixes two saves). */
+ * save, whose COMPLETE is removed first so it never mixes two saves). A
+ * step_N that is a symbolic link is refused, never written through. */
 int ckpt_begin(const char *dir, int step, char *step_dir, size_t len, char *err, size_t err_len);
 int ckpt_write_model(const char *step_dir, const GPTConfig *cfg, const float *params,
                      CkptFile *out, char *err, size_t err_len);

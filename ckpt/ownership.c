@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 
 /* The folder's identity now, for own_check (the lock file's: from fd,
  * the file this run holds, when fd >= 0). */
@@ -57,9 +58,22 @@ int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t er
     l->fd = -1;
     l->has_dir = l->has_file = 0;
     io_err(p, sizeof p, "%s/%s", dir, OWN_LOCK_FILE);
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* never through a link: the lock is truncated and written below */
+    int fd = open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
-        io_err(err, err_len, "%s: cannot open the lock file: %s", p, strerror(errno));
+        if (errno == ELOOP)
+            io_err(err, err_len, "%s: is a symbolic link; the lock file is never opened "
+                   "through one (remove the link)", p);
+        else
+            io_err(err, err_len, "%s: cannot open the lock file: %s", p, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    /* a second hard link would make the truncate below another file's */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        io_err(err, err_len, "%s: the lock file is %s; it is not used (remove it)", p,
+               S_ISREG(st.st_mode) ? "hard-linked to another name" : "not a regular file");
+        close(fd);
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -163,11 +177,23 @@ static int move_all(const char *dir, const char *sub, const int *steps, int n, c
                     char *err, size_t err_len)
 {
     char to[4300], why[4400], list[256];
+    /* a linked step_N is not this run's to move: refused before any move */
+    for (int i = 0; i < n; i++) {
+        char src[4300];
+        ckpt_step_dir(src, sizeof src, dir, steps[i]);
+        const char *refusal = sf_replace_refusal(src);
+        if (refusal)
+            return io_err(err, err_len, "%s: %s; it is not moved, nor anything else (remove "
+                          "the link, or give another --checkpoint-dir)", src, refusal), -1;
+    }
     io_err(to, sizeof to, "%s/%s", dir, sub);
     if (io_mkdirs(to, why, sizeof why) != 0) {
         io_err(err, err_len, "%s", why);
         return -1;
     }
+    if (sf_is_link(to)) /* a folder of this run's, never one a link names */
+        return io_err(err, err_len, "%s: is a symbolic link; the saves are not moved through "
+                      "one (remove the link)", to), -1;
     for (int i = 0; i < n; i++)
         if (move_save(dir, steps[i], to, err, err_len) != 0) return -1;
     if (io_sync_dir(to, err, err_len) != 0 || io_sync_dir(dir, err, err_len) != 0) return -1;

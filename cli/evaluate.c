@@ -2,9 +2,12 @@
 #include "cli/evaluate.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/safefile.h"
 #include "base/test_hooks.h"
 
 int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, const Dist *d,
@@ -31,8 +34,11 @@ int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, cons
 static int dump_results(const TrainEval *te, const EvalResult *r, const char *path, char *err,
                         size_t err_len)
 {
-    FILE *f = fopen(path, "w");
+    char why[4400];
+    int fd = sf_create(path, why, sizeof why); /* never through a link */
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
+        if (fd >= 0) close(fd);
         snprintf(err, err_len, "TRAIN_GPT_TEST_EVAL_DUMP=%s: cannot open for writing", path);
         return -1;
     }

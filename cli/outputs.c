@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 #include "interop/model_file.h"
 
 typedef struct {
@@ -27,6 +28,13 @@ typedef struct {
 static int move_aside(const char *flag, const char *path, char *dst, size_t dst_len, char *err,
                       size_t err_len)
 {
+    /* a link is not this run's to move (--log /dev/stdout as root would
+     * have the link replaced by a regular file), nor is anything in /dev */
+    const char *refusal = sf_replace_refusal(path);
+    if (refusal)
+        return io_err(err, err_len, "%s %s: %s; --overwrite-outputs does not move it aside "
+                      "(give the path of the file itself, or move it yourself)", flag, path,
+                      refusal);
     if (io_link_aside(path, dst, dst_len) == 0) {
         if (unlink(path) == 0) return 0;
         int e = errno;
@@ -50,6 +58,14 @@ enum { OUT_FREE, OUT_EXISTS, OUT_BAD };
 static int inspect(const RunOutput *o, long long *bytes, char *err, size_t err_len)
 {
     struct stat st;
+    /* --save and --dump-grads are renamed into place, which would replace
+     * a link, not the file it names: refused now rather than at the end.
+     * The log is a stream (--log /dev/stdout), written through a link. */
+    if (strcmp(o->flag, "--log") != 0 && sf_is_link(o->path)) {
+        io_err(err, err_len, "%s %s: is a symbolic link; the file is written by a rename, "
+               "never through a link: give the path of the file itself", o->flag, o->path);
+        return OUT_BAD;
+    }
     if (stat(o->path, &st) != 0) {
         if (errno == ENOENT) return OUT_FREE;
         io_err(err, err_len, "%s %s: cannot inspect it: %s", o->flag, o->path, strerror(errno));

@@ -70,7 +70,9 @@ static int cut_back(RunLog *l, int fd, long long cut, long long end, int n, char
     int rc = io_pread_exact(fd, buf, bytes, (off_t)cut, l->path, err, err_len);
     for (size_t i = 0; rc == 0 && i < bytes; i++)
         lines += buf[i] == '\n' || i == bytes - 1; /* a torn last line counts too */
-    int out = rc == 0 ? open(side, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    /* appended to (an earlier cut's lines stay), never through a link */
+    int out = rc == 0 ? open(side, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644)
+                      : -1;
     if (rc == 0 && out < 0) {
         io_err(err, err_len, "--log %s: cannot open %s to keep the lines after step %d: %s",
                l->path, side, n, strerror(errno));

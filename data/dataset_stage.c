@@ -14,23 +14,28 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 
 #define STAGE_TAG ".tokenize-"
 
-/* Remove the regular files in folder `path`, then the folder. 0 when gone. */
-static int remove_folder(const char *path)
+/* Remove the staging folder `path` (in the output folder `dir`): its
+ * files, then the folder, relative to dir and never through a link (base/
+ * safefile.h). Anything else of that name that is not a folder — a link
+ * planted there — is unlinked itself, never followed. 0 when gone. */
+static int remove_folder(const char *dir, const char *path)
 {
-    DIR *d = opendir(path);
-    if (!d) return errno == ENOENT ? 0 : -1;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char p[4600];
-        io_err(p, sizeof p, "%s/%s", path, e->d_name);
-        unlink(p); /* a folder inside is left: then rmdir fails and says so */
-    }
-    closedir(d);
-    return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
+    char why[4800];
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int dfd = sf_open_dir(dir, 1, why, sizeof why);
+    if (dfd < 0) return -1;
+    struct stat st;
+    int rc;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+        rc = unlinkat(dfd, name, 0) == 0 || errno == ENOENT ? 0 : -1;
+    else
+        rc = sf_remove_dir(dfd, name, path, NULL, NULL, why, sizeof why);
+    close(dfd);
+    return rc;
 }
 
 /* "<base>.tokenize-<digits>.tmp": a staging folder of this prefix. */
@@ -77,7 +82,8 @@ static int clear_leftovers(DatasetStage *s, char *err, size_t err_len)
         if (!is_stage_name(e->d_name, s->base) || strcmp(e->d_name, own) == 0) continue;
         char p[4600];
         io_err(p, sizeof p, "%s/%s", s->dir, e->d_name);
-        int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* a link of that name is nobody's staging folder: left alone */
+        int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) continue; /* not a folder, or gone already */
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             io_err(err, err_len, "%s: another ./tokenize is writing this dataset now (its "
@@ -85,9 +91,9 @@ static int clear_leftovers(DatasetStage *s, char *err, size_t err_len)
             rc = -1;
         } else {
             size_t used = strlen(s->notes);
+            int gone = remove_folder(s->dir, p) == 0;
             io_err(s->notes + used, sizeof s->notes - used, "note: %s %s, left by an "
-                   "interrupted ./tokenize\n", remove_folder(p) == 0 ? "removed" : "could not "
-                   "remove", p);
+                   "interrupted ./tokenize\n", gone ? "removed" : "could not remove", p);
         }
         close(fd);
     }
@@ -190,12 +196,12 @@ int dataset_stage_begin(DatasetStage *s, const char *prefix, int overwrite, char
     else snprintf(s->dir, sizeof s->dir, "%.*s", (int)(slash - prefix), prefix);
     snprintf(s->stage, sizeof s->stage, "%s" STAGE_TAG "%ld.tmp", prefix, (long)getpid());
     /* The same name from a dead run whose pid came round again: its files go. */
-    if (remove_folder(s->stage) != 0 || mkdir(s->stage, 0755) != 0) {
+    if (remove_folder(s->dir, s->stage) != 0 || mkdir(s->stage, 0755) != 0) {
         io_err(err, err_len, "%s: cannot write in the output folder: %s", s->dir,
                strerror(errno));
         return -1;
     }
-    s->lock_fd = open(s->stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    s->lock_fd = open(s->stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         io_err(err, err_len, "%s: cannot lock the staging folder: %s", s->stage, strerror(errno));
         dataset_stage_close(s);
@@ -355,7 +361,7 @@ int dataset_stage_commit(DatasetStage *s, char *err, size_t err_len)
 
 void dataset_stage_close(DatasetStage *s)
 {
-    if (s->stage[0]) remove_folder(s->stage);
+    if (s->stage[0]) remove_folder(s->dir, s->stage);
     if (s->lock_fd >= 0) close(s->lock_fd);
     s->lock_fd = -1;
     s->stage[0] = 0;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/safefile.h"
 #include "base/stop.h"
 #include "dataset.h"
 #include "shard.h"
@@ -430,8 +431,13 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     }
 
     char spool_path[4400];
+    int spool_fd = -1;
+    char why[4800] = "";
+    /* created anew, never through a link (base/safefile.h) */
     if (dataset_stage_scratch(&r.stage, "tokens.spool", spool_path, sizeof spool_path) ||
-        !(r.spool = fopen(spool_path, "w+b"))) {
+        (spool_fd = sf_create(spool_path, why, sizeof why)) < 0 ||
+        !(r.spool = fdopen(spool_fd, "w+b"))) {
+        if (spool_fd >= 0) close(spool_fd);
         snprintf(err, err_len, "%s: cannot write in the output folder: %s", dir, strerror(errno));
         goto done;
     }

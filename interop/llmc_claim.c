@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 #include "llmc_ckpt.h"
 
 typedef struct {
@@ -71,8 +72,18 @@ static int move_files(const char *dir, const char *sub, const LlmcEntry *f, int 
                       const char *what, char *err, size_t err_len)
 {
     char to[4300], src[4400], dst[4400];
+    for (int i = 0; i < n; i++) { /* a link is not this run's to move: none is moved */
+        io_err(src, sizeof src, "%s/%s", dir, f[i].name);
+        const char *refusal = sf_replace_refusal(src);
+        if (refusal)
+            return io_err(err, err_len, "--save-checkpoint-llmc: %s: %s; it is not moved, nor "
+                          "anything else (remove the link)", src, refusal), -1;
+    }
     io_err(to, sizeof to, "%s/%s", dir, sub);
     if (io_mkdirs(to, err, err_len) != 0) return -1;
+    if (sf_is_link(to)) /* a folder of this run's, never one a link names */
+        return io_err(err, err_len, "--save-checkpoint-llmc: %s: is a symbolic link; the files "
+                      "are not moved through one (remove the link)", to), -1;
     for (int i = 0; i < n; i++) {
         io_err(src, sizeof src, "%s/%s", dir, f[i].name);
         io_err(dst, sizeof dst, "%s/%s", to, f[i].name);

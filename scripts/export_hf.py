@@ -122,6 +122,19 @@ def to_hf(cfg, p):
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in sd.items()}
 
 
+def refuse_unsafe(path):
+    """A file these scripts write is renamed into place: never over a
+    symbolic link (that would replace the link, not the file it names) nor
+    anything under /dev or /proc (as root, /dev/stdout itself)."""
+    why = "is a symbolic link" if os.path.islink(path) else None
+    real = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    for top in ("/dev", "/proc"):
+        if why is None and (real == top or real.startswith(top + "/")):
+            why = f"is under {top}"
+    if why:
+        sys.exit(f"{PROG}: {path}: {why}; not replaced (give the path of a regular file)")
+
+
 def check_paths(src, out):
     """Refuse, before any work, what would fail later with a traceback: a
     MODEL.bin that is no readable file, an OUT that is a folder or whose
@@ -132,6 +145,7 @@ def check_paths(src, out):
         sys.exit(f"{PROG}: {src}: {why}")
     if out.endswith("/") or os.path.isdir(out):
         sys.exit(f"{PROG}: {out}: is a folder; give a file name (e.g. {out.rstrip('/')}/model.pt)")
+    refuse_unsafe(out)
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         sys.exit(f"{PROG}: {out}: its folder {folder} does not exist")
@@ -188,7 +202,9 @@ def sync_dir(folder):
 
 def write_via_temp(path, write):
     """write(tmp) into a temporary file beside path (the mode a new file
-    gets), then commit it; on any failure the temporary file goes."""
+    gets), then commit it; on any failure the temporary file goes. mkstemp
+    makes a new name with O_EXCL|O_NOFOLLOW: no planted link is followed."""
+    refuse_unsafe(path)
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
                                dir=os.path.dirname(os.path.abspath(path)))
     os.close(fd)
@@ -197,7 +213,10 @@ def write_via_temp(path, write):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         write(tmp)
+        if os.path.islink(tmp) or not os.path.isfile(tmp):
+            sys.exit(f"{PROG}: {tmp}: replaced by something else while it was written")
         sync_file(tmp)
+        refuse_unsafe(path)
         commit(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -315,6 +334,7 @@ def export_file(args, cfg, p):
     """OUT a single weights file, config.json beside it (the old form)."""
     src, out = args.model, args.out
     config = os.path.join(os.path.dirname(os.path.abspath(out)), "config.json")
+    refuse_unsafe(config)  # before OUT is written, not after
     config_text = json.dumps(hf_config(cfg), indent=2)
     if os.path.isfile(config) and open(config).read() != config_text:
         refuse_existing(config, f"describes another model than {src} ({shape_line(cfg)})",
@@ -342,6 +362,8 @@ def export_folder(args, cfg, p):
         enc, bpe = find_tokenizer(args.encoder, args.vocab)
         files["vocab.json"], files["merges.txt"] = read_bytes(enc), read_bytes(bpe)
     weights = "model.safetensors" if args.weights == "safetensors" else "pytorch_model.bin"
+    for name in list(files) + [weights]:  # every refusal before the first write
+        refuse_unsafe(os.path.join(out, name))
     for name, data in files.items():
         path = os.path.join(out, name)
         if os.path.isfile(path) and read_bytes(path) != data:
