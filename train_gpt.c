@@ -542,7 +542,8 @@ int main(int argc, char **argv)
         char backend[64];
         snprintf(backend, sizeof backend, "%s %s", tr.be->name, tr.be->act_bytes == 2 ? "bf16" : "fp32");
         char *rec = run_record_json(o, &tr.cfg, o->batch, o->seq_len,
-                                    session_data_fingerprint(&tr.train), backend, d->world);
+                                    session_data_fingerprint(&tr.train), backend, d->world,
+                                    o->llmc_resume ? NULL : run_id);
         if (!rec) fail(&tr, "out of host memory for the log's first line");
         run_log_line(&tr.out.log, rec);
         free(rec);

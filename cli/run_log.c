@@ -97,16 +97,23 @@ static int cut_back(RunLog *l, int fd, long long cut, long long end, int n, char
     return rc;
 }
 
-/* The run id of the log's header record (its first line), into id; 0, or
- * -1 when the first line is not a header (a log from before headers). */
+/* The run id of the log's first record (the run's record, its first line:
+ * cli/run_record.h), into id; 0, or -1 when the first line has none (a log
+ * from before run ids). The record holds every flag: a few KiB. */
 static int header_run_id(int fd, char *id, size_t len)
 {
-    char buf[512];
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    if (n <= 0) return -1;
+    enum { MAX_RECORD = 1 << 20 };
+    char *buf = malloc(MAX_RECORD);
+    if (!buf) return -1;
+    ssize_t n = pread(fd, buf, MAX_RECORD - 1, 0);
+    if (n <= 0) {
+        free(buf);
+        return -1;
+    }
     buf[n] = 0;
     buf[strcspn(buf, "\n")] = 0;
     cJSON *j = cJSON_Parse(buf);
+    free(buf);
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "run_id");
     int ok = cJSON_IsString(r);
     if (ok) snprintf(id, len, "%s", r->valuestring);
@@ -179,12 +186,7 @@ int run_log_open(RunLog *l, const char *path, int resume_step, const char *run_i
         close(fd);
         return -1;
     }
-    l->fd = fd;
-    if (resume_step < 0 && run_id) { /* the header record: whose log this is */
-        char line[160];
-        snprintf(line, sizeof line, "{\"run_id\":\"%s\"}", run_id);
-        run_log_line(l, line);
-    }
+    l->fd = fd; /* a new log's first line, naming run_id, is the caller's (cli/run_record.h) */
     return 0;
 }
 

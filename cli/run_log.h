@@ -15,8 +15,8 @@
  * Lines of step N after its training line (its val loss, the summary of a
  * segment that ended there) stay.
  *
- * Run id. A new run's log starts with a header record {"run_id": "..."}
- * (the checkpoint run id, 16 hex digits). A resume given a log whose header
+ * Run id. A new run's log starts with the run's record (cli/run_record.h),
+ * whose "run_id" is the checkpoint run id (16 hex digits). A resume given a log whose header
  * names another run id is refused, naming both, before anything is cut or
  * appended; a log without a header (older logs) is taken as the run's. */
 #ifndef RUN_RUN_LOG_H

@@ -150,10 +150,12 @@ static cJSON *flag_value(const TrainOptions *opt, int i)
 }
 
 char *run_record_json(const TrainOptions *opt, const GPTConfig *cfg, int batch, int seq_len,
-                      uint64_t data_fingerprint, const char *backend, int world)
+                      uint64_t data_fingerprint, const char *backend, int world,
+                      const char *run_id)
 {
     cJSON *rec = cJSON_CreateObject(), *conf = cJSON_CreateObject(), *shape = cJSON_CreateObject();
     cJSON_AddStringToObject(rec, "event", "run");
+    if (run_id) cJSON_AddStringToObject(rec, "run_id", run_id); /* whose log (cli/run_log.h) */
     for (int i = 0; i < train_options_count(); i++)
         if (strcmp(train_options_name(i), "config") != 0)
             cJSON_AddItemToObject(conf, train_options_name(i), flag_value(opt, i));

@@ -32,8 +32,10 @@
 int run_record_apply(TrainOptions *opt, const char *path);
 
 /* The record above, malloc'd, without a newline (NULL out of memory).
- * backend: its name and precision ("cpu fp32"). */
+ * backend: its name and precision ("cpu fp32"); run_id: the run's id, the
+ * "run_id" a resume checks its --log against (NULL: none). */
 char *run_record_json(const TrainOptions *opt, const GPTConfig *cfg, int batch, int seq_len,
-                      uint64_t data_fingerprint, const char *backend, int world);
+                      uint64_t data_fingerprint, const char *backend, int world,
+                      const char *run_id);
 
 #endif
