@@ -61,11 +61,19 @@ int recompute_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size
  * planner sizes every combination for --plan). */
 static int offload_check(const TrainOptions *o, Backend *be, char *err, size_t len)
 {
-    (void)be;
     if (!o->offload) return 0;
-    snprintf(err, len, "--offload %s: the host tier is planned (--plan) but not built for "
-                       "training yet", planner_offload_name(o->offload));
-    return -1;
+    if (!be->ops->copy_async) {
+        snprintf(err, len, "--offload %s: the %s backend has no copy engine for the host tier "
+                           "yet (the cpu backend has); --plan sizes it on any backend",
+                 planner_offload_name(o->offload), be->name);
+        return -1;
+    }
+    if (o->offload & OFFLOAD_OPTIMIZER) {
+        snprintf(err, len, "--offload optimizer: the optimizer's host tier is planned (--plan) "
+                           "but not built for training yet; --offload checkpoints is");
+        return -1;
+    }
+    return 0;
 }
 
 static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType dtype,

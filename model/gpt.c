@@ -59,6 +59,13 @@ size_t gpt_arena_high_water(const GPT *g)
     return used;
 }
 
+size_t gpt_host_high_water(const GPT *g)
+{
+    size_t used = 0;
+    for (int c = 0; c < HOST_NUM_CATEGORIES; c++) used += g->host_arenas[c].used;
+    return used;
+}
+
 void gpt_set_params(GPT *g, const float *host)
 {
     size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
@@ -269,17 +276,42 @@ static int lnf_fused(const GPT *g)
     return k >= 0 && g->sched.steps[k].fuse_next_ln;
 }
 
+/* Offloaded checkpoints: the copies and waits at position pos of the
+ * schedule's OffloadProgram (schedule.h); none without offload. */
+static void offload_at(GPT *g, int pos)
+{
+    const OffloadProgram *op = &g->off;
+    if (!op->n_ring) return;
+    size_t bytes = (size_t)g->B * g->T * g->cfg.channels * g->be->act_bytes;
+    for (int i = op->first[pos]; i < op->first[pos + 1]; i++) {
+        const OffloadAct *a = &op->acts[i];
+        if (a->kind == OFF_WAIT) OPS->event_wait(g->be, a->ring);
+        else if (a->kind == OFF_OUT) OPS->copy_async(g->be, g->host_res[a->host], g->ring[a->ring], bytes, a->ring);
+        else OPS->copy_async(g->be, g->ring[a->ring], g->host_res[a->host], bytes, a->ring);
+    }
+}
+
+/* The buffer standing for residual slot `slot` at step k: its ring slot when
+ * the slot is an offloaded stored one (ring >= 0), else its own. */
+static void *res_at(GPT *g, int slot, int ring)
+{
+    return ring >= 0 ? g->ring[ring] : g->res_slots[slot];
+}
+
 /* Run schedule steps [k0, k1); 0, or -1 when the block hook abandoned the pass. */
 static int run_steps(GPT *g, int k0, int k1)
 {
+    const OffloadProgram *op = &g->off;
     for (int k = k0; k < k1; k++) {
         const ScheduleStep *st = &g->sched.steps[k];
-        const void *x = g->res_slots[st->in_slot];
+        offload_at(g, OFFLOAD_BEFORE(k));
+        const void *x = res_at(g, st->in_slot, op->n_ring ? op->in_ring[k] : -1);
         BlockTape *tp = &g->tapes[st->tape_slot];
         if (st->kind == STEP_FORWARD) {
             void *out = st->out_slot == SLOT_FINAL ? g->final_res
                         : st->out_slot == SLOT_NONE ? NULL
-                                                    : g->res_slots[st->out_slot];
+                                                    : res_at(g, st->out_slot,
+                                                             op->n_ring ? op->out_ring[k] : -1);
             /* the previous step's closing add wrote this block's LN1 */
             const ScheduleStep *prev = k > k0 ? st - 1 : NULL;
             int ln1_done = prev && prev->fuse_next_ln && prev->out_slot != SLOT_FINAL;
@@ -291,6 +323,7 @@ static int run_steps(GPT *g, int k0, int k1)
             block_backward(g, st->block, x, tp);
             grads_ready(g, block_tensors, 12, st->block);
         }
+        offload_at(g, OFFLOAD_AFTER(k));
         if (block_done(g, k + 1)) return -1;
     }
     return 0;
@@ -303,8 +336,10 @@ static int forward_to_lnf(GPT *g, const int *inputs)
     int N = g->B * g->T, C = g->cfg.channels;
     g->abandoned = 0;
     OPS->mem_upload(g->be, g->tokens, inputs, (size_t)N * sizeof(int));
-    OPS->encoder_forward(g->be, g->res_slots[g->sched.embed_slot], g->tokens, g->param_t[WTE],
-                         g->param_t[WPE], g->B, g->T, C);
+    offload_at(g, OFFLOAD_BEFORE(-1));
+    OPS->encoder_forward(g->be, res_at(g, g->sched.embed_slot, g->off.n_ring ? g->off.embed_ring : -1),
+                         g->tokens, g->param_t[WTE], g->param_t[WPE], g->B, g->T, C);
+    offload_at(g, OFFLOAD_AFTER(-1));
     if (run_steps(g, 0, g->sched.n_forward) != 0) return -1;
     if (!lnf_fused(g))
         OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,

@@ -41,6 +41,10 @@ typedef struct {
  * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range. */
 typedef struct {
     int world, rank, zero;
+    /* OFFLOAD_* bits (model/planner.h): what lives in the host tier. The
+     * model builds OFFLOAD_CHECKPOINTS (on a backend with copy_async);
+     * gpt_init* refuses the rest. */
+    int offload;
 } GPTShard;
 
 /* Called during backward as gradients become final, with n flat element
@@ -73,7 +77,16 @@ typedef struct GPT {
     void *params, *grads;                  /* par dtype, num_params each */
     void *param_t[NUM_PARAM_TENSORS], *grad_t[NUM_PARAM_TENSORS];
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
-    void **res_slots;                      /* n_res_slots residual buffers (N,C) */
+    void **res_slots;                      /* n_res_slots residual buffers (N,C); with
+                                            * offloaded checkpoints the stored ones are
+                                            * NULL: they are host_res, through ring */
+    /* The host tier (--offload): its arenas (planner.h's HOST_* categories),
+     * the stored inputs' host slots (n_res_stored), the device ring
+     * (plan.n_ring slots, from the activations arena) and the copies
+     * (schedule.h, OffloadProgram; n_ring 0 without offload). */
+    Arena host_arenas[HOST_NUM_CATEGORIES];
+    void **host_res, **ring;
+    OffloadProgram off;
     BlockTape *tapes;                      /* n_tape_slots */
     void *tape_ws;                         /* the tape workspace (plan.tape_ws_bytes), or NULL */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
@@ -112,6 +125,8 @@ void gpt_free(GPT *g);
  * released before gpt_free. Equals plan.total when the model and the
  * planner agree. */
 size_t gpt_arena_high_water(const GPT *g);
+/* The same for the host tier's arenas: equals plan.host_total. */
+size_t gpt_host_high_water(const GPT *g);
 
 /* Install (fn != NULL) or remove the gradient-ready callback. */
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);

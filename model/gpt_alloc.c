@@ -40,7 +40,20 @@ static int carve_activations(GPT *g)
     g->res_slots = calloc((size_t)s->n_res_slots, sizeof(void *));
     g->tapes = calloc((size_t)s->n_tape_slots, sizeof(BlockTape));
     if (!g->res_slots || !g->tapes) return -1;
-    for (int i = 0; i < s->n_res_slots; i++) {
+    /* Offloaded checkpoints: the stored inputs' slots in the host tier, and
+     * the ring in their place (first in the activations arena). */
+    if (p->n_ring) {
+        g->host_res = calloc((size_t)s->n_res_stored, sizeof(void *));
+        g->ring = calloc((size_t)p->n_ring, sizeof(void *));
+        if (!g->host_res || !g->ring) return -1;
+        for (int r = 0; r < p->n_ring; r++)
+            if (!(g->ring[r] = arena_take(stored, p->residual_bytes))) return -1;
+        for (int i = 0; i < s->n_res_stored; i++)
+            if (!(g->host_res[i] = arena_take(&g->host_arenas[HOST_CHECKPOINTS],
+                                              p->residual_bytes)))
+                return -1;
+    }
+    for (int i = p->n_ring ? s->n_res_stored : 0; i < s->n_res_slots; i++) {
         Arena *a = i < s->n_res_stored ? stored : work;
         if (!(g->res_slots[i] = arena_take(a, p->residual_bytes))) return -1;
     }
@@ -119,10 +132,36 @@ static int zero_polled(Backend *be, void *p, size_t bytes)
     return 0;
 }
 
+/* What the model can place in the host tier, and the copies of offloaded
+ * checkpoints (schedule_offload over the planner's ring). */
+static int offload_setup(GPT *g, int offload, char *err, size_t err_len)
+{
+    if (offload & OFFLOAD_OPTIMIZER) {
+        snprintf(err, err_len, "--offload optimizer: not built in the model yet (only --plan "
+                               "sizes it)");
+        return -1;
+    }
+    if (!(offload & OFFLOAD_CHECKPOINTS)) return 0;
+    const BackendOps *o = g->be->ops;
+    if (!o->copy_async || !o->event_wait || !o->host_alloc || !o->host_free) {
+        snprintf(err, err_len, "--offload checkpoints: the %s backend has no copy engine yet",
+                 g->be->name);
+        return -1;
+    }
+    int n = g->sched.n_res_stored < OFFLOAD_RING_SLOTS ? g->sched.n_res_stored
+                                                        : OFFLOAD_RING_SLOTS;
+    if (n > OPS_COPY_EVENTS) {
+        snprintf(err, err_len, "internal error: a ring of %d slots, %d copy events", n,
+                 OPS_COPY_EVENTS);
+        return -1;
+    }
+    return schedule_offload(&g->sched, n, &g->off, err, err_len);
+}
+
 int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
                       int loss_chunk, const GPTShard *shard, char *err, size_t err_len)
 {
-    GPTShard one = {1, 0, 0};
+    GPTShard one = {1, 0, 0, 0};
     if (!shard) shard = &one;
     memset(g, 0, sizeof *g);
     g->cfg = *cfg;
@@ -151,14 +190,24 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         gpt_free(g);
         return -1;
     }
+    if (offload_setup(g, shard->offload, err, err_len) != 0) {
+        gpt_free(g);
+        return -1;
+    }
     PlanInput in = {.cfg = *cfg, .B = B, .T = T,
                     .dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32,
                     .loss_chunk = loss_chunk, .world_size = shard->world,
-                    .zero = shard->zero};
+                    .zero = shard->zero, .offload = shard->offload};
     planner_plan(&in, &g->sched, &g->plan);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         if (arena_init(&g->arenas[c], be, planner_category_name(c), g->plan.bytes[c], err,
                        err_len) != 0) {
+            gpt_free(g);
+            return -1;
+        }
+    for (int c = 0; c < HOST_NUM_CATEGORIES; c++)
+        if (arena_init_host(&g->host_arenas[c], be, planner_host_category_name(c),
+                            g->plan.host[c], err, err_len) != 0) {
             gpt_free(g);
             return -1;
         }
@@ -200,7 +249,14 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
 
 void gpt_free(GPT *g)
 {
+    /* no copy may still be reading or writing the arenas */
+    for (int r = 0; r < g->off.n_ring; r++) g->be->ops->event_wait(g->be, r);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) arena_free(&g->arenas[c]);
+    for (int c = 0; c < HOST_NUM_CATEGORIES; c++) arena_free(&g->host_arenas[c]);
+    schedule_offload_free(&g->off);
+    free(g->host_res);
+    free(g->ring);
+    g->host_res = g->ring = NULL;
     schedule_free(&g->sched);
     free(g->res_slots);
     free(g->tapes);

@@ -169,3 +169,57 @@ Test(offload_flags, over_the_host_budget_exits_2, .timeout = 60)
               "%s", err);
     free(out), free(err), free(d);
 }
+
+/* ./train_gpt with --offload checkpoints in every fixed mode: the step-1 gradients
+ * (--dump-grads) and the saved model (--save) are byte for byte recompute 0's without
+ * offload; the device arenas' high-water mark equals the plan and so does the host
+ * tier's (the summary says "equal" twice). */
+Test(offload_flags, every_mode_trains_bitwise_with_checkpoints_offloaded, .timeout = 240)
+{
+    static const char *modes[] = {"0", "0", "1", "2", "selective"};
+    char *d = make_shards(), args[2048], *out, *err;
+    char *ref_grads = NULL, *ref_model = NULL;
+    size_t ref_glen = 0, ref_mlen = 0;
+    for (int i = 0; i < 5; i++) {
+        char grads[600], model[600];
+        snprintf(grads, sizeof grads, "%s/grads%d.bin", d, i);
+        snprintf(model, sizeof model, "%s/model%d.bin", d, i);
+        /* i = 0: the reference, recompute 0 without offload */
+        snprintf(args, sizeof args, SHAPE " --recompute %s %s --steps 3 --val-every 0 "
+                 "--threads 1 --device cpu --train-data '%s/b_train_*.bin' --val-data "
+                 "'%s/b_val_*.bin' --dump-grads %s --save %s", modes[i],
+                 i ? "--offload checkpoints" : "", d, d, grads, model);
+        cr_assert_eq(run(args, d, &out, &err), 0, "--recompute %s: %s", modes[i], err);
+        cr_assert(strstr(out, "high-water mark") && strstr(out, "bytes (equal)"), "%s", out);
+        if (i) {
+            cr_assert(strstr(out, "memory: host tier (--offload checkpoints)"), "%s", out);
+            const char *h = strstr(out, "memory: host tier");
+            cr_assert(strstr(h, "(equal)"), "the host tier's high-water: %s", h);
+        }
+        size_t glen, mlen;
+        char *g = tu_read_file(grads, &glen), *m = tu_read_file(model, &mlen);
+        cr_assert(g && m && glen > 0 && mlen > 0);
+        if (!i) {
+            ref_grads = g, ref_glen = glen, ref_model = m, ref_mlen = mlen;
+        } else {
+            cr_expect(glen == ref_glen && memcmp(g, ref_grads, glen) == 0,
+                      "--recompute %s --offload checkpoints: gradients differ", modes[i]);
+            cr_expect(mlen == ref_mlen && memcmp(m, ref_model, mlen) == 0,
+                      "--recompute %s --offload checkpoints: the saved model differs", modes[i]);
+            free(g), free(m);
+        }
+        free(out), free(err);
+    }
+    free(ref_grads), free(ref_model), free(d);
+}
+
+/* The optimizer's host tier is planned, not built: training with it exits 2 naming it. */
+Test(offload_flags, optimizer_offload_training_exits_2, .timeout = 60)
+{
+    char *d = make_shards(), args[2048], *out, *err;
+    snprintf(args, sizeof args, SHAPE " --recompute 1 --offload checkpoints,optimizer --steps 1 "
+             "--device cpu --train-data '%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", d, d);
+    cr_assert_eq(run(args, d, &out, &err), 2, "stdout %s stderr %s", out, err);
+    cr_expect(err && strstr(err, "--offload optimizer: "), "%s", err);
+    free(out), free(err), free(d);
+}
