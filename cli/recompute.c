@@ -68,11 +68,6 @@ static int offload_check(const TrainOptions *o, Backend *be, char *err, size_t l
                  planner_offload_name(o->offload), be->name);
         return -1;
     }
-    if (o->offload & OFFLOAD_OPTIMIZER) {
-        snprintf(err, len, "--offload optimizer: the optimizer's host tier is planned (--plan) "
-                           "but not built for training yet; --offload checkpoints is");
-        return -1;
-    }
     return 0;
 }
 

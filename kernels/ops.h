@@ -163,6 +163,12 @@ typedef struct BackendOps {
     void (*adamw_update)(Backend *be, void *params, float *master, const void *grads, float *m,
                          float *v, size_t n, float lr, float beta1, float beta2, float eps,
                          float weight_decay, float grad_scale, int t);
+    /* The same update on host-tier memory (every pointer there), on the
+     * host's cores, bit for bit adamw_update's (--offload optimizer). NULL
+     * where a backend has no host tier. */
+    void (*host_adamw_update)(Backend *be, void *params, float *master, const void *grads,
+                              float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                              float eps, float weight_decay, float grad_scale, int t);
 } BackendOps;
 
 struct Backend {

@@ -424,25 +424,84 @@ double gpt_grad_norm_sq_local(GPT *g)
     return e > b ? OPS->grad_norm_sq(g->be, par_at(g, g->grads, b), e - b) : 0.0;
 }
 
-void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
+/* One tensor's part of the optimizer range: [lo, hi) of the flat vector. */
+typedef struct {
+    size_t lo, hi;
+    int decays;
+} OptPiece;
+
+/* Each tensor's part inside [opt_begin, opt_end): the decay flag is the
+ * tensor's, also when a ZeRO-1 shard boundary cuts through it. */
+static int opt_pieces(const GPT *g, OptPiece pc[NUM_PARAM_TENSORS])
 {
-    float scale = 1.0f;
-    if (opt->grad_clip > 0.0f && norm > opt->grad_clip) scale = (float)(opt->grad_clip / norm);
-    g->adam_t++;
-    /* Each tensor's part inside [opt_begin, opt_end): the decay flag is the
-     * tensor's, also when a ZeRO-1 shard boundary cuts through it. m, v and
-     * master are indexed from opt_begin. */
     size_t off = 0, b = g->opt_begin, e = g->opt_end;
+    int n = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         size_t end = off + g->param_sizes[i];
         size_t lo = off > b ? off : b, hi = end < e ? end : e;
         off = end;
         if (lo >= hi) continue;
         int decays = i == WTE || i == WPE || i == QKVW || i == ATTPROJW || i == FCW || i == FCPROJW;
-        size_t k = lo - b;
-        OPS->adamw_update(g->be, par_at(g, g->params, lo), g->master ? g->master + k : NULL,
-                          par_at(g, g->grads, lo), g->m + k, g->v + k, hi - lo, lr, opt->beta1,
-                          opt->beta2, opt->eps, decays ? opt->weight_decay : 0.0f, scale,
-                          g->adam_t);
+        pc[n++] = (OptPiece){lo, hi, decays};
+    }
+    return n;
+}
+
+/* --offload optimizer's copy events: two for the pieces coming in (piece i
+ * on IN_EV + i % 2, so waiting for one leaves the next in flight) and one for
+ * the parameters going back; the ring's events are 0 .. OFFLOAD_RING_SLOTS-1. */
+enum { OPT_IN_EV = OPS_COPY_EVENTS - 3, OPT_BACK_EV = OPS_COPY_EVENTS - 1 };
+_Static_assert(OFFLOAD_RING_SLOTS <= OPT_IN_EV, "ring and optimizer copy events overlap");
+
+/* Piece pc's gradients (and, without a master, its parameters) into the
+ * host's staging. */
+static void opt_fetch(GPT *g, const OptPiece *pc, int i)
+{
+    size_t k = pc->lo - g->opt_begin, bytes = (pc->hi - pc->lo) * g->be->par_bytes;
+    int ev = OPT_IN_EV + i % 2;
+    OPS->copy_async(g->be, par_at(g, g->host_grads, k), par_at(g, g->grads, pc->lo), bytes, ev);
+    if (!g->master)
+        OPS->copy_async(g->be, par_at(g, g->host_params, k), par_at(g, g->params, pc->lo), bytes,
+                        ev);
+}
+
+/* The update in the host tier (gpt.h): a pipeline of copy in, AdamW, copy back. */
+static void update_on_host(GPT *g, const AdamWConfig *opt, float lr, float scale)
+{
+    OptPiece pc[NUM_PARAM_TENSORS];
+    int n = opt_pieces(g, pc);
+    if (n > 0) opt_fetch(g, &pc[0], 0);
+    for (int i = 0; i < n; i++) {
+        if (i + 1 < n) opt_fetch(g, &pc[i + 1], i + 1);
+        OPS->event_wait(g->be, OPT_IN_EV + i % 2);
+        size_t k = pc[i].lo - g->opt_begin, len = pc[i].hi - pc[i].lo;
+        OPS->host_adamw_update(g->be, par_at(g, g->host_params, k), g->master ? g->master + k : NULL,
+                               par_at(g, g->host_grads, k), g->m + k, g->v + k, len, lr,
+                               opt->beta1, opt->beta2, opt->eps,
+                               pc[i].decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
+        OPS->copy_async(g->be, par_at(g, g->params, pc[i].lo), par_at(g, g->host_params, k),
+                        len * g->be->par_bytes, OPT_BACK_EV);
+    }
+    OPS->event_wait(g->be, OPT_BACK_EV);
+}
+
+void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
+{
+    float scale = 1.0f;
+    if (opt->grad_clip > 0.0f && norm > opt->grad_clip) scale = (float)(opt->grad_clip / norm);
+    g->adam_t++;
+    if (g->host_params) {
+        update_on_host(g, opt, lr, scale);
+        return;
+    }
+    /* m, v and master are indexed from opt_begin */
+    OptPiece pc[NUM_PARAM_TENSORS];
+    int n = opt_pieces(g, pc);
+    for (int i = 0; i < n; i++) {
+        size_t k = pc[i].lo - g->opt_begin;
+        OPS->adamw_update(g->be, par_at(g, g->params, pc[i].lo), g->master ? g->master + k : NULL,
+                          par_at(g, g->grads, pc[i].lo), g->m + k, g->v + k, pc[i].hi - pc[i].lo,
+                          lr, opt->beta1, opt->beta2, opt->eps,
+                          pc[i].decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
     }
 }

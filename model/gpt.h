@@ -41,9 +41,8 @@ typedef struct {
  * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range. */
 typedef struct {
     int world, rank, zero;
-    /* OFFLOAD_* bits (model/planner.h): what lives in the host tier. The
-     * model builds OFFLOAD_CHECKPOINTS (on a backend with copy_async);
-     * gpt_init* refuses the rest. */
+    /* OFFLOAD_* bits (model/planner.h): what lives in the host tier, on a
+     * backend with a copy engine (ops.h copy_async; the cpu's). */
     int offload;
 } GPTShard;
 
@@ -87,6 +86,10 @@ typedef struct GPT {
     Arena host_arenas[HOST_NUM_CATEGORIES];
     void **host_res, **ring;
     OffloadProgram off;
+    /* --offload optimizer: master, m and v above point into the host tier,
+     * with the staging the host's AdamW works through (par dtype, the
+     * optimizer range): the gradients copied in, the parameters out */
+    void *host_grads, *host_params;
     BlockTape *tapes;                      /* n_tape_slots */
     void *tape_ws;                         /* the tape workspace (plan.tape_ws_bytes), or NULL */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
@@ -180,5 +183,11 @@ double gpt_grad_norm_sq_local(GPT *g);
  * matmul weights), not to LayerNorm parameters or biases, as llm.c's GPU
  * trainer and nanoGPT do. */
 void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm);
+/* With --offload optimizer the update runs in the host tier, tensor by
+ * tensor: this rank's gradients (and in fp32, which has no master, its
+ * parameters) are copied in, AdamW runs on the host's cores while the next
+ * tensor's copy runs, and each tensor's updated parameters are copied back
+ * while the next one updates; gpt_update returns once all are back. The
+ * same bits as without offload. */
 
 #endif

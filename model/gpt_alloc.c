@@ -122,32 +122,36 @@ int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int 
  * them: on a CPU the first touch of the arenas' pages is most of a big
  * model's start-up before its init (6 s for 2.9 GB on the 2-core VM).
  * Returns 1 when stopped. */
-static int zero_polled(Backend *be, void *p, size_t bytes)
+static int zero_polled_in(Backend *be, int host, void *p, size_t bytes)
 {
     const size_t piece = (size_t)64 << 20;
     for (size_t at = 0; at < bytes; at += piece) {
         if (stop_requested()) return 1;
-        be->ops->mem_zero(be, (char *)p + at, bytes - at < piece ? bytes - at : piece);
+        size_t n = bytes - at < piece ? bytes - at : piece;
+        if (host) memset((char *)p + at, 0, n); /* the host tier: plain host memory */
+        else be->ops->mem_zero(be, (char *)p + at, n);
     }
     return 0;
+}
+
+static int zero_polled(Backend *be, void *p, size_t bytes)
+{
+    return zero_polled_in(be, 0, p, bytes);
 }
 
 /* What the model can place in the host tier, and the copies of offloaded
  * checkpoints (schedule_offload over the planner's ring). */
 static int offload_setup(GPT *g, int offload, char *err, size_t err_len)
 {
-    if (offload & OFFLOAD_OPTIMIZER) {
-        snprintf(err, err_len, "--offload optimizer: not built in the model yet (only --plan "
-                               "sizes it)");
+    if (!offload) return 0;
+    const BackendOps *o = g->be->ops;
+    if (!o->copy_async || !o->event_wait || !o->host_alloc || !o->host_free ||
+        ((offload & OFFLOAD_OPTIMIZER) && !o->host_adamw_update)) {
+        snprintf(err, err_len, "--offload %s: the %s backend has no copy engine yet",
+                 planner_offload_name(offload), g->be->name);
         return -1;
     }
     if (!(offload & OFFLOAD_CHECKPOINTS)) return 0;
-    const BackendOps *o = g->be->ops;
-    if (!o->copy_async || !o->event_wait || !o->host_alloc || !o->host_free) {
-        snprintf(err, err_len, "--offload checkpoints: the %s backend has no copy engine yet",
-                 g->be->name);
-        return -1;
-    }
     int n = g->sched.n_res_stored < OFFLOAD_RING_SLOTS ? g->sched.n_res_stored
                                                         : OFFLOAD_RING_SLOTS;
     if (n > OPS_COPY_EVENTS) {
@@ -219,9 +223,17 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     planner_shard_range(&g->plan, shard->rank, &g->opt_begin, &g->opt_end);
     g->params = arena_take(&g->arenas[MEM_PARAMS], np * be->par_bytes);
     g->grads = arena_take(&g->arenas[MEM_GRADS], np * be->par_bytes);
-    if (g->plan.master_bytes) g->master = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
-    g->m = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
-    g->v = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
+    /* the optimizer's state on the device, or in the host tier with the
+     * host AdamW's staging (--offload optimizer) */
+    int host_opt = (g->plan.offload & OFFLOAD_OPTIMIZER) != 0;
+    Arena *opt = host_opt ? &g->host_arenas[HOST_OPTIMIZER] : &g->arenas[MEM_OPTIMIZER];
+    if (g->plan.master_bytes) g->master = arena_take(opt, ns * 4);
+    g->m = arena_take(opt, ns * 4);
+    g->v = arena_take(opt, ns * 4);
+    if (host_opt) {
+        g->host_grads = arena_take(opt, ns * be->par_bytes);
+        g->host_params = arena_take(opt, ns * be->par_bytes);
+    }
     size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         g->param_t[i] = (char *)g->params + off * be->par_bytes;
@@ -229,15 +241,16 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         off += g->param_sizes[i];
     }
     g->host_losses = malloc((size_t)B * T * sizeof(float));
-    if (!g->params || !g->grads || !g->m || !g->v || !g->host_losses || carve_activations(g) != 0 ||
+    if (!g->params || !g->grads || !g->m || !g->v || !g->host_losses ||
+        (host_opt && (!g->host_grads || !g->host_params)) || carve_activations(g) != 0 ||
         carve_scratch(g) != 0) {
         snprintf(err, err_len, "internal error: buffers do not match the memory plan");
         gpt_free(g);
         return -1;
     }
     /* the padding of params stays 0 */
-    if (zero_polled(be, g->m, ns * 4) || zero_polled(be, g->v, ns * 4) ||
-        (g->master && zero_polled(be, g->master, ns * 4)) ||
+    if (zero_polled_in(be, host_opt, g->m, ns * 4) || zero_polled_in(be, host_opt, g->v, ns * 4) ||
+        (g->master && zero_polled_in(be, host_opt, g->master, ns * 4)) ||
         zero_polled(be, g->params, np * be->par_bytes) ||
         zero_polled(be, g->grads, np * be->par_bytes)) {
         snprintf(err, err_len, "making the model's buffers: %s", STOP_MESSAGE);

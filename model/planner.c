@@ -39,8 +39,12 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
     p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : arena_round(p->shard_params * 4);
     p->moment_bytes = 2 * arena_round(p->shard_params * 4);
     p->bytes[MEM_OPTIMIZER] = p->master_bytes + p->moment_bytes;
-    if (in->offload & OFFLOAD_OPTIMIZER) { /* the same buffers, in the host tier */
-        p->host[HOST_OPTIMIZER] = p->bytes[MEM_OPTIMIZER];
+    if (in->offload & OFFLOAD_OPTIMIZER) {
+        /* the same buffers in the host tier, and the two the host's AdamW
+         * works through: this rank's gradients copied in, and its updated
+         * working parameters on their way back (par dtype, shard_params) */
+        p->staging_bytes = 2 * arena_round(p->shard_params * ab);
+        p->host[HOST_OPTIMIZER] = p->bytes[MEM_OPTIMIZER] + p->staging_bytes;
         p->bytes[MEM_OPTIMIZER] = 0;
     }
 }

@@ -34,7 +34,10 @@ typedef enum { DTYPE_FP32 = 0, DTYPE_BF16 = 1 } DType;
  *       Stored tapes stay on the device.
  *   OFFLOAD_OPTIMIZER    AdamW's m and v and the fp32 master (bf16 only:
  *       fp32 has no master) live on the host; the device keeps the
- *       working parameters and the gradients.
+ *       working parameters and the gradients. The host also holds the
+ *       two buffers its AdamW works through: the gradients copied in and
+ *       the updated working parameters copied back (par dtype each), so
+ *       16 bytes a parameter in bf16 and in fp32.
  * The host tier is pinned memory on a GPU, a second arena on the CPU
  * backend; either way the planner counts it as host bytes. */
 enum { OFFLOAD_CHECKPOINTS = 1, OFFLOAD_OPTIMIZER = 2 };
@@ -90,8 +93,8 @@ typedef struct {
     /* The host tier (--offload): what the device categories no longer
      * hold. The stored block inputs (HOST_CHECKPOINTS: n_res_stored
      * residual slots, while MEM_ACTIVATIONS keeps n_ring of them) and the
-     * optimizer state (HOST_OPTIMIZER: master_bytes + moment_bytes, while
-     * MEM_OPTIMIZER is 0). All 0 without --offload. */
+     * optimizer state (HOST_OPTIMIZER: master_bytes + moment_bytes +
+     * staging_bytes, while MEM_OPTIMIZER is 0). All 0 without --offload. */
     size_t host[HOST_NUM_CATEGORIES];
     size_t host_total;
     int offload;             /* OFFLOAD_* bits in force */
@@ -106,6 +109,8 @@ typedef struct {
     size_t tape_ws_bytes;    /* the tape workspace: the largest any kind in the schedule
                               * needs (tape.h); 0 when every tape is full */
     size_t master_bytes, moment_bytes;      /* fp32 master (0 in fp32) and m + v, per rank */
+    size_t staging_bytes;    /* OFFLOAD_OPTIMIZER: the host's gradient and parameter
+                              * staging, shard_params par-dtype elements each; else 0 */
     int world_size, zero;
     size_t padded_params, shard_params;     /* elements; see PLANNER_SHARD_ALIGN */
     size_t scratch_act_bytes, scratch_f32_bytes, scratch_int_bytes;

@@ -1,6 +1,7 @@
-/* tests/unit/model/test_offload_exec.c — offloaded checkpoints run by the interpreter
- * (gpt.c) on the cpu backend, whose copies go through its copy thread: in every fixed
- * mode (0, 1, 2 for every k, selective) and for inputs-kept schedules, the losses, the
+/* tests/unit/model/test_offload_exec.c — offloaded checkpoints and optimizer state run by
+ * the interpreter (gpt.c) on the cpu backend, whose copies go through its copy thread: in
+ * every fixed mode (0, 1, 2 for every k, selective) and for inputs-kept schedules, with
+ * --offload checkpoints, optimizer and both (AdamW in the host tier), the losses, the
  * gradients and the parameters after AdamW steps are bitwise identical to recompute 0
  * without offload (memcmp); the device arenas' high-water mark equals the planner's
  * device total to the byte and the host tier's its host total. The copy program
@@ -117,15 +118,17 @@ static void offload_matches_mode_0(const GPTConfig *cfg, int B, int T)
         modes[nm++] = 100 + 2 * 10 + 1; /* 2 full tapes on top, 1 selective, the rest re-run */
         modes[nm++] = 100 + 0 * 10 + 3;
     }
-    for (int i = 0; i < nm; i++) {
-        char what[64];
-        snprintf(what, sizeof what, "mode %d, L=%d B=%d T=%d, checkpoints offloaded", modes[i],
-                 L, B, T);
-        build(&s, modes[i], L);
-        Run r = run(&s, cfg, OFFLOAD_CHECKPOINTS, B, T);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
-    }
+    for (int i = 0; i < nm; i++)
+        for (int off = 1; off <= 3; off++) {
+            if (off != OFFLOAD_CHECKPOINTS && modes[i] < -2) continue; /* the update is the same */
+            char what[96];
+            snprintf(what, sizeof what, "mode %d, L=%d B=%d T=%d, --offload %s", modes[i], L, B,
+                     T, planner_offload_name(off));
+            build(&s, modes[i], L);
+            Run r = run(&s, cfg, off, B, T);
+            expect_same(&ref, &r, n, what);
+            drop(&r);
+        }
     drop(&ref);
 }
 
@@ -238,4 +241,45 @@ Test(offload_exec, mode_1_prefetches_one_block_ahead)
     }
     schedule_offload_free(&op);
     schedule_free(&s);
+}
+
+/* ZeRO-1's shard as one rank sees it (world 2, rank 1): the host tier holds the shard's
+ * state and staging only, and the update of the range is the same bits. */
+Test(offload_exec, optimizer_offload_of_a_zero_shard)
+{
+    GPTConfig cfg = cfg6();
+    Backend *be = tu_cpu();
+    GPT a, b;
+    char err[256];
+    GPTShard plain = {2, 1, 1, 0}, off = {2, 1, 1, OFFLOAD_OPTIMIZER};
+    cr_assert_eq(gpt_init_shard(&a, &cfg, be, 2, 8, RECOMPUTE_BLOCK, 0, &plain, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(gpt_init_shard(&b, &cfg, be, 2, 8, RECOMPUTE_BLOCK, 0, &off, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(b.plan.host[HOST_OPTIMIZER], 4 * ((b.plan.shard_params * 4 + 255) / 256 * 256));
+    cr_assert_eq(gpt_host_high_water(&b), b.plan.host_total);
+    size_t n = a.plan.num_params;
+    float *p = tu_random_params(&cfg, 7), *pa = malloc(n * 4), *pb = malloc(n * 4);
+    int in[16], tg[16];
+    tu_random_tokens(in, 16, cfg.vocab_size, 3);
+    tu_random_tokens(tg, 16, cfg.vocab_size, 4);
+    AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    GPT *gs[2] = {&a, &b};
+    for (int j = 0; j < 2; j++) {
+        gpt_set_params(gs[j], p);
+        for (int step = 0; step < 2; step++) {
+            gpt_zero_grads(gs[j]);
+            gpt_forward_backward(gs[j], in, tg, 1.0f / 16);
+            gpt_update(gs[j], &adam, 1e-3f, gpt_grad_norm(gs[j]));
+        }
+    }
+    gpt_get_params(&a, pa);
+    gpt_get_params(&b, pb);
+    cr_expect_eq(memcmp(pa, pb, n * 4), 0, "the shard's parameters differ");
+    cr_expect_eq(memcmp(a.m, b.m, (a.opt_end - a.opt_begin) * 4), 0, "m differs");
+    cr_expect_eq(memcmp(a.v, b.v, (a.opt_end - a.opt_begin) * 4), 0, "v differs");
+    free(p), free(pa), free(pb);
+    gpt_free(&a);
+    gpt_free(&b);
+    backend_close(be);
 }

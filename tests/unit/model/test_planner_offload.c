@@ -34,6 +34,7 @@ static MemoryPlan plan_of(const PlanInput *in, int mode, int k)
 
 #define FIXED_NO_OPT (2 * 18688 + 3328 + 4096) /* params, grads, scratch, head */
 #define OPT (2 * 18688)                        /* fp32: m and v, no master */
+#define STAGING (2 * 18688) /* the host's gradient and parameter staging, fp32 */
 
 Test(planner_offload, tiny_every_mode_by_hand)
 {
@@ -65,26 +66,29 @@ Test(planner_offload, tiny_every_mode_by_hand)
         cr_expect_eq(pc.total, p0.total - (n - ring) * 256, "case %zu", i);
         cr_expect_eq(pc.host[HOST_CHECKPOINTS], n * 256, "case %zu", i);
         cr_expect_eq(pc.host_total, n * 256, "case %zu", i);
-        /* optimizer: m and v (no master in fp32) move; params and grads stay */
+        /* optimizer: m and v (no master in fp32) move, with the host's staging of
+         * the gradients and the parameters; params and grads stay */
         cr_expect_eq(po.bytes[MEM_OPTIMIZER], 0);
         cr_expect_eq(po.bytes[MEM_PARAMS], 18688);
         cr_expect_eq(po.bytes[MEM_GRADS], 18688);
-        cr_expect_eq(po.host[HOST_OPTIMIZER], OPT);
+        cr_expect_eq(po.host[HOST_OPTIMIZER], OPT + STAGING);
         cr_expect_eq(po.total, p0.total - OPT, "case %zu", i);
         /* both: the sums */
         cr_expect_eq(pb.total, p0.total - OPT - (n - ring) * 256, "case %zu", i);
-        cr_expect_eq(pb.host_total, OPT + n * 256, "case %zu", i);
+        cr_expect_eq(pb.host_total, OPT + STAGING + n * 256, "case %zu", i);
     }
 }
 
-/* bf16: the fp32 master moves with m and v (three fp32 copies of the parameters). */
+/* bf16: the fp32 master moves with m and v (three fp32 copies of the parameters), and
+ * the staging is bf16. */
 Test(planner_offload, bf16_optimizer_moves_master_m_and_v)
 {
     PlanInput in = tiny(OFFLOAD_OPTIMIZER);
     in.dtype = DTYPE_BF16;
     MemoryPlan p = plan_of(&in, RECOMPUTE_BLOCK, 0);
     cr_expect_eq(p.bytes[MEM_OPTIMIZER], 0);
-    cr_expect_eq(p.host[HOST_OPTIMIZER], 3 * 18688, "master, m, v: 4656 floats [18688] each");
+    cr_expect_eq(p.host[HOST_OPTIMIZER], 3 * 18688 + 2 * 9472,
+                 "master, m, v: 4656 floats [18688] each; staging 4656 bf16 [9472] twice");
     cr_expect_eq(p.bytes[MEM_PARAMS], 9472, "4656 bf16 = 9312 [9472]");
 }
 
@@ -102,7 +106,8 @@ static PlanInput gpt(int L, int C, int NH, int B, int T, int offload)
  * slots of N*C*2 = 26214400, the workspace tape (15*N*C*2 = 393216000 act + N*(4+25)*4
  * = 950272 f32), scratch (8*N*C*2 = 209715200 + 5*N*4 = 163840) and the head (4096 x
  * 50304 x 2 = 412090368) = 7299310080. Host: 48 x 26214400 inputs + 3 x 6230745600
- * (master, m, v) = 19950528000. The target: device <= 10 GiB. */
+ * (master, m, v) + 2 x 3115372800 (bf16 staging) = 26181273600. The target: device
+ * <= 10 GiB. */
 Test(planner_offload, gpt2_xl_both_offloads_under_10_gib)
 {
     PlanInput in = gpt(48, 1600, 25, 8, 1024, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER);
@@ -115,8 +120,8 @@ Test(planner_offload, gpt2_xl_both_offloads_under_10_gib)
     cr_expect_eq(p.bytes[MEM_HEAD], 412090368);
     cr_expect_eq(p.total, 7299310080);
     cr_expect_eq(p.host[HOST_CHECKPOINTS], 48 * 26214400);
-    cr_expect_eq(p.host[HOST_OPTIMIZER], 3 * 6230745600);
-    cr_expect_eq(p.host_total, 19950528000);
+    cr_expect_eq(p.host[HOST_OPTIMIZER], 3 * 6230745600 + 2 * (size_t)3115372800);
+    cr_expect_eq(p.host_total, 26181273600);
     cr_expect_leq(p.total, (size_t)10 << 30);
     printf("planner_offload: GPT-2 XL bf16 B=8 T=1024 recompute 1 + checkpoints,optimizer: "
            "device %zu B (%.3f GiB), host %zu B (%.3f GiB)\n", p.total, p.total / 1073741824.0,
@@ -128,7 +133,8 @@ Test(planner_offload, gpt2_xl_both_offloads_under_10_gib)
  * 6658596864: bf16 13317193728 B each for params and grads. Device: those, a ring of 2 x
  * N*C*2 = 16777216, the workspace tape (251658240 + N*(4+32)*4 = 294912), scratch
  * (134217728 + 40960), head (2048 x 50304 x 2 = 206045184) = 27260198912. Host: 32 x
- * 16777216 + 3 x 26634387456 = 80440033280. The target: device <= 40 GiB; and at a
+ * 16777216 + 3 x 26634387456 + 2 x 13317193728 = 107074420736. The target: device
+ * <= 40 GiB; and at a
  * budget of 40 GiB the model fits only with the optimizer offloaded. */
 Test(planner_offload, gpt_7b_both_offloads_under_40_gib)
 {
@@ -141,7 +147,7 @@ Test(planner_offload, gpt_7b_both_offloads_under_40_gib)
     cr_expect_eq(p.bytes[MEM_SCRATCH], 134217728 + 40960);
     cr_expect_eq(p.bytes[MEM_HEAD], 206045184);
     cr_expect_eq(p.total, 27260198912);
-    cr_expect_eq(p.host_total, 32 * (size_t)16777216 + 3 * (size_t)26634387456);
+    cr_expect_eq(p.host_total, 107074420736);
     cr_expect_leq(p.total, (size_t)40 << 30);
 
     PlanRow rows[PLAN_NUM_ROWS], none[PLAN_NUM_ROWS];
