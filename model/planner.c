@@ -288,7 +288,7 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
             fprintf(f, "  %-12s %15zu %11.2f  %s\n", planner_host_category_name(c), p->host[c],
                     p->host[c] / 1048576.0,
                     c == HOST_CHECKPOINTS ? "stored block inputs (device: a ring of slots)"
-                                          : "AdamW m, v (+ fp32 master)");
+                                          : "AdamW m, v (+ fp32 master), grad/param staging");
         fprintf(f, "  %-12s %15zu %11.2f\n", "host total", p->host_total,
                 p->host_total / 1048576.0);
     }
