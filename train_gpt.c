@@ -443,7 +443,7 @@ int main(int argc, char **argv)
                   "position table of %s): pass --seq-len %d or less", o->seq_len,
                   tr.cfg.max_seq_len, seq_len_source(&tr), tr.cfg.max_seq_len);
     guard_exit_if_any(d, recompute_check(o, &tr.cfg, err, sizeof err) != 0, 2, err);
-    GPTShard shard = {d->world, d->rank, o->zero};
+    GPTShard shard = {d->world, d->rank, o->zero, o->offload};
     if (o->plan) {
         /* under a launcher each rank measures its own device, not device 0 */
         if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)

@@ -76,6 +76,13 @@ static const OptSpec SPECS[] = {
     {"memory-budget", K_BYTES, O(memory_budget), NULL, 0, 0, NULL, "Recompute",
      "bytes with an optional KiB|MiB|GiB suffix: auto's budget; other modes exit 2 when their "
      "plan exceeds it [default: free device memory minus a printed margin]"},
+    {"offload", K_STR, O(offload_list), "none", 0, 0, NULL, "Recompute",
+     "what lives in host memory: checkpoints (the stored block inputs; the device keeps a "
+     "ring of two), optimizer (AdamW m, v, the fp32 master and the host AdamW's gradient and "
+     "parameter staging), both comma-separated, or none"},
+    {"host-budget", K_BYTES, O(host_budget), NULL, 0, 0, NULL, "Recompute",
+     "bytes with an optional KiB|MiB|GiB suffix: the bound on the host tier (--offload); a "
+     "plan over it exits 2, and --plan's max_B keeps within it [default: no bound]"},
     {"plan", K_FLAG, O(plan), NULL, 0, 0, NULL, "Recompute",
      "dry run: print each recompute mode's memory and recompute at this shape, allocate "
      "nothing, exit"},
@@ -449,6 +456,12 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         if (strcmp(SPECS[i].name, "grad-accum") == 0) opt->grad_accum_given = given[i];
         if (strcmp(SPECS[i].name, "resume") == 0) opt->resume = given[i];
         if (strcmp(SPECS[i].name, "memory-budget") == 0) opt->memory_budget_given = given[i];
+        if (strcmp(SPECS[i].name, "host-budget") == 0) opt->host_budget_given = given[i];
+    }
+    if (planner_parse_offload(opt->offload_list, &opt->offload) != 0) {
+        fprintf(stderr, "--offload: expected none or a comma-separated list of checkpoints and "
+                        "optimizer, got '%s'\n", opt->offload_list);
+        return 2;
     }
     if (opt->preset) {
         GPTConfig cfg = {0};

@@ -57,12 +57,27 @@ int recompute_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size
     return 0;
 }
 
+/* What this build's model can place in the host tier when training (the
+ * planner sizes every combination for --plan). */
+static int offload_check(const TrainOptions *o, Backend *be, char *err, size_t len)
+{
+    if (!o->offload) return 0;
+    if (!be->ops->copy_async) {
+        snprintf(err, len, "--offload %s: the %s backend has no copy engine for the host tier "
+                           "yet (the cpu backend has); --plan sizes it on any backend",
+                 planner_offload_name(o->offload), be->name);
+        return -1;
+    }
+    return 0;
+}
+
 static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType dtype,
                             const GPTShard *shard)
 {
     PlanInput in = {.cfg = *cfg, .B = o->batch, .T = o->seq_len, .dtype = dtype,
                     .loss_chunk = o->loss_chunk, .world_size = shard->world,
-                    .zero = shard->zero};
+                    .zero = shard->zero, .offload = o->offload,
+                    .host_budget = o->host_budget_given ? o->host_budget : 0};
     return in;
 }
 
@@ -102,6 +117,12 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                         len) != 0)
         return -1;
     if (o->recompute == RECOMPUTE_AUTO) {
+        if (o->offload & OFFLOAD_CHECKPOINTS) {
+            snprintf(err, len, "--offload checkpoints: --recompute auto does not weigh offloaded "
+                               "checkpoints yet; give a fixed --recompute mode (0, 1, 2 or "
+                               "selective)");
+            return 2;
+        }
         if (!o->memory_budget_given && recompute_budget(be, &budget, err, len) != 0) return -1;
         AutoResult r;
         if (planner_auto(&in, budget, tc->have ? &tc->oc : NULL, s, &r, err, len) != 0)
@@ -129,6 +150,10 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                    "frontier)\n", tape_kind_name(r.hi_kind, hi), tape_kind_name(r.lo_kind, lo),
                    opcost_frontier(&tc->oc, &in, (KindCost[TAPE_KINDS]){0}));
         }
+        if (offload_check(o, be, err, len) != 0) {
+            schedule_free(s);
+            return 2;
+        }
         auto_print_family(stdout, cfg, &r);
         schedule_print(stdout, s, 0);
         predict(o, tc, s, step_ns);
@@ -144,9 +169,18 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                                            err, len)
                  : schedule_build(s, o->recompute, cfg->num_layers, err, len);
     if (rc != 0) return -1;
+    MemoryPlan p;
+    planner_plan(&in, s, &p);
+    if (o->host_budget_given && p.host_total > o->host_budget) {
+        snprintf(err, len, "--host-budget: --recompute %s with --offload %s needs %zu host bytes "
+                           "(%s), more than the host budget of %zu bytes (%s)",
+                 schedule_mode_flag(o->recompute), planner_offload_name(o->offload),
+                 p.host_total, planner_format_bytes(p.host_total, a, sizeof a), o->host_budget,
+                 planner_format_bytes(o->host_budget, b, sizeof b));
+        schedule_free(s);
+        return 2;
+    }
     if (o->memory_budget_given) {
-        MemoryPlan p;
-        planner_plan(&in, s, &p);
         if (p.total > budget) {
             snprintf(err, len, "--memory-budget: --recompute %s needs %zu bytes (%s), more than "
                                "the budget of %zu bytes (%s); try --recompute auto",
@@ -157,7 +191,40 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
             return 2;
         }
     }
+    if (offload_check(o, be, err, len) != 0) {
+        schedule_free(s);
+        return 2;
+    }
     predict(o, tc, s, step_ns);
+    return 0;
+}
+
+/* --plan's closing lines for the --recompute and --offload given: that
+ * choice's device and host totals (auto: the schedule it picks at the
+ * budget, chosen as in the table). Returns 0, or -1 with err. */
+static int plan_choice(const TrainOptions *o, const GPTConfig *cfg, const PlanInput *in,
+                       size_t budget, char *err, size_t len)
+{
+    Schedule s;
+    int L = cfg->num_layers, k = o->checkpoint_every ? o->checkpoint_every
+                                                     : schedule_default_checkpoint_every(L);
+    if (o->recompute == RECOMPUTE_AUTO) {
+        PlanInput ain = *in; /* as the table's auto row chooses */
+        AutoResult r;
+        ain.offload &= ~OFFLOAD_CHECKPOINTS;
+        if (planner_auto(&ain, budget, NULL, &s, &r, err, len) != 0) return -1;
+    } else if ((o->recompute == RECOMPUTE_SEGMENTS ? schedule_build_segments(&s, L, k, err, len)
+                                                   : schedule_build(&s, o->recompute, L, err,
+                                                                    len)) != 0) {
+        return -1;
+    }
+    MemoryPlan p;
+    planner_plan(in, &s, &p);
+    schedule_free(&s);
+    printf("--recompute %s --offload %s:\n", schedule_mode_flag(o->recompute),
+           planner_offload_name(o->offload));
+    printf("device: %zu bytes (%.3f GiB)\n", p.total, p.total / 1073741824.0);
+    printf("host: %zu bytes (%.3f GiB)\n", p.host_total, p.host_total / 1073741824.0);
     return 0;
 }
 
@@ -199,6 +266,10 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
                    "written\n", signals_pending());
             return TRAIN_EXIT_STOPPED_NOTHING;
         }
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    if (train_options_given(o, "offload") && plan_choice(o, cfg, &in, budget, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

@@ -35,6 +35,11 @@ void summary_print(Trainer *tr)
            tr->have_mem_info ? "device memory used by the run, per cudaMemGetInfo"
                              : "process peak RSS: arenas plus program, libraries, host buffers",
            diff);
+    size_t host_hw = gpt_host_high_water(&tr->model);
+    if (p->offload)
+        printf("memory: host tier (--offload %s): planned %zu bytes; its arenas' high-water mark "
+               "%zu bytes (%s)\n", planner_offload_name(p->offload), p->host_total, host_hw,
+               host_hw == p->host_total ? "equal" : "DIFFERENT: the planner and the model disagree");
     size_t context = tr->mem_total - tr->mem_free_before;
     if (tr->have_mem_info)
         printf("memory: in use on the device before the arenas (CUDA context, other processes): "
@@ -54,6 +59,10 @@ void summary_print(Trainer *tr)
         cJSON_AddNumberToObject(m, planner_category_name(c), (double)p->bytes[c]);
     cJSON_AddNumberToObject(m, "total", (double)p->total);
     cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
+    if (p->offload) {
+        cJSON_AddNumberToObject(m, "host_total", (double)p->host_total);
+        cJSON_AddNumberToObject(m, "host_high_water", (double)host_hw);
+    }
     cJSON_AddItemToObject(o, "memory", m);
     outputs_log(&tr->out, o);
 }

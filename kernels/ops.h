@@ -24,6 +24,9 @@
 
 typedef struct Backend Backend;
 
+/* Events of a backend's copy engine (copy_async, event_wait). */
+#define OPS_COPY_EVENTS 8
+
 typedef struct BackendOps {
     /* ---- memory; mem_alloc returns NULL on failure (never aborts) ---- */
     void *(*mem_alloc)(Backend *be, size_t bytes);
@@ -43,6 +46,24 @@ typedef struct BackendOps {
     /* Parameters cross the host boundary as fp32. params_upload writes the
      * working copy (par dtype) and, when master != NULL, the fp32 master.
      * params_download reads the master when given, else the working copy. */
+    /* ---- the host tier (--offload; model/planner.h). NULL where a backend has
+     * none yet (cuda: the CLI refuses --offload there) ----
+     * host_alloc/host_free: host-tier memory (pinned on a GPU), NULL on failure.
+     * copy_async: copy `bytes` from src to dst (either may be device memory or
+     * host tier) on the backend's copy engine. The copy starts once every op
+     * enqueued before it has finished and runs beside the ops enqueued after it;
+     * copies run one after another in the order they were enqueued. When it is
+     * done it completes one count of event ev (0 <= ev < OPS_COPY_EVENTS).
+     * event_wait(ev): ops enqueued after it start only once every copy enqueued
+     * on ev before it is done (cpu: the caller blocks until then). No copy may
+     * write memory an op reads or writes, or read memory an op writes, between
+     * its enqueue and the wait that follows it: the model's schedule orders
+     * them (model/schedule.h, OffloadProgram). */
+    void *(*host_alloc)(Backend *be, size_t bytes);
+    void (*host_free)(Backend *be, void *p);
+    void (*copy_async)(Backend *be, void *dst, const void *src, size_t bytes, int ev);
+    void (*event_wait)(Backend *be, int ev);
+
     void (*params_upload)(Backend *be, void *params, float *master, const float *host, size_t n);
     void (*params_download)(Backend *be, float *host, const void *params, const float *master,
                             size_t n);
@@ -142,6 +163,12 @@ typedef struct BackendOps {
     void (*adamw_update)(Backend *be, void *params, float *master, const void *grads, float *m,
                          float *v, size_t n, float lr, float beta1, float beta2, float eps,
                          float weight_decay, float grad_scale, int t);
+    /* The same update on host-tier memory (every pointer there), on the
+     * host's cores, bit for bit adamw_update's (--offload optimizer). NULL
+     * where a backend has no host tier. */
+    void (*host_adamw_update)(Backend *be, void *params, float *master, const void *grads,
+                              float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                              float eps, float weight_decay, float grad_scale, int t);
 } BackendOps;
 
 struct Backend {

@@ -18,6 +18,26 @@ static const char *oom_hint(const char *name)
     return "try --recompute 1 or a smaller --batch";
 }
 
+int arena_init_host(Arena *a, Backend *be, const char *name, size_t size, char *err,
+                    size_t err_len)
+{
+    a->name = name;
+    a->be = be;
+    a->size = size;
+    a->used = 0;
+    a->base = NULL;
+    a->host = 1;
+    if (size == 0) return 0;
+    if (!be->ops->host_alloc || !(a->base = be->ops->host_alloc(be, size))) {
+        snprintf(err, err_len,
+                 "out of host memory: the host tier's arena '%s' asked for %zu bytes (%.1f "
+                 "MiB); --host-budget bounds it, --offload chooses what lives there",
+                 name, size, size / 1048576.0);
+        return -1;
+    }
+    return 0;
+}
+
 int arena_init(Arena *a, Backend *be, const char *name, size_t size, char *err, size_t err_len)
 {
     a->name = name;
@@ -25,6 +45,7 @@ int arena_init(Arena *a, Backend *be, const char *name, size_t size, char *err, 
     a->size = size;
     a->used = 0;
     a->base = NULL;
+    a->host = 0;
     if (size == 0) return 0;
     a->base = be->ops->mem_alloc(be, size);
     if (!a->base) {
@@ -59,7 +80,8 @@ void *arena_take(Arena *a, size_t bytes)
 
 void arena_free(Arena *a)
 {
-    if (a->base) a->be->ops->mem_free(a->be, a->base);
+    if (a->base && a->host) a->be->ops->host_free(a->be, a->base);
+    else if (a->base) a->be->ops->mem_free(a->be, a->base);
     a->base = NULL;
     a->size = a->used = 0;
 }

@@ -1,6 +1,6 @@
 /* model/arena.h — a bump allocator over one backend allocation.
  *
- * Owns: Arena. Each memory category of the planner gets one arena of
+ * Owns: Arena. Each memory category of the planner, the host tier's too, gets one arena of
  * exactly the planner's size; buffers are carved from it at start-up and
  * never freed individually. `used` is the high-water mark, since nothing is
  * released before arena_free. Nothing is allocated inside a training step. */
@@ -33,6 +33,7 @@ typedef struct {
     char *base;
     size_t size;   /* bytes reserved (the planner's figure) */
     size_t used;   /* bytes carved so far = high-water mark */
+    int host;      /* 1: host-tier memory (ops.h host_alloc), not the device's */
 } Arena;
 
 /* Reserve `size` bytes on the backend. Returns 0, or -1 with a message
@@ -43,6 +44,10 @@ int arena_init(Arena *a, Backend *be, const char *name, size_t size, char *err, 
  * when the arena would overflow, which means the planner and the model
  * disagree: a bug, reported loudly. */
 void *arena_take(Arena *a, size_t bytes);
+/* The same as arena_init in the backend's host tier (--offload; pinned
+ * memory on a GPU, host memory on the cpu backend). */
+int arena_init_host(Arena *a, Backend *be, const char *name, size_t size, char *err,
+                    size_t err_len);
 
 void arena_free(Arena *a);
 

@@ -59,6 +59,13 @@ size_t gpt_arena_high_water(const GPT *g)
     return used;
 }
 
+size_t gpt_host_high_water(const GPT *g)
+{
+    size_t used = 0;
+    for (int c = 0; c < HOST_NUM_CATEGORIES; c++) used += g->host_arenas[c].used;
+    return used;
+}
+
 void gpt_set_params(GPT *g, const float *host)
 {
     size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
@@ -269,17 +276,42 @@ static int lnf_fused(const GPT *g)
     return k >= 0 && g->sched.steps[k].fuse_next_ln;
 }
 
+/* Offloaded checkpoints: the copies and waits at position pos of the
+ * schedule's OffloadProgram (schedule.h); none without offload. */
+static void offload_at(GPT *g, int pos)
+{
+    const OffloadProgram *op = &g->off;
+    if (!op->n_ring) return;
+    size_t bytes = (size_t)g->B * g->T * g->cfg.channels * g->be->act_bytes;
+    for (int i = op->first[pos]; i < op->first[pos + 1]; i++) {
+        const OffloadAct *a = &op->acts[i];
+        if (a->kind == OFF_WAIT) OPS->event_wait(g->be, a->ring);
+        else if (a->kind == OFF_OUT) OPS->copy_async(g->be, g->host_res[a->host], g->ring[a->ring], bytes, a->ring);
+        else OPS->copy_async(g->be, g->ring[a->ring], g->host_res[a->host], bytes, a->ring);
+    }
+}
+
+/* The buffer standing for residual slot `slot` at step k: its ring slot when
+ * the slot is an offloaded stored one (ring >= 0), else its own. */
+static void *res_at(GPT *g, int slot, int ring)
+{
+    return ring >= 0 ? g->ring[ring] : g->res_slots[slot];
+}
+
 /* Run schedule steps [k0, k1); 0, or -1 when the block hook abandoned the pass. */
 static int run_steps(GPT *g, int k0, int k1)
 {
+    const OffloadProgram *op = &g->off;
     for (int k = k0; k < k1; k++) {
         const ScheduleStep *st = &g->sched.steps[k];
-        const void *x = g->res_slots[st->in_slot];
+        offload_at(g, OFFLOAD_BEFORE(k));
+        const void *x = res_at(g, st->in_slot, op->n_ring ? op->in_ring[k] : -1);
         BlockTape *tp = &g->tapes[st->tape_slot];
         if (st->kind == STEP_FORWARD) {
             void *out = st->out_slot == SLOT_FINAL ? g->final_res
                         : st->out_slot == SLOT_NONE ? NULL
-                                                    : g->res_slots[st->out_slot];
+                                                    : res_at(g, st->out_slot,
+                                                             op->n_ring ? op->out_ring[k] : -1);
             /* the previous step's closing add wrote this block's LN1 */
             const ScheduleStep *prev = k > k0 ? st - 1 : NULL;
             int ln1_done = prev && prev->fuse_next_ln && prev->out_slot != SLOT_FINAL;
@@ -291,6 +323,7 @@ static int run_steps(GPT *g, int k0, int k1)
             block_backward(g, st->block, x, tp);
             grads_ready(g, block_tensors, 12, st->block);
         }
+        offload_at(g, OFFLOAD_AFTER(k));
         if (block_done(g, k + 1)) return -1;
     }
     return 0;
@@ -303,8 +336,10 @@ static int forward_to_lnf(GPT *g, const int *inputs)
     int N = g->B * g->T, C = g->cfg.channels;
     g->abandoned = 0;
     OPS->mem_upload(g->be, g->tokens, inputs, (size_t)N * sizeof(int));
-    OPS->encoder_forward(g->be, g->res_slots[g->sched.embed_slot], g->tokens, g->param_t[WTE],
-                         g->param_t[WPE], g->B, g->T, C);
+    offload_at(g, OFFLOAD_BEFORE(-1));
+    OPS->encoder_forward(g->be, res_at(g, g->sched.embed_slot, g->off.n_ring ? g->off.embed_ring : -1),
+                         g->tokens, g->param_t[WTE], g->param_t[WPE], g->B, g->T, C);
+    offload_at(g, OFFLOAD_AFTER(-1));
     if (run_steps(g, 0, g->sched.n_forward) != 0) return -1;
     if (!lnf_fused(g))
         OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
@@ -389,25 +424,84 @@ double gpt_grad_norm_sq_local(GPT *g)
     return e > b ? OPS->grad_norm_sq(g->be, par_at(g, g->grads, b), e - b) : 0.0;
 }
 
-void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
+/* One tensor's part of the optimizer range: [lo, hi) of the flat vector. */
+typedef struct {
+    size_t lo, hi;
+    int decays;
+} OptPiece;
+
+/* Each tensor's part inside [opt_begin, opt_end): the decay flag is the
+ * tensor's, also when a ZeRO-1 shard boundary cuts through it. */
+static int opt_pieces(const GPT *g, OptPiece pc[NUM_PARAM_TENSORS])
 {
-    float scale = 1.0f;
-    if (opt->grad_clip > 0.0f && norm > opt->grad_clip) scale = (float)(opt->grad_clip / norm);
-    g->adam_t++;
-    /* Each tensor's part inside [opt_begin, opt_end): the decay flag is the
-     * tensor's, also when a ZeRO-1 shard boundary cuts through it. m, v and
-     * master are indexed from opt_begin. */
     size_t off = 0, b = g->opt_begin, e = g->opt_end;
+    int n = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         size_t end = off + g->param_sizes[i];
         size_t lo = off > b ? off : b, hi = end < e ? end : e;
         off = end;
         if (lo >= hi) continue;
         int decays = i == WTE || i == WPE || i == QKVW || i == ATTPROJW || i == FCW || i == FCPROJW;
-        size_t k = lo - b;
-        OPS->adamw_update(g->be, par_at(g, g->params, lo), g->master ? g->master + k : NULL,
-                          par_at(g, g->grads, lo), g->m + k, g->v + k, hi - lo, lr, opt->beta1,
-                          opt->beta2, opt->eps, decays ? opt->weight_decay : 0.0f, scale,
-                          g->adam_t);
+        pc[n++] = (OptPiece){lo, hi, decays};
+    }
+    return n;
+}
+
+/* --offload optimizer's copy events: two for the pieces coming in (piece i
+ * on IN_EV + i % 2, so waiting for one leaves the next in flight) and one for
+ * the parameters going back; the ring's events are 0 .. OFFLOAD_RING_SLOTS-1. */
+enum { OPT_IN_EV = OPS_COPY_EVENTS - 3, OPT_BACK_EV = OPS_COPY_EVENTS - 1 };
+_Static_assert(OFFLOAD_RING_SLOTS <= OPT_IN_EV, "ring and optimizer copy events overlap");
+
+/* Piece pc's gradients (and, without a master, its parameters) into the
+ * host's staging. */
+static void opt_fetch(GPT *g, const OptPiece *pc, int i)
+{
+    size_t k = pc->lo - g->opt_begin, bytes = (pc->hi - pc->lo) * g->be->par_bytes;
+    int ev = OPT_IN_EV + i % 2;
+    OPS->copy_async(g->be, par_at(g, g->host_grads, k), par_at(g, g->grads, pc->lo), bytes, ev);
+    if (!g->master)
+        OPS->copy_async(g->be, par_at(g, g->host_params, k), par_at(g, g->params, pc->lo), bytes,
+                        ev);
+}
+
+/* The update in the host tier (gpt.h): a pipeline of copy in, AdamW, copy back. */
+static void update_on_host(GPT *g, const AdamWConfig *opt, float lr, float scale)
+{
+    OptPiece pc[NUM_PARAM_TENSORS];
+    int n = opt_pieces(g, pc);
+    if (n > 0) opt_fetch(g, &pc[0], 0);
+    for (int i = 0; i < n; i++) {
+        if (i + 1 < n) opt_fetch(g, &pc[i + 1], i + 1);
+        OPS->event_wait(g->be, OPT_IN_EV + i % 2);
+        size_t k = pc[i].lo - g->opt_begin, len = pc[i].hi - pc[i].lo;
+        OPS->host_adamw_update(g->be, par_at(g, g->host_params, k), g->master ? g->master + k : NULL,
+                               par_at(g, g->host_grads, k), g->m + k, g->v + k, len, lr,
+                               opt->beta1, opt->beta2, opt->eps,
+                               pc[i].decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
+        OPS->copy_async(g->be, par_at(g, g->params, pc[i].lo), par_at(g, g->host_params, k),
+                        len * g->be->par_bytes, OPT_BACK_EV);
+    }
+    OPS->event_wait(g->be, OPT_BACK_EV);
+}
+
+void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
+{
+    float scale = 1.0f;
+    if (opt->grad_clip > 0.0f && norm > opt->grad_clip) scale = (float)(opt->grad_clip / norm);
+    g->adam_t++;
+    if (g->host_params) {
+        update_on_host(g, opt, lr, scale);
+        return;
+    }
+    /* m, v and master are indexed from opt_begin */
+    OptPiece pc[NUM_PARAM_TENSORS];
+    int n = opt_pieces(g, pc);
+    for (int i = 0; i < n; i++) {
+        size_t k = pc[i].lo - g->opt_begin;
+        OPS->adamw_update(g->be, par_at(g, g->params, pc[i].lo), g->master ? g->master + k : NULL,
+                          par_at(g, g->grads, pc[i].lo), g->m + k, g->v + k, pc[i].hi - pc[i].lo,
+                          lr, opt->beta1, opt->beta2, opt->eps,
+                          pc[i].decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
     }
 }

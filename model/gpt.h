@@ -41,6 +41,9 @@ typedef struct {
  * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range. */
 typedef struct {
     int world, rank, zero;
+    /* OFFLOAD_* bits (model/planner.h): what lives in the host tier, on a
+     * backend with a copy engine (ops.h copy_async; the cpu's). */
+    int offload;
 } GPTShard;
 
 /* Called during backward as gradients become final, with n flat element
@@ -73,7 +76,20 @@ typedef struct GPT {
     void *params, *grads;                  /* par dtype, num_params each */
     void *param_t[NUM_PARAM_TENSORS], *grad_t[NUM_PARAM_TENSORS];
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
-    void **res_slots;                      /* n_res_slots residual buffers (N,C) */
+    void **res_slots;                      /* n_res_slots residual buffers (N,C); with
+                                            * offloaded checkpoints the stored ones are
+                                            * NULL: they are host_res, through ring */
+    /* The host tier (--offload): its arenas (planner.h's HOST_* categories),
+     * the stored inputs' host slots (n_res_stored), the device ring
+     * (plan.n_ring slots, from the activations arena) and the copies
+     * (schedule.h, OffloadProgram; n_ring 0 without offload). */
+    Arena host_arenas[HOST_NUM_CATEGORIES];
+    void **host_res, **ring;
+    OffloadProgram off;
+    /* --offload optimizer: master, m and v above point into the host tier,
+     * with the staging the host's AdamW works through (par dtype, the
+     * optimizer range): the gradients copied in, the parameters out */
+    void *host_grads, *host_params;
     BlockTape *tapes;                      /* n_tape_slots */
     void *tape_ws;                         /* the tape workspace (plan.tape_ws_bytes), or NULL */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
@@ -112,6 +128,8 @@ void gpt_free(GPT *g);
  * released before gpt_free. Equals plan.total when the model and the
  * planner agree. */
 size_t gpt_arena_high_water(const GPT *g);
+/* The same for the host tier's arenas: equals plan.host_total. */
+size_t gpt_host_high_water(const GPT *g);
 
 /* Install (fn != NULL) or remove the gradient-ready callback. */
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
@@ -165,5 +183,11 @@ double gpt_grad_norm_sq_local(GPT *g);
  * matmul weights), not to LayerNorm parameters or biases, as llm.c's GPU
  * trainer and nanoGPT do. */
 void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm);
+/* With --offload optimizer the update runs in the host tier, tensor by
+ * tensor: this rank's gradients (and in fp32, which has no master, its
+ * parameters) are copied in, AdamW runs on the host's cores while the next
+ * tensor's copy runs, and each tensor's updated parameters are copied back
+ * while the next one updates; gpt_update returns once all are back. The
+ * same bits as without offload. */
 
 #endif

@@ -40,7 +40,20 @@ static int carve_activations(GPT *g)
     g->res_slots = calloc((size_t)s->n_res_slots, sizeof(void *));
     g->tapes = calloc((size_t)s->n_tape_slots, sizeof(BlockTape));
     if (!g->res_slots || !g->tapes) return -1;
-    for (int i = 0; i < s->n_res_slots; i++) {
+    /* Offloaded checkpoints: the stored inputs' slots in the host tier, and
+     * the ring in their place (first in the activations arena). */
+    if (p->n_ring) {
+        g->host_res = calloc((size_t)s->n_res_stored, sizeof(void *));
+        g->ring = calloc((size_t)p->n_ring, sizeof(void *));
+        if (!g->host_res || !g->ring) return -1;
+        for (int r = 0; r < p->n_ring; r++)
+            if (!(g->ring[r] = arena_take(stored, p->residual_bytes))) return -1;
+        for (int i = 0; i < s->n_res_stored; i++)
+            if (!(g->host_res[i] = arena_take(&g->host_arenas[HOST_CHECKPOINTS],
+                                              p->residual_bytes)))
+                return -1;
+    }
+    for (int i = p->n_ring ? s->n_res_stored : 0; i < s->n_res_slots; i++) {
         Arena *a = i < s->n_res_stored ? stored : work;
         if (!(g->res_slots[i] = arena_take(a, p->residual_bytes))) return -1;
     }
@@ -109,20 +122,50 @@ int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int 
  * them: on a CPU the first touch of the arenas' pages is most of a big
  * model's start-up before its init (6 s for 2.9 GB on the 2-core VM).
  * Returns 1 when stopped. */
-static int zero_polled(Backend *be, void *p, size_t bytes)
+static int zero_polled_in(Backend *be, int host, void *p, size_t bytes)
 {
     const size_t piece = (size_t)64 << 20;
     for (size_t at = 0; at < bytes; at += piece) {
         if (stop_requested()) return 1;
-        be->ops->mem_zero(be, (char *)p + at, bytes - at < piece ? bytes - at : piece);
+        size_t n = bytes - at < piece ? bytes - at : piece;
+        if (host) memset((char *)p + at, 0, n); /* the host tier: plain host memory */
+        else be->ops->mem_zero(be, (char *)p + at, n);
     }
     return 0;
+}
+
+static int zero_polled(Backend *be, void *p, size_t bytes)
+{
+    return zero_polled_in(be, 0, p, bytes);
+}
+
+/* What the model can place in the host tier, and the copies of offloaded
+ * checkpoints (schedule_offload over the planner's ring). */
+static int offload_setup(GPT *g, int offload, char *err, size_t err_len)
+{
+    if (!offload) return 0;
+    const BackendOps *o = g->be->ops;
+    if (!o->copy_async || !o->event_wait || !o->host_alloc || !o->host_free ||
+        ((offload & OFFLOAD_OPTIMIZER) && !o->host_adamw_update)) {
+        snprintf(err, err_len, "--offload %s: the %s backend has no copy engine yet",
+                 planner_offload_name(offload), g->be->name);
+        return -1;
+    }
+    if (!(offload & OFFLOAD_CHECKPOINTS)) return 0;
+    int n = g->sched.n_res_stored < OFFLOAD_RING_SLOTS ? g->sched.n_res_stored
+                                                        : OFFLOAD_RING_SLOTS;
+    if (n > OPS_COPY_EVENTS) {
+        snprintf(err, err_len, "internal error: a ring of %d slots, %d copy events", n,
+                 OPS_COPY_EVENTS);
+        return -1;
+    }
+    return schedule_offload(&g->sched, n, &g->off, err, err_len);
 }
 
 int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
                       int loss_chunk, const GPTShard *shard, char *err, size_t err_len)
 {
-    GPTShard one = {1, 0, 0};
+    GPTShard one = {1, 0, 0, 0};
     if (!shard) shard = &one;
     memset(g, 0, sizeof *g);
     g->cfg = *cfg;
@@ -151,14 +194,24 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         gpt_free(g);
         return -1;
     }
+    if (offload_setup(g, shard->offload, err, err_len) != 0) {
+        gpt_free(g);
+        return -1;
+    }
     PlanInput in = {.cfg = *cfg, .B = B, .T = T,
                     .dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32,
                     .loss_chunk = loss_chunk, .world_size = shard->world,
-                    .zero = shard->zero};
+                    .zero = shard->zero, .offload = shard->offload};
     planner_plan(&in, &g->sched, &g->plan);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         if (arena_init(&g->arenas[c], be, planner_category_name(c), g->plan.bytes[c], err,
                        err_len) != 0) {
+            gpt_free(g);
+            return -1;
+        }
+    for (int c = 0; c < HOST_NUM_CATEGORIES; c++)
+        if (arena_init_host(&g->host_arenas[c], be, planner_host_category_name(c),
+                            g->plan.host[c], err, err_len) != 0) {
             gpt_free(g);
             return -1;
         }
@@ -170,9 +223,17 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     planner_shard_range(&g->plan, shard->rank, &g->opt_begin, &g->opt_end);
     g->params = arena_take(&g->arenas[MEM_PARAMS], np * be->par_bytes);
     g->grads = arena_take(&g->arenas[MEM_GRADS], np * be->par_bytes);
-    if (g->plan.master_bytes) g->master = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
-    g->m = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
-    g->v = arena_take(&g->arenas[MEM_OPTIMIZER], ns * 4);
+    /* the optimizer's state on the device, or in the host tier with the
+     * host AdamW's staging (--offload optimizer) */
+    int host_opt = (g->plan.offload & OFFLOAD_OPTIMIZER) != 0;
+    Arena *opt = host_opt ? &g->host_arenas[HOST_OPTIMIZER] : &g->arenas[MEM_OPTIMIZER];
+    if (g->plan.master_bytes) g->master = arena_take(opt, ns * 4);
+    g->m = arena_take(opt, ns * 4);
+    g->v = arena_take(opt, ns * 4);
+    if (host_opt) {
+        g->host_grads = arena_take(opt, ns * be->par_bytes);
+        g->host_params = arena_take(opt, ns * be->par_bytes);
+    }
     size_t off = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         g->param_t[i] = (char *)g->params + off * be->par_bytes;
@@ -180,15 +241,16 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         off += g->param_sizes[i];
     }
     g->host_losses = malloc((size_t)B * T * sizeof(float));
-    if (!g->params || !g->grads || !g->m || !g->v || !g->host_losses || carve_activations(g) != 0 ||
+    if (!g->params || !g->grads || !g->m || !g->v || !g->host_losses ||
+        (host_opt && (!g->host_grads || !g->host_params)) || carve_activations(g) != 0 ||
         carve_scratch(g) != 0) {
         snprintf(err, err_len, "internal error: buffers do not match the memory plan");
         gpt_free(g);
         return -1;
     }
     /* the padding of params stays 0 */
-    if (zero_polled(be, g->m, ns * 4) || zero_polled(be, g->v, ns * 4) ||
-        (g->master && zero_polled(be, g->master, ns * 4)) ||
+    if (zero_polled_in(be, host_opt, g->m, ns * 4) || zero_polled_in(be, host_opt, g->v, ns * 4) ||
+        (g->master && zero_polled_in(be, host_opt, g->master, ns * 4)) ||
         zero_polled(be, g->params, np * be->par_bytes) ||
         zero_polled(be, g->grads, np * be->par_bytes)) {
         snprintf(err, err_len, "making the model's buffers: %s", STOP_MESSAGE);
@@ -200,7 +262,14 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
 
 void gpt_free(GPT *g)
 {
+    /* no copy may still be reading or writing the arenas */
+    for (int r = 0; r < g->off.n_ring; r++) g->be->ops->event_wait(g->be, r);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) arena_free(&g->arenas[c]);
+    for (int c = 0; c < HOST_NUM_CATEGORIES; c++) arena_free(&g->host_arenas[c]);
+    schedule_offload_free(&g->off);
+    free(g->host_res);
+    free(g->ring);
+    g->host_res = g->ring = NULL;
     schedule_free(&g->sched);
     free(g->res_slots);
     free(g->tapes);

@@ -39,6 +39,14 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
     p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : arena_round(p->shard_params * 4);
     p->moment_bytes = 2 * arena_round(p->shard_params * 4);
     p->bytes[MEM_OPTIMIZER] = p->master_bytes + p->moment_bytes;
+    if (in->offload & OFFLOAD_OPTIMIZER) {
+        /* the same buffers in the host tier, and the two the host's AdamW
+         * works through: this rank's gradients copied in, and its updated
+         * working parameters on their way back (par dtype, shard_params) */
+        p->staging_bytes = 2 * arena_round(p->shard_params * ab);
+        p->host[HOST_OPTIMIZER] = p->bytes[MEM_OPTIMIZER] + p->staging_bytes;
+        p->bytes[MEM_OPTIMIZER] = 0;
+    }
 }
 
 void planner_shard_range(const MemoryPlan *p, int rank, size_t *begin, size_t *end)
@@ -55,6 +63,7 @@ void planner_shard_range(const MemoryPlan *p, int rank, size_t *begin, size_t *e
 static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 {
     memset(p, 0, sizeof *p);
+    p->offload = in->offload & (OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER);
     const GPTConfig *cfg = &in->cfg;
     size_t N = (size_t)in->B * in->T, C = (size_t)cfg->channels;
     size_t ab = (size_t)dtype_bytes(in->dtype);
@@ -127,10 +136,19 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
     p->n_res_work = s->n_res_slots - s->n_res_stored;
     p->n_tape_stored = s->n_tape_stored;
     p->n_tape_work = s->n_tape_slots - s->n_tape_stored;
-    p->bytes[MEM_ACTIVATIONS] = (size_t)p->n_res_stored * p->residual_bytes + tapes[1];
+    /* Offloaded checkpoints: the stored inputs in the host tier, and on
+     * the device the ring they pass through (planner.h). */
+    int dev_res = p->n_res_stored;
+    if (p->offload & OFFLOAD_CHECKPOINTS) {
+        p->n_ring = dev_res < OFFLOAD_RING_SLOTS ? dev_res : OFFLOAD_RING_SLOTS;
+        p->host[HOST_CHECKPOINTS] = (size_t)p->n_res_stored * p->residual_bytes;
+        dev_res = p->n_ring;
+    }
+    p->bytes[MEM_ACTIVATIONS] = (size_t)dev_res * p->residual_bytes + tapes[1];
     p->bytes[MEM_WORKSPACE] = (size_t)p->n_res_work * p->residual_bytes + tapes[0] +
                               p->tape_ws_bytes;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) p->total += p->bytes[c];
+    for (int c = 0; c < HOST_NUM_CATEGORIES; c++) p->host_total += p->host[c];
 }
 
 int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, size_t err_len)
@@ -192,6 +210,40 @@ int planner_parse_bytes(const char *s, size_t *out)
     return -1;
 }
 
+int planner_parse_offload(const char *s, int *out)
+{
+    if (!s || !*s) return -1;
+    if (strcmp(s, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    int bits = 0;
+    for (const char *p = s;;) {
+        size_t n = strcspn(p, ",");
+        int b = n == 11 && !strncmp(p, "checkpoints", n) ? OFFLOAD_CHECKPOINTS
+                : n == 9 && !strncmp(p, "optimizer", n) ? OFFLOAD_OPTIMIZER
+                                                        : 0;
+        if (!b || (bits & b)) return -1; /* unknown, empty or repeated */
+        bits |= b;
+        if (!p[n]) break;
+        p += n + 1;
+    }
+    *out = bits;
+    return 0;
+}
+
+const char *planner_offload_name(int offload)
+{
+    static const char *names[] = {"none", "checkpoints", "optimizer", "checkpoints,optimizer"};
+    return names[offload & 3];
+}
+
+const char *planner_host_category_name(int cat)
+{
+    static const char *names[HOST_NUM_CATEGORIES] = {"checkpoints", "optimizer"};
+    return cat >= 0 && cat < HOST_NUM_CATEGORIES ? names[cat] : "?";
+}
+
 char *planner_format_bytes(size_t b, char *buf, size_t len)
 {
     if (b >= (size_t)1 << 30) snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
@@ -230,6 +282,16 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
                 p->bytes[c] / 1048576.0,
                 c == MEM_OPTIMIZER && p->zero ? zero_note : notes[c]);
     fprintf(f, "  %-12s %15zu %11.2f\n", "total", p->total, p->total / 1048576.0);
+    if (p->offload) {
+        fprintf(f, "  host tier (--offload %s):\n", planner_offload_name(p->offload));
+        for (int c = 0; c < HOST_NUM_CATEGORIES; c++)
+            fprintf(f, "  %-12s %15zu %11.2f  %s\n", planner_host_category_name(c), p->host[c],
+                    p->host[c] / 1048576.0,
+                    c == HOST_CHECKPOINTS ? "stored block inputs (device: a ring of slots)"
+                                          : "AdamW m, v (+ fp32 master), grad/param staging");
+        fprintf(f, "  %-12s %15zu %11.2f\n", "host total", p->host_total,
+                p->host_total / 1048576.0);
+    }
     if (p->zero)
         fprintf(f, "  zero 1: optimizer shard %zu elements per rank over %d ranks "
                    "(unsharded: %.2f MiB); params and grads padded by %zu elements\n",
@@ -240,4 +302,7 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
                "tapes (%d partial)%s; head chunk %d tokens\n",
             p->n_res_stored, p->n_tape_stored, p->n_part_stored, p->n_res_work, p->n_tape_work,
             p->n_part_work, p->tape_ws_bytes ? " + the tape workspace" : "", p->loss_chunk);
+    if (p->n_ring)
+        fprintf(f, "  offload: the %d stored block inputs pass through a device ring of %d "
+                   "slots\n", p->n_res_stored, p->n_ring);
 }

@@ -4,7 +4,8 @@
  * schedule, dtype) (a tape's from its kind's layout, model/tape.h), the
  * byte costs the recompute solver works with (PlanUnits), --recompute
  * auto (planner_auto.c), the --plan table (one row per recompute mode,
- * planner_modes.c) and the parsing of --memory-budget sizes.
+ * planner_modes.c), the parsing of --memory-budget sizes and of --offload,
+ * and the split of those bytes between the device and the host tier.
  * The model allocates exactly these sizes in one arena per category
  * (model/arena.h), the start-up table prints them, and the tests check
  * them. Nothing else computes a buffer size.
@@ -24,6 +25,33 @@
 
 typedef enum { DTYPE_FP32 = 0, DTYPE_BF16 = 1 } DType;
 
+/* --offload: what lives in the host tier (a bit set; 0 = none).
+ *   OFFLOAD_CHECKPOINTS  the stored block inputs (the schedule's stored
+ *       residual slots) live on the host; the device keeps a ring of
+ *       OFFLOAD_RING_SLOTS residual slots (fewer when fewer are stored)
+ *       through which every stored input passes: written by a forward,
+ *       copied out, and in backward copied back in ahead of its use.
+ *       Stored tapes stay on the device.
+ *   OFFLOAD_OPTIMIZER    AdamW's m and v and the fp32 master (bf16 only:
+ *       fp32 has no master) live on the host; the device keeps the
+ *       working parameters and the gradients. The host also holds the
+ *       two buffers its AdamW works through: the gradients copied in and
+ *       the updated working parameters copied back (par dtype each), so
+ *       16 bytes a parameter in bf16 and in fp32.
+ * The host tier is pinned memory on a GPU, a second arena on the CPU
+ * backend; either way the planner counts it as host bytes. */
+enum { OFFLOAD_CHECKPOINTS = 1, OFFLOAD_OPTIMIZER = 2 };
+/* The device ring: one slot being read by the running block (forward: its
+ * input; backward: x_l) while the other is being filled or drained by the
+ * copy engine (forward: the previous output going out; backward: x_{l-1}
+ * coming in), i.e. a prefetch distance of one block. One block's compute
+ * (forward or re-forward + backward) is the time a copy of one (B,T,C)
+ * slot has to hide in; a distance of k blocks would need k + 1 slots. */
+#define OFFLOAD_RING_SLOTS 2
+
+/* Host-tier categories. */
+enum { HOST_CHECKPOINTS, HOST_OPTIMIZER, HOST_NUM_CATEGORIES };
+
 int dtype_bytes(DType d);
 const char *dtype_name(DType d);
 
@@ -35,6 +63,11 @@ typedef struct {
     int loss_chunk;    /* tokens per head chunk; 0 = planner's default */
     int world_size;    /* data-parallel ranks; 0 is read as 1 */
     int zero;          /* 1: ZeRO-1, AdamW state (and master) sharded over ranks */
+    int offload;       /* OFFLOAD_* bits: what lives in the host tier */
+    /* --host-budget: the bound on the host tier that the --plan table's
+     * fits and max_B apply beside the device budget (0 = no bound). No
+     * byte count depends on it. */
+    size_t host_budget;
 } PlanInput;
 
 /* ZeRO-1 sharding (--zero 1). The flat parameter vector (llm.c order,
@@ -55,8 +88,17 @@ enum {
 };
 
 typedef struct {
-    size_t bytes[MEM_NUM_CATEGORIES];
-    size_t total;
+    size_t bytes[MEM_NUM_CATEGORIES]; /* device (the CPU backend's "device" arenas) */
+    size_t total;                     /* device total */
+    /* The host tier (--offload): what the device categories no longer
+     * hold. The stored block inputs (HOST_CHECKPOINTS: n_res_stored
+     * residual slots, while MEM_ACTIVATIONS keeps n_ring of them) and the
+     * optimizer state (HOST_OPTIMIZER: master_bytes + moment_bytes +
+     * staging_bytes, while MEM_OPTIMIZER is 0). All 0 without --offload. */
+    size_t host[HOST_NUM_CATEGORIES];
+    size_t host_total;
+    int offload;             /* OFFLOAD_* bits in force */
+    int n_ring;              /* device ring slots (OFFLOAD_CHECKPOINTS); 0 otherwise */
     /* detail behind the categories */
     size_t num_params;
     /* Every *_bytes below is one buffer's size rounded up to ARENA_ALIGN
@@ -67,6 +109,8 @@ typedef struct {
     size_t tape_ws_bytes;    /* the tape workspace: the largest any kind in the schedule
                               * needs (tape.h); 0 when every tape is full */
     size_t master_bytes, moment_bytes;      /* fp32 master (0 in fp32) and m + v, per rank */
+    size_t staging_bytes;    /* OFFLOAD_OPTIMIZER: the host's gradient and parameter
+                              * staging, shard_params par-dtype elements each; else 0 */
     int world_size, zero;
     size_t padded_params, shard_params;     /* elements; see PLANNER_SHARD_ALIGN */
     size_t scratch_act_bytes, scratch_f32_bytes, scratch_int_bytes;
@@ -122,6 +166,13 @@ size_t planner_tape_bytes(const PlanInput *in, int kind);
  * "512MiB", "123456KiB", "1000"). Digits only: no sign, no fraction, no
  * space. Returns 0, or -1 for garbage, an empty string or overflow. */
 int planner_parse_bytes(const char *s, size_t *out);
+/* Parse an --offload value: "none", or a comma-separated list of
+ * "checkpoints" and "optimizer" (each at most once). Returns 0 and the
+ * OFFLOAD_* bits, or -1. */
+int planner_parse_offload(const char *s, int *out);
+/* "none", "checkpoints", "optimizer" or "checkpoints,optimizer". */
+const char *planner_offload_name(int offload);
+const char *planner_host_category_name(int cat);
 /* "12.34 GiB"-style rendering of bytes into buf; returns buf. */
 char *planner_format_bytes(size_t bytes, char *buf, size_t len);
 
@@ -163,9 +214,11 @@ typedef struct {
  * none fits, the smallest-peak schedule (ties: less recompute) with fits =
  * 0. The solver's DP up to SOLVER_MAX_LAYERS layers, planner_auto_family
  * past it. Writes the schedule into *sched (caller frees). Returns 0, or
- * -1 with a reason in err (bad shape, out of memory, or an internal
+ * -1 with a reason in err (bad shape, out of memory, OFFLOAD_CHECKPOINTS
+ * in in->offload, which its byte model does not know, or an internal
  * mismatch between the search's bytes or costs and planner_plan's or
- * opcost_recompute's). */
+ * opcost_recompute's). OFFLOAD_OPTIMIZER it counts: the fixed bytes
+ * lose the optimizer state. */
 int planner_auto(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *sched,
                  AutoResult *res, char *err, size_t err_len);
 /* The same over the restricted families only (AUTO_INPUTS_KEPT, then
@@ -185,7 +238,9 @@ typedef struct {
     long long recompute_flops, step_flops;
     double recompute_pct;   /* 100 * recompute_flops / step_flops */
     long long step_ns;      /* predicted step (opcost_step) with measured costs; -1 without */
-    int max_batch;          /* largest B (same T) whose peak fits the budget; 0 if none */
+    int max_batch;          /* largest B (same T) whose peak fits the budget (and whose
+                             * host bytes fit in->host_budget); 0 if none */
+    size_t host;            /* host-tier bytes (--offload) */
 } PlanRow;
 #define PLAN_NUM_ROWS 5     /* 0, selective, 1, 2, auto */
 

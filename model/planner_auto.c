@@ -270,6 +270,11 @@ static int family_build(const PlanInput *in, const Costs *c, const FamilyCand *f
 int planner_auto_family(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *s,
                         AutoResult *res, char *err, size_t err_len)
 {
+    if (in->offload & OFFLOAD_CHECKPOINTS) { /* its byte model has no ring */
+        snprintf(err, err_len, "--offload checkpoints: --recompute auto does not weigh offloaded "
+                               "checkpoints yet; give a fixed --recompute mode");
+        return -1;
+    }
     FamilySearch fs;
     Costs c;
     memset(res, 0, sizeof *res);
@@ -323,6 +328,11 @@ static void dp_pair(const PlanInput *in, size_t budget, const Costs *c, int *hi,
 int planner_auto(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *s,
                  AutoResult *res, char *err, size_t err_len)
 {
+    if (in->offload & OFFLOAD_CHECKPOINTS) { /* its byte model has no ring */
+        snprintf(err, err_len, "--offload checkpoints: --recompute auto does not weigh offloaded "
+                               "checkpoints yet; give a fixed --recompute mode");
+        return -1;
+    }
     if (in->cfg.num_layers > SOLVER_MAX_LAYERS)
         return planner_auto_family(in, budget, costs, s, res, err, err_len);
     Costs c;

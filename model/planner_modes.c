@@ -30,7 +30,7 @@ static int fits_at(const PlanInput *in, int B, size_t budget, const Schedule *s,
     if (s) {
         MemoryPlan p;
         planner_plan(&b, s, &p);
-        return p.total <= budget;
+        return p.total <= budget && (!in->host_budget || p.host_total <= in->host_budget);
     }
     if (!af->t) return planner_auto_fits(&b, budget, af->hi, af->lo);
     PlanUnits u;
@@ -70,6 +70,7 @@ static void fill_row(PlanRow *row, const PlanInput *in, const Schedule *s, const
     row->stored = p.bytes[MEM_ACTIVATIONS];
     row->workspace = p.bytes[MEM_WORKSPACE];
     row->peak = p.total;
+    row->host = p.host_total;
     row->recompute_flops = flops_recompute(fc, s);
     row->step_flops = fc->step;
     row->recompute_pct = 100.0 * (double)row->recompute_flops / (double)fc->step;
@@ -91,8 +92,13 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, const OpCosts *
         PlanRow *row = &rows[i];
         memset(row, 0, sizeof *row);
         row->mode = modes[i];
+        /* auto does not weigh offloaded checkpoints yet: it chooses as if the
+         * stored inputs stayed on the device (offloaded optimizer state it
+         * counts), and the row shows that schedule's bytes with the offload */
+        PlanInput ain = *in;
+        ain.offload &= ~OFFLOAD_CHECKPOINTS;
         if (modes[i] == RECOMPUTE_AUTO) {
-            if (planner_auto(in, budget, costs, &s, &ar, err, err_len) != 0) return -1;
+            if (planner_auto(&ain, budget, costs, &s, &ar, err, err_len) != 0) return -1;
             row->fits = ar.fits;
         } else {
             int b = modes[i] == RECOMPUTE_SEGMENTS
@@ -111,9 +117,10 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, const OpCosts *
                 return -1;
             }
         } else {
-            row->fits = row->peak <= budget;
+            row->fits = row->peak <= budget && (!in->host_budget || row->host <= in->host_budget);
         }
-        row->max_batch = max_batch(in, budget, modes[i] == RECOMPUTE_AUTO ? NULL : &s, &af);
+        row->max_batch = max_batch(modes[i] == RECOMPUTE_AUTO ? &ain : in, budget,
+                                   modes[i] == RECOMPUTE_AUTO ? NULL : &s, &af);
         solver_table_free(af.t);
         schedule_free(&s);
     }
@@ -130,9 +137,22 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, cons
     fprintf(f, "plan: %d layers, %d heads, C=%d, V=%d, B=%d, T=%d, %s; budget %zu bytes (%s)\n",
             in->cfg.num_layers, in->cfg.num_heads, in->cfg.channels, in->cfg.vocab_size, in->B,
             in->T, dtype_name(in->dtype), budget, planner_format_bytes(budget, b1, sizeof b1));
-    fprintf(f, "%-10s %16s %16s %16s %11s %11s %10s %10s %8s\n", "mode", "stored_bytes",
+    int off = in->offload != 0; /* the host columns only with --offload */
+    if (off) {
+        char b2[64] = "none";
+        if (in->host_budget) {
+            char b3[32];
+            snprintf(b2, sizeof b2, "%zu bytes (%s)", in->host_budget,
+                     planner_format_bytes(in->host_budget, b3, sizeof b3));
+        }
+        fprintf(f, "offload %s: stored and peak bytes are the device's; host budget %s\n",
+                planner_offload_name(in->offload), b2);
+    }
+    fprintf(f, "%-10s %16s %16s %16s %11s %11s %10s %10s %8s", "mode", "stored_bytes",
             "workspace_bytes", "peak_bytes", "peak_GiB", "stored/L/tok", "recompute%", "step_ms",
             "max_B");
+    if (off) fprintf(f, " %16s %11s", "host_bytes", "host_GiB");
+    fprintf(f, "\n");
     for (int i = 0; i < PLAN_NUM_ROWS; i++) {
         const PlanRow *r = &rows[i];
         char name[32];
@@ -145,9 +165,11 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, cons
         }
         char ms[32] = "-";
         if (r->step_ns >= 0) snprintf(ms, sizeof ms, "%.3f", r->step_ns / 1e6);
-        fprintf(f, "%-10s %16zu %16zu %16zu %11.3f %11.1f %10.3f %10s %8d\n", name, r->stored,
+        fprintf(f, "%-10s %16zu %16zu %16zu %11.3f %11.1f %10.3f %10s %8d", name, r->stored,
                 r->workspace, r->peak, r->peak / 1073741824.0, r->stored / tok_layers,
                 r->recompute_pct, ms, r->max_batch);
+        if (off) fprintf(f, " %16zu %11.3f", r->host, r->host / 1073741824.0);
+        fprintf(f, "\n");
     }
     fprintf(f, "stored/L/tok: stored bytes per layer per token. recompute%%: re-done forward "
                "FLOPs over one step's forward+backward FLOPs (flops.h). step_ms: predicted time "
@@ -158,6 +180,13 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, cons
             grad_accum, grad_accum == 1 ? "" : "es", in->T,
             rows[PLAN_NUM_ROWS - 1].fits ? "" : " auto:none: nothing fits; the row is the "
                                                 "smallest peak any schedule reaches.");
+    if (off)
+        fprintf(f, " host_bytes: the host tier (--offload); max_B also keeps it within the host "
+                   "budget.%s", in->offload & OFFLOAD_CHECKPOINTS
+                                 ? " auto chooses as if the stored inputs stayed on the device "
+                                   "(it does not weigh offload yet); its row shows that "
+                                   "schedule with them offloaded, and its max_B is without."
+                                 : "");
     if (in->cfg.num_layers > SOLVER_MAX_LAYERS)
         fprintf(f, " auto past %d layers (the solver's limit): inputs kept + top tapes, or "
                    "segments: every block input stored, tapes on the top blocks (two kinds), "

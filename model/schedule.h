@@ -129,6 +129,49 @@ int schedule_finalize(Schedule *s, char *err, size_t err_len);
  * call it last; call it again after changing tape kinds. */
 void schedule_fuse_layernorms(Schedule *s);
 
+/* ---- offloaded checkpoints (--offload checkpoints; model/planner.h) ----
+ * The stored residual slots live in the host tier, one host slot each, and
+ * every access to one goes through a device ring of n_ring residual slots.
+ * schedule_offload turns a schedule into the copies that make this so,
+ * decided once, so the interpreter only replays them:
+ *   OFF_OUT(h, r)  copy ring slot r to host slot h: after the forward step
+ *                  (or the embedding) that last writes stored slot h before
+ *                  the head;
+ *   OFF_IN(h, r)   copy host slot h into ring slot r: in backward, as early
+ *                  as a ring slot is free: one whose holder is not read again
+ *                  before h is (the prefetch: with two slots, x_{l-1} comes in
+ *                  while block l re-forwards and back-propagates from x_l);
+ *   OFF_WAIT(r)    the step after it waits for ring slot r's copies: before
+ *                  a forward writes r (an OUT may still be reading it) and
+ *                  before a step reads r after an IN.
+ * Each ring slot r is copy event r (kernels/ops.h, event_wait). A stored
+ * input still in the ring at the head is read from there, not fetched. The
+ * first write into each ring slot in a pass waits for it (the last pass may
+ * have left a copy in flight). Needs: no forward reads a stored slot after
+ * n_ring later stored writes, and no step after the head writes a stored
+ * slot (every fixed mode satisfies both); else -1 with err. */
+typedef enum { OFF_WAIT = 0, OFF_OUT = 1, OFF_IN = 2 } OffloadActKind;
+typedef struct {
+    int kind; /* OffloadActKind */
+    int host; /* host slot (= the stored residual slot); OFF_WAIT: -1 */
+    int ring; /* ring slot, also the copy event */
+} OffloadAct;
+/* Positions: before and after each step k, and the embedding as k = -1. */
+#define OFFLOAD_BEFORE(k) (2 * ((k) + 1))
+#define OFFLOAD_AFTER(k) (2 * ((k) + 1) + 1)
+typedef struct {
+    int n_ring, n_steps;
+    int embed_ring;          /* ring slot the embedding writes x_0 into; -1: not stored */
+    int *in_ring, *out_ring; /* per step: ring slot standing for in_slot / out_slot; -1 */
+    int *first;              /* acts at position p: acts[first[p] .. first[p+1]) */
+    OffloadAct *acts;
+    int n_acts, n_in, n_out; /* n_in, n_out: copies in and out per pass */
+} OffloadProgram;
+
+int schedule_offload(const Schedule *s, int n_ring, OffloadProgram *op, char *err,
+                     size_t err_len);
+void schedule_offload_free(OffloadProgram *op);
+
 /* Simulate the schedule and check that every step reads what it needs:
  * forwards run 0..L-1 in order before the head, the last into SLOT_FINAL;
  * backwards run L-1..0 after it, each with x_l and block l's tape in place;

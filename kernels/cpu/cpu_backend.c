@@ -1,6 +1,7 @@
 /* kernels/cpu/cpu_backend.c — the cpu backend: host memory and the op table.
  *
- * fp32 activations and parameters, no separate master copy. The thread
+ * fp32 activations and parameters, no separate master copy; the host tier is
+ * host memory too, with its copies on the copy engine's thread (copy_engine.c). The thread
  * count is fixed at open (OpenMP and OpenBLAS alike): results are bitwise
  * repeatable for a fixed count. */
 #include <cblas.h>
@@ -47,6 +48,10 @@ static const BackendOps cpu_ops = {
     .mem_download = cpu_mem_copy,
     .sync = cpu_sync,
     .mem_info = cpu_mem_info,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
+    .copy_async = cpu_copy_async,
+    .event_wait = cpu_event_wait,
     .params_upload = cpu_params_upload,
     .params_download = cpu_params_download,
     .encoder_forward = cpu_encoder_forward,
@@ -67,6 +72,7 @@ static const BackendOps cpu_ops = {
     .head_logits = cpu_head_logits,
     .grad_norm_sq = cpu_grad_norm_sq,
     .adamw_update = cpu_adamw_update,
+    .host_adamw_update = cpu_adamw_update, /* the host is the cpu backend's device */
 };
 
 Backend *cpu_backend_open(int threads, char *err, size_t err_len)
@@ -88,7 +94,16 @@ Backend *cpu_backend_open(int threads, char *err, size_t err_len)
     be->act_bytes = 4;
     be->par_bytes = 4;
     be->has_master = 0;
+    if (!(be->state = cpu_copy_engine_new())) {
+        free(be);
+        snprintf(err, err_len, "cpu backend: out of host memory");
+        return NULL;
+    }
     return be;
 }
 
-void cpu_backend_close(Backend *be) { free(be); }
+void cpu_backend_close(Backend *be)
+{
+    if (be) cpu_copy_engine_free(be->state);
+    free(be);
+}

@@ -11,6 +11,16 @@
 
 #include "kernels/ops.h"
 
+/* The host tier's copy engine (copy_engine.c): one thread, a FIFO queue of
+ * copies, event counters. be->state holds it. */
+typedef struct CpuCopyEngine CpuCopyEngine;
+CpuCopyEngine *cpu_copy_engine_new(void);
+void cpu_copy_engine_free(CpuCopyEngine *e);
+void cpu_copy_async(Backend *be, void *dst, const void *src, size_t bytes, int ev);
+void cpu_event_wait(Backend *be, int ev);
+void *cpu_host_alloc(Backend *be, size_t bytes);
+void cpu_host_free(Backend *be, void *p);
+
 void cpu_encoder_forward(Backend *be, void *out, const int *tokens, const void *wte,
                          const void *wpe, int B, int T, int C);
 void cpu_encoder_backward(Backend *be, void *dwte, void *dwpe, const void *dout,

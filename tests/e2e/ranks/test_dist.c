@@ -313,7 +313,7 @@ Test(dist, zero1_shards_stitch_to_the_whole_update)
     char err[256];
     cr_assert_eq(gpt_init(&whole, &cfg, be, B, T, 0, 0, err, sizeof err), 0, "%s", err);
     for (int r = 0; r < 2; r++) {
-        GPTShard sh = {2, r, 1};
+        GPTShard sh = {2, r, 1, 0};
         cr_assert_eq(gpt_init_shard(&part[r], &cfg, be, B, T, 0, 0, &sh, err, sizeof err), 0,
                      "%s", err);
     }
