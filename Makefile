@@ -186,7 +186,7 @@ llmc-compat: train_gpt tokenize
 CHECK_SRC := dev/cuda/check_kernels.c dev/cuda/check_attention.c dev/cuda/check_util.c \
              dev/cuda/check_timing.c dev/cuda/check_sweep.c dev/cuda/check_fused.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) dev/cuda/emu/emu.cpp dev/cuda/emu/emu_wgmma.cpp \
-           dev/cuda/emu/emu_gemm.cpp
+           dev/cuda/emu/emu_gemm.cpp dev/cuda/check_hang.cu
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
 build/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a

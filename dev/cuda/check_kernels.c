@@ -13,6 +13,8 @@
  *   --only   one group of ops: encoder, layernorm, attention, elementwise,
  *            matmul, fused, head or optimizer (fused: check_fused.c; run it
  *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
+ *   --sweep-b B,...  with --sweep: only the shapes of these batch sizes
+ *            (dev/gpu_check/gpu_check.sh's first-run plan: 4,64)
  *   --skip-variants, --only-variants  leave these attention variants out
  *            of the variant rows and the sweep, or all others
  *            (dev/gpu_check/gpu_check.sh checks an unmeasured one in a process of
@@ -20,7 +22,11 @@
  * Prints one PASS/FAIL line per op, shape and dtype, then a table; exits 1
  * on any failure. Tolerances and the error measure: check.h. Every gpu
  * output is NaN-poisoned (or, for "+=" outputs, set to random values) before
- * each run, and every op runs twice: the two runs must agree bit for bit. */
+ * each run, and every op runs twice: the two runs must agree bit for bit.
+ * Output is line-buffered: a process stopped by gpu_check's timeout keeps
+ * every line it printed. CHECK_KERNELS_TEST_HANG=1 (the emulator build
+ * only: dev/cuda/check_hang.cu) launches a kernel that never returns
+ * before the second shape's checks, for the hang rehearsal. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,6 +465,23 @@ static void test_optimizer(Ctx *c, size_t n, const char *sh)
 }
 
 static const char *only; /* --only GROUP */
+
+#ifdef CUDA_EMU
+void check_hang_launch(void); /* dev/cuda/check_hang.cu */
+#endif
+/* CHECK_KERNELS_TEST_HANG: spin before the second shape, after the first
+ * shape's rows are printed (the rehearsal looks for them in the log). */
+static void maybe_hang(int shape_index)
+{
+    const char *e = getenv("CHECK_KERNELS_TEST_HANG");
+    if (!e || !*e || shape_index != 1) return;
+#ifdef CUDA_EMU
+    printf("check_kernels: CHECK_KERNELS_TEST_HANG set: launching a kernel that never returns\n");
+    check_hang_launch();
+#else
+    printf("check_kernels: CHECK_KERNELS_TEST_HANG ignored (the emulator build only)\n");
+#endif
+}
 static int want(const char *group) { return !only || strcmp(only, group) == 0; }
 
 static void check_shape(Ctx *c, const Shape *s)
@@ -489,12 +512,13 @@ static void check_shape(Ctx *c, const Shape *s)
 }
 
 int check_timing(Backend *gpu, int bf16); /* check_timing.c */
-int check_sweep(Ctx *c, int quick);       /* check_sweep.c */
+int check_sweep(Ctx *c, int quick, const char *batches); /* check_sweep.c */
 
 int main(int argc, char **argv)
 {
     int quick = 0, timing = 0, sweep = 0, dt_fp32 = 1, dt_bf16 = 1;
-    const char *skip = NULL, *only_v = NULL;
+    const char *skip = NULL, *only_v = NULL, *sweep_b = NULL;
+    setvbuf(stdout, NULL, _IOLBF, 0);
     uint64_t seed = (uint64_t)time(NULL);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -503,6 +527,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--skip-variants") && i + 1 < argc) skip = argv[++i];
+        else if (!strcmp(argv[i], "--sweep-b") && i + 1 < argc) sweep_b = argv[++i];
         else if (!strcmp(argv[i], "--only-variants") && i + 1 < argc) only_v = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             const char *d = argv[++i];
@@ -515,7 +540,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
                             "[--only encoder|layernorm|attention|elementwise|matmul|fused|head|optimizer] "
-                            "[--skip-variants NAME,...] [--only-variants NAME,...]\n",
+                            "[--sweep-b B,...] [--skip-variants NAME,...] [--only-variants NAME,...]\n",
                     argv[0]);
             return 2;
         }
@@ -571,9 +596,12 @@ int main(int argc, char **argv)
         if (timing) {
             if (check_timing(c->gpu, d) != 0) return 1;
         } else if (sweep) {
-            sweep_fail |= check_sweep(c, quick);
+            sweep_fail |= check_sweep(c, quick, sweep_b);
         } else {
-            for (int i = 0; i < nshapes; i++) check_shape(c, &shapes[i]);
+            for (int i = 0; i < nshapes; i++) {
+                maybe_hang(i);
+                check_shape(c, &shapes[i]);
+            }
             /* attention only: every bf16 variant at hs = 64 (T = 130: 3
              * tiles of 64, the last of 2 rows; 2 of 128), and the
              * element-by-element kernels of head sizes padded to 32, 64 and
