@@ -214,6 +214,9 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check
 	EMU_CC=80 ./build/check_kernels_emu --quick --only attention --dtype bf16 $(CHECK_ARGS)
 	./build/check_kernels_emu --sweep --quick --dtype bf16
 	EMU_ENC_SORT_CHUNK=256 ./build/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
+	if [ -f datasets/tinyshakespeare_train_000000.bin ]; then for o in fwd rev; do EMU_ORDER=$$o \
+	    CHECK_KERNELS_TOKENS=datasets/tinyshakespeare_train_000000.bin ./build/check_kernels_emu --quick --only encoder || exit 1; done; \
+	else echo "cuda-emu-check: no datasets/ (make data): the encoder on text ids not checked" >&2; fi
 # dev/gpu_check/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the

@@ -26,7 +26,9 @@
  * Output is line-buffered: a process stopped by gpu_check's timeout keeps
  * every line it printed. CHECK_KERNELS_TEST_HANG=1 (the emulator build
  * only: dev/cuda/check_hang.cu) launches a kernel that never returns
- * before the second shape's checks, for the hang rehearsal. */
+ * before the second shape's checks, for the hang rehearsal.
+ * CHECK_KERNELS_TOKENS=FILE (an llm.c token shard): the encoder checked
+ * once more on the file's first 4096 ids (text: one id on 311 positions). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,10 +67,47 @@ static int *rand_tokens(Ctx *c, int N, int V)
     return t;
 }
 
-static void test_encoder(Ctx *c, const Shape *s, const char *sh)
+/* CHECK_KERNELS_TOKENS=FILE: an llm.c token shard (a 256-int32 header, then
+ * uint16 ids, e.g. `make data`'s datasets/tinyshakespeare_train_000000.bin):
+ * its first B*T ids for the text shape's encoder checks (main). */
+static int *read_text_tokens(const char *path, int n, int V)
+{
+    FILE *f = fopen(path, "rb");
+    int32_t h[256];
+    if (!f || fread(h, sizeof h, 1, f) != 1 || h[0] != 20240520 || h[2] < n) {
+        fprintf(stderr, "check_kernels: CHECK_KERNELS_TOKENS=%s: %s\n", path,
+                f ? "not an llm.c token shard of enough ids" : "cannot open it");
+        exit(2);
+    }
+    uint16_t *ids = malloc((size_t)n * sizeof *ids);
+    int *tok = malloc((size_t)n * sizeof *tok);
+    if (fread(ids, sizeof *ids, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "check_kernels: CHECK_KERNELS_TOKENS=%s: short file\n", path);
+        exit(2);
+    }
+    fclose(f);
+    for (int i = 0; i < n; i++) tok[i] = ids[i] < V ? ids[i] : 0;
+    free(ids);
+    return tok;
+}
+
+/* skew 1: tokens like text's, where a few are most of the positions: 3/4
+ * of them the largest id (V - 1), 1/8 token 1, the rest uniform; runs of
+ * hundreds to thousands of positions that cross the backward's slices,
+ * and (V > 65536) a third digit for its radix sort. text: these ids
+ * instead (N of them). */
+static void test_encoder(Ctx *c, const Shape *s, const char *sh0, int skew, const int *text)
 {
     int N = s->B * s->T, C = s->C, Vp = pad_vocab(s->V), maxT = s->T + 3;
     int *tok = rand_tokens(c, N, s->V);
+    char sh[64];
+    snprintf(sh, sizeof sh, "%s%s", sh0, text ? " text" : skew ? " skewed" : "");
+    if (skew) {
+        int *sel = rand_tokens(c, N, 8);
+        for (int i = 0; i < N; i++) tok[i] = sel[i] < 6 ? s->V - 1 : sel[i] == 6 ? 1 : tok[i];
+        free(sel);
+    }
+    if (text) memcpy(tok, text, (size_t)N * sizeof *tok);
     float *wte = ck_rand(c, (size_t)Vp * C, 0.05f, 1.0f), *wpe = ck_rand(c, (size_t)maxT * C, 0.05f, 1.0f);
     ck_round(c, wte, (size_t)Vp * C);
     ck_round(c, wpe, (size_t)maxT * C);
@@ -489,7 +528,17 @@ static void check_shape(Ctx *c, const Shape *s)
     char sh[48];
     shape_name(sh, sizeof sh, s);
     int N = s->B * s->T;
-    if (want("encoder")) test_encoder(c, s, sh);
+    if (want("encoder")) {
+        test_encoder(c, s, sh, 0, NULL);
+        if (N >= 600) test_encoder(c, s, sh, 1, NULL); /* runs of 450 (N = 600) to 3000 */
+        if (N == 600) {                           /* and a vocabulary past 2^16 */
+            Shape big = *s;
+            big.V = 70000;
+            shape_name(sh, sizeof sh, &big);
+            test_encoder(c, &big, sh, 1, NULL);
+            shape_name(sh, sizeof sh, s);
+        }
+    }
     if (want("layernorm")) test_layernorm(c, s, sh);
     if (want("attention")) check_attention(c, s, sh, s->T >= 1024); /* variants: 124M's shape */
     if (want("elementwise")) test_elementwise(c, s, sh);
@@ -619,6 +668,17 @@ int main(int argc, char **argv)
                 check_attention(c, &att_shapes[i], sh, i == 0);
             }
             if (want("optimizer")) test_optimizer(c, 100003, "n100003");
+            /* the embedding backward on text's ids: GPT-2 124M's B=4 T=1024
+             * at C=64 (the emulator's cost is in C) */
+            const char *text = getenv("CHECK_KERNELS_TOKENS");
+            if (text && *text && want("encoder")) {
+                static const Shape ts = {4, 1024, 64, 4, 50257};
+                char sh[48];
+                int *tok = read_text_tokens(text, ts.B * ts.T, ts.V);
+                shape_name(sh, sizeof sh, &ts);
+                test_encoder(c, &ts, sh, 0, tok);
+                free(tok);
+            }
         }
         cuda_backend_close(c->gpu);
     }
