@@ -220,7 +220,8 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check
 # dev/gpu_check/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the
-# GPU run would print (65 to 95 s on 2 shared cores; CI runs it). First
+# GPU run would print, then a hang injected on the emulator (85 to 230 s on
+# 2 shared cores, by their load; CI runs it). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
 GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
 gpu-check-rehearsal: all build/check_kernels_emu

@@ -101,8 +101,8 @@
 # check_kernels --time and the rows read from its tables) is a SKIP
 # "(rehearsal)" row. dev/gpu_check/gpu_check_rehearsal.py checks that every row the
 # GPU run prints is there and none FAILs, then injects a hang (a kernel that
-# never returns, in the emulator build only) and checks the timeouts. 85 to
-# 110 s on 2 shared cores.
+# never returns, in the emulator build only) and checks the timeouts (that
+# part about 15 s). 85 to 230 s on 2 shared cores, by their load.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 if [ $# -ne 1 ]; then
