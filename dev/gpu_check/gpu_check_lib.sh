@@ -55,8 +55,8 @@ for k in "${!LIMIT[@]}"; do
     v=GPU_CHECK_LIMIT_${k^^}
     if [ -n "${!v:-}" ]; then LIMIT[$k]=${!v}; fi
 done
-# GPU_CHECK_PLAN=first: the first run after a kernel rewrite (the issue's
-# order, dev/notes/gpu-results.md): the sections below unless
+# GPU_CHECK_PLAN=first: the first run after a kernel rewrite (in the
+# order dev/notes/gpu-results.md gives): the sections below unless
 # GPU_CHECK_SECTIONS names others, the sweep at 124M's B=4 and B=64 only,
 # no --time repeats (GELU epilogues, heuristic algorithms) and no perf
 # side rows (those and the one-chunk head); the 300 s budget.
