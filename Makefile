@@ -186,7 +186,7 @@ llmc-compat: train_gpt tokenize
 CHECK_SRC := dev/cuda/check_kernels.c dev/cuda/check_attention.c dev/cuda/check_util.c \
              dev/cuda/check_timing.c dev/cuda/check_sweep.c dev/cuda/check_fused.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) dev/cuda/emu/emu.cpp dev/cuda/emu/emu_wgmma.cpp \
-           dev/cuda/emu/emu_gemm.cpp
+           dev/cuda/emu/emu_gemm.cpp dev/cuda/check_hang.cu
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
 build/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a
@@ -214,10 +214,14 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check
 	EMU_CC=80 ./build/check_kernels_emu --quick --only attention --dtype bf16 $(CHECK_ARGS)
 	./build/check_kernels_emu --sweep --quick --dtype bf16
 	EMU_ENC_SORT_CHUNK=256 ./build/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
+	if [ -f datasets/tinyshakespeare_train_000000.bin ]; then for o in fwd rev; do EMU_ORDER=$$o \
+	    CHECK_KERNELS_TOKENS=datasets/tinyshakespeare_train_000000.bin ./build/check_kernels_emu --quick --only encoder || exit 1; done; \
+	else echo "cuda-emu-check: no datasets/ (make data): the encoder on text ids not checked" >&2; fi
 # dev/gpu_check/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the
-# GPU run would print (65 to 95 s on 2 shared cores; CI runs it). First
+# GPU run would print, then a hang injected on the emulator (85 to 230 s on
+# 2 shared cores, by their load; CI runs it). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
 GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
 gpu-check-rehearsal: all build/check_kernels_emu

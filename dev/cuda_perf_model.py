@@ -89,6 +89,17 @@ def timing_preds(P, table, kernels):
             for n in names if n in table]
 
 
+BAND = ('optimistic (perfect overlap, %.2f GHz) to pessimistic (no overlap of the contended '
+        'pipes, 1.755 GHz tensor clock, gemms at 600 TFLOP/s, L2 round trips +30%%)'
+        % (hw.CLOCK_HZ / 1e9))
+
+
+def banded(P, fn):
+    """fn(P) and (fn(optimistic P), fn(pessimistic P)): hw.band's range."""
+    lo, hi = hw.band(P)
+    return fn(P), (fn(lo), fn(hi))
+
+
 def section(title):
     out()
     out('==== ' + title + ' ====')
@@ -104,9 +115,10 @@ def variant_rows(P, table, shape, kernels, missing):
             'spec peak WGMMA_FLOP_PER_CLK = %.0f FLOP/clk/SM, HMMA at MMA_SYNC_FLOP_PER_CLK = '
             '%.0f, and wgmma waits costed by the compiler\'s stall counts only)' %
             (shape, P['WGMMA_FLOP_PER_CLK'], P['MMA_SYNC_FLOP_PER_CLK']))
-    preds = [predict.predict_op(P, both, n, shape, kernels, P['T_LAUNCH_TIMED'])
-             for n in ['attention_forward', 'attention_backward'] + sorted(vt)]
-    report.op_rows(preds, out)
+    preds, band = banded(P, lambda Q: [
+        predict.predict_op(Q, both, n, shape, kernels, Q['T_LAUNCH_TIMED'])
+        for n in ['attention_forward', 'attention_backward'] + sorted(vt)])
+    report.op_rows(preds, out, band=band)
     for p in preds:
         if p.seconds is None:
             missing['%s at %s' % (p.name, shape.name)] = p.note
@@ -122,8 +134,8 @@ def show_predictions(P, kernels, root, label, verbose, fuse_gelu=False):
     section('ptxas (sm_90a): registers, spill stores/loads and stack (bytes per thread), '
             'static shared memory (bytes per block)')
     report.resources(kernels, out)
-    missing = {}
-    steps = []
+    missing, over = {}, {}
+    steps, steps_lo, steps_hi = [], [], []
     for shape in report.shapes_default():
         section('modelled launches at %s: blocks/SM (limiter), the unit of work (one tile of '
                 'the hot loop starting at the address shown, or one pass of the steady loop of '
@@ -136,23 +148,36 @@ def show_predictions(P, kernels, root, label, verbose, fuse_gelu=False):
                 out('  %s:' % k.short)
                 for line in loops_mod.describe_loops(pf) or ['no loops']:
                     out('    ' + line)
-        section('per-op predictions at %s (one call, inside a step)' % shape)
-        preds = [predict.predict_op(P, table, n, shape, kernels, P['T_LAUNCH_STEP'])
-                 for n in step_mod.step_ops()]
-        report.op_rows(preds, out)
+        section('tile kernels at %s, the defaults and the variants: the share of its binding '
+                'roofline each is predicted to reach (busiest pipe at %.2f GHz, perfect overlap); mma.sync at most %.0f%% '
+                '(hw.py MMA_ROOF_SHARE_MAX)' % (shape, P['CLOCK_HZ'] / 1e9,
+                                                100 * P['MMA_ROOF_SHARE_MAX']))
+        for kname, share in report.roof_rows(P, dict(table, **ops_mod.variant_table()), shape,
+                                             kernels, out):
+            over['%s at %s' % (kname, shape.name)] = share
+        section('per-op predictions at %s (one call, inside a step); range: %s' % (shape, BAND))
+        preds, band = banded(P, lambda Q: [
+            predict.predict_op(Q, table, n, shape, kernels, Q['T_LAUNCH_STEP'])
+            for n in step_mod.step_ops()])
+        report.op_rows(preds, out, band=band)
         variant_rows(P, table, shape, kernels, missing)
         for rc in (0, 1):
-            steps.append(step_mod.predict_step(P, table, shape, kernels, rc))
-    section('per-op predictions at check_timing\'s shape %s (each timed alone)' % ops_mod.TIMING)
-    report.op_rows(timing_preds(P, table, kernels), out)
+            sp, sband = banded(P, lambda Q: step_mod.predict_step(Q, table, shape, kernels, rc))
+            steps.append(sp)
+            steps_lo.append(sband[0])
+            steps_hi.append(sband[1])
+    section('per-op predictions at check_timing\'s shape %s (each timed alone); range: %s'
+            % (ops_mod.TIMING, BAND))
+    preds, band = banded(P, lambda Q: timing_preds(Q, table, kernels))
+    report.op_rows(preds, out, band=band)
     section('step: predicted time and MFU (gpu_check\'s formula: tokens/s x (6N + 6LCT) / '
-            '989 TFLOP/s)')
-    report.step_summary(steps, P['DENSE_BF16_PEAK'], out)
+            '989 TFLOP/s); range: %s' % BAND)
+    report.step_summary(steps, P['DENSE_BF16_PEAK'], out, band=(steps_lo, steps_hi))
     for sp in steps:
         out()
         report.step_table(sp, P['DENSE_BF16_PEAK'], out)
         missing.update({n: sp.ops[n].note for n in sp.missing})
-    return missing
+    return missing, over
 
 
 def show_calibration(P, kernels, root, label):
@@ -273,6 +298,7 @@ def main(argv):
         return 0
     P = hw.params()
     t0 = time.time()
+    missing, over = {}, {}
     try:
         if a.calibrate or a.fit:
             rev = a.calibrate or measured.CALIB_COMMIT
@@ -295,7 +321,7 @@ def main(argv):
         if a.write_predictions:
             write_predictions(P, kernels, root, label, a.write_predictions, a.fuse_gelu)
             return 0
-        missing = show_predictions(P, kernels, root, label, a.verbose, a.fuse_gelu)
+        missing, over = show_predictions(P, kernels, root, label, a.verbose, a.fuse_gelu)
         if not a.no_calibrate:
             try:
                 ok, oroot, olabel = compile_at(measured.CALIB_COMMIT, a.jobs)
@@ -307,13 +333,17 @@ def main(argv):
         fail(str(e))
     out()
     out('(%.0f s)' % (time.time() - t0))
+    for name, share in sorted(over.items()):
+        print('cuda_perf_model.py: %s is predicted at %.0f%% of its binding roofline, over the '
+              '%.0f%% an mma.sync kernel reaches (hw.py MMA_ROOF_SHARE_MAX): the model is too '
+              'optimistic for it' % (name, 100 * share, 100 * P['MMA_ROOF_SHARE_MAX']),
+              file=sys.stderr)
     if missing:
         for name, note in sorted(missing.items()):
             print('cuda_perf_model.py: op %s: %s' % (name, note), file=sys.stderr)
         print('cuda_perf_model.py: %d op(s) of the step not modelled: update the table in '
               'dev/perf_model/ops.py (dev/notes/perf-model.md)' % len(missing), file=sys.stderr)
-        return 1
-    return 0
+    return 1 if missing or over else 0
 
 
 if __name__ == '__main__':

@@ -13,6 +13,8 @@
  *   --only   one group of ops: encoder, layernorm, attention, elementwise,
  *            matmul, fused, head or optimizer (fused: check_fused.c; run it
  *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
+ *   --sweep-b B,...  with --sweep: only the shapes of these batch sizes
+ *            (dev/gpu_check/gpu_check.sh's first-run plan: 4,64)
  *   --skip-variants, --only-variants  leave these attention variants out
  *            of the variant rows and the sweep, or all others
  *            (dev/gpu_check/gpu_check.sh checks an unmeasured one in a process of
@@ -20,7 +22,13 @@
  * Prints one PASS/FAIL line per op, shape and dtype, then a table; exits 1
  * on any failure. Tolerances and the error measure: check.h. Every gpu
  * output is NaN-poisoned (or, for "+=" outputs, set to random values) before
- * each run, and every op runs twice: the two runs must agree bit for bit. */
+ * each run, and every op runs twice: the two runs must agree bit for bit.
+ * Output is line-buffered: a process stopped by gpu_check's timeout keeps
+ * every line it printed. CHECK_KERNELS_TEST_HANG=1 (the emulator build
+ * only: dev/cuda/check_hang.cu) launches a kernel that never returns
+ * before the second shape's checks, for the hang rehearsal.
+ * CHECK_KERNELS_TOKENS=FILE (an llm.c token shard): the encoder checked
+ * once more on the file's first 4096 ids (text: one id on 311 positions). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,10 +67,47 @@ static int *rand_tokens(Ctx *c, int N, int V)
     return t;
 }
 
-static void test_encoder(Ctx *c, const Shape *s, const char *sh)
+/* CHECK_KERNELS_TOKENS=FILE: an llm.c token shard (a 256-int32 header, then
+ * uint16 ids, e.g. `make data`'s datasets/tinyshakespeare_train_000000.bin):
+ * its first B*T ids for the text shape's encoder checks (main). */
+static int *read_text_tokens(const char *path, int n, int V)
+{
+    FILE *f = fopen(path, "rb");
+    int32_t h[256];
+    if (!f || fread(h, sizeof h, 1, f) != 1 || h[0] != 20240520 || h[2] < n) {
+        fprintf(stderr, "check_kernels: CHECK_KERNELS_TOKENS=%s: %s\n", path,
+                f ? "not an llm.c token shard of enough ids" : "cannot open it");
+        exit(2);
+    }
+    uint16_t *ids = malloc((size_t)n * sizeof *ids);
+    int *tok = malloc((size_t)n * sizeof *tok);
+    if (fread(ids, sizeof *ids, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "check_kernels: CHECK_KERNELS_TOKENS=%s: short file\n", path);
+        exit(2);
+    }
+    fclose(f);
+    for (int i = 0; i < n; i++) tok[i] = ids[i] < V ? ids[i] : 0;
+    free(ids);
+    return tok;
+}
+
+/* skew 1: tokens like text's, where a few are most of the positions: 3/4
+ * of them the largest id (V - 1), 1/8 token 1, the rest uniform; runs of
+ * hundreds to thousands of positions that cross the backward's slices,
+ * and (V > 65536) a third digit for its radix sort. text: these ids
+ * instead (N of them). */
+static void test_encoder(Ctx *c, const Shape *s, const char *sh0, int skew, const int *text)
 {
     int N = s->B * s->T, C = s->C, Vp = pad_vocab(s->V), maxT = s->T + 3;
     int *tok = rand_tokens(c, N, s->V);
+    char sh[64];
+    snprintf(sh, sizeof sh, "%s%s", sh0, text ? " text" : skew ? " skewed" : "");
+    if (skew) {
+        int *sel = rand_tokens(c, N, 8);
+        for (int i = 0; i < N; i++) tok[i] = sel[i] < 6 ? s->V - 1 : sel[i] == 6 ? 1 : tok[i];
+        free(sel);
+    }
+    if (text) memcpy(tok, text, (size_t)N * sizeof *tok);
     float *wte = ck_rand(c, (size_t)Vp * C, 0.05f, 1.0f), *wpe = ck_rand(c, (size_t)maxT * C, 0.05f, 1.0f);
     ck_round(c, wte, (size_t)Vp * C);
     ck_round(c, wpe, (size_t)maxT * C);
@@ -459,6 +504,23 @@ static void test_optimizer(Ctx *c, size_t n, const char *sh)
 }
 
 static const char *only; /* --only GROUP */
+
+#ifdef CUDA_EMU
+void check_hang_launch(void); /* dev/cuda/check_hang.cu */
+#endif
+/* CHECK_KERNELS_TEST_HANG: spin before the second shape, after the first
+ * shape's rows are printed (the rehearsal looks for them in the log). */
+static void maybe_hang(int shape_index)
+{
+    const char *e = getenv("CHECK_KERNELS_TEST_HANG");
+    if (!e || !*e || shape_index != 1) return;
+#ifdef CUDA_EMU
+    printf("check_kernels: CHECK_KERNELS_TEST_HANG set: launching a kernel that never returns\n");
+    check_hang_launch();
+#else
+    printf("check_kernels: CHECK_KERNELS_TEST_HANG ignored (the emulator build only)\n");
+#endif
+}
 static int want(const char *group) { return !only || strcmp(only, group) == 0; }
 
 static void check_shape(Ctx *c, const Shape *s)
@@ -466,7 +528,17 @@ static void check_shape(Ctx *c, const Shape *s)
     char sh[48];
     shape_name(sh, sizeof sh, s);
     int N = s->B * s->T;
-    if (want("encoder")) test_encoder(c, s, sh);
+    if (want("encoder")) {
+        test_encoder(c, s, sh, 0, NULL);
+        if (N >= 600) test_encoder(c, s, sh, 1, NULL); /* runs of 450 (N = 600) to 3000 */
+        if (N == 600) {                           /* and a vocabulary past 2^16 */
+            Shape big = *s;
+            big.V = 70000;
+            shape_name(sh, sizeof sh, &big);
+            test_encoder(c, &big, sh, 1, NULL);
+            shape_name(sh, sizeof sh, s);
+        }
+    }
     if (want("layernorm")) test_layernorm(c, s, sh);
     if (want("attention")) check_attention(c, s, sh, s->T >= 1024); /* variants: 124M's shape */
     if (want("elementwise")) test_elementwise(c, s, sh);
@@ -489,12 +561,13 @@ static void check_shape(Ctx *c, const Shape *s)
 }
 
 int check_timing(Backend *gpu, int bf16); /* check_timing.c */
-int check_sweep(Ctx *c, int quick);       /* check_sweep.c */
+int check_sweep(Ctx *c, int quick, const char *batches); /* check_sweep.c */
 
 int main(int argc, char **argv)
 {
     int quick = 0, timing = 0, sweep = 0, dt_fp32 = 1, dt_bf16 = 1;
-    const char *skip = NULL, *only_v = NULL;
+    const char *skip = NULL, *only_v = NULL, *sweep_b = NULL;
+    setvbuf(stdout, NULL, _IOLBF, 0);
     uint64_t seed = (uint64_t)time(NULL);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -503,6 +576,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--skip-variants") && i + 1 < argc) skip = argv[++i];
+        else if (!strcmp(argv[i], "--sweep-b") && i + 1 < argc) sweep_b = argv[++i];
         else if (!strcmp(argv[i], "--only-variants") && i + 1 < argc) only_v = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
             const char *d = argv[++i];
@@ -515,7 +589,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
                             "[--only encoder|layernorm|attention|elementwise|matmul|fused|head|optimizer] "
-                            "[--skip-variants NAME,...] [--only-variants NAME,...]\n",
+                            "[--sweep-b B,...] [--skip-variants NAME,...] [--only-variants NAME,...]\n",
                     argv[0]);
             return 2;
         }
@@ -571,9 +645,12 @@ int main(int argc, char **argv)
         if (timing) {
             if (check_timing(c->gpu, d) != 0) return 1;
         } else if (sweep) {
-            sweep_fail |= check_sweep(c, quick);
+            sweep_fail |= check_sweep(c, quick, sweep_b);
         } else {
-            for (int i = 0; i < nshapes; i++) check_shape(c, &shapes[i]);
+            for (int i = 0; i < nshapes; i++) {
+                maybe_hang(i);
+                check_shape(c, &shapes[i]);
+            }
             /* attention only: every bf16 variant at hs = 64 (T = 130: 3
              * tiles of 64, the last of 2 rows; 2 of 128), and the
              * element-by-element kernels of head sizes padded to 32, 64 and
@@ -591,6 +668,17 @@ int main(int argc, char **argv)
                 check_attention(c, &att_shapes[i], sh, i == 0);
             }
             if (want("optimizer")) test_optimizer(c, 100003, "n100003");
+            /* the embedding backward on text's ids: GPT-2 124M's B=4 T=1024
+             * at C=64 (the emulator's cost is in C) */
+            const char *text = getenv("CHECK_KERNELS_TOKENS");
+            if (text && *text && want("encoder")) {
+                static const Shape ts = {4, 1024, 64, 4, 50257};
+                char sh[48];
+                int *tok = read_text_tokens(text, ts.B * ts.T, ts.V);
+                shape_name(sh, sizeof sh, &ts);
+                test_encoder(c, &ts, sh, 0, tok);
+                free(tok);
+            }
         }
         cuda_backend_close(c->gpu);
     }

@@ -232,7 +232,22 @@ static int sw_shape(Ctx *c, int B, int T, int C, int NH, int quick)
     return fails;
 }
 
-int check_sweep(Ctx *c, int quick)
+/* batches: NULL for every shape, else a comma-separated list of the B to
+ * keep (the others are left out, with a line saying so) */
+static int sw_wanted(const char *batches, int B)
+{
+    if (!batches) return 1;
+    for (const char *p = batches; *p;) {
+        char *end;
+        long b = strtol(p, &end, 10);
+        if (end == p) return 0;
+        if (b == B) return 1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+int check_sweep(Ctx *c, int quick, const char *batches)
 {
     static const int full[][4] = {
         {4, 1024, 768, 12}, {16, 1024, 768, 12}, {64, 1024, 768, 12}, /* GPT-2 124M */
@@ -242,8 +257,14 @@ int check_sweep(Ctx *c, int quick)
     const int (*shapes)[4] = quick ? small : full;
     const int n = quick ? 1 : (int)(sizeof full / sizeof full[0]);
     int fails = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (!quick && !sw_wanted(batches, shapes[i][0])) {
+            printf("\nsweep: B=%d T=%d C=%d NH=%d left out (--sweep-b %s)\n", shapes[i][0],
+                   shapes[i][1], shapes[i][2], shapes[i][3], batches);
+            continue;
+        }
         fails += sw_shape(c, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], quick);
+    }
     printf("\ncheck_kernels --sweep: %s\n", fails ? "FAIL (a variant does not match the default)"
                                                   : "every variant matches the default");
     return fails ? 1 : 0;

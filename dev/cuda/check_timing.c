@@ -7,7 +7,14 @@
  * backward; byte rates count each tensor read or written once. The head is
  * also timed step by step (cuda_head_part): its three gemms and its loss
  * kernel for one chunk, and the whole head against the sum of its gemms
- * (the goal: at most 1.3x). */
+ * (the goal: at most 1.3x).
+ * CHECK_TIMING_TOKENS=FILE (an llm.c token shard: a 256-int32 header,
+ * then uint16 ids; dev/gpu_check/gpu_bundle.sh carries 64K ids of
+ * tokenized tinyshakespeare): encoder_backward again on the file's first
+ * B*T ids at B=4 and B=64, after the table. The table's ids are spread
+ * evenly over the vocabulary; text's frequent ids give one token thousands
+ * of positions, the case that the backward's sort and run sums must
+ * handle. */
 #ifdef CUDA_EMU
 #include <stdio.h>
 
@@ -75,6 +82,89 @@ static float median_ms(TArgs *a, void (*fn)(TArgs *))
     CT(cudaEventDestroy(e1));
     qsort(t, 20, sizeof t[0], cmp_float);
     return 0.5f * (t[9] + t[10]);
+}
+
+static void *rand_dev(Backend *be, size_t n, int bytes, uint64_t *s, int positive);
+
+/* The first n ids of an llm.c token shard (repeated when it holds fewer),
+ * or NULL with the reason on stderr. */
+static int *read_token_file(const char *path, int n)
+{
+    FILE *f = fopen(path, "rb");
+    int32_t h[256];
+    if (!f || fread(h, sizeof h, 1, f) != 1 || h[0] != 20240520 || h[2] <= 0) {
+        fprintf(stderr, "check_timing: CHECK_TIMING_TOKENS=%s: %s\n", path,
+                f ? "not an llm.c token shard (magic 20240520)" : "cannot open it");
+        if (f) fclose(f);
+        return NULL;
+    }
+    int have = h[2] < n ? h[2] : n;
+    uint16_t *ids = malloc((size_t)have * sizeof *ids);
+    int *tok = malloc((size_t)n * sizeof *tok);
+    size_t got = fread(ids, sizeof *ids, (size_t)have, f);
+    fclose(f);
+    if (got != (size_t)have) {
+        fprintf(stderr, "check_timing: CHECK_TIMING_TOKENS=%s: short file (%zu of %d ids)\n", path,
+                got, have);
+        free(ids), free(tok);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) tok[i] = ids[i % have] < V_ ? ids[i % have] : 0;
+    free(ids);
+    return tok;
+}
+
+/* The most positions one id holds among n (the longest run the sort makes). */
+static int longest_run(const int *tok, int n)
+{
+    int *cnt = calloc(V_, sizeof *cnt), best = 0;
+    for (int i = 0; i < n; i++)
+        if (++cnt[tok[i]] > best) best = cnt[tok[i]];
+    free(cnt);
+    return best;
+}
+
+typedef struct {
+    Backend *be;
+    void *dwte, *dwpe, *dout;
+    int *tokens;
+    int B;
+} EncText;
+static EncText *enc_text_arg; /* median_ms's fn takes TArgs: the text run's own arguments */
+static void f_enc_bwd_text(TArgs *a)
+{
+    (void)a;
+    EncText *e = enc_text_arg;
+    e->be->ops->encoder_backward(e->be, e->dwte, e->dwpe, e->dout, e->tokens, e->B, T_, C_);
+}
+
+/* encoder_backward on the file's ids at B=4 and B=64 */
+static int time_encoder_text(TArgs *a, const char *path, int ab, uint64_t *seed)
+{
+    Backend *be = a->be;
+    const int Bs[2] = {B_, 64};
+    int *tok = read_token_file(path, 64 * T_);
+    if (!tok) return 1;
+    printf("\nencoder_backward on text (CHECK_TIMING_TOKENS=%s), median of 20 after 3 warm-ups\n",
+           path);
+    printf("%-28s %10s %12s  %s\n", "op", "ms", "rate", "longest run");
+    for (int k = 0; k < 2; k++) {
+        int n = Bs[k] * T_;
+        EncText e = {be, a->dw, a->w2, NULL, NULL, Bs[k]};
+        e.dout = rand_dev(be, (size_t)n * C_, ab, seed, 0);
+        e.tokens = be->ops->mem_alloc(be, (size_t)n * sizeof(int));
+        be->ops->mem_upload(be, e.tokens, tok, (size_t)n * sizeof(int));
+        enc_text_arg = &e;
+        float ms = median_ms(a, f_enc_bwd_text);
+        char name[64];
+        snprintf(name, sizeof name, "encoder_backward text B%d", Bs[k]);
+        printf("%-28s %10.4f %9.1f GB/s  %d of %d positions\n", name, ms,
+               3.0 * n * C_ * ab / (ms * 1e-3) / 1e9, longest_run(tok, n), n);
+        be->ops->mem_free(be, e.dout);
+        be->ops->mem_free(be, e.tokens);
+    }
+    free(tok);
+    return 0;
 }
 
 static const int MM[4][2] = {{C_, 3 * C_}, {C_, C_}, {C_, 4 * C_}, {4 * C_, C_}};
@@ -231,11 +321,13 @@ int check_timing(Backend *be, int bf16)
         (double)a.nparams * (2 * ab + 16 + (bf16 ? 8 : 0)), "GB/s");
     ROW("grad_norm_sq (124M)", f_norm, (double)a.nparams * ab, "GB/s");
     printf("(head_forward_backward: chunk %d tokens)\n", a.chunk);
+    const char *text = getenv("CHECK_TIMING_TOKENS");
+    int rc = text && *text ? time_encoder_text(&a, text, ab, &s) : 0;
 
     void *devs[] = {a.x, a.y, a.z, a.p, a.qkv, a.dqkv, a.w, a.bias, a.dbias, a.wte, a.wpe, a.dw,
                     a.w2, a.m, a.v, a.master, a.mean, a.rstd, a.lse, a.losses, a.buf, a.tokens};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
         if (devs[i]) be->ops->mem_free(be, devs[i]);
-    return 0;
+    return rc;
 }
 #endif

@@ -72,6 +72,23 @@ if ! python3 dev/cuda_perf_model.py --write-predictions "$stage/perf_model.json"
     rm -f "$stage/perf_model.json"
 fi
 
+# 64K ids of tokenized tinyshakespeare (the first of `make data`'s train
+# shard) for check_kernels --time's encoder_backward-on-text rows
+# (CHECK_TIMING_TOKENS, dev/cuda/check_timing.c); without the shard, a warning.
+shard=datasets/tinyshakespeare_train_000000.bin
+if [ -f "$shard" ]; then
+    python3 - "$shard" "$stage/text_tokens.bin" <<'PY'
+import struct, sys
+src = open(sys.argv[1], "rb").read()
+head = list(struct.unpack("<256i", src[:1024]))
+n = min(head[2], 65536)
+head[2] = n
+open(sys.argv[2], "wb").write(struct.pack("<256i", *head) + src[1024:1024 + 2 * n])
+PY
+else
+    echo "gpu_bundle.sh: warning: no $shard (make data): no text ids for the encoder rows" >&2
+fi
+
 {
     echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
     echo "sources $(source_hash)"
@@ -80,6 +97,7 @@ fi
     echo "nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"
     echo "libraries: $(cd "$stage" && for f in lib/*.so* lib-mpi/*.so*; do [ -e "$f" ] && printf '%s ' "${f#*/}"; done)"
     echo "model predictions: $([ -f "$stage/perf_model.json" ] && echo perf_model.json || echo none)"
+    echo "text ids: $([ -f "$stage/text_tokens.bin" ] && echo "text_tokens.bin (64K of $shard)" || echo none)"
 } >"$stage/MANIFEST"
 
 mkdir -p gpu_bundle

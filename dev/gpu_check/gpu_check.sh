@@ -68,30 +68,41 @@
 # builds it on the CPU machine, for a GPU image without the project's Debian
 # libraries), else built here with make.
 #
+# Every GPU process runs under `timeout -k 5 L` (gpu_check_lib.sh: gpu; L
+# its kind's limit, GPU_CHECK_LIMIT_<KIND> to change one, cut to what is
+# left of the budget) with its output appended straight to its log in
+# OUTDIR as it runs: a hang FAILs its row "timed out", keeps its log up to
+# the hang, and the next section starts. nvidia-smi logs the SM clock and
+# power every 500 ms into clocks.csv during the speed rows (a row at the
+# end). Section 6b runs compute-sanitizer's memcheck, racecheck and
+# synccheck on the small attention shapes (SKIP rows without the tool).
+#
 # OUTDIR gets at most 8 files (the device tool returns no more): summary.txt
-# (the table printed last), build.log, kernels.log, timing.log, train.log
-# (every train_gpt command and its output), train_json.log (their --log
-# lines), nvidia-smi.txt, dist.log. Exit status: 0 when every row passed.
-# GPU_CHECK_BUDGET (seconds, default 420): sections 6-9 are skipped, with a
-# SKIP row, once the script has run that long. GPU_CHECK_SECTIONS (default:
+# (the table printed last), build.log, nvidia-smi.txt, kernels.log (the
+# checks, the unmeasured variants, the sanitizers), timing.log (--time, the
+# sweep), train.log (every train_gpt command and its output, --plan, the
+# NCCL job, bench_auto), train_json.log (the runs' --log lines), clocks.csv.
+# Exit status: 0 when every row passed.
+# GPU_CHECK_BUDGET (seconds, default 540): no GPU process runs past it, and
+# the optional rows (section 6 after its first two, 7-10) start only when
+# their whole limit fits, else a SKIP row. GPU_CHECK_SECTIONS (default:
 # all) names the sections to run (kernels sweep grads sample recompute nccl
-# perf xlmax head auto), for a rerun of what failed; CHECK_ARGS goes to
-# check_kernels (e.g. "--only head").
+# perf sanitizer xlmax head auto), for a rerun of what failed; CHECK_ARGS
+# goes to check_kernels (e.g. "--only head").
+# GPU_CHECK_PLAN=first: the first run after a kernel rewrite, at most 300 s
+# of GPU work (dev/notes/gpu-results.md, "The next run": the commands for it
+# and for the rerun, and the budget arithmetic).
 # GPU_CHECK_REHEARSAL=1 (`make gpu-check-rehearsal`; CI runs it): this script
 # rehearsed on a machine without a GPU, so that a shell or parsing bug shows
 # there and not in a lease. Every section runs on the cpu backend at tiny
 # shapes (dev/gpu_check/gpu_check_lib.sh substitutes the device, dtypes,
 # shapes, budgets and targets; the GPU run keeps the defaults), the kernel
-# checks and --sweep on the CPU emulator; what needs CUDA (nvidia-smi, the
-# build, check_kernels --time and the rows read from its tables) is a SKIP
+# checks and --sweep on the CPU emulator; what needs CUDA (the build,
+# check_kernels --time and the rows read from its tables) is a SKIP
 # "(rehearsal)" row. dev/gpu_check/gpu_check_rehearsal.py checks that every row the
-# GPU run prints is there and none FAILs. 65 to 95 s on 2 shared cores.
-# The first run after the attention rewrite and the fusions:
-#   GPU_CHECK_SECTIONS="kernels recompute perf sweep sample" dev/gpu_check/gpu_check.sh OUT
-# planned at 5 to 6 minutes (not yet run): the bundle and data about 20 s,
-# kernels about 80 s (the checks about 55 s, the fused ops again, three
-# timing tables), sweep about 45 s, sample about 10 s, recompute about 35 s
-# (13 tiny runs), perf about 120 s (dev/notes/gpu-results.md, "The next run").
+# GPU run prints is there and none FAILs, then injects a hang (a kernel that
+# never returns, in the emulator build only) and checks the timeouts (that
+# part about 15 s). 85 to 230 s on 2 shared cores, by their load.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 if [ $# -ne 1 ]; then
@@ -104,7 +115,6 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 PY=${PYTHON:-python3}
 TOOLS="$PY dev/gpu_check/gpu_check_tools.py"
-BUDGET=${GPU_CHECK_BUDGET:-420}
 SUM=$OUT/summary.txt
 TLOG=$OUT/train.log
 JLOG=$OUT/train_json.log
@@ -119,6 +129,7 @@ FAILS=0
 . dev/gpu_check/gpu_check_lib.sh
 
 # ---- 0-1: machine and build ----
+trap 'rm -rf "$WORK"; [ -n "$CLK_PID" ] && [ "$CLK_PID" != none ] && kill "$CLK_PID" 2>/dev/null' EXIT
 if [ "$REHEARSAL" = 1 ]; then echo "rehearsal: no GPU, no nvidia-smi" >"$OUT/nvidia-smi.txt"
 else { nvidia-smi; nvcc --version || /usr/local/cuda/bin/nvcc --version; } >"$OUT/nvidia-smi.txt" 2>&1; fi
 # The Makefile links -lcublasLt and -lnccl (distributed/) from the toolkit. Where
@@ -187,34 +198,43 @@ else
 fi
 
 # ---- 2-3: kernels ----
+# Every check_kernels process runs under gpu (a limit each) with its output
+# straight into OUT/kernels.log or OUT/timing.log: a hang loses its own
+# process, not the logs or the sections after it.
+KLOG=$OUT/kernels.log
+: >"$KLOG"
 if want kernels; then
 if [ "$REHEARSAL" = 1 ] && [ ! -x "$CK" ]; then
     rehearse "check_kernels (fp32 1e-5, bf16 2e-2)" "no $CK (make build/check_kernels_emu)"
     rehearse "check_kernels, GELU epilogues (FUSE_GELU=1)" "no $CK (make build/check_kernels_emu)"
 else
 # shellcheck disable=SC2086 # CHECK_ARGS: flags, split on purpose
-"$CK" "${QUICK[@]}" --dtype both --skip-variants "$UNMEASURED" ${CHECK_ARGS:-} >"$OUT/kernels.log" 2>&1
+gpu checks "$KLOG" "$CK" "${QUICK[@]}" --dtype both --skip-variants "$UNMEASURED" ${CHECK_ARGS:-}
 rc=$?
-detail="$(grep -E '^[0-9]+ checks' "$OUT/kernels.log" | tail -1); $(grep -m1 'seed' "$OUT/kernels.log")"
-bad=$(grep '^FAIL' "$OUT/kernels.log" | awk '{print $2}' | sort -u | head -5 | tr '\n' ' ')
+detail="$(grep -E '^[0-9]+ checks' "$KLOG" | tail -1); $(grep -m1 'seed' "$KLOG")"
+bad=$(grep '^FAIL' "$KLOG" | awk '{print $2}' | sort -u | head -5 | tr '\n' ' ')
 [ -n "$bad" ] && detail="$detail; failing: $bad"
 if [ $rc -eq 0 ]; then row "check_kernels (fp32 1e-5, bf16 2e-2)" PASS "$detail"
-else row "check_kernels (fp32 1e-5, bf16 2e-2)" FAIL "exit $rc: $detail $(tail -1 "$OUT/kernels.log")"; fi
+elif [ $rc -eq 124 ]; then row "check_kernels (fp32 1e-5, bf16 2e-2)" FAIL "$(why $rc checks) after $(grep -c -E '^(PASS|FAIL)' "$KLOG") checks; last: $(grep -E '^(PASS|FAIL)' "$KLOG" | tail -1 | cut -c1-80)"
+else row "check_kernels (fp32 1e-5, bf16 2e-2)" FAIL "$(why $rc checks): $detail $(grep -v '^=== gpu_check' "$KLOG" | tail -1)"; fi
 # the GELU epilogues (off by default): the fused ops against the cpu and the
 # unfused gpu ops, and which GELU cuBLASLt computes (from the fp32 rows)
-echo "=== TRAIN_GPT_FUSE_GELU=1 $CK${QUICK[*]:+ ${QUICK[*]}} --dtype both --only fused" >>"$OUT/kernels.log"
-TRAIN_GPT_FUSE_GELU=1 "$CK" "${QUICK[@]}" --dtype both --only fused >>"$OUT/kernels.log" 2>&1
+echo "=== TRAIN_GPT_FUSE_GELU=1 $CK${QUICK[*]:+ ${QUICK[*]}} --dtype both --only fused" >>"$KLOG"
+l0=$(lines "$KLOG")
+TRAIN_GPT_FUSE_GELU=1 gpu gelu "$KLOG" "$CK" "${QUICK[@]}" --dtype both --only fused
 rc=$?
-gelu=$($TOOLS gelu "$OUT/kernels.log")
+since "$KLOG" "$l0" >"$WORK/gelu.log"
+gelu=$($TOOLS gelu "$WORK/gelu.log")
 grc=$?
-fails=$(sed -n '/=== TRAIN_GPT_FUSE_GELU=1/,$p' "$OUT/kernels.log" | grep '^FAIL' | awk '{print $2}' | sort -u | tr '\n' ' ')
+fails=$(grep '^FAIL' "$WORK/gelu.log" | awk '{print $2}' | sort -u | tr '\n' ' ')
 if [ $rc -eq 0 ] && [ $grc -eq 0 ]; then row "check_kernels, GELU epilogues (FUSE_GELU=1)" PASS "$gelu"
-else row "check_kernels, GELU epilogues (FUSE_GELU=1)" FAIL "exit $rc: $gelu${fails:+; failing: $fails}"; fi
+else row "check_kernels, GELU epilogues (FUSE_GELU=1)" FAIL "$(why $rc gelu): $gelu${fails:+; failing: $fails}"; fi
 # the unmeasured variants alone (see UNMEASURED), at the small shapes and 124M's
-echo "=== $CK${QUICK[*]:+ ${QUICK[*]}} --dtype bf16 --only attention --only-variants $UNMEASURED" >>"$OUT/kernels.log"
-"$CK" "${QUICK[@]}" --dtype bf16 --only attention --only-variants "$UNMEASURED" >"$WORK/unmeasured.log" 2>&1
+echo "=== $CK${QUICK[*]:+ ${QUICK[*]}} --dtype bf16 --only attention --only-variants $UNMEASURED" >>"$KLOG"
+l0=$(lines "$KLOG")
+gpu unmeasured "$KLOG" "$CK" "${QUICK[@]}" --dtype bf16 --only attention --only-variants "$UNMEASURED"
 rc=$?
-cat "$WORK/unmeasured.log" >>"$OUT/kernels.log"
+since "$KLOG" "$l0" >"$WORK/unmeasured.log"
 n=$(grep -cE "^(${UNMEASURED//,/|}) " "$WORK/unmeasured.log") # their table rows
 skipped=$(grep -c "skipped (this GPU cannot run it)" "$WORK/unmeasured.log")
 if [ $rc -eq 0 ] && [ "$n" -gt 0 ]; then
@@ -223,35 +243,55 @@ elif [ $rc -eq 0 ] && [ "$skipped" -gt 0 ]; then
     row "attention, unmeasured variants (bf16)" info "$UNMEASURED: skipped, not a compute capability 9.0 GPU"
 else
     UNMEASURED_OK=0
-    row "attention, unmeasured variants (bf16)" FAIL "exit $rc ($n rows): $(grep -m2 -E '^FAIL|error|abort' "$WORK/unmeasured.log" | tr '\n' ' '); left out of the sweep"
+    row "attention, unmeasured variants (bf16)" FAIL "$(why $rc unmeasured) ($n rows): $(grep -m2 -E '^FAIL|error|abort' "$WORK/unmeasured.log" | tr '\n' ' '); left out of the sweep"
 fi
 fi # the checks
 if [ "$REHEARSAL" = 1 ]; then
-    for r in "check_kernels --time" "target: head <= 1.3x its three gemms" \
+    for r in "check_kernels --time" "encoder_backward on text (bf16, ms)" "target: head <= 1.3x its three gemms" \
         "fc GELU fused vs unfused (bf16, ms)" "gemm algorithms: timed vs heuristic (bf16)"; do
         rehearse "$r" "check_kernels --time needs a GPU"
     done
 else
+clocks_start # the speed rows start here
+: >"$OUT/timing.log"
+# encoder_backward on text too (check_timing.c): the bundle's 64K ids of
+# tokenized tinyshakespeare, else the shard `make data` writes
+text=$WORK/bundle/text_tokens.bin
+[ -f "$text" ] || text=datasets/tinyshakespeare_train_000000.bin
+[ -f "$text" ] || text=
 # shellcheck disable=SC2086 # CHECK_ARGS: flags, split on purpose
-if ./build/check_kernels --time --dtype both ${CHECK_ARGS:-} >"$OUT/timing.log" 2>&1; then
+CHECK_TIMING_TOKENS=$text gpu time "$OUT/timing.log" ./build/check_kernels --time --dtype both ${CHECK_ARGS:-}
+rc=$?
+if [ $rc -eq 0 ]; then
     row "check_kernels --time" PASS "per-op medians in timing.log (bf16 table below)"
+    if [ -n "$text" ]; then
+        row "encoder_backward on text (bf16, ms)" info "$(awk '/^encoder_backward on text/ {on = 1} on && /^encoder_backward text B/ {printf "%s%s %s ms (longest run %s of %s)", (n++ ? "; " : ""), $3, $4, $7, $9}' "$OUT/timing.log" | tail -c 300)"
+    else
+        row "encoder_backward on text (bf16, ms)" SKIP "no token file (make data, or the bundle's text_tokens.bin)"
+    fi
     if d=$($TOOLS headx "$OUT/timing.log" 1.3); then row "target: head <= 1.3x its three gemms" PASS "$d"
     else row "target: head <= 1.3x its three gemms" FAIL "$d"; fi
     # the static model's predictions for these rows (made by gpu_bundle.sh on
     # the CPU machine; python3 only here), appended to timing.log
     if [ -f "$WORK/bundle/perf_model.json" ]; then
-        # shellcheck disable=SC2094 # --compare reads timing.log whole before it prints
-        { echo; $PY dev/cuda_perf_model.py --compare "$OUT/timing.log" \
+        cp "$OUT/timing.log" "$WORK/timing_time.log"
+        { echo; $PY dev/cuda_perf_model.py --compare "$WORK/timing_time.log" \
             --predictions "$WORK/bundle/perf_model.json"; } >>"$OUT/timing.log" 2>&1
     fi
 else
-    row "check_kernels --time" FAIL "$(tail -1 "$OUT/timing.log")"
+    row "check_kernels --time" FAIL "$(why $rc time): $(grep -v '^=== gpu_check' "$OUT/timing.log" | tail -1)"
 fi
+if [ "$FIRST" = 1 ]; then
+    for r in "fc GELU fused vs unfused (bf16, ms)" "gemm algorithms: timed vs heuristic (bf16)"; do
+        row "$r" SKIP "not in the first-run plan (GPU_CHECK_PLAN=first)"
+    done
+else
 # the bf16 table twice more, appended: GELU epilogues on; heuristic algorithms
 for v in TRAIN_GPT_FUSE_GELU=1 TRAIN_GPT_GEMM_TUNE=0; do
     echo "=== $v ./build/check_kernels --time --dtype bf16" >>"$OUT/timing.log"
-    env "$v" ./build/check_kernels --time --dtype bf16 >"$WORK/timing_$v.log" 2>&1
-    cat "$WORK/timing_$v.log" >>"$OUT/timing.log"
+    l0=$(lines "$OUT/timing.log")
+    gpu time "$OUT/timing.log" env "$v" ./build/check_kernels --time --dtype bf16
+    since "$OUT/timing.log" "$l0" >"$WORK/timing_$v.log"
 done
 T=$OUT/timing.log F=$WORK/timing_TRAIN_GPT_FUSE_GELU=1.log H=$WORK/timing_TRAIN_GPT_GEMM_TUNE=0.log
 ms() { $TOOLS table "$1" bf16 "$2" 2>/dev/null; }
@@ -272,6 +312,7 @@ done
 if [ "$n" -gt 0 ]; then
     row "gemm algorithms: timed vs heuristic (bf16)" info "$(awk -v t="$tuned" -v h="$heur" -v n="$n" 'BEGIN {printf "%d gemm rows: %.3f ms timed vs %.3f ms heuristic (%.3fx)", n, t, h, t / h}')"
 else row "gemm algorithms: timed vs heuristic (bf16)" FAIL "timing rows missing: see timing.log"; fi
+fi # the --time repeats
 fi # --time
 fi # kernels
 
@@ -286,16 +327,18 @@ t0=$SECONDS
 if [ "$REHEARSAL" = 1 ] && [ ! -x "$CK" ]; then
     rehearse "attention variants sweep (bf16)" "no $CK (make build/check_kernels_emu)"
 else
+clocks_start
 skip=()
 [ "$UNMEASURED_OK" = 1 ] || skip=(--skip-variants "$UNMEASURED")
-"$CK" --sweep "${QUICK[@]}" --dtype bf16 "${skip[@]}" >"$WORK/sweep.log" 2>&1
+l0=$(lines "$OUT/timing.log")
+gpu sweep "$OUT/timing.log" "$CK" --sweep "${QUICK[@]}" --dtype bf16 "${SWEEP_ARGS[@]}" "${skip[@]}"
 rc=$?
-cat "$WORK/sweep.log" >>"$OUT/timing.log"
+since "$OUT/timing.log" "$l0" >"$WORK/sweep.log" # for the perf section's pick
 best=$(grep '^sweep best' "$WORK/sweep.log" | sed 's/^sweep best //' | tr '\n' ';')
 if [ $rc -eq 0 ]; then
     row "attention variants sweep (bf16)" PASS "$((SECONDS - t0)) s; fastest correct: $best"
 else
-    row "attention variants sweep (bf16)" FAIL "exit $rc after $((SECONDS - t0)) s: $(grep -m3 -E 'FAIL|error' "$WORK/sweep.log" | tr '\n' ' ')"
+    row "attention variants sweep (bf16)" FAIL "$(why $rc sweep) after $((SECONDS - t0)) s: $(grep -m3 -E 'FAIL|error' "$WORK/sweep.log" | tr '\n' ' ')${best:+; fastest correct before: $best}"
 fi
 fi # the emulator
 fi # sweep
@@ -309,6 +352,102 @@ $TOOLS shard "$WORK/small_000.bin" "$SHARD_SMALL" 1000 1 &&
 }
 SMALL=(--train-data "$WORK/small_*.bin" --vocab 1000 --val-every 0)
 FULL=(--train-data "$WORK/full_*.bin" --vocab "$VFULL" --val-every 0)
+
+# ---- 6a: the first speed rows: 124M at recompute 0 and its op profile ----
+# (the rest of section 6 runs after the correctness sections below: in the
+# first-run plan these two come right after the sweep)
+# perf NAME L C NH B RECOMPUTE [extra args]: one throughput row; it starts
+# only while its whole limit (TRAIN_KIND's, default train) fits the budget
+perf() {
+    local name=$1 L=$2 C=$3 NH=$4 B=$5 r=$6
+    shift 6
+    if ! in_budget "${TRAIN_KIND:-train}"; then
+        row "$name" SKIP "$(budget_note)"
+        return 1
+    fi
+    if train "$name" --device "$DEV" --dtype "${DT[bf16]}" --layers "$L" --channels "$C" --heads "$NH" \
+        --seq-len "$PT" --batch "$B" --steps "$PSTEPS" --recompute "$r" "${FULL[@]}" "${PEAK[@]}" "$@"; then
+        local d
+        if d=$($TOOLS stats "$WORK/$name.jsonl" 2 "$L" "$C" "$VFULL" "$PT"); then row "$name" PASS "$d"
+        else row "$name" FAIL "$d"; fi
+    else
+        row "$name" FAIL "train_gpt failed: $(section "$name" | grep -m1 -iE 'error|out of|gpu_check: stopped')"
+        return 1
+    fi
+}
+# The speed targets' 124M configuration: the largest power-of-two micro-batch, at most
+# 64, that fits at recompute 0 -- by --plan's max_B for mode 0 (default
+# budget: free device memory minus its margin).
+B124=16
+if want perf && in_budget; then
+    clocks_start
+    echo "=== plan124: ./train_gpt --plan (124M)" >>"$TLOG"
+    l0=$(lines "$TLOG")
+    gpu plan "$TLOG" ./train_gpt --plan --device "$DEV" --dtype "${DT[bf16]}" --layers 12 --channels "$C124" \
+        --heads "$NH124" --seq-len "$PT" --batch 1 "${FULL[@]}"
+    m=$(since "$TLOG" "$l0" | awk '$1 == "0" {print $NF}')
+    if [ "${m:-0}" -ge 1 ] 2>/dev/null; then
+        B124=1
+        while [ $((B124 * 2)) -le "$BMAX" ] && [ $((B124 * 2)) -le "$m" ]; do B124=$((B124 * 2)); done
+    fi
+fi
+N124="124M B$B124"
+if want perf; then
+perf "$N124 recompute 0" 12 "$C124" "$NH124" "$B124" 0
+# where a 124M step's time goes: --profile-ops (every op synced and timed
+# alone, first step left out), 4 steps; the whole table is in train.log, the
+# five largest rows go in the summary
+pname="$N124 recompute 0, op profile"
+if ! in_budget train; then
+    row "$pname" SKIP "$(budget_note)"
+elif train "$pname" --device "$DEV" --dtype "${DT[bf16]}" --layers 12 --channels "$C124" --heads "$NH124" \
+    --seq-len "$PT" --batch "$B124" --steps 4 --recompute 0 "${FULL[@]}" --profile-ops; then
+    top=$(section "$pname" | awk '/^op profile/ {on = 1; next}
+        on && !hdr {hdr = 1; next}
+        on && n < 5 && !/all timed ops/ {
+            name = $1; for (i = 2; i <= NF - 3; i++) name = name " " $i
+            printf "%s%s %s ms %s", (n ? "; " : ""), name, $(NF - 1), $NF; n++ }')
+    row "$pname" PASS "per step, largest first: $top"
+else
+    row "$pname" FAIL "train_gpt failed: $(section "$pname" | grep -m1 -iE 'error|out of|gpu_check: stopped')"
+fi
+fi # perf, its first rows
+
+# ---- 6b: compute-sanitizer on small attention shapes ----
+# memcheck (out-of-bounds and misaligned accesses), racecheck (shared-memory
+# hazards) and synccheck (barriers in divergent code): what the emulator
+# models away. One process each under its limit; a tool that ran out of
+# time is reported (info), not failed: the sanitizers slow kernels 10-100x.
+if want sanitizer; then
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+sargs=("${SAN_ARGS[@]}")
+[ "$UNMEASURED_OK" = 1 ] || sargs+=(--skip-variants "$UNMEASURED")
+for tool in memcheck racecheck synccheck; do
+    name="compute-sanitizer $tool (attention, small shapes)"
+    if [ "$REHEARSAL" != 1 ] && [ -z "$SAN" ]; then
+        row "$name" SKIP "no compute-sanitizer on this machine"
+        continue
+    fi
+    if [ "$REHEARSAL" = 1 ] && [ ! -x "$CK" ]; then
+        rehearse "$name" "no $CK (make build/check_kernels_emu)"
+        continue
+    fi
+    cmd=("$SAN" --tool "$tool" --error-exitcode 9 --print-limit 20 "$CK" "${sargs[@]}")
+    [ "$REHEARSAL" = 1 ] && cmd=("$CK" "${sargs[@]}") # the emulator has no sanitizer: the path only
+    echo "=== sanitizer $tool: ${cmd[*]}" >>"$KLOG"
+    l0=$(lines "$KLOG")
+    gpu sanitizer "$KLOG" "${cmd[@]}"
+    rc=$?
+    since "$KLOG" "$l0" >"$WORK/san.log"
+    summ=$(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/san.log")
+    case $rc in
+    0) row "$name" PASS "${summ:-no errors}; $(grep -E '^[0-9]+ checks' "$WORK/san.log" | tail -1)" ;;
+    124) row "$name" info "incomplete: $(why $rc sanitizer); $(grep -c -E '^(PASS|FAIL)' "$WORK/san.log") checks ran, no error reported before" ;;
+    125) row "$name" SKIP "$(budget_note)" ;;
+    *) row "$name" FAIL "exit $rc: ${summ:-see kernels.log}; $(grep -m1 -E '========= (Invalid|Race|Barrier|Error)' "$WORK/san.log" | cut -c1-120)" ;;
+    esac
+done
+fi # sanitizer
 
 # ---- 4: GPU fp32 vs cpu, one step ----
 if want grads; then
@@ -330,29 +469,6 @@ for shape in "2 64 4 64" "2 40 4 65"; do
     fi
 done
 fi # grads
-
-# ---- 4b: a seeded sample: the same tokens from the cpu and the GPU in fp32 ----
-# The draws depend only on the logits (model/sample.h); fp32 logits from the
-# two backends differ in rounding, which moves a draw only when it lands
-# within that rounding of a boundary, so the same text is expected.
-if want sample; then
-name="seeded sample, cpu vs GPU fp32 (4 x 64 tokens)"
-G=(--init-from "$WORK/sample.bin" --seq-len 64 --generate 64 --seed 7 --top-k 40 --top-p 0.95
-    --num-samples 4 --prompt "1 2 3")
-if train sample_model --device cpu --dtype fp32 --layers 2 --channels 64 --heads 4 --seq-len 64 \
-    --batch 4 --steps 20 "${SMALL[@]}" --save "$WORK/sample.bin" &&
-    ./train_gpt --device cpu "${G[@]}" >"$WORK/sample_cpu.txt" 2>>"$TLOG" &&
-    ./train_gpt --device "$DEV" --dtype fp32 "${G[@]}" >"$WORK/sample_gpu.txt" 2>>"$TLOG"; then
-    { echo "=== sample: cpu"; cat "$WORK/sample_cpu.txt"; echo "=== sample: GPU"; cat "$WORK/sample_gpu.txt"; } >>"$TLOG"
-    if cmp -s "$WORK/sample_cpu.txt" "$WORK/sample_gpu.txt"; then
-        row "$name" PASS "identical text"
-    else
-        row "$name" FAIL "differ: $(cmp "$WORK/sample_cpu.txt" "$WORK/sample_gpu.txt" | head -1)"
-    fi
-else
-    row "$name" FAIL "train_gpt failed: see train.log"
-fi
-fi # sample
 
 # ---- 5: recompute modes, bitwise ----
 if want recompute; then
@@ -424,51 +540,35 @@ fi # recompute
 if want nccl; then
 if ! command -v mpirun >/dev/null; then
     row "NCCL 1-rank vs plain run (bitwise)" SKIP "no mpirun on this machine (OpenMPI's openmpi-bin)"
-elif DEVICE=$DEV TRAIN_GPT_GEMM_TUNE=0 STEPS=5 dev/gpu_check/gpu_check_dist.sh >"$OUT/dist.log" 2>&1; then
-    row "NCCL 1-rank vs plain run (bitwise)" PASS "$(grep -m1 -iE 'identical|PASS' "$OUT/dist.log")"
 else
-    row "NCCL 1-rank vs plain run (bitwise)" FAIL "see dist.log: $(tail -1 "$OUT/dist.log")"
+    echo "=== dist: dev/gpu_check/gpu_check_dist.sh" >>"$TLOG"
+    l0=$(lines "$TLOG")
+    DEVICE=$DEV TRAIN_GPT_GEMM_TUNE=0 STEPS=5 gpu dist "$TLOG" dev/gpu_check/gpu_check_dist.sh
+    rc=$?
+    since "$TLOG" "$l0" >"$WORK/dist.log"
+    if [ $rc -eq 0 ]; then
+        row "NCCL 1-rank vs plain run (bitwise)" PASS "$(grep -m1 -iE 'identical|PASS' "$WORK/dist.log")"
+    else
+        row "NCCL 1-rank vs plain run (bitwise)" FAIL "$(why $rc dist): see train.log's dist block: $(grep -v '^=== gpu_check' "$WORK/dist.log" | tail -1)"
+    fi
 fi
 fi # nccl
 
-# ---- 6: throughput, MFU, memory ----
+# ---- 6: throughput, MFU, memory (after 6a's first rows) ----
+# Every row from here on starts only while its whole limit fits the budget.
 if want perf; then
-# perf NAME L C NH B RECOMPUTE [extra args]
-perf() {
-    local name=$1 L=$2 C=$3 NH=$4 B=$5 r=$6
-    shift 6
-    if ! in_budget; then
-        row "$name" SKIP "time budget ($BUDGET s) used"
-        return 1
-    fi
-    if train "$name" --device "$DEV" --dtype "${DT[bf16]}" --layers "$L" --channels "$C" --heads "$NH" \
-        --seq-len "$PT" --batch "$B" --steps "$PSTEPS" --recompute "$r" "${FULL[@]}" "${PEAK[@]}" "$@"; then
-        local d
-        if d=$($TOOLS stats "$WORK/$name.jsonl" 2 "$L" "$C" "$VFULL" "$PT"); then row "$name" PASS "$d"
-        else row "$name" FAIL "$d"; fi
-    else
-        row "$name" FAIL "train_gpt failed: $(section "$name" | grep -m1 -iE 'error|out of')"
-        return 1
-    fi
-}
-# The speed targets' 124M configuration: the largest power-of-two micro-batch, at most
-# 64, that fits at recompute 0 -- by --plan's max_B for mode 0 (default
-# budget: free device memory minus its margin).
-B124=16
-if in_budget; then
-    echo "=== plan124: ./train_gpt --plan (124M)" >>"$TLOG"
-    ./train_gpt --plan --device "$DEV" --dtype "${DT[bf16]}" --layers 12 --channels "$C124" --heads "$NH124" \
-        --seq-len "$PT" --batch 1 "${FULL[@]}" >"$WORK/plan124.txt" 2>&1
-    cat "$WORK/plan124.txt" >>"$TLOG"
-    m=$(awk '$1 == "0" {print $NF}' "$WORK/plan124.txt")
-    if [ "${m:-0}" -ge 1 ] 2>/dev/null; then
-        B124=1
-        while [ $((B124 * 2)) -le "$BMAX" ] && [ $((B124 * 2)) -le "$m" ]; do B124=$((B124 * 2)); done
-    fi
-fi
-N124="124M B$B124"
-perf "$N124 recompute 0" 12 "$C124" "$NH124" "$B124" 0
 perf "$N124 recompute 1" 12 "$C124" "$NH124" "$B124" 1
+XL_INIT=()
+if TRAIN_KIND=xl perf "XL (48L C1600) B8 recompute 0" 48 "$CXL" "$NHXL" "$BXL" 0 --save "$WORK/xl.bin"; then
+    XL_INIT=(--init-from "$WORK/xl.bin") # saves the 1.5B-parameter host init (~30 s) below
+fi
+TRAIN_KIND=xl perf "XL (48L C1600) B8 recompute 1" 48 "$CXL" "$NHXL" "$BXL" 1 "${XL_INIT[@]}"
+if [ "$FIRST" = 1 ]; then
+    for r in "$N124 recompute 0, heuristic gemm algos" "$N124 recompute 0, FUSE_GELU=1" \
+        "$N124 recompute 0, sweep's variants" "$N124 recompute 1, one-chunk head"; do
+        row "$r" SKIP "not in the first-run plan (GPU_CHECK_PLAN=first)"
+    done
+else
 # the same step with the heuristic's gemm algorithms, and with the GELU
 # epilogues: tokens/s ratios to the default run
 TRAIN_GPT_GEMM_TUNE=0 perf "$N124 recompute 0, heuristic gemm algos" 12 "$C124" "$NH124" "$B124" 0
@@ -490,28 +590,7 @@ for v in "heuristic gemm algos" "FUSE_GELU=1"; do
 done
 # the loss head in one chunk of all B*T tokens: the chunked head's cost
 perf "$N124 recompute 1, one-chunk head" 12 "$C124" "$NH124" "$B124" 1 --loss-chunk $((B124 * PT))
-# where a 124M step's time goes: --profile-ops (every op synced and timed
-# alone, first step left out), 4 steps; the whole table is in train.log, the
-# five largest rows go in the summary
-pname="$N124 recompute 0, op profile"
-if ! in_budget; then
-    row "$pname" SKIP "time budget ($BUDGET s) used"
-elif train "$pname" --device "$DEV" --dtype "${DT[bf16]}" --layers 12 --channels "$C124" --heads "$NH124" \
-    --seq-len "$PT" --batch "$B124" --steps 4 --recompute 0 "${FULL[@]}" --profile-ops; then
-    top=$(section "$pname" | awk '/^op profile/ {on = 1; next}
-        on && !hdr {hdr = 1; next}
-        on && n < 5 && !/all timed ops/ {
-            name = $1; for (i = 2; i <= NF - 3; i++) name = name " " $i
-            printf "%s%s %s ms %s", (n ? "; " : ""), name, $(NF - 1), $NF; n++ }')
-    row "$pname" PASS "per step, largest first: $top"
-else
-    row "$pname" FAIL "train_gpt failed: $(section "$pname" | grep -m1 -iE 'error|out of')"
-fi
-XL_INIT=()
-if perf "XL (48L C1600) B8 recompute 0" 48 "$CXL" "$NHXL" "$BXL" 0 --save "$WORK/xl.bin"; then
-    XL_INIT=(--init-from "$WORK/xl.bin") # saves the 1.5B-parameter host init (~30 s) below
-fi
-perf "XL (48L C1600) B8 recompute 1" 48 "$CXL" "$NHXL" "$BXL" 1 "${XL_INIT[@]}"
+fi # the side rows
 
 # the speed targets, from the runs above (medians after 2 warm-up steps)
 target() { # NAME TOOL-ARGS...: a row from gpu_check_tools.py's verdict
@@ -536,15 +615,16 @@ fi # perf
 if want xlmax; then
 PLAN=(--device "$DEV" --dtype "${DT[bf16]}" --layers 48 --channels "$CXL" --heads "$NHXL" --seq-len "$PT" --batch "$BXL"
     "${FULL[@]}" "${PLAN_XL[@]}")
-if in_budget; then
+if in_budget plan; then
     echo "=== plan: ./train_gpt --plan ${PLAN[*]}" >>"$TLOG"
-    ./train_gpt --plan "${PLAN[@]}" >"$WORK/plan.txt" 2>&1
-    cat "$WORK/plan.txt" >>"$TLOG"
+    l0=$(lines "$TLOG")
+    gpu plan "$TLOG" ./train_gpt --plan "${PLAN[@]}"
+    since "$TLOG" "$l0" >"$WORK/plan.txt"
 fi
 for r in 0 1; do
     name="XL max micro-batch (recompute $r)"
-    if ! in_budget; then
-        row "$name" SKIP "time budget ($BUDGET s) used"
+    if ! in_budget xl; then
+        row "$name" SKIP "$(budget_note)"
         continue
     fi
     B=$(awk -v m="$r" '$1 == m {print $NF}' "$WORK/plan.txt")
@@ -554,13 +634,13 @@ for r in 0 1; do
     fi
     X=(--device "$DEV" --dtype "${DT[bf16]}" --layers 48 --channels "$CXL" --heads "$NHXL" --seq-len "$PT"
         --steps 1 --recompute "$r" "${FULL[@]}" "${XL_INIT[@]}")
-    if ! train "xlmax${r}_$B" "${X[@]}" --batch "$B"; then
+    if ! TRAIN_KIND=xl train "xlmax${r}_$B" "${X[@]}" --batch "$B"; then
         row "$name" FAIL "--plan's max_B=$B failed: $(section "xlmax${r}_$B" | grep -m1 -iE 'error|out of')"
         continue
     fi
     mem=$($TOOLS mem "$WORK/xlmax${r}_$B.jsonl")
     b=$((B + 1))
-    if train "xlmax${r}_$b" "${X[@]}" --batch "$b" --memory-budget 1000000GiB; then
+    if TRAIN_KIND=xl train "xlmax${r}_$b" "${X[@]}" --batch "$b" --memory-budget 1000000GiB; then
         note="B=$b ran too (inside --plan's 512 MiB margin)"
         verdict=PASS
     elif section "xlmax${r}_$b" | grep -q "out of cuda memory"; then
@@ -577,12 +657,15 @@ fi # xlmax
 # ---- 8: 124M at recompute 1, the largest micro-batch: chunked head vs one chunk ----
 if want head; then
 name="124M max micro-batch, chunked vs one-chunk head"
-if in_budget; then
+if in_budget xl; then
     P124=(--device "$DEV" --dtype "${DT[bf16]}" --layers 12 --channels "$C124" --heads "$NH124" --seq-len "$PT"
         --batch 8 "${FULL[@]}" "${PLAN_124[@]}")
-    ./train_gpt --plan "${P124[@]}" >"$WORK/plan124.txt" 2>&1
-    ./train_gpt --plan "${P124[@]}" --loss-chunk 1073741824 >"$WORK/plan124u.txt" 2>&1
-    cat "$WORK/plan124.txt" "$WORK/plan124u.txt" >>"$TLOG"
+    l0=$(lines "$TLOG")
+    gpu plan "$TLOG" ./train_gpt --plan "${P124[@]}"
+    since "$TLOG" "$l0" >"$WORK/plan124.txt"
+    l0=$(lines "$TLOG")
+    gpu plan "$TLOG" ./train_gpt --plan "${P124[@]}" --loss-chunk 1073741824
+    since "$TLOG" "$l0" >"$WORK/plan124u.txt"
     Bc=$(awk '$1 == 1 {print $NF}' "$WORK/plan124.txt")
     Bu=$(awk '$1 == 1 {print $NF}' "$WORK/plan124u.txt")
     M124=(--device "$DEV" --dtype "${DT[bf16]}" --layers 12 --channels "$C124" --heads "$NH124" --seq-len "$PT"
@@ -592,8 +675,8 @@ if in_budget; then
     # (the one-chunk run is the baseline, reported either way: its (B*T, Vp)
     # logits matmul passes 2^31 elements, which cuBLASLt may refuse)
     if [ "${Bc:-0}" -gt 0 ] 2>/dev/null && [ "${Bu:-0}" -gt 0 ] 2>/dev/null &&
-        train "m124_$Bc" "${M124[@]}" --batch "$Bc"; then
-        if train "m124u_$Bu" "${M124[@]}" --batch "$Bu" --loss-chunk 1073741824; then
+        TRAIN_KIND=xl train "m124_$Bc" "${M124[@]}" --batch "$Bc"; then
+        if TRAIN_KIND=xl train "m124u_$Bu" "${M124[@]}" --batch "$Bu" --loss-chunk 1073741824; then
             base="one-chunk B=$Bu ran"
         else
             base="one-chunk B=$Bu failed: $(section "m124u_$Bu" | grep -m1 -iE 'error|out of')"
@@ -613,20 +696,21 @@ fi # head
 if want auto; then
 for shape in 12 48; do
     name="auto vs fixed modes ($([ $shape = 12 ] && echo 124M || echo XL), B8)"
-    if ! in_budget; then
-        row "$name" SKIP "time budget ($BUDGET s) used"
+    if ! in_budget auto; then
+        row "$name" SKIP "$(budget_note)"
         continue
     fi
     extra=("${FULL[@]}")
     [ $shape = 48 ] && extra+=("${XL_INIT[@]}")
     echo "=== bench_auto L=$shape: dev/bench/bench_auto.sh gpu ${extra[*]}" >>"$TLOG"
+    l0=$(lines "$TLOG")
     LAYERS=$shape NBUDGETS=2 STEPS=$([ $shape = 12 ] && echo 4 || echo 3) REPEATS=1 \
-        MODES=selective dev/bench/bench_auto.sh gpu "${extra[@]}" >"$WORK/auto$shape.txt" 2>&1
+        MODES=selective gpu auto "$TLOG" dev/bench/bench_auto.sh gpu "${extra[@]}"
     rc=$?
-    cat "$WORK/auto$shape.txt" >>"$TLOG"
+    since "$TLOG" "$l0" >"$WORK/auto$shape.txt"
     rows=$(grep -E "^\| $shape \| [0-9]" "$WORK/auto$shape.txt" | head -2)
     if [ $rc -ne 0 ] || [ -z "$rows" ]; then
-        row "$name" FAIL "bench_auto.sh failed (exit $rc): $(tail -1 "$WORK/auto$shape.txt")"
+        row "$name" FAIL "bench_auto.sh failed ($(why $rc auto)): $(grep -v '^=== gpu_check' "$WORK/auto$shape.txt" | tail -1)"
         continue
     fi
     while IFS='|' read -r _ _ budget fits tps ratio step _; do
@@ -635,5 +719,32 @@ for shape in 12 48; do
     done <<<"$rows"
 done
 fi # auto
+
+# ---- 10: a seeded sample: the same tokens from the cpu and the GPU in fp32 ----
+# The draws depend only on the logits (model/sample.h); fp32 logits from the
+# two backends differ in rounding, which moves a draw only when it lands
+# within that rounding of a boundary, so the same text is expected.
+if want sample; then
+name="seeded sample, cpu vs GPU fp32 (4 x 64 tokens)"
+if ! in_budget train; then
+    row "$name" SKIP "$(budget_note)"
+else
+G=(--init-from "$WORK/sample.bin" --seq-len 64 --generate 64 --seed 7 --top-k 40 --top-p 0.95
+    --num-samples 4 --prompt "1 2 3")
+if train sample_model --device cpu --dtype fp32 --layers 2 --channels 64 --heads 4 --seq-len 64 \
+    --batch 4 --steps 20 "${SMALL[@]}" --save "$WORK/sample.bin" &&
+    timeout -k 5 "${LIMIT[train]}" ./train_gpt --device cpu "${G[@]}" >"$WORK/sample_cpu.txt" 2>>"$TLOG" &&
+    timeout -k 5 "${LIMIT[train]}" ./train_gpt --device "$DEV" --dtype fp32 "${G[@]}" >"$WORK/sample_gpu.txt" 2>>"$TLOG"; then
+    { echo "=== sample: cpu"; cat "$WORK/sample_cpu.txt"; echo "=== sample: GPU"; cat "$WORK/sample_gpu.txt"; } >>"$TLOG"
+    if cmp -s "$WORK/sample_cpu.txt" "$WORK/sample_gpu.txt"; then
+        row "$name" PASS "identical text"
+    else
+        row "$name" FAIL "differ: $(cmp "$WORK/sample_cpu.txt" "$WORK/sample_gpu.txt" | head -1)"
+    fi
+else
+    row "$name" FAIL "train_gpt failed or timed out: see train.log"
+fi
+fi # the budget
+fi # sample
 
 finish

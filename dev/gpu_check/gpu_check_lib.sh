@@ -3,8 +3,9 @@
 # GPU runs' configuration (devices, dtypes, shapes, targets), the CPU
 # rehearsal's substitutions for it (GPU_CHECK_REHEARSAL=1), and the helpers
 # every section uses: row (a summary line), want (GPU_CHECK_SECTIONS),
-# in_budget, finish, section and train. It expects OUT, WORK, SUM, TLOG,
-# JLOG, BUDGET and FAILS set by gpu_check.sh.
+# in_budget, gpu (every GPU process, under timeout), clocks_start, finish,
+# section and train. It expects OUT, WORK, SUM, TLOG, JLOG, TOOLS and FAILS
+# set by gpu_check.sh; it sets BUDGET.
 # shellcheck disable=SC2034 # the configuration is read by gpu_check.sh
 
 # The device, dtypes, shapes and targets of the GPU runs, as variables so that
@@ -31,6 +32,48 @@ TGT_MFU=0.45 TGT_XL=0.78 TGT_HEAD=0.97 TGT_HEADB=3 TGT_AUTO=0.97 # the speed tar
 # the process) loses only their row; left out of the sweep when it failed.
 UNMEASURED=fwd-wgmma-w4-k64-s2-b3,dq-wgmma-w4-k64-s2-b3,dkdv-wgmma-w4-q64-s2-b2
 UNMEASURED_OK=1
+# Every GPU process runs under `timeout -k 5 LIMIT` (gpu, below), LIMIT in
+# seconds by the kind of process; GPU_CHECK_LIMIT_<KIND> (upper case)
+# overrides one, e.g. GPU_CHECK_LIMIT_CHECKS=4 in the hang rehearsal. The
+# estimates beside them are from runs 1-3 (dev/notes/gpu-results.md, "The
+# first-run plan"), the limits about twice that: a hang costs its limit,
+# not the lease.
+declare -A LIMIT=(
+    [checks]=120    # check_kernels, every op (est. 55 s)
+    [gelu]=40       # check_kernels --only fused, GELU epilogues (est. 10 s)
+    [unmeasured]=40 # check_kernels, the wgmma variants alone (est. 10 s)
+    [time]=45       # check_kernels --time, one table pair (est. 12 s)
+    [sweep]=90      # check_kernels --sweep (est. 25 s at B=4 and 64, 45 s all four shapes)
+    [sanitizer]=30  # compute-sanitizer, each of its three tools (est. 10-15 s)
+    [plan]=30       # train_gpt --plan (est. 3 s)
+    [train]=60      # one train_gpt run at 124M or smaller (est. 8-20 s)
+    [xl]=100        # one train_gpt run at the 48-layer XL (est. 40-50 s, runs 1 and 3)
+    [dist]=90       # gpu_check_dist.sh, three 1-rank runs (est. 20 s)
+    [auto]=120      # dev/bench/bench_auto.sh gpu, one shape (est. 50 s)
+)
+for k in "${!LIMIT[@]}"; do
+    v=GPU_CHECK_LIMIT_${k^^}
+    if [ -n "${!v:-}" ]; then LIMIT[$k]=${!v}; fi
+done
+# GPU_CHECK_PLAN=first: the first run after a kernel rewrite (in the
+# order dev/notes/gpu-results.md gives): the sections below unless
+# GPU_CHECK_SECTIONS names others, the sweep at 124M's B=4 and B=64 only,
+# no --time repeats (GELU epilogues, heuristic algorithms) and no perf
+# side rows (those and the one-chunk head); the 300 s budget.
+FIRST=0 SWEEP_ARGS=()
+if [ "${GPU_CHECK_PLAN:-}" = first ]; then
+    FIRST=1 SWEEP_ARGS=(--sweep-b "4,64")
+    : "${GPU_CHECK_SECTIONS:=kernels sweep perf sanitizer auto sample}"
+    : "${GPU_CHECK_BUDGET:=300}"
+elif [ -n "${GPU_CHECK_PLAN:-}" ]; then
+    echo "gpu_check.sh: GPU_CHECK_PLAN: expected first or nothing, got '$GPU_CHECK_PLAN'" >&2
+    exit 2
+fi
+BUDGET=${GPU_CHECK_BUDGET:-540}
+# compute-sanitizer's pass: the default attention variants and the
+# unmeasured ones, bf16, the small shapes (on the emulator: the encoder)
+SAN_ARGS=(--quick --dtype bf16 --only attention
+    --only-variants "fwd-w4-k64-s2-b4,dq-w4-k64-s2-b4,dkdv-w4-q64-s2-b3,$UNMEASURED")
 if [ "$REHEARSAL" = 1 ]; then
     # The CPU rehearsal (dev/gpu_check/gpu_check_rehearsal.py): every section's shell
     # and parsing on the cpu backend at tiny shapes, in about a minute. Only what
@@ -64,6 +107,7 @@ if [ "$REHEARSAL" = 1 ]; then
     PEAK=(--peak-tflops 0.05) # about a third of a shared core's fp32 rate
     SWEEP_SHAPE=0 # the emulator's sweep is at its own shapes: take its first pick
     TGT_MFU=0 TGT_XL=0 TGT_HEAD=0 TGT_HEADB=0 TGT_AUTO=0
+    SAN_ARGS=(--quick --dtype fp32 --only encoder) # the path, not the tool: no sanitizer here
     export GPU_CHECK_MEM_TOL_PCT=inf     # gpu_check_tools.py: RSS is not device memory
     export GPU_CHECK_PEAK_TFLOPS=0.05    # gpu_check_tools.py's MFU: PEAK's peak
     export GPU_CHECK_REHEARSAL=1     # bench_auto.sh gpu: its cpu shapes
@@ -76,12 +120,91 @@ row() { # NAME RESULT DETAIL
     printf '%-46s %-5s %s\n' "$1" "$2" "$3" | tee -a "$SUM"
     if [ "$2" = FAIL ]; then FAILS=$((FAILS + 1)); fi
 }
-in_budget() { [ "$SECONDS" -lt "$BUDGET" ]; }
+# in_budget [KIND]: whether a row may start: with KIND, whether its whole
+# limit still fits in GPU_CHECK_BUDGET (the optional rows); without, whether
+# any of the budget is left
+in_budget() {
+    if [ $# -eq 0 ]; then [ "$SECONDS" -lt "$BUDGET" ]; else [ $((SECONDS + LIMIT[$1])) -le "$BUDGET" ]; fi
+}
 # GPU_CHECK_SECTIONS: run only these sections (default: all), e.g. "kernels
 # head" for a rerun inside a short lease. Names: kernels sweep grads sample
-# recompute nccl perf xlmax head auto. The build and the data always run.
+# recompute nccl perf sanitizer xlmax head auto. The build and the data
+# always run.
 want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ " $GPU_CHECK_SECTIONS " == *" $1 "* ]]; }
+budget_note() { echo "time budget ($BUDGET s) used"; }
+# gpu KIND LOG CMD...: CMD under `timeout -k 5 L`, L = LIMIT[KIND] cut to
+# what is left of the budget (so that no process runs past it), stdout and
+# stderr appended to LOG as they come (line-buffered through stdbuf where
+# it exists: a killed process loses no buffered lines). Exit: CMD's, 124
+# when it was stopped at its limit (a line in LOG says so), 125 when less
+# than 5 s of the budget was left to start it (not run; a line says so).
+STDBUF=()
+if command -v stdbuf >/dev/null; then STDBUF=(stdbuf -oL -eL); fi
+GPU_TIMEOUTS=0
+gpu() {
+    local kind=$1 log=$2 lim=${LIMIT[$1]}
+    shift 2
+    local left=$((BUDGET - SECONDS))
+    if [ "$left" -lt "$lim" ] && [ "$left" -lt 5 ]; then
+        echo "=== gpu_check: not run, $(budget_note): $*" >>"$log"
+        return 125
+    fi
+    [ "$left" -lt "$lim" ] && lim=$left
+    local t0=$SECONDS
+    timeout -k 5 "$lim" "${STDBUF[@]}" "$@" >>"$log" 2>&1
+    local rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "=== gpu_check: stopped at its limit, $lim s (timeout -k 5 $lim; ${kind}): $*" >>"$log"
+        GPU_TIMEOUTS=$((GPU_TIMEOUTS + 1))
+        return 124
+    fi
+    echo "=== gpu_check: exit $rc after $((SECONDS - t0)) s (limit $lim s): $*" >>"$log"
+    return $rc
+}
+# why RC KIND: the reason a gpu run failed, for a row
+why() {
+    case $1 in
+    124) echo "timed out (limit ${LIMIT[$2]} s or the budget's end; partial log kept)" ;;
+    125) budget_note ;;
+    *) echo "exit $1" ;;
+    esac
+}
+# since LOG LINES: LOG after its first LINES lines (what one run appended)
+since() { tail -n +$(($2 + 1)) "$1"; }
+lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+# The SM clock and power, every 500 ms, in the background into
+# OUT/clocks.csv during the speed rows (nvidia-smi; in the rehearsal a
+# stand-in that prints the same columns); clocks_stop ends it and gives its
+# row.
+CLK_PID=
+clocks_start() {
+    [ -n "$CLK_PID" ] && return 0
+    if [ "$REHEARSAL" = 1 ]; then
+        { echo "timestamp, clocks.sm [MHz], power.draw [W]"
+          while :; do echo "$(date -u '+%Y/%m/%d %H:%M:%S.000'), 1980 MHz, 500.00 W"; sleep 0.5; done
+        } >"$OUT/clocks.csv" 2>&1 &
+        CLK_PID=$!
+    elif command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv -lms 500 >"$OUT/clocks.csv" 2>&1 &
+        CLK_PID=$!
+    else
+        CLK_PID=none
+    fi
+}
+clocks_stop() {
+    local name="SM clock and power (nvidia-smi -lms 500)"
+    case $CLK_PID in
+    "") return 0 ;;
+    none) row "$name" SKIP "no nvidia-smi on this machine" ;;
+    *)
+        kill "$CLK_PID" 2>/dev/null
+        wait "$CLK_PID" 2>/dev/null
+        row "$name" info "$($TOOLS clocks "$OUT/clocks.csv")" ;;
+    esac
+    CLK_PID=
+}
 finish() {
+    clocks_stop
     echo
     echo "==== gpu_check summary ($SECONDS s; logs in $OUT) ===="
     cat "$SUM"
@@ -99,13 +222,14 @@ finish() {
 # section NAME: the output of run NAME in train.log
 section() { awk -v h="=== $1: ./train_gpt" 'index($0, h) == 1 {on = 1} on {print} /^=== / && index($0, h) != 1 {on = 0}' "$TLOG"; }
 
-# train NAME ARGS...: ./train_gpt ARGS --log WORK/NAME.jsonl; output to train.log
+# train NAME ARGS...: ./train_gpt ARGS --log WORK/NAME.jsonl under gpu
+# (TRAIN_KIND's limit, default train); output to train.log
 train() {
     local name=$1
     shift
     echo "=== $name: ./train_gpt $* --log $WORK/$name.jsonl" >>"$TLOG"
     local t0=$SECONDS
-    ./train_gpt "$@" --log "$WORK/$name.jsonl" >>"$TLOG" 2>&1
+    gpu "${TRAIN_KIND:-train}" "$TLOG" ./train_gpt "$@" --log "$WORK/$name.jsonl"
     local rc=$?
     echo "=== $name: exit $rc after $((SECONDS - t0)) s" >>"$TLOG"
     if [ -f "$WORK/$name.jsonl" ]; then

@@ -15,8 +15,14 @@ GPU_CHECK_SECTIONS) on the cpu backend at tiny shapes, then asserts:
   - OUT holds the logs of those sections and at most 8 files (the device
     tool returns no more).
 
-Then once more with GPU_CHECK_BUDGET=0: sections 6-9 each print their SKIP
-rows ("time budget (0 s) used") and the script still exits 0. And the
+Then once more with GPU_CHECK_BUDGET=0: sections 6-10 each print their SKIP
+rows ("time budget (0 s) used") and the script still exits 0. Then the
+hang: sections kernels and grads with CHECK_KERNELS_TEST_HANG=1 (the
+emulator's checker launches a kernel that never returns, dev/cuda/
+check_hang.cu) and 4 s limits: the three check_kernels rows FAIL as timed
+out, kernels.log in OUT keeps the rows printed before the hang and says
+where each process was stopped, and the grads rows after it still run
+(about 20 s). And the
 parsers of what only a GPU prints (the rehearsal's SKIP rows), on text in
 the printf formats of dev/cuda/check_timing.c (check_kernels --time) and
 kernels/cuda/gemm.cu ("gemm algo:" lines) and dev/cuda/check_sweep.c
@@ -31,7 +37,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ALL = "kernels sweep grads sample recompute nccl perf xlmax head auto"
+ALL = "kernels sweep grads sample recompute nccl perf sanitizer xlmax head auto"
+CLOCKS = "SM clock and power (nvidia-smi -lms 500)"
 BUILD = "build (make -j16, sm_80 + sm_90a)"
 B124 = r"124M B[0-9]+"
 AUTO = r"auto vs fixed modes \((124M|XL), B8\)"
@@ -50,6 +57,7 @@ def rows_of(section):
                 (lit("check_kernels, GELU epilogues (FUSE_GELU=1)"), 1, "run"),
                 (lit("attention, unmeasured variants (bf16)"), 1, "run"),
                 (lit("check_kernels --time"), 1, "skip"),
+                (lit("encoder_backward on text (bf16, ms)"), 1, "skip"),
                 (lit("target: head <= 1.3x its three gemms"), 1, "skip"),
                 (lit("fc GELU fused vs unfused (bf16, ms)"), 1, "skip"),
                 (lit("gemm algorithms: timed vs heuristic (bf16)"), 1, "skip")]
@@ -66,6 +74,9 @@ def rows_of(section):
         return r + [(lit("recompute 1 vs 0 bitwise (bf16, timed gemm algos)"), 1, "run"),
                     (lit("recompute 1 vs 0 bitwise (bf16, FUSE_GELU=1)"), 1, "run"),
                     (lit("recompute selective vs 0 bitwise (bf16, FUSE_GELU=1)"), 1, "run")]
+    if section == "sanitizer":  # the emulator's run of the same command, no tool
+        return [(lit(f"compute-sanitizer {t} (attention, small shapes)"), 1, "run")
+                for t in ("memcheck", "racecheck", "synccheck")]
     if section == "nccl":
         return [(lit("NCCL 1-rank vs plain run (bitwise)"), 1, "run")]
     if section == "perf":
@@ -107,6 +118,8 @@ def budget_rows_of(section):
         return [(lit("124M max micro-batch, chunked vs one-chunk head"), 1, "budget")]
     if section == "auto":
         return [(AUTO, 2, "budget")]
+    if section == "sample":
+        return [(lit("seeded sample, cpu vs GPU fp32 (4 x 64 tokens)"), 1, "budget")]
     return rows_of(section)
 
 
@@ -239,6 +252,50 @@ def check_gpu_parsers(tmp, errors):
            "the sweep did not run")
 
 
+HANG_ROWS = ("check_kernels (fp32 1e-5, bf16 2e-2)", "check_kernels, GELU epilogues (FUSE_GELU=1)",
+             "attention, unmeasured variants (bf16)")
+
+
+def check_hang(tmp, errors):
+    out = os.path.join(tmp, "out_hang")
+    limits = {f"GPU_CHECK_LIMIT_{k}": "4" for k in ("CHECKS", "GELU", "UNMEASURED")}
+    env = dict(os.environ, GPU_CHECK_REHEARSAL="1", GPU_CHECK_SECTIONS="kernels grads",
+               CHECK_KERNELS_TEST_HANG="1", **limits)
+    p = subprocess.run(["dev/gpu_check/gpu_check.sh", out], cwd=ROOT, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    if p.returncode != 1:
+        errors.append(f"hang: gpu_check.sh exited {p.returncode}, expected 1 (the hung rows FAIL)")
+    last = (p.stdout.rstrip().splitlines() or [""])[-1]
+    if last != "gpu_check: 3 FAIL":
+        errors.append(f"hang: last line {last!r}, expected 'gpu_check: 3 FAIL'")
+    rows = {}
+    for line in open(os.path.join(out, "summary.txt")).read().splitlines():
+        m = ROW.match(line)
+        if m:
+            rows[m.group(1)] = (m.group(2), m.group(3) or "")
+    for name in HANG_ROWS:
+        result, detail = rows.get(name, ("missing", ""))
+        if result != "FAIL" or "timed out" not in detail:
+            errors.append(f"hang: row {name!r}: {result} {detail!r}, expected FAIL, timed out")
+    grads = [n for n in rows if n.endswith(" GPU vs cpu grads (L2 C64 NH4 T64)") or
+             n.endswith(" GPU vs cpu grads (L2 C40 NH4 T65)")]
+    if len(grads) != 4 or any(rows[n][0] not in ("PASS", "info") for n in grads):
+        errors.append(f"hang: the grads rows after the hang: {[(n, rows[n]) for n in grads]}, "
+                      "expected 4, PASS or info")
+    klog = open(os.path.join(out, "kernels.log")).read()
+    stops = len(re.findall(r"^=== gpu_check: stopped at its limit, 4 s", klog, re.M))
+    if stops != 3:
+        errors.append(f"hang: kernels.log says {stops} processes were stopped, expected 3")
+    # each hung process's rows before the hang are in the log: line-buffered, not lost
+    for part in re.split(r"^=== (?!gpu_check)", klog, flags=re.M):
+        if "launching a kernel that never returns" in part and \
+                not re.search(r"^PASS ", part.split("launching a kernel")[0], re.M):
+            errors.append("hang: a hung process's rows before the hang are not in kernels.log")
+    if klog.count("launching a kernel that never returns") != 3:
+        errors.append("hang: kernels.log does not show the three injected hangs")
+    return p.stdout
+
+
 def main():
     sections = os.environ.get("GPU_CHECK_SECTIONS", ALL).split()
     errors = []
@@ -249,6 +306,8 @@ def main():
         out = os.path.join(tmp, "out")
         console = run(" ".join(sections), out, {}, errors)
         expected = [(lit(BUILD), 1, "skip")] + [r for s in sections for r in rows_of(s)]
+        if {"sweep", "perf"} & set(sections):  # the clock log ran during their rows
+            expected.append((lit(CLOCKS), 1, "run"))
         check_summary(out, expected, errors)
         log = open(os.path.join(out, "train.log")).read()
         runs = re.findall(r"^=== (.*): exit (\d+) after", log, re.M)
@@ -258,7 +317,7 @@ def main():
         want = {"summary.txt", "train.log", "train_json.log", "nvidia-smi.txt", "build.log"}
         want |= {"kernels.log"} if "kernels" in sections else set()
         want |= {"timing.log"} if "sweep" in sections else set()
-        want |= {"dist.log"} if "nccl" in sections else set()
+        want |= {"clocks.csv"} if {"sweep", "perf"} & set(sections) else set()
         have = set(os.listdir(out))
         errors += [f"OUTDIR: no {f}" for f in sorted(want - have)]
         errors += [f"OUTDIR: {f} is empty" for f in sorted(want - {"build.log"} & have)
@@ -268,13 +327,19 @@ def main():
         if errors:
             sys.stderr.write(console)
         # 2. sections 6-9 past the time budget: SKIP rows, exit 0
-        late = [s for s in sections if s in ("perf", "xlmax", "head", "auto")]
+        late = [s for s in sections if s in ("perf", "xlmax", "head", "auto", "sample")]
         if late:
             out0 = os.path.join(tmp, "out_budget0")
             n = len(errors)
             console = run(" ".join(late), out0, {"GPU_CHECK_BUDGET": "0"}, errors)
             check_summary(out0, [(lit(BUILD), 1, "skip")] +
                           [r for s in late for r in budget_rows_of(s)], errors)
+            if len(errors) > n:
+                sys.stderr.write(console)
+        # 3. an injected hang: timeouts fire, partial logs stay, later sections run
+        if "kernels" in sections:
+            n = len(errors)
+            console = check_hang(tmp, errors)
             if len(errors) > n:
                 sys.stderr.write(console)
     finally:

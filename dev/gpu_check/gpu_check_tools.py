@@ -28,6 +28,10 @@
                                   "FWD,DQ,DKDV vs DEFAULTS"; exit 1 with the
                                   reason when there are none or they are the
                                   defaults
+  clocks CLOCKS_CSV               nvidia-smi --query-gpu=timestamp,clocks.sm,
+                                  power.draw --format=csv's samples: count,
+                                  the SM clock's median, min and max (MHz),
+                                  the power's median and max (W)
 
 --dump-grads files are float32: the loss, then every gradient in llm.c's
 parameter order. Errors per tensor are max|got - ref| / max|ref|.
@@ -363,11 +367,38 @@ def cmd_sweeppick(path, B, C, shape):
     return 1
 
 
+def cmd_clocks(path):
+    """The clock log's summary (its rows: "TIME, 1980 MHz, 500.00 W")."""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        print("no clock log")
+        return 1
+    mhz, watts = [], []
+    for line in lines[1:]:
+        f = [x.strip() for x in line.split(",")]
+        if len(f) < 3:
+            continue
+        try:
+            mhz.append(float(f[1].split()[0]))
+            watts.append(float(f[2].split()[0]))
+        except (ValueError, IndexError):
+            continue  # [N/A] or a partial last line
+    if not mhz:
+        print(f"no samples in {os.path.basename(path)}: {(lines or [''])[-1][:80]!r}")
+        return 1
+    med = statistics.median
+    print(f"{len(mhz)} samples (every 500 ms): SM clock median {med(mhz):.0f} MHz "
+          f"(min {min(mhz):.0f}, max {max(mhz):.0f}); power median {med(watts):.0f} W "
+          f"(max {max(watts):.0f}); clocks.csv")
+    return 0
+
+
 def main():
     cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats,
             "mem": cmd_mem, "ratio": cmd_ratio, "mfu": cmd_mfu, "gelu": cmd_gelu,
             "algos": cmd_algos, "table": cmd_table, "headx": cmd_headx,
-            "sweeppick": cmd_sweeppick}
+            "sweeppick": cmd_sweeppick, "clocks": cmd_clocks}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         return 2

@@ -18,8 +18,10 @@ bytes, round trips, short waits, barriers and the compiler's stall cycles.
             when nothing else competes (its dependence chain; the tiles a
             block loads were loaded by the blocks of the same head before it,
             so they come from L2);
-  T_res(n)= the busiest SM pipe when n resident blocks of W warps each do
-            one tile: issue (4 per clock), integer/compare ALU (2 per clock),
+  T_res(n)= the busiest SM pipe, plus CONTENTION x the rest of the work
+            of the pipes that share issue slots and the MIO queue (issue,
+            ALU, MUFU, tensor, shared memory; busy_cycles), when n resident
+            blocks of W warps each do one tile: issue (4 per clock), integer/compare ALU (2 per clock),
             MUFU (0.5), tensor FLOPs (MMA_SYNC_FLOP_PER_CLK; HGMMA's at
             WGMMA_FLOP_PER_CLK, the spec peak), shared-memory
             bytes (128 per clock), global bytes from L2 (L2_BW / 132);
@@ -34,8 +36,9 @@ bytes, round trips, short waits, barriers and the compiler's stall cycles.
   Trip counts of copy loops nested in the hot loop come from the bytes the
   launch spec says one block stages per tile: trips = bytes / (bytes per
   lane per iteration x threads); other nested loops run spec.inner times.
-  Kernel time = simulated makespan / clock, at least the launch's HBM
-  bytes / HBM_BW.
+  Kernel time = simulated makespan / clock (TENSOR_CLOCK_HZ when the hot
+  loop has tensor work, the clock a sustained tensor load holds; else
+  CLOCK_HZ), at least the launch's HBM bytes / HBM_BW.
 
 Stream kernels (everything memory-bound). The kernel's path (every loop
 once) is found as above; its steady loop is the global-loading loop on it
@@ -126,6 +129,27 @@ def pipe_cycles(P, prof, warps):
         'smem': warps * 32 * prof.sbytes / P['SMEM_BYTES_PER_CLK'],
         'l2': warps * 32 * (prof.gbytes_ld + prof.gbytes_st) / l2_per_clk,
     }
+
+
+# the pipes that share the issue slots and the MIO queue (hw.py: CONTENTION)
+CONTENDED = ('issue', 'alu', 'mufu', 'tensor', 'smem')
+
+
+def busy_cycles(P, pipes):
+    """Cycles a round of pipe work takes: the busiest pipe, plus CONTENTION
+    times the rest of the contended pipes' work (hw.py)."""
+    top = max(pipes.values())
+    c = [pipes[k] for k in CONTENDED if k in pipes]
+    if not c:
+        return top
+    return max(top, max(c) + P['CONTENTION'] * (sum(c) - max(c)))
+
+
+def roof_share(P, pipes, round_cycles, clock_hz):
+    """The share of its binding roofline (the busiest pipe at the boost
+    clock, perfect overlap) a round of round_cycles at clock_hz reaches."""
+    roof = max(pipes.values()) / P['CLOCK_HZ']
+    return roof / (round_cycles / clock_hz) if round_cycles > 0 else 0.0
 
 
 class KernelResult:
@@ -249,19 +273,23 @@ def tile_time(P, k, spec, shape):
     edge_cycles = P['L_BLOCK'] + warp_cycles(P, edge, P['L_L2'])
 
     def round_cycles(n):
-        return max(max(pipe_cycles(P, prof, n * W).values()), t_warp)
+        return max(busy_cycles(P, pipe_cycles(P, prof, n * W)), t_warp)
 
     full = round_cycles(occ.blocks)
     works = [w + edge_cycles / full for w in works]
     cyc = simulate(P, works, occ.blocks, round_cycles)
     pipes = pipe_cycles(P, prof, occ.blocks * W)
-    bound = max(pipes, key=pipes.get) if max(pipes.values()) >= t_warp else 'latency'
-    secs = cyc / P['CLOCK_HZ']
+    bound = max(pipes, key=pipes.get) if busy_cycles(P, pipes) >= t_warp else 'latency'
+    # tensor work runs at the clock a sustained tensor load holds
+    clock = P['TENSOR_CLOCK_HZ'] if prof.flops > 0 else P['CLOCK_HZ']
+    secs = cyc / clock
     hbm = spec.hbm(shape) / P['HBM_BW']
     if hbm > secs:
         secs, bound = hbm, 'hbm'
     detail = {'t_warp': t_warp, 'pipes': pipes, 'round': full, 'edge': edge_cycles,
-              'blocks': len(works), 'hot': hot}
+              'blocks': len(works), 'hot': hot,
+              'roof_share': roof_share(P, pipes, full, clock),
+              'mma_sync': prof.flops - prof.wflops > 0}
     return KernelResult(secs, bound, occ, prof, detail)
 
 

@@ -38,6 +38,34 @@ SMEM_BYTES_PER_CLK = 128.0     # spec: 32 banks x 4 bytes
 MMA_SYNC_FLOP_PER_CLK = 4096 * 2 / 3
 WGMMA_FLOP_PER_CLK = 4096.0    # spec
 
+# ---- what the roofline leaves out: contention, the clock, the model's range ----
+# A pipe-bound round of a tile kernel takes max + CONTENTION x (sum - max)
+# over the pipes that share the issue slots and the MIO queue (issue, ALU,
+# MUFU, tensor, shared memory); 0 would be perfect overlap, 1 no overlap.
+CONTENTION = 0.4               # lead: keeps an mma.sync kernel whose LDSM, HMMA and issue
+                               # loads are each over 60% near 60-65% of its roofline, where
+                               # published kernels of that kind sit (60-75%)
+TENSOR_CLOCK_HZ = 1.83e9       # spec-derived: 989 TFLOP/s = 4096 FLOP/clk x 132 SMs x 1.83 GHz,
+                               # the clock the datasheet's tensor rate assumes; tile kernels
+                               # with tensor work are timed at it, not at the 1.98 GHz boost
+MMA_ROOF_SHARE_MAX = 0.65      # lead: the most of its binding roofline (its busiest pipe at
+                               # the boost clock, perfect overlap) an mma.sync kernel may be
+                               # predicted to reach; `make cuda-perf-model` fails above it
+
+
+def band(P):
+    """(optimistic, pessimistic) copies of P: every prediction is printed
+    as a range between the two. Optimistic: perfect overlap at the boost
+    clock. Pessimistic: no overlap of the contended pipes, 1.755 GHz under
+    a sustained tensor load (H100 reports), gemms at 600 TFLOP/s (K=768
+    shapes, against the 788 of one 8192^3 product), L2 round trips 30%
+    slower (the fit's L_L2 was set on latency-bound kernels only)."""
+    lo = dict(P, CONTENTION=0.0, TENSOR_CLOCK_HZ=P['CLOCK_HZ'])
+    hi = dict(P, CONTENTION=1.0, TENSOR_CLOCK_HZ=1.755e9, GEMM_RATE=min(P['GEMM_RATE'], 600e12),
+              L_L2=1.3 * P['L_L2'])
+    return lo, hi
+
+
 # ---- latencies, in SM clocks ----
 L_L2 = 500                     # fitted (lead: 260-450): a serialized global round trip that hits L2
 L_HBM = 1000                   # fitted: one that goes to HBM under a streaming load (queues too)

@@ -412,13 +412,44 @@ def _encoder_fwd():
 
 
 def _encoder_bwd():
-    return [[Stream(r'wpe_backward_kernel<__nv_bfloat16>', 256, lambda s: ew_grid(s.T * s.C),
-                    hbm=lambda s: s.N * s.C * ACT + 2 * s.T * s.C * ACT, inner=lambda s: s.B),
-             Stream(r'token_sort_kernel', 256, lambda s: cdiv(min(s.N, 1 << 16), 256),
-                    hbm=lambda s: s.N * 8,
-                    moved=lambda s: cdiv(s.N, 256) * s.N * 4, inner=lambda s: 256),
-             Stream(r'wte_backward_kernel<__nv_bfloat16>', 256, lambda s: s.N,
-                    hbm=lambda s: s.N * s.C * ACT + 2 * min(s.N, s.V) * s.C * ACT + s.N * 12)]]
+    """kernels/cuda/encoder.cu: per chunk of positions (at most 128K at
+    C=768 and 1600: one at these shapes), the largest id, 4 radix passes
+    (count, scan, scatter) of which GPT-2's ids (< 2^16) need 2 and the
+    other 2 only copy, then the run sums and their joins; or, in trees
+    before it, the rank sort."""
+    tiles = lambda s: cdiv(s.N, 1024)  # noqa: E731 (ENC_TILE)
+    slices = lambda s: cdiv(s.N, 128)  # noqa: E731 (ENC_SLICE)
+    launches = [Stream(r'wpe_backward_kernel<__nv_bfloat16>', 256, lambda s: ew_grid(s.T * s.C),
+                       hbm=lambda s: s.N * s.C * ACT + 2 * s.T * s.C * ACT, inner=lambda s: s.B),
+                Stream(r'enc_max_kernel', 256, lambda s: 1, hbm=lambda s: s.N * 4,
+                       inner=lambda s: cdiv(s.N, 256))]
+    for active in (True, True, False, False):
+        pairs = (lambda s: s.N * 8) if active else (lambda s: 4)
+        launches += [
+            Stream(r'enc_count_kernel', 256, tiles, hbm=lambda s, p=pairs: p(s) + 1024 * tiles(s),
+                   inner=8),
+            Stream(r'enc_scan_kernel', 256, lambda s: 1,
+                   hbm=(lambda s: 2 * 1024 * tiles(s)) if active else (lambda s: 4),
+                   inner=lambda s: cdiv(256 * tiles(s), 256)),
+            Stream(r'enc_scatter_kernel', 256, tiles,
+                   hbm=lambda s: 2 * s.N * 8 + 1024 * tiles(s), inner=8)]
+    launches += [
+        Stream(r'enc_run_sum_kernel<__nv_bfloat16>', 256, slices,
+               hbm=lambda s: s.N * s.C * ACT + 2 * min(s.N, s.V) * s.C * ACT + s.N * 8,
+               inner=128),
+        Stream(r'enc_run_join_kernel<__nv_bfloat16>', 256, slices,
+               hbm=lambda s: s.N * 8 + 2 * slices(s) * s.C * 4, inner=4)]
+    # before: an O(N^2) rank sort, then one block per token run (the
+    # calibration's commit, 7dd63ea)
+    rank_sort = [
+        Stream(r'wpe_backward_kernel<__nv_bfloat16>', 256, lambda s: ew_grid(s.T * s.C),
+               hbm=lambda s: s.N * s.C * ACT + 2 * s.T * s.C * ACT, inner=lambda s: s.B),
+        Stream(r'token_sort_kernel', 256, lambda s: cdiv(min(s.N, 1 << 16), 256),
+               hbm=lambda s: s.N * 8,
+               moved=lambda s: cdiv(s.N, 256) * s.N * 4, inner=lambda s: 256),
+        Stream(r'wte_backward_kernel<__nv_bfloat16>', 256, lambda s: s.N,
+               hbm=lambda s: s.N * s.C * ACT + 2 * min(s.N, s.V) * s.C * ACT + s.N * 12)]
+    return [launches, rank_sort]
 
 
 def head_vocab_dim(root):

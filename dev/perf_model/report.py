@@ -63,14 +63,28 @@ def kernel_table(P, table, shape, kernels, out):
             break
 
 
-def op_rows(preds, out, measured=None):
-    """Per-op predictions, with measurements beside them when given."""
+def span(lo, hi, scale=1e3, fmt='%.4f'):
+    """'lo-hi' of two predictions (seconds; either may be None)."""
+    if lo is None or hi is None:
+        return 'n/a'
+    a, b = sorted((lo, hi))
+    return (fmt + '-' + fmt) % (a * scale, b * scale)
+
+
+def op_rows(preds, out, measured=None, band=None):
+    """Per-op predictions, with measurements beside them when given; band:
+    (optimistic, pessimistic) predictions of the same ops (hw.band), printed
+    as the range of each."""
     head = '%-28s %10s' % ('op', 'pred ms')
+    if band is not None:
+        head += ' %17s' % 'range ms'
     if measured is not None:
         head += ' %10s %7s' % ('meas ms', 'error')
     out(head + '  %10s  %s' % ('rate', 'parts (ms, bound)'))
-    for p in preds:
+    for i, p in enumerate(preds):
         line = '%-28s %10s' % (p.name, ms(p.seconds))
+        if band is not None:
+            line += ' %17s' % span(band[0][i].seconds, band[1][i].seconds)
         if measured is not None:
             m = measured.get(p.name)
             if m is not None and p.seconds:
@@ -106,17 +120,56 @@ def step_table(sp, peak, out):
         out('  not modelled (no matching kernel; counted as 0): ' + ', '.join(sp.missing))
 
 
-def step_summary(steps, peak, out):
-    out('%-34s %4s %11s %10s %6s  %s' % ('shape', 'rc', 'ms/step', 'tok/s', 'MFU', 'largest ops'))
-    for sp in steps:
+def step_summary(steps, peak, out, band=None):
+    """band: (optimistic, pessimistic) steps, aligned with steps: the range
+    of ms/step and MFU beside each."""
+    out('%-34s %4s %11s %15s %10s %6s %11s  %s' % (
+        'shape', 'rc', 'ms/step', 'range', 'tok/s', 'MFU', 'MFU range', 'largest ops'))
+    for i, sp in enumerate(steps):
+        if band is not None:
+            lo, hi = band[0][i], band[1][i]
+            rng = span(lo.seconds, hi.seconds, fmt='%.1f')
+            mfu = '%.1f-%.1f%%' % tuple(sorted((100 * lo.mfu(peak), 100 * hi.mfu(peak))))
+        else:
+            rng = mfu = ''
         agg = {}
         for _, name, secs, _ in sp.rows:
             agg[name] = agg.get(name, 0.0) + secs
         top = ', '.join('%s %.1f' % (n, v * 1e3)
                         for n, v in sorted(agg.items(), key=lambda kv: -kv[1])[:3])
-        out('%-34s %4d %11.1f %10.0f %5.1f%%  %s' % (
-            '%s B=%d' % (sp.shape.name, sp.shape.B), sp.recompute, sp.seconds * 1e3,
-            sp.tokens_per_s(), 100 * sp.mfu(peak), top))
+        out('%-34s %4d %11.1f %15s %10.0f %5.1f%% %11s  %s' % (
+            '%s B=%d' % (sp.shape.name, sp.shape.B), sp.recompute, sp.seconds * 1e3, rng,
+            sp.tokens_per_s(), 100 * sp.mfu(peak), mfu, top))
+
+
+def roof_rows(P, table, shape, kernels, out):
+    """Every tile kernel at a shape: the share of its binding roofline the
+    model predicts (cost.roof_share); returns the mma.sync kernels over
+    hw.py's MMA_ROOF_SHARE_MAX, as (kernel, share)."""
+    out('%-40s %-8s %8s %6s  %s' % ('kernel (%s B=%d)' % (shape.name, shape.B), 'bound',
+                                     'share', 'limit', 'tensor path'))
+    over, seen = [], set()
+    for name in table:
+        alts, _ = table[name](shape)
+        for alt in alts:
+            for spec in alt:
+                if spec.kind != 'tile':
+                    continue
+                k = cost.find_kernel(spec, shape, kernels)
+                if k is None or k.short in seen:
+                    continue
+                seen.add(k.short)
+                res = cost.launch_time(P, spec, shape, kernels)[1]
+                if res is None or 'roof_share' not in res.detail:
+                    continue
+                share, mma = res.detail['roof_share'], res.detail['mma_sync']
+                bad = mma and share > P['MMA_ROOF_SHARE_MAX']
+                if bad:
+                    over.append((k.short, share))
+                out('%-40s %-8s %7.1f%% %5.0f%%  %s%s' % (
+                    k.short[:40], res.bound[:8], 100 * share, 100 * P['MMA_ROOF_SHARE_MAX'],
+                    'mma.sync' if mma else 'wgmma/none', '  OVER' if bad else ''))
+    return over
 
 
 def shapes_default():

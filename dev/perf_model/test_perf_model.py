@@ -166,6 +166,36 @@ class CostTest(unittest.TestCase):
         self.assertEqual(c['smem'], 16.0)            # 4 x 32 x 16 / 128
         self.assertAlmostEqual(c['l2'], 32.0)        # 2048 bytes at 64 per clock
 
+    def test_contention_and_roofline_share(self):
+        # the default forward's per-SM round as an independent review counted
+        # it by hand (16 warps: LDSM and cp.async 2560 clocks of shared memory
+        # at 128 B/clock, HMMA 1536 at the mma.sync rate, issue 1644)
+        pipes = {'smem': 2560.0, 'tensor': 1536.0, 'issue': 1644.0, 'alu': 0.0, 'mufu': 0.0,
+                 'l2': 100.0}
+        P = dict(self.P, CONTENTION=0.0)  # the old model: perfect overlap
+        self.assertEqual(cost.busy_cycles(P, pipes), 2560.0)
+        old = cost.roof_share(P, pipes, 2560.0, P['CLOCK_HZ'])
+        self.assertAlmostEqual(old, 1.0)  # 100% of the roofline: above any mma.sync kernel
+        self.assertGreater(old, self.P['MMA_ROOF_SHARE_MAX'])
+        P = dict(self.P, CONTENTION=0.4)
+        busy = cost.busy_cycles(P, pipes)
+        self.assertAlmostEqual(busy, 2560.0 + 0.4 * (1536.0 + 1644.0))  # 3832
+        share = cost.roof_share(P, pipes, busy, 1.83e9)  # at the sustained tensor clock
+        self.assertAlmostEqual(share, 2560.0 / 3832.0 * 1.83 / 1.98, places=6)  # 0.617
+        self.assertLessEqual(share, self.P['MMA_ROOF_SHARE_MAX'])
+        # the pipes outside the contended set (l2) only bound from below
+        self.assertEqual(cost.busy_cycles(P, {'l2': 5000.0, 'smem': 10.0}), 5000.0)
+
+    def test_band_brackets_the_defaults(self):
+        lo, hi = hw.band(self.P)
+        self.assertEqual((lo['CONTENTION'], lo['TENSOR_CLOCK_HZ']), (0.0, self.P['CLOCK_HZ']))
+        self.assertEqual(hi['CONTENTION'], 1.0)
+        self.assertLess(hi['TENSOR_CLOCK_HZ'], self.P['TENSOR_CLOCK_HZ'])
+        self.assertLessEqual(hi['GEMM_RATE'], self.P['GEMM_RATE'])
+        self.assertGreater(hi['L_L2'], self.P['L_L2'])
+        g = ops.Gemm(768, 65536, 3072, 0)
+        self.assertLess(cost.gemm_time(lo, g), cost.gemm_time(hi, g))
+
     def test_scheduler(self):
         P = dict(self.P, SMS=1)
         # throughput-bound: a round of n blocks takes 10 n cycles
