@@ -170,10 +170,10 @@ static int open_data(Trainer *tr, char *err, size_t len)
         fprintf(stderr, "warning: --val-data: %s is also a shard of --train-data %s: the val "
                 "loss measures text the model trains on\n", shared, o->train_data);
     /* A fresh run (or one resumed from llm.c's files) checks the shards
-     * against their dataset manifest, in the
-     * background of the model's start-up (loader_verify_finish waits before
-     * the first step): a shard changed since ./tokenize would be trained on
-     * and its hash saved, and every resume then refused. */
+     * against their dataset manifest, in the background of the model's
+     * start-up (finish_data_check waits before the first step): a shard
+     * changed since ./tokenize would be trained on and its hash saved, and
+     * every resume then refused. */
     const Loader *listed[2] = {&tr->train, &tr->val};
     if (!tr->resume_dir[0] && /* a resume read them all: loader_hash */
         loader_verify_start(&tr->verify, listed, tr->have_val ? 2 : 1, err, len) != 0)
