@@ -5,7 +5,7 @@
 # own CPU trainer. `make test-asan`
 # runs the suite under ASan+UBSan; `make fuzz` builds the libFuzzer targets.
 CC      ?= gcc
-NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+# NVCC: see the build folder's nvcc.stamp below (found when never given).
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CFLAGS  ?= -O3 -g
 CFLAGS  += -std=gnu11 -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP
@@ -45,6 +45,31 @@ SANITIZE ?=
 CFLAGS  += $(WERROR) $(SANITIZE)
 
 BUILD   := build
+# The CUDA choice is kept per build folder: NVCC given (`make NVCC=` for
+# CPU-only, or NVCC=/path/to/nvcc) is written to $(BUILD)/nvcc.stamp, and a
+# later make without NVCC (`make data`, `make test`) takes it from there, so
+# it neither rebuilds the objects the other way nor links one program of
+# each kind. Never given: nvcc is searched for. `make clean` forgets it.
+NVCC_STAMP := $(BUILD)/nvcc.stamp
+ifeq ($(origin NVCC),undefined)
+  ifneq ($(wildcard $(NVCC_STAMP)),)
+    NVCC := $(shell cat $(NVCC_STAMP))
+    NVCC_FROM := stamp
+  else
+    NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+    NVCC_FROM := search
+  endif
+else
+  NVCC_FROM := given
+  $(shell mkdir -p $(BUILD); [ -f $(NVCC_STAMP) ] && [ "$$(cat $(NVCC_STAMP))" = '$(NVCC)' ] || echo '$(NVCC)' > $(NVCC_STAMP))
+endif
+ifeq ($(NVCC_FROM),search)
+  NO_CUDA_WHY := nvcc not found (set NVCC=/path/to/nvcc for the CUDA backend)
+else ifeq ($(NVCC_FROM),given)
+  NO_CUDA_WHY := NVCC= was given (kept in $(NVCC_STAMP); NVCC=/path/to/nvcc turns CUDA back on)
+else
+  NO_CUDA_WHY := NVCC= was given earlier, kept in $(NVCC_STAMP) (NVCC=/path/to/nvcc turns CUDA back on)
+endif
 # The library: every layer below the CLI (dev/layers gives their order).
 LIB_SRC := $(wildcard base/*.c kernels/*.c kernels/cpu/*.c model/*.c data/*.c distributed/*.c \
                      ckpt/*.c interop/*.c eval/*.c)
@@ -89,7 +114,7 @@ all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90a)"
 else
-	@echo "built CPU-only: nvcc not found (set NVCC=/path/to/nvcc for the CUDA backend)"
+	@echo "built CPU-only: $(NO_CUDA_WHY)"
 endif
 
 # Objects depend on the flags they were built with: when CFLAGS or NVFLAGS
@@ -195,7 +220,7 @@ cuda-check: build/check_kernels
 	./build/check_kernels $(CHECK_ARGS)
 else
 build/check_kernels cuda-check:
-	@echo "$@ needs the CUDA backend: nvcc was not found" >&2; false
+	@echo "$@ needs the CUDA backend, and this build is CPU-only: $(NO_CUDA_WHY)" >&2; false
 endif
 $(BUILD)/emu/%.o: %
 	@mkdir -p $(dir $@)

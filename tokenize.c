@@ -71,9 +71,12 @@ static void usage(FILE *f)
 "Each FILE is a document; every document is preceded by EOT (50256).\n"
 "The first V tokens of the stream go to val, the rest to train.\n"
 "\n"
-"  --out PREFIX          output path prefix; its folder must exist (required)\n"
+"  --out PREFIX          output path prefix; its folder must exist (required);\n"
+"                        no glob character (* ? [ \\), which train_gpt's\n"
+"                        --train-data glob would not match back\n"
 "  --val-fraction F      V = round(F * total tokens), 0 <= F < 1 (default 0.1)\n"
-"  --val-tokens N        V = N exactly, N >= 0; overrides --val-fraction\n"
+"  --val-tokens N        V = N exactly, N >= 0; overrides --val-fraction; more\n"
+"                        than the input's tokens is refused (exit 2)\n"
 "                        (llm.c's tinyshakespeare split is --val-tokens 32768)\n"
 "  --shard-size N        tokens per shard, 1 .. 2147483647; suffix K, M or G\n"
 "                        multiplies by 10^3, 10^6, 10^9 (default 100M)\n"
@@ -363,11 +366,22 @@ int main(int argc, char **argv)
         return 2;
     }
     if (hellaswag) return run_hellaswag(&job, hellaswag, shard_flag, argc - optind);
+    /* The trainer finds shards by glob (--train-data 'PREFIX_train_*.bin'):
+     * a prefix holding glob's special characters names files that its own
+     * glob does not match ("d[1]" matches "d1"), so it is refused here. */
+    size_t special = strcspn(job.out_prefix, "*?[\\");
+    if (job.out_prefix[special]) {
+        fprintf(stderr, "tokenize: --out %s: '%c' is a glob character: train_gpt's --train-data "
+                "glob would not find the shards written under this prefix; choose one without "
+                "* ? [ or \\\n", job.out_prefix, job.out_prefix[special]);
+        return 2;
+    }
     job.inputs = (const char *const *)(argv + optind);
     job.num_inputs = argc - optind;
     char err[8192];
     install_stops();
-    if (tokenize_job_run(&job, NULL, err, sizeof err)) {
+    int rc = tokenize_job_run(&job, NULL, err, sizeof err);
+    if (rc) {
         if (stop_signal) {
             const char *name = stop_signal == SIGINT    ? "SIGINT"
                                : stop_signal == SIGTERM ? "SIGTERM"
@@ -377,7 +391,7 @@ int main(int argc, char **argv)
             return 128 + stop_signal;
         }
         fprintf(stderr, "tokenize: %s\n", err);
-        return 1;
+        return rc == TOKENIZE_JOB_USAGE ? 2 : 1;
     }
     return 0;
 }

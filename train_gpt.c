@@ -134,7 +134,8 @@ static int open_data(Trainer *tr, char *err, size_t len)
     }
     if (rank == 0 && tr->train.notes) fputs(tr->train.notes, stderr);
     /* Saves record the shards' content hashes; a resume reads every shard
-     * to compare them (ckpt/session.c). A fresh run takes a manifest's. */
+     * to compare them (ckpt/session.c). A fresh run takes a manifest's,
+     * and checks them in the background (below). */
     if (tr->sess.dir[0] || tr->resume_dir[0]) {
         double t0 = progress_now_ms();
         uint64_t bytes;
@@ -150,23 +151,51 @@ static int open_data(Trainer *tr, char *err, size_t len)
      * run on other --train-data with them would measure the wrong text (or
      * stop on out-of-vocabulary tokens), so they are used only when the
      * train data is the default too. */
+    int rc = -1;
     if (o->train_data_given && !o->val_data_given) {
         if (rank == 0)
             fprintf(stderr, "note: --train-data given without --val-data; val loss is skipped\n");
-        tr->have_val = 0;
-        return 0;
-    }
-    int rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
+    } else {
+        rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
                          tr->cfg.vocab_size, 0, o->seed, err, len);
-    if (rc == 0 && rank == 0 && tr->val.notes) fputs(tr->val.notes, stderr);
-    if (rc != 0 && o->val_data_given) {
-        name_flag("--val-data", err, len);
-        return -1;
+        if (rc == 0 && rank == 0 && tr->val.notes) fputs(tr->val.notes, stderr);
+        if (rc != 0 && o->val_data_given) {
+            name_flag("--val-data", err, len);
+            return -1;
+        }
+        if (rc != 0 && rank == 0)
+            fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
     }
-    if (rc != 0 && rank == 0)
-        fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
     tr->have_val = rc == 0;
+    const char *shared = tr->have_val ? loader_shared_shard(&tr->train, &tr->val) : NULL;
+    if (shared && rank == 0)
+        fprintf(stderr, "warning: --val-data: %s is also a shard of --train-data %s: the val "
+                "loss measures text the model trains on\n", shared, o->train_data);
+    /* A fresh run (or one resumed from llm.c's files) checks the shards
+     * against their dataset manifest, in the background of the model's
+     * start-up (finish_data_check waits before the first step): a shard
+     * changed since ./tokenize would be trained on and its hash saved, and
+     * every resume then refused. */
+    const Loader *listed[2] = {&tr->train, &tr->val};
+    if (!tr->resume_dir[0] && /* a resume read them all: loader_hash */
+        loader_verify_start(&tr->verify, listed, tr->have_val ? 2 : 1, err, len) != 0)
+        return -1;
     return 0;
+}
+
+/* The end of a fresh run's data check (open_data), before the first step. */
+static void finish_data_check(Trainer *tr)
+{
+    char err[1024];
+    LoaderVerifyStats st;
+    int bad = loader_verify_finish(tr->verify, &st, err, sizeof err) != 0;
+    tr->verify = NULL;
+    /* a stop cuts the reading short: the stop, not the read, is reported */
+    guard_exit_if_any(&tr->dist, bad && !signals_pending(), 1, err);
+    if (tr->dist.rank == 0 && st.shards)
+        printf("data: checked %d shard(s) against their dataset manifest: read %.1f MB in %.2f s, "
+               "alongside start-up (waited %.2f s for it)\n", st.shards, st.bytes / 1e6,
+               st.read_s, st.wait_s);
 }
 
 static int load_params(Trainer *tr, char *err, size_t len)
@@ -518,6 +547,8 @@ int main(int argc, char **argv)
     stop_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
                             : o->init_from ? "loading --init-from"
                                            : "initialising the parameters");
+    finish_data_check(&tr); /* before anything is moved aside, the log or a save written */
+    stop_check_startup(&tr, "checking the data against its manifest");
     guard_check_start_step(d, tr.start_step);
     /* The run has started: what the folders' claims only checked at start-up
      * is moved aside now, so a run refused before this point (a changed

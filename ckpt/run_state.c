@@ -47,7 +47,9 @@ static const Field FIELDS[] = {
     F("beta2", T_F64, STRICT, beta2), F("eps", T_F64, STRICT, eps),
     F("weight-decay", T_F64, STRICT, weight_decay), F("grad-clip", T_F64, STRICT, grad_clip),
     FL("train-shards", T_I64, STRICT, num_shards, "--train-data (number of shards)"),
-    F("recompute", T_I64, NOTE, recompute), F("loss-chunk", T_I64, NOTE, loss_chunk),
+    /* the head's chunk sets the order dW sums its chunks in: a changed one
+     * moves step losses by ~1e-8, so it is strict (recompute is bitwise) */
+    F("recompute", T_I64, NOTE, recompute), F("loss-chunk", T_I64, STRICT, loss_chunk),
     F("steps", T_I64, NOTE, total_steps),
     F("step", T_I64, PROGRESS, step), F("adam-t", T_I64, PROGRESS, adam_t),
     F("bad-steps", T_I64, PROGRESS, bad_steps), F("epoch", T_U64, PROGRESS, epoch),

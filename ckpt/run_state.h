@@ -104,7 +104,7 @@ int run_state_read_range(const char *path, const RunStateInfo *info, uint64_t wa
 /* Compare a saved configuration with this run's. Returns -1 when a field
  * that decides the exact continuation differs, with every difference named
  * in err ("--batch: the save has 4, this run 8; ..."); 0 otherwise, with
- * the harmless differences (recompute, loss-chunk, steps) in notes. The
+ * the harmless differences (recompute, steps) in notes. The
  * train data's hashes are not compared here: the caller knows the shards'
  * names (ckpt/session.c). */
 int run_state_compare(const RunState *saved, const RunState *now, char *err, size_t err_len,

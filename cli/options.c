@@ -102,7 +102,7 @@ static const OptSpec SPECS[] = {
     {"train-data", K_STR, O(train_data), "datasets/tinyshakespeare_train_*.bin", 0, 0, NULL, "Data",
      "training shards (glob)"},
     {"val-data", K_STR, O(val_data), "datasets/tinyshakespeare_val_*.bin", 0, 0, NULL, "Data",
-     "validation shards (glob); the default is used only with the default --train-data, and skipped when absent"},
+     "validation shards (glob); the default is used only with the default --train-data, and skipped when absent; a shard also in --train-data draws a warning"},
     {"shuffle", K_CHOICE, O(shuffle), "0", 0, 0, "0|1", "Data", "permute shards and windows"},
     {"seed", K_U64, O(seed), "1337", 0, 0, NULL, "Data", "seed for init and shuffling"},
     {"val-every", K_INT, O(val_every), "20", 0, 1 << 30, NULL, "Data",

@@ -33,6 +33,7 @@ typedef struct {
     GPT model;
     Loader train, val;
     int have_val;
+    LoaderVerify *verify; /* a fresh run's check of the shards, running (data/loader.h) */
     Outputs out;             /* --save, --log, --dump-grads (cli/outputs.h) */
     int argc;                /* the command line, for the rollback command */
     char **argv;

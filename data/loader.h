@@ -3,7 +3,8 @@
  *
  * Owns: the loader's checks (each shard's format, the dataset id they
  * share, the manifest they were made with), their content hashes for a run
- * state, and the window order (data/loader.c, data/loader_open.c).
+ * state and a fresh run's check of them against the manifest, and the
+ * window order (data/loader.c, data/loader_open.c, data/loader_verify.c).
  *
  * Order (shuffle off, llm.c's): step s of rank r reads B*T+1 tokens at token
  * offset (s*nranks + r)*B*T within the current shard. A shard of n tokens
@@ -80,6 +81,40 @@ int loader_hash(Loader *ld, int mode, uint64_t *bytes_read, char *err, size_t er
 
 /* 1 when every shard has a content hash (loader_hash succeeded). */
 int loader_has_hashes(const Loader *ld);
+
+/* "<path>: its content differs from its dataset manifest <manifest> (sha256
+ * <got>..., the manifest lists <listed>...): ..." into err. */
+void loader_describe_mismatch(const char *path, const unsigned char *got,
+                              const unsigned char *listed, char *err, size_t err_len);
+
+/* A fresh run's check of its data (data/loader_verify.c): every shard whose
+ * hash the loaders took from a dataset manifest (LOADER_HASH_TRUST, or no
+ * loader_hash at all) is read and compared with it, in a thread of its own
+ * so that the reading overlaps the rest of start-up (building the model,
+ * its arenas, the parameters). The thread works on copies of the paths and
+ * hashes (the loaders stay the caller's) and blocks every signal (they
+ * reach the caller's threads; a stop asked for, base/stop.h, ends its
+ * reading early). start sets *out to NULL when no shard is listed in a
+ * manifest (nothing to read); it returns 0, or -1 with a message (out of
+ * memory, no thread). */
+typedef struct LoaderVerify LoaderVerify;
+typedef struct {
+    int shards;          /* shards read */
+    uint64_t bytes;      /* their bytes */
+    double read_s;       /* the thread's time reading them */
+    double wait_s;       /* how long finish waited for it */
+} LoaderVerifyStats;
+int loader_verify_start(LoaderVerify **out, const Loader *const *loaders, int n, char *err,
+                        size_t err_len);
+/* Wait for the thread and free v (NULL: nothing to do, 0). Returns 0 when
+ * every shard matched its manifest; else -1 with the first shard that did
+ * not (loader_describe_mismatch's message, which names the shard and the
+ * manifest), or that could not be read, in err. st may be NULL. */
+int loader_verify_finish(LoaderVerify *v, LoaderVerifyStats *st, char *err, size_t err_len);
+
+/* A shard of `val` that is also one of `train`'s (the same file: device and
+ * inode, whatever the path's spelling), or NULL. */
+const char *loader_shared_shard(const Loader *train, const Loader *val);
 
 /* Next micro-batch: inputs and targets, B*T int32 each. Returns 0, or -1
  * with a message (file, offset, token id) when a token is >= vocab_size or

@@ -355,6 +355,17 @@ int loader_open(Loader *ld, const char *pattern, int B, int T, int rank, int nra
     return 0;
 }
 
+void loader_describe_mismatch(const char *path, const unsigned char *got,
+                              const unsigned char *listed, char *err, size_t err_len)
+{
+    char mp[4200];
+    if (dataset_manifest_path_for(path, mp, sizeof mp) != 0) mp[0] = 0;
+    io_err(err, err_len, "%s: its content differs from its dataset manifest %s (sha256 "
+           "%02x%02x%02x%02x..., the manifest lists %02x%02x%02x%02x...): the file was changed "
+           "after ./tokenize wrote it", path, mp, got[0], got[1], got[2], got[3], listed[0],
+           listed[1], listed[2], listed[3]);
+}
+
 int loader_hash(Loader *ld, int mode, uint64_t *bytes_read, char *err, size_t err_len)
 {
     uint64_t total = 0;
@@ -365,12 +376,7 @@ int loader_hash(Loader *ld, int mode, uint64_t *bytes_read, char *err, size_t er
         if (shard_hash_file(ld->paths[i], sha, &bytes, err, err_len) != 0) return -1;
         total += bytes;
         if (ld->sha_from[i] == LOADER_SHA_MANIFEST && memcmp(sha, ld->sha[i], sizeof sha) != 0) {
-            char mp[4200];
-            if (dataset_manifest_path_for(ld->paths[i], mp, sizeof mp) != 0) mp[0] = 0;
-            io_err(err, err_len, "%s: its content differs from its dataset manifest %s (sha256 "
-                   "%02x%02x%02x%02x..., the manifest lists %02x%02x%02x%02x...): the file was "
-                   "changed after ./tokenize wrote it", ld->paths[i], mp, sha[0], sha[1], sha[2],
-                   sha[3], ld->sha[i][0], ld->sha[i][1], ld->sha[i][2], ld->sha[i][3]);
+            loader_describe_mismatch(ld->paths[i], sha, ld->sha[i], err, err_len);
             return -1;
         }
         memcpy(ld->sha[i], sha, sizeof sha);

@@ -461,7 +461,16 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     }
 
     size_t N = r.st.tokens;
-    size_t V = job->val_tokens >= 0 ? ((size_t)job->val_tokens < N ? (size_t)job->val_tokens : N)
+    /* more val tokens than the text holds would leave train empty: the
+     * flag's number is wrong, and only reading the text tells */
+    if (job->val_tokens >= 0 && (unsigned long long)job->val_tokens > N) {
+        snprintf(err, err_len, "--val-tokens %lld: more than the %zu tokens of the input (%zu "
+                 "document%s, an EOT before each): give at most %zu, or --val-fraction",
+                 job->val_tokens, N, r.st.docs, r.st.docs == 1 ? "" : "s", N);
+        rc = TOKENIZE_JOB_USAGE;
+        goto done;
+    }
+    size_t V = job->val_tokens >= 0 ? (size_t)job->val_tokens
                                     : (size_t)(job->val_fraction * (double)N + 0.5);
     if (V > N) V = N;
     r.st.val_tokens = V;

@@ -20,7 +20,8 @@
  *
  * Split. The token stream (EOTs included) is cut once, at a token: the first
  * V tokens go to val, the rest to train, where V = val_tokens when that is
- * >= 0 (at most the total), else V = floor(val_fraction * total + 0.5). So,
+ * >= 0 (more than the total is refused: TOKENIZE_JOB_USAGE), else
+ * V = floor(val_fraction * total + 0.5). So,
  * like llm.c's tinyshakespeare.py, val is the start of the data and the cut
  * may fall inside a document. Each part is written as shards of shard_size
  * tokens (the last one shorter): <out>_val_000000.bin, <out>_val_000001.bin,
@@ -69,13 +70,18 @@ typedef struct {
     int val_shards, train_shards;
 } TokenizeStats;
 
+enum { TOKENIZE_JOB_USAGE = -2 };
+
 /* Defaults: val_fraction 0.1, val_tokens -1, shard_size 100,000,000. */
 void tokenize_job_defaults(TokenizeJob *job);
 
 /* Run the job. Returns 0, or -1 with a message naming the file or folder and
  * the fault in err (then no shard of this run is left on disk, and the old
  * dataset under the prefix is untouched, unless the message says the
- * switch itself failed; dataset.h). Progress
+ * switch itself failed; dataset.h), or TOKENIZE_JOB_USAGE when a setting
+ * proves wrong once the input is read (val_tokens above its token count;
+ * the message names --val-tokens and both numbers; nothing is written,
+ * as for -1). Progress
  * (above 4 MB of input) and a summary go to stderr unless job->quiet. st may
  * be NULL. */
 int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_t err_len);

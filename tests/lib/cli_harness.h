@@ -27,11 +27,13 @@ const char *tc_bin(void);
 const char *tc_tokenize_bin(void);
 
 /* Byte-level shards (vocab 256) from tinyshakespeare (TU_SHAKESPEARE):
- * dir/train_0.bin ... each of `tokens` tokens, from consecutive text. */
+ * dir/train_0.bin ... each of `tokens` tokens, from consecutive text, and
+ * dir/val.bin, the text's last `tokens` bytes (outside the train glob). */
 void tc_make_shards(const char *dir, int nshards, size_t tokens);
 
 /* The flags of the tiny model every end-to-end test trains: L=2, C=32,
- * NH=4, T=16, V=256, B=2, on dir/train_*.bin, no validation until the end,
+ * NH=4, T=16, V=256, B=2, on dir/train_*.bin, validated on dir/val.bin
+ * (at the end only),
  * one thread (a busy 2-core machine stalls OpenMP teams, not results). */
 const char *tc_model_args(const char *dir);
 

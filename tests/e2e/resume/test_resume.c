@@ -237,6 +237,33 @@ Test(resume, refuses_changed_configuration, .timeout = 60)
     free(d);
 }
 
+/* --loss-chunk changed on resume is refused, naming both values: the chunk
+ * sets the order the head's dW sums in, and resuming a --loss-chunk 5 save
+ * with 32 moved step 4's loss from 5.30207897722721 to 5.3020789921283722
+ * (measured before the refusal), not the bitwise continuation promised.
+ * The same chunk resumes. */
+Test(resume, refuses_a_changed_loss_chunk, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096], p[600], e[700];
+    tc_make_shards(d, 1, 400);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 2 --loss-chunk 5 --checkpoint-dir %s/ck", m, d);
+    snprintf(p, sizeof p, "%s/r1", d);
+    run_ok(NULL, args, p);
+    snprintf(args, sizeof args, "%s --steps 3 --loss-chunk 32 --checkpoint-dir %s/ck --resume",
+             m, d);
+    snprintf(p, sizeof p, "%s/r2", d);
+    cr_assert_eq(tc_run(NULL, args, p), 1);
+    snprintf(e, sizeof e, "%s/r2.err", d);
+    cr_expect(tc_file_has(e, "--loss-chunk: the save has 5, this run 32"),
+              "message lacks --loss-chunk");
+    snprintf(args, sizeof args, "%s --steps 3 --loss-chunk 5 --checkpoint-dir %s/ck --resume",
+             m, d);
+    snprintf(p, sizeof p, "%s/r3", d);
+    run_ok(NULL, args, p);
+    tu_remove_tree(d);
+}
+
 /* A shape flag given on --resume that differs from the
  * save is refused, naming both values; matching ones are accepted. */
 Test(resume, refuses_shape_flags_that_differ, .timeout = 60)

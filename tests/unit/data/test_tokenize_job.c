@@ -279,6 +279,10 @@ Test(tokenize_cli, bad_command_lines)
         {"--out x --split-blank-line in.txt", "not abbreviated: --split-blank-lines?"},
         {"--out x --val-frac=0.5 in.txt", "unknown option '--val-frac' (flags are not"},
         {"--out x --qui in.txt", "--quiet?"},
+        /* glob characters: train_gpt's glob would not match the names back */
+        {"--out 'd[1]' in.txt", "--out d[1]: '[' is a glob character"},
+        {"--out 'x/*' in.txt", "--out x/*: '*' is a glob character"},
+        {"--out 'x?' in.txt", "--out x?: '?' is a glob character"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = run_cli(dir, bad[i].args, msg, sizeof msg);
@@ -286,6 +290,32 @@ Test(tokenize_cli, bad_command_lines)
         cr_assert(strstr(msg, bad[i].needle), "'%s': message %s", bad[i].args, msg);
         cr_assert_eq(count_lines(msg), 1, "'%s': one line, got: %s", bad[i].args, msg);
     }
+    remove_dir(dir);
+}
+
+/* --val-tokens above the text's token count (3 here: EOT, "Hello", " world")
+ * is a usage error once the text is read: exit 2, both numbers named,
+ * nothing written; exactly the count is accepted (all val). */
+Test(tokenize_cli, val_tokens_above_the_text_is_refused)
+{
+    char dir[256], args[2048], msg[2048];
+    make_dir(dir);
+    snprintf(args, sizeof args, "--quiet --out %s/s --val-tokens 5 - < %s/in.txt", dir, dir);
+    char in[1024];
+    snprintf(in, sizeof in, "%s/in.txt", dir);
+    tu_write_text(in, "Hello world");
+    int rc = run_cli(dir, args, msg, sizeof msg);
+    cr_expect_eq(rc, 2, "exit %d: %s", rc, msg);
+    cr_expect(strstr(msg, "--val-tokens 5: more than the 3 tokens of the input"), "message: %s",
+              msg);
+    cr_expect_eq(count_lines(msg), 1, "one line, got: %s", msg);
+    cr_expect_eq(count_glob(dir, "s_*") + count_glob(dir, "s.*"), 0,
+                 "a file of the refused run was left");
+    snprintf(args, sizeof args, "--quiet --out %s/s --val-tokens 3 - < %s/in.txt", dir, dir);
+    rc = run_cli(dir, args, msg, sizeof msg);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, msg);
+    cr_expect_eq(count_glob(dir, "s_val_000000.bin"), 1);
+    cr_expect_eq(count_glob(dir, "s_train_*.bin"), 0);
     remove_dir(dir);
 }
 
