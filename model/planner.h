@@ -10,8 +10,11 @@
  * them. Nothing else computes a buffer size.
  *
  * Every arena is allocated whole before the first step, so a run's peak
- * is the plan's total: fixed + n_res*res + the tape slots, each its kind's
- * bytes, + the tape workspace: the largest any kind present needs. */
+ * is the plan's total: the baseline + fixed + n_res*res + the tape slots,
+ * each its kind's bytes, + the tape workspace: the largest any kind
+ * present needs. The baseline is what the process holds before its arenas
+ * (measured by the caller: resident bytes on the CPU, the device memory in
+ * use on a GPU); the model's own plan (gpt.h) has none. */
 #ifndef MODEL_PLANNER_H
 #define MODEL_PLANNER_H
 
@@ -35,6 +38,8 @@ typedef struct {
     int loss_chunk;    /* tokens per head chunk; 0 = planner's default */
     int world_size;    /* data-parallel ranks; 0 is read as 1 */
     int zero;          /* 1: ZeRO-1, AdamW state (and master) sharded over ranks */
+    size_t baseline;   /* bytes the process holds before its arenas; counted in the total
+                        * and in every budget, allocated by no arena */
 } PlanInput;
 
 /* ZeRO-1 sharding (--zero 1). The flat parameter vector (llm.c order,
@@ -56,7 +61,8 @@ enum {
 
 typedef struct {
     size_t bytes[MEM_NUM_CATEGORIES];
-    size_t total;
+    size_t baseline;         /* PlanInput's: not an arena */
+    size_t total;            /* baseline + every category */
     /* detail behind the categories */
     size_t num_params;
     /* Every *_bytes below is one buffer's size rounded up to ARENA_ALIGN
@@ -81,7 +87,8 @@ typedef struct {
  * for a schedule with n_res residual slots, n_hi and n_lo tape slots is
  * planner_slots_total(). The solver minimises work under it. */
 typedef struct {
-    size_t fixed;  /* params, grads, optimizer, scratch, head: no schedule changes them */
+    size_t fixed;  /* baseline, params, grads, optimizer, scratch, head: no schedule
+                    * changes them */
     size_t res;    /* one residual slot */
     size_t hi, lo; /* one tape slot of the hi / lo kind (act + f32) */
     size_t ws_hi, ws_lo; /* the tape workspace each kind needs (0 for a full tape); a

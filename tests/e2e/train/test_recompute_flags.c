@@ -45,8 +45,11 @@ static char *make_shards(void)
 static int run(const char *args, const char *dir, char **out, char **err)
 {
     char cmd[4096];
-    /* a cache of op costs of the test's own: none from earlier runs */
-    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache %s %s", dir, tc_bin(), args);
+    /* a cache of op costs of the test's own: none from earlier runs; no
+     * baseline, so that the budgets below are the arenas' plans to the byte
+     * (the baseline: test_memory_budget.c) */
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_CACHE_DIR=%s/cache TRAIN_GPT_TEST_BASELINE=0 %s %s",
+             dir, tc_bin(), args);
     return tu_run_output(cmd, out, err);
 }
 
