@@ -127,9 +127,9 @@ $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 
 # The programs and the suite, built in $(BUILD) and copied to the root
 # (ASan builds stay in build/asan). The tests link the CLI objects they unit
-# test: the text sampler (cli/generate) and the start-up guard with the
-# option parser it reads (tests/unit/cli/).
-TEST_CLI_OBJ := $(patsubst %,$(BUILD)/cli/%.o,generate guard options version)
+# test: the text sampler (cli/generate), the step-time spread (cli/costs)
+# and the start-up guard with the option parser it reads (tests/unit/cli/).
+TEST_CLI_OBJ := $(patsubst %,$(BUILD)/cli/%.o,costs generate guard options version)
 $(BUILD)/train_gpt: $(CLI_OBJ) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
