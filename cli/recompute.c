@@ -228,6 +228,14 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
 #endif
         dtype = gpu ? DTYPE_BF16 : DTYPE_FP32;
     }
+    /* A plan for a GPU given its budget opened no device: the host's
+     * resident bytes are not what the device's budget holds. */
+    if (o->memory_budget_given && (dtype == DTYPE_BF16 || strcmp(o->device, "cuda") == 0)) {
+        baseline = 0;
+        printf("baseline: not measured (with --memory-budget, --plan opens no device); a run "
+               "on the GPU counts the device memory in use at its start-up (the CUDA context "
+               "and the backend's workspaces) against the budget too\n");
+    }
     PlanInput in = plan_input(o, cfg, dtype, shard, baseline);
     char bb[32];
     if (baseline)
