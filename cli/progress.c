@@ -259,8 +259,10 @@ void alloc_show_update(void *ctx, const char *arena, size_t done, size_t total)
         fprintf(a->out, "\rallocating %.2f GiB: %.2f of %.2f GiB zeroed (%s)\033[K",
                 a->planned / 1073741824.0, done / 1073741824.0, total / 1073741824.0, arena);
         fflush(a->out);
-    } else if (a->arena != arena) {
-        fprintf(a->out, "allocating %.2f GiB: %.2f of %.2f GiB zeroed, now %s\n",
+    } else if (a->arena == arena && now - a->t_drawn < 10000) {
+        return;
+    } else {
+        fprintf(a->out, "allocating %.2f GiB: %.2f of %.2f GiB zeroed, in %s\n",
                 a->planned / 1073741824.0, done / 1073741824.0, total / 1073741824.0, arena);
     }
     a->arena = arena;

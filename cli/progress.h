@@ -109,8 +109,8 @@ double progress_now_ms(void);
 
 /* The arenas' allocation (gpt_init_schedule's AllocProgressFn): silent for
  * the first PROGRESS_SHOW_AFTER_MS, then on a terminal one line redrawn
- * ("allocating 7.00 GiB: 3.20 GiB zeroed (params)"), on a pipe or a file
- * a line each time an arena is begun. alloc_show_end closes it with the
+ * ("allocating 7.00 GiB: 3.20 of 5.66 GiB zeroed (params)"), on a pipe or
+ * a file a line each time an arena is begun and every 10 s within one. alloc_show_end closes it with the
  * time taken, when it was shown. */
 typedef struct {
     double t0, t_drawn;    /* ms */
