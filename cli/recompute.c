@@ -41,7 +41,11 @@ size_t recompute_baseline(Backend *be)
     size_t free_b = 0, total_b = 0;
     if (be && be->ops->mem_info(be, &free_b, &total_b) == 0)
         return total_b > free_b ? total_b - free_b : 0;
-    return procmem_rss() + BLAS_BUFFER_BYTES;
+    /* rounded up to a MiB: the resident set moves by some pages from run
+     * to run, and auto's schedule (which fills the budget less the
+     * baseline) should not move with it */
+    size_t mib = (size_t)1 << 20;
+    return (procmem_rss() + BLAS_BUFFER_BYTES + mib - 1) / mib * mib;
 }
 
 int recompute_budget(Backend *be, size_t baseline, size_t *budget, char *err, size_t len)
