@@ -87,7 +87,7 @@ PROGRAMS := train_gpt tokenize
 # $(BUILD)/test/train_gpt and $(BUILD)/test/tokenize, link them ahead of the
 # plain objects; ./train_gpt and ./tokenize have no hooks.
 HOOK_LIB_SRC := base/fileio.c ckpt/session.c
-HOOK_CLI_SRC := cli/loop.c cli/progress.c cli/evaluate.c
+HOOK_CLI_SRC := cli/loop.c cli/progress.c cli/evaluate.c cli/recompute.c
 HOOK_LIB_OBJ := $(HOOK_LIB_SRC:%.c=$(BUILD)/hooks/%.o)
 HOOK_CLI_OBJ := $(HOOK_CLI_SRC:%.c=$(BUILD)/hooks/%.o)
 
@@ -152,9 +152,9 @@ $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 
 # The programs and the suite, built in $(BUILD) and copied to the root
 # (ASan builds stay in build/asan). The tests link the CLI objects they unit
-# test: the text sampler (cli/generate) and the start-up guard with the
-# option parser it reads (tests/unit/cli/).
-TEST_CLI_OBJ := $(patsubst %,$(BUILD)/cli/%.o,generate guard options run_record version)
+# test: the text sampler (cli/generate), the step-time spread (cli/costs)
+# and the start-up guard with the option parser it reads (tests/unit/cli/).
+TEST_CLI_OBJ := $(patsubst %,$(BUILD)/cli/%.o,costs generate guard options run_record version)
 $(BUILD)/train_gpt: $(CLI_OBJ) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

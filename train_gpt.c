@@ -373,7 +373,8 @@ static void start(Trainer *tr, int argc, char **argv)
                o->init_from);
 }
 
-/* The header: shape, ranks, the memory plan. */
+/* The header: shape, ranks, the memory plan; printed before the arenas
+ * are allocated, so a run that a memory limit kills has shown its plan. */
 static void print_header(Trainer *tr)
 {
     const TrainOptions *o = &tr->opt;
@@ -385,10 +386,10 @@ static void print_header(Trainer *tr)
     printf("data parallel: %d rank%s, collectives %s | zero %d | %ld tokens per step\n",
            d->world, d->world == 1 ? "" : "s", dist_library(d), o->zero,
            (long)o->batch * o->seq_len * o->grad_accum * d->world);
-    printf("parameters: %zu\n", tr->model.plan.num_params);
-    planner_print(stdout, &tr->model.plan, schedule_mode_name(o->recompute));
-    printf("predicted peak: %zu bytes (the arenas are allocated whole at start-up)\n",
-           tr->model.plan.total);
+    printf("parameters: %zu\n", tr->plan.num_params);
+    planner_print(stdout, &tr->plan, schedule_mode_name(o->recompute));
+    printf("predicted peak: %zu bytes (the baseline and the arenas, which are allocated whole "
+           "at start-up, next)\n", tr->plan.total);
     printf("train data: %d shard(s) from %s\n", tr->train.num_shards, o->train_data);
     /* when a crash or a kill would cost: the saves this run will make */
     if (tr->sess.dir[0]) {
@@ -505,14 +506,18 @@ int main(int argc, char **argv)
     guard_check_backend(d, tr.be);
     tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
     Schedule sched;
-    rc = recompute_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.costs,
+    rc = recompute_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.plan, &tr.costs,
                                &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0 && !signals_pending()) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
     stop_check_startup(&tr, "planning the memory (measuring the op costs)");
     /* after the op costs were measured: they time the backend's own ops */
     if (o->profile_ops) profile_attach(&tr.prof, tr.be);
+    print_header(&tr);
+    AllocShow show;
+    alloc_show_start(&show, tr.plan.total - tr.plan.baseline, stdout);
     rc = gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
-                           &shard, err, sizeof err);
+                           &shard, alloc_show_update, &show, err, sizeof err);
+    alloc_show_end(&show);
     if (rc != 0 && !signals_pending()) fail(&tr, err);
     stop_check_startup(&tr, "allocating the model's memory");
     if (dist_attach_gpt(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
@@ -520,7 +525,6 @@ int main(int argc, char **argv)
     tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
     tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
     if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
-    print_header(&tr);
     start_progress(&tr, t_start);
     stop_check_startup(&tr, "timing a matmul for the estimate");
 

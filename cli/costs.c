@@ -122,26 +122,52 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+void costs_spread(double *ms, int n, StepSpread *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->noisy = 1;
+    if (n <= 0) return;
+    qsort(ms, (size_t)n, sizeof(double), cmp_double);
+    out->median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    out->min = ms[0];
+    out->max = ms[n - 1];
+    out->spread = out->median > 0 ? (out->max - out->min) / out->median : 0;
+    out->noisy = n < COSTS_MIN_STEPS || out->spread > COSTS_NOISY_SPREAD;
+}
+
 void costs_report(const TrainCosts *tc, long long step_ns, double *step_ms, int n,
                         int first_step, cJSON *summary)
 {
     int skip = n > 1 ? 1 : 0, m = n - skip;
     if (n == 0) return;
-    qsort(step_ms + skip, (size_t)m, sizeof(double), cmp_double);
-    double med = m % 2 ? step_ms[skip + m / 2]
-                       : 0.5 * (step_ms[skip + m / 2 - 1] + step_ms[skip + m / 2]);
-    char steps[96];
+    StepSpread sp;
+    costs_spread(step_ms + skip, m, &sp);
+    double med = sp.median;
+    char steps[96], spread[160];
     if (n > 1) snprintf(steps, sizeof steps, "median of steps %d..%d", first_step + 2,
                         first_step + n);
     else snprintf(steps, sizeof steps, "step %d", first_step + 1);
+    snprintf(spread, sizeof spread, "min-max %.3f-%.3f ms, spread %.1f%%", sp.min, sp.max,
+             100.0 * sp.spread);
     cJSON_AddNumberToObject(summary, "step_ms_measured", med);
+    cJSON_AddNumberToObject(summary, "step_ms_min", sp.min);
+    cJSON_AddNumberToObject(summary, "step_ms_max", sp.max);
+    cJSON_AddBoolToObject(summary, "step_ms_noisy", sp.noisy);
     if (step_ns < 0) {
-        printf("step time: measured %.3f ms (%s); none predicted: op costs %s\n", med, steps,
-               tc->source);
+        printf("step time: measured %.3f ms (%s; %s); none predicted: op costs %s\n", med, steps,
+               spread, tc->source);
         return;
     }
     double pred = step_ns / 1e6;
-    printf("step time: predicted %.3f ms, measured %.3f ms (%s), measured/predicted %.3f\n",
-           pred, med, steps, med / pred);
+    printf("step time: predicted %.3f ms, measured %.3f ms (%s; %s), measured/predicted %.3f",
+           pred, med, steps, spread, med / pred);
+    if (sp.noisy)
+        printf("; the measurement is noisy (%s): it neither confirms nor refutes the "
+               "prediction\n", sp.n < COSTS_MIN_STEPS
+                                      ? "fewer than 3 steps after the first"
+                                      : "its steps differ by more than 10% of their median");
+    else
+        printf("\n");
     cJSON_AddNumberToObject(summary, "step_ms_predicted", pred);
 }

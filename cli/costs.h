@@ -34,10 +34,27 @@ int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
                     int measure_if_absent, int write_cache, TrainCosts *tc, char *err,
                     size_t len);
 
+/* The steps' times as a median with its spread. A measurement is noisy
+ * with fewer than COSTS_MIN_STEPS steps or when (max - min) / median is
+ * over COSTS_NOISY_SPREAD: on a shared machine a step's time moves by
+ * more than the prediction's error, and the ratio then says nothing. */
+#define COSTS_MIN_STEPS 3
+#define COSTS_NOISY_SPREAD 0.10
+typedef struct {
+    int n, noisy;
+    double median, min, max; /* ms */
+    double spread;           /* (max - min) / median */
+} StepSpread;
+/* Sorts ms[0..n). */
+void costs_spread(double *ms, int n, StepSpread *out);
+
 /* After a run: the predicted step time (step_ns; -1 for none) beside the
  * measured one, the median of step_ms[1..n) (the first step pays for cold
  * caches and cuBLASLt's heuristics; with one step, that one), on stdout
- * and as "step_ms_predicted" and "step_ms_measured" in summary. Steps
+ * with the steps' min-max and spread, flagged noisy (costs_spread) rather
+ * than the prediction wrong, and as "step_ms_predicted",
+ * "step_ms_measured", "step_ms_min", "step_ms_max" and "step_ms_noisy" in
+ * summary. Steps
  * are numbered from first_step + 1. Sorts step_ms. */
 void costs_report(const TrainCosts *tc, long long step_ns, double *step_ms, int n,
                         int first_step, cJSON *summary);

@@ -245,3 +245,38 @@ void progress_log(const StepFigures *f, cJSON *j)
     if (f->mfu >= 0) cJSON_AddNumberToObject(j, "mfu", f->mfu);
     else cJSON_AddNullToObject(j, "mfu");
 }
+
+void alloc_show_start(AllocShow *a, size_t planned, FILE *out)
+{
+    *a = (AllocShow){.t0 = progress_now_ms(), .planned = planned, .out = out,
+                     .tty = isatty(fileno(out))};
+}
+
+void alloc_show_update(void *ctx, const char *arena, size_t done, size_t total)
+{
+    AllocShow *a = ctx;
+    double now = progress_now_ms();
+    if (now - a->t0 < PROGRESS_SHOW_AFTER_MS) return;
+    if (a->tty) {
+        if (a->shown && now - a->t_drawn < 200 && done < total) return;
+        fprintf(a->out, "\rallocating %.2f GiB: %.2f of %.2f GiB zeroed (%s)\033[K",
+                a->planned / 1073741824.0, done / 1073741824.0, total / 1073741824.0, arena);
+        fflush(a->out);
+    } else if (a->arena == arena && now - a->t_drawn < 10000) {
+        return;
+    } else {
+        fprintf(a->out, "allocating %.2f GiB: %.2f of %.2f GiB zeroed, in %s\n",
+                a->planned / 1073741824.0, done / 1073741824.0, total / 1073741824.0, arena);
+    }
+    a->arena = arena;
+    a->shown = 1;
+    a->t_drawn = now;
+}
+
+void alloc_show_end(AllocShow *a)
+{
+    if (!a->shown) return;
+    fprintf(a->out, "%sallocated %.2f GiB in %.1f s (params, grads and optimizer state zeroed; "
+            "activations on first use)\n", a->tty ? "\r\033[K" : "",
+            a->planned / 1073741824.0, (progress_now_ms() - a->t0) / 1e3);
+}

@@ -1,7 +1,8 @@
 /* cli/progress.h — what the trainer tells its user while it runs.
  *
  * Owns: the time figures of each step line (elapsed, ETA, achieved FLOP/s
- * and MFU), the start-up estimate of the run's length, the in-step progress
+ * and MFU), the start-up estimate of the run's length, the arenas'
+ * allocation progress (AllocShow), the in-step progress
  * line on a terminal, and the model's per-block hook (model/gpt.h) that
  * draws that line and stops a pass at the next block once a signal is
  * pending (base/signals.h).
@@ -106,5 +107,21 @@ void progress_format(const StepFigures *f, int world, char *out, size_t len);
 void progress_log(const StepFigures *f, cJSON *j);
 
 double progress_now_ms(void);
+
+/* The arenas' allocation (gpt_init_schedule's AllocProgressFn): silent for
+ * the first PROGRESS_SHOW_AFTER_MS, then on a terminal one line redrawn
+ * ("allocating 7.00 GiB: 3.20 of 5.66 GiB zeroed (params)"), on a pipe or
+ * a file a line each time an arena is begun and every 10 s within one. alloc_show_end closes it with the
+ * time taken, when it was shown. */
+typedef struct {
+    double t0, t_drawn;    /* ms */
+    size_t planned;        /* the arenas' bytes, for the message */
+    int tty, shown;
+    const char *arena;     /* the last one a line was printed for */
+    FILE *out;
+} AllocShow;
+void alloc_show_start(AllocShow *a, size_t planned, FILE *out);
+void alloc_show_update(void *ctx, const char *arena, size_t done, size_t total);
+void alloc_show_end(AllocShow *a);
 
 #endif

@@ -2,8 +2,11 @@
 #include "cli/recompute.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/procmem.h"
+#include "base/test_hooks.h"
 #include "kernels/backend.h"
 #include "model/flops.h"
 #include "model/planner.h"
@@ -22,7 +25,30 @@ static size_t host_available(void)
     return (size_t)kb * 1024;
 }
 
-int recompute_budget(Backend *be, size_t *budget, char *err, size_t len)
+/* OpenBLAS's packing buffers, which its first sgemm touches after the
+ * baseline was measured: 1.3 to 2.4 MiB for one thread at this project's
+ * matmul shapes (measured with a bare cblas_sgemm, 2048x384x128 to
+ * 4096x4096x128, VmRSS before and after). Not covered: with two or more
+ * threads the head's backward sgemm at a GPT-2 vocabulary touches about
+ * 31 MiB more per run (docs/recompute.md, "What the budget covers"). */
+#define BLAS_BUFFER_BYTES ((size_t)3 << 20)
+
+size_t recompute_baseline(Backend *be)
+{
+    /* the suite's runs whose budgets are the arenas' plans, to the byte */
+    TEST_HOOK(if (getenv("TRAIN_GPT_TEST_BASELINE")) return (size_t)strtoull(
+                  getenv("TRAIN_GPT_TEST_BASELINE"), NULL, 10));
+    size_t free_b = 0, total_b = 0;
+    if (be && be->ops->mem_info(be, &free_b, &total_b) == 0)
+        return total_b > free_b ? total_b - free_b : 0;
+    /* rounded up to a MiB: the resident set moves by some pages from run
+     * to run, and auto's schedule (which fills the budget less the
+     * baseline) should not move with it */
+    size_t mib = (size_t)1 << 20;
+    return (procmem_rss() + BLAS_BUFFER_BYTES + mib - 1) / mib * mib;
+}
+
+int recompute_budget(Backend *be, size_t baseline, size_t *budget, char *err, size_t len)
 {
     size_t free_b = 0, total_b = 0, margin;
     const char *what;
@@ -39,11 +65,14 @@ int recompute_budget(Backend *be, size_t *budget, char *err, size_t len)
                  what, free_b);
         return -1;
     }
-    *budget = free_b - margin;
-    char a[32], b[32], c[32];
-    printf("memory budget: %s (%s %s minus a margin of %s; set --memory-budget to change)\n",
+    /* the baseline is held already, so it is outside what is free */
+    *budget = free_b - margin + baseline;
+    char a[32], b[32], c[32], d[32];
+    printf("memory budget: %s (%s %s minus a margin of %s, plus the baseline of %s this process "
+           "holds already; set --memory-budget to change)\n",
            planner_format_bytes(*budget, a, sizeof a), what,
-           planner_format_bytes(free_b, b, sizeof b), planner_format_bytes(margin, c, sizeof c));
+           planner_format_bytes(free_b, b, sizeof b), planner_format_bytes(margin, c, sizeof c),
+           planner_format_bytes(baseline, d, sizeof d));
     return 0;
 }
 
@@ -72,11 +101,11 @@ static int offload_check(const TrainOptions *o, Backend *be, char *err, size_t l
 }
 
 static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType dtype,
-                            const GPTShard *shard)
+                            const GPTShard *shard, size_t baseline)
 {
     PlanInput in = {.cfg = *cfg, .B = o->batch, .T = o->seq_len, .dtype = dtype,
                     .loss_chunk = o->loss_chunk, .world_size = shard->world,
-                    .zero = shard->zero, .offload = o->offload,
+                    .zero = shard->zero, .baseline = baseline, .offload = o->offload,
                     .host_budget = o->host_budget_given ? o->host_budget : 0};
     return in;
 }
@@ -106,10 +135,13 @@ static void predict(const TrainOptions *o, const TrainCosts *tc, const Schedule 
 }
 
 int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
-                          const GPTShard *shard, Schedule *s, TrainCosts *tc,
-                          long long *step_ns, char *err, size_t len)
+                          const GPTShard *shard, Schedule *s, MemoryPlan *plan,
+                          TrainCosts *tc, long long *step_ns, char *err, size_t len)
 {
-    PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard);
+    /* before anything this function allocates (the op costs' measurement) */
+    size_t baseline = recompute_baseline(be);
+    PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard,
+                              baseline);
     size_t budget = o->memory_budget;
     char a[32], b[32];
     *step_ns = -1;
@@ -123,7 +155,8 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                                "selective)");
             return 2;
         }
-        if (!o->memory_budget_given && recompute_budget(be, &budget, err, len) != 0) return -1;
+        if (!o->memory_budget_given && recompute_budget(be, baseline, &budget, err, len) != 0)
+            return -1;
         AutoResult r;
         if (planner_auto(&in, budget, tc->have ? &tc->oc : NULL, s, &r, err, len) != 0)
             return -1;
@@ -156,6 +189,7 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
         }
         auto_print_family(stdout, cfg, &r);
         schedule_print(stdout, s, 0);
+        planner_plan(&in, s, plan);
         predict(o, tc, s, step_ns);
         return 0;
     }
@@ -169,27 +203,28 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                                            err, len)
                  : schedule_build(s, o->recompute, cfg->num_layers, err, len);
     if (rc != 0) return -1;
-    MemoryPlan p;
-    planner_plan(&in, s, &p);
-    if (o->host_budget_given && p.host_total > o->host_budget) {
+    planner_plan(&in, s, plan);
+    if (o->host_budget_given && plan->host_total > o->host_budget) {
         snprintf(err, len, "--host-budget: --recompute %s with --offload %s needs %zu host bytes "
                            "(%s), more than the host budget of %zu bytes (%s)",
                  schedule_mode_flag(o->recompute), planner_offload_name(o->offload),
-                 p.host_total, planner_format_bytes(p.host_total, a, sizeof a), o->host_budget,
-                 planner_format_bytes(o->host_budget, b, sizeof b));
+                 plan->host_total, planner_format_bytes(plan->host_total, a, sizeof a),
+                 o->host_budget, planner_format_bytes(o->host_budget, b, sizeof b));
         schedule_free(s);
         return 2;
     }
-    if (o->memory_budget_given) {
-        if (p.total > budget) {
-            snprintf(err, len, "--memory-budget: --recompute %s needs %zu bytes (%s), more than "
-                               "the budget of %zu bytes (%s); try --recompute auto",
-                     schedule_mode_flag(o->recompute), p.total,
-                     planner_format_bytes(p.total, a, sizeof a), budget,
-                     planner_format_bytes(budget, b, sizeof b));
-            schedule_free(s);
-            return 2;
-        }
+    planner_plan(&in, s, plan);
+    if (o->memory_budget_given && plan->total > budget) {
+        char c[32];
+        snprintf(err, len, "--memory-budget: --recompute %s needs %zu bytes (%s, of which %s "
+                           "the process holds before its arenas), more than the budget of %zu "
+                           "bytes (%s); try --recompute auto",
+                 schedule_mode_flag(o->recompute), plan->total,
+                 planner_format_bytes(plan->total, a, sizeof a),
+                 planner_format_bytes(baseline, c, sizeof c), budget,
+                 planner_format_bytes(budget, b, sizeof b));
+        schedule_free(s);
+        return 2;
     }
     if (offload_check(o, be, err, len) != 0) {
         schedule_free(s);
@@ -233,13 +268,22 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
     char err[1024];
     size_t budget = o->memory_budget;
     DType dtype = DTYPE_FP32;
+    /* The run this plans is the same binary: its start-up holds what this
+     * process holds now (on a GPU, what the open backend finds in use). */
+    size_t baseline = recompute_baseline(NULL);
+    const char *base_what = "this process's resident memory now and 3 MiB of BLAS buffers";
     if (!o->memory_budget_given) {
         Backend *be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
         if (!be) {
             fprintf(stderr, "error: %s\n", err);
             return 1;
         }
-        int rc = recompute_budget(be, &budget, err, sizeof err);
+        size_t free_b, total_b;
+        if (be->ops->mem_info(be, &free_b, &total_b) == 0) {
+            baseline = recompute_baseline(be);
+            base_what = "the device memory in use now, with this process's context";
+        }
+        int rc = recompute_budget(be, baseline, &budget, err, sizeof err);
         dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32;
         backend_close(be);
         if (rc != 0) {
@@ -256,7 +300,20 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
 #endif
         dtype = gpu ? DTYPE_BF16 : DTYPE_FP32;
     }
-    PlanInput in = plan_input(o, cfg, dtype, shard);
+    /* A plan for a GPU given its budget opened no device: the host's
+     * resident bytes are not what the device's budget holds. */
+    if (o->memory_budget_given && (dtype == DTYPE_BF16 || strcmp(o->device, "cuda") == 0)) {
+        baseline = 0;
+        printf("baseline: not measured (with --memory-budget, --plan opens no device); a run "
+               "on the GPU counts the device memory in use at its start-up (the CUDA context "
+               "and the backend's workspaces) against the budget too\n");
+    }
+    PlanInput in = plan_input(o, cfg, dtype, shard, baseline);
+    char bb[32];
+    if (baseline)
+        printf("baseline: %zu bytes (%s), %s: a run of this binary holds about as much before "
+               "its arenas, and the peaks below count it; the run measures its own at start-up\n",
+               baseline, planner_format_bytes(baseline, bb, sizeof bb), base_what);
     TrainCosts tc;
     if (costs_get(o, &in, NULL, 0, 1, &tc, err, sizeof err) != 0 ||
         planner_print_modes(stdout, &in, budget, o->checkpoint_every, tc.have ? &tc.oc : NULL,

@@ -18,9 +18,20 @@
 /* --memory-budget's default, printed: the device's free memory minus 512
  * MiB (cuBLAS workspaces and allocator granularity; the CUDA context is
  * already outside "free"), or on the cpu the host's available memory
- * (MemAvailable) minus 10% (the program, libraries and host-side buffers).
- * Returns 0, or -1 with err. */
-int recompute_budget(Backend *be, size_t *budget, char *err, size_t len);
+ * (MemAvailable) minus 10% (host-side buffers), plus the baseline the
+ * process already holds (outside both). Returns 0, or -1 with err. */
+int recompute_budget(Backend *be, size_t baseline, size_t *budget, char *err, size_t len);
+
+/* What the process holds before its arenas, which --memory-budget and the
+ * plan count as their baseline row: on a device backend (be with
+ * mem_info), the device memory in use (this process's context and the
+ * backend's fixed buffers, and any other process's); on the cpu (or be
+ * NULL), the resident set (/proc/self/status VmRSS: program, libraries,
+ * the CUDA runtime's mapped pages in a CUDA build) plus the 3 MiB the
+ * BLAS's packing buffers take at the first matmul. Test build only
+ * (base/test_hooks.h): TRAIN_GPT_TEST_BASELINE=BYTES replaces the
+ * measurement. */
+size_t recompute_baseline(Backend *be);
 
 /* Checks that need the model's shape (--checkpoint-every <= layers),
  * before anything is opened. Returns 0, or 2 with a one-line message in
@@ -36,11 +47,13 @@ int recompute_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size
  * a restricted search past it, which is named in what is printed); when
  * nothing fits, prints the schedule with the smallest achievable peak to
  * stderr and returns 2 with that peak in err. Other modes: returns 2 with
- * err when --memory-budget is given and the plan exceeds it. Returns 0, 2
- * (exit 2) or -1, with err. */
+ * err when --memory-budget is given and the plan exceeds it. *plan is the
+ * schedule's plan with the baseline (recompute_baseline, measured first)
+ * counted, for printing before anything is allocated. Returns 0, 2 (exit
+ * 2) or -1, with err. */
 int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
-                          const GPTShard *shard, Schedule *s, TrainCosts *tc,
-                          long long *step_ns, char *err, size_t len);
+                          const GPTShard *shard, Schedule *s, MemoryPlan *plan,
+                          TrainCosts *tc, long long *step_ns, char *err, size_t len);
 
 /* --plan: prints the table of recompute modes (planner_print_modes) for
  * this shape and --batch/--seq-len, with predicted step times when op

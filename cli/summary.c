@@ -5,18 +5,26 @@
 #include <stdio.h>
 #include <sys/resource.h>
 
+#include "base/procmem.h"
+
 #include "model/planner.h"
 #include "model/schedule.h"
 #include "cli/costs.h"
 #include "cli/outputs.h"
 
-/* Measured peak: the process's peak RSS on the cpu; on a device backend,
- * the device bytes the driver reports used since before the arenas. */
+/* Measured peak, held against the plan's total (baseline + arenas): on the
+ * cpu the process's peak resident set (/proc/self/status VmHWM, what a
+ * cgroup's limit sees; getrusage's ru_maxrss where /proc is not there); on
+ * a device backend the device bytes in use at the end, counting what was
+ * in use before the arenas (the baseline) as the plan does. */
 static size_t measured_peak(Trainer *tr)
 {
     size_t free_b, total_b;
     if (tr->have_mem_info && tr->be->ops->mem_info(tr->be, &free_b, &total_b) == 0)
-        return tr->mem_free_before > free_b ? tr->mem_free_before - free_b : 0;
+        return (tr->mem_free_before > free_b ? tr->mem_free_before - free_b : 0) +
+               (tr->mem_total - tr->mem_free_before);
+    size_t hwm = procmem_peak();
+    if (hwm) return hwm;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (size_t)ru.ru_maxrss * 1024;
@@ -24,16 +32,18 @@ static size_t measured_peak(Trainer *tr)
 
 void summary_print(Trainer *tr)
 {
-    const MemoryPlan *p = &tr->model.plan;
+    const MemoryPlan *p = &tr->plan, *arenas = &tr->model.plan;
     size_t peak = measured_peak(tr);
     double diff = 100.0 * ((double)peak - (double)p->total) / (double)p->total;
     size_t hw = gpt_arena_high_water(&tr->model);
-    printf("memory: predicted peak %zu bytes (planner); arenas' high-water mark %zu bytes (%s)\n",
-           p->total, hw, hw == p->total ? "equal" : "DIFFERENT: the planner and the model disagree");
-    printf("memory: planner total %.2f MiB, measured peak %.2f MiB (%s), difference %+.1f%%\n",
-           p->total / 1048576.0, peak / 1048576.0,
-           tr->have_mem_info ? "device memory used by the run, per cudaMemGetInfo"
-                             : "process peak RSS: arenas plus program, libraries, host buffers",
+    printf("memory: arenas planned %zu bytes; their high-water mark %zu bytes (%s)\n",
+           arenas->total, hw,
+           hw == arenas->total ? "equal" : "DIFFERENT: the planner and the model disagree");
+    printf("memory: planner total %.2f MiB (baseline %.2f MiB + arenas %.2f MiB), measured peak "
+           "%.2f MiB (%s), difference %+.1f%%\n", p->total / 1048576.0, p->baseline / 1048576.0,
+           arenas->total / 1048576.0, peak / 1048576.0,
+           tr->have_mem_info ? "device memory in use at the end, per cudaMemGetInfo"
+                             : "process peak RSS, VmHWM",
            diff);
     size_t host_hw = gpt_host_high_water(&tr->model);
     if (p->offload)
@@ -43,7 +53,7 @@ void summary_print(Trainer *tr)
     size_t context = tr->mem_total - tr->mem_free_before;
     if (tr->have_mem_info)
         printf("memory: in use on the device before the arenas (CUDA context, other processes): "
-               "%.2f MiB, not counted above\n", context / 1048576.0);
+               "%.2f MiB, counted as the baseline\n", context / 1048576.0);
     cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "event", "summary");
     cJSON_AddNumberToObject(o, "recompute", tr->opt.recompute);
@@ -56,8 +66,11 @@ void summary_print(Trainer *tr)
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
     if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
-        cJSON_AddNumberToObject(m, planner_category_name(c), (double)p->bytes[c]);
-    cJSON_AddNumberToObject(m, "total", (double)p->total);
+        cJSON_AddNumberToObject(m, planner_category_name(c), (double)arenas->bytes[c]);
+    /* total: the arenas' (the categories add up to it); process_total adds the baseline */
+    cJSON_AddNumberToObject(m, "total", (double)arenas->total);
+    cJSON_AddNumberToObject(m, "baseline", (double)p->baseline);
+    cJSON_AddNumberToObject(m, "process_total", (double)p->total);
     cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
     if (p->offload) {
         cJSON_AddNumberToObject(m, "host_total", (double)p->host_total);

@@ -50,6 +50,8 @@ typedef struct {
     LlmcFolder llmc;         /* --resume-llmc, --save-checkpoint-llmc (cli/llmc_folder.h) */
     OpProfile prof;          /* --profile-ops (kernels/profile.h) */
     TrainCosts costs;        /* --op-costs (cli/costs.h) */
+    MemoryPlan plan;         /* the run's plan, its baseline counted (cli/recompute.h); the
+                              * model's own (model.plan) has the arenas only */
     long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
     double *step_ms;         /* each step's wall time, for the summary */
     int n_step_ms;

@@ -116,12 +116,19 @@ int gpt_init(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recomp
 /* The same, for one rank of a data-parallel job (shard NULL = gpt_init). */
 int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int recompute,
                    int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
+/* Told how far gpt_init_schedule is: `done` of `total` bytes (the arenas
+ * it zeroes: params, grads, optimizer state) after each 64 MiB piece, with
+ * the name of the arena the piece is in. */
+typedef void (*AllocProgressFn)(void *ctx, const char *arena, size_t done, size_t total);
+
 /* The same for a schedule built by the caller (segments with a chosen k,
  * auto), which g takes over: gpt_free frees it, and so does a failure. The
  * buffers are zeroed in 64 MiB pieces with a stop polled between them
- * (base/stop.h): a stop fails the call, STOP_MESSAGE in err. */
+ * (base/stop.h): a stop fails the call, STOP_MESSAGE in err; progress
+ * (NULL: none) is called after each piece. */
 int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
-                      int loss_chunk, const GPTShard *shard, char *err, size_t err_len);
+                      int loss_chunk, const GPTShard *shard, AllocProgressFn progress,
+                      void *progress_ctx, char *err, size_t err_len);
 void gpt_free(GPT *g);
 
 /* Bytes carved from all arenas: their high-water mark, as nothing is

@@ -115,14 +115,22 @@ int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int 
     Schedule s;
     memset(g, 0, sizeof *g);
     if (schedule_build(&s, recompute, cfg->num_layers, err, err_len) != 0) return -1;
-    return gpt_init_schedule(g, cfg, be, B, T, &s, loss_chunk, shard, err, err_len);
+    return gpt_init_schedule(g, cfg, be, B, T, &s, loss_chunk, shard, NULL, NULL, err, err_len);
 }
 
 /* mem_zero in 64 MiB pieces, polling for a stop (base/stop.h) between
  * them: on a CPU the first touch of the arenas' pages is most of a big
  * model's start-up before its init (6 s for 2.9 GB on the 2-core VM).
  * Returns 1 when stopped. */
-static int zero_polled_in(Backend *be, int host, void *p, size_t bytes)
+typedef struct {
+    AllocProgressFn fn;
+    void *ctx;
+    size_t done, total;
+} ZeroProgress;
+
+/* host: the block lives in the host tier (plain host memory, not the backend's). */
+static int zero_polled(Backend *be, int host, void *p, size_t bytes, const char *arena,
+                       ZeroProgress *zp)
 {
     const size_t piece = (size_t)64 << 20;
     for (size_t at = 0; at < bytes; at += piece) {
@@ -130,13 +138,10 @@ static int zero_polled_in(Backend *be, int host, void *p, size_t bytes)
         size_t n = bytes - at < piece ? bytes - at : piece;
         if (host) memset((char *)p + at, 0, n); /* the host tier: plain host memory */
         else be->ops->mem_zero(be, (char *)p + at, n);
+        zp->done += n;
+        if (zp->fn) zp->fn(zp->ctx, arena, zp->done, zp->total);
     }
     return 0;
-}
-
-static int zero_polled(Backend *be, void *p, size_t bytes)
-{
-    return zero_polled_in(be, 0, p, bytes);
 }
 
 /* What the model can place in the host tier, and the copies of offloaded
@@ -163,7 +168,8 @@ static int offload_setup(GPT *g, int offload, char *err, size_t err_len)
 }
 
 int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
-                      int loss_chunk, const GPTShard *shard, char *err, size_t err_len)
+                      int loss_chunk, const GPTShard *shard, AllocProgressFn progress,
+                      void *progress_ctx, char *err, size_t err_len)
 {
     GPTShard one = {1, 0, 0, 0};
     if (!shard) shard = &one;
@@ -249,10 +255,13 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         return -1;
     }
     /* the padding of params stays 0 */
-    if (zero_polled_in(be, host_opt, g->m, ns * 4) || zero_polled_in(be, host_opt, g->v, ns * 4) ||
-        (g->master && zero_polled_in(be, host_opt, g->master, ns * 4)) ||
-        zero_polled(be, g->params, np * be->par_bytes) ||
-        zero_polled(be, g->grads, np * be->par_bytes)) {
+    ZeroProgress zp = {progress, progress_ctx, 0,
+                       (g->master ? 3 : 2) * ns * 4 + 2 * np * be->par_bytes};
+    if (zero_polled(be, host_opt, g->m, ns * 4, "optimizer", &zp) ||
+        zero_polled(be, host_opt, g->v, ns * 4, "optimizer", &zp) ||
+        (g->master && zero_polled(be, host_opt, g->master, ns * 4, "optimizer", &zp)) ||
+        zero_polled(be, 0, g->params, np * be->par_bytes, "params", &zp) ||
+        zero_polled(be, 0, g->grads, np * be->par_bytes, "grads", &zp)) {
         snprintf(err, err_len, "making the model's buffers: %s", STOP_MESSAGE);
         gpt_free(g);
         return -1;

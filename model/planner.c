@@ -69,6 +69,7 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     size_t ab = (size_t)dtype_bytes(in->dtype);
 
     plan_params(in, p);
+    p->baseline = in->baseline;
 
     planner_tape_layout(in, TAPE_FULL, &p->tape);
     /* Each buffer below is one arena_take, so each is rounded up to
@@ -147,6 +148,7 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
     p->bytes[MEM_ACTIVATIONS] = (size_t)dev_res * p->residual_bytes + tapes[1];
     p->bytes[MEM_WORKSPACE] = (size_t)p->n_res_work * p->residual_bytes + tapes[0] +
                               p->tape_ws_bytes;
+    p->total = p->baseline;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) p->total += p->bytes[c];
     for (int c = 0; c < HOST_NUM_CATEGORIES; c++) p->host_total += p->host[c];
 }
@@ -165,7 +167,7 @@ void planner_units_kinds(const PlanInput *in, int hi_kind, int lo_kind, PlanUnit
     MemoryPlan p;
     TapeLayout hi, lo;
     plan_fixed(in, &p);
-    u->fixed = 0;
+    u->fixed = p.baseline;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) u->fixed += p.bytes[c];
     u->res = p.residual_bytes;
     planner_tape_layout(in, hi_kind, &hi);
@@ -274,6 +276,9 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
     };
     fprintf(f, "memory plan (recompute %s)\n", mode_name);
     fprintf(f, "  %-12s %15s %11s\n", "buffer", "bytes", "MiB");
+    if (p->baseline)
+        fprintf(f, "  %-12s %15zu %11.2f  %s\n", "baseline", p->baseline, p->baseline / 1048576.0,
+                "the process before its arenas: program, libraries, runtime");
     char zero_note[96];
     snprintf(zero_note, sizeof zero_note, "AdamW m, v (+ fp32 master): per rank, 1/%d shard",
              p->world_size);

@@ -11,8 +11,11 @@
  * them. Nothing else computes a buffer size.
  *
  * Every arena is allocated whole before the first step, so a run's peak
- * is the plan's total: fixed + n_res*res + the tape slots, each its kind's
- * bytes, + the tape workspace: the largest any kind present needs. */
+ * is the plan's total: the baseline + fixed + n_res*res + the tape slots,
+ * each its kind's bytes, + the tape workspace: the largest any kind
+ * present needs. The baseline is what the process holds before its arenas
+ * (measured by the caller: resident bytes on the CPU, the device memory in
+ * use on a GPU); the model's own plan (gpt.h) has none. */
 #ifndef MODEL_PLANNER_H
 #define MODEL_PLANNER_H
 
@@ -68,6 +71,8 @@ typedef struct {
      * fits and max_B apply beside the device budget (0 = no bound). No
      * byte count depends on it. */
     size_t host_budget;
+    size_t baseline;   /* bytes the process holds before its arenas; counted in the total
+                        * and in every budget, allocated by no arena */
 } PlanInput;
 
 /* ZeRO-1 sharding (--zero 1). The flat parameter vector (llm.c order,
@@ -89,7 +94,8 @@ enum {
 
 typedef struct {
     size_t bytes[MEM_NUM_CATEGORIES]; /* device (the CPU backend's "device" arenas) */
-    size_t total;                     /* device total */
+    size_t baseline;                  /* PlanInput's: not an arena */
+    size_t total;                     /* device total: baseline + every category */
     /* The host tier (--offload): what the device categories no longer
      * hold. The stored block inputs (HOST_CHECKPOINTS: n_res_stored
      * residual slots, while MEM_ACTIVATIONS keeps n_ring of them) and the
@@ -125,7 +131,8 @@ typedef struct {
  * for a schedule with n_res residual slots, n_hi and n_lo tape slots is
  * planner_slots_total(). The solver minimises work under it. */
 typedef struct {
-    size_t fixed;  /* params, grads, optimizer, scratch, head: no schedule changes them */
+    size_t fixed;  /* baseline, params, grads, optimizer, scratch, head: no schedule
+                    * changes them */
     size_t res;    /* one residual slot */
     size_t hi, lo; /* one tape slot of the hi / lo kind (act + f32) */
     size_t ws_hi, ws_lo; /* the tape workspace each kind needs (0 for a full tape); a

@@ -3,8 +3,9 @@
 # recompute mode.
 #
 # usage: [REPEATS=n] [LAYERS="6 12 24 48"] scripts/memory_report.sh [cpu|gpu] [OUT_PREFIX]
-#   cpu (default): C=64, NH=4, T=128, B=4, 6 steps, one thread, vocab 256
-#       (byte tokens of tinyshakespeare, written to a temp folder), fp32.
+#   cpu (default): C=64, NH=4, T=128, B=4, 6 steps, one thread, fp32, the
+#       GPT-2 vocabulary (tinyshakespeare's GPT-2 tokens from `make data`),
+#       so that the loss head is chunked (166 of the 512 tokens a chunk).
 #   gpu: GPT-2 widths at T=1024 in bf16 (6 and 12 layers: C=768, NH=12;
 #       24: C=1024, NH=16; 48: C=1600, NH=25), B=4, 6 steps; needs a build
 #       with the CUDA backend and a GPU.
@@ -16,13 +17,17 @@
 # measured peak (cpu: process peak RSS; gpu: device memory the run used per
 # cudaMemGetInfo), re-forwards, recompute (% of a step's FLOPs, from
 # --plan), tokens/s and the last loss. tokens/s is the median over steps
-# 2..6 of a run; with REPEATS=n (default 1) the five modes run n times in
-# turn at each depth and the CSV has the median of the n runs. And
+# 2..6 of a run; the five modes run REPEATS times in turn (default 3:
+# 0,selective,1,2,auto,0,...) at each depth, and the CSV has the median of
+# the runs with their min and max, and scripts/speed_verdict.py says per
+# depth which modes differ from mode 0 beyond that spread. And
 # OUT_PREFIX.png (gnuplot), three panels against layers, one colour per
 # mode: the stored activations alone (what recompute saves); the whole
-# peak, predicted (solid) beside measured (dashed); and tokens/s relative
-# to recompute 0 at the same depth. The title carries the shape and the
-# backend. Exits 1 if a run fails, if the arenas' high-
+# peak, predicted (solid) beside measured (dashed), with the baseline the
+# process holds before its arenas (the build's fixed memory) drawn and
+# labelled; and tokens/s relative to recompute 0 at the same depth, from
+# 0, with min-max bars. The legends sit below the panels. The title
+# carries the shape and the backend. Exits 1 if a run fails, if the arenas' high-
 # water differs from the plan, or if a mode's last loss differs from mode
 # 0's at the same depth.
 set -euo pipefail
@@ -38,20 +43,11 @@ export TRAIN_GPT_CACHE_DIR="$out/cache"
 
 case "$dev" in
 cpu)
-    text=$(./tokenize --fetch tinyshakespeare --quiet)
-    [ -r "$text" ] || { echo "memory_report.sh: $text not found" >&2; exit 1; }
-    # byte-token shards (llm.c format): first 10% val, the rest train
-    python3 - "$text" "$out" <<'PY'
-import struct, sys
-t = open(sys.argv[1], "rb").read()
-n = len(t) // 10
-for name, toks in (("val", t[:n]), ("train", t[n:])):
-    with open(f"{sys.argv[2]}/bytes_{name}_000000.bin", "wb") as f:
-        f.write(struct.pack("<256i", 20240520, 1, len(toks), *([0] * 253)))
-        f.write(struct.pack(f"<{len(toks)}H", *toks))
-PY
-    common=(--device cpu --threads 1 --vocab 256 --seq-len 128 --batch 4 --steps 6 --val-every 0
-            --train-data "$out/bytes_train_*.bin" --val-data "$out/bytes_val_*.bin")
+    ls datasets/tinyshakespeare_train_*.bin > /dev/null 2>&1 ||
+        { echo "memory_report.sh: datasets/tinyshakespeare_train_*.bin not found (run make data)" >&2; exit 1; }
+    common=(--device cpu --threads 1 --seq-len 128 --batch 4 --steps 6 --val-every 0
+            --train-data "datasets/tinyshakespeare_train_*.bin"
+            --val-data "datasets/tinyshakespeare_val_*.bin")
     width() { echo "--channels 64 --heads 4"; }
     ;;
 gpu)
@@ -74,7 +70,7 @@ for L in $layers; do
     # auto row and the auto run make the same schedule
     ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget "$budget" --op-costs measure \
         > "$out/planmid$L.txt"
-    for r in $(seq "${REPEATS:-1}"); do
+    for r in $(seq "${REPEATS:-3}"); do
         for mode in 0 selective 1 2 auto; do
             extra=()
             [ "$mode" = auto ] && extra=(--memory-budget "$budget")
@@ -88,7 +84,7 @@ for L in $layers; do
     done
 done
 
-python3 - "$out" "$dev" "$prefix.csv" "${REPEATS:-1}" "$layers" <<'PY'
+python3 - "$out" "$dev" "$prefix.csv" "${REPEATS:-3}" "$layers" <<'PY'
 import json, statistics, sys
 d, dev, csv, reps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 rows, bad = [], []
@@ -120,23 +116,31 @@ for L in [int(x) for x in sys.argv[5].split()]:
         summ, loss = runs[0][0], runs[0][2]
         m = summ["memory"]
         tps = statistics.median(r[1] for r in runs)
+        tps_lo, tps_hi = min(r[1] for r in runs), max(r[1] for r in runs)
+        with open(f"{d}/tps{L}.txt", "a") as t:
+            t.writelines(f"{mode} {r[1]}\n" for r in runs)
         for s_, _, l_ in runs[1:]:
-            if s_["memory"]["total"] != m["total"] or l_ != loss:
+            # auto's schedule fills the budget less the measured baseline, which
+            # may differ between runs by a MiB; the fixed modes' plans may not
+            plan_differs = mode != "auto" and s_["memory"]["total"] != m["total"]
+            if plan_differs or l_ != loss:
                 bad.append(f"L={L} {mode}: repeats differ in plan or loss")
         if mode == "0":
             loss0 = loss
-        if m["arena_high_water"] != m["total"]:
+        if m["arena_high_water"] != m["total"]:  # "total": the arenas' plan
             bad.append(f"L={L} {mode}: arenas' high-water {m['arena_high_water']} != plan {m['total']}")
         if loss != loss0:
             bad.append(f"L={L} {mode}: last loss {loss!r} != mode 0's {loss0!r}")
         rows.append([dev, L, mode, budget if mode == "auto" else "", int(m["activations"]),
-                     int(m["total"]),
+                     int(m.get("process_total", m["total"])),
                      int(m["arena_high_water"]), int(m["peak_measured"]),
                      "device_used" if dev == "gpu" else "peak_rss", summ["reforwards"],
-                     f"{pct[mode]:.3f}", f"{tps:.0f}", f"{loss:.6f}"])
+                     f"{pct[mode]:.3f}", f"{tps:.0f}", f"{loss:.6f}",
+                     int(m.get("baseline", 0)), f"{tps_lo:.0f}", f"{tps_hi:.0f}"])
 hdr = ("device,layers,mode,budget_bytes,stored_activations_bytes,planner_peak_bytes,"
        "arena_high_water_bytes,"
-       "measured_peak_bytes,measured_kind,reforwards,recompute_pct,tokens_per_s_median,last_loss")
+       "measured_peak_bytes,measured_kind,reforwards,recompute_pct,tokens_per_s_median,last_loss,"
+       "baseline_bytes,tokens_per_s_min,tokens_per_s_max")
 with open(csv, "w") as f:
     f.write(hdr + "\n")
     for r in rows:
@@ -147,39 +151,58 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 
+# the verdicts: per depth, each mode's tokens/s against mode 0's spread
+for L in $layers; do
+    echo "L=$L:"
+    scripts/speed_verdict.py --label "  tokens/s --recompute" < "$out/tps$L.txt"
+done
 # one data file per mode for gnuplot: layers, stored activations MiB,
-# planner peak MiB, measured peak MiB, tokens/s relative to mode 0
+# planner peak MiB, measured peak MiB, tokens/s relative to mode 0 (median,
+# min, max), baseline MiB
 for mode in 0 selective 1 2 auto; do
-    awk -F, -v m="$mode" 'NR>1 && $3=="0"{t0[$2]=$12} NR>1 && $3==m{rows[$2]=$5/1048576" "$6/1048576" "$8/1048576" "$12}
-        END{for (L in rows) {split(rows[L], r, " "); print L, r[1], r[2], r[3], r[4]/t0[L]}}' \
+    awk -F, -v m="$mode" 'NR>1 && $3=="0"{t0[$2]=$12}
+        NR>1 && $3==m{rows[$2]=$5/1048576" "$6/1048576" "$8/1048576" "$12" "$15" "$16" "$14/1048576}
+        END{for (L in rows) {split(rows[L], r, " ");
+            print L, r[1], r[2], r[3], r[4]/t0[L], r[5]/t0[L], r[6]/t0[L], r[7]}}' \
         "$prefix.csv" | sort -n > "$out/plot_$mode.dat"
 done
+base_mib=$(awk '{print $8; exit}' "$out/plot_0.dat")
 desc="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores"
 [ "$dev" = gpu ] && desc=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 if [ "$dev" = gpu ]; then
     shape="C=768..1600 (GPT-2 widths), T=1024, B=4, bf16"
 else
-    shape="C=64, NH=4, T=128, B=4, V=256, fp32, 1 thread"
+    shape="C=64, NH=4, T=128, B=4, V=50257 (GPT-2; head in chunks of 166 tokens), fp32, 1 thread"
 fi
 gnuplot <<GP
-set terminal pngcairo size 1600,500 font ",10" noenhanced
+set terminal pngcairo size 1600,620 font ",10" noenhanced
 set output "$prefix.png"
 set multiplot layout 1,3 title "train_gpt memory report: $shape; backend $dev ($desc)"
 modes = "0 selective 1 2 auto"
 f(i) = "$out/plot_".word(modes, i).".dat"
+# dark, distinct colours that print (no yellow), one per mode
+set linetype 1 lc rgb "#000000" lw 2 pt 7
+set linetype 2 lc rgb "#1f4e9e" lw 2 pt 5
+set linetype 3 lc rgb "#c0392b" lw 2 pt 9
+set linetype 4 lc rgb "#1e8449" lw 2 pt 11
+set linetype 5 lc rgb "#7d3c98" lw 2 pt 13
 set xlabel "layers"
 set xtics ($xtics)
 set grid
-set key top left
+set key outside below horizontal maxcols 3 box
+set yrange [0:*]
 set ylabel "stored activations, planner (MiB)"
-plot for [i=1:5] f(i) using 1:2 with linespoints lc i title "--recompute ".word(modes, i)
+plot for [i=1:5] f(i) using 1:2 with linespoints lt i title "--recompute ".word(modes, i)
 set ylabel "whole peak (MiB): predicted solid, measured dashed"
-plot for [i=1:5] f(i) using 1:3 with linespoints lc i title "predicted ".word(modes, i), \
-     for [i=1:5] f(i) using 1:4 with linespoints lc i dt 2 title "measured ".word(modes, i)
-set ylabel "tokens/s relative to --recompute 0 (median of ${REPEATS:-1} runs)"
-set key bottom left
-plot for [i=1:5] f(i) using 1:5 with linespoints lc i title "--recompute ".word(modes, i)
+set arrow 1 from graph 0, first $base_mib to graph 1, first $base_mib nohead lc rgb "#555555" dt 3
+set label 1 sprintf("baseline (the process before its arenas): %.1f MiB", $base_mib) at graph 0.02, first $base_mib offset 0,0.7 tc rgb "#555555"
+plot for [i=1:5] f(i) using 1:3 with linespoints lt i title "predicted ".word(modes, i), \
+     for [i=1:5] f(i) using 1:4 with linespoints lt i dt 2 title "measured ".word(modes, i)
+unset arrow 1
+unset label 1
+set ylabel "tokens/s relative to --recompute 0 (median, min-max of ${REPEATS:-3} runs)"
+plot for [i=1:5] f(i) using 1:5:6:7 with yerrorlines lt i title "--recompute ".word(modes, i)
 unset multiplot
 GP
 # the command that makes these files again (LAYERS and OUT_PREFIX included when given)
-echo "wrote $prefix.csv and $prefix.png (command: REPEATS=${REPEATS:-1}${LAYERS:+ LAYERS=\"$LAYERS\"} scripts/memory_report.sh $dev${2:+ $2}; $(date -u +%F))"
+echo "wrote $prefix.csv and $prefix.png (command: REPEATS=${REPEATS:-3}${LAYERS:+ LAYERS=\"$LAYERS\"} scripts/memory_report.sh $dev${2:+ $2}; $(date -u +%F))"

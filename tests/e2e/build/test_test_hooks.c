@@ -17,6 +17,7 @@ static const char *const HOOKS[] = {
     "TRAIN_GPT_TEST_NAN_STEP",       "TRAIN_GPT_TEST_STALL",
     "TRAIN_GPT_TEST_SAVE_DELAY_MS",  "TRAIN_GPT_TEST_COMMIT_DELAY_MS",
     "TRAIN_GPT_TEST_BLOCK_DELAY_MS", "TRAIN_GPT_TEST_EVAL_DUMP",
+    "TRAIN_GPT_TEST_BASELINE",
 };
 
 static const char *product(const char *name)

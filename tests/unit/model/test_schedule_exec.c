@@ -49,7 +49,7 @@ static Run run_on(Schedule *s, int mode, const GPTConfig *cfg, Shape sh)
     Backend *be = tu_cpu();
     GPT g;
     char err[256];
-    int rc = s ? gpt_init_schedule(&g, cfg, be, sh.B, sh.T, s, 0, NULL, err, sizeof err)
+    int rc = s ? gpt_init_schedule(&g, cfg, be, sh.B, sh.T, s, 0, NULL, NULL, NULL, err, sizeof err)
                : gpt_init(&g, cfg, be, sh.B, sh.T, mode, 0, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
