@@ -116,7 +116,9 @@ void cpu_attention_decode(Backend *be, void *out_, void *kcache_, void *vcache_,
     const float *qkv = qkv_;
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for schedule(static)
+    /* threads only where there is work for them: a small step's cost is
+     * the parallel region's start */
+#pragma omp parallel for schedule(static) if ((size_t)(t + 1) * C >= 65536)
     for (int h = 0; h < NH; h++) {
         const float *q = qkv + (size_t)h * hs;
         float *k0 = kc + (size_t)h * maxT * hs, *v0 = vc + (size_t)h * maxT * hs;
