@@ -117,16 +117,41 @@ static void print_token(TextCodec *c, int32_t id, FILE *out)
     }
 }
 
-int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
-                    const SampleParams *p, int stop_at_eot, SampleRng *rng, int *work,
-                    FILE *out, int32_t *ids)
+/* The logits after ctx[0..len): through the cache while the context fits
+ * the model's T (feeding it the tokens it has not seen; heads only for the
+ * last), else the full forward over the last T tokens, left-aligned in row
+ * 0 (a window that slides moves every position, so no cache holds it). */
+static void next_logits(GPT *g, GPTDecode *d, int cached, const int *ctx, int len, int *inputs,
+                        float *logits)
 {
-    int T = g->T, N = g->B * g->T, V = g->cfg.vocab_size;
+    int T = g->T;
+    if (cached && len <= T) {
+        while (d->len < len && !g->abandoned)
+            gpt_decode_step(g, d, ctx[d->len], d->len + 1 == len ? logits : NULL);
+        return;
+    }
+    int start = len > T ? len - T : 0, used = len - start;
+    for (int t = 0; t < used; t++) inputs[t] = ctx[start + t];
+    gpt_logits_at(g, inputs, used - 1, logits);
+}
+
+int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
+                    const SampleParams *p, int stop_at_eot, int kv_cache, SampleRng *rng,
+                    int *work, FILE *out, int32_t *ids)
+{
+    int N = g->B * g->T, V = g->cfg.vocab_size;
     int *inputs = calloc((size_t)N, sizeof(int));
     int *ctx = malloc(sizeof(int) * (size_t)(nprompt + n + 1));
     float *logits = malloc(sizeof(float) * (size_t)g->cfg.padded_vocab);
-    if (!inputs || !ctx || !logits) {
-        fprintf(stderr, "sample: out of host memory\n");
+    GPTDecode d = {0};
+    char err[256];
+    int cached = kv_cache && gpt_decode_supported(g);
+    if (!inputs || !ctx || !logits)
+        snprintf(err, sizeof err, "out of host memory");
+    else if (!cached || gpt_decode_open(g, &d, err, sizeof err) == 0)
+        err[0] = 0;
+    if (err[0]) {
+        fprintf(stderr, "sample: %s\n", err);
         free(inputs), free(ctx), free(logits);
         return -1;
     }
@@ -135,10 +160,7 @@ int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, in
     for (int i = 0; i < nprompt; i++) ctx[len++] = prompt[i];
     for (int i = 0; i < nprompt; i++) print_token(c, prompt[i], out);
     for (; made < n; made++) {
-        /* the last min(len, T) tokens, left-aligned in row 0 */
-        int start = len > T ? len - T : 0, used = len - start;
-        for (int t = 0; t < used; t++) inputs[t] = ctx[start + t];
-        gpt_logits_at(g, inputs, used - 1, logits);
+        next_logits(g, &d, cached, ctx, len, inputs, logits);
         if (g->abandoned) break; /* a signal: the block hook gave up the forward */
         int next = sample_draw(logits, V, p, rng, work);
         if (next == eot) break;
@@ -148,6 +170,7 @@ int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, in
         fflush(out);
     }
     fputc('\n', out);
+    if (cached) gpt_decode_close(g, &d);
     free(inputs), free(ctx), free(logits);
     return made;
 }
@@ -189,6 +212,7 @@ int text_sampler_open(TextSampler *s, const TrainOptions *o, int vocab_size, cha
     s->params = (SampleParams){o->temperature, o->top_k, o->top_p};
     s->num_samples = o->num_samples;
     s->stop_at_eot = o->stop_at_eot;
+    s->kv_cache = o->kv_cache;
     s->vocab_size = vocab_size;
     sample_seed(&s->rng, o->seed);
     if (!(s->work = malloc((size_t)vocab_size * sizeof *s->work))) {
@@ -236,7 +260,7 @@ void text_sampler_print(TextSampler *s, GPT *g, int n, const char *header, FILE 
         if (s->num_samples > 1) fprintf(out, "%s %d/%d:\n", header ? header : "sample", k,
                                         s->num_samples);
         else if (header) fprintf(out, "%s:\n", header);
-        sample_generate(g, &s->codec, p, np, n, &s->params, s->stop_at_eot, &s->rng, s->work,
-                        out, NULL);
+        sample_generate(g, &s->codec, p, np, n, &s->params, s->stop_at_eot, s->kv_cache,
+                        &s->rng, s->work, out, NULL);
     }
 }

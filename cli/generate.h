@@ -40,14 +40,17 @@ int codec_encode(TextCodec *c, const char *text, size_t len, int vocab_size, con
  * batch row 0 is used, and only one position's logits are computed per
  * token. With stop_at_eot and the GPT-2 codec, generation ends at the
  * end-of-text token, which is not printed. work: vocab ints (top-k/top-p
- * scratch). ids, when non-NULL, receives the generated ids. Returns how
- * many were generated, or -1 (out of host memory, message printed). When
+ * scratch). ids, when non-NULL, receives the generated ids. kv_cache 1
+ * decodes through a KV cache (gpt.h's GPTDecode) while the context fits T,
+ * where the backend has the op; past T, and with 0, each token re-runs
+ * the forward over the last T tokens. Returns how many were generated, or
+ * -1 (out of host memory, message printed). When
  * the model's block hook abandons a forward (a signal), generation stops
  * there with g->abandoned set: the tokens so far are printed, with a
  * newline. */
 int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, int n,
-                    const SampleParams *p, int stop_at_eot, SampleRng *rng, int *work,
-                    FILE *out, int32_t *ids);
+                    const SampleParams *p, int stop_at_eot, int kv_cache, SampleRng *rng,
+                    int *work, FILE *out, int32_t *ids);
 
 typedef struct {
     TextCodec codec;
@@ -55,6 +58,7 @@ typedef struct {
     SampleRng rng;
     SampleParams params;
     int num_samples, stop_at_eot, vocab_size;
+    int kv_cache; /* --kv-cache: 1 = decode through gpt.h's GPTDecode */
     int *work; /* vocab_size ints */
 } TextSampler;
 

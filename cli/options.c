@@ -140,6 +140,9 @@ static const OptSpec SPECS[] = {
      "samples per --generate and per --sample-every, each continuing the prompt"},
     {"stop-at-eot", K_CHOICE, O(stop_at_eot), "1", 0, 0, "0|1", "Text",
      "1 = a sample ends at GPT-2's end-of-text token, which is not printed"},
+    {"kv-cache", K_CHOICE, O(kv_cache), "1", 0, 0, "0|1", "Text",
+     "1 = samples decode one position a token against cached keys and values (docs/sampling.md); "
+     "0 = re-run the whole context for each token"},
     {"eval-file", K_STR, O(eval_file), NULL, 0, 0, NULL, "Evaluation",
      "llm.c multiple-choice eval file (HellaSwag: `make hellaswag` writes "
      "datasets/hellaswag_val.bin), scored at the end and every --eval-every steps"},
@@ -530,7 +533,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
 static int check_flags_in_use(const TrainOptions *opt)
 {
     static const char *const sampling[] = {"prompt", "prompt-file", "temperature", "top-k",
-                                           "top-p", "num-samples", "stop-at-eot"};
+                                           "top-p", "num-samples", "stop-at-eot", "kv-cache"};
     int sampled = opt->generate > 0 || opt->sample_every > 0;
     for (size_t i = 0; i < sizeof sampling / sizeof sampling[0]; i++)
         if (!sampled && train_options_given(opt, sampling[i])) {

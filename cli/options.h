@@ -63,7 +63,7 @@ typedef struct {
     /* text samples */
     int sample_every, sample_tokens, generate;
     float temperature, top_p;
-    int top_k, num_samples, stop_at_eot;
+    int top_k, num_samples, stop_at_eot, kv_cache;
     const char *prompt, *prompt_file;
     /* multiple-choice evaluation (eval/score.h) */
     const char *eval_file;

@@ -103,6 +103,16 @@ typedef struct BackendOps {
     void (*attention_backward)(Backend *be, void *dqkv, const void *dout, const void *qkv,
                                const void *out, const float *lse, int B, int T, int C, int NH);
 
+    /* One step of incremental decoding (generation with a KV cache), batch
+     * row 0, position t < maxT. qkv(1,3C) holds [q | k | v] of position t;
+     * kcache, vcache (NH,maxT,hs) act: row t of each head = that head's k, v
+     * (=); rows < t are read as earlier calls wrote them. out(1,C) = for each
+     * head, softmax_{j<=t}(q.k_j / sqrt(hs)) . v_j: attention_forward's row t
+     * over the same prefix. Optional: NULL where a backend has none (the
+     * caller then re-runs the whole forward). */
+    void (*attention_decode)(Backend *be, void *out, void *kcache, void *vcache,
+                             const void *qkv, int t, int maxT, int C, int NH);
+
     /* ---- GELU (tanh approximation), elementwise over n ----
      * out =; dinp = (dinp may alias dout). */
     void (*gelu_forward)(Backend *be, void *out, const void *inp, size_t n);

@@ -57,7 +57,8 @@ typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *coun
 /* Called after each schedule step (a block's forward, re-forward or
  * backward; `done` of the schedule's n_steps finished, the step just run is
  * sched.steps[done - 1]) and once after the loss head (done = n_forward,
- * again). For progress displays and prompt stops: a non-zero return
+ * again), and after each block of a decode step (gpt_decode_step, done =
+ * 0). For progress displays and prompt stops: a non-zero return
  * abandons the pass at that boundary. The rest of the pass is skipped,
  * g->abandoned is set, gpt_forward_backward and gpt_eval_loss return NAN
  * and gpt_logits_at's logits are undefined; the gradients are then partial,
@@ -177,6 +178,38 @@ const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets
 /* Logits (padded vocab, fp32, host) at position pos of batch row 0 after a
  * forward over inputs (B*T, host int32). For sampling. */
 void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
+
+/* Incremental decoding for generation: a KV cache of batch row 0.
+ * gpt_decode_step runs the blocks for one position only: its token's
+ * embedding at position len, each block's K and V appended to the cache,
+ * attention against positions [0, len], then len++. The ops are the
+ * forward's with N = 1, so the logits are the full forward's at that
+ * position to within the matmuls' rounding (bit for bit where the backend's
+ * matmul sums a row the same way at any N). Positions stop at the model's
+ * T: a longer context shifts every position, and needs the full forward.
+ * The buffers (2 * L * T * C act for K and V, ~13 C act and 2 f32 of one
+ * row's scratch) are the backend's, allocated outside the planner's arenas:
+ * a sampler's, not a training step's, and small beside them. */
+typedef struct {
+    void *k, *v;                                /* L x (NH, T, hs) act each */
+    void *x, *ln, *qkv, *atty, *res2, *fch, *fch_gelu, *lnf; /* one row, act */
+    float *mean, *rstd;                         /* one row, f32 */
+    int *token;                                 /* backend int32 (1) */
+    size_t bytes;                               /* all of the above */
+    int len;                                    /* positions cached */
+} GPTDecode;
+
+/* 1 when g's backend has the decode op (else callers re-run the forward). */
+int gpt_decode_supported(const GPT *g);
+/* Allocate an empty cache (len 0); 0, or -1 with a message. */
+int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len);
+void gpt_decode_close(GPT *g, GPTDecode *d);
+/* Feed token at position d->len (< g->T); logits (padded vocab, fp32,
+ * host) of that position when non-NULL (NULL skips the head: a prompt's
+ * earlier tokens). Polls the block hook after each block, as a forward
+ * does (done = 0); when it abandons, g->abandoned is set and the cache is
+ * left part-written (open a new one). */
+void gpt_decode_step(GPT *g, GPTDecode *d, int token, float *logits);
 
 /* Global gradient norm (before clipping). */
 double gpt_grad_norm(GPT *g);

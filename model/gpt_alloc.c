@@ -287,3 +287,42 @@ void gpt_free(GPT *g)
     g->tapes = NULL;
     g->host_losses = NULL;
 }
+
+/* ---- the decode cache (gpt.h): outside the arenas, from the backend ---- */
+
+int gpt_decode_supported(const GPT *g) { return g->be->ops->attention_decode != NULL; }
+
+int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len)
+{
+    memset(d, 0, sizeof *d);
+    const BackendOps *ops = g->be->ops;
+    size_t C = (size_t)g->cfg.channels, ab = (size_t)g->be->act_bytes;
+    size_t cache = (size_t)g->cfg.num_layers * (size_t)g->T * C * ab;
+    /* one row: x, ln, atty, res2, lnf (C each), qkv (3C), fch, fch_gelu (4C each) */
+    size_t row[8] = {C, C, 3 * C, C, C, 4 * C, 4 * C, C};
+    void **rp[8] = {&d->x, &d->ln, &d->qkv, &d->atty, &d->res2, &d->fch, &d->fch_gelu, &d->lnf};
+    int ok = (d->k = ops->mem_alloc(g->be, cache)) && (d->v = ops->mem_alloc(g->be, cache));
+    d->bytes = 2 * cache;
+    for (int i = 0; ok && i < 8; i++) {
+        ok = (*rp[i] = ops->mem_alloc(g->be, row[i] * ab)) != NULL;
+        d->bytes += row[i] * ab;
+    }
+    ok = ok && (d->mean = ops->mem_alloc(g->be, sizeof(float))) &&
+         (d->rstd = ops->mem_alloc(g->be, sizeof(float))) &&
+         (d->token = ops->mem_alloc(g->be, sizeof(int)));
+    d->bytes += 2 * sizeof(float) + sizeof(int);
+    if (ok) return 0;
+    snprintf(err, err_len, "generation: out of %s memory for the KV cache (%.1f MiB)",
+             strcmp(g->be->name, "cpu") == 0 ? "host" : "device", d->bytes / 1048576.0);
+    gpt_decode_close(g, d);
+    return -1;
+}
+
+void gpt_decode_close(GPT *g, GPTDecode *d)
+{
+    void *p[13] = {d->k, d->v, d->x, d->ln, d->qkv, d->atty, d->res2, d->fch, d->fch_gelu,
+                   d->lnf, d->mean, d->rstd, d->token};
+    for (int i = 0; i < 13; i++)
+        if (p[i]) g->be->ops->mem_free(g->be, p[i]);
+    memset(d, 0, sizeof *d);
+}

@@ -94,6 +94,9 @@ void shape_name(char *buf, size_t len, const Shape *s); /* "B%d T%d C%d NH%d V%d
  * valid and invalid values at cuda_backend_open(dtype). */
 void check_attention(Ctx *c, const Shape *s, const char *sh, int variants);
 void check_attention_variant_env(Ctx *c, const char *dtype);
+/* check_attention.c: attention_decode (group "decode") at s's C and NH,
+ * a cache of s->T rows, at positions 0, 128 and T-1. */
+void check_attention_decode(Ctx *c, const Shape *s, const char *sh);
 
 /* check_fused.c: the fused ops (group "fused") */
 void check_residual_layernorm(Ctx *c, const char *sh, int N, int C);

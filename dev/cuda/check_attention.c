@@ -177,3 +177,50 @@ void check_attention_variant_env(Ctx *c, const char *dtype)
     ck_record(c, "TRAIN_GPT_ATTN_VARIANT", "6 values", "missed", missed, 0.0, 1);
 }
 
+
+/* ---- attention_decode: one position against a K/V cache ---- */
+
+typedef struct {
+    void *out, *kc, *vc, *qkv;
+    int t, maxT, C, NH;
+} DecArgs;
+
+static void run_att_dec(Ctx *c, void *p)
+{
+    DecArgs *a = p;
+    c->gpu->ops->attention_decode(c->gpu, a->out, a->kc, a->vc, a->qkv, a->t, a->maxT, a->C,
+                                  a->NH);
+}
+
+/* Position t of a cache of maxT rows, rows before t random (as earlier
+ * steps left them) and the rows after too (they must stay untouched): the
+ * caches are "+=" outputs, checked whole against the cpu's. */
+static void check_decode_at(Ctx *c, const Shape *s, const char *sh, int t)
+{
+    int C = s->C, maxT = s->T;
+    size_t n3 = (size_t)3 * C, nk = (size_t)maxT * C;
+    float *qkv = ck_rand(c, n3, 0.05f, 1.5f), *kc = ck_rand(c, nk, 0.05f, 1.5f);
+    float *vc = ck_rand(c, nk, 0.05f, 1.5f);
+    ck_round(c, qkv, n3), ck_round(c, kc, nk), ck_round(c, vc, nk);
+    float *out = ck_alloc((size_t)C), *kr = ck_copy(kc, nk), *vr = ck_copy(vc, nk);
+    c->cpu->ops->attention_decode(c->cpu, out, kr, vr, qkv, t, maxT, C, s->NH);
+    DecArgs a = {ck_dev(c, (size_t)C, 0), ck_dev(c, nk, 0), ck_dev(c, nk, 0),
+                 ck_dev_from(c, qkv, n3, 0), t, maxT, C, s->NH};
+    CkOut o[] = {{"out", a.out, out, (size_t)C, 0, NULL},
+                 {"kcache", a.kc, kr, nk, 0, kc},
+                 {"vcache", a.vc, vr, nk, 0, vc}};
+    char shape[48];
+    snprintf(shape, sizeof shape, "%.30s t%d", sh, t);
+    ck_check(c, "attention_decode", shape, o, 3, run_att_dec, &a, -1);
+    void *devs[] = {a.out, a.kc, a.vc, a.qkv};
+    for (int i = 0; i < 4; i++) ck_dev_free(c, devs[i]);
+    free(qkv), free(kc), free(vc), free(out), free(kr), free(vr);
+}
+
+void check_attention_decode(Ctx *c, const Shape *s, const char *sh)
+{
+    /* the first row, one past a 128-key chunk where T allows, and the last */
+    check_decode_at(c, s, sh, 0);
+    if (s->T > 129) check_decode_at(c, s, sh, 128);
+    if (s->T > 1) check_decode_at(c, s, sh, s->T - 1);
+}

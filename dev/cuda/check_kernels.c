@@ -10,8 +10,9 @@
  *   --sweep  instead, check every bf16 attention kernel variant against the
  *            default and time it at 124M's and XL's shapes (check_sweep.c;
  *            with --quick one small shape, which the emulator can run)
- *   --only   one group of ops: encoder, layernorm, attention, elementwise,
- *            matmul, fused, head or optimizer (fused: check_fused.c; run it
+ *   --only   one group of ops: encoder, layernorm, attention, decode (the
+ *            KV-cache attention_decode), elementwise, matmul, fused, head
+ *            or optimizer (fused: check_fused.c; run it
  *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
  *   --sweep-b B,...  with --sweep: only the shapes of these batch sizes
  *            (dev/gpu_check/gpu_check.sh's first-run plan: 4,64)
@@ -541,6 +542,7 @@ static void check_shape(Ctx *c, const Shape *s)
     }
     if (want("layernorm")) test_layernorm(c, s, sh);
     if (want("attention")) check_attention(c, s, sh, s->T >= 1024); /* variants: 124M's shape */
+    if (want("decode")) check_attention_decode(c, s, sh);
     if (want("elementwise")) test_elementwise(c, s, sh);
     if (want("matmul")) {
         test_matmul(c, sh, N, s->C, 3 * s->C, 1);
@@ -588,7 +590,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
-                            "[--only encoder|layernorm|attention|elementwise|matmul|fused|head|optimizer] "
+                            "[--only encoder|layernorm|attention|decode|elementwise|matmul|fused|head|optimizer] "
                             "[--sweep-b B,...] [--skip-variants NAME,...] [--only-variants NAME,...]\n",
                     argv[0]);
             return 2;

@@ -9,6 +9,7 @@
  * backward: recompute p_tj = exp(s_tj - lse_t); D_t = dout_t . out_t;
  *           ds_tj = p_tj (dout_t . v_j - D_t) / sqrt(hs);
  *           dq_t = sum_j ds_tj k_j; dk_j += ds_tj q_t; dv_j += p_tj dout_t.
+ * decode:   one row t against a (NH,maxT,hs) K/V cache, in the forward's order.
  * Forward parallelises over rows; backward over (b,h) pairs, each walking
  * t in order, so every accumulation has a fixed order. Inner loops run over
  * the head dimension and are written for SIMD (omp simd). */
@@ -102,4 +103,41 @@ void cpu_attention_backward(Backend *be, void *dqkv_, const void *dout_, const v
                 }
             }
         }
+}
+
+/* Decode: the forward's row t with k_j, v_j read from the cache, where
+ * they sit hs apart. dot and axpy see the same hs floats in the same
+ * order as in the forward, and the max, sum and p.V loops walk j the
+ * same way, so out is bit for bit the forward's row t. */
+void cpu_attention_decode(Backend *be, void *out_, void *kcache_, void *vcache_, const void *qkv_,
+                          int t, int maxT, int C, int NH)
+{
+    float *out = out_, *kc = kcache_, *vc = vcache_;
+    const float *qkv = qkv_;
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    /* threads only where there is work for them: a small step's cost is
+     * the parallel region's start */
+#pragma omp parallel for schedule(static) if ((size_t)(t + 1) * C >= 65536)
+    for (int h = 0; h < NH; h++) {
+        const float *q = qkv + (size_t)h * hs;
+        float *k0 = kc + (size_t)h * maxT * hs, *v0 = vc + (size_t)h * maxT * hs;
+        memcpy(k0 + (size_t)t * hs, qkv + C + (size_t)h * hs, sizeof(float) * hs);
+        memcpy(v0 + (size_t)t * hs, qkv + 2 * C + (size_t)h * hs, sizeof(float) * hs);
+        float s[t + 1];
+        float m = -INFINITY;
+        for (int j = 0; j <= t; j++) {
+            s[j] = dot(q, k0 + (size_t)j * hs, hs) * scale;
+            m = s[j] > m ? s[j] : m;
+        }
+        float l = 0.0f;
+        for (int j = 0; j <= t; j++) {
+            s[j] = expf(s[j] - m);
+            l += s[j];
+        }
+        float *o = out + (size_t)h * hs;
+        memset(o, 0, sizeof(float) * hs);
+        float inv = 1.0f / l;
+        for (int j = 0; j <= t; j++) axpy(o, s[j] * inv, v0 + (size_t)j * hs, hs);
+    }
 }

@@ -61,6 +61,9 @@ void cpu_head_forward_backward(Backend *be, float *losses, void *dx_, void *dwte
 void cpu_head_logits(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
                      int Vp)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, Vp, C, 1.0f, x, C, wte, C, 0.0f, logits,
-                Vp);
+    if (n == 1) /* sampling's one position: sgemm would pack all of wte (Vp x C) first */
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, Vp, C, 1.0f, wte, C, x, 1, 0.0f, logits, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, Vp, C, 1.0f, x, C, wte, C, 0.0f,
+                    logits, Vp);
 }

@@ -1,6 +1,6 @@
 /* kernels/cpu/matmul.c — linear layers through OpenBLAS.
  *
- * forward:  out(N,OC) = inp(N,IC) . w(OC,IC)^T + bias(OC)
+ * forward:  out(N,OC) = inp(N,IC) . w(OC,IC)^T + bias(OC) (one row: sgemv)
  * backward: dinp(N,IC) = dout(N,OC) . w(OC,IC)
  *           dw(OC,IC) += dout^T . inp
  *           dbias(OC) += sum_n dout       (column blocks, rows in order)
@@ -22,8 +22,11 @@ void cpu_matmul_forward(Backend *be, void *out_, const void *inp, const void *we
         for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight, IC,
-                beta, out, OC);
+    if (N == 1) /* a decode step: sgemm would pack all of weight for one row */
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, OC, IC, 1.0f, weight, IC, inp, 1, beta, out, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight,
+                    IC, beta, out, OC);
 }
 
 void cpu_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias_, const void *dout_,

@@ -28,6 +28,7 @@ static const BackendOps *cuda_ops_table(void)
         ops.matmul_backward = cuda_matmul_backward;
         ops.attention_forward = cuda_attention_forward;
         ops.attention_backward = cuda_attention_backward;
+        ops.attention_decode = cuda_attention_decode;
         ops.gelu_forward = cuda_gelu_forward;
         ops.gelu_backward = cuda_gelu_backward;
         ops.residual_forward = cuda_residual_forward;

@@ -266,6 +266,8 @@ void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv,
                             int C, int NH);
 void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
                              const void *out, const float *lse, int B, int T, int C, int NH);
+void cuda_attention_decode(Backend *be, void *out, void *kcache, void *vcache, const void *qkv,
+                           int t, int maxT, int C, int NH);
 void cuda_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
 void cuda_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
 void cuda_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);

@@ -226,3 +226,31 @@ Test(generate, generate_without_a_model_says_so, .timeout = 60)
                               "initialisation (seed 7), not a trained model");
     tu_remove_tree(d);
 }
+
+/* --kv-cache 1 (the default) and 0 print the same text for a seed: 40 byte
+ * tokens after a prompt, at --seq-len 16, so the cached positions and the
+ * sliding window after them both show (the reference: the uncached path;
+ * tests/unit/model/test_decode.c compares the logits themselves). */
+Test(generate, kv_cache_prints_the_uncached_text, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[2048];
+    tc_make_shards(d, 1, 400);
+    char *text[2];
+    size_t len[2];
+    for (int kv = 0; kv < 2; kv++) {
+        snprintf(args, sizeof args, "%s --generate 40 --seed 9 --prompt 'ab' --kv-cache %d",
+                 tc_model_args(d), kv);
+        char tag[64];
+        snprintf(tag, sizeof tag, "kv%d", kv);
+        cr_assert_eq(tc_run(NULL, args, tu_path(d, tag)), 0, "--kv-cache %d failed", kv);
+        snprintf(tag, sizeof tag, "kv%d.out", kv);
+        text[kv] = tu_read_file(tu_path(d, tag), &len[kv]);
+        cr_assert_not_null(text[kv]);
+        cr_assert_geq(len[kv], 42, "%zu bytes: not the prompt and 40 tokens", len[kv]);
+    }
+    /* byte tokens: the text may hold NULs, so compare lengths and bytes */
+    cr_expect(len[1] == len[0] && memcmp(text[1], text[0], len[0]) == 0,
+              "the cached text differs from the uncached (%zu and %zu bytes)", len[1], len[0]);
+    free(text[0]), free(text[1]);
+    tu_remove_tree(d);
+}

@@ -237,7 +237,7 @@ Test(hellaswag, greedy_sample_matches_pytorch, .timeout = 120)
     int *work = malloc((size_t)cfg.vocab_size * sizeof *work);
     FILE *sink = fopen("/dev/null", "w");
     int start = P > W ? P - W : 0;
-    cr_assert_eq(sample_generate(&g, &codec, r.prompt + start, P - start, G, &sp, 1, &rng, work,
+    cr_assert_eq(sample_generate(&g, &codec, r.prompt + start, P - start, G, &sp, 1, 1, &rng, work,
                                  sink, ids), G);
     for (int i = 0; i < G; i++)
         cr_expect_eq(ids[i], r.greedy[i], "greedy token %d: %d, PyTorch %d", i, ids[i],

@@ -39,7 +39,7 @@ static Run run(Schedule *s, const GPTConfig *cfg, int offload, int B, int T)
     GPT g;
     char err[256];
     GPTShard sh = {1, 0, 0, offload};
-    cr_assert_eq(gpt_init_schedule(&g, cfg, be, B, T, s, 0, &sh, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpt_init_schedule(&g, cfg, be, B, T, s, 0, &sh, NULL, NULL, err, sizeof err), 0, "%s", err);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         cr_assert_eq(g.arenas[c].used, g.plan.bytes[c], "%s: carved %zu, planned %zu",
                      planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);

@@ -1,0 +1,101 @@
+/* kernels/cuda/attention_decode.cu — one position of causal attention
+ * against a K/V cache (ops.h's attention_decode), for generation.
+ *
+ * One block of DEC_THREADS threads per head. The block copies the
+ * position's k and v into cache row t, then walks the keys [0, t] in
+ * chunks of DEC_THREADS: each thread scores one key (fp32 dot over hs),
+ * thread 0 takes the chunk's max and rescales the running sum (online
+ * softmax), and the threads owning output dimensions d (d = tid, tid +
+ * DEC_THREADS, ...) add p_j v_j[d] in key order. Every sum has one fixed
+ * order: the same bits every run. Plain loads and no tensor cores: a
+ * decode step reads t+1 keys once, and the matmuls around it cost more.
+ * Shared memory: q and the accumulators (hs floats each), the chunk's
+ * scores (DEC_THREADS) and the running max and sum. */
+#include "cuda_common.cuh"
+#include "attention_tile.cuh"
+
+#include <math.h>
+
+#define DEC_THREADS 128
+
+template <typename T>
+__global__ void attn_decode_kernel(T *out, T *kc, T *vc, const T *qkv, int t, int maxT, int C,
+                                   int hs, float scale)
+{
+    DYN_SMEM(smem);
+    float *q = (float *)smem, *acc = q + hs, *s = acc + hs, *ml = s + DEC_THREADS;
+    const int h = blockIdx.x, tid = threadIdx.x;
+    T *k0 = kc + (size_t)h * maxT * hs, *v0 = vc + (size_t)h * maxT * hs;
+    for (int d = tid; d < hs; d += DEC_THREADS) {
+        q[d] = to_f(qkv[h * hs + d]);
+        acc[d] = 0.f;
+        k0[(size_t)t * hs + d] = qkv[C + h * hs + d];
+        v0[(size_t)t * hs + d] = qkv[2 * C + h * hs + d];
+    }
+    if (tid == 0) {
+        ml[0] = -INFINITY; /* running max */
+        ml[1] = 0.f;       /* running sum of exp(s - max) */
+    }
+    __syncthreads(); /* q, acc and the cache row t in place */
+    for (int j0 = 0; j0 <= t; j0 += DEC_THREADS) {
+        const int j = j0 + tid, n = t + 1 - j0 < DEC_THREADS ? t + 1 - j0 : DEC_THREADS;
+        if (tid < n) {
+            const T *k = k0 + (size_t)j * hs;
+            float dot = 0.f;
+            for (int d = 0; d < hs; d++) dot += q[d] * to_f(k[d]);
+            s[tid] = dot * scale;
+        }
+        __syncthreads(); /* the chunk's scores */
+        float m_old = ml[0];
+        __syncthreads(); /* everyone read the old max before thread 0 moves it */
+        if (tid == 0) {
+            float m = m_old;
+            for (int i = 0; i < n; i++) m = fmaxf(m, s[i]);
+            ml[0] = m;
+        }
+        __syncthreads();
+        const float m = ml[0], corr = expf(m_old - m);
+        if (tid < n) s[tid] = expf(s[tid] - m);
+        __syncthreads(); /* p_j of the chunk */
+        if (tid == 0) {
+            float l = ml[1] * corr;
+            for (int i = 0; i < n; i++) l += s[i];
+            ml[1] = l;
+        }
+        for (int d = tid; d < hs; d += DEC_THREADS) {
+            float a = acc[d] * corr;
+            for (int i = 0; i < n; i++) a += s[i] * to_f(v0[(size_t)(j0 + i) * hs + d]);
+            acc[d] = a;
+        }
+        __syncthreads(); /* s is rewritten by the next chunk */
+    }
+    const float inv = 1.0f / ml[1];
+    for (int d = tid; d < hs; d += DEC_THREADS) out[h * hs + d] = from_f<T>(acc[d] * inv);
+}
+
+template <typename T>
+static void attn_decode(CudaState *st, T *out, T *kc, T *vc, const T *qkv, int t, int maxT, int C,
+                        int NH)
+{
+    int hs = C / NH;
+    size_t smem = sizeof(float) * (2 * (size_t)hs + DEC_THREADS + 2);
+    if (smem > 48 * 1024) /* the default limit: no opt-in needed below it */
+        CUDA_FATAL("attention_decode: head size %d needs %zu bytes of shared memory", hs, smem);
+    auto kern = attn_decode_kernel<T>;
+    LAUNCH(kern, NH, DEC_THREADS, smem, st->stream, out, kc, vc, qkv, t, maxT, C, hs,
+           1.0f / sqrtf((float)hs));
+}
+
+void cuda_attention_decode(Backend *be, void *out, void *kcache, void *vcache, const void *qkv,
+                           int t, int maxT, int C, int NH)
+{
+    CudaState *st = cuda_state(be);
+    attn_check_heads(st, "attention_decode", C, NH);
+    if (t < 0 || t >= maxT) CUDA_FATAL("attention_decode: position %d outside [0, %d)", t, maxT);
+    if (st->bf16)
+        attn_decode(st, (bf16 *)out, (bf16 *)kcache, (bf16 *)vcache, (const bf16 *)qkv, t, maxT,
+                    C, NH);
+    else
+        attn_decode(st, (float *)out, (float *)kcache, (float *)vcache, (const float *)qkv, t,
+                    maxT, C, NH);
+}
