@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/safefile.h"
@@ -384,7 +386,7 @@ static void print_header(Trainer *tr)
            tr->cfg.num_layers, tr->cfg.channels, tr->cfg.num_heads, o->seq_len,
            tr->cfg.vocab_size, tr->cfg.padded_vocab, o->batch, o->grad_accum);
     printf("data parallel: %d rank%s, collectives %s | zero %d | %ld tokens per step\n",
-           d->world, d->world == 1 ? "" : "s", dist_library(d), o->zero,
+           d->world, d->world == 1 ? "" : "s", dist_library(d, tr->be->name), o->zero,
            (long)o->batch * o->seq_len * o->grad_accum * d->world);
     printf("parameters: %zu\n", tr->plan.num_params);
     planner_print(stdout, &tr->plan, schedule_mode_name(o->recompute));
@@ -443,6 +445,17 @@ static int console_status(int rc)
     errno = 0;
     int flushed = fflush(stdout) == 0;
     if (rc != 0 || (flushed && !ferror(stdout))) return rc;
+    /* A run that ignores SIGHUP (nohup) was asked to outlive its terminal:
+     * writes to the hung-up terminal fail (EIO, reported by whichever write
+     * came first, so errno here may be 0), and that is the loss it accepted,
+     * not a failure. A full device (ENOSPC: /dev/full) still is one. */
+    int e = errno;
+    struct sigaction hup;
+    struct stat st;
+    if (e != ENOSPC && sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN &&
+        fstat(STDOUT_FILENO, &st) == 0 && S_ISCHR(st.st_mode))
+        return rc;
+    errno = e;
     fprintf(stderr, "error: standard output: a write failed%s%s: lines of this run's report "
             "are lost\n", errno ? ": " : "", errno ? strerror(errno) : "");
     return 1;

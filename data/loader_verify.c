@@ -24,6 +24,7 @@ struct LoaderVerify {
     int n;
     /* the thread's result, read after pthread_join */
     int rc, done;
+    volatile sig_atomic_t cancel; /* an exit is waiting: stop after this shard */
     uint64_t bytes;
     double read_s;
     char err[4600];
@@ -40,7 +41,7 @@ static void *verify_main(void *arg)
 {
     LoaderVerify *v = arg;
     double t0 = now_s();
-    for (int i = 0; i < v->n && v->rc == 0; i++) {
+    for (int i = 0; i < v->n && v->rc == 0 && !v->cancel; i++) {
         unsigned char got[SHARD_SHA256_BYTES];
         uint64_t bytes = 0;
         if (shard_hash_file(v->shards[i].path, got, &bytes, v->err, sizeof v->err) != 0) {
@@ -57,6 +58,22 @@ static void *verify_main(void *arg)
     }
     v->read_s = now_s() - t0;
     return NULL;
+}
+
+/* The check running now, if any. An error exit on the main thread (exit(),
+ * with no loader_verify_finish) runs OpenSSL's atexit clean-up, which frees
+ * the locks the hashing thread holds: the thread then faulted, and a clean
+ * exit 1 became a SIGSEGV. This handler, registered after OpenSSL's, runs
+ * before it: the thread stops after its current shard and is joined. */
+static LoaderVerify *running;
+
+static void verify_at_exit(void)
+{
+    LoaderVerify *v = running;
+    if (!v) return;
+    running = NULL;
+    v->cancel = 1;
+    pthread_join(v->thread, NULL);
 }
 
 static void verify_free(LoaderVerify *v)
@@ -107,6 +124,9 @@ int loader_verify_start(LoaderVerify **out, const Loader *const *loaders, int n,
                "%s", strerror(rc));
         return -1;
     }
+    static int registered;
+    if (!registered) registered = atexit(verify_at_exit) == 0;
+    running = v;
     *out = v;
     return 0;
 }
@@ -116,6 +136,7 @@ int loader_verify_finish(LoaderVerify *v, LoaderVerifyStats *st, char *err, size
     if (st) memset(st, 0, sizeof *st);
     if (!v) return 0;
     double t0 = now_s();
+    running = NULL;
     pthread_join(v->thread, NULL);
     if (st) {
         st->shards = v->done;

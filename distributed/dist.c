@@ -186,9 +186,11 @@ int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len)
     return d->comm ? 0 : -1;
 }
 
-const char *dist_library(const Dist *d)
+const char *dist_library(const Dist *d, const char *be_name)
 {
-    return d->comm ? d->comm->name : "none (no launcher)";
+    if (d->comm) return d->comm->name;
+    if (!d->mpi) return "none (no launcher)";
+    return be_name && strcmp(be_name, "cuda") == 0 ? "nccl" : "mpi";
 }
 
 void dist_begin_micro(Dist *d, int last) { d->armed = last && d->comm; }

@@ -154,8 +154,10 @@ int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len);
  * micro-batch under --zero 0 their sum over ranks starts at once. */
 void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n);
 
-/* "nccl", "mpi", or "none (no launcher)". */
-const char *dist_library(const Dist *d);
+/* "nccl", "mpi", or "none (no launcher)": the collectives the ranks use,
+ * or, before dist_attach opens them, the ones they will use with backend
+ * `be_name` ("cuda" ranks use NCCL, cpu ranks MPI). */
+const char *dist_library(const Dist *d, const char *be_name);
 
 /* Before each micro-batch's forward/backward: the gradients are reduced
  * during this backward when `last` (the last micro-batch of the step). */

@@ -268,7 +268,7 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
     static const char *notes[MEM_NUM_CATEGORIES] = {
         "working weights",
         "",
-        "AdamW m, v (+ fp32 master)",
+        "", /* the optimizer's: below */
         "kept from forward to backward",
         "recompute: re-forward tapes/inputs",
         "grad buffers, final LN, tokens",
@@ -279,13 +279,15 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
     if (p->baseline)
         fprintf(f, "  %-12s %15zu %11.2f  %s\n", "baseline", p->baseline, p->baseline / 1048576.0,
                 "the process before its arenas: program, libraries, runtime");
-    char zero_note[96];
-    snprintf(zero_note, sizeof zero_note, "AdamW m, v (+ fp32 master): per rank, 1/%d shard",
-             p->world_size);
+    /* the fp32 master exists only where the working weights are bf16 */
+    const char *adamw = p->master_bytes ? "AdamW m, v + fp32 master" : "AdamW m, v";
+    char zero_note[96], opt_note[64];
+    snprintf(zero_note, sizeof zero_note, "%s: per rank, 1/%d shard", adamw, p->world_size);
+    snprintf(opt_note, sizeof opt_note, "%s", adamw);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         fprintf(f, "  %-12s %15zu %11.2f  %s\n", planner_category_name(c), p->bytes[c],
                 p->bytes[c] / 1048576.0,
-                c == MEM_OPTIMIZER && p->zero ? zero_note : notes[c]);
+                c != MEM_OPTIMIZER ? notes[c] : p->zero ? zero_note : opt_note);
     fprintf(f, "  %-12s %15zu %11.2f\n", "total", p->total, p->total / 1048576.0);
     if (p->offload) {
         fprintf(f, "  host tier (--offload %s):\n", planner_offload_name(p->offload));
@@ -293,7 +295,9 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
             fprintf(f, "  %-12s %15zu %11.2f  %s\n", planner_host_category_name(c), p->host[c],
                     p->host[c] / 1048576.0,
                     c == HOST_CHECKPOINTS ? "stored block inputs (device: a ring of slots)"
-                                          : "AdamW m, v (+ fp32 master), grad/param staging");
+                                          : p->master_bytes
+                                                ? "AdamW m, v + fp32 master, grad/param staging"
+                                                : "AdamW m, v, grad/param staging");
         fprintf(f, "  %-12s %15zu %11.2f\n", "host total", p->host_total,
                 p->host_total / 1048576.0);
     }
