@@ -30,8 +30,8 @@ text=$(./tokenize --fetch tinyshakespeare) || die "no tinyshakespeare text (see 
 
 # The cache folder as data/source.c names it: $XDG_DATA_HOME when absolute.
 cache_text() {
-    local src=$1 base dir dest tmp
-    if [ "${XDG_DATA_HOME:-}" != "${XDG_DATA_HOME#/}" ]; then base=$XDG_DATA_HOME
+    local src=$1 base dir dest tmp xdg=${XDG_DATA_HOME:-}
+    if [ -n "$xdg" ] && [ "${xdg#/}" != "$xdg" ]; then base=$xdg
     elif [ -n "${HOME:-}" ]; then base=$HOME/.local/share
     else return 0; fi
     dir=$base/train_gpt/tinyshakespeare
