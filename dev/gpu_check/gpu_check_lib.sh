@@ -103,7 +103,14 @@ if [ "$REHEARSAL" = 1 ]; then
     C124=64 NH124=4 CXL=32 NHXL=2 BXL=2
     # budgets that keep --plan's largest micro-batches small on the cpu
     # (XL: 2 at recompute 0, 18 at 1; 124M: 8)
-    PLAN_XL=(--memory-budget 30MiB) PLAN_124=(--memory-budget 20MiB)
+    # (the budgets are the arenas'; the baseline the process holds before
+    # them, which --plan measures for this binary, comes on top: a CUDA
+    # build's libraries alone are about 160 MiB)
+    base=$(./train_gpt --plan --device cpu --layers 2 --channels 32 --heads 4 --vocab 256 \
+           --seq-len 16 --batch 1 2>/dev/null | sed -n 's/^baseline: \([0-9]*\) bytes.*/\1/p')
+    base=${base:-0}
+    PLAN_XL=(--memory-budget $((base + 30 * 1048576)))
+    PLAN_124=(--memory-budget $((base + 20 * 1048576)))
     PEAK=(--peak-tflops 0.05) # about a third of a shared core's fp32 rate
     SWEEP_SHAPE=0 # the emulator's sweep is at its own shapes: take its first pick
     TGT_MFU=0 TGT_XL=0 TGT_HEAD=0 TGT_HEADB=0 TGT_AUTO=0
