@@ -75,10 +75,11 @@ static const OptSpec SPECS[] = {
      "--recompute 2: blocks per segment k (0 = round(sqrt(layers)))"},
     {"memory-budget", K_BYTES, O(memory_budget), NULL, 0, 0, NULL, "Recompute",
      "bytes with an optional KiB|MiB|GiB suffix: auto's budget; other modes exit 2 when their "
-     "plan exceeds it. It covers the whole process: the arenas plus a baseline measured at "
-     "start-up (on the cpu the resident set, VmRSS, and 3 MiB of BLAS buffers; on a GPU the "
-     "device memory already in use); not op-cost measurement's buffers (use a cache or "
-     "--op-costs flops) [default: free device memory minus a printed margin]"},
+     "plan exceeds it. It covers the whole process: the arenas, a baseline measured at "
+     "start-up (on the cpu the resident set once the BLAS has touched its buffers at the "
+     "run's matmuls; on a GPU the device memory already in use) and, on the cpu, the host "
+     "copies that --save, --dump-grads and checkpoints make [default: free device memory "
+     "minus a printed margin]"},
     {"offload", K_STR, O(offload_list), "none", 0, 0, NULL, "Recompute",
      "what lives in host memory: checkpoints (the stored block inputs; the device keeps a "
      "ring of two), optimizer (AdamW m, v, the fp32 master and the host AdamW's gradient and "

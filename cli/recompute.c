@@ -25,22 +25,33 @@ static size_t host_available(void)
     return (size_t)kb * 1024;
 }
 
-/* OpenBLAS's packing buffers, which its first sgemm touches after the
- * baseline was measured: 1.3 to 2.4 MiB for one thread at this project's
- * matmul shapes (measured with a bare cblas_sgemm, 2048x384x128 to
- * 4096x4096x128, VmRSS before and after). Not covered: with two or more
- * threads the head's backward sgemm at a GPT-2 vocabulary touches about
- * 31 MiB more per run (docs/recompute.md, "What the budget covers"). */
-#define BLAS_BUFFER_BYTES ((size_t)3 << 20)
+/* What OpenBLAS's buffers still grow by after matmul_prepare has touched
+ * them at the run's shapes: at most 0.8 MiB a product (measured with bare
+ * cblas_sgemm calls, VmRSS before and after, up to 2048 x 50304 x 768). */
+#define BLAS_BUFFER_BYTES ((size_t)1 << 20)
 
-size_t recompute_baseline(Backend *be)
+/* The matmuls a run at this shape makes (model/gpt.c's four per block and
+ * the loss head's chunks), touched before the resident set is read. */
+static void prepare_matmuls(Backend *be, const TrainOptions *o, const GPTConfig *cfg, DType dt)
+{
+    if (!be->ops->matmul_prepare) return;
+    int N = o->batch * o->seq_len, C = cfg->channels;
+    const int mm[4][3] = {{N, C, 3 * C}, {N, C, C}, {N, C, 4 * C}, {N, 4 * C, C}};
+    int rows = o->loss_chunk > 0 ? o->loss_chunk
+                                 : planner_default_loss_chunk(o->batch, o->seq_len,
+                                                              cfg->padded_vocab, dt);
+    be->ops->matmul_prepare(be, mm, 4, rows < N ? rows : N, cfg->vocab_size, C);
+}
+
+size_t recompute_baseline(Backend *be, const TrainOptions *o, const GPTConfig *cfg)
 {
     /* the suite's runs whose budgets are the arenas' plans, to the byte */
     TEST_HOOK(if (getenv("TRAIN_GPT_TEST_BASELINE")) return (size_t)strtoull(
                   getenv("TRAIN_GPT_TEST_BASELINE"), NULL, 10));
     size_t free_b = 0, total_b = 0;
-    if (be && be->ops->mem_info(be, &free_b, &total_b) == 0)
+    if (be->ops->mem_info(be, &free_b, &total_b) == 0)
         return total_b > free_b ? total_b - free_b : 0;
+    prepare_matmuls(be, o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32);
     /* rounded up to a MiB: the resident set moves by some pages from run
      * to run, and auto's schedule (which fills the budget less the
      * baseline) should not move with it */
@@ -100,13 +111,31 @@ static int offload_check(const TrainOptions *o, Backend *be, char *err, size_t l
     return 0;
 }
 
+/* The largest host copy the run's outputs make while the arenas are live
+ * (the buffers of cli/outputs.c, ckpt/session.c, interop/llmc_ckpt.c and
+ * interop/model_file.c), bytes: the parameters as fp32 for --save (and
+ * their bf16 copy with --save-dtype bf16) and --dump-grads' gradients; for
+ * a checkpoint, written or resumed from (ours or llm.c's), the parameters
+ * and AdamW's m and v, and llm.c's fp32 master. */
+static size_t host_copies(const TrainOptions *o, const GPTConfig *cfg)
+{
+    size_t np = config_num_params(cfg), p = np * sizeof(float), big = 0;
+    if (o->save) big = p + (o->save_dtype ? np * 2 : 0);
+    if (o->dump_grads && p > big) big = p;
+    if (o->checkpoint_dir || o->resume || o->resume_path) big = 3 * p > big ? 3 * p : big;
+    if (o->llmc_save_dir || o->llmc_resume) big = 3 * p > big ? 3 * p : big;
+    return big;
+}
+
+/* host_is_device: the cpu backend, whose budget holds the host copies */
 static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType dtype,
-                            const GPTShard *shard, size_t baseline)
+                            const GPTShard *shard, size_t baseline, int host_is_device)
 {
     PlanInput in = {.cfg = *cfg, .B = o->batch, .T = o->seq_len, .dtype = dtype,
                     .loss_chunk = o->loss_chunk, .world_size = shard->world,
                     .zero = shard->zero, .baseline = baseline, .offload = o->offload,
-                    .host_budget = o->host_budget_given ? o->host_budget : 0};
+                    .host_budget = o->host_budget_given ? o->host_budget : 0,
+                    .host_copies = host_is_device ? host_copies(o, cfg) : 0};
     return in;
 }
 
@@ -139,9 +168,10 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                           TrainCosts *tc, long long *step_ns, char *err, size_t len)
 {
     /* before anything this function allocates (the op costs' measurement) */
-    size_t baseline = recompute_baseline(be);
+    size_t baseline = recompute_baseline(be, o, cfg);
+    size_t free_b = 0, total_b = 0;
     PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard,
-                              baseline);
+                              baseline, be->ops->mem_info(be, &free_b, &total_b) != 0);
     size_t budget = o->memory_budget;
     char a[32], b[32];
     *step_ns = -1;
@@ -270,8 +300,10 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
     DType dtype = DTYPE_FP32;
     /* The run this plans is the same binary: its start-up holds what this
      * process holds now (on a GPU, what the open backend finds in use). */
-    size_t baseline = recompute_baseline(NULL);
-    const char *base_what = "this process's resident memory now and 3 MiB of BLAS buffers";
+    size_t baseline = 0;
+    int cpu = 0; /* the plan is for the cpu backend */
+    const char *base_what = "this process's resident memory once the BLAS has touched its "
+                            "buffers at this shape's matmuls, and 1 MiB";
     if (!o->memory_budget_given) {
         Backend *be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
         if (!be) {
@@ -279,10 +311,11 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
             return 1;
         }
         size_t free_b, total_b;
-        if (be->ops->mem_info(be, &free_b, &total_b) == 0) {
-            baseline = recompute_baseline(be);
+        baseline = recompute_baseline(be, o, cfg);
+        if (be->ops->mem_info(be, &free_b, &total_b) == 0)
             base_what = "the device memory in use now, with this process's context";
-        }
+        else
+            cpu = 1;
         int rc = recompute_budget(be, baseline, &budget, err, sizeof err);
         dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32;
         backend_close(be);
@@ -303,12 +336,21 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
     /* A plan for a GPU given its budget opened no device: the host's
      * resident bytes are not what the device's budget holds. */
     if (o->memory_budget_given && (dtype == DTYPE_BF16 || strcmp(o->device, "cuda") == 0)) {
-        baseline = 0;
         printf("baseline: not measured (with --memory-budget, --plan opens no device); a run "
                "on the GPU counts the device memory in use at its start-up (the CUDA context "
                "and the backend's workspaces) against the budget too\n");
+    } else if (o->memory_budget_given) {
+        /* a cpu run: its baseline is this process's, the BLAS's buffers touched */
+        Backend *be = backend_open("cpu", "fp32", o->threads, err, sizeof err);
+        if (!be) {
+            fprintf(stderr, "error: %s\n", err);
+            return 1;
+        }
+        baseline = recompute_baseline(be, o, cfg);
+        backend_close(be);
+        cpu = 1;
     }
-    PlanInput in = plan_input(o, cfg, dtype, shard, baseline);
+    PlanInput in = plan_input(o, cfg, dtype, shard, baseline, cpu);
     char bb[32];
     if (baseline)
         printf("baseline: %zu bytes (%s), %s: a run of this binary holds about as much before "

@@ -25,13 +25,14 @@ int recompute_budget(Backend *be, size_t baseline, size_t *budget, char *err, si
 /* What the process holds before its arenas, which --memory-budget and the
  * plan count as their baseline row: on a device backend (be with
  * mem_info), the device memory in use (this process's context and the
- * backend's fixed buffers, and any other process's); on the cpu (or be
- * NULL), the resident set (/proc/self/status VmRSS: program, libraries,
- * the CUDA runtime's mapped pages in a CUDA build) plus the 3 MiB the
- * BLAS's packing buffers take at the first matmul. Test build only
- * (base/test_hooks.h): TRAIN_GPT_TEST_BASELINE=BYTES replaces the
- * measurement. */
-size_t recompute_baseline(Backend *be);
+ * backend's fixed buffers, and any other process's); on the cpu, the
+ * resident set (/proc/self/status VmRSS: program, libraries, the CUDA
+ * runtime's mapped pages in a CUDA build) read after the BLAS has touched
+ * its packing buffers at the run's matmul shapes (BackendOps.
+ * matmul_prepare, from o's batch, seq-len and loss chunk and cfg), plus 1
+ * MiB they may still grow by. Test build only (base/test_hooks.h):
+ * TRAIN_GPT_TEST_BASELINE=BYTES replaces the measurement. */
+size_t recompute_baseline(Backend *be, const TrainOptions *o, const GPTConfig *cfg);
 
 /* Checks that need the model's shape (--checkpoint-every <= layers),
  * before anything is opened. Returns 0, or 2 with a one-line message in

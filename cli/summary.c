@@ -12,7 +12,8 @@
 #include "cli/costs.h"
 #include "cli/outputs.h"
 
-/* Measured peak, held against the plan's total (baseline + arenas): on the
+/* Measured peak, held against the plan's total (baseline, host copies and
+ * arenas): on the
  * cpu the process's peak resident set (/proc/self/status VmHWM, what a
  * cgroup's limit sees; getrusage's ru_maxrss where /proc is not there); on
  * a device backend the device bytes in use at the end, counting what was
@@ -39,9 +40,12 @@ void summary_print(Trainer *tr)
     printf("memory: arenas planned %zu bytes; their high-water mark %zu bytes (%s)\n",
            arenas->total, hw,
            hw == arenas->total ? "equal" : "DIFFERENT: the planner and the model disagree");
-    printf("memory: planner total %.2f MiB (baseline %.2f MiB + arenas %.2f MiB), measured peak "
+    char copies[64] = "";
+    if (p->host_copies)
+        snprintf(copies, sizeof copies, " + host copies %.2f MiB", p->host_copies / 1048576.0);
+    printf("memory: planner total %.2f MiB (baseline %.2f MiB%s + arenas %.2f MiB), measured peak "
            "%.2f MiB (%s), difference %+.1f%%\n", p->total / 1048576.0, p->baseline / 1048576.0,
-           arenas->total / 1048576.0, peak / 1048576.0,
+           copies, arenas->total / 1048576.0, peak / 1048576.0,
            tr->have_mem_info ? "device memory in use at the end, per cudaMemGetInfo"
                              : "process peak RSS, VmHWM",
            diff);
@@ -67,9 +71,11 @@ void summary_print(Trainer *tr)
     if (tr->have_mem_info) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         cJSON_AddNumberToObject(m, planner_category_name(c), (double)arenas->bytes[c]);
-    /* total: the arenas' (the categories add up to it); process_total adds the baseline */
+    /* total: the arenas' (the categories add up to it); process_total adds
+     * the baseline and the host copies */
     cJSON_AddNumberToObject(m, "total", (double)arenas->total);
     cJSON_AddNumberToObject(m, "baseline", (double)p->baseline);
+    cJSON_AddNumberToObject(m, "host_copies", (double)p->host_copies);
     cJSON_AddNumberToObject(m, "process_total", (double)p->total);
     cJSON_AddNumberToObject(m, "peak_measured", (double)peak);
     if (p->offload) {

@@ -64,6 +64,18 @@ typedef struct BackendOps {
     void (*copy_async)(Backend *be, void *dst, const void *src, size_t bytes, int ev);
     void (*event_wait)(Backend *be, int ev);
 
+    /* Optional (NULL where nothing needs it). Touch, once, what the matmul
+     * library keeps resident between calls at these shapes, so that the
+     * process's memory measured after it (the plan's baseline) counts it.
+     * cpu: OpenBLAS's per-thread packing buffers, which a first sgemm maps
+     * and which stay resident: up to 62 MiB in the loss head's weight
+     * gradient at a GPT-2 vocabulary. mm[i] = {N, IC, OC} of a
+     * matmul_forward/_backward the run makes; the head: chunks of
+     * head_rows rows, V classes, C channels. Reads zero pages only and
+     * writes nothing of the caller's; costs about one tenth of a step. */
+    void (*matmul_prepare)(Backend *be, const int (*mm)[3], int n_mm, int head_rows, int V,
+                           int C);
+
     void (*params_upload)(Backend *be, void *params, float *master, const float *host, size_t n);
     void (*params_download)(Backend *be, float *host, const void *params, const float *master,
                             size_t n);

@@ -1,6 +1,9 @@
 /* model/opcost_measure.c — timing every op of opcost.h on a backend, at
  * the run's shape (opcost_measure). One block's buffers and the head's are
- * allocated apart from the model's arenas, before them, and freed here. */
+ * allocated apart from the model's arenas, before them, and freed here.
+ * They take no more than the arenas every schedule has (the plan's fixed
+ * categories and one block's workspace), so the measurement never sets a
+ * run's peak: the optimizer slice and the cache flush shrink to fit. */
 #include "opcost.h"
 
 #include <stdint.h>
@@ -17,6 +20,8 @@
  * reads x_l and its tape long after they were written (64 MiB: twice a
  * large CPU's last-level cache share, more than a GPU's L2). */
 #define FLUSH_BYTES ((size_t)64 << 20)
+#define OPT_SLICE_MIN ((size_t)1 << 14) /* the optimizer slice however tight the room */
+#define FILL_ELEMS ((size_t)1 << 16)    /* fill's host staging, elements */
 
 enum { LNW, LNB, QKVW, QKVB, APW, APB, FCW, FCB, FPW, FPB, NPAR }; /* one block's params */
 
@@ -34,8 +39,10 @@ typedef struct {
     void *op, *og;
     int *tokens;
     void *flush;
+    size_t flush_bytes;
     void *alloc[64];
     int n_alloc, failed;
+    size_t bytes; /* allocated so far */
 } Bench;
 
 static void *get(Bench *b, size_t bytes)
@@ -43,7 +50,7 @@ static void *get(Bench *b, size_t bytes)
     void *p = b->failed || b->n_alloc == 64 ? NULL
                                              : b->be->ops->mem_alloc(b->be, bytes ? bytes : 1);
     if (!p) b->failed = 1;
-    else b->alloc[b->n_alloc++] = p;
+    else b->alloc[b->n_alloc++] = p, b->bytes += bytes;
     return p;
 }
 
@@ -51,15 +58,18 @@ static void *get(Bench *b, size_t bytes)
  * writes the working dtype; activations share it on every backend. */
 static void fill(Bench *b, void *p, size_t n, float base, float scale, uint64_t seed)
 {
-    float *h = malloc(n * sizeof(float));
-    if (!h) return;
-    for (size_t i = 0; i < n; i++)
-        h[i] = base + scale * (float)((rng_next(&seed) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-    b->be->ops->params_upload(b->be, p, NULL, h, n);
-    free(h);
+    float h[FILL_ELEMS]; /* staged in pieces: no host copy of the whole buffer */
+    for (size_t i0 = 0; i0 < n; i0 += FILL_ELEMS) {
+        size_t k = n - i0 < FILL_ELEMS ? n - i0 : FILL_ELEMS;
+        for (size_t i = 0; i < k; i++)
+            h[i] = base +
+                   scale * (float)((rng_next(&seed) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+        b->be->ops->params_upload(b->be, (char *)p + i0 * (size_t)b->be->par_bytes, NULL, h, k);
+    }
 }
 
-static int bench_alloc(Bench *b)
+/* room: the bytes the bench may take in all (see the file's head) */
+static int bench_alloc(Bench *b, size_t room)
 {
     size_t ab = (size_t)b->be->act_bytes, pb = (size_t)b->be->par_bytes;
     size_t N = (size_t)b->N, C = (size_t)b->C;
@@ -86,12 +96,19 @@ static int bench_alloc(Bench *b)
     b->chunk = get(b, (size_t)b->rows * b->Vp * 4);
     b->losses = get(b, N * 4);
     b->tokens = get(b, N * sizeof(int));
+    /* what is left: the optimizer slice, then the flush */
+    size_t left = room > b->bytes ? room - b->bytes : 0;
+    size_t per_elem = 2 * pb + 8 + (b->be->has_master ? 4 : 0);
+    if (b->n_opt > left / per_elem) b->n_opt = left / per_elem;
+    if (b->n_opt < OPT_SLICE_MIN) b->n_opt = OPT_SLICE_MIN;
+    left = left > b->n_opt * per_elem ? left - b->n_opt * per_elem : 0;
+    b->flush_bytes = left < FLUSH_BYTES ? left : FLUSH_BYTES;
     b->op = get(b, b->n_opt * pb);
     b->og = get(b, b->n_opt * pb);
     b->om = get(b, b->n_opt * 4);
     b->ov = get(b, b->n_opt * 4);
     b->omaster = b->be->has_master ? get(b, b->n_opt * 4) : NULL;
-    b->flush = get(b, FLUSH_BYTES);
+    b->flush = get(b, b->flush_bytes);
     if (b->failed) return -1;
     /* contents: LayerNorm weights near 1, everything else small */
     fill(b, b->x, N * C, 0, 1, 1);
@@ -178,20 +195,28 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* One round: every op once, in a block's order (each reads what the one
- * before wrote), 64 MiB written over the caches before the block's forward
+ * before wrote), FLUSH_BYTES written over the caches before the block's forward
  * and its backward. The residual gradient grows with each backward: reset.
  * A stop asked for (base/stop.h) is polled before each op, the longest of
  * which is one matmul at the run's shape; it ends the round at once and
  * returns -1. */
+/* FLUSH_BYTES written: the flush buffer, and where the room made it
+ * smaller, the head's logits chunk (which the head writes before it reads) */
+static void flush_caches(Bench *b)
+{
+    size_t chunk = (size_t)b->rows * b->Vp * 4, short_by = FLUSH_BYTES - b->flush_bytes;
+    b->be->ops->mem_zero(b->be, b->flush, b->flush_bytes);
+    if (short_by) b->be->ops->mem_zero(b->be, b->chunk, chunk < short_by ? chunk : short_by);
+}
+
 static double run_round(Bench *b, double *t)
 {
-    Backend *be = b->be;
     double sum = 0.0;
     fill(b, b->dres, (size_t)b->N * b->C, 0, 1, 8);
     for (int op = 0; op < OP_COUNT; op++) {
         if (stop_requested()) return -1.0;
         if (op == OP_BLOCK_FWD_FIRST || op == OP_BLOCK_BWD_FIRST)
-            be->ops->mem_zero(be, b->flush, FLUSH_BYTES);
+            flush_caches(b);
         double dt = run_op(b, op);
         if (t) t[op] = dt;
         sum += dt;
@@ -224,7 +249,12 @@ int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out,
                .NH = in->cfg.num_heads, .N = in->B * in->T, .V = in->cfg.vocab_size,
                .Vp = in->cfg.padded_vocab, .rows = plan.loss_chunk};
     b.n_opt = plan.padded_params < OPT_SLICE ? plan.padded_params : OPT_SLICE;
-    int rc = bench_alloc(&b), reps = 0;
+    /* every schedule's arenas hold at least the fixed categories and one
+     * block's workspace: recompute 1's without its stored inputs */
+    size_t room = 0;
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+        if (c != MEM_ACTIVATIONS) room += plan.bytes[c];
+    int rc = bench_alloc(&b, room), reps = 0;
     double *t = malloc(sizeof(double) * OPCOST_MAX_REPS * OP_COUNT);
     if (rc != 0 || !t) {
         snprintf(err, err_len, "--op-costs measure: out of %s memory for one block's buffers "

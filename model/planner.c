@@ -70,6 +70,7 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 
     plan_params(in, p);
     p->baseline = in->baseline;
+    p->host_copies = in->host_copies;
 
     planner_tape_layout(in, TAPE_FULL, &p->tape);
     /* Each buffer below is one arena_take, so each is rounded up to
@@ -148,7 +149,7 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
     p->bytes[MEM_ACTIVATIONS] = (size_t)dev_res * p->residual_bytes + tapes[1];
     p->bytes[MEM_WORKSPACE] = (size_t)p->n_res_work * p->residual_bytes + tapes[0] +
                               p->tape_ws_bytes;
-    p->total = p->baseline;
+    p->total = p->baseline + p->host_copies;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) p->total += p->bytes[c];
     for (int c = 0; c < HOST_NUM_CATEGORIES; c++) p->host_total += p->host[c];
 }
@@ -167,7 +168,7 @@ void planner_units_kinds(const PlanInput *in, int hi_kind, int lo_kind, PlanUnit
     MemoryPlan p;
     TapeLayout hi, lo;
     plan_fixed(in, &p);
-    u->fixed = p.baseline;
+    u->fixed = p.baseline + p.host_copies;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) u->fixed += p.bytes[c];
     u->res = p.residual_bytes;
     planner_tape_layout(in, hi_kind, &hi);
@@ -279,6 +280,9 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
     if (p->baseline)
         fprintf(f, "  %-12s %15zu %11.2f  %s\n", "baseline", p->baseline, p->baseline / 1048576.0,
                 "the process before its arenas: program, libraries, runtime");
+    if (p->host_copies)
+        fprintf(f, "  %-12s %15zu %11.2f  %s\n", "host copies", p->host_copies,
+                p->host_copies / 1048576.0, "what --save, --dump-grads, checkpoints stage");
     /* the fp32 master exists only where the working weights are bf16 */
     const char *adamw = p->master_bytes ? "AdamW m, v + fp32 master" : "AdamW m, v";
     char zero_note[96], opt_note[64];

@@ -73,6 +73,11 @@ typedef struct {
     size_t host_budget;
     size_t baseline;   /* bytes the process holds before its arenas; counted in the total
                         * and in every budget, allocated by no arena */
+    /* The largest copy of the parameters or optimizer state that the run's
+     * outputs stage in host memory while the arenas are live (--save,
+     * --dump-grads, checkpoints; cli/recompute.c sizes it). Counted in the
+     * total where the host is the device (the cpu backend), else 0. */
+    size_t host_copies;
 } PlanInput;
 
 /* ZeRO-1 sharding (--zero 1). The flat parameter vector (llm.c order,
@@ -95,7 +100,8 @@ enum {
 typedef struct {
     size_t bytes[MEM_NUM_CATEGORIES]; /* device (the CPU backend's "device" arenas) */
     size_t baseline;                  /* PlanInput's: not an arena */
-    size_t total;                     /* device total: baseline + every category */
+    size_t host_copies;               /* PlanInput's: not an arena */
+    size_t total;                     /* device total: baseline + host_copies + every category */
     /* The host tier (--offload): what the device categories no longer
      * hold. The stored block inputs (HOST_CHECKPOINTS: n_res_stored
      * residual slots, while MEM_ACTIVATIONS keeps n_ring of them) and the

@@ -32,6 +32,7 @@ void cpu_layernorm_backward(Backend *be, void *dinp, void *dweight, void *dbias,
                             const float *rstd, int N, int C);
 void cpu_matmul_forward(Backend *be, void *out, const void *inp, const void *weight,
                         const void *bias, int N, int IC, int OC);
+void cpu_matmul_prepare(Backend *be, const int (*mm)[3], int n_mm, int head_rows, int V, int C);
 void cpu_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
                          const void *inp, const void *weight, int N, int IC, int OC);
 void cpu_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
