@@ -18,6 +18,14 @@
  *                        copied back, event_wait): params, master, m and v
  *                        compared byte for byte. On a GPU this is the check that
  *                        the device kernel and the host loop round alike.
+ *   offload_model_bits   the model itself (model/gpt.c: the OffloadProgram's
+ *                        copies and waits, the host AdamW pipeline) on this
+ *                        backend: a 3-layer GPT, 3 AdamW steps (clipping on,
+ *                        weight decay), recompute 1 with --offload checkpoints,
+ *                        optimizer and recompute 0 with --offload optimizer
+ *                        against recompute 0 without: losses, step-1 gradients
+ *                        and the final parameters (the fp32 master in bf16)
+ *                        byte for byte.
  * make cuda-emu-check runs it in both EMU_ORDER orders (dev/cuda/emu/emu_stream.cpp
  * says what each order lets run first). */
 #include <stdio.h>
@@ -26,6 +34,9 @@
 
 #include "check.h"
 #include "kernels/ops.h"
+#include "model/gpt.h"
+#include "model/planner.h"
+#include "model/schedule.h"
 
 #define OPS(c) ((c)->gpu->ops)
 
@@ -169,6 +180,80 @@ static void check_host_adamw(Ctx *c, size_t n, const char *sh)
     free(p), free(g), free(m), free(v), free(dp), free(bp), free(df);
 }
 
+/* One training run of the tiny model: losses, step-1 gradients, final
+ * parameters (all fp32 on the host; the caller frees grads and params). */
+typedef struct {
+    double loss[3];
+    float *grads, *params;
+    size_t n;
+} ModelRun;
+
+static int model_run(Ctx *c, int mode, int offload, ModelRun *r, char *err, size_t len)
+{
+    const GPTConfig cfg = {.max_seq_len = 16, .vocab_size = 100, .padded_vocab = 128,
+                           .num_layers = 3, .num_heads = 4, .channels = 64};
+    const int B = 2, T = 16, N = B * T;
+    Schedule s;
+    GPT g;
+    GPTShard sh = {1, 0, 0, offload};
+    if (schedule_build(&s, mode, cfg.num_layers, err, len) != 0 ||
+        gpt_init_schedule(&g, &cfg, c->gpu, B, T, &s, 0, &sh, NULL, NULL, err, len) != 0)
+        return -1;
+    r->n = g.plan.num_params;
+    float *p = malloc(r->n * sizeof(float));
+    uint64_t seed = 99; /* the same parameters and tokens in every run */
+    for (size_t i = 0; i < r->n; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        p[i] = ((float)(seed >> 40) / 16777216.0f - 0.5f) * 0.1f;
+    }
+    gpt_set_params(&g, p);
+    r->grads = malloc(r->n * sizeof(float));
+    r->params = p;
+    int in[N], tg[N];
+    AdamWConfig adam = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f}; /* clipping at 0.5: scale < 1 */
+    for (int step = 0; step < 3; step++) {
+        for (int i = 0; i < N; i++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            in[i] = (int)((seed >> 33) % 100);
+            tg[i] = (int)((seed >> 13) % 100);
+        }
+        gpt_zero_grads(&g);
+        r->loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
+        if (step == 0) gpt_get_grads(&g, r->grads);
+        gpt_update(&g, &adam, 1e-2f, gpt_grad_norm(&g));
+    }
+    gpt_get_params(&g, r->params);
+    gpt_free(&g);
+    return 0;
+}
+
+static void check_model(Ctx *c)
+{
+    char err[256];
+    ModelRun ref, got;
+    if (model_run(c, RECOMPUTE_NONE, 0, &ref, err, sizeof err) != 0) {
+        ck_record(c, "offload_model_bits", "r0", err, 1.0, 0.0, 1);
+        return;
+    }
+    const struct {
+        int mode, offload;
+        const char *name;
+    } runs[] = {{RECOMPUTE_BLOCK, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER, "r1+ckpt,opt"},
+                {RECOMPUTE_NONE, OFFLOAD_OPTIMIZER, "r0+opt"}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        if (model_run(c, runs[k].mode, runs[k].offload, &got, err, sizeof err) != 0) {
+            ck_record(c, "offload_model_bits", runs[k].name, err, 1.0, 0.0, 1);
+            continue;
+        }
+        size_t d = bytes_differ(ref.loss, got.loss, sizeof ref.loss) +
+                   bytes_differ(ref.grads, got.grads, ref.n * sizeof(float)) +
+                   bytes_differ(ref.params, got.params, ref.n * sizeof(float));
+        ck_record(c, "offload_model_bits", runs[k].name, "loss,grads,params", (double)d, 0.0, 1);
+        free(got.grads), free(got.params);
+    }
+    free(ref.grads), free(ref.params);
+}
+
 void check_offload(Ctx *c)
 {
     if (!c->gpu->ops->copy_async || !c->gpu->ops->host_adamw_update) {
@@ -184,4 +269,5 @@ void check_offload(Ctx *c)
         check_race_seen(c, sizes[i], sh);
         check_host_adamw(c, sizes[i], sh);
     }
+    check_model(c);
 }
