@@ -129,6 +129,8 @@ GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 VERSION_STAMP := $(BUILD)/version.stamp
 $(shell [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(GIT_COMMIT)' ] || echo '$(GIT_COMMIT)' > $(VERSION_STAMP))
 $(BUILD)/cli/version.o: CFLAGS += -DTRAIN_GPT_COMMIT='"$(GIT_COMMIT)"'
+# the host's AdamW rounds every step as the cuda kernel does: no fused multiply-add
+$(BUILD)/kernels/host_adamw.o: CFLAGS += -ffp-contract=off
 $(BUILD)/cli/version.o: $(VERSION_STAMP)
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
@@ -209,9 +211,10 @@ llmc-compat: train_gpt tokenize
 # the same checker on the hand-written kernels under a CPU emulator (no GPU,
 # no nvcc needed; cuBLASLt replaced by a plain product).
 CHECK_SRC := dev/cuda/check_kernels.c dev/cuda/check_attention.c dev/cuda/check_util.c \
-             dev/cuda/check_timing.c dev/cuda/check_sweep.c dev/cuda/check_fused.c
+             dev/cuda/check_timing.c dev/cuda/check_sweep.c dev/cuda/check_fused.c \
+             dev/cuda/check_offload.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) dev/cuda/emu/emu.cpp dev/cuda/emu/emu_wgmma.cpp \
-           dev/cuda/emu/emu_gemm.cpp dev/cuda/check_hang.cu
+           dev/cuda/emu/emu_stream.cpp dev/cuda/emu/emu_gemm.cpp dev/cuda/check_hang.cu
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
 build/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a
@@ -228,7 +231,7 @@ $(BUILD)/emu/%.o: %
 build/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 # the emulated wgmma on its own (layouts, asynchrony rules): emu_wgmma_check.cpp
-WGMMA_CHECK_OBJ := $(patsubst %,$(BUILD)/emu/dev/cuda/emu/%.o,emu.cpp emu_wgmma.cpp emu_wgmma_check.cpp)
+WGMMA_CHECK_OBJ := $(patsubst %,$(BUILD)/emu/dev/cuda/emu/%.o,emu.cpp emu_stream.cpp emu_wgmma.cpp emu_wgmma_check.cpp)
 build/emu_wgmma_check: $(WGMMA_CHECK_OBJ)
 	$(CXX) $^ -o $@
 cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check
@@ -248,7 +251,7 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check
 # GPU run would print, then a hang injected on the emulator (85 to 230 s on
 # 2 shared cores, by their load; CI runs it). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
-GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
+GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_offload.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
 gpu-check-rehearsal: all build/check_kernels_emu
 	for f in $(GPU_SCRIPTS); do bash -n $$f || exit 1; done
 	if command -v shellcheck >/dev/null; then shellcheck -x -S warning $(GPU_SCRIPTS); \

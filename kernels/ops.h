@@ -47,7 +47,8 @@ typedef struct BackendOps {
      * working copy (par dtype) and, when master != NULL, the fp32 master.
      * params_download reads the master when given, else the working copy. */
     /* ---- the host tier (--offload; model/planner.h). NULL where a backend has
-     * none yet (cuda: the CLI refuses --offload there) ----
+     * none (the CLI then refuses --offload); the cpu's is kernels/cpu/copy_engine.c,
+     * the cuda's kernels/cuda/host_tier.cu ----
      * host_alloc/host_free: host-tier memory (pinned on a GPU), NULL on failure.
      * copy_async: copy `bytes` from src to dst (either may be device memory or
      * host tier) on the backend's copy engine. The copy starts once every op
@@ -55,7 +56,8 @@ typedef struct BackendOps {
      * copies run one after another in the order they were enqueued. When it is
      * done it completes one count of event ev (0 <= ev < OPS_COPY_EVENTS).
      * event_wait(ev): ops enqueued after it start only once every copy enqueued
-     * on ev before it is done (cpu: the caller blocks until then). No copy may
+     * on ev before it is done (cpu: the caller blocks until then; cuda: the
+     * compute stream waits, the caller does not). No copy may
      * write memory an op reads or writes, or read memory an op writes, between
      * its enqueue and the wait that follows it: the model's schedule orders
      * them (model/schedule.h, OffloadProgram). */
@@ -187,7 +189,11 @@ typedef struct BackendOps {
                          float weight_decay, float grad_scale, int t);
     /* The same update on host-tier memory (every pointer there), on the
      * host's cores, bit for bit adamw_update's (--offload optimizer). NULL
-     * where a backend has no host tier. */
+     * where a backend has no host tier. It is an op like the others: it runs
+     * after the copies enqueued before it and before those enqueued after it
+     * (cuda: on the copy stream, the caller does not wait for it), so its
+     * inputs come in and its outputs go back by copy_async; the caller reads
+     * what it wrote only after an event_wait and a sync. */
     void (*host_adamw_update)(Backend *be, void *params, float *master, const void *grads,
                               float *m, float *v, size_t n, float lr, float beta1, float beta2,
                               float eps, float weight_decay, float grad_scale, int t);

@@ -98,6 +98,9 @@ void check_attention_variant_env(Ctx *c, const char *dtype);
  * a cache of s->T rows, at positions 0, 128 and T-1. */
 void check_attention_decode(Ctx *c, const Shape *s, const char *sh);
 
+/* check_offload.c: the host tier (group "offload") */
+void check_offload(Ctx *c);
+
 /* check_fused.c: the fused ops (group "fused") */
 void check_residual_layernorm(Ctx *c, const char *sh, int N, int C);
 void check_matmul_gelu(Ctx *c, const char *sh, int N, int IC, int OC);

@@ -590,7 +590,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
-                            "[--only encoder|layernorm|attention|decode|elementwise|matmul|fused|head|optimizer] "
+                            "[--only encoder|layernorm|attention|decode|elementwise|matmul|fused|head|optimizer|offload] "
                             "[--sweep-b B,...] [--skip-variants NAME,...] [--only-variants NAME,...]\n",
                     argv[0]);
             return 2;
@@ -670,6 +670,7 @@ int main(int argc, char **argv)
                 check_attention(c, &att_shapes[i], sh, i == 0);
             }
             if (want("optimizer")) test_optimizer(c, 100003, "n100003");
+            if (want("offload")) check_offload(c);
             /* the embedding backward on text's ids: GPT-2 124M's B=4 T=1024
              * at C=64 (the emulator's cost is in C) */
             const char *text = getenv("CHECK_KERNELS_TOKENS");

@@ -60,7 +60,14 @@
 #      section 6's start-ups and step times; run without section 6, each XL
 #      run initialises the model on the host, about 30 s more); a row per
 #      budget, PASS when auto >= 0.97x the best fixed mode that fits;
-#      predicted and measured step time beside it.
+#      predicted and measured step time beside it;
+#  11. the host tier (--offload), dev/gpu_check/gpu_check_offload.sh: recompute 1
+#      with both offloads bitwise against recompute 0 (cmp of the dumped
+#      gradients and the saved model), 124M's device and host memory against
+#      --plan's device:/host: lines, throughput with and without offload at
+#      124M and XL B=8 (targets: checkpoints >= 0.95x, optimizer <= 1.5x step
+#      time), and 124M at T=8192 with offload (and whether it fits without);
+#      about 250 s planned, never in GPU_CHECK_PLAN=first unless named.
 # Data: random-token shards written by dev/gpu_check/gpu_check_tools.py (the
 # trainer's numbers do not depend on the text). MFU's formula is in that file.
 #
@@ -87,7 +94,7 @@
 # the optional rows (section 6 after its first two, 7-10) start only when
 # their whole limit fits, else a SKIP row. GPU_CHECK_SECTIONS (default:
 # all) names the sections to run (kernels sweep grads sample recompute nccl
-# perf sanitizer xlmax head auto), for a rerun of what failed; CHECK_ARGS
+# perf sanitizer xlmax head auto offload), for a rerun of what failed; CHECK_ARGS
 # goes to check_kernels (e.g. "--only head").
 # GPU_CHECK_PLAN=first: the first run after a kernel rewrite, at most 300 s
 # of GPU work (dev/notes/gpu-results.md, "The next run": the commands for it
@@ -719,6 +726,11 @@ for shape in 12 48; do
     done <<<"$rows"
 done
 fi # auto
+
+# ---- 11: the host tier (--offload): bitwise, memory, throughput, long context ----
+# shellcheck source=dev/gpu_check/gpu_check_offload.sh
+[ -n "${XL_INIT+x}" ] || XL_INIT=()
+. dev/gpu_check/gpu_check_offload.sh
 
 # ---- 10: a seeded sample: the same tokens from the cpu and the GPU in fp32 ----
 # The draws depend only on the logits (model/sample.h); fp32 logits from the

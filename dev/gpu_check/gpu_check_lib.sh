@@ -26,6 +26,8 @@ PLAN_XL=() PLAN_124=()          # sections 7, 8: --plan's default budget
 PEAK=()                         # section 6: train_gpt's MFU against the device table's peak
 SWEEP_SHAPE=1                   # section 6: the sweep's pick at 124M's B and C only
 TGT_MFU=0.45 TGT_XL=0.78 TGT_HEAD=0.97 TGT_HEADB=3 TGT_AUTO=0.97 # the speed targets (gpu_check.sh's header)
+TGT_OFFCK=0.95 TGT_OFFOPT=0.667 # section 11: checkpoint offload's tok/s ratio, optimizer offload's (1/1.5)
+LCT=8192 PLAN_LC=()             # section 11's long-context row: T; --plan's budget
 # Attention variants no GPU has run yet (Hopper's wgmma: sm_90a descriptors
 # and layouts only the hardware confirms). Checked in a process of their own
 # after the other kernels, so that a fault there (a sticky CUDA error ends
@@ -113,7 +115,8 @@ if [ "$REHEARSAL" = 1 ]; then
     PLAN_124=(--memory-budget $((base + 20 * 1048576)))
     PEAK=(--peak-tflops 0.05) # about a third of a shared core's fp32 rate
     SWEEP_SHAPE=0 # the emulator's sweep is at its own shapes: take its first pick
-    TGT_MFU=0 TGT_XL=0 TGT_HEAD=0 TGT_HEADB=0 TGT_AUTO=0
+    TGT_MFU=0 TGT_XL=0 TGT_HEAD=0 TGT_HEADB=0 TGT_AUTO=0 TGT_OFFCK=0 TGT_OFFOPT=0
+    LCT=256
     SAN_ARGS=(--quick --dtype fp32 --only encoder) # the path, not the tool: no sanitizer here
     export GPU_CHECK_MEM_TOL_PCT=inf     # gpu_check_tools.py: RSS is not device memory
     export GPU_CHECK_PEAK_TFLOPS=0.05    # gpu_check_tools.py's MFU: PEAK's peak
@@ -135,7 +138,7 @@ in_budget() {
 }
 # GPU_CHECK_SECTIONS: run only these sections (default: all), e.g. "kernels
 # head" for a rerun inside a short lease. Names: kernels sweep grads sample
-# recompute nccl perf sanitizer xlmax head auto. The build and the data
+# recompute nccl perf sanitizer xlmax head auto offload. The build and the data
 # always run.
 want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ " $GPU_CHECK_SECTIONS " == *" $1 "* ]]; }
 budget_note() { echo "time budget ($BUDGET s) used"; }

@@ -37,7 +37,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ALL = "kernels sweep grads sample recompute nccl perf sanitizer xlmax head auto"
+ALL = "kernels sweep grads sample recompute nccl perf sanitizer xlmax head auto offload"
 CLOCKS = "SM clock and power (nvidia-smi -lms 500)"
 BUILD = "build (make -j16, sm_80 + sm_90a)"
 B124 = r"124M B[0-9]+"
@@ -101,7 +101,23 @@ def rows_of(section):
         return [(lit("124M max micro-batch, chunked vs one-chunk head"), 1, "run")]
     if section == "auto":  # a row per budget (NBUDGETS=2), per shape
         return [(AUTO + r", budget [0-9.]+MiB", 4, "run")]
+    if section == "offload":
+        return [(r, 1, "run") for r in offload_rows()]
     raise ValueError(section)
+
+
+def offload_rows():
+    r = [lit(f"offload bitwise: r1 + checkpoints,optimizer vs r0 ({d}, L4 C128 T256)")
+         for d in ("bf16", "fp32")]
+    r += [lit("offload 124M B8 recompute 1, checkpoints,optimizer"),
+          lit("offload 124M B8 memory vs --plan (r1, checkpoints,optimizer)"),
+          lit("offload 124M B8 recompute 1"), lit("offload 124M B8 recompute 1, checkpoints")]
+    r += [lit(f"offload XL (48L C1600) B8 recompute 1{v}") for v in ("", ", checkpoints", ", optimizer")]
+    r += [lit("target: 124M checkpoint offload >= 0.95x tok/s"),
+          lit("target: XL checkpoint offload >= 0.95x tok/s"),
+          lit("target: XL optimizer offload step <= 1.5x"),
+          lit("long context: 124M T8192 B1, r1 + checkpoints,optimizer")]
+    return r
 
 
 # With GPU_CHECK_BUDGET=0: the rows of sections 6-9 that say so
@@ -120,6 +136,8 @@ def budget_rows_of(section):
         return [(AUTO, 2, "budget")]
     if section == "sample":
         return [(lit("seeded sample, cpu vs GPU fp32 (4 x 64 tokens)"), 1, "budget")]
+    if section == "offload":  # the targets SKIP for want of their runs
+        return [(r, 1, "skip-runs" if r.startswith("target") else "budget") for r in offload_rows()]
     return rows_of(section)
 
 
@@ -145,7 +163,8 @@ def check_summary(out, expected, errors):
             name, result, detail = rows[i][0], rows[i][1], rows[i][2] or ""
             ok = {"run": result in ("PASS", "info"),
                   "skip": result == "SKIP" and detail.startswith("(rehearsal)"),
-                  "budget": result == "SKIP" and "time budget (0 s) used" in detail}[want]
+                  "budget": result == "SKIP" and "time budget (0 s) used" in detail,
+                  "skip-runs": result == "SKIP" and "did not run" in detail}[want]
             if not ok:
                 errors.append(f"row {name!r}: {result} {detail!r}, expected {want}")
     for i, r in enumerate(rows):
@@ -327,7 +346,7 @@ def main():
         if errors:
             sys.stderr.write(console)
         # 2. sections 6-9 past the time budget: SKIP rows, exit 0
-        late = [s for s in sections if s in ("perf", "xlmax", "head", "auto", "sample")]
+        late = [s for s in sections if s in ("perf", "xlmax", "head", "auto", "sample", "offload")]
         if late:
             out0 = os.path.join(tmp, "out_budget0")
             n = len(errors)

@@ -28,6 +28,10 @@
                                   "FWD,DQ,DKDV vs DEFAULTS"; exit 1 with the
                                   reason when there are none or they are the
                                   defaults
+  offmem PLAN LOG                 --offload's memory: --plan's closing "device:"
+                                  and "host:" lines against the run's summary
+                                  (device: measured within 2%; host: the host
+                                  arenas' high-water mark, to the byte)
   clocks CLOCKS_CSV               nvidia-smi --query-gpu=timestamp,clocks.sm,
                                   power.draw --format=csv's samples: count,
                                   the SM clock's median, min and max (MHz),
@@ -48,6 +52,7 @@ null on a cpu run without --peak-tflops).
 import json
 import math
 import os
+import re
 import statistics
 import struct
 import sys
@@ -206,6 +211,36 @@ def cmd_stats(path, warmup, L, C, V, T):
     print(f"median of {len(timed)} steps: {ms:.1f} ms/step, {tps:,.0f} tok/s, MFU {mfu:.1%}{own_text}; "
           f"memory: {mem_text(summary)}; last loss {steps[-1]['loss']:.4f}")
     return 0 if abs(mem_diff_pct(summary)) <= MEM_TOLERANCE_PCT else 1
+
+
+def plan_tiers(path):
+    """--plan's two closing lines for --recompute MODE --offload LIST."""
+    tiers = {}
+    for line in open(path):
+        m = re.match(r"^(device|host): ([0-9]+) bytes", line)
+        if m:
+            tiers[m.group(1)] = int(m.group(2))
+    return tiers
+
+
+def cmd_offmem(plan, path):
+    tiers = plan_tiers(plan)
+    _, summary = read_log(path)
+    if "device" not in tiers or "host" not in tiers or summary is None:
+        print(f"no device:/host: lines in --plan ({sorted(tiers)}) or no summary line")
+        return 1
+    m = summary["memory"]
+    dev, host = tiers["device"], tiers["host"]
+    diff = (m["peak_measured"] - dev) / dev * 100
+    hw = m.get("host_high_water")
+    dev_ok = math.isinf(MEM_TOLERANCE_PCT) or abs(diff) <= MEM_TOLERANCE_PCT
+    verdict = ("not checked" if math.isinf(MEM_TOLERANCE_PCT) else
+               f"{'within' if dev_ok else 'OUTSIDE'} {MEM_TOLERANCE_PCT:.0f}%")
+    host_ok = hw == host and m.get("host_total") == host
+    print(f"device: planned {dev / 2**30:.3f} GiB, measured {m['peak_measured'] / 2**30:.3f} GiB "
+          f"({diff:+.1f}%, {verdict}); host: planned {host} bytes ({host / 2**30:.3f} GiB), "
+          f"pinned arenas' high-water {hw} bytes ({'equal' if host_ok else 'DIFFERENT'})")
+    return 0 if dev_ok and host_ok else 1
 
 
 def median_tps(path, warmup):
@@ -398,7 +433,7 @@ def main():
     cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats,
             "mem": cmd_mem, "ratio": cmd_ratio, "mfu": cmd_mfu, "gelu": cmd_gelu,
             "algos": cmd_algos, "table": cmd_table, "headx": cmd_headx,
-            "sweeppick": cmd_sweeppick, "clocks": cmd_clocks}
+            "sweeppick": cmd_sweeppick, "clocks": cmd_clocks, "offmem": cmd_offmem}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         return 2

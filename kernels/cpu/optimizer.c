@@ -2,10 +2,12 @@
  *
  * grad_norm_sq: sum of g^2 over n floats, in double: 1024 fixed runs, then
  * the run sums in index order; the result does not depend on threads.
- * adamw_update: llm.c's update (see ops.h), elementwise. */
+ * adamw_update: llm.c's update (see ops.h), elementwise: the host loop
+ * the cuda host tier shares (kernels/host_adamw.h). */
 #include <math.h>
 
 #include "cpu_ops.h"
+#include "kernels/host_adamw.h"
 
 #define NORM_PARTS 1024
 
@@ -28,26 +30,11 @@ double cpu_grad_norm_sq(Backend *be, const void *grads, size_t n)
     return total;
 }
 
-void cpu_adamw_update(Backend *be, void *params, float *master, const void *grads_, float *m,
+void cpu_adamw_update(Backend *be, void *params, float *master, const void *grads, float *m,
                       float *v, size_t n, float lr, float beta1, float beta2, float eps,
                       float weight_decay, float grad_scale, int t)
 {
-    float *p = master ? master : params;
-    const float *grads = grads_;
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
-#pragma omp parallel for
-    for (size_t i = 0; i < n; i++) {
-        float g = grads[i] * grad_scale;
-        float mi = beta1 * m[i] + (1.0f - beta1) * g;
-        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        float mhat = mi / bc1, vhat = vi / bc2;
-        p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * p[i]);
-    }
-    if (master) {
-        float *w = params;
-#pragma omp parallel for
-        for (size_t i = 0; i < n; i++) w[i] = master[i];
-    }
+    host_adamw(params, master, grads, 0, m, v, n, lr, beta1, beta2, bc1, bc2, eps, weight_decay,
+               grad_scale);
 }

@@ -59,7 +59,11 @@ double cuda_grad_norm_sq(Backend *be, const void *grads, size_t n)
 
 /* llm.c's AdamW (see ops.h). b1c, b2c are the bias corrections 1 - beta^t.
  * With a master, the master is updated and params gets its rounding;
- * without one, params is read, updated and written in its own type. */
+ * without one, params is read, updated and written in its own type.
+ * Every step is one rounded operation (__fmul_rn and friends, which nvcc
+ * never fuses into an FMA), in the order kernels/host_adamw.c spells out:
+ * the cuda host tier's AdamW (--offload optimizer) runs that host loop and
+ * must give these bits. */
 template <typename T>
 __global__ void adamw_kernel(T *params, float *master, const T *grads, float *m, float *v,
                              size_t n, float lr, float b1, float b2, float b1c, float b2c,
@@ -67,14 +71,15 @@ __global__ void adamw_kernel(T *params, float *master, const T *grads, float *m,
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        float g = to_f(grads[i]) * grad_scale;
-        float mi = b1 * m[i] + (1.0f - b1) * g;
-        float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        float g = __fmul_rn(to_f(grads[i]), grad_scale);
+        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(1.0f - b1, g));
+        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(1.0f - b2, g), g));
         m[i] = mi;
         v[i] = vi;
-        float mhat = mi / b1c, vhat = vi / b2c;
+        float mhat = __fdiv_rn(mi, b1c), vhat = __fdiv_rn(vi, b2c);
         float p = master ? master[i] : to_f(params[i]);
-        p -= lr * (mhat / (sqrtf(vhat) + eps) + wd * p);
+        float step = __fadd_rn(__fdiv_rn(mhat, __fadd_rn(__fsqrt_rn(vhat), eps)), __fmul_rn(wd, p));
+        p = __fsub_rn(p, __fmul_rn(lr, step));
         if (master) master[i] = p;
         params[i] = from_f<T>(p);
     }

@@ -18,6 +18,11 @@ static const BackendOps *cuda_ops_table(void)
         ops.sync = cuda_sync;
         ops.mem_info = cuda_mem_info;
         ops.native_stream = cuda_native_stream;
+        ops.host_alloc = cuda_host_alloc;
+        ops.host_free = cuda_host_free;
+        ops.copy_async = cuda_copy_async;
+        ops.event_wait = cuda_event_wait;
+        ops.host_adamw_update = cuda_host_adamw_update;
         ops.params_upload = cuda_params_upload;
         ops.params_download = cuda_params_download;
         ops.encoder_forward = cuda_encoder_forward;
@@ -157,6 +162,11 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
     }
     if (!amma_variants_from_env(st, err, err_len)) goto fail; /* after st->cc */
     OPEN_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    /* the host tier's (host_tier.cu): made once, idle without --offload */
+    OPEN_TRY(cudaStreamCreateWithFlags(&st->copy_stream, cudaStreamNonBlocking));
+    OPEN_TRY(cudaEventCreateWithFlags(&st->compute_ev, cudaEventDisableTiming));
+    for (int e = 0; e < OPS_COPY_EVENTS; e++)
+        OPEN_TRY(cudaEventCreateWithFlags(&st->copy_ev[e], cudaEventDisableTiming));
     OPEN_TRY(cudaMalloc(&st->workspace, CUDA_LT_WORKSPACE_BYTES));
     OPEN_TRY(cudaMalloc(&st->scratch, CUDA_SCRATCH_BYTES));
     cuda_gemm_init(st);
@@ -173,6 +183,10 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
 fail:
     if (st->scratch) cudaFree(st->scratch);
     if (st->workspace) cudaFree(st->workspace);
+    for (int e = 0; e < OPS_COPY_EVENTS; e++)
+        if (st->copy_ev[e]) cudaEventDestroy(st->copy_ev[e]);
+    if (st->compute_ev) cudaEventDestroy(st->compute_ev);
+    if (st->copy_stream) cudaStreamDestroy(st->copy_stream);
     if (st->stream) cudaStreamDestroy(st->stream);
     free(st);
     free(be);
@@ -183,10 +197,14 @@ extern "C" void cuda_backend_close(Backend *be)
 {
     if (!be) return;
     CudaState *st = cuda_state(be);
+    CUDA_CHECK(cudaStreamSynchronize(st->copy_stream));
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
     cuda_gemm_destroy(st);
     CUDA_CHECK(cudaFree(st->scratch));
     CUDA_CHECK(cudaFree(st->workspace));
+    for (int e = 0; e < OPS_COPY_EVENTS; e++) CUDA_CHECK(cudaEventDestroy(st->copy_ev[e]));
+    CUDA_CHECK(cudaEventDestroy(st->compute_ev));
+    CUDA_CHECK(cudaStreamDestroy(st->copy_stream));
     CUDA_CHECK(cudaStreamDestroy(st->stream));
     free(st);
     free(be);

@@ -74,8 +74,9 @@ static inline void cuda_check_(cudaError_t e, const char *call, const char *file
  * The launch's own error (bad configuration) is checked at once. */
 #ifdef CUDA_EMU
 #define LAUNCH(kern, grid, block, smem, stream, ...)                                           \
-    emu_launch(emu_kernel_key(kern), dim3(grid), dim3(block), (size_t)(smem),                 \
-               [&]() { kern(__VA_ARGS__); })
+    (emu_stream_drain(stream), /* the kernel starts after its stream's queue */                \
+     emu_launch(emu_kernel_key(kern), dim3(grid), dim3(block), (size_t)(smem),                \
+                [&]() { kern(__VA_ARGS__); }))
 #else
 #define LAUNCH(kern, grid, block, smem, stream, ...)                                           \
     do {                                                                                       \
@@ -101,6 +102,12 @@ typedef struct CudaState {
     int max_grid_y;        /* max gridDim.y and gridDim.z: 65535 on every GPU so far */
     int max_grid_z;
     cudaStream_t stream;   /* every op runs on it, in order */
+    /* the host tier (host_tier.cu): its copies and host AdamWs run in order on
+     * copy_stream; compute_ev orders a copy after the ops before it, copy_ev[e]
+     * is the copy engine's event e (ops.h copy_async, event_wait) */
+    cudaStream_t copy_stream;
+    cudaEvent_t compute_ev;
+    cudaEvent_t copy_ev[OPS_COPY_EVENTS];
     void *lt;              /* cublasLtHandle_t (void here so emu builds need no cuBLASLt) */
     void *workspace;       /* CUDA_LT_WORKSPACE_BYTES, cuBLASLt's */
     void *scratch;         /* CUDA_SCRATCH_BYTES, see the top of this file */
@@ -284,6 +291,13 @@ void cuda_head_forward_backward(Backend *be, float *losses, void *dx, void *dwte
                                 int C, int V, int Vp, int chunk, float dloss);
 void cuda_head_logits(Backend *be, float *logits, const void *x, const void *wte, int n, int C,
                       int Vp);
+void *cuda_host_alloc(Backend *be, size_t bytes);
+void cuda_host_free(Backend *be, void *p);
+void cuda_copy_async(Backend *be, void *dst, const void *src, size_t bytes, int ev);
+void cuda_event_wait(Backend *be, int ev);
+void cuda_host_adamw_update(Backend *be, void *params, float *master, const void *grads,
+                            float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                            float eps, float weight_decay, float grad_scale, int t);
 double cuda_grad_norm_sq(Backend *be, const void *grads, size_t n);
 void cuda_adamw_update(Backend *be, void *params, float *master, const void *grads, float *m,
                        float *v, size_t n, float lr, float beta1, float beta2, float eps,

@@ -3,7 +3,10 @@
  * native_stream, params_upload, params_download).
  *
  * Transfers are stream-ordered and return when the host buffer may be
- * reused: uploads wait for the copy, downloads for the data. */
+ * reused: uploads wait for the copy, downloads for the data. Their kind is
+ * cudaMemcpyDefault (unified addressing tells from the pointers): with
+ * --offload the model's optimizer state lives in the pinned host tier, and a
+ * resume or a save moves it through these same calls. */
 #include "cuda_common.cuh"
 
 void *cuda_mem_alloc(Backend *be, size_t bytes)
@@ -36,7 +39,7 @@ void cuda_mem_upload(Backend *be, void *dst, const void *host, size_t bytes)
 {
     if (bytes == 0) return;
     CudaState *st = cuda_state(be);
-    CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, st->stream));
+    CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyDefault, st->stream));
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
 }
 
@@ -44,7 +47,7 @@ void cuda_mem_download(Backend *be, void *host, const void *src, size_t bytes)
 {
     if (bytes == 0) return;
     CudaState *st = cuda_state(be);
-    CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, st->stream));
+    CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDefault, st->stream));
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
 }
 

@@ -470,7 +470,7 @@ void emu_launch(const void *kern, dim3 grid, dim3 block, size_t smem,
     }
 }
 
-/* ---- runtime API: host memory, synchronous streams ---- */
+/* ---- runtime API: the device ---- */
 const char *cudaGetErrorString(cudaError_t e)
 {
     return e == cudaSuccess ? "no error" : e == cudaErrorMemoryAllocation ? "out of memory"
@@ -517,49 +517,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
     p->multiProcessorCount = 132;
     return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
-{
-    (void)flags;
-    *s = (cudaStream_t)&sched_ctx; /* any non-NULL token */
-    return cudaSuccess;
-}
-cudaError_t cudaStreamDestroy(cudaStream_t s)
-{
-    (void)s;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t s)
-{
-    (void)s;
-    return cudaSuccess;
-}
-cudaError_t cudaMalloc(void **p, size_t bytes)
-{
-    size_t n = (bytes + 255) / 256 * 256;
-    *p = aligned_alloc(256, n ? n : 256);
-    if (!*p) return cudaErrorMemoryAllocation;
-    memset(*p, 0xff, n); /* device memory starts as garbage: make it NaN */
-    return cudaSuccess;
-}
-cudaError_t cudaFree(void *p)
-{
-    free(p);
-    return cudaSuccess;
-}
-cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
-{
-    (void)s;
-    memset(p, v, bytes);
-    return cudaSuccess;
-}
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind k,
-                            cudaStream_t s)
-{
-    (void)k;
-    (void)s;
-    memmove(dst, src, bytes);
-    return cudaSuccess;
-}
+/* streams, events, memory: emu_stream.cpp */
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
     *free_bytes = (size_t)64 << 30;

@@ -209,6 +209,13 @@ inline float emu_ex2_approx_ftz(float x)
 
 /* ---- math missing from libm ---- */
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+/* the rounded single operations nvcc never fuses; the emulator build has no
+ * -mfma, so g++ never fuses either */
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return sqrtf(a); }
 
 /* ---- runtime API ---- */
 typedef enum {
@@ -241,6 +248,9 @@ struct cudaDeviceProp {
     int major, minor, multiProcessorCount;
 };
 #define cudaStreamNonBlocking 1u
+#define cudaEventDisableTiming 2u
+#define cudaHostAllocDefault 0u
+typedef void (*cudaHostFn_t)(void *user_data);
 
 const char *cudaGetErrorString(cudaError_t e);
 const char *cudaGetErrorName(cudaError_t e);
@@ -259,6 +269,22 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind k,
                             cudaStream_t s);
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+/* Streams and events (emu.cpp): each stream is a queue of work (copies,
+ * memsets, host functions, event records and waits) that runs at the
+ * latest moment CUDA allows (EMU_ORDER=fwd, the default: when a kernel is
+ * launched on the stream, the stream or device is synchronised, or a wait
+ * needs an event) or the earliest (EMU_ORDER=rev: at once, as far as the
+ * waits allow). Kernels run at their launch, after their stream's queue. A
+ * host function that calls the runtime aborts. */
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user_data);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags);
+cudaError_t cudaFreeHost(void *p);
+void emu_stream_drain(cudaStream_t s); /* runs s's queue to its end (emu_launch) */
 cudaError_t emu_func_set_attribute(const void *kern, cudaFuncAttribute a, int v);
 template <typename K> inline cudaError_t cudaFuncSetAttribute(K kern, cudaFuncAttribute a, int v)
 {

@@ -45,7 +45,7 @@ void cuda_gemm_epi(CudaState *st, int ta, int tb, int m, int n, int k, const voi
                    const void *B, int ldb, void *D, int ldd, int ab_bf16, int dd_bf16,
                    const void *bias, float beta, int epi, void *aux, int ldaux)
 {
-    (void)st;
+    emu_stream_drain(st->stream); /* cuBLASLt's launch waits for its stream's queue */
     if (epi != GEMM_EPI_NONE && (!aux || ldaux < m || ldaux % 8 != 0)) {
         fprintf(stderr, "emu_gemm: epilogue %d with aux ld %d (m = %d)\n", epi, ldaux, m);
         abort();
