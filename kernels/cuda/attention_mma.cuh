@@ -445,11 +445,14 @@ struct AmmaFwdVariant {
     const char *name;
     void (*launch)(CudaState *st, const AmmaFwdArgs &a);
     int cc; /* 0: any device; else only compute capability cc / 10 . cc % 10 */
+    int check_only; /* 1: outside the memory plan, chosen only by cuda_attn_variant_set */
 };
 struct AmmaBwdVariant {
     const char *name;
     void (*launch)(CudaState *st, const AmmaBwdArgs &a);
-    int cc; /* as AmmaFwdVariant's */
+    int cc;         /* as AmmaFwdVariant's */
+    int check_only; /* as AmmaFwdVariant's */
+    int fused;      /* dK/dV only, 1: writes dQ as well (no dQ kernel runs after it) */
 };
 
 /* attention_mma_fwd.cu, attention_mma_bwd.cu: the tables (entry 0 is the
@@ -469,8 +472,18 @@ void amma_fwd_wg_launch(CudaState *st, const AmmaFwdArgs &a);
 #define AMMA_DKDV_WG_NAME "dkdv-wgmma-w4-q64-s2-b2"
 void amma_dq_wg_launch(CudaState *st, const AmmaBwdArgs &a);
 void amma_dkdv_wg_launch(CudaState *st, const AmmaBwdArgs &a);
+/* attention_mma_fa2.cu: forward and dQ with 32 query rows per warp */
+void amma_fa2_fwd_k64(CudaState *st, const AmmaFwdArgs &a);
+void amma_fa2_fwd_k32(CudaState *st, const AmmaFwdArgs &a);
+void amma_fa2_dq_k64(CudaState *st, const AmmaBwdArgs &a);
+void amma_fa2_dq_k32(CudaState *st, const AmmaBwdArgs &a);
+/* attention_mma_fused.cu: dK/dV with dQ from per-key-block partials
+ * (check_only: their workspace is outside the memory plan) */
+void amma_fused_q64(CudaState *st, const AmmaBwdArgs &a);
+void amma_fused_q32(CudaState *st, const AmmaBwdArgs &a);
 void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a);
-void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a);
+/* returns 1 when the kernel it ran wrote dQ too (a fused variant) */
+int amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a);
 void amma_rows_D_run(CudaState *st, AmmaStat *stats, const bf16 *dout, const bf16 *out,
                      const float *lse, int nb, int T, int C, int NH);
 
@@ -494,6 +507,36 @@ static void amma_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t
     attn_set_smem(kern, smem);
     const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
     if (blocks > 2147483647u) CUDA_FATAL("%s: %zu blocks exceed the grid's x limit", op, blocks);
+    LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
+}
+
+/* The FlashAttention-2 shape: W warps of 32 rows (ROWS = 32 W), tiles of BT
+ * rows of the other side, always cp.async double-buffered (ST = 2), the
+ * warp's A operands held in registers (HOLD), 16-byte staging (VEC). */
+template <int HSP_, int W_, int BT_, int MINB_> struct AmmaCfg2 {
+    static constexpr int HSP = HSP_, W = W_, ROWS = 32 * W_, NT = 32 * W_, BT = BT_;
+    static constexpr int ST = 2, MINB = MINB_, HOLD = 1, VEC = 1, LD = HSP_ + 8;
+    static_assert(HSP % 16 == 0 && BT % 16 == 0, "tile shape");
+};
+
+/* Set kern's dynamic shared memory and a carveout that gives shared memory
+ * all it can (the L1 share these kernels do not use) once, at the first
+ * launch of each kernel (`set` is the kernel's own flag), then launch as
+ * amma_launch does. */
+template <class Args>
+static void amma_fa2_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t smem,
+                            int rows, int nseq, int threads, int &set)
+{
+    amma_check_smem(st, smem, "attention", 64);
+    if (!set) {
+        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        (int)cudaSharedmemCarveoutMaxShared));
+        set = 1;
+    }
+    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
+    if (blocks > 2147483647u) CUDA_FATAL("attention: %zu blocks exceed the grid's x limit", blocks);
     LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
 }
 

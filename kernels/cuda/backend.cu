@@ -185,6 +185,7 @@ extern "C" void cuda_backend_close(Backend *be)
     CudaState *st = cuda_state(be);
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
     cuda_gemm_destroy(st);
+    if (st->dq_part) CUDA_CHECK(cudaFree(st->dq_part));
     CUDA_CHECK(cudaFree(st->scratch));
     CUDA_CHECK(cudaFree(st->workspace));
     CUDA_CHECK(cudaStreamDestroy(st->stream));
