@@ -2,8 +2,11 @@
  * attention kernels' common parts. The kernels: attention_mma_fwd.cu
  * (forward), attention_mma_fwd_wg.cu (a forward variant on Hopper's wgmma,
  * sm_90a only), attention_mma_bwd.cu (D, dQ, dK/dV), attention_mma_bwd_wg.cu
- * (dQ and dK/dV variants on wgmma, sm_90a only); the variant tables
- * and the entry points: attention_mma.cu.
+ * (dQ and dK/dV variants on wgmma, sm_90a only), attention_mma_fa2.cu
+ * (forward and dQ variants with 32 query rows per warp),
+ * attention_mma_fused.cu (a dK/dV variant that writes dQ too, from
+ * per-key-block partials); the variant tables and the entry points:
+ * attention_mma.cu.
  *
  * Plan. Causal self-attention, flash style, on the tensor cores (mma.cuh):
  * a block owns ROWS = 16 W rows (W warps; warp w owns rows 16w..16w+15 and
@@ -18,7 +21,8 @@
  * Backward, with P = exp(s - lse), D_i = sum_d dO[i,d] O[i,d]:
  *   dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, dS = P (dO V^T - D).
  * dK/dV and dQ are separate kernels, each the only writer of its output:
- * no atomics, every run gives the same bits.
+ * no atomics, every run gives the same bits. (The fused variant keeps that:
+ * each key block writes its own dQ partial, summed in a fixed order.)
  *
  * Staging. A tile is R rows of HSP bf16 (the head size hs zero-padded to
  * 16, 32, 64 or 128), row stride LD = HSP + 8 elements (mma.cuh: an odd
