@@ -22,9 +22,17 @@ dev/notes/perf-model.md says how it works and what it predicts.
                               error: the table dev/notes/gpu-results.md records
   --write-predictions FILE    the per-op predictions at B=4 as JSON (for
                               dev/gpu_check/gpu_bundle.sh)
-  --compare TIMING.LOG --predictions FILE
+  --compare TIMING.LOG --predictions FILE [--max-error F]
                               that JSON beside a timing table; needs no nvcc
-                              (dev/gpu_check/gpu_check.sh runs it on the GPU)
+                              (dev/gpu_check/gpu_check.sh runs it on the GPU);
+                              with --max-error, exit 1 when the median
+                              per-op |predicted - measured| / measured is
+                              over F (gpu_check: 0.25) or no op compares
+  --gemm-costs FILE           price each gemm whose shape FILE's gemm_cost
+                              lines time (dev/perf_model/gemm_costs.py; a
+                              gpu_check timing.log carries them) at that
+                              time, the others at hw.py's one GEMM_RATE;
+                              the output says which it used
   --no-calibrate              skip the calibration section
   --fuse-gelu                 model the fc GELU in cuBLASLt's epilogues
                               (TRAIN_GPT_FUSE_GELU=1) instead of the
@@ -34,8 +42,8 @@ dev/notes/perf-model.md says how it works and what it predicts.
   --jobs N                    parallel nvcc runs (default: the CPU count)
 
 Exit status: 0; 1 when an op of the step matches no compiled kernel (the
-table in dev/perf_model/ops.py needs an entry for it) or a self-test
-fails; 2 on a bad argument, an unreadable file or an nvcc failure. Without
+table in dev/perf_model/ops.py needs an entry for it), a self-test
+fails, or --compare's median error is over --max-error; 2 on a bad argument, an unreadable file or an nvcc failure. Without
 nvcc it prints that it skipped and exits 0, as there is nothing to analyse.
 Environment: NVCC (the compiler), JOBS.
 """
@@ -52,7 +60,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perf_model import build, calibrate, hw, measured, predict, report  # noqa: E402
+from perf_model import build, calibrate, gemm_costs, hw, measured, predict, report  # noqa: E402
 from perf_model import ops as ops_mod  # noqa: E402
 from perf_model import step as step_mod  # noqa: E402
 from perf_model import loops as loops_mod  # noqa: E402
@@ -177,6 +185,8 @@ def show_predictions(P, kernels, root, label, verbose, fuse_gelu=False):
         out()
         report.step_table(sp, P['DENSE_BF16_PEAK'], out)
         missing.update({n: sp.ops[n].note for n in sp.missing})
+    out()
+    out(gemm_costs.describe(P.get('GEMM_TABLE'), P['GEMM_RATE']))
     return missing, over
 
 
@@ -223,9 +233,13 @@ def show_measured(P, kernels, root, label, path, fuse_gelu=False):
                                   if p.name in meas and p.seconds])
     out('median |error| over the %d timed ops: %.1f%%' %
         (sum(1 for p in preds if p.name in meas and p.seconds), 100 * err))
+    out(gemm_costs.describe(P.get('GEMM_TABLE'), P['GEMM_RATE']))
 
 
-def compare_json(timing, pred_path):
+def compare_json(timing, pred_path, max_error=None):
+    """The predictions beside the measured rows; returns the exit status:
+    1 when max_error is given and the median error is over it (or nothing
+    compared), else 0."""
     try:
         with open(timing) as f:
             rows = measured.parse_timing(f.read())
@@ -238,15 +252,15 @@ def compare_json(timing, pred_path):
     out('model predictions (%s, %s) beside the measured bf16 rows:' %
         (pred.get('source', '?'), pred.get('note', '')))
     out('%-28s %10s %10s %7s' % ('op', 'pred ms', 'meas ms', 'error'))
-    pairs = []
-    for row, ms_ in rows.items():
-        p = pred.get('ops', {}).get(measured.op_key(row))
-        if p is None:
-            continue
-        pairs.append((ms_, p))
+    pairs = measured.compare_pairs(rows, pred.get('ops', {}))
+    for row, ms_, p in pairs:
         out('%-28s %10.4f %10.4f %+6.0f%%' % (row, p, ms_, 100 * (p / ms_ - 1)))
-    out('median |error| over %d ops: %.1f%% (target: <= 25%%)' %
-        (len(pairs), 100 * calibrate.median_error(pairs)))
+    ok, med, n = calibrate.error_verdict([(m, p) for _, m, p in pairs],
+                                         0.25 if max_error is None else max_error)
+    out('median |error| over %d ops: %.1f%% (target: <= %.0f%%)%s' %
+        (n, 100 * med, 100 * (0.25 if max_error is None else max_error),
+         '' if max_error is None else (': PASS' if ok else ': FAIL')))
+    return 0 if max_error is None or ok else 1
 
 
 def write_predictions(P, kernels, root, label, path, fuse_gelu=False):
@@ -279,6 +293,8 @@ def main(argv):
     ap.add_argument('--write-predictions')
     ap.add_argument('--compare')
     ap.add_argument('--predictions')
+    ap.add_argument('--max-error', type=float)
+    ap.add_argument('--gemm-costs')
     ap.add_argument('--no-calibrate', action='store_true')
     ap.add_argument('--fuse-gelu', action='store_true')
     ap.add_argument('--self-test', action='store_true')
@@ -290,13 +306,19 @@ def main(argv):
     if a.compare or a.predictions:
         if not (a.compare and a.predictions):
             fail('--compare and --predictions go together')
-        compare_json(a.compare, a.predictions)
-        return 0
+        return compare_json(a.compare, a.predictions, a.max_error)
+    if a.max_error is not None:
+        fail('--max-error goes with --compare')
     if build.find_nvcc() is None:
         out('cuda_perf_model.py: nvcc not found (set NVCC=/path/to/nvcc); nothing to analyse, '
             'skipped')
         return 0
     P = hw.params()
+    if a.gemm_costs:
+        try:
+            P['GEMM_TABLE'] = gemm_costs.load(a.gemm_costs)
+        except (OSError, ValueError) as e:
+            fail('--gemm-costs: %s' % e)
     t0 = time.time()
     missing, over = {}, {}
     try:

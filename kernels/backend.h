@@ -55,12 +55,16 @@ void cuda_head_part(Backend *be, int part, float *losses, void *dx, void *dwte, 
  * name is unknown or names a variant this GPU cannot run. count: how many;
  * name: NULL past the end; usable: 1 when this backend's GPU can run
  * variant i (the wgmma variants need compute capability 9.0), else 0;
- * set: -1 when i is out of range or not usable, else 0. */
+ * set: -1 when i is out of range or not usable, else 0 (set may choose a
+ * check_only variant, which the variable refuses: its memory is outside
+ * the plan); fused: 1 when dK/dV variant i writes dQ too, so that the dQ
+ * variant does not matter while it is chosen. */
 enum { CUDA_ATTN_FWD, CUDA_ATTN_DQ, CUDA_ATTN_DKDV, CUDA_ATTN_KERNELS };
 int cuda_attn_variant_count(int kernel);
 const char *cuda_attn_variant_name(int kernel, int i);
 int cuda_attn_variant_get(Backend *be, int kernel);
 int cuda_attn_variant_usable(Backend *be, int kernel, int i);
 int cuda_attn_variant_set(Backend *be, int kernel, int i);
+int cuda_attn_variant_fused(int kernel, int i);
 
 #endif

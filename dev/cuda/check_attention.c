@@ -91,7 +91,8 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
  * variants, an unknown name or two variants of one kernel fail the open
  * with a message naming the variable and the fault, and so does a variant
  * this GPU cannot run (each wgmma variant off compute capability 9.0; on
- * such a GPU it must open and select it). One row: the number of
+ * such a GPU it must open and select it), and a check_only variant (the
+ * fused dK/dV: memory outside the plan). One row: the number of
  * expectations missed. */
 void check_attention_variant_env(Ctx *c, const char *dtype)
 {
@@ -101,6 +102,8 @@ void check_attention_variant_env(Ctx *c, const char *dtype)
         {"dq-w4-k32-s2-b4,dkdv-w4-q32-s2-b3", NULL},
         {"fwd-w4-k64-s2-b4,bogus-w9", "no attention kernel variant named 'bogus-w9'"},
         {"dq-w4-k32-s2-b4,dq-w4-k64-s1-b4", "names two variants of one kernel"},
+        /* its dQ partials' buffer is outside the memory plan */
+        {"dkdv-fused-w4-q64-b2", "variant dkdv-fused-w4-q64-b2 is for build/check_kernels only"},
     };
     static const struct {
         int kernel;

@@ -216,7 +216,10 @@ static int sw_shape(Ctx *c, int B, int T, int C, int NH, int quick)
     float both = -1.0f;
     if (best[CUDA_ATTN_DQ] >= 0 && best[CUDA_ATTN_DKDV] >= 0) {
         cuda_attn_variant_set(c->gpu, CUDA_ATTN_DQ, best[CUDA_ATTN_DQ]);
-        printf(" backward, fastest dQ with fastest dK/dV:\n");
+        printf(" backward, fastest dQ with fastest dK/dV%s:\n",
+               cuda_attn_variant_fused(CUDA_ATTN_DKDV, best[CUDA_ATTN_DKDV])
+                   ? " (a fused dK/dV: it writes dQ, no dQ kernel runs)"
+                   : "");
         both = sw_variant(c, &s, CUDA_ATTN_DKDV, best[CUDA_ATTN_DKDV], warm, reps, 2.5 * ffl);
         if (both < 0.0f) fails++;
         cuda_attn_variant_set(c->gpu, CUDA_ATTN_DQ, 0);

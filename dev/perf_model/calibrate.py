@@ -57,6 +57,17 @@ def median_error(pairs):
     return statistics.median(errs) if errs else float('nan')
 
 
+def error_verdict(pairs, limit):
+    """(ok, median |error|, n) over (measured, predicted) pairs: ok when the
+    median per-op |predicted / measured - 1| is at most limit; never ok
+    with no pair to compare (a table that matched nothing is no pass)."""
+    errs = [(m, p) for m, p in pairs if p is not None and m > 0]
+    if not errs:
+        return False, float('nan'), 0
+    med = median_error(errs)
+    return med <= limit, med, len(errs)
+
+
 def compare_steps(P, table, kernels):
     out = []
     for name, B, rc, ms in measured.CALIB_STEPS_MS:

@@ -356,6 +356,12 @@ def stream_time(P, k, spec, shape):
 
 
 def gemm_time(P, g):
+    """A gemm's seconds: as a GPU timed its shape when P['GEMM_TABLE'] (a
+    gemm_costs.GemmTable, --gemm-costs) has it, else from the one rate."""
+    table = P.get('GEMM_TABLE')
+    t = table.seconds(g) if table is not None else None
+    if t is not None:
+        return t
     rate = P['GEMM_RATE'] * (1.0 if g.aligned else P['GEMM_MISALIGNED'])
     return P['GEMM_T0'] + g.flops / rate + g.out_bytes / P['GEMM_OUT_BW']
 

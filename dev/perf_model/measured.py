@@ -70,3 +70,11 @@ def parse_timing(text, dtype='bf16'):
             if rows:
                 on = False
     return rows
+
+
+def compare_pairs(rows, pred_ops):
+    """[(row name, measured ms, predicted ms)] for the timing rows (as
+    parse_timing gives them) that pred_ops ({op name: ms}, the JSON of
+    --write-predictions) predicts, in the table's order."""
+    return [(row, ms, pred_ops[op_key(row)]) for row, ms in rows.items()
+            if op_key(row) in pred_ops and ms > 0]

@@ -245,6 +245,51 @@ def _bwd(which, wg):
                 hbm=lambda s: _qkv_bytes(s) * reads + s.N * s.C * ACT + s.B * s.NH * s.T * 8)
 
 
+# attention_mma_fa2.cu: forward and dQ in FlashAttention-2's shape, 32 query
+# rows per warp (AmmaCfg2<HSP, 4 warps, 64-row K/V tiles, 2 blocks/SM>): 128
+# query rows a block, so half the blocks of the default, each streaming
+# twice the key tiles of the same causal row range; two stages of 64-row
+# [K | V] by cp.async, Q (and dO) staged into the second. Variants only.
+def _n128(s):
+    return cdiv(s.T, 128)
+
+
+def _fa2_tiles(s, bx):  # query tile (longest first) qt sees 2 (qt + 1) 64-row key tiles
+    return min(2 * (_n128(s) - bx // (s.NH * s.B)), s.nT)
+
+
+def _fa2_grid(s):
+    return (_n128(s) * s.NH * s.B, 1, 1)
+
+
+def _fa2_smem(s, rows):  # 2 stages of [K | V] 64-row tiles; `rows` staged into the second
+    return (2 * 64 + max(2 * 64, rows)) * (s.hsp + 8) * ACT
+
+
+_FWD_HBM = lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4
+
+
+# attention_mma_fused.cu: dK/dV that writes per-key-block fp32 dQ partials
+# (rows from the block's first key on: about half of nT T HSP floats per
+# head) and the small kernel that sums them in key-block order. Shared
+# memory: 2 stages of [Q | dO] + 64 AmmaStat, [K | V], two 64 x 16 dS^T.
+def _dq_part_bytes(s):
+    return s.B * s.NH * s.hsp * 4 * sum(s.T - 64 * kb for kb in range(s.nT))
+
+
+def _fused():
+    stage = lambda s: 2 * 64 * (s.hsp + 8) * ACT + 64 * 8
+    return [
+        Tile(r'amma_fused_kernel<AmmaCfg<{hsp}, 4, 64, 2, 2, 1, 1> >', 128,
+             lambda s: 2 * stage(s) + 2 * 64 * (s.hsp + 8) * ACT + 2 * 64 * 24 * ACT, _grid_1d,
+             lambda s, bx: s.nT - _first(s, bx), lambda s: [],
+             hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + s.B * s.NH * s.T * 8 +
+             _dq_part_bytes(s)),
+        Stream(r'amma_dq_sum_kernel<{hsp}>', 256, lambda s: ew_grid(s.B * s.NH * s.T * 16),
+               hbm=lambda s: _dq_part_bytes(s) + s.N * s.C * ACT),
+    ]
+
+
 VARIANTS = {  # row name -> alternatives, as OPS'; predicted beside the op they replace
     'attention_forward fwd-wgmma-w4-k64-s2-b3': [
         [Tile(r'amma_fwd_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >', 128, _smem_wg_fwd,
@@ -253,6 +298,15 @@ VARIANTS = {  # row name -> alternatives, as OPS'; predicted beside the op they 
     'attention_backward dkdv-wgmma-w4-q64-s2-b2': [[_rows_d(), _bwd('dkdv', True), _bwd('dq', False)]],
     'attention_backward dq-wgmma-w4-k64-s2-b3': [[_rows_d(), _bwd('dkdv', False), _bwd('dq', True)]],
     'attention_backward dkdv-wgmma + dq-wgmma': [[_rows_d(), _bwd('dkdv', True), _bwd('dq', True)]],
+    'attention_forward fwd-fa2-w4-k64-b2': [
+        [Tile(r'amma_fa2_fwd_kernel<AmmaCfg2<{hsp}, 4, 64, 2> >', 128,
+              lambda s: _fa2_smem(s, 128), _fa2_grid, _fa2_tiles, lambda s: [], hbm=_FWD_HBM)]],
+    'attention_backward dq-fa2-w4-k64-b2': [
+        [_rows_d(), _bwd('dkdv', False),
+         Tile(r'amma_fa2_dq_kernel<AmmaCfg2<{hsp}, 4, 64, 2> >', 128,
+              lambda s: _fa2_smem(s, 256), _fa2_grid, _fa2_tiles, lambda s: [],
+              hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 8)]],
+    'attention_backward dkdv-fused-w4-q64-b2': [[_rows_d()] + _fused()],
 }
 
 

@@ -9,6 +9,7 @@ parsers. With nvcc present, the decoder also reads probe kernels whose PTX
 says which instructions they must contain, so a compiler whose encoding
 moved fails here rather than skewing the predictions.
 """
+import json
 import os
 import re
 import shutil
@@ -16,7 +17,7 @@ import subprocess
 import tempfile
 import unittest
 
-from . import build, calibrate, cost, hw, loops, measured, ops, sass, step
+from . import build, calibrate, cost, gemm_costs, hw, loops, measured, ops, sass, step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OPS = {v[0]: k for k, v in sass.OPCODES.items()}
@@ -393,6 +394,109 @@ class ParserTest(unittest.TestCase):
     def test_median_error(self):
         self.assertAlmostEqual(calibrate.median_error([(1.0, 1.1), (2.0, 1.0), (4.0, 4.0)]),
                                0.1)
+
+
+# kernels/cuda/gemm.cu's print_choice format: a timed choice, then one
+# that carries no times (the only candidate)
+ALGO_LINES = (
+    "gemm algo: m=2304 n=4096 k=768 t=10 ld=768,768,2304 bf16->bf16 bias=1 beta=0 epi=0 "
+    "align=1: candidate 2 of 8 (id 21 tile 18 stages 12 splitk 1) 0.0301 ms, heuristic's "
+    "first 0.0320 ms [timed]\n"
+    "gemm algo: m=768 n=4096 k=768 t=00 ld=768,768,768 fp32->fp32 bias=0 beta=1 epi=0 "
+    "align=1: candidate 0 of 1 (id 5 tile 3 stages 8 splitk 1) [the only candidate]\n"
+    "gemm algo: m=768 n=4096 k=3072 t=00 ld=3072,3072,768 bf16->bf16 bias=1 beta=0 epi=0 "
+    "align=1: candidate 0 of 8 (id 21 tile 18 stages 12 splitk 1) 0.0410 ms, heuristic's "
+    "first 0.0410 ms [timed]\n")
+
+
+class GemmCostsTest(unittest.TestCase):
+    def test_algo_lines_to_costs(self):
+        rows = gemm_costs.from_algo_lines(ALGO_LINES)
+        self.assertEqual(rows, [(2304, 4096, 768, 'bf16', 0.0301),
+                                (768, 4096, 3072, 'bf16', 0.0410)])
+        text = '\n'.join(gemm_costs.format_rows(rows) + ['noise', 'gemm_cost 1 2 3 bf16 x',
+                                                          'gemm_cost 2304 4096 768 bf16 0.0401'])
+        costs = gemm_costs.parse(text)
+        # the repeated shape costs its median, (0.0301 + 0.0401) / 2 ms
+        self.assertAlmostEqual(costs[(2304, 4096, 768, 'bf16')], 0.0351e-3)
+        self.assertAlmostEqual(costs[(768, 4096, 3072, 'bf16')], 0.0410e-3)
+        self.assertEqual(len(costs), 2)
+
+    def test_table_or_rate(self):
+        P = dict(hw.params(), GEMM_T0=1e-6, GEMM_RATE=1e15, GEMM_OUT_BW=1e12)
+        t = gemm_costs.GemmTable({(1000, 1000, 500, 'bf16'): 7e-6}, 'fake.log')
+        P['GEMM_TABLE'] = t
+        self.assertEqual(cost.gemm_time(P, ops.Gemm(1000, 1000, 500, 2e6)), 7e-6)
+        self.assertAlmostEqual(cost.gemm_time(P, ops.Gemm(1000, 1000, 501, 2e6)),
+                               1e-6 + 1.002e9 / 1e15 + 2e6 / 1e12)
+        line = gemm_costs.describe(t, P['GEMM_RATE'])
+        self.assertIn('1 of the 2 gemm shapes looked up were timed in fake.log', line)
+        self.assertIn('1000 TFLOP/s', line)
+        self.assertIn('one rate for every shape, 788 TFLOP/s',
+                      gemm_costs.describe(None, 788e12))
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, 'empty.log')
+            with open(f, 'w') as fh:
+                fh.write('no costs\n')
+            with self.assertRaises(ValueError):
+                gemm_costs.load(f)
+
+    def test_cli_prints_the_timed_choices(self):
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, 'train.log')
+            with open(f, 'w') as fh:
+                fh.write(ALGO_LINES)
+            tool = os.path.join(ROOT, 'dev', 'perf_model', 'gemm_costs.py')
+            p = subprocess.run(['python3', tool, f], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, 'gemm_cost 2304 4096 768 bf16 0.03010\n'
+                             'gemm_cost 768 4096 3072 bf16 0.04100\n')
+            with open(f, 'w') as fh:
+                fh.write('nothing timed\n')
+            p = subprocess.run(['python3', tool, f], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1)
+
+
+class ErrorVerdictTest(unittest.TestCase):
+    """gpu_check's row: --compare --max-error 0.25 on fabricated timing
+    tables and predictions (median per-op error 20%: pass; 30%: fail)."""
+
+    def run_compare(self, meas, pred):
+        with tempfile.TemporaryDirectory() as d:
+            t = os.path.join(d, 'timing.log')
+            with open(t, 'w') as f:
+                f.write('timing (bf16): B=4 T=1024\nop  ms  rate\n')
+                for name, ms in meas.items():
+                    f.write('%-28s %8.4f %8.1f TFLOP/s\n' % (name, ms, 1.0))
+                f.write('\n')
+            j = os.path.join(d, 'p.json')
+            with open(j, 'w') as f:
+                json.dump({'source': 'fake', 'ops': pred}, f)
+            return subprocess.run(['python3', os.path.join(ROOT, 'dev', 'cuda_perf_model.py'),
+                                   '--compare', t, '--predictions', j, '--max-error', '0.25'],
+                                  capture_output=True, text=True)
+
+    def test_pass_and_fail(self):
+        meas = {'attention_forward': 1.0, 'attention_backward': 2.0, 'gelu_forward': 4.0,
+                'adamw_update (124M)': 1.0}
+        # errors +10%, -20%, +30% and one op not predicted: median 20%
+        p = self.run_compare(meas, {'attention_forward': 1.1, 'attention_backward': 1.6,
+                                    'gelu_forward': 5.2})
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn('median |error| over 3 ops: 20.0% (target: <= 25%): PASS', p.stdout)
+        # +30%, -40%, +10%, -26% (adamw_update keyed without its suffix): median 28%
+        p = self.run_compare(meas, {'attention_forward': 1.3, 'attention_backward': 1.2,
+                                    'gelu_forward': 4.4, 'adamw_update': 0.74})
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn('median |error| over 4 ops: 28.0% (target: <= 25%): FAIL', p.stdout)
+        # nothing in common: no pass
+        p = self.run_compare(meas, {'matmul_forward qkv': 1.0})
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+
+    def test_verdict(self):
+        self.assertEqual(calibrate.error_verdict([(1.0, 1.25)], 0.25), (True, 0.25, 1))
+        self.assertFalse(calibrate.error_verdict([], 0.25)[0])
+        self.assertFalse(calibrate.error_verdict([(1.0, 1.3), (1.0, None)], 0.25)[0])
 
 
 PROBE = r'''

@@ -39,6 +39,12 @@ extern "C" int cuda_attn_variant_count(int kernel) { return amma_count(kernel); 
 
 extern "C" const char *cuda_attn_variant_name(int kernel, int i) { return amma_name(kernel, i); }
 
+extern "C" int cuda_attn_variant_fused(int kernel, int i)
+{
+    return kernel == CUDA_ATTN_DKDV && i >= 0 && i < amma_dkdv_nvariants &&
+           amma_dkdv_variants[i].fused;
+}
+
 extern "C" int cuda_attn_variant_get(Backend *be, int kernel)
 {
     return kernel >= 0 && kernel < CUDA_ATTN_KERNELS ? cuda_state(be)->attn_variant[kernel] : -1;
@@ -51,6 +57,17 @@ static int amma_cc(int kernel, int i)
     case CUDA_ATTN_FWD: return amma_fwd_variants[i].cc;
     case CUDA_ATTN_DQ: return amma_dq_variants[i].cc;
     default: return amma_dkdv_variants[i].cc;
+    }
+}
+
+/* Whether variant i of kernel is check_only (i in range): its memory is
+ * outside the plan, so only cuda_attn_variant_set may choose it. */
+static int amma_check_only(int kernel, int i)
+{
+    switch (kernel) {
+    case CUDA_ATTN_FWD: return amma_fwd_variants[i].check_only;
+    case CUDA_ATTN_DQ: return amma_dq_variants[i].check_only;
+    default: return amma_dkdv_variants[i].check_only;
     }
 }
 
@@ -98,6 +115,13 @@ int amma_variants_from_env(CudaState *st, char *err, size_t err_len)
                     return 0;
                 }
                 named[k] = found = 1;
+                if (amma_check_only(k, i)) {
+                    snprintf(err, err_len,
+                             "TRAIN_GPT_ATTN_VARIANT: variant %s is for build/check_kernels "
+                             "only (its dQ workspace is outside the memory plan)",
+                             n);
+                    return 0;
+                }
                 if (!amma_usable(st, k, i)) {
                     snprintf(err, err_len,
                              "TRAIN_GPT_ATTN_VARIANT: variant %s needs a GPU of compute "
@@ -162,7 +186,8 @@ void attn_mma_backward(CudaState *st, bf16 *dqkv, const bf16 *dout, const bf16 *
         a.nb = nb, a.T = T_, a.C = C, a.NH = NH;
         a.sl2 = AMMA_LOG2E * scale, a.scale = scale;
         a.vec = amma_vec_ok(qkv + o3, C, hs) && amma_vec_ok(dout + o1, C, hs);
-        amma_dkdv_run(st, st->attn_variant[CUDA_ATTN_DKDV], a);
-        amma_dq_run(st, st->attn_variant[CUDA_ATTN_DQ], a);
+        /* a fused dK/dV variant writes dQ as well: no dQ kernel after it */
+        if (!amma_dkdv_run(st, st->attn_variant[CUDA_ATTN_DKDV], a))
+            amma_dq_run(st, st->attn_variant[CUDA_ATTN_DQ], a);
     }
 }

@@ -2,8 +2,11 @@
  * attention kernels' common parts. The kernels: attention_mma_fwd.cu
  * (forward), attention_mma_fwd_wg.cu (a forward variant on Hopper's wgmma,
  * sm_90a only), attention_mma_bwd.cu (D, dQ, dK/dV), attention_mma_bwd_wg.cu
- * (dQ and dK/dV variants on wgmma, sm_90a only); the variant tables
- * and the entry points: attention_mma.cu.
+ * (dQ and dK/dV variants on wgmma, sm_90a only), attention_mma_fa2.cu
+ * (forward and dQ variants with 32 query rows per warp),
+ * attention_mma_fused.cu (a dK/dV variant that writes dQ too, from
+ * per-key-block partials); the variant tables and the entry points:
+ * attention_mma.cu.
  *
  * Plan. Causal self-attention, flash style, on the tensor cores (mma.cuh):
  * a block owns ROWS = 16 W rows (W warps; warp w owns rows 16w..16w+15 and
@@ -18,7 +21,8 @@
  * Backward, with P = exp(s - lse), D_i = sum_d dO[i,d] O[i,d]:
  *   dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, dS = P (dO V^T - D).
  * dK/dV and dQ are separate kernels, each the only writer of its output:
- * no atomics, every run gives the same bits.
+ * no atomics, every run gives the same bits. (The fused variant keeps that:
+ * each key block writes its own dQ partial, summed in a fixed order.)
  *
  * Staging. A tile is R rows of HSP bf16 (the head size hs zero-padded to
  * 16, 32, 64 or 128), row stride LD = HSP + 8 elements (mma.cuh: an odd
@@ -445,11 +449,14 @@ struct AmmaFwdVariant {
     const char *name;
     void (*launch)(CudaState *st, const AmmaFwdArgs &a);
     int cc; /* 0: any device; else only compute capability cc / 10 . cc % 10 */
+    int check_only; /* 1: outside the memory plan, chosen only by cuda_attn_variant_set */
 };
 struct AmmaBwdVariant {
     const char *name;
     void (*launch)(CudaState *st, const AmmaBwdArgs &a);
-    int cc; /* as AmmaFwdVariant's */
+    int cc;         /* as AmmaFwdVariant's */
+    int check_only; /* as AmmaFwdVariant's */
+    int fused;      /* dK/dV only, 1: writes dQ as well (no dQ kernel runs after it) */
 };
 
 /* attention_mma_fwd.cu, attention_mma_bwd.cu: the tables (entry 0 is the
@@ -469,8 +476,18 @@ void amma_fwd_wg_launch(CudaState *st, const AmmaFwdArgs &a);
 #define AMMA_DKDV_WG_NAME "dkdv-wgmma-w4-q64-s2-b2"
 void amma_dq_wg_launch(CudaState *st, const AmmaBwdArgs &a);
 void amma_dkdv_wg_launch(CudaState *st, const AmmaBwdArgs &a);
+/* attention_mma_fa2.cu: forward and dQ with 32 query rows per warp */
+void amma_fa2_fwd_k64(CudaState *st, const AmmaFwdArgs &a);
+void amma_fa2_fwd_k32(CudaState *st, const AmmaFwdArgs &a);
+void amma_fa2_dq_k64(CudaState *st, const AmmaBwdArgs &a);
+void amma_fa2_dq_k32(CudaState *st, const AmmaBwdArgs &a);
+/* attention_mma_fused.cu: dK/dV with dQ from per-key-block partials
+ * (check_only: their workspace is outside the memory plan) */
+void amma_fused_q64(CudaState *st, const AmmaBwdArgs &a);
+void amma_fused_q32(CudaState *st, const AmmaBwdArgs &a);
 void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a);
-void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a);
+/* returns 1 when the kernel it ran wrote dQ too (a fused variant) */
+int amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a);
 void amma_rows_D_run(CudaState *st, AmmaStat *stats, const bf16 *dout, const bf16 *out,
                      const float *lse, int nb, int T, int C, int NH);
 
@@ -494,6 +511,36 @@ static void amma_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t
     attn_set_smem(kern, smem);
     const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
     if (blocks > 2147483647u) CUDA_FATAL("%s: %zu blocks exceed the grid's x limit", op, blocks);
+    LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
+}
+
+/* The FlashAttention-2 shape: W warps of 32 rows (ROWS = 32 W), tiles of BT
+ * rows of the other side, always cp.async double-buffered (ST = 2), the
+ * warp's A operands held in registers (HOLD), 16-byte staging (VEC). */
+template <int HSP_, int W_, int BT_, int MINB_> struct AmmaCfg2 {
+    static constexpr int HSP = HSP_, W = W_, ROWS = 32 * W_, NT = 32 * W_, BT = BT_;
+    static constexpr int ST = 2, MINB = MINB_, HOLD = 1, VEC = 1, LD = HSP_ + 8;
+    static_assert(HSP % 16 == 0 && BT % 16 == 0, "tile shape");
+};
+
+/* Set kern's dynamic shared memory and a carveout that gives shared memory
+ * all it can (the L1 share these kernels do not use) once, at the first
+ * launch of each kernel (`set` is the kernel's own flag), then launch as
+ * amma_launch does. */
+template <class Args>
+static void amma_fa2_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t smem,
+                            int rows, int nseq, int threads, int &set)
+{
+    amma_check_smem(st, smem, "attention", 64);
+    if (!set) {
+        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        (int)cudaSharedmemCarveoutMaxShared));
+        set = 1;
+    }
+    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
+    if (blocks > 2147483647u) CUDA_FATAL("attention: %zu blocks exceed the grid's x limit", blocks);
     LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
 }
 

@@ -276,12 +276,15 @@ template <class Cfg, bool DQ> static void amma_bwd_launch(CudaState *st, const A
  * dO_w reread from shared memory; the device they need (0: any). Entry 0
  * is the default. */
 const AmmaBwdVariant amma_dq_variants[] = {
-    {"dq-w4-k64-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 1>, true>, 0},
-    {"dq-w4-k64-s1-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 4, 1>, true>, 0},
-    {"dq-w8-k64-s2-b2", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 1>, true>, 0},
-    {"dq-w4-k32-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 4, 1>, true>, 0},
-    {"dq-w4-k64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, true>, 0},
-    {AMMA_DQ_WG_NAME, amma_dq_wg_launch, 90}, /* Hopper only; unmeasured */
+    {"dq-w4-k64-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 1>, true>, 0, 0, 0},
+    {"dq-w4-k64-s1-b4", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 4, 1>, true>, 0, 0, 0},
+    {"dq-w8-k64-s2-b2", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 1>, true>, 0, 0, 0},
+    {"dq-w4-k32-s2-b4", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 4, 1>, true>, 0, 0, 0},
+    {"dq-w4-k64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, true>, 0, 0, 0},
+    {AMMA_DQ_WG_NAME, amma_dq_wg_launch, 90, 0, 0}, /* Hopper only; unmeasured */
+    /* 32 query rows per warp (attention_mma_fa2.cu); unmeasured */
+    {"dq-fa2-w4-k64-b2", amma_fa2_dq_k64, 0, 0, 0},
+    {"dq-fa2-w4-k32-b2", amma_fa2_dq_k32, 0, 0, 0},
 };
 const int amma_dq_nvariants = (int)(sizeof amma_dq_variants / sizeof amma_dq_variants[0]);
 
@@ -289,48 +292,54 @@ const int amma_dq_nvariants = (int)(sizeof amma_dq_variants / sizeof amma_dq_var
  * and V_w reread from shared memory; the device they need. Entry 0 is the
  * default. */
 const AmmaBwdVariant amma_dkdv_variants[] = {
-    {"dkdv-w4-q64-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 3, 1>, false>, 0},
-    {"dkdv-w4-q64-s1-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 3, 1>, false>, 0},
-    {"dkdv-w4-q64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, false>, 0},
-    {"dkdv-w8-q64-s2-b2-r", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 0>, false>, 0},
-    {"dkdv-w4-q32-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 3, 1>, false>, 0},
-    {AMMA_DKDV_WG_NAME, amma_dkdv_wg_launch, 90}, /* Hopper only; unmeasured */
+    {"dkdv-w4-q64-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 3, 1>, false>, 0, 0, 0},
+    {"dkdv-w4-q64-s1-b3", amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 3, 1>, false>, 0, 0, 0},
+    {"dkdv-w4-q64-s2-b4-r", amma_bwd_launch<AmmaCfg<64, 4, 64, 2, 4, 0>, false>, 0, 0, 0},
+    {"dkdv-w8-q64-s2-b2-r", amma_bwd_launch<AmmaCfg<64, 8, 64, 2, 2, 0>, false>, 0, 0, 0},
+    {"dkdv-w4-q32-s2-b3", amma_bwd_launch<AmmaCfg<64, 4, 32, 2, 3, 1>, false>, 0, 0, 0},
+    {AMMA_DKDV_WG_NAME, amma_dkdv_wg_launch, 90, 0, 0}, /* Hopper only; unmeasured */
+    /* dK/dV and dQ in one pass (attention_mma_fused.cu): check_only, fused;
+     * unmeasured */
+    {"dkdv-fused-w4-q64-b2", amma_fused_q64, 0, 1, 1},
+    {"dkdv-fused-w4-q32-b3", amma_fused_q32, 0, 1, 1},
 };
 const int amma_dkdv_nvariants = (int)(sizeof amma_dkdv_variants / sizeof amma_dkdv_variants[0]);
 
 /* The dQ (DQ) or dK/dV kernel for a's head size: the table's entry
  * `variant` at HSP = 64, one configuration for each other size, and with
- * element-by-element staging (a.vec = 0) one per size. At HSP = 128, dQ
+ * element-by-element staging (a.vec = 0) one per size; returns the entry's
+ * `fused` (1: it wrote dQ too), 0 off the table. At HSP = 128, dQ
  * holds its A operands in registers (HOLD = 1) and dK/dV rereads them
  * (HOLD = 0). */
 template <bool DQ>
-static void amma_bwd_run(CudaState *st, const AmmaBwdVariant *table, int variant,
+static int amma_bwd_run(CudaState *st, const AmmaBwdVariant *table, int variant,
                          const AmmaBwdArgs &a)
 {
     constexpr int HOLD128 = DQ ? 1 : 0;
     if (!a.vec) {
         switch (attn_hsp(a.C / a.NH)) {
-        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
-        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
-        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return;
-        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, HOLD128, 0>, DQ>(st, a); return;
+        case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return 0;
+        case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return 0;
+        case 64: amma_bwd_launch<AmmaCfg<64, 4, 64, 1, 1, 1, 0>, DQ>(st, a); return 0;
+        case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 1, 1, HOLD128, 0>, DQ>(st, a); return 0;
         }
     }
     switch (attn_hsp(a.C / a.NH)) {
     case 16: amma_bwd_launch<AmmaCfg<16, 4, 64, 2, 4, 1>, DQ>(st, a); break;
     case 32: amma_bwd_launch<AmmaCfg<32, 4, 64, 2, 4, 1>, DQ>(st, a); break;
-    case 64: table[variant].launch(st, a); break;
+    case 64: table[variant].launch(st, a); return table[variant].fused;
     case 128: amma_bwd_launch<AmmaCfg<128, 4, 64, 2, 2, HOLD128>, DQ>(st, a); break;
     default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
     }
+    return 0;
 }
 
 void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a)
 {
-    amma_bwd_run<true>(st, amma_dq_variants, variant, a);
+    (void)amma_bwd_run<true>(st, amma_dq_variants, variant, a);
 }
 
-void amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a)
+int amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a)
 {
-    amma_bwd_run<false>(st, amma_dkdv_variants, variant, a);
+    return amma_bwd_run<false>(st, amma_dkdv_variants, variant, a);
 }

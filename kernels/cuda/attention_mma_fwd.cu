@@ -90,13 +90,16 @@ template <class Cfg> static void amma_fwd_launch(CudaState *st, const AmmaFwdArg
 /* Named warps, key tile, stages, launch-bound blocks per SM; the device
  * they need (0: any). Entry 0 is the default. */
 const AmmaFwdVariant amma_fwd_variants[] = {
-    {"fwd-w4-k64-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 4>>, 0},
-    {"fwd-w4-k64-s2-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 3>>, 0},
-    {"fwd-w4-k64-s1-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 1, 3>>, 0},
-    {"fwd-w8-k64-s2-b2", amma_fwd_launch<AmmaCfg<64, 8, 64, 2, 2>>, 0},
-    {"fwd-w4-k32-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 32, 2, 4>>, 0},
-    {"fwd-w4-k128-s2-b2", amma_fwd_launch<AmmaCfg<64, 4, 128, 2, 2>>, 0},
-    {AMMA_FWD_WG_NAME, amma_fwd_wg_launch, 90}, /* Hopper only; unmeasured */
+    {"fwd-w4-k64-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 4>>, 0, 0},
+    {"fwd-w4-k64-s2-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 2, 3>>, 0, 0},
+    {"fwd-w4-k64-s1-b3", amma_fwd_launch<AmmaCfg<64, 4, 64, 1, 3>>, 0, 0},
+    {"fwd-w8-k64-s2-b2", amma_fwd_launch<AmmaCfg<64, 8, 64, 2, 2>>, 0, 0},
+    {"fwd-w4-k32-s2-b4", amma_fwd_launch<AmmaCfg<64, 4, 32, 2, 4>>, 0, 0},
+    {"fwd-w4-k128-s2-b2", amma_fwd_launch<AmmaCfg<64, 4, 128, 2, 2>>, 0, 0},
+    {AMMA_FWD_WG_NAME, amma_fwd_wg_launch, 90, 0}, /* Hopper only; unmeasured */
+    /* 32 query rows per warp (attention_mma_fa2.cu); unmeasured */
+    {"fwd-fa2-w4-k64-b2", amma_fa2_fwd_k64, 0, 0},
+    {"fwd-fa2-w4-k32-b2", amma_fa2_fwd_k32, 0, 0},
 };
 const int amma_fwd_nvariants = (int)(sizeof amma_fwd_variants / sizeof amma_fwd_variants[0]);
 

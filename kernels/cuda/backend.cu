@@ -200,6 +200,7 @@ extern "C" void cuda_backend_close(Backend *be)
     CUDA_CHECK(cudaStreamSynchronize(st->copy_stream));
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
     cuda_gemm_destroy(st);
+    if (st->dq_part) CUDA_CHECK(cudaFree(st->dq_part));
     CUDA_CHECK(cudaFree(st->scratch));
     CUDA_CHECK(cudaFree(st->workspace));
     for (int e = 0; e < OPS_COPY_EVENTS; e++) CUDA_CHECK(cudaEventDestroy(st->copy_ev[e]));

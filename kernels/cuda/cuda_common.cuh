@@ -119,6 +119,8 @@ typedef struct CudaState {
     int gemm_verbose;      /* TRAIN_GPT_GEMM_VERBOSE: print each algorithm choice (default 0) */
     int attn_variant[CUDA_ATTN_KERNELS]; /* attention_mma.cu: the bf16 attention kernels'
                                             variants (forward, dQ, dK/dV) */
+    float *dq_part;        /* attention_mma_fused.cu's dQ partials (check_only variants: */
+    size_t dq_part_bytes;  /* outside the memory plan), grown on demand, freed at close */
 } CudaState;
 
 static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }

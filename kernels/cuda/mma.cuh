@@ -207,6 +207,119 @@ __device__ __forceinline__ void mma_strip_acc(float c[][4], const float p[][4], 
     }
 }
 
+/* ---- one warp, two 16-row strips sharing every B fragment ----
+ * The FlashAttention-2 shape: a warp owns 32 rows as strips 0 and 1
+ * (rows +0..15 and +16..31). Each ldmatrix of B feeds four mma.sync (two
+ * per strip) instead of two, halving the shared-memory reads per product. */
+
+/* c0, c1 (16 x N each) = A0 . B, A1 . B as mma_strip_areg, both A strips
+ * in registers (mma_load_a_strip), B given transposed (Bt[n][k]). */
+template <int N, int K>
+__device__ __forceinline__ void mma_strip2_areg(float c0[][4], float c1[][4], const uint32_t a0[][4],
+                                                const uint32_t a1[][4], const bf16 *Bt, int ldb)
+{
+    static_assert(N % 16 == 0 && K % 16 == 0, "16-wide pieces");
+    mma_strip_zero<N>(c0);
+    mma_strip_zero<N>(c1);
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++)
+#pragma unroll
+        for (int j = 0; j < N / 16; j++) {
+            uint32_t b[2][2];
+            mma_load_b_nk(b, Bt, ldb, 16 * j, 16 * kk);
+            mma_bf16_16816(c0[2 * j], a0[kk], b[0]);
+            mma_bf16_16816(c0[2 * j + 1], a0[kk], b[1]);
+            mma_bf16_16816(c1[2 * j], a1[kk], b[0]);
+            mma_bf16_16816(c1[2 * j + 1], a1[kk], b[1]);
+        }
+}
+
+/* c0 += P0 . B, c1 += P1 . B as mma_strip_acc: P0, P1 (16 x K) the warp's
+ * own accumulators, rounded to bf16; B row-major K x N (B[k][n]). */
+template <int N, int K>
+__device__ __forceinline__ void mma_strip2_acc(float c0[][4], float c1[][4], const float p0[][4],
+                                               const float p1[][4], const bf16 *B, int ldb)
+{
+    static_assert(N % 16 == 0 && K % 16 == 0, "16-wide pieces");
+#pragma unroll
+    for (int kk = 0; kk < K / 16; kk++) {
+        uint32_t x0[4], x1[4];
+        mma_a_from_c(x0, p0[2 * kk], p0[2 * kk + 1]);
+        mma_a_from_c(x1, p1[2 * kk], p1[2 * kk + 1]);
+#pragma unroll
+        for (int j = 0; j < N / 16; j++) {
+            uint32_t b[2][2];
+            mma_load_b_kn(b, B, ldb, 16 * kk, 16 * j);
+            mma_bf16_16816(c0[2 * j], x0, b[0]);
+            mma_bf16_16816(c0[2 * j + 1], x0, b[1]);
+            mma_bf16_16816(c1[2 * j], x1, b[0]);
+            mma_bf16_16816(c1[2 * j + 1], x1, b[1]);
+        }
+    }
+}
+
+/* A operand rows m0..m0+15, columns k0..k0+15 of A, from a row-major tile
+ * holding A transposed (tile[k][m] = A[m][k]), through .trans: matrices
+ * (k +0, m +0), (+0, +8), (+8, +0), (+8, +8) give a[0..3]. */
+__device__ __forceinline__ void mma_load_a_t(uint32_t a[4], const bf16 *tile, int ld, int m0,
+                                             int k0)
+{
+    const int l = threadIdx.x % 32;
+    mma_ldmatrix_x4(a, tile + (size_t)(k0 + l % 8 + 8 * (l / 16)) * ld + m0 + 8 * (l / 8 % 2),
+                    true);
+}
+
+/* A 16 x N strip c, times s0 (this lane's row g) and s1 (row g + 8), into
+ * rows r0.. of a row-major bf16 tile in shared memory (stride ld): one
+ * 32-bit store per pair, every lane of a phase on its own bank when ld is
+ * an odd multiple of 8 elements. The first half of an epilogue that leaves
+ * through 16-byte stores (mma_rows_out). */
+template <int N>
+__device__ __forceinline__ void mma_strip_to_smem(bf16 *tile, int ld, int r0, const float c[][4],
+                                                  float s0, float s1)
+{
+    const int l = threadIdx.x % 32, g = l / 4, t = l % 4;
+#pragma unroll
+    for (int j = 0; j < N / 8; j++) {
+        *(uint32_t *)(tile + (size_t)(r0 + g) * ld + 8 * j + 2 * t) =
+            mma_pack_bf16(c[j][0] * s0, c[j][1] * s0);
+        *(uint32_t *)(tile + (size_t)(r0 + g + 8) * ld + 8 * j + 2 * t) =
+            mma_pack_bf16(c[j][2] * s1, c[j][3] * s1);
+    }
+}
+
+/* 16 bytes as four 32-bit words, so that a copy stays in registers */
+struct __align__(16) MmaU4 {
+    uint32_t x, y, z, w;
+};
+
+/* The second half: R rows of a shared-memory tile (stride ld, N columns,
+ * written by this warp, which has passed a __syncwarp) to global rows
+ * out + r * ldo, r < nrows, the first ncols columns: 16-byte stores when
+ * vec (out and ldo 16-byte aligned, ncols a multiple of 8), element stores
+ * otherwise. Lane l takes pieces l, l + 32, ...: consecutive lanes write
+ * consecutive 16 bytes of a row. */
+template <int R, int N>
+__device__ __forceinline__ void mma_rows_out(bf16 *out, size_t ldo, int nrows, int ncols,
+                                             const bf16 *tile, int ld, bool vec)
+{
+    const int l = threadIdx.x % 32;
+    if (vec) {
+#pragma unroll
+        for (int i = l; i < R * N / 8; i += 32) {
+            const int r = i / (N / 8), d = i % (N / 8) * 8;
+            if (r < nrows && d < ncols)
+                *(MmaU4 *)vec16_at(out + (size_t)r * ldo + d) =
+                    *(const MmaU4 *)vec16_at(tile + (size_t)r * ld + d);
+        }
+    } else {
+        for (int i = l; i < R * N; i += 32) {
+            const int r = i / N, d = i % N;
+            if (r < nrows && d < ncols) out[(size_t)r * ldo + d] = tile[(size_t)r * ld + d];
+        }
+    }
+}
+
 /* Store a 16 x N strip c to bf16 rows: this lane's rows r0 and r0 + 8 of
  * the output (columns 2t, 2t+1 of every 8) go to base + row * ld, times s0
  * and s1 respectively; rows >= nrows and columns >= ncols are skipped. */

@@ -396,6 +396,10 @@ static std::map<const void *, int> smem_opt_in;
 
 cudaError_t emu_func_set_attribute(const void *kern, cudaFuncAttribute a, int v)
 {
+    /* a carveout is a hint in percent of the unified L1 (-1: the default);
+     * the emulator has no L1 to split, so it only checks the range */
+    if (a == cudaFuncAttributePreferredSharedMemoryCarveout)
+        return v >= -1 && v <= 100 ? cudaSuccess : cudaErrorInvalidValue;
     if (a != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
     if (v < 0 || (size_t)v > smem_optin()) return cudaErrorInvalidValue; /* as the runtime */
     smem_opt_in[kern] = v;

@@ -241,7 +241,11 @@ enum cudaDeviceAttr {
     cudaDevAttrMaxGridDimY,
     cudaDevAttrMaxGridDimZ
 };
-enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+enum cudaFuncAttribute {
+    cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaFuncAttributePreferredSharedMemoryCarveout
+};
+enum cudaSharedCarveout { cudaSharedmemCarveoutDefault = -1, cudaSharedmemCarveoutMaxShared = 100 };
 /* the fields of cudaDeviceProp the backend reads */
 struct cudaDeviceProp {
     char name[256];
