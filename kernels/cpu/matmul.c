@@ -18,7 +18,7 @@ void cpu_matmul_forward(Backend *be, void *out_, const void *inp, const void *we
     const float *bias = bias_;
     float beta = 0.0f;
     if (bias) {
-#pragma omp parallel for
+#pragma omp parallel for if ((size_t)N * OC >= CPU_PAR_MIN_ELEMS)
         for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
         beta = 1.0f;
     }
