@@ -57,7 +57,7 @@ typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *coun
 /* Called after each schedule step (a block's forward, re-forward or
  * backward; `done` of the schedule's n_steps finished, the step just run is
  * sched.steps[done - 1]) and once after the loss head (done = n_forward,
- * again), and after each block of a decode step (gpt_decode_step, done =
+ * again), and after each block of a decode pass (gpt_decode_feed, done =
  * 0). For progress displays and prompt stops: a non-zero return
  * abandons the pass at that boundary. The rest of the pass is skipped,
  * g->abandoned is set, gpt_forward_backward and gpt_eval_loss return NAN
