@@ -117,21 +117,32 @@ static void print_token(TextCodec *c, int32_t id, FILE *out)
     }
 }
 
-/* The logits after ctx[0..len): through the cache while the context fits
- * the model's T (feeding it the tokens it has not seen; heads only for the
- * last), else the full forward over the last T tokens, left-aligned in row
- * 0 (a window that slides moves every position, so no cache holds it). */
-static void next_logits(GPT *g, GPTDecode *d, int cached, const int *ctx, int len, int *inputs,
-                        float *logits)
+int sample_context_start(int start, int len, int T)
 {
-    int T = g->T;
-    if (cached && len <= T) {
-        while (d->len < len && !g->abandoned)
-            gpt_decode_step(g, d, ctx[d->len], d->len + 1 == len ? logits : NULL);
+    if (len - start <= T) return start;
+    return len - (T - T / 2); /* keep the last half, rounded up (T = 1 keeps 1) */
+}
+
+/* The logits after the context ctx[start..len) (len - start <= T), its
+ * first token at position 0. Cached: the tokens the cache has not seen, in
+ * one batched feed, heads only for the last; *cache_start is the start the
+ * cache was filled from, and a context that moved (a shift) is
+ * re-prefilled from position 0. Uncached: the full forward over the
+ * context, left-aligned in row 0 (the rest of the row is causally unseen). */
+static void next_logits(GPT *g, GPTDecode *d, int cached, int *cache_start, const int *ctx,
+                        int start, int len, int *inputs, float *logits)
+{
+    int used = len - start;
+    if (cached) {
+        if (*cache_start != start) {
+            gpt_decode_reset(d);
+            *cache_start = start;
+        }
+        gpt_decode_feed(g, d, ctx + start + d->len, used - d->len, logits);
         return;
     }
-    int start = len > T ? len - T : 0, used = len - start;
-    for (int t = 0; t < used; t++) inputs[t] = ctx[start + t];
+    memcpy(inputs, ctx + start, sizeof *inputs * (size_t)used);
+    memset(inputs + used, 0, sizeof *inputs * (size_t)(g->T - used));
     gpt_logits_at(g, inputs, used - 1, logits);
 }
 
@@ -155,12 +166,13 @@ int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, in
         free(inputs), free(ctx), free(logits);
         return -1;
     }
-    int len = 0, made = 0;
+    int len = 0, made = 0, start = nprompt > g->T ? nprompt - g->T : 0, cache_start = start;
     int eot = stop_at_eot && c->kind == CODEC_GPT2 ? GPT2_EOT : -1;
     for (int i = 0; i < nprompt; i++) ctx[len++] = prompt[i];
     for (int i = 0; i < nprompt; i++) print_token(c, prompt[i], out);
     for (; made < n; made++) {
-        next_logits(g, &d, cached, ctx, len, inputs, logits);
+        start = sample_context_start(start, len, g->T);
+        next_logits(g, &d, cached, &cache_start, ctx, start, len, inputs, logits);
         if (g->abandoned) break; /* a signal: the block hook gave up the forward */
         int next = sample_draw(logits, V, p, rng, work);
         if (next == eot) break;

@@ -35,16 +35,26 @@ void codec_close(TextCodec *c);
 int codec_encode(TextCodec *c, const char *text, size_t len, int vocab_size, const char *flag,
                  TokenIds *out, char *err, size_t err_len);
 
+/* The context rule past the window (docs/sampling.md): the model sees
+ * ctx[start..len), its first token at position 0. While len - start <= T
+ * the start stays; once a token makes the context longer than T, it shifts
+ * to keep the last T - T/2 tokens (half the window, rounded up), which the
+ * model then sees at positions 0 .. from a fresh prefill. Returns the new
+ * start (start on entry: the previous one; 0 at first). */
+int sample_context_start(int start, int len, int T);
+
 /* Generate up to n tokens after the prompt, printing each as it comes
- * (prompt first). The model sees at most its T most recent tokens; only
- * batch row 0 is used, and only one position's logits are computed per
- * token. With stop_at_eot and the GPT-2 codec, generation ends at the
+ * (prompt first). The model sees the context sample_context_start keeps
+ * (a prompt longer than T: its last T tokens, then the rule); only batch
+ * row 0 is used, and only one position's logits are computed per token.
+ * With stop_at_eot and the GPT-2 codec, generation ends at the
  * end-of-text token, which is not printed. work: vocab ints (top-k/top-p
  * scratch). ids, when non-NULL, receives the generated ids. kv_cache 1
- * decodes through a KV cache (gpt.h's GPTDecode) while the context fits T,
- * where the backend has the op; past T, and with 0, each token re-runs
- * the forward over the last T tokens. Returns how many were generated, or
- * -1 (out of host memory, message printed). When
+ * decodes through a KV cache (gpt.h's GPTDecode) where the backend has the
+ * op: the prompt, and the kept half after a shift, in one batched feed,
+ * then a row a token; with 0 each token re-runs the forward over the
+ * context. Both see the same tokens at the same positions. Returns how
+ * many were generated, or -1 (out of host memory, message printed). When
  * the model's block hook abandons a forward (a signal), generation stops
  * there with g->abandoned set: the tokens so far are printed, with a
  * newline. */

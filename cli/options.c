@@ -125,7 +125,9 @@ static const OptSpec SPECS[] = {
     {"sample-tokens", K_INT, O(sample_tokens), "64", 1, 1 << 20, NULL, "Text",
      "tokens per sample"},
     {"generate", K_INT, O(generate), "0", 0, 1 << 20, NULL, "Text",
-     "no training: print N tokens from the model (use with --init-from) and exit"},
+     "no training: print N tokens from the model (use with --init-from) and exit. The model sees "
+     "at most --seq-len tokens: when the context outgrows them, it shifts to its last half "
+     "(docs/sampling.md)"},
     {"prompt", K_STR, O(prompt), NULL, 0, 0, NULL, "Text",
      "text the samples continue (default: the end-of-text token)"},
     {"prompt-file", K_STR, O(prompt_file), NULL, 0, 0, NULL, "Text",
@@ -142,8 +144,9 @@ static const OptSpec SPECS[] = {
     {"stop-at-eot", K_CHOICE, O(stop_at_eot), "1", 0, 0, "0|1", "Text",
      "1 = a sample ends at GPT-2's end-of-text token, which is not printed"},
     {"kv-cache", K_CHOICE, O(kv_cache), "1", 0, 0, "0|1", "Text",
-     "1 = samples decode one position a token against cached keys and values (docs/sampling.md); "
-     "0 = re-run the whole context for each token"},
+     "1 = samples decode one position a token against cached keys and values, and re-prefill "
+     "the kept half after a context shift in one batch (docs/sampling.md); 0 = re-run the whole "
+     "context for each token (the same tokens)"},
     {"eval-file", K_STR, O(eval_file), NULL, 0, 0, NULL, "Evaluation",
      "llm.c multiple-choice eval file (HellaSwag: `make hellaswag` writes "
      "datasets/hellaswag_val.bin), scored at the end and every --eval-every steps"},

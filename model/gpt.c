@@ -415,56 +415,78 @@ void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits)
 
 /* ---- incremental decoding (gpt.h's GPTDecode) ---- */
 
-/* Block l at position t, one row: x (1,C) in, x_{l+1} out in place. On
- * entry d->ln holds LN1(x) (the previous block's closing add wrote it);
- * on exit it holds `next` of x_{l+1}: block l+1's LN1, or LN_f after the
- * last block. The forward's ops in the forward's order, with N = 1 and
- * attention against the cache. */
-static void block_decode(GPT *g, GPTDecode *d, int l, int t, const LnOut *next)
+/* Block l over n rows at positions t .. t+n-1: x (n,C) in, x_{l+1} out in
+ * place. On entry d->ln holds LN1(x) (the previous block's closing add
+ * wrote it); on exit it holds `next` of x_{l+1}: block l+1's LN1, or LN_f
+ * after the last block. The forward's ops in the forward's order with
+ * N = n, and attention against the cache, row by row: row i appends its K
+ * and V at t+i before it attends, so it sees rows t..t+i of this pass. */
+static void block_decode(GPT *g, GPTDecode *d, int l, int t, int n, const LnOut *next)
 {
     int C = g->cfg.channels, NH = g->cfg.num_heads, T = g->T;
-    size_t layer = (size_t)l * T * C * g->be->act_bytes;
-    /* ln (1,C) -> qkv (1,3C) */
-    OPS->matmul_forward(g->be, d->qkv, d->ln, P(QKVW, l), P(QKVB, l), 1, C, 3 * C);
-    /* k, v of qkv -> cache row t; qkv, cache rows [0, t] -> atty (1,C) */
-    OPS->attention_decode(g->be, d->atty, (char *)d->k + layer, (char *)d->v + layer, d->qkv, t,
-                          T, C, NH);
-    /* atty (1,C) -> res2 (1,C) */
-    OPS->matmul_forward(g->be, d->res2, d->atty, P(ATTPROJW, l), P(ATTPROJB, l), 1, C, C);
-    /* res2 += x; res2 -> ln (1,C) = LN2 */
-    OPS->residual_layernorm_forward(g->be, d->res2, d->ln, d->mean, d->rstd, d->res2, d->x, P(LN2W, l), P(LN2B, l), 1, C);
+    size_t ab = g->be->act_bytes, layer = (size_t)l * T * C * ab;
+    /* ln (n,C) -> qkv (n,3C) */
+    OPS->matmul_forward(g->be, d->qkv, d->ln, P(QKVW, l), P(QKVB, l), n, C, 3 * C);
+    /* k, v of qkv row i -> cache row t+i; qkv row i, cache rows [0, t+i] -> atty row i */
+    for (int i = 0; i < n; i++)
+        OPS->attention_decode(g->be, (char *)d->atty + (size_t)i * C * ab, (char *)d->k + layer,
+                              (char *)d->v + layer, (const char *)d->qkv + (size_t)i * 3 * C * ab,
+                              t + i, T, C, NH);
+    /* atty (n,C) -> res2 (n,C) */
+    OPS->matmul_forward(g->be, d->res2, d->atty, P(ATTPROJW, l), P(ATTPROJB, l), n, C, C);
+    /* res2 += x; res2 -> ln (n,C) = LN2 */
+    OPS->residual_layernorm_forward(g->be, d->res2, d->ln, d->mean, d->rstd, d->res2, d->x, P(LN2W, l), P(LN2B, l), n, C);
     if (fc_gelu_fusable(g)) {
-        /* ln (1,C) -> fch (1,4C) -> fch_gelu (1,4C), in one op */
-        OPS->matmul_gelu_forward(g->be, d->fch_gelu, d->fch, d->ln, P(FCW, l), P(FCB, l), 1, C, 4 * C);
+        /* ln (n,C) -> fch (n,4C) -> fch_gelu (n,4C), in one op */
+        OPS->matmul_gelu_forward(g->be, d->fch_gelu, d->fch, d->ln, P(FCW, l), P(FCB, l), n, C, 4 * C);
     } else {
-        OPS->matmul_forward(g->be, d->fch, d->ln, P(FCW, l), P(FCB, l), 1, C, 4 * C);
-        OPS->gelu_forward(g->be, d->fch_gelu, d->fch, (size_t)4 * C);
+        OPS->matmul_forward(g->be, d->fch, d->ln, P(FCW, l), P(FCB, l), n, C, 4 * C);
+        OPS->gelu_forward(g->be, d->fch_gelu, d->fch, (size_t)n * 4 * C);
     }
-    /* fch_gelu (1,4C) -> x (1,C) */
-    OPS->matmul_forward(g->be, d->x, d->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), 1, 4 * C, C);
-    /* x += res2; x -> next->out (1,C) */
-    OPS->residual_layernorm_forward(g->be, d->x, next->out, d->mean, d->rstd, d->x, d->res2, next->w, next->b, 1, C);
+    /* fch_gelu (n,4C) -> x (n,C) */
+    OPS->matmul_forward(g->be, d->x, d->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), n, 4 * C, C);
+    /* x += res2; x -> next->out (n,C) */
+    OPS->residual_layernorm_forward(g->be, d->x, next->out, d->mean, d->rstd, d->x, d->res2, next->w, next->b, n, C);
+}
+
+/* One pass of n <= d->rows rows at positions d->len ..; 0, or -1 when the
+ * block hook abandoned it. */
+static int decode_pass(GPT *g, GPTDecode *d, const int *tokens, int n)
+{
+    int C = g->cfg.channels, L = g->cfg.num_layers, t = d->len;
+    OPS->mem_upload(g->be, d->token, tokens, (size_t)n * sizeof *tokens);
+    /* x (n,C) = wte[token] + wpe[t + i]: the encoder over one row of n, wpe from row t */
+    const char *wpe_t = (const char *)g->param_t[WPE] + (size_t)t * C * g->be->par_bytes;
+    OPS->encoder_forward(g->be, d->x, d->token, g->param_t[WTE], wpe_t, 1, n, C);
+    OPS->layernorm_forward(g->be, d->ln, d->mean, d->rstd, d->x, P(LN1W, 0), P(LN1B, 0), n, C);
+    for (int l = 0; l < L; l++) {
+        LnOut next = l + 1 < L ? (LnOut){d->ln, NULL, NULL, P(LN1W, l + 1), P(LN1B, l + 1)}
+                               : (LnOut){d->lnf, NULL, NULL, g->param_t[LNFW], g->param_t[LNFB]};
+        block_decode(g, d, l, t, n, &next);
+        if (block_done(g, 0)) return -1;
+    }
+    d->len += n;
+    return 0;
+}
+
+void gpt_decode_feed(GPT *g, GPTDecode *d, const int *tokens, int n, float *logits)
+{
+    int C = g->cfg.channels, Vp = g->cfg.padded_vocab, m = 0;
+    g->abandoned = 0;
+    for (int done = 0; done < n; done += m) {
+        m = n - done < d->rows ? n - done : d->rows;
+        if (decode_pass(g, d, tokens + done, m) != 0) return;
+    }
+    if (!logits) return;
+    /* the head for the last row only: a sample needs no other */
+    const char *last = (const char *)d->lnf + (size_t)(m - 1) * C * g->be->act_bytes;
+    OPS->head_logits(g->be, g->chunk_buf, last, g->param_t[WTE], 1, C, Vp);
+    OPS->mem_download(g->be, logits, g->chunk_buf, (size_t)Vp * sizeof(float));
 }
 
 void gpt_decode_step(GPT *g, GPTDecode *d, int token, float *logits)
 {
-    int C = g->cfg.channels, L = g->cfg.num_layers, Vp = g->cfg.padded_vocab, t = d->len;
-    g->abandoned = 0;
-    OPS->mem_upload(g->be, d->token, &token, sizeof token);
-    /* x (1,C) = wte[token] + wpe[t]: the encoder over one row, wpe from row t */
-    const char *wpe_t = (const char *)g->param_t[WPE] + (size_t)t * C * g->be->par_bytes;
-    OPS->encoder_forward(g->be, d->x, d->token, g->param_t[WTE], wpe_t, 1, 1, C);
-    OPS->layernorm_forward(g->be, d->ln, d->mean, d->rstd, d->x, P(LN1W, 0), P(LN1B, 0), 1, C);
-    for (int l = 0; l < L; l++) {
-        LnOut next = l + 1 < L ? (LnOut){d->ln, NULL, NULL, P(LN1W, l + 1), P(LN1B, l + 1)}
-                               : (LnOut){d->lnf, NULL, NULL, g->param_t[LNFW], g->param_t[LNFB]};
-        block_decode(g, d, l, t, &next);
-        if (block_done(g, 0)) return;
-    }
-    d->len++;
-    if (!logits) return;
-    OPS->head_logits(g->be, g->chunk_buf, d->lnf, g->param_t[WTE], 1, C, Vp);
-    OPS->mem_download(g->be, logits, g->chunk_buf, (size_t)Vp * sizeof(float));
+    gpt_decode_feed(g, d, &token, 1, logits);
 }
 
 double gpt_grad_norm(GPT *g)

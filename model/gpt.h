@@ -57,7 +57,7 @@ typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *coun
 /* Called after each schedule step (a block's forward, re-forward or
  * backward; `done` of the schedule's n_steps finished, the step just run is
  * sched.steps[done - 1]) and once after the loss head (done = n_forward,
- * again), and after each block of a decode step (gpt_decode_step, done =
+ * again), and after each block of a decode pass (gpt_decode_feed, done =
  * 0). For progress displays and prompt stops: a non-zero return
  * abandons the pass at that boundary. The rest of the pass is skipped,
  * g->abandoned is set, gpt_forward_backward and gpt_eval_loss return NAN
@@ -180,22 +180,27 @@ const float *gpt_eval_token_losses(GPT *g, const int *inputs, const int *targets
 void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
 
 /* Incremental decoding for generation: a KV cache of batch row 0.
- * gpt_decode_step runs the blocks for one position only: its token's
- * embedding at position len, each block's K and V appended to the cache,
- * attention against positions [0, len], then len++. The ops are the
- * forward's with N = 1, so the logits are the full forward's at that
- * position to within the matmuls' rounding (bit for bit where the backend's
- * matmul sums a row the same way at any N). Positions stop at the model's
- * T: a longer context shifts every position, and needs the full forward.
- * The buffers (2 * L * T * C act for K and V, ~13 C act and 2 f32 of one
- * row's scratch) are the backend's, allocated outside the planner's arenas:
- * a sampler's, not a training step's, and small beside them. */
+ * gpt_decode_feed runs the blocks for n new positions only: their tokens'
+ * embeddings at positions len .. len+n-1, each block's K and V appended to
+ * the cache, each row attending to positions [0, its own], then len += n.
+ * The ops are the forward's with N = n (a prompt or a re-prefilled context
+ * in one batch, up to GPT_DECODE_ROWS rows a pass; one row a drawn token),
+ * so the logits are the full forward's at that position to within the
+ * matmuls' rounding (bit for bit where the backend's matmul sums a row the
+ * same way at any N). Positions stop at the model's T: the caller starts a
+ * new cache (gpt_decode_reset) for a context that has moved (GPT-2's
+ * position embeddings are absolute). The buffers (2 * L * T * C act for K
+ * and V, ~16 C act and 2 f32 a row of scratch for GPT_DECODE_ROWS rows, or
+ * T if fewer) are the backend's, allocated outside the planner's arenas: a
+ * sampler's, not a training step's, and small beside them. */
+enum { GPT_DECODE_ROWS = 64 }; /* rows of one batched pass: gemm-sized, scratch small */
 typedef struct {
     void *k, *v;                                /* L x (NH, T, hs) act each */
-    void *x, *ln, *qkv, *atty, *res2, *fch, *fch_gelu, *lnf; /* one row, act */
-    float *mean, *rstd;                         /* one row, f32 */
-    int *token;                                 /* backend int32 (1) */
+    void *x, *ln, *qkv, *atty, *res2, *fch, *fch_gelu, *lnf; /* rows x (C..4C) act */
+    float *mean, *rstd;                         /* rows f32 */
+    int *token;                                 /* backend int32 (rows) */
     size_t bytes;                               /* all of the above */
+    int rows;                                   /* scratch rows: min(T, GPT_DECODE_ROWS) */
     int len;                                    /* positions cached */
 } GPTDecode;
 
@@ -204,11 +209,16 @@ int gpt_decode_supported(const GPT *g);
 /* Allocate an empty cache (len 0); 0, or -1 with a message. */
 int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len);
 void gpt_decode_close(GPT *g, GPTDecode *d);
-/* Feed token at position d->len (< g->T); logits (padded vocab, fp32,
- * host) of that position when non-NULL (NULL skips the head: a prompt's
- * earlier tokens). Polls the block hook after each block, as a forward
- * does (done = 0); when it abandons, g->abandoned is set and the cache is
- * left part-written (open a new one). */
+/* Forget the cached positions (len 0): the next feed starts at position 0.
+ * Nothing is freed or cleared (each row is written before it is read). */
+static inline void gpt_decode_reset(GPTDecode *d) { d->len = 0; }
+/* Feed tokens[0..n) at positions d->len .. d->len+n-1 (d->len + n <= g->T,
+ * n >= 1); logits (padded vocab, fp32, host) of the last of them when
+ * non-NULL (NULL skips the head). Polls the block hook after each block of
+ * each pass, as a forward does (done = 0); when it abandons, g->abandoned
+ * is set and the cache is left part-written (reset it). */
+void gpt_decode_feed(GPT *g, GPTDecode *d, const int *tokens, int n, float *logits);
+/* One token: gpt_decode_feed of n = 1. */
 void gpt_decode_step(GPT *g, GPTDecode *d, int token, float *logits);
 
 /* Global gradient norm (before clipping). */

@@ -298,19 +298,21 @@ int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len)
     const BackendOps *ops = g->be->ops;
     size_t C = (size_t)g->cfg.channels, ab = (size_t)g->be->act_bytes;
     size_t cache = (size_t)g->cfg.num_layers * (size_t)g->T * C * ab;
-    /* one row: x, ln, atty, res2, lnf (C each), qkv (3C), fch, fch_gelu (4C each) */
+    size_t R = (size_t)(g->T < GPT_DECODE_ROWS ? g->T : GPT_DECODE_ROWS);
+    d->rows = (int)R;
+    /* R rows of: x, ln, atty, res2, lnf (C each), qkv (3C), fch, fch_gelu (4C each) */
     size_t row[8] = {C, C, 3 * C, C, C, 4 * C, 4 * C, C};
     void **rp[8] = {&d->x, &d->ln, &d->qkv, &d->atty, &d->res2, &d->fch, &d->fch_gelu, &d->lnf};
     int ok = (d->k = ops->mem_alloc(g->be, cache)) && (d->v = ops->mem_alloc(g->be, cache));
     d->bytes = 2 * cache;
     for (int i = 0; ok && i < 8; i++) {
-        ok = (*rp[i] = ops->mem_alloc(g->be, row[i] * ab)) != NULL;
-        d->bytes += row[i] * ab;
+        ok = (*rp[i] = ops->mem_alloc(g->be, R * row[i] * ab)) != NULL;
+        d->bytes += R * row[i] * ab;
     }
-    ok = ok && (d->mean = ops->mem_alloc(g->be, sizeof(float))) &&
-         (d->rstd = ops->mem_alloc(g->be, sizeof(float))) &&
-         (d->token = ops->mem_alloc(g->be, sizeof(int)));
-    d->bytes += 2 * sizeof(float) + sizeof(int);
+    ok = ok && (d->mean = ops->mem_alloc(g->be, R * sizeof(float))) &&
+         (d->rstd = ops->mem_alloc(g->be, R * sizeof(float))) &&
+         (d->token = ops->mem_alloc(g->be, R * sizeof(int)));
+    d->bytes += R * (2 * sizeof(float) + sizeof(int));
     if (ok) return 0;
     snprintf(err, err_len, "generation: out of %s memory for the KV cache (%.1f MiB)",
              strcmp(g->be->name, "cpu") == 0 ? "host" : "device", d->bytes / 1048576.0);

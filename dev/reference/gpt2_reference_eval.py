@@ -15,8 +15,9 @@ Two uses:
       makes them (splitmix64; mirrored here in numpy, and checked through the
       stored parameter hash), V = 50257 so GPT-2 tokens fit, L=2 NH=4 C=32
       maxT=128. Writes every completion's loss sum and mean at T = 64 and
-      T = 128, the accuracies, and a greedy continuation (sliding window of
-      T = 16) for tests/unit/eval/test_hellaswag.c. Asserts margins: at every example
+      T = 128, the accuracies, and a greedy continuation (a window of T = 16
+      with docs/sampling.md's context shift) for tests/unit/eval/test_hellaswag.c.
+      Asserts margins: at every example
       the best and second-best scores differ by > 1e-4 and every greedy step's
       top two logits by > 1e-4, so fp32 results must give the same choices.
 
@@ -173,10 +174,13 @@ def accuracy(scored, check_margin):
 
 
 def greedy(p, cfg, prompt, count, window):
-    seq, out = list(prompt), []
+    """Greedy tokens under docs/sampling.md's context rule: the model sees the
+    prompt's last `window` tokens; once a token makes the context longer than
+    `window`, only its last window - window // 2 stay, at positions 0 ..."""
+    seq, out = list(prompt[-window:]), []
     with torch.no_grad():
         for _ in range(count):
-            x = torch.tensor([seq[-window:]])
+            x = torch.tensor([seq])
             logits, _ = ref.forward(p, cfg, x, torch.zeros_like(x))
             last = logits[0, -1]
             top = torch.topk(last, 2).values
@@ -184,6 +188,8 @@ def greedy(p, cfg, prompt, count, window):
             t = int(torch.argmax(last))
             seq.append(t)
             out.append(t)
+            if len(seq) > window:
+                seq = seq[len(seq) - (window - window // 2):]
     return out
 
 

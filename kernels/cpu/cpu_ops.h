@@ -65,5 +65,11 @@ void cpu_adamw_update(Backend *be, void *params, float *master, const void *grad
 /* Column-block width for reductions over rows: each thread owns a block of
  * columns and walks the rows in order, so the sum order is fixed. */
 #define CPU_COL_BLOCK 32
+/* Elementwise and row-wise forward ops on fewer elements than this run on
+ * the calling thread: a decode step's one row (a few C floats) costs less
+ * than waking the team, and a team left spinning between such regions
+ * takes a core from OpenBLAS's threads in the matmuls around them. Each
+ * element or row is computed the same way either side of it (same bits). */
+#define CPU_PAR_MIN_ELEMS ((size_t)1 << 15)
 
 #endif

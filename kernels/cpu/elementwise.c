@@ -13,7 +13,7 @@ void cpu_gelu_forward(Backend *be, void *out_, const void *inp_, size_t n)
 {
     float *out = out_;
     const float *x = inp_;
-#pragma omp parallel for
+#pragma omp parallel for if (n >= CPU_PAR_MIN_ELEMS)
     for (size_t i = 0; i < n; i++) {
         float u = GELU_SCALE * (x[i] + 0.044715f * x[i] * x[i] * x[i]);
         out[i] = 0.5f * x[i] * (1.0f + tanhf(u));
@@ -38,6 +38,6 @@ void cpu_residual_forward(Backend *be, void *out_, const void *a_, const void *b
 {
     float *out = out_;
     const float *a = a_, *b = b_;
-#pragma omp parallel for
+#pragma omp parallel for if (n >= CPU_PAR_MIN_ELEMS)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }

@@ -11,7 +11,7 @@ void cpu_encoder_forward(Backend *be, void *out_, const int *tokens, const void 
 {
     float *out = out_;
     const float *wte = wte_, *wpe = wpe_;
-#pragma omp parallel for collapse(2)
+#pragma omp parallel for collapse(2) if ((size_t)B * T * C >= CPU_PAR_MIN_ELEMS)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float *o = out + ((size_t)b * T + t) * C;

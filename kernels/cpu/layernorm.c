@@ -14,7 +14,7 @@ void cpu_layernorm_forward(Backend *be, void *out_, float *mean, float *rstd, co
 {
     float *out = out_;
     const float *inp = inp_, *w = weight, *bi = bias;
-#pragma omp parallel for
+#pragma omp parallel for if ((size_t)N * C >= CPU_PAR_MIN_ELEMS)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float m = 0.0f;

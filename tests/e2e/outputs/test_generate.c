@@ -229,7 +229,7 @@ Test(generate, generate_without_a_model_says_so, .timeout = 60)
 
 /* --kv-cache 1 (the default) and 0 print the same text for a seed: 40 byte
  * tokens after a prompt, at --seq-len 16, so the cached positions and the
- * sliding window after them both show (the reference: the uncached path;
+ * context shifts after them (to the last 8, re-prefilled) both show (the reference: the uncached path;
  * tests/unit/model/test_decode.c compares the logits themselves). */
 Test(generate, kv_cache_prints_the_uncached_text, .timeout = 60)
 {

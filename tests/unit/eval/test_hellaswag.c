@@ -215,7 +215,8 @@ Test(hellaswag, losses_match_pytorch_reference, .timeout = 300)
 }
 
 /* The greedy continuation (temperature 0) of the reference's prompt, in a
- * sliding window of 16 tokens: the PyTorch ids exactly. */
+ * window of 16 tokens with the context shift (docs/sampling.md; the last 8
+ * stay): the PyTorch ids exactly. */
 Test(hellaswag, greedy_sample_matches_pytorch, .timeout = 120)
 {
     EvalRef r;

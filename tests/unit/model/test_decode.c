@@ -1,7 +1,8 @@
 /* tests/unit/model/test_decode.c — generation through the KV cache
  * (gpt.h's GPTDecode) against the reference path, the full forward over
  * the whole context (gpt_logits_at):
- *   - each position's logits: the decode step runs the forward's ops in
+ *   - each position's logits, fed one row at a time or in batches (a
+ *     prompt, more than GPT_DECODE_ROWS rows in passes): the feed runs the forward's ops in
  *     the forward's order with N = 1, and the cpu attention decode walks
  *     the forward's sums in its order, so the logits differ at most by the
  *     matmuls' rounding (OpenBLAS may sum a 1-row product another way):
@@ -11,12 +12,16 @@
  *     the logits), with and without the cache, identical (a draw could
  *     move only if its uniform landed within ~1e-6 of a boundary: the
  *     seeds here are fixed, so the test is repeatable), both inside the
- *     model's T and across it (where the cached path re-runs the forward
- *     over the sliding window);
+ *     model's T and across it (where both paths shift the context to its
+ *     last half and the cached one re-prefills it in one batched feed);
+ *   - the context rule itself (sample_context_start) on hand-worked
+ *     cases, and greedy generation past the window against a loop that
+ *     applies the rule by hand with the full forward;
  *   - a cache of a model built for training (B = 2, recompute 1) serves
  *     row 0 the same way. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "cli/generate.h"
@@ -100,19 +105,19 @@ static void generate(GPT *g, const SampleParams *sp, int kv_cache, int n, int32_
     free(work);
 }
 
-static void check_tokens(int T, const SampleParams *sp)
+static void check_tokens(int T, int n, const SampleParams *sp)
 {
-    enum { n = 64 };
     GPTConfig cfg = small_config(T);
     Backend *be = tu_cpu();
     GPT g;
     open_model(&g, be, &cfg, 1, 0);
-    int32_t cached[n], full[n];
+    int32_t *cached = malloc(sizeof(int32_t) * (size_t)n), *full = malloc(sizeof(int32_t) * (size_t)n);
     generate(&g, sp, 1, n, cached);
     generate(&g, sp, 0, n, full);
     for (int i = 0; i < n; i++)
         cr_expect_eq(cached[i], full[i], "T %d, token %d: cached %d, uncached %d", T, i,
                      cached[i], full[i]);
+    free(cached), free(full);
     gpt_free(&g);
     backend_close(be);
 }
@@ -120,13 +125,113 @@ static void check_tokens(int T, const SampleParams *sp)
 Test(decode, same_tokens_inside_the_window)
 {
     SampleParams sp = {1.0f, 0, 1.0f};
-    check_tokens(80, &sp); /* 3 + 64 positions: all cached */
+    check_tokens(80, 64, &sp); /* 3 + 64 positions: all cached */
     SampleParams nucleus = {0.8f, 20, 0.9f};
-    check_tokens(80, &nucleus);
+    check_tokens(80, 64, &nucleus);
 }
 
 Test(decode, same_tokens_across_the_window)
 {
     SampleParams sp = {1.0f, 0, 1.0f};
-    check_tokens(24, &sp); /* cached up to 24 positions, then the sliding window */
+    check_tokens(24, 64, &sp); /* 24 positions, then a shift to 12 every 12 tokens */
+    SampleParams nucleus = {0.8f, 20, 0.9f};
+    check_tokens(24, 64, &nucleus);
+    /* T/2 = 70 > GPT_DECODE_ROWS: each re-prefill takes two passes */
+    check_tokens(140, 220, &sp);
+}
+
+/* Logits of a prompt fed in batches (split at `cut`, the first part in
+ * passes of GPT_DECODE_ROWS when longer), then a row at a time, against
+ * the full forward at each fed prefix's last position. */
+static void check_feed(int T, int cut)
+{
+    GPTConfig cfg = small_config(T);
+    Backend *be = tu_cpu();
+    GPT g;
+    open_model(&g, be, &cfg, 1, 0);
+    int Vp = cfg.padded_vocab;
+    int *tok = calloc((size_t)T, sizeof *tok);
+    tu_random_tokens(tok, (size_t)T, cfg.vocab_size, 8);
+    float *full = malloc(sizeof(float) * Vp), *dec = malloc(sizeof(float) * Vp);
+    GPTDecode d;
+    char err[256];
+    cr_assert_eq(gpt_decode_open(&g, &d, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(d.rows, T < GPT_DECODE_ROWS ? T : GPT_DECODE_ROWS);
+    for (int pos = cut - 1; pos < T; pos++) {
+        if (pos == cut - 1)
+            gpt_decode_feed(&g, &d, tok, cut, dec);
+        else
+            gpt_decode_feed(&g, &d, tok + pos, 1, dec);
+        cr_assert_eq(d.len, pos + 1);
+        gpt_logits_at(&g, tok, pos, full);
+        double big = 0.0, diff = 0.0;
+        for (int v = 0; v < cfg.vocab_size; v++) {
+            big = fmax(big, fabs(full[v]));
+            diff = fmax(diff, fabs((double)full[v] - dec[v]));
+        }
+        cr_expect(diff <= 1e-5 * big, "T %d, cut %d, position %d: logits differ by %g "
+                  "(largest %g)", T, cut, pos, diff, big);
+    }
+    gpt_decode_close(&g, &d);
+    free(tok), free(full), free(dec);
+    gpt_free(&g);
+    backend_close(be);
+}
+
+Test(decode, batched_feed_matches_full_forward)
+{
+    check_feed(20, 13);   /* one pass of 13 rows, then 7 single rows */
+    check_feed(150, 140); /* passes of 64, 64 and 12 rows, then 10 single rows */
+    check_feed(150, 64);  /* exactly one full pass */
+}
+
+/* Hand-worked: T = 8 keeps 4, T = 7 keeps 4 (half, rounded up), T = 1 keeps 1. */
+Test(decode, context_rule_keeps_the_last_half)
+{
+    cr_expect_eq(sample_context_start(0, 8, 8), 0);  /* full window: no shift */
+    cr_expect_eq(sample_context_start(0, 9, 8), 5);  /* one over: keep 5..8 */
+    cr_expect_eq(sample_context_start(5, 13, 8), 5); /* 8 again since the shift */
+    cr_expect_eq(sample_context_start(5, 14, 8), 10);
+    cr_expect_eq(sample_context_start(0, 8, 7), 4);  /* keep 4..7 */
+    cr_expect_eq(sample_context_start(3, 4, 1), 3);
+    cr_expect_eq(sample_context_start(3, 5, 1), 4);
+}
+
+/* Sampled ids past the window, both paths, against the rule applied by
+ * hand with the full forward and the same seeded draws: the context is the
+ * prompt and each draw; once it holds more than T tokens, only its last
+ * T - T/2 stay, at positions 0 ... A sliding window (the last T tokens
+ * every time) gives other ids here. */
+Test(decode, sampled_tokens_follow_the_context_shift)
+{
+    enum { T = 10, n = 40 };
+    GPTConfig cfg = small_config(T);
+    Backend *be = tu_cpu();
+    GPT g;
+    open_model(&g, be, &cfg, 1, 0);
+    SampleParams sp = {1.0f, 0, 1.0f};
+    int32_t ids[2][n];
+    generate(&g, &sp, 1, n, ids[1]);
+    generate(&g, &sp, 0, n, ids[0]);
+    int ctx[T + 1] = {7, 42, 99}, len = 3, inputs[T];
+    float *logits = malloc(sizeof(float) * cfg.padded_vocab);
+    int *work = malloc(sizeof(int) * (size_t)cfg.vocab_size);
+    SampleRng rng;
+    sample_seed(&rng, 1234); /* generate()'s seed */
+    for (int i = 0; i < n; i++) {
+        memset(inputs, 0, sizeof inputs);
+        memcpy(inputs, ctx, sizeof(int) * len);
+        gpt_logits_at(&g, inputs, len - 1, logits);
+        int next = sample_draw(logits, cfg.vocab_size, &sp, &rng, work);
+        cr_expect_eq(ids[0][i], next, "token %d: uncached %d, by hand %d", i, ids[0][i], next);
+        cr_expect_eq(ids[1][i], next, "token %d: cached %d, by hand %d", i, ids[1][i], next);
+        ctx[len++] = next;
+        if (len > T) { /* keep the last T - T/2 = 5 */
+            memmove(ctx, ctx + len - (T - T / 2), sizeof(int) * (T - T / 2));
+            len = T - T / 2;
+        }
+    }
+    free(logits), free(work);
+    gpt_free(&g);
+    backend_close(be);
 }
