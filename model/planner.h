@@ -214,6 +214,14 @@ typedef struct {
     int hi_kind, lo_kind;   /* the two tape kinds searched with (full, selective in FLOPs) */
     int family;             /* AutoFamily that produced it */
     int checkpoint_every;   /* AUTO_SEGMENTS: k; 0 otherwise */
+    /* --offload checkpoints allowed (planner_auto): OFFLOAD_CHECKPOINTS when
+     * the chosen schedule's stored inputs go to the host, else 0 (kept on
+     * the device); the host bytes of the choice (with --offload optimizer's);
+     * the copies' exposed time per micro-batch (opcost_offload_copy; 0 when
+     * kept). */
+    int offload;
+    size_t host;
+    long long copy;
 } AutoResult;
 
 /* The schedule with the least recompute (FLOPs, or predicted time with
@@ -222,10 +230,15 @@ typedef struct {
  * 0. The solver's DP up to SOLVER_MAX_LAYERS layers, planner_auto_family
  * past it. Writes the schedule into *sched (caller frees). Returns 0, or
  * -1 with a reason in err (bad shape, out of memory, OFFLOAD_CHECKPOINTS
- * in in->offload, which its byte model does not know, or an internal
- * mismatch between the search's bytes or costs and planner_plan's or
- * opcost_recompute's). OFFLOAD_OPTIMIZER it counts: the fixed bytes
- * lose the optimizer state. */
+ * without measured op and copy costs, or an internal mismatch between the
+ * search's bytes or costs and planner_plan's or opcost_recompute's).
+ * OFFLOAD_OPTIMIZER it counts: the fixed bytes lose the optimizer state.
+ * OFFLOAD_CHECKPOINTS lets it choose where the stored block inputs live
+ * (planner_auto.c, auto_offload): on the device, or all on the host
+ * through the ring, by predicted time (recompute + the copies' exposed
+ * time, opcost_offload_copy) within the device budget and
+ * in->host_budget; res->offload says which, and the caller plans and
+ * runs with that bit (cleared when 0). */
 int planner_auto(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *sched,
                  AutoResult *res, char *err, size_t err_len);
 /* The same over the restricted families only (AUTO_INPUTS_KEPT, then
