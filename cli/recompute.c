@@ -255,28 +255,44 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
 
 /* --plan's closing lines for the --recompute and --offload given: that
  * choice's device and host totals (auto: the schedule it picks at the
- * budget, chosen as in the table). Returns 0, or -1 with err. */
+ * budget, chosen as in the table; with --offload checkpoints and measured
+ * copy costs, as a run would choose, offloading or not). Returns 0, or -1
+ * with err. */
 static int plan_choice(const TrainOptions *o, const GPTConfig *cfg, const PlanInput *in,
-                       size_t budget, char *err, size_t len)
+                       size_t budget, const TrainCosts *tc, char *err, size_t len)
 {
+    PlanInput chosen = *in;
     Schedule s;
     int L = cfg->num_layers, k = o->checkpoint_every ? o->checkpoint_every
                                                      : schedule_default_checkpoint_every(L);
     if (o->recompute == RECOMPUTE_AUTO) {
-        PlanInput ain = *in; /* as the table's auto row chooses */
         AutoResult r;
-        ain.offload &= ~OFFLOAD_CHECKPOINTS;
-        if (planner_auto(&ain, budget, NULL, &s, &r, err, len) != 0) return -1;
+        if (planner_weighs_offload(in, tc->have ? &tc->oc : NULL)) {
+            if (planner_auto(in, budget, &tc->oc, &s, &r, err, len) != 0) return -1;
+            chosen.offload = (in->offload & ~OFFLOAD_CHECKPOINTS) | r.offload;
+        } else {
+            PlanInput ain = *in; /* as the table's auto row chooses */
+            ain.offload &= ~OFFLOAD_CHECKPOINTS;
+            if (planner_auto(&ain, budget, NULL, &s, &r, err, len) != 0) return -1;
+        }
     } else if ((o->recompute == RECOMPUTE_SEGMENTS ? schedule_build_segments(&s, L, k, err, len)
                                                    : schedule_build(&s, o->recompute, L, err,
                                                                     len)) != 0) {
         return -1;
     }
     MemoryPlan p;
-    planner_plan(in, &s, &p);
+    planner_plan(o->recompute == RECOMPUTE_AUTO ? &chosen : in, &s, &p);
     schedule_free(&s);
-    printf("--recompute %s --offload %s:\n", schedule_mode_flag(o->recompute),
-           planner_offload_name(o->offload));
+    printf("--recompute %s --offload %s:%s\n", schedule_mode_flag(o->recompute),
+           planner_offload_name(o->offload),
+           o->recompute == RECOMPUTE_AUTO && (in->offload & OFFLOAD_CHECKPOINTS)
+               ? ((chosen.offload & OFFLOAD_CHECKPOINTS)
+                      ? " auto offloads the stored block inputs"
+                      : planner_weighs_offload(in, tc->have ? &tc->oc : NULL)
+                            ? " auto keeps the stored block inputs on the device"
+                            : " (no copy costs measured: auto's choice without offloaded "
+                              "checkpoints)")
+               : "");
     printf("device: %zu bytes (%.3f GiB)\n", p.total, p.total / 1073741824.0);
     printf("host: %zu bytes (%.3f GiB)\n", p.host_total, p.host_total / 1073741824.0);
     return 0;
@@ -345,7 +361,7 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    if (train_options_given(o, "offload") && plan_choice(o, cfg, &in, budget, err, sizeof err)) {
+    if (train_options_given(o, "offload") && plan_choice(o, cfg, &in, budget, &tc, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

@@ -241,6 +241,9 @@ typedef struct {
  * runs with that bit (cleared when 0). */
 int planner_auto(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *sched,
                  AutoResult *res, char *err, size_t err_len);
+/* Whether planner_auto weighs offloaded checkpoints here: in->offload has
+ * OFFLOAD_CHECKPOINTS and the costs are measured, with the copy engine's. */
+int planner_weighs_offload(const PlanInput *in, const OpCosts *costs);
 /* The same over the restricted families only (AUTO_INPUTS_KEPT, then
  * AUTO_SEGMENTS), at any layer count: what planner_auto does past the
  * solver's limit, callable below it to compare with the DP. */

@@ -392,7 +392,7 @@ static void dp_pair(const PlanInput *in, size_t budget, const Costs *c, int *hi,
 static int auto_offload(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *s,
                         AutoResult *res, char *err, size_t err_len)
 {
-    if (!costs || costs->unit != OPCOST_NS || costs->copy_bw <= 0) {
+    if (!planner_weighs_offload(in, costs)) {
         snprintf(err, err_len, "--recompute auto --offload checkpoints: needs measured op and "
                  "copy costs (--op-costs auto or measure, or a FILE of version %d, on a backend "
                  "with a copy engine) to weigh copies against recompute", 2);
@@ -441,6 +441,12 @@ static int auto_offload(const PlanInput *in, size_t budget, const OpCosts *costs
         return -1;
     }
     return 0;
+}
+
+int planner_weighs_offload(const PlanInput *in, const OpCosts *costs)
+{
+    return (in->offload & OFFLOAD_CHECKPOINTS) && costs && costs->unit == OPCOST_NS &&
+           costs->copy_bw > 0;
 }
 
 int planner_auto(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *s,

@@ -3,7 +3,8 @@
  * that forbids keeping every input on the device, fast copies make auto offload them
  * and slow ones make it rebuild them; either way the step-1 gradients (--dump-grads)
  * and the saved model are byte for byte recompute 0's without offload, the arenas'
- * high-water marks equal the plan, and a budget nothing fits exits 2 naming it. */
+ * high-water marks equal the plan, and a budget nothing fits exits 2 naming it.
+ * --plan's closing lines show the same choice. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -128,4 +129,36 @@ Test(auto_offload_run, nothing_fits_exits_2, .timeout = 60)
     cr_expect(strstr(err, "--recompute auto: no schedule fits the budget of 1000 bytes"), "%s",
               err);
     free(out), free(err), free(d);
+}
+
+/* --plan --recompute auto --offload checkpoints with the fast costs at that budget:
+ * the closing lines are the offloaded choice, mode 0's tapes with the inputs on the
+ * host (nothing recomputed, no copy exposed); the slow costs keep them on the device. */
+Test(auto_offload_run, plan_shows_the_choice, .timeout = 60)
+{
+    char *d = tu_tempdir(), path[600], args[2048], *out, *err;
+    PlanInput in = shape(OFFLOAD_CHECKPOINTS);
+    MemoryPlan p;
+    char e[256];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p, e, sizeof e), 0, "%s", e);
+    long long bws[] = {1000000000, 4096000};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/costs%d.json", d, i);
+        write_costs(path, bws[i]);
+        snprintf(args, sizeof args, SHAPE " --plan --recompute auto --offload checkpoints "
+                 "--memory-budget %zu --op-costs %s", p.total, path);
+        cr_assert_eq(run(args, d, &out, &err), 0, "%s", err);
+        char want[256];
+        if (i == 0)
+            snprintf(want, sizeof want, "--recompute auto --offload checkpoints: auto offloads "
+                     "the stored block inputs\ndevice: %zu bytes", p.total);
+        else
+            snprintf(want, sizeof want, "--recompute auto --offload checkpoints: auto keeps "
+                     "the stored block inputs on the device\n");
+        cr_expect(strstr(out, want), "'%s' not in %s", want, out);
+        if (i == 0) cr_expect(strstr(out, "\nhost: 20480 bytes"), "%s", out);
+        else cr_expect(strstr(out, "\nhost: 0 bytes"), "%s", out);
+        free(out), free(err);
+    }
+    free(d);
 }
