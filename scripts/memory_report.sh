@@ -32,7 +32,8 @@
 # peak, predicted (solid) beside measured (dashed), with the baseline the
 # process holds before its arenas (the build's fixed memory) drawn and
 # labelled; and tokens/s relative to recompute 0 at the same depth, from
-# 0, with min-max bars. The legends sit below the panels. The title
+# 0, with min-max bars. The legends sit below the panels. PLOT_ONLY=1 draws
+# OUT_PREFIX.png again from an existing OUT_PREFIX.csv, running nothing. The title
 # carries the shape and the backend. Exits 1 if a run fails, if the arenas' high-
 # water (device or host) differs from the plan, or if a mode's last loss
 # differs from mode 0's at the same depth.
@@ -66,6 +67,10 @@ esac
 
 layers=${LAYERS:-6 12 24 48}
 xtics=$(echo "$layers" | tr " " ",")
+if [ "${PLOT_ONLY:-0}" = 1 ]; then
+    # draw the picture again from OUT_PREFIX.csv (same LAYERS), running nothing
+    [ -r "$prefix.csv" ] || { echo "memory_report.sh: PLOT_ONLY=1: $prefix.csv not found" >&2; exit 1; }
+else
 for L in $layers; do
     # shellcheck disable=SC2046
     shape=(--layers "$L" $(width "$L"))
@@ -171,6 +176,7 @@ for L in $layers; do
     echo "L=$L:"
     scripts/speed_verdict.py --label "  tokens/s --recompute" < "$out/tps$L.txt"
 done
+fi
 # one data file per mode for gnuplot: layers, stored activations MiB,
 # planner peak MiB, measured peak MiB, tokens/s relative to mode 0 (median,
 # min, max), baseline MiB, device activations (stored + workspace) MiB, host MiB
@@ -207,10 +213,18 @@ set xlabel "layers"
 set xtics ($xtics)
 set grid
 set key outside below horizontal maxcols 3 box
-set yrange [0:*]
-set ylabel "activations on the device: stored + workspace, planner (MiB)"
+# log-log: O(L) rises with slope 1, O(sqrt L) with slope 1/2, O(1) is flat
+set logscale xy
+lmin = word("$layers", 1) + 0.0
+lmax = word("$layers", words("$layers")) + 0.0
+set xrange [lmin * 0.9:lmax * 1.1]
+set yrange [0.5:*]
+set ylabel "activations on the device: stored + workspace, planner (MiB, log scale)"
 plot for [i=1:6] f(i) using 1:9 with linespoints lt i title "--recompute ".word(titles, i), \
      f(6) using 1:10 with linespoints lt 6 dt 2 title "host tier: --recompute 1+offload"
+unset logscale xy
+set autoscale x
+set yrange [0:*]
 set ylabel "whole peak (MiB): predicted solid, measured dashed"
 set arrow 1 from graph 0, first $base_mib to graph 1, first $base_mib nohead lc rgb "#555555" dt 3
 set label 1 sprintf("baseline (the process before its arenas): %.1f MiB", $base_mib) at graph 0.02, first $base_mib offset 0,0.7 tc rgb "#555555"
@@ -222,5 +236,9 @@ set ylabel "tokens/s relative to --recompute 0 (median, min-max of ${REPEATS:-3}
 plot for [i=1:6] f(i) using 1:5:6:7 with yerrorlines lt i title "--recompute ".word(titles, i)
 unset multiplot
 GP
+if [ "${PLOT_ONLY:-0}" = 1 ]; then
+    echo "drew $prefix.png from $prefix.csv (PLOT_ONLY=1)"
+    exit 0
+fi
 # the command that makes these files again (LAYERS and OUT_PREFIX included when given)
 echo "wrote $prefix.csv and $prefix.png (command: REPEATS=${REPEATS:-3}${LAYERS:+ LAYERS=\"$LAYERS\"} scripts/memory_report.sh $dev${2:+ $2}; $(date -u +%F))"
