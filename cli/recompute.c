@@ -165,7 +165,12 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
             return -1;
         AutoResult r;
         if (planner_auto(&in, budget, tc->have ? &tc->oc : NULL, s, &r, err, len) != 0)
-            return (o->offload & OFFLOAD_CHECKPOINTS) && !tc->have ? 2 : -1;
+            /* --offload checkpoints without copy costs (FLOP costs, or a backend
+             * with no copy engine) is a bad combination of flags: exit 2 */
+            return (o->offload & OFFLOAD_CHECKPOINTS) &&
+                           !planner_weighs_offload(&in, tc->have ? &tc->oc : NULL)
+                       ? 2
+                       : -1;
         if (!r.fits) {
             auto_print_family(stderr, cfg, &r);
             fprintf(stderr, "the schedule with the smallest peak at this shape:\n");

@@ -3,7 +3,8 @@
  * that forbids keeping every input on the device, fast copies make auto offload them
  * and slow ones make it rebuild them; either way the step-1 gradients (--dump-grads)
  * and the saved model are byte for byte recompute 0's without offload, the arenas'
- * high-water marks equal the plan, and a budget nothing fits exits 2 naming it.
+ * high-water marks equal the plan, and a budget nothing fits exits 2 naming it, as
+ * do costs without the copy engine's.
  * --plan's closing lines show the same choice. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -128,6 +129,12 @@ Test(auto_offload_run, nothing_fits_exits_2, .timeout = 60)
     cr_assert_eq(run(args, d, &out, &err), 2, "stdout %s stderr %s", out, err);
     cr_expect(strstr(err, "--recompute auto: no schedule fits the budget of 1000 bytes"), "%s",
               err);
+    free(out), free(err);
+    /* costs without the copy engine's (a backend with none wrote 0): a bad combination,
+     * exit 2, not a failure of the run */
+    write_costs(path, 0);
+    cr_assert_eq(run(args, d, &out, &err), 2, "stdout %s stderr %s", out, err);
+    cr_expect(strstr(err, "--offload checkpoints: needs measured op and copy costs"), "%s", err);
     free(out), free(err), free(d);
 }
 
