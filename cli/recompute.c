@@ -134,7 +134,7 @@ static void predict(const TrainOptions *o, const TrainCosts *tc, const Schedule 
     long long copy = 0;
     *step_ns = tc->have ? opcost_step(&tc->oc, s, o->grad_accum) : -1;
     if (tc->have && plan->n_ring) {
-        copy = opcost_offload_copy(&tc->oc, plan->residual_bytes, plan->n_res_stored);
+        copy = opcost_offload_copy(&tc->oc, plan->residual_bytes, plan->n_res_host);
         *step_ns = copy < 0 ? -1 : *step_ns + copy * o->grad_accum;
     }
     if (*step_ns >= 0)
@@ -366,7 +366,8 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    if (train_options_given(o, "offload") && plan_choice(o, cfg, &in, budget, &tc, err, sizeof err)) {
+    if (train_options_given(o, "offload") &&
+        plan_choice(o, cfg, &in, budget, &tc, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

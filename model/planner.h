@@ -105,6 +105,7 @@ typedef struct {
     size_t host_total;
     int offload;             /* OFFLOAD_* bits in force */
     int n_ring;              /* device ring slots (OFFLOAD_CHECKPOINTS); 0 otherwise */
+    int n_res_host;          /* stored inputs on the host (schedule_res_host); 0 without */
     /* detail behind the categories */
     size_t num_params;
     /* Every *_bytes below is one buffer's size rounded up to ARENA_ALIGN

@@ -117,6 +117,7 @@ typedef struct {
     long long recompute;
     long long copy; /* offloaded: the copies' exposed time (opcost_offload_copy); else 0 */
     size_t host;    /* offloaded: host bytes (the stored inputs, and the optimizer's) */
+    int n_kept;     /* offloaded: stored inputs kept on the device (Schedule.n_res_kept) */
 } FamilyCand;
 
 typedef struct {
@@ -140,10 +141,30 @@ static int dev_res(const FamilySearch *fs, int n)
     return fs->off && n > OFFLOAD_RING_SLOTS ? OFFLOAD_RING_SLOTS : n;
 }
 
+/* Offloaded: of the n_stored inputs, keep on the device as many as the budget
+ * holds beside the rest (each kept one saves its copies and its host slot, and
+ * costs one device slot), then the host bytes and the copy time of the rest.
+ * c->bytes comes in with all of them offloaded (the ring: min(n_stored, 2)
+ * slots). With R residual slots affordable for them: R >= n_stored keeps all
+ * but one (one through a ring of one: the same bytes as keeping it, one copy
+ * fewer than two through a ring of two); otherwise R - 2 are kept and the
+ * rest pass through the ring of two. Keeping all is the device-only search's. */
 static void host_side(const FamilySearch *fs, int n_stored, FamilyCand *c)
 {
-    c->copy = fs->off ? opcost_offload_copy(&fs->c->oc, fs->res, n_stored) : 0;
-    c->host = fs->host_opt + (fs->off ? (size_t)n_stored * fs->res : 0);
+    c->n_kept = 0;
+    if (fs->off && n_stored > 1) {
+        size_t ring = (size_t)(n_stored < OFFLOAD_RING_SLOTS ? n_stored : OFFLOAD_RING_SLOTS);
+        size_t base = c->bytes - ring * fs->res;
+        size_t R = fs->budget > base ? (fs->budget - base) / fs->res : 0;
+        if (R >= (size_t)n_stored) c->n_kept = n_stored - 1;
+        else if (R > ring) c->n_kept = (int)(R - ring);
+        int h = n_stored - c->n_kept;
+        c->bytes = base + (size_t)(c->n_kept + (h < OFFLOAD_RING_SLOTS ? h : OFFLOAD_RING_SLOTS)) *
+                              fs->res;
+    }
+    int n_host = n_stored - c->n_kept;
+    c->copy = fs->off ? opcost_offload_copy(&fs->c->oc, fs->res, n_host) : 0;
+    c->host = fs->host_opt + (fs->off ? (size_t)n_host * fs->res : 0);
 }
 
 static void family_consider(FamilySearch *fs, FamilyCand c)
@@ -193,7 +214,7 @@ static FamilyCand family_inputs_kept(const FamilySearch *fs, const Pair *p, int 
                                      int n_sel)
 {
     int n_re = fs->L - n_full - n_sel;
-    FamilyCand c = {AUTO_INPUTS_KEPT, n_full, n_sel, 0, p->hi, p->lo, 0, 0, 0, 0};
+    FamilyCand c = {AUTO_INPUTS_KEPT, n_full, n_sel, 0, p->hi, p->lo, 0, 0, 0, 0, 0};
     c.bytes = planner_slots_total(&p->u, dev_res(fs, fs->L), n_full + (n_re > 0 && n_full == 0),
                                   n_sel);
     c.recompute = n_re * (fs->c->fwd_last + p->c_hi) + n_full * p->c_hi + n_sel * p->c_lo;
@@ -238,7 +259,7 @@ static void family_segments(FamilySearch *fs, const PlanUnits *u_full)
     int L = fs->L;
     for (int k = 1; k <= L; k++) {
         int nseg = (L + k - 1) / k;
-        FamilyCand c = {AUTO_SEGMENTS, 0, 0, k, TAPE_FULL, TAPE_FULL, 0, 0, 0, 0};
+        FamilyCand c = {AUTO_SEGMENTS, 0, 0, k, TAPE_FULL, TAPE_FULL, 0, 0, 0, 0, 0};
         c.bytes = planner_slots_total(u_full, dev_res(fs, nseg) + k - 1, k, 0);
         c.recompute = (long long)(L - nseg) * fs->c->fwd + (long long)nseg * fs->c->fwd_last;
         host_side(fs, nseg, &c);
@@ -316,6 +337,7 @@ static int family_build(const PlanInput *in, const Costs *c, const FamilyCand *f
                                           f->lo, err, err_len) != 0) {
         return -1;
     }
+    s->n_res_kept = f->n_kept;
     return auto_finish(in, c, s, f->bytes, f->recompute,
                        f->family == AUTO_SEGMENTS ? "segments" : "inputs-kept", res, err,
                        err_len);

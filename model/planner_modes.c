@@ -76,7 +76,7 @@ static void fill_row(PlanRow *row, const PlanInput *in, const Schedule *s, const
     row->recompute_pct = 100.0 * (double)row->recompute_flops / (double)fc->step;
     row->step_ns = costs && costs->unit == OPCOST_NS ? opcost_step(costs, s, grad_accum) : -1;
     if (row->step_ns >= 0 && p.n_ring) { /* offloaded inputs: their copies' exposed time */
-        long long copy = opcost_offload_copy(costs, p.residual_bytes, p.n_res_stored);
+        long long copy = opcost_offload_copy(costs, p.residual_bytes, p.n_res_host);
         row->step_ns = copy < 0 ? -1 : row->step_ns + copy * grad_accum;
     }
 }

@@ -95,17 +95,29 @@ Test(auto_offload_run, offloads_or_rebuilds_bitwise, .timeout = 240)
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p, e, sizeof e), 0, "%s", e);
     train(d, "--recompute 0", 0, &out, &rg, &rglen, &rm, &rmlen);
     free(out);
-    const char *costs[] = {fast, slow};
-    for (int i = 0; i < 2; i++) {
+    /* fast copies at two budgets: every input out, then two kept on the device
+     * and three out; slow copies: none out */
+    const char *costs[] = {fast, fast, slow};
+    size_t budgets[] = {p.total, p.total + 2 * 4096, p.total};
+    for (int i = 0; i < 3; i++) {
         snprintf(extra, sizeof extra, "--recompute auto --offload checkpoints --memory-budget "
-                 "%zu --op-costs %s", p.total, costs[i]);
+                 "%zu --op-costs %s", budgets[i], costs[i]);
         train(d, extra, i + 1, &out, &g, &glen, &m, &mlen);
-        if (i == 0) {
+        if (i == 1) {
+            cr_expect(strstr(out, "stored block inputs offloaded to the host (12288 host bytes)"),
+                      "%s", out);
+            cr_expect(strstr(out, "offload: 3 of the 5 stored block inputs pass through a device "
+                                  "ring of 2 slots"), "%s", out);
+        } else if (i == 0) {
             cr_expect(strstr(out, "stored block inputs offloaded to the host (20480 host bytes)"),
                       "%s", out);
             const char *h = strstr(out, "memory: host tier");
             cr_expect(h && strstr(h, "(equal)"), "the host tier's high-water: %s", out);
             cr_expect(strstr(out, "copies of the offloaded inputs included"), "%s", out);
+        }
+        if (i == 0 || i == 1) {
+            const char *h = strstr(out, "memory: host tier");
+            cr_expect(h && strstr(h, "(equal)"), "the host tier's high-water: %s", out);
         } else {
             cr_expect(strstr(out, "stored block inputs kept on the device"), "%s", out);
             cr_expect_null(strstr(out, "memory: host tier"), "%s", out);
