@@ -144,6 +144,9 @@ for L in layers:
         text = open(f"{d}/L{L}_b{b}_auto_1.txt").read()
         chose = "offloaded" if "stored block inputs offloaded to the host" in text else "kept"
         for line in text.split("\n"):
+            if line.startswith("  offload: ") and " of the " in line:
+                n, m = line.split()[1], line.split()[4]
+                chose += f" ({n} of {m} inputs out)"
             if line.startswith("schedule auto:"):
                 chose += ": " + line.split(": ", 1)[1]
         print(f"| {L} | {b / 2**20:.2f} | {fixed_s} | {span(tps)} | {med(ratios):.3f} "
