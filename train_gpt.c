@@ -522,6 +522,8 @@ int main(int argc, char **argv)
     rc = recompute_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.plan, &tr.costs,
                                &tr.step_ns_predicted, err, sizeof err);
     if (rc != 0 && !signals_pending()) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
+    /* --recompute auto may keep the checkpoints on the device: the plan says */
+    if (rc == 0) shard.offload = tr.plan.offload;
     stop_check_startup(&tr, "planning the memory (measuring the op costs)");
     /* after the op costs were measured: they time the backend's own ops */
     if (o->profile_ops) profile_attach(&tr.prof, tr.be);

@@ -83,7 +83,8 @@ static const OptSpec SPECS[] = {
     {"offload", K_STR, O(offload_list), "none", 0, 0, NULL, "Recompute",
      "what lives in host memory: checkpoints (the stored block inputs; the device keeps a "
      "ring of two), optimizer (AdamW m, v, the fp32 master and the host AdamW's gradient and "
-     "parameter staging), both comma-separated, or none"},
+     "parameter staging), both comma-separated, or none. With --recompute auto, checkpoints "
+     "lets auto keep, offload or rebuild the stored inputs by measured op and copy time"},
     {"host-budget", K_BYTES, O(host_budget), NULL, 0, 0, NULL, "Recompute",
      "bytes with an optional KiB|MiB|GiB suffix: the bound on the host tier (--offload); a "
      "plan over it exits 2, and --plan's max_B keeps within it [default: no bound]"},

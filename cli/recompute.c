@@ -153,14 +153,26 @@ static void auto_print_family(FILE *f, const GPTConfig *cfg, const AutoResult *r
         fprintf(f, "chose every input kept\n");
 }
 
-/* The predicted step under s, printed beside the source of the costs. */
+/* The predicted step under s, printed beside the source of the costs: the
+ * ops, and with offloaded checkpoints the copies' exposed time
+ * (opcost_offload_copy; none predicted when the copy engine's costs were
+ * not measured). */
 static void predict(const TrainOptions *o, const TrainCosts *tc, const Schedule *s,
-                    long long *step_ns)
+                    const MemoryPlan *plan, long long *step_ns)
 {
+    long long copy = 0;
     *step_ns = tc->have ? opcost_step(&tc->oc, s, o->grad_accum) : -1;
-    if (tc->have)
-        printf("predicted step time: %.3f ms (%d micro-batch%s; op costs %s)\n", *step_ns / 1e6,
-               o->grad_accum, o->grad_accum == 1 ? "" : "es", tc->source);
+    if (tc->have && plan->n_ring) {
+        copy = opcost_offload_copy(&tc->oc, plan->residual_bytes, plan->n_res_host);
+        *step_ns = copy < 0 ? -1 : *step_ns + copy * o->grad_accum;
+    }
+    if (*step_ns >= 0)
+        printf("predicted step time: %.3f ms (%d micro-batch%s; op costs %s)%s\n",
+               *step_ns / 1e6, o->grad_accum, o->grad_accum == 1 ? "" : "es", tc->source,
+               plan->n_ring ? "; copies of the offloaded inputs included" : "");
+    else if (tc->have)
+        printf("predicted step time: none (the copy engine's costs are not in %s)\n",
+               tc->source);
 }
 
 int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
@@ -179,27 +191,28 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                         len) != 0)
         return -1;
     if (o->recompute == RECOMPUTE_AUTO) {
-        if (o->offload & OFFLOAD_CHECKPOINTS) {
-            snprintf(err, len, "--offload checkpoints: --recompute auto does not weigh offloaded "
-                               "checkpoints yet; give a fixed --recompute mode (0, 1, 2 or "
-                               "selective)");
-            return 2;
-        }
         if (!o->memory_budget_given && recompute_budget(be, baseline, &budget, err, len) != 0)
             return -1;
         AutoResult r;
         if (planner_auto(&in, budget, tc->have ? &tc->oc : NULL, s, &r, err, len) != 0)
-            return -1;
+            /* --offload checkpoints without copy costs (FLOP costs, or a backend
+             * with no copy engine) is a bad combination of flags: exit 2 */
+            return (o->offload & OFFLOAD_CHECKPOINTS) &&
+                           !planner_weighs_offload(&in, tc->have ? &tc->oc : NULL)
+                       ? 2
+                       : -1;
         if (!r.fits) {
             auto_print_family(stderr, cfg, &r);
             fprintf(stderr, "the schedule with the smallest peak at this shape:\n");
             schedule_print(stderr, s, 1);
             schedule_free(s);
-            snprintf(err, len, "--recompute auto: no schedule fits the budget of %zu bytes (%s); "
+            snprintf(err, len, "--recompute auto: no schedule fits the budget of %zu bytes (%s)%s; "
                                "the smallest achievable peak is %zu bytes (%s), reached by the "
                                "schedule printed above",
-                     budget, planner_format_bytes(budget, a, sizeof a), r.min_peak,
-                     planner_format_bytes(r.min_peak, b, sizeof b));
+                     budget, planner_format_bytes(budget, a, sizeof a),
+                     (o->offload & OFFLOAD_CHECKPOINTS) && o->host_budget_given
+                         ? " with its host bytes within --host-budget" : "",
+                     r.min_peak, planner_format_bytes(r.min_peak, b, sizeof b));
             return 2;
         }
         FlopCounts f;
@@ -217,10 +230,21 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
             schedule_free(s);
             return 2;
         }
+        if (o->offload & OFFLOAD_CHECKPOINTS) {
+            /* the run offloads only what auto chose (train_gpt.c hands plan->offload on) */
+            in.offload = (in.offload & ~OFFLOAD_CHECKPOINTS) | r.offload;
+            if (r.offload)
+                printf("recompute auto: stored block inputs offloaded to the host (%zu host "
+                       "bytes); their copies predicted to add %.3f ms a micro-batch beyond the "
+                       "compute that hides them\n", r.host, r.copy / 1e6);
+            else
+                printf("recompute auto: stored block inputs kept on the device (offloading them "
+                       "predicts no gain at this budget)\n");
+        }
         auto_print_family(stdout, cfg, &r);
         schedule_print(stdout, s, 0);
         planner_plan(&in, s, plan);
-        predict(o, tc, s, step_ns);
+        predict(o, tc, s, plan, step_ns);
         return 0;
     }
     if (recompute_check(o, cfg, err, len) != 0) return 2;
@@ -260,34 +284,50 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
         schedule_free(s);
         return 2;
     }
-    predict(o, tc, s, step_ns);
+    predict(o, tc, s, plan, step_ns);
     return 0;
 }
 
 /* --plan's closing lines for the --recompute and --offload given: that
  * choice's device and host totals (auto: the schedule it picks at the
- * budget, chosen as in the table). Returns 0, or -1 with err. */
+ * budget, chosen as in the table; with --offload checkpoints and measured
+ * copy costs, as a run would choose, offloading or not). Returns 0, or -1
+ * with err. */
 static int plan_choice(const TrainOptions *o, const GPTConfig *cfg, const PlanInput *in,
-                       size_t budget, char *err, size_t len)
+                       size_t budget, const TrainCosts *tc, char *err, size_t len)
 {
+    PlanInput chosen = *in;
     Schedule s;
     int L = cfg->num_layers, k = o->checkpoint_every ? o->checkpoint_every
                                                      : schedule_default_checkpoint_every(L);
     if (o->recompute == RECOMPUTE_AUTO) {
-        PlanInput ain = *in; /* as the table's auto row chooses */
         AutoResult r;
-        ain.offload &= ~OFFLOAD_CHECKPOINTS;
-        if (planner_auto(&ain, budget, NULL, &s, &r, err, len) != 0) return -1;
+        if (planner_weighs_offload(in, tc->have ? &tc->oc : NULL)) {
+            if (planner_auto(in, budget, &tc->oc, &s, &r, err, len) != 0) return -1;
+            chosen.offload = (in->offload & ~OFFLOAD_CHECKPOINTS) | r.offload;
+        } else {
+            PlanInput ain = *in; /* as the table's auto row chooses */
+            ain.offload &= ~OFFLOAD_CHECKPOINTS;
+            if (planner_auto(&ain, budget, NULL, &s, &r, err, len) != 0) return -1;
+        }
     } else if ((o->recompute == RECOMPUTE_SEGMENTS ? schedule_build_segments(&s, L, k, err, len)
                                                    : schedule_build(&s, o->recompute, L, err,
                                                                     len)) != 0) {
         return -1;
     }
     MemoryPlan p;
-    planner_plan(in, &s, &p);
+    planner_plan(o->recompute == RECOMPUTE_AUTO ? &chosen : in, &s, &p);
     schedule_free(&s);
-    printf("--recompute %s --offload %s:\n", schedule_mode_flag(o->recompute),
-           planner_offload_name(o->offload));
+    printf("--recompute %s --offload %s:%s\n", schedule_mode_flag(o->recompute),
+           planner_offload_name(o->offload),
+           o->recompute == RECOMPUTE_AUTO && (in->offload & OFFLOAD_CHECKPOINTS)
+               ? ((chosen.offload & OFFLOAD_CHECKPOINTS)
+                      ? " auto offloads the stored block inputs"
+                      : planner_weighs_offload(in, tc->have ? &tc->oc : NULL)
+                            ? " auto keeps the stored block inputs on the device"
+                            : " (no copy costs measured: auto's choice without offloaded "
+                              "checkpoints)")
+               : "");
     printf("device: %zu bytes (%.3f GiB)\n", p.total, p.total / 1073741824.0);
     printf("host: %zu bytes (%.3f GiB)\n", p.host_total, p.host_total / 1073741824.0);
     return 0;
@@ -368,7 +408,8 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    if (train_options_given(o, "offload") && plan_choice(o, cfg, &in, budget, err, sizeof err)) {
+    if (train_options_given(o, "offload") &&
+        plan_choice(o, cfg, &in, budget, &tc, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

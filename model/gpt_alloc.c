@@ -42,18 +42,19 @@ static int carve_activations(GPT *g)
     if (!g->res_slots || !g->tapes) return -1;
     /* Offloaded checkpoints: the stored inputs' slots in the host tier, and
      * the ring in their place (first in the activations arena). */
+    int n_host = p->n_ring ? schedule_res_host(s) : 0; /* the rest stay on the device */
     if (p->n_ring) {
-        g->host_res = calloc((size_t)s->n_res_stored, sizeof(void *));
+        g->host_res = calloc((size_t)n_host, sizeof(void *));
         g->ring = calloc((size_t)p->n_ring, sizeof(void *));
         if (!g->host_res || !g->ring) return -1;
         for (int r = 0; r < p->n_ring; r++)
             if (!(g->ring[r] = arena_take(stored, p->residual_bytes))) return -1;
-        for (int i = 0; i < s->n_res_stored; i++)
+        for (int i = 0; i < n_host; i++)
             if (!(g->host_res[i] = arena_take(&g->host_arenas[HOST_CHECKPOINTS],
                                               p->residual_bytes)))
                 return -1;
     }
-    for (int i = p->n_ring ? s->n_res_stored : 0; i < s->n_res_slots; i++) {
+    for (int i = n_host; i < s->n_res_slots; i++) {
         Arena *a = i < s->n_res_stored ? stored : work;
         if (!(g->res_slots[i] = arena_take(a, p->residual_bytes))) return -1;
     }
@@ -157,8 +158,7 @@ static int offload_setup(GPT *g, int offload, char *err, size_t err_len)
         return -1;
     }
     if (!(offload & OFFLOAD_CHECKPOINTS)) return 0;
-    int n = g->sched.n_res_stored < OFFLOAD_RING_SLOTS ? g->sched.n_res_stored
-                                                        : OFFLOAD_RING_SLOTS;
+    int h = schedule_res_host(&g->sched), n = h < OFFLOAD_RING_SLOTS ? h : OFFLOAD_RING_SLOTS;
     if (n > OPS_COPY_EVENTS) {
         snprintf(err, err_len, "internal error: a ring of %d slots, %d copy events", n,
                  OPS_COPY_EVENTS);

@@ -102,6 +102,13 @@ int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out)
     return n;
 }
 
+static size_t res_bytes(const PlanInput *in)
+{
+    PlanUnits u;
+    planner_units_kinds(in, TAPE_FULL, TAPE_FULL, &u);
+    return u.res;
+}
+
 void opcost_print(FILE *f, const OpCosts *oc, const PlanInput *in)
 {
     int ns = oc->unit == OPCOST_NS;
@@ -115,6 +122,12 @@ void opcost_print(FILE *f, const OpCosts *oc, const PlanInput *in)
     fprintf(f, "  block: forward %.3f %s (%.3f without its output), backward %.3f %s\n",
             opcost_block_fwd(oc) * scale, u, opcost_block_fwd_last(oc) * scale,
             opcost_block_bwd(oc) * scale, u);
+    if (ns && oc->copy_bw > 0)
+        fprintf(f, "  copy engine: latency %.3f ms, bandwidth %.2f GB/s (one residual slot of "
+                   "the run: %.3f ms)\n", oc->copy_lat_ns * 1e-6, oc->copy_bw * 1e-9,
+                opcost_copy(oc, res_bytes(in)) * 1e-6);
+    else if (ns)
+        fprintf(f, "  copy engine: not measured (this backend has none)\n");
     KindCost front[TAPE_KINDS];
     int n = opcost_frontier(oc, in, front);
     fprintf(f, "tape kinds on the frontier (of %d; keeps the tensors named, '-' dropped: "

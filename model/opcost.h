@@ -48,6 +48,10 @@ typedef struct OpCosts {
     int unit;             /* OpCostUnit */
     int reps;             /* measured: the timed calls each cost is of; 0 otherwise */
     long long c[OP_COUNT];
+    /* The copy engine (host tier, ops.h copy_async): one copy of n bytes
+     * costs copy_lat_ns + n / copy_bw seconds (opcost_copy). copy_bw in
+     * bytes per second; 0: not measured (no copy engine, or FLOP costs). */
+    long long copy_lat_ns, copy_bw;
 } OpCosts;
 
 /* "ln1_fwd", "qkv_fwd", ...: the op names cost files use. */
@@ -101,6 +105,25 @@ int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out);
 #define OPCOST_MAX_REPS 25
 int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out, char *err,
                    size_t err_len);
+
+/* One copy of `bytes` on the copy engine, in ns: latency + bytes / bandwidth
+ * (rounded to the ns); -1 when the copy costs were not measured. */
+long long opcost_copy(const OpCosts *oc, size_t bytes);
+/* Time the copy engine (be->ops->copy_async, event_wait, sync) from device
+ * memory into host-tier memory at COPY_SIZES sizes up to max_bytes (the
+ * run's residual slot), each OPCOST_COPY_REPS times after one warm-up;
+ * per size the median, then a least-squares line through (bytes, median):
+ * its slope is 1 / bandwidth, its intercept the latency (at least 0). Sets
+ * oc->copy_lat_ns and oc->copy_bw; leaves both 0 on a backend without a
+ * copy engine. Returns 0, or -1 with err (out of memory, or a stop). */
+#define OPCOST_COPY_REPS 9
+/* What offloading n_stored block inputs of res_bytes each (--offload
+ * checkpoints through the device ring, model/schedule.h) adds to one
+ * micro-batch, in ns: each copy costs only the part the compute beside it
+ * does not hide (the model is stated in opcost_copy.c). -1 when the copy
+ * costs were not measured. */
+long long opcost_offload_copy(const OpCosts *oc, size_t res_bytes, int n_stored);
+int opcost_measure_copy(Backend *be, size_t max_bytes, OpCosts *oc, char *err, size_t err_len);
 
 /* Print the costs (ms per call, by op) and the frontier to f. */
 void opcost_print(FILE *f, const OpCosts *oc, const PlanInput *in);

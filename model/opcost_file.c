@@ -84,7 +84,10 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
         io_err(err, err_len, "%s: not valid JSON (truncated or corrupt op-cost file)", path);
         goto out;
     }
-    if (json_check_format(root, path, "train_gpt op costs", 1, 1, NULL, err, err_len) != 0)
+    /* version 1 had no copy costs: refused (a cache's is measured again), not
+     * read as a copy engine of no cost */
+    if (json_check_format(root, path, "train_gpt op costs", OPCOST_FILE_VERSION,
+                          OPCOST_FILE_VERSION, NULL, err, err_len) != 0)
         goto out;
     if (!cJSON_IsString(dev) || !cJSON_IsString(dt) || !cJSON_IsObject(shape) ||
         !cJSON_IsObject(ops)) {
@@ -103,6 +106,13 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
         goto out;
     }
     out->reps = (int)v;
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(root, "copy");
+    if (!cJSON_IsObject(cp) || get_int(cp, "latency_ns", 0, 1e15, &out->copy_lat_ns) != 0 ||
+        get_int(cp, "bytes_per_s", 0, 1e15, &out->copy_bw) != 0) {
+        io_err(err, err_len, "%s: \"copy\" missing, or its \"latency_ns\" or \"bytes_per_s\" "
+               "not an integer in 0..1e15", path);
+        goto out;
+    }
     out->unit = OPCOST_NS;
     snprintf(device, device_len, "%s", dev->valuestring);
     rc = -2;
@@ -143,7 +153,7 @@ int opcost_file_write(const char *path, const char *device, const PlanInput *in,
     key_of(in, k);
     cJSON *root = cJSON_CreateObject(), *shape = cJSON_CreateObject(), *ops = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "train_gpt op costs");
-    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddNumberToObject(root, "version", OPCOST_FILE_VERSION);
     cJSON_AddStringToObject(root, "device", device);
     cJSON_AddStringToObject(root, "dtype", dtype_name(in->dtype));
     for (int i = 0; i < K_NUM; i++) cJSON_AddNumberToObject(shape, KEY_NAMES[i], (double)k[i]);
@@ -152,6 +162,10 @@ int opcost_file_write(const char *path, const char *device, const PlanInput *in,
     for (int op = 0; op < OP_COUNT; op++)
         cJSON_AddNumberToObject(ops, opcost_op_name(op), (double)oc->c[op]);
     cJSON_AddItemToObject(root, "ops_ns", ops);
+    cJSON *cp = cJSON_CreateObject();
+    cJSON_AddNumberToObject(cp, "latency_ns", (double)oc->copy_lat_ns);
+    cJSON_AddNumberToObject(cp, "bytes_per_s", (double)oc->copy_bw);
+    cJSON_AddItemToObject(root, "copy", cp);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) {

@@ -301,6 +301,10 @@ int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out,
         out->c[op] = (long long)(mean * scale * 1e9 + 0.5);
     }
     free(v);
+    /* after the block's buffers are freed: the copy's own are one residual slot each */
+    for (int i = 0; i < b.n_alloc; i++) be->ops->mem_free(be, b.alloc[i]);
+    b.n_alloc = 0;
+    rc = opcost_measure_copy(be, plan.residual_bytes, out, err, err_len);
 done:
     free(t);
     for (int i = 0; i < b.n_alloc; i++) be->ops->mem_free(be, b.alloc[i]);

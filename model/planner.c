@@ -141,10 +141,11 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
     /* Offloaded checkpoints: the stored inputs in the host tier, and on
      * the device the ring they pass through (planner.h). */
     int dev_res = p->n_res_stored;
-    if (p->offload & OFFLOAD_CHECKPOINTS) {
-        p->n_ring = dev_res < OFFLOAD_RING_SLOTS ? dev_res : OFFLOAD_RING_SLOTS;
-        p->host[HOST_CHECKPOINTS] = (size_t)p->n_res_stored * p->residual_bytes;
-        dev_res = p->n_ring;
+    if (p->offload & OFFLOAD_CHECKPOINTS) { /* all but the n_res_kept the schedule keeps */
+        p->n_res_host = schedule_res_host(s);
+        p->n_ring = p->n_res_host < OFFLOAD_RING_SLOTS ? p->n_res_host : OFFLOAD_RING_SLOTS;
+        p->host[HOST_CHECKPOINTS] = (size_t)p->n_res_host * p->residual_bytes;
+        dev_res = p->n_ring + p->n_res_stored - p->n_res_host;
     }
     p->bytes[MEM_ACTIVATIONS] = (size_t)dev_res * p->residual_bytes + tapes[1];
     p->bytes[MEM_WORKSPACE] = (size_t)p->n_res_work * p->residual_bytes + tapes[0] +
@@ -316,6 +317,7 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
             p->n_res_stored, p->n_tape_stored, p->n_part_stored, p->n_res_work, p->n_tape_work,
             p->n_part_work, p->tape_ws_bytes ? " + the tape workspace" : "", p->loss_chunk);
     if (p->n_ring)
-        fprintf(f, "  offload: the %d stored block inputs pass through a device ring of %d "
-                   "slots\n", p->n_res_stored, p->n_ring);
+        fprintf(f, "  offload: %d of the %d stored block inputs pass through a device ring of %d "
+                   "slots (the rest stay on the device)\n", p->n_res_host, p->n_res_stored,
+                p->n_ring);
 }

@@ -111,6 +111,7 @@ typedef struct {
     size_t host_total;
     int offload;             /* OFFLOAD_* bits in force */
     int n_ring;              /* device ring slots (OFFLOAD_CHECKPOINTS); 0 otherwise */
+    int n_res_host;          /* stored inputs on the host (schedule_res_host); 0 without */
     /* detail behind the categories */
     size_t num_params;
     /* Every *_bytes below is one buffer's size rounded up to ARENA_ALIGN
@@ -220,6 +221,14 @@ typedef struct {
     int hi_kind, lo_kind;   /* the two tape kinds searched with (full, selective in FLOPs) */
     int family;             /* AutoFamily that produced it */
     int checkpoint_every;   /* AUTO_SEGMENTS: k; 0 otherwise */
+    /* --offload checkpoints allowed (planner_auto): OFFLOAD_CHECKPOINTS when
+     * the chosen schedule's stored inputs go to the host, else 0 (kept on
+     * the device); the host bytes of the choice (with --offload optimizer's);
+     * the copies' exposed time per micro-batch (opcost_offload_copy; 0 when
+     * kept). */
+    int offload;
+    size_t host;
+    long long copy;
 } AutoResult;
 
 /* The schedule with the least recompute (FLOPs, or predicted time with
@@ -228,12 +237,20 @@ typedef struct {
  * 0. The solver's DP up to SOLVER_MAX_LAYERS layers, planner_auto_family
  * past it. Writes the schedule into *sched (caller frees). Returns 0, or
  * -1 with a reason in err (bad shape, out of memory, OFFLOAD_CHECKPOINTS
- * in in->offload, which its byte model does not know, or an internal
- * mismatch between the search's bytes or costs and planner_plan's or
- * opcost_recompute's). OFFLOAD_OPTIMIZER it counts: the fixed bytes
- * lose the optimizer state. */
+ * without measured op and copy costs, or an internal mismatch between the
+ * search's bytes or costs and planner_plan's or opcost_recompute's).
+ * OFFLOAD_OPTIMIZER it counts: the fixed bytes lose the optimizer state.
+ * OFFLOAD_CHECKPOINTS lets it choose where the stored block inputs live
+ * (planner_auto.c, auto_offload): on the device, or all on the host
+ * through the ring, by predicted time (recompute + the copies' exposed
+ * time, opcost_offload_copy) within the device budget and
+ * in->host_budget; res->offload says which, and the caller plans and
+ * runs with that bit (cleared when 0). */
 int planner_auto(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *sched,
                  AutoResult *res, char *err, size_t err_len);
+/* Whether planner_auto weighs offloaded checkpoints here: in->offload has
+ * OFFLOAD_CHECKPOINTS and the costs are measured, with the copy engine's. */
+int planner_weighs_offload(const PlanInput *in, const OpCosts *costs);
 /* The same over the restricted families only (AUTO_INPUTS_KEPT, then
  * AUTO_SEGMENTS), at any layer count: what planner_auto does past the
  * solver's limit, callable below it to compare with the DP. */

@@ -115,22 +115,63 @@ typedef struct {
     int family, n_full, n_sel, k, hi, lo;
     size_t bytes;
     long long recompute;
+    long long copy; /* offloaded: the copies' exposed time (opcost_offload_copy); else 0 */
+    size_t host;    /* offloaded: host bytes (the stored inputs, and the optimizer's) */
+    int n_kept;     /* offloaded: stored inputs kept on the device (Schedule.n_res_kept) */
 } FamilyCand;
 
 typedef struct {
     const Costs *c;
     int L;
     size_t budget;
+    /* off: every stored input of a candidate lives on the host (the device
+     * holds the ring, OFFLOAD_RING_SLOTS residual slots), bounded by
+     * host_budget (0: none); host_opt: --offload optimizer's host bytes */
+    int off;
+    size_t host_budget, host_opt, res;
     int any_fits, any;
     FamilyCand best;     /* least recompute within budget (ties: fewer bytes) */
     FamilyCand smallest; /* fewest bytes (ties: less recompute) */
 } FamilySearch;
 
+/* The device residual slots of n stored inputs (the ring when offloaded),
+ * and the candidate's host bytes and copy time. */
+static int dev_res(const FamilySearch *fs, int n)
+{
+    return fs->off && n > OFFLOAD_RING_SLOTS ? OFFLOAD_RING_SLOTS : n;
+}
+
+/* Offloaded: of the n_stored inputs, keep on the device as many as the budget
+ * holds beside the rest (each kept one saves its copies and its host slot, and
+ * costs one device slot), then the host bytes and the copy time of the rest.
+ * c->bytes comes in with all of them offloaded (the ring: min(n_stored, 2)
+ * slots). With R residual slots affordable for them: R >= n_stored keeps all
+ * but one (one through a ring of one: the same bytes as keeping it, one copy
+ * fewer than two through a ring of two); otherwise R - 2 are kept and the
+ * rest pass through the ring of two. Keeping all is the device-only search's. */
+static void host_side(const FamilySearch *fs, int n_stored, FamilyCand *c)
+{
+    c->n_kept = 0;
+    if (fs->off && n_stored > 1) {
+        size_t ring = (size_t)(n_stored < OFFLOAD_RING_SLOTS ? n_stored : OFFLOAD_RING_SLOTS);
+        size_t base = c->bytes - ring * fs->res;
+        size_t R = fs->budget > base ? (fs->budget - base) / fs->res : 0;
+        if (R >= (size_t)n_stored) c->n_kept = n_stored - 1;
+        else if (R > ring) c->n_kept = (int)(R - ring);
+        int h = n_stored - c->n_kept;
+        c->bytes = base + (size_t)(c->n_kept + (h < OFFLOAD_RING_SLOTS ? h : OFFLOAD_RING_SLOTS)) *
+                              fs->res;
+    }
+    int n_host = n_stored - c->n_kept;
+    c->copy = fs->off ? opcost_offload_copy(&fs->c->oc, fs->res, n_host) : 0;
+    c->host = fs->host_opt + (fs->off ? (size_t)n_host * fs->res : 0);
+}
+
 static void family_consider(FamilySearch *fs, FamilyCand c)
 {
-    if (c.bytes <= fs->budget &&
-        (!fs->any_fits || c.recompute < fs->best.recompute ||
-         (c.recompute == fs->best.recompute && c.bytes < fs->best.bytes))) {
+    long long t = c.recompute + c.copy, best_t = fs->best.recompute + fs->best.copy;
+    if (c.bytes <= fs->budget && (!fs->host_budget || c.host <= fs->host_budget) &&
+        (!fs->any_fits || t < best_t || (t == best_t && c.bytes < fs->best.bytes))) {
         fs->best = c;
         fs->any_fits = 1;
     }
@@ -139,6 +180,22 @@ static void family_consider(FamilySearch *fs, FamilyCand c)
         fs->smallest = c;
         fs->any = 1;
     }
+}
+
+/* --offload optimizer's host bytes (0 without it): no schedule changes them. */
+static size_t host_optimizer(const PlanInput *in)
+{
+    PlanInput o = *in;
+    Schedule s;
+    MemoryPlan p;
+    char err[256];
+    o.offload &= OFFLOAD_OPTIMIZER;
+    if (!o.offload || schedule_build(&s, RECOMPUTE_BLOCK, in->cfg.num_layers, err,
+                                     sizeof err) != 0)
+        return 0;
+    planner_plan(&o, &s, &p);
+    schedule_free(&s);
+    return p.host_total;
 }
 
 /* The kinds of a pair and what a backward from each rebuilds. */
@@ -157,9 +214,11 @@ static FamilyCand family_inputs_kept(const FamilySearch *fs, const Pair *p, int 
                                      int n_sel)
 {
     int n_re = fs->L - n_full - n_sel;
-    FamilyCand c = {AUTO_INPUTS_KEPT, n_full, n_sel, 0, p->hi, p->lo, 0, 0};
-    c.bytes = planner_slots_total(&p->u, fs->L, n_full + (n_re > 0 && n_full == 0), n_sel);
+    FamilyCand c = {AUTO_INPUTS_KEPT, n_full, n_sel, 0, p->hi, p->lo, 0, 0, 0, 0, 0};
+    c.bytes = planner_slots_total(&p->u, dev_res(fs, fs->L), n_full + (n_re > 0 && n_full == 0),
+                                  n_sel);
     c.recompute = n_re * (fs->c->fwd_last + p->c_hi) + n_full * p->c_hi + n_sel * p->c_lo;
+    host_side(fs, fs->L, &c);
     return c;
 }
 
@@ -182,7 +241,8 @@ static void family_pair(FamilySearch *fs, const Pair *p)
         family_consider(fs, family_inputs_kept(fs, p, n_full, 0));
         if (p->c_lo >= fs->c->fwd_last + p->c_hi) continue;
         /* bytes(n_sel) = base + n_sel * lo for 0 < n_sel < m */
-        size_t base = planner_slots_total(&p->u, L, n_full > 0 ? n_full : 1, 1) - p->u.lo;
+        size_t base = planner_slots_total(&p->u, dev_res(fs, L), n_full > 0 ? n_full : 1, 1) -
+                      p->u.lo;
         if (m >= 2 && base <= fs->budget && (fs->budget - base) / p->u.lo >= 1) {
             size_t most = (fs->budget - base) / p->u.lo;
             int n_sel = most < (size_t)(m - 1) ? (int)most : m - 1;
@@ -199,9 +259,10 @@ static void family_segments(FamilySearch *fs, const PlanUnits *u_full)
     int L = fs->L;
     for (int k = 1; k <= L; k++) {
         int nseg = (L + k - 1) / k;
-        FamilyCand c = {AUTO_SEGMENTS, 0, 0, k, TAPE_FULL, TAPE_FULL, 0, 0};
-        c.bytes = planner_slots_total(u_full, nseg + k - 1, k, 0);
+        FamilyCand c = {AUTO_SEGMENTS, 0, 0, k, TAPE_FULL, TAPE_FULL, 0, 0, 0, 0, 0};
+        c.bytes = planner_slots_total(u_full, dev_res(fs, nseg) + k - 1, k, 0);
         c.recompute = (long long)(L - nseg) * fs->c->fwd + (long long)nseg * fs->c->fwd_last;
+        host_side(fs, nseg, &c);
         family_consider(fs, c);
     }
 }
@@ -220,13 +281,21 @@ static void pair_of(const PlanInput *in, const Costs *c, int hi, int lo, Pair *p
  * and selective (so that modes 0, 1 and selective are candidates, also
  * when selective is not on the frontier), or only with the pair given (hi
  * >= 0). Returns 1 when a candidate fits. */
-static int family_search(const PlanInput *in, size_t budget, const Costs *c, int hi, int lo,
-                         FamilySearch *fs)
+static int family_search_off(const PlanInput *in, size_t budget, const Costs *c, int hi,
+                             int lo, int off, FamilySearch *fs)
 {
     memset(fs, 0, sizeof *fs);
     fs->c = c;
     fs->L = in->cfg.num_layers;
     fs->budget = budget;
+    if (off) {
+        PlanUnits u;
+        planner_units_kinds(in, TAPE_FULL, TAPE_FULL, &u);
+        fs->off = 1;
+        fs->res = u.res;
+        fs->host_budget = in->host_budget;
+        fs->host_opt = host_optimizer(in);
+    }
     Pair p;
     if (hi >= 0 || !c->timed) {
         pair_of(in, c, hi >= 0 ? hi : TAPE_FULL, hi >= 0 ? lo : TAPE_SELECTIVE, &p);
@@ -248,6 +317,12 @@ static int family_search(const PlanInput *in, size_t budget, const Costs *c, int
     return fs->any_fits;
 }
 
+static int family_search(const PlanInput *in, size_t budget, const Costs *c, int hi, int lo,
+                         FamilySearch *fs)
+{
+    return family_search_off(in, budget, c, hi, lo, 0, fs);
+}
+
 static int family_build(const PlanInput *in, const Costs *c, const FamilyCand *f, Schedule *s,
                         AutoResult *res, char *err, size_t err_len)
 {
@@ -262,6 +337,7 @@ static int family_build(const PlanInput *in, const Costs *c, const FamilyCand *f
                                           f->lo, err, err_len) != 0) {
         return -1;
     }
+    s->n_res_kept = f->n_kept;
     return auto_finish(in, c, s, f->bytes, f->recompute,
                        f->family == AUTO_SEGMENTS ? "segments" : "inputs-kept", res, err,
                        err_len);
@@ -325,14 +401,81 @@ static void dp_pair(const PlanInput *in, size_t budget, const Costs *c, int *hi,
         if (front[i].kind == *hi) *lo = front[i + 1].kind;
 }
 
+/* --recompute auto with --offload checkpoints: each block input is kept on
+ * the device, offloaded to the host, or rebuilt by recompute. Two searches,
+ * both exact in bytes: the device-only one (the DP, or the families past
+ * its limit: inputs kept or rebuilt), and the families with every stored
+ * input on the host (inputs kept: all L go out; segments of k: the ceil(L/k)
+ * checkpoints go out and the rest are rebuilt), whose device side is the
+ * ring. Each candidate's time is its recompute plus the copies' exposed
+ * time (opcost_offload_copy), and must fit the device budget and, with its
+ * host bytes, in->host_budget. The least time wins; a tie keeps the inputs
+ * on the device (no host bytes, no copy thread). */
+static int auto_offload(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *s,
+                        AutoResult *res, char *err, size_t err_len)
+{
+    if (!planner_weighs_offload(in, costs)) {
+        snprintf(err, err_len, "--recompute auto --offload checkpoints: needs measured op and "
+                 "copy costs (--op-costs auto or measure, or a FILE of version %d, on a backend "
+                 "with a copy engine) to weigh copies against recompute", 2);
+        return -1;
+    }
+    PlanInput dev = *in;
+    dev.offload &= ~OFFLOAD_CHECKPOINTS;
+    Schedule sd;
+    AutoResult rd;
+    if (planner_auto(&dev, budget, costs, &sd, &rd, err, err_len) != 0) return -1;
+    size_t host_opt = host_optimizer(in);
+    rd.host = host_opt;
+    int dev_fits = rd.fits && (!in->host_budget || host_opt <= in->host_budget);
+    Costs c;
+    costs_of(in, costs, &c);
+    FamilySearch fs;
+    int off_fits = family_search_off(in, budget, &c, -1, -1, 1, &fs);
+    long long off_t = fs.best.recompute + fs.best.copy;
+    int use_off = off_fits && (!dev_fits || off_t < rd.recompute);
+    /* none fits: the smaller device peak of the two searches */
+    if (!off_fits && !dev_fits) use_off = fs.smallest.bytes < rd.min_peak;
+    if (!use_off) {
+        *s = sd;
+        *res = rd;
+        res->fits = dev_fits;
+        if (!off_fits && !dev_fits && fs.smallest.bytes < res->min_peak)
+            res->min_peak = fs.smallest.bytes;
+        return 0;
+    }
+    schedule_free(&sd);
+    const FamilyCand *f = off_fits ? &fs.best : &fs.smallest;
+    memset(res, 0, sizeof *res);
+    memset(s, 0, sizeof *s);
+    if (family_build(in, &c, f, s, res, err, err_len) != 0) return -1;
+    res->fits = off_fits;
+    res->min_peak = fs.smallest.bytes < rd.min_peak ? fs.smallest.bytes : rd.min_peak;
+    res->offload = OFFLOAD_CHECKPOINTS;
+    res->host = f->host;
+    res->copy = f->copy;
+    MemoryPlan p;
+    planner_plan(in, s, &p);
+    if (p.host_total != f->host) { /* the host side's model is the planner's, to the byte */
+        snprintf(err, err_len, "--recompute auto: internal error: offloaded schedule's host "
+                 "bytes %zu, search %zu", p.host_total, f->host);
+        schedule_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+int planner_weighs_offload(const PlanInput *in, const OpCosts *costs)
+{
+    return (in->offload & OFFLOAD_CHECKPOINTS) && costs && costs->unit == OPCOST_NS &&
+           costs->copy_bw > 0;
+}
+
 int planner_auto(const PlanInput *in, size_t budget, const OpCosts *costs, Schedule *s,
                  AutoResult *res, char *err, size_t err_len)
 {
-    if (in->offload & OFFLOAD_CHECKPOINTS) { /* its byte model has no ring */
-        snprintf(err, err_len, "--offload checkpoints: --recompute auto does not weigh offloaded "
-                               "checkpoints yet; give a fixed --recompute mode");
-        return -1;
-    }
+    if (in->offload & OFFLOAD_CHECKPOINTS)
+        return auto_offload(in, budget, costs, s, res, err, err_len);
     if (in->cfg.num_layers > SOLVER_MAX_LAYERS)
         return planner_auto_family(in, budget, costs, s, res, err, err_len);
     Costs c;

@@ -75,6 +75,10 @@ static void fill_row(PlanRow *row, const PlanInput *in, const Schedule *s, const
     row->step_flops = fc->step;
     row->recompute_pct = 100.0 * (double)row->recompute_flops / (double)fc->step;
     row->step_ns = costs && costs->unit == OPCOST_NS ? opcost_step(costs, s, grad_accum) : -1;
+    if (row->step_ns >= 0 && p.n_ring) { /* offloaded inputs: their copies' exposed time */
+        long long copy = opcost_offload_copy(costs, p.residual_bytes, p.n_res_host);
+        row->step_ns = copy < 0 ? -1 : row->step_ns + copy * grad_accum;
+    }
 }
 
 int planner_mode_rows(const PlanInput *in, size_t budget, int k, const OpCosts *costs,
@@ -92,12 +96,18 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, const OpCosts *
         PlanRow *row = &rows[i];
         memset(row, 0, sizeof *row);
         row->mode = modes[i];
-        /* auto does not weigh offloaded checkpoints yet: it chooses as if the
-         * stored inputs stayed on the device (offloaded optimizer state it
-         * counts), and the row shows that schedule's bytes with the offload */
-        PlanInput ain = *in;
+        /* auto weighs offloaded checkpoints with measured copy costs (and its
+         * row is what it chose, offloaded or not); without them it chooses as
+         * if the stored inputs stayed on the device, and the row shows that
+         * schedule's bytes with the offload. Offloaded optimizer state it
+         * counts either way. max_B: the device-only search's. */
+        PlanInput ain = *in, row_in = *in;
         ain.offload &= ~OFFLOAD_CHECKPOINTS;
-        if (modes[i] == RECOMPUTE_AUTO) {
+        if (modes[i] == RECOMPUTE_AUTO && planner_weighs_offload(in, costs)) {
+            if (planner_auto(in, budget, costs, &s, &ar, err, err_len) != 0) return -1;
+            row->fits = ar.fits;
+            row_in.offload = ain.offload | ar.offload;
+        } else if (modes[i] == RECOMPUTE_AUTO) {
             if (planner_auto(&ain, budget, costs, &s, &ar, err, err_len) != 0) return -1;
             row->fits = ar.fits;
         } else {
@@ -107,7 +117,7 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, const OpCosts *
             if (b != 0) return -1;
             row->checkpoint_every = s.checkpoint_every;
         }
-        fill_row(row, in, &s, &fc, costs, grad_accum);
+        fill_row(row, &row_in, &s, &fc, costs, grad_accum);
         AutoFeasible af = {0};
         if (modes[i] == RECOMPUTE_AUTO) {
             SolverCosts sc = {1, 0, 0, 0, ar.hi_kind, ar.lo_kind};
@@ -190,9 +200,15 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, cons
     if (off)
         fprintf(f, " host_bytes: the host tier (--offload); max_B also keeps it within the host "
                    "budget.%s", in->offload & OFFLOAD_CHECKPOINTS
-                                 ? " auto chooses as if the stored inputs stayed on the device "
-                                   "(it does not weigh offload yet); its row shows that "
-                                   "schedule with them offloaded, and its max_B is without."
+                                 ? planner_weighs_offload(in, costs)
+                                       ? " auto: keeps, offloads or rebuilds the stored inputs "
+                                         "by predicted time (measured op and copy costs); its "
+                                         "row is its choice, its max_B that of the inputs kept "
+                                         "on the device."
+                                       : " auto chooses as if the stored inputs stayed on the "
+                                         "device (it weighs offload only with measured op and "
+                                         "copy costs); its row shows that schedule with them "
+                                         "offloaded, and its max_B is without."
                                  : "");
     if (in->cfg.num_layers > SOLVER_MAX_LAYERS)
         fprintf(f, " auto past %d layers (the solver's limit): inputs kept + top tapes, or "

@@ -195,7 +195,8 @@ int schedule_validate(const Schedule *s, char *err, size_t err_len)
 {
     int L = s->num_layers, ok = -1;
     if (L < 1 || s->n_res_slots < 1 || s->n_tape_slots < 1 || s->n_res_stored < 0 ||
-        s->n_res_stored > s->n_res_slots || s->n_tape_stored < 0 ||
+        s->n_res_stored > s->n_res_slots || s->n_res_kept < 0 ||
+        s->n_res_kept > s->n_res_stored || s->n_tape_stored < 0 ||
         s->n_tape_stored > s->n_tape_slots || !s->tape_kind || s->n_forward < 0 ||
         s->n_forward > s->n_steps) {
         snprintf(err, err_len, "schedule: bad header (layers %d, %d/%d residual, %d/%d tape "

@@ -74,6 +74,12 @@ typedef struct {
     int checkpoint_every; /* segments (mode 2, or auto when it picks them): k; 0 otherwise */
     int embed_slot;    /* residual slot the embedding writes x_0 into */
     int n_res_slots, n_res_stored;
+    /* --offload checkpoints: of the stored residual slots, the last
+     * n_res_kept ([n_res_stored - n_res_kept, n_res_stored)) stay on the
+     * device and the rest go to the host (schedule_res_host); 0, the
+     * default: all go. --recompute auto sets it; without offload it is
+     * ignored. */
+    int n_res_kept;
     int n_tape_slots, n_tape_stored;
     int n_forward;     /* steps before the loss head */
     int n_steps, cap_steps;
@@ -130,8 +136,10 @@ int schedule_finalize(Schedule *s, char *err, size_t err_len);
 void schedule_fuse_layernorms(Schedule *s);
 
 /* ---- offloaded checkpoints (--offload checkpoints; model/planner.h) ----
- * The stored residual slots live in the host tier, one host slot each, and
- * every access to one goes through a device ring of n_ring residual slots.
+ * The stored residual slots live in the host tier, one host slot each (all
+ * but the last n_res_kept, which stay on the device like workspace slots),
+ * and every access to one goes through a device ring of n_ring residual
+ * slots. "Stored" below means those on the host.
  * schedule_offload turns a schedule into the copies that make this so,
  * decided once, so the interpreter only replays them:
  *   OFF_OUT(h, r)  copy ring slot r to host slot h: after the forward step
@@ -170,6 +178,14 @@ typedef struct {
 
 int schedule_offload(const Schedule *s, int n_ring, OffloadProgram *op, char *err,
                      size_t err_len);
+/* The stored residual slots that live on the host under --offload
+ * checkpoints: [0, schedule_res_host(s)). */
+static inline int schedule_res_host(const Schedule *s)
+{
+    int k = s->n_res_kept < 0 ? 0 : s->n_res_kept > s->n_res_stored ? s->n_res_stored
+                                                                      : s->n_res_kept;
+    return s->n_res_stored - k;
+}
 void schedule_offload_free(OffloadProgram *op);
 
 /* Simulate the schedule and check that every step reads what it needs:

@@ -22,7 +22,8 @@ typedef struct {
     int last_pos;
 } Sim;
 
-static int is_stored(const Sim *m, int slot) { return slot >= 0 && slot < m->s->n_res_stored; }
+/* a stored slot that lives on the host (schedule_res_host) */
+static int is_stored(const Sim *m, int slot) { return slot >= 0 && slot < schedule_res_host(m->s); }
 
 static int push(Sim *m, int pos, int kind, int host, int ring)
 {
@@ -127,7 +128,7 @@ static int simulate(Sim *m, char *err, size_t len)
 {
     const Schedule *s = m->s;
     OffloadProgram *op = m->op;
-    int S = s->n_steps, nf = s->n_forward, ns = s->n_res_stored;
+    int S = s->n_steps, nf = s->n_forward, ns = schedule_res_host(s);
     int *last_write = malloc(sizeof(int) * (size_t)ns), *last_read = malloc(sizeof(int) * (size_t)ns);
     if (!last_write || !last_read) {
         free(last_write), free(last_read);
@@ -204,7 +205,7 @@ int schedule_offload(const Schedule *s, int n_ring, OffloadProgram *op, char *er
 {
     memset(op, 0, sizeof *op);
     err[0] = '\0';
-    int S = s->n_steps, ns = s->n_res_stored, n_pos = 2 * (S + 1);
+    int S = s->n_steps, ns = schedule_res_host(s), n_pos = 2 * (S + 1);
     if (n_ring < 1 && ns > 0) return fail(err, err_len, "a ring of no slots", 0);
     op->n_ring = ns > 0 ? n_ring : 0;
     op->n_steps = S;

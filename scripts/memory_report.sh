@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/memory_report.sh — peak memory and throughput against depth, per
-# recompute mode.
+# scripts/memory_report.sh — device and host memory and throughput against
+# depth, per recompute mode, with and without the host tier.
 #
 # usage: [REPEATS=n] [LAYERS="6 12 24 48"] scripts/memory_report.sh [cpu|gpu] [OUT_PREFIX]
 #   cpu (default): C=64, NH=4, T=128, B=4, 6 steps, one thread, fp32, the
@@ -9,27 +9,34 @@
 #   gpu: GPT-2 widths at T=1024 in bf16 (6 and 12 layers: C=768, NH=12;
 #       24: C=1024, NH=16; 48: C=1600, NH=25), B=4, 6 steps; needs a build
 #       with the CUDA backend and a GPU.
-# Sweeps layers {6, 12, 24, 48} x modes {0, selective, 1, 2, auto}; auto
-# runs at the budget halfway between mode 1's and mode 0's predicted peaks
-# (from --plan). Writes OUT_PREFIX.csv (default out/memory_report_<dev>,
+# Sweeps layers {6, 12, 24, 48} x modes {0, selective, 1, 2, auto, 1off};
+# 2 keeps every round(sqrt L)-th input (the default --checkpoint-every);
+# 1off is --recompute 1 --offload checkpoints (the stored inputs in the host
+# tier, the device keeps a ring of two); auto runs at the budget halfway
+# between mode 1's and mode 0's predicted peaks (from --plan). Writes
+# OUT_PREFIX.csv (default out/memory_report_<dev>,
 # git-ignored, so a run never overwrites the figures committed in docs/)
 # with, per run: the stored activations (planner), the planner's peak, the arenas' high-water mark, the
 # measured peak (cpu: process peak RSS; gpu: device memory the run used per
 # cudaMemGetInfo), re-forwards, recompute (% of a step's FLOPs, from
-# --plan), tokens/s and the last loss. tokens/s is the median over steps
-# 2..6 of a run; the five modes run REPEATS times in turn (default 3:
-# 0,selective,1,2,auto,0,...) at each depth, and the CSV has the median of
+# --plan), tokens/s, the last loss, the workspace and the host tier's bytes
+# (planned, and its arenas' high-water mark). tokens/s is the median over steps
+# 2..6 of a run; the six modes run REPEATS times in turn (default 3:
+# 0,selective,1,2,auto,1off,0,...) at each depth, and the CSV has the median of
 # the runs with their min and max, and scripts/speed_verdict.py says per
 # depth which modes differ from mode 0 beyond that spread. And
 # OUT_PREFIX.png (gnuplot), three panels against layers, one colour per
-# mode: the stored activations alone (what recompute saves); the whole
+# mode: the activations on the device, stored and workspace (what recompute
+# and offload save: O(L) at modes 0, selective and 1, O(sqrt L) at 2, O(1)
+# at 1off), with 1off's host bytes dashed; the whole
 # peak, predicted (solid) beside measured (dashed), with the baseline the
 # process holds before its arenas (the build's fixed memory) drawn and
 # labelled; and tokens/s relative to recompute 0 at the same depth, from
-# 0, with min-max bars. The legends sit below the panels. The title
+# 0, with min-max bars. The legends sit below the panels. PLOT_ONLY=1 draws
+# OUT_PREFIX.png again from an existing OUT_PREFIX.csv, running nothing. The title
 # carries the shape and the backend. Exits 1 if a run fails, if the arenas' high-
-# water differs from the plan, or if a mode's last loss differs from mode
-# 0's at the same depth.
+# water (device or host) differs from the plan, or if a mode's last loss
+# differs from mode 0's at the same depth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dev=${1:-cpu}
@@ -60,6 +67,10 @@ esac
 
 layers=${LAYERS:-6 12 24 48}
 xtics=$(echo "$layers" | tr " " ",")
+if [ "${PLOT_ONLY:-0}" = 1 ]; then
+    # draw the picture again from OUT_PREFIX.csv (same LAYERS), running nothing
+    [ -r "$prefix.csv" ] || { echo "memory_report.sh: PLOT_ONLY=1: $prefix.csv not found" >&2; exit 1; }
+else
 for L in $layers; do
     # shellcheck disable=SC2046
     shape=(--layers "$L" $(width "$L"))
@@ -71,10 +82,11 @@ for L in $layers; do
     ./train_gpt "${common[@]}" "${shape[@]}" --plan --memory-budget "$budget" --op-costs measure \
         > "$out/planmid$L.txt"
     for r in $(seq "${REPEATS:-3}"); do
-        for mode in 0 selective 1 2 auto; do
+        for mode in 0 selective 1 2 auto 1off; do
             extra=()
             [ "$mode" = auto ] && extra=(--memory-budget "$budget")
-            if ! ./train_gpt "${common[@]}" "${shape[@]}" --recompute "$mode" "${extra[@]}" \
+            [ "$mode" = 1off ] && extra=(--offload checkpoints)
+            if ! ./train_gpt "${common[@]}" "${shape[@]}" --recompute "${mode%off}" "${extra[@]}" \
                 --log "$out/L${L}_${mode}_$r.jsonl" > "$out/L${L}_${mode}_$r.txt" 2>&1; then
                 echo "memory_report.sh: L=$L --recompute $mode failed:" >&2
                 tail -5 "$out/L${L}_${mode}_$r.txt" >&2
@@ -98,10 +110,11 @@ for L in [int(x) for x in sys.argv[5].split()]:
                 if key == "auto" and plan.endswith(f"plan{L}.txt"):
                     continue  # auto at the midpoint budget only
                 pct[key] = float(f[6])
+    pct["1off"] = pct["1"]  # the same schedule, its inputs on the host
     budget = next(l.split("budget ")[1].split()[0] for l in open(f"{d}/planmid{L}.txt")
                   if l.startswith("plan:"))
     loss0 = None
-    for mode in ("0", "selective", "1", "2", "auto"):
+    for mode in ("0", "selective", "1", "2", "auto", "1off"):
         runs = []
         for r in range(1, reps + 1):
             steps, summ = [], None
@@ -129,6 +142,10 @@ for L in [int(x) for x in sys.argv[5].split()]:
             loss0 = loss
         if m["arena_high_water"] != m["total"]:  # "total": the arenas' plan
             bad.append(f"L={L} {mode}: arenas' high-water {m['arena_high_water']} != plan {m['total']}")
+        if m.get("host_high_water", 0) != m.get("host_total", 0):
+            bad.append(f"L={L} {mode}: host high-water {m['host_high_water']} != plan {m['host_total']}")
+        if mode == "1off" and not m.get("host_total"):
+            bad.append(f"L={L} 1off: no host tier in the summary")
         if loss != loss0:
             bad.append(f"L={L} {mode}: last loss {loss!r} != mode 0's {loss0!r}")
         rows.append([dev, L, mode, budget if mode == "auto" else "", int(m["activations"]),
@@ -136,11 +153,14 @@ for L in [int(x) for x in sys.argv[5].split()]:
                      int(m["arena_high_water"]), int(m["peak_measured"]),
                      "device_used" if dev == "gpu" else "peak_rss", summ["reforwards"],
                      f"{pct[mode]:.3f}", f"{tps:.0f}", f"{loss:.6f}",
-                     int(m.get("baseline", 0)), f"{tps_lo:.0f}", f"{tps_hi:.0f}"])
+                     int(m.get("baseline", 0)), f"{tps_lo:.0f}", f"{tps_hi:.0f}",
+                     int(m["workspace"]), int(m.get("host_total", 0)),
+                     int(m.get("host_high_water", 0))])
 hdr = ("device,layers,mode,budget_bytes,stored_activations_bytes,planner_peak_bytes,"
        "arena_high_water_bytes,"
        "measured_peak_bytes,measured_kind,reforwards,recompute_pct,tokens_per_s_median,last_loss,"
-       "baseline_bytes,tokens_per_s_min,tokens_per_s_max")
+       "baseline_bytes,tokens_per_s_min,tokens_per_s_max,workspace_bytes,host_planned_bytes,"
+       "host_high_water_bytes")
 with open(csv, "w") as f:
     f.write(hdr + "\n")
     for r in rows:
@@ -156,14 +176,15 @@ for L in $layers; do
     echo "L=$L:"
     scripts/speed_verdict.py --label "  tokens/s --recompute" < "$out/tps$L.txt"
 done
+fi
 # one data file per mode for gnuplot: layers, stored activations MiB,
 # planner peak MiB, measured peak MiB, tokens/s relative to mode 0 (median,
-# min, max), baseline MiB
-for mode in 0 selective 1 2 auto; do
+# min, max), baseline MiB, device activations (stored + workspace) MiB, host MiB
+for mode in 0 selective 1 2 auto 1off; do
     awk -F, -v m="$mode" 'NR>1 && $3=="0"{t0[$2]=$12}
-        NR>1 && $3==m{rows[$2]=$5/1048576" "$6/1048576" "$8/1048576" "$12" "$15" "$16" "$14/1048576}
+        NR>1 && $3==m{rows[$2]=$5/1048576" "$6/1048576" "$8/1048576" "$12" "$15" "$16" "$14/1048576" "($5+$17)/1048576" "$18/1048576}
         END{for (L in rows) {split(rows[L], r, " ");
-            print L, r[1], r[2], r[3], r[4]/t0[L], r[5]/t0[L], r[6]/t0[L], r[7]}}' \
+            print L, r[1], r[2], r[3], r[4]/t0[L], r[5]/t0[L], r[6]/t0[L], r[7], r[8], r[9]}}' \
         "$prefix.csv" | sort -n > "$out/plot_$mode.dat"
 done
 base_mib=$(awk '{print $8; exit}' "$out/plot_0.dat")
@@ -178,7 +199,8 @@ gnuplot <<GP
 set terminal pngcairo size 1600,620 font ",10" noenhanced
 set output "$prefix.png"
 set multiplot layout 1,3 title "train_gpt memory report: $shape; backend $dev ($desc)"
-modes = "0 selective 1 2 auto"
+modes = "0 selective 1 2 auto 1off"
+titles = "0 selective 1 2(k=round(sqrtL)) auto 1+offload"
 f(i) = "$out/plot_".word(modes, i).".dat"
 # dark, distinct colours that print (no yellow), one per mode
 set linetype 1 lc rgb "#000000" lw 2 pt 7
@@ -186,23 +208,37 @@ set linetype 2 lc rgb "#1f4e9e" lw 2 pt 5
 set linetype 3 lc rgb "#c0392b" lw 2 pt 9
 set linetype 4 lc rgb "#1e8449" lw 2 pt 11
 set linetype 5 lc rgb "#7d3c98" lw 2 pt 13
+set linetype 6 lc rgb "#d35400" lw 2 pt 15
 set xlabel "layers"
 set xtics ($xtics)
 set grid
 set key outside below horizontal maxcols 3 box
+# log-log: O(L) rises with slope 1, O(sqrt L) with slope 1/2, O(1) is flat
+set logscale xy
+lmin = word("$layers", 1) + 0.0
+lmax = word("$layers", words("$layers")) + 0.0
+set xrange [lmin * 0.9:lmax * 1.1]
+set yrange [0.5:*]
+set ylabel "activations on the device: stored + workspace, planner (MiB, log scale)"
+plot for [i=1:6] f(i) using 1:9 with linespoints lt i title "--recompute ".word(titles, i), \
+     f(6) using 1:10 with linespoints lt 6 dt 2 title "host tier: --recompute 1+offload"
+unset logscale xy
+set autoscale x
 set yrange [0:*]
-set ylabel "stored activations, planner (MiB)"
-plot for [i=1:5] f(i) using 1:2 with linespoints lt i title "--recompute ".word(modes, i)
 set ylabel "whole peak (MiB): predicted solid, measured dashed"
 set arrow 1 from graph 0, first $base_mib to graph 1, first $base_mib nohead lc rgb "#555555" dt 3
 set label 1 sprintf("baseline (the process before its arenas): %.1f MiB", $base_mib) at graph 0.02, first $base_mib offset 0,0.7 tc rgb "#555555"
-plot for [i=1:5] f(i) using 1:3 with linespoints lt i title "predicted ".word(modes, i), \
-     for [i=1:5] f(i) using 1:4 with linespoints lt i dt 2 title "measured ".word(modes, i)
+plot for [i=1:6] f(i) using 1:3 with linespoints lt i title "predicted ".word(titles, i), \
+     for [i=1:6] f(i) using 1:4 with linespoints lt i dt 2 title "measured ".word(titles, i)
 unset arrow 1
 unset label 1
 set ylabel "tokens/s relative to --recompute 0 (median, min-max of ${REPEATS:-3} runs)"
-plot for [i=1:5] f(i) using 1:5:6:7 with yerrorlines lt i title "--recompute ".word(modes, i)
+plot for [i=1:6] f(i) using 1:5:6:7 with yerrorlines lt i title "--recompute ".word(titles, i)
 unset multiplot
 GP
+if [ "${PLOT_ONLY:-0}" = 1 ]; then
+    echo "drew $prefix.png from $prefix.csv (PLOT_ONLY=1)"
+    exit 0
+fi
 # the command that makes these files again (LAYERS and OUT_PREFIX included when given)
 echo "wrote $prefix.csv and $prefix.png (command: REPEATS=${REPEATS:-3}${LAYERS:+ LAYERS=\"$LAYERS\"} scripts/memory_report.sh $dev${2:+ $2}; $(date -u +%F))"

@@ -146,8 +146,8 @@ static char *make_shards(void)
 }
 
 /* A host tier over --host-budget exits 2 naming the flag and both sizes, before
- * anything is allocated; so does auto with offloaded checkpoints, which it cannot
- * weigh yet. */
+ * anything is allocated; so does auto with offloaded checkpoints and counted FLOPs,
+ * which cannot weigh a copy against recompute. */
 Test(offload_flags, over_the_host_budget_exits_2, .timeout = 60)
 {
     char *d = make_shards(), args[2048], *out, *err, want[160], e[256];
@@ -169,7 +169,7 @@ Test(offload_flags, over_the_host_budget_exits_2, .timeout = 60)
              "checkpoints --steps 1 --device cpu --op-costs flops --train-data "
              "'%s/b_train_*.bin' --val-data '%s/b_val_*.bin'", d, d);
     cr_assert_eq(run(args, d, &out, &err), 2, "stdout %s stderr %s", out, err);
-    cr_expect(err && strstr(err, "--offload checkpoints: --recompute auto does not weigh"),
+    cr_expect(err && strstr(err, "--offload checkpoints: needs measured op and copy costs"),
               "%s", err);
     free(out), free(err), free(d);
 }

@@ -31,6 +31,8 @@ static OpCosts some_costs(void)
 {
     OpCosts oc = {.unit = OPCOST_NS, .reps = 5};
     for (int op = 0; op < OP_COUNT; op++) oc.c[op] = 1000 * (op + 1) + 7;
+    oc.copy_lat_ns = 41000;
+    oc.copy_bw = 5200000000LL;
     return oc;
 }
 
@@ -60,7 +62,10 @@ Test(opcost_file, round_trip_and_faults)
         {"\"ops_ns\"", "\"ops\"", "are required"},
         {"\"gelu_bwd\"", "\"gelu_back\"", "\"ops_ns\".\"gelu_bwd\" missing"},
         {"\"train_gpt op costs\"", "\"other\"", "\"format\" is not"},
-        {"\"version\":\t1", "\"version\":\t2", "unsupported or missing \"version\""},
+        /* version 1 (no copy costs) is another version, never read as free copies */
+        {"\"version\":\t2", "\"version\":\t1", "unsupported or missing \"version\""},
+        {"\"copy\"", "\"copies\"", "\"copy\" missing"},
+        {"\"bytes_per_s\":\t5200000000", "\"bytes_per_s\":\t-1", "\"bytes_per_s\" not an"},
         {"\"adamw\":\t27007", "\"adamw\":\t-5", "\"ops_ns\".\"adamw\" missing or not"},
         {"\"adamw\":\t27007", "\"adamw\":\t1.5", "\"ops_ns\".\"adamw\" missing or not"},
     };
@@ -228,6 +233,18 @@ Test(opcost_file, measure_cache_and_predicted_vs_measured, .timeout = 120)
     cr_assert_eq(run(d, train_args(d, extra), &out, &err), 0, "%s", err);
     cr_assert(strstr(err, "not valid JSON") && strstr(err, "measuring the op costs again"),
               "%s", err);
+    cr_assert(strstr(out, "op costs: measured on cpu: "), "%s", out);
+    /* the copy engine was timed beside the ops, and is in the report */
+    cr_assert(strstr(out, "  copy engine: latency "), "%s", out);
+    free(out), free(err);
+    /* a version-1 entry (from before the copy costs) is measured again, not read
+     * as copies of no cost */
+    snprintf(cmd, sizeof cmd, "for f in %s/cache/op_costs_*.json; do sed -i "
+             "'s/\"version\":\t2/\"version\":\t1/' $f; done", d);
+    cr_assert_eq(tu_run(cmd), 0);
+    cr_assert_eq(run(d, train_args(d, extra), &out, &err), 0, "%s", err);
+    cr_assert(strstr(err, "unsupported or missing \"version\"") &&
+              strstr(err, "measuring the op costs again"), "%s", err);
     cr_assert(strstr(out, "op costs: measured on cpu: "), "%s", out);
     free(out), free(err), free(d);
 }

@@ -187,16 +187,17 @@ Test(planner_offload, host_budget_bounds_max_batch)
     cr_expect_eq(rows[2].fits, 0);
 }
 
-/* auto's byte model has no ring: it refuses offloaded checkpoints rather than
- * plan wrongly, and counts offloaded optimizer state. */
-Test(planner_offload, auto_refuses_checkpoints_counts_optimizer)
+/* auto weighs offloaded checkpoints only with measured op and copy costs
+ * (test_auto_offload.c has the search): without them it refuses, naming the
+ * flag; offloaded optimizer state it counts with any costs. */
+Test(planner_offload, auto_needs_copy_costs_counts_optimizer)
 {
     Schedule s;
     AutoResult r;
     char err[256];
     PlanInput in = tiny(OFFLOAD_CHECKPOINTS);
     cr_expect_eq(planner_auto(&in, (size_t)1 << 30, NULL, &s, &r, err, sizeof err), -1);
-    cr_expect(strstr(err, "--offload checkpoints"), "%s", err);
+    cr_expect(strstr(err, "--offload checkpoints: needs measured op and copy costs"), "%s", err);
     in = tiny(OFFLOAD_OPTIMIZER);
     cr_assert_eq(planner_auto(&in, (size_t)1 << 30, NULL, &s, &r, err, sizeof err), 0, "%s", err);
     MemoryPlan p;
