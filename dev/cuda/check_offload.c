@@ -150,7 +150,7 @@ static void check_host_adamw(Ctx *c, size_t n, const char *sh)
         float lr = 3e-3f, wd = t == 1 ? 0.1f : 0.0f, scale = t == 1 ? 1.0f : 0.37f;
         OPS(c)->adamw_update(be, d.params, d.master, d.grads, d.m, d.v, n, lr, 0.9f, 0.95f,
                              1e-8f, wd, scale, t);
-        /* gpt.c's update_on_host, one piece */
+        /* gpt_optim.c's deferred update, one piece, waited for at once */
         OPS(c)->copy_async(be, h.grads, d.grads, pb, 5);
         OPS(c)->event_wait(be, 5);
         OPS(c)->host_adamw_update(be, h.params, h.master, h.grads, h.m, h.v, n, lr, 0.9f, 0.95f,
