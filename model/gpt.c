@@ -103,7 +103,7 @@ void gpt_zero_grads(GPT *g)
  * per-layer ones, the whole tensor of the others) are final. */
 static void grads_ready(GPT *g, const int *t, int n, int layer)
 {
-    if (!g->grad_ready) return;
+    if (!g->grad_ready && !g->deferred.early) return;
     size_t start[NUM_PARAM_TENSORS], offs[NUM_PARAM_TENSORS], counts[NUM_PARAM_TENSORS], o = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         start[i] = o;
@@ -119,7 +119,9 @@ static void grads_ready(GPT *g, const int *t, int n, int layer)
             offs[k] = start[t[k]] + (size_t)layer * counts[k];
         }
     }
-    g->grad_ready(g->grad_ready_ctx, offs, counts, n);
+    if (g->grad_ready) g->grad_ready(g->grad_ready_ctx, offs, counts, n);
+    gpt_opt_grads_final(g, offs, counts, n);
+    TEST_HOOK(if (g->deferred.early && layer >= 0) gpt_trace(g, GPT_TRACE_STAGED(layer)));
 }
 
 /* ---- one block ---- */
@@ -367,6 +369,7 @@ static double mean_loss(GPT *g)
 double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float dloss)
 {
     int N = g->B * g->T, C = g->cfg.channels;
+    gpt_opt_pass_begins(g);
     if (forward_to_lnf(g, inputs) != 0) return NAN;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
     /* Head forward and backward in one chunked pass: dsmall = dL/d(lnf out). */

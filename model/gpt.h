@@ -69,6 +69,9 @@ typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *coun
  * units still to be enqueued. */
 typedef struct {
     int pending, next, waited;
+    /* final: gpt_set_final_micro's; early: this pass copied every gradient
+     * into the staging during its backward (gpt_update then does not) */
+    int final, early;
     AdamWConfig opt;
     float lr, scale;
     int t;
@@ -79,12 +82,14 @@ typedef struct {
  * unit u's host AdamW and upload were enqueued (gpt_tensors.h: unit 0 the
  * embeddings, 1 + l block l); GPT_TRACE_WAIT(u): the forward waited for unit u;
  * GPT_TRACE_FORWARD(l) / GPT_TRACE_BACKWARD(l): block l's forward (first or re-)
- * or backward step returned. */
+ * or backward step returned; GPT_TRACE_STAGED(l): the final backward enqueued
+ * block l's gradients into the host tier (gpt_set_final_micro). */
 #define GPT_TRACE_CAP 4096
 #define GPT_TRACE_ENQUEUE(u) (0x10000 + (u))
 #define GPT_TRACE_WAIT(u) (0x20000 + (u))
 #define GPT_TRACE_FORWARD(l) (0x30000 + (l))
 #define GPT_TRACE_BACKWARD(l) (0x40000 + (l))
+#define GPT_TRACE_STAGED(l) (0x50000 + (l)) /* block l's gradients enqueued to the host */
 typedef struct {
     int code[GPT_TRACE_CAP];
     int n;
@@ -268,5 +273,12 @@ void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm);
 void gpt_params_settle(GPT *g);
 /* gpt_zero_grads' wait: the deferred update has copied the gradients out. */
 void gpt_opt_grads_taken(GPT *g);
+/* Before each micro-batch's gpt_forward_backward: final = 1 when it is the
+ * last of the step and nothing but this process changes the gradients after
+ * its backward (one rank: no reduction). With --offload optimizer, that
+ * backward then copies each layer's gradients into the host tier as soon as
+ * they are final (the gradient hook's moments), beside the rest of the
+ * backward, and gpt_update's AdamW finds them there. */
+void gpt_set_final_micro(GPT *g, int final);
 
 #endif

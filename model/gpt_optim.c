@@ -5,7 +5,10 @@
  * be updated before the whole backward (and, with ranks, its reduction) is done.
  * gpt_update then enqueues on the copy engine, in this order:
  *   1. every unit's gradients (and, without a master, its parameters) into the
- *      host's staging, on OPT_IN_EV;
+ *      host's staging, on OPT_IN_EV, unless the backward did it already: in the
+ *      step's final micro-batch of a single process (gpt_set_final_micro) each
+ *      layer's gradients go as soon as the gradient hook would be told they are
+ *      final (gpt_opt_grads_final), beside the rest of the backward;
  *   2. unit by unit (gpt_tensors.h: the embeddings, then block 0, 1, ...): the
  *      host AdamW of each of its pieces, and the upload of its parameters, on
  *      OPT_UNIT_EV + u % OPT_WINDOW,
@@ -179,23 +182,49 @@ void gpt_params_settle(GPT *g) { gpt_opt_wait_unit(g, INT_MAX); }
 
 void gpt_opt_grads_taken(GPT *g)
 {
-    if (g->deferred.pending) OPS->event_wait(g->be, OPT_IN_EV);
+    /* also the copies of an early pass whose update never came (a skipped step) */
+    if (g->deferred.pending || g->deferred.early) OPS->event_wait(g->be, OPT_IN_EV);
+}
+
+void gpt_set_final_micro(GPT *g, int final) { g->deferred.final = final; }
+
+/* Flat range [off, off + count) of the gradients (and, without a master, the
+ * parameters), cut to the optimizer range, into the host's staging. */
+static void stage_in(GPT *g, size_t off, size_t count)
+{
+    size_t b = g->opt_begin, e = g->opt_end, end = off + count;
+    size_t lo = off > b ? off : b, hi = end < e ? end : e;
+    if (lo >= hi) return;
+    size_t k = lo - b, bytes = (hi - lo) * g->be->par_bytes;
+    OPS->copy_async(g->be, gpt_par_at(g, g->host_grads, k), gpt_par_at(g, g->grads, lo), bytes,
+                    OPT_IN_EV);
+    if (!g->master) /* fp32: the parameters are the ones updated; backward does not write them */
+        OPS->copy_async(g->be, gpt_par_at(g, g->host_params, k), gpt_par_at(g, g->params, lo),
+                        bytes, OPT_IN_EV);
+}
+
+void gpt_opt_pass_begins(GPT *g)
+{
+    gpt_opt_grads_taken(g); /* the staging is about to be written again */
+    g->deferred.early = g->host_params && g->deferred.final;
+}
+
+void gpt_opt_grads_final(GPT *g, const size_t *offs, const size_t *counts, int n)
+{
+    if (!g->deferred.early) return;
+    for (int i = 0; i < n; i++) stage_in(g, offs[i], counts[i]);
 }
 
 /* gpt_update in the host tier: steps 1 and 2 of the deferred update (above). */
 static void update_deferred(GPT *g, const AdamWConfig *opt, float lr, float scale)
 {
-    OptPiece pc[NUM_PARAM_TENSORS];
-    int n = opt_pieces(g, pc);
-    for (int i = 0; i < n; i++) {
-        size_t k = pc[i].lo - g->opt_begin, bytes = (pc[i].hi - pc[i].lo) * g->be->par_bytes;
-        OPS->copy_async(g->be, gpt_par_at(g, g->host_grads, k),
-                        gpt_par_at(g, g->grads, pc[i].lo), bytes, OPT_IN_EV);
-        if (!g->master) /* fp32: the parameters are the ones updated */
-            OPS->copy_async(g->be, gpt_par_at(g, g->host_params, k),
-                            gpt_par_at(g, g->params, pc[i].lo), bytes, OPT_IN_EV);
+    if (!g->deferred.early) { /* else the backward staged them, layer by layer */
+        OptPiece pc[NUM_PARAM_TENSORS];
+        int n = opt_pieces(g, pc);
+        for (int i = 0; i < n; i++) stage_in(g, pc[i].lo, pc[i].hi - pc[i].lo);
     }
-    g->deferred = (GPTDeferred){.pending = 1, .next = 0, .waited = -1, .opt = *opt, .lr = lr,
+    g->deferred = (GPTDeferred){.pending = 1, .next = 0, .waited = -1,
+                                .final = g->deferred.final, .opt = *opt, .lr = lr,
                                 .scale = scale, .t = g->adam_t};
     while (g->deferred.next < n_units(g) && g->deferred.next < OPT_WINDOW)
         enqueue_unit(g, g->deferred.next++);

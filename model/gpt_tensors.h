@@ -27,6 +27,14 @@ static inline char *gpt_par_at(const GPT *g, void *base, size_t elem)
  * update is pending. */
 void gpt_opt_wait_unit(GPT *g, int u);
 
+/* A forward/backward pass begins: the staging may be written (the previous
+ * step's copies out of it are done), and whether its backward stages the
+ * gradients (gpt_set_final_micro). */
+void gpt_opt_pass_begins(GPT *g);
+/* The flat gradient ranges that just became final (grads_ready's): into the
+ * host's staging when this pass stages them. */
+void gpt_opt_grads_final(GPT *g, const size_t *offs, const size_t *counts, int n);
+
 /* Test build (base/test_hooks.h): append code to g->trace when a test set one. */
 void gpt_trace(GPT *g, int code);
 

@@ -1,13 +1,16 @@
 /* tests/unit/model/test_offload_optim.c — --offload optimizer's deferred update
  * (model/gpt_optim.c) on the cpu backend, whose host AdamW and copies run on its copy
  * thread: over several steps, with clipping on (and biting) and off, with gradient
- * accumulation, with checkpoints offloaded too, with a forward-only pass between, and
+ * accumulation, with the gradients staged during the last backward (gpt_set_final_micro)
+ * and by gpt_update, with checkpoints offloaded too, with a forward-only pass between, and
  * across a resume in the middle (parameters, m and v taken out and put into a fresh
  * model), the losses of every step, the gradients and the parameters are bitwise those
  * of recompute 0 without offload (memcmp). The order test reads the model's trace (test
  * build only, base/test_hooks.h): the next forward waits for block l's weights just
  * before block l, and the last block's AdamW is enqueued only after block 0's forward
- * has run, so the update overlaps the forward and does not wait for it whole. */
+ * has run, so the update overlaps the forward and does not wait for it whole; and in the
+ * final micro-batch block l's gradients are copied to the host before block l-1's
+ * backward runs. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,7 @@ typedef struct {
 typedef struct {
     int mode, offload, accum, resume_at; /* resume_at: 0 = unbroken */
     float clip;
+    int late; /* 1: gpt_update stages the gradients, not the last backward */
 } Case;
 
 static GPT *open_model(GPT *g, Backend *be, const GPTConfig *cfg, const Case *c)
@@ -80,6 +84,7 @@ static Run run(const GPTConfig *cfg, const Case *c)
         for (int micro = 0; micro < c->accum; micro++) {
             tu_random_tokens(in, N, cfg->vocab_size, 10 + step * ACCUM_MAX + micro);
             tu_random_tokens(tg, N, cfg->vocab_size, 50 + step * ACCUM_MAX + micro);
+            gpt_set_final_micro(&g, !c->late && micro == c->accum - 1);
             loss += gpt_forward_backward(&g, in, tg, 1.0f / (N * c->accum));
         }
         r.loss[step] = loss;
@@ -117,21 +122,24 @@ static void matches_mode_0(float clip)
     cfg.num_layers = 6;
     size_t n = config_num_params(&cfg);
     for (int accum = 1; accum <= ACCUM_MAX; accum++) {
-        Case ref = {RECOMPUTE_NONE, 0, accum, 0, clip};
+        Case ref = {RECOMPUTE_NONE, 0, accum, 0, clip, 0};
         Run a = run(&cfg, &ref);
         const Case cases[] = {
-            {RECOMPUTE_NONE, OFFLOAD_OPTIMIZER, accum, 0, clip},
-            {RECOMPUTE_BLOCK, OFFLOAD_OPTIMIZER, accum, 0, clip},
-            {RECOMPUTE_BLOCK, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER, accum, 0, clip},
-            {RECOMPUTE_SELECTIVE, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER, accum, 0, clip},
-            {RECOMPUTE_BLOCK, OFFLOAD_OPTIMIZER, accum, 2, clip},
-            {RECOMPUTE_NONE, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER, accum, 1, clip},
+            {RECOMPUTE_NONE, OFFLOAD_OPTIMIZER, accum, 0, clip, 0},
+            {RECOMPUTE_BLOCK, OFFLOAD_OPTIMIZER, accum, 0, clip, 0},
+            {RECOMPUTE_BLOCK, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER, accum, 0, clip, 0},
+            {RECOMPUTE_SELECTIVE, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER, accum, 0, clip, 0},
+            {RECOMPUTE_BLOCK, OFFLOAD_OPTIMIZER, accum, 2, clip, 0},
+            {RECOMPUTE_NONE, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER, accum, 1, clip, 0},
+            {RECOMPUTE_BLOCK, OFFLOAD_OPTIMIZER, accum, 0, clip, 1},
+            {RECOMPUTE_SELECTIVE, OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER, accum, 2, clip, 1},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             char what[128];
-            snprintf(what, sizeof what, "mode %d, --offload %s, grad accum %d, clip %g%s",
+            snprintf(what, sizeof what, "mode %d, --offload %s, grad accum %d, clip %g%s%s",
                      cases[i].mode, planner_offload_name(cases[i].offload), accum, clip,
-                     cases[i].resume_at ? ", resumed" : "");
+                     cases[i].resume_at ? ", resumed" : "",
+                     cases[i].late ? ", staged by gpt_update" : "");
             Run b = run(&cfg, &cases[i]);
             expect_same(&a, &b, n, what);
             drop(&b);
@@ -165,7 +173,7 @@ Test(offload_optim, block_l_waits_only_for_its_own_weights)
     int L = cfg.num_layers, last = L; /* units: 0 the embeddings, 1 + l block l */
     Backend *be = tu_cpu();
     GPT g;
-    Case c = {RECOMPUTE_NONE, OFFLOAD_OPTIMIZER, 1, 0, 1.0f};
+    Case c = {RECOMPUTE_NONE, OFFLOAD_OPTIMIZER, 1, 0, 1.0f, 0};
     open_model(&g, be, &cfg, &c);
     float *p = tu_random_params(&cfg, 7);
     gpt_set_params(&g, p);
@@ -185,6 +193,7 @@ Test(offload_optim, block_l_waits_only_for_its_own_weights)
     cr_assert_eq(find(t, GPT_TRACE_ENQUEUE(last), 0), -1,
                  "gpt_update returned before enqueuing the last block's AdamW");
     gpt_zero_grads(&g);
+    gpt_set_final_micro(&g, 1);
     gpt_forward_backward(&g, in, tg, 1.0f / 16);
     g.trace = NULL;
     int f0 = find(t, GPT_TRACE_FORWARD(0), 0);
@@ -206,6 +215,13 @@ Test(offload_optim, block_l_waits_only_for_its_own_weights)
     }
     cr_expect_lt(find(t, GPT_TRACE_WAIT(last), 0), find(t, GPT_TRACE_BACKWARD(L - 1), 0),
                  "every unit was waited for before the backward");
+    /* the final micro-batch's backward: block l's gradients go to the host before
+     * block l-1's backward, not after the whole backward */
+    for (int l = 1; l < L; l++) {
+        int st = find(t, GPT_TRACE_STAGED(l), 0), b = find(t, GPT_TRACE_BACKWARD(l - 1), 0);
+        cr_expect(st >= 0 && st < b, "block %d's gradients were staged before block %d's "
+                  "backward", l, l - 1);
+    }
     free(t);
     gpt_free(&g);
     backend_close(be);
