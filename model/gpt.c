@@ -1,14 +1,15 @@
-/* model/gpt.c — the schedule interpreter and the parameter/gradient/optimizer
- * entry points (see gpt.h); the buffers it runs on are carved in gpt_alloc.c. */
+/* model/gpt.c — the schedule interpreter and the parameter and gradient entry points
+ * (see gpt.h); the buffers it runs on are carved in gpt_alloc.c, the optimizer step is
+ * gpt_optim.c's. */
 #include "gpt.h"
 
 #include <math.h>
-
-#include "base/test_hooks.h"
-#include "gpt_tensors.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/test_hooks.h"
+#include "gpt_tensors.h"
 
 
 #define OPS (g->be->ops)
@@ -21,7 +22,6 @@ static void *layer_ptr(const GPT *g, void *const *base, int i, int l)
 }
 #define P(i, l) layer_ptr(g, g->param_t, (i), (l))
 #define G(i, l) layer_ptr(g, g->grad_t, (i), (l))
-
 
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx)
 {
@@ -48,8 +48,6 @@ static int master_sharded(const GPT *g)
     return g->master && (g->opt_begin != 0 || g->opt_end != g->plan.num_params);
 }
 
-#define par_at gpt_par_at
-
 size_t gpt_arena_high_water(const GPT *g)
 {
     size_t used = 0;
@@ -73,7 +71,7 @@ void gpt_set_params(GPT *g, const float *host)
         return;
     }
     OPS->params_upload(g->be, g->params, NULL, host, n);
-    OPS->params_upload(g->be, par_at(g, g->params, b), g->master, host + b, e - b);
+    OPS->params_upload(g->be, gpt_par_at(g, g->params, b), g->master, host + b, e - b);
 }
 
 void gpt_get_params(GPT *g, float *host)
@@ -85,7 +83,7 @@ void gpt_get_params(GPT *g, float *host)
         return;
     }
     OPS->params_download(g->be, host, g->params, NULL, n);
-    OPS->params_download(g->be, host + b, par_at(g, g->params, b), g->master, e - b);
+    OPS->params_download(g->be, host + b, gpt_par_at(g, g->params, b), g->master, e - b);
 }
 
 void gpt_get_grads(GPT *g, float *host)
