@@ -499,6 +499,7 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
     if (!rc && rank == 0 && own_check(&s->lock, "--checkpoint-dir", s->dir, why, sizeof why) != 0)
         rc = moved = 1;
     if (agree(d, rc) != 0) goto out;
+    gpt_params_settle(g); /* a deferred host-tier update writes m and v too */
     g->be->ops->sync(g->be);
     rc = dist_get_params(d, p, why, sizeof why); /* the full parameters, on every rank */
     if (agree(d, rc) != 0) goto out;

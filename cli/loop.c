@@ -131,6 +131,8 @@ int loop_run(Trainer *tr, char *err, size_t len)
             }
             if (loader_next(&tr->train, tr->inputs, tr->targets, err, len) != 0) return -1;
             dist_begin_micro(d, micro == o->grad_accum - 1);
+            /* one process: the last backward's gradients are final as it makes them */
+            gpt_set_final_micro(&tr->model, micro == o->grad_accum - 1 && d->world == 1);
             loss += gpt_forward_backward(&tr->model, tr->inputs, tr->targets, dloss);
             if (tr->model.abandoned) {
                 if (loader_seek(&tr->train, epoch, shard, window, err, len) != 0) return -1;

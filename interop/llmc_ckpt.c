@@ -184,6 +184,7 @@ int llmc_ckpt_export(const char *dir, int step, int model_version, GPT *g, Dist 
     rc = !params || !m || !v;
     if (rc) io_err(why, sizeof why, "out of host memory for the llm.c export");
     if (agree(d, rc) != 0) goto out;
+    gpt_params_settle(g); /* a deferred host-tier update writes m and v too */
     g->be->ops->sync(g->be);
     rc = dist_get_params(d, params, why, sizeof why);
     if (agree(d, rc) != 0) goto out;

@@ -191,7 +191,8 @@ typedef struct BackendOps {
      * host's cores, bit for bit adamw_update's (--offload optimizer). NULL
      * where a backend has no host tier. It is an op like the others: it runs
      * after the copies enqueued before it and before those enqueued after it
-     * (cuda: on the copy stream, the caller does not wait for it), so its
+     * (cuda: on the copy stream; cpu: on the copy thread; the caller does not
+     * wait for it, and goes on enqueuing ops beside it), so its
      * inputs come in and its outputs go back by copy_async; the caller reads
      * what it wrote only after an event_wait and a sync. */
     void (*host_adamw_update)(Backend *be, void *params, float *master, const void *grads,

@@ -1,11 +1,15 @@
-/* model/gpt.c — the schedule interpreter and the parameter/gradient/optimizer
- * entry points (see gpt.h); the buffers it runs on are carved in gpt_alloc.c. */
+/* model/gpt.c — the schedule interpreter and the parameter and gradient entry points
+ * (see gpt.h); the buffers it runs on are carved in gpt_alloc.c, the optimizer step is
+ * gpt_optim.c's. */
 #include "gpt.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/test_hooks.h"
+#include "gpt_tensors.h"
 
 
 #define OPS (g->be->ops)
@@ -18,9 +22,6 @@ static void *layer_ptr(const GPT *g, void *const *base, int i, int l)
 }
 #define P(i, l) layer_ptr(g, g->param_t, (i), (l))
 #define G(i, l) layer_ptr(g, g->grad_t, (i), (l))
-
-enum { WTE, WPE, LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW,
-       FCPROJB, LNFW, LNFB };
 
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx)
 {
@@ -47,11 +48,6 @@ static int master_sharded(const GPT *g)
     return g->master && (g->opt_begin != 0 || g->opt_end != g->plan.num_params);
 }
 
-static char *par_at(const GPT *g, void *base, size_t elem)
-{
-    return (char *)base + elem * g->be->par_bytes;
-}
-
 size_t gpt_arena_high_water(const GPT *g)
 {
     size_t used = 0;
@@ -68,24 +64,26 @@ size_t gpt_host_high_water(const GPT *g)
 
 void gpt_set_params(GPT *g, const float *host)
 {
+    gpt_params_settle(g); /* no upload of a deferred update may land after these */
     size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
     if (!master_sharded(g)) {
         OPS->params_upload(g->be, g->params, g->master, host, n);
         return;
     }
     OPS->params_upload(g->be, g->params, NULL, host, n);
-    OPS->params_upload(g->be, par_at(g, g->params, b), g->master, host + b, e - b);
+    OPS->params_upload(g->be, gpt_par_at(g, g->params, b), g->master, host + b, e - b);
 }
 
 void gpt_get_params(GPT *g, float *host)
 {
+    gpt_params_settle(g);
     size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
     if (!master_sharded(g)) {
         OPS->params_download(g->be, host, g->params, g->master, n);
         return;
     }
     OPS->params_download(g->be, host, g->params, NULL, n);
-    OPS->params_download(g->be, host + b, par_at(g, g->params, b), g->master, e - b);
+    OPS->params_download(g->be, host + b, gpt_par_at(g, g->params, b), g->master, e - b);
 }
 
 void gpt_get_grads(GPT *g, float *host)
@@ -95,6 +93,7 @@ void gpt_get_grads(GPT *g, float *host)
 
 void gpt_zero_grads(GPT *g)
 {
+    gpt_opt_grads_taken(g);
     OPS->mem_zero(g->be, g->grads, g->plan.padded_params * g->be->par_bytes);
 }
 
@@ -102,7 +101,7 @@ void gpt_zero_grads(GPT *g)
  * per-layer ones, the whole tensor of the others) are final. */
 static void grads_ready(GPT *g, const int *t, int n, int layer)
 {
-    if (!g->grad_ready) return;
+    if (!g->grad_ready && !g->deferred.early) return;
     size_t start[NUM_PARAM_TENSORS], offs[NUM_PARAM_TENSORS], counts[NUM_PARAM_TENSORS], o = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         start[i] = o;
@@ -118,7 +117,9 @@ static void grads_ready(GPT *g, const int *t, int n, int layer)
             offs[k] = start[t[k]] + (size_t)layer * counts[k];
         }
     }
-    g->grad_ready(g->grad_ready_ctx, offs, counts, n);
+    if (g->grad_ready) g->grad_ready(g->grad_ready_ctx, offs, counts, n);
+    gpt_opt_grads_final(g, offs, counts, n);
+    TEST_HOOK(if (g->deferred.early && layer >= 0) gpt_trace(g, GPT_TRACE_STAGED(layer)));
 }
 
 /* ---- one block ---- */
@@ -315,12 +316,17 @@ static int run_steps(GPT *g, int k0, int k1)
             /* the previous step's closing add wrote this block's LN1 */
             const ScheduleStep *prev = k > k0 ? st - 1 : NULL;
             int ln1_done = prev && prev->fuse_next_ln && prev->out_slot != SLOT_FINAL;
+            /* a deferred update: this block's weights, and the next block's when
+             * the closing add writes its LN1 (LN_f's are in the last block's unit) */
+            gpt_opt_wait_unit(g, GPT_UNIT_BLOCK(st->block + (st->fuse_next_ln ? 1 : 0)));
             LnOut next = st->fuse_next_ln ? next_layernorm(g, k) : (LnOut){0};
             block_forward(g, st->block, x, tp, out, ln1_done, st->fuse_next_ln ? &next : NULL);
+            TEST_HOOK(gpt_trace(g, GPT_TRACE_FORWARD(st->block)));
         } else {
             static const int block_tensors[12] = {LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB,
                                                   LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB};
             block_backward(g, st->block, x, tp);
+            TEST_HOOK(gpt_trace(g, GPT_TRACE_BACKWARD(st->block)));
             grads_ready(g, block_tensors, 12, st->block);
         }
         offload_at(g, OFFLOAD_AFTER(k));
@@ -337,10 +343,12 @@ static int forward_to_lnf(GPT *g, const int *inputs)
     g->abandoned = 0;
     OPS->mem_upload(g->be, g->tokens, inputs, (size_t)N * sizeof(int));
     offload_at(g, OFFLOAD_BEFORE(-1));
+    gpt_opt_wait_unit(g, GPT_UNIT_EMBED);
     OPS->encoder_forward(g->be, res_at(g, g->sched.embed_slot, g->off.n_ring ? g->off.embed_ring : -1),
                          g->tokens, g->param_t[WTE], g->param_t[WPE], g->B, g->T, C);
     offload_at(g, OFFLOAD_AFTER(-1));
     if (run_steps(g, 0, g->sched.n_forward) != 0) return -1;
+    gpt_params_settle(g); /* the head, LN_f and backward read every unit */
     if (!lnf_fused(g))
         OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
                                g->param_t[LNFW], g->param_t[LNFB], N, C);
@@ -359,6 +367,7 @@ static double mean_loss(GPT *g)
 double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float dloss)
 {
     int N = g->B * g->T, C = g->cfg.channels;
+    gpt_opt_pass_begins(g);
     if (forward_to_lnf(g, inputs) != 0) return NAN;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
     /* Head forward and backward in one chunked pass: dsmall = dL/d(lnf out). */
@@ -473,6 +482,7 @@ void gpt_decode_feed(GPT *g, GPTDecode *d, const int *tokens, int n, float *logi
 {
     int C = g->cfg.channels, Vp = g->cfg.padded_vocab, m = 0;
     g->abandoned = 0;
+    gpt_params_settle(g); /* every upload of a deferred update: decoding waits per unit nowhere */
     for (int done = 0; done < n; done += m) {
         m = n - done < d->rows ? n - done : d->rows;
         if (decode_pass(g, d, tokens + done, m) != 0) return;
@@ -487,97 +497,4 @@ void gpt_decode_feed(GPT *g, GPTDecode *d, const int *tokens, int n, float *logi
 void gpt_decode_step(GPT *g, GPTDecode *d, int token, float *logits)
 {
     gpt_decode_feed(g, d, &token, 1, logits);
-}
-
-double gpt_grad_norm(GPT *g)
-{
-    return sqrt(OPS->grad_norm_sq(g->be, g->grads, g->plan.num_params));
-}
-
-double gpt_grad_norm_sq_local(GPT *g)
-{
-    size_t b = g->opt_begin, e = g->opt_end;
-    return e > b ? OPS->grad_norm_sq(g->be, par_at(g, g->grads, b), e - b) : 0.0;
-}
-
-/* One tensor's part of the optimizer range: [lo, hi) of the flat vector. */
-typedef struct {
-    size_t lo, hi;
-    int decays;
-} OptPiece;
-
-/* Each tensor's part inside [opt_begin, opt_end): the decay flag is the
- * tensor's, also when a ZeRO-1 shard boundary cuts through it. */
-static int opt_pieces(const GPT *g, OptPiece pc[NUM_PARAM_TENSORS])
-{
-    size_t off = 0, b = g->opt_begin, e = g->opt_end;
-    int n = 0;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        size_t end = off + g->param_sizes[i];
-        size_t lo = off > b ? off : b, hi = end < e ? end : e;
-        off = end;
-        if (lo >= hi) continue;
-        int decays = i == WTE || i == WPE || i == QKVW || i == ATTPROJW || i == FCW || i == FCPROJW;
-        pc[n++] = (OptPiece){lo, hi, decays};
-    }
-    return n;
-}
-
-/* --offload optimizer's copy events: two for the pieces coming in (piece i
- * on IN_EV + i % 2, so waiting for one leaves the next in flight) and one for
- * the parameters going back; the ring's events are 0 .. OFFLOAD_RING_SLOTS-1. */
-enum { OPT_IN_EV = OPS_COPY_EVENTS - 3, OPT_BACK_EV = OPS_COPY_EVENTS - 1 };
-_Static_assert(OFFLOAD_RING_SLOTS <= OPT_IN_EV, "ring and optimizer copy events overlap");
-
-/* Piece pc's gradients (and, without a master, its parameters) into the
- * host's staging. */
-static void opt_fetch(GPT *g, const OptPiece *pc, int i)
-{
-    size_t k = pc->lo - g->opt_begin, bytes = (pc->hi - pc->lo) * g->be->par_bytes;
-    int ev = OPT_IN_EV + i % 2;
-    OPS->copy_async(g->be, par_at(g, g->host_grads, k), par_at(g, g->grads, pc->lo), bytes, ev);
-    if (!g->master)
-        OPS->copy_async(g->be, par_at(g, g->host_params, k), par_at(g, g->params, pc->lo), bytes,
-                        ev);
-}
-
-/* The update in the host tier (gpt.h): a pipeline of copy in, AdamW, copy back. */
-static void update_on_host(GPT *g, const AdamWConfig *opt, float lr, float scale)
-{
-    OptPiece pc[NUM_PARAM_TENSORS];
-    int n = opt_pieces(g, pc);
-    if (n > 0) opt_fetch(g, &pc[0], 0);
-    for (int i = 0; i < n; i++) {
-        if (i + 1 < n) opt_fetch(g, &pc[i + 1], i + 1);
-        OPS->event_wait(g->be, OPT_IN_EV + i % 2);
-        size_t k = pc[i].lo - g->opt_begin, len = pc[i].hi - pc[i].lo;
-        OPS->host_adamw_update(g->be, par_at(g, g->host_params, k), g->master ? g->master + k : NULL,
-                               par_at(g, g->host_grads, k), g->m + k, g->v + k, len, lr,
-                               opt->beta1, opt->beta2, opt->eps,
-                               pc[i].decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
-        OPS->copy_async(g->be, par_at(g, g->params, pc[i].lo), par_at(g, g->host_params, k),
-                        len * g->be->par_bytes, OPT_BACK_EV);
-    }
-    OPS->event_wait(g->be, OPT_BACK_EV);
-}
-
-void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
-{
-    float scale = 1.0f;
-    if (opt->grad_clip > 0.0f && norm > opt->grad_clip) scale = (float)(opt->grad_clip / norm);
-    g->adam_t++;
-    if (g->host_params) {
-        update_on_host(g, opt, lr, scale);
-        return;
-    }
-    /* m, v and master are indexed from opt_begin */
-    OptPiece pc[NUM_PARAM_TENSORS];
-    int n = opt_pieces(g, pc);
-    for (int i = 0; i < n; i++) {
-        size_t k = pc[i].lo - g->opt_begin;
-        OPS->adamw_update(g->be, par_at(g, g->params, pc[i].lo), g->master ? g->master + k : NULL,
-                          par_at(g, g->grads, pc[i].lo), g->m + k, g->v + k, pc[i].hi - pc[i].lo,
-                          lr, opt->beta1, opt->beta2, opt->eps,
-                          pc[i].decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
-    }
 }

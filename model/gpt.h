@@ -63,6 +63,38 @@ typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *coun
  * g->abandoned is set, gpt_forward_backward and gpt_eval_loss return NAN
  * and gpt_logits_at's logits are undefined; the gradients are then partial,
  * while parameters and optimizer state are untouched (no update ran). */
+/* --offload optimizer's update, deferred to the next forward (gpt_optim.c):
+ * update units [0, next) are enqueued on the copy engine, [0, waited] have been
+ * waited for; pending 0 once all have. The step's arguments are kept for the
+ * units still to be enqueued. */
+typedef struct {
+    int pending, next, waited;
+    /* final: gpt_set_final_micro's; early: this pass copied every gradient
+     * into the staging during its backward (gpt_update then does not) */
+    int final, early;
+    AdamWConfig opt;
+    float lr, scale;
+    int t;
+} GPTDeferred;
+
+/* The order the model enqueues, waits and runs in, for tests (test build only,
+ * base/test_hooks.h: the product records nothing). GPT_TRACE_ENQUEUE(u): update
+ * unit u's host AdamW and upload were enqueued (gpt_tensors.h: unit 0 the
+ * embeddings, 1 + l block l); GPT_TRACE_WAIT(u): the forward waited for unit u;
+ * GPT_TRACE_FORWARD(l) / GPT_TRACE_BACKWARD(l): block l's forward (first or re-)
+ * or backward step returned; GPT_TRACE_STAGED(l): the final backward enqueued
+ * block l's gradients into the host tier (gpt_set_final_micro). */
+#define GPT_TRACE_CAP 4096
+#define GPT_TRACE_ENQUEUE(u) (0x10000 + (u))
+#define GPT_TRACE_WAIT(u) (0x20000 + (u))
+#define GPT_TRACE_FORWARD(l) (0x30000 + (l))
+#define GPT_TRACE_BACKWARD(l) (0x40000 + (l))
+#define GPT_TRACE_STAGED(l) (0x50000 + (l)) /* block l's gradients enqueued to the host */
+typedef struct {
+    int code[GPT_TRACE_CAP];
+    int n;
+} GPTTrace;
+
 struct GPT;
 typedef int (*BlockHookFn)(void *ctx, const struct GPT *g, int done);
 
@@ -91,6 +123,8 @@ typedef struct GPT {
      * with the staging the host's AdamW works through (par dtype, the
      * optimizer range): the gradients copied in, the parameters out */
     void *host_grads, *host_params;
+    GPTDeferred deferred;
+    GPTTrace *trace; /* NULL unless a test set it */
     BlockTape *tapes;                      /* n_tape_slots */
     void *tape_ws;                         /* the tape workspace (plan.tape_ws_bytes), or NULL */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
@@ -233,11 +267,28 @@ double gpt_grad_norm_sq_local(GPT *g);
  * matmul weights), not to LayerNorm parameters or biases, as llm.c's GPU
  * trainer and nanoGPT do. */
 void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm);
-/* With --offload optimizer the update runs in the host tier, tensor by
- * tensor: this rank's gradients (and in fp32, which has no master, its
- * parameters) are copied in, AdamW runs on the host's cores while the next
- * tensor's copy runs, and each tensor's updated parameters are copied back
- * while the next one updates; gpt_update returns once all are back. The
- * same bits as without offload. */
+/* With --offload optimizer the update runs in the host tier and overlaps the
+ * next forward: gpt_update enqueues this rank's gradients (and in fp32, which
+ * has no master, its parameters) into the host tier, then AdamW and the upload
+ * of the updated parameters unit by unit (the embeddings, then block by block),
+ * and returns at once; the next forward waits for each unit's parameters just
+ * before it reads them (model/gpt_optim.c). Under ZeRO-1 gpt_update waits for
+ * all before it returns (the all-gather reads them). The same bits as without
+ * offload. */
+
+/* Wait until a deferred update's parameters are all back on the device and
+ * the optimizer state in the host tier is final; nothing when none is pending.
+ * gpt_get_params, gpt_set_params and gpt_decode_step call it; so must anything
+ * else that reads the parameters, master, m or v (the checkpoint writers). */
+void gpt_params_settle(GPT *g);
+/* gpt_zero_grads' wait: the deferred update has copied the gradients out. */
+void gpt_opt_grads_taken(GPT *g);
+/* Before each micro-batch's gpt_forward_backward: final = 1 when it is the
+ * last of the step and nothing but this process changes the gradients after
+ * its backward (one rank: no reduction). With --offload optimizer, that
+ * backward then copies each layer's gradients into the host tier as soon as
+ * they are final (the gradient hook's moments), beside the rest of the
+ * backward, and gpt_update's AdamW finds them there. */
+void gpt_set_final_micro(GPT *g, int final);
 
 #endif

@@ -272,6 +272,7 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
 void gpt_free(GPT *g)
 {
     /* no copy may still be reading or writing the arenas */
+    gpt_params_settle(g);
     for (int r = 0; r < g->off.n_ring; r++) g->be->ops->event_wait(g->be, r);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) arena_free(&g->arenas[c]);
     for (int c = 0; c < HOST_NUM_CATEGORIES; c++) arena_free(&g->host_arenas[c]);

@@ -19,7 +19,9 @@
  *                        compared byte for byte. On a GPU this is the check that
  *                        the device kernel and the host loop round alike.
  *   offload_model_bits   the model itself (model/gpt.c: the OffloadProgram's
- *                        copies and waits, the host AdamW pipeline) on this
+ *                        copies and waits; model/gpt_optim.c: the gradients staged
+ *                        during backward, the host AdamW deferred into the next
+ *                        forward, waited for unit by unit) on this
  *                        backend: a 3-layer GPT, 3 AdamW steps (clipping on,
  *                        weight decay), recompute 1 with --offload checkpoints,
  *                        optimizer and recompute 0 with --offload optimizer
@@ -150,7 +152,7 @@ static void check_host_adamw(Ctx *c, size_t n, const char *sh)
         float lr = 3e-3f, wd = t == 1 ? 0.1f : 0.0f, scale = t == 1 ? 1.0f : 0.37f;
         OPS(c)->adamw_update(be, d.params, d.master, d.grads, d.m, d.v, n, lr, 0.9f, 0.95f,
                              1e-8f, wd, scale, t);
-        /* gpt.c's update_on_host, one piece */
+        /* gpt_optim.c's deferred update, one piece, waited for at once */
         OPS(c)->copy_async(be, h.grads, d.grads, pb, 5);
         OPS(c)->event_wait(be, 5);
         OPS(c)->host_adamw_update(be, h.params, h.master, h.grads, h.m, h.v, n, lr, 0.9f, 0.95f,
@@ -218,6 +220,8 @@ static int model_run(Ctx *c, int mode, int offload, ModelRun *r, char *err, size
             tg[i] = (int)((seed >> 13) % 100);
         }
         gpt_zero_grads(&g);
+        /* as the trainer does on one process: the backward stages the gradients */
+        gpt_set_final_micro(&g, 1);
         r->loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
         if (step == 0) gpt_get_grads(&g, r->grads);
         gpt_update(&g, &adam, 1e-2f, gpt_grad_norm(&g));

@@ -75,7 +75,7 @@ static const BackendOps cpu_ops = {
     .head_logits = cpu_head_logits,
     .grad_norm_sq = cpu_grad_norm_sq,
     .adamw_update = cpu_adamw_update,
-    .host_adamw_update = cpu_adamw_update, /* the host is the cpu backend's device */
+    .host_adamw_update = cpu_host_adamw_update, /* on the copy thread (copy_engine.c) */
 };
 
 Backend *cpu_backend_open(int threads, char *err, size_t err_len)

@@ -17,6 +17,10 @@ typedef struct CpuCopyEngine CpuCopyEngine;
 CpuCopyEngine *cpu_copy_engine_new(void);
 void cpu_copy_engine_free(CpuCopyEngine *e);
 void cpu_copy_async(Backend *be, void *dst, const void *src, size_t bytes, int ev);
+/* ops.h host_adamw_update: cpu_adamw_update's loop as a job of the copy thread */
+void cpu_host_adamw_update(Backend *be, void *params, float *master, const void *grads,
+                           float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                           float eps, float weight_decay, float grad_scale, int t);
 void cpu_event_wait(Backend *be, int ev);
 void *cpu_host_alloc(Backend *be, size_t bytes);
 void cpu_host_free(Backend *be, void *p);
