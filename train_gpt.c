@@ -4,7 +4,7 @@
  * stop keeps in cli/stop.c, the output files (--save, --log, --dump-grads)
  * in cli/outputs.c, llm.c's checkpoints in cli/llmc_folder.c, the
  * end-of-run report in cli/summary.c, progress in cli/progress.c, flags in
- * cli/options.c. The model, its recompute schedule and the memory planner
+ * cli/options.c, the data opened in cli/train_data.c. The model, its recompute schedule and the memory planner
  * in model/; the ops in kernels/; data parallelism over ranks
  * (mpirun/srun) in distributed/. Under several ranks, stdout and the --log
  * file come from rank 0 only, the loss and val loss printed are means over
@@ -37,24 +37,12 @@
 #include "cli/run_record.h"
 #include "cli/stop.h"
 #include "cli/summary.h"
+#include "cli/train_data.h"
 #include "cli/trainer.h"
 
 /* A fatal error: under several ranks the message carries the rank and the
  * whole job is aborted (dist_fail). */
 static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, 1, "%s", msg); }
-
-/* Put "--flag: " before a message about the flag's file ("x.bin: cannot
- * open: ..."), so that the message names both. */
-static void name_flag(const char *flag, char *err, size_t len)
-{
-    size_t f = strlen(flag) + 2, n = strlen(err);
-    if (f + 1 > len) return;
-    if (n > len - f - 1) n = len - f - 1; /* the message's end is cut, never the flag */
-    memmove(err + f, err, n);
-    err[f + n] = 0;
-    memcpy(err, flag, f - 2);
-    memcpy(err + f - 2, ": ", 2);
-}
 
 /* Shape flags given with --init-from must agree with the file's shape,
  * which is the model's: a contradiction is an error with both shapes (exit
@@ -107,7 +95,7 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
     if (from) {
         int version;
         if (model_file_read_header(from, &tr->cfg, &version, err, len) != 0) {
-            if (from == o->init_from) name_flag("--init-from", err, len);
+            if (from == o->init_from) train_options_name_flag("--init-from", err, len);
             return -1;
         }
         return tr->resume_dir[0] ? guard_check_resume_shape(o, &tr->cfg, tr->resume_dir, err, len)
@@ -122,84 +110,6 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
     return config_validate(&tr->cfg, err, len);
 }
 
-static int open_data(Trainer *tr, char *err, size_t len)
-{
-    const TrainOptions *o = &tr->opt;
-    int rank = tr->dist.rank, world = tr->dist.world;
-    if (loader_open(&tr->train, o->train_data, o->batch, o->seq_len, rank, world,
-                    tr->cfg.vocab_size, o->shuffle, o->seed, err, len) != 0) {
-        name_flag("--train-data", err, len);
-        if (!o->train_data_given)
-            snprintf(err + strlen(err), len - strlen(err),
-                     " (the default dataset: run `make data`, or pass --train-data)");
-        return -1;
-    }
-    if (rank == 0 && tr->train.notes) fputs(tr->train.notes, stderr);
-    /* Saves record the shards' content hashes; a resume reads every shard
-     * to compare them (ckpt/session.c). A fresh run takes a manifest's,
-     * and checks them in the background (below). */
-    if (tr->sess.dir[0] || tr->resume_dir[0]) {
-        double t0 = progress_now_ms();
-        uint64_t bytes;
-        if (loader_hash(&tr->train, tr->resume_dir[0] ? LOADER_HASH_READ : LOADER_HASH_TRUST,
-                        &bytes, err, len) != 0)
-            return -1;
-        double s = (progress_now_ms() - t0) / 1e3;
-        if (rank == 0 && bytes)
-            printf("train data: read %.1f MB to hash %d shard(s) in %.2f s (%.0f MB/s)\n",
-                   bytes / 1e6, tr->train.num_shards, s, bytes / 1e6 / (s > 1e-9 ? s : 1e-9));
-    }
-    /* The default val shards belong to the default dataset: validating a
-     * run on other --train-data with them would measure the wrong text (or
-     * stop on out-of-vocabulary tokens), so they are used only when the
-     * train data is the default too. */
-    int rc = -1;
-    if (o->train_data_given && !o->val_data_given) {
-        if (rank == 0)
-            fprintf(stderr, "note: --train-data given without --val-data; val loss is skipped\n");
-    } else {
-        rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
-                         tr->cfg.vocab_size, 0, o->seed, err, len);
-        if (rc == 0 && rank == 0 && tr->val.notes) fputs(tr->val.notes, stderr);
-        if (rc != 0 && o->val_data_given) {
-            name_flag("--val-data", err, len);
-            return -1;
-        }
-        if (rc != 0 && rank == 0)
-            fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
-    }
-    tr->have_val = rc == 0;
-    const char *shared = tr->have_val ? loader_shared_shard(&tr->train, &tr->val) : NULL;
-    if (shared && rank == 0)
-        fprintf(stderr, "warning: --val-data: %s is also a shard of --train-data %s: the val "
-                "loss measures text the model trains on\n", shared, o->train_data);
-    /* A fresh run (or one resumed from llm.c's files) checks the shards
-     * against their dataset manifest, in the background of the model's
-     * start-up (finish_data_check waits before the first step): a shard
-     * changed since ./tokenize would be trained on and its hash saved, and
-     * every resume then refused. */
-    const Loader *listed[2] = {&tr->train, &tr->val};
-    if (!tr->resume_dir[0] && /* a resume read them all: loader_hash */
-        loader_verify_start(&tr->verify, listed, tr->have_val ? 2 : 1, err, len) != 0)
-        return -1;
-    return 0;
-}
-
-/* The end of a fresh run's data check (open_data), before the first step. */
-static void finish_data_check(Trainer *tr)
-{
-    char err[1024];
-    LoaderVerifyStats st;
-    int bad = loader_verify_finish(tr->verify, &st, err, sizeof err) != 0;
-    tr->verify = NULL;
-    /* a stop cuts the reading short: the stop, not the read, is reported */
-    guard_exit_if_any(&tr->dist, bad && !signals_pending(), 1, err);
-    if (tr->dist.rank == 0 && st.shards)
-        printf("data: checked %d shard(s) against their dataset manifest: read %.1f MB in %.2f s, "
-               "alongside start-up (waited %.2f s for it)\n", st.shards, st.bytes / 1e6,
-               st.read_s, st.wait_s);
-}
-
 static int load_params(Trainer *tr, char *err, size_t len)
 {
     float *host = NULL;
@@ -207,7 +117,7 @@ static int load_params(Trainer *tr, char *err, size_t len)
     if (tr->opt.init_from) {
         GPTConfig cfg;
         rc = model_file_load(tr->opt.init_from, &cfg, &host, err, len);
-        if (rc != 0) name_flag("--init-from", err, len);
+        if (rc != 0) train_options_name_flag("--init-from", err, len);
     } else {
         host = malloc(config_num_params(&tr->cfg) * sizeof(float));
         if (!host) {
@@ -496,13 +406,13 @@ int main(int argc, char **argv)
         return console_status(rc);
     }
     if (o->generate > 0) return console_status(generate_only(&tr));
-    rc = open_data(&tr, err, sizeof err);
+    rc = train_data_open(&tr, err, sizeof err);
     if (rc != 0 && !signals_pending()) fail(&tr, err);
     stop_check_startup(&tr, "reading the data (hashing its shards)");
     if (o->eval_file) {
         if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
                             sizeof err) != 0) {
-            name_flag("--eval-file", err, sizeof err);
+            train_options_name_flag("--eval-file", err, sizeof err);
             if (access(o->eval_file, F_OK) != 0)
                 snprintf(err + strlen(err), sizeof err - strlen(err),
                          " (`make hellaswag` writes datasets/hellaswag_val.bin)");
@@ -566,7 +476,7 @@ int main(int argc, char **argv)
     stop_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
                             : o->init_from ? "loading --init-from"
                                            : "initialising the parameters");
-    finish_data_check(&tr); /* before anything is moved aside, the log or a save written */
+    train_data_finish_check(&tr); /* before anything is moved aside, the log or a save written */
     stop_check_startup(&tr, "checking the data against its manifest");
     guard_check_start_step(d, tr.start_step);
     /* The run has started: what the folders' claims only checked at start-up

@@ -113,4 +113,9 @@ int train_options_has_default(int i);
 int train_options_index(const char *name);
 int train_options_set(TrainOptions *opt, int i, const char *value);
 
+/* Puts "FLAG: " before err, a message about that flag's file ("x.bin:
+ * cannot open: ..."), so that it names both; the message's end is cut to
+ * fit len, never the flag. */
+void train_options_name_flag(const char *flag, char *err, size_t len);
+
 #endif

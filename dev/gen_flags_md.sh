@@ -3,7 +3,7 @@
 # text of ./train_gpt and of ./tokenize (or the binaries named), each in a
 # fenced block under a heading. `make docs` writes its output to
 # docs/flags.md; tests/e2e/tools/test_docs.c regenerates it and compares.
-# The help text is built from static tables (cli/options.c, tokenize.c) with
+# The help text is built from static tables (cli/option_table.c, tokenize.c) with
 # no build-dependent part, so CPU-only and CUDA builds print the same page.
 set -eu
 train_gpt=${1:-./train_gpt}

@@ -1,0 +1,88 @@
+/* cli/train_data.c — see cli/train_data.h. */
+#include "cli/train_data.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/signals.h"
+#include "data/loader.h"
+#include "cli/guard.h"
+#include "cli/options.h"
+#include "cli/progress.h"
+
+int train_data_open(Trainer *tr, char *err, size_t len)
+{
+    const TrainOptions *o = &tr->opt;
+    int rank = tr->dist.rank, world = tr->dist.world;
+    if (loader_open(&tr->train, o->train_data, o->batch, o->seq_len, rank, world,
+                    tr->cfg.vocab_size, o->shuffle, o->seed, err, len) != 0) {
+        train_options_name_flag("--train-data", err, len);
+        if (!o->train_data_given)
+            snprintf(err + strlen(err), len - strlen(err),
+                     " (the default dataset: run `make data`, or pass --train-data)");
+        return -1;
+    }
+    if (rank == 0 && tr->train.notes) fputs(tr->train.notes, stderr);
+    /* Saves record the shards' content hashes; a resume reads every shard
+     * to compare them (ckpt/session.c). A fresh run takes a manifest's,
+     * and checks them in the background (below). */
+    if (tr->sess.dir[0] || tr->resume_dir[0]) {
+        double t0 = progress_now_ms();
+        uint64_t bytes;
+        if (loader_hash(&tr->train, tr->resume_dir[0] ? LOADER_HASH_READ : LOADER_HASH_TRUST,
+                        &bytes, err, len) != 0)
+            return -1;
+        double s = (progress_now_ms() - t0) / 1e3;
+        if (rank == 0 && bytes)
+            printf("train data: read %.1f MB to hash %d shard(s) in %.2f s (%.0f MB/s)\n",
+                   bytes / 1e6, tr->train.num_shards, s, bytes / 1e6 / (s > 1e-9 ? s : 1e-9));
+    }
+    /* The default val shards belong to the default dataset: validating a
+     * run on other --train-data with them would measure the wrong text (or
+     * stop on out-of-vocabulary tokens), so they are used only when the
+     * train data is the default too. */
+    int rc = -1;
+    if (o->train_data_given && !o->val_data_given) {
+        if (rank == 0)
+            fprintf(stderr, "note: --train-data given without --val-data; val loss is skipped\n");
+    } else {
+        rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
+                         tr->cfg.vocab_size, 0, o->seed, err, len);
+        if (rc == 0 && rank == 0 && tr->val.notes) fputs(tr->val.notes, stderr);
+        if (rc != 0 && o->val_data_given) {
+            train_options_name_flag("--val-data", err, len);
+            return -1;
+        }
+        if (rc != 0 && rank == 0)
+            fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
+    }
+    tr->have_val = rc == 0;
+    const char *shared = tr->have_val ? loader_shared_shard(&tr->train, &tr->val) : NULL;
+    if (shared && rank == 0)
+        fprintf(stderr, "warning: --val-data: %s is also a shard of --train-data %s: the val "
+                "loss measures text the model trains on\n", shared, o->train_data);
+    /* A fresh run (or one resumed from llm.c's files) checks the shards
+     * against their dataset manifest, in the background of the model's
+     * start-up (train_data_finish_check waits before the first step): a shard
+     * changed since ./tokenize would be trained on and its hash saved, and
+     * every resume then refused. */
+    const Loader *listed[2] = {&tr->train, &tr->val};
+    if (!tr->resume_dir[0] && /* a resume read them all: loader_hash */
+        loader_verify_start(&tr->verify, listed, tr->have_val ? 2 : 1, err, len) != 0)
+        return -1;
+    return 0;
+}
+
+void train_data_finish_check(Trainer *tr)
+{
+    char err[1024];
+    LoaderVerifyStats st;
+    int bad = loader_verify_finish(tr->verify, &st, err, sizeof err) != 0;
+    tr->verify = NULL;
+    /* a stop cuts the reading short: the stop, not the read, is reported */
+    guard_exit_if_any(&tr->dist, bad && !signals_pending(), 1, err);
+    if (tr->dist.rank == 0 && st.shards)
+        printf("data: checked %d shard(s) against their dataset manifest: read %.1f MB in %.2f s, "
+               "alongside start-up (waited %.2f s for it)\n", st.shards, st.bytes / 1e6,
+               st.read_s, st.wait_s);
+}
