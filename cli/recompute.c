@@ -179,17 +179,22 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                           const GPTShard *shard, Schedule *s, MemoryPlan *plan,
                           TrainCosts *tc, long long *step_ns, char *err, size_t len)
 {
-    /* before anything this function allocates (the op costs' measurement) */
-    size_t baseline = recompute_baseline(be, o, cfg);
-    size_t free_b = 0, total_b = 0;
-    PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard,
-                              baseline, be->ops->mem_info(be, &free_b, &total_b) != 0);
+    size_t free_b = 0, total_b = 0, baseline;
+    PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard, 0,
+                              be->ops->mem_info(be, &free_b, &total_b) != 0);
     size_t budget = o->memory_budget;
     char a[32], b[32];
     *step_ns = -1;
     if (costs_get(o, &in, be, o->recompute == RECOMPUTE_AUTO, shard->rank == 0, tc, err,
                         len) != 0)
         return -1;
+    /* After the op costs' measurement, which fits its buffers into the
+     * arenas every schedule has (model/opcost_measure.c) and frees them:
+     * what it leaves behind (heap pages, allocator caches, about 1 MiB at
+     * L=4 C=128 V=50257) is then part of the baseline, not a peak over
+     * the plan. */
+    baseline = recompute_baseline(be, o, cfg);
+    in.baseline = baseline;
     if (o->recompute == RECOMPUTE_AUTO) {
         if (!o->memory_budget_given && recompute_budget(be, baseline, &budget, err, len) != 0)
             return -1;

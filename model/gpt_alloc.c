@@ -271,9 +271,13 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
 
 void gpt_free(GPT *g)
 {
-    /* no copy may still be reading or writing the arenas */
+    /* No copy may still be reading or writing the arenas: the deferred
+     * update's, and every other event's too (the final backward's gradient
+     * staging has no wait of its own before a free). */
     gpt_params_settle(g);
-    for (int r = 0; r < g->off.n_ring; r++) g->be->ops->event_wait(g->be, r);
+    if (g->be->ops->event_wait)
+        for (int ev = 0; ev < OPS_COPY_EVENTS; ev++) g->be->ops->event_wait(g->be, ev);
+    g->be->ops->sync(g->be);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) arena_free(&g->arenas[c]);
     for (int c = 0; c < HOST_NUM_CATEGORIES; c++) arena_free(&g->host_arenas[c]);
     schedule_offload_free(&g->off);
