@@ -97,7 +97,13 @@ for L in $layers; do
         $1 ~ /^2,k=/{d=$4} END{print a, b, c, d}' "$out/plan$L.txt")
     budgets=()
     nb=${NBUDGETS:-4}
-    for i in $(seq "$nb"); do budgets+=("$(( p1 + (p0 - p1) * (2 * i - 1) / (2 * nb) ))"); done
+    # A run's baseline (what it holds before its arenas) reads up to a few
+    # MiB above --plan's: it has opened its data and log, and measured its
+    # op costs, by then. The budgets start 4 MiB above recompute 1's plan,
+    # so the smallest is one a run can meet.
+    lo=$(( p1 + 4194304 ))
+    [ "$lo" -lt "$p0" ] || lo=$p1
+    for i in $(seq "$nb"); do budgets+=("$(( lo + (p0 - lo) * (2 * i - 1) / (2 * nb) ))"); done
     echo "$L $p0 $psel $p1 $p2 ${budgets[*]}" > "$out/budgets$L.txt"
     for r in $(seq "$reps"); do
         for b in "${budgets[@]}"; do
