@@ -73,8 +73,11 @@ typedef struct BackendOps {
      * and which stay resident: up to 62 MiB in the loss head's weight
      * gradient at a GPT-2 vocabulary. mm[i] = {N, IC, OC} of a
      * matmul_forward/_backward the run makes; the head: chunks of
-     * head_rows rows, V classes, C channels. Reads zero pages only and
-     * writes nothing of the caller's; costs about one tenth of a step. */
+     * head_rows rows, V classes, C channels. Its operands are fresh
+     * mappings, unmapped before it returns (a kernel may count them resident
+     * while they are read: no more than the loss head's chunk, which the
+     * arenas hold anyway); writes nothing of the caller's; costs about one
+     * tenth of a step. */
     void (*matmul_prepare)(Backend *be, const int (*mm)[3], int n_mm, int head_rows, int V,
                            int C);
 

@@ -83,7 +83,11 @@ static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c
 void cpu_matmul_prepare(Backend *be, const int (*mm)[3], int n_mm, int head_rows, int V, int C)
 {
     (void)be;
-    /* in: the operands, zero pages mapped read-only (never resident);
+    /* in: the operands, zero pages mapped read-only (not resident, on most
+     * kernels; where a read faults in real pages, as in a Firecracker
+     * guest's 6.18, they are at most the loss head's chunk of logits, which
+     * the arenas hold anyway, so the peak is not moved, and they are unmapped
+     * before the baseline is read);
      * out: the products, PREPARE_COLS columns, the only pages written */
     size_t a_elems = 0, b_elems = 0, out_elems = 0; /* b, out: PREPARE_COLS wide */
     for (int i = 0; i < n_mm; i++) {
