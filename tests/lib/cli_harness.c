@@ -112,6 +112,17 @@ pid_t tc_spawn(const char *env, const char *args, const char *out_prefix)
     if (env && *env) /* "exec VAR=x prog" is not sh syntax: export first */
         snprintf(cmd, sizeof cmd, "export %s; exec %s %s >'%s.out' 2>'%s.err'", env, tc_bin(),
                  args, out_prefix, out_prefix);
+    /* Empty both files before the fork, not in the child's shell: a caller
+     * that waits for a line in PREFIX.out must never find the one an
+     * earlier run of the same prefix wrote. */
+    char path[4096];
+    const char *ext[2] = {"out", "err"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s.%s", out_prefix, ext[i]);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f, "%s", path);
+        fclose(f);
+    }
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {

@@ -122,13 +122,16 @@ Test(stops, mid_step_without_save_says_so, .timeout = 120)
 }
 
 /* Stop a resumed run of 6 steps (resumed at step 2) 500 ms into step 3: its
- * first step. Returns the exit status; its output is in d/r.out. */
-static int stop_first_step_after_resume(const char *d, const char *resume_flags)
+ * first step. Returns the exit status; its output is in d/TAG.out. Each run
+ * gets its own TAG: waiting for "resumed from" in a file an earlier run
+ * wrote would find that run's line and signal this one during its start-up. */
+static int stop_first_step_after_resume(const char *d, const char *resume_flags, const char *tag)
 {
-    char args[4096];
+    char args[4096], out[64];
     snprintf(args, sizeof args, "%s --steps 6 %s", tc_model_args(d), resume_flags);
-    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "r"));
-    cr_assert(tc_wait_for_text(tu_path(d, "r.out"), "resumed from ", 60000), "no resume");
+    snprintf(out, sizeof out, "%s.out", tag);
+    pid_t pid = tc_spawn(SLOW, args, tu_path(d, tag));
+    cr_assert(tc_wait_for_text(tu_path(d, out), "resumed from ", 60000), "no resume");
     tc_sleep_ms(500);
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
@@ -144,18 +147,18 @@ Test(stops, first_step_after_a_resume_keeps_the_save, .timeout = 120)
     tc_run_expect(d, args, 0, "llm.c checkpoint of step 2 written");
 
     snprintf(args, sizeof args, "--checkpoint-dir %s/ck --resume", d);
-    cr_expect_eq(stop_first_step_after_resume(d, args), 75);
+    cr_expect_eq(stop_first_step_after_resume(d, args, "r1"), 75);
     snprintf(want, sizeof want, "during step 3 (its partial work is discarded); no step "
              "finished since the resume: %s/ck/step_00000002 is still the newest save; resume "
              "with --resume", d);
-    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "%s", want);
+    cr_expect(tc_file_has(tu_path(d, "r1.out"), want), "%s", want);
 
     snprintf(args, sizeof args, "--resume-llmc %s/lc", d);
-    cr_expect_eq(stop_first_step_after_resume(d, args), 75);
+    cr_expect_eq(stop_first_step_after_resume(d, args, "r2"), 75);
     snprintf(want, sizeof want, "during step 3 (its partial work is discarded); no step "
              "finished since the resume: llm.c's checkpoint of step 2 in %s/lc is still the "
              "newest; resume with --resume-llmc", d);
-    cr_expect(tc_file_has(tu_path(d, "r.out"), want), "%s", want);
+    cr_expect(tc_file_has(tu_path(d, "r2.out"), want), "%s", want);
     free(d);
 }
 
