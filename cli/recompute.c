@@ -8,7 +8,7 @@
 #include "base/procmem.h"
 #include "base/test_hooks.h"
 #include "kernels/backend.h"
-#include "model/flops.h"
+#include "model/plan_choose.h"
 #include "model/planner.h"
 #include "model/solver.h"
 #include "base/signals.h"
@@ -139,6 +139,18 @@ static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType d
     return in;
 }
 
+/* What the flags ask of the planner (model/plan_choose.h): --recompute,
+ * --checkpoint-every, --memory-budget (auto's budget is filled in by the
+ * caller when none was given), --host-budget and --offload, in in. */
+static PlanRequest plan_request(const TrainOptions *o, const PlanInput *in, int dry_run)
+{
+    PlanRequest rq = {.mode = o->recompute, .checkpoint_every = o->checkpoint_every,
+                      .budget = o->memory_budget, .budget_given = o->memory_budget_given,
+                      .host_budget_given = o->host_budget_given, .dry_run = dry_run,
+                      .grad_accum = o->grad_accum, .in = *in};
+    return rq;
+}
+
 /* Past the solver's layer limit, say which restricted search chose the
  * schedule (planner.h, AutoFamily); the DP's choice needs no note. */
 static void auto_print_family(FILE *f, const GPTConfig *cfg, const AutoResult *r)
@@ -153,19 +165,87 @@ static void auto_print_family(FILE *f, const GPTConfig *cfg, const AutoResult *r
         fprintf(f, "chose every input kept\n");
 }
 
-/* The predicted step under s, printed beside the source of the costs: the
- * ops, and with offloaded checkpoints the copies' exposed time
- * (opcost_offload_copy; none predicted when the copy engine's costs were
- * not measured). */
-static void predict(const TrainOptions *o, const TrainCosts *tc, const Schedule *s,
-                    const MemoryPlan *plan, long long *step_ns)
+/* Why the plan was refused, in err (exit 2); auto's smallest-peak schedule
+ * s is printed to stderr first, as the message points to it. */
+static void refusal(const TrainOptions *o, const GPTConfig *cfg, const Schedule *s,
+                    const MemoryPlan *plan, const PlanVerdict *v, char *err, size_t len)
 {
-    long long copy = 0;
-    *step_ns = tc->have ? opcost_step(&tc->oc, s, o->grad_accum) : -1;
-    if (tc->have && plan->n_ring) {
-        copy = opcost_offload_copy(&tc->oc, plan->residual_bytes, plan->n_res_host);
-        *step_ns = copy < 0 ? -1 : *step_ns + copy * o->grad_accum;
+    char a[32], b[32], c[32];
+    switch (v->limit) {
+    case PLAN_AUTO_NO_FIT:
+        auto_print_family(stderr, cfg, &v->autor);
+        fprintf(stderr, "the schedule with the smallest peak at this shape:\n");
+        schedule_print(stderr, s, 1);
+        snprintf(err, len, "--recompute auto: no schedule fits the budget of %zu bytes (%s)%s; "
+                           "the smallest achievable peak is %zu bytes (%s), reached by the "
+                           "schedule printed above",
+                 v->allowed, planner_format_bytes(v->allowed, a, sizeof a),
+                 (o->offload & OFFLOAD_CHECKPOINTS) && o->host_budget_given
+                     ? " with its host bytes within --host-budget" : "",
+                 v->needed, planner_format_bytes(v->needed, b, sizeof b));
+        break;
+    case PLAN_OVER_HOST:
+        snprintf(err, len, "--host-budget: --recompute %s with --offload %s needs %zu host bytes "
+                           "(%s), more than the host budget of %zu bytes (%s)",
+                 schedule_mode_flag(o->recompute), planner_offload_name(o->offload),
+                 v->needed, planner_format_bytes(v->needed, a, sizeof a),
+                 v->allowed, planner_format_bytes(v->allowed, b, sizeof b));
+        break;
+    default: /* PLAN_OVER_DEVICE */
+        snprintf(err, len, "--memory-budget: --recompute %s needs %zu bytes (%s, of which %s "
+                           "the process holds before its arenas), more than the budget of %zu "
+                           "bytes (%s); try --recompute auto",
+                 schedule_mode_flag(o->recompute), v->needed,
+                 planner_format_bytes(v->needed, a, sizeof a),
+                 planner_format_bytes(plan->baseline, c, sizeof c), v->allowed,
+                 planner_format_bytes(v->allowed, b, sizeof b));
+        break;
     }
+}
+
+/* auto's choice, before the copy engine is checked: its peak within the
+ * budget, its recompute, and with measured costs its tape kinds. */
+static void auto_print_choice(const PlanRequest *rq, const TrainCosts *tc, const PlanVerdict *v)
+{
+    const AutoResult *r = &v->autor;
+    printf("recompute auto: predicted peak %zu bytes within the budget of %zu; recomputes "
+           "%.2f%% of a step's FLOPs\n", r->peak, rq->budget,
+           100.0 * (double)r->recompute_flops / (double)v->step_flops);
+    if (tc->have) {
+        char hi[TAPE_TENSORS + 1], lo[TAPE_TENSORS + 1];
+        printf("recompute auto: least predicted time, tape kinds %s and %s (of %d on the "
+               "frontier)\n", tape_kind_name(r->hi_kind, hi), tape_kind_name(r->lo_kind, lo),
+               opcost_frontier(&tc->oc, &rq->in, (KindCost[TAPE_KINDS]){0}));
+    }
+}
+
+/* auto's schedule, and with --offload checkpoints where it put the stored
+ * inputs (the run offloads only what auto chose: train_gpt.c hands
+ * plan->offload on). */
+static void auto_print_schedule(const TrainOptions *o, const GPTConfig *cfg, const Schedule *s,
+                                const PlanVerdict *v)
+{
+    const AutoResult *r = &v->autor;
+    if (o->offload & OFFLOAD_CHECKPOINTS) {
+        if (r->offload)
+            printf("recompute auto: stored block inputs offloaded to the host (%zu host "
+                   "bytes); their copies predicted to add %.3f ms a micro-batch beyond the "
+                   "compute that hides them\n", r->host, r->copy / 1e6);
+        else
+            printf("recompute auto: stored block inputs kept on the device (offloading them "
+                   "predicts no gain at this budget)\n");
+    }
+    auto_print_family(stdout, cfg, r);
+    schedule_print(stdout, s, 0);
+}
+
+/* The predicted step (the verdict's: the ops, and with offloaded
+ * checkpoints the copies' exposed time), printed beside the source of the
+ * costs. */
+static void predict(const TrainOptions *o, const TrainCosts *tc, const MemoryPlan *plan,
+                    const PlanVerdict *v, long long *step_ns)
+{
+    *step_ns = v->step_ns;
     if (*step_ns >= 0)
         printf("predicted step time: %.3f ms (%d micro-batch%s; op costs %s)%s\n",
                *step_ns / 1e6, o->grad_accum, o->grad_accum == 1 ? "" : "es", tc->source,
@@ -179,13 +259,12 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                           const GPTShard *shard, Schedule *s, MemoryPlan *plan,
                           TrainCosts *tc, long long *step_ns, char *err, size_t len)
 {
-    size_t free_b = 0, total_b = 0, baseline;
+    size_t free_b = 0, total_b = 0;
     PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard, 0,
                               be->ops->mem_info(be, &free_b, &total_b) != 0);
-    size_t budget = o->memory_budget;
-    char a[32], b[32];
+    PlanRequest rq = plan_request(o, &in, 0);
     *step_ns = -1;
-    if (costs_get(o, &in, be, o->recompute == RECOMPUTE_AUTO, shard->rank == 0, tc, err,
+    if (costs_get(o, &rq.in, be, o->recompute == RECOMPUTE_AUTO, shard->rank == 0, tc, err,
                         len) != 0)
         return -1;
     /* After the op costs' measurement, which fits its buffers into the
@@ -193,103 +272,26 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
      * what it leaves behind (heap pages, allocator caches, about 1 MiB at
      * L=4 C=128 V=50257) is then part of the baseline, not a peak over
      * the plan. */
-    baseline = recompute_baseline(be, o, cfg);
-    in.baseline = baseline;
-    if (o->recompute == RECOMPUTE_AUTO) {
-        if (!o->memory_budget_given && recompute_budget(be, baseline, &budget, err, len) != 0)
-            return -1;
-        AutoResult r;
-        if (planner_auto(&in, budget, tc->have ? &tc->oc : NULL, s, &r, err, len) != 0)
-            /* --offload checkpoints without copy costs (FLOP costs, or a backend
-             * with no copy engine) is a bad combination of flags: exit 2 */
-            return (o->offload & OFFLOAD_CHECKPOINTS) &&
-                           !planner_weighs_offload(&in, tc->have ? &tc->oc : NULL)
-                       ? 2
-                       : -1;
-        if (!r.fits) {
-            auto_print_family(stderr, cfg, &r);
-            fprintf(stderr, "the schedule with the smallest peak at this shape:\n");
-            schedule_print(stderr, s, 1);
-            schedule_free(s);
-            snprintf(err, len, "--recompute auto: no schedule fits the budget of %zu bytes (%s)%s; "
-                               "the smallest achievable peak is %zu bytes (%s), reached by the "
-                               "schedule printed above",
-                     budget, planner_format_bytes(budget, a, sizeof a),
-                     (o->offload & OFFLOAD_CHECKPOINTS) && o->host_budget_given
-                         ? " with its host bytes within --host-budget" : "",
-                     r.min_peak, planner_format_bytes(r.min_peak, b, sizeof b));
-            return 2;
-        }
-        FlopCounts f;
-        flops_count(cfg, o->batch, o->seq_len, &f);
-        printf("recompute auto: predicted peak %zu bytes within the budget of %zu; recomputes "
-               "%.2f%% of a step's FLOPs\n", r.peak, budget,
-               100.0 * (double)r.recompute_flops / (double)f.step);
-        if (tc->have) {
-            char hi[TAPE_TENSORS + 1], lo[TAPE_TENSORS + 1];
-            printf("recompute auto: least predicted time, tape kinds %s and %s (of %d on the "
-                   "frontier)\n", tape_kind_name(r.hi_kind, hi), tape_kind_name(r.lo_kind, lo),
-                   opcost_frontier(&tc->oc, &in, (KindCost[TAPE_KINDS]){0}));
-        }
-        if (offload_check(o, be, err, len) != 0) {
-            schedule_free(s);
-            return 2;
-        }
-        if (o->offload & OFFLOAD_CHECKPOINTS) {
-            /* the run offloads only what auto chose (train_gpt.c hands plan->offload on) */
-            in.offload = (in.offload & ~OFFLOAD_CHECKPOINTS) | r.offload;
-            if (r.offload)
-                printf("recompute auto: stored block inputs offloaded to the host (%zu host "
-                       "bytes); their copies predicted to add %.3f ms a micro-batch beyond the "
-                       "compute that hides them\n", r.host, r.copy / 1e6);
-            else
-                printf("recompute auto: stored block inputs kept on the device (offloading them "
-                       "predicts no gain at this budget)\n");
-        }
-        auto_print_family(stdout, cfg, &r);
-        schedule_print(stdout, s, 0);
-        planner_plan(&in, s, plan);
-        predict(o, tc, s, plan, step_ns);
-        return 0;
-    }
-    if (recompute_check(o, cfg, err, len) != 0) return 2;
-    int rc = o->recompute == RECOMPUTE_SEGMENTS
-                 ? schedule_build_segments(s, cfg->num_layers,
-                                           o->checkpoint_every
-                                               ? o->checkpoint_every
-                                               : schedule_default_checkpoint_every(
-                                                     cfg->num_layers),
-                                           err, len)
-                 : schedule_build(s, o->recompute, cfg->num_layers, err, len);
-    if (rc != 0) return -1;
-    planner_plan(&in, s, plan);
-    if (o->host_budget_given && plan->host_total > o->host_budget) {
-        snprintf(err, len, "--host-budget: --recompute %s with --offload %s needs %zu host bytes "
-                           "(%s), more than the host budget of %zu bytes (%s)",
-                 schedule_mode_flag(o->recompute), planner_offload_name(o->offload),
-                 plan->host_total, planner_format_bytes(plan->host_total, a, sizeof a),
-                 o->host_budget, planner_format_bytes(o->host_budget, b, sizeof b));
+    rq.in.baseline = recompute_baseline(be, o, cfg);
+    if (o->recompute == RECOMPUTE_AUTO && !o->memory_budget_given &&
+        recompute_budget(be, rq.in.baseline, &rq.budget, err, len) != 0)
+        return -1;
+    /* --checkpoint-every past the layer count was refused by recompute_check */
+    PlanVerdict v;
+    int rc = planner_choose(&rq, tc->have ? &tc->oc : NULL, s, plan, &v, err, len);
+    if (rc != 0) return rc;
+    if (!v.fits) {
+        refusal(o, cfg, s, plan, &v, err, len);
         schedule_free(s);
         return 2;
     }
-    planner_plan(&in, s, plan);
-    if (o->memory_budget_given && plan->total > budget) {
-        char c[32];
-        snprintf(err, len, "--memory-budget: --recompute %s needs %zu bytes (%s, of which %s "
-                           "the process holds before its arenas), more than the budget of %zu "
-                           "bytes (%s); try --recompute auto",
-                 schedule_mode_flag(o->recompute), plan->total,
-                 planner_format_bytes(plan->total, a, sizeof a),
-                 planner_format_bytes(baseline, c, sizeof c), budget,
-                 planner_format_bytes(budget, b, sizeof b));
-        schedule_free(s);
-        return 2;
-    }
+    if (o->recompute == RECOMPUTE_AUTO) auto_print_choice(&rq, tc, &v);
     if (offload_check(o, be, err, len) != 0) {
         schedule_free(s);
         return 2;
     }
-    predict(o, tc, s, plan, step_ns);
+    if (o->recompute == RECOMPUTE_AUTO) auto_print_schedule(o, cfg, s, &v);
+    predict(o, tc, plan, &v, step_ns);
     return 0;
 }
 
@@ -298,40 +300,28 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
  * budget, chosen as in the table; with --offload checkpoints and measured
  * copy costs, as a run would choose, offloading or not). Returns 0, or -1
  * with err. */
-static int plan_choice(const TrainOptions *o, const GPTConfig *cfg, const PlanInput *in,
-                       size_t budget, const TrainCosts *tc, char *err, size_t len)
+static int plan_choice(const TrainOptions *o, const PlanInput *in, size_t budget,
+                       const TrainCosts *tc, char *err, size_t len)
 {
-    PlanInput chosen = *in;
+    PlanRequest rq = plan_request(o, in, 1);
+    rq.budget = budget;
+    rq.budget_given = rq.host_budget_given = 0; /* the totals, whatever the budgets */
+    /* auto chooses with the measured costs only where it weighs offloaded
+     * checkpoints with them; otherwise by FLOPs */
+    int weighs = planner_weighs_offload(in, tc->have ? &tc->oc : NULL);
     Schedule s;
-    int L = cfg->num_layers, k = o->checkpoint_every ? o->checkpoint_every
-                                                     : schedule_default_checkpoint_every(L);
-    if (o->recompute == RECOMPUTE_AUTO) {
-        AutoResult r;
-        if (planner_weighs_offload(in, tc->have ? &tc->oc : NULL)) {
-            if (planner_auto(in, budget, &tc->oc, &s, &r, err, len) != 0) return -1;
-            chosen.offload = (in->offload & ~OFFLOAD_CHECKPOINTS) | r.offload;
-        } else {
-            PlanInput ain = *in; /* as the table's auto row chooses */
-            ain.offload &= ~OFFLOAD_CHECKPOINTS;
-            if (planner_auto(&ain, budget, NULL, &s, &r, err, len) != 0) return -1;
-        }
-    } else if ((o->recompute == RECOMPUTE_SEGMENTS ? schedule_build_segments(&s, L, k, err, len)
-                                                   : schedule_build(&s, o->recompute, L, err,
-                                                                    len)) != 0) {
-        return -1;
-    }
     MemoryPlan p;
-    planner_plan(o->recompute == RECOMPUTE_AUTO ? &chosen : in, &s, &p);
+    PlanVerdict v;
+    if (planner_choose(&rq, weighs ? &tc->oc : NULL, &s, &p, &v, err, len) != 0) return -1;
     schedule_free(&s);
     printf("--recompute %s --offload %s:%s\n", schedule_mode_flag(o->recompute),
            planner_offload_name(o->offload),
            o->recompute == RECOMPUTE_AUTO && (in->offload & OFFLOAD_CHECKPOINTS)
-               ? ((chosen.offload & OFFLOAD_CHECKPOINTS)
+               ? ((p.offload & OFFLOAD_CHECKPOINTS)
                       ? " auto offloads the stored block inputs"
-                      : planner_weighs_offload(in, tc->have ? &tc->oc : NULL)
-                            ? " auto keeps the stored block inputs on the device"
-                            : " (no copy costs measured: auto's choice without offloaded "
-                              "checkpoints)")
+                      : weighs ? " auto keeps the stored block inputs on the device"
+                               : " (no copy costs measured: auto's choice without offloaded "
+                                 "checkpoints)")
                : "");
     printf("device: %zu bytes (%.3f GiB)\n", p.total, p.total / 1073741824.0);
     printf("host: %zu bytes (%.3f GiB)\n", p.host_total, p.host_total / 1073741824.0);
@@ -414,7 +404,7 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
         return 1;
     }
     if (train_options_given(o, "offload") &&
-        plan_choice(o, cfg, &in, budget, &tc, err, sizeof err)) {
+        plan_choice(o, &in, budget, &tc, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

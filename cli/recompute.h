@@ -1,10 +1,12 @@
-/* cli/recompute.h — the trainer's memory decisions.
+/* cli/recompute.h — the trainer's memory flags, asked of the planner.
  *
- * Owns: turning --recompute, --checkpoint-every and --memory-budget into a
- * recompute schedule (model/schedule.h, model/solver.h via the planner),
- * --memory-budget's default, and the --plan dry run. */
-#ifndef TRAIN_MEMORY_H
-#define TRAIN_MEMORY_H
+ * Owns: turning --recompute, --checkpoint-every, --memory-budget,
+ * --host-budget and --offload into a PlanRequest for planner_choose
+ * (model/plan_choose.h, which decides the schedule and whether it fits),
+ * the baseline the process holds and --memory-budget's default, printing
+ * the verdict and its refusals, and the --plan dry run. */
+#ifndef CLI_RECOMPUTE_H
+#define CLI_RECOMPUTE_H
 
 #include <stddef.h>
 
@@ -39,19 +41,20 @@ size_t recompute_baseline(Backend *be, const TrainOptions *o, const GPTConfig *c
  * err. */
 int recompute_check(const TrainOptions *o, const GPTConfig *cfg, char *err, size_t len);
 
-/* The schedule --recompute asks for, planned on be's dtype for this rank
- * (shard: world size and ZeRO-1, which change the optimizer's bytes), and
- * the op costs (--op-costs, cli/costs.h) into *tc, with the predicted
- * time of one optimizer step under the schedule in *step_ns (-1 without
- * measured costs). auto: the least predicted time (or, with FLOP costs,
- * recompute) within the budget (planner_auto: the solver up to 64 layers,
- * a restricted search past it, which is named in what is printed); when
- * nothing fits, prints the schedule with the smallest achievable peak to
- * stderr and returns 2 with that peak in err. Other modes: returns 2 with
- * err when --memory-budget is given and the plan exceeds it. *plan is the
- * schedule's plan with the baseline (recompute_baseline, measured first)
- * counted, for printing before anything is allocated. Returns 0, 2 (exit
- * 2) or -1, with err. */
+/* The schedule --recompute asks for (planner_choose), planned on be's
+ * dtype for this rank (shard: world size and ZeRO-1, which change the
+ * optimizer's bytes), and the op costs (--op-costs, cli/costs.h) into
+ * *tc, with the predicted time of one optimizer step under the schedule
+ * in *step_ns (-1 without measured costs). auto: the least predicted time
+ * (or, with FLOP costs, recompute) within the budget (the solver up to 64
+ * layers, a restricted search past it, which is named in what is
+ * printed); when nothing fits, prints the schedule with the smallest
+ * achievable peak to stderr and returns 2 with that peak in err. Other
+ * modes: returns 2 with err when --memory-budget or --host-budget is
+ * given and the plan exceeds it. Expects recompute_check to have passed.
+ * *plan is the schedule's plan with the baseline (recompute_baseline,
+ * measured first) counted, for printing before anything is allocated.
+ * Returns 0, 2 (exit 2) or -1, with err. */
 int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                           const GPTShard *shard, Schedule *s, MemoryPlan *plan,
                           TrainCosts *tc, long long *step_ns, char *err, size_t len);
