@@ -271,7 +271,7 @@ static void start(Trainer *tr, int argc, char **argv)
     if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
         dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
                   "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
-    outputs_claim_all(&tr->out, o, d, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
+    outputs_check_all(&tr->out, o, d, rc > 0 || o->llmc_resume); /* moves nothing yet: below */
     if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
     llmc_folder_start(&tr->llmc, o, d, tr->sess.dir,
                       tr->resume_dir[0] ? tr->sess.resumed.step : -1);
@@ -487,7 +487,7 @@ int main(int argc, char **argv)
     llmc_folder_settle(&tr.llmc, o, d, tr.sess.dir,
                        tr.resume_dir[0] ? tr.sess.resumed.step : -1);
     int resumed = tr.resume_dir[0] || o->llmc_resume;
-    outputs_claim_all(&tr.out, o, d, resumed, 1); /* --overwrite-outputs' moves */
+    outputs_move_aside(&tr.out, o, d, resumed); /* --overwrite-outputs' moves */
     /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
      * to the resumed step, so the log covers the whole run with each step once. */
     /* the log's run id: the checkpoint run's (kept across resumes); an
