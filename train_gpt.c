@@ -139,6 +139,10 @@ static int load_params(Trainer *tr, char *err, size_t len)
     return 0;
 }
 
+/* --generate's model holds one row and keeps every activation, with the
+ * planner's loss chunk; its progress counts no training steps. */
+enum { GENERATE_ROWS = 1, GENERATE_GRAD_ACCUM = 1, GENERATE_STEPS = 0, LOSS_CHUNK_PLANNED = 0 };
+
 /* --generate: load (or initialise) the model with one row of seq-len
  * tokens, print the tokens, exit. No data, no training. */
 static int generate_only(Trainer *tr)
@@ -155,11 +159,14 @@ static int generate_only(Trainer *tr)
         fail(tr, err);
     tr->be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
     if (!tr->be) fail(tr, err);
-    if (gpt_init(&tr->model, &tr->cfg, tr->be, 1, o->seq_len, 0, 0, err, sizeof err) != 0 ||
+    if (gpt_init(&tr->model, &tr->cfg, tr->be, GENERATE_ROWS, o->seq_len, RECOMPUTE_NONE,
+                 LOSS_CHUNK_PLANNED, err, sizeof err) != 0 ||
         load_params(tr, err, sizeof err) != 0)
         fail(tr, err);
-    /* no label: the tokens are the progress; the hook stops at a block */
-    progress_init(&tr->prog, &tr->model, progress_now_ms(), 1, o->peak_tflops, 0, 1);
+    /* no label: the tokens are the progress; a signal stops at a block */
+    progress_init(&tr->prog, &tr->model, progress_now_ms(), GENERATE_GRAD_ACCUM, o->peak_tflops,
+                  GENERATE_STEPS);
+    stop_install_block_hook(&tr->model, &tr->prog);
     text_sampler_print(&tr->sampler, &tr->model, o->generate, NULL, stdout);
     int cut = tr->model.abandoned;
     if (cut)
@@ -333,8 +340,8 @@ static void start_progress(Trainer *tr, double t_start)
         ckpt_manifest_free(&man);
     }
     if (o->llmc_resume) from = tr->llmc.from.step;
-    progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
-                  tr->dist.world == 1);
+    progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps);
+    if (tr->dist.world == 1) stop_install_block_hook(&tr->model, &tr->prog);
     /* the final val loss and --eval-file score follow the last step (its ETA) */
     progress_set_tail(&tr->prog, &tr->model, o->grad_accum, tr->have_val ? o->val_batches : 0,
                       tr->have_eval ? train_eval_passes(&tr->eval, o->batch) : 0);

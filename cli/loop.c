@@ -2,7 +2,7 @@
  * cli/stop.c's.
  *
  * A signal is honoured at the next block boundary (model/gpt.h's block
- * hook, installed by cli/progress.c) with one rank: a step cut short is
+ * hook, installed by cli/stop.c) with one rank: a step cut short is
  * discarded whole — no update ran, so parameters, AdamW state and the
  * sampler's RNG are those after the previous step, and the data loader is
  * moved back to where that step left it — which is why a save of the

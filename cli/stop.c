@@ -13,6 +13,19 @@
 #include "cli/llmc_folder.h"
 #include "cli/outputs.h"
 
+/* The check sits between the test delay and the drawing, so that a signal
+ * landed during the delay abandons the pass without a last line drawn. */
+static int on_block(void *ctx, const GPT *g, int done)
+{
+    Progress *p = ctx;
+    progress_block_delay(p);
+    if (signals_pending()) return 1;
+    progress_block_draw(p, g, done);
+    return 0;
+}
+
+void stop_install_block_hook(GPT *g, Progress *p) { gpt_set_block_hook(g, on_block, p); }
+
 /* A signal reaches the ranks at different moments: a rank without one
  * takes SIGTERM. */
 int stop_agreed_signal(Dist *d)
