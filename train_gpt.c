@@ -250,8 +250,7 @@ static void start(Trainer *tr, int argc, char **argv)
 {
     char err[1024] = "";
     TrainOptions *o = &tr->opt;
-    tr->argc = argc;
-    tr->argv = argv;
+    tr->cmd = (CommandLine){argc, argv};
     outputs_init(&tr->out);
     if (dist_init(&tr->dist, &argc, &argv, err, sizeof err) != 0) fail(tr, err);
     Dist *d = &tr->dist;
@@ -343,12 +342,12 @@ static void start_progress(Trainer *tr, double t_start)
     progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps);
     if (tr->dist.world == 1) stop_install_block_hook(&tr->model, &tr->prog);
     /* the final val loss and --eval-file score follow the last step (its ETA) */
-    progress_set_tail(&tr->prog, &tr->model, o->grad_accum, tr->have_val ? o->val_batches : 0,
-                      tr->have_eval ? train_eval_passes(&tr->eval, o->batch) : 0);
+    progress_set_tail(&tr->prog, &tr->model, o->grad_accum, tr->val ? o->val_batches : 0,
+                      tr->eval ? train_eval_passes(tr->eval, o->batch) : 0);
     if (tr->dist.rank != 0) return; /* the estimate is printed once, its warning too */
     progress_print_peak(&tr->prog, stdout);
     int steps = o->steps > from ? o->steps - from : 0;
-    int evals = !tr->have_val ? 0 : 1 + (o->val_every > 0 ? (steps + o->val_every - 1) / o->val_every : 0);
+    int evals = !tr->val ? 0 : 1 + (o->val_every > 0 ? (steps + o->val_every - 1) / o->val_every : 0);
     progress_estimate(&tr->prog, &tr->model, o->grad_accum, steps, evals, o->val_batches,
                       stdout);
 }
@@ -417,7 +416,9 @@ int main(int argc, char **argv)
     if (rc != 0 && !signals_pending()) fail(&tr, err);
     stop_check_startup(&tr, "reading the data (hashing its shards)");
     if (o->eval_file) {
-        if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
+        tr.eval = calloc(1, sizeof *tr.eval);
+        if (!tr.eval) fail(&tr, "out of host memory for --eval-file");
+        if (train_eval_open(tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
                             sizeof err) != 0) {
             train_options_name_flag("--eval-file", err, sizeof err);
             if (access(o->eval_file, F_OK) != 0)
@@ -425,7 +426,6 @@ int main(int argc, char **argv)
                          " (`make hellaswag` writes datasets/hellaswag_val.bin)");
             fail(&tr, err);
         }
-        tr.have_eval = 1;
     }
     guard_check_data(d, session_data_fingerprint(&tr.train));
 
@@ -434,7 +434,7 @@ int main(int argc, char **argv)
     tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
     if (!tr.be) fail(&tr, err);
     guard_check_backend(d, tr.be);
-    tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
+    tr.mem.known = tr.be->ops->mem_info(tr.be, &tr.mem.free_before, &tr.mem.total) == 0;
     Schedule sched;
     rc = recompute_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.plan, &tr.costs,
                                &tr.step_ns_predicted, err, sizeof err);
@@ -453,10 +453,11 @@ int main(int argc, char **argv)
     if (rc != 0 && !signals_pending()) fail(&tr, err);
     stop_check_startup(&tr, "allocating the model's memory");
     if (dist_attach_gpt(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
-    tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
-    tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
-    tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
-    if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
+    tr.batch.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
+    tr.batch.targets = malloc(sizeof(int) * o->batch * o->seq_len);
+    tr.times.ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
+    if (!tr.batch.inputs || !tr.batch.targets || !tr.times.ms)
+        fail(&tr, "out of host memory for a batch");
     start_progress(&tr, t_start);
     stop_check_startup(&tr, "timing a matmul for the estimate");
 
@@ -536,14 +537,16 @@ int main(int argc, char **argv)
     summary_print(&tr);
     rc = outputs_close_log(&tr.out, 0);
     session_close(&tr.sess);
-    free(tr.inputs);
-    free(tr.targets);
-    free(tr.step_ms);
+    free(tr.batch.inputs);
+    free(tr.batch.targets);
+    free(tr.times.ms);
     dist_finalize(d);
     gpt_free(&tr.model);
     loader_close(&tr.train);
-    if (tr.have_val) loader_close(&tr.val);
-    if (tr.have_eval) train_eval_close(&tr.eval);
+    if (tr.val) loader_close(tr.val);
+    free(tr.val);
+    if (tr.eval) train_eval_close(tr.eval);
+    free(tr.eval);
     if (o->sample_every > 0 && d->rank == 0) text_sampler_close(&tr.sampler);
     if (o->profile_ops) profile_detach(&tr.prof, tr.be);
     backend_close(tr.be);

@@ -24,9 +24,9 @@
 static int stopped(Trainer *tr, int sig, int step, const char *when)
 {
     progress_clear(&tr->prog);
-    tr->stop_sig = sig ? sig : tr->stop_sig ? tr->stop_sig : signals_pending();
-    tr->stop_step = step;
-    snprintf(tr->stop_when, sizeof tr->stop_when, "%s", when);
+    tr->stop.sig = sig ? sig : tr->stop.sig ? tr->stop.sig : signals_pending();
+    tr->stop.step = step;
+    snprintf(tr->stop.when, sizeof tr->stop.when, "%s", when);
     return TRAIN_STOPPED;
 }
 
@@ -35,23 +35,23 @@ static int stopped(Trainer *tr, int sig, int step, const char *when)
  * start-up is otherwise silent for minutes on a big model); later ones
  * show only on a terminal's in-step line. 0, -1 with err, or 1 when a
  * signal abandoned it: at a block with one rank, after the batch in
- * progress with several (agreed, tr->stop_sig set). */
+ * progress with several (agreed, tr->stop.sig set). */
 static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
 {
     int n = tr->opt.val_batches, lines = tr->prog.done == 0;
-    if (loader_reset(&tr->val, err, len) != 0) return -1;
+    if (loader_reset(tr->val, err, len) != 0) return -1;
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
         char label[64];
         snprintf(label, sizeof label, "val %d/%d", i + 1, n);
         progress_begin(&tr->prog, label, 0);
-        if (loader_next(&tr->val, tr->inputs, tr->targets, err, len) != 0) return -1;
-        sum += gpt_eval_loss(&tr->model, tr->inputs, tr->targets);
+        if (loader_next(tr->val, tr->batch.inputs, tr->batch.targets, err, len) != 0) return -1;
+        sum += gpt_eval_loss(&tr->model, tr->batch.inputs, tr->batch.targets);
         if (tr->model.abandoned) return 1;
         progress_clear(&tr->prog);
         if (lines) printf("%s\n", label);
         /* several ranks (no stop at a block): all stop after the same batch */
-        if (tr->dist.world > 1 && (tr->stop_sig = stop_agreed_signal(&tr->dist)) != 0) return 1;
+        if (tr->dist.world > 1 && (tr->stop.sig = stop_agreed_signal(&tr->dist)) != 0) return 1;
     }
     *loss = dist_mean(&tr->dist, sum / n);
     return 0;
@@ -105,13 +105,13 @@ int loop_run(Trainer *tr, char *err, size_t len)
         uint64_t epoch = tr->train.epoch;
         int shard = tr->train.shard_pos;
         long window = tr->train.window_pos;
-        if (tr->have_eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0) {
+        if (tr->eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0) {
             double t0 = progress_now_ms();
-            if (train_eval_run(&tr->eval, &tr->model, d, step - 1, &tr->out.log, err, len) != 0)
+            if (train_eval_run(tr->eval, &tr->model, d, step - 1, &tr->out.log, err, len) != 0)
                 return -1;
             progress_tail_measured(&tr->prog, PROGRESS_EVAL, progress_now_ms() - t0);
         }
-        if (tr->have_val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
+        if (tr->val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
             int rc = validate(tr, step - 1, err, len);
             if (rc < 0) return -1;
             snprintf(when, sizeof when, "during the val loss before step %d", step);
@@ -129,11 +129,11 @@ int loop_run(Trainer *tr, char *err, size_t len)
                          micro + 1, o->grad_accum);
                 progress_relabel(&tr->prog, label);
             }
-            if (loader_next(&tr->train, tr->inputs, tr->targets, err, len) != 0) return -1;
+            if (loader_next(&tr->train, tr->batch.inputs, tr->batch.targets, err, len) != 0) return -1;
             dist_begin_micro(d, micro == o->grad_accum - 1);
             /* one process: the last backward's gradients are final as it makes them */
             gpt_set_final_micro(&tr->model, micro == o->grad_accum - 1 && d->world == 1);
-            loss += gpt_forward_backward(&tr->model, tr->inputs, tr->targets, dloss);
+            loss += gpt_forward_backward(&tr->model, tr->batch.inputs, tr->batch.targets, dloss);
             if (tr->model.abandoned) {
                 if (loader_seek(&tr->train, epoch, shard, window, err, len) != 0) return -1;
                 snprintf(when, sizeof when, "during step %d (its partial work is discarded)",
@@ -158,7 +158,7 @@ int loop_run(Trainer *tr, char *err, size_t len)
         }
         tr->be->ops->sync(tr->be);
         double ms = progress_now_ms() - t0;
-        if (tr->step_ms) tr->step_ms[tr->n_step_ms++] = ms;
+        if (tr->times.ms) tr->times.ms[tr->times.n++] = ms;
         progress_clear(&tr->prog);
         StepFigures fig;
         char figs[200];
@@ -215,12 +215,12 @@ int loop_run(Trainer *tr, char *err, size_t len)
         int n = o->steps - tr->start_step;
         profile_print(&tr->prof, stdout, n > 1 ? n - 1 : n);
     }
-    if (tr->have_val) {
+    if (tr->val) {
         int rc = validate(tr, o->steps, err, len);
         if (rc < 0) return -1;
         if (rc > 0) return stopped(tr, 0, o->steps, "during the final val loss");
     }
-    if (tr->have_eval && train_eval_run(&tr->eval, &tr->model, d, o->steps, &tr->out.log, err, len))
+    if (tr->eval && train_eval_run(tr->eval, &tr->model, d, o->steps, &tr->out.log, err, len))
         return -1;
     return 0;
 }

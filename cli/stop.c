@@ -149,9 +149,9 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
 int stop_keep(Trainer *tr, char *err, size_t len)
 {
     char what[9000];
-    int kept = keep_run(tr, tr->stop_step, what, sizeof what, err, len);
+    int kept = keep_run(tr, tr->stop.step, what, sizeof what, err, len);
     if (kept < 0) return -1;
-    printf("stopped by signal %d %s; %s\n", tr->stop_sig, tr->stop_when, what);
+    printf("stopped by signal %d %s; %s\n", tr->stop.sig, tr->stop.when, what);
     return kept & KEPT_CHECKPOINT ? TRAIN_EXIT_STOPPED_RESUMABLE
            : kept & KEPT_MODEL    ? TRAIN_EXIT_STOPPED_MODEL
                                   : TRAIN_EXIT_STOPPED_NOTHING;
@@ -172,6 +172,6 @@ int stop_nonfinite(Trainer *tr, int step, char *err, size_t len)
         fprintf(stderr, "error: %s\n", err); /* a save's fault may be this rank's alone */
     else if (says)
         fprintf(stderr, "aborted after step %d: %s\n", step, what);
-    if (says) guard_print_rollback(&tr->sess, tr->argc, tr->argv, step, tr->bad_steps);
+    if (says) guard_print_rollback(&tr->sess, tr->cmd.argc, tr->cmd.argv, step, tr->bad_steps);
     return TRAIN_EXIT_NONFINITE;
 }
