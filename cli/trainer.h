@@ -1,7 +1,8 @@
 /* cli/trainer.h — the run's state, shared by the parts of the command that
- * need most of it: start-up and the end of a run (train_gpt.c), the
- * training loop (cli/loop.c), its stops (cli/stop.c) and the end-of-run
- * summary (cli/summary.c). The CLI's own header, not a library's.
+ * need most of it: start-up (cli/startup.c), the training loop
+ * (cli/loop.c), its stops (cli/stop.c), the end of a run (train_gpt.c) and
+ * the end-of-run summary (cli/summary.c). The CLI's own header, not a
+ * library's.
  *
  * Owns: Trainer, and its small parts declared here (the command line, the
  * host batch, the device memory, the step times, the stop record). Its
