@@ -1,349 +1,73 @@
-/* train_gpt.c — the command-line trainer's main: the start-up order, from
- * the flags to the first step, then the end of a run; and --generate. The
- * rest of the command is in cli/: the training loop in cli/loop.c, what a
- * stop keeps in cli/stop.c, the output files (--save, --log, --dump-grads)
- * in cli/outputs.c, llm.c's checkpoints in cli/llmc_folder.c, the
- * end-of-run report in cli/summary.c, progress in cli/progress.c, flags in
- * cli/options.c, the data opened in cli/train_data.c. The model, its recompute schedule and the memory planner
- * in model/; the ops in kernels/; data parallelism over ranks
- * (mpirun/srun) in distributed/. Under several ranks, stdout and the --log
- * file come from rank 0 only, the loss and val loss printed are means over
- * ranks, and rank 0 writes the model files. */
-#include <stdio.h>
-#include <stdlib.h>
+/* train_gpt.c — the command-line trainer's main: the flags, then --plan,
+ * --generate, or a run: its start-up (cli/startup.c), its steps
+ * (cli/loop.c) and its end, here: what a stop keeps (cli/stop.c), or the
+ * model files (cli/outputs.c, cli/llmc_folder.c) and the end-of-run report
+ * (cli/summary.c). The flags are in cli/options.c; the model, its
+ * recompute schedule and the memory planner in model/; the ops in
+ * kernels/; data parallelism over ranks (mpirun/srun) in distributed/.
+ * Under several ranks, stdout and the --log file come from rank 0 only,
+ * the loss and val loss printed are means over ranks, and rank 0 writes
+ * the model files. */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/safefile.h"
-#include "base/signals.h"
-#include "data/loader.h"
 #include "distributed/dist.h"
 #include "kernels/backend.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
-#include "interop/model_file.h"
-#include "ckpt/checkpoint.h"
-#include "ckpt/session.h"
-#include "cli/dist_attach.h"
-#include "cli/guard.h"
 #include "cli/llmc_folder.h"
 #include "cli/loop.h"
 #include "cli/outputs.h"
-#include "cli/recompute.h"
-#include "cli/run_log.h"
-#include "cli/run_record.h"
+#include "cli/startup.h"
 #include "cli/stop.h"
 #include "cli/summary.h"
-#include "cli/train_data.h"
 #include "cli/trainer.h"
 
-/* A fatal error: under several ranks the message carries the rank and the
- * whole job is aborted (dist_fail). */
-static _Noreturn void fail(Trainer *tr, const char *msg) { dist_fail(&tr->dist, 1, "%s", msg); }
-
-/* Shape flags given with --init-from must agree with the file's shape,
- * which is the model's: a contradiction is an error with both shapes (exit
- * 2), never a silently different model. --model's preset counts as its
- * layers, channels and heads. (A resume's save: cli/guard.h.) */
-static int check_shape_flags(Trainer *tr, const char *from, char *err, size_t len)
+/* The end of a run after loop_run's rc: what a stop keeps, else --save,
+ * llm.c's export and the summary; then everything closed. Returns the exit
+ * status; a failed save exits 1 (dist_fail). */
+static int finish(Trainer *tr, int rc, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
-    const GPTConfig *c = &tr->cfg;
-    int preset = o->preset != NULL;
-    struct {
-        const char *flag;
-        int asked, file, given;
-    } f[] = {
-        {"layers", o->layers, c->num_layers, train_options_given(o, "layers") || preset},
-        {"channels", o->channels, c->channels, train_options_given(o, "channels") || preset},
-        {"heads", o->heads, c->num_heads, train_options_given(o, "heads") || preset},
-        {"vocab", o->vocab, c->vocab_size, train_options_given(o, "vocab")},
-        {"max-seq-len", o->max_seq_len, c->max_seq_len, train_options_given(o, "max-seq-len")},
-    };
-    char bad[256] = "";
-    int n = 0, want[5];
-    for (int i = 0; i < 5; i++) {
-        want[i] = f[i].given ? f[i].asked : f[i].file;
-        if (want[i] == f[i].file) continue;
-        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "%s--%s %d", n++ ? ", " : "",
-                 f[i].flag, f[i].asked);
-    }
-    if (n == 0) return 0;
-    if (preset)
-        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), " (--model %s)", o->preset);
-    snprintf(err, len, "%s: contradicts the shape of %.600s: the file has L=%d C=%d NH=%d V=%d "
-             "max-seq-len=%d, the flags ask for L=%d C=%d NH=%d V=%d max-seq-len=%d (the file's "
-             "shape is the model's: drop the shape flags, or start from another file)", bad,
-             from, c->num_layers, c->channels, c->num_heads, c->vocab_size, c->max_seq_len,
-             want[0], want[1], want[2], want[3], want[4]);
-    return 2;
-}
-
-/* The model's shape: from --init-from's header, else from the flags. */
-static int resolve_config(Trainer *tr, char *err, size_t len)
-{
-    const TrainOptions *o = &tr->opt;
-    char resumed[4200];
-    const char *from = o->llmc_resume ? tr->llmc.from.model : o->init_from;
-    if (tr->resume_dir[0]) { /* resuming: the save's shape */
-        snprintf(resumed, sizeof resumed, "%s/model.bin", tr->resume_dir);
-        from = resumed;
-    }
-    if (from) {
-        int version;
-        if (model_file_read_header(from, &tr->cfg, &version, err, len) != 0) {
-            if (from == o->init_from) train_options_name_flag("--init-from", err, len);
-            return -1;
-        }
-        return tr->resume_dir[0] ? guard_check_resume_shape(o, &tr->cfg, tr->resume_dir, err, len)
-                                 : check_shape_flags(tr, from, err, len);
-    }
-    tr->cfg.num_layers = o->layers;
-    tr->cfg.channels = o->channels;
-    tr->cfg.num_heads = o->heads;
-    tr->cfg.vocab_size = o->vocab;
-    tr->cfg.padded_vocab = config_pad_vocab(o->vocab);
-    tr->cfg.max_seq_len = o->max_seq_len ? o->max_seq_len : o->seq_len;
-    return config_validate(&tr->cfg, err, len);
-}
-
-static int load_params(Trainer *tr, char *err, size_t len)
-{
-    float *host = NULL;
-    int rc = 0;
-    if (tr->opt.init_from) {
-        GPTConfig cfg;
-        rc = model_file_load(tr->opt.init_from, &cfg, &host, err, len);
-        if (rc != 0) train_options_name_flag("--init-from", err, len);
-    } else {
-        host = malloc(config_num_params(&tr->cfg) * sizeof(float));
-        if (!host) {
-            snprintf(err, len, "out of host memory for the initial parameters");
-            return -1;
-        }
-        rc = gpt_init_weights(&tr->cfg, tr->opt.seed, host) ? -1 : 0; /* 1: a stop */
-    }
-    /* a stop gave up the loop above; the ranks agree on it before comparing */
-    if (rc != 0 && !signals_pending()) return -1;
-    stop_check_startup(tr, tr->opt.init_from ? "loading --init-from"
-                                             : "initialising the parameters");
-    /* Every rank loads or seeds the same parameters; check rather than trust. */
-    if (!dist_replicas_agree(&tr->dist, dist_hash_floats(host, config_num_params(&tr->cfg))))
-        dist_exit_all(&tr->dist, 1, "the ranks start from different parameters%s",
-                      tr->opt.init_from ? " (is --init-from the same file on every node?)" : "");
-    gpt_set_params(&tr->model, host);
-    free(host);
-    return 0;
-}
-
-/* --generate: load (or initialise) the model with one row of seq-len
- * tokens, print the tokens, exit. No data, no training. */
-static int generate_only(Trainer *tr)
-{
-    char err[1024];
-    const TrainOptions *o = &tr->opt;
-    if (text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
-        fail(tr, err);
-    if (!o->init_from && tr->dist.rank == 0)
-        fprintf(stderr, "note: --generate without --init-from samples a fresh initialisation "
-                "(seed %llu), not a trained model: the text is noise\n",
-                (unsigned long long)o->seed);
-    if (strcmp(o->device, "cpu") != 0 && dist_select_device(&tr->dist, err, sizeof err) != 0)
-        fail(tr, err);
-    tr->be = backend_open(o->device, o->dtype, o->threads, err, sizeof err);
-    if (!tr->be) fail(tr, err);
-    if (gpt_init(&tr->model, &tr->cfg, tr->be, 1, o->seq_len, 0, 0, err, sizeof err) != 0 ||
-        load_params(tr, err, sizeof err) != 0)
-        fail(tr, err);
-    /* no label: the tokens are the progress; the hook stops at a block */
-    progress_init(&tr->prog, &tr->model, progress_now_ms(), 1, o->peak_tflops, 0, 1);
-    text_sampler_print(&tr->sampler, &tr->model, o->generate, NULL, stdout);
-    int cut = tr->model.abandoned;
-    if (cut)
-        printf("stopped by signal %d during --generate; nothing to save\n", signals_pending());
-    gpt_free(&tr->model);
-    text_sampler_close(&tr->sampler);
-    backend_close(tr->be);
-    dist_finalize(&tr->dist);
-    return cut ? TRAIN_EXIT_STOPPED_NOTHING : 0;
-}
-
-/* CPU threads per rank: --threads, else OMP_NUM_THREADS, else the node's
- * cores shared among its ranks (OpenMP's default would give every rank all
- * of them). */
-static int cpu_threads(const Trainer *tr)
-{
-    if (tr->opt.threads > 0 || getenv("OMP_NUM_THREADS") || tr->dist.local_world <= 1)
-        return tr->opt.threads;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long t = cores / tr->dist.local_world;
-    return t < 1 ? 1 : t > 1024 ? 1024 : (int)t;
-}
-
-/* --total-batch: derive grad-accum from B, T and the world size. */
-static void resolve_total_batch(Trainer *tr)
-{
-    TrainOptions *o = &tr->opt;
-    if (o->total_batch == 0) return;
-    long per_micro = (long)o->batch * o->seq_len * tr->dist.world;
-    if (o->total_batch % per_micro != 0)
-        dist_exit_all(&tr->dist, 2,
-                      "--total-batch %ld: not a multiple of the %ld tokens one micro-step "
-                      "reads over all ranks (batch %d x seq-len %d x %d rank%s)",
-                      o->total_batch, per_micro, o->batch, o->seq_len, tr->dist.world,
-                      tr->dist.world == 1 ? "" : "s");
-    long accum = o->total_batch / per_micro;
-    if (o->grad_accum_given && accum != o->grad_accum)
-        dist_exit_all(&tr->dist, 2,
-                      "--grad-accum %d contradicts --total-batch %ld, which needs %ld "
-                      "(batch %d x seq-len %d x %d rank%s); give one of them",
-                      o->grad_accum, o->total_batch, accum, o->batch, o->seq_len,
-                      tr->dist.world, tr->dist.world == 1 ? "" : "s");
-    if (accum > (1 << 20))
-        dist_exit_all(&tr->dist, 2, "--total-batch %ld: %ld micro-steps per step is more than "
-                      "the 1048576 allowed", o->total_batch, accum);
-    o->grad_accum = (int)accum;
-}
-
-/* --init-from a model whose position table is shorter than the default
- * --seq-len (a 128-token Shakespeare model, say): without --seq-len the run
- * takes the file's length, with a note, rather than stopping at exit 2 on a
- * flag the user never gave. Done before anything records seq-len (the
- * session's run config, --total-batch), so a resume of such a run, given the
- * same command line, compares the same value. A file that cannot be read is
- * reported later, by resolve_config. */
-static void adopt_file_seq_len(Trainer *tr)
-{
-    TrainOptions *o = &tr->opt;
-    GPTConfig cfg;
-    int version;
-    char err[512];
-    if (!o->init_from || train_options_given(o, "seq-len")) return;
-    if (model_file_read_header(o->init_from, &cfg, &version, err, sizeof err) != 0) return;
-    if (cfg.max_seq_len >= o->seq_len) return;
-    printf("note: --seq-len %d, the maximum sequence length of --init-from %s (the default %d "
-           "is longer)\n", cfg.max_seq_len, o->init_from, o->seq_len);
-    o->seq_len = cfg.max_seq_len;
-}
-
-/* Where the model's maximum sequence length came from, for a message. */
-static const char *seq_len_source(const Trainer *tr)
-{
-    if (tr->resume_dir[0]) return tr->resume_dir;
-    if (tr->opt.llmc_resume) return tr->llmc.from.model;
-    return tr->opt.init_from ? tr->opt.init_from : "--max-seq-len";
-}
-
-/* Start-up up to the model's shape: the world, the ranks' agreement, the
- * paths that will be written, the checkpoint folder, the save to resume. */
-static void start(Trainer *tr, int argc, char **argv)
-{
-    char err[1024] = "";
-    TrainOptions *o = &tr->opt;
-    tr->argc = argc;
-    tr->argv = argv;
-    outputs_init(&tr->out);
-    if (dist_init(&tr->dist, &argc, &argv, err, sizeof err) != 0) fail(tr, err);
     Dist *d = &tr->dist;
-    if (dist_set_timeout(d, o->collective_timeout, err, sizeof err) != 0) fail(tr, err);
-    guard_check_flags(o, d); /* before anything a rank could do differently */
-    /* Logs from rank 0 only; errors (stderr) from any rank, with its rank. */
-    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))
-        dist_fail(d, 1, "cannot silence stdout on rank %d", d->rank);
-    adopt_file_seq_len(tr); /* its note from rank 0 only */
-    if (signals_install() != 0) fail(tr, "cannot install the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGUSR2)");
-    resolve_total_batch(tr); /* sets grad-accum, which the session records */
-    outputs_check_paths(o, d);
-    RunConfig run = train_options_run_config(o);
-    if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
-    if (session_check_shared(&tr->sess, d, err, sizeof err) != 0) {
-        session_abandon(&tr->sess);
-        dist_exit_all(d, 1, "%s", err);
+    if (rc == TRAIN_STOPPED) rc = stop_keep(tr, err, len);
+    if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
+        rc = outputs_close_log(&tr->out, rc);
+        dist_finalize(d);
+        return rc;
     }
-    int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
-    if (rc < 0) fail(tr, err);
-    if (rc == 0) tr->resume_dir[0] = 0;
-    /* before the claims, which move the saves newer than the resumed one into
-     * abandoned/ (and, with --overwrite-outputs, the old outputs aside) */
-    if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
-        dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
-                  "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
-    outputs_claim_all(&tr->out, o, d, rc > 0 || o->llmc_resume, 0); /* moves nothing yet: below */
-    if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
-    llmc_folder_start(&tr->llmc, o, d, tr->sess.dir,
-                      tr->resume_dir[0] ? tr->sess.resumed.step : -1);
-    /* --dump-grads is written at step 1, which a resumed run never trains */
-    int from = rc > 0 ? tr->sess.resumed.step : o->llmc_resume ? tr->llmc.from.step : 0;
-    if (o->dump_grads && from > 0 && run.exclusive)
-        dist_exit_all(d, 2, "--dump-grads: writes step 1's gradients, and this run resumes at "
-                      "step %d (%s)", from, rc > 0 ? tr->resume_dir : tr->llmc.from.state);
-    if (rc > 0 && o->init_from)
-        printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
-               o->init_from);
-}
-
-/* The header: shape, ranks, the memory plan; printed before the arenas
- * are allocated, so a run that a memory limit kills has shown its plan. */
-static void print_header(Trainer *tr)
-{
-    const TrainOptions *o = &tr->opt;
-    const Dist *d = &tr->dist;
-    printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
-           "grad-accum=%d\n", tr->be->name, tr->be->act_bytes == 2 ? "bf16" : "fp32",
-           tr->cfg.num_layers, tr->cfg.channels, tr->cfg.num_heads, o->seq_len,
-           tr->cfg.vocab_size, tr->cfg.padded_vocab, o->batch, o->grad_accum);
-    printf("data parallel: %d rank%s, collectives %s | zero %d | %ld tokens per step\n",
-           d->world, d->world == 1 ? "" : "s", dist_library(d, tr->be->name), o->zero,
-           (long)o->batch * o->seq_len * o->grad_accum * d->world);
-    printf("parameters: %zu\n", tr->plan.num_params);
-    planner_print(stdout, &tr->plan, schedule_mode_name(o->recompute));
-    printf("predicted peak: %zu bytes (the baseline and the arenas, which are allocated whole "
-           "at start-up, next)\n", tr->plan.total);
-    printf("train data: %d shard(s) from %s\n", tr->train.num_shards, o->train_data);
-    /* when a crash or a kill would cost: the saves this run will make */
-    if (tr->sess.dir[0]) {
-        char every[64] = "", mins[64] = "", keep[32] = "all";
-        if (tr->sess.cfg.save_every > 0)
-            snprintf(every, sizeof every, "every %d steps, ", tr->sess.cfg.save_every);
-        if (tr->sess.cfg.save_minutes > 0)
-            snprintf(mins, sizeof mins, "%g minutes after the previous save, ",
-                     tr->sess.cfg.save_minutes);
-        if (tr->sess.cfg.keep > 0) snprintf(keep, sizeof keep, "the newest %d", tr->sess.cfg.keep);
-        printf("checkpoints: %s, %s%sat the end and on a stop (keeping %s)\n", tr->sess.dir, every,
-               mins, keep);
-    } else if (!o->save && !o->llmc_save_dir && o->steps > 0) {
-        printf("note: no --save, --checkpoint-dir or --save-checkpoint-llmc: the trained weights "
-               "will not be written\n");
+    if (rc == 0)
+        rc = outputs_save_model(&tr->out, o, d, &tr->cfg, tr->model.plan.num_params, err, len);
+    if (rc == 0)
+        rc = llmc_folder_export(&tr->llmc, o, o->steps, &tr->model, d, &tr->train,
+                                &tr->sampler.rng, err, len);
+    if (rc != 0) {
+        outputs_close_log(&tr->out, rc);
+        dist_fail(d, 1, "%s", err);
     }
-}
-
-/* Progress, and the run's estimated length before the parameters are made
- * (which alone takes half a minute for a 380M model on a CPU). */
-static void start_progress(Trainer *tr, double t_start)
-{
-    const TrainOptions *o = &tr->opt;
-    int from = 0; /* the step a resume starts from, from its manifest */
-    CkptManifest man;
-    char why[512];
-    if (tr->resume_dir[0] && ckpt_read_manifest(tr->resume_dir, &man, why, sizeof why) == 0) {
-        from = man.step;
-        ckpt_manifest_free(&man);
-    }
-    if (o->llmc_resume) from = tr->llmc.from.step;
-    progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps,
-                  tr->dist.world == 1);
-    /* the final val loss and --eval-file score follow the last step (its ETA) */
-    progress_set_tail(&tr->prog, &tr->model, o->grad_accum, tr->have_val ? o->val_batches : 0,
-                      tr->have_eval ? train_eval_passes(&tr->eval, o->batch) : 0);
-    if (tr->dist.rank != 0) return; /* the estimate is printed once, its warning too */
-    progress_print_peak(&tr->prog, stdout);
-    int steps = o->steps > from ? o->steps - from : 0;
-    int evals = !tr->have_val ? 0 : 1 + (o->val_every > 0 ? (steps + o->val_every - 1) / o->val_every : 0);
-    progress_estimate(&tr->prog, &tr->model, o->grad_accum, steps, evals, o->val_batches,
-                      stdout);
+    summary_print(tr);
+    rc = outputs_close_log(&tr->out, 0);
+    session_close(&tr->sess);
+    free(tr->batch.inputs);
+    free(tr->batch.targets);
+    free(tr->times.ms);
+    dist_finalize(d);
+    gpt_free(&tr->model);
+    loader_close(&tr->train);
+    if (tr->val) loader_close(tr->val);
+    free(tr->val);
+    if (tr->eval) train_eval_close(tr->eval);
+    free(tr->eval);
+    if (o->sample_every > 0 && d->rank == 0) text_sampler_close(&tr->sampler);
+    if (o->profile_ops) profile_detach(&tr->prof, tr->be);
+    backend_close(tr->be);
+    return rc;
 }
 
 /* A run whose stdout failed (/dev/full, a full disk, EIO) lost lines of
@@ -383,162 +107,12 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = train_options_parse(&tr.opt, argc, argv);
     if (rc) return rc == 1 ? console_status(0) : 2;
-    TrainOptions *o = &tr.opt;
-    start(&tr, argc, argv);
-    Dist *d = &tr.dist;
-
-    /* Validate everything that can be checked before any allocation. */
-    rc = resolve_config(&tr, err, sizeof err);
-    guard_exit_if_any(d, rc == 2, 2, err);
-    if (rc != 0) fail(&tr, err);
-    if (o->seq_len > tr.cfg.max_seq_len)
-        dist_fail(d, 2, "--seq-len: %d exceeds the model's maximum sequence length %d (the "
-                  "position table of %s): pass --seq-len %d or less", o->seq_len,
-                  tr.cfg.max_seq_len, seq_len_source(&tr), tr.cfg.max_seq_len);
-    guard_exit_if_any(d, recompute_check(o, &tr.cfg, err, sizeof err) != 0, 2, err);
-    GPTShard shard = {d->world, d->rank, o->zero, o->offload};
-    if (o->plan) {
-        /* under a launcher each rank measures its own device, not device 0 */
-        if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
-            fail(&tr, err);
-        rc = recompute_plan(o, &tr.cfg, &shard);
-        dist_finalize(d);
-        return console_status(rc);
-    }
-    if (o->generate > 0) return console_status(generate_only(&tr));
-    rc = train_data_open(&tr, err, sizeof err);
-    if (rc != 0 && !signals_pending()) fail(&tr, err);
-    stop_check_startup(&tr, "reading the data (hashing its shards)");
-    if (o->eval_file) {
-        if (train_eval_open(&tr.eval, o->eval_file, tr.cfg.vocab_size, o->seq_len, d, err,
-                            sizeof err) != 0) {
-            train_options_name_flag("--eval-file", err, sizeof err);
-            if (access(o->eval_file, F_OK) != 0)
-                snprintf(err + strlen(err), sizeof err - strlen(err),
-                         " (`make hellaswag` writes datasets/hellaswag_val.bin)");
-            fail(&tr, err);
-        }
-        tr.have_eval = 1;
-    }
-    guard_check_data(d, session_data_fingerprint(&tr.train));
-
-    if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
-        fail(&tr, err);
-    tr.be = backend_open(o->device, o->dtype, cpu_threads(&tr), err, sizeof err);
-    if (!tr.be) fail(&tr, err);
-    guard_check_backend(d, tr.be);
-    tr.have_mem_info = tr.be->ops->mem_info(tr.be, &tr.mem_free_before, &tr.mem_total) == 0;
-    Schedule sched;
-    rc = recompute_schedule(o, &tr.cfg, tr.be, &shard, &sched, &tr.plan, &tr.costs,
-                               &tr.step_ns_predicted, err, sizeof err);
-    if (rc != 0 && !signals_pending()) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
-    /* --recompute auto may keep the checkpoints on the device: the plan says */
-    if (rc == 0) shard.offload = tr.plan.offload;
-    stop_check_startup(&tr, "planning the memory (measuring the op costs)");
-    /* after the op costs were measured: they time the backend's own ops */
-    if (o->profile_ops) profile_attach(&tr.prof, tr.be);
-    print_header(&tr);
-    AllocShow show;
-    alloc_show_start(&show, tr.plan.total - tr.plan.baseline, stdout);
-    rc = gpt_init_schedule(&tr.model, &tr.cfg, tr.be, o->batch, o->seq_len, &sched, o->loss_chunk,
-                           &shard, alloc_show_update, &show, err, sizeof err);
-    alloc_show_end(&show);
-    if (rc != 0 && !signals_pending()) fail(&tr, err);
-    stop_check_startup(&tr, "allocating the model's memory");
-    if (dist_attach_gpt(d, &tr.model, err, sizeof err) != 0) fail(&tr, err);
-    tr.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
-    tr.targets = malloc(sizeof(int) * o->batch * o->seq_len);
-    tr.step_ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
-    if (!tr.inputs || !tr.targets || !tr.step_ms) fail(&tr, "out of host memory for a batch");
-    start_progress(&tr, t_start);
-    stop_check_startup(&tr, "timing a matmul for the estimate");
-
-    /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
-    if (o->sample_every > 0 && d->rank == 0 &&
-        text_sampler_open(&tr.sampler, o, tr.cfg.vocab_size, err, sizeof err) != 0)
-        fail(&tr, err);
-    if (tr.resume_dir[0])
-        printf("resuming from %s...\n", tr.resume_dir);
-    else if (o->llmc_resume)
-        printf("resuming from llm.c's checkpoint %s...\n", tr.llmc.from.state);
-    else if (o->init_from)
-        printf("loading %zu parameters from %s...\n", tr.model.plan.num_params, o->init_from);
-    else
-        printf("initializing %zu parameters (seed %llu)...\n", tr.model.plan.num_params,
-               (unsigned long long)o->seed);
-    rc = tr.resume_dir[0] ? session_resume(&tr.sess, tr.resume_dir, &tr.model, &tr.train,
-                                           &tr.sampler.rng, &tr.start_step, &tr.bad_steps, err,
-                                           sizeof err)
-         : o->llmc_resume ? llmc_folder_resume(&tr.llmc, o, &tr.model, d, &tr.train,
-                                               &tr.sampler.rng, &tr.start_step, err, sizeof err)
-                          : load_params(&tr, err, sizeof err); /* checks for a stop itself */
-    if (rc != 0 && !signals_pending()) fail(&tr, err);
-    stop_check_startup(&tr, tr.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
-                            : o->init_from ? "loading --init-from"
-                                           : "initialising the parameters");
-    train_data_finish_check(&tr); /* before anything is moved aside, the log or a save written */
-    stop_check_startup(&tr, "checking the data against its manifest");
-    guard_check_start_step(d, tr.start_step);
-    /* The run has started: what the folders' claims only checked at start-up
-     * is moved aside now, so a run refused before this point (a changed
-     * flag, other data, a bad file) leaves both folders and the old
-     * outputs as they were. */
-    if (session_settle(&tr.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
-    llmc_folder_settle(&tr.llmc, o, d, tr.sess.dir,
-                       tr.resume_dir[0] ? tr.sess.resumed.step : -1);
-    int resumed = tr.resume_dir[0] || o->llmc_resume;
-    outputs_claim_all(&tr.out, o, d, resumed, 1); /* --overwrite-outputs' moves */
-    /* A resumed run (--resume or --resume-llmc) appends to its log, cut back
-     * to the resumed step, so the log covers the whole run with each step once. */
-    /* the log's run id: the checkpoint run's (kept across resumes); an
-     * llm.c resume starts a new id, so its log is not checked */
-    char run_id[32];
-    snprintf(run_id, sizeof run_id, "%016llx", (unsigned long long)tr.sess.run_id);
-    if (d->rank == 0 && run_log_open(&tr.out.log, o->log_path, resumed ? tr.start_step : -1,
-                                     o->llmc_resume ? NULL : run_id, o->log_errors, err,
-                                     sizeof err) != 0)
-        fail(&tr, err);
-    if (d->rank == 0 && !resumed) { /* the first line: what made the run (cli/run_record.h) */
-        char backend[64];
-        snprintf(backend, sizeof backend, "%s %s", tr.be->name, tr.be->act_bytes == 2 ? "bf16" : "fp32");
-        char *rec = run_record_json(o, &tr.cfg, o->batch, o->seq_len,
-                                    session_data_fingerprint(&tr.train), backend, d->world,
-                                    o->llmc_resume ? NULL : run_id);
-        if (!rec) fail(&tr, "out of host memory for the log's first line");
-        run_log_line(&tr.out.log, rec);
-        free(rec);
-    }
-
+    startup_shape(&tr, argc, argv); /* validates all it can before any allocation */
+    if (tr.opt.plan) return console_status(startup_plan(&tr));
+    if (tr.opt.generate > 0) return console_status(startup_generate(&tr));
+    startup_run(&tr, t_start);
     rc = loop_run(&tr, err, sizeof err);
-    if (rc == TRAIN_STOPPED) rc = stop_keep(&tr, err, sizeof err);
-    if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
-        rc = outputs_close_log(&tr.out, rc);
-        dist_finalize(d);
-        return rc;
-    }
-    if (rc == 0)
-        rc = outputs_save_model(&tr.out, o, d, &tr.cfg, tr.model.plan.num_params, err,
-                                sizeof err);
-    if (rc == 0)
-        rc = llmc_folder_export(&tr.llmc, o, o->steps, &tr.model, d, &tr.train, &tr.sampler.rng,
-                                err, sizeof err);
-    if (rc != 0) {
-        outputs_close_log(&tr.out, rc);
-        fail(&tr, err);
-    }
-    summary_print(&tr);
-    rc = outputs_close_log(&tr.out, 0);
-    session_close(&tr.sess);
-    free(tr.inputs);
-    free(tr.targets);
-    free(tr.step_ms);
-    dist_finalize(d);
-    gpt_free(&tr.model);
-    loader_close(&tr.train);
-    if (tr.have_val) loader_close(&tr.val);
-    if (tr.have_eval) train_eval_close(&tr.eval);
-    if (o->sample_every > 0 && d->rank == 0) text_sampler_close(&tr.sampler);
-    if (o->profile_ops) profile_detach(&tr.prof, tr.be);
-    backend_close(tr.be);
-    return console_status(rc);
+    rc = finish(&tr, rc, err, sizeof err);
+    /* a stop's or a non-finite abort's status stands as it is */
+    return rc > 0 ? rc : console_status(rc);
 }

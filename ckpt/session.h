@@ -44,7 +44,8 @@
 #define SESSION_MAX_NAN_RANGES 32
 
 /* What run/ needs to know of a run. The CLI fills it from its flags
- * (train_gpt.c); strings point into the caller's storage (argv). */
+ * (train_options_run_config, cli/options.h); strings point into the
+ * caller's storage (argv). */
 typedef struct {
     /* checkpoints */
     const char *checkpoint_dir;   /* --checkpoint-dir; NULL = no saves */

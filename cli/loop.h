@@ -3,7 +3,7 @@
  * Owns: the steps from the resumed one (or 0) to --steps: the val loss and
  * --eval-file score between them, each step's line and log line, samples,
  * the saves and llm.c exports due, --dump-grads after step 1, --profile-ops'
- * table, and where a signal stopped the run (Trainer's stop_* fields; what
+ * table, and where a signal stopped the run (Trainer's stop record; what
  * that stop keeps is cli/stop.h's). */
 #ifndef TRAIN_LOOP_H
 #define TRAIN_LOOP_H
@@ -12,7 +12,7 @@
 
 #include "cli/trainer.h"
 
-/* loop_run's return when a signal stopped the run (tr->stop_*). */
+/* loop_run's return when a signal stopped the run (tr->stop). */
 #define TRAIN_STOPPED 1000
 
 /* Steps start_step+1 .. --steps, with val losses, samples, saves, and the

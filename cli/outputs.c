@@ -229,7 +229,7 @@ static int same_output(const char *a, const char *b)
 /* The files a run writes after its work (--save at the end, --dump-grads
  * after step 1, --log from the first line) must be writable now, not after
  * hours of training: a file name (no trailing '/') in a folder that takes a
- * new file. (What stands at the path already: outputs_claim_all.) */
+ * new file. (What stands at the path already: outputs_check_all.) */
 void outputs_check_paths(const TrainOptions *o, Dist *d)
 {
     const char *flag[] = {"--save", "--dump-grads", "--log"};
@@ -249,8 +249,9 @@ void outputs_check_paths(const TrainOptions *o, Dist *d)
     }
 }
 
-/* Rank 0 decides, every rank learns the verdict. */
-void outputs_claim_all(Outputs *out, const TrainOptions *o, Dist *d, int resumed, int move)
+/* Rank 0 decides, every rank learns the verdict. move: the run has
+ * started (outputs_move_aside); else it only checks (outputs_check_all). */
+static void claim_all(Outputs *out, const TrainOptions *o, Dist *d, int resumed, int move)
 {
     char err[4400] = "";
     int refused = 0;
@@ -274,6 +275,16 @@ void outputs_claim_all(Outputs *out, const TrainOptions *o, Dist *d, int resumed
     }
     dist_broadcast(d, &refused, sizeof refused);
     if (refused) dist_exit_all(d, 1, "%s", d->rank == 0 ? err : "rank 0 refused an output file");
+}
+
+void outputs_check_all(Outputs *out, const TrainOptions *o, Dist *d, int resumed)
+{
+    claim_all(out, o, d, resumed, 0);
+}
+
+void outputs_move_aside(Outputs *out, const TrainOptions *o, Dist *d, int resumed)
+{
+    claim_all(out, o, d, resumed, 1);
 }
 
 void outputs_log(Outputs *out, cJSON *obj)

@@ -64,12 +64,14 @@ void outputs_init(Outputs *out);
 void outputs_check_paths(const TrainOptions *o, Dist *d);
 
 /* Start-up: a new run's outputs never replace a file silently (above); a
- * refusal exits every rank with status 1. With move, --overwrite-outputs'
- * moves happen and what stands at --save and --dump-grads is recorded: the
- * trainer checks at start-up and moves once the run has started, so a run
- * refused in between moves nothing. Notes (kept, moved) go to stdout.
- * Collective. */
-void outputs_claim_all(Outputs *out, const TrainOptions *o, Dist *d, int resumed, int move);
+ * refusal exits every rank with status 1. The trainer checks at start-up
+ * (outputs_check_all: nothing moves) and moves once the run has started
+ * (outputs_move_aside: --overwrite-outputs' moves happen and what stands at
+ * --save and --dump-grads is recorded), so a run refused in between moves
+ * nothing. resumed: --resume or --resume-llmc. Notes (kept, moved) go to
+ * stdout. Collective. */
+void outputs_check_all(Outputs *out, const TrainOptions *o, Dist *d, int resumed);
+void outputs_move_aside(Outputs *out, const TrainOptions *o, Dist *d, int resumed);
 
 /* One JSON line to --log (rank 0's), then frees obj. */
 void outputs_log(Outputs *out, cJSON *obj);

@@ -11,7 +11,7 @@
 #include "base/test_hooks.h"
 #include "kernels/device_info.h"
 #include "model/flops.h"
-#include "base/signals.h"
+#include "base/stop.h"
 
 double progress_now_ms(void)
 {
@@ -42,27 +42,34 @@ static void draw(Progress *p, const GPT *g, int done)
     p->t_drawn = now;
 }
 
-/* model/gpt.h's block hook. */
-static int on_block(void *ctx, const GPT *g, int done)
+void progress_block_delay(const Progress *p)
 {
-    Progress *p = ctx;
     if (p->block_delay_ms) io_sleep_ms(p->block_delay_ms);
-    if (p->stop_at_block && signals_pending()) return 1;
+}
+
+void progress_block_draw(Progress *p, const GPT *g, int done)
+{
     if (p->tty && p->label[0] && done > 0) {
         double now = progress_now_ms();
         if (now - p->t_pass >= PROGRESS_SHOW_AFTER_MS && now - p->t_drawn >= 250.0)
             draw(p, g, done);
     }
+}
+
+/* model/gpt.h's block hook: shows where the pass is, never abandons it. */
+static int on_block(void *ctx, const GPT *g, int done)
+{
+    progress_block_delay(ctx);
+    progress_block_draw(ctx, g, done);
     return 0;
 }
 
 void progress_init(Progress *p, GPT *g, double t_start, int grad_accum, double peak_tflops,
-                   int steps, int stop_at_block)
+                   int steps)
 {
     memset(p, 0, sizeof *p);
     p->t_start = t_start;
     p->steps = steps;
-    p->stop_at_block = stop_at_block;
     p->tty = isatty(STDOUT_FILENO);
     p->block_delay_ms = TEST_HOOK_MS("TRAIN_GPT_TEST_BLOCK_DELAY_MS");
     FlopCounts f;
@@ -118,7 +125,7 @@ static double matmul_rate(GPT *g, int *rows_out)
         be->ops->sync(be);
         reps++;
         t = progress_now_ms() - t0;
-    } while (t < 100.0 && reps < 1000 && !signals_pending()); /* a stop: cli/stop.h */
+    } while (t < 100.0 && reps < 1000 && !stop_requested()); /* a stop: cli/stop.h */
     return reps * rows * per_row / (t > 1e-3 ? t / 1e3 : 1e-6);
 }
 

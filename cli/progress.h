@@ -4,8 +4,8 @@
  * and MFU), the start-up estimate of the run's length, the arenas'
  * allocation progress (AllocShow), the in-step progress
  * line on a terminal, and the model's per-block hook (model/gpt.h) that
- * draws that line and stops a pass at the next block once a signal is
- * pending (base/signals.h).
+ * draws that line. Whether a pending signal abandons the pass at a block
+ * is the stop policy's (cli/stop.h), whose hook calls this one's halves.
  *
  * Conventions. FLOPs are model/flops.h's count of one step's forward and
  * backward, times grad-accum, per rank: recompute and the optimizer are not
@@ -36,7 +36,6 @@ typedef struct {
     double peak;          /* FLOP/s MFU is measured against; 0 = unknown, no MFU */
     char peak_what[512];  /* where `peak` comes from, for the start-up line */
     int tty;              /* stdout is a terminal: draw the in-step line */
-    int stop_at_block;    /* a pending signal abandons the pass (one rank only) */
     int block_delay_ms;   /* TRAIN_GPT_TEST_BLOCK_DELAY_MS */
     int steps;            /* the run's last step (--steps) */
     /* the training loop's pace, for the ETA */
@@ -60,12 +59,17 @@ typedef struct {
     double flops_per_s, mfu; /* mfu < 0 without a peak */
 } StepFigures;
 
-/* Set up p for model g (installs its block hook). t_start: the process's
- * start (progress_now_ms). peak_tflops > 0 overrides the device table.
- * stop_at_block: 1 to abandon passes on a pending signal (a single rank;
- * several ranks stop together at step ends instead). */
+/* Set up p for model g (installs its block hook, which only draws).
+ * t_start: the process's start (progress_now_ms). peak_tflops > 0
+ * overrides the device table. */
 void progress_init(Progress *p, GPT *g, double t_start, int grad_accum, double peak_tflops,
-                   int steps, int stop_at_block);
+                   int steps);
+
+/* The block hook's two halves, for a hook that wraps this one (cli/stop.h)
+ * and decides between them: the test delay (above) after a block, then
+ * the in-step line drawn when due. */
+void progress_block_delay(const Progress *p);
+void progress_block_draw(Progress *p, const GPT *g, int done);
 
 /* Print where the MFU's peak comes from (or that there is none). */
 void progress_print_peak(const Progress *p, FILE *out);

@@ -13,6 +13,19 @@
 #include "cli/llmc_folder.h"
 #include "cli/outputs.h"
 
+/* The check sits between the test delay and the drawing, so that a signal
+ * landed during the delay abandons the pass without a last line drawn. */
+static int on_block(void *ctx, const GPT *g, int done)
+{
+    Progress *p = ctx;
+    progress_block_delay(p);
+    if (signals_pending()) return 1;
+    progress_block_draw(p, g, done);
+    return 0;
+}
+
+void stop_install_block_hook(GPT *g, Progress *p) { gpt_set_block_hook(g, on_block, p); }
+
 /* A signal reaches the ranks at different moments: a rank without one
  * takes SIGTERM. */
 int stop_agreed_signal(Dist *d)
@@ -136,9 +149,9 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
 int stop_keep(Trainer *tr, char *err, size_t len)
 {
     char what[9000];
-    int kept = keep_run(tr, tr->stop_step, what, sizeof what, err, len);
+    int kept = keep_run(tr, tr->stop.step, what, sizeof what, err, len);
     if (kept < 0) return -1;
-    printf("stopped by signal %d %s; %s\n", tr->stop_sig, tr->stop_when, what);
+    printf("stopped by signal %d %s; %s\n", tr->stop.sig, tr->stop.when, what);
     return kept & KEPT_CHECKPOINT ? TRAIN_EXIT_STOPPED_RESUMABLE
            : kept & KEPT_MODEL    ? TRAIN_EXIT_STOPPED_MODEL
                                   : TRAIN_EXIT_STOPPED_NOTHING;
@@ -159,6 +172,6 @@ int stop_nonfinite(Trainer *tr, int step, char *err, size_t len)
         fprintf(stderr, "error: %s\n", err); /* a save's fault may be this rank's alone */
     else if (says)
         fprintf(stderr, "aborted after step %d: %s\n", step, what);
-    if (says) guard_print_rollback(&tr->sess, tr->argc, tr->argv, step, tr->bad_steps);
+    if (says) guard_print_rollback(&tr->sess, tr->cmd.argc, tr->cmd.argv, step, tr->bad_steps);
     return TRAIN_EXIT_NONFINITE;
 }

@@ -6,7 +6,8 @@
  * --save-checkpoint-llmc, the model file with --save; and says plainly what
  * it kept, or that nothing was. A stop during start-up keeps nothing and
  * removes the folders the run made. A checkpoint that fails during the run
- * still leaves --save's model file. Also the ranks' agreement on a signal. */
+ * still leaves --save's model file. Also the ranks' agreement on a signal,
+ * and with one rank the stop at a block boundary (the model's block hook). */
 #ifndef TRAIN_STOP_H
 #define TRAIN_STOP_H
 
@@ -14,6 +15,13 @@
 
 #include "distributed/dist.h"
 #include "cli/trainer.h"
+
+/* One rank: a pending signal abandons the pass in progress at the next
+ * block boundary (model/gpt.h's block hook; cli/loop.c discards the cut
+ * step). Replaces progress_init's hook on g with one that still draws p's
+ * in-step line; call it after progress_init. Several ranks never install
+ * it: they stop together at a step's end (stop_agreed_signal). */
+void stop_install_block_hook(GPT *g, Progress *p);
 
 /* The signal any rank has received, or 0; every rank gets the same answer
  * (a collective under several ranks). */

@@ -2,6 +2,7 @@
 #include "cli/train_data.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/signals.h"
@@ -41,14 +42,23 @@ int train_data_open(Trainer *tr, char *err, size_t len)
      * run on other --train-data with them would measure the wrong text (or
      * stop on out-of-vocabulary tokens), so they are used only when the
      * train data is the default too. */
-    int rc = -1;
+    Loader *val = NULL;
     if (o->train_data_given && !o->val_data_given) {
         if (rank == 0)
             fprintf(stderr, "note: --train-data given without --val-data; val loss is skipped\n");
     } else {
-        rc = loader_open(&tr->val, o->val_data, o->batch, o->seq_len, rank, world,
-                         tr->cfg.vocab_size, 0, o->seed, err, len);
-        if (rc == 0 && rank == 0 && tr->val.notes) fputs(tr->val.notes, stderr);
+        val = calloc(1, sizeof *val);
+        if (!val) {
+            snprintf(err, len, "out of host memory for the val data's loader");
+            return -1;
+        }
+        int rc = loader_open(val, o->val_data, o->batch, o->seq_len, rank, world,
+                             tr->cfg.vocab_size, 0, o->seed, err, len);
+        if (rc == 0 && rank == 0 && val->notes) fputs(val->notes, stderr);
+        if (rc != 0) {
+            free(val);
+            val = NULL;
+        }
         if (rc != 0 && o->val_data_given) {
             train_options_name_flag("--val-data", err, len);
             return -1;
@@ -56,8 +66,8 @@ int train_data_open(Trainer *tr, char *err, size_t len)
         if (rc != 0 && rank == 0)
             fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
     }
-    tr->have_val = rc == 0;
-    const char *shared = tr->have_val ? loader_shared_shard(&tr->train, &tr->val) : NULL;
+    tr->val = val;
+    const char *shared = tr->val ? loader_shared_shard(&tr->train, tr->val) : NULL;
     if (shared && rank == 0)
         fprintf(stderr, "warning: --val-data: %s is also a shard of --train-data %s: the val "
                 "loss measures text the model trains on\n", shared, o->train_data);
@@ -66,9 +76,9 @@ int train_data_open(Trainer *tr, char *err, size_t len)
      * start-up (train_data_finish_check waits before the first step): a shard
      * changed since ./tokenize would be trained on and its hash saved, and
      * every resume then refused. */
-    const Loader *listed[2] = {&tr->train, &tr->val};
+    const Loader *listed[2] = {&tr->train, tr->val};
     if (!tr->resume_dir[0] && /* a resume read them all: loader_hash */
-        loader_verify_start(&tr->verify, listed, tr->have_val ? 2 : 1, err, len) != 0)
+        loader_verify_start(&tr->verify, listed, tr->val ? 2 : 1, err, len) != 0)
         return -1;
     return 0;
 }

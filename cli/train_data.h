@@ -13,7 +13,7 @@
 
 #include "cli/trainer.h"
 
-/* Opens tr->train and, when there is one, tr->val (tr->have_val), and
+/* Opens tr->train and, when there is one, tr->val (else NULL), and
  * starts the manifest check (tr->verify). Returns 0, or -1 with err naming
  * the flag. */
 int train_data_open(Trainer *tr, char *err, size_t len);
