@@ -220,7 +220,7 @@ static void auto_print_choice(const PlanRequest *rq, const TrainCosts *tc, const
 }
 
 /* auto's schedule, and with --offload checkpoints where it put the stored
- * inputs (the run offloads only what auto chose: train_gpt.c hands
+ * inputs (the run offloads only what auto chose: cli/startup.c hands
  * plan->offload on). */
 static void auto_print_schedule(const TrainOptions *o, const GPTConfig *cfg, const Schedule *s,
                                 const PlanVerdict *v)
