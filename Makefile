@@ -272,7 +272,7 @@ cuda-perf-model:
 clean:
 	rm -rf build train_gpt tokenize
 
-# ---- Sanitizers and fuzzing (run/, the file readers) ----
+# ---- Sanitizers and fuzzing (ckpt/, data/, eval/, interop/: the file readers) ----
 # `make test-asan`: the CPU code and the suite built with ASan+UBSan in
 # build/asan, run once; the end-to-end tests drive build/asan/test/train_gpt.
 # Sanitizer reports exit 99 so they cannot pass for an expected error exit.

@@ -3,7 +3,7 @@
  * Owns: the process-wide question "has a stop been asked for?", which the
  * long loops below the CLI poll at natural points (a parameter tensor's
  * fill, a shard's MiB read for hashing, a model file's chunk, an op-cost
- * round's op) without depending on run/. The trainer answers it with
+ * round's op) without depending on the CLI or ckpt/. The trainer answers it with
  * base/signals.h's flag (signals_install sets the poll); unset, it answers
  * "no", so libraries and tests that install nothing never stop.
  *

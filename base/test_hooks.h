@@ -8,7 +8,7 @@
  * programs it drives ($(BUILD)/test/train_gpt, $(BUILD)/test/tokenize). The
  * ./train_gpt and ./tokenize users run are built without the flag: they read
  * no TRAIN_GPT_TEST_* variable and hold none of the names
- * (tests/unit/base/test_test_hooks.c checks).
+ * (tests/e2e/build/test_test_hooks.c checks).
  *
  *   TEST_HOOK(stmt);      stmt in the test build; nothing in the product
  *   TEST_HOOK_MS("NAME")  io_test_env_ms("NAME") in the test build (base/fileio.h:

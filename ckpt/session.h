@@ -3,7 +3,7 @@
  * checkpoint folders (checkpoint.h).
  *
  * Owns: RunConfig (what this layer needs to know of a run; the CLI fills it
- * from its flags, so run/ knows nothing of the command line), RunSession
+ * from its flags, so ckpt/ knows nothing of the command line), RunSession
  * (the checkpoint folder, its lock and the run's identity, the step of the
  * newest save, the test hooks) and the mapping of a live run to a RunState
  * and back. Which save a run continues from, and its rollback point, are
@@ -43,7 +43,7 @@
 
 #define SESSION_MAX_NAN_RANGES 32
 
-/* What run/ needs to know of a run. The CLI fills it from its flags
+/* What ckpt/ needs to know of a run. The CLI fills it from its flags
  * (train_options_run_config, cli/options.h); strings point into the
  * caller's storage (argv). */
 typedef struct {

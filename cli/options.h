@@ -1,7 +1,7 @@
 /* cli/options.h — the command line of ./train_gpt.
  *
  * Owns: TrainOptions, its defaults, getopt_long parsing and --help. Every
- * flag is listed once, in the table in cli/options.c, with its default
+ * flag is listed once, in the table in cli/option_table.c, with its default
  * and help text; --help prints that table. A bad flag or value prints one
  * line naming the flag and the accepted values and exits with status 2. */
 #ifndef TRAIN_OPTIONS_H
@@ -12,7 +12,7 @@
 
 #include "ckpt/session.h"
 
-/* Room for every flag of the table in cli/options.c (checked there). */
+/* Room for every flag of the table in cli/option_table.c (checked in cli/options.c). */
 #define TRAIN_OPTIONS_MAX 128
 
 typedef struct {
@@ -82,7 +82,7 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv);
  * name that is not a flag is a programming error (aborts). */
 int train_options_given(const TrainOptions *opt, const char *name);
 
-/* The part of the flags that run/ (checkpoints, resume) needs to know;
+/* The part of the flags that ckpt/ (checkpoints, resume) needs to know;
  * its strings point into opt's (argv). */
 RunConfig train_options_run_config(const TrainOptions *opt);
 

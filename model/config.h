@@ -17,7 +17,7 @@ typedef struct {
     int channels;     /* C; head size is C / NH */
 } GPTConfig;
 
-/* Number of parameter tensors, in llm.c's order (see model/params.h). */
+/* Number of parameter tensors, in llm.c's order (their names and sizes: model/config.c). */
 #define NUM_PARAM_TENSORS 16
 
 /* V rounded up to a multiple of 128, as llm.c pads the embedding. */
