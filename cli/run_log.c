@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 
 /* One log line's "step", and whether it is a training line ("loss"). */
 static int line_step(const char *line, size_t len, int *step, int *train)
@@ -78,6 +79,12 @@ static int cut_back(RunLog *l, int fd, long long cut, long long end, int n, char
                l->path, side, n, strerror(errno));
         rc = -1;
     }
+    /* O_NOFOLLOW stops a symbolic link, not a hard one: the log is not cut */
+    char why[4800];
+    if (rc == 0 && sf_check_sole_name(out, side, why, sizeof why) != 0) {
+        io_err(err, err_len, "--log %s: the log was not cut back; %s", l->path, why);
+        rc = -1;
+    }
     if (rc == 0) rc = io_write_all(out, buf, bytes, side, err, err_len);
     if (rc == 0 && fsync(out) != 0) {
         io_err(err, err_len, "%s: fsync failed: %s", side, strerror(errno));
@@ -138,6 +145,13 @@ int run_log_open(RunLog *l, const char *path, int resume_step, const char *run_i
         io_err(err, err_len, "--log %s: cannot open for writing: %s", path,
                fd < 0 ? strerror(errno) : "not a regular file");
         if (fd >= 0) close(fd);
+        return -1;
+    }
+    /* written in place (appended, cut back): never through a second name */
+    char why[4800];
+    if (sf_check_sole_name(fd, path, why, sizeof why) != 0) {
+        io_err(err, err_len, "--log %s", why);
+        close(fd);
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
