@@ -123,6 +123,18 @@ FLAGS_STAMP := $(BUILD)/flags.stamp
 FLAGS_NOW := $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS)
 $(shell mkdir -p $(BUILD); [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 
+# --version says why a build has no CUDA backend, as the line `make` ends
+# with does; only kernels/device_info.o sees it, rebuilt when it changes.
+ifeq ($(NVCC_FROM),search)
+  NO_CUDA_BRIEF := nvcc was not found at build time
+else
+  NO_CUDA_BRIEF := a CPU-only build: NVCC= was given; make NVCC=/path/to/nvcc builds CUDA
+endif
+NO_CUDA_STAMP := $(BUILD)/nocuda.stamp
+$(shell mkdir -p $(BUILD); [ "$$(cat $(NO_CUDA_STAMP) 2>/dev/null)" = '$(NO_CUDA_BRIEF)' ] || echo '$(NO_CUDA_BRIEF)' > $(NO_CUDA_STAMP))
+$(BUILD)/kernels/device_info.o: CFLAGS += -DTRAIN_GPT_NO_CUDA_WHY='"$(NO_CUDA_BRIEF)"'
+$(BUILD)/kernels/device_info.o: $(NO_CUDA_STAMP)
+
 # --version's commit: `git describe` at build time ("unknown" outside a git
 # tree). Only cli/version.o sees it, and it rebuilds only when it changes.
 GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
