@@ -191,3 +191,32 @@ Test(hardlinks, export_hf_renames_over_a_hard_link, .timeout = 120)
     expect_kept(tu_path(d, "outside/target"));
     tu_remove_tree(d);
 }
+
+/* A backup of the run folder made with `cp -al` shares the lock file: a
+ * resume is refused with a message that says how to go on (remove this
+ * name of the lock; back up with `cp -a`), and following it works, the
+ * backup's lock keeping its bytes. */
+Test(hardlinks, a_cp_al_backup_says_how_to_resume, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], cmd[4096];
+    tc_make_shards(d, 1, 400);
+    const char *m = tc_model_args(d);
+    snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck", m, d);
+    cr_assert_eq(run(d, args, "a"), 0);
+    snprintf(cmd, sizeof cmd, "cp -al %s/ck %s/ck.bak", d, d);
+    cr_assert_eq(tu_run(cmd), 0);
+    size_t n;
+    char *lock = tu_read_file(tu_path(d, "ck.bak/train_gpt.lock"), &n);
+    cr_assert(lock);
+    snprintf(args, sizeof args, "%s --steps 4 --checkpoint-dir %s/ck --resume", m, d);
+    cr_expect_eq(run(d, args, "b"), 1);
+    cr_expect(out_has(d, "b", "train_gpt.lock: the lock file is hard-linked to another name "
+                      "(2 links), as in a backup made with `cp -al`"), "the cause");
+    cr_expect(out_has(d, "b", "remove this name of it (rm ") && out_has(d, "b", "`cp -a`"),
+              "the way on");
+    cr_assert_eq(unlink(tu_path(d, "ck/train_gpt.lock")), 0);
+    cr_expect_eq(run(d, args, "c"), 0);
+    expect_bytes(tu_path(d, "ck.bak/train_gpt.lock"), lock, n);
+    free(lock);
+    tu_remove_tree(d);
+}
