@@ -123,6 +123,18 @@ FLAGS_STAMP := $(BUILD)/flags.stamp
 FLAGS_NOW := $(CC) $(CFLAGS) | $(NVCC) $(NVFLAGS)
 $(shell mkdir -p $(BUILD); [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 
+# --version says why a build has no CUDA backend, as the line `make` ends
+# with does; only kernels/device_info.o sees it, rebuilt when it changes.
+ifeq ($(NVCC_FROM),search)
+  NO_CUDA_BRIEF := nvcc was not found at build time
+else
+  NO_CUDA_BRIEF := a CPU-only build: NVCC= was given; make NVCC=/path/to/nvcc builds CUDA
+endif
+NO_CUDA_STAMP := $(BUILD)/nocuda.stamp
+$(shell mkdir -p $(BUILD); [ "$$(cat $(NO_CUDA_STAMP) 2>/dev/null)" = '$(NO_CUDA_BRIEF)' ] || echo '$(NO_CUDA_BRIEF)' > $(NO_CUDA_STAMP))
+$(BUILD)/kernels/device_info.o: CFLAGS += -DTRAIN_GPT_NO_CUDA_WHY='"$(NO_CUDA_BRIEF)"'
+$(BUILD)/kernels/device_info.o: $(NO_CUDA_STAMP)
+
 # --version's commit: `git describe` at build time ("unknown" outside a git
 # tree). Only cli/version.o sees it, and it rebuilds only when it changes.
 GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
@@ -294,7 +306,7 @@ FUZZ_FLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,unde
 FUZZ_LIB  := data/shard.c data/loader.c data/loader_open.c data/dataset_manifest.c \
              interop/model_file.c model/config.c base/fileio.c base/json.c base/stop.c ckpt/run_state.c \
              ckpt/manifest.c interop/llmc_state.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
-             eval/eval_file.c base/safefile.c
+             eval/eval_file.c base/safefile.c data/jsonl_text.c
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 fuzz: $(FUZZ_BIN)

@@ -65,6 +65,27 @@ int sf_is_link(const char *path)
     return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
 }
 
+int sf_check_sole_name(int fd, const char *shown, char *err, size_t err_len)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        io_err(err, err_len, "%s: cannot inspect it: %s", shown, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        io_err(err, err_len, "%s: not a regular file; it is not written", shown);
+        return -1;
+    }
+    if (st.st_nlink != 1) {
+        io_err(err, err_len, "%s: hard-linked to another name (%ld links); it is written in "
+               "place, so the file behind the other name would change too: nothing was "
+               "written. Give it a name of its own (cp %s %s.copy && mv %s.copy %s breaks the "
+               "link)", shown, (long)st.st_nlink, shown, shown, shown, shown);
+        return -1;
+    }
+    return 0;
+}
+
 /* 1 when the resolved path p is `top` or inside it. */
 static int under(const char *p, const char *top)
 {

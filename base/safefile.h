@@ -50,6 +50,15 @@ int sf_remove_dir(int parentfd, const char *name, const char *shown,
 /* 1 when path is a symbolic link itself (lstat). */
 int sf_is_link(const char *path);
 
+/* The file open on fd, to be written in place (appended to, truncated),
+ * must be a regular file with no other name: O_NOFOLLOW stops a symbolic
+ * link but not a hard link, through which the write would change the file
+ * behind the other name too. Judged on the descriptor (fstat), so a swap
+ * of the name after the open cannot fool it. 0, or -1 with "SHOWN:
+ * hard-linked to another name (N links); ..." or "SHOWN: not a regular
+ * file" in err. */
+int sf_check_sole_name(int fd, const char *shown, char *err, size_t err_len);
+
 /* Open /dev/null on each of fds 0, 1 and 2 that is closed, so that the
  * first file a program opens never becomes its stdout (console text into a
  * lock file) or stdin. Called first thing by both programs. */

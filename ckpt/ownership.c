@@ -70,9 +70,20 @@ int own_lock(OwnLock *l, const char *flag, const char *dir, char *err, size_t er
     }
     struct stat st;
     /* a second hard link would make the truncate below another file's */
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-        io_err(err, err_len, "%s: the lock file is %s; it is not used (remove it)", p,
-               S_ISREG(st.st_mode) ? "hard-linked to another name" : "not a regular file");
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        io_err(err, err_len, "%s: the lock file is not a regular file; it is not used "
+               "(remove it)", p);
+        close(fd);
+        return -1;
+    }
+    if (st.st_nlink != 1) {
+        /* the usual cause: a backup of the folder made with `cp -al`, whose
+         * copy of the lock is this same file; removing one name frees it */
+        io_err(err, err_len, "%s: the lock file is hard-linked to another name (%ld links), "
+               "as in a backup made with `cp -al`; it is not used. To run on %s %s, remove "
+               "this name of it (rm %s; the other keeps its bytes, and a new lock is made), "
+               "or resume from a copy made with `cp -a`, which copies files instead of "
+               "linking them", p, (long)st.st_nlink, flag, dir, p);
         close(fd);
         return -1;
     }

@@ -76,6 +76,15 @@ static int inspect(const RunOutput *o, long long *bytes, char *err, size_t err_l
                o->flag, o->path, S_ISDIR(st.st_mode) ? "folder" : "special file");
         return OUT_BAD;
     }
+    /* the log is written in place: a second name would see every line
+     * (cli/run_log.c checks the descriptor again when it opens it) */
+    if (strcmp(o->flag, "--log") == 0 && st.st_nlink > 1) {
+        io_err(err, err_len, "%s %s: hard-linked to another name (%ld links); it is written in "
+               "place, so the file behind the other name would change too: nothing was "
+               "started. Give it a name of its own (cp %s %s.copy && mv %s.copy %s breaks the "
+               "link)", o->flag, o->path, (long)st.st_nlink, o->path, o->path, o->path, o->path);
+        return OUT_BAD;
+    }
     /* a log another run writes now is locked by it (cli/run_log.h), even
      * while still empty: refused here, before anything is built */
     int fd = open(o->path, O_RDONLY | O_CLOEXEC);

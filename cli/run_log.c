@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/safefile.h"
 
 /* One log line's "step", and whether it is a training line ("loss"). */
 static int line_step(const char *line, size_t len, int *step, int *train)
@@ -78,6 +79,12 @@ static int cut_back(RunLog *l, int fd, long long cut, long long end, int n, char
                l->path, side, n, strerror(errno));
         rc = -1;
     }
+    /* O_NOFOLLOW stops a symbolic link, not a hard one: the log is not cut */
+    char why[4800];
+    if (rc == 0 && sf_check_sole_name(out, side, why, sizeof why) != 0) {
+        io_err(err, err_len, "--log %s: the log was not cut back; %s", l->path, why);
+        rc = -1;
+    }
     if (rc == 0) rc = io_write_all(out, buf, bytes, side, err, err_len);
     if (rc == 0 && fsync(out) != 0) {
         io_err(err, err_len, "%s: fsync failed: %s", side, strerror(errno));
@@ -121,6 +128,56 @@ static int header_run_id(int fd, char *id, size_t len)
     return ok ? 0 : -1;
 }
 
+/* 1 when a log line is one this program writes: a training line ("step"
+ * and "loss", null when not finite), a val line ("step", "val_loss"), an
+ * eval line ("step", "eval"), or an event ("run": the record; "summary"). */
+static int own_line(const char *line, size_t len)
+{
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(j, "event");
+    int ok = 0;
+    if (cJSON_IsObject(j) && cJSON_IsNumber(step))
+        ok = cJSON_GetObjectItemCaseSensitive(j, "loss") ||
+             cJSON_GetObjectItemCaseSensitive(j, "val_loss") ||
+             cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "eval"));
+    else if (cJSON_IsObject(j) && cJSON_IsString(ev))
+        ok = !strcmp(ev->valuestring, "run") || !strcmp(ev->valuestring, "summary");
+    cJSON_Delete(j);
+    return ok;
+}
+
+/* A log with no run id in its first line (from before run ids, or no log
+ * at all: notes, another program's output) is taken as this run's only
+ * when every line is one this program writes; a torn last line (no
+ * newline: a crash mid-write) after such lines is the crash's, cut as
+ * before. 0, or the number of the first line that is not, its start in
+ * `what`. The descriptor's offset is left at 0. */
+static long foreign_line(int fd, char *what, size_t what_len)
+{
+    FILE *f = fdopen(dup(fd), "r");
+    if (!f) return 1;
+    rewind(f);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long n = 0, bad = 0;
+    while (!bad && (len = getline(&line, &cap, f)) > 0) {
+        n++;
+        int torn = line[len - 1] != '\n';
+        if (torn && n > 1 && line[0] == '{') break;
+        if (torn || !own_line(line, (size_t)len)) {
+            bad = n;
+            size_t k = strcspn(line, "\n");
+            snprintf(what, what_len, "%.*s%s", (int)(k < 60 ? k : 60), line, k > 60 ? "..." : "");
+        }
+    }
+    free(line);
+    fclose(f);
+    lseek(fd, 0, SEEK_SET);
+    return bad;
+}
+
 int run_log_open(RunLog *l, const char *path, int resume_step, const char *run_id,
                  int ignore_errors, char *err, size_t err_len)
 {
@@ -138,6 +195,13 @@ int run_log_open(RunLog *l, const char *path, int resume_step, const char *run_i
         io_err(err, err_len, "--log %s: cannot open for writing: %s", path,
                fd < 0 ? strerror(errno) : "not a regular file");
         if (fd >= 0) close(fd);
+        return -1;
+    }
+    /* written in place (appended, cut back): never through a second name */
+    char why[4800];
+    if (sf_check_sole_name(fd, path, why, sizeof why) != 0) {
+        io_err(err, err_len, "--log %s", why);
+        close(fd);
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -161,12 +225,24 @@ int run_log_open(RunLog *l, const char *path, int resume_step, const char *run_i
         close(fd);
         return -1;
     }
-    char theirs[128];
-    if (resume_step >= 0 && run_id && header_run_id(fd, theirs, sizeof theirs) == 0 &&
-        strcmp(theirs, run_id) != 0) {
+    char theirs[128], what[80];
+    int has_id = resume_step >= 0 && header_run_id(fd, theirs, sizeof theirs) == 0;
+    if (has_id && run_id && strcmp(theirs, run_id) != 0) {
         io_err(err, err_len, "--log %s: the log of run %s, and this run (resumed from its "
                "save) is run %s: nothing was cut or appended. Give this run its own --log, or "
                "the one its first segment wrote", path, theirs, run_id);
+        close(fd);
+        return -1;
+    }
+    /* a resume cuts its log back: only a file that is surely a log of
+     * this program is cut, never notes that hold a line like one */
+    long bad = resume_step >= 0 && !has_id && st.st_size > 0
+                   ? foreign_line(fd, what, sizeof what) : 0;
+    if (bad) {
+        io_err(err, err_len, "--log %s: not this run's log: its first line names no run, and "
+               "line %ld is no line this program writes (%s); nothing was cut or appended. "
+               "Give this run its own --log, or the one its first segment wrote", path, bad,
+               what);
         close(fd);
         return -1;
     }

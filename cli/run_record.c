@@ -70,6 +70,16 @@ static int value_text(int i, const cJSON *v, char *buf, size_t len, const char *
     return -1;
 }
 
+/* The first key of obj that an earlier key of it repeats, else NULL
+ * (cJSON keeps both; a lookup finds the first, a walk sets both). */
+static const char *repeated_key(const cJSON *obj)
+{
+    for (const cJSON *a = obj->child; a; a = a->next)
+        for (const cJSON *b = obj->child; b != a; b = b->next)
+            if (a->string && b->string && strcmp(a->string, b->string) == 0) return a->string;
+    return NULL;
+}
+
 int run_record_apply(TrainOptions *opt, const char *path)
 {
     char *text = read_head(path);
@@ -85,7 +95,15 @@ int run_record_apply(TrainOptions *opt, const char *path)
         return 2;
     }
     free(text);
+    const char *twice = repeated_key(doc);
     cJSON *conf = cJSON_GetObjectItemCaseSensitive(doc, "config");
+    if (!twice && cJSON_IsObject(conf)) twice = repeated_key(conf);
+    if (twice) {
+        fprintf(stderr, "--config: %s: key \"%s\" given twice (which one counts would be "
+                "the JSON reader's choice; give it once)\n", path, twice);
+        cJSON_Delete(doc);
+        return 2;
+    }
     if (conf && !cJSON_IsObject(conf)) {
         fprintf(stderr, "--config: %s: \"config\" is not an object of flags\n", path);
         cJSON_Delete(doc);

@@ -15,6 +15,7 @@
 #include "base/safefile.h"
 #include "base/stop.h"
 #include "dataset.h"
+#include "jsonl_text.h"
 #include "shard.h"
 #include "tokenize_job.h"
 #include "tokenizer.h"
@@ -203,8 +204,11 @@ done:
     return rc;
 }
 
-/* The document of one JSON line: its text field's string, decoded by cJSON
- * (escapes, \uXXXX, surrogate pairs -> UTF-8). A blank line is no document. */
+/* The document of one JSON line: its text field's string, every byte of it.
+ * cJSON judges the structure but hands strings over NUL-terminated (so
+ * "a\u0000b" would be "a") and lets raw control characters through; so the
+ * raw line is checked first and the string taken from it with its length
+ * (jsonl_text.h). A blank line is no document. */
 static int jsonl_line(Run *r, char *line, size_t n, const char *name, size_t lineno, char *err,
                       size_t err_len)
 {
@@ -212,6 +216,11 @@ static int jsonl_line(Run *r, char *line, size_t n, const char *name, size_t lin
     while (k < n && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
     if (k == n) return 0;
     const char *field = r->job->text_field ? r->job->text_field : "text";
+    char why[256];
+    if (jsonl_text_check(line, n, why, sizeof why) != 0) {
+        snprintf(err, err_len, "%s:%zu: %s", name, lineno, why);
+        return -1;
+    }
     cJSON *j = cJSON_ParseWithLength(line, n);
     if (!cJSON_IsObject(j)) {
         snprintf(err, err_len, "%s:%zu: not a JSON object (one document per line: "
@@ -226,9 +235,18 @@ static int jsonl_line(Run *r, char *line, size_t n, const char *name, size_t lin
         cJSON_Delete(j);
         return -1;
     }
-    int rc = start_doc(r, err, err_len) ||
-             emit(r, (const uint8_t *)t->valuestring, strlen(t->valuestring), name, err, err_len);
     cJSON_Delete(j);
+    char *text;
+    size_t len;
+    if (jsonl_text_member(line, n, field, &text, &len) != 0) {
+        /* cJSON found the string and the check passed: not expected */
+        snprintf(err, err_len, "%s:%zu: cannot take the string of \"%s\" (a JSON form this "
+                 "reader does not follow)", name, lineno, field);
+        return -1;
+    }
+    int rc = start_doc(r, err, err_len) ||
+             emit(r, (const uint8_t *)text, len, name, err, err_len);
+    free(text);
     return rc ? -1 : 0;
 }
 

@@ -67,6 +67,12 @@ double device_peak_flops(const char *name, int bf16, const char **row)
     return 0.0;
 }
 
+/* Why the build has no CUDA backend, from the Makefile's NVCC choice: nvcc
+ * not found, or NVCC= given (a CPU-only build asked for). */
+#ifndef TRAIN_GPT_NO_CUDA_WHY
+#define TRAIN_GPT_NO_CUDA_WHY "built without nvcc"
+#endif
+
 void device_build_info(char *out, size_t len)
 {
     const char *blas = openblas_get_config();
@@ -85,6 +91,6 @@ void device_build_info(char *out, size_t len)
                  "cuBLASLt, NCCL; %s)", CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, driver);
 #else
     if (n >= 0 && (size_t)n < len)
-        snprintf(out + n, len - (size_t)n, "; cuda not built (nvcc was not found at build time)");
+        snprintf(out + n, len - (size_t)n, "; cuda not built (%s)", TRAIN_GPT_NO_CUDA_WHY);
 #endif
 }

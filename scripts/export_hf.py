@@ -45,7 +45,11 @@ is written; with --overwrite the old file is kept under a second name,
 NAME.replaced_<time>, unless the new one is byte-identical. Each file is
 written to a temporary name in its folder, fsynced, and renamed into place
 (the folder fsynced), so a crash, of the process or the machine, leaves the
-old file or the new one, never half of one.
+old file or the new one, never half of one. An I/O error (a full disk, a
+quota, EIO) ends the script with one line naming the file and the fault,
+exit 1, after taking back what the run did: the files it made are removed,
+each old file it had moved aside is put back, and a folder it made goes
+(import_hf.py the same for its one file).
 
 Checked by dev/reference/hf_export_check.py: the repository's PyTorch reference
 (dev/reference/gpt2_reference.py) run on the model file and an HF-semantics forward
@@ -161,6 +165,76 @@ def refuse_existing(path, what, instead, overwrite):
                  f"is kept as {os.path.basename(path)}.replaced_<time>)")
 
 
+class WriteFailed(Exception):
+    """An I/O error writing `path` (a full disk, a quota, EIO, a folder made
+    read-only): its temporary file is gone already; undo_run() takes back
+    the rest of the run before the one-line message."""
+
+    def __init__(self, path, why):
+        super().__init__(f"{path}: {why}")
+        self.path, self.why = path, why
+
+
+# What this run has done so far, undone when a later write fails, so that a
+# failed export leaves no half of a folder: files and folders it made (the
+# newest last) and old files it moved aside to NAME.replaced_<time>.
+MADE = []
+REPLACED = []
+
+
+def io_why(e):
+    """One line for an I/O error: errno's text, else the first line of the
+    message (torch.save reports a failed write as a RuntimeError)."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def undo_run():
+    """Remove what MADE lists (a folder only when empty: never what was in
+    it before) and move each replaced file back; errors here are ignored,
+    the first one is the one reported."""
+    for kept, path in reversed(REPLACED):
+        try:
+            os.replace(kept, path)
+        except OSError:
+            pass
+    for path in reversed(MADE):
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            elif not any(path == p for _, p in REPLACED):
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def run_or_undo(prog, fn, *args):
+    """fn(*args); a write that fails ends the script with one line naming
+    the file and the fault, exit 1, after undo_run()."""
+    try:
+        fn(*args)
+    except WriteFailed as e:
+        undo_run()
+        sys.exit(f"{prog}: {e.path}: {e.why}; nothing was written (what this run had "
+                 "written is removed)")
+
+
+def make_folder(out):
+    """os.makedirs(out), each folder it makes recorded in MADE."""
+    made, d = [], os.path.abspath(out)
+    while not os.path.isdir(d):
+        made.append(d)
+        d = os.path.dirname(d)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        MADE.extend(reversed(made))
+        raise WriteFailed(out, f"cannot make the folder: {io_why(e)}") from e
+    MADE.extend(reversed(made))
+
+
 def commit(tmp, path):
     """Rename tmp over path; an old path with other bytes first gets a second
     name, path.replaced_<time> (a hard link: nothing is copied or deleted)."""
@@ -177,6 +251,7 @@ def commit(tmp, path):
             except FileExistsError:
                 continue
         print(f"{PROG}: the old {path} is kept as {kept}")
+        REPLACED.append((kept, path))
     os.replace(tmp, path)
     sync_dir(os.path.dirname(os.path.abspath(path)))
 
@@ -205,9 +280,14 @@ def write_via_temp(path, write):
     gets), then commit it; on any failure the temporary file goes. mkstemp
     makes a new name with O_EXCL|O_NOFOLLOW: no planted link is followed."""
     refuse_unsafe(path)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
-                               dir=os.path.dirname(os.path.abspath(path)))
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                                   dir=folder)
+    except OSError as e:
+        raise WriteFailed(path, f"cannot make a temporary file in {folder}: {io_why(e)}") from e
     os.close(fd)
+    existed = os.path.lexists(path)
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -217,7 +297,13 @@ def write_via_temp(path, write):
             sys.exit(f"{PROG}: {tmp}: replaced by something else while it was written")
         sync_file(tmp)
         refuse_unsafe(path)
+        if not existed:
+            MADE.append(path)
         commit(tmp, path)
+    except (OSError, RuntimeError) as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise WriteFailed(path, f"cannot write: {io_why(e)}") from e
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -372,7 +458,7 @@ def export_folder(args, cfg, p):
     refuse_existing(os.path.join(out, weights), "the file exists", "Export into a folder of "
                     "its own", args.overwrite)
     sd = to_hf(cfg, p)
-    os.makedirs(out, exist_ok=True)
+    make_folder(out)
     if weights == "model.safetensors":
         del sd["lm_head.weight"]  # tied: from_pretrained ties it to wte again
         write_safetensors(os.path.join(out, weights), sd, {"format": "pt"})
@@ -415,11 +501,11 @@ def main():
         check_paths(args.model, args.out)
         refuse_existing(args.out, "the file exists", "Give another OUT", args.overwrite)
         cfg, p = read_model(args.model)
-        export_file(args, cfg, p)
+        run_or_undo(PROG, export_file, args, cfg, p)
     else:
         check_folder(args.model, args.out)
         cfg, p = read_model(args.model)
-        export_folder(args, cfg, p)
+        run_or_undo(PROG, export_folder, args, cfg, p)
 
 
 if __name__ == "__main__":

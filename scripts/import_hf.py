@@ -227,7 +227,7 @@ def main():
             f.write(body.tobytes())
             f.flush()
             os.fsync(f.fileno())
-    export_hf.write_via_temp(args.out, write)
+    export_hf.run_or_undo("import_hf", export_hf.write_via_temp, args.out, write)
     print(f"import_hf: wrote {args.out} (llm.c version {version}, {flat.size} parameters): "
           f"L={cfg['L']} NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']}")
 

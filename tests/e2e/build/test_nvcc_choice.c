@@ -67,3 +67,20 @@ Test(nvcc_choice, a_given_nvcc_is_kept_until_given_again, .timeout = 60)
     free(out);
     tu_remove_tree(d);
 }
+
+/* --version says why there is no CUDA backend: after `make NVCC=`, that
+ * NVCC= was given (not "nvcc was not found"), kept with the stamp. */
+Test(nvcc_choice, version_says_nvcc_was_given, .timeout = 60)
+{
+    cr_assert_eq(access("Makefile", F_OK), 0, "not in the source tree's root");
+    char *d = tu_tempdir(), target[1200];
+    snprintf(target, sizeof target, "'%s/kernels/device_info.o'", d);
+    const char *want = "-DTRAIN_GPT_NO_CUDA_WHY='\"a CPU-only build: NVCC= was given";
+    char *out = dry_run(d, "NVCC=", target);
+    cr_expect(strstr(out, want) && !strstr(out, "nvcc was not found"), "%.2000s", out);
+    free(out);
+    out = dry_run(d, "", target);
+    cr_expect(strstr(out, want), "a plain make after `make NVCC=`:\n%.2000s", out);
+    free(out);
+    tu_remove_tree(d);
+}

@@ -115,8 +115,9 @@ Test(run_record, the_first_line_is_the_whole_configuration, .timeout = 60)
     tu_remove_tree(d);
 }
 
-/* A plain object of flag names works too; an unknown key, a value of the
- * wrong type or out of range, a file that is no JSON object or is missing:
+/* A plain object of flag names works too; an unknown key, a key given
+ * twice, a value of the wrong type or out of range, a file that is no JSON
+ * object or is missing:
  * exit 2, one line naming the file (and the key). */
 Test(run_record, config_errors_name_the_file_and_key, .timeout = 60)
 {
@@ -143,6 +144,13 @@ Test(run_record, config_errors_name_the_file_and_key, .timeout = 60)
         {"{\"steps\": true}", "key \"steps\": expected a number or a string"},
         {"[1, 2]", "bad.json: not a JSON object"},
         {"{\"config\": 3}", "\"config\" is not an object of flags"},
+        /* a JSON reader keeps one of two equal keys, which one is its own
+         * choice: neither is taken */
+        {"{\"lr\": 0.1, \"steps\": 2, \"lr\": 0.2}", "bad.json: key \"lr\" given twice"},
+        {"{\"config\": {\"steps\": 2, \"st\\u0065ps\": 3}}",
+         "bad.json: key \"steps\" given twice"},
+        {"{\"config\": {}, \"config\": {\"steps\": 1}}",
+         "bad.json: key \"config\" given twice"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         tu_write_text(tu_path(d, "bad.json"), bad[i].text);
