@@ -160,7 +160,6 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
         st->max_grid_y = gy;
         st->max_grid_z = gz;
     }
-    if (!amma_variants_from_env(st, err, err_len)) goto fail; /* after st->cc */
     OPEN_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     /* the host tier's (host_tier.cu): made once, idle without --offload */
     OPEN_TRY(cudaStreamCreateWithFlags(&st->copy_stream, cudaStreamNonBlocking));
@@ -200,7 +199,6 @@ extern "C" void cuda_backend_close(Backend *be)
     CUDA_CHECK(cudaStreamSynchronize(st->copy_stream));
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
     cuda_gemm_destroy(st);
-    if (st->dq_part) CUDA_CHECK(cudaFree(st->dq_part));
     CUDA_CHECK(cudaFree(st->scratch));
     CUDA_CHECK(cudaFree(st->workspace));
     for (int e = 0; e < OPS_COPY_EVENTS; e++) CUDA_CHECK(cudaEventDestroy(st->copy_ev[e]));

@@ -117,10 +117,6 @@ typedef struct CudaState {
     int fuse_gelu;         /* TRAIN_GPT_FUSE_GELU: GELU in cuBLASLt's epilogues (default 0) */
     int gemm_tune;         /* TRAIN_GPT_GEMM_TUNE: time the heuristic's candidates (default 1) */
     int gemm_verbose;      /* TRAIN_GPT_GEMM_VERBOSE: print each algorithm choice (default 0) */
-    int attn_variant[CUDA_ATTN_KERNELS]; /* attention_mma.cu: the bf16 attention kernels'
-                                            variants (forward, dQ, dK/dV) */
-    float *dq_part;        /* attention_mma_fused.cu's dQ partials (check_only variants: */
-    size_t dq_part_bytes;  /* outside the memory plan), grown on demand, freed at close */
 } CudaState;
 
 static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }
@@ -241,10 +237,6 @@ void cuda_gemm_epi(CudaState *st, int ta, int tb, int m, int n, int k, const voi
                    const void *bias, float beta, int epi, void *aux, int ldaux);
 void cuda_gemm_init(CudaState *st);    /* at open */
 void cuda_gemm_destroy(CudaState *st); /* at close */
-
-/* attention_mma.cu: st->attn_variant from TRAIN_GPT_ATTN_VARIANT (at open).
- * Returns 0 with a one-line reason in err when it names no variant. */
-int amma_variants_from_env(CudaState *st, char *err, size_t err_len);
 
 /* ---- op entry points (the BackendOps table in backend.cu) ---- */
 void *cuda_mem_alloc(Backend *be, size_t bytes);

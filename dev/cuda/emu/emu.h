@@ -164,7 +164,7 @@ void emu_cp_async_wait(int pending); /* cp.async.wait_group pending */
 void emu_fence_proxy_async(void);
 bool emu_smem_unfenced(const void *p); /* for emu_wgmma.cpp */
 
-/* ---- wgmma (sm_90a warpgroup MMA; kernels/cuda/wgmma.cuh, emu_wgmma.cpp) ----
+/* ---- wgmma (sm_90a warpgroup MMA; dev/cuda/wgmma.cuh, emu_wgmma.cpp) ----
  * wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: D(64 x N, fp32)
  * (+)= A(64 x 16) . B(16 x N) over the 128 threads of a warpgroup (4
  * consecutive warps, the first a multiple of 4). D: N/2 floats per thread
