@@ -35,22 +35,13 @@ struct AmmaFusedArgs : AmmaBwdArgs {
  *   conflicts), alternate pieces in alternate buffers, so one barrier
  *   per piece suffices.
  * The epilogue's dK and dV tiles (ROWS rows each) go over the stages. */
-template <class Cfg> struct AmmaFusedSmem {
+template <class Cfg> struct AmmaFusedSmem : AmmaDkdvSmem<Cfg> { /* its stages, q(), stats() */
+    typedef AmmaDkdvSmem<Cfg> D;
     static constexpr int LDS = 24;
-    static constexpr size_t tiles = (size_t)2 * Cfg::BT * Cfg::LD * sizeof(bf16);
-    static constexpr size_t stage = tiles + (size_t)Cfg::BT * sizeof(AmmaStat);
-    static constexpr size_t kv_at = 2 * stage;
-    static constexpr size_t ds_at = kv_at + (size_t)2 * Cfg::ROWS * Cfg::LD * sizeof(bf16);
+    static constexpr size_t kv_at = 2 * D::stage;
+    static constexpr size_t ds_at = kv_at + D::kv;
     static constexpr size_t bytes = ds_at + (size_t)2 * Cfg::ROWS * LDS * sizeof(bf16);
-    static_assert(2 * stage >= (size_t)2 * Cfg::ROWS * Cfg::LD * sizeof(bf16), "epilogue tiles");
-    static __device__ __forceinline__ bf16 *q(unsigned char *smem, int s)
-    {
-        return (bf16 *)(smem + (size_t)s * stage);
-    }
-    static __device__ __forceinline__ AmmaStat *stats(unsigned char *smem, int s)
-    {
-        return (AmmaStat *)(smem + (size_t)s * stage + tiles);
-    }
+    static_assert(2 * D::stage >= D::kv, "epilogue tiles");
 };
 
 template <class Cfg>
@@ -62,7 +53,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fused_kernel(AmmaFuse
     typedef AmmaFusedSmem<Cfg> SM;
     constexpr int LDS = SM::LDS;
     DYN_SMEM(smem);
-    bf16 *const Ks = (bf16 *)(smem + SM::kv_at), *const Vs = Ks + BKV * LD;
+    bf16 *const Ks = (bf16 *)(smem + SM::kv_at); /* V after it, read once into registers */
     bf16 *const dsT = (bf16 *)(smem + SM::ds_at);
 
     const AmmaTile t = amma_tile_begin<Cfg, true>(a); /* rows: keys */
@@ -72,15 +63,11 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fused_kernel(AmmaFuse
     float *const part = a.part + (((size_t)blk.b * a.NH + blk.h) * nKB + blk.tile) * T_ * HSP;
     const float sl2 = a.sl2;
 
-    amma_stage_pair_async<HSP, BKV, NT, 1>(Ks, t.k, t.v, k0);
-    amma_stage_pair_async<HSP, BQ, NT, 1>(SM::q(smem, 0), t.q, t.dout, t.first);
-    amma_stage_stats<BQ, NT>(SM::stats(smem, 0), t.stats, t.first, T_);
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4];
-    mma_load_a_strip<HSP>(kf, Ks, LD, 16 * w);
-    mma_load_a_strip<HSP>(vf, Vs, LD, 16 * w);
+    amma_stage_own2<Cfg>(Ks, t.k, t.v, k0, w, kf, vf, [&] {
+        amma_stage_pair_async<HSP, BQ, NT, 1>(SM::q(smem, 0), t.q, t.dout, t.first);
+        amma_stage_stats<BQ, NT>(SM::stats(smem, 0), t.stats, t.first, T_);
+    });
 
     float dk[HSP / 8][4], dv[HSP / 8][4];
     mma_strip_zero<HSP>(dk);

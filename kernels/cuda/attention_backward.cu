@@ -33,29 +33,18 @@ __global__ void ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB)
 attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse,
                      int T_, int C, int NH, float scale)
 {
-    using G = AttnGeom<T, HSP, TB>;
-    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
     DYN_SMEM(smem);
-    unsigned char *p = smem;
-    T *Ks = attn_take<T>(p, TB * LDT);
-    T *Vs = attn_take<T>(p, TB * LDT);
-    T *Qs = attn_take<T>(p, TB * LDT);
-    T *dOs = attn_take<T>(p, TB * LDT);
-    float *St = attn_take<float>(p, TB * LDS);  /* S^T: key rows x query columns */
-    float *dPt = attn_take<float>(p, TB * LDS); /* dP^T */
-    T *Pt = attn_take<T>(p, TB * LDP);
-    T *dSt = attn_take<T>(p, TB * LDP);
-    float *dK = attn_take<float>(p, TB * LDO);
-    float *dV = attn_take<float>(p, TB * LDO);
-    float *lse_s = attn_take<float>(p, TB);
-    float *D_s = attn_take<float>(p, TB);
-
-    const int nT = (T_ + TB - 1) / TB;
-    const int kt = blockIdx.x; /* low key tiles see the most query tiles: launched first */
-    const int h = blockIdx.y, b = blockIdx.z;
-    const int hs = C / NH, C3 = 3 * C;
-    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int k0 = kt * TB;
+    AttnCarve<T, HSP, TB> m(smem);
+    T *Ks = m.tile(), *Vs = m.tile(), *Qs = m.tile(), *dOs = m.tile();
+    float *St = m.scores(), *dPt = m.scores(); /* S^T (key rows x query columns), dP^T */
+    T *Pt = m.probs(), *dSt = m.probs();
+    float *dK = m.acc(), *dV = m.acc(), *lse_s = m.rows(), *D_s = m.rows();
+    typedef decltype(m) G;
+    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
+    /* low key tiles see the most query tiles: launched first */
+    const AttnBlock blk = attn_block<TB>(T_, C, NH, false);
+    const int nT = (T_ + TB - 1) / TB, kt = blk.tile, k0 = blk.t0, h = blk.h, b = blk.b;
+    const int hs = blk.hs, C3 = blk.C3, w = blk.w, lane = blk.lane;
 
     attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs);
     attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
@@ -113,27 +102,17 @@ __global__ void ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB)
 attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse, int T_,
                    int C, int NH, float scale)
 {
-    using G = AttnGeom<T, HSP, TB>;
-    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
     DYN_SMEM(smem);
-    unsigned char *p = smem;
-    T *Qs = attn_take<T>(p, TB * LDT);
-    T *dOs = attn_take<T>(p, TB * LDT);
-    T *Ks = attn_take<T>(p, TB * LDT);
-    T *Vs = attn_take<T>(p, TB * LDT);
-    float *Ss = attn_take<float>(p, TB * LDS);
-    float *dPs = attn_take<float>(p, TB * LDS);
-    T *dSs = attn_take<T>(p, TB * LDP);
-    float *dQ = attn_take<float>(p, TB * LDO);
-    float *lse_s = attn_take<float>(p, TB);
-    float *D_s = attn_take<float>(p, TB);
-
-    const int nT = (T_ + TB - 1) / TB;
-    const int qt = nT - 1 - (int)blockIdx.x; /* the longest rows first */
-    const int h = blockIdx.y, b = blockIdx.z;
-    const int hs = C / NH, C3 = 3 * C;
-    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int q0 = qt * TB;
+    AttnCarve<T, HSP, TB> m(smem);
+    T *Qs = m.tile(), *dOs = m.tile(), *Ks = m.tile(), *Vs = m.tile();
+    float *Ss = m.scores(), *dPs = m.scores();
+    T *dSs = m.probs();
+    float *dQ = m.acc(), *lse_s = m.rows(), *D_s = m.rows();
+    typedef decltype(m) G;
+    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
+    const AttnBlock blk = attn_block<TB>(T_, C, NH, true); /* the longest rows first */
+    const int qt = blk.tile, q0 = blk.t0, h = blk.h, b = blk.b, hs = blk.hs, C3 = blk.C3;
+    const int w = blk.w, lane = blk.lane;
 
     attn_load_tile<T, HSP, TB>(Qs, qkv, C3, h * hs, b, q0, T_, hs);
     attn_load_tile<T, HSP, TB>(dOs, dout, C, h * hs, b, q0, T_, hs);

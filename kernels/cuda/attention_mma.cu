@@ -30,51 +30,33 @@ __global__ void amma_rows_D_kernel(AmmaStat *stats, const bf16 *dout, const bf16
     }
 }
 
-/* ---- each kernel by padded head size ---- */
+/* ---- each kernel by padded head size (fatal past 128) ---- */
 
 void amma_fwd_run(CudaState *st, const AmmaFwdArgs &a)
 {
-    switch (attn_hsp(a.C / a.NH) * (a.vec ? 1 : -1)) {
-    case 16: amma_fwd_launch<AmmaFwdCfg<16>>(st, a); break;
-    case 32: amma_fwd_launch<AmmaFwdCfg<32>>(st, a); break;
-    case 64: amma_fwd_launch<AmmaFwdCfg<64>>(st, a); break;
-    case 128: amma_fwd_launch<AmmaFwdCfg<128>>(st, a); break;
-    case -16: amma_fwd_launch<AmmaScalarCfg<16>>(st, a); break;
-    case -32: amma_fwd_launch<AmmaScalarCfg<32>>(st, a); break;
-    case -64: amma_fwd_launch<AmmaScalarCfg<64>>(st, a); break;
-    case -128: amma_fwd_launch<AmmaScalarCfg<128>>(st, a); break;
-    default: CUDA_FATAL("attention_forward: head size %d > 128 is not supported", a.C / a.NH);
-    }
+    attn_hsp_dispatch("attention_forward", a.C / a.NH, [&](auto hsp) {
+        constexpr int HSP = decltype(hsp)::value;
+        if (a.vec) amma_fwd_launch<AmmaFwdCfg<HSP>>(st, a);
+        else amma_fwd_launch<AmmaScalarCfg<HSP>>(st, a);
+    });
 }
 
 void amma_dq_run(CudaState *st, const AmmaBwdArgs &a)
 {
-    switch (attn_hsp(a.C / a.NH) * (a.vec ? 1 : -1)) {
-    case 16: amma_bwd_launch<AmmaDqCfg<16>, true>(st, a); break;
-    case 32: amma_bwd_launch<AmmaDqCfg<32>, true>(st, a); break;
-    case 64: amma_bwd_launch<AmmaDqCfg<64>, true>(st, a); break;
-    case 128: amma_bwd_launch<AmmaDqCfg<128>, true>(st, a); break;
-    case -16: amma_bwd_launch<AmmaScalarCfg<16>, true>(st, a); break;
-    case -32: amma_bwd_launch<AmmaScalarCfg<32>, true>(st, a); break;
-    case -64: amma_bwd_launch<AmmaScalarCfg<64>, true>(st, a); break;
-    case -128: amma_bwd_launch<AmmaScalarCfg<128>, true>(st, a); break;
-    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
-    }
+    attn_hsp_dispatch("attention_backward", a.C / a.NH, [&](auto hsp) {
+        constexpr int HSP = decltype(hsp)::value;
+        if (a.vec) amma_bwd_launch<AmmaDqCfg<HSP>, true>(st, a);
+        else amma_bwd_launch<AmmaScalarCfg<HSP>, true>(st, a);
+    });
 }
 
 void amma_dkdv_run(CudaState *st, const AmmaBwdArgs &a)
 {
-    switch (attn_hsp(a.C / a.NH) * (a.vec ? 1 : -1)) {
-    case 16: amma_bwd_launch<AmmaDkdvCfg<16>, false>(st, a); break;
-    case 32: amma_bwd_launch<AmmaDkdvCfg<32>, false>(st, a); break;
-    case 64: amma_bwd_launch<AmmaDkdvCfg<64>, false>(st, a); break;
-    case 128: amma_bwd_launch<AmmaDkdvCfg<128>, false>(st, a); break;
-    case -16: amma_bwd_launch<AmmaScalarCfg<16>, false>(st, a); break;
-    case -32: amma_bwd_launch<AmmaScalarCfg<32>, false>(st, a); break;
-    case -64: amma_bwd_launch<AmmaScalarCfg<64>, false>(st, a); break;
-    case -128: amma_bwd_launch<AmmaScalarCfg<128, 0>, false>(st, a); break;
-    default: CUDA_FATAL("attention_backward: head size %d > 128 is not supported", a.C / a.NH);
-    }
+    attn_hsp_dispatch("attention_backward", a.C / a.NH, [&](auto hsp) {
+        constexpr int HSP = decltype(hsp)::value;
+        if (a.vec) amma_bwd_launch<AmmaDkdvCfg<HSP>, false>(st, a);
+        else amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false>(st, a);
+    });
 }
 
 /* ---- the entry points ---- */

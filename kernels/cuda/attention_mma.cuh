@@ -302,6 +302,32 @@ __device__ __forceinline__ void amma_stage_stats(AmmaStat *dst, const AmmaStat *
     }
 }
 
+/* The backward kernels' set-up: the block's own two tiles (ROWS rows of s0
+ * and s1 from row0, side by side at own: [Q | dO] for dQ, [K | V] for
+ * dK/dV) and, with ST = 2, the streamed side's first tile (issue(): its
+ * cp.async copies), landed and published to the block; then, with HOLD,
+ * warp w's A operands of both in registers (a0, a1). */
+template <class Cfg, class Issue>
+__device__ __forceinline__ void amma_stage_own2(bf16 *own, AmmaSrc s0, AmmaSrc s1, int row0,
+                                                int w, uint32_t a0[][4], uint32_t a1[][4],
+                                                Issue issue)
+{
+    constexpr int HSP = Cfg::HSP, R = Cfg::ROWS, NT = Cfg::NT, LD = Cfg::LD;
+    if (Cfg::ST == 2) {
+        amma_stage_pair_async<HSP, R, NT, Cfg::VEC>(own, s0, s1, row0);
+        issue();
+        cp_async_commit();
+        cp_async_wait<0>();
+    } else {
+        amma_stage_pair<HSP, R, NT, Cfg::VEC, false>(own, s0, s1, row0);
+    }
+    __syncthreads();
+    if (Cfg::HOLD) {
+        mma_load_a_strip<HSP>(a0, own, LD, 16 * w);
+        mma_load_a_strip<HSP>(a1, own + R * LD, LD, 16 * w);
+    }
+}
+
 /* Key/value step kt of nK of the forward and dQ kernels (keys kt BT..):
  * tiles holds ST stages of [K | V] (BT rows each); returns this step's K
  * tile (its V tile follows, BT rows on). ST = 2: waits for tile kt

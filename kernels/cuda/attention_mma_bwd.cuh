@@ -45,20 +45,10 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
     const AmmaStat st0 = t.r0 < t.T ? t.stats[t.r0] : zero;
     const AmmaStat st1 = t.r1 < t.T ? t.stats[t.r1] : zero;
 
-    if (Cfg::ST == 2) {
-        amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(Qs, t.q, t.dout, t.row0); /* [Q | dO] */
-        amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles, t.k, t.v, 0);
-        cp_async_commit();
-        cp_async_wait<0>();
-    } else {
-        amma_stage_pair<HSP, BQ, NT, Cfg::VEC, false>(Qs, t.q, t.dout, t.row0);
-    }
-    __syncthreads();
     uint32_t qf[HSP / 16][4], of[HSP / 16][4]; /* Q_w, dO_w: with HOLD only */
-    if (Cfg::HOLD) {
-        mma_load_a_strip<HSP>(qf, Qs, LD, 16 * t.w);
-        mma_load_a_strip<HSP>(of, dOs, LD, 16 * t.w);
-    }
+    amma_stage_own2<Cfg>(Qs, t.q, t.dout, t.row0, t.w, qf, of, [&] {
+        amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles, t.k, t.v, 0); /* keys 0.. */
+    });
 
     float dq[HSP / 8][4];
     mma_strip_zero<HSP>(dq);
@@ -126,21 +116,11 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     /* rows: keys, this lane's t.r0 and t.r1; query tiles from t.first */
     const AmmaTile t = amma_tile_begin<Cfg, true>(a);
 
-    if (Cfg::ST == 2) {
-        amma_stage_pair_async<HSP, BKV, NT, Cfg::VEC>(Ks, t.k, t.v, t.row0); /* [K | V] */
+    uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w: with HOLD only */
+    amma_stage_own2<Cfg>(Ks, t.k, t.v, t.row0, t.w, kf, vf, [&] {
         amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0), t.q, t.dout, t.first);
         amma_stage_stats<BQ, NT>(SM::stats(smem, 0), t.stats, t.first, t.T);
-        cp_async_commit();
-        cp_async_wait<0>();
-    } else {
-        amma_stage_pair<HSP, BKV, NT, Cfg::VEC, false>(Ks, t.k, t.v, t.row0);
-    }
-    __syncthreads();
-    uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w: with HOLD only */
-    if (Cfg::HOLD) {
-        mma_load_a_strip<HSP>(kf, Ks, LD, 16 * t.w);
-        mma_load_a_strip<HSP>(vf, Vs, LD, 16 * t.w);
-    }
+    });
 
     float dk[HSP / 8][4], dv[HSP / 8][4];
     mma_strip_zero<HSP>(dk);
