@@ -62,9 +62,6 @@ extern "C" int cuda_device_count(void)
 
 extern "C" void cuda_device_name(char *buf, size_t len)
 {
-#ifdef CUDA_EMU
-    snprintf(buf, len, "CUDA emulator"); /* the emulator has no device properties */
-#else
     int dev = 0;
     cudaDeviceProp prop;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
@@ -73,7 +70,6 @@ extern "C" void cuda_device_name(char *buf, size_t len)
         return;
     }
     snprintf(buf, len, "%s", prop.name);
-#endif
 }
 
 extern "C" size_t cuda_backend_fixed_bytes(void)

@@ -27,11 +27,20 @@
 #define KERNELS_CUDA_COMMON_CUH
 
 #ifdef CUDA_EMU
-#include <emu.h> /* dev/cuda/emu/, on the emulator build's include path */
+#include <emu.h> /* dev/cuda/emu/, on the emulator build's include path; it
+                    defines ptx.cuh's instructions too */
+#define CUDA_WIDE_BLOCK 256
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include "ptx.cuh" /* the inline-PTX instructions */
+#define CUDA_WIDE_BLOCK 1024
 #endif
+/* CUDA_WIDE_BLOCK: the widest block a kernel sized by it takes (head.cu):
+ * 1024 threads on a GPU; 256 on the emulator, one fiber per thread, where
+ * such a kernel's paths depend on the count only through its tile size
+ * and run 4x faster. */
 
 #include <math.h>
 #include <stdint.h>
@@ -135,16 +144,7 @@ template <> __device__ __forceinline__ bf16 from_f<bf16>(float x) { return __flo
  * inside the fp32 checks' 1e-5. The emulator flushes the same way
  * (emu_ex2_approx_ftz); 2^-inf = 0. Used by the cross-entropy (head.cu) and the bf16
  * attention (attention_mma*.cu), with the scale folded into one FFMA. */
-__device__ __forceinline__ float exp2_approx(float x)
-{
-#ifdef CUDA_EMU
-    return emu_ex2_approx_ftz(x);
-#else
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-#endif
-}
+__device__ __forceinline__ float exp2_approx(float x) { return ptx_ex2_approx_ftz(x); }
 
 /* Reductions over a warp with an xor butterfly: every lane ends with the same
  * bits (each step adds the same two values, in either order). */
@@ -187,6 +187,22 @@ template <typename T> __device__ __forceinline__ const Vec16<T> *vec16_at(const 
 static inline int aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
 
 static inline unsigned ceil_div(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+
+/* A size the checks shrink to reach a kernel's rarer paths at their small
+ * shapes: under the emulator, EMU_<name> from the environment when it is a
+ * positive number below dflt; dflt otherwise, and always on a GPU build,
+ * which reads no environment here. */
+static inline int cuda_test_param(const char *name, int dflt)
+{
+#ifdef CUDA_EMU
+    char var[64];
+    snprintf(var, sizeof var, "EMU_%s", name);
+    const char *e = getenv(var);
+    if (e && atoi(e) > 0 && atoi(e) < dflt) return atoi(e);
+#endif
+    (void)name;
+    return dflt;
+}
 
 /* Grid for an elementwise kernel with a grid-stride loop: fixed by n alone
  * (never by the device) so results cannot depend on the GPU. */

@@ -207,6 +207,27 @@ inline float emu_ex2_approx_ftz(float x)
     return fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
 }
 
+/* ---- kernels/cuda/ptx.cuh's instructions, under the names the kernels
+ * call in either build (cuda_common.cuh includes ptx.cuh on the GPU build
+ * only) ---- */
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
+template <int SIZE> inline void ptx_cp_async(void *dst, const void *src, int src_bytes)
+{
+    emu_cp_async(dst, src, SIZE, src_bytes);
+}
+inline void ptx_cp_async_commit(void) { emu_cp_async_commit(); }
+template <int N> inline void ptx_cp_async_wait(void) { emu_cp_async_wait(N); }
+inline void ptx_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
+{
+    emu_mma_bf16_16816(d, a, b);
+}
+inline void ptx_ldmatrix_x4(uint32_t r[4], const void *p, bool trans)
+{
+    emu_ldmatrix_x4(r, p, trans);
+}
+inline float ptx_bf16_elem(const __nv_bfloat16 *v, int u) { return __bfloat162float(v[u]); }
+inline float ptx_ex2_approx_ftz(float x) { return emu_ex2_approx_ftz(x); }
+
 /* ---- math missing from libm ---- */
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 /* the rounded single operations nvcc never fuses; the emulator build has no
