@@ -149,9 +149,7 @@ struct AmmaTile {
 };
 
 template <class Cfg, bool KEYROWS>
-__device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, const bf16 *dout,
-                                                 const AmmaStat *stats, int nseq, int T, int C,
-                                                 int NH)
+__device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int T, int C, int NH)
 {
     constexpr int ROWS = Cfg::ROWS, BT = Cfg::BT, WR = Cfg::ROWS / Cfg::W;
     AmmaTile t;
@@ -160,9 +158,8 @@ __device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, const bf16 *do
     t.T = T, t.hs = hs, t.row0 = t.blk.tile * ROWS;
     const bf16 *seq = qkv + (size_t)t.blk.b * T * C3 + t.blk.h * hs;
     t.q = {seq, C3, T, hs}, t.k = {seq + C, C3, T, hs}, t.v = {seq + 2 * C, C3, T, hs};
-    t.dout = {dout ? dout + (size_t)t.blk.b * T * C + t.blk.h * hs : dout, C, T, hs};
-    t.stats = stats ? stats + ((size_t)t.blk.b * NH + t.blk.h) * T : stats;
-    t.w = (int)threadIdx.x / 32, t.g = (int)threadIdx.x % 32 / 4, t.t4 = (int)threadIdx.x % 4;
+    t.dout = {NULL, C, T, hs}, t.stats = NULL; /* the backward's: amma_tile_begin */
+    t.w = threadIdx.x / 32, t.g = threadIdx.x % 32 / 4, t.t4 = threadIdx.x % 4;
     t.wr0 = t.row0 + WR * t.w, t.r0 = t.wr0 + t.g, t.r1 = t.r0 + 8;
     t.idle = t.wr0 >= T;
     if (KEYROWS) { /* queries from the tile holding the block's first key on */
@@ -177,12 +174,15 @@ __device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, const bf16 *do
 }
 template <class Cfg> __device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaFwdArgs &a)
 {
-    return amma_tile_at<Cfg, false>(a.qkv, NULL, NULL, a.B, a.T, a.C, a.NH);
+    return amma_tile_at<Cfg, false>(a.qkv, a.B, a.T, a.C, a.NH);
 }
 template <class Cfg, bool KEYROWS>
 __device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaBwdArgs &a)
 {
-    return amma_tile_at<Cfg, KEYROWS>(a.qkv, a.dout, a.stats, a.nb, a.T, a.C, a.NH);
+    AmmaTile t = amma_tile_at<Cfg, KEYROWS>(a.qkv, a.nb, a.T, a.C, a.NH);
+    t.dout.row = a.dout + (size_t)t.blk.b * a.T * a.C + t.blk.h * t.hs;
+    t.stats = a.stats + ((size_t)t.blk.b * a.NH + t.blk.h) * a.T;
+    return t;
 }
 
 /* 16-byte pieces of an R x HSP tile and which of them thread tid of NT
