@@ -33,7 +33,7 @@ else
   CFLAGS  += -DNO_MPI
 endif
 # sm_90a, not sm_90: the arch-specific target adds wgmma (the Hopper attention
-# variants, kernels/cuda/attention_mma_*_wg.cu) and compiles every other
+# variants of the checker's sweep, dev/cuda/attention_mma_*_wg.cu) and compiles every other
 # kernel exactly as sm_90 does. It runs only on compute capability 9.0, which is
 # the only 9.x there is (H100, H200, GH200), and the old code=sm_90 (no PTX) ran
 # nowhere else either; keeping both cubins would double the sm_90 build for one
@@ -221,15 +221,18 @@ llmc-compat: train_gpt tokenize
 # CUDA kernel checker (dev/cuda/README.md): every op against the cpu
 # backend. `make cuda-check` runs it on the GPU; `make cuda-emu-check` runs
 # the same checker on the hand-written kernels under a CPU emulator (no GPU,
-# no nvcc needed; cuBLASLt replaced by a plain product).
+# no nvcc needed; cuBLASLt replaced by a plain product). Both link the
+# attention kernels' variants (dev/cuda/attention*.cu), which ./train_gpt
+# does not hold: it ships one configuration per kernel.
+VARIANT_SRC := $(wildcard dev/cuda/attention*.cu)
 CHECK_SRC := dev/cuda/check_kernels.c dev/cuda/check_attention.c dev/cuda/check_util.c \
              dev/cuda/check_timing.c dev/cuda/check_sweep.c dev/cuda/check_fused.c \
              dev/cuda/check_offload.c
-EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) dev/cuda/emu/emu.cpp dev/cuda/emu/emu_wgmma.cpp \
+EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) $(VARIANT_SRC) dev/cuda/emu/emu.cpp dev/cuda/emu/emu_wgmma.cpp \
            dev/cuda/emu/emu_stream.cpp dev/cuda/emu/emu_gemm.cpp dev/cuda/check_hang.cu
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))
 ifeq ($(HAVE_CUDA),1)
-build/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a
+build/check_kernels: $(CHECK_SRC:%.c=$(BUILD)/%.o) $(VARIANT_SRC:%.cu=$(BUILD)/%.o) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 cuda-check: build/check_kernels
 	./build/check_kernels $(CHECK_ARGS)

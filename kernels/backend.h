@@ -47,24 +47,4 @@ void cuda_head_part(Backend *be, int part, float *losses, void *dx, void *dwte, 
                     const void *wte, const int *targets, void *buf, int rows, int C, int V,
                     int Vp, float dloss);
 
-/* The bf16 attention kernels' compiled variants (tile sizes, warps, pipeline
- * stages, launch bounds; kernels/cuda/attention_mma.cu), HAVE_CUDA only.
- * kernel: CUDA_ATTN_FWD, _DQ or _DKDV. Variant 0 is each kernel's default;
- * cuda_backend_open takes TRAIN_GPT_ATTN_VARIANT (comma-separated names,
- * e.g. "fwd-w8-k64-s2-b2,dkdv-w4-q32-s2-b3") and fails naming it when a
- * name is unknown or names a variant this GPU cannot run. count: how many;
- * name: NULL past the end; usable: 1 when this backend's GPU can run
- * variant i (the wgmma variants need compute capability 9.0), else 0;
- * set: -1 when i is out of range or not usable, else 0 (set may choose a
- * check_only variant, which the variable refuses: its memory is outside
- * the plan); fused: 1 when dK/dV variant i writes dQ too, so that the dQ
- * variant does not matter while it is chosen. */
-enum { CUDA_ATTN_FWD, CUDA_ATTN_DQ, CUDA_ATTN_DKDV, CUDA_ATTN_KERNELS };
-int cuda_attn_variant_count(int kernel);
-const char *cuda_attn_variant_name(int kernel, int i);
-int cuda_attn_variant_get(Backend *be, int kernel);
-int cuda_attn_variant_usable(Backend *be, int kernel, int i);
-int cuda_attn_variant_set(Backend *be, int kernel, int i);
-int cuda_attn_variant_fused(int kernel, int i);
-
 #endif

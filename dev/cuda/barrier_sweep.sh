@@ -2,12 +2,14 @@
 # dev/cuda/barrier_sweep.sh — does the emulator checker notice a missing
 # barrier? Removes each __syncthreads()/__syncwarp() and each cp.async wait
 # (cp_async_wait<N>(), async_copy.cuh) of kernels/cuda/*.cu and *.cuh (the
-# shared steps, e.g. attention_mma.cuh's amma_kv_step) in turn, in a
+# shared steps, e.g. attention_mma.cuh's amma_kv_step), and of the attention
+# variants in dev/cuda/attention*, in turn, in a
 # copy of the tree (the working tree is never touched), rebuilds
 # build/check_kernels_emu and runs the op group of that file in fwd and
 # rev order. Prints one line per barrier: the FAIL lines each order produced
 # (0 and 0: not caught). Slow: about an hour on 2 cores. FILES (default
-# kernels/cuda/*.cu kernels/cuda/*.cuh) limits the sweep, e.g. FILES=kernels/cuda/head.cu.
+# kernels/cuda/*.cu kernels/cuda/*.cuh dev/cuda/attention*.cu dev/cuda/attention*.cuh)
+# limits the sweep, e.g. FILES=kernels/cuda/head.cu.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 copy=$(mktemp -d /tmp/barrier_sweep.XXXXXX)
@@ -16,7 +18,7 @@ git ls-files -co --exclude-standard | tar cf - -T - | (cd "$copy" && tar xf -)
 cd "$copy"
 make -s NVCC= build/check_kernels_emu >/dev/null 2>&1 || { echo "build failed" >&2; exit 1; }
 sites="__syncthreads()\|__syncwarp()\|cp_async_wait<[0-9]>()"
-grep -Hn "$sites" ${FILES:-kernels/cuda/*.cu kernels/cuda/*.cuh} | while IFS=: read -r f line _; do
+grep -Hn "$sites" ${FILES:-kernels/cuda/*.cu kernels/cuda/*.cuh dev/cuda/attention*.cu dev/cuda/attention*.cuh} | while IFS=: read -r f line _; do
     case $f in
     *adamw*) g=optimizer ;; *attention*) g=attention ;; *encoder*) g=encoder ;;
     *head*) g=head ;; *layernorm*) g=layernorm ;; *matmul*) g=matmul ;; *) continue ;;

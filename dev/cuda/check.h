@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attention_variants.h"
 #include "kernels/backend.h"
 
 #define CK_MAX_ROWS 1024
@@ -89,11 +90,9 @@ typedef struct {
 void shape_name(char *buf, size_t len, const Shape *s); /* "B%d T%d C%d NH%d V%d" */
 
 /* check_attention.c: the attention ops at shape s (named sh); variants: also
- * every compiled variant of the bf16 kernels (kernels/cuda/attention_mma.cu)
- * where the head size pads to 64. _variant_env: TRAIN_GPT_ATTN_VARIANT's
- * valid and invalid values at cuda_backend_open(dtype). */
+ * every variant of the bf16 kernels in the sweep's table
+ * (attention_variants.cu) where the head size pads to 64. */
 void check_attention(Ctx *c, const Shape *s, const char *sh, int variants);
-void check_attention_variant_env(Ctx *c, const char *dtype);
 /* check_attention.c: attention_decode (group "decode") at s's C and NH,
  * a cache of s->T rows, at positions 0, 128 and T-1. */
 void check_attention_decode(Ctx *c, const Shape *s, const char *sh);

@@ -638,7 +638,6 @@ int main(int argc, char **argv)
             printf("check_kernels --sweep: fp32 has no kernel variants; skipped\n");
             continue;
         }
-        if (d && want("attention") && !timing && !sweep) check_attention_variant_env(c, "bf16");
         c->gpu = cuda_backend_open(d ? "bf16" : "fp32", err, sizeof err);
         if (!c->gpu) {
             fprintf(stderr, "check_kernels: %s\n", err);
@@ -683,6 +682,7 @@ int main(int argc, char **argv)
                 free(tok);
             }
         }
+        attn_variants_close(); /* what the variants keep on c->gpu */
         cuda_backend_close(c->gpu);
     }
     cpu_backend_close(c->cpu);

@@ -1,6 +1,6 @@
-/* dev/cuda/check_sweep.c — check_kernels --sweep: every compiled variant
- * of the bf16 attention kernels (kernels/cuda/attention_mma.cu; names in
- * kernels/backend.h) at GPT-2 124M's attention shape (T=1024, C=768, NH=12;
+/* dev/cuda/check_sweep.c — check_kernels --sweep: every variant of the
+ * bf16 attention kernels in the sweep's table (attention_variants.cu,
+ * entry 0 the one that ships) at GPT-2 124M's attention shape (T=1024, C=768, NH=12;
  * B = 4, 16, 64) and the 48-layer XL's (C=1600, NH=25, hs=64; B=8).
  *
  * Per shape, the default variants run first and their outputs are the
@@ -89,16 +89,17 @@ typedef struct {
     void *out;   /* a forward variant's out */
     float *lse;  /* and lse */
     float *h_out0, *h_lse0, *h_dqkv0, *h_got, *h_lse;
+    int v[ATTN_KERNELS]; /* the variant of each kernel the runs take */
 } Sweep;
 
 static void sw_fwd(Sweep *s)
 {
-    s->be->ops->attention_forward(s->be, s->out, s->lse, s->qkv, s->B, s->T, s->C, s->NH);
+    attn_variant_forward(s->be, s->v[ATTN_FWD], s->out, s->lse, s->qkv, s->B, s->T, s->C, s->NH);
 }
 static void sw_bwd(Sweep *s)
 {
-    s->be->ops->attention_backward(s->be, s->dqkv, s->dout, s->qkv, s->out0, s->lse0, s->B, s->T,
-                                   s->C, s->NH);
+    attn_variant_backward(s->be, s->v[ATTN_DQ], s->v[ATTN_DKDV], s->dqkv, s->dout, s->qkv,
+                          s->out0, s->lse0, s->B, s->T, s->C, s->NH);
 }
 
 static int cmp_f(const void *a, const void *b)
@@ -129,9 +130,9 @@ static float sw_time(Sweep *s, void (*fn)(Sweep *), int warm, int reps)
 static float sw_variant(Ctx *c, Sweep *s, int k, int v, int warm, int reps, double flops)
 {
     const double tol = 2e-2;
-    cuda_attn_variant_set(c->gpu, k, v);
+    s->v[k] = v;
     double err;
-    if (k == CUDA_ATTN_FWD) {
+    if (k == ATTN_FWD) {
         ck_dev_poison(c, s->out, s->nc, 0);
         ck_dev_poison(c, s->lse, s->nl, 1);
         sw_fwd(s);
@@ -146,16 +147,16 @@ static float sw_variant(Ctx *c, Sweep *s, int k, int v, int warm, int reps, doub
         ck_dev_get(c, s->h_got, s->dqkv, s->n3, 0);
         err = ck_rel_err(s->h_got, s->h_dqkv0, s->n3);
     }
-    const char *name = cuda_attn_variant_name(k, v);
+    const char *name = attn_variant_name(k, v);
     float ms = -1.0f;
-    if (err <= tol) ms = sw_time(s, k == CUDA_ATTN_FWD ? sw_fwd : sw_bwd, warm, reps);
+    if (err <= tol) ms = sw_time(s, k == ATTN_FWD ? sw_fwd : sw_bwd, warm, reps);
     if (ms >= 0.0f)
         printf("  %-23s %9.4f ms %8.1f TFLOP/s   err %.1e%s\n", name, ms,
                flops / (ms * 1e-3) / 1e12, err, v == 0 ? "   (default)" : "");
     else
         printf("  %-23s  FAIL: err %.3e (tol %.0e); not timed\n", name, err, tol);
     fflush(stdout);
-    cuda_attn_variant_set(c->gpu, k, 0);
+    s->v[k] = 0;
     return ms;
 }
 
@@ -177,8 +178,7 @@ static int sw_shape(Ctx *c, int B, int T, int C, int NH, int quick)
     s.h_out0 = ck_alloc(s.nc), s.h_lse0 = ck_alloc(s.nl), s.h_dqkv0 = ck_alloc(s.n3);
     s.h_got = ck_alloc(s.n3), s.h_lse = ck_alloc(s.nl);
 
-    /* the reference: every kernel at its default */
-    for (int k = 0; k < CUDA_ATTN_KERNELS; k++) cuda_attn_variant_set(c->gpu, k, 0);
+    /* the reference: every kernel as it ships (s.v all 0) */
     c->gpu->ops->attention_forward(c->gpu, s.out0, s.lse0, s.qkv, B, T, C, NH);
     sw_bwd(&s);
     c->gpu->ops->sync(c->gpu);
@@ -190,44 +190,44 @@ static int sw_shape(Ctx *c, int B, int T, int C, int NH, int quick)
     printf("\nattention variants (bf16) at B=%d T=%d C=%d NH=%d: median of %d after %d "
            "warm-up%s; err = max|v - default| / max|default|\n",
            B, T, C, NH, reps, warm, warm == 1 ? "" : "s");
-    int fails = 0, best[CUDA_ATTN_KERNELS];
-    float best_ms[CUDA_ATTN_KERNELS];
-    static const char *what[CUDA_ATTN_KERNELS] = {"forward", "backward, dQ variants",
-                                                  "backward, dK/dV variants"};
-    for (int k = 0; k < CUDA_ATTN_KERNELS; k++) {
+    int fails = 0, best[ATTN_KERNELS];
+    float best_ms[ATTN_KERNELS];
+    static const char *what[ATTN_KERNELS] = {"forward", "backward, dQ variants",
+                                             "backward, dK/dV variants"};
+    for (int k = 0; k < ATTN_KERNELS; k++) {
         printf(" %s:\n", what[k]);
         best[k] = -1, best_ms[k] = 0.0f;
-        for (int v = 0; v < cuda_attn_variant_count(k); v++) {
-            if (v > 0 && ck_variant_skipped(c, cuda_attn_variant_name(k, v))) {
+        for (int v = 0; v < attn_variant_count(k); v++) {
+            if (v > 0 && ck_variant_skipped(c, attn_variant_name(k, v))) {
                 printf("  %-23s  skipped: --skip-variants, --only-variants\n",
-                       cuda_attn_variant_name(k, v));
+                       attn_variant_name(k, v));
                 continue;
             }
-            if (!cuda_attn_variant_usable(c->gpu, k, v)) { /* e.g. wgmma off Hopper */
-                printf("  %-23s  skipped: this GPU cannot run it\n", cuda_attn_variant_name(k, v));
+            if (!attn_variant_usable(c->gpu, k, v)) { /* e.g. wgmma off Hopper */
+                printf("  %-23s  skipped: this GPU cannot run it\n", attn_variant_name(k, v));
                 continue;
             }
-            float ms = sw_variant(c, &s, k, v, warm, reps, k == CUDA_ATTN_FWD ? ffl : 2.5 * ffl);
+            float ms = sw_variant(c, &s, k, v, warm, reps, k == ATTN_FWD ? ffl : 2.5 * ffl);
             if (ms < 0.0f) fails++;
             else if (best[k] < 0 || ms < best_ms[k]) best[k] = v, best_ms[k] = ms;
         }
     }
     /* the fastest dQ and dK/dV together */
     float both = -1.0f;
-    if (best[CUDA_ATTN_DQ] >= 0 && best[CUDA_ATTN_DKDV] >= 0) {
-        cuda_attn_variant_set(c->gpu, CUDA_ATTN_DQ, best[CUDA_ATTN_DQ]);
+    if (best[ATTN_DQ] >= 0 && best[ATTN_DKDV] >= 0) {
+        s.v[ATTN_DQ] = best[ATTN_DQ];
         printf(" backward, fastest dQ with fastest dK/dV%s:\n",
-               cuda_attn_variant_fused(CUDA_ATTN_DKDV, best[CUDA_ATTN_DKDV])
+               attn_variant_fused(ATTN_DKDV, best[ATTN_DKDV])
                    ? " (a fused dK/dV: it writes dQ, no dQ kernel runs)"
                    : "");
-        both = sw_variant(c, &s, CUDA_ATTN_DKDV, best[CUDA_ATTN_DKDV], warm, reps, 2.5 * ffl);
+        both = sw_variant(c, &s, ATTN_DKDV, best[ATTN_DKDV], warm, reps, 2.5 * ffl);
         if (both < 0.0f) fails++;
-        cuda_attn_variant_set(c->gpu, CUDA_ATTN_DQ, 0);
+        s.v[ATTN_DQ] = 0;
     }
     printf("sweep best B=%d T=%d C=%d NH=%d: forward %s %.4f ms; backward %s + %s %.4f ms\n", B,
-           T, C, NH, best[0] >= 0 ? cuda_attn_variant_name(0, best[0]) : "(none correct)",
-           best_ms[0], best[1] >= 0 ? cuda_attn_variant_name(1, best[1]) : "(none correct)",
-           best[2] >= 0 ? cuda_attn_variant_name(2, best[2]) : "(none correct)", both);
+           T, C, NH, best[0] >= 0 ? attn_variant_name(0, best[0]) : "(none correct)",
+           best_ms[0], best[1] >= 0 ? attn_variant_name(1, best[1]) : "(none correct)",
+           best[2] >= 0 ? attn_variant_name(2, best[2]) : "(none correct)", both);
 
     void *devs[] = {s.qkv, s.dout, s.out0, s.out, s.dqkv, s.lse0, s.lse};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) ck_dev_free(c, devs[i]);

@@ -2,7 +2,8 @@
 # dev/gpu_check/cuda_resources.sh — per-kernel resources of the CUDA backend, from
 # ptxas, without a GPU (`make cuda-resources`).
 #
-# Compiles every kernels/cuda/*.cu with the Makefile's device flags (sm_80 and
+# Compiles every kernels/cuda/*.cu, and the attention variants of the
+# checker's sweep (dev/cuda/attention*.cu), with the Makefile's device flags (sm_80 and
 # sm_90a, -O3) plus -Xptxas -v, one nvcc per file in parallel, and prints one
 # row per kernel and architecture: registers per thread, spill stores and
 # loads (bytes per thread), static shared memory (bytes per block), and the
@@ -31,7 +32,7 @@ t0=$SECONDS
 
 # one nvcc per .cu; each writes its ptxas report to $tmp/NAME.log
 export NVCC tmp
-ls kernels/cuda/*.cu | xargs -P "$JOBS" -I{} sh -c '
+ls kernels/cuda/*.cu dev/cuda/attention*.cu | xargs -P "$JOBS" -I{} sh -c '
     f={}; n=$(basename "$f" .cu)
     "$NVCC" -O3 -std=c++17 -I. -DHAVE_CUDA \
         -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \

@@ -40,10 +40,11 @@
 #      targets as rows: 124M MFU >= 45%, XL recompute 1/0 throughput >= 0.78,
 #      and the chunked head's cost <= 3% of step time at 124M; and
 #      --profile-ops at 124M: the five ops that take most of a step; 124M
-#      recompute 0 also with the heuristic's gemm algorithms, with the
-#      GELU epilogues, and with section 3b's fastest correct attention
-#      variants at its B (TRAIN_GPT_ATTN_VARIANT; only when they are not the
-#      defaults: about 15 s), as ratios;
+#      recompute 0 also with the heuristic's gemm algorithms and with the
+#      GELU epilogues, as ratios, and section 3b's fastest correct attention
+#      variants at its B, named as the ones to promote (./train_gpt ships one
+#      configuration per kernel: a variant is tried in a step only once moved
+#      into kernels/cuda/, dev/cuda/attention_variants.cu);
 #   7. XL, recompute 0 and 1: the largest micro-batch `train_gpt --plan` says
 #      fits its default budget (free device memory minus 512 MiB) must run;
 #      one more is tried with the budget check off: it runs or stops with the
@@ -599,7 +600,7 @@ fi
 TRAIN_KIND=xl perf "XL (48L C1600) B8 recompute 1" 48 "$CXL" "$NHXL" "$BXL" 1 "${XL_INIT[@]}"
 if [ "$FIRST" = 1 ]; then
     for r in "$N124 recompute 0, heuristic gemm algos" "$N124 recompute 0, FUSE_GELU=1" \
-        "$N124 recompute 0, sweep's variants" "$N124 recompute 1, one-chunk head"; do
+        "$N124 recompute 1, one-chunk head"; do
         row "$r" SKIP "not in the first-run plan (GPU_CHECK_PLAN=first)"
     done
 else
@@ -607,16 +608,12 @@ else
 # epilogues: tokens/s ratios to the default run
 TRAIN_GPT_GEMM_TUNE=0 perf "$N124 recompute 0, heuristic gemm algos" 12 "$C124" "$NH124" "$B124" 0
 TRAIN_GPT_FUSE_GELU=1 perf "$N124 recompute 0, FUSE_GELU=1" 12 "$C124" "$NH124" "$B124" 0
-# the same step with the sweep's fastest correct attention variants at this
-# shape (section 3b's "sweep best" line for C124 and B124), when they are not
-# the defaults: the speed the defaults would give once set from the sweep
-# measured in this lease rather than the next
-SN="$N124 recompute 0, sweep's variants"
-if ! pick=$($TOOLS sweeppick "$WORK/sweep.log" "$B124" "$C124" "$SWEEP_SHAPE"); then
-    row "$SN" info "not run: $pick"
-elif TRAIN_GPT_ATTN_VARIANT="${pick%% *}" perf "$SN" 12 "$C124" "$NH124" "$B124" 0; then
-    row "124M r0: sweep's variants / default" info "$pick: $($TOOLS ratio "$WORK/$N124 recompute 0.jsonl" "$WORK/$SN.jsonl" 2 0)"
-fi
+# the sweep's fastest correct attention variants at this shape (section 3b's
+# "sweep best" line for C124 and B124), when they are not the ones shipped:
+# the variants to promote by moving them into kernels/cuda/ (no flag picks
+# one for a run; dev/cuda/attention_variants.cu says how)
+pick=$($TOOLS sweeppick "$WORK/sweep.log" "$B124" "$C124" "$SWEEP_SHAPE")
+row "124M r0: sweep's pick to promote" info "$pick"
 for v in "heuristic gemm algos" "FUSE_GELU=1"; do
     if [ -f "$WORK/$N124 recompute 0.jsonl" ] && [ -f "$WORK/$N124 recompute 0, $v.jsonl" ]; then
         row "124M r0: $v / default" info "$($TOOLS ratio "$WORK/$N124 recompute 0.jsonl" "$WORK/$N124 recompute 0, $v.jsonl" 2 0)"

@@ -30,7 +30,7 @@ TGT_OFFCK=0.95 TGT_OFFOPT=0.667 # section 11: checkpoint offload's tok/s ratio, 
 LCT=8192 PLAN_LC=()             # section 11's long-context row: T; --plan's budget
 # Attention variants no GPU has run yet (Hopper's wgmma: sm_90a descriptors
 # and layouts only the hardware confirms; the FlashAttention-2-shaped ones of
-# attention_mma_fa2.cu and _fused.cu, new code). Checked in a process of
+# dev/cuda/attention_mma_fa2.cu and _fused.cu, new code). Checked in a process of
 # their own after the other kernels, so that a fault there (a sticky CUDA
 # error ends the process) loses only their row; left out of the sweep when
 # it failed.

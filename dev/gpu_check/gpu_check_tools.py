@@ -370,7 +370,8 @@ def cmd_headx(path, target):
 
 
 def cmd_sweeppick(path, B, C, shape):
-    """The sweep's pick for TRAIN_GPT_ATTN_VARIANT, beside the defaults."""
+    """The sweep's fastest correct variants (the ones to promote), beside
+    the ones shipped (each kernel's "(default)" row)."""
     try:
         lines = open(path).read().splitlines()
     except OSError:

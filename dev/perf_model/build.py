@@ -1,5 +1,7 @@
 """dev/perf_model/build.py -- the kernels as compiled: every
-kernels/cuda/*.cu of a source tree to an sm_90a cubin, with ptxas's report.
+kernels/cuda/*.cu of a source tree, and the attention variants the checker's
+sweep holds (dev/cuda/attention*.cu), to an sm_90a cubin, with ptxas's
+report.
 
 Owns: nvcc invocation, the ptxas report parser, and source trees taken from
 git (`--commit REV`: `git archive REV kernels` into a temporary folder, so
@@ -90,8 +92,9 @@ def _compile_one(nvcc, root, src, outdir):
 
 
 def compile_tree(root, jobs=None, outdir=None, files=None):
-    """Every kernels/cuda/*.cu under root (or `files`, paths relative to
-    root) -> list of KernelInfo, in file order, then section order."""
+    """Every kernels/cuda/*.cu and dev/cuda/attention*.cu under root (or
+    `files`, paths relative to root) -> list of KernelInfo, in file order,
+    then section order."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise BuildError('nvcc not found (set NVCC=/path/to/nvcc)')
@@ -101,6 +104,10 @@ def compile_tree(root, jobs=None, outdir=None, files=None):
             raise BuildError('%s: no kernels/cuda folder' % root)
         files = sorted(os.path.join('kernels', 'cuda', f) for f in os.listdir(kdir)
                        if f.endswith('.cu'))
+        vdir = os.path.join(root, 'dev', 'cuda')  # absent from older trees
+        if os.path.isdir(vdir):
+            files += sorted(os.path.join('dev', 'cuda', f) for f in os.listdir(vdir)
+                            if f.startswith('attention') and f.endswith('.cu'))
     own = outdir is None
     outdir = outdir or tempfile.mkdtemp(prefix='perf_model.')
     try:

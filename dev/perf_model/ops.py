@@ -158,9 +158,9 @@ def _bq(s):  # attention_mma.cu before the variants: dK/dV query tile rows
     return 32 if s.hsp == 128 else 64
 
 
-# attention_mma_fwd.cu / _bwd.cu: the default variant of each head size
-# (entry 0 of the variant tables at hs 64; the one configuration of the
-# others), AmmaCfg<HSP, warps 4, tile 64, stages 2, min blocks, HOLD, VEC 1>:
+# attention_mma_fwd.cuh / _bwd.cuh: the configuration each head size ships
+# in (attention_mma.cuh's AmmaFwdCfg, AmmaDqCfg, AmmaDkdvCfg; entry 0 of the
+# sweep's table, dev/cuda/attention_variants.cu, at hs 64), AmmaCfg<HSP, warps 4, tile 64, stages 2, min blocks, HOLD, VEC 1>:
 # 64 block rows, 64-row streamed tiles by cp.async into two stages, one 1-D
 # grid with the most causal work first (tile index = blockIdx.x / (NH B)).
 # When a sweep makes another variant the default, change these patterns.
@@ -201,8 +201,8 @@ ATTN_FWD = [
           hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4, inner=2)],
 ]
 
-# attention_mma_fwd_wg.cu: the forward on wgmma (sm_90a), a variant the step
-# never runs unless TRAIN_GPT_ATTN_VARIANT names it. One warpgroup per block,
+# dev/cuda/attention_mma_fwd_wg.cu: the forward on wgmma (sm_90a), a variant
+# of the checker's sweep that ./train_gpt does not hold. One warpgroup per block,
 # 64 query rows, 64-row K/V tiles by cp.async into two stages in wgmma's
 # core-matrix layout (unpadded), Q in padded rows; the same 1-D grid and
 # tile loop as the default.
@@ -210,7 +210,7 @@ def _smem_wg_fwd(s):
     return 2 * 2 * 64 * s.hsp * ACT + 64 * (s.hsp + 8) * ACT
 
 
-# attention_mma_bwd_wg.cu: dQ and dK/dV on wgmma (sm_90a), variants likewise.
+# dev/cuda/attention_mma_bwd_wg.cu: dQ and dK/dV on wgmma (sm_90a), variants likewise.
 # One warpgroup per block, 64 rows of its own side in padded rows (read once
 # into registers), two stages of 64-row tiles of the other side in the core
 # layout (dK/dV: plus 64 statistics; AmmaWgSmem); the same 1-D grid and tiles
@@ -245,7 +245,7 @@ def _bwd(which, wg):
                 hbm=lambda s: _qkv_bytes(s) * reads + s.N * s.C * ACT + s.B * s.NH * s.T * 8)
 
 
-# attention_mma_fa2.cu: forward and dQ in FlashAttention-2's shape, 32 query
+# dev/cuda/attention_mma_fa2.cu: forward and dQ in FlashAttention-2's shape, 32 query
 # rows per warp (AmmaCfg2<HSP, 4 warps, 64-row K/V tiles, 2 blocks/SM>): 128
 # query rows a block, so half the blocks of the default, each streaming
 # twice the key tiles of the same causal row range; two stages of 64-row
@@ -269,7 +269,7 @@ def _fa2_smem(s, rows):  # 2 stages of [K | V] 64-row tiles; `rows` staged into 
 _FWD_HBM = lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4
 
 
-# attention_mma_fused.cu: dK/dV that writes per-key-block fp32 dQ partials
+# dev/cuda/attention_mma_fused.cu: dK/dV that writes per-key-block fp32 dQ partials
 # (rows from the block's first key on: about half of nT T HSP floats per
 # head) and the small kernel that sums them in key-block order. Shared
 # memory: 2 stages of [Q | dO] + 64 AmmaStat, [K | V], two 64 x 16 dS^T.

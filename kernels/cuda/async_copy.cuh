@@ -13,8 +13,8 @@
  *   2. a buffer is refilled only after a barrier that every reader of its
  *      previous contents has passed (a copy may land at once);
  *   3. the compiler must not move shared-memory reads across the copies,
- *      the waits or the barrier: every asm here, and ldmatrix in mma.cuh,
- *      carries a "memory" clobber, and wait/commit are volatile.
+ *      the waits or the barrier: every asm of these (ptx.cuh), and
+ *      ldmatrix's, carries a "memory" clobber, and wait/commit are volatile.
  * The emulator (dev/cuda/emu) lands each copy at its thread's wait_group
  * and turns the destination to NaN at issue, so breaking rule 1 or 2 gives
  * NaN in the checker; rule 3 is about the real compiler and is only
@@ -33,39 +33,13 @@ template <int SIZE>
 __device__ __forceinline__ void cp_async(void *dst, const void *src, int src_bytes)
 {
     static_assert(SIZE == 4 || SIZE == 8 || SIZE == 16, "cp.async copies 4, 8 or 16 bytes");
-#ifdef CUDA_EMU
-    emu_cp_async(dst, src, SIZE, src_bytes);
-#else
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    if (SIZE == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                     "r"(src_bytes)
-                     : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src),
-                     "n"(SIZE), "r"(src_bytes)
-                     : "memory");
-#endif
+    ptx_cp_async<SIZE>(dst, src, src_bytes);
 }
 
 /* Close the copies issued since the last commit into one group. */
-__device__ __forceinline__ void cp_async_commit(void)
-{
-#ifdef CUDA_EMU
-    emu_cp_async_commit();
-#else
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
+__device__ __forceinline__ void cp_async_commit(void) { ptx_cp_async_commit(); }
 
 /* Wait until at most N of this thread's committed groups are in flight. */
-template <int N> __device__ __forceinline__ void cp_async_wait(void)
-{
-#ifdef CUDA_EMU
-    emu_cp_async_wait(N);
-#else
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
+template <int N> __device__ __forceinline__ void cp_async_wait(void) { ptx_cp_async_wait<N>(); }
 
 #endif

@@ -28,23 +28,17 @@ template <typename T, int HSP, int TB>
 __global__ void __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS)
 attn_fwd_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, float scale)
 {
-    using G = AttnGeom<T, HSP, TB>;
-    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
     DYN_SMEM(smem);
-    unsigned char *p = smem;
-    T *Qs = attn_take<T>(p, TB * LDT);
-    T *Ks = attn_take<T>(p, TB * LDT);
-    T *Vs = attn_take<T>(p, TB * LDT);
-    float *Ss = attn_take<float>(p, TB * LDS);
-    T *Ps = attn_take<T>(p, TB * LDP);
-    float *Os = attn_take<float>(p, TB * LDO);
-
-    const int nT = (T_ + TB - 1) / TB;
-    const int qt = nT - 1 - (int)blockIdx.x;
-    const int h = blockIdx.y, b = blockIdx.z;
-    const int hs = C / NH, C3 = 3 * C;
-    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int q0 = qt * TB;
+    AttnCarve<T, HSP, TB> m(smem);
+    T *Qs = m.tile(), *Ks = m.tile(), *Vs = m.tile();
+    float *Ss = m.scores();
+    T *Ps = m.probs();
+    float *Os = m.acc();
+    typedef decltype(m) G;
+    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
+    const AttnBlock k = attn_block<TB>(T_, C, NH, true); /* the longest rows first */
+    const int qt = k.tile, q0 = k.t0, h = k.h, b = k.b, hs = k.hs, C3 = k.C3, w = k.w;
+    const int lane = k.lane;
 
     attn_load_tile<T, HSP, TB>(Qs, qkv, C3, h * hs, b, q0, T_, hs);
     for (int e = threadIdx.x; e < TB * LDO; e += blockDim.x) Os[e] = 0.0f;

@@ -28,34 +28,48 @@ template <typename T, int HSP, int TB> static size_t attn_bwd_smem()
            2 * attn_round((size_t)TB * sizeof(float));
 }
 
+/* One warp's S and dP (16 x TB, fp32) from its own 16 rows a, da against
+ * the tile's b, db, then P = exp(s scale - lse) and dS = P (dP - D), 0
+ * where the pair is masked (key after query, query past T), in T: dS, and
+ * with KEYROWS P too. KEYROWS: the warp's rows are keys r0.. and the
+ * columns queries c0.. (S^T, dP^T of dK/dV); else rows are queries. lse
+ * and D are per query: indexed by column or row. */
+template <typename T, int HSP, int TB, bool KEYROWS>
+__device__ void attn_bwd_pds(float *S, float *dP, const T *a, const T *da, const T *b,
+                             const T *db, T *P, T *dS, const float *lse, const float *D, int r0,
+                             int c0, int T_, float scale)
+{
+    using G = AttnGeom<T, HSP, TB>;
+    warp_mm<T, TB, HSP, true>(S, G::LDS, a, G::LDT, b, G::LDT, false);   /* S = a . b^T */
+    warp_mm<T, TB, HSP, true>(dP, G::LDS, da, G::LDT, db, G::LDT, false); /* dP = da . db^T */
+    __syncwarp();
+    for (int e = threadIdx.x % 32; e < 16 * TB; e += 32) {
+        const int rr = e / TB, c = e % TB, q = KEYROWS ? c : rr;
+        const int qi = KEYROWS ? c0 + c : r0 + rr, kj = KEYROWS ? r0 + rr : c0 + c;
+        const bool valid = kj <= qi && qi < T_;
+        float pr = valid ? expf(S[rr * G::LDS + c] * scale - lse[q]) : 0.0f;
+        if constexpr (KEYROWS) P[rr * G::LDP + c] = from_f<T>(pr);
+        dS[rr * G::LDP + c] = from_f<T>(pr * (dP[rr * G::LDS + c] - D[q]));
+    }
+}
+
 template <typename T, int HSP, int TB>
 __global__ void ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB)
 attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse,
                      int T_, int C, int NH, float scale)
 {
-    using G = AttnGeom<T, HSP, TB>;
-    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
     DYN_SMEM(smem);
-    unsigned char *p = smem;
-    T *Ks = attn_take<T>(p, TB * LDT);
-    T *Vs = attn_take<T>(p, TB * LDT);
-    T *Qs = attn_take<T>(p, TB * LDT);
-    T *dOs = attn_take<T>(p, TB * LDT);
-    float *St = attn_take<float>(p, TB * LDS);  /* S^T: key rows x query columns */
-    float *dPt = attn_take<float>(p, TB * LDS); /* dP^T */
-    T *Pt = attn_take<T>(p, TB * LDP);
-    T *dSt = attn_take<T>(p, TB * LDP);
-    float *dK = attn_take<float>(p, TB * LDO);
-    float *dV = attn_take<float>(p, TB * LDO);
-    float *lse_s = attn_take<float>(p, TB);
-    float *D_s = attn_take<float>(p, TB);
-
-    const int nT = (T_ + TB - 1) / TB;
-    const int kt = blockIdx.x; /* low key tiles see the most query tiles: launched first */
-    const int h = blockIdx.y, b = blockIdx.z;
-    const int hs = C / NH, C3 = 3 * C;
-    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int k0 = kt * TB;
+    AttnCarve<T, HSP, TB> m(smem);
+    T *Ks = m.tile(), *Vs = m.tile(), *Qs = m.tile(), *dOs = m.tile();
+    float *St = m.scores(), *dPt = m.scores(); /* S^T (key rows x query columns), dP^T */
+    T *Pt = m.probs(), *dSt = m.probs();
+    float *dK = m.acc(), *dV = m.acc(), *lse_s = m.rows(), *D_s = m.rows();
+    typedef decltype(m) G;
+    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
+    /* low key tiles see the most query tiles: launched first */
+    const AttnBlock blk = attn_block<TB>(T_, C, NH, false);
+    const int nT = (T_ + TB - 1) / TB, kt = blk.tile, k0 = blk.t0, h = blk.h, b = blk.b;
+    const int hs = blk.hs, C3 = blk.C3, w = blk.w, lane = blk.lane;
 
     attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs);
     attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
@@ -79,18 +93,9 @@ attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const f
         attn_rows_D<T, HSP, TB>(D_s, dOs, out, b, h, q0, T_, C, hs); /* query rows 16w.. */
         __syncthreads(); /* every warp reads all TB values of D */
 
-        warp_mm<T, TB, HSP, true>(Stw, LDS, Kw, LDT, Qs, LDT, false);   /* S^T_w = K_w . Q^T */
-        warp_mm<T, TB, HSP, true>(dPtw, LDS, Vw, LDT, dOs, LDT, false); /* dP^T_w = V_w . dO^T */
-        __syncwarp();
-        for (int e = lane; e < 16 * TB; e += 32) {
-            const int rr = e / TB, c = e % TB;
-            const int kj = k0 + 16 * w + rr, qi = q0 + c;
-            const bool valid = kj <= qi && qi < T_;
-            float pr = valid ? expf(Stw[rr * LDS + c] * scale - lse_s[c]) : 0.0f;
-            float ds = pr * (dPtw[rr * LDS + c] - D_s[c]);
-            Ptw[rr * LDP + c] = from_f<T>(pr);
-            dStw[rr * LDP + c] = from_f<T>(ds);
-        }
+        /* S^T_w = K_w . Q^T, dP^T_w = V_w . dO^T, then P^T_w and dS^T_w */
+        attn_bwd_pds<T, HSP, TB, true>(Stw, dPtw, Kw, Vw, Qs, dOs, Ptw, dStw, lse_s, D_s,
+                                       k0 + 16 * w, q0, T_, scale);
         __syncwarp();
         warp_mm<T, HSP, TB, false>(dVw, LDO, Ptw, LDP, dOs, LDT, true); /* dV_w += P^T_w . dO */
         warp_mm<T, HSP, TB, false>(dKw, LDO, dStw, LDP, Qs, LDT, true); /* dK_w += dS^T_w . Q */
@@ -113,27 +118,17 @@ __global__ void ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB)
 attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse, int T_,
                    int C, int NH, float scale)
 {
-    using G = AttnGeom<T, HSP, TB>;
-    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
     DYN_SMEM(smem);
-    unsigned char *p = smem;
-    T *Qs = attn_take<T>(p, TB * LDT);
-    T *dOs = attn_take<T>(p, TB * LDT);
-    T *Ks = attn_take<T>(p, TB * LDT);
-    T *Vs = attn_take<T>(p, TB * LDT);
-    float *Ss = attn_take<float>(p, TB * LDS);
-    float *dPs = attn_take<float>(p, TB * LDS);
-    T *dSs = attn_take<T>(p, TB * LDP);
-    float *dQ = attn_take<float>(p, TB * LDO);
-    float *lse_s = attn_take<float>(p, TB);
-    float *D_s = attn_take<float>(p, TB);
-
-    const int nT = (T_ + TB - 1) / TB;
-    const int qt = nT - 1 - (int)blockIdx.x; /* the longest rows first */
-    const int h = blockIdx.y, b = blockIdx.z;
-    const int hs = C / NH, C3 = 3 * C;
-    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int q0 = qt * TB;
+    AttnCarve<T, HSP, TB> m(smem);
+    T *Qs = m.tile(), *dOs = m.tile(), *Ks = m.tile(), *Vs = m.tile();
+    float *Ss = m.scores(), *dPs = m.scores();
+    T *dSs = m.probs();
+    float *dQ = m.acc(), *lse_s = m.rows(), *D_s = m.rows();
+    typedef decltype(m) G;
+    constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
+    const AttnBlock blk = attn_block<TB>(T_, C, NH, true); /* the longest rows first */
+    const int qt = blk.tile, q0 = blk.t0, h = blk.h, b = blk.b, hs = blk.hs, C3 = blk.C3;
+    const int w = blk.w, lane = blk.lane;
 
     attn_load_tile<T, HSP, TB>(Qs, qkv, C3, h * hs, b, q0, T_, hs);
     attn_load_tile<T, HSP, TB>(dOs, dout, C, h * hs, b, q0, T_, hs);
@@ -156,16 +151,9 @@ attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const flo
         attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
         __syncthreads();
 
-        warp_mm<T, TB, HSP, true>(Sw, LDS, Qw, LDT, Ks, LDT, false);   /* S_w = Q_w . K^T */
-        warp_mm<T, TB, HSP, true>(dPw, LDS, dOw, LDT, Vs, LDT, false); /* dP_w = dO_w . V^T */
-        __syncwarp();
-        for (int e = lane; e < 16 * TB; e += 32) {
-            const int rr = e / TB, c = e % TB;
-            const int qi = q0 + 16 * w + rr, kj = k0 + c;
-            const bool valid = kj <= qi && qi < T_;
-            float pr = valid ? expf(Sw[rr * LDS + c] * scale - lse_w[rr]) : 0.0f;
-            dSw[rr * LDP + c] = from_f<T>(pr * (dPw[rr * LDS + c] - D_w[rr]));
-        }
+        /* S_w = Q_w . K^T, dP_w = dO_w . V^T, then dS_w */
+        attn_bwd_pds<T, HSP, TB, false>(Sw, dPw, Qw, dOw, Ks, Vs, NULL, dSw, lse_w, D_w,
+                                        q0 + 16 * w, k0, T_, scale);
         __syncwarp();
         warp_mm<T, HSP, TB, false>(dQw, LDO, dSw, LDP, Ks, LDT, true); /* dQ_w += dS_w . K */
         __syncwarp();

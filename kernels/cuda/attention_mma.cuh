@@ -1,12 +1,11 @@
-/* kernels/cuda/attention_mma.cuh — private to attention_mma*.cu: the bf16
- * attention kernels' common parts. The kernels: attention_mma_fwd.cu
- * (forward), attention_mma_fwd_wg.cu (a forward variant on Hopper's wgmma,
- * sm_90a only), attention_mma_bwd.cu (D, dQ, dK/dV), attention_mma_bwd_wg.cu
- * (dQ and dK/dV variants on wgmma, sm_90a only), attention_mma_fa2.cu
- * (forward and dQ variants with 32 query rows per warp),
- * attention_mma_fused.cu (a dK/dV variant that writes dQ too, from
- * per-key-block partials); the variant tables and the entry points:
- * attention_mma.cu.
+/* kernels/cuda/attention_mma.cuh — private to attention_mma*: the bf16
+ * attention kernels' common parts. The kernels: attention_mma_fwd.cuh
+ * (forward), attention_mma_bwd.cuh (dQ, dK/dV); the statistics kernel and
+ * the entry points, with the one configuration each kernel ships in per
+ * head size: attention_mma.cu. The other configurations and kernels
+ * (Hopper's wgmma, 32 rows per warp, a fused backward) are lab material in
+ * dev/cuda/attention_variants.cu, linked only into the checker and its
+ * sweep; they build on this file too.
  *
  * Plan. Causal self-attention, flash style, on the tensor cores (mma.cuh):
  * a block owns ROWS = 16 W rows (W warps; warp w owns rows 16w..16w+15 and
@@ -44,7 +43,7 @@
  * work on a warp's accumulators in the mma.sync register layout, which
  * the wgmma products keep per warp; both kinds of kernel call the same
  * helpers below (the wgmma ones' own staging, products and refusal:
- * attention_mma_wg.cuh). */
+ * dev/cuda/attention_mma_wg.cuh). */
 #ifndef KERNELS_CUDA_ATTENTION_MMA_CUH
 #define KERNELS_CUDA_ATTENTION_MMA_CUH
 
@@ -85,6 +84,26 @@ struct __align__(16) AmmaStat2 {
     AmmaStat c0, c1;
 };
 
+/* The kernels' arguments: the forward's, and the backward's for one slice
+ * of nb sequences (stats[(b NH + h) T + t] for b < nb). */
+struct AmmaFwdArgs {
+    bf16 *out;
+    float *lse;
+    const bf16 *qkv;
+    int B, T, C, NH;
+    float sl2;
+    int vec;
+};
+
+struct AmmaBwdArgs {
+    bf16 *dqkv;
+    const bf16 *dout, *qkv;
+    const AmmaStat *stats;
+    int nb, T, C, NH;
+    float sl2, scale;
+    int vec;
+};
+
 /* Which tile, head and sequence this block has: linear block index L over
  * ntiles x NH x nb, the tile index slowest, so the launch runs all (b, h)
  * of the longest tile first. last_longest: the last tile has the most
@@ -109,6 +128,62 @@ struct AmmaSrc {
     const bf16 *row;
     int ld, T, hs;
 };
+
+/* The prologue every kernel shares: the block's place (amma_block) and
+ * what follows from it. The block owns ROWS rows of one (sequence, head),
+ * from row0 (queries for the forward and dQ, keys when KEYROWS: dK/dV), and
+ * streams the other side in tiles of BT rows, rows first.. in n tiles (up
+ * to its last row, or from its diagonal on). Warp w owns WR = ROWS / W
+ * rows from wr0 = row0 + WR w (16, or 32 in FlashAttention-2's shape);
+ * g = lane / 4 and t4 = lane % 4 place the lane in the mma.sync layout
+ * (below), its rows r0 = wr0 + g and r1 = r0 + 8; idle: all the warp's
+ * rows past T. q, k, v (and dO, stats for the backward) are the
+ * sequence's and head's rows. */
+struct AmmaTile {
+    AmmaBlock blk;
+    AmmaSrc q, k, v, dout;
+    const AmmaStat *stats; /* row t's at stats[t]; NULL in the forward */
+    int T, hs, row0, first, n;
+    int w, g, t4, wr0, r0, r1;
+    bool idle;
+};
+
+template <class Cfg, bool KEYROWS>
+__device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int T, int C, int NH)
+{
+    constexpr int ROWS = Cfg::ROWS, BT = Cfg::BT, WR = Cfg::ROWS / Cfg::W;
+    AmmaTile t;
+    const int hs = C / NH, C3 = 3 * C;
+    t.blk = amma_block((T + ROWS - 1) / ROWS, NH, nseq, !KEYROWS);
+    t.T = T, t.hs = hs, t.row0 = t.blk.tile * ROWS;
+    const bf16 *seq = qkv + (size_t)t.blk.b * T * C3 + t.blk.h * hs;
+    t.q = {seq, C3, T, hs}, t.k = {seq + C, C3, T, hs}, t.v = {seq + 2 * C, C3, T, hs};
+    t.dout = {NULL, C, T, hs}, t.stats = NULL; /* the backward's: amma_tile_begin */
+    t.w = threadIdx.x / 32, t.g = threadIdx.x % 32 / 4, t.t4 = threadIdx.x % 4;
+    t.wr0 = t.row0 + WR * t.w, t.r0 = t.wr0 + t.g, t.r1 = t.r0 + 8;
+    t.idle = t.wr0 >= T;
+    if (KEYROWS) { /* queries from the tile holding the block's first key on */
+        t.first = t.row0 / BT * BT;
+        t.n = (T - t.first + BT - 1) / BT;
+    } else { /* keys up to the block's last row */
+        const int last = t.row0 + ROWS < T ? t.row0 + ROWS : T;
+        t.first = 0;
+        t.n = (last + BT - 1) / BT;
+    }
+    return t;
+}
+template <class Cfg> __device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaFwdArgs &a)
+{
+    return amma_tile_at<Cfg, false>(a.qkv, a.B, a.T, a.C, a.NH);
+}
+template <class Cfg, bool KEYROWS>
+__device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaBwdArgs &a)
+{
+    AmmaTile t = amma_tile_at<Cfg, KEYROWS>(a.qkv, a.nb, a.T, a.C, a.NH);
+    t.dout.row = a.dout + (size_t)t.blk.b * a.T * a.C + t.blk.h * t.hs;
+    t.stats = a.stats + ((size_t)t.blk.b * a.NH + t.blk.h) * a.T;
+    return t;
+}
 
 /* 16-byte pieces of an R x HSP tile and which of them thread tid of NT
  * moves: one column of pieces, d0 = 8 (tid % (HSP / 8)), in rows
@@ -227,6 +302,32 @@ __device__ __forceinline__ void amma_stage_stats(AmmaStat *dst, const AmmaStat *
     }
 }
 
+/* The backward kernels' set-up: the block's own two tiles (ROWS rows of s0
+ * and s1 from row0, side by side at own: [Q | dO] for dQ, [K | V] for
+ * dK/dV) and, with ST = 2, the streamed side's first tile (issue(): its
+ * cp.async copies), landed and published to the block; then, with HOLD,
+ * warp w's A operands of both in registers (a0, a1). */
+template <class Cfg, class Issue>
+__device__ __forceinline__ void amma_stage_own2(bf16 *own, AmmaSrc s0, AmmaSrc s1, int row0,
+                                                int w, uint32_t a0[][4], uint32_t a1[][4],
+                                                Issue issue)
+{
+    constexpr int HSP = Cfg::HSP, R = Cfg::ROWS, NT = Cfg::NT, LD = Cfg::LD;
+    if (Cfg::ST == 2) {
+        amma_stage_pair_async<HSP, R, NT, Cfg::VEC>(own, s0, s1, row0);
+        issue();
+        cp_async_commit();
+        cp_async_wait<0>();
+    } else {
+        amma_stage_pair<HSP, R, NT, Cfg::VEC, false>(own, s0, s1, row0);
+    }
+    __syncthreads();
+    if (Cfg::HOLD) {
+        mma_load_a_strip<HSP>(a0, own, LD, 16 * w);
+        mma_load_a_strip<HSP>(a1, own + R * LD, LD, 16 * w);
+    }
+}
+
 /* Key/value step kt of nK of the forward and dQ kernels (keys kt BT..):
  * tiles holds ST stages of [K | V] (BT rows each); returns this step's K
  * tile (its V tile follows, BT rows on). ST = 2: waits for tile kt
@@ -255,27 +356,6 @@ __device__ __forceinline__ const bf16 *amma_kv_step(bf16 *tiles, AmmaSrc Ksrc, A
     __syncthreads();
     return tiles;
 }
-
-/* ---- what the kernels share (the mma.sync and the wgmma variants) ---- */
-
-struct AmmaFwdArgs {
-    bf16 *out;
-    float *lse;
-    const bf16 *qkv;
-    int B, T, C, NH;
-    float sl2;
-    int vec;
-};
-
-/* One slice of nb sequences; stats[(b NH + h) T + t] for b < nb. */
-struct AmmaBwdArgs {
-    bf16 *dqkv;
-    const bf16 *dout, *qkv;
-    const AmmaStat *stats;
-    int nb, T, C, NH;
-    float sl2, scale;
-    int vec;
-};
 
 /* Register layout of a warp's 16 x N strip c[N / 8][4] of fp32 (mma.cuh's
  * m16n8k16 accumulators; a warp's share of wgmma's m64nNk16 accumulators is
@@ -360,21 +440,24 @@ __device__ __forceinline__ void amma_softmax_step(float s[][4], float o[][4], fl
 }
 
 /* The forward's end, after the last tile: the lanes' sums added, out =
- * o / l for this lane's rows r0 and r1 = r0 + 8 (those < T) of the
- * block's (sequence, head), and (lanes t4 = 0) lse = ln 2 (m sl2 +
- * log2 l), natural units. T = a.T, hs = a.C / a.NH. */
+ * o / l for this lane's rows t.r0 and t.r1 (those < T) of the block's
+ * (sequence, head), and (lanes t4 = 0) lse = ln 2 (m sl2 + log2 l),
+ * natural units. */
 template <int HSP>
-__device__ __forceinline__ void amma_fwd_finish(const AmmaFwdArgs &a, AmmaBlock blk, int T, int hs,
-                                                int r0, int r1, int t4, const float o[][4],
-                                                float m0, float m1, float l0, float l1, float sl2)
+__device__ __forceinline__ void amma_fwd_finish(const AmmaFwdArgs &a, const AmmaTile &t,
+                                                const float o[][4], float m0, float m1, float l0,
+                                                float l1)
 {
+    const AmmaBlock blk = t.blk;
+    const int T = t.T, hs = t.hs, r0 = t.r0, r1 = t.r1;
+    const float sl2 = a.sl2;
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
     mma_strip_store<HSP>(a.out + (size_t)blk.b * T * a.C + blk.h * hs, a.C, r0, T, hs, o,
                          1.0f / l0, 1.0f / l1);
-    if (t4 == 0) {
+    if (t.t4 == 0) {
         const size_t lrow = ((size_t)blk.b * a.NH + blk.h) * T;
         if (r0 < T) a.lse[lrow + r0] = AMMA_LN2 * (m0 * sl2 + log2f(l0));
         if (r1 < T) a.lse[lrow + r1] = AMMA_LN2 * (m1 * sl2 + log2f(l1));
@@ -419,77 +502,58 @@ __device__ __forceinline__ void amma_pds_cols(float sT[][4], float dpT[][4], con
     }
 }
 
-/* The backward's results for a warp's 16 rows (this lane's r0 and r0 + 8,
- * those < T) into dqkv (B, T, 3C) at the block's (sequence, head): dQ
- * scaled by a.scale; dK scaled, dV as it is. T = a.T, hs = a.C / a.NH. */
+/* The backward's results for a warp's 16 rows (this lane's t.r0 and
+ * t.r1, those < T) into dqkv (B, T, 3C) at the block's (sequence, head):
+ * dQ scaled by a.scale; dK scaled, dV as it is. */
 template <int HSP>
-__device__ __forceinline__ void amma_dq_store(const AmmaBwdArgs &a, AmmaBlock blk, int T, int hs,
-                                              int r0, const float dq[][4])
+__device__ __forceinline__ void amma_dq_store(const AmmaBwdArgs &a, const AmmaTile &t,
+                                              const float dq[][4])
 {
     const int C3 = 3 * a.C;
-    mma_strip_store<HSP>(a.dqkv + (size_t)blk.b * T * C3 + blk.h * hs, C3, r0, T, hs, dq,
-                         a.scale, a.scale);
+    mma_strip_store<HSP>(a.dqkv + (size_t)t.blk.b * t.T * C3 + t.blk.h * t.hs, C3, t.r0, t.T,
+                         t.hs, dq, a.scale, a.scale);
 }
 template <int HSP>
-__device__ __forceinline__ void amma_dkdv_store(const AmmaBwdArgs &a, AmmaBlock blk, int T, int hs,
-                                                int r0, const float dk[][4], const float dv[][4])
+__device__ __forceinline__ void amma_dkdv_store(const AmmaBwdArgs &a, const AmmaTile &t,
+                                                const float dk[][4], const float dv[][4])
 {
     const int C = a.C, C3 = 3 * C;
-    bf16 *rows = a.dqkv + (size_t)blk.b * T * C3 + blk.h * hs; /* row t: + t C3 */
-    mma_strip_store<HSP>(rows + C, C3, r0, T, hs, dk, a.scale, a.scale);
-    mma_strip_store<HSP>(rows + 2 * C, C3, r0, T, hs, dv, 1.0f, 1.0f);
+    bf16 *rows = a.dqkv + (size_t)t.blk.b * t.T * C3 + t.blk.h * t.hs; /* row t: + t C3 */
+    mma_strip_store<HSP>(rows + C, C3, t.r0, t.T, t.hs, dk, a.scale, a.scale);
+    mma_strip_store<HSP>(rows + 2 * C, C3, t.r0, t.T, t.hs, dv, 1.0f, 1.0f);
 }
 
-/* ---- variants (attention_mma.cu holds the selection) ---- */
+/* The one configuration each kernel ships in, by padded head size (HSP =
+ * 16, 32, 64, 128; AmmaCfg's fields), with 16-byte staging; element by
+ * element (vec = 0), AmmaScalarCfg. The other configurations are the
+ * checker's sweep (dev/cuda/attention_variants.cu). When a GPU ranks one of
+ * them first, it is promoted by moving it: its fields replace these, and
+ * the one it beat goes to the sweep's table; no flag chooses at run time.
+ * At HSP = 128, dK/dV rereads K_w and V_w (HOLD = 0): its two 16 x 128
+ * accumulators leave no registers to hold them. */
+template <int HSP> using AmmaFwdCfg = AmmaCfg<HSP, 4, 64, 2, HSP == 128 ? 2 : 4>;
+template <int HSP> using AmmaDqCfg = AmmaCfg<HSP, 4, 64, 2, HSP == 128 ? 2 : 4>;
+template <int HSP>
+using AmmaDkdvCfg = AmmaCfg<HSP, 4, 64, 2, HSP == 128 ? 2 : HSP == 64 ? 3 : 4, HSP != 128>;
+template <int HSP, int HOLD = 1> using AmmaScalarCfg = AmmaCfg<HSP, 4, 64, 1, 1, HOLD, 0>;
 
-/* One compiled configuration of a kernel at HSP = 64 (GPT-2's head size;
- * the others have one configuration each): its name, as
- * TRAIN_GPT_ATTN_VARIANT takes it, and its launch. */
-struct AmmaFwdVariant {
-    const char *name;
-    void (*launch)(CudaState *st, const AmmaFwdArgs &a);
-    int cc; /* 0: any device; else only compute capability cc / 10 . cc % 10 */
-    int check_only; /* 1: outside the memory plan, chosen only by cuda_attn_variant_set */
-};
-struct AmmaBwdVariant {
-    const char *name;
-    void (*launch)(CudaState *st, const AmmaBwdArgs &a);
-    int cc;         /* as AmmaFwdVariant's */
-    int check_only; /* as AmmaFwdVariant's */
-    int fused;      /* dK/dV only, 1: writes dQ as well (no dQ kernel runs after it) */
-};
-
-/* attention_mma_fwd.cu, attention_mma_bwd.cu: the tables (entry 0 is the
- * default) and the launches by head size (HSP = 64: the selected entry). */
-extern const AmmaFwdVariant amma_fwd_variants[];
-extern const int amma_fwd_nvariants;
-extern const AmmaBwdVariant amma_dq_variants[], amma_dkdv_variants[];
-extern const int amma_dq_nvariants, amma_dkdv_nvariants;
-void amma_fwd_run(CudaState *st, int variant, const AmmaFwdArgs &a);
-/* attention_mma_fwd_wg.cu: the forward on Hopper's wgmma (sm_90a; a
- * variant, never the default); fatal on any device but compute 9.0 */
-#define AMMA_FWD_WG_NAME "fwd-wgmma-w4-k64-s2-b3"
-void amma_fwd_wg_launch(CudaState *st, const AmmaFwdArgs &a);
-/* attention_mma_bwd_wg.cu: dQ and dK/dV on Hopper's wgmma (sm_90a;
- * variants, never the default); fatal on any device but compute 9.0 */
-#define AMMA_DQ_WG_NAME "dq-wgmma-w4-k64-s2-b3"
-#define AMMA_DKDV_WG_NAME "dkdv-wgmma-w4-q64-s2-b2"
-void amma_dq_wg_launch(CudaState *st, const AmmaBwdArgs &a);
-void amma_dkdv_wg_launch(CudaState *st, const AmmaBwdArgs &a);
-/* attention_mma_fa2.cu: forward and dQ with 32 query rows per warp */
-void amma_fa2_fwd_k64(CudaState *st, const AmmaFwdArgs &a);
-void amma_fa2_fwd_k32(CudaState *st, const AmmaFwdArgs &a);
-void amma_fa2_dq_k64(CudaState *st, const AmmaBwdArgs &a);
-void amma_fa2_dq_k32(CudaState *st, const AmmaBwdArgs &a);
-/* attention_mma_fused.cu: dK/dV with dQ from per-key-block partials
- * (check_only: their workspace is outside the memory plan) */
-void amma_fused_q64(CudaState *st, const AmmaBwdArgs &a);
-void amma_fused_q32(CudaState *st, const AmmaBwdArgs &a);
-void amma_dq_run(CudaState *st, int variant, const AmmaBwdArgs &a);
-/* returns 1 when the kernel it ran wrote dQ too (a fused variant) */
-int amma_dkdv_run(CudaState *st, int variant, const AmmaBwdArgs &a);
-void amma_rows_D_run(CudaState *st, AmmaStat *stats, const bf16 *dout, const bf16 *out,
-                     const float *lse, int nb, int T, int C, int NH);
+/* The launches by padded head size (attention_mma.cu): each kernel's one
+ * configuration per size, and with element-by-element staging (vec = 0)
+ * one more. amma_forward and amma_backward are the entry points' set-up
+ * (the backward's slices of sequences, their statistics) around the
+ * kernels they are given: attention_mma.cu passes these, the checker's
+ * sweep (dev/cuda/attention_variants.cu) its variants. dq NULL: dkdv
+ * writes dQ as well. */
+typedef void (*AmmaFwdLaunch)(CudaState *st, const AmmaFwdArgs &a);
+typedef void (*AmmaBwdLaunch)(CudaState *st, const AmmaBwdArgs &a);
+void amma_fwd_run(CudaState *st, const AmmaFwdArgs &a);
+void amma_dq_run(CudaState *st, const AmmaBwdArgs &a);
+void amma_dkdv_run(CudaState *st, const AmmaBwdArgs &a);
+void amma_forward(CudaState *st, AmmaFwdLaunch fwd, bf16 *out, float *lse, const bf16 *qkv, int B,
+                  int T, int C, int NH);
+void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dqkv,
+                   const bf16 *dout, const bf16 *qkv, const bf16 *out, const float *lse, int B,
+                   int T, int C, int NH);
 
 /* Refuse a configuration whose tiles do not fit the device. */
 static inline void amma_check_smem(CudaState *st, size_t bytes, const char *op, int hsp)
@@ -511,36 +575,6 @@ static void amma_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t
     attn_set_smem(kern, smem);
     const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
     if (blocks > 2147483647u) CUDA_FATAL("%s: %zu blocks exceed the grid's x limit", op, blocks);
-    LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
-}
-
-/* The FlashAttention-2 shape: W warps of 32 rows (ROWS = 32 W), tiles of BT
- * rows of the other side, always cp.async double-buffered (ST = 2), the
- * warp's A operands held in registers (HOLD), 16-byte staging (VEC). */
-template <int HSP_, int W_, int BT_, int MINB_> struct AmmaCfg2 {
-    static constexpr int HSP = HSP_, W = W_, ROWS = 32 * W_, NT = 32 * W_, BT = BT_;
-    static constexpr int ST = 2, MINB = MINB_, HOLD = 1, VEC = 1, LD = HSP_ + 8;
-    static_assert(HSP % 16 == 0 && BT % 16 == 0, "tile shape");
-};
-
-/* Set kern's dynamic shared memory and a carveout that gives shared memory
- * all it can (the L1 share these kernels do not use) once, at the first
- * launch of each kernel (`set` is the kernel's own flag), then launch as
- * amma_launch does. */
-template <class Args>
-static void amma_fa2_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t smem,
-                            int rows, int nseq, int threads, int &set)
-{
-    amma_check_smem(st, smem, "attention", 64);
-    if (!set) {
-        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
-        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        (int)cudaSharedmemCarveoutMaxShared));
-        set = 1;
-    }
-    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
-    if (blocks > 2147483647u) CUDA_FATAL("attention: %zu blocks exceed the grid's x limit", blocks);
     LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
 }
 

@@ -58,6 +58,38 @@ template <typename E> __device__ __forceinline__ E *attn_take(unsigned char *&p,
     return r;
 }
 
+/* A kernel's regions, carved in the order asked for: TB x LDT tiles of T
+ * (Q, K, V, dO), TB x LDS fp32 scores, TB x LDP probabilities in T, TB x
+ * LDO fp32 accumulators, and TB per-row floats (lse, D). */
+template <typename T, int HSP, int TB> struct AttnCarve : AttnGeom<T, HSP, TB> {
+    typedef AttnGeom<T, HSP, TB> G;
+    unsigned char *p;
+    __device__ explicit AttnCarve(unsigned char *smem) : p(smem) {}
+    __device__ T *tile() { return attn_take<T>(p, TB * G::LDT); }
+    __device__ float *scores() { return attn_take<float>(p, TB * G::LDS); }
+    __device__ T *probs() { return attn_take<T>(p, TB * G::LDP); }
+    __device__ float *acc() { return attn_take<float>(p, TB * G::LDO); }
+    __device__ float *rows() { return attn_take<float>(p, TB); }
+};
+
+/* The block's place in the 3-D grid: tile = blockIdx.x (last_first: the
+ * last tile first, the causal mask's longest), rows t0 = TB tile.., head
+ * h = blockIdx.y, sequence b = blockIdx.z; warp w owns rows t0 + 16 w..,
+ * lane its lane. */
+struct AttnBlock {
+    int tile, t0, h, b, hs, C3, w, lane;
+};
+template <int TB>
+__device__ __forceinline__ AttnBlock attn_block(int T_, int C, int NH, bool last_first)
+{
+    AttnBlock k;
+    k.tile = last_first ? (T_ + TB - 1) / TB - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    k.t0 = k.tile * TB, k.h = blockIdx.y, k.b = blockIdx.z;
+    k.hs = C / NH, k.C3 = 3 * C;
+    k.w = threadIdx.x / 32, k.lane = threadIdx.x % 32;
+    return k;
+}
+
 /* dst(TB x LDT) = rows t0..t0+TB-1 of sequence b, columns col0..col0+hs-1 of
  * src (row stride ld elements, rows b*T + t); zero where t >= T or d >= hs.
  * All threads of the block take part; the caller syncs. */

@@ -62,9 +62,6 @@ extern "C" int cuda_device_count(void)
 
 extern "C" void cuda_device_name(char *buf, size_t len)
 {
-#ifdef CUDA_EMU
-    snprintf(buf, len, "CUDA emulator"); /* the emulator has no device properties */
-#else
     int dev = 0;
     cudaDeviceProp prop;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
@@ -73,7 +70,6 @@ extern "C" void cuda_device_name(char *buf, size_t len)
         return;
     }
     snprintf(buf, len, "%s", prop.name);
-#endif
 }
 
 extern "C" size_t cuda_backend_fixed_bytes(void)
@@ -160,7 +156,6 @@ extern "C" Backend *cuda_backend_open(const char *dtype, char *err, size_t err_l
         st->max_grid_y = gy;
         st->max_grid_z = gz;
     }
-    if (!amma_variants_from_env(st, err, err_len)) goto fail; /* after st->cc */
     OPEN_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     /* the host tier's (host_tier.cu): made once, idle without --offload */
     OPEN_TRY(cudaStreamCreateWithFlags(&st->copy_stream, cudaStreamNonBlocking));
@@ -200,7 +195,6 @@ extern "C" void cuda_backend_close(Backend *be)
     CUDA_CHECK(cudaStreamSynchronize(st->copy_stream));
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
     cuda_gemm_destroy(st);
-    if (st->dq_part) CUDA_CHECK(cudaFree(st->dq_part));
     CUDA_CHECK(cudaFree(st->scratch));
     CUDA_CHECK(cudaFree(st->workspace));
     for (int e = 0; e < OPS_COPY_EVENTS; e++) CUDA_CHECK(cudaEventDestroy(st->copy_ev[e]));

@@ -27,11 +27,20 @@
 #define KERNELS_CUDA_COMMON_CUH
 
 #ifdef CUDA_EMU
-#include <emu.h> /* dev/cuda/emu/, on the emulator build's include path */
+#include <emu.h> /* dev/cuda/emu/, on the emulator build's include path; it
+                    defines ptx.cuh's instructions too */
+#define CUDA_WIDE_BLOCK 256
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include "ptx.cuh" /* the inline-PTX instructions */
+#define CUDA_WIDE_BLOCK 1024
 #endif
+/* CUDA_WIDE_BLOCK: the widest block a kernel sized by it takes (head.cu):
+ * 1024 threads on a GPU; 256 on the emulator, one fiber per thread, where
+ * such a kernel's paths depend on the count only through its tile size
+ * and run 4x faster. */
 
 #include <math.h>
 #include <stdint.h>
@@ -117,10 +126,6 @@ typedef struct CudaState {
     int fuse_gelu;         /* TRAIN_GPT_FUSE_GELU: GELU in cuBLASLt's epilogues (default 0) */
     int gemm_tune;         /* TRAIN_GPT_GEMM_TUNE: time the heuristic's candidates (default 1) */
     int gemm_verbose;      /* TRAIN_GPT_GEMM_VERBOSE: print each algorithm choice (default 0) */
-    int attn_variant[CUDA_ATTN_KERNELS]; /* attention_mma.cu: the bf16 attention kernels'
-                                            variants (forward, dQ, dK/dV) */
-    float *dq_part;        /* attention_mma_fused.cu's dQ partials (check_only variants: */
-    size_t dq_part_bytes;  /* outside the memory plan), grown on demand, freed at close */
 } CudaState;
 
 static inline CudaState *cuda_state(Backend *be) { return (CudaState *)be->state; }
@@ -139,16 +144,7 @@ template <> __device__ __forceinline__ bf16 from_f<bf16>(float x) { return __flo
  * inside the fp32 checks' 1e-5. The emulator flushes the same way
  * (emu_ex2_approx_ftz); 2^-inf = 0. Used by the cross-entropy (head.cu) and the bf16
  * attention (attention_mma*.cu), with the scale folded into one FFMA. */
-__device__ __forceinline__ float exp2_approx(float x)
-{
-#ifdef CUDA_EMU
-    return emu_ex2_approx_ftz(x);
-#else
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-#endif
-}
+__device__ __forceinline__ float exp2_approx(float x) { return ptx_ex2_approx_ftz(x); }
 
 /* Reductions over a warp with an xor butterfly: every lane ends with the same
  * bits (each step adds the same two values, in either order). */
@@ -191,6 +187,22 @@ template <typename T> __device__ __forceinline__ const Vec16<T> *vec16_at(const 
 static inline int aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
 
 static inline unsigned ceil_div(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+
+/* A size the checks shrink to reach a kernel's rarer paths at their small
+ * shapes: under the emulator, EMU_<name> from the environment when it is a
+ * positive number below dflt; dflt otherwise, and always on a GPU build,
+ * which reads no environment here. */
+static inline int cuda_test_param(const char *name, int dflt)
+{
+#ifdef CUDA_EMU
+    char var[64];
+    snprintf(var, sizeof var, "EMU_%s", name);
+    const char *e = getenv(var);
+    if (e && atoi(e) > 0 && atoi(e) < dflt) return atoi(e);
+#endif
+    (void)name;
+    return dflt;
+}
 
 /* Grid for an elementwise kernel with a grid-stride loop: fixed by n alone
  * (never by the device) so results cannot depend on the GPU. */
@@ -241,10 +253,6 @@ void cuda_gemm_epi(CudaState *st, int ta, int tb, int m, int n, int k, const voi
                    const void *bias, float beta, int epi, void *aux, int ldaux);
 void cuda_gemm_init(CudaState *st);    /* at open */
 void cuda_gemm_destroy(CudaState *st); /* at close */
-
-/* attention_mma.cu: st->attn_variant from TRAIN_GPT_ATTN_VARIANT (at open).
- * Returns 0 with a one-line reason in err when it names no variant. */
-int amma_variants_from_env(CudaState *st, char *err, size_t err_len);
 
 /* ---- op entry points (the BackendOps table in backend.cu) ---- */
 void *cuda_mem_alloc(Backend *be, size_t bytes);

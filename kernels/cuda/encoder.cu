@@ -303,11 +303,7 @@ static size_t enc_scratch_bytes(int n, int C)
 }
 static int enc_sort_chunk(int C)
 {
-    int chunk = ENC_SORT_CHUNK;
-#ifdef CUDA_EMU
-    const char *e = getenv("EMU_ENC_SORT_CHUNK");
-    if (e && atoi(e) > 0 && atoi(e) < ENC_SORT_CHUNK) chunk = atoi(e);
-#endif
+    int chunk = cuda_test_param("ENC_SORT_CHUNK", ENC_SORT_CHUNK); /* the checks' smaller chunks */
     while (chunk > ENC_SLICE && enc_scratch_bytes(chunk, C) > CUDA_SCRATCH_BYTES) chunk /= 2;
     if (enc_scratch_bytes(chunk, C) > CUDA_SCRATCH_BYTES)
         CUDA_FATAL("encoder_backward: C=%d needs more than the %zu MiB scratch", C,

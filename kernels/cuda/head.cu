@@ -33,15 +33,11 @@
  * as here, for check_timing. */
 #include "cuda_common.cuh"
 
-/* Threads per row. The emulator (CUDA_EMU) runs 256: every path of the
- * kernel depends on the count only through the tile size, the checker's
- * shapes still reach the one-tile path (K = 1..8) and the tiled one, and
- * emulating a thread per fiber costs 4x less. */
-#ifdef CUDA_EMU
-#define CE_THREADS 256
-#else
-#define CE_THREADS 1024
-#endif
+/* Threads per row: CUDA_WIDE_BLOCK, 1024 (256 on the emulator: every path
+ * of the kernel depends on the count only through the tile size, the
+ * checker's shapes still reach the one-tile path (K = 1..8) and the tiled
+ * one, and emulating a thread per fiber costs 4x less). */
+#define CE_THREADS CUDA_WIDE_BLOCK
 #define CE_WARPS (CE_THREADS / 32)
 #define CE_KMAX 8  /* 16-byte pieces per thread held in registers */
 #define CE_KTILE 4 /* pieces per thread per tile of the tiled path */
@@ -92,15 +88,7 @@ __device__ __forceinline__ void ce_load(Vec16<T> (&v)[K], const T *row, int base
 __device__ __forceinline__ float ce_elem(const Vec16<float> &p, int u) { return p.v[u]; }
 __device__ __forceinline__ float ce_elem(const Vec16<bf16> &p, int u)
 {
-#ifdef CUDA_EMU
-    return to_f(p.v[u]);
-#else
-    const uint32_t w = reinterpret_cast<const uint32_t *>(p.v)[u / 2];
-    uint32_t r;
-    if (u & 1) asm volatile("and.b32 %0, %1, 0xffff0000;" : "=r"(r) : "r"(w));
-    else asm volatile("shl.b32 %0, %1, 16;" : "=r"(r) : "r"(w));
-    return __uint_as_float(r);
-#endif
+    return ptx_bf16_elem(p.v, u);
 }
 
 /* Logit j of piece k, element u: -inf past V (so it drops out of max and sum). */

@@ -20,7 +20,7 @@
  * odd multiple of 16 bytes, so every row is 16-byte aligned and the 8 rows
  * one ldmatrix phase reads fall in 8 distinct groups of 4 banks.
  *
- * Under CUDA_EMU both instructions are emulated from the documented layouts
+ * In the emulator's build both instructions are emulated from the documented layouts
  * (emu_mma_bf16_16816, emu_ldmatrix_x4 in dev/cuda/emu), which gather
  * every lane's registers or addresses at a warp barrier. */
 #ifndef KERNELS_CUDA_MMA_CUH
@@ -32,25 +32,14 @@
  * half: the element with the lower column index. */
 __device__ __forceinline__ uint32_t mma_pack_bf16(float lo, float hi)
 {
-#ifdef CUDA_EMU
-    return (uint32_t)__float2bfloat16(lo).bits | (uint32_t)__float2bfloat16(hi).bits << 16;
-#else
     return (uint32_t)__bfloat16_as_ushort(__float2bfloat16(lo)) |
            (uint32_t)__bfloat16_as_ushort(__float2bfloat16(hi)) << 16;
-#endif
 }
 
 /* d += A . B for one 16x8x16 tile (registers as in the layout above). */
 __device__ __forceinline__ void mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
 {
-#ifdef CUDA_EMU
-    emu_mma_bf16_16816(d, a, b);
-#else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
+    ptx_mma_bf16_16816(d, a, b);
 }
 
 /* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: four 8x8 bf16 matrices
@@ -63,24 +52,9 @@ __device__ __forceinline__ void mma_bf16_16816(float d[4], const uint32_t a[4], 
  * transposed copy. */
 __device__ __forceinline__ void mma_ldmatrix_x4(uint32_t r[4], const bf16 *p, bool trans)
 {
-#ifdef CUDA_EMU
-    emu_ldmatrix_x4(r, p, trans);
-#else
-    /* "memory": the compiler sees no shared-memory operand here, and must
-     * not move this read across the stores, cp.async waits and barriers
-     * that fill the tile (async_copy.cuh) */
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    if (trans)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(a)
-                     : "memory");
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(a)
-                     : "memory");
-#endif
+    /* its asm has a "memory" clobber: the read must not move across the
+     * stores, cp.async waits and barriers that fill the tile */
+    ptx_ldmatrix_x4(r, p, trans);
 }
 
 /* A operand: rows r0..r0+15, columns k0..k0+15 of a row-major tile.

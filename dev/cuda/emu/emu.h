@@ -164,7 +164,7 @@ void emu_cp_async_wait(int pending); /* cp.async.wait_group pending */
 void emu_fence_proxy_async(void);
 bool emu_smem_unfenced(const void *p); /* for emu_wgmma.cpp */
 
-/* ---- wgmma (sm_90a warpgroup MMA; kernels/cuda/wgmma.cuh, emu_wgmma.cpp) ----
+/* ---- wgmma (sm_90a warpgroup MMA; dev/cuda/wgmma.cuh, emu_wgmma.cpp) ----
  * wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: D(64 x N, fp32)
  * (+)= A(64 x 16) . B(16 x N) over the 128 threads of a warpgroup (4
  * consecutive warps, the first a multiple of 4). D: N/2 floats per thread
@@ -206,6 +206,27 @@ inline float emu_ex2_approx_ftz(float x)
     const float y = exp2f(x);
     return fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
 }
+
+/* ---- kernels/cuda/ptx.cuh's instructions, under the names the kernels
+ * call in either build (cuda_common.cuh includes ptx.cuh on the GPU build
+ * only) ---- */
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
+template <int SIZE> inline void ptx_cp_async(void *dst, const void *src, int src_bytes)
+{
+    emu_cp_async(dst, src, SIZE, src_bytes);
+}
+inline void ptx_cp_async_commit(void) { emu_cp_async_commit(); }
+template <int N> inline void ptx_cp_async_wait(void) { emu_cp_async_wait(N); }
+inline void ptx_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
+{
+    emu_mma_bf16_16816(d, a, b);
+}
+inline void ptx_ldmatrix_x4(uint32_t r[4], const void *p, bool trans)
+{
+    emu_ldmatrix_x4(r, p, trans);
+}
+inline float ptx_bf16_elem(const __nv_bfloat16 *v, int u) { return __bfloat162float(v[u]); }
+inline float ptx_ex2_approx_ftz(float x) { return emu_ex2_approx_ftz(x); }
 
 /* ---- math missing from libm ---- */
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

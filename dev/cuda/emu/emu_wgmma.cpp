@@ -1,5 +1,5 @@
 /* dev/cuda/emu/emu_wgmma.cpp — the emulator's warpgroup MMA (sm_90a
- * wgmma, kernels/cuda/wgmma.cuh); see emu.h for what it checks.
+ * wgmma, dev/cuda/wgmma.cuh); see emu.h for what it checks.
  *
  * wgmma.mma_async.m64nNk16.f32.bf16.bf16 is issued by the 4 warps of a
  * warpgroup together, but warp w of the group owns rows 16w..16w+15 of D

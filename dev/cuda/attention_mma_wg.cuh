@@ -1,14 +1,14 @@
-/* kernels/cuda/attention_mma_wg.cuh — private to attention_mma_fwd_wg.cu and
+/* dev/cuda/attention_mma_wg.cuh — private to attention_mma_fwd_wg.cu and
  * attention_mma_bwd_wg.cu: what the Hopper (wgmma, sm_90a) attention
  * variants add to attention_mma.cuh's shared steps: staging tiles into
  * wgmma's core-matrix layout by cp.async, the products and their
  * fence/commit/wait sequences, and the host's refusal off compute
  * capability 9.0. The per-warp softmax, P/dS and store steps they share
  * with the mma.sync kernels stay in attention_mma.cuh. */
-#ifndef KERNELS_CUDA_ATTENTION_MMA_WG_CUH
-#define KERNELS_CUDA_ATTENTION_MMA_WG_CUH
+#ifndef DEV_CUDA_ATTENTION_MMA_WG_CUH
+#define DEV_CUDA_ATTENTION_MMA_WG_CUH
 
-#include "attention_mma.cuh"
+#include "attention_variants.cuh"
 #include "wgmma.cuh"
 
 /* This thread's cp.async copies landed (wait_group 0) and made visible to

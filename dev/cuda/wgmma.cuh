@@ -1,5 +1,5 @@
-/* kernels/cuda/wgmma.cuh — private to kernels/cuda/: Hopper's warpgroup
- * tensor-core product (PTX wgmma, sm_90a only), beside mma.cuh's
+/* dev/cuda/wgmma.cuh — private to dev/cuda/attention_mma*_wg.cu: Hopper's warpgroup
+ * tensor-core product (PTX wgmma, sm_90a only), beside kernels/cuda/mma.cuh's
  * warp-level mma.sync.
  *
  * wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: the 128 threads of
@@ -43,7 +43,7 @@
 #ifndef KERNELS_CUDA_WGMMA_CUH
 #define KERNELS_CUDA_WGMMA_CUH
 
-#include "cuda_common.cuh"
+#include "kernels/cuda/cuda_common.cuh"
 
 #if defined(CUDA_EMU) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define WGMMA_OK 1

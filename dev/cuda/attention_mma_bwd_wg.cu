@@ -1,6 +1,6 @@
-/* kernels/cuda/attention_mma_bwd_wg.cu — the bf16 attention backward's dQ
+/* dev/cuda/attention_mma_bwd_wg.cu — the bf16 attention backward's dQ
  * and dK/dV on Hopper's warpgroup products (wgmma.cuh, sm_90a only): one
- * more variant of each of attention_mma_bwd.cu's kernels (its tables name
+ * more variant of each of attention_mma_bwd.cuh's kernels (the sweep names
  * them; never the default), same plan (attention_mma.cuh), same exactness
  * contract (within the bf16 check's tolerance; each kernel the only writer
  * of its output, no atomics, a fixed order of every sum: two runs bitwise
@@ -59,41 +59,31 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
     auto stt = [&](int s) { return (AmmaStat *)(smem + s * SM::stage + 2 * SM::tile); };
     bf16 *const Ks = (bf16 *)(smem + 2 * SM::stage), *const Vs = Ks + BKV * LD;
 
-    const int T_ = a.T, C = a.C, hs = C / a.NH, C3 = 3 * C;
-    const AmmaBlock blk = amma_block((T_ + BKV - 1) / BKV, a.NH, a.nb, false);
-    const int k0 = blk.tile * BKV;
-    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
-    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + C, C3, T_, hs},
-                  Vsrc = {seq + 2 * C, C3, T_, hs},
-                  dOsrc = {a.dout + (size_t)blk.b * T_ * C + blk.h * hs, C, T_, hs};
-    const AmmaStat *rs = a.stats + ((size_t)blk.b * a.NH + blk.h) * T_;
-    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
-    const int wk0 = k0 + 16 * w, kr0 = wk0 + g, kr1 = kr0 + 8; /* this lane's two key rows */
-    const int qstart = k0, nQ = (T_ - qstart + BQ - 1) / BQ; /* BQ = BKV: k0 is a tile start */
-    const float sl2 = a.sl2;
+    /* rows: keys; BQ = BKV, so the query tiles start at the block's first key */
+    const AmmaTile t = amma_tile_begin<Cfg, true>(a);
 
-    amma_stage_pair_async<HSP, BKV, NT, 1>(Ks, Ksrc, Vsrc, k0); /* [K | V], padded rows */
-    amma_stage_core_pair_async<HSP, BQ, NT>(qt(0), Qsrc, dOsrc, qstart);
-    amma_stage_stats<BQ, NT>(stt(0), rs, qstart, T_);
+    amma_stage_pair_async<HSP, BKV, NT, 1>(Ks, t.k, t.v, t.row0); /* [K | V], padded rows */
+    amma_stage_core_pair_async<HSP, BQ, NT>(qt(0), t.q, t.dout, t.first);
+    amma_stage_stats<BQ, NT>(stt(0), t.stats, t.first, t.T);
     cp_async_commit();
     amma_wg_landed();
     __syncthreads();
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w */
-    mma_load_a_strip<HSP>(kf, Ks, LD, 16 * w);
-    mma_load_a_strip<HSP>(vf, Vs, LD, 16 * w);
+    mma_load_a_strip<HSP>(kf, Ks, LD, 16 * t.w);
+    mma_load_a_strip<HSP>(vf, Vs, LD, 16 * t.w);
 
     float dk[HSP / 8][4], dv[HSP / 8][4];
     mma_strip_zero<HSP>(dk);
     mma_strip_zero<HSP>(dv);
 
-    for (int it = 0; it < nQ; it++) {
-        const int q0 = qstart + it * BQ;
+    for (int it = 0; it < t.n; it++) {
+        const int q0 = t.first + it * BQ;
         if (it > 0) amma_wg_landed(); /* this thread's part of tile it */
         __syncthreads(); /* tile it complete; every warp done with it - 1 */
-        if (it + 1 < nQ) {
+        if (it + 1 < t.n) {
             const int nx = (it + 1) & 1;
-            amma_stage_core_pair_async<HSP, BQ, NT>(qt(nx), Qsrc, dOsrc, q0 + BQ);
-            amma_stage_stats<BQ, NT>(stt(nx), rs, q0 + BQ, T_);
+            amma_stage_core_pair_async<HSP, BQ, NT>(qt(nx), t.q, t.dout, q0 + BQ);
+            amma_stage_stats<BQ, NT>(stt(nx), t.stats, q0 + BQ, t.T);
             cp_async_commit();
         }
         const bf16 *Qs = qt(it & 1), *dOs = Qs + BQ * HSP;
@@ -104,8 +94,8 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
 
         /* P^T and dS^T in place; mask where a query can precede a key of
          * the warp or be past T (a key past T is never <= a query < T) */
-        amma_mask<BQ, true>(sT, q0, wk0, kr0, kr1, t4, T_);
-        amma_pds_cols<BQ>(sT, dpT, sts, t4, sl2);
+        amma_mask<BQ, true>(sT, q0, t.wr0, t.r0, t.r1, t.t4, t.T);
+        amma_pds_cols<BQ>(sT, dpT, sts, t.t4, a.sl2);
         /* dV_w += P^T dO, dK_w += dS^T Q: A (bf16) from the registers */
         uint32_t pa[BQ / 16][4], sa[BQ / 16][4];
         amma_wg_a_from_c<BQ>(pa, sT);
@@ -121,7 +111,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_wg_kernel(AmmaBw
         wgmma_hold<BQ / 4>(&sa[0][0]);
     }
 
-    amma_dkdv_store<HSP>(a, blk, T_, hs, kr0, dk, dv);
+    amma_dkdv_store<HSP>(a, t, dk, dv);
 #else
     (void)a; /* not sm_90a: the host refuses the launch (amma_wg_check) */
 #endif
@@ -142,50 +132,39 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_wg_kernel(AmmaBwdA
     auto kt_at = [&](int s) { return (bf16 *)(smem + s * SM::stage); };
     bf16 *const Qs = (bf16 *)(smem + 2 * SM::stage), *const dOs = Qs + BQ * LD;
 
-    const int T_ = a.T, C = a.C, hs = C / a.NH, C3 = 3 * C;
-    const AmmaBlock blk = amma_block((T_ + BQ - 1) / BQ, a.NH, a.nb, true);
-    const int q0 = blk.tile * BQ;
-    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
-    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + C, C3, T_, hs},
-                  Vsrc = {seq + 2 * C, C3, T_, hs},
-                  dOsrc = {a.dout + (size_t)blk.b * T_ * C + blk.h * hs, C, T_, hs};
-    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
-    const int wq0 = q0 + 16 * w, r0 = wq0 + g, r1 = r0 + 8;
-    const int last = q0 + BQ < T_ ? q0 + BQ : T_;
-    const int nK = (last + BK - 1) / BK;
-    const float sl2 = a.sl2;
-    const AmmaStat *rs = a.stats + ((size_t)blk.b * a.NH + blk.h) * T_;
+    const AmmaTile t = amma_tile_begin<Cfg, false>(a);
     const AmmaStat zero = {0.0f, 0.0f};
-    const AmmaStat st0 = r0 < T_ ? rs[r0] : zero, st1 = r1 < T_ ? rs[r1] : zero;
+    const AmmaStat st0 = t.r0 < t.T ? t.stats[t.r0] : zero;
+    const AmmaStat st1 = t.r1 < t.T ? t.stats[t.r1] : zero;
 
-    amma_stage_pair_async<HSP, BQ, NT, 1>(Qs, Qsrc, dOsrc, q0); /* [Q | dO], padded rows */
-    amma_stage_core_pair_async<HSP, BK, NT>(kt_at(0), Ksrc, Vsrc, 0);
+    amma_stage_pair_async<HSP, BQ, NT, 1>(Qs, t.q, t.dout, t.row0); /* [Q | dO], padded rows */
+    amma_stage_core_pair_async<HSP, BK, NT>(kt_at(0), t.k, t.v, 0);
     cp_async_commit();
     amma_wg_landed();
     __syncthreads();
     uint32_t qf[HSP / 16][4], of[HSP / 16][4]; /* Q_w, dO_w */
-    mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);
-    mma_load_a_strip<HSP>(of, dOs, LD, 16 * w);
+    mma_load_a_strip<HSP>(qf, Qs, LD, 16 * t.w);
+    mma_load_a_strip<HSP>(of, dOs, LD, 16 * t.w);
 
     float dq[HSP / 8][4];
     mma_strip_zero<HSP>(dq);
 
-    for (int kt = 0; kt < nK; kt++) {
+    for (int kt = 0; kt < t.n; kt++) {
         const int k0 = kt * BK;
-        const bf16 *Ks = amma_wg_kv_step<Cfg>(kt_at, Ksrc, Vsrc, kt, nK), *Vs = Ks + BK * HSP;
+        const bf16 *Ks = amma_wg_kv_step<Cfg>(kt_at, t.k, t.v, kt, t.n), *Vs = Ks + BK * HSP;
 
         float s[BK / 8][4], dp[BK / 8][4]; /* S = Q_w K^T, dP = dO_w V^T */
         amma_wg_scores2<HSP, BK>(s, qf, Ks, dp, of, Vs);
 
         /* mask where a key can be past a row of the warp or past T (whole
          * tiles past the warp's rows included: p = 0 there) */
-        amma_mask<BK, false>(s, k0, wq0, r0, r1, t4, T_);
-        amma_ds_rows<BK>(s, dp, st0, st1, sl2);
+        amma_mask<BK, false>(s, k0, t.wr0, t.r0, t.r1, t.t4, t.T);
+        amma_ds_rows<BK>(s, dp, st0, st1, a.sl2);
         /* dQ_w += dS K: dS (bf16) from the registers, K N-major, k = key */
         amma_wg_acc_c<HSP, BK>(dq, s, Ks);
     }
 
-    amma_dq_store<HSP>(a, blk, T_, hs, r0, dq);
+    amma_dq_store<HSP>(a, t, dq);
 #else
     (void)a; /* not sm_90a: the host refuses the launch (amma_wg_check) */
 #endif

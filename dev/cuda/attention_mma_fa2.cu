@@ -1,24 +1,17 @@
-/* kernels/cuda/attention_mma_fa2.cu — bf16 attention variants in
- * FlashAttention-2's shape (plan and staging: attention_mma.cuh), beside
- * the kernels of attention_mma_fwd.cu and attention_mma_bwd.cu, which stay
- * the defaults until a GPU has ranked them:
+/* dev/cuda/attention_mma_fa2.cu — bf16 attention variants in
+ * FlashAttention-2's shape (plan and staging: kernels/cuda/attention_mma.cuh),
+ * beside the kernels of attention_mma_fwd.cuh and attention_mma_bwd.cuh,
+ * which ship until a GPU has ranked them:
  *   amma_fa2_fwd_kernel  forward, 32 query rows per warp (two m16 strips
  *                        sharing every K and V fragment), Q in registers;
  *   amma_fa2_dq_kernel   dQ the same way (dQ alone: S and dP recomputed);
- *   amma_fused_kernel    dK/dV that also yields dQ: each key block's fp32
- *                        dQ partial, dS K_block for every query row, into a
- *                        workspace; amma_dq_sum_kernel then adds a row's
- *                        partials in key-block order. No atomics: the same
- *                        inputs give the same bits, run after run.
+ *   amma_fused_kernel    (attention_mma_fused.cu) dK/dV that also yields dQ
+ *                        from per-key-block partials.
  * All three leave through shared memory: a warp writes its bf16 rows to a
  * tile, then 16-byte stores, consecutive lanes on consecutive bytes.
  * Each kernel's shared-memory attributes (size and carveout) are set once,
- * at its first launch (amma_fa2_launch).
- *
- * The workspace (amma_dq_partials) is outside the memory plan: these
- * variants can be chosen only through cuda_attn_variant_set, which
- * build/check_kernels uses, not through TRAIN_GPT_ATTN_VARIANT. */
-#include "attention_mma.cuh"
+ * at its first launch (amma_fa2_launch). */
+#include "attention_variants.cuh"
 
 /* ---- forward ---- */
 
@@ -37,21 +30,13 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fa2_fwd_kernel(AmmaFw
     DYN_SMEM(smem);
     bf16 *const tiles = (bf16 *)smem, *const Qs = tiles + 2 * BK * LD;
 
-    const int T_ = a.T, hs = a.C / a.NH, C3 = 3 * a.C;
-    const AmmaBlock blk = amma_block((T_ + BQ - 1) / BQ, a.NH, a.B, true);
-    const int q0 = blk.tile * BQ;
-    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
-    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + a.C, C3, T_, hs},
-                  Vsrc = {seq + 2 * a.C, C3, T_, hs};
-    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
-    const int wq0 = q0 + 32 * w, r0 = wq0 + g; /* strips: rows r0, +8 and r0 + 16, +24 */
-    const int last = q0 + BQ < T_ ? q0 + BQ : T_;
-    const int nK = (last + BK - 1) / BK;
-    const bool idle = wq0 >= T_;
+    const AmmaTile t = amma_tile_begin<Cfg>(a);
+    const int T_ = t.T, hs = t.hs, w = t.w, t4 = t.t4, wq0 = t.wr0;
+    const int r0 = t.r0; /* strips: rows r0, +8 and r0 + 16, +24 */
     const float sl2 = a.sl2;
 
-    amma_stage_async<HSP, BQ, NT, 1>(Qs, Qsrc, q0);
-    amma_stage_pair_async<HSP, BK, NT, 1>(tiles, Ksrc, Vsrc, 0);
+    amma_stage_async<HSP, BQ, NT, 1>(Qs, t.q, t.row0);
+    amma_stage_pair_async<HSP, BK, NT, 1>(tiles, t.k, t.v, 0);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -64,11 +49,11 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fa2_fwd_kernel(AmmaFw
     mma_strip_zero<HSP>(o1);
     float m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, l[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
-    for (int kt = 0; kt < nK; kt++) {
+    for (int kt = 0; kt < t.n; kt++) {
         const int k0 = kt * BK;
-        const bf16 *Ks = amma_kv_step<Cfg>(tiles, Ksrc, Vsrc, kt, nK);
+        const bf16 *Ks = amma_kv_step<Cfg>(tiles, t.k, t.v, kt, t.n);
         const bf16 *Vs = Ks + BK * LD;
-        if (idle || k0 > wq0 + 31) continue; /* every key after this warp's rows */
+        if (t.idle || k0 > wq0 + 31) continue; /* every key after this warp's rows */
 
         /* both strips, even where strip 0 is wholly masked (the last tile
          * or two): the B fragments are shared; strip 0's maxima are finite
@@ -93,11 +78,11 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fa2_fwd_kernel(AmmaFw
     mma_strip_to_smem<HSP>(Os, LD, 16, o1, 1.0f / l[2], 1.0f / l[3]);
     __syncwarp();
     const bool ov = a.C % 8 == 0 && hs % 8 == 0 && (uintptr_t)a.out % 16 == 0;
-    if (!idle)
-        mma_rows_out<32, HSP>(a.out + ((size_t)blk.b * T_ + wq0) * a.C + blk.h * hs, a.C,
+    if (!t.idle)
+        mma_rows_out<32, HSP>(a.out + ((size_t)t.blk.b * T_ + wq0) * a.C + t.blk.h * hs, a.C,
                               T_ - wq0, hs, Os, LD, ov);
     if (t4 == 0) {
-        const size_t lrow = ((size_t)blk.b * a.NH + blk.h) * T_;
+        const size_t lrow = ((size_t)t.blk.b * a.NH + t.blk.h) * T_;
 #pragma unroll
         for (int i = 0; i < 4; i++)
             if (r0 + 8 * i < T_) a.lse[lrow + r0 + 8 * i] = AMMA_LN2 * (m[i] * sl2 + log2f(l[i]));
@@ -129,27 +114,17 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fa2_dq_kernel(AmmaBwd
     DYN_SMEM(smem);
     bf16 *const tiles = (bf16 *)smem, *const Qs = tiles + 2 * BK * LD, *const dOs = Qs + BQ * LD;
 
-    const int T_ = a.T, C = a.C, hs = C / a.NH, C3 = 3 * C;
-    const AmmaBlock blk = amma_block((T_ + BQ - 1) / BQ, a.NH, a.nb, true);
-    const int q0 = blk.tile * BQ;
-    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
-    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + C, C3, T_, hs},
-                  Vsrc = {seq + 2 * C, C3, T_, hs},
-                  dOsrc = {a.dout + (size_t)blk.b * T_ * C + blk.h * hs, C, T_, hs};
-    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
-    const int wq0 = q0 + 32 * w, r0 = wq0 + g;
-    const int last = q0 + BQ < T_ ? q0 + BQ : T_;
-    const int nK = (last + BK - 1) / BK;
-    const bool idle = wq0 >= T_;
+    const AmmaTile t = amma_tile_begin<Cfg, false>(a);
+    const int T_ = t.T, C = a.C, hs = t.hs, C3 = 3 * C, w = t.w, t4 = t.t4, wq0 = t.wr0;
+    const int r0 = t.r0;
     const float sl2 = a.sl2;
-    const AmmaStat *rs = a.stats + ((size_t)blk.b * a.NH + blk.h) * T_;
     const AmmaStat zero = {0.0f, 0.0f};
     AmmaStat st[4]; /* rows r0, +8, +16, +24 */
 #pragma unroll
-    for (int i = 0; i < 4; i++) st[i] = r0 + 8 * i < T_ ? rs[r0 + 8 * i] : zero;
+    for (int i = 0; i < 4; i++) st[i] = r0 + 8 * i < T_ ? t.stats[r0 + 8 * i] : zero;
 
-    amma_stage_pair_async<HSP, BQ, NT, 1>(Qs, Qsrc, dOsrc, q0);
-    amma_stage_pair_async<HSP, BK, NT, 1>(tiles, Ksrc, Vsrc, 0);
+    amma_stage_pair_async<HSP, BQ, NT, 1>(Qs, t.q, t.dout, t.row0);
+    amma_stage_pair_async<HSP, BK, NT, 1>(tiles, t.k, t.v, 0);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -163,11 +138,11 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fa2_dq_kernel(AmmaBwd
     mma_strip_zero<HSP>(dq0);
     mma_strip_zero<HSP>(dq1);
 
-    for (int kt = 0; kt < nK; kt++) {
+    for (int kt = 0; kt < t.n; kt++) {
         const int k0 = kt * BK;
-        const bf16 *Ks = amma_kv_step<Cfg>(tiles, Ksrc, Vsrc, kt, nK);
+        const bf16 *Ks = amma_kv_step<Cfg>(tiles, t.k, t.v, kt, t.n);
         const bf16 *Vs = Ks + BK * LD;
-        if (idle || k0 > wq0 + 31) continue;
+        if (t.idle || k0 > wq0 + 31) continue;
 
 #pragma unroll
         for (int c = 0; c < BK / 16; c++) { /* keys kc0..kc0+15 */
@@ -191,8 +166,8 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fa2_dq_kernel(AmmaBwd
     mma_strip_to_smem<HSP>(Ds, LD, 16, dq1, a.scale, a.scale);
     __syncwarp();
     const bool ov = (uintptr_t)a.dqkv % 16 == 0 && hs % 8 == 0 && C % 8 == 0;
-    if (!idle)
-        mma_rows_out<32, HSP>(a.dqkv + ((size_t)blk.b * T_ + wq0) * C3 + blk.h * hs, C3,
+    if (!t.idle)
+        mma_rows_out<32, HSP>(a.dqkv + ((size_t)t.blk.b * T_ + wq0) * C3 + t.blk.h * hs, C3,
                               T_ - wq0, hs, Ds, LD, ov);
 }
 
@@ -203,7 +178,7 @@ template <class Cfg> static void amma_fa2_dq_launch(CudaState *st, const AmmaBwd
                     Cfg::NT, set);
 }
 
-/* The launches the variant tables (attention_mma_fwd.cu, _bwd.cu) name */
+/* The launches the sweep's table (attention_variants.cu) names */
 void amma_fa2_fwd_k64(CudaState *st, const AmmaFwdArgs &a)
 {
     amma_fa2_fwd_launch<AmmaCfg2<64, 4, 64, 2>>(st, a);

@@ -1,6 +1,6 @@
-/* kernels/cuda/attention_mma_fwd_wg.cu — the bf16 attention forward on
+/* dev/cuda/attention_mma_fwd_wg.cu — the bf16 attention forward on
  * Hopper's warpgroup products (wgmma.cuh, sm_90a only): one more variant
- * of attention_mma_fwd.cu's kernel (its table names it; never the
+ * of attention_mma_fwd.cuh's kernel (the sweep's table names it; never the
  * default), same plan and same exactness contract (out within the bf16
  * check's tolerance, lse, two runs bitwise equal: no atomics, a fixed
  * order of every sum).
@@ -14,7 +14,7 @@
  * out as mma.sync's, so the mask and the online softmax are the mma.sync
  * kernel's (amma_mask, amma_softmax_step in attention_mma.cuh).
  *
- * What changes against attention_mma_fwd.cu: K and V are staged in the
+ * What changes against attention_mma_fwd.cuh: K and V are staged in the
  * core-matrix layout wgmma reads (wgmma.cuh) rather than padded rows; Q
  * stays in padded rows (read once into registers by ldmatrix); and the
  * whole warpgroup takes part in every product, so a warp whose rows all
@@ -44,33 +44,23 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_wg_kernel(AmmaFwd
     auto stage = [&](int s) { return tiles + (size_t)s * 2 * TILE; };
     bf16 *const Qs = (bf16 *)(smem + attn_round((size_t)4 * TILE * sizeof(bf16)));
 
-    const int T_ = a.T, hs = a.C / a.NH, C3 = 3 * a.C;
-    const AmmaBlock blk = amma_block((T_ + BQ - 1) / BQ, a.NH, a.B, true);
-    const int q0 = blk.tile * BQ;
-    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
-    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + a.C, C3, T_, hs},
-                  Vsrc = {seq + 2 * a.C, C3, T_, hs};
-    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
-    const int wq0 = q0 + 16 * w, r0 = wq0 + g, r1 = r0 + 8;
-    const int last = q0 + BQ < T_ ? q0 + BQ : T_;
-    const int nK = (last + BK - 1) / BK;
-    const float sl2 = a.sl2;
+    const AmmaTile t = amma_tile_begin<Cfg>(a);
 
-    amma_stage_async<HSP, BQ, NT, 1>(Qs, Qsrc, q0);
-    amma_stage_core_pair_async<HSP, BK, NT>(tiles, Ksrc, Vsrc, 0);
+    amma_stage_async<HSP, BQ, NT, 1>(Qs, t.q, t.row0);
+    amma_stage_core_pair_async<HSP, BK, NT>(tiles, t.k, t.v, 0);
     cp_async_commit();
     amma_wg_landed();
     __syncthreads();
     uint32_t qf[HSP / 16][4];
-    mma_load_a_strip<HSP>(qf, Qs, LD, 16 * w);
+    mma_load_a_strip<HSP>(qf, Qs, LD, 16 * t.w);
 
     float o[HSP / 8][4];
     mma_strip_zero<HSP>(o);
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f; /* rows r0, r1 */
 
-    for (int kt = 0; kt < nK; kt++) {
+    for (int kt = 0; kt < t.n; kt++) {
         const int k0 = kt * BK;
-        const bf16 *Ks = amma_wg_kv_step<Cfg>(stage, Ksrc, Vsrc, kt, nK), *Vs = Ks + TILE;
+        const bf16 *Ks = amma_wg_kv_step<Cfg>(stage, t.k, t.v, kt, t.n), *Vs = Ks + TILE;
 
         float s[BK / 8][4]; /* S = Q_w K^T: K-major B, k = head dim */
         wgmma_fence();
@@ -82,13 +72,13 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_wg_kernel(AmmaFwd
 
         /* mask where a key can be past a row of the warp or past T (whole
          * tiles past the warp's rows included: p = 0 there) */
-        amma_mask<BK, false>(s, k0, wq0, r0, r1, t4, T_);
-        amma_softmax_step<BK, HSP>(s, o, m0, m1, l0, l1, sl2);
+        amma_mask<BK, false>(s, k0, t.wr0, t.r0, t.r1, t.t4, t.T);
+        amma_softmax_step<BK, HSP>(s, o, m0, m1, l0, l1, a.sl2);
         /* O_w += P V: P (bf16) from the score registers, V N-major, k = key */
         amma_wg_acc_c<HSP, BK>(o, s, Vs);
     }
 
-    amma_fwd_finish<HSP>(a, blk, T_, hs, r0, r1, t4, o, m0, m1, l0, l1, sl2);
+    amma_fwd_finish<HSP>(a, t, o, m0, m1, l0, l1);
 #else
     (void)a; /* not sm_90a: the host refuses the launch (amma_fwd_wg_launch) */
 #endif

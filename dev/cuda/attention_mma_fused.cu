@@ -1,6 +1,6 @@
-/* kernels/cuda/attention_mma_fused.cu — a bf16 attention backward that
- * forms S and dP once (plan and staging: attention_mma.cuh). The default
- * backward (attention_mma_bwd.cu) runs 7 products per 16 x 16 piece where
+/* dev/cuda/attention_mma_fused.cu — a bf16 attention backward that forms
+ * S and dP once (plan and staging: kernels/cuda/attention_mma.cuh). The
+ * shipped backward (attention_mma_bwd.cuh) runs 7 products per 16 x 16 piece where
  * the FLOP count credits 5: its dQ kernel recomputes S and dP. Here the
  * dK/dV pass yields dQ as well:
  *   amma_fused_kernel   block = ROWS = 16 W key rows (key block kb), query
@@ -17,11 +17,10 @@
  * inputs give the same bits (the recompute modes' guarantee). The
  * partials take nb NH ceil(T / ROWS) T HSP floats (201 MB for 124M's
  * shape at B = 4: 4 x 12 x 16 x 1024 x 64 x 4 bytes), more than the
- * backend's scratch, so they live in their own buffer (CudaState.dq_part,
- * grown on demand, freed at close). That buffer is outside the memory
- * plan, so these variants are check_only: build/check_kernels checks and
- * times them; TRAIN_GPT_ATTN_VARIANT refuses them. */
-#include "attention_mma.cuh"
+ * backend's scratch, so they live in their own buffer (amma_dq_partials,
+ * grown on demand). That buffer is outside the memory plan: promoting
+ * this kernel would mean planning it first (model/planner*.c). */
+#include "attention_variants.cuh"
 
 struct AmmaFusedArgs : AmmaBwdArgs {
     float *part; /* [nb][NH][ceil(T / ROWS)][T][HSP] */
@@ -36,22 +35,13 @@ struct AmmaFusedArgs : AmmaBwdArgs {
  *   conflicts), alternate pieces in alternate buffers, so one barrier
  *   per piece suffices.
  * The epilogue's dK and dV tiles (ROWS rows each) go over the stages. */
-template <class Cfg> struct AmmaFusedSmem {
+template <class Cfg> struct AmmaFusedSmem : AmmaDkdvSmem<Cfg> { /* its stages, q(), stats() */
+    typedef AmmaDkdvSmem<Cfg> D;
     static constexpr int LDS = 24;
-    static constexpr size_t tiles = (size_t)2 * Cfg::BT * Cfg::LD * sizeof(bf16);
-    static constexpr size_t stage = tiles + (size_t)Cfg::BT * sizeof(AmmaStat);
-    static constexpr size_t kv_at = 2 * stage;
-    static constexpr size_t ds_at = kv_at + (size_t)2 * Cfg::ROWS * Cfg::LD * sizeof(bf16);
+    static constexpr size_t kv_at = 2 * D::stage;
+    static constexpr size_t ds_at = kv_at + D::kv;
     static constexpr size_t bytes = ds_at + (size_t)2 * Cfg::ROWS * LDS * sizeof(bf16);
-    static_assert(2 * stage >= (size_t)2 * Cfg::ROWS * Cfg::LD * sizeof(bf16), "epilogue tiles");
-    static __device__ __forceinline__ bf16 *q(unsigned char *smem, int s)
-    {
-        return (bf16 *)(smem + (size_t)s * stage);
-    }
-    static __device__ __forceinline__ AmmaStat *stats(unsigned char *smem, int s)
-    {
-        return (AmmaStat *)(smem + (size_t)s * stage + tiles);
-    }
+    static_assert(2 * D::stage >= D::kv, "epilogue tiles");
 };
 
 template <class Cfg>
@@ -63,48 +53,35 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fused_kernel(AmmaFuse
     typedef AmmaFusedSmem<Cfg> SM;
     constexpr int LDS = SM::LDS;
     DYN_SMEM(smem);
-    bf16 *const Ks = (bf16 *)(smem + SM::kv_at), *const Vs = Ks + BKV * LD;
+    bf16 *const Ks = (bf16 *)(smem + SM::kv_at); /* V after it, read once into registers */
     bf16 *const dsT = (bf16 *)(smem + SM::ds_at);
 
-    const int T_ = a.T, C = a.C, hs = C / a.NH, C3 = 3 * C;
-    const int nKB = (T_ + BKV - 1) / BKV;
-    const AmmaBlock blk = amma_block(nKB, a.NH, a.nb, false);
-    const int k0 = blk.tile * BKV;
-    const bf16 *seq = a.qkv + (size_t)blk.b * T_ * C3 + blk.h * hs;
-    const AmmaSrc Qsrc = {seq, C3, T_, hs}, Ksrc = {seq + C, C3, T_, hs},
-                  Vsrc = {seq + 2 * C, C3, T_, hs},
-                  dOsrc = {a.dout + (size_t)blk.b * T_ * C + blk.h * hs, C, T_, hs};
-    const AmmaStat *rs = a.stats + ((size_t)blk.b * a.NH + blk.h) * T_;
+    const AmmaTile t = amma_tile_begin<Cfg, true>(a); /* rows: keys */
+    const int T_ = t.T, C = a.C, hs = t.hs, C3 = 3 * C, w = t.w, g = t.g, t4 = t.t4;
+    const int k0 = t.row0, wk0 = t.wr0, nKB = (T_ + BKV - 1) / BKV;
+    const AmmaBlock blk = t.blk;
     float *const part = a.part + (((size_t)blk.b * a.NH + blk.h) * nKB + blk.tile) * T_ * HSP;
-    const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t4 = threadIdx.x % 4;
-    const int wk0 = k0 + 16 * w, kr0 = wk0 + g, kr1 = kr0 + 8;
-    const int qstart = k0 / BQ * BQ, nQ = (T_ - qstart + BQ - 1) / BQ;
-    const bool idle = wk0 >= T_;
     const float sl2 = a.sl2;
 
-    amma_stage_pair_async<HSP, BKV, NT, 1>(Ks, Ksrc, Vsrc, k0);
-    amma_stage_pair_async<HSP, BQ, NT, 1>(SM::q(smem, 0), Qsrc, dOsrc, qstart);
-    amma_stage_stats<BQ, NT>(SM::stats(smem, 0), rs, qstart, T_);
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4];
-    mma_load_a_strip<HSP>(kf, Ks, LD, 16 * w);
-    mma_load_a_strip<HSP>(vf, Vs, LD, 16 * w);
+    amma_stage_own2<Cfg>(Ks, t.k, t.v, k0, w, kf, vf, [&] {
+        amma_stage_pair_async<HSP, BQ, NT, 1>(SM::q(smem, 0), t.q, t.dout, t.first);
+        amma_stage_stats<BQ, NT>(SM::stats(smem, 0), t.stats, t.first, T_);
+    });
 
     float dk[HSP / 8][4], dv[HSP / 8][4];
     mma_strip_zero<HSP>(dk);
     mma_strip_zero<HSP>(dv);
     int npiece = 0; /* pieces done: which dS^T buffer is next */
 
-    for (int it = 0; it < nQ; it++) {
-        const int q0 = qstart + it * BQ;
+    for (int it = 0; it < t.n; it++) {
+        const int q0 = t.first + it * BQ;
         if (it > 0) cp_async_wait<0>();
         __syncthreads(); /* tile it complete; every warp done with it - 1 */
-        if (it + 1 < nQ) {
+        if (it + 1 < t.n) {
             const int nx = (it + 1) & 1;
-            amma_stage_pair_async<HSP, BQ, NT, 1>(SM::q(smem, nx), Qsrc, dOsrc, q0 + BQ);
-            amma_stage_stats<BQ, NT>(SM::stats(smem, nx), rs, q0 + BQ, T_);
+            amma_stage_pair_async<HSP, BQ, NT, 1>(SM::q(smem, nx), t.q, t.dout, q0 + BQ);
+            amma_stage_stats<BQ, NT>(SM::stats(smem, nx), t.stats, q0 + BQ, T_);
             cp_async_commit();
         }
         const bf16 *Qs = SM::q(smem, it & 1), *dOs = Qs + BQ * LD;
@@ -118,11 +95,11 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fused_kernel(AmmaFuse
             if (qc0 + 15 < k0) continue; /* before every key of the block */
             const bf16 *Qc = Qs + 16 * c * LD, *dOc = dOs + 16 * c * LD;
             float dsTw[2][4]; /* this warp's 16 keys x 16 queries of dS^T */
-            if (!idle && qc0 + 15 >= wk0) {
+            if (!t.idle && qc0 + 15 >= wk0) {
                 float sT[2][4];
                 mma_strip_areg<16, HSP>(sT, kf, Qc, LD);    /* S^T = K_w Q_c^T */
                 mma_strip_areg<16, HSP>(dsTw, vf, dOc, LD); /* dP^T = V_w dO_c^T */
-                amma_mask<16, true>(sT, qc0, wk0, kr0, kr1, t4, T_);
+                amma_mask<16, true>(sT, qc0, wk0, t.r0, t.r1, t4, T_);
                 amma_pds_cols<16>(sT, dsTw, sts + 16 * c, t4, sl2);
                 mma_strip_acc<HSP, 16>(dv, sT, dOc, LD);  /* dV_w += P^T dO_c */
                 mma_strip_acc<HSP, 16>(dk, dsTw, Qc, LD); /* dK_w += dS^T Q_c */
@@ -167,7 +144,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fused_kernel(AmmaFuse
     mma_strip_to_smem<HSP>(dKs, LD, 16 * w, dk, a.scale, a.scale);
     mma_strip_to_smem<HSP>(dVs, LD, 16 * w, dv, 1.0f, 1.0f);
     __syncwarp();
-    if (idle) return;
+    if (t.idle) return;
     const bool ov = (uintptr_t)a.dqkv % 16 == 0 && hs % 8 == 0 && C % 8 == 0;
     bf16 *rows = a.dqkv + ((size_t)blk.b * T_ + wk0) * C3 + blk.h * hs;
     mma_rows_out<16, HSP>(rows + C, C3, T_ - wk0, hs, dKs + 16 * w * LD, LD, ov);
@@ -203,19 +180,29 @@ __global__ void amma_dq_sum_kernel(bf16 *dqkv, const float *part, int nb, int T_
 }
 
 /* The partials' buffer, at least bytes long (grown, never shrunk; the
- * stream drained before a buffer in use is freed). */
+ * stream drained before a buffer in use is freed), one for the process:
+ * the checker runs one backend at a time and frees it (amma_fused_free)
+ * before closing that backend. */
+static float *amma_part;
+static size_t amma_part_bytes;
+
 static float *amma_dq_partials(CudaState *st, size_t bytes)
 {
-    if (bytes <= st->dq_part_bytes) return st->dq_part;
+    if (bytes <= amma_part_bytes) return amma_part;
     CUDA_CHECK(cudaStreamSynchronize(st->stream));
-    if (st->dq_part) CUDA_CHECK(cudaFree(st->dq_part));
-    st->dq_part = NULL, st->dq_part_bytes = 0;
-    if (cudaMalloc(&st->dq_part, bytes) != cudaSuccess)
+    amma_fused_free();
+    if (cudaMalloc(&amma_part, bytes) != cudaSuccess)
         CUDA_FATAL("attention_backward (fused variant): cannot allocate %zu bytes for the dQ "
                    "partials",
                    bytes);
-    st->dq_part_bytes = bytes;
-    return st->dq_part;
+    amma_part_bytes = bytes;
+    return amma_part;
+}
+
+void amma_fused_free(void)
+{
+    if (amma_part) CUDA_CHECK(cudaFree(amma_part));
+    amma_part = NULL, amma_part_bytes = 0;
 }
 
 template <class Cfg> static void amma_fused_launch(CudaState *st, const AmmaBwdArgs &a)
