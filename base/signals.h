@@ -28,8 +28,8 @@
  * `| less`) cannot hold the stop, and text it cannot take is dropped.
  * SIGXFSZ is ignored, so a file-size limit makes a write fail with EFBIG
  * and get a message, as a full disk does. */
-#ifndef RUN_SIGNALS_H
-#define RUN_SIGNALS_H
+#ifndef BASE_SIGNALS_H
+#define BASE_SIGNALS_H
 
 /* Exit statuses of ./train_gpt beyond 0 (done), 1 (error), 2 (usage). */
 #define TRAIN_EXIT_NONFINITE 4      /* --max-bad-steps consecutive non-finite steps */

@@ -34,8 +34,8 @@
  * from the files that cover it, so the optimizer state can be re-sharded
  * for another world size. Every function returns 0, or -1 with
  * "<path>: <fault>" in err. */
-#ifndef RUN_CHECKPOINT_H
-#define RUN_CHECKPOINT_H
+#ifndef CKPT_CHECKPOINT_H
+#define CKPT_CHECKPOINT_H
 
 #include <stddef.h>
 #include <stdint.h>

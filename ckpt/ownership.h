@@ -28,8 +28,8 @@
  * that step reuses the folder, and --keep deletes the older ones. Saves
  * made before run ids existed (version 1 manifests) count as the resumed
  * run's own. */
-#ifndef RUN_OWNERSHIP_H
-#define RUN_OWNERSHIP_H
+#ifndef CKPT_OWNERSHIP_H
+#define CKPT_OWNERSHIP_H
 
 #include <stddef.h>
 #include <stdint.h>

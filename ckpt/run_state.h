@@ -35,8 +35,8 @@
  *     all that version 1 recorded (its content is then not checked).
  * Version 1 files (no content hashes) are still read; version 2 (more
  * entries than version 1's limit of 256) is refused by older readers. */
-#ifndef RUN_RUN_STATE_H
-#define RUN_RUN_STATE_H
+#ifndef CKPT_RUN_STATE_H
+#define CKPT_RUN_STATE_H
 
 #include <stddef.h>
 #include <stdint.h>

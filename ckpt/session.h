@@ -27,8 +27,8 @@
  *       widen the window a kill can land in (base/fileio.h);
  *   TRAIN_GPT_TEST_STALL=RANK:STEP:SECONDS  rank RANK sleeps before step
  *       STEP, so the others wait on it in a collective (the watchdog test). */
-#ifndef RUN_SESSION_H
-#define RUN_SESSION_H
+#ifndef CKPT_SESSION_H
+#define CKPT_SESSION_H
 
 #include <stddef.h>
 #include <stdint.h>

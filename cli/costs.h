@@ -3,8 +3,8 @@
  * Owns: turning --op-costs into op costs (model/opcost.h) for the run's
  * shape: the cache (model/opcost_file.h), a file, a measurement on the
  * device, or none (FLOPs), and saying which. */
-#ifndef TRAIN_COSTS_H
-#define TRAIN_COSTS_H
+#ifndef CLI_COSTS_H
+#define CLI_COSTS_H
 
 #include <stddef.h>
 

@@ -2,8 +2,8 @@
  *
  * Owns: the DistModel view of a GPT (distributed/dist.h knows none of
  * model/'s types) and the gradient hook installed on the model. */
-#ifndef TRAIN_DIST_ATTACH_H
-#define TRAIN_DIST_ATTACH_H
+#ifndef CLI_DIST_ATTACH_H
+#define CLI_DIST_ATTACH_H
 
 #include <stddef.h>
 

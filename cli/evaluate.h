@@ -14,8 +14,8 @@
  *   example completion ctx_used len sum mean
  * (sum and mean in nats, %.17g), for comparison with the PyTorch
  * reference (dev/reference/gpt2_reference.py --eval). */
-#ifndef TRAIN_EVAL_H
-#define TRAIN_EVAL_H
+#ifndef CLI_EVALUATE_H
+#define CLI_EVALUATE_H
 
 #include <stdio.h>
 

@@ -7,8 +7,8 @@
  * or --prompt-file, encoded once), the draw (--temperature, --top-k,
  * --top-p; model/sample.h), --num-samples, --stop-at-eot and the RNG
  * (seeded by --seed; a checkpoint saves and restores it). */
-#ifndef TRAIN_SAMPLE_H
-#define TRAIN_SAMPLE_H
+#ifndef CLI_GENERATE_H
+#define CLI_GENERATE_H
 
 #include <stdio.h>
 

@@ -7,8 +7,8 @@
  * the data fingerprint, the resumed step and the backend opened; the shape flags given against
  * the shape of a save; the exit when only some ranks found an error; and
  * the command line that returns to a save. */
-#ifndef TRAIN_GUARD_H
-#define TRAIN_GUARD_H
+#ifndef CLI_GUARD_H
+#define CLI_GUARD_H
 
 #include <stddef.h>
 #include <stdint.h>

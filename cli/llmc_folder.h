@@ -9,8 +9,8 @@
  * --checkpoint-dir; a step the folder has already (the resumed one) is not
  * written again. --plan and --generate write no checkpoint and leave the
  * folder alone. */
-#ifndef TRAIN_LLMC_FOLDER_H
-#define TRAIN_LLMC_FOLDER_H
+#ifndef CLI_LLMC_FOLDER_H
+#define CLI_LLMC_FOLDER_H
 
 #include <stddef.h>
 

@@ -5,8 +5,8 @@
  * the saves and llm.c exports due, --dump-grads after step 1, --profile-ops'
  * table, and where a signal stopped the run (Trainer's stop record; what
  * that stop keeps is cli/stop.h's). */
-#ifndef TRAIN_LOOP_H
-#define TRAIN_LOOP_H
+#ifndef CLI_LOOP_H
+#define CLI_LOOP_H
 
 #include <stddef.h>
 

@@ -4,8 +4,8 @@
  * flag is listed once, in the table in cli/option_table.c, with its default
  * and help text; --help prints that table. A bad flag or value prints one
  * line naming the flag and the accepted values and exits with status 2. */
-#ifndef TRAIN_OPTIONS_H
-#define TRAIN_OPTIONS_H
+#ifndef CLI_OPTIONS_H
+#define CLI_OPTIONS_H
 
 #include <stddef.h>
 #include <stdint.h>

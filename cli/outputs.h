@@ -26,8 +26,8 @@
  * run given the same path finished first, checked at its own start when the
  * path was still free) is not replaced silently: it keeps a second name,
  * PATH.replaced_<time> (a hard link; nothing copied or deleted). */
-#ifndef RUN_OUTPUTS_H
-#define RUN_OUTPUTS_H
+#ifndef CLI_OUTPUTS_H
+#define CLI_OUTPUTS_H
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

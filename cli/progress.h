@@ -18,8 +18,8 @@
  * TRAIN_GPT_TEST_BLOCK_DELAY_MS=MS sleeps
  * after every block, to make steps long enough for a test to land a signal
  * inside one or to see the in-step line. */
-#ifndef TRAIN_PROGRESS_H
-#define TRAIN_PROGRESS_H
+#ifndef CLI_PROGRESS_H
+#define CLI_PROGRESS_H
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

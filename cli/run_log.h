@@ -19,8 +19,8 @@
  * whose "run_id" is the checkpoint run id (16 hex digits). A resume given a log whose header
  * names another run id is refused, naming both, before anything is cut or
  * appended; a log without a header (older logs) is taken as the run's. */
-#ifndef RUN_RUN_LOG_H
-#define RUN_RUN_LOG_H
+#ifndef CLI_RUN_LOG_H
+#define CLI_RUN_LOG_H
 
 #include <stddef.h>
 

@@ -8,8 +8,8 @@
  * removes the folders the run made. A checkpoint that fails during the run
  * still leaves --save's model file. Also the ranks' agreement on a signal,
  * and with one rank the stop at a block boundary (the model's block hook). */
-#ifndef TRAIN_STOP_H
-#define TRAIN_STOP_H
+#ifndef CLI_STOP_H
+#define CLI_STOP_H
 
 #include <stddef.h>
 

@@ -5,8 +5,8 @@
  * RSS on the cpu; the device bytes used since before the arenas on a
  * device backend), --op-costs' predicted step time against the measured
  * one (cli/costs.h), and the "summary" line of --log with all of it. */
-#ifndef TRAIN_SUMMARY_H
-#define TRAIN_SUMMARY_H
+#ifndef CLI_SUMMARY_H
+#define CLI_SUMMARY_H
 
 #include "cli/trainer.h"
 

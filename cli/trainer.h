@@ -9,8 +9,8 @@
  * other parts belong to their modules: the output files to cli/outputs.h,
  * llm.c's checkpoints to cli/llmc_folder.h, the saves to ckpt/session.h;
  * the files that need only a part include only its header. */
-#ifndef TRAIN_TRAINER_H
-#define TRAIN_TRAINER_H
+#ifndef CLI_TRAINER_H
+#define CLI_TRAINER_H
 
 #include <stddef.h>
 

@@ -4,8 +4,8 @@
  * Makefile passes `git describe --always --dirty`, "unknown" outside a git
  * tree), the compiler, and the backends compiled in with their library
  * versions (kernels/device_info.h). */
-#ifndef TRAIN_VERSION_H
-#define TRAIN_VERSION_H
+#ifndef CLI_VERSION_H
+#define CLI_VERSION_H
 
 #include <stdio.h>
 

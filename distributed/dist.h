@@ -70,8 +70,8 @@
  * communicator's asynchronous error during each wait (ncclCommGetAsyncError:
  * a peer gone, a network error), and ends the rank with status 1 and
  * NCCL's reason at once instead of waiting out the timeout. */
-#ifndef DIST_DIST_H
-#define DIST_DIST_H
+#ifndef DISTRIBUTED_DIST_H
+#define DISTRIBUTED_DIST_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * the two collective libraries (dist_mpi.c on host memory, dist_nccl.c on
  * CUDA memory). Buffers are the model's parameter or gradient vectors, in
  * the backend's par dtype (be->par_bytes wide); counts are in elements. */
-#ifndef DIST_DIST_INTERNAL_H
-#define DIST_DIST_INTERNAL_H
+#ifndef DISTRIBUTED_DIST_INTERNAL_H
+#define DISTRIBUTED_DIST_INTERNAL_H
 
 #ifndef NO_MPI
 #include <mpi.h>

@@ -25,8 +25,8 @@
  * index, length, counts and that its fields fill it exactly; no trailing
  * bytes; the header's longest length equals the longest record) and
  * reports the first fault as "<path>: <fault>", naming the example. */
-#ifndef DATA_EVAL_FILE_H
-#define DATA_EVAL_FILE_H
+#ifndef EVAL_EVAL_FILE_H
+#define EVAL_EVAL_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>

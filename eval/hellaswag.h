@@ -12,8 +12,8 @@
  * GPT-2's BPE (the leading space joins the ending's first word, as it would
  * follow the context in running text). The examples keep the file's order;
  * example i is line i's object. */
-#ifndef DATA_HELLASWAG_H
-#define DATA_HELLASWAG_H
+#ifndef EVAL_HELLASWAG_H
+#define EVAL_HELLASWAG_H
 
 #include <stddef.h>
 

@@ -37,8 +37,8 @@
  *
  * Ranks. Rank r of W evaluates examples [r*q, min(n, (r+1)*q)) with
  * q = ceil(n / W), llm.c's split; the caller sums the counts. */
-#ifndef RUN_EVAL_H
-#define RUN_EVAL_H
+#ifndef EVAL_SCORE_H
+#define EVAL_SCORE_H
 
 #include <stddef.h>
 

@@ -37,8 +37,8 @@
  *     state (every rank holding all of it) is written or read; a slice is
  *     refused, naming the file.
  * Every function returns 0, or -1 with "<path>: <fault>" in err. */
-#ifndef RUN_LLMC_CKPT_H
-#define RUN_LLMC_CKPT_H
+#ifndef INTEROP_LLMC_CKPT_H
+#define INTEROP_LLMC_CKPT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -17,8 +17,8 @@
  *     files of later steps, which the run would write over, are moved into
  *     DIR/abandoned/, as the native folder's newer saves are.
  * Nothing is deleted; every move is printed. Rank 0 alone calls it. */
-#ifndef RUN_LLMC_CLAIM_H
-#define RUN_LLMC_CLAIM_H
+#ifndef INTEROP_LLMC_CLAIM_H
+#define INTEROP_LLMC_CLAIM_H
 
 #include <stddef.h>
 

@@ -20,8 +20,8 @@
  *   ZeRO, a 1/num_processes slice with ZeRO-1. The file does not record
  *   count: a reader derives it from the size, exactly
  *   1024 + 4 * count * (2 + [4]). */
-#ifndef RUN_LLMC_STATE_H
-#define RUN_LLMC_STATE_H
+#ifndef INTEROP_LLMC_STATE_H
+#define INTEROP_LLMC_STATE_H
 
 #include <stddef.h>
 #include <stdint.h>

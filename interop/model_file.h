@@ -5,8 +5,8 @@
  * [4] L, [5] NH, [6] C, [7] padded V, rest 0; then every parameter in
  * llm.c's order (config.h), fp32 or bf16. File size must be exactly
  * 1024 + num_params * (4 or 2). */
-#ifndef MODEL_MODEL_FILE_H
-#define MODEL_MODEL_FILE_H
+#ifndef INTEROP_MODEL_FILE_H
+#define INTEROP_MODEL_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -17,8 +17,8 @@
  * entry of version 1 is measured again and rewritten. 
  * Every field named is required; others are ignored. A cache file is
  * named op_costs_<16 hex digits>.json, a hash of the device and shape. */
-#ifndef RUN_OPCOST_FILE_H
-#define RUN_OPCOST_FILE_H
+#ifndef MODEL_OPCOST_FILE_H
+#define MODEL_OPCOST_FILE_H
 
 #include <stddef.h>
 

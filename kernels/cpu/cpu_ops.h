@@ -4,8 +4,8 @@
  * an order fixed by the shapes alone (never by thread timing), so results
  * are bitwise repeatable; matmuls go through OpenBLAS cblas_sgemm.
  * Signatures are exactly those of ops.h, with float in place of void. */
-#ifndef KERNELS_CPU_OPS_H
-#define KERNELS_CPU_OPS_H
+#ifndef KERNELS_CPU_CPU_OPS_H
+#define KERNELS_CPU_CPU_OPS_H
 
 #include <stddef.h>
 

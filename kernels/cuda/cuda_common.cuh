@@ -23,8 +23,8 @@
  * through LAUNCH() and dynamic shared memory through DYN_SMEM(). The
  * emulator build puts its folder on the include path (-Idev/cuda/emu), so
  * this layer names no test path. */
-#ifndef KERNELS_CUDA_COMMON_CUH
-#define KERNELS_CUDA_COMMON_CUH
+#ifndef KERNELS_CUDA_CUDA_COMMON_CUH
+#define KERNELS_CUDA_CUDA_COMMON_CUH
 
 #ifdef CUDA_EMU
 #include <emu.h> /* dev/cuda/emu/, on the emulator build's include path; it
