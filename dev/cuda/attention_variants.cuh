@@ -6,7 +6,7 @@
  * against the cpu and check_sweep.c times them (attention_variants.cu
  * holds the table). The kernels here:
  *   attention_mma_fwd_wg.cu, _bwd_wg.cu  forward, dQ and dK/dV on Hopper's
- *       wgmma (sm_90a; attention_mma_wg.cuh, kernels/cuda/wgmma.cuh);
+ *       wgmma (sm_90a; attention_mma_wg.cuh, wgmma.cuh);
  *   attention_mma_fa2.cu    forward and dQ with 32 query rows per warp;
  *   attention_mma_fused.cu  dK/dV that writes dQ too, from per-key-block
  *       partials in a workspace of its own.
