@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "base/safefile.h"
+#include "base/stop.h"
 #include "base/test_hooks.h"
 
 int io_err(char *err, size_t err_len, const char *fmt, ...)
@@ -328,6 +329,18 @@ int io_test_env_ms(const char *name)
     if (!s || !*s) return 0;
     int ms = atoi(s);
     return ms > 0 && ms < 60000 ? ms : 0;
+}
+
+void io_test_pause_at_step(int step)
+{
+    const char *at = getenv("TRAIN_GPT_TEST_PAUSE_STEP"), *path = getenv("TRAIN_GPT_TEST_PAUSE_FILE");
+    if (!at || !path || !*path || atoi(at) != step) return;
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fputs("paused\n", f);
+    fclose(f);
+    /* the test removes the file when it has acted; polled, not timed */
+    while (access(path, F_OK) == 0 && !stop_requested()) io_sleep_ms(5);
 }
 #endif
 

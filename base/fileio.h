@@ -87,6 +87,12 @@ int io_test_save_delay_ms(void);
  * io_commit sleeps TRAIN_GPT_TEST_COMMIT_DELAY_MS before its fsync, so a
  * test can land a signal while a temp file exists. */
 int io_test_env_ms(const char *name);
+/* A staged race (TRAIN_GPT_TEST_PAUSE_STEP=N, TRAIN_GPT_TEST_PAUSE_FILE=
+ * PATH): called at the start of step `step`; at step N it creates PATH and
+ * returns once the test has removed it. The test acts in between (writes a
+ * file, sends a signal) at a point the trainer has reached for sure, with
+ * no delay to guess. A stop request ends the wait too. */
+void io_test_pause_at_step(int step);
 #endif
 void io_sleep_ms(int ms);
 

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "base/fileio.h"
 #include "base/signals.h"
 #include "base/test_hooks.h"
 #include "model/lr_schedule.h"
@@ -140,6 +141,7 @@ static int train_step(Trainer *tr, int step, StepResult *r, char *err, size_t le
     int shard = tr->train.shard_pos;
     long window = tr->train.window_pos;
     TEST_HOOK(session_test_stall(&tr->sess, step));
+    TEST_HOOK(io_test_pause_at_step(step));
     char label[64];
     snprintf(label, sizeof label, "step %d/%d", step, o->steps);
     progress_begin(&tr->prog, label, 1);

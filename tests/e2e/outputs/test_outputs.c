@@ -243,24 +243,29 @@ Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
 
 /* Two runs given the same output path: each found it free at its start; the
  * one writing last replaced the other's file, both exiting 0. Here the
- * other run's file is written at `flag`'s path (d/name) once `when` is
- * printed, while this run of `steps` steps (delay_ms per block) trains: it
- * must survive under a second name, with a warning naming the flag, and
- * the path hold this run's own output, byte for byte that of an
- * undisturbed run. `before` is a line this run must not have printed yet
- * when the file is written (NULL: none). */
-static void expect_raced_file_kept(const char *flag, const char *name, int steps,
-                                   const char *delay_ms, const char *when, const char *before)
+ * other run's file is written at `flag`'s path (d/name) while this run of
+ * `steps` steps is paused at the start of step `pause_step` (the test hook
+ * TRAIN_GPT_TEST_PAUSE_STEP: past its start-up's check of its outputs, and
+ * before it writes any): it must survive under a second name, with a
+ * warning naming the flag, and the path hold this run's own output, byte
+ * for byte that of an undisturbed run. */
+static void expect_raced_file_kept(const char *flag, const char *name, int steps, int pause_step)
 {
-    char *d = tu_tempdir(), args[4096], env[64], aside[64], warn[64];
+    char *d = tu_tempdir(), args[4096], env[4400], aside[64], warn[64], before[32];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps %d %s %s", tc_model_args(d), steps, flag,
              tu_path(d, name));
-    snprintf(env, sizeof env, "TRAIN_GPT_TEST_BLOCK_DELAY_MS=%s", delay_ms);
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "paused"));
+    snprintf(env, sizeof env, "TRAIN_GPT_TEST_PAUSE_STEP=%d TRAIN_GPT_TEST_PAUSE_FILE='%s'",
+             pause_step, pause);
     pid_t pid = tc_spawn(env, args, tu_path(d, "a"));
-    cr_assert(tc_wait_for_text(tu_path(d, "a.out"), when, 60000));
+    cr_assert(tc_wait_for_text(pause, "paused", 60000), "the run never reached step %d",
+              pause_step);
     tu_write_text(tu_path(d, name), KEEP); /* the other run's, finished first */
-    if (before) cr_assert(!tc_file_has(tu_path(d, "a.out"), before), "'%s' came first", before);
+    snprintf(before, sizeof before, "step %5d/", pause_step);
+    cr_assert(!tc_file_has(tu_path(d, "a.out"), before), "'%s' came first", before);
+    cr_assert_eq(unlink(pause), 0, "%s", pause);
     int st = tc_wait(pid, 60000);
     cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the run failed");
     snprintf(aside, sizeof aside, "%s.replaced_", name);
@@ -280,19 +285,21 @@ static void expect_raced_file_kept(const char *flag, const char *name, int steps
     free(d);
 }
 
-/* --save, written at the end: the file comes once step 1 is printed.
+/* --save, written at the end: the file comes while step 2 waits to start.
  * Before, it was replaced silently (no .replaced_ file: failed). */
 Test(outputs, a_file_written_at_save_during_the_run_is_kept, .timeout = 120)
 {
-    expect_raced_file_kept("--save", "m.bin", 4, "100", "step     1/", NULL);
+    expect_raced_file_kept("--save", "m.bin", 4, 2);
 }
 
-/* --dump-grads, written at the end of step 1 (8 blocks x 300 ms after the
- * "initializing" line): the loss, then every gradient. Before, it was
- * replaced silently (no .replaced_ file: failed). */
+/* --dump-grads, written at the end of step 1: the file comes while step 1
+ * waits to start, after the start-up's check of the outputs (a file there
+ * before that check is refused, not kept: the race this test once lost,
+ * cued by the "initializing" line). Before the fix, it was replaced
+ * silently (no .replaced_ file: failed). */
 Test(outputs, a_file_written_at_dump_grads_during_the_run_is_kept, .timeout = 120)
 {
-    expect_raced_file_kept("--dump-grads", "g.bin", 2, "300", "initializing", "step     1/");
+    expect_raced_file_kept("--dump-grads", "g.bin", 2, 1);
 }
 
 /* A run's --log is created empty when its training starts; a second run
