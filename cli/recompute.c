@@ -241,19 +241,21 @@ static void auto_print_schedule(const TrainOptions *o, const GPTConfig *cfg, con
 }
 
 /* The predicted step (the verdict's: the ops, and with offloaded
- * checkpoints the copies' exposed time), printed beside the source of the
- * costs. */
-static void predict(const TrainOptions *o, const TrainCosts *tc, const MemoryPlan *plan,
+ * checkpoints the copies' exposed time). The start-up's estimate prints
+ * it, the one step time a run states (cli/progress.h); the costs' source
+ * gains what the figure covers. */
+static void predict(const TrainOptions *o, TrainCosts *tc, const MemoryPlan *plan,
                     const PlanVerdict *v, long long *step_ns)
 {
     *step_ns = v->step_ns;
+    size_t n = strlen(tc->source);
     if (*step_ns >= 0)
-        printf("predicted step time: %.3f ms (%d micro-batch%s; op costs %s)%s\n",
-               *step_ns / 1e6, o->grad_accum, o->grad_accum == 1 ? "" : "es", tc->source,
-               plan->n_ring ? "; copies of the offloaded inputs included" : "");
+        snprintf(tc->source + n, sizeof tc->source - n, "; %d micro-batch%s%s", o->grad_accum,
+                 o->grad_accum == 1 ? "" : "es",
+                 plan->n_ring ? "; copies of the offloaded inputs included" : "");
     else if (tc->have)
-        printf("predicted step time: none (the copy engine's costs are not in %s)\n",
-               tc->source);
+        printf("note: the op costs predict no step time (the copy engine's costs are not in "
+               "%s)\n", tc->source);
 }
 
 int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
