@@ -62,6 +62,12 @@ const OptSpec option_table[] = {
     {"plan", K_FLAG, O(plan), NULL, 0, 0, NULL, "Recompute",
      "dry run: print each recompute mode's memory and recompute at this shape, allocate "
      "nothing, exit"},
+    {"plan-device", K_STR, O(plan_device), NULL, 0, 0, NULL, "Recompute",
+     "h100|h200|a100-80g: --plan for that GPU without one at hand (its memory and peak "
+     "printed; its memory less a run's 512 MiB margin is the default budget; bf16 unless "
+     "--dtype fp32). Without it, --plan in a CUDA build that sees no GPU, or with --dtype "
+     "bf16 in a build without CUDA, plans for a CUDA device (an H100 unless --memory-budget) "
+     "[default: the device this binary would run on]"},
     {"op-costs", K_STR, O(op_costs), "auto", 0, 0, NULL, "Recompute",
      "what auto and --plan predict time with: measure = time one block's ops now (and cache "
      "them); flops = counted FLOPs, no time (auto then minimises recomputed FLOPs with full "

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device_info.h"
 #include "model/config.h"
 #include "model/planner.h"
 #include "cli/option_table.h"
@@ -301,6 +302,21 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     }
     if (strcmp(opt->dtype, "auto") && strcmp(opt->dtype, "fp32") && strcmp(opt->dtype, "bf16")) {
         fprintf(stderr, "--dtype: expected one of auto|fp32|bf16, got '%s'\n", opt->dtype);
+        return 2;
+    }
+    if (opt->plan_device && !device_plan_find(opt->plan_device)) {
+        fprintf(stderr, "--plan-device: expected one of %s, got '%s'\n", device_plan_names(),
+                opt->plan_device);
+        return 2;
+    }
+    if (opt->plan_device && !opt->plan) {
+        fprintf(stderr, "--plan-device %s: applies to --plan (a run measures the device it "
+                "runs on)\n", opt->plan_device);
+        return 2;
+    }
+    if (opt->plan_device && strcmp(opt->device, "cpu") == 0) {
+        fprintf(stderr, "--plan-device %s: contradicts --device cpu (a plan is for one "
+                "device)\n", opt->plan_device);
         return 2;
     }
     /* --plan only plans (a GPU's bf16 plan may be made anywhere) */

@@ -31,6 +31,7 @@ typedef struct {
     int checkpoint_every;      /* --recompute 2's k; 0 = round(sqrt(L)) */
     size_t memory_budget;      /* bytes; see memory_budget_given */
     int memory_budget_given, plan;
+    const char *plan_device;   /* --plan-device: a GPU to plan for (kernels/device_info.h) */
     const char *offload_list;  /* --offload as given */
     int offload;               /* its OFFLOAD_* bits (model/planner.h) */
     size_t host_budget;        /* --host-budget bytes; see host_budget_given */

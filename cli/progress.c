@@ -138,24 +138,38 @@ static void format_duration(double s, char *out, size_t len)
     else snprintf(out, len, "%.1f hours", s / 3600);
 }
 
-double progress_estimate(Progress *p, GPT *g, int grad_accum, int steps_to_run, int val_evals,
+double progress_estimate(Progress *p, GPT *g, int grad_accum, long long step_ns,
+                         const char *costs_from, int steps_to_run, int val_evals,
                          int val_batches, FILE *out)
 {
-    int rows;
-    double rate = matmul_rate(g, &rows);
     FlopCounts f;
     flops_count(&g->cfg, g->B, g->T, &f);
     double work = ((double)f.step + (double)flops_recompute(&f, &g->sched)) * grad_accum;
     double fwd = (double)f.embed_fwd + (double)g->cfg.num_layers * f.block_fwd + f.head_fwd;
-    double step_s = work / rate, run_s = steps_to_run * step_s + val_evals * val_batches * fwd / rate;
+    char how[4700];
+    double step_s;
+    if (step_ns >= 0) {
+        /* every op timed at this shape: the one figure the run should be held to */
+        step_s = step_ns / 1e9;
+        snprintf(how, sizeof how, "predicted from the op costs, %s", costs_from);
+    } else {
+        /* one matmul's rate; the other ops run slower, so steps take longer */
+        int rows;
+        double rate = matmul_rate(g, &rows);
+        step_s = work / rate;
+        snprintf(how, sizeof how, "a rough guess: %.3g GFLOP with recompute at the %.3g GFLOP/s "
+                 "a (%d,%d)x(%d,%d) matmul ran at here just now; other ops run slower, and "
+                 "--op-costs measure predicts from every op", work / 1e9, rate / 1e9, rows,
+                 g->cfg.channels, g->cfg.channels, 4 * g->cfg.channels);
+    }
+    /* a val micro-batch is a forward: its share of the step's FLOPs */
+    double run_s = steps_to_run * step_s + val_evals * val_batches * step_s * fwd / work;
     char a[32], b[32];
     format_duration(step_s, a, sizeof a);
     format_duration(run_s, b, sizeof b);
-    fprintf(out, "estimate: %s a step (%.3g GFLOP with recompute, at the %.3g GFLOP/s a "
-            "(%d,%d)x(%d,%d) matmul ran at here just now; other ops run slower); %d step%s and "
-            "%d val loss%s: about %s\n", a, work / 1e9, rate / 1e9, rows, g->cfg.channels,
-            g->cfg.channels, 4 * g->cfg.channels, steps_to_run, steps_to_run == 1 ? "" : "s",
-            val_evals, val_evals == 1 ? "" : "es", b);
+    fprintf(out, "estimate: %s a step (%s); %d step%s and %d val loss%s: about %s\n", a, how,
+            steps_to_run, steps_to_run == 1 ? "" : "s", val_evals, val_evals == 1 ? "" : "es",
+            b);
     if (run_s > 3600)
         fprintf(stderr, "warning: this run as configured will take more than an hour (about %s, "
                 "estimate above); fewer --steps, a smaller model or --batch, or a GPU would "

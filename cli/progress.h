@@ -74,12 +74,16 @@ void progress_block_draw(Progress *p, const GPT *g, int done);
 /* Print where the MFU's peak comes from (or that there is none). */
 void progress_print_peak(const Progress *p, FILE *out);
 
-/* Time a matmul of the model's MLP shape on its backend (a tenth of a
- * second, in the model's scratch buffers), estimate the step's time and the
- * run's (steps_to_run steps, val_evals evaluations of val_batches
- * micro-batches), print the estimate to out and a warning to stderr when
- * the run would take more than an hour. Returns the estimated run seconds. */
-double progress_estimate(Progress *p, GPT *g, int grad_accum, int steps_to_run, int val_evals,
+/* The start-up's one predicted step time, and the run's (steps_to_run
+ * steps, val_evals evaluations of val_batches micro-batches), printed to
+ * out with where it came from, and a warning to stderr when the run would
+ * take more than an hour. The step is step_ns when the op costs predicted
+ * it (>= 0; costs_from names them); else a rough guess from the step's
+ * FLOPs at the rate of one matmul of the model's MLP shape timed on its
+ * backend (a tenth of a second, in the model's scratch buffers). Returns
+ * the estimated run seconds. */
+double progress_estimate(Progress *p, GPT *g, int grad_accum, long long step_ns,
+                         const char *costs_from, int steps_to_run, int val_evals,
                          int val_batches, FILE *out);
 
 /* A pass begins: label it for the in-step line ("" for none). The first

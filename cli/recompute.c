@@ -8,6 +8,7 @@
 #include "base/procmem.h"
 #include "base/test_hooks.h"
 #include "kernels/backend.h"
+#include "kernels/device_info.h"
 #include "model/plan_choose.h"
 #include "model/planner.h"
 #include "model/solver.h"
@@ -240,19 +241,21 @@ static void auto_print_schedule(const TrainOptions *o, const GPTConfig *cfg, con
 }
 
 /* The predicted step (the verdict's: the ops, and with offloaded
- * checkpoints the copies' exposed time), printed beside the source of the
- * costs. */
-static void predict(const TrainOptions *o, const TrainCosts *tc, const MemoryPlan *plan,
+ * checkpoints the copies' exposed time). The start-up's estimate prints
+ * it, the one step time a run states (cli/progress.h); the costs' source
+ * gains what the figure covers. */
+static void predict(const TrainOptions *o, TrainCosts *tc, const MemoryPlan *plan,
                     const PlanVerdict *v, long long *step_ns)
 {
     *step_ns = v->step_ns;
+    size_t n = strlen(tc->source);
     if (*step_ns >= 0)
-        printf("predicted step time: %.3f ms (%d micro-batch%s; op costs %s)%s\n",
-               *step_ns / 1e6, o->grad_accum, o->grad_accum == 1 ? "" : "es", tc->source,
-               plan->n_ring ? "; copies of the offloaded inputs included" : "");
+        snprintf(tc->source + n, sizeof tc->source - n, "; %d micro-batch%s%s", o->grad_accum,
+                 o->grad_accum == 1 ? "" : "es",
+                 plan->n_ring ? "; copies of the offloaded inputs included" : "");
     else if (tc->have)
-        printf("predicted step time: none (the copy engine's costs are not in %s)\n",
-               tc->source);
+        printf("note: the op costs predict no step time (the copy engine's costs are not in "
+               "%s)\n", tc->source);
 }
 
 int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
@@ -328,8 +331,114 @@ static int plan_choice(const TrainOptions *o, const PlanInput *in, size_t budget
     return 0;
 }
 
+/* The margin recompute_budget keeps off a device's free memory. */
+#define DEVICE_MARGIN ((size_t)512 << 20)
+
+/* --plan for a CUDA device this process does not open: --plan-device, a
+ * CUDA build that sees no GPU (a laptop, a login node: planning the GPU
+ * run is what --plan is for there, and the cpu backend is not it), or a
+ * build without CUDA asked for bf16 or --device cuda. NULL otherwise: the
+ * plan is for the backend this binary would open. *dev is the card whose
+ * memory makes the default budget (--plan-device, else an H100; NULL with
+ * --memory-budget). */
+static const char *unopened_gpu(const TrainOptions *o, const PlanDevice **dev)
+{
+    const char *why = NULL;
+    *dev = NULL;
+    if (o->plan_device) {
+        *dev = device_plan_find(o->plan_device);
+        return "--plan-device";
+    }
+    if (strcmp(o->device, "cpu") == 0) return NULL;
+#ifdef HAVE_CUDA
+    if (cuda_device_count() == 0) why = "no CUDA device is visible here";
+#else
+    if (strcmp(o->device, "cuda") == 0 || strcmp(o->dtype, "bf16") == 0)
+        why = "this binary was built without CUDA";
+#endif
+    if (why && !o->memory_budget_given) *dev = device_plan_find("h100");
+    return why;
+}
+
+/* The unopened GPU's lines: what the plan is for and its budget (the
+ * card's memory less a run's margin, unless --memory-budget). */
+static void unopened_print(const TrainOptions *o, const char *why, const PlanDevice *dev,
+                           DType dtype, size_t *budget)
+{
+    const char *dt = dtype == DTYPE_BF16 ? "bf16" : "fp32";
+    if (strcmp(why, "--plan-device") != 0)
+        printf("note: %s: planning for a CUDA device in %s, not the cpu backend%s\n", why, dt,
+               dev ? " (an H100 unless --plan-device names another)" : "");
+    if (dev) {
+        const char *row = NULL;
+        double peak = device_peak_flops(dev->match, dtype == DTYPE_BF16, &row);
+        printf("plan device: %s (--plan-device %s): %zu bytes (%.2f GiB) of memory, dense %s "
+               "peak %.1f TFLOP/s (data sheets, kernels/device_info.c)\n", row, dev->flag,
+               dev->memory, dev->memory / 1073741824.0, dt, peak / 1e12);
+    }
+    if (!o->memory_budget_given) {
+        char a[32], b[32];
+        *budget = dev->memory - DEVICE_MARGIN;
+        printf("memory budget: %s (the card's %s minus the margin of 512 MiB a run keeps; set "
+               "--memory-budget to change)\n", planner_format_bytes(*budget, a, sizeof a),
+               planner_format_bytes(dev->memory, b, sizeof b));
+    }
+    printf("baseline: not measured (%s); a run on the GPU counts the device memory in use at "
+           "its start-up (the CUDA context and the backend's workspaces) against the budget "
+           "too\n", o->memory_budget_given ? "with --memory-budget, --plan opens no device"
+                                           : "--plan opens no device here");
+}
+
+/* Op costs for an unopened GPU: a FILE measured on one, or FLOPs; the
+ * cache and a measurement would time this machine instead. Returns 0, or
+ * 2 with err. */
+static int unopened_costs(const TrainOptions *o, const PlanInput *in, TrainCosts *tc,
+                          char *err, size_t len)
+{
+    memset(tc, 0, sizeof *tc);
+    if (strcmp(o->op_costs, "measure") == 0) {
+        snprintf(err, len, "--op-costs measure: no CUDA device to time the ops on here (the "
+                           "plan is for one); give --op-costs FILE, costs a run wrote on the "
+                           "GPU, or flops");
+        return 2;
+    }
+    if (strcmp(o->op_costs, "auto") == 0) return 0; /* the cache is this machine's */
+    return costs_get(o, in, NULL, 0, 0, tc, err, len) != 0 ? 1 : 0;
+}
+
+/* The table and --offload's closing lines, at budget. */
+static int plan_print(const TrainOptions *o, const PlanInput *in, size_t budget,
+                      const TrainCosts *tc, char *err, size_t len)
+{
+    if (planner_print_modes(stdout, in, budget, o->checkpoint_every, tc->have ? &tc->oc : NULL,
+                            o->grad_accum, err, len) != 0)
+        return -1;
+    if (train_options_given(o, "offload") && plan_choice(o, in, budget, tc, err, len) != 0)
+        return -1;
+    return 0;
+}
+
+/* --plan for a CUDA device not opened here (unopened_gpu). */
+static int plan_unopened(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *shard,
+                         const char *why, const PlanDevice *dev)
+{
+    char err[1024];
+    size_t budget = o->memory_budget;
+    DType dtype = strcmp(o->dtype, "fp32") == 0 ? DTYPE_FP32 : DTYPE_BF16;
+    unopened_print(o, why, dev, dtype, &budget);
+    PlanInput in = plan_input(o, cfg, dtype, shard, 0, 0);
+    TrainCosts tc;
+    int rc = unopened_costs(o, &in, &tc, err, sizeof err);
+    if (rc == 0 && plan_print(o, &in, budget, &tc, err, sizeof err) != 0) rc = 1;
+    if (rc != 0) fprintf(stderr, "error: %s\n", err);
+    return rc;
+}
+
 int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *shard)
 {
+    const PlanDevice *dev;
+    const char *why = unopened_gpu(o, &dev);
+    if (why) return plan_unopened(o, cfg, shard, why, dev);
     char err[1024];
     size_t budget = o->memory_budget;
     DType dtype = DTYPE_FP32;
@@ -393,18 +502,12 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
                baseline, planner_format_bytes(baseline, bb, sizeof bb), base_what);
     TrainCosts tc;
     if (costs_get(o, &in, NULL, 0, 1, &tc, err, sizeof err) != 0 ||
-        planner_print_modes(stdout, &in, budget, o->checkpoint_every, tc.have ? &tc.oc : NULL,
-                            o->grad_accum, err, sizeof err) != 0) {
+        plan_print(o, &in, budget, &tc, err, sizeof err) != 0) {
         if (signals_pending()) { /* the measurement gave up (base/stop.h) */
             printf("stopped by signal %d during --plan (measuring the op costs); nothing "
                    "written\n", signals_pending());
             return TRAIN_EXIT_STOPPED_NOTHING;
         }
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
-    }
-    if (train_options_given(o, "offload") &&
-        plan_choice(o, &in, budget, &tc, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

@@ -65,6 +65,11 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
  * opens the backend; then the costs are printed first). With
  * --memory-budget nothing else is opened; without it the backend is
  * opened only to ask for its free memory, and the dtype is the backend's.
+ * A CUDA device this process cannot open (--plan-device, a CUDA build
+ * that sees no GPU, or a build without CUDA asked for bf16 or --device
+ * cuda) is planned for instead of the cpu backend: bf16 unless --dtype
+ * fp32, the card's memory (kernels/device_info.h) less a run's margin as
+ * the budget, and op costs only from a FILE (--op-costs measure: exit 2).
  * Returns the exit status (TRAIN_EXIT_STOPPED_NOTHING when a signal stopped
  * the measurement). */
 int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *shard);

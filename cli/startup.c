@@ -294,8 +294,8 @@ static void start_progress(Trainer *tr, double t_start)
     progress_print_peak(&tr->prog, stdout);
     int steps = o->steps > from ? o->steps - from : 0;
     int evals = !tr->val ? 0 : 1 + (o->val_every > 0 ? (steps + o->val_every - 1) / o->val_every : 0);
-    progress_estimate(&tr->prog, &tr->model, o->grad_accum, steps, evals, o->val_batches,
-                      stdout);
+    progress_estimate(&tr->prog, &tr->model, o->grad_accum, tr->step_ns_predicted,
+                      tr->costs.source, steps, evals, o->val_batches, stdout);
 }
 
 void startup_shape(Trainer *tr, int argc, char **argv)

@@ -7,6 +7,7 @@
 
 #include "base/procmem.h"
 
+#include "model/flops.h"
 #include "model/planner.h"
 #include "model/schedule.h"
 #include "cli/costs.h"
@@ -65,6 +66,12 @@ void summary_print(Trainer *tr)
     cJSON_AddNumberToObject(o, "zero", tr->opt.zero);
     cJSON_AddStringToObject(o, "recompute_mode", schedule_mode_flag(tr->opt.recompute));
     cJSON_AddNumberToObject(o, "reforwards", schedule_reforwards(&tr->model.sched));
+    /* a micro-batch's FLOPs and the forward work its schedule repeats, so a
+     * log shows what the memory saved cost (scripts/compare_memory.sh) */
+    FlopCounts f;
+    flops_count(&tr->cfg, tr->model.B, tr->model.T, &f);
+    cJSON_AddNumberToObject(o, "flops_step", (double)f.step);
+    cJSON_AddNumberToObject(o, "flops_recomputed", (double)flops_recompute(&f, &tr->model.sched));
     costs_report(&tr->costs, tr->step_ns_predicted, tr->times.ms, tr->times.n,
                        tr->start_step, o);
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);

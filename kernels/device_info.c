@@ -67,6 +67,23 @@ double device_peak_flops(const char *name, int bf16, const char **row)
     return 0.0;
 }
 
+/* The GPUs worth planning a run for from a laptop or a login node; their
+ * peaks are PEAKS' rows (the SXM boards). */
+static const PlanDevice PLAN_DEVICES[] = {
+    {"h100", "H100", (size_t)80 << 30},
+    {"h200", "H200", (size_t)141 << 30},
+    {"a100-80g", "A100", (size_t)80 << 30},
+};
+
+const PlanDevice *device_plan_find(const char *flag)
+{
+    for (size_t i = 0; i < sizeof PLAN_DEVICES / sizeof PLAN_DEVICES[0]; i++)
+        if (strcmp(flag, PLAN_DEVICES[i].flag) == 0) return &PLAN_DEVICES[i];
+    return NULL;
+}
+
+const char *device_plan_names(void) { return "h100|h200|a100-80g"; }
+
 /* Why the build has no CUDA backend, from the Makefile's NVCC choice: nvcc
  * not found, or NVCC= given (a CPU-only build asked for). */
 #ifndef TRAIN_GPT_NO_CUDA_WHY

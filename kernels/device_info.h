@@ -23,6 +23,22 @@ void device_name(const Backend *be, char *out, size_t len);
  * table row's label. */
 double device_peak_flops(const char *name, int bf16, const char **row);
 
+/* A GPU that --plan can plan for without one at hand (--plan-device):
+ * its flag name, the PEAKS row it matches, and its memory as the data
+ * sheet gives it (NVIDIA's "80GB" taken as GiB, bytes here; the card
+ * reports a little less to cudaMemGetInfo, and a run measures its own). */
+typedef struct {
+    const char *flag;   /* "h100" */
+    const char *match;  /* the name device_peak_flops matches: "H100" */
+    size_t memory;      /* bytes */
+} PlanDevice;
+
+/* The row named by --plan-device's value, or NULL when it is none. */
+const PlanDevice *device_plan_find(const char *flag);
+
+/* The accepted --plan-device names, '|'-separated: "h100|h200|a100-80g". */
+const char *device_plan_names(void);
+
 /* One line: the backends this binary was built with and their libraries,
  * e.g. "backends: cpu (OpenBLAS 0.3.21 ...), cuda (CUDA runtime 13.0)". */
 void device_build_info(char *out, size_t len);

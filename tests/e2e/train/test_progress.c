@@ -15,7 +15,9 @@
  *    measured time of the previous val after one ran;
  *  - a run estimated to take over an hour warns on stderr at start-up, a
  *    short one does not. (The in-step line on a terminal is checked in
- *    test_stops.c, under a pty.) */
+ *    test_stops.c, under a pty.)
+ *  - one predicted step time at start-up, with its source: the op costs
+ *    (equal to the summary's prediction) or a rough guess from a matmul. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
@@ -182,4 +184,40 @@ Test(progress, eta_of_the_last_step_counts_the_final_val, .timeout = 120)
     cr_expect(tc_file_has(tu_path(d, "v.out"), " | ETA 0:00:01\n"));
     cJSON_Delete(j);
     free(d);
+}
+
+/* One predicted step time at start-up, saying where it came from: from the
+ * op costs when they are measured (the figure the summary holds the
+ * measured step against, to the millisecond), else a rough guess from one
+ * matmul; never a second "predicted step time:" line beside it. */
+Test(progress, one_step_time_with_its_source, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[4096], env[700];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s --steps 2 --val-every 0 --op-costs flops", tc_model_args(d));
+    cr_assert_eq(tc_run(NULL, args, tu_path(d, "g")), 0);
+    char *out = tu_read_file(tu_path(d, "g.out"), NULL);
+    cr_assert(out && strstr(out, "estimate: ") && strstr(strstr(out, "estimate: "),
+              "a rough guess: "), "%s", out);
+    cr_expect(!strstr(out, "predicted step time"), "%s", out);
+    free(out);
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR='%s/cache'", d);
+    snprintf(args, sizeof args, "%s --steps 2 --val-every 0 --recompute auto --memory-budget 1GiB "
+             "--op-costs measure", tc_model_args(d));
+    cr_assert_eq(tc_run(env, args, tu_path(d, "m")), 0);
+    out = tu_read_file(tu_path(d, "m.out"), NULL);
+    char *est = out ? strstr(out, "estimate: ") : NULL;
+    char *sum = out ? strstr(out, "step time: predicted ") : NULL;
+    cr_assert(est && sum && strstr(est, "a step (predicted from the op costs, measured on"),
+              "%s", out);
+    cr_expect(!strstr(out, "predicted step time"), "%s", out);
+    /* the estimate's figure is the summary's prediction, rounded as format_duration does */
+    double e = 0, p = 0;
+    char unit[8] = "";
+    cr_assert_eq(sscanf(est, "estimate: %lf %7s", &e, unit), 2, "%s", est);
+    cr_assert_eq(sscanf(sum, "step time: predicted %lf ms", &p), 1, "%s", sum);
+    double e_ms = strcmp(unit, "s") == 0 ? e * 1e3 : e;
+    cr_expect(strcmp(unit, "ms") == 0 ? fabs(e_ms - p) <= 0.5 : fabs(e_ms - p) <= 0.05 * p,
+              "estimate %g %s, summary %g ms", e, unit, p);
+    free(out), free(d);
 }
