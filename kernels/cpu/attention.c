@@ -10,7 +10,8 @@
  *           running max m and sum l per row, O = O exp(m - m') + P V. Tiles
  *           above the diagonal are skipped, the diagonal one masked; the
  *           (T,T) matrix never exists. Scratch: att_fwd_floats(hs) per
- *           thread (attention_tile.h), on its stack.
+ *           thread (attention_tile.h): its slot of the scratch the model's
+ *           plan holds (cpu_attention_scratch), else its stack.
  * decode:   one row t against a (NH,maxT,hs) K/V cache, through the same
  *           tile steps with one query row: the forward's row t bit for bit.
  * backward: attention_bwd.c.
@@ -67,9 +68,12 @@ void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_
     size_t C3 = (size_t)3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     long tasks = (long)B * NH * nt;
-#pragma omp parallel
+    int nth;
+    float *pool = att_pool(be, hs, &nth);
+#pragma omp parallel num_threads(nth)
     {
-        float ws[att_fwd_floats(hs)];
+        float stack_ws[pool ? 1 : att_fwd_floats(hs)];
+        float *ws = pool ? pool + omp_get_thread_num() * att_slot_floats(hs) : stack_ws;
         /* the last query tiles (most key tiles) first: dynamic scheduling
          * then ends with the cheap ones */
 #pragma omp for schedule(dynamic, 1)
@@ -99,9 +103,12 @@ void cpu_attention_decode(Backend *be, void *out_, void *kcache_, void *vcache_,
     float scale = 1.0f / sqrtf((float)hs);
     /* threads only where there is work for them: a small step's cost is
      * the parallel region's start */
-#pragma omp parallel if ((size_t)(t + 1) * C >= 65536)
+    int nth;
+    float *pool = att_pool(be, hs, &nth);
+#pragma omp parallel if ((size_t)(t + 1) * C >= 65536) num_threads(nth)
     {
-        float ws[att_fwd_floats(hs)];
+        float stack_ws[pool ? 1 : att_fwd_floats(hs)];
+        float *ws = pool ? pool + omp_get_thread_num() * att_slot_floats(hs) : stack_ws;
 #pragma omp for schedule(static)
         for (int h = 0; h < NH; h++) {
             float *k0 = kc + (size_t)h * maxT * hs, *v0 = vc + (size_t)h * maxT * hs;
@@ -114,4 +121,16 @@ void cpu_attention_decode(Backend *be, void *out_, void *kcache_, void *vcache_,
                      out + (size_t)h * hs, 0, &lse, ws);
         }
     }
+}
+
+size_t cpu_attention_scratch_bytes(Backend *be, int C, int NH)
+{
+    return (size_t)omp_get_max_threads() * att_slot_floats(C / NH) * sizeof(float);
+}
+
+void cpu_attention_scratch(Backend *be, void *p, size_t bytes)
+{
+    CpuState *st = be->state;
+    st->att_ws = p;
+    st->att_ws_bytes = p ? bytes : 0;
 }

@@ -10,8 +10,8 @@
  * tiles are done and are written (=) then; dQ of a query tile collects its
  * key tiles in ascending order. A task is one (b, h), whose tiles run in
  * that fixed order on one thread, so the bits do not depend on the thread
- * count. Scratch: att_bwd_floats(hs) per thread (attention_tile.h), on its
- * stack. */
+ * count. Scratch: att_bwd_floats(hs) per thread (attention_tile.h), in its
+ * slot of the planned scratch, else on its stack. */
 #include <math.h>
 #include <string.h>
 
@@ -87,9 +87,12 @@ void cpu_attention_backward(Backend *be, void *dqkv_, const void *dout_, const v
     int hs = C / NH;
     size_t C3 = (size_t)3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel
+    int nth;
+    float *pool = att_pool(be, hs, &nth);
+#pragma omp parallel num_threads(nth)
     {
-        float ws[att_bwd_floats(hs)];
+        float stack_ws[pool ? 1 : att_bwd_floats(hs)];
+        float *ws = pool ? pool + omp_get_thread_num() * att_slot_floats(hs) : stack_ws;
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {

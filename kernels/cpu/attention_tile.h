@@ -19,6 +19,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <omp.h>
+
+#include "cpu_ops.h"
+
 #define ATT_BLK 64 /* query and key rows per tile; S is ATT_BLK x ATT_BLK floats */
 #define ATT_INLINE static inline __attribute__((always_inline))
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
@@ -184,6 +188,25 @@ ATT_INLINE size_t att_fwd_floats(int hs)
 ATT_INLINE size_t att_bwd_floats(int hs)
 {
     return (size_t)7 * ATT_BLK * hs + (size_t)3 * ATT_BLK * ATT_BLK + 2 * ATT_BLK;
+}
+
+/* One thread's slot of the planned scratch (ops.h attention_scratch),
+ * floats: the backward's need (the larger), rounded to 64 bytes so that
+ * no two threads' slots share a cache line. */
+ATT_INLINE size_t att_slot_floats(int hs) { return (att_bwd_floats(hs) + 15) / 16 * 16; }
+
+/* The planned scratch handed over (NULL without one, or one too small for
+ * a slot) and the threads to run: at most one per slot. A thread without
+ * a slot uses its stack. */
+ATT_INLINE float *att_pool(Backend *be, int hs, int *nthreads)
+{
+    const CpuState *st = be ? be->state : NULL;
+    *nthreads = omp_get_max_threads();
+    if (!st || !st->att_ws) return NULL;
+    size_t slots = st->att_ws_bytes / (att_slot_floats(hs) * sizeof(float));
+    if (slots == 0) return NULL;
+    if ((size_t)*nthreads > slots) *nthreads = (int)slots;
+    return st->att_ws;
 }
 
 #endif
