@@ -281,6 +281,11 @@ void gpt_free(GPT *g)
     if (g->be->ops->event_wait)
         for (int ev = 0; ev < OPS_COPY_EVENTS; ev++) g->be->ops->event_wait(g->be, ev);
     g->be->ops->sync(g->be);
+    /* the backend must not keep a pointer into the arenas freed below: an
+     * op called later without a model (op-cost measurement) would use it */
+    if (g->attn_scratch && g->be->ops->attention_scratch)
+        g->be->ops->attention_scratch(g->be, NULL, 0);
+    g->attn_scratch = NULL;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) arena_free(&g->arenas[c]);
     for (int c = 0; c < HOST_NUM_CATEGORIES; c++) arena_free(&g->host_arenas[c]);
     schedule_offload_free(&g->off);

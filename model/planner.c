@@ -294,7 +294,9 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         fprintf(f, "  %-12s %15zu %11.2f  %s\n", planner_category_name(c), p->bytes[c],
                 p->bytes[c] / 1048576.0,
-                c != MEM_OPTIMIZER ? notes[c] : p->zero ? zero_note : opt_note);
+                c == MEM_SCRATCH && p->attn_scratch_bytes
+                    ? "grad buffers, final LN, tokens, attention tiles"
+                    : c != MEM_OPTIMIZER ? notes[c] : p->zero ? zero_note : opt_note);
     fprintf(f, "  %-12s %15zu %11.2f\n", "total", p->total, p->total / 1048576.0);
     if (p->offload) {
         fprintf(f, "  host tier (--offload %s):\n", planner_offload_name(p->offload));

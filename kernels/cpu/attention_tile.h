@@ -131,11 +131,14 @@ ATT_INLINE void pack_rows(float *dst, const float *src, size_t ld, int nr, int h
 /* dst(hs, ATT_BLK) <- the rows transposed; columns nr.. zero. */
 ATT_INLINE void pack_cols(float *dst, const float *src, size_t ld, int nr, int hs)
 {
-    for (int d = 0; d < hs; d++) {
-        float *o = dst + (size_t)d * ATT_BLK;
-        for (int r = 0; r < nr; r++) o[r] = src[r * ld + d];
-        for (int r = nr; r < ATT_BLK; r++) o[r] = 0.0f;
+    /* rows read whole (each hs contiguous floats), columns written into
+     * the tile, which stays in L1 */
+    for (int r = 0; r < nr; r++) {
+        const float *s = src + r * ld;
+        for (int d = 0; d < hs; d++) dst[(size_t)d * ATT_BLK + r] = s[d];
     }
+    for (int d = 0; d < hs; d++)
+        for (int r = nr; r < ATT_BLK; r++) dst[(size_t)d * ATT_BLK + r] = 0.0f;
 }
 
 /* dst(ATT_BLK, ATT_BLK) = src^T */
@@ -155,6 +158,7 @@ ATT_INLINE void softmax_row_step(float *s, int nv, float scale, float *m, float 
                                  int hs)
 {
     float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
     for (int j = 0; j < ATT_BLK; j++) {
         float v = j < nv ? s[j] * scale : -INFINITY;
         s[j] = v;
