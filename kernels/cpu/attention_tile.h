@@ -25,6 +25,8 @@
 
 #define ATT_BLK 64 /* query and key rows per tile; S is ATT_BLK x ATT_BLK floats */
 #define ATT_INLINE static inline __attribute__((always_inline))
+/* GCC on x86-64 only (target_clones and its ifunc resolver); sanitizer
+ * builds, which check memory rather than speed, keep the one baseline path */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define ATT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
