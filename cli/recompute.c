@@ -129,14 +129,17 @@ static size_t host_copies(const TrainOptions *o, const GPTConfig *cfg)
 }
 
 /* host_is_device: the cpu backend, whose budget holds the host copies */
+/* attn_scratch: the backend's (gpt_attn_scratch_bytes), 0 where none */
 static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType dtype,
-                            const GPTShard *shard, size_t baseline, int host_is_device)
+                            const GPTShard *shard, size_t baseline, int host_is_device,
+                            size_t attn_scratch)
 {
     PlanInput in = {.cfg = *cfg, .B = o->batch, .T = o->seq_len, .dtype = dtype,
                     .loss_chunk = o->loss_chunk, .world_size = shard->world,
                     .zero = shard->zero, .baseline = baseline, .offload = o->offload,
                     .host_budget = o->host_budget_given ? o->host_budget : 0,
-                    .host_copies = host_is_device ? host_copies(o, cfg) : 0};
+                    .host_copies = host_is_device ? host_copies(o, cfg) : 0,
+                    .attn_scratch = attn_scratch};
     return in;
 }
 
@@ -264,7 +267,8 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
 {
     size_t free_b = 0, total_b = 0;
     PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard, 0,
-                              be->ops->mem_info(be, &free_b, &total_b) != 0);
+                              be->ops->mem_info(be, &free_b, &total_b) != 0,
+                              gpt_attn_scratch_bytes(be, cfg));
     PlanRequest rq = plan_request(o, &in, 0);
     *step_ns = -1;
     if (costs_get(o, &rq.in, be, o->recompute == RECOMPUTE_AUTO, shard->rank == 0, tc, err,
@@ -426,7 +430,8 @@ static int plan_unopened(const TrainOptions *o, const GPTConfig *cfg, const GPTS
     size_t budget = o->memory_budget;
     DType dtype = strcmp(o->dtype, "fp32") == 0 ? DTYPE_FP32 : DTYPE_BF16;
     unopened_print(o, why, dev, dtype, &budget);
-    PlanInput in = plan_input(o, cfg, dtype, shard, 0, 0);
+    /* a GPU's attention keeps no cpu tile scratch */
+    PlanInput in = plan_input(o, cfg, dtype, shard, 0, 0, 0);
     TrainCosts tc;
     int rc = unopened_costs(o, &in, &tc, err, sizeof err);
     if (rc == 0 && plan_print(o, &in, budget, &tc, err, sizeof err) != 0) rc = 1;
@@ -444,7 +449,7 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
     DType dtype = DTYPE_FP32;
     /* The run this plans is the same binary: its start-up holds what this
      * process holds now (on a GPU, what the open backend finds in use). */
-    size_t baseline = 0;
+    size_t baseline = 0, attn_scratch = 0;
     int cpu = 0; /* the plan is for the cpu backend */
     const char *base_what = "this process's resident memory once the BLAS has touched its "
                             "buffers at this shape's matmuls, and 1 MiB";
@@ -462,6 +467,7 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
             cpu = 1;
         int rc = recompute_budget(be, baseline, &budget, err, sizeof err);
         dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32;
+        attn_scratch = gpt_attn_scratch_bytes(be, cfg);
         backend_close(be);
         if (rc != 0) {
             fprintf(stderr, "error: %s\n", err);
@@ -491,10 +497,11 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
             return 1;
         }
         baseline = recompute_baseline(be, o, cfg);
+        attn_scratch = gpt_attn_scratch_bytes(be, cfg);
         backend_close(be);
         cpu = 1;
     }
-    PlanInput in = plan_input(o, cfg, dtype, shard, baseline, cpu);
+    PlanInput in = plan_input(o, cfg, dtype, shard, baseline, cpu, attn_scratch);
     char bb[32];
     if (baseline)
         printf("baseline: %zu bytes (%s), %s: a run of this binary holds about as much before "

@@ -129,6 +129,16 @@ typedef struct BackendOps {
      * caller then re-runs the whole forward). */
     void (*attention_decode)(Backend *be, void *out, void *kcache, void *vcache,
                              const void *qkv, int t, int maxT, int C, int NH);
+    /* Optional (NULL where the attention ops need no memory of their own):
+     * attention_scratch_bytes is the host scratch the attention ops (all
+     * three) use at C channels and NH heads, at the thread count in force;
+     * the model's plan counts it (MEM_SCRATCH) and the model hands its
+     * buffer over with attention_scratch(p, bytes) before each attention op
+     * it calls. An op called without one (or with one made for fewer
+     * threads) makes do with its threads' stacks or with fewer threads:
+     * the same bits either way. */
+    size_t (*attention_scratch_bytes)(Backend *be, int C, int NH);
+    void (*attention_scratch)(Backend *be, void *p, size_t bytes);
 
     /* ---- GELU (tanh approximation), elementwise over n ----
      * out =; dinp = (dinp may alias dout). */

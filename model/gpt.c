@@ -14,6 +14,15 @@
 
 #define OPS (g->be->ops)
 
+/* The backend's attention scratch, from this model's plan, handed over
+ * before each attention op (ops.h): a backend may serve other models'
+ * ops between two of this one's. */
+static void attn_scratch(GPT *g)
+{
+    if (OPS->attention_scratch)
+        OPS->attention_scratch(g->be, g->attn_scratch, g->attn_scratch ? g->plan.attn_scratch_bytes : 0);
+}
+
 /* Element offset of layer l inside per-layer tensor i (tensors 2..13). */
 static void *layer_ptr(const GPT *g, void *const *base, int i, int l)
 {
@@ -138,6 +147,7 @@ static void make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t)
         OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
         break;
     case TAPE_ATTY:
+        attn_scratch(g);
         OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
         break;
     case TAPE_RES2:
@@ -197,6 +207,7 @@ static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out
     /* ln1 (B,T,C) -> qkv (B,T,3C) */
     OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
     /* qkv (B,T,3C) -> atty (B,T,C), lse (B,NH,T) f32 */
+    attn_scratch(g);
     OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
     /* atty (B,T,C) -> res2 (B,T,C) */
     OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
@@ -250,6 +261,7 @@ static void block_backward(GPT *g, int l, const void *x, BlockTape *tp)
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_ATTPROJ);
     OPS->matmul_backward(g->be, dsmall, G(ATTPROJW, l), G(ATTPROJB, l), dres, tp->atty, P(ATTPROJW, l), N, C, C);
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_ATTN);
+    attn_scratch(g);
     OPS->attention_backward(g->be, dbig, dsmall, tp->qkv, tp->atty, tp->lse, B, T, C, NH);
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_QKV);
     OPS->matmul_backward(g->be, dsmall, G(QKVW, l), G(QKVB, l), dbig, tp->ln1, P(QKVW, l), N, C, 3 * C);
@@ -437,6 +449,7 @@ static void block_decode(GPT *g, GPTDecode *d, int l, int t, int n, const LnOut 
     /* ln (n,C) -> qkv (n,3C) */
     OPS->matmul_forward(g->be, d->qkv, d->ln, P(QKVW, l), P(QKVB, l), n, C, 3 * C);
     /* k, v of qkv row i -> cache row t+i; qkv row i, cache rows [0, t+i] -> atty row i */
+    attn_scratch(g);
     for (int i = 0; i < n; i++)
         OPS->attention_decode(g->be, (char *)d->atty + (size_t)i * C * ab, (char *)d->k + layer,
                               (char *)d->v + layer, (const char *)d->qkv + (size_t)i * 3 * C * ab,

@@ -128,6 +128,8 @@ typedef struct GPT {
     BlockTape *tapes;                      /* n_tape_slots */
     void *tape_ws;                         /* the tape workspace (plan.tape_ws_bytes), or NULL */
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
+    void *attn_scratch;        /* the backend's attention scratch (plan.attn_scratch_bytes;
+                                * NULL when 0), handed over before each attention op */
     float *lnf_mean, *lnf_rstd, *losses;          /* scratch f32 (N) */
     int *tokens, *targets;                        /* backend int32 (N) */
     float *chunk_buf;                             /* head (chunk,Vp) */
@@ -239,6 +241,10 @@ typedef struct {
 } GPTDecode;
 
 /* 1 when g's backend has the decode op (else callers re-run the forward). */
+/* The bytes of the backend's attention scratch at cfg's shape and the
+ * thread count in force (ops.h attention_scratch_bytes; 0 where none):
+ * what a plan's PlanInput.attn_scratch holds for a run on be. */
+size_t gpt_attn_scratch_bytes(Backend *be, const GPTConfig *cfg);
 int gpt_decode_supported(const GPT *g);
 /* Allocate an empty cache (len 0); 0, or -1 with a message. */
 int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len);

@@ -98,6 +98,8 @@ static int carve_scratch(GPT *g)
     g->tokens = arena_take(s, N * sizeof(int));
     g->targets = arena_take(s, N * sizeof(int));
     g->chunk_buf = arena_take(&g->arenas[MEM_HEAD], g->arenas[MEM_HEAD].size);
+    size_t as = g->plan.attn_scratch_bytes;
+    if (as && !(g->attn_scratch = arena_take(s, as))) return -1;
     return g->final_res && g->lnf && g->dres && g->dsmall && g->dbig && g->lnf_mean &&
                    g->lnf_rstd && g->losses && g->tokens && g->targets && g->chunk_buf
                ? 0
@@ -207,7 +209,8 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     PlanInput in = {.cfg = *cfg, .B = B, .T = T,
                     .dtype = be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32,
                     .loss_chunk = loss_chunk, .world_size = shard->world,
-                    .zero = shard->zero, .offload = shard->offload};
+                    .zero = shard->zero, .offload = shard->offload,
+                    .attn_scratch = gpt_attn_scratch_bytes(be, cfg)};
     planner_plan(&in, &g->sched, &g->plan);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         if (arena_init(&g->arenas[c], be, planner_category_name(c), g->plan.bytes[c], err,
@@ -278,6 +281,11 @@ void gpt_free(GPT *g)
     if (g->be->ops->event_wait)
         for (int ev = 0; ev < OPS_COPY_EVENTS; ev++) g->be->ops->event_wait(g->be, ev);
     g->be->ops->sync(g->be);
+    /* the backend must not keep a pointer into the arenas freed below: an
+     * op called later without a model (op-cost measurement) would use it */
+    if (g->attn_scratch && g->be->ops->attention_scratch)
+        g->be->ops->attention_scratch(g->be, NULL, 0);
+    g->attn_scratch = NULL;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) arena_free(&g->arenas[c]);
     for (int c = 0; c < HOST_NUM_CATEGORIES; c++) arena_free(&g->host_arenas[c]);
     schedule_offload_free(&g->off);
@@ -294,6 +302,13 @@ void gpt_free(GPT *g)
 }
 
 /* ---- the decode cache (gpt.h): outside the arenas, from the backend ---- */
+
+size_t gpt_attn_scratch_bytes(Backend *be, const GPTConfig *cfg)
+{
+    const BackendOps *o = be->ops;
+    return o->attention_scratch_bytes ? o->attention_scratch_bytes(be, cfg->channels, cfg->num_heads)
+                                      : 0;
+}
 
 int gpt_decode_supported(const GPT *g) { return g->be->ops->attention_decode != NULL; }
 

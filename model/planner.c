@@ -81,11 +81,13 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 
     /* scratch: the act buffers named at SCRATCH_ACT_PER_TOKEN_C (four of
      * (N,C) and one of (N,4C)), LN_f mean/rstd and per-token losses (fp32),
-     * tokens and targets (int32). */
+     * tokens and targets (int32), and the backend's attention scratch. */
     p->scratch_act_bytes = 4 * arena_round(N * C * ab) + arena_round(4 * N * C * ab);
     p->scratch_f32_bytes = 3 * arena_round(N * 4);
     p->scratch_int_bytes = 2 * arena_round(N * 4);
-    p->bytes[MEM_SCRATCH] = p->scratch_act_bytes + p->scratch_f32_bytes + p->scratch_int_bytes;
+    p->attn_scratch_bytes = in->attn_scratch ? arena_round(in->attn_scratch) : 0;
+    p->bytes[MEM_SCRATCH] = p->scratch_act_bytes + p->scratch_f32_bytes + p->scratch_int_bytes +
+                            p->attn_scratch_bytes;
 
     p->loss_chunk = in->loss_chunk > 0 ? in->loss_chunk
                                        : planner_default_loss_chunk(in->B, in->T, cfg->padded_vocab, in->dtype);
@@ -292,7 +294,9 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         fprintf(f, "  %-12s %15zu %11.2f  %s\n", planner_category_name(c), p->bytes[c],
                 p->bytes[c] / 1048576.0,
-                c != MEM_OPTIMIZER ? notes[c] : p->zero ? zero_note : opt_note);
+                c == MEM_SCRATCH && p->attn_scratch_bytes
+                    ? "grad buffers, final LN, tokens, attention tiles"
+                    : c != MEM_OPTIMIZER ? notes[c] : p->zero ? zero_note : opt_note);
     fprintf(f, "  %-12s %15zu %11.2f\n", "total", p->total, p->total / 1048576.0);
     if (p->offload) {
         fprintf(f, "  host tier (--offload %s):\n", planner_offload_name(p->offload));

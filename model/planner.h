@@ -78,6 +78,10 @@ typedef struct {
      * --dump-grads, checkpoints; cli/recompute.c sizes it). Counted in the
      * total where the host is the device (the cpu backend), else 0. */
     size_t host_copies;
+    /* The backend's own scratch for its attention ops at this shape (ops.h
+     * attention_scratch_bytes: the cpu's per-thread tiles; 0 where none).
+     * One buffer of the scratch category, which the model hands over. */
+    size_t attn_scratch;
 } PlanInput;
 
 /* ZeRO-1 sharding (--zero 1). The flat parameter vector (llm.c order,
@@ -127,6 +131,7 @@ typedef struct {
     int world_size, zero;
     size_t padded_params, shard_params;     /* elements; see PLANNER_SHARD_ALIGN */
     size_t scratch_act_bytes, scratch_f32_bytes, scratch_int_bytes;
+    size_t attn_scratch_bytes; /* PlanInput's attn_scratch, rounded; 0 when none */
     int loss_chunk;          /* chosen head chunk, tokens */
     int n_res_stored, n_res_work, n_tape_stored, n_tape_work; /* tape counts: every kind */
     int n_part_stored, n_part_work;  /* of which partial (any kind but full) */

@@ -1,143 +1,136 @@
-/* kernels/cpu/attention.c — causal multi-head self-attention, flash style.
+/* kernels/cpu/attention.c — causal multi-head self-attention, tiled.
  *
  * qkv(B,T,3C): row (b,t) holds q | k | v, each C = NH*hs wide; head h uses
  * columns h*hs..(h+1)*hs of each part. Scores s_tj = q_t.k_j / sqrt(hs) for
  * j <= t.
- * forward:  out(B,T,C), lse(B,NH,T) = log sum_j exp(s_tj). Each query row
- *           computes its t+1 scores into a row buffer on the stack (T
- *           floats), takes max and sum, and forms p.V: no (T,T) tensor.
- * backward: recompute p_tj = exp(s_tj - lse_t); D_t = dout_t . out_t;
- *           ds_tj = p_tj (dout_t . v_j - D_t) / sqrt(hs);
- *           dq_t = sum_j ds_tj k_j; dk_j += ds_tj q_t; dv_j += p_tj dout_t.
- * decode:   one row t against a (NH,maxT,hs) K/V cache, in the forward's order.
- * Forward parallelises over rows; backward over (b,h) pairs, each walking
- * t in order, so every accumulation has a fixed order. Inner loops run over
- * the head dimension and are written for SIMD (omp simd). */
+ * forward:  out(B,T,C), lse(B,NH,T) = log sum_j exp(s_tj). A task is one
+ *           (b, h, query tile of ATT_BLK rows); it walks the key tiles
+ *           0..its own in order with FlashAttention's online softmax:
+ *           S = Q K^T (ATT_BLK x ATT_BLK) into the thread's scratch, the
+ *           running max m and sum l per row, O = O exp(m - m') + P V. Tiles
+ *           above the diagonal are skipped, the diagonal one masked; the
+ *           (T,T) matrix never exists. Scratch: att_fwd_floats(hs) per
+ *           thread (attention_tile.h): its slot of the scratch the model's
+ *           plan holds (cpu_attention_scratch), else its stack.
+ * decode:   one row t against a (NH,maxT,hs) K/V cache, through the same
+ *           tile steps with one query row: the forward's row t bit for bit.
+ * backward: attention_bwd.c.
+ * Every sum has an order fixed by the shapes, so results do not depend on
+ * the thread count. */
 #include <math.h>
 #include <string.h>
 
+#include "attention_tile.h"
 #include "cpu_ops.h"
 
-static inline float dot(const float *a, const float *b, int n)
+/* Rows [0, nq) of one query tile against key tiles 0..nkt-1, the last one
+ * holding nk_last keys and masked causally from row offset diag (key j of
+ * the last tile is valid for query row i when j <= i + diag; diag < 0: no
+ * causal mask, only nk_last). q rows ldq floats apart; k and v rows of tile
+ * kt start at k0 + kt*ATT_BLK*ldk. Writes o rows (ldo apart) and lse[i]. */
+ATT_INLINE void fwd_tile(const float *q, size_t ldq, const float *k0, const float *v0,
+                         size_t ldk, int nq, int nkt, int nk_last, int diag, int hs, float scale,
+                         float *o_out, size_t ldo, float *lse, float *ws)
 {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+    float *Q = ws, *O = Q + ATT_BLK * hs, *KT = O + ATT_BLK * hs, *V = KT + ATT_BLK * hs;
+    float *S = V + ATT_BLK * hs, *m = S + ATT_BLK * ATT_BLK, *l = m + ATT_BLK;
+    pack_rows(Q, q, ldq, nq, hs);
+    memset(O, 0, sizeof(float) * ATT_BLK * hs);
+    for (int i = 0; i < ATT_BLK; i++) m[i] = -INFINITY, l[i] = 0.0f;
+    for (int kt = 0; kt < nkt; kt++) {
+        int last = kt == nkt - 1, nk = last ? nk_last : ATT_BLK;
+        const float *kp = k0 + (size_t)kt * ATT_BLK * ldk, *vp = v0 + (size_t)kt * ATT_BLK * ldk;
+        pack_cols(KT, kp, ldk, nk, hs);
+        pack_rows(V, vp, ldk, nk, hs);
+        memset(S, 0, sizeof(float) * nq * ATT_BLK);
+        mm_acc(nq, ATT_BLK, hs, Q, hs, KT, ATT_BLK, S, ATT_BLK);
+        for (int i = 0; i < nq; i++) {
+            int nv = nk;
+            if (last && diag >= 0 && i + diag + 1 < nv) nv = i + diag + 1;
+            softmax_row_step(S + (size_t)i * ATT_BLK, nv, scale, m + i, l + i, O + (size_t)i * hs, hs);
+        }
+        mm_acc(nq, hs, ATT_BLK, S, ATT_BLK, V, hs, O, hs);
+    }
+    for (int i = 0; i < nq; i++) {
+        float inv = 1.0f / l[i], *o = o_out + i * ldo;
+        for (int d = 0; d < hs; d++) o[d] = O[(size_t)i * hs + d] * inv;
+        lse[i] = m[i] + logf(l[i]);
+    }
 }
 
-static inline void axpy(float *y, float a, const float *x, int n)
-{
-#pragma omp simd
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
-}
-
+ATT_CLONES
 void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_, int B, int T,
                            int C, int NH)
 {
     float *out = out_;
     const float *qkv = qkv_;
-    int hs = C / NH;
+    int hs = C / NH, nt = (T + ATT_BLK - 1) / ATT_BLK;
     size_t C3 = (size_t)3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(3) schedule(dynamic, 16)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                const float *k0 = qkv + (size_t)b * T * C3 + C + (size_t)h * hs;
-                float s[t + 1];
-                float m = -INFINITY;
-                for (int j = 0; j <= t; j++) {
-                    s[j] = dot(q, k0 + j * C3, hs) * scale;
-                    m = s[j] > m ? s[j] : m;
-                }
-                float l = 0.0f;
-                for (int j = 0; j <= t; j++) {
-                    s[j] = expf(s[j] - m);
-                    l += s[j];
-                }
-                float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
-                memset(o, 0, sizeof(float) * hs);
-                float inv = 1.0f / l;
-                for (int j = 0; j <= t; j++) axpy(o, s[j] * inv, k0 + j * C3 + C, hs);
-                lse[((size_t)b * NH + h) * T + t] = m + logf(l);
-            }
-}
-
-void cpu_attention_backward(Backend *be, void *dqkv_, const void *dout_, const void *qkv_,
-                            const void *out_, const float *lse, int B, int T, int C, int NH)
-{
-    float *dqkv = dqkv_;
-    const float *dout = dout_, *qkv = qkv_, *out = out_;
-    int hs = C / NH;
-    size_t C3 = (size_t)3 * C;
-    float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            float *d0 = dqkv + (size_t)b * T * C3 + (size_t)h * hs; /* dq of row 0 */
-            const float *q0 = qkv + (size_t)b * T * C3 + (size_t)h * hs;
-            for (int t = 0; t < T; t++) {
-                memset(d0 + t * C3, 0, sizeof(float) * hs);
-                memset(d0 + t * C3 + C, 0, sizeof(float) * hs);
-                memset(d0 + t * C3 + 2 * C, 0, sizeof(float) * hs);
-            }
-            float ds[T];
-            for (int t = 0; t < T; t++) {
-                size_t rt = (size_t)b * T + t;
-                const float *q = q0 + t * C3;
-                const float *dy = dout + rt * C + (size_t)h * hs;
-                const float *y = out + rt * C + (size_t)h * hs;
-                float D = dot(dy, y, hs), L = lse[((size_t)b * NH + h) * T + t];
-                for (int j = 0; j <= t; j++) {
-                    const float *k = q0 + j * C3 + C, *v = k + C;
-                    float p = expf(dot(q, k, hs) * scale - L);
-                    ds[j] = p * (dot(dy, v, hs) - D) * scale;
-                    axpy(d0 + j * C3 + 2 * C, p, dy, hs); /* dv_j */
-                }
-                float *dq = d0 + t * C3;
-                for (int j = 0; j <= t; j++) {
-                    axpy(dq, ds[j], q0 + j * C3 + C, hs); /* dq_t += ds k_j */
-                    axpy(d0 + j * C3 + C, ds[j], q, hs);  /* dk_j += ds q_t */
-                }
-            }
+    long tasks = (long)B * NH * nt;
+    int nth;
+    float *pool = att_pool(be, hs, &nth);
+#pragma omp parallel num_threads(nth)
+    {
+        float stack_ws[pool ? 1 : att_fwd_floats(hs)];
+        float *ws = pool ? pool + omp_get_thread_num() * att_slot_floats(hs) : stack_ws;
+        /* the last query tiles (most key tiles) first: dynamic scheduling
+         * then ends with the cheap ones */
+#pragma omp for schedule(dynamic, 1)
+        for (long w = 0; w < tasks; w++) {
+            int qt = nt - 1 - (int)(w / ((long)B * NH));
+            int bh = (int)(w % ((long)B * NH)), b = bh / NH, h = bh % NH;
+            int t0 = qt * ATT_BLK, nq = T - t0 < ATT_BLK ? T - t0 : ATT_BLK;
+            const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+            fwd_tile(base + (size_t)t0 * C3, C3, base + C, base + 2 * C, C3, nq, qt + 1, nq, 0, hs,
+                     scale, out + ((size_t)b * T + t0) * C + (size_t)h * hs, C,
+                     lse + ((size_t)b * NH + h) * T + t0, ws);
         }
+    }
 }
 
-/* Decode: the forward's row t with k_j, v_j read from the cache, where
- * they sit hs apart. dot and axpy see the same hs floats in the same
- * order as in the forward, and the max, sum and p.V loops walk j the
- * same way, so out is bit for bit the forward's row t. */
+/* Decode: the forward's row t as row i = t - t0 of its query tile t0 =
+ * t rounded down to ATT_BLK, with k_j, v_j read from the cache, where they
+ * sit hs apart. The key tiles, their zero padding, the mask (keys j <= t)
+ * and every chain are the forward's, so out is its row t bit for bit. */
+ATT_CLONES
 void cpu_attention_decode(Backend *be, void *out_, void *kcache_, void *vcache_, const void *qkv_,
                           int t, int maxT, int C, int NH)
 {
     float *out = out_, *kc = kcache_, *vc = vcache_;
     const float *qkv = qkv_;
-    int hs = C / NH;
+    int hs = C / NH, nkt = t / ATT_BLK + 1, nk_last = t % ATT_BLK + 1;
     float scale = 1.0f / sqrtf((float)hs);
     /* threads only where there is work for them: a small step's cost is
      * the parallel region's start */
-#pragma omp parallel for schedule(static) if ((size_t)(t + 1) * C >= 65536)
-    for (int h = 0; h < NH; h++) {
-        const float *q = qkv + (size_t)h * hs;
-        float *k0 = kc + (size_t)h * maxT * hs, *v0 = vc + (size_t)h * maxT * hs;
-        memcpy(k0 + (size_t)t * hs, qkv + C + (size_t)h * hs, sizeof(float) * hs);
-        memcpy(v0 + (size_t)t * hs, qkv + 2 * C + (size_t)h * hs, sizeof(float) * hs);
-        float s[t + 1];
-        float m = -INFINITY;
-        for (int j = 0; j <= t; j++) {
-            s[j] = dot(q, k0 + (size_t)j * hs, hs) * scale;
-            m = s[j] > m ? s[j] : m;
+    int nth;
+    float *pool = att_pool(be, hs, &nth);
+#pragma omp parallel if ((size_t)(t + 1) * C >= 65536) num_threads(nth)
+    {
+        float stack_ws[pool ? 1 : att_fwd_floats(hs)];
+        float *ws = pool ? pool + omp_get_thread_num() * att_slot_floats(hs) : stack_ws;
+#pragma omp for schedule(static)
+        for (int h = 0; h < NH; h++) {
+            float *k0 = kc + (size_t)h * maxT * hs, *v0 = vc + (size_t)h * maxT * hs;
+            memcpy(k0 + (size_t)t * hs, qkv + C + (size_t)h * hs, sizeof(float) * hs);
+            memcpy(v0 + (size_t)t * hs, qkv + 2 * C + (size_t)h * hs, sizeof(float) * hs);
+            float lse;
+            /* row 0 of a 1-row tile; the mask of the last key tile is
+             * nk_last keys, which is row (t - t0)'s causal limit */
+            fwd_tile(qkv + (size_t)h * hs, 0, k0, v0, hs, 1, nkt, nk_last, -1, hs, scale,
+                     out + (size_t)h * hs, 0, &lse, ws);
         }
-        float l = 0.0f;
-        for (int j = 0; j <= t; j++) {
-            s[j] = expf(s[j] - m);
-            l += s[j];
-        }
-        float *o = out + (size_t)h * hs;
-        memset(o, 0, sizeof(float) * hs);
-        float inv = 1.0f / l;
-        for (int j = 0; j <= t; j++) axpy(o, s[j] * inv, v0 + (size_t)j * hs, hs);
     }
+}
+
+size_t cpu_attention_scratch_bytes(Backend *be, int C, int NH)
+{
+    return (size_t)omp_get_max_threads() * att_slot_floats(C / NH) * sizeof(float);
+}
+
+void cpu_attention_scratch(Backend *be, void *p, size_t bytes)
+{
+    CpuState *st = be->state;
+    st->att_ws = p;
+    st->att_ws_bytes = p ? bytes : 0;
 }

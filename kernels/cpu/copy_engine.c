@@ -104,7 +104,7 @@ void cpu_copy_engine_free(CpuCopyEngine *e)
     free(e);
 }
 
-static CpuCopyEngine *engine(Backend *be) { return be->state; }
+static CpuCopyEngine *engine(Backend *be) { return ((CpuState *)be->state)->copy; }
 
 /* Queue job j; 0, or -1 when no thread can be had (the caller then runs it at once:
  * with nothing queued, that keeps the order). */

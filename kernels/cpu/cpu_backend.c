@@ -65,6 +65,8 @@ static const BackendOps cpu_ops = {
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
     .attention_decode = cpu_attention_decode,
+    .attention_scratch_bytes = cpu_attention_scratch_bytes,
+    .attention_scratch = cpu_attention_scratch,
     .gelu_forward = cpu_gelu_forward,
     .gelu_backward = cpu_gelu_backward,
     .residual_forward = cpu_residual_forward,
@@ -103,16 +105,23 @@ Backend *cpu_backend_open(int threads, char *err, size_t err_len)
     be->act_bytes = 4;
     be->par_bytes = 4;
     be->has_master = 0;
-    if (!(be->state = cpu_copy_engine_new())) {
+    CpuState *st = calloc(1, sizeof *st);
+    if (!st || !(st->copy = cpu_copy_engine_new())) {
+        free(st);
         free(be);
         snprintf(err, err_len, "cpu backend: out of host memory");
         return NULL;
     }
+    be->state = st;
     return be;
 }
 
 void cpu_backend_close(Backend *be)
 {
-    if (be) cpu_copy_engine_free(be->state);
+    if (be) {
+        CpuState *st = be->state;
+        cpu_copy_engine_free(st->copy);
+        free(st);
+    }
     free(be);
 }

@@ -16,6 +16,14 @@
 typedef struct CpuCopyEngine CpuCopyEngine;
 CpuCopyEngine *cpu_copy_engine_new(void);
 void cpu_copy_engine_free(CpuCopyEngine *e);
+
+/* be->state: the copy engine, and the attention scratch the model handed
+ * over last (ops.h attention_scratch; NULL, 0 until then). */
+typedef struct {
+    CpuCopyEngine *copy;
+    float *att_ws;
+    size_t att_ws_bytes;
+} CpuState;
 void cpu_copy_async(Backend *be, void *dst, const void *src, size_t bytes, int ev);
 /* ops.h host_adamw_update: cpu_adamw_update's loop as a job of the copy thread */
 void cpu_host_adamw_update(Backend *be, void *params, float *master, const void *grads,
@@ -45,6 +53,8 @@ void cpu_attention_backward(Backend *be, void *dqkv, const void *dout, const voi
                             const void *out, const float *lse, int B, int T, int C, int NH);
 void cpu_attention_decode(Backend *be, void *out, void *kcache, void *vcache, const void *qkv,
                           int t, int maxT, int C, int NH);
+size_t cpu_attention_scratch_bytes(Backend *be, int C, int NH);
+void cpu_attention_scratch(Backend *be, void *p, size_t bytes);
 void cpu_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
 void cpu_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
 void cpu_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);

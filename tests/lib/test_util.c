@@ -7,6 +7,7 @@
 #include <criterion/hooks.h>
 #include <criterion/redirect.h>
 #include <limits.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,21 @@ Backend *tu_cpu(void)
     Backend *be = cpu_backend_open(2, err, sizeof err);
     cr_assert_not_null(be, "%s", err);
     return be;
+}
+
+size_t tu_attn_scratch(const GPTConfig *cfg, int threads)
+{
+    Backend *be = tu_cpu(); /* first: opening it sets the thread count */
+    if (threads <= 0) {
+        const char *env = getenv("OMP_NUM_THREADS");
+        threads = env && atoi(env) > 0 ? atoi(env) : omp_get_num_procs();
+    }
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    size_t bytes = gpt_attn_scratch_bytes(be, cfg);
+    omp_set_num_threads(saved);
+    cpu_backend_close(be);
+    return bytes;
 }
 
 /* The suite's one temp root. PRE_ALL runs in Criterion's runner before any

@@ -22,6 +22,10 @@ float *tu_random_params(const GPTConfig *cfg, uint64_t seed);
 
 /* A cpu backend with 2 threads; asserts on failure. */
 Backend *tu_cpu(void);
+/* The cpu attention's scratch (PlanInput.attn_scratch) that a run of cfg
+ * at `threads` threads plans; threads 0: what a child process gets by
+ * default (OMP_NUM_THREADS, else the processor count). */
+size_t tu_attn_scratch(const GPTConfig *cfg, int threads);
 
 /* The folder tests write in: $TMPDIR, which the suite points at its own
  * root under the caller's $TMPDIR (default /tmp) and removes at the end. */

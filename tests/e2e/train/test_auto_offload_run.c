@@ -160,6 +160,7 @@ Test(auto_offload_run, plan_shows_the_choice, .timeout = 60)
 {
     char *d = tu_tempdir(), path[600], args[2048], *out, *err;
     PlanInput in = shape(OFFLOAD_CHECKPOINTS);
+    in.attn_scratch = tu_attn_scratch(&in.cfg, 0); /* the --plan run's default thread count */
     MemoryPlan p;
     char e[256];
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p, e, sizeof e), 0, "%s", e);

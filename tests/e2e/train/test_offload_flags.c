@@ -49,6 +49,7 @@ Test(offload_flags, plan_prints_the_table_and_the_choice, .timeout = 60)
                     .B = 2, .T = 16, .dtype = DTYPE_FP32,
                     .offload = OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER,
                     .host_budget = (size_t)1 << 20};
+    in.attn_scratch = tu_attn_scratch(&in.cfg, 0);
     MemoryPlan p;
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, e, sizeof e), 0, "%s", e);
     FILE *f = open_memstream(&want, &len);

@@ -24,6 +24,7 @@ static PlanInput shape_input(void)
     PlanInput in = {.cfg = {.max_seq_len = 16, .vocab_size = 256, .padded_vocab = 256,
                             .num_layers = 5, .num_heads = 4, .channels = 32},
                     .B = 2, .T = 16, .dtype = DTYPE_FP32};
+    in.attn_scratch = tu_attn_scratch(&in.cfg, 0); /* the runs' default thread count */
     return in;
 }
 
@@ -70,6 +71,7 @@ Test(recompute_flags, plan_prints_the_planners_table)
              &err);
     cr_assert_eq(rc, 0, "stderr: %s", err);
     in.dtype = DTYPE_BF16;
+    in.attn_scratch = 0; /* a GPU's plan: no cpu attention scratch */
     f = open_memstream(&want, &len);
     cr_assert_eq(planner_print_modes(f, &in, budget, 2, NULL, 1, e, sizeof e), 0, "%s", e);
     fclose(f);
@@ -174,6 +176,7 @@ static PlanInput deep_input(void)
     in.cfg.channels = 16;
     in.cfg.num_heads = 2;
     in.cfg.max_seq_len = in.T = 8;
+    in.attn_scratch = tu_attn_scratch(&in.cfg, 0);
     return in;
 }
 
@@ -251,6 +254,7 @@ Test(recompute_flags, auto_past_64_layers_trains_like_mode_0, .timeout = 60)
 {
     char *d = make_shards(), loss0[64], loss[64], *out, e[256];
     PlanInput in = deep_input();
+    in.attn_scratch = tu_attn_scratch(&in.cfg, 1); /* train_2_steps' --threads 1 */
     MemoryPlan p0, p1, psel;
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p0, e, sizeof e), 0, "%s", e);
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p1, e, sizeof e), 0, "%s", e);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,12 @@ Test(opcost_file, plan_with_costs_prints_step_times)
     OpCosts oc = some_costs();
     snprintf(path, sizeof path, "%s/costs.json", d);
     cr_assert_eq(opcost_file_write(path, "cuda: elsewhere", &in, &oc, e, sizeof e), 0, "%s", e);
+    /* the run's plan holds the cpu attention's scratch for its one thread */
+    Backend *be = tu_cpu(); /* opened first: opening sets the thread count */
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    in.attn_scratch = gpt_attn_scratch_bytes(be, &in.cfg);
+    omp_set_num_threads(threads);
     snprintf(args, sizeof args, SHAPE " --plan --memory-budget 3000000 --grad-accum 2 "
              "--op-costs %s", path);
     cr_assert_eq(run(d, args, &out, &err), 0, "%s", err);

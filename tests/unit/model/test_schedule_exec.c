@@ -224,7 +224,9 @@ Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 600)
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);
     Run ref = reference(&cfg);
-    PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32};
+    /* with the cpu backend's attention scratch, which the model's plan holds */
+    PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32,
+                    .attn_scratch = gpt_attn_scratch_bytes(tu_cpu(), &cfg)};
     char err[512], desc[16], seen[32][16];
     int distinct = 0, held = 0, in_place = 0, selective = 0;
     Schedule s;
@@ -320,7 +322,9 @@ Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 600)
     size_t n = config_num_params(&cfg);
     Run ref = reference(&cfg);
     OpCosts oc = timed_costs(&cfg);
-    PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32};
+    /* with the cpu backend's attention scratch, which the model's plan holds */
+    PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32,
+                    .attn_scratch = gpt_attn_scratch_bytes(tu_cpu(), &cfg)};
     char err[512], desc[16];
     int other_kinds = 0;
     Schedule s;
