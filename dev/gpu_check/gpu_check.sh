@@ -3,9 +3,8 @@
 # (its time is GPU_CHECK_BUDGET's, below).
 #
 #   1. build (make -j16) with the CUDA backend, or unpack gpu_bundle's;
-#   1b. the device probe: nvidia-smi -L and one small kernel launch, each
-#      under a timeout; again after every GPU process that timed out, and a
-#      device that does not answer ends the run (FAIL row, logs kept);
+#   1b. the device probe (nvidia-smi -L, one kernel), again after any GPU
+#      process timed out: a device that does not answer ends the run;
 #   2. build/check_kernels: every op against the cpu backend, fp32
 #      (tol 1e-5) and bf16 (tol 2e-2), small odd shapes and GPT-2 124M's;
 #      then the fused ops again with TRAIN_GPT_FUSE_GELU=1 (cuBLASLt's GELU
@@ -85,7 +84,8 @@
 # the hang, and the next section starts. nvidia-smi logs the SM clock and
 # power every 500 ms into clocks.csv during the speed rows (a row at the
 # end). Section 6b runs compute-sanitizer's memcheck, racecheck and
-# synccheck on the small attention shapes (SKIP rows without the tool).
+# synccheck on the small attention shapes (SKIP rows without the tool or
+# when it refuses the device).
 #
 # OUTDIR gets at most 8 files (the device tool returns no more): summary.txt
 # (the table printed last), build.log, nvidia-smi.txt, kernels.log (the
@@ -112,7 +112,8 @@
 # "(rehearsal)" row. dev/gpu_check/gpu_check_rehearsal.py checks that every row the
 # GPU run prints is there and none FAILs, then injects a hang (a kernel that
 # never returns, in the emulator build only) and checks the timeouts (that
-# part about 15 s). 85 to 230 s on 2 shared cores, by their load.
+# part about 15 s), the same hang with a wedged device (the run stops at the
+# re-probe), the bundle in a fresh copy of the tree: 5.5 min on 2 busy cores.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 if [ $# -ne 1 ]; then
@@ -196,8 +197,7 @@ else
     finish
 fi
 
-# The rehearsal of a bundle in a fresh copy of the tree has no emulator
-# build: the bundle's checker (the emulator, in the rehearsal's stand-in) runs.
+# a rehearsed bundle in a fresh tree: its checker (the stand-in's emulator)
 if [ "$REHEARSAL" = 1 ] && [ -n "$BUNDLE" ] && [ ! -x "$CK" ]; then CK=./build/check_kernels; fi
 # ---- 1b: the device answers (before anything is spent on it) ----
 PROBE_ROW="device probe (nvidia-smi -L, one kernel)"
