@@ -37,6 +37,9 @@ dev/notes/perf-model.md says how it works and what it predicts.
   --fuse-gelu                 model the fc GELU in cuBLASLt's epilogues
                               (TRAIN_GPT_FUSE_GELU=1) instead of the
                               default separate pass
+  --device NAME                the parameter set (dev/perf_model/hw.py DEVICES)
+                              for a device as the run names it, e.g. "NVIDIA
+                              H100 80GB HBM3": H100 or H200 (default H200)
   --self-test                 the model's own tests (test_perf_model.py)
   --verbose                   also the loop nest of every modelled kernel
   --jobs N                    parallel nvcc runs (default: the CPU count)
@@ -135,8 +138,8 @@ def variant_rows(P, table, shape, kernels, missing):
 def show_predictions(P, kernels, root, label, verbose, fuse_gelu=False):
     table = ops_mod.op_table(root, fuse_gelu)
     out(BANNER)
-    out('kernels: %s; H200 (%d SMs, %.2f GHz, HBM %.1f TB/s); constants: dev/perf_model/hw.py'
-        % (label, P['SMS'], P['CLOCK_HZ'] / 1e9, P['HBM_BW'] / 1e12))
+    out('kernels: %s; %s (%d SMs, %.2f GHz, HBM %.1f TB/s); constants: dev/perf_model/hw.py'
+        % (label, P_DEVICE[0], P['SMS'], P['CLOCK_HZ'] / 1e9, P['HBM_BW'] / 1e12))
     out('fc GELU: ' + ("in cuBLASLt's epilogues (TRAIN_GPT_FUSE_GELU=1; --fuse-gelu)" if fuse_gelu
                        else 'a separate pass (the default: TRAIN_GPT_FUSE_GELU unset)'))
     section('ptxas (sm_90a): registers, spill stores/loads and stack (bytes per thread), '
@@ -263,16 +266,41 @@ def compare_json(timing, pred_path, max_error=None):
     return 0 if max_error is None or ok else 1
 
 
+def model_ranges(P, table, kernels):
+    """The printed ranges (hw.band) that gpu_check.sh FAILs a measurement
+    outside of: the default attention kernels at 124M B=64 timed alone (the
+    sweep's rows; backward = dq + dkdv), the 124M B=64 recompute 0 step (ms)
+    and the XL B=8 throughput ratio recompute 1 / 0."""
+    s124, sxl = report.shapes_default()
+    lo, hi = hw.band(P)
+    r = {}
+    for n in ('attention_forward', 'attention_backward'):
+        t = [predict.predict_op(Q, table, n, s124, kernels, Q['T_LAUNCH_TIMED']).seconds
+             for Q in (lo, hi)]
+        if None not in t:
+            r['%s 124M B=64' % n] = [round(min(t) * 1e3, 5), round(max(t) * 1e3, 5)]
+    t = [step_mod.predict_step(Q, table, s124, kernels, 0).seconds for Q in (lo, hi)]
+    r['step 124M B=64 r0'] = [round(min(t) * 1e3, 4), round(max(t) * 1e3, 4)]
+    q = [step_mod.predict_step(Q, table, sxl, kernels, 0).seconds /
+         step_mod.predict_step(Q, table, sxl, kernels, 1).seconds for Q in (lo, hi)]
+    r['XL r1/r0'] = [round(min(q), 4), round(max(q), 4)]
+    return r
+
+
 def write_predictions(P, kernels, root, label, path, fuse_gelu=False):
     table = ops_mod.op_table(root, fuse_gelu)
     preds = timing_preds(P, table, kernels)
-    doc = {'source': label, 'note': 'PREDICTIONS at check_timing\'s shape, ms per call',
-           'ops': {p.name: round(p.seconds * 1e3, 5) for p in preds if p.seconds}}
+    doc = {'source': label, 'device': P_DEVICE[0], 'note': 'PREDICTIONS at check_timing\'s shape, ms per call',
+           'ops': {p.name: round(p.seconds * 1e3, 5) for p in preds if p.seconds},
+           'ranges': model_ranges(P, table, kernels)}
     try:
         with open(path, 'w') as f:
             json.dump(doc, f, indent=1, sort_keys=True)
     except OSError as e:
         fail('--write-predictions %s: %s' % (path, e))
+
+
+P_DEVICE = ['H200']  # the parameter set main() chose (--device), for the banner and the JSON
 
 
 def self_test():
@@ -297,6 +325,7 @@ def main(argv):
     ap.add_argument('--gemm-costs')
     ap.add_argument('--no-calibrate', action='store_true')
     ap.add_argument('--fuse-gelu', action='store_true')
+    ap.add_argument('--device', default='H200')
     ap.add_argument('--self-test', action='store_true')
     ap.add_argument('--verbose', action='store_true')
     ap.add_argument('--jobs', type=int, default=int(os.environ.get('JOBS', 0)) or None)
@@ -313,7 +342,11 @@ def main(argv):
         out('cuda_perf_model.py: nvcc not found (set NVCC=/path/to/nvcc); nothing to analyse, '
             'skipped')
         return 0
-    P = hw.params()
+    dev = hw.device_of(a.device)
+    if dev is None:
+        out('cuda_perf_model.py: no parameter set for %r: the H200\'s' % a.device)
+    P = hw.params(dev)
+    P_DEVICE[0] = dev or 'H200'
     if a.gemm_costs:
         try:
             P['GEMM_TABLE'] = gemm_costs.load(a.gemm_costs)

@@ -67,9 +67,12 @@ ldd train_gpt build/check_kernels | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}
 # The static model's per-op predictions at check_timing's shape (PREDICTIONS,
 # dev/cuda_perf_model.py): gpu_check.sh prints them beside the measured
 # timing rows. The bundle is useful without them, so a failure only warns.
-if ! python3 dev/cuda_perf_model.py --write-predictions "$stage/perf_model.json"; then
+# One file per parameter set (dev/perf_model/hw.py DEVICES): gpu_check.sh
+# takes the one for the card the probe names (perf_model_h100.json on an H100).
+if ! python3 dev/cuda_perf_model.py --write-predictions "$stage/perf_model.json" ||
+    ! python3 dev/cuda_perf_model.py --device H100 --write-predictions "$stage/perf_model_h100.json"; then
     echo "gpu_bundle.sh: warning: no model predictions in the bundle (cuda_perf_model.py failed)" >&2
-    rm -f "$stage/perf_model.json"
+    rm -f "$stage/perf_model.json" "$stage/perf_model_h100.json"
 fi
 
 # 64K ids of tokenized tinyshakespeare (the first of `make data`'s train
@@ -96,7 +99,7 @@ fi
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
     echo "nvcc $("$nvcc" --version | grep -o 'release [0-9.]*')"
     echo "libraries: $(cd "$stage" && for f in lib/*.so* lib-mpi/*.so*; do [ -e "$f" ] && printf '%s ' "${f#*/}"; done)"
-    echo "model predictions: $([ -f "$stage/perf_model.json" ] && echo perf_model.json || echo none)"
+    echo "model predictions: $([ -f "$stage/perf_model.json" ] && echo "perf_model.json (H200), perf_model_h100.json" || echo none)"
     echo "text ids: $([ -f "$stage/text_tokens.bin" ] && echo "text_tokens.bin (64K of $shard)" || echo none)"
 } >"$stage/MANIFEST"
 

@@ -56,6 +56,8 @@ declare -A LIMIT=(
     [xl]=100        # one train_gpt run at the 48-layer XL (est. 40-50 s, runs 1 and 3)
     [dist]=90       # gpu_check_dist.sh, three 1-rank runs (est. 20 s)
     [auto]=120      # dev/bench/bench_auto.sh gpu, one shape (est. 50 s)
+    [torchref]=90   # dev/gpu_check/torch_reference.py: SDPA and matmul (est. 20 s, most of it torch's import)
+    [probe]=30      # the device probe: nvidia-smi -L, then one small check_kernels run (est. 3 s)
 )
 for k in "${!LIMIT[@]}"; do
     v=GPU_CHECK_LIMIT_${k^^}
@@ -127,6 +129,76 @@ if [ "$REHEARSAL" = 1 ]; then
     export GPU_CHECK_REHEARSAL=1     # bench_auto.sh gpu: its cpu shapes
     export OMP_NUM_THREADS=1         # tiny runs on a shared machine: no barrier stalls
 fi
+# wheel_lib LIB MODULE (e.g. nccl nvidia.nccl): when the toolkit at cuda_lib
+# lacks libLIB but Python's nvidia wheel has it, link and load the wheel's
+cuda_lib=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")/lib64
+wheel_lib() { # LIB MODULE: e.g. nccl nvidia.nccl
+    ls "$cuda_lib/lib$1.so" >/dev/null 2>&1 && return 0
+    ldconfig -p 2>/dev/null | grep -q "lib$1.so " && return 0
+    local dir
+    dir=$($PY -c "import $2 as m; print(list(m.__path__)[0])" 2>/dev/null) || return 0
+    [ -d "$dir/lib" ] || return 0
+    mkdir -p "$WORK/lib"
+    # shellcheck disable=SC2012,SC2086 # the first of lib$1.so*, a glob on purpose
+    ln -sf "$(ls "$dir"/lib/lib$1.so* | head -1)" "$WORK/lib/lib$1.so"
+    export LIBRARY_PATH="$WORK/lib:${LIBRARY_PATH:-}" CPATH="$dir/include:${CPATH:-}"
+    export LD_LIBRARY_PATH="$dir/lib:${LD_LIBRARY_PATH:-}"
+    echo "gpu_check: lib$1 from the Python wheel at $dir" >>"$OUT/build.log"
+}
+# torch_reference: PyTorch's SDPA (flash, cuDNN) and matmul timed into
+# timing.log beside check_kernels --time's rows; SKIP when torch or its
+# CUDA is missing (the rehearsal's case), with torch's own reason.
+TORCH_ROW="reference: torch SDPA and matmul (bf16)"
+torch_reference() {
+    local l0 rc why pre=
+    [ "$REHEARSAL" = 1 ] && pre="(rehearsal) "
+    echo "=== $PY dev/gpu_check/torch_reference.py" >>"$OUT/timing.log"
+    l0=$(lines "$OUT/timing.log")
+    gpu torchref "$OUT/timing.log" "$PY" dev/gpu_check/torch_reference.py
+    rc=$?
+    why=$(since "$OUT/timing.log" "$l0" | sed -n 's/^SKIP: //p' | head -1)
+    case $rc in
+    0) row "$TORCH_ROW" info "$(since "$OUT/timing.log" "$l0" | sed -n 's/^torchref summary: //p' | cut -c1-200)" ;;
+    3) row "$TORCH_ROW" SKIP "$pre$why" ;;
+    125) row "$TORCH_ROW" SKIP "$(budget_note)" ;;
+    *) row "$TORCH_ROW" FAIL "$(why $rc torchref): see timing.log" ;;
+    esac
+}
+# pred_file: the bundle's model predictions for this card: the H200's set,
+# the H100's when the probe named an H100 (dev/perf_model/hw.py DEVICES)
+pred_file() {
+    if [[ "$DEVICE_NAME" == *H100* ]] && [ -f "$WORK/bundle/perf_model_h100.json" ]; then
+        echo "$WORK/bundle/perf_model_h100.json"
+    else echo "$WORK/bundle/perf_model.json"; fi
+}
+# model_rows: FAIL rows when a measurement falls outside the range the
+# model printed (cuda_perf_model.py's hw.band): the default attention
+# kernels at 124M B=64 from the sweep (out of sample: the fit saw B=4
+# only), the 124M B=64 recompute 0 step, the XL recompute 1 / 0 ratio
+model_rows() {
+    local pred d rc name i ma xl="$WORK/XL (48L C1600) B8 recompute"
+    pred=$(pred_file)
+    local -a mrows=("model: attention B=64, out of sample (sweep)" "model: 124M B=64 recompute 0 step"
+        "model: XL recompute 1 / 0 throughput")
+    local -a margs=("attn|$WORK/sweep.log|64" "step|$WORK/$N124 recompute 0.jsonl|2|$B124"
+        "xl|$xl 0.jsonl|$xl 1.jsonl|2")
+    for i in 0 1 2; do
+        name=${mrows[$i]}
+        if [ ! -f "$pred" ]; then
+            if [ "$REHEARSAL" = 1 ]; then rehearse "$name" "no model predictions (gpu_bundle)"
+            else row "$name" SKIP "no perf_model.json in the bundle"; fi
+            continue
+        fi
+        IFS='|' read -r -a ma <<<"${margs[$i]}"
+        d=$($TOOLS modelrange "$pred" "${ma[@]}")
+        rc=$?
+        case $rc in
+        0) row "$name" PASS "$d" ;;
+        1) row "$name" FAIL "$d" ;;
+        *) row "$name" SKIP "$d" ;;
+        esac
+    done
+}
 # rehearse NAME: a row the rehearsal cannot run (it needs CUDA)
 rehearse() { row "$1" SKIP "(rehearsal) ${2:-needs a GPU}"; }
 
@@ -170,10 +242,53 @@ gpu() {
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         echo "=== gpu_check: stopped at its limit, $lim s (timeout -k 5 $lim; ${kind}): $*" >>"$log"
         GPU_TIMEOUTS=$((GPU_TIMEOUTS + 1))
+        # a killed kernel can leave the device wedged: every later row would
+        # then spend its whole limit; stop at once with the logs so far
+        if ! probe "$log"; then
+            row "device probe after a timeout ($kind)" FAIL "the device is wedged after $kind timed out: $PROBE_WHY; stopped here, logs so far kept"
+            finish
+        fi
         return 124
     fi
     echo "=== gpu_check: exit $rc after $((SECONDS - t0)) s (limit $lim s): $*" >>"$log"
     return $rc
+}
+# probe LOG: whether the device answers: nvidia-smi -L, then one kernel
+# launch (check_kernels, the encoder at the small shapes), each under
+# `timeout -k 5 LIMIT[probe]`, output appended to LOG; PROBE_WHY says what
+# failed. Not cut to the budget: it decides whether anything more runs. The
+# rehearsal's device is wedged when GPU_CHECK_REHEARSAL_WEDGE=1: its re-probes
+# keep CHECK_KERNELS_TEST_HANG (the emulator's never-returning kernel);
+# otherwise the probe's launch runs without it.
+PROBE_WHY=
+PROBES=0
+probe() {
+    local log=$1 lim=${LIMIT[probe]} rc smi=(nvidia-smi -L) hang=(env -u CHECK_KERNELS_TEST_HANG)
+    PROBES=$((PROBES + 1))
+    if [ "$REHEARSAL" = 1 ]; then
+        smi=(echo "GPU 0: rehearsal (the cpu backend, no GPU)")
+        [ "${GPU_CHECK_REHEARSAL_WEDGE:-}" = 1 ] && [ "$PROBES" -gt 1 ] && hang=(env)
+    fi
+    echo "=== gpu_check: device probe $PROBES: ${smi[*]}" >>"$log"
+    timeout -k 5 "$lim" "${smi[@]}" >>"$log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        PROBE_WHY="nvidia-smi -L: $( [ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "no answer in $lim s" || echo "exit $rc")"
+        return 1
+    fi
+    if [ ! -x "$CK" ]; then
+        echo "=== gpu_check: no $CK: no kernel launched" >>"$log"
+        return 0
+    fi
+    echo "=== gpu_check: device probe $PROBES: $CK --quick --dtype fp32 --only encoder" >>"$log"
+    timeout -k 5 "$lim" "${hang[@]}" "${STDBUF[@]}" "$CK" --quick --dtype fp32 --only encoder >>"$log" 2>&1
+    rc=$?
+    case $rc in
+    0) return 0 ;;
+    124 | 137) PROBE_WHY="one kernel launch ($CK --only encoder) did not return in $lim s" ;;
+    *) PROBE_WHY="one kernel launch ($CK --only encoder): exit $rc" ;;
+    esac
+    return 1
 }
 # why RC KIND: the reason a gpu run failed, for a row
 why() {

@@ -27,6 +27,16 @@ parsers of what only a GPU prints (the rehearsal's SKIP rows), on text in
 the printf formats of dev/cuda/check_timing.c (check_kernels --time) and
 kernels/cuda/gemm.cu ("gemm algo:" lines) and dev/cuda/check_sweep.c
 ("sweep best" lines): gpu_check_tools.py table, headx, algos and sweeppick.
+Then the wedge: the same planted hang with GPU_CHECK_REHEARSAL_WEDGE=1, so
+the device probe after the first timeout hangs too: the run stops there
+(FAIL "wedged", exit 1, the logs so far kept, no row after it). Then the
+bundle path in a fresh copy of the tree as the device tool sends it
+(tracked and untracked-not-ignored files: no build/, no ./train_gpt),
+with a stand-in bundle of what is built here, GPU_CHECK_PLAN=first and a
+compute-sanitizer that refuses the device: the bundle row PASSes, its
+checker runs from build/ (which the script creates), the sanitizer rows
+SKIP. The first run has a torch module without CUDA on its path (a stub):
+the reference row SKIPs with that reason.
 Exit 0 when all hold; otherwise every failed assertion on stderr, exit 1.
 """
 import os
@@ -40,12 +50,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ALL = "kernels sweep grads sample recompute nccl perf sanitizer xlmax head auto offload"
 CLOCKS = "SM clock and power (nvidia-smi -lms 500)"
 BUILD = "build (make -j16, sm_80 + sm_90a)"
+BUNDLE_BUILD = "build (prebuilt gpu_bundle, sm_80 + sm_90a)"
+PROBE = "device probe (nvidia-smi -L, one kernel)"
+TORCH = "reference: torch SDPA and matmul (bf16)"
 B124 = r"124M B[0-9]+"
 AUTO = r"auto vs fixed modes \((124M|XL), B8\)"
 
 
 def lit(name):
     return re.escape(name)
+
+
+# the measurements against the model's ranges: no predictions without a bundle
+MODEL_ROWS = [(lit(n), 1, "skip") for n in (
+    "model: attention B=64, out of sample (sweep)", "model: 124M B=64 recompute 0 step",
+    "model: XL recompute 1 / 0 throughput")]
 
 
 # Per section, the GPU run's rows in order: (regex of the name, how many,
@@ -61,7 +80,8 @@ def rows_of(section):
                 (lit("target: head <= 1.3x its three gemms"), 1, "skip"),
                 (lit("model: median per-op error <= 25% (B=4)"), 1, "skip"),
                 (lit("fc GELU fused vs unfused (bf16, ms)"), 1, "skip"),
-                (lit("gemm algorithms: timed vs heuristic (bf16)"), 1, "skip")]
+                (lit("gemm algorithms: timed vs heuristic (bf16)"), 1, "skip"),
+                (lit(TORCH), 1, "skip")]
     if section == "sweep":
         return [(lit("attention variants sweep (bf16)"), 1, "run")]
     if section == "grads":
@@ -94,7 +114,7 @@ def rows_of(section):
         r += [(lit(f"XL (48L C1600) B8 recompute {m}"), 1, "run") for m in (0, 1)]
         return r + [(lit("target: 124M recompute 0 MFU >= 45%"), 1, "run"),
                     (lit("target: XL recompute 1 / 0 throughput >= 0.78"), 1, "run"),
-                    (lit("target: 124M chunked head costs <= 3% (r1)"), 1, "run")]
+                    (lit("target: 124M chunked head costs <= 3% (r1)"), 1, "run")] + MODEL_ROWS
     if section == "xlmax":
         return [(lit(f"XL max micro-batch (recompute {m})"), 1, "run") for m in (0, 1)]
     if section == "head":
@@ -128,7 +148,7 @@ def budget_rows_of(section):
                  "0, op profile")] + \
                [(lit("124M r0: sweep's pick to promote"), 1, "run"),
                 (lit("gemm costs per shape (cuBLASLt, timed)"), 1, "skip")] + \
-               [(lit(f"XL (48L C1600) B8 recompute {m}"), 1, "budget") for m in (0, 1)]
+               [(lit(f"XL (48L C1600) B8 recompute {m}"), 1, "budget") for m in (0, 1)] + MODEL_ROWS
     if section == "xlmax":
         return [(lit(f"XL max micro-batch (recompute {m})"), 1, "budget") for m in (0, 1)]
     if section == "head":
@@ -215,6 +235,48 @@ def gemm_algo(m, pick, algo_id, ms):
             "first %.4f ms [timed]\n" % (m, pick, algo_id, ms, ms * 1.1))
 
 
+def check_model_ranges(tmp, tools, expect):
+    """gpu_check_tools.py modelrange on fabricated predictions, sweep and
+    step logs: inside passes, outside fails, missing skips."""
+    pred = os.path.join(tmp, "perf_model.json")
+    with open(pred, "w") as f:
+        f.write('{"ops": {}, "ranges": {"attention_forward 124M B=64": [0.5, 1.0], '
+                '"attention_backward 124M B=64": [1.5, 3.0], "step 124M B=64 r0": [300, 400], '
+                '"XL r1/r0": [0.7, 0.8]}}')
+    sw = os.path.join(tmp, "sweep_model.log")
+    row = "  %-23s %10.4f ms %8.1f TFLOP/s   err %.1e%s\n"
+    best = "sweep best B=%d T=1024 C=768 NH=12: forward a 1 ms; backward b + c 1 ms\n"
+    with open(sw, "w") as f:
+        for B, fwd in ((4, 0.1), (64, 0.8)):
+            f.write(row % ("fwd-w4-k64-s2-b4", fwd, 300.0, 0.0, "   (default)") +
+                    row % ("fwd-w8-k64-s2-b2", fwd / 2, 310.0, 0.0, "") +
+                    row % ("dq-w4-k64-s2-b4", 1.0, 300.0, 0.0, "   (default)") +
+                    row % ("dkdv-w4-q64-s2-b3", 4.0 if B == 64 else 0.2, 300.0, 0.0, "   (default)") +
+                    best % B)
+    expect("modelrange attn (backward outside)", tools("modelrange", pred, "attn", sw, "64"), 1,
+           "backward 5 ms OUTSIDE [1.5, 3]")
+    expect("modelrange attn (no such B)", tools("modelrange", pred, "attn", sw, "16"), 2,
+           "no default attention rows at B=16")
+
+    def jsonl(name, ms, tps):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            for i, (m, t) in enumerate(zip(ms, tps)):
+                f.write('{"step": %d, "loss": 5.0, "ms": %g, "tokens_per_s": %g}\n' % (i + 1, m, t))
+        return path
+    r0 = jsonl("r0.jsonl", [900, 900, 350, 360, 340], [1e5, 1e5, 2e5, 2e5, 2e5])
+    r1 = jsonl("r1.jsonl", [900, 900, 450, 460, 440], [1e5, 1e5, 1.5e5, 1.5e5, 1.5e5])
+    expect("modelrange step (inside)", tools("modelrange", pred, "step", r0, "2", "64"), 0,
+           "step 350 ms in [300, 400]")
+    expect("modelrange step (outside)", tools("modelrange", pred, "step", r1, "2", "64"), 1,
+           "step 450 ms OUTSIDE")
+    expect("modelrange xl (inside)", tools("modelrange", pred, "xl", r0, r1, "2"), 0,
+           "r1/r0 0.75 in [0.7, 0.8]")
+    expect("modelrange xl (outside)", tools("modelrange", pred, "xl", r1, r0, "2"), 1,
+           "r1/r0 1.333 OUTSIDE")
+    expect("modelrange (no ranges)", tools("modelrange", sw, "xl", r0, r1, "2"), 2, "no model ranges")
+
+
 def check_gpu_parsers(tmp, errors):
     def tools(*args):
         p = subprocess.run([sys.executable, "dev/gpu_check/gpu_check_tools.py", *args], cwd=ROOT,
@@ -270,6 +332,7 @@ def check_gpu_parsers(tmp, errors):
            "no correct variant")
     expect("sweeppick (no sweep)", tools("sweeppick", sw + ".none", "64", "768", "1"), 1,
            "the sweep did not run")
+    check_model_ranges(tmp, tools, expect)
 
 
 HANG_ROWS = ("check_kernels (fp32 1e-5, bf16 2e-2)", "check_kernels, GELU epilogues (FUSE_GELU=1)",
@@ -316,6 +379,99 @@ def check_hang(tmp, errors):
     return p.stdout
 
 
+def summary_rows(out):
+    rows = {}
+    for line in open(os.path.join(out, "summary.txt")).read().splitlines():
+        m = ROW.match(line)
+        if m:
+            rows[m.group(1)] = (m.group(2), m.group(3) or "")
+    return rows
+
+
+def check_wedge(tmp, errors):
+    """The planted hang leaves the fake device wedged: the probe after the
+    first timeout hangs too, and the script stops there with its logs."""
+    out = os.path.join(tmp, "out_wedge")
+    env = dict(os.environ, GPU_CHECK_REHEARSAL="1", GPU_CHECK_SECTIONS="kernels grads",
+               CHECK_KERNELS_TEST_HANG="1", GPU_CHECK_REHEARSAL_WEDGE="1",
+               GPU_CHECK_LIMIT_CHECKS="4", GPU_CHECK_LIMIT_PROBE="4")
+    p = subprocess.run(["dev/gpu_check/gpu_check.sh", out], cwd=ROOT, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    if p.returncode != 1:
+        errors.append(f"wedge: gpu_check.sh exited {p.returncode}, expected 1")
+    rows = summary_rows(out)
+    names = list(rows)
+    want = [BUILD, PROBE, "device probe after a timeout (checks)"]
+    if names != want:
+        errors.append(f"wedge: rows {names}, expected {want} (nothing after the wedge)")
+    elif rows[want[2]][0] != "FAIL" or "wedged after checks timed out" not in rows[want[2]][1]:
+        errors.append(f"wedge: row {want[2]!r}: {rows[want[2]]}, expected FAIL, wedged")
+    klog = open(os.path.join(out, "kernels.log")).read() if os.path.exists(
+        os.path.join(out, "kernels.log")) else ""
+    if not re.search(r"^PASS ", klog, re.M) or "device probe 2" not in klog:
+        errors.append("wedge: kernels.log lacks the rows before the hang or the second probe")
+    return p.stdout
+
+
+def tree_copy(dst):
+    """The tree as the device tool sends it: tracked files and untracked ones
+    git does not ignore (no build/, no ./train_gpt, no gpu_bundle/)."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, stdout=subprocess.PIPE, check=True).stdout.split(b"\0")
+    for f in files:
+        f = f.decode()
+        src = os.path.join(ROOT, f)
+        if not f or not os.path.lexists(src):  # deleted, not yet committed
+            continue
+        os.makedirs(os.path.dirname(os.path.join(dst, f)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dst, f), follow_symlinks=False)
+
+
+def check_fresh_tree(tmp, errors):
+    """The bundle path in a fresh copy of the tree: unpack, copy into the
+    folders the copy lacks (build/), run the checker from the bundle. The
+    bundle is a stand-in with gpu_bundle.sh's layout, packed from what is
+    built here (./train_gpt, the emulator as bin/check_kernels): a CUDA
+    build takes minutes and its checker cannot run without a GPU. The
+    sanitizer rows see a tool that refuses the device: SKIP."""
+    tree = os.path.join(tmp, "fresh")
+    tree_copy(tree)
+    stage = os.path.join(tmp, "stage")
+    for d in ("bin", "lib", "lib-mpi"):
+        os.makedirs(os.path.join(stage, d))
+    shutil.copy2(os.path.join(ROOT, "train_gpt"), os.path.join(stage, "bin", "train_gpt"))
+    shutil.copy2(os.path.join(ROOT, "build", "check_kernels_emu"),
+                 os.path.join(stage, "bin", "check_kernels"))
+    src = subprocess.run(["dev/gpu_check/gpu_bundle.sh", "--source-hash"], cwd=tree,
+                         stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    with open(os.path.join(stage, "MANIFEST"), "w") as f:
+        f.write(f"commit rehearsal (a stand-in bundle)\nsources {src}\nnvcc release none\n")
+    os.makedirs(os.path.join(tree, "gpu_bundle"))
+    subprocess.run(["tar", "-cJf", os.path.join(tree, "gpu_bundle", "bundle.tar.xz"), "-C", stage, "."],
+                   check=True)
+    out = os.path.join(tmp, "out_fresh")
+    env = dict(os.environ, GPU_CHECK_REHEARSAL="1", GPU_CHECK_REHEARSAL_BUNDLE="1",
+               GPU_CHECK_PLAN="first", GPU_CHECK_SECTIONS="kernels sanitizer",
+               GPU_CHECK_REHEARSAL_SAN_REFUSE="1")
+    p = subprocess.run(["dev/gpu_check/gpu_check.sh", out], cwd=tree, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    if p.returncode != 0:
+        errors.append(f"fresh tree: gpu_check.sh exited {p.returncode}, expected 0")
+    rows = summary_rows(out)
+    if rows.get(BUNDLE_BUILD, ("missing",))[0] != "PASS":
+        errors.append(f"fresh tree: row {BUNDLE_BUILD!r}: {rows.get(BUNDLE_BUILD)}, expected PASS")
+    if rows.get(PROBE, ("missing",))[0] != "PASS":
+        errors.append(f"fresh tree: row {PROBE!r}: {rows.get(PROBE)}, expected PASS")
+    ck = rows.get(HANG_ROWS[0], ("missing", ""))
+    if ck[0] != "PASS":
+        errors.append(f"fresh tree: row {HANG_ROWS[0]!r}: {ck}, expected PASS (the bundle's checker)")
+    for t in ("memcheck", "racecheck", "synccheck"):
+        r = rows.get(f"compute-sanitizer {t} (attention, small shapes)", ("missing", ""))
+        if r[0] != "SKIP" or "refused" not in r[1]:
+            errors.append(f"fresh tree: compute-sanitizer {t}: {r}, expected SKIP, refused")
+    return p.stdout
+
+
 def main():
     sections = os.environ.get("GPU_CHECK_SECTIONS", ALL).split()
     errors = []
@@ -324,8 +480,17 @@ def main():
         check_gpu_parsers(tmp, errors)
         # 1. every section
         out = os.path.join(tmp, "out")
-        console = run(" ".join(sections), out, {}, errors)
-        expected = [(lit(BUILD), 1, "skip")] + [r for s in sections for r in rows_of(s)]
+        # a torch without CUDA (a stand-in module): the reference row SKIPs
+        stub = os.path.join(tmp, "stub", "torch")
+        os.makedirs(stub)
+        with open(os.path.join(stub, "__init__.py"), "w") as f:
+            f.write("__version__ = '0.0+rehearsal'\n\n\nclass cuda:\n"
+                    "    @staticmethod\n    def is_available():\n        return False\n")
+        path = os.pathsep.join(p for p in (os.path.dirname(stub), os.environ.get("PYTHONPATH")) if p)
+        console = run(" ".join(sections), out, {"PYTHONPATH": path}, errors)
+        if "kernels" in sections and "without CUDA" not in summary_rows(out).get(TORCH, ("", ""))[1]:
+            errors.append(f"row {TORCH!r}: {summary_rows(out).get(TORCH)}, expected SKIP, without CUDA")
+        expected = [(lit(BUILD), 1, "skip"), (lit(PROBE), 1, "run")] + [r for s in sections for r in rows_of(s)]
         if {"sweep", "perf"} & set(sections):  # the clock log ran during their rows
             expected.append((lit(CLOCKS), 1, "run"))
         check_summary(out, expected, errors)
@@ -352,7 +517,7 @@ def main():
             out0 = os.path.join(tmp, "out_budget0")
             n = len(errors)
             console = run(" ".join(late), out0, {"GPU_CHECK_BUDGET": "0"}, errors)
-            check_summary(out0, [(lit(BUILD), 1, "skip")] +
+            check_summary(out0, [(lit(BUILD), 1, "skip"), (lit(PROBE), 1, "run")] +
                           [r for s in late for r in budget_rows_of(s)], errors)
             if len(errors) > n:
                 sys.stderr.write(console)
@@ -360,6 +525,16 @@ def main():
         if "kernels" in sections:
             n = len(errors)
             console = check_hang(tmp, errors)
+            if len(errors) > n:
+                sys.stderr.write(console)
+            # 4. a hang that wedges the device: the run stops at once
+            n = len(errors)
+            console = check_wedge(tmp, errors)
+            if len(errors) > n:
+                sys.stderr.write(console)
+            # 5. the bundle, unpacked into a fresh copy of the tree
+            n = len(errors)
+            console = check_fresh_tree(tmp, errors)
             if len(errors) > n:
                 sys.stderr.write(console)
     finally:

@@ -403,6 +403,79 @@ def cmd_sweeppick(path, B, C, shape):
     return 1
 
 
+def sweep_defaults(path, B):
+    """The shipped kernels' ms at B (their "(default)" rows before the
+    "sweep best B=B" line): (forward, dq + dkdv), or None."""
+    rows, out = [], None
+    for line in open(path).read().splitlines():
+        f = line.split()
+        if f[:2] == ["sweep", "best"]:
+            if len(f) > 2 and f[2] == f"B={B}":
+                out = rows
+            rows = []
+        elif line.rstrip().endswith("(default)") and len(f) > 2 and f[2] == "ms":
+            rows.append((f[0], float(f[1])))
+    if out is None:
+        return None
+    ms = {k.split("-")[0]: v for k, v in reversed(out)}  # the first row of each kernel
+    if not {"fwd", "dq", "dkdv"} <= set(ms):
+        return None
+    return ms["fwd"], ms["dq"] + ms["dkdv"]
+
+
+def cmd_modelrange(pred, what, *args):
+    """A measurement against the model's printed range (cuda_perf_model.py
+    --write-predictions' "ranges"): exit 1 when it falls outside, 2 when
+    either side is missing. what: attn SWEEPLOG B (the default kernels'
+    forward and backward, reported apart from the B=4 rows: out of
+    sample), step JSONL WARMUP B T (the 124M B=64 recompute 0 step), xl
+    JSONL0 JSONL1 WARMUP (throughput recompute 1 / 0)."""
+    try:
+        ranges = json.load(open(pred)).get("ranges", {})
+    except (OSError, ValueError) as e:
+        print(f"no model ranges ({e})")
+        return 2
+
+    def judge(name, got, key, unit):
+        if key not in ranges:
+            return f"{name}: no range for {key!r}", 2
+        lo, hi = ranges[key]
+        mid = (lo + hi) / 2
+        err = 100 * (mid - got) / got
+        ok = lo <= got <= hi
+        return (f"{name} {got:.4g}{unit} {'in' if ok else 'OUTSIDE'} [{lo:.4g}, {hi:.4g}]"
+                f" (mid {err:+.0f}%)"), 0 if ok else 1
+    if what == "attn":
+        try:
+            got = sweep_defaults(args[0], args[1])
+        except OSError:
+            got = None
+        if got is None:
+            print(f"no default attention rows at B={args[1]} in the sweep")
+            return 2
+        parts = [judge("forward", got[0], f"attention_forward 124M B={args[1]}", " ms"),
+                 judge("backward", got[1], f"attention_backward 124M B={args[1]}", " ms")]
+    elif what == "step":
+        steps, _ = read_log(args[0])
+        timed = steps[int(args[1]):]
+        if not timed:
+            print("missing timed steps")
+            return 2
+        ms = statistics.median(s["ms"] for s in timed)
+        parts = [judge("step", ms, f"step 124M B={args[2]} r0", " ms")]
+    elif what == "xl":
+        a, b = median_tps(args[0], args[2]), median_tps(args[1], args[2])
+        if not a or not b:
+            print("missing timed steps")
+            return 2
+        parts = [judge("r1/r0", b / a, "XL r1/r0", "")]
+    else:
+        print(f"modelrange: unknown {what!r}")
+        return 2
+    print("; ".join(p[0] for p in parts))
+    return max(p[1] for p in parts)
+
+
 def cmd_clocks(path):
     """The clock log's summary (its rows: "TIME, 1980 MHz, 500.00 W")."""
     try:
@@ -434,7 +507,7 @@ def main():
     cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats,
             "mem": cmd_mem, "ratio": cmd_ratio, "mfu": cmd_mfu, "gelu": cmd_gelu,
             "algos": cmd_algos, "table": cmd_table, "headx": cmd_headx,
-            "sweeppick": cmd_sweeppick, "clocks": cmd_clocks, "offmem": cmd_offmem}
+            "sweeppick": cmd_sweeppick, "modelrange": cmd_modelrange, "clocks": cmd_clocks, "offmem": cmd_offmem}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         return 2

@@ -1,10 +1,12 @@
 """dev/perf_model/hw.py -- the machine the model predicts for: one
-NVIDIA H200 SXM (Hopper, sm_90), and every constant of the cost model.
+NVIDIA H200 SXM (Hopper, sm_90), or an H100 SXM (DEVICES, below: the
+constants that differ), and every constant of the cost model.
 
 Owns: the numbers. Each says where it comes from:
   measured  read on a lent H200 of this workplace (.library/device/KINDS.md)
   spec      the vendor's published figure for the chip
   lead      a literature or rule-of-thumb value nobody has measured here yet
+  derived   computed from the others and a published figure (the H100's)
   fitted    chosen by `dev/cuda_perf_model.py --fit` against the timings
             recorded in dev/notes/gpu-results.md (run 2, commit 7dd63ea); the fit
             prints the search and its result, so it can be repeated
@@ -88,6 +90,37 @@ GEMM_MISALIGNED = 0.16         # fitted (one row): rate factor when a dimension 
                                # dimension is not a multiple of 8 elements
 
 
-def params():
-    """The tunable constants, by name (what --fit and --param change)."""
-    return {k: v for k, v in globals().items() if k.isupper()}
+# ---- the other card: an H100 SXM beside the H200 ----
+# The two share the chip (132 SMs, 989 TFLOP/s dense bf16); the H100 SXM has
+# 3.35 TB/s HBM3 (the H200 4.8 TB/s HBM3e) and a 50 MB L2 (spec). Its memory
+# constants are the H200's scaled by the published bandwidths (derived: the
+# H200's measured share of its spec, 4.3 of 4.8, assumed for the H100 too);
+# nothing here was measured on an H100, so its first run replaces these.
+DEVICES = {
+    'H200': {},
+    'H100': {
+        'HBM_BW': 3.35e12 * 4.3 / 4.8,        # derived: spec x the H200's measured share
+        'L2_BYTES': 50e6,                      # spec
+        'GEMM_OUT_BW': 4.8e12 * 3.35 / 4.8,    # derived: the fitted epilogue cost, by HBM's ratio
+    },
+}
+
+
+def device_of(name):
+    """The parameter set for a device name as the run reports it
+    (nvidia-smi -L, cudaGetDeviceProperties): 'H100' or 'H200'; None for
+    a card the model has no set for (its predictions are then the H200's
+    and say so)."""
+    up = (name or '').upper()
+    for d in ('H200', 'H100'):  # an H200's name holds no "H100", and the reverse
+        if d in up:
+            return d
+    return None
+
+
+def params(device='H200'):
+    """The tunable constants, by name (what --fit and --param change), for
+    device (a DEVICES key; None means the H200's)."""
+    P = {k: v for k, v in globals().items() if k.isupper() and k != 'DEVICES'}
+    P.update(DEVICES[device or 'H200'])
+    return P

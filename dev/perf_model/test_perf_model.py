@@ -626,3 +626,34 @@ class WgmmaProbeTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class TestDevices(unittest.TestCase):
+    """The parameter set is chosen from the name the run reports."""
+
+    def test_names(self):
+        self.assertEqual(hw.device_of('NVIDIA H100 80GB HBM3'), 'H100')
+        self.assertEqual(hw.device_of('GPU 0: NVIDIA H200 (UUID: GPU-1)'), 'H200')
+        self.assertEqual(hw.device_of('NVIDIA H100 NVL'), 'H100')
+        self.assertIsNone(hw.device_of('NVIDIA A100-SXM4-80GB'))
+        self.assertIsNone(hw.device_of(''))
+
+    def test_h100_differs_in_memory_only(self):
+        a, b = hw.params('H200'), hw.params('H100')
+        self.assertEqual(set(a), set(b))
+        self.assertEqual(hw.params(None), a)
+        differ = {k for k in a if a[k] != b[k]}
+        self.assertEqual(differ, {'HBM_BW', 'L2_BYTES', 'GEMM_OUT_BW'})
+        self.assertAlmostEqual(b['HBM_BW'] / a['HBM_BW'], 3.35 / 4.8)
+        self.assertEqual(b['L2_BYTES'], 50e6)
+        for k in ('SMS', 'DENSE_BF16_PEAK', 'GEMM_RATE', 'CLOCK_HZ'):
+            self.assertEqual(a[k], b[k])
+
+    def test_every_constant_listed_by_origin(self):
+        doc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           'notes', 'perf-model.md')
+        text = open(doc).read()
+        part = text[text.index('## The constants by origin'):]
+        part = part[:part.index('\n## ')]
+        for k in hw.params():
+            self.assertRegex(part, r'\b%s\b' % k, '%s is not in perf-model.md\'s origins' % k)
