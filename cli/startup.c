@@ -254,7 +254,10 @@ static void print_header(Trainer *tr)
     planner_print(stdout, &tr->plan, schedule_mode_name(o->recompute));
     printf("predicted peak: %zu bytes (the baseline and the arenas, which are allocated whole "
            "at start-up, next)\n", tr->plan.total);
-    printf("train data: %d shard(s) from %s\n", tr->train.num_shards, o->train_data);
+    if (tr->train.num_shards > 0)
+        printf("train data: %d shard(s) from %s\n", tr->train.num_shards, o->train_data);
+    else
+        printf("train data: none (--steps 0)\n");
     /* when a crash or a kill would cost: the saves this run will make */
     if (tr->sess.dir[0]) {
         char every[64] = "", mins[64] = "", keep[32] = "all";

@@ -15,8 +15,18 @@ int train_data_open(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
     int rank = tr->dist.rank, world = tr->dist.world;
-    if (loader_open(&tr->train, o->train_data, o->batch, o->seq_len, rank, world,
-                    tr->cfg.vocab_size, o->shuffle, o->seed, err, len) != 0) {
+    /* A run of no steps (an evaluation of --init-from on --val-data) reads
+     * no training batch: the default dataset, absent outside the
+     * repository, is skipped rather than fatal. Given --train-data is
+     * still opened and checked. */
+    int optional = o->steps == 0 && !o->train_data_given && !tr->resume_dir[0] && !o->llmc_resume;
+    int rc = loader_open(&tr->train, o->train_data, o->batch, o->seq_len, rank, world,
+                         tr->cfg.vocab_size, o->shuffle, o->seed, err, len);
+    if (rc != 0 && optional && !signals_pending()) {
+        if (rank == 0)
+            fprintf(stderr, "note: --steps 0 trains nothing: no training data (%s)\n", err);
+        err[0] = 0;
+    } else if (rc != 0) {
         train_options_name_flag("--train-data", err, len);
         if (!o->train_data_given)
             snprintf(err + strlen(err), len - strlen(err),
@@ -27,7 +37,7 @@ int train_data_open(Trainer *tr, char *err, size_t len)
     /* Saves record the shards' content hashes; a resume reads every shard
      * to compare them (ckpt/session.c). A fresh run takes a manifest's,
      * and checks them in the background (below). */
-    if (tr->sess.dir[0] || tr->resume_dir[0]) {
+    if ((tr->sess.dir[0] || tr->resume_dir[0]) && tr->train.num_shards > 0) {
         double t0 = progress_now_ms();
         uint64_t bytes;
         if (loader_hash(&tr->train, tr->resume_dir[0] ? LOADER_HASH_READ : LOADER_HASH_TRUST,
