@@ -17,6 +17,7 @@
 #include "ckpt/session.h"
 #include "cli/dist_attach.h"
 #include "cli/guard.h"
+#include "cli/limits.h"
 #include "cli/llmc_folder.h"
 #include "cli/outputs.h"
 #include "cli/params_load.h"
@@ -380,6 +381,10 @@ static void open_backend(Trainer *tr)
     Dist *d = &tr->dist;
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
         fail(tr, err);
+    /* before the first BLAS call, which would retry a failed map forever */
+    if (strcmp(o->device, "cpu") == 0 &&
+        limits_check_address_space(cpu_threads(tr), err, sizeof err) != 0)
+        fail(tr, err);
     tr->be = backend_open(o->device, o->dtype, cpu_threads(tr), err, sizeof err);
     if (!tr->be) fail(tr, err);
     guard_check_backend(d, tr->be);
@@ -512,6 +517,8 @@ void startup_run(Trainer *tr, double t_start)
 {
     GPTShard shard = rank_shard(tr);
     Schedule sched;
+    char err[1024];
+    if (limits_check_files(err, sizeof err) != 0) fail(tr, err); /* before the first save fails */
     open_data(tr);
     open_backend(tr);
     plan_memory(tr, &shard, &sched);
