@@ -19,6 +19,7 @@
 #include "base/safefile.h"
 #include "distributed/dist.h"
 #include "kernels/backend.h"
+#include "kernels/blas_load.h"
 #include "kernels/profile.h"
 #include "model/gpt.h"
 #include "cli/llmc_folder.h"
@@ -28,6 +29,9 @@
 #include "cli/stop.h"
 #include "cli/summary.h"
 #include "cli/trainer.h"
+
+/* before OpenBLAS's constructor, which hangs under a low ulimit -v */
+BLAS_LOAD_CHECK_FIRST;
 
 /* The end of a run after loop_run's rc: what a stop keeps, else --save,
  * llm.c's export and the summary; then everything closed. Returns the exit

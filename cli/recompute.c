@@ -125,6 +125,8 @@ static size_t host_copies(const TrainOptions *o, const GPTConfig *cfg)
     if (o->dump_grads && p > big) big = p;
     if (o->checkpoint_dir || o->resume || o->resume_path) big = 3 * p > big ? 3 * p : big;
     if (o->llmc_save_dir || o->llmc_resume) big = 3 * p > big ? 3 * p : big;
+    /* the piece start-up streams the first parameters through (cli/params_load.c) */
+    if (gpt_params_piece_bytes(cfg) > big) big = gpt_params_piece_bytes(cfg);
     return big;
 }
 

@@ -17,8 +17,10 @@
 #include "ckpt/session.h"
 #include "cli/dist_attach.h"
 #include "cli/guard.h"
+#include "cli/limits.h"
 #include "cli/llmc_folder.h"
 #include "cli/outputs.h"
+#include "cli/params_load.h"
 #include "cli/recompute.h"
 #include "cli/run_log.h"
 #include "cli/run_record.h"
@@ -93,35 +95,6 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
     tr->cfg.padded_vocab = config_pad_vocab(o->vocab);
     tr->cfg.max_seq_len = o->max_seq_len ? o->max_seq_len : o->seq_len;
     return config_validate(&tr->cfg, err, len);
-}
-
-static int load_params(Trainer *tr, char *err, size_t len)
-{
-    float *host = NULL;
-    int rc = 0;
-    if (tr->opt.init_from) {
-        GPTConfig cfg;
-        rc = model_file_load(tr->opt.init_from, &cfg, &host, err, len);
-        if (rc != 0) train_options_name_flag("--init-from", err, len);
-    } else {
-        host = malloc(config_num_params(&tr->cfg) * sizeof(float));
-        if (!host) {
-            snprintf(err, len, "out of host memory for the initial parameters");
-            return -1;
-        }
-        rc = gpt_init_weights(&tr->cfg, tr->opt.seed, host) ? -1 : 0; /* 1: a stop */
-    }
-    /* a stop gave up the loop above; the ranks agree on it before comparing */
-    if (rc != 0 && !signals_pending()) return -1;
-    stop_check_startup(tr, tr->opt.init_from ? "loading --init-from"
-                                             : "initialising the parameters");
-    /* Every rank loads or seeds the same parameters; check rather than trust. */
-    if (!dist_replicas_agree(&tr->dist, dist_hash_floats(host, config_num_params(&tr->cfg))))
-        dist_exit_all(&tr->dist, 1, "the ranks start from different parameters%s",
-                      tr->opt.init_from ? " (is --init-from the same file on every node?)" : "");
-    gpt_set_params(&tr->model, host);
-    free(host);
-    return 0;
 }
 
 /* CPU threads per rank: --threads, else OMP_NUM_THREADS, else the node's
@@ -357,7 +330,7 @@ int startup_generate(Trainer *tr)
     if (!tr->be) fail(tr, err);
     if (gpt_init(&tr->model, &tr->cfg, tr->be, GENERATE_ROWS, o->seq_len, RECOMPUTE_NONE,
                  LOSS_CHUNK_PLANNED, err, sizeof err) != 0 ||
-        load_params(tr, err, sizeof err) != 0)
+        params_load(tr, err, sizeof err) != 0)
         fail(tr, err);
     /* no label: the tokens are the progress; a signal stops at a block */
     progress_init(&tr->prog, &tr->model, progress_now_ms(), GENERATE_GRAD_ACCUM, o->peak_tflops,
@@ -407,6 +380,10 @@ static void open_backend(Trainer *tr)
     const TrainOptions *o = &tr->opt;
     Dist *d = &tr->dist;
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
+        fail(tr, err);
+    /* before the first BLAS call, which would retry a failed map forever */
+    if (strcmp(o->device, "cpu") == 0 &&
+        limits_check_address_space(cpu_threads(tr), err, sizeof err) != 0)
         fail(tr, err);
     tr->be = backend_open(o->device, o->dtype, cpu_threads(tr), err, sizeof err);
     if (!tr->be) fail(tr, err);
@@ -481,7 +458,7 @@ static void load_start(Trainer *tr)
         else
             printf("initializing %zu parameters (seed %llu)...\n", tr->model.plan.num_params,
                    (unsigned long long)o->seed);
-        rc = load_params(tr, err, sizeof err); /* checks for a stop itself */
+        rc = params_load(tr, err, sizeof err); /* checks for a stop itself */
     }
     if (rc != 0 && !signals_pending()) fail(tr, err);
     stop_check_startup(tr, tr->resume_dir[0] || o->llmc_resume ? "loading the save to resume"
@@ -540,6 +517,8 @@ void startup_run(Trainer *tr, double t_start)
 {
     GPTShard shard = rank_shard(tr);
     Schedule sched;
+    char err[1024];
+    if (limits_check_files(err, sizeof err) != 0) fail(tr, err); /* before the first save fails */
     open_data(tr);
     open_backend(tr);
     plan_memory(tr, &shard, &sched);

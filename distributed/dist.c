@@ -293,8 +293,12 @@ int dist_get_grads(Dist *d, float *host, char *err, size_t err_len)
 
 uint64_t dist_hash_floats(const float *x, size_t n)
 {
+    return dist_hash_floats_more(DIST_HASH_START, x, n);
+}
+
+uint64_t dist_hash_floats_more(uint64_t h, const float *x, size_t n)
+{
     /* FNV-1a over 32-bit words (the bits of each float). */
-    uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) {
         uint32_t w;
         memcpy(&w, x + i, sizeof w);

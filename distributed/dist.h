@@ -191,6 +191,10 @@ int dist_get_grads(Dist *d, float *host, char *err, size_t err_len);
 /* 64-bit FNV-1a hash (over 32-bit words) of n floats, and whether every rank's hash of its
  * own parameters equals rank 0's (1 = identical replicas). */
 uint64_t dist_hash_floats(const float *x, size_t n);
+/* The same hash over an array given in pieces: h starts at
+ * DIST_HASH_START and each piece is folded in, in order. */
+#define DIST_HASH_START 0xcbf29ce484222325ull
+uint64_t dist_hash_floats_more(uint64_t h, const float *x, size_t n);
 int dist_replicas_agree(Dist *d, uint64_t hash);
 
 /* Rank 0's `bytes` bytes of buf to every rank (no-op without MPI). */

@@ -81,34 +81,95 @@ int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char 
 
 /* Every weight must be finite: NaN or Inf in a model file means a corrupt
  * file or a diverged run, and would only show later as NaN losses or
- * garbage text. Names each tensor that has any, with its count. */
-static int check_finite(const char *path, const GPTConfig *cfg, const float *p, char *err,
-                        size_t err_len)
+ * garbage text. finite_tally counts elements [at, at+k) (in p[0..k)) per
+ * tensor, so a file read in pieces is checked as one; finite_report names
+ * each tensor that has any, with its count and the first one's index. */
+static void finite_tally(const GPTConfig *cfg, const float *p, size_t at, size_t k,
+                         size_t bad[NUM_PARAM_TENSORS], size_t first[NUM_PARAM_TENSORS])
 {
-    size_t sizes[NUM_PARAM_TENSORS], off = 0, total = 0;
+    size_t sizes[NUM_PARAM_TENSORS], off = 0;
     config_param_sizes(cfg, sizes);
-    char list[700] = "";
     for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
-        const float *w = p + off;
-        size_t bad = 0, first = 0;
-        for (size_t i = 0; i < sizes[t]; i++) bad += !isfinite(w[i]);
-        for (size_t i = 0; bad && i < sizes[t]; i++)
-            if (!isfinite(w[i])) {
-                first = i;
-                break;
-            }
-        if (bad) {
+        size_t lo = at > off ? at : off, end = off + sizes[t];
+        size_t hi = at + k < end ? at + k : end;
+        for (size_t i = lo; i < hi; i++)
+            if (!isfinite(p[i - at]) && bad[t]++ == 0) first[t] = i - off;
+        off = end;
+    }
+}
+
+static int finite_report(const char *path, const size_t bad[NUM_PARAM_TENSORS],
+                         const size_t first[NUM_PARAM_TENSORS], char *err, size_t err_len)
+{
+    char list[700] = "";
+    size_t total = 0;
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        if (bad[t]) {
             size_t used = strlen(list);
             snprintf(list + used, sizeof list - used, "%s%s: %zu (first at element %zu)",
-                     used ? ", " : "", config_param_name(t), bad, first);
+                     used ? ", " : "", config_param_name(t), bad[t], first[t]);
         }
-        total += bad;
-        off += sizes[t];
+        total += bad[t];
     }
     if (total == 0) return 0;
     snprintf(err, err_len, "%s: %zu non-finite weight%s (NaN or Inf) in %s; the file is corrupt "
              "or was saved from a diverged run", path, total, total == 1 ? "" : "s", list);
     return -1;
+}
+
+static int check_finite(const char *path, const GPTConfig *cfg, const float *p, char *err,
+                        size_t err_len)
+{
+    size_t bad[NUM_PARAM_TENSORS] = {0}, first[NUM_PARAM_TENSORS] = {0};
+    finite_tally(cfg, p, 0, config_num_params(cfg), bad, first);
+    return finite_report(path, bad, first, err, err_len);
+}
+
+int model_file_open_read(ModelFileReader *r, const char *path, char *err, size_t err_len)
+{
+    off_t size;
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    r->f = open_regular(path, &size, err, err_len);
+    if (!r->f) return -1;
+    if (read_header(r->f, path, size, &r->cfg, &r->version, err, err_len) != 0) {
+        fclose(r->f);
+        r->f = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int model_file_read_next(ModelFileReader *r, float *out, size_t k, char *err, size_t err_len)
+{
+    if (stop_requested()) {
+        snprintf(err, err_len, "%s: loading %s", r->path, STOP_MESSAGE);
+        return 1;
+    }
+    size_t elem = r->version == MODEL_FILE_FP32 ? sizeof(float) : sizeof(uint16_t);
+    if (fread(out, elem, k, r->f) != k) {
+        snprintf(err, err_len, "%s: read failed (file changed while reading?)", r->path);
+        return -1;
+    }
+    if (r->version != MODEL_FILE_FP32) {
+        /* bf16 is the top half of an fp32: widen in place from the back. */
+        uint16_t *h = (uint16_t *)out;
+        for (size_t i = k; i-- > 0;) {
+            uint32_t bits = (uint32_t)h[i] << 16;
+            memcpy(&out[i], &bits, sizeof bits);
+        }
+    }
+    finite_tally(&r->cfg, out, r->at, k, r->bad, r->first);
+    r->at += k;
+    /* at the end, before the last piece is used: a corrupt file is refused */
+    if (r->at == config_num_params(&r->cfg)) return finite_report(r->path, r->bad, r->first, err, err_len);
+    return 0;
+}
+
+void model_file_close_read(ModelFileReader *r)
+{
+    if (r->f) fclose(r->f);
+    r->f = NULL;
 }
 
 int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len)

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model/config.h"
 
@@ -27,6 +28,24 @@ int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char 
  * NaN or Inf is refused, naming each tensor that has some and how many.
  * Read in 64 MiB pieces; a stop asked for (base/stop.h) between two fails it. */
 int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len);
+
+/* The same load a piece at a time, for start-up to upload the file
+ * without a host copy of the whole (gpt_set_params_stream): open reads
+ * and checks the header (filling r->cfg); read_next reads the next k
+ * parameters as fp32 into out (0; 1 for a stop; -1 with err for a fault),
+ * and the one that reads the last refuses a file with any NaN or Inf, as
+ * model_file_load does. */
+typedef struct {
+    FILE *f;
+    const char *path;
+    GPTConfig cfg;
+    int version;
+    size_t at; /* parameters read so far */
+    size_t bad[NUM_PARAM_TENSORS], first[NUM_PARAM_TENSORS]; /* non-finite, per tensor */
+} ModelFileReader;
+int model_file_open_read(ModelFileReader *r, const char *path, char *err, size_t err_len);
+int model_file_read_next(ModelFileReader *r, float *out, size_t k, char *err, size_t err_len);
+void model_file_close_read(ModelFileReader *r);
 
 /* Write version 3 (fp32), crash-safely (base/fileio.h: "<path>.tmp", fsync,
  * rename, fsync the folder). */

@@ -194,6 +194,33 @@ void gpt_get_grads(GPT *g, float *host); /* grads as fp32 */
  * when a stop was asked for (base/stop.h): host is then part-filled. */
 int gpt_init_weights(const GPTConfig *cfg, uint64_t seed, float *host);
 
+/* The same initialisation as a stream, for start-up to fill and upload
+ * the parameters a piece at a time (gpt_set_params_stream) rather than
+ * hold a host copy of all of them (475 MiB at 124M): next writes the
+ * following n values (n may cross tensors); pieces of any size give
+ * gpt_init_weights' bits. Returns 1 when a stop was asked for. */
+typedef struct {
+    GPTConfig cfg;
+    uint64_t state; /* splitmix64 (base/rng.h) under Box-Muller */
+    int has_spare;
+    double spare;
+    int tensor;    /* the tensor being filled (config.h order) */
+    size_t pos;    /* the next element in it */
+} GptInitStream;
+void gpt_init_stream_start(GptInitStream *s, const GPTConfig *cfg, uint64_t seed);
+int gpt_init_stream_next(GptInitStream *s, float *out, size_t n);
+
+/* The parameters set a piece at a time: fill(ctx, buf, n) writes the
+ * next n of them in llm.c's order (0; 1 for a stop; -1 with err for a
+ * fault), and each piece is uploaded as gpt_set_params would. The one
+ * host buffer holds GPT_PARAMS_PIECE floats at most, which the memory
+ * plan counts with the host copies (gpt_params_piece_bytes). Returns 0,
+ * or fill's first nonzero rc (-1 with err when the buffer cannot be had). */
+#define GPT_PARAMS_PIECE ((size_t)1 << 20) /* floats: 4 MiB */
+typedef int (*GptParamsFill)(void *ctx, float *buf, size_t n, char *err, size_t len);
+int gpt_set_params_stream(GPT *g, GptParamsFill fill, void *ctx, char *err, size_t len);
+size_t gpt_params_piece_bytes(const GPTConfig *cfg);
+
 void gpt_zero_grads(GPT *g);
 
 /* One forward + backward over a micro-batch of B*T inputs and targets

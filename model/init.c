@@ -9,18 +9,12 @@
 #include "base/rng.h"
 #include "base/stop.h"
 
-typedef struct {
-    uint64_t state;
-    int has_spare;
-    double spare;
-} NormalRng;
-
-static double uniform01(NormalRng *r) /* in (0, 1] */
+static double uniform01(GptInitStream *r) /* in (0, 1] */
 {
     return ((rng_next(&r->state) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
 }
 
-static double normal(NormalRng *r)
+static double normal(GptInitStream *r)
 {
     if (r->has_spare) {
         r->has_spare = 0;
@@ -33,48 +27,69 @@ static double normal(NormalRng *r)
     return rad * cos(th);
 }
 
-/* Returns 1 when a stop was asked for (base/stop.h), polled every 2^20
- * values (about 25 ms on one core): the fill is the long part of a big
- * model's start-up (4 s for 177M parameters on one core). */
-static int fill_normal(NormalRng *r, float *p, size_t n, double std)
+void gpt_init_stream_start(GptInitStream *s, const GPTConfig *cfg, uint64_t seed)
 {
-    for (size_t i = 0; i < n; i++) {
-        if ((i & ((1u << 20) - 1)) == 0 && stop_requested()) return 1;
-        p[i] = (float)(normal(r) * std);
-    }
-    return 0;
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    s->state = seed;
 }
 
-static void fill_const(float *p, size_t n, float value)
+/* The value kind of parameter tensor t: its std, or a constant. */
+static int tensor_const(int t, float *value)
 {
-    for (size_t i = 0; i < n; i++) p[i] = value;
+    switch (t) {
+    case 2: case 8: case 14: /* LayerNorm weights */
+        *value = 1.0f;
+        return 1;
+    case 3: case 5: case 7: case 9: case 11: case 13: case 15: /* biases */
+        *value = 0.0f;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The values are drawn in llm.c's tensor order, one normal per element of
+ * a random tensor (the padded vocab rows of wte draw theirs and are then
+ * zeroed), so any split of the stream into pieces gives the same bits.
+ * Polls for a stop every 2^20 values of a tensor, and as each random one
+ * starts (about 25 ms apart on one core): the fill
+ * is the long part of a big model's start-up (4 s for 177M parameters on
+ * one core). */
+int gpt_init_stream_next(GptInitStream *s, float *out, size_t n)
+{
+    size_t sz[NUM_PARAM_TENSORS];
+    config_param_sizes(&s->cfg, sz);
+    double std = 0.02, proj_std = 0.02 / sqrt(2.0 * s->cfg.num_layers);
+    size_t wte_real = (size_t)s->cfg.vocab_size * s->cfg.channels;
+    size_t done = 0;
+    while (done < n && s->tensor < NUM_PARAM_TENSORS) {
+        int t = s->tensor;
+        size_t k = sz[t] - s->pos < n - done ? sz[t] - s->pos : n - done;
+        float value;
+        if (tensor_const(t, &value)) {
+            for (size_t i = 0; i < k; i++) out[done + i] = value;
+        } else {
+            double sd = t == 6 || t == 12 ? proj_std : std; /* residual projections */
+            for (size_t i = 0; i < k; i++) {
+                if (((s->pos + i) & ((1u << 20) - 1)) == 0 && stop_requested()) return 1;
+                float x = (float)(normal(s) * sd);
+                out[done + i] = t == 0 && s->pos + i >= wte_real ? 0.0f : x;
+            }
+        }
+        done += k;
+        s->pos += k;
+        if (s->pos == sz[t]) {
+            s->tensor++;
+            s->pos = 0;
+        }
+    }
+    return 0;
 }
 
 int gpt_init_weights(const GPTConfig *cfg, uint64_t seed, float *host)
 {
-    size_t sz[NUM_PARAM_TENSORS];
-    config_param_sizes(cfg, sz);
-    NormalRng rng = {.state = seed};
-    double std = 0.02, proj_std = 0.02 / sqrt(2.0 * cfg->num_layers);
-    float *p = host;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        switch (i) {
-        case 2: case 8: case 14: /* LayerNorm weights */
-            fill_const(p, sz[i], 1.0f);
-            break;
-        case 3: case 5: case 7: case 9: case 11: case 13: case 15: /* biases */
-            fill_const(p, sz[i], 0.0f);
-            break;
-        case 6: case 12: /* residual output projections */
-            if (fill_normal(&rng, p, sz[i], proj_std)) return 1;
-            break;
-        default: /* wte, wpe, qkvw, fcw */
-            if (fill_normal(&rng, p, sz[i], std)) return 1;
-        }
-        if (i == 0) /* padded vocab rows stay zero */
-            memset(p + (size_t)cfg->vocab_size * cfg->channels, 0,
-                   sizeof(float) * (size_t)(cfg->padded_vocab - cfg->vocab_size) * cfg->channels);
-        p += sz[i];
-    }
-    return 0;
+    GptInitStream s;
+    gpt_init_stream_start(&s, cfg, seed);
+    return gpt_init_stream_next(&s, host, config_num_params(cfg));
 }

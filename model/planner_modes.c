@@ -151,8 +151,8 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, cons
         fprintf(f, "; every peak counts a baseline of %zu bytes (%s) the process holds before "
                    "its arenas", in->baseline, planner_format_bytes(in->baseline, b1, sizeof b1));
     if (in->host_copies)
-        fprintf(f, " and %zu bytes (%s) of host copies for the outputs", in->host_copies,
-                planner_format_bytes(in->host_copies, b1, sizeof b1));
+        fprintf(f, " and %zu bytes (%s) of host copies (start-up's and the outputs')",
+                in->host_copies, planner_format_bytes(in->host_copies, b1, sizeof b1));
     fprintf(f, "\n");
     int off = in->offload != 0; /* the host columns only with --offload */
     if (off) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "data/shard.h"
+#include "model/gpt.h"
 #include "model/planner.h"
 #include "tests/lib/cli_harness.h"
 #include "tests/lib/test_util.h"
@@ -50,6 +51,7 @@ Test(offload_flags, plan_prints_the_table_and_the_choice, .timeout = 60)
                     .offload = OFFLOAD_CHECKPOINTS | OFFLOAD_OPTIMIZER,
                     .host_budget = (size_t)1 << 20};
     in.attn_scratch = tu_attn_scratch(&in.cfg, 0);
+    in.host_copies = gpt_params_piece_bytes(&in.cfg); /* start-up's parameter piece */
     MemoryPlan p;
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, e, sizeof e), 0, "%s", e);
     FILE *f = open_memstream(&want, &len);
