@@ -87,7 +87,7 @@ PROGRAMS := train_gpt tokenize
 # $(BUILD)/test/train_gpt and $(BUILD)/test/tokenize, link them ahead of the
 # plain objects; ./train_gpt and ./tokenize have no hooks.
 HOOK_LIB_SRC := base/fileio.c ckpt/session.c model/gpt.c model/gpt_optim.c
-HOOK_CLI_SRC := cli/loop.c cli/progress.c cli/evaluate.c cli/recompute.c
+HOOK_CLI_SRC := cli/loop.c cli/progress.c cli/evaluate.c cli/recompute.c cli/costs.c cli/startup.c
 HOOK_LIB_OBJ := $(HOOK_LIB_SRC:%.c=$(BUILD)/hooks/%.o)
 HOOK_CLI_OBJ := $(HOOK_CLI_SRC:%.c=$(BUILD)/hooks/%.o)
 
@@ -199,9 +199,27 @@ train_gpt tokenize: %: $(BUILD)/%
 # The suite: unit and end-to-end tests. They drive the test build's
 # programs; ./train_gpt and ./tokenize are built too, for the check that they
 # hold no test hook (TRAIN_GPT_PRODUCT_DIR: the folder holding them).
-TEST_ENV = TRAIN_GPT_BIN=$(BUILD)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(BUILD)/test/tokenize
+# The independent tests run TEST_JOBS at a time (default: one per core);
+# the suites that measure time or memory (TEST_SERIAL: a resident set, a stop
+# within a bound, time-paced saves, a collective timeout, an ETA) run after
+# them, one at a time, with no other test beside them. TEST_ARGS with a
+# --filter runs just those tests, one at a time.
+TEST_ENV = TRAIN_GPT_BIN=$(BUILD)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(BUILD)/test/tokenize \
+           TRAIN_GPT_PRODUCT_DIR=. OMP_NUM_THREADS=2
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+TEST_SERIAL := memory_budget/* matmul_prepare/* long_context/* startup_stops/* tokenize_stop/* \
+               save_minutes/* ranks/* progress/* resume/second_signal_exits_at_once
+TEST_EMPTY :=
+TEST_SERIAL_GLOB := $(subst $(TEST_EMPTY) $(TEST_EMPTY),|,$(strip $(TEST_SERIAL)))
 test: all $(BUILD)/run_tests $(BUILD)/test/train_gpt $(BUILD)/test/tokenize
-	$(TEST_ENV) TRAIN_GPT_PRODUCT_DIR=. OMP_NUM_THREADS=2 $(BUILD)/run_tests --jobs 1 $(TEST_ARGS)
+ifneq ($(findstring --filter,$(TEST_ARGS)),)
+	$(TEST_ENV) $(BUILD)/run_tests --jobs 1 $(TEST_ARGS)
+else
+	$(TEST_ENV) $(BUILD)/run_tests --jobs $(TEST_JOBS) --filter '!(@($(TEST_SERIAL_GLOB)))' \
+	  $(TEST_ARGS); p=$$?; \
+	$(TEST_ENV) $(BUILD)/run_tests --jobs 1 --filter '@($(TEST_SERIAL_GLOB))' $(TEST_ARGS); \
+	s=$$?; [ $$p = 0 ] && [ $$s = 0 ]
+endif
 
 data: tokenize
 	scripts/prepare_data.sh

@@ -146,6 +146,7 @@ static int commit(IoWriter *w, int sync_dir, char *err, size_t err_len)
 {
     int delay = TEST_HOOK_MS("TRAIN_GPT_TEST_COMMIT_DELAY_MS");
     if (delay) io_sleep_ms(delay);
+    TEST_HOOK(io_test_pause("commit", w->path + w->base)); /* the temp file is there */
     if (fsync(w->fd) != 0) {
         io_err(err, err_len, "%s: fsync failed: %s", w->tmp, strerror(errno));
         io_abort(w);
@@ -331,16 +332,44 @@ int io_test_env_ms(const char *name)
     return ms > 0 && ms < 60000 ? ms : 0;
 }
 
-void io_test_pause_at_step(int step)
+/* Hold the process at `here` until the test removes path, or a stop
+ * signal arrives that had not arrived when the pause began. A stop asked
+ * for before it (a pause in the save a stop makes) does not end it: there
+ * the test acts with a second signal, which exits at once. */
+static void pause_here(const char *path, const char *here)
 {
-    const char *at = getenv("TRAIN_GPT_TEST_PAUSE_STEP"), *path = getenv("TRAIN_GPT_TEST_PAUSE_FILE");
-    if (!at || !path || !*path || atoi(at) != step) return;
-    FILE *f = fopen(path, "w");
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
     if (!f) return;
-    fputs("paused\n", f);
-    fclose(f);
-    /* the test removes the file when it has acted; polled, not timed */
-    while (access(path, F_OK) == 0 && !stop_requested()) io_sleep_ms(5);
+    fprintf(f, "paused at %s\n", here);
+    /* renamed into place: the test never reads a half-written file */
+    if (fclose(f) != 0 || rename(tmp, path) != 0) return;
+    int stopped_before = stop_requested();
+    while (access(path, F_OK) == 0 && (stopped_before || !stop_requested())) io_sleep_ms(5);
+}
+
+void io_test_pause(const char *point, const char *what)
+{
+    static int next; /* the entry armed now: the list is paused at in order, once each */
+    const char *list = getenv("TRAIN_GPT_TEST_PAUSE_AT");
+    const char *file = getenv("TRAIN_GPT_TEST_PAUSE_FILE");
+    if (!list || !file || !*file) return;
+    char here[256], path[4096];
+    snprintf(here, sizeof here, "%s%s%s", point, what && *what ? ":" : "", what ? what : "");
+    /* under mpirun each rank pauses on its own file, PATH.RANK */
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (rank) snprintf(path, sizeof path, "%s.%s", file, rank);
+    else snprintf(path, sizeof path, "%s", file);
+    const char *p = list;
+    for (int i = 0; i < next && *p; i++) p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',');
+    if (!*p) return; /* every entry has paused */
+    size_t n = strcspn(p, ",");
+    int bare = n == strlen(point) && strncmp(p, point, n) == 0;
+    int exact = n == strlen(here) && strncmp(p, here, n) == 0;
+    if (!bare && !exact) return;
+    next++;
+    pause_here(path, here);
 }
 #endif
 

@@ -87,12 +87,19 @@ int io_test_save_delay_ms(void);
  * io_commit sleeps TRAIN_GPT_TEST_COMMIT_DELAY_MS before its fsync, so a
  * test can land a signal while a temp file exists. */
 int io_test_env_ms(const char *name);
-/* A staged race (TRAIN_GPT_TEST_PAUSE_STEP=N, TRAIN_GPT_TEST_PAUSE_FILE=
- * PATH): called at the start of step `step`; at step N it creates PATH and
- * returns once the test has removed it. The test acts in between (writes a
- * file, sends a signal) at a point the trainer has reached for sure, with
- * no delay to guess. A stop request ends the wait too. */
-void io_test_pause_at_step(int step);
+/* A staged race: the process holds at a named point until the test lets
+ * it go. TRAIN_GPT_TEST_PAUSE_AT is a comma list of POINT or POINT:WHAT
+ * ("step:3", "block:val 2/50", "startup:op costs", "commit"), paused at in
+ * order: at the first call of io_test_pause(point, what) that the next
+ * entry names (POINT alone: any what) the process writes "paused at
+ * POINT:WHAT" to TRAIN_GPT_TEST_PAUSE_FILE (under mpirun, that path with
+ * ".RANK" added) and waits until the test removes the file, or until a
+ * stop signal comes that had not come when the pause began; the entry
+ * after it is armed then. Each entry pauses once. The test
+ * acts in between (writes a file, sends a signal) at a point the process
+ * has reached for sure, with no delay to guess (docs/tests.md lists the
+ * points). */
+void io_test_pause(const char *point, const char *what);
 #endif
 void io_sleep_ms(int ms);
 

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
+#include "base/test_hooks.h"
 #include "kernels/backend.h"
 #include "model/opcost_file.h"
 
@@ -40,6 +42,7 @@ static int measure(const TrainOptions *o, const PlanInput *in, Backend *be, cons
     /* a line first: at a big shape this takes a while (up to 26 rounds of one block) */
     printf("op costs: measuring one block's ops on %s at B=%d, T=%d...\n", device, in->B, in->T);
     fflush(stdout);
+    TEST_HOOK(io_test_pause("startup", "op costs"));
     double t0 = now_s();
     int rc = opcost_measure(be, in, MEASURE_REPS, &tc->oc, err, len);
     if (own) backend_close(own);

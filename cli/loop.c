@@ -141,7 +141,7 @@ static int train_step(Trainer *tr, int step, StepResult *r, char *err, size_t le
     int shard = tr->train.shard_pos;
     long window = tr->train.window_pos;
     TEST_HOOK(session_test_stall(&tr->sess, step));
-    TEST_HOOK(io_test_pause_at_step(step));
+    TEST_HOOK(char at[16]; snprintf(at, sizeof at, "%d", step); io_test_pause("step", at));
     char label[64];
     snprintf(label, sizeof label, "step %d/%d", step, o->steps);
     progress_begin(&tr->prog, label, 1);

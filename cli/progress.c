@@ -40,11 +40,15 @@ static void draw(Progress *p, const GPT *g, int done)
     fflush(stdout);
     p->drawn = 1;
     p->t_drawn = now;
+    TEST_HOOK(io_test_pause("drawn", p->label)); /* the in-step line is on the screen */
 }
 
 void progress_block_delay(const Progress *p)
 {
     if (p->block_delay_ms) io_sleep_ms(p->block_delay_ms);
+    /* a block boundary of the pass labelled (a signal sent here lands in
+     * the pass: cli/stop.c checks right after) */
+    TEST_HOOK(io_test_pause("block", p->label));
 }
 
 void progress_block_draw(Progress *p, const GPT *g, int done)

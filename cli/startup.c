@@ -6,7 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
 #include "base/signals.h"
+#include "base/test_hooks.h"
 #include "data/loader.h"
 #include "distributed/dist.h"
 #include "kernels/backend.h"
@@ -458,6 +460,7 @@ static void load_start(Trainer *tr)
         else
             printf("initializing %zu parameters (seed %llu)...\n", tr->model.plan.num_params,
                    (unsigned long long)o->seed);
+        TEST_HOOK(io_test_pause("startup", "params"));
         rc = params_load(tr, err, sizeof err); /* checks for a stop itself */
     }
     if (rc != 0 && !signals_pending()) fail(tr, err);

@@ -150,6 +150,23 @@ int tc_wait_for_steps(const char *log, int n, int timeout_ms)
     return 0;
 }
 
+const char *tc_pause_env(const char *file, const char *at)
+{
+    static char env[4400];
+    snprintf(env, sizeof env, "TRAIN_GPT_TEST_PAUSE_AT='%s' TRAIN_GPT_TEST_PAUSE_FILE='%s'", at,
+             file);
+    return env;
+}
+
+int tc_paused(const char *file, const char *here, int timeout_ms)
+{
+    char want[300];
+    snprintf(want, sizeof want, "paused at %s\n", here);
+    return tc_wait_for_text(file, want, timeout_ms);
+}
+
+void tc_release(const char *file) { unlink(file); }
+
 void tc_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

@@ -88,6 +88,17 @@ int tc_wait_for_text(const char *path, const char *text, int timeout_ms);
 /* Poll the same until a JSON-lines log has n training lines. */
 int tc_wait_for_steps(const char *log, int n, int timeout_ms);
 
+/* A staged race (base/fileio.h io_test_pause): tc_pause_env(file, at)
+ * is the environment that pauses the run at the points listed in `at`
+ * ("step:3", "block:val 2/50", "startup:op costs", "commit:m.bin", comma
+ * separated), each time writing `file`; tc_paused waits until `file` says
+ * the run is held at `here` (timeout_ms only guards against a run that
+ * never gets there: 0 then), and tc_release lets it go. The returned
+ * string is static: use it before the next call. */
+const char *tc_pause_env(const char *file, const char *at);
+int tc_paused(const char *file, const char *here, int timeout_ms);
+void tc_release(const char *file);
+
 /* Hostile inputs (test_hostile_inputs.c): a good file damaged by one edit at a
  * time, each copy run on, each run refused (exit 1, a message naming the
  * file and the fault, no sanitizer report). */

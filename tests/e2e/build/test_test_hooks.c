@@ -17,7 +17,7 @@ static const char *const HOOKS[] = {
     "TRAIN_GPT_TEST_NAN_STEP",       "TRAIN_GPT_TEST_STALL",
     "TRAIN_GPT_TEST_SAVE_DELAY_MS",  "TRAIN_GPT_TEST_COMMIT_DELAY_MS",
     "TRAIN_GPT_TEST_BLOCK_DELAY_MS", "TRAIN_GPT_TEST_EVAL_DUMP",
-    "TRAIN_GPT_TEST_BASELINE",       "TRAIN_GPT_TEST_PAUSE_STEP",
+    "TRAIN_GPT_TEST_BASELINE",       "TRAIN_GPT_TEST_PAUSE_AT",
     "TRAIN_GPT_TEST_PAUSE_FILE",
 };
 
@@ -61,8 +61,9 @@ Test(test_hooks, the_test_build_holds_every_hook)
 }
 
 /* Every step's gradient poisoned: the test build skips them all (exit 4),
- * the product trains as if the variables were not there (with the stall
- * and the block delay read, it would outlast the timeout). */
+ * the product trains as if the variables were not there (with the stall,
+ * the block delay or the pause at step 1 read, it would outlast the
+ * timeout). */
 Test(test_hooks, the_product_ignores_the_variables, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096], cmd[8192], p[700];
@@ -71,7 +72,8 @@ Test(test_hooks, the_product_ignores_the_variables, .timeout = 120)
     snprintf(p, sizeof p, "%s/hooked", d);
     cr_expect_eq(tc_run("TRAIN_GPT_TEST_NAN_STEP=1-2", args, p), 4, "the test build: non-finite");
     snprintf(cmd, sizeof cmd, "TRAIN_GPT_TEST_NAN_STEP=1-2 TRAIN_GPT_TEST_STALL=0:1:600 "
-             "TRAIN_GPT_TEST_BLOCK_DELAY_MS=59999 %s %s >%s/p.out 2>%s/p.err",
+             "TRAIN_GPT_TEST_BLOCK_DELAY_MS=59999 TRAIN_GPT_TEST_PAUSE_AT=step:1 "
+             "TRAIN_GPT_TEST_PAUSE_FILE=%s/pause %s %s >%s/p.out 2>%s/p.err", d,
              product("train_gpt"), args, d, d);
     cr_expect_eq(tu_run(cmd), 0, "the product build trains (see %s/p.err)", d);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);

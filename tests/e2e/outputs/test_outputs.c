@@ -193,13 +193,16 @@ Test(outputs, a_run_refused_later_moves_no_output, .timeout = 60)
 static const char RESCUE_SH[] =
     "D=$1 BIN=$2 ARGS=$3 RUNDIR=$4\n"
     "mkdir -p \"$D/sub\" \"$RUNDIR\" && cd \"$RUNDIR\" || exit 9\n"
-    "eval \"TMPDIR=$D/tmp \\\"$BIN\\\" $ARGS --save $D/sub/m.bin\" > $D/run.out 2> $D/run.err &\n"
+    "rm -f \"$D/pause\"\n"
+    "eval \"TMPDIR=$D/tmp TRAIN_GPT_TEST_PAUSE_AT=step:2 TRAIN_GPT_TEST_PAUSE_FILE=$D/pause "
+    "\\\"$BIN\\\" $ARGS --save $D/sub/m.bin\" > $D/run.out 2> $D/run.err &\n"
     "pid=$!\n"
-    "for i in $(seq 1 1500); do grep -q 'step     1/' $D/run.out && break; sleep 0.02; done\n"
-    "kill -STOP $pid\n" /* both folders go while the run cannot reach its save */
+    /* both folders go while the run is held at step 2, before its save (the
+     * 60 s only guards against a run that never gets there) */
+    "for i in $(seq 1 6000); do grep -qs 'paused at step:2' \"$D/pause\" && break; sleep 0.01; done\n"
     "rm -rf \"$D/sub\"\n"
     "[ \"$RUNDIR\" = \"$D/gone\" ] && rm -rf \"$D/gone\"\n"
-    "kill -CONT $pid\n"
+    "rm -f \"$D/pause\"\n"
     "wait $pid; echo $? > $D/rc.txt\n";
 
 Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
@@ -209,7 +212,7 @@ Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
     const char *b = tc_bin();
     snprintf(bin, sizeof bin, "%s%s%s", b[0] == '/' ? "" : cwd, b[0] == '/' ? "" : "/", b);
     tc_make_shards(d, 1, 400);
-    snprintf(args, sizeof args, "%s --steps 3000", tc_model_args(d));
+    snprintf(args, sizeof args, "%s --steps 3", tc_model_args(d));
     snprintf(ref, sizeof ref, "%s/ref.bin", d);
     snprintf(cmd, sizeof cmd, "%s %s --save %s > /dev/null 2>&1", bin, args, ref);
     cr_assert_eq(tu_run(cmd), 0, "the reference run failed: %s", cmd);
@@ -245,23 +248,21 @@ Test(outputs, a_failed_final_save_is_rescued, .timeout = 180)
  * one writing last replaced the other's file, both exiting 0. Here the
  * other run's file is written at `flag`'s path (d/name) while this run of
  * `steps` steps is paused at the start of step `pause_step` (the test hook
- * TRAIN_GPT_TEST_PAUSE_STEP: past its start-up's check of its outputs, and
+ * TRAIN_GPT_TEST_PAUSE_AT=step:N: past its start-up's check of its outputs, and
  * before it writes any): it must survive under a second name, with a
  * warning naming the flag, and the path hold this run's own output, byte
  * for byte that of an undisturbed run. */
 static void expect_raced_file_kept(const char *flag, const char *name, int steps, int pause_step)
 {
-    char *d = tu_tempdir(), args[4096], env[4400], aside[64], warn[64], before[32];
+    char *d = tu_tempdir(), args[4096], at[32], aside[64], warn[64], before[32];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps %d %s %s", tc_model_args(d), steps, flag,
              tu_path(d, name));
     char pause[4200]; /* tu_path's buffers are reused */
     snprintf(pause, sizeof pause, "%s", tu_path(d, "paused"));
-    snprintf(env, sizeof env, "TRAIN_GPT_TEST_PAUSE_STEP=%d TRAIN_GPT_TEST_PAUSE_FILE='%s'",
-             pause_step, pause);
-    pid_t pid = tc_spawn(env, args, tu_path(d, "a"));
-    cr_assert(tc_wait_for_text(pause, "paused", 60000), "the run never reached step %d",
-              pause_step);
+    snprintf(at, sizeof at, "step:%d", pause_step);
+    pid_t pid = tc_spawn(tc_pause_env(pause, at), args, tu_path(d, "a"));
+    cr_assert(tc_paused(pause, at, 60000), "the run never reached step %d", pause_step);
     tu_write_text(tu_path(d, name), KEEP); /* the other run's, finished first */
     snprintf(before, sizeof before, "step %5d/", pause_step);
     cr_assert(!tc_file_has(tu_path(d, "a.out"), before), "'%s' came first", before);
@@ -312,11 +313,15 @@ Test(outputs, a_second_run_on_the_same_log_is_refused, .timeout = 120)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 3 --log %s", tc_model_args(d), tu_path(d, "l.jsonl"));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "a"));
-    for (int t = 0; t < 6000 && !tu_exists(tu_path(d, "l.jsonl")); t++) tc_sleep_ms(10);
+    /* the first run held at step 1's start, its log open, while the second runs */
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:1"), args, tu_path(d, "a"));
+    cr_assert(tc_paused(pause, "step:1", 60000), "the first run did not reach step 1");
     cr_assert(tu_exists(tu_path(d, "l.jsonl")), "the first run did not open its log");
     cr_expect_eq(tc_run(NULL, args, tu_path(d, "b")), 1, "the second run was let write the log");
     cr_expect(tc_file_has(tu_path(d, "b.err"), "another run is writing this log now"));
+    tc_release(pause);
     int st = tc_wait(pid, 60000);
     cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the first run failed");
     int steps[8];

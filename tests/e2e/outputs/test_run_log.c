@@ -80,13 +80,19 @@ Test(run_log, a_resumed_log_has_each_step_once, .timeout = 120)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 2, 400);
     const char *m = tc_model_args(d), *log = tu_path(d, "run.jsonl");
-    /* saves every 4 steps, each held open 3 s (TRAIN_GPT_TEST_SAVE_DELAY_MS):
-     * killed, as a pre-emption would, inside step 8's save, so steps 5-8
-     * are logged and the newest complete save is step 4 */
+    /* saves every 4 steps: step 4's completes (held before its manifest's
+     * rename, then let go); killed, as a pre-emption would, inside step 8's
+     * save (held with its model file open), so steps 5-8 are logged and the
+     * newest complete save is step 4 */
     snprintf(args, sizeof args, "%s --shuffle 1 --steps 12 --save-every 4 --checkpoint-dir %s/ck "
              "--log %s", m, d, log);
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_SAVE_DELAY_MS=1500", args, tu_path(d, "a"));
-    cr_assert(tc_wait_for_steps(log, 8, 30000), "the run did not reach step 8");
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "commit:COMPLETE,commit:model.bin"), args,
+                         tu_path(d, "a"));
+    cr_assert(tc_paused(pause, "commit:COMPLETE", 30000), "no save of step 4");
+    tc_release(pause);
+    cr_assert(tc_paused(pause, "commit:model.bin", 30000), "the run did not reach step 8's save");
     kill(pid, SIGKILL);
     tc_wait(pid, 10000);
     cr_assert_eq(tc_log_losses(log, NULL, NULL, NULL, TC_MAX_STEPS), 8);

@@ -128,9 +128,12 @@ Test(folders, a_second_run_on_the_same_folder_is_refused, .timeout = 120)
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 1000000 --save-every 1 --keep 2 --checkpoint-dir "
              "%s/ck --log %s/first.jsonl", m, d, d);
-    pid_t first = tc_spawn(NULL, args, tu_path(d, "first"));
-    for (int t = 0; t < 30000 && !tc_file_has(tu_path(d, "first.out"), "saved "); t += 10)
-        tc_sleep_ms(10);
+    /* the first run is held at step 3 (two saves made) while the others try,
+     * then at step 5, having trained on */
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t first = tc_spawn(tc_pause_env(pause, "step:3,step:5"), args, tu_path(d, "first"));
+    cr_assert(tc_paused(pause, "step:3", 30000), "the first run did not reach step 3");
     /* the same command again, and one that would resume the first's saves */
     snprintf(args, sizeof args, "%s --steps 1000000 --save-every 1 --keep 2 --checkpoint-dir "
              "%s/ck", m, d);
@@ -143,7 +146,8 @@ Test(folders, a_second_run_on_the_same_folder_is_refused, .timeout = 120)
               (long)first);
     cr_expect(tc_file_has(tu_path(d, "third.err"), want));
     int n = tc_log_losses(tu_path(d, "first.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS);
-    tc_sleep_ms(200);
+    tc_release(pause);
+    cr_assert(tc_paused(pause, "step:5", 30000), "the first run stopped training");
     cr_expect_gt(tc_log_losses(tu_path(d, "first.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), n,
                  "the first run stopped training");
     kill(first, SIGTERM);
@@ -377,11 +381,12 @@ Test(folders, overwrite_checkpoints_moves_only_an_accepted_run, .timeout = 180)
              "--heads 12 --seq-len 1024 --vocab 256 --batch 8 --val-every 0 --device cpu "
              "--threads 1 --op-costs measure --steps 4 --checkpoint-dir %s/ck "
              "--save-checkpoint-llmc %s/lc --overwrite-checkpoints", d, d, d);
-    char env[800];
-    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s/cache", d);
+    char env[9000], pause[800];
+    snprintf(pause, sizeof pause, "%s/pause", d);
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s/cache %s", d,
+             tc_pause_env(pause, "startup:op costs"));
     pid_t pid = tc_spawn(env, args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "op costs: measuring", 30000));
-    tc_sleep_ms(500);
+    cr_assert(tc_paused(pause, "startup:op costs", 30000), "the measurement did not start");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
     cr_expect(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77, "a stop during start-up "

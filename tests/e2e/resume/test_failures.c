@@ -208,9 +208,13 @@ Test(save_errors, a_failed_llmc_export_still_writes_the_model_file, .timeout = 6
     tc_make_shards(d, 1, 400);
     snprintf(args, sizeof args, "%s --steps 4 --save-every 1 --save-checkpoint-llmc %s --save %s",
              tc_model_args(d), tu_path(d, "lc"), tu_path(d, "m.bin"));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=200", args, tu_path(d, "b"));
-    cr_assert(tc_wait_for_text(tu_path(d, "b.out"), "step     1/", 60000));
+    /* held at step 3's start (steps 1 and 2 exported) while the folder is made */
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:3"), args, tu_path(d, "b"));
+    cr_assert(tc_paused(pause, "step:3", 60000), "the run did not reach step 3");
     cr_assert_eq(mkdir(tu_path(d, "lc/model_00000003.bin"), 0755), 0);
+    tc_release(pause);
     int st = tc_wait(pid, 60000);
     cr_assert(st != -1 && WIFEXITED(st));
     cr_expect_eq(WEXITSTATUS(st), 1);

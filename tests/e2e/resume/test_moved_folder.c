@@ -1,8 +1,8 @@
 /* tests/e2e/resume/test_moved_folder.c — end-to-end: the checkpoint folder
  * stays the one the run locked at start-up.
  *
- * The folder is moved away (renamed) between two saves of a slowed run
- * (TRAIN_GPT_TEST_BLOCK_DELAY_MS): the lock goes with it, so a second run
+ * The folder is moved away (renamed) between two saves of a run held at
+ * the start of step 3 (TRAIN_GPT_TEST_PAUSE_AT): the lock goes with it, so a second run
  * on the folder's new path is refused by the lock; the first run's next
  * save is refused (exit 1, the message naming --checkpoint-dir and the
  * folder) after --save's rescue of the model, and no folder is made
@@ -19,15 +19,17 @@
 #include "tests/lib/cli_harness.h"
 #include "tests/lib/test_util.h"
 
-/* Start a 8-step run saving every 2 steps, 800 ms a block (4 s a step);
- * returns its pid once step 2 is saved. */
-static pid_t start_slow_run(const char *d)
+/* Start a 8-step run saving every 2 steps; returns its pid once it is held
+ * at the start of step 3, step 2 saved (tc_release(d/pause) lets it go). */
+static pid_t start_held_run(const char *d)
 {
-    char args[4096];
+    char args[4096], pause[4200];
     snprintf(args, sizeof args, "%s --steps 8 --save-every 2 --checkpoint-dir %s/ck --save %s",
              tc_model_args(d), d, tu_path(d, "m.bin"));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=800", args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "saved ", 120000), "no save of step 2");
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:3"), args, tu_path(d, "s"));
+    cr_assert(tc_paused(pause, "step:3", 120000), "the run did not reach step 3");
+    cr_assert(tc_file_has(tu_path(d, "s.out"), "saved "), "no save of step 2");
     return pid;
 }
 
@@ -56,13 +58,14 @@ Test(moved_folder, moved_away_mid_run_stops_the_run, .timeout = 240)
 {
     char *d = tu_tempdir(), args[8192], moved[4096];
     tc_make_shards(d, 1, 2000);
-    pid_t pid = start_slow_run(d);
+    pid_t pid = start_held_run(d);
     snprintf(moved, sizeof moved, "%s/ck_moved", d);
     cr_assert_eq(rename(tu_path(d, "ck"), moved), 0);
     /* the lock went with the folder: a second run there is refused */
     snprintf(args, sizeof args, "%s --steps 8 --checkpoint-dir %s --resume", tc_model_args(d),
              moved);
     tc_run_expect(d, args, 1, "is in use by another run");
+    tc_release(tu_path(d, "pause"));
     expect_refused_save(d, pid, 0);
     struct stat sb;
     char sd[4200];
@@ -75,9 +78,10 @@ Test(moved_folder, replaced_mid_run_stops_the_run, .timeout = 240)
 {
     char *d = tu_tempdir();
     tc_make_shards(d, 1, 2000);
-    pid_t pid = start_slow_run(d);
+    pid_t pid = start_held_run(d);
     cr_assert_eq(rename(tu_path(d, "ck"), tu_path(d, "ck_old")), 0);
     cr_assert_eq(mkdir(tu_path(d, "ck"), 0755), 0);
+    tc_release(tu_path(d, "pause"));
     expect_refused_save(d, pid, 1);
     free(d);
 }

@@ -17,9 +17,10 @@
  *    run (test_stops.c lands the signal inside a step on purpose); a second
  *    signal exits at once (status 128 + 15) and leaves the previous save
  *    loadable;
- *  - kill -9 at random moments of a run saving every step (24 trials, at
- *    least half of them inside a save): the newest complete save always
- *    loads (all checksums), never goes back, and --resume continues it;
+ *  - kill -9 inside a save of a run saving every step (9 trials, each
+ *    held by the pause hook with one of the save's files as a temp file in
+ *    turn): the newest complete save always loads (all checksums), never
+ *    goes back, and --resume continues it;
  *  - 2 ranks (mpirun) with ZeRO-1 (per-rank optimizer slices) and with
  *    --zero 0 (m and v once, in rank 0's file): exact resume, and a resume
  *    on another world size refused by name. */
@@ -315,8 +316,11 @@ Test(resume, sigterm_saves_and_resumes_exactly, .timeout = 120)
     snprintf(args, sizeof args, "%s --shuffle 1 --steps 1000000 --checkpoint-dir %s/ck --log %s",
              m, d, log);
     snprintf(p, sizeof p, "%s/s", d);
-    pid_t pid = tc_spawn(NULL, args, p);
-    cr_assert(tc_wait_for_steps(log, 3, 30000), "the run did not start");
+    char pause[700];
+    snprintf(pause, sizeof pause, "%s/pause", d);
+    /* held at step 4's start (3 steps logged), signalled there */
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:4"), args, p);
+    cr_assert(tc_paused(pause, "step:4", 30000), "the run did not start");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
     cr_assert(st != -1 && WIFEXITED(st), "did not exit after SIGTERM");
@@ -356,14 +360,18 @@ Test(resume, second_signal_exits_at_once, .timeout = 60)
     tc_make_shards(d, 1, 400);
     const char *m = tc_model_args(d);
     snprintf(log, sizeof log, "%s/s.jsonl", d);
-    /* Saves every 2 steps, each held open 1.5 s between its files. */
+    /* Saves every 2 steps; held at step 4's start (step 2's save complete)
+     * for the first signal, then in the save that stop makes, its first
+     * file's temp open, for the second. */
     snprintf(args, sizeof args, "%s --steps 1000000 --save-every 2 --checkpoint-dir %s/ck --log %s",
              m, d, log);
     snprintf(p, sizeof p, "%s/s", d);
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_SAVE_DELAY_MS=1500", args, p);
-    cr_assert(tc_wait_for_steps(log, 3, 30000)); /* step 2's save is complete */
-    kill(pid, SIGTERM);                     /* finishes step 4's save, slowly */
-    tc_sleep_ms(300);
+    char pause[700];
+    snprintf(pause, sizeof pause, "%s/pause", d);
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:4,commit"), args, p);
+    cr_assert(tc_paused(pause, "step:4", 30000), "the run did not reach step 4");
+    kill(pid, SIGTERM);
+    cr_assert(tc_paused(pause, "commit:model.bin", 30000), "the stop did not start its save");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     kill(pid, SIGTERM);
@@ -393,28 +401,33 @@ static int has_unfinished_save(const char *ck)
 
 Test(resume, sigkill_during_saves, .timeout = 240)
 {
-    enum { TRIALS = 24 };
+    enum { TRIALS = 9 };
+    /* a save's files in the order written: each trial is killed in one */
+    static const char *const files[] = {"model.bin", "state_r00000.bin", CKPT_MANIFEST};
     char *d = tu_tempdir(), args[4096], p[600], ck[700], sd[1024], err[1024];
     tc_make_shards(d, 2, 400);
     const char *m = tc_model_args(d);
     snprintf(ck, sizeof ck, "%s/ck", d);
-    srand((unsigned)time(NULL));
     int newest = -1, killed_mid_run = 0, inside_save = 0;
     for (int trial = 0; trial < TRIALS; trial++) {
-        /* Save every step, each save held open >= 20 ms (two 10 ms pauses, plus fsyncs)
-         * between its files) against ~2 ms of training: once this run has
-         * saved once, nearly every moment is inside a save, at a random
-         * file. */
+        /* Save every step; the run's first save is let complete (held
+         * before its manifest's rename, then let go), and the second is
+         * killed with its file files[trial % 3] open as a temp file, the
+         * files before it in place. */
         snprintf(args, sizeof args, "%s --shuffle 1 --steps 1000000 --save-every 1 --keep 2 "
                  "--checkpoint-dir %s --resume", m, ck);
         snprintf(p, sizeof p, "%s/k%d", d, trial);
-        pid_t pid = tc_spawn("TRAIN_GPT_TEST_SAVE_DELAY_MS=10", args, p);
-        char out[700];
-        snprintf(out, sizeof out, "%s.out", p);
-        for (int t = 0; t < 20000 && !tc_file_has(out, "saved "); t += 5) tc_sleep_ms(5);
-        tc_sleep_ms(rand() % 100);
+        char pause[700], at[128];
+        snprintf(pause, sizeof pause, "%s/pause", d);
+        snprintf(at, sizeof at, "commit:%s,commit:%s", CKPT_MANIFEST, files[trial % 3]);
+        pid_t pid = tc_spawn(tc_pause_env(pause, at), args, p);
+        cr_assert(tc_paused(pause, "commit:" CKPT_MANIFEST, 60000), "trial %d: no save", trial);
+        tc_release(pause);
+        snprintf(at, sizeof at, "commit:%s", files[trial % 3]);
+        cr_assert(tc_paused(pause, at, 60000), "trial %d: no second save", trial);
         kill(pid, SIGKILL);
         int st = tc_wait(pid, 10000);
+        tc_release(pause); /* the killed run's: the next trial waits for its own */
         killed_mid_run += st != -1 && WIFSIGNALED(st);
         inside_save += has_unfinished_save(ck);
         /* Every folder with a manifest is a complete, loadable save. */

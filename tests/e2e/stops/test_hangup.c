@@ -18,7 +18,9 @@
  *    Wanted: exit 75 and the save of the last logged step. Before, the
  *    next line printed raised SIGPIPE and killed the run, saving nothing.
  *
- * 100 ms a block: a step of the 2-layer model lasts about half a second. */
+ * Each run is held at the start of step 3 (the pause hook,
+ * TRAIN_GPT_TEST_PAUSE_AT=step:3) while its terminal or reader goes, then
+ * let go: steps 1 and 2 are trained and the run is certainly not over. */
 #include <criterion/criterion.h>
 #include <poll.h>
 #include <pty.h>
@@ -33,7 +35,6 @@
 #include "tests/lib/test_util.h"
 #include "tests/lib/cli_harness.h"
 
-#define SLOW "TRAIN_GPT_TEST_BLOCK_DELAY_MS=100"
 
 /* Read fd until `text` has appeared in what it gave (or timeout_ms, or its
  * end); 1 when seen. */
@@ -62,10 +63,10 @@ static int read_until(int fd, const char *text, int timeout_ms)
  * forkpty, its pty the controlling terminal and stdin/stdout/stderr; else
  * stdout and stderr into a pipe). *fd: the master, or the pipe's read end.
  * ignore_hup: SIGHUP ignored first, as nohup does. */
-static pid_t spawn(const char *args, int on_pty, int ignore_hup, int *fd)
+static pid_t spawn(const char *env, const char *args, int on_pty, int ignore_hup, int *fd)
 {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "exec env " SLOW " %s %s", tc_bin(), args);
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "exec env %s %s %s", env, tc_bin(), args);
     int p[2] = {-1, -1};
     pid_t pid;
     if (on_pty) {
@@ -119,12 +120,17 @@ static const char *run_args(const char *d, int steps)
 }
 
 /* A run of `steps` steps on fresh shards in d, spawned as spawn() does,
- * once it has printed step 2 (so it is under way and has a save to make). */
+ * held at the start of step 3 (so it is under way and has a save to make):
+ * the caller acts, then lets it go with tc_release(tu_path(d, "pause")). */
 static pid_t start(const char *d, int steps, int on_pty, int ignore_hup, int *fd)
 {
     tc_make_shards(d, 1, 2000);
-    pid_t pid = spawn(run_args(d, steps), on_pty, ignore_hup, fd);
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = spawn(tc_pause_env(pause, "step:3"), run_args(d, steps), on_pty, ignore_hup, fd);
+    /* what it printed is read (a pty or pipe nobody reads would fill) */
     cr_assert(read_until(*fd, "step     2/", 60000), "the run did not reach step 2");
+    cr_assert(tc_paused(pause, "step:3", 60000), "the run did not reach step 3");
     return pid;
 }
 
@@ -134,8 +140,8 @@ Test(hangup, a_dropped_terminal_saves_and_stops, .timeout = 180)
     int master;
     pid_t pid = start(d, 8, 1, 0, &master);
     close(master); /* the connection drops: the kernel hangs the pty up, SIGHUP */
-    tc_sleep_ms(30);
     kill(pid, SIGHUP); /* the shell's own SIGHUP to its jobs */
+    tc_release(tu_path(d, "pause"));
     cr_assert_eq(exit_status(pid), 75);
     expect_last_step_saved(d);
     /* the same command with --resume continues it to the end */
@@ -151,6 +157,7 @@ Test(hangup, under_nohup_the_run_trains_on, .timeout = 180)
     int master;
     pid_t pid = start(d, 5, 1, 1, &master);
     close(master);
+    tc_release(tu_path(d, "pause")); /* the ignored SIGHUP did not end the pause */
     cr_assert_eq(exit_status(pid), 0);
     cr_expect_eq(tc_log_losses(tu_path(d, "l.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), 5);
     free(d);
@@ -162,6 +169,7 @@ Test(hangup, the_pipe_reader_gone_saves_and_stops, .timeout = 180)
     int rd;
     pid_t pid = start(d, 40, 0, 0, &rd);
     close(rd); /* `| head`: the reader has what it wanted */
+    tc_release(tu_path(d, "pause")); /* its next line raises SIGPIPE */
     cr_assert_eq(exit_status(pid), 75);
     expect_last_step_saved(d);
     cr_expect_lt(tc_log_losses(tu_path(d, "l.jsonl"), NULL, NULL, NULL, TC_MAX_STEPS), 40,
@@ -176,6 +184,7 @@ Test(hangup, ctrl_c_through_tee_saves_and_stops, .timeout = 180)
     pid_t pid = start(d, 40, 0, 0, &rd);
     close(rd); /* tee died of the Ctrl-C */
     kill(pid, SIGINT);
+    tc_release(tu_path(d, "pause"));
     cr_assert_eq(exit_status(pid), 75);
     expect_last_step_saved(d);
     free(d);

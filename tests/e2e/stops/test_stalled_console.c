@@ -7,6 +7,7 @@
  *    saves (the step folder's COMPLETE exists) and exits 75;
  *  - SIGUSR1 and SIGUSR2 each, mid-step: exit 75, the previous step saved,
  *    the same line as for SIGTERM. */
+#define _GNU_SOURCE /* F_GETPIPE_SZ */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -39,16 +40,24 @@ Test(stalled_console, sigterm_saves_with_stdout_into_a_full_pipe, .timeout = 120
     snprintf(args, sizeof args, "%s --steps 100000 --checkpoint-dir %s/ck --log %s",
              tc_model_args(d), d, tu_path(d, "s.jsonl"));
     pid_t pid = tc_spawn(NULL, args, tu_path(d, "s"));
-    int queued = 0, stalled = 0, last = -1;
-    for (int t = 0; t < 90000 && !stalled; t += 200) {
-        tc_sleep_ms(200);
+    /* blocked in a write: the kernel says the run waits in the pipe's write
+     * (/proc/PID/wchan: pipe_write, anon_pipe_write), the pipe nearly full;
+     * polled, the 90 s only a failure guard */
+    int cap = fcntl(held, F_GETPIPE_SZ), queued = 0, stalled = 0, last = -1;
+    cr_assert_gt(cap, 0);
+    char wchan_path[64];
+    snprintf(wchan_path, sizeof wchan_path, "/proc/%d/wchan", (int)pid);
+    for (int t = 0; t < 90000 && !stalled; t += 10) {
+        tc_sleep_ms(10);
         cr_assert_eq(ioctl(held, FIONREAD, &queued), 0);
-        int steps = tc_log_losses(tu_path(d, "s.jsonl"), NULL, NULL, NULL, 1 << 20);
-        /* full and no step logged for 200 ms: blocked in a write */
-        stalled = queued >= 60 * 1024 && steps == last && steps > 0;
-        last = steps;
+        char wchan[128] = "";
+        FILE *f = fopen(wchan_path, "r"); /* a /proc file: no size to read by */
+        if (f && !fgets(wchan, sizeof wchan, f)) wchan[0] = 0;
+        if (f) fclose(f);
+        stalled = queued > cap - 8192 && strstr(wchan, "pipe_write");
     }
     cr_assert(stalled, "the run's stdout never filled the pipe (%d bytes queued)", queued);
+    last = tc_log_losses(tu_path(d, "s.jsonl"), NULL, NULL, NULL, 1 << 20);
     kill(pid, SIGTERM);
     int rc = exit_status(tc_wait(pid, 30000));
     cr_expect_eq(rc, 75, "a SIGTERM with stdout into a stalled pipe: exit %d, not 75", rc);
@@ -62,16 +71,17 @@ Test(stalled_console, sigterm_saves_with_stdout_into_a_full_pipe, .timeout = 120
     free(d);
 }
 
-/* Signal the slow run 500 ms into step 3 with sig; expects the SIGTERM
- * outcome: exit 75 and step 2 saved. */
+/* Signal the run held at the start of step 3 (TRAIN_GPT_TEST_PAUSE_AT)
+ * with sig; expects the SIGTERM outcome: exit 75 and step 2 saved. */
 static void stops_like_sigterm(int sig)
 {
     char *d = tu_tempdir(), args[4096], line[256];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 6 --checkpoint-dir %s/ck", tc_model_args(d), d);
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=400", args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "step     2/", 60000), "no step 2");
-    tc_sleep_ms(500);
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:3"), args, tu_path(d, "s"));
+    cr_assert(tc_paused(pause, "step:3", 60000), "no step 3");
     kill(pid, sig);
     int rc = exit_status(tc_wait(pid, 30000));
     cr_expect_eq(rc, 75, "signal %d: exit %d, not 75 (stopped with a save)", sig, rc);

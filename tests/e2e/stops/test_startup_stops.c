@@ -7,6 +7,9 @@
  *    rounds of one block, 46 s measured on the 2-core VM (2026-12-01);
  *  - initialising 240M parameters (--layers 64 --channels 512): about 6 s
  *    of normals on one core after the line "initializing ... parameters".
+ * The run is held by the pause hook (TRAIN_GPT_TEST_PAUSE_AT, base/fileio.h)
+ * at the start of the phase ("startup:op costs", "startup:params"), and
+ * signalled there; the signal ends the pause and the phase's work begins.
  * The signal must end the run within STOP_BOUND_MS with exit 77 (nothing
  * saved: docs/resume.md) and the line naming the phase;
  * the --checkpoint-dir it made, --save, --log and the op-cost cache are
@@ -88,16 +91,19 @@ static void expect_stop(pid_t pid, int want)
 
 Test(startup_stops, sigterm_during_op_cost_measurement, .timeout = 120)
 {
-    char *d = tu_tempdir(), args[4096], env[1024];
+    char *d = tu_tempdir(), args[4096], env[9000];
     tc_make_shards(d, 1, 40000);
     snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
     snprintf(args, sizeof args, "--train-data '%s/train_*.bin' " MEASURE_SHAPE " --batch 8 "
              "--steps 3 --checkpoint-dir %s --save-checkpoint-llmc %s/lc --save %s --log %s", d,
              tu_path(d, "ck"), d, tu_path(d, "m.bin"), tu_path(d, "l.jsonl"));
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    snprintf(env + strlen(env), sizeof env - strlen(env), " %s",
+             tc_pause_env(pause, "startup:op costs"));
     pid_t pid = tc_spawn(env, args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "op costs: measuring one block's ops", 30000),
-              "the measurement did not start");
-    tc_sleep_ms(1000); /* inside the first rounds */
+    cr_assert(tc_paused(pause, "startup:op costs", 30000), "the measurement did not start");
+    cr_assert(tc_file_has(tu_path(d, "s.out"), "op costs: measuring one block's ops"));
     kill(pid, SIGTERM);
     expect_stop(pid, 77);
     cr_expect(tc_file_has(tu_path(d, "s.out"),
@@ -126,10 +132,11 @@ Test(startup_stops, sigint_during_parameter_init, .timeout = 180)
     snprintf(args, sizeof args, "--train-data '%s/train_*.bin' --val-every 0 --layers 64 "
              "--channels 512 --heads 8 --seq-len 16 --vocab 256 --batch 1 --steps 2 "
              "--device cpu --threads 1 --op-costs flops --checkpoint-dir %s/ck", d, d);
-    pid_t pid = tc_spawn(NULL, args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "initializing ", 120000),
+    char pause[4200];
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "startup:params"), args, tu_path(d, "s"));
+    cr_assert(tc_paused(pause, "startup:params", 120000),
               "the run did not reach the parameters' initialisation");
-    tc_sleep_ms(300);
     kill(pid, SIGINT);
     expect_stop(pid, 77);
     cr_expect(tc_file_has(tu_path(d, "s.out"),
@@ -173,7 +180,38 @@ static int find_ranks(pid_t root, pid_t *ranks, int max)
     return found;
 }
 
-/* mpirun -np 2 over the measuring run; its pid (timeout's) and the ranks'. */
+/* Both ranks' pause files: d/pause_TAG.0 and .1 (base/fileio.h adds the rank). */
+static void pause_files(const char *d, const char *tag, char files[2][1024])
+{
+    for (int r = 0; r < 2; r++) snprintf(files[r], sizeof files[r], "%s/pause_%s.%d", d, tag, r);
+}
+
+/* Run cmd (sh) under mpirun, both ranks held at the pause point `at`
+ * (TRAIN_GPT_TEST_PAUSE_AT); its pid (timeout's) and the ranks'. */
+static pid_t spawn_held_ranks(const char *d, const char *tag, const char *at, const char *cmd,
+                              pid_t ranks[2])
+{
+    char full[9000], files[2][1024];
+    snprintf(full, sizeof full, "export TRAIN_GPT_TEST_PAUSE_AT='%s' "
+             "TRAIN_GPT_TEST_PAUSE_FILE='%s/pause_%s'; %s", at, d, tag, cmd);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        _exit(127);
+    }
+    pause_files(d, tag, files);
+    for (int r = 0; r < 2; r++)
+        cr_assert(tc_paused(files[r], at, 60000), "rank %d did not reach %s", r, at);
+    int found = 0;
+    /* both are held: the bound only guards against a process tree never seen */
+    for (int t = 0; t < 100 && (found = find_ranks(pid, ranks, 2)) < 2; t++) tc_sleep_ms(50);
+    cr_assert_eq(found, 2, "mpirun's two ranks not found under pid %d", (int)pid);
+    return pid;
+}
+
+/* mpirun -np 2 over the measuring run, both ranks held as the measurement
+ * starts; its pid (timeout's) and the ranks'. */
 static pid_t spawn_two_ranks(const char *d, const char *tag, pid_t ranks[2])
 {
     char cmd[8192];
@@ -181,20 +219,15 @@ static pid_t spawn_two_ranks(const char *d, const char *tag, pid_t ranks[2])
              TC_MPIRUN " -np 2 %s --train-data '%s/train_*.bin' " MEASURE_SHAPE " --batch 2 "
              "--steps 3 --checkpoint-dir '%s/ck_%s' >'%s/%s.out' 2>'%s/%s.err'", d, tag,
              tc_bin(), d, d, tag, d, tag, d, tag);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    char out[1024];
-    snprintf(out, sizeof out, "%s/%s.out", d, tag);
-    cr_assert(tc_wait_for_text(out, "op costs: measuring one block's ops", 60000),
-              "rank 0's measurement did not start");
-    int found = 0;
-    for (int t = 0; t < 100 && (found = find_ranks(pid, ranks, 2)) < 2; t++) tc_sleep_ms(50);
-    cr_assert_eq(found, 2, "mpirun's two ranks not found under pid %d", (int)pid);
-    return pid;
+    return spawn_held_ranks(d, tag, "startup:op costs", cmd, ranks);
+}
+
+/* Let both ranks' pauses go (one ended by a signal already does no harm). */
+static void release_ranks(const char *d, const char *tag)
+{
+    char files[2][1024];
+    pause_files(d, tag, files);
+    for (int r = 0; r < 2; r++) tc_release(files[r]);
 }
 
 Test(startup_stops, two_ranks_stop_together_during_start_up, .timeout = 240)
@@ -206,10 +239,10 @@ Test(startup_stops, two_ranks_stop_together_during_start_up, .timeout = 240)
     /* both signalled (as a scheduler does): both stop within the bound */
     pid_t ranks[2];
     pid_t pid = spawn_two_ranks(d, "both", ranks);
-    tc_sleep_ms(1000);
     kill(ranks[0], SIGTERM);
     kill(ranks[1], SIGTERM);
     expect_stop(pid, 77);
+    release_ranks(d, "both");
     snprintf(out, sizeof out, "%s/both.out", d);
     cr_expect(tc_file_has(out, line));
     cr_expect(!tu_exists(tu_path(d, "ck_both")));
@@ -222,8 +255,8 @@ Test(startup_stops, two_ranks_stop_together_during_start_up, .timeout = 240)
         return;
     }
     pid = spawn_two_ranks(d, "one", ranks);
-    tc_sleep_ms(1000);
-    kill(ranks[1], SIGTERM);
+    kill(ranks[1], SIGTERM); /* ends rank 1's pause; rank 0's is let go */
+    release_ranks(d, "one");
     double took;
     cr_expect_eq(exit_within(pid, 100000, &took), 77);
     snprintf(out, sizeof out, "%s/one.out", d);
@@ -236,26 +269,20 @@ Test(startup_stops, two_ranks_stop_together_during_start_up, .timeout = 240)
 
 /* The val loss before step 1 under two ranks (no stop at a block there):
  * with only rank 1 signalled, both stop after the val batch in progress,
- * not after step 1 as before. 300 ms a block: a val batch of the 2-layer
- * model takes 0.6 s, the 8 batches 4.8 s; the signal comes after "val 2/8". */
+ * not after step 1 as before. Both ranks are held at a block of val batch
+ * 2 of 8 when rank 1 is signalled, then let go. */
 Test(startup_stops, two_ranks_stop_together_in_the_first_val_loss, .timeout = 120)
 {
     char *d = tu_tempdir(), cmd[8192], out[700];
     tc_make_shards(d, 1, 4000);
-    snprintf(cmd, sizeof cmd, "export TRAIN_GPT_TEST_BLOCK_DELAY_MS=300; exec timeout 120 "
+    snprintf(cmd, sizeof cmd, "exec timeout 120 "
              TC_MPIRUN " -np 2 %s %s --steps 4 --val-every 2 --val-batches 8 >'%s/v.out' "
              "2>'%s/v.err'", tc_bin(), tc_model_args(d), d, d);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    snprintf(out, sizeof out, "%s/v.out", d);
-    cr_assert(tc_wait_for_text(out, "val 2/8\n", 60000), "the val loss did not start");
     pid_t ranks[2];
-    cr_assert_eq(find_ranks(pid, ranks, 2), 2);
+    pid_t pid = spawn_held_ranks(d, "v", "block:val 2/8", cmd, ranks);
+    snprintf(out, sizeof out, "%s/v.out", d);
     kill(ranks[1], SIGTERM);
+    release_ranks(d, "v");
     expect_stop(pid, 77);
     cr_expect(tc_file_has(out, "stopped by signal 15 during the val loss before step 1; nothing "
                           "saved: no step had finished\n"));
@@ -323,7 +350,7 @@ Test(startup_stops, each_long_loop_polls_and_gives_up)
  * The measurement here (B=1, T=1024, C=768) takes about 6 s. */
 Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 180)
 {
-    char *d = tu_tempdir(), args[4096], env[1024];
+    char *d = tu_tempdir(), args[4096], env[9000];
     tc_make_shards(d, 1, 40000);
     snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
     const char *shape = "--layers 1 --channels 768 --heads 12 --seq-len 1024 --vocab 256 "
@@ -338,9 +365,12 @@ Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 
     snprintf(args, sizeof args, "--train-data '%s/train_*.bin' %s --steps 4 --save-every 1 "
              "--checkpoint-dir %s --log %s --op-costs measure --resume", d, shape,
              tu_path(d, "ck"), tu_path(d, "l.jsonl"));
+    char pause[4200];
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    snprintf(env + strlen(env), sizeof env - strlen(env), " %s",
+             tc_pause_env(pause, "startup:op costs"));
     pid_t pid = tc_spawn(env, args, tu_path(d, "r"));
-    cr_assert(tc_wait_for_text(tu_path(d, "r.out"), "op costs: measuring", 60000));
-    tc_sleep_ms(300);
+    cr_assert(tc_paused(pause, "startup:op costs", 60000), "the measurement did not start");
     kill(pid, SIGTERM);
     expect_stop(pid, 75);
     char want[1024];
@@ -355,6 +385,7 @@ Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 
     cr_expect(ck0 && ck1, "step 2's save is gone");
     free(log0), free(log1), free(ck0), free(ck1);
     /* the same command, unstopped, resumes it */
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache")); /* no pause */
     cr_expect_eq(tc_run(env, args, tu_path(d, "r2")), 0);
     cr_expect(tc_file_has(tu_path(d, "r2.out"), "step     4/4"));
     unlink(tu_path(d, "x_train_000000.bin")); /* its 1 GiB of page cache with it */
@@ -365,12 +396,15 @@ Test(startup_stops, a_resume_stopped_during_start_up_keeps_its_save, .timeout = 
  * it ends the dry run within the bound, exit 77, nothing cached. */
 Test(startup_stops, sigint_during_plans_measurement, .timeout = 120)
 {
-    char *d = tu_tempdir(), args[4096], env[1024];
+    char *d = tu_tempdir(), args[4096], env[9000];
     snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s", tu_path(d, "cache"));
     snprintf(args, sizeof args, MEASURE_SHAPE " --batch 8 --plan");
+    char pause[4200];
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    snprintf(env + strlen(env), sizeof env - strlen(env), " %s",
+             tc_pause_env(pause, "startup:op costs"));
     pid_t pid = tc_spawn(env, args, tu_path(d, "p"));
-    cr_assert(tc_wait_for_text(tu_path(d, "p.out"), "op costs: measuring", 30000));
-    tc_sleep_ms(500);
+    cr_assert(tc_paused(pause, "startup:op costs", 30000), "the measurement did not start");
     kill(pid, SIGINT);
     expect_stop(pid, 77);
     cr_expect(tc_file_has(tu_path(d, "p.out"), "stopped by signal 2 during --plan (measuring the "
@@ -427,12 +461,16 @@ static long long bytes_read_by(pid_t pid)
     return v;
 }
 
-/* The names and sizes under dir, recursively (ls -lR, without the times). */
+/* The names and sizes under dir, recursively (ls -lR, without the times).
+ * The lock file by name only: each run that takes the folder writes its
+ * own pid there ("pid N on host ..."), whose digits vary (pids wrap at
+ * pid_max, 32768 on the build VM), so its size is no sign of a change. */
 static char *listing(const char *dir)
 {
     char cmd[9000], out[4400];
     snprintf(out, sizeof out, "%s.listing", dir);
-    snprintf(cmd, sizeof cmd, "cd '%s' && find . -printf '%%p %%s\\n' | sort > '%s'", dir, out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && find . \\( -name train_gpt.lock -printf '%%p\\n' \\) "
+             "-o -printf '%%p %%s\\n' | sort > '%s'", dir, out);
     cr_assert_eq(tu_run(cmd), 0);
     return tu_read_file(out, NULL);
 }

@@ -1,10 +1,11 @@
 /* tests/e2e/stops/test_stops.c — end-to-end: a signal stops ./train_gpt at the next
  * block boundary, wherever it is, and the run keeps what its flags ask.
  *
- * TRAIN_GPT_TEST_BLOCK_DELAY_MS slows every block (cli/progress.h), so
- * the tiny model's steps last long enough for a signal to land inside one,
- * inside a val loss or inside --generate; each test checks from the output
- * that the stop came there, not at the end of the step.
+ * Each signal is sent while the run is held by the pause hook
+ * (TRAIN_GPT_TEST_PAUSE_AT, base/fileio.h) at a named point: the start of a
+ * step, a block of a val batch or of --generate, the in-step line drawn, the
+ * --save written by a stop; the signal ends the pause, and each test checks
+ * from the output that the stop came there, not at the end of the step.
  *
  *  - mid-step with --checkpoint-dir: exit 75, the step in progress is
  *    discarded, the save is of the previous step, and resuming it matches an
@@ -33,21 +34,22 @@
 #include "tests/lib/test_util.h"
 #include "tests/lib/cli_harness.h"
 
-/* Signal the run once it has logged `steps` steps and spent `into_ms` of
- * the next one; returns its exit status (-1 if it did not exit). */
-static int stop_mid_step(pid_t pid, const char *out, int steps, int into_ms, int sig)
+/* Start the run held at the start of step 3 (its pause file d/pause),
+ * signal it there, and return its exit status (-1 if it did not exit). The
+ * signal ends the pause; the step's first block boundary abandons it. */
+static int stop_in_step_3(const char *d, const char *args, const char *tag, int sig)
 {
-    char line[64];
-    snprintf(line, sizeof line, "step %5d/", steps);
-    cr_assert(tc_wait_for_text(out, line, 60000), "the run did not reach step %d", steps);
-    tc_sleep_ms(into_ms);
+    const char *pause = tu_path(d, "pause");
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:3"), args, tu_path(d, tag));
+    cr_assert(tc_paused(pause, "step:3", 60000), "the run did not reach step 3");
     kill(pid, sig);
     int st = tc_wait(pid, 30000);
+    tc_release(pause);
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* 400 ms a block: a step of the 2-layer model (4 blocks and the head) lasts
- * 2 s, and a signal 500 ms into step 3 lands in its second block. */
+ * 2 s, so the in-step line (drawn after 1 s) appears inside step 2. */
 #define SLOW "TRAIN_GPT_TEST_BLOCK_DELAY_MS=400"
 
 Test(stops, mid_step_checkpoint_resumes_bitwise, .timeout = 120)
@@ -57,8 +59,7 @@ Test(stops, mid_step_checkpoint_resumes_bitwise, .timeout = 120)
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 6 --checkpoint-dir %s/ck --log %s", m, d,
              tu_path(d, "s.jsonl"));
-    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
-    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGTERM), 75);
+    cr_assert_eq(stop_in_step_3(d, args, "s", SIGTERM), 75);
     cr_expect(tc_file_has(tu_path(d, "s.out"),
                           "stopped by signal 15 during step 3 (its partial work "
                           "is discarded); step 2 is saved in "),
@@ -93,8 +94,7 @@ Test(stops, mid_step_with_save_writes_the_last_step, .timeout = 120)
     tc_make_shards(d, 1, 2000);
     const char *m = tc_model_args(d);
     snprintf(args, sizeof args, "%s --steps 6 --save %s", m, tu_path(d, "s.bin"));
-    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
-    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGTERM), 76);
+    cr_assert_eq(stop_in_step_3(d, args, "s", SIGTERM), 76);
     cr_expect(tc_file_has(tu_path(d, "s.out"),
                           "during step 3 (its partial work is discarded); the "
                           "model after step 2 is in "));
@@ -111,8 +111,7 @@ Test(stops, mid_step_without_save_says_so, .timeout = 120)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 6", tc_model_args(d));
-    pid_t pid = tc_spawn(SLOW, args, tu_path(d, "s"));
-    cr_assert_eq(stop_mid_step(pid, tu_path(d, "s.out"), 2, 500, SIGINT), 77);
+    cr_assert_eq(stop_in_step_3(d, args, "s", SIGINT), 77);
     cr_expect(tc_file_has(tu_path(d, "s.out"),
                           "stopped by signal 2 during step 3 (its partial work "
                           "is discarded); nothing saved (no --checkpoint-dir or "
@@ -121,21 +120,13 @@ Test(stops, mid_step_without_save_says_so, .timeout = 120)
     free(d);
 }
 
-/* Stop a resumed run of 6 steps (resumed at step 2) 500 ms into step 3: its
- * first step. Returns the exit status; its output is in d/TAG.out. Each run
- * gets its own TAG: waiting for "resumed from" in a file an earlier run
- * wrote would find that run's line and signal this one during its start-up. */
+/* Stop a resumed run of 6 steps (resumed at step 2) in step 3: its first
+ * step. Returns the exit status; its output is in d/TAG.out. */
 static int stop_first_step_after_resume(const char *d, const char *resume_flags, const char *tag)
 {
-    char args[4096], out[64];
+    char args[9000];
     snprintf(args, sizeof args, "%s --steps 6 %s", tc_model_args(d), resume_flags);
-    snprintf(out, sizeof out, "%s.out", tag);
-    pid_t pid = tc_spawn(SLOW, args, tu_path(d, tag));
-    cr_assert(tc_wait_for_text(tu_path(d, out), "resumed from ", 60000), "no resume");
-    tc_sleep_ms(500);
-    kill(pid, SIGTERM);
-    int st = tc_wait(pid, 30000);
-    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return stop_in_step_3(d, args, tag, SIGTERM);
 }
 
 Test(stops, first_step_after_a_resume_keeps_the_save, .timeout = 120)
@@ -166,10 +157,11 @@ Test(stops, during_validation, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
-    /* a val batch is 2 blocks and the head: 300 ms each */
+    /* held at a block of the second val batch */
     snprintf(args, sizeof args, "%s --steps 6 --val-every 1 --val-batches 50", tc_model_args(d));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=100", args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "val 2/50\n", 60000), "no val progress lines");
+    const char *pause = tu_path(d, "pause");
+    pid_t pid = tc_spawn(tc_pause_env(pause, "block:val 2/50"), args, tu_path(d, "s"));
+    cr_assert(tc_paused(pause, "block:val 2/50", 60000), "the val loss did not reach batch 2");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
     cr_assert(st != -1 && WIFEXITED(st));
@@ -187,15 +179,15 @@ Test(stops, during_generate, .timeout = 120)
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 0 --save %s", tc_model_args(d), tu_path(d, "m.bin"));
     cr_assert_eq(tc_run(NULL, args, tu_path(d, "init")), 0);
-    /* 1000 tokens at 2 blocks of 50 ms each: 100 s if not stopped */
+    /* 1000 tokens, held at the first block of --generate's model */
     snprintf(args, sizeof args, "--init-from %s --seq-len 16 --generate 1000 --threads 1 --device cpu",
              tu_path(d, "m.bin"));
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=50", args, tu_path(d, "g"));
-    struct stat sb;
-    for (int t = 0; t < 30000 && (stat(tu_path(d, "g.out"), &sb) != 0 || sb.st_size < 10); t += 10)
-        tc_sleep_ms(10);
+    const char *pause = tu_path(d, "pause");
+    pid_t pid = tc_spawn(tc_pause_env(pause, "block"), args, tu_path(d, "g"));
+    cr_assert(tc_paused(pause, "block", 30000), "--generate did not start");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 10000);
+    struct stat sb;
     cr_assert(st != -1 && WIFEXITED(st), "--generate did not stop on SIGTERM");
     cr_expect_eq(WEXITSTATUS(st), 77);
     cr_expect(tc_file_has(tu_path(d, "g.out"),
@@ -211,15 +203,15 @@ Test(stops, second_signal_leaves_no_temp_file, .timeout = 120)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 6 --save %s", tc_model_args(d), tu_path(d, "m.bin"));
-    /* the --save write holds its temp file open 3 s before renaming it */
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=200 TRAIN_GPT_TEST_COMMIT_DELAY_MS=3000",
-                         args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "step     1/", 60000));
+    /* held at step 2's start for the first signal, then in the --save that
+     * stop writes, its temp file open, for the second */
+    const char *pause = tu_path(d, "pause");
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:2,commit:m.bin"), args, tu_path(d, "s"));
+    cr_assert(tc_paused(pause, "step:2", 60000), "the run did not reach step 2");
     kill(pid, SIGTERM);
+    cr_assert(tc_paused(pause, "commit:m.bin", 20000), "the stop did not start writing --save");
     struct stat sb;
-    int t = 0;
-    for (; t < 20000 && stat(tu_path(d, "m.bin.tmp"), &sb) != 0; t += 5) tc_sleep_ms(5);
-    cr_assert_lt(t, 20000, "the stop did not start writing --save");
+    cr_assert_eq(stat(tu_path(d, "m.bin.tmp"), &sb), 0, "--save's temp file is not there");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 1000);
     cr_assert(st != -1 && WIFEXITED(st), "the second signal did not end the run at once");
@@ -232,7 +224,7 @@ Test(stops, second_signal_leaves_no_temp_file, .timeout = 120)
 /* Run ./train_gpt under script(1) (tc_spawn_in_pty); returns script's pid. */
 static pid_t spawn_in_pty(const char *env, const char *args, const char *out, int *to_tty)
 {
-    char cmd[8192];
+    char cmd[16384];
     /* exec: no shell stays between script and the trainer, so the exit status
      * is the trainer's whichever shell $SHELL names (dash dies of the SIGINT) */
     snprintf(cmd, sizeof cmd, "exec env %s %s %s", env, tc_bin(), args);
@@ -245,11 +237,15 @@ Test(stops, ctrl_c_in_a_terminal, .timeout = 120)
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 6", tc_model_args(d));
     int tty;
-    pid_t pid = spawn_in_pty(SLOW, args, tu_path(d, "t.out"), &tty);
-    /* the in-step line: drawn once a step has run 1 s, over itself */
-    cr_assert(tc_wait_for_text(tu_path(d, "t.out"),
-                               "\r\033[Kstep 2/6: forward", 60000),
-              "no progress line inside step 2");
+    /* held once the in-step line of step 2 is drawn (after 1 s of the step) */
+    const char *pause = tu_path(d, "pause");
+    char env[4600];
+    snprintf(env, sizeof env, "%s %s", SLOW, tc_pause_env(pause, "drawn:step 2/6"));
+    pid_t pid = spawn_in_pty(env, args, tu_path(d, "t.out"), &tty);
+    cr_assert(tc_paused(pause, "drawn:step 2/6", 60000), "no progress line inside step 2");
+    /* already written to the pty; script(1) copies it to t.out */
+    cr_assert(tc_wait_for_text(tu_path(d, "t.out"), "\r\033[Kstep 2/6: forward", 30000),
+              "the in-step line of step 2 is not a forward's");
     cr_assert_eq(write(tty, "\003", 1), 1); /* Ctrl-C */
     int st = tc_wait(pid, 30000);
     close(tty);

@@ -63,11 +63,13 @@ static int has(const int *codes, int n, int v)
     return 0;
 }
 
-/* A long run sent `sig` once, or twice while its save is held open; it
- * keeps a checkpoint (keep 2), only --save's model (1) or nothing (0). */
+/* A long run sent `sig` once at the start of step 4 (held there by the
+ * pause hook), or again while the save that stop makes is held with a file
+ * open; it keeps a checkpoint (keep 2), only --save's model (1) or nothing
+ * (0). */
 static int signalled(const char *d, int sig, int twice, int keep)
 {
-    char args[4096], p[700], log[700], kept[1024];
+    char args[4096], p[700], log[700], kept[1024], pause[800];
     snprintf(log, sizeof log, "%s/sig%d_%d_%d.jsonl", d, sig, twice, keep);
     if (keep == 2)
         snprintf(kept, sizeof kept, "--save-every 2 --checkpoint-dir %s/ck%d_%d", d, sig, twice);
@@ -76,12 +78,14 @@ static int signalled(const char *d, int sig, int twice, int keep)
     snprintf(args, sizeof args, "%s --steps 1000000 %s --log %s", tc_model_args(d),
              keep ? kept : "", log);
     snprintf(p, sizeof p, "%s/sig%d_%d_%d", d, sig, twice, keep);
-    pid_t pid = tc_spawn(twice ? "TRAIN_GPT_TEST_SAVE_DELAY_MS=1500" : NULL, args, p);
-    cr_assert(tc_wait_for_steps(log, 3, 30000), "the run did not start");
+    snprintf(pause, sizeof pause, "%s.pause", p);
+    pid_t pid = tc_spawn(tc_pause_env(pause, twice ? "step:4,commit" : "step:4"), args, p);
+    cr_assert(tc_paused(pause, "step:4", 30000), "the run did not start");
     kill(pid, sig);
     if (twice) {
-        tc_sleep_ms(300);
+        cr_assert(tc_paused(pause, "commit:model.bin", 30000), "the stop did not save");
         kill(pid, sig);
+        tc_release(pause); /* a second SIGHUP does not end the run: it saves on */
     }
     int st = tc_wait(pid, 30000);
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;

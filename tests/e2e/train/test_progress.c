@@ -36,9 +36,13 @@ Test(progress, lines_reach_a_file_as_printed, .timeout = 120)
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 50 --val-every 10 --val-batches 2",
              tc_model_args(d));
-    /* 300 ms a block: the val batches take ~1 s each, step 1 ~1.5 s */
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.out"), "val 2/2\n", 60000), "no 'val 2/2' line");
+    /* held at step 1's start, the val loss before it done: every line
+     * printed so far must be in the file while the run is alive */
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:1"), args, tu_path(d, "s"));
+    cr_assert(tc_paused(pause, "step:1", 60000), "the run did not reach step 1");
+    cr_expect(tc_file_has(tu_path(d, "s.out"), "val 2/2\n"), "no 'val 2/2' line");
     const char *want[] = {"train_gpt: backend cpu", "memory plan", "speed: ", "estimate: ",
                           "initializing 34176 parameters (seed 1337)...\n", "val 1/2\n"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -148,10 +152,13 @@ Test(progress, warns_when_the_run_takes_over_an_hour, .timeout = 120)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 1000000000", tc_model_args(d));
-    pid_t pid = tc_spawn(NULL, args, tu_path(d, "s"));
-    cr_assert(tc_wait_for_text(tu_path(d, "s.err"),
-                               "warning: this run as configured will take more than "
-                               "an hour (about ", 60000),
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:1"), args, tu_path(d, "s"));
+    cr_assert(tc_paused(pause, "step:1", 60000), "the run did not reach step 1");
+    cr_assert(tc_file_has(tu_path(d, "s.err"),
+                          "warning: this run as configured will take more than "
+                          "an hour (about "),
               "no warning for a billion steps");
     kill(pid, SIGTERM);
     int st = tc_wait(pid, 30000);
