@@ -42,34 +42,35 @@ static int finish(Trainer *tr, int rc, char *err, size_t len)
     Dist *d = &tr->dist;
     if (rc == TRAIN_STOPPED) rc = stop_keep(tr, err, len);
     if (rc > 0) { /* stopped by a signal, or too many non-finite steps */
-        rc = outputs_close_log(&tr->out, rc);
+        rc = outputs_close_log(&tr->files.out, rc);
         dist_finalize(d);
         return rc;
     }
     if (rc == 0)
-        rc = outputs_save_model(&tr->out, o, d, &tr->cfg, tr->model.plan.num_params, err, len);
+        rc =
+            outputs_save_model(&tr->files.out, o, d, &tr->cfg, tr->model.plan.num_params, err, len);
     if (rc == 0)
-        rc = llmc_folder_export(&tr->llmc, o, o->steps, &tr->model, d, &tr->train,
+        rc = llmc_folder_export(&tr->files.llmc, o, o->steps, &tr->model, d, &tr->data.train,
                                 &tr->sampler.rng, err, len);
     if (rc != 0) {
-        outputs_close_log(&tr->out, rc);
+        outputs_close_log(&tr->files.out, rc);
         dist_fail(d, 1, "%s", err);
     }
     summary_print(tr);
-    rc = outputs_close_log(&tr->out, 0);
-    session_close(&tr->sess);
-    free(tr->batch.inputs);
-    free(tr->batch.targets);
-    free(tr->times.ms);
+    rc = outputs_close_log(&tr->files.out, 0);
+    session_close(&tr->files.sess);
+    free(tr->data.batch.inputs);
+    free(tr->data.batch.targets);
+    free(tr->perf.times.ms);
     dist_finalize(d);
     gpt_free(&tr->model);
-    loader_close(&tr->train);
-    if (tr->val) loader_close(tr->val);
-    free(tr->val);
+    loader_close(&tr->data.train);
+    if (tr->data.val) loader_close(tr->data.val);
+    free(tr->data.val);
     if (tr->eval) train_eval_close(tr->eval);
     free(tr->eval);
     if (o->sample_every > 0 && d->rank == 0) text_sampler_close(&tr->sampler);
-    if (o->profile_ops) profile_detach(&tr->prof, tr->be);
+    if (o->profile_ops) profile_detach(&tr->perf.prof, tr->be);
     backend_close(tr->be);
     return rc;
 }

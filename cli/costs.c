@@ -60,9 +60,8 @@ static int measure(const TrainOptions *o, const PlanInput *in, Backend *be, cons
     return 0;
 }
 
-int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
-                    int measure_if_absent, int write_cache, TrainCosts *tc, char *err,
-                    size_t len)
+int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be, int how, TrainCosts *tc,
+              char *err, size_t len)
 {
     memset(tc, 0, sizeof *tc);
     const char *src = o->op_costs;
@@ -78,7 +77,7 @@ int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
         if (opcost_cache_dir(dir, sizeof dir) == 0)
             opcost_cache_file(dir, device, in, cache, sizeof cache);
     }
-    const char *write_to = write_cache ? cache : "";
+    const char *write_to = how & COSTS_WRITE_CACHE ? cache : "";
     if (is_measure) {
         rc = measure(o, in, be, write_to, tc, err, len);
     } else if (is_auto) {
@@ -89,7 +88,7 @@ int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
         if (rc == 0) {
             tc->have = 1;
             snprintf(tc->source, sizeof tc->source, "cached in %s (measured on %s)", cache, from);
-        } else if (measure_if_absent) {
+        } else if (how & COSTS_MEASURE_IF_ABSENT) {
             if (rc < 0) fprintf(stderr, "note: %s; measuring the op costs again\n", rerr);
             rc = measure(o, in, be, write_to, tc, err, len);
         } else {

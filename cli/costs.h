@@ -21,18 +21,23 @@ typedef struct {
     char source[4400]; /* where they came from, or why there are none */
 } TrainCosts;
 
+/* costs_get's `how`, bits: COSTS_MEASURE_IF_ABSENT, measure when auto
+ * finds no cache entry; COSTS_WRITE_CACHE, write what is measured to the
+ * cache (rank 0 of a job: its ranks share a node's cache). COSTS_LOOKUP:
+ * neither. */
+enum { COSTS_LOOKUP = 0, COSTS_MEASURE_IF_ABSENT = 1, COSTS_WRITE_CACHE = 2 };
+
 /* The op costs for in's shape. --op-costs flops: none. measure: time the
  * ops on be (opened here, on --device/--dtype/--threads, when be is NULL)
  * and write the cache. FILE: read it (exit 1 on any fault, or when it is
  * for another shape or dtype). auto: the cache's entry for this device and
  * shape; when there is none (or it is unreadable, which is noted), measure
- * and cache when `measure_if_absent`, else none. Only with write_cache is
- * the cache written (rank 0 of a job: its ranks share a node's cache); a
- * cache that cannot be written is noted, not fatal. Prints what it used when costs are found or
+ * and cache with COSTS_MEASURE_IF_ABSENT, else none. Only with
+ * COSTS_WRITE_CACHE is the cache written; a cache that cannot be written
+ * is noted, not fatal. Prints what it used when costs are found or
  * measured. Returns 0, or -1 with err (exit 1). */
-int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be,
-                    int measure_if_absent, int write_cache, TrainCosts *tc, char *err,
-                    size_t len);
+int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be, int how, TrainCosts *tc,
+              char *err, size_t len);
 
 /* The steps' times as a median with its spread. A measurement is noisy
  * with fewer than COSTS_MIN_STEPS steps or when (max - min) / median is

@@ -40,14 +40,15 @@ static int stopped(Trainer *tr, int sig, int step, const char *when)
 static int eval_val(Trainer *tr, double *loss, char *err, size_t len)
 {
     int n = tr->opt.val_batches, lines = tr->prog.done == 0;
-    if (loader_reset(tr->val, err, len) != 0) return -1;
+    if (loader_reset(tr->data.val, err, len) != 0) return -1;
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
         char label[64];
         snprintf(label, sizeof label, "val %d/%d", i + 1, n);
         progress_begin(&tr->prog, label, 0);
-        if (loader_next(tr->val, tr->batch.inputs, tr->batch.targets, err, len) != 0) return -1;
-        sum += gpt_eval_loss(&tr->model, tr->batch.inputs, tr->batch.targets);
+        if (loader_next(tr->data.val, tr->data.batch.inputs, tr->data.batch.targets, err, len) != 0)
+            return -1;
+        sum += gpt_eval_loss(&tr->model, tr->data.batch.inputs, tr->data.batch.targets);
         if (tr->model.abandoned) return 1;
         progress_clear(&tr->prog);
         if (lines) printf("%s\n", label);
@@ -69,14 +70,14 @@ static int validate(Trainer *tr, int step, char *err, size_t len)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "step", step);
     cJSON_AddNumberToObject(j, "val_loss", vl);
-    outputs_log(&tr->out, j);
+    outputs_log(&tr->files.out, j);
     return 0;
 }
 
 /* --dump-grads FILE after step 1 (cli/outputs.h). Collective. */
 static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
 {
-    return outputs_dump_grads(&tr->out, &tr->opt, &tr->dist, tr->model.plan.num_params, loss,
+    return outputs_dump_grads(&tr->files.out, &tr->opt, &tr->dist, tr->model.plan.num_params, loss,
                               err, len);
 }
 
@@ -105,12 +106,12 @@ static int evaluate_due(Trainer *tr, int step, char *err, size_t len)
     const TrainOptions *o = &tr->opt;
     if (tr->eval && o->eval_every > 0 && (step - 1) % o->eval_every == 0) {
         double t0 = progress_now_ms();
-        if (train_eval_run(tr->eval, &tr->model, &tr->dist, step - 1, &tr->out.log, err,
+        if (train_eval_run(tr->eval, &tr->model, &tr->dist, step - 1, &tr->files.out.log, err,
                            len) != 0)
             return -1;
         progress_tail_measured(&tr->prog, PROGRESS_EVAL, progress_now_ms() - t0);
     }
-    if (tr->val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
+    if (tr->data.val && o->val_every > 0 && (step - 1) % o->val_every == 0) {
         int rc = validate(tr, step - 1, err, len);
         if (rc < 0) return -1;
         char when[96];
@@ -137,10 +138,10 @@ static int train_step(Trainer *tr, int step, StepResult *r, char *err, size_t le
     float dloss = 1.0f / ((float)o->batch * o->seq_len * o->grad_accum * d->world);
     /* where the data stood after the previous step: a stop inside this one
      * goes back there */
-    uint64_t epoch = tr->train.epoch;
-    int shard = tr->train.shard_pos;
-    long window = tr->train.window_pos;
-    TEST_HOOK(session_test_stall(&tr->sess, step));
+    uint64_t epoch = tr->data.train.epoch;
+    int shard = tr->data.train.shard_pos;
+    long window = tr->data.train.window_pos;
+    TEST_HOOK(session_test_stall(&tr->files.sess, step));
     TEST_HOOK(char at[16]; snprintf(at, sizeof at, "%d", step); io_test_pause("step", at));
     char label[64];
     snprintf(label, sizeof label, "step %d/%d", step, o->steps);
@@ -153,14 +154,16 @@ static int train_step(Trainer *tr, int step, StepResult *r, char *err, size_t le
                      micro + 1, o->grad_accum);
             progress_relabel(&tr->prog, label);
         }
-        if (loader_next(&tr->train, tr->batch.inputs, tr->batch.targets, err, len) != 0)
+        if (loader_next(&tr->data.train, tr->data.batch.inputs, tr->data.batch.targets, err, len) !=
+            0)
             return -1;
         dist_begin_micro(d, micro == o->grad_accum - 1);
         /* one process: the last backward's gradients are final as it makes them */
         gpt_set_final_micro(&tr->model, micro == o->grad_accum - 1 && d->world == 1);
-        loss += gpt_forward_backward(&tr->model, tr->batch.inputs, tr->batch.targets, dloss);
+        loss +=
+            gpt_forward_backward(&tr->model, tr->data.batch.inputs, tr->data.batch.targets, dloss);
         if (tr->model.abandoned) {
-            if (loader_seek(&tr->train, epoch, shard, window, err, len) != 0) return -1;
+            if (loader_seek(&tr->data.train, epoch, shard, window, err, len) != 0) return -1;
             char when[96];
             snprintf(when, sizeof when, "during step %d (its partial work is discarded)", step);
             return stopped(tr, 0, step - 1, when);
@@ -168,12 +171,12 @@ static int train_step(Trainer *tr, int step, StepResult *r, char *err, size_t le
     }
     dist_finish_grads(d);
     r->loss = dist_mean(d, loss / o->grad_accum);
-    TEST_HOOK(session_test_inject_nan(&tr->sess, &tr->model, step));
+    TEST_HOOK(session_test_inject_nan(&tr->files.sess, &tr->model, step));
     if (step == 1 && o->dump_grads && dump_grads(tr, r->loss, err, len) != 0) return -1;
     r->norm = dist_grad_norm(d);
     r->lr = lr_at((LrKind)o->lr_schedule, o->lr, o->warmup, o->lr_min_frac, step - 1, o->steps);
     r->skip = !isfinite(r->loss) || !isfinite(r->norm);
-    tr->bad_steps = r->skip ? tr->bad_steps + 1 : 0;
+    tr->stop.bad_steps = r->skip ? tr->stop.bad_steps + 1 : 0;
     if (!r->skip) {
         gpt_update(&tr->model, &adam, r->lr, r->norm); /* this rank's range under ZeRO-1 */
         dist_share_params(d);
@@ -217,7 +220,7 @@ static void log_step(Trainer *tr, int step, const StepResult *r, const StepFigur
     cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_s(tr, r->ms));
     progress_log(fig, j);
     if (r->skip) cJSON_AddBoolToObject(j, "skipped", 1);
-    outputs_log(&tr->out, j);
+    outputs_log(&tr->files.out, j);
 }
 
 /* The sample due after `step`, on rank 0 alone (no collectives inside); 1
@@ -241,12 +244,12 @@ static int save_due(Trainer *tr, int step, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
     Dist *d = &tr->dist;
-    if ((session_save_due(&tr->sess, d, step) &&
-         session_save(&tr->sess, &tr->model, d, &tr->train, &tr->sampler.rng, step,
-                      tr->bad_steps, err, len) != 0) ||
-        (llmc_folder_due(&tr->llmc, o, step) &&
-         llmc_folder_export(&tr->llmc, o, step, &tr->model, d, &tr->train, &tr->sampler.rng,
-                            err, len) != 0)) {
+    if ((session_save_due(&tr->files.sess, d, step) &&
+         session_save(&tr->files.sess, &tr->model, d, &tr->data.train, &tr->sampler.rng, step,
+                      tr->stop.bad_steps, err, len) != 0) ||
+        (llmc_folder_due(&tr->files.llmc, o, step) &&
+         llmc_folder_export(&tr->files.llmc, o, step, &tr->model, d, &tr->data.train,
+                            &tr->sampler.rng, err, len) != 0)) {
         stop_after_failed_save(tr, step, err, len);
         return -1;
     }
@@ -259,12 +262,12 @@ static int save_due(Trainer *tr, int step, char *err, size_t len)
 static int after_step(Trainer *tr, int step, const StepResult *r, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
-    if (tr->times.ms) tr->times.ms[tr->times.n++] = r->ms;
+    if (tr->perf.times.ms) tr->perf.times.ms[tr->perf.times.n++] = r->ms;
     StepFigures fig;
     print_step(tr, step, r, &fig);
     int cut = sample_due(tr, step);
     log_step(tr, step, r, &fig);
-    if (tr->bad_steps >= o->max_bad_steps) return stop_nonfinite(tr, step, err, len);
+    if (tr->stop.bad_steps >= o->max_bad_steps) return stop_nonfinite(tr, step, err, len);
     char when[96];
     snprintf(when, sizeof when, "during the sample after step %d", step);
     if (cut) return stopped(tr, 0, step, when);
@@ -274,7 +277,7 @@ static int after_step(Trainer *tr, int step, const StepResult *r, char *err, siz
     int sig = stop_agreed_signal(&tr->dist);
     /* the first step pays for cuBLASLt's heuristics and cold caches */
     if (o->profile_ops && step == tr->start_step + 1 && step < o->steps)
-        profile_reset(&tr->prof);
+        profile_reset(&tr->perf.prof);
     snprintf(when, sizeof when, "after step %d", step);
     if (sig) return stopped(tr, sig, step, when);
     return 0;
@@ -284,12 +287,12 @@ static int after_step(Trainer *tr, int step, const StepResult *r, char *err, siz
 static int evaluate_final(Trainer *tr, char *err, size_t len)
 {
     int steps = tr->opt.steps;
-    if (tr->val) {
+    if (tr->data.val) {
         int rc = validate(tr, steps, err, len);
         if (rc < 0) return -1;
         if (rc > 0) return stopped(tr, 0, steps, "during the final val loss");
     }
-    if (tr->eval && train_eval_run(tr->eval, &tr->model, &tr->dist, steps, &tr->out.log, err,
+    if (tr->eval && train_eval_run(tr->eval, &tr->model, &tr->dist, steps, &tr->files.out.log, err,
                                    len))
         return -1;
     return 0;
@@ -307,7 +310,7 @@ int loop_run(Trainer *tr, char *err, size_t len)
     }
     if (o->profile_ops) {
         int n = o->steps - tr->start_step;
-        profile_print(&tr->prof, stdout, n > 1 ? n - 1 : n);
+        profile_print(&tr->perf.prof, stdout, n > 1 ? n - 1 : n);
     }
     return evaluate_final(tr, err, len);
 }

@@ -130,29 +130,28 @@ static size_t host_copies(const TrainOptions *o, const GPTConfig *cfg)
     return big;
 }
 
-/* host_is_device: the cpu backend, whose budget holds the host copies */
-/* attn_scratch: the backend's (gpt_attn_scratch_bytes), 0 where none */
+/* The planner's input from the flags; the caller adds what a backend
+ * holds: its baseline, the host copies when the host is the device (the
+ * cpu backend, whose budget holds them: host_copies) and the attention's
+ * tile scratch (gpt_attn_scratch_bytes). */
 static PlanInput plan_input(const TrainOptions *o, const GPTConfig *cfg, DType dtype,
-                            const GPTShard *shard, size_t baseline, int host_is_device,
-                            size_t attn_scratch)
+                            const GPTShard *shard)
 {
     PlanInput in = {.cfg = *cfg, .B = o->batch, .T = o->seq_len, .dtype = dtype,
                     .loss_chunk = o->loss_chunk, .world_size = shard->world,
-                    .zero = shard->zero, .baseline = baseline, .offload = o->offload,
-                    .host_budget = o->host_budget_given ? o->host_budget : 0,
-                    .host_copies = host_is_device ? host_copies(o, cfg) : 0,
-                    .attn_scratch = attn_scratch};
+                    .zero = shard->zero, .offload = o->offload,
+                    .host_budget = o->host_budget_given ? o->host_budget : 0};
     return in;
 }
 
 /* What the flags ask of the planner (model/plan_choose.h): --recompute,
  * --checkpoint-every, --memory-budget (auto's budget is filled in by the
  * caller when none was given), --host-budget and --offload, in in. */
-static PlanRequest plan_request(const TrainOptions *o, const PlanInput *in, int dry_run)
+static PlanRequest plan_request(const TrainOptions *o, const PlanInput *in)
 {
     PlanRequest rq = {.mode = o->recompute, .checkpoint_every = o->checkpoint_every,
                       .budget = o->memory_budget, .budget_given = o->memory_budget_given,
-                      .host_budget_given = o->host_budget_given, .dry_run = dry_run,
+                      .host_budget_given = o->host_budget_given,
                       .grad_accum = o->grad_accum, .in = *in};
     return rq;
 }
@@ -268,14 +267,15 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
                           TrainCosts *tc, long long *step_ns, char *err, size_t len)
 {
     size_t free_b = 0, total_b = 0;
-    PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard, 0,
-                              be->ops->mem_info(be, &free_b, &total_b) != 0,
-                              gpt_attn_scratch_bytes(be, cfg));
-    PlanRequest rq = plan_request(o, &in, 0);
+    PlanInput in = plan_input(o, cfg, be->act_bytes == 2 ? DTYPE_BF16 : DTYPE_FP32, shard);
+    if (be->ops->mem_info(be, &free_b, &total_b) != 0) /* no device memory: the host's */
+        in.host_copies = host_copies(o, cfg);
+    in.attn_scratch = gpt_attn_scratch_bytes(be, cfg);
+    PlanRequest rq = plan_request(o, &in);
     *step_ns = -1;
-    if (costs_get(o, &rq.in, be, o->recompute == RECOMPUTE_AUTO, shard->rank == 0, tc, err,
-                        len) != 0)
-        return -1;
+    const int how = (o->recompute == RECOMPUTE_AUTO ? COSTS_MEASURE_IF_ABSENT : 0) |
+                    (shard->rank == 0 ? COSTS_WRITE_CACHE : 0);
+    if (costs_get(o, &rq.in, be, how, tc, err, len) != 0) return -1;
     /* After the op costs' measurement, which fits its buffers into the
      * arenas every schedule has (model/opcost_measure.c) and frees them:
      * what it leaves behind (heap pages, allocator caches, about 1 MiB at
@@ -312,7 +312,8 @@ int recompute_schedule(const TrainOptions *o, const GPTConfig *cfg, Backend *be,
 static int plan_choice(const TrainOptions *o, const PlanInput *in, size_t budget,
                        const TrainCosts *tc, char *err, size_t len)
 {
-    PlanRequest rq = plan_request(o, in, 1);
+    PlanRequest rq = plan_request(o, in);
+    rq.dry_run = 1;
     rq.budget = budget;
     rq.budget_given = rq.host_budget_given = 0; /* the totals, whatever the budgets */
     /* auto chooses with the measured costs only where it weighs offloaded
@@ -409,7 +410,7 @@ static int unopened_costs(const TrainOptions *o, const PlanInput *in, TrainCosts
         return 2;
     }
     if (strcmp(o->op_costs, "auto") == 0) return 0; /* the cache is this machine's */
-    return costs_get(o, in, NULL, 0, 0, tc, err, len) != 0 ? 1 : 0;
+    return costs_get(o, in, NULL, COSTS_LOOKUP, tc, err, len) != 0 ? 1 : 0;
 }
 
 /* The table and --offload's closing lines, at budget. */
@@ -433,7 +434,7 @@ static int plan_unopened(const TrainOptions *o, const GPTConfig *cfg, const GPTS
     DType dtype = strcmp(o->dtype, "fp32") == 0 ? DTYPE_FP32 : DTYPE_BF16;
     unopened_print(o, why, dev, dtype, &budget);
     /* a GPU's attention keeps no cpu tile scratch */
-    PlanInput in = plan_input(o, cfg, dtype, shard, 0, 0, 0);
+    PlanInput in = plan_input(o, cfg, dtype, shard); /* no baseline, host copies or tile scratch */
     TrainCosts tc;
     int rc = unopened_costs(o, &in, &tc, err, sizeof err);
     if (rc == 0 && plan_print(o, &in, budget, &tc, err, sizeof err) != 0) rc = 1;
@@ -503,14 +504,17 @@ int recompute_plan(const TrainOptions *o, const GPTConfig *cfg, const GPTShard *
         backend_close(be);
         cpu = 1;
     }
-    PlanInput in = plan_input(o, cfg, dtype, shard, baseline, cpu, attn_scratch);
+    PlanInput in = plan_input(o, cfg, dtype, shard);
+    in.baseline = baseline;
+    in.host_copies = cpu ? host_copies(o, cfg) : 0;
+    in.attn_scratch = attn_scratch;
     char bb[32];
     if (baseline)
         printf("baseline: %zu bytes (%s), %s: a run of this binary holds about as much before "
                "its arenas, and the peaks below count it; the run measures its own at start-up\n",
                baseline, planner_format_bytes(baseline, bb, sizeof bb), base_what);
     TrainCosts tc;
-    if (costs_get(o, &in, NULL, 0, 1, &tc, err, sizeof err) != 0 ||
+    if (costs_get(o, &in, NULL, COSTS_WRITE_CACHE, &tc, err, sizeof err) != 0 ||
         plan_print(o, &in, budget, &tc, err, sizeof err) != 0) {
         if (signals_pending()) { /* the measurement gave up (base/stop.h) */
             printf("stopped by signal %d during --plan (measuring the op costs); nothing "

@@ -76,9 +76,9 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
     char resumed[4200];
-    const char *from = o->llmc_resume ? tr->llmc.from.model : o->init_from;
-    if (tr->resume_dir[0]) { /* resuming: the save's shape */
-        snprintf(resumed, sizeof resumed, "%s/model.bin", tr->resume_dir);
+    const char *from = o->llmc_resume ? tr->files.llmc.from.model : o->init_from;
+    if (tr->files.resume_dir[0]) { /* resuming: the save's shape */
+        snprintf(resumed, sizeof resumed, "%s/model.bin", tr->files.resume_dir);
         from = resumed;
     }
     if (from) {
@@ -87,8 +87,9 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
             if (from == o->init_from) train_options_name_flag("--init-from", err, len);
             return -1;
         }
-        return tr->resume_dir[0] ? guard_check_resume_shape(o, &tr->cfg, tr->resume_dir, err, len)
-                                 : check_shape_flags(tr, from, err, len);
+        return tr->files.resume_dir[0]
+                   ? guard_check_resume_shape(o, &tr->cfg, tr->files.resume_dir, err, len)
+                   : check_shape_flags(tr, from, err, len);
     }
     tr->cfg.num_layers = o->layers;
     tr->cfg.channels = o->channels;
@@ -160,8 +161,8 @@ static void adopt_file_seq_len(Trainer *tr)
 /* Where the model's maximum sequence length came from, for a message. */
 static const char *seq_len_source(const Trainer *tr)
 {
-    if (tr->resume_dir[0]) return tr->resume_dir;
-    if (tr->opt.llmc_resume) return tr->llmc.from.model;
+    if (tr->files.resume_dir[0]) return tr->files.resume_dir;
+    if (tr->opt.llmc_resume) return tr->files.llmc.from.model;
     return tr->opt.init_from ? tr->opt.init_from : "--max-seq-len";
 }
 
@@ -171,8 +172,8 @@ static void start(Trainer *tr, int argc, char **argv)
 {
     char err[1024] = "";
     TrainOptions *o = &tr->opt;
-    tr->cmd = (CommandLine){argc, argv};
-    outputs_init(&tr->out);
+    tr->stop.cmd = (CommandLine){argc, argv};
+    outputs_init(&tr->files.out);
     if (dist_init(&tr->dist, &argc, &argv, err, sizeof err) != 0) fail(tr, err);
     Dist *d = &tr->dist;
     if (dist_set_timeout(d, o->collective_timeout, err, sizeof err) != 0) fail(tr, err);
@@ -185,30 +186,36 @@ static void start(Trainer *tr, int argc, char **argv)
     resolve_total_batch(tr); /* sets grad-accum, which the session records */
     outputs_check_paths(o, d);
     RunConfig run = train_options_run_config(o);
-    if (session_init(&tr->sess, &run, d, err, sizeof err) != 0) fail(tr, err);
-    if (session_check_shared(&tr->sess, d, err, sizeof err) != 0) {
-        session_abandon(&tr->sess);
+    if (session_init(&tr->files.sess, &run, d, err, sizeof err) != 0) fail(tr, err);
+    if (session_check_shared(&tr->files.sess, d, err, sizeof err) != 0) {
+        session_abandon(&tr->files.sess);
         dist_exit_all(d, 1, "%s", err);
     }
-    int rc = session_locate(&tr->sess, d, tr->resume_dir, sizeof tr->resume_dir, err, sizeof err);
+    int rc = session_locate(&tr->files.sess, d, tr->files.resume_dir, sizeof tr->files.resume_dir,
+                            err, sizeof err);
     if (rc < 0) fail(tr, err);
-    if (rc == 0) tr->resume_dir[0] = 0;
+    if (rc == 0) tr->files.resume_dir[0] = 0;
     /* before the claims, which move the saves newer than the resumed one into
      * abandoned/ (and, with --overwrite-outputs, the old outputs aside) */
-    if (rc > 0 && run.exclusive && tr->sess.resumed.step > o->steps)
-        dist_fail(d, 1, "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
-                  "is the run's total)", tr->resume_dir, tr->sess.resumed.step, o->steps);
-    outputs_check_all(&tr->out, o, d, rc > 0 || o->llmc_resume); /* moves nothing yet: settle */
-    if (session_claim(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
-    llmc_folder_start(&tr->llmc, o, d, tr->sess.dir,
-                      tr->resume_dir[0] ? tr->sess.resumed.step : -1);
+    if (rc > 0 && run.exclusive && tr->files.sess.resumed.step > o->steps)
+        dist_fail(d, 1,
+                  "cannot resume from %s: it is at step %d, beyond --steps %d (--steps "
+                  "is the run's total)",
+                  tr->files.resume_dir, tr->files.sess.resumed.step, o->steps);
+    /* moves nothing yet: settle */
+    outputs_check_all(&tr->files.out, o, d, rc > 0 || o->llmc_resume);
+    if (session_claim(&tr->files.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    llmc_folder_start(&tr->files.llmc, o, d, tr->files.sess.dir,
+                      tr->files.resume_dir[0] ? tr->files.sess.resumed.step : -1);
     /* --dump-grads is written at step 1, which a resumed run never trains */
-    int from = rc > 0 ? tr->sess.resumed.step : o->llmc_resume ? tr->llmc.from.step : 0;
+    int from = rc > 0 ? tr->files.sess.resumed.step : o->llmc_resume ? tr->files.llmc.from.step : 0;
     if (o->dump_grads && from > 0 && run.exclusive)
-        dist_exit_all(d, 2, "--dump-grads: writes step 1's gradients, and this run resumes at "
-                      "step %d (%s)", from, rc > 0 ? tr->resume_dir : tr->llmc.from.state);
+        dist_exit_all(d, 2,
+                      "--dump-grads: writes step 1's gradients, and this run resumes at "
+                      "step %d (%s)",
+                      from, rc > 0 ? tr->files.resume_dir : tr->files.llmc.from.state);
     if (rc > 0 && o->init_from)
-        printf("note: resuming from %s; --init-from %s is not used\n", tr->resume_dir,
+        printf("note: resuming from %s; --init-from %s is not used\n", tr->files.resume_dir,
                o->init_from);
 }
 
@@ -229,21 +236,22 @@ static void print_header(Trainer *tr)
     planner_print(stdout, &tr->plan, schedule_mode_name(o->recompute));
     printf("predicted peak: %zu bytes (the baseline and the arenas, which are allocated whole "
            "at start-up, next)\n", tr->plan.total);
-    if (tr->train.num_shards > 0)
-        printf("train data: %d shard(s) from %s\n", tr->train.num_shards, o->train_data);
+    if (tr->data.train.num_shards > 0)
+        printf("train data: %d shard(s) from %s\n", tr->data.train.num_shards, o->train_data);
     else
         printf("train data: none (--steps 0)\n");
     /* when a crash or a kill would cost: the saves this run will make */
-    if (tr->sess.dir[0]) {
+    if (tr->files.sess.dir[0]) {
         char every[64] = "", mins[64] = "", keep[32] = "all";
-        if (tr->sess.cfg.save_every > 0)
-            snprintf(every, sizeof every, "every %d steps, ", tr->sess.cfg.save_every);
-        if (tr->sess.cfg.save_minutes > 0)
+        if (tr->files.sess.cfg.save_every > 0)
+            snprintf(every, sizeof every, "every %d steps, ", tr->files.sess.cfg.save_every);
+        if (tr->files.sess.cfg.save_minutes > 0)
             snprintf(mins, sizeof mins, "%g minutes after the previous save, ",
-                     tr->sess.cfg.save_minutes);
-        if (tr->sess.cfg.keep > 0) snprintf(keep, sizeof keep, "the newest %d", tr->sess.cfg.keep);
-        printf("checkpoints: %s, %s%sat the end and on a stop (keeping %s)\n", tr->sess.dir, every,
-               mins, keep);
+                     tr->files.sess.cfg.save_minutes);
+        if (tr->files.sess.cfg.keep > 0)
+            snprintf(keep, sizeof keep, "the newest %d", tr->files.sess.cfg.keep);
+        printf("checkpoints: %s, %s%sat the end and on a stop (keeping %s)\n", tr->files.sess.dir,
+               every, mins, keep);
     } else if (!o->save && !o->llmc_save_dir && o->steps > 0) {
         printf("note: no --save, --checkpoint-dir or --save-checkpoint-llmc: the trained weights "
                "will not be written\n");
@@ -258,22 +266,24 @@ static void start_progress(Trainer *tr, double t_start)
     int from = 0; /* the step a resume starts from, from its manifest */
     CkptManifest man;
     char why[512];
-    if (tr->resume_dir[0] && ckpt_read_manifest(tr->resume_dir, &man, why, sizeof why) == 0) {
+    if (tr->files.resume_dir[0] &&
+        ckpt_read_manifest(tr->files.resume_dir, &man, why, sizeof why) == 0) {
         from = man.step;
         ckpt_manifest_free(&man);
     }
-    if (o->llmc_resume) from = tr->llmc.from.step;
+    if (o->llmc_resume) from = tr->files.llmc.from.step;
     progress_init(&tr->prog, &tr->model, t_start, o->grad_accum, o->peak_tflops, o->steps);
     if (tr->dist.world == 1) stop_install_block_hook(&tr->model, &tr->prog);
     /* the final val loss and --eval-file score follow the last step (its ETA) */
-    progress_set_tail(&tr->prog, &tr->model, o->grad_accum, tr->val ? o->val_batches : 0,
+    progress_set_tail(&tr->prog, &tr->model, o->grad_accum, tr->data.val ? o->val_batches : 0,
                       tr->eval ? train_eval_passes(tr->eval, o->batch) : 0);
     if (tr->dist.rank != 0) return; /* the estimate is printed once, its warning too */
     progress_print_peak(&tr->prog, stdout);
     int steps = o->steps > from ? o->steps - from : 0;
-    int evals = !tr->val ? 0 : 1 + (o->val_every > 0 ? (steps + o->val_every - 1) / o->val_every : 0);
-    progress_estimate(&tr->prog, &tr->model, o->grad_accum, tr->step_ns_predicted,
-                      tr->costs.source, steps, evals, o->val_batches, stdout);
+    int evals =
+        !tr->data.val ? 0 : 1 + (o->val_every > 0 ? (steps + o->val_every - 1) / o->val_every : 0);
+    progress_estimate(&tr->prog, &tr->model, o->grad_accum, tr->perf.step_ns_predicted,
+                      tr->perf.costs.source, steps, evals, o->val_batches, stdout);
 }
 
 void startup_shape(Trainer *tr, int argc, char **argv)
@@ -371,7 +381,7 @@ static void open_data(Trainer *tr)
             fail(tr, err);
         }
     }
-    guard_check_data(d, session_data_fingerprint(&tr->train));
+    guard_check_data(d, session_data_fingerprint(&tr->data.train));
 }
 
 /* The device and its backend, and the device memory in use before the
@@ -390,7 +400,8 @@ static void open_backend(Trainer *tr)
     tr->be = backend_open(o->device, o->dtype, cpu_threads(tr), err, sizeof err);
     if (!tr->be) fail(tr, err);
     guard_check_backend(d, tr->be);
-    tr->mem.known = tr->be->ops->mem_info(tr->be, &tr->mem.free_before, &tr->mem.total) == 0;
+    tr->perf.mem.known =
+        tr->be->ops->mem_info(tr->be, &tr->perf.mem.free_before, &tr->perf.mem.total) == 0;
 }
 
 /* The recompute schedule and the memory plan (cli/recompute.h), which may
@@ -400,14 +411,14 @@ static void plan_memory(Trainer *tr, GPTShard *shard, Schedule *sched)
     char err[1024] = "";
     const TrainOptions *o = &tr->opt;
     Dist *d = &tr->dist;
-    int rc = recompute_schedule(o, &tr->cfg, tr->be, shard, sched, &tr->plan, &tr->costs,
-                               &tr->step_ns_predicted, err, sizeof err);
+    int rc = recompute_schedule(o, &tr->cfg, tr->be, shard, sched, &tr->plan, &tr->perf.costs,
+                               &tr->perf.step_ns_predicted, err, sizeof err);
     if (rc != 0 && !signals_pending()) dist_fail(d, rc == 2 ? 2 : 1, "%s", err);
     /* --recompute auto may keep the checkpoints on the device: the plan says */
     if (rc == 0) shard->offload = tr->plan.offload;
     stop_check_startup(tr, "planning the memory (measuring the op costs)");
     /* after the op costs were measured: they time the backend's own ops */
-    if (o->profile_ops) profile_attach(&tr->prof, tr->be);
+    if (o->profile_ops) profile_attach(&tr->perf.prof, tr->be);
 }
 
 /* The header, then the arenas (the model takes sched over), the model
@@ -426,10 +437,10 @@ static void allocate(Trainer *tr, const GPTShard *shard, Schedule *sched)
     if (rc != 0 && !signals_pending()) fail(tr, err);
     stop_check_startup(tr, "allocating the model's memory");
     if (dist_attach_gpt(d, &tr->model, err, sizeof err) != 0) fail(tr, err);
-    tr->batch.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
-    tr->batch.targets = malloc(sizeof(int) * o->batch * o->seq_len);
-    tr->times.ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
-    if (!tr->batch.inputs || !tr->batch.targets || !tr->times.ms)
+    tr->data.batch.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
+    tr->data.batch.targets = malloc(sizeof(int) * o->batch * o->seq_len);
+    tr->perf.times.ms = malloc(sizeof(double) * (size_t)(o->steps + 1));
+    if (!tr->data.batch.inputs || !tr->data.batch.targets || !tr->perf.times.ms)
         fail(tr, "out of host memory for a batch");
 }
 
@@ -445,14 +456,15 @@ static void load_start(Trainer *tr)
         text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
         fail(tr, err);
     int rc;
-    if (tr->resume_dir[0]) {
-        printf("resuming from %s...\n", tr->resume_dir);
-        rc = session_resume(&tr->sess, tr->resume_dir, &tr->model, &tr->train, &tr->sampler.rng,
-                            &tr->start_step, &tr->bad_steps, err, sizeof err);
+    if (tr->files.resume_dir[0]) {
+        printf("resuming from %s...\n", tr->files.resume_dir);
+        rc =
+            session_resume(&tr->files.sess, tr->files.resume_dir, &tr->model, &tr->data.train,
+                           &tr->sampler.rng, &tr->start_step, &tr->stop.bad_steps, err, sizeof err);
     } else if (o->llmc_resume) {
-        printf("resuming from llm.c's checkpoint %s...\n", tr->llmc.from.state);
-        rc = llmc_folder_resume(&tr->llmc, o, &tr->model, d, &tr->train, &tr->sampler.rng,
-                                &tr->start_step, err, sizeof err);
+        printf("resuming from llm.c's checkpoint %s...\n", tr->files.llmc.from.state);
+        rc = llmc_folder_resume(&tr->files.llmc, o, &tr->model, d, &tr->data.train,
+                                &tr->sampler.rng, &tr->start_step, err, sizeof err);
     } else {
         if (o->init_from)
             printf("loading %zu parameters from %s...\n", tr->model.plan.num_params,
@@ -464,7 +476,7 @@ static void load_start(Trainer *tr)
         rc = params_load(tr, err, sizeof err); /* checks for a stop itself */
     }
     if (rc != 0 && !signals_pending()) fail(tr, err);
-    stop_check_startup(tr, tr->resume_dir[0] || o->llmc_resume ? "loading the save to resume"
+    stop_check_startup(tr, tr->files.resume_dir[0] || o->llmc_resume ? "loading the save to resume"
                            : o->init_from ? "loading --init-from"
                                           : "initialising the parameters");
 }
@@ -481,10 +493,10 @@ static void settle(Trainer *tr)
     train_data_finish_check(tr); /* before anything is moved aside, the log or a save written */
     stop_check_startup(tr, "checking the data against its manifest");
     guard_check_start_step(d, tr->start_step);
-    if (session_settle(&tr->sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
-    llmc_folder_settle(&tr->llmc, o, d, tr->sess.dir,
-                       tr->resume_dir[0] ? tr->sess.resumed.step : -1);
-    outputs_move_aside(&tr->out, o, d, tr->resume_dir[0] || o->llmc_resume);
+    if (session_settle(&tr->files.sess, d, err, sizeof err) != 0) dist_exit_all(d, 1, "%s", err);
+    llmc_folder_settle(&tr->files.llmc, o, d, tr->files.sess.dir,
+                       tr->files.resume_dir[0] ? tr->files.sess.resumed.step : -1);
+    outputs_move_aside(&tr->files.out, o, d, tr->files.resume_dir[0] || o->llmc_resume);
 }
 
 /* --log, from rank 0. A resumed run (--resume or --resume-llmc) appends to
@@ -496,12 +508,12 @@ static void open_log(Trainer *tr)
     char err[1024] = "";
     const TrainOptions *o = &tr->opt;
     if (tr->dist.rank != 0) return;
-    int resumed = tr->resume_dir[0] || o->llmc_resume;
+    int resumed = tr->files.resume_dir[0] || o->llmc_resume;
     /* the log's run id: the checkpoint run's (kept across resumes); an
      * llm.c resume starts a new id, so its log is not checked */
     char run_id[32];
-    snprintf(run_id, sizeof run_id, "%016llx", (unsigned long long)tr->sess.run_id);
-    if (run_log_open(&tr->out.log, o->log_path, resumed ? tr->start_step : -1,
+    snprintf(run_id, sizeof run_id, "%016llx", (unsigned long long)tr->files.sess.run_id);
+    if (run_log_open(&tr->files.out.log, o->log_path, resumed ? tr->start_step : -1,
                      o->llmc_resume ? NULL : run_id, o->log_errors, err, sizeof err) != 0)
         fail(tr, err);
     if (resumed) return;
@@ -509,10 +521,10 @@ static void open_log(Trainer *tr)
     snprintf(backend, sizeof backend, "%s %s", tr->be->name,
              tr->be->act_bytes == 2 ? "bf16" : "fp32");
     char *rec = run_record_json(o, &tr->cfg, o->batch, o->seq_len,
-                                session_data_fingerprint(&tr->train), backend, tr->dist.world,
+                                session_data_fingerprint(&tr->data.train), backend, tr->dist.world,
                                 o->llmc_resume ? NULL : run_id);
     if (!rec) fail(tr, "out of host memory for the log's first line");
-    run_log_line(&tr->out.log, rec);
+    run_log_line(&tr->files.out.log, rec);
     free(rec);
 }
 

@@ -44,19 +44,19 @@ void stop_check_startup(Trainer *tr, const char *phase)
      * run made are there, and they go too. */
     int code = TRAIN_EXIT_STOPPED_NOTHING;
     char what[4600];
-    if (tr->resume_dir[0]) {
+    if (tr->files.resume_dir[0]) {
         code = TRAIN_EXIT_STOPPED_RESUMABLE;
         snprintf(what, sizeof what, "no step had run since the save, %s, which is still there "
-                 "(the same command resumes it)", tr->resume_dir);
+                 "(the same command resumes it)", tr->files.resume_dir);
     } else if (tr->opt.llmc_resume) {
         code = TRAIN_EXIT_STOPPED_RESUMABLE;
         snprintf(what, sizeof what, "no step had run since llm.c's checkpoint %s, which is still "
-                 "there (the same command resumes it)", tr->llmc.from.state);
+                 "there (the same command resumes it)", tr->files.llmc.from.state);
     } else {
         snprintf(what, sizeof what, "nothing saved: no step had run");
     }
-    llmc_folder_abandon(&tr->llmc, &tr->opt, &tr->dist);
-    session_abandon(&tr->sess);
+    llmc_folder_abandon(&tr->files.llmc, &tr->opt, &tr->dist);
+    session_abandon(&tr->files.sess);
     printf("stopped by signal %d during start-up (%s); %s; no file was written or moved\n", sig,
            phase, what);
     dist_finalize(&tr->dist);
@@ -68,15 +68,15 @@ enum { KEPT_CHECKPOINT = 1, KEPT_MODEL = 2 };
 /* --save's model file now (cli/outputs.h). Collective. */
 static int save_model(Trainer *tr, char *err, size_t len)
 {
-    return outputs_save_model(&tr->out, &tr->opt, &tr->dist, &tr->cfg,
+    return outputs_save_model(&tr->files.out, &tr->opt, &tr->dist, &tr->cfg,
                               tr->model.plan.num_params, err, len);
 }
 
 /* llm.c's checkpoint of `step` now (cli/llmc_folder.h). Collective. */
 static int llmc_export(Trainer *tr, int step, char *err, size_t len)
 {
-    return llmc_folder_export(&tr->llmc, &tr->opt, step, &tr->model, &tr->dist, &tr->train,
-                              &tr->sampler.rng, err, len);
+    return llmc_folder_export(&tr->files.llmc, &tr->opt, step, &tr->model, &tr->dist,
+                              &tr->data.train, &tr->sampler.rng, err, len);
 }
 
 /* The weights after the failed save exist only in memory. */
@@ -99,15 +99,15 @@ void stop_after_failed_save(Trainer *tr, int step, char *err, size_t len)
 static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, size_t len)
 {
     if (step == tr->start_step) { /* this process finished no step */
-        if (tr->resume_dir[0]) {
+        if (tr->files.resume_dir[0]) {
             snprintf(what, wlen, "no step finished since the resume: %s is still the newest "
-                     "save; resume with --resume", tr->resume_dir);
+                     "save; resume with --resume", tr->files.resume_dir);
             return KEPT_CHECKPOINT;
         }
-        if (tr->llmc.from.step >= 0) {
+        if (tr->files.llmc.from.step >= 0) {
             snprintf(what, wlen, "no step finished since the resume: llm.c's checkpoint of step "
                      "%d in %s is still the newest; resume with --resume-llmc",
-                     tr->llmc.from.step, tr->llmc.from.dir);
+                     tr->files.llmc.from.step, tr->files.llmc.from.dir);
             return KEPT_CHECKPOINT;
         }
         snprintf(what, wlen, "nothing saved: no step had finished");
@@ -115,14 +115,14 @@ static int keep_run(Trainer *tr, int step, char *what, size_t wlen, char *err, s
     }
     int kept = 0;
     what[0] = 0;
-    if (tr->sess.dir[0]) {
-        if (session_save(&tr->sess, &tr->model, &tr->dist, &tr->train, &tr->sampler.rng, step,
-                         tr->bad_steps, err, len) != 0) {
+    if (tr->files.sess.dir[0]) {
+        if (session_save(&tr->files.sess, &tr->model, &tr->dist, &tr->data.train, &tr->sampler.rng,
+                         step, tr->stop.bad_steps, err, len) != 0) {
             stop_after_failed_save(tr, step, err, len);
             return -1;
         }
         char sd[4200];
-        ckpt_step_dir(sd, sizeof sd, tr->sess.dir, step);
+        ckpt_step_dir(sd, sizeof sd, tr->files.sess.dir, step);
         snprintf(what, wlen, "step %d is saved in %s (resume with --resume)", step, sd);
         kept |= KEPT_CHECKPOINT;
     }
@@ -165,13 +165,15 @@ int stop_nonfinite(Trainer *tr, int step, char *err, size_t len)
     int says = tr->dist.rank == 0;
     if (says)
         fprintf(stderr, "error: %d consecutive steps (up to step %d) had a non-finite loss or "
-                "gradient norm (--max-bad-steps %d): aborting\n", tr->bad_steps, step,
+                "gradient norm (--max-bad-steps %d): aborting\n", tr->stop.bad_steps, step,
                 tr->opt.max_bad_steps);
     char what[9000];
     if (keep_run(tr, step, what, sizeof what, err, len) < 0)
         fprintf(stderr, "error: %s\n", err); /* a save's fault may be this rank's alone */
     else if (says)
         fprintf(stderr, "aborted after step %d: %s\n", step, what);
-    if (says) guard_print_rollback(&tr->sess, tr->cmd.argc, tr->cmd.argv, step, tr->bad_steps);
+    if (says)
+        guard_print_rollback(&tr->files.sess, tr->stop.cmd.argc, tr->stop.cmd.argv, step,
+                             tr->stop.bad_steps);
     return TRAIN_EXIT_NONFINITE;
 }

@@ -22,9 +22,9 @@
 static size_t measured_peak(Trainer *tr)
 {
     size_t free_b, total_b;
-    if (tr->mem.known && tr->be->ops->mem_info(tr->be, &free_b, &total_b) == 0)
-        return (tr->mem.free_before > free_b ? tr->mem.free_before - free_b : 0) +
-               (tr->mem.total - tr->mem.free_before);
+    if (tr->perf.mem.known && tr->be->ops->mem_info(tr->be, &free_b, &total_b) == 0)
+        return (tr->perf.mem.free_before > free_b ? tr->perf.mem.free_before - free_b : 0) +
+               (tr->perf.mem.total - tr->perf.mem.free_before);
     size_t hwm = procmem_peak();
     if (hwm) return hwm;
     struct rusage ru;
@@ -47,16 +47,18 @@ void summary_print(Trainer *tr)
     printf("memory: planner total %.2f MiB (baseline %.2f MiB%s + arenas %.2f MiB), measured peak "
            "%.2f MiB (%s), difference %+.1f%%\n", p->total / 1048576.0, p->baseline / 1048576.0,
            copies, arenas->total / 1048576.0, peak / 1048576.0,
-           tr->mem.known ? "device memory in use at the end, per cudaMemGetInfo"
+           tr->perf.mem.known ? "device memory in use at the end, per cudaMemGetInfo"
                              : "process peak RSS, VmHWM",
            diff);
     size_t host_hw = gpt_host_high_water(&tr->model);
     if (p->offload)
         printf("memory: host tier (--offload %s): planned %zu bytes; its arenas' high-water mark "
-               "%zu bytes (%s)\n", planner_offload_name(p->offload), p->host_total, host_hw,
-               host_hw == p->host_total ? "equal" : "DIFFERENT: the planner and the model disagree");
-    size_t context = tr->mem.total - tr->mem.free_before;
-    if (tr->mem.known)
+               "%zu bytes (%s)\n",
+               planner_offload_name(p->offload), p->host_total, host_hw,
+               host_hw == p->host_total ? "equal"
+                                        : "DIFFERENT: the planner and the model disagree");
+    size_t context = tr->perf.mem.total - tr->perf.mem.free_before;
+    if (tr->perf.mem.known)
         printf("memory: in use on the device before the arenas (CUDA context, other processes): "
                "%.2f MiB, counted as the baseline\n", context / 1048576.0);
     cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
@@ -72,10 +74,10 @@ void summary_print(Trainer *tr)
     flops_count(&tr->cfg, tr->model.B, tr->model.T, &f);
     cJSON_AddNumberToObject(o, "flops_step", (double)f.step);
     cJSON_AddNumberToObject(o, "flops_recomputed", (double)flops_recompute(&f, &tr->model.sched));
-    costs_report(&tr->costs, tr->step_ns_predicted, tr->times.ms, tr->times.n,
+    costs_report(&tr->perf.costs, tr->perf.step_ns_predicted, tr->perf.times.ms, tr->perf.times.n,
                        tr->start_step, o);
     cJSON_AddNumberToObject(m, "arena_high_water", (double)hw);
-    if (tr->mem.known) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
+    if (tr->perf.mem.known) cJSON_AddNumberToObject(m, "context_overhead", (double)context);
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
         cJSON_AddNumberToObject(m, planner_category_name(c), (double)arenas->bytes[c]);
     /* total: the arenas' (the categories add up to it); process_total adds
@@ -90,5 +92,5 @@ void summary_print(Trainer *tr)
         cJSON_AddNumberToObject(m, "host_high_water", (double)host_hw);
     }
     cJSON_AddItemToObject(o, "memory", m);
-    outputs_log(&tr->out, o);
+    outputs_log(&tr->files.out, o);
 }

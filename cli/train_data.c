@@ -19,8 +19,9 @@ int train_data_open(Trainer *tr, char *err, size_t len)
      * no training batch: the default dataset, absent outside the
      * repository, is skipped rather than fatal. Given --train-data is
      * still opened and checked. */
-    int optional = o->steps == 0 && !o->train_data_given && !tr->resume_dir[0] && !o->llmc_resume;
-    int rc = loader_open(&tr->train, o->train_data, o->batch, o->seq_len, rank, world,
+    int optional =
+        o->steps == 0 && !o->train_data_given && !tr->files.resume_dir[0] && !o->llmc_resume;
+    int rc = loader_open(&tr->data.train, o->train_data, o->batch, o->seq_len, rank, world,
                          tr->cfg.vocab_size, o->shuffle, o->seed, err, len);
     if (rc != 0 && optional && !signals_pending()) {
         if (rank == 0)
@@ -33,20 +34,21 @@ int train_data_open(Trainer *tr, char *err, size_t len)
                      " (the default dataset: run `make data`, or pass --train-data)");
         return -1;
     }
-    if (rank == 0 && tr->train.notes) fputs(tr->train.notes, stderr);
+    if (rank == 0 && tr->data.train.notes) fputs(tr->data.train.notes, stderr);
     /* Saves record the shards' content hashes; a resume reads every shard
      * to compare them (ckpt/session.c). A fresh run takes a manifest's,
      * and checks them in the background (below). */
-    if ((tr->sess.dir[0] || tr->resume_dir[0]) && tr->train.num_shards > 0) {
+    if ((tr->files.sess.dir[0] || tr->files.resume_dir[0]) && tr->data.train.num_shards > 0) {
         double t0 = progress_now_ms();
         uint64_t bytes;
-        if (loader_hash(&tr->train, tr->resume_dir[0] ? LOADER_HASH_READ : LOADER_HASH_TRUST,
-                        &bytes, err, len) != 0)
+        if (loader_hash(&tr->data.train,
+                        tr->files.resume_dir[0] ? LOADER_HASH_READ : LOADER_HASH_TRUST, &bytes, err,
+                        len) != 0)
             return -1;
         double s = (progress_now_ms() - t0) / 1e3;
         if (rank == 0 && bytes)
             printf("train data: read %.1f MB to hash %d shard(s) in %.2f s (%.0f MB/s)\n",
-                   bytes / 1e6, tr->train.num_shards, s, bytes / 1e6 / (s > 1e-9 ? s : 1e-9));
+                   bytes / 1e6, tr->data.train.num_shards, s, bytes / 1e6 / (s > 1e-9 ? s : 1e-9));
     }
     /* The default val shards belong to the default dataset: validating a
      * run on other --train-data with them would measure the wrong text (or
@@ -76,8 +78,8 @@ int train_data_open(Trainer *tr, char *err, size_t len)
         if (rc != 0 && rank == 0)
             fprintf(stderr, "note: no validation data (%s); val loss is skipped\n", err);
     }
-    tr->val = val;
-    const char *shared = tr->val ? loader_shared_shard(&tr->train, tr->val) : NULL;
+    tr->data.val = val;
+    const char *shared = tr->data.val ? loader_shared_shard(&tr->data.train, tr->data.val) : NULL;
     if (shared && rank == 0)
         fprintf(stderr, "warning: --val-data: %s is also a shard of --train-data %s: the val "
                 "loss measures text the model trains on\n", shared, o->train_data);
@@ -86,9 +88,9 @@ int train_data_open(Trainer *tr, char *err, size_t len)
      * start-up (train_data_finish_check waits before the first step): a shard
      * changed since ./tokenize would be trained on and its hash saved, and
      * every resume then refused. */
-    const Loader *listed[2] = {&tr->train, tr->val};
-    if (!tr->resume_dir[0] && /* a resume read them all: loader_hash */
-        loader_verify_start(&tr->verify, listed, tr->val ? 2 : 1, err, len) != 0)
+    const Loader *listed[2] = {&tr->data.train, tr->data.val};
+    if (!tr->files.resume_dir[0] && /* a resume read them all: loader_hash */
+        loader_verify_start(&tr->data.verify, listed, tr->data.val ? 2 : 1, err, len) != 0)
         return -1;
     return 0;
 }
@@ -97,8 +99,8 @@ void train_data_finish_check(Trainer *tr)
 {
     char err[1024];
     LoaderVerifyStats st;
-    int bad = loader_verify_finish(tr->verify, &st, err, sizeof err) != 0;
-    tr->verify = NULL;
+    int bad = loader_verify_finish(tr->data.verify, &st, err, sizeof err) != 0;
+    tr->data.verify = NULL;
     /* a stop cuts the reading short: the stop, not the read, is reported */
     guard_exit_if_any(&tr->dist, bad && !signals_pending(), 1, err);
     if (tr->dist.rank == 0 && st.shards)

@@ -13,8 +13,8 @@
 
 #include "cli/trainer.h"
 
-/* Opens tr->train and, when there is one, tr->val (else NULL), and
- * starts the manifest check (tr->verify). Returns 0, or -1 with err naming
+/* Opens tr->data.train and, when there is one, tr->data.val (else NULL), and
+ * starts the manifest check (tr->data.verify). Returns 0, or -1 with err naming
  * the flag. */
 int train_data_open(Trainer *tr, char *err, size_t len);
 

@@ -4,9 +4,10 @@
  * the end-of-run summary (cli/summary.c). The CLI's own header, not a
  * library's.
  *
- * Owns: Trainer, and its small parts declared here (the command line, the
- * host batch, the device memory, the step times, the stop record). Its
- * other parts belong to their modules: the output files to cli/outputs.h,
+ * Owns: Trainer, a few named parts (the data, the run's files, what it
+ * measures, how it stops) and their small pieces declared here (the host
+ * batch, the device memory, the step times, the command line). The parts'
+ * own types belong to their modules: the output files to cli/outputs.h,
  * llm.c's checkpoints to cli/llmc_folder.h, the saves to ckpt/session.h;
  * the files that need only a part include only its header. */
 #ifndef CLI_TRAINER_H
@@ -52,12 +53,42 @@ typedef struct {
     int n;
 } StepTimes;
 
-/* A stop by a signal: which, the last completed step, and when it came
- * ("after step 12"), for what cli/stop.c prints. */
+/* The data, as cli/train_data.h opens it. */
+typedef struct {
+    Loader train;
+    Loader *val;          /* --val-data; NULL without val data */
+    LoaderVerify *verify; /* a fresh run's check of the shards, running (data/loader.h) */
+    Batch batch;
+} TrainData;
+
+/* The run's files: what it writes, what it resumed from. */
+typedef struct {
+    Outputs out;           /* --save, --log, --dump-grads (cli/outputs.h) */
+    RunSession sess;       /* saves, resume, test hooks (ckpt/session.h) */
+    LlmcFolder llmc;       /* --resume-llmc, --save-checkpoint-llmc (cli/llmc_folder.h) */
+    char resume_dir[4096]; /* the save resumed from; "" for a new run */
+} RunFiles;
+
+/* What the run measures and predicts of its speed and memory, for the
+ * progress line and the summary (cli/summary.c). */
+typedef struct {
+    TrainCosts costs;            /* --op-costs (cli/costs.h) */
+    long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
+    OpProfile prof;              /* --profile-ops (kernels/profile.h) */
+    DeviceMemory mem;
+    StepTimes times;
+} RunPerf;
+
+/* How the run stops before its last step (cli/stop.c): by a signal (which,
+ * the last completed step, and when it came: "after step 12"), or after
+ * --max-bad-steps non-finite steps in a row (bad_steps: so far; a save
+ * keeps it), with the command line for the rollback command. */
 typedef struct {
     int sig, step;
     char when[96];
-} StopRecord;
+    int bad_steps;
+    CommandLine cmd;
+} StopState;
 
 typedef struct {
     TrainOptions opt;
@@ -65,27 +96,16 @@ typedef struct {
     Backend *be;
     GPTConfig cfg;
     GPT model;
-    Loader train;
-    Loader *val;             /* --val-data; NULL without val data */
-    LoaderVerify *verify;    /* a fresh run's check of the shards, running (data/loader.h) */
-    TrainEval *eval;         /* --eval-file; NULL without one */
-    TextSampler sampler;     /* when sampling or generating; its RNG is saved */
-    Batch batch;
-    Outputs out;             /* --save, --log, --dump-grads (cli/outputs.h) */
-    RunSession sess;         /* saves, resume, test hooks (ckpt/session.h) */
-    LlmcFolder llmc;         /* --resume-llmc, --save-checkpoint-llmc (cli/llmc_folder.h) */
-    char resume_dir[4096];   /* the save resumed from; "" for a new run */
-    int start_step, bad_steps;
-    MemoryPlan plan;         /* the run's plan, its baseline counted (cli/recompute.h); the
-                              * model's own (model.plan) has the arenas only */
-    TrainCosts costs;        /* --op-costs (cli/costs.h) */
-    long long step_ns_predicted; /* opcost_step of the schedule; -1 without measured costs */
-    OpProfile prof;          /* --profile-ops (kernels/profile.h) */
-    Progress prog;           /* step figures, the in-step line */
-    DeviceMemory mem;
-    StepTimes times;
-    StopRecord stop;
-    CommandLine cmd;
+    MemoryPlan plan;      /* the run's plan, its baseline counted (cli/recompute.h); the
+                           * model's own (model.plan) has the arenas only */
+    TrainData data;
+    TrainEval *eval;      /* --eval-file; NULL without one */
+    TextSampler sampler;  /* when sampling or generating; its RNG is saved */
+    RunFiles files;
+    int start_step;       /* the last step done before this run: 0, or the save's */
+    Progress prog;        /* step figures, the in-step line */
+    RunPerf perf;
+    StopState stop;
 } Trainer;
 
 #endif

@@ -281,8 +281,8 @@ static void pair_of(const PlanInput *in, const Costs *c, int hi, int lo, Pair *p
  * and selective (so that modes 0, 1 and selective are candidates, also
  * when selective is not on the frontier), or only with the pair given (hi
  * >= 0). Returns 1 when a candidate fits. */
-static int family_search_off(const PlanInput *in, size_t budget, const Costs *c, int hi,
-                             int lo, int off, FamilySearch *fs)
+static int family_search_in(const PlanInput *in, size_t budget, const Costs *c, int hi,
+                            int lo, int off, FamilySearch *fs)
 {
     memset(fs, 0, sizeof *fs);
     fs->c = c;
@@ -317,10 +317,16 @@ static int family_search_off(const PlanInput *in, size_t budget, const Costs *c,
     return fs->any_fits;
 }
 
+/* The search on the device alone, and with the offloaded checkpoints too. */
 static int family_search(const PlanInput *in, size_t budget, const Costs *c, int hi, int lo,
                          FamilySearch *fs)
 {
-    return family_search_off(in, budget, c, hi, lo, 0, fs);
+    return family_search_in(in, budget, c, hi, lo, 0, fs);
+}
+static int family_search_offload(const PlanInput *in, size_t budget, const Costs *c, int hi,
+                                 int lo, FamilySearch *fs)
+{
+    return family_search_in(in, budget, c, hi, lo, 1, fs);
 }
 
 static int family_build(const PlanInput *in, const Costs *c, const FamilyCand *f, Schedule *s,
@@ -431,7 +437,7 @@ static int auto_offload(const PlanInput *in, size_t budget, const OpCosts *costs
     Costs c;
     costs_of(in, costs, &c);
     FamilySearch fs;
-    int off_fits = family_search_off(in, budget, &c, -1, -1, 1, &fs);
+    int off_fits = family_search_offload(in, budget, &c, -1, -1, &fs);
     long long off_t = fs.best.recompute + fs.best.copy;
     int use_off = off_fits && (!dev_fits || off_t < rd.recompute);
     /* none fits: the smaller device peak of the two searches */

@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fused_kernel(AmmaFuse
     const float sl2 = a.sl2;
 
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4];
-    amma_stage_own2<Cfg>(Ks, t.k, t.v, k0, w, kf, vf, [&] {
+    amma_stage_own<Cfg, 2>(Ks, t.k, t.v, k0, w, kf, vf, [&] {
         amma_stage_pair_async<HSP, BQ, NT, 1>(SM::q(smem, 0), t.q, t.dout, t.first);
         amma_stage_stats<BQ, NT>(SM::stats(smem, 0), t.stats, t.first, T_);
     });

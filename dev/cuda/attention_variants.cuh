@@ -17,6 +17,10 @@
 #include "kernels/cuda/attention_mma_bwd.cuh"
 #include "kernels/cuda/attention_mma_fwd.cuh"
 
+template <int A, int B_> struct AmmaMax {
+    static constexpr int v = A > B_ ? A : B_;
+};
+
 /* The FlashAttention-2 shape: W warps of 32 rows (ROWS = 32 W), tiles of BT
  * rows of the other side, always cp.async double-buffered (ST = 2), the
  * warp's A operands held in registers (HOLD), 16-byte staging (VEC). */
@@ -34,7 +38,7 @@ template <class Args>
 static void amma_fa2_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t smem,
                             int rows, int nseq, int threads, int &set)
 {
-    amma_check_smem(st, smem, "attention", 64);
+    attn_check_smem(st, smem, "attention", 64);
     if (!set) {
         CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));

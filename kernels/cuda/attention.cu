@@ -1,8 +1,6 @@
 /* kernels/cuda/attention.cu — causal self-attention forward, flash style
- * (ops.h: attention_forward). Tiles and helpers: attention_tile.cuh. This
- * file's kernel is the fp32 path; bf16 runs go to attention_mma.cu.
- *
- * qkv(N, 3C): row b*T + t holds [q | k | v], head h at columns h*hs.. of
+ * (ops.h: attention_forward); the fp32 path (attention_tile.cuh), bf16 runs
+ * go to attention_mma.cu. qkv(N, 3C): row b*T + t holds [q | k | v], head h at columns h*hs.. of
  * each third. One block per (query tile, head, batch); grid.x runs the query
  * tiles last-first so the longest blocks start first. For each key tile up
  * to the diagonal, warp w (query rows 16w..16w+15):
@@ -13,7 +11,7 @@
  * then out = O / l and lse = m + log l, in the scaled-score space. The T x T
  * scores never exist; m and l live in registers (every lane holds the same
  * 16 values, so no lane can race another on them). */
-#include "attention_tile.cuh"
+#include "attention_mma.cuh"
 
 template <typename T, int HSP, int TB> static size_t attn_fwd_smem()
 {
@@ -105,34 +103,26 @@ attn_fwd_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, float s
     }
 }
 
-template <typename T, int HSP, int TB>
-static void attn_fwd_launch(CudaState *st, T *out, float *lse, const T *qkv, int B, int T_,
-                            int C, int NH)
-{
-    size_t smem = attn_fwd_smem<T, HSP, TB>();
-    auto kern = attn_fwd_kernel<T, HSP, TB>;
-    attn_set_smem(kern, smem);
-    const int threads = AttnGeom<T, HSP, TB>::THREADS;
-    float scale = 1.0f / sqrtf((float)(C / NH));
-    attn_batch_slices(st, B, [&](int b0, int nb) {
-        dim3 grid(ceil_div(T_, TB), NH, nb);
-        LAUNCH(kern, grid, threads, smem, st->stream, out + (size_t)b0 * T_ * C,
-               lse + (size_t)b0 * NH * T_, qkv + (size_t)b0 * T_ * 3 * C, T_, C, NH, scale);
-    });
-}
-
-/* By head size, then the larger tile whose shared memory fits the device. */
+/* By head size, then the larger tile whose shared memory fits the device,
+ * in slices of sequences (attn_batch_slices). */
 template <typename T>
 static void attn_fwd(CudaState *st, T *out, float *lse, const T *qkv, int B, int T_, int C,
                      int NH)
 {
-    attn_hsp_dispatch("attention_forward", C / NH, [&](auto hsp) {
-        constexpr int HSP = decltype(hsp)::value;
-        attn_tile_dispatch(st, "attention_forward", HSP, attn_fwd_smem<T, HSP, 64>(),
-                           attn_fwd_smem<T, HSP, 32>(), [&](auto tb) {
-                               attn_fwd_launch<T, HSP, decltype(tb)::value>(st, out, lse, qkv, B,
-                                                                           T_, C, NH);
-                           });
+    const float scale = 1.0f / sqrtf((float)(C / NH));
+    auto smem = [](auto hsp, auto tb) {
+        return attn_fwd_smem<T, decltype(hsp)::value, decltype(tb)::value>();
+    };
+    attn_tile_dispatch(st, "attention_forward", C / NH, smem, [&](auto hsp, auto tb, size_t smb) {
+        constexpr int HSP = decltype(hsp)::value, TB = decltype(tb)::value;
+        auto kern = attn_fwd_kernel<T, HSP, TB>;
+        const int threads = AttnGeom<T, HSP, TB>::THREADS;
+        attn_set_smem(kern, smb);
+        attn_batch_slices(st, B, [&](int b0, int nb) {
+            LAUNCH(kern, dim3(ceil_div(T_, TB), NH, nb), threads, smb, st->stream,
+                   out + (size_t)b0 * T_ * C, lse + (size_t)b0 * NH * T_,
+                   qkv + (size_t)b0 * T_ * 3 * C, T_, C, NH, scale);
+        });
     });
 }
 
@@ -142,6 +132,7 @@ void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv,
     CudaState *st = cuda_state(be);
     attn_check_heads(st, "attention_forward", C, NH);
     if (B <= 0 || T <= 0) return;
-    if (st->bf16) attn_mma_forward(st, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH);
+    if (st->bf16)
+        amma_forward(st, amma_fwd_run, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH);
     else attn_fwd(st, (float *)out, lse, (const float *)qkv, B, T, C, NH);
 }

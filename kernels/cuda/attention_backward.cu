@@ -1,8 +1,6 @@
 /* kernels/cuda/attention_backward.cu — causal self-attention backward, flash
- * style (ops.h: attention_backward). Tiles and helpers: attention_tile.cuh.
- * This file's kernels are the fp32 path; bf16 runs go to attention_mma.cu.
- *
- * With s = scale * q.k, P = exp(s - lse) recomputed from the forward's lse,
+ * style (ops.h: attention_backward); the fp32 path (attention_tile.cuh),
+ * bf16 runs go to attention_mma.cu. With s = scale * q.k, P = exp(s - lse) recomputed from the forward's lse,
  * D_i = sum_d dO[i,d] O[i,d] and dS = P * (dP - D), dP = dO . V^T:
  *   dV = P^T . dO,  dK = scale * dS^T . Q,  dQ = scale * dS . K.
  * Two kernels, each the only writer of what it produces (no atomics):
@@ -14,7 +12,7 @@
  * Both recompute S and dP; D is computed in both from dO and O by the same
  * function (attn_rows_D), so no buffer beyond the op's arguments is needed.
  * Every element of dqkv is written ("="). */
-#include "attention_tile.cuh"
+#include "attention_mma.cuh"
 
 template <typename T, int HSP, int TB> static size_t attn_bwd_smem()
 {
@@ -167,39 +165,31 @@ attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const flo
     }
 }
 
-template <typename T, int HSP, int TB>
-static void attn_bwd_launch(CudaState *st, T *dqkv, const T *dout, const T *qkv, const T *out,
-                            const float *lse, int B, int T_, int C, int NH)
-{
-    size_t smem = attn_bwd_smem<T, HSP, TB>();
-    auto kdkdv = attn_bwd_dkdv_kernel<T, HSP, TB>;
-    auto kdq = attn_bwd_dq_kernel<T, HSP, TB>;
-    attn_set_smem(kdkdv, smem);
-    attn_set_smem(kdq, smem);
-    const int threads = AttnGeom<T, HSP, TB>::THREADS;
-    float scale = 1.0f / sqrtf((float)(C / NH));
-    attn_batch_slices(st, B, [&](int b0, int nb) {
-        dim3 grid(ceil_div(T_, TB), NH, nb);
-        const size_t o1 = (size_t)b0 * T_ * C, o3 = 3 * o1, ol = (size_t)b0 * NH * T_;
-        LAUNCH(kdkdv, grid, threads, smem, st->stream, dqkv + o3, dout + o1, qkv + o3, out + o1,
-               lse + ol, T_, C, NH, scale);
-        LAUNCH(kdq, grid, threads, smem, st->stream, dqkv + o3, dout + o1, qkv + o3, out + o1,
-               lse + ol, T_, C, NH, scale);
-    });
-}
-
-/* By head size, then the larger tile whose shared memory fits the device. */
+/* By head size, then the larger tile whose shared memory fits the device,
+ * in slices of sequences (attn_batch_slices): dK/dV, then dQ. */
 template <typename T>
 static void attn_bwd(CudaState *st, T *dqkv, const T *dout, const T *qkv, const T *out,
                      const float *lse, int B, int T_, int C, int NH)
 {
-    attn_hsp_dispatch("attention_backward", C / NH, [&](auto hsp) {
-        constexpr int HSP = decltype(hsp)::value;
-        attn_tile_dispatch(st, "attention_backward", HSP, attn_bwd_smem<T, HSP, 64>(),
-                           attn_bwd_smem<T, HSP, 32>(), [&](auto tb) {
-                               attn_bwd_launch<T, HSP, decltype(tb)::value>(
-                                   st, dqkv, dout, qkv, out, lse, B, T_, C, NH);
-                           });
+    const float scale = 1.0f / sqrtf((float)(C / NH));
+    auto smem = [](auto hsp, auto tb) {
+        return attn_bwd_smem<T, decltype(hsp)::value, decltype(tb)::value>();
+    };
+    attn_tile_dispatch(st, "attention_backward", C / NH, smem, [&](auto hsp, auto tb, size_t smb) {
+        constexpr int HSP = decltype(hsp)::value, TB = decltype(tb)::value;
+        auto kdkdv = attn_bwd_dkdv_kernel<T, HSP, TB>;
+        auto kdq = attn_bwd_dq_kernel<T, HSP, TB>;
+        attn_set_smem(kdkdv, smb);
+        attn_set_smem(kdq, smb);
+        attn_batch_slices(st, B, [&](int b0, int nb) {
+            const dim3 grid(ceil_div(T_, TB), NH, nb);
+            const int threads = AttnGeom<T, HSP, TB>::THREADS;
+            const size_t o1 = (size_t)b0 * T_ * C, o3 = 3 * o1, ol = (size_t)b0 * NH * T_;
+            LAUNCH(kdkdv, grid, threads, smb, st->stream, dqkv + o3, dout + o1, qkv + o3,
+                   out + o1, lse + ol, T_, C, NH, scale);
+            LAUNCH(kdq, grid, threads, smb, st->stream, dqkv + o3, dout + o1, qkv + o3,
+                   out + o1, lse + ol, T_, C, NH, scale);
+        });
     });
 }
 
@@ -210,8 +200,8 @@ void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const vo
     attn_check_heads(st, "attention_backward", C, NH);
     if (B <= 0 || T <= 0) return;
     if (st->bf16)
-        attn_mma_backward(st, (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv,
-                          (const bf16 *)out, lse, B, T, C, NH);
+        amma_backward(st, amma_dq_run, amma_dkdv_run, (bf16 *)dqkv, (const bf16 *)dout,
+                      (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH);
     else
         attn_bwd(st, (float *)dqkv, (const float *)dout, (const float *)qkv,
                  (const float *)out, lse, B, T, C, NH);

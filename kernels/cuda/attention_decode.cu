@@ -11,10 +11,7 @@
  * decode step reads t+1 keys once, and the matmuls around it cost more.
  * Shared memory: q and the accumulators (hs floats each), the chunk's
  * scores (DEC_THREADS) and the running max and sum. */
-#include "cuda_common.cuh"
 #include "attention_tile.cuh"
-
-#include <math.h>
 
 #define DEC_THREADS 128
 

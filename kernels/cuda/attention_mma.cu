@@ -1,10 +1,7 @@
-/* kernels/cuda/attention_mma.cu — the bf16 attention's entry points
- * (attention.cu and attention_backward.cu send bf16 runs here; their own
- * kernels are the fp32 path): the backward's row statistics, and the
- * launches of each kernel's one configuration per head size
- * (attention_mma.cuh: AmmaFwdCfg, AmmaDqCfg, AmmaDkdvCfg). The kernels:
- * attention_mma_fwd.cuh, attention_mma_bwd.cuh; their plan:
- * attention_mma.cuh. */
+/* kernels/cuda/attention_mma.cu — the bf16 attention (attention.cu and
+ * attention_backward.cu send bf16 runs here): the backward's row
+ * statistics, each kernel's launch in its one configuration per head size
+ * and the entry points. Plan and configurations: attention_mma.cuh. */
 #include "attention_mma_bwd.cuh"
 #include "attention_mma_fwd.cuh"
 
@@ -36,8 +33,7 @@ void amma_fwd_run(CudaState *st, const AmmaFwdArgs &a)
 {
     attn_hsp_dispatch("attention_forward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        if (a.vec) amma_fwd_launch<AmmaFwdCfg<HSP>>(st, a);
-        else amma_fwd_launch<AmmaScalarCfg<HSP>>(st, a);
+        (a.vec ? amma_fwd_launch<AmmaFwdCfg<HSP>> : amma_fwd_launch<AmmaScalarCfg<HSP>>)(st, a);
     });
 }
 
@@ -45,8 +41,8 @@ void amma_dq_run(CudaState *st, const AmmaBwdArgs &a)
 {
     attn_hsp_dispatch("attention_backward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        if (a.vec) amma_bwd_launch<AmmaDqCfg<HSP>, true>(st, a);
-        else amma_bwd_launch<AmmaScalarCfg<HSP>, true>(st, a);
+        (a.vec ? amma_bwd_launch<AmmaDqCfg<HSP>, true>
+               : amma_bwd_launch<AmmaScalarCfg<HSP>, true>)(st, a);
     });
 }
 
@@ -54,8 +50,8 @@ void amma_dkdv_run(CudaState *st, const AmmaBwdArgs &a)
 {
     attn_hsp_dispatch("attention_backward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        if (a.vec) amma_bwd_launch<AmmaDkdvCfg<HSP>, false>(st, a);
-        else amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false>(st, a);
+        (a.vec ? amma_bwd_launch<AmmaDkdvCfg<HSP>, false>
+               : amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false>)(st, a);
     });
 }
 
@@ -65,12 +61,7 @@ void amma_forward(CudaState *st, AmmaFwdLaunch fwd, bf16 *out, float *lse, const
                   int T, int C, int NH)
 {
     const int hs = C / NH;
-    AmmaFwdArgs a;
-    a.out = out, a.lse = lse, a.qkv = qkv;
-    a.B = B, a.T = T, a.C = C, a.NH = NH;
-    a.sl2 = AMMA_LOG2E / sqrtf((float)hs);
-    a.vec = amma_vec_ok(qkv, C, hs);
-    fwd(st, a);
+    fwd(st, {out, lse, qkv, B, T, C, NH, AMMA_LOG2E / sqrtf((float)hs), amma_vec_ok(qkv, C, hs)});
 }
 
 void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dqkv,
@@ -94,24 +85,10 @@ void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dq
         const size_t o1 = (size_t)b0 * T * C, o3 = 3 * o1, ol = (size_t)b0 * per_seq;
         LAUNCH(amma_rows_D_kernel, elementwise_grid((size_t)nb * per_seq * 32, 256), 256, 0,
                st->stream, stats, dout + o1, out + o1, lse + ol, nb, T, C, NH);
-        AmmaBwdArgs a;
-        a.dqkv = dqkv + o3, a.dout = dout + o1, a.qkv = qkv + o3, a.stats = stats;
-        a.nb = nb, a.T = T, a.C = C, a.NH = NH;
-        a.sl2 = AMMA_LOG2E * scale, a.scale = scale;
-        a.vec = amma_vec_ok(qkv + o3, C, hs) && amma_vec_ok(dout + o1, C, hs);
+        const AmmaBwdArgs a = {dqkv + o3, dout + o1, qkv + o3, stats, nb, T, C, NH,
+                               AMMA_LOG2E * scale, scale,
+                               amma_vec_ok(qkv + o3, C, hs) && amma_vec_ok(dout + o1, C, hs)};
         dkdv(st, a);
         if (dq) dq(st, a);
     }
-}
-
-void attn_mma_forward(CudaState *st, bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C,
-                      int NH)
-{
-    amma_forward(st, amma_fwd_run, out, lse, qkv, B, T, C, NH);
-}
-
-void attn_mma_backward(CudaState *st, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
-                       const bf16 *out, const float *lse, int B, int T, int C, int NH)
-{
-    amma_backward(st, amma_dq_run, amma_dkdv_run, dqkv, dout, qkv, out, lse, B, T, C, NH);
 }

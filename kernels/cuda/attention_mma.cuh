@@ -1,49 +1,35 @@
-/* kernels/cuda/attention_mma.cuh — private to attention_mma*: the bf16
- * attention kernels' common parts. The kernels: attention_mma_fwd.cuh
- * (forward), attention_mma_bwd.cuh (dQ, dK/dV); the statistics kernel and
- * the entry points, with the one configuration each kernel ships in per
- * head size: attention_mma.cu. The other configurations and kernels
- * (Hopper's wgmma, 32 rows per warp, a fused backward) are lab material in
- * dev/cuda/attention_variants.cu, linked only into the checker and its
- * sweep; they build on this file too.
+/* kernels/cuda/attention_mma.cuh — private to attention*.cu: the bf16
+ * attention kernels' common parts. The kernels: attention_mma_fwd.cuh and
+ * attention_mma_bwd.cuh; their statistics kernel, entry points and the one
+ * configuration each ships in per head size: attention_mma.cu. The other
+ * configurations and kernels are lab material in dev/cuda/ (the checker's
+ * sweep, dev/cuda/attention_variants.cu), built on this file too.
  *
  * Plan. Causal self-attention, flash style, on the tensor cores (mma.cuh):
- * a block owns ROWS = 16 W rows (W warps; warp w owns rows 16w..16w+15 and
- * keeps everything about them in registers) and streams tiles of BT rows of
- * the other side through shared memory: key/value tiles for the forward
- * and dQ (block rows = queries), query/dO tiles for dK/dV (block rows =
- * keys). Scores are kept raw (s = q.k) and turned into probabilities by one
- * FFMA and one ex2.approx.ftz each: p = 2^(s * sl2 - m * sl2), sl2 =
- * log2(e) / sqrt(hs), m the row max (forward) or lse in log2 units
- * (backward). lse is stored in natural units, as the cpu does:
- * lse = ln 2 * (m sl2 + log2 l).
- * Backward, with P = exp(s - lse), D_i = sum_d dO[i,d] O[i,d]:
+ * a block owns ROWS = 16 W rows (warp w rows 16w..16w+15, everything about
+ * them in registers) and streams tiles of BT rows of the other side through
+ * shared memory: keys and values for the forward and dQ (block rows =
+ * queries), queries and dO for dK/dV (block rows = keys). Scores stay raw
+ * (s = q.k) and become probabilities by one FFMA and one ex2.approx.ftz
+ * each: p = 2^(s sl2 - m sl2), sl2 = log2(e) / sqrt(hs), m the row max
+ * (forward) or lse in log2 units (backward); lse is stored in natural
+ * units, as the cpu does: lse = ln 2 (m sl2 + log2 l). Backward, with
+ * P = exp(s - lse), D_i = sum_d dO[i,d] O[i,d]:
  *   dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K, dS = P (dO V^T - D).
  * dK/dV and dQ are separate kernels, each the only writer of its output:
- * no atomics, every run gives the same bits. (The fused variant keeps that:
- * each key block writes its own dQ partial, summed in a fixed order.)
+ * no atomics, every run gives the same bits.
  *
- * Staging. A tile is R rows of HSP bf16 (the head size hs zero-padded to
- * 16, 32, 64 or 128), row stride LD = HSP + 8 elements (mma.cuh: an odd
- * multiple of 16 bytes, so ldmatrix's 8 rows hit 8 bank groups). Two ways,
- * a variant's ST:
- *   ST = 1: every thread loads all its 16-byte pieces of the tile(s) into
- *           registers (all loads in flight at once), then, after a barrier,
- *           stores them: one buffer, two barriers per tile;
- *   ST = 2: cp.async (async_copy.cuh) into the other of two buffers while
- *           the block computes on this one: one barrier per tile.
- * Unaligned sources or hs not a multiple of 8 (vec = 0, host-checked) take
- * plain element loads and stores in either case.
- *
- * Block order: one 1-D grid over (tile, head, sequence), the tiles with the
- * most work first across the whole launch (for a causal mask, the last
- * query tile, or the first key tile), so the short blocks fill the tail.
- *
- * Shared steps: the mask, the online softmax, P and dS, and the stores
- * work on a warp's accumulators in the mma.sync register layout, which
- * the wgmma products keep per warp; both kinds of kernel call the same
- * helpers below (the wgmma ones' own staging, products and refusal:
- * dev/cuda/attention_mma_wg.cuh). */
+ * Staging (a configuration's ST): a tile is R rows of HSP bf16 (hs
+ * zero-padded to 16, 32, 64 or 128), row stride LD = HSP + 8 elements (an
+ * odd multiple of 16 bytes: ldmatrix's 8 rows hit 8 bank groups). ST = 1:
+ * every 16-byte piece of the tile(s) loaded into registers at once, a
+ * barrier, then the stores (one buffer, two barriers per tile); ST = 2:
+ * cp.async (async_copy.cuh) into the other of two buffers while the block
+ * computes on this one (one barrier per tile). Unaligned sources or hs not
+ * a multiple of 8 (vec = 0, host-checked) take element loads and stores.
+ * The mask, the softmax, P and dS and the stores work on a warp's
+ * accumulators in the mma.sync register layout (below), which the wgmma
+ * kernels of dev/cuda keep per warp: they call the same helpers. */
 #ifndef KERNELS_CUDA_ATTENTION_MMA_CUH
 #define KERNELS_CUDA_ATTENTION_MMA_CUH
 
@@ -70,9 +56,24 @@ struct AmmaCfg {
     static_assert(HSP % 16 == 0 && BT % 16 == 0 && (ST == 1 || ST == 2), "tile shape");
 };
 
-template <int A, int B_> struct AmmaMax {
-    static constexpr int v = A > B_ ? A : B_;
-};
+/* A kernel's shared memory: ST stages of the streamed side (stage bytes
+ * each) and the block's own tiles (own bytes) at amma_own_at. With HOLD,
+ * the own tiles go into the last stage (enlarged if needed) and are read
+ * into registers before it is first refilled; without, into a region of
+ * their own after the stages, read for every product. amma_rows: n tile
+ * rows' bytes. */
+template <class Cfg> __host__ __device__ constexpr size_t amma_rows(int n)
+{
+    return (size_t)n * Cfg::LD * sizeof(bf16);
+}
+template <class Cfg> __host__ __device__ constexpr size_t amma_own_at(size_t stage)
+{
+    return (size_t)(Cfg::HOLD ? Cfg::ST - 1 : Cfg::ST) * stage;
+}
+template <class Cfg> __host__ __device__ constexpr size_t amma_smem(size_t stage, size_t own)
+{
+    return amma_own_at<Cfg>(stage) + (Cfg::HOLD && stage > own ? stage : own);
+}
 
 /* The backward's per-query-row statistics, from amma_rows_D_kernel: lse in
  * log2 units and D. 8 bytes: one cp.async or one LDS.64 per row. */
@@ -265,29 +266,29 @@ __device__ __forceinline__ void amma_stage_async(bf16 *dst, AmmaSrc s, int t0)
  * Q and dO). _async: as amma_stage_async (the caller commits, waits and
  * syncs). amma_stage_pair: now, through registers (VEC: every load of
  * both tiles before any store) or element by element; BAR: a __syncthreads
- * before the first store, for a buffer other warps may still read. The
- * caller syncs after. */
+ * before the first store, for a buffer other warps may still read; N = 1:
+ * s0's tile only. The caller syncs after. */
 template <int HSP, int R, int NT, int VEC>
 __device__ __forceinline__ void amma_stage_pair_async(bf16 *dst, AmmaSrc s0, AmmaSrc s1, int t0)
 {
     amma_stage_async<HSP, R, NT, VEC>(dst, s0, t0);
     amma_stage_async<HSP, R, NT, VEC>(dst + R * (HSP + 8), s1, t0);
 }
-template <int HSP, int R, int NT, int VEC, bool BAR>
+template <int HSP, int R, int NT, int VEC, bool BAR, int N = 2>
 __device__ __forceinline__ void amma_stage_pair(bf16 *dst, AmmaSrc s0, AmmaSrc s1, int t0)
 {
     AmmaRegTile<HSP, R, NT> r0, r1;
     if (VEC) {
         r0.load(s0, t0);
-        r1.load(s1, t0);
+        if (N == 2) r1.load(s1, t0);
     }
     if (BAR) __syncthreads();
     if (VEC) {
         r0.store(dst);
-        r1.store(dst + R * (HSP + 8));
+        if (N == 2) r1.store(dst + R * (HSP + 8));
     } else {
         amma_stage_scalar<HSP, R, NT>(dst, s0, t0);
-        amma_stage_scalar<HSP, R, NT>(dst + R * (HSP + 8), s1, t0);
+        if (N == 2) amma_stage_scalar<HSP, R, NT>(dst + R * (HSP + 8), s1, t0);
     }
 }
 
@@ -302,59 +303,71 @@ __device__ __forceinline__ void amma_stage_stats(AmmaStat *dst, const AmmaStat *
     }
 }
 
-/* The backward kernels' set-up: the block's own two tiles (ROWS rows of s0
- * and s1 from row0, side by side at own: [Q | dO] for dQ, [K | V] for
+/* A kernel's set-up: the block's own N tiles (ROWS rows of s0, and of s1
+ * beside it, from row0: Q for the forward, [Q | dO] for dQ, [K | V] for
  * dK/dV) and, with ST = 2, the streamed side's first tile (issue(): its
  * cp.async copies), landed and published to the block; then, with HOLD,
- * warp w's A operands of both in registers (a0, a1). */
-template <class Cfg, class Issue>
-__device__ __forceinline__ void amma_stage_own2(bf16 *own, AmmaSrc s0, AmmaSrc s1, int row0,
-                                                int w, uint32_t a0[][4], uint32_t a1[][4],
-                                                Issue issue)
+ * warp w's A operands of them in registers (a0, a1). */
+template <class Cfg, int N, class Issue>
+__device__ __forceinline__ void amma_stage_own(bf16 *own, AmmaSrc s0, AmmaSrc s1, int row0, int w,
+                                               uint32_t a0[][4], uint32_t a1[][4], Issue issue)
 {
     constexpr int HSP = Cfg::HSP, R = Cfg::ROWS, NT = Cfg::NT, LD = Cfg::LD;
     if (Cfg::ST == 2) {
-        amma_stage_pair_async<HSP, R, NT, Cfg::VEC>(own, s0, s1, row0);
+        amma_stage_async<HSP, R, NT, Cfg::VEC>(own, s0, row0);
+        if (N == 2) amma_stage_async<HSP, R, NT, Cfg::VEC>(own + R * LD, s1, row0);
         issue();
         cp_async_commit();
         cp_async_wait<0>();
     } else {
-        amma_stage_pair<HSP, R, NT, Cfg::VEC, false>(own, s0, s1, row0);
+        amma_stage_pair<HSP, R, NT, Cfg::VEC, false, N>(own, s0, s1, row0);
     }
     __syncthreads();
     if (Cfg::HOLD) {
         mma_load_a_strip<HSP>(a0, own, LD, 16 * w);
-        mma_load_a_strip<HSP>(a1, own + R * LD, LD, 16 * w);
+        if (N == 2) mma_load_a_strip<HSP>(a1, own + R * LD, LD, 16 * w);
     }
+}
+
+/* Step i of n over the streamed side (its tile i from row r): returns the
+ * stage that holds tile i. ST = 2: waits for tile i (issued by the set-up
+ * or at step i - 1), syncs, then issue(stage, row)s tile i + 1 into the
+ * other stage, to land during this step. ST = 1: now(r) loads tile i,
+ * syncs (every warp done with tile i - 1) and stores it into stage 0; then
+ * a sync. All threads call it, the idle warps too. */
+template <class Cfg, class Issue, class Now>
+__device__ __forceinline__ int amma_stream_step(int i, int n, int r, Issue issue, Now now)
+{
+    if (Cfg::ST == 2) {
+        if (i > 0) cp_async_wait<0>(); /* this thread's part of tile i */
+        __syncthreads(); /* tile i complete; every warp done with i - 1 and its own tiles */
+        if (i + 1 < n) {
+            issue((i + 1) & 1, r + Cfg::BT);
+            cp_async_commit();
+        }
+        return i & 1;
+    }
+    now(r);
+    __syncthreads();
+    return 0;
 }
 
 /* Key/value step kt of nK of the forward and dQ kernels (keys kt BT..):
  * tiles holds ST stages of [K | V] (BT rows each); returns this step's K
- * tile (its V tile follows, BT rows on). ST = 2: waits for tile kt
- * (issued by the set-up or at step kt - 1), syncs, then issues tile kt + 1
- * into the other stage, to land during this step. ST = 1: loads, syncs
- * (every warp done with tile kt - 1), stores, syncs. All threads call it,
- * the idle warps too. */
+ * tile (its V tile follows, BT rows on). */
 template <class Cfg>
 __device__ __forceinline__ const bf16 *amma_kv_step(bf16 *tiles, AmmaSrc Ksrc, AmmaSrc Vsrc, int kt,
                                                     int nK)
 {
     constexpr int HSP = Cfg::HSP, BK = Cfg::BT, NT = Cfg::NT;
     constexpr int STAGE = 2 * BK * Cfg::LD; /* elements of one [K | V] stage */
-    const int k0 = kt * BK;
-    if (Cfg::ST == 2) {
-        if (kt > 0) cp_async_wait<0>(); /* this thread's part of tile kt */
-        __syncthreads(); /* tile kt complete; every warp done with kt - 1 and Q (dO) */
-        if (kt + 1 < nK) {
-            amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles + (size_t)((kt + 1) & 1) * STAGE,
-                                                         Ksrc, Vsrc, k0 + BK);
-            cp_async_commit();
-        }
-        return tiles + (size_t)(kt & 1) * STAGE;
-    }
-    amma_stage_pair<HSP, BK, NT, Cfg::VEC, true>(tiles, Ksrc, Vsrc, k0);
-    __syncthreads();
-    return tiles;
+    const int s = amma_stream_step<Cfg>(
+        kt, nK, kt * BK,
+        [&](int s, int r) {
+            amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles + (size_t)s * STAGE, Ksrc, Vsrc, r);
+        },
+        [&](int r) { amma_stage_pair<HSP, BK, NT, Cfg::VEC, true>(tiles, Ksrc, Vsrc, r); });
+    return tiles + (size_t)s * STAGE;
 }
 
 /* Register layout of a warp's 16 x N strip c[N / 8][4] of fp32 (mma.cuh's
@@ -448,19 +461,16 @@ __device__ __forceinline__ void amma_fwd_finish(const AmmaFwdArgs &a, const Amma
                                                 const float o[][4], float m0, float m1, float l0,
                                                 float l1)
 {
-    const AmmaBlock blk = t.blk;
-    const int T = t.T, hs = t.hs, r0 = t.r0, r1 = t.r1;
-    const float sl2 = a.sl2;
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    mma_strip_store<HSP>(a.out + (size_t)blk.b * T * a.C + blk.h * hs, a.C, r0, T, hs, o,
-                         1.0f / l0, 1.0f / l1);
+    mma_strip_store<HSP>(a.out + (size_t)t.blk.b * t.T * a.C + t.blk.h * t.hs, a.C, t.r0, t.T,
+                         t.hs, o, 1.0f / l0, 1.0f / l1);
     if (t.t4 == 0) {
-        const size_t lrow = ((size_t)blk.b * a.NH + blk.h) * T;
-        if (r0 < T) a.lse[lrow + r0] = AMMA_LN2 * (m0 * sl2 + log2f(l0));
-        if (r1 < T) a.lse[lrow + r1] = AMMA_LN2 * (m1 * sl2 + log2f(l1));
+        float *lse = a.lse + ((size_t)t.blk.b * a.NH + t.blk.h) * t.T;
+        if (t.r0 < t.T) lse[t.r0] = AMMA_LN2 * (m0 * a.sl2 + log2f(l0));
+        if (t.r1 < t.T) lse[t.r1] = AMMA_LN2 * (m1 * a.sl2 + log2f(l1));
     }
 }
 
@@ -537,13 +547,10 @@ template <int HSP>
 using AmmaDkdvCfg = AmmaCfg<HSP, 4, 64, 2, HSP == 128 ? 2 : HSP == 64 ? 3 : 4, HSP != 128>;
 template <int HSP, int HOLD = 1> using AmmaScalarCfg = AmmaCfg<HSP, 4, 64, 1, 1, HOLD, 0>;
 
-/* The launches by padded head size (attention_mma.cu): each kernel's one
- * configuration per size, and with element-by-element staging (vec = 0)
- * one more. amma_forward and amma_backward are the entry points' set-up
- * (the backward's slices of sequences, their statistics) around the
- * kernels they are given: attention_mma.cu passes these, the checker's
- * sweep (dev/cuda/attention_variants.cu) its variants. dq NULL: dkdv
- * writes dQ as well. */
+/* Each kernel by padded head size, in its configuration (vec = 0:
+ * AmmaScalarCfg); amma_forward and amma_backward, the entry points' set-up
+ * (the backward's slices of sequences and their statistics) around the
+ * kernels they are given: these, or the sweep's. dq NULL: dkdv writes dQ. */
 typedef void (*AmmaFwdLaunch)(CudaState *st, const AmmaFwdArgs &a);
 typedef void (*AmmaBwdLaunch)(CudaState *st, const AmmaBwdArgs &a);
 void amma_fwd_run(CudaState *st, const AmmaFwdArgs &a);
@@ -555,23 +562,14 @@ void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dq
                    const bf16 *dout, const bf16 *qkv, const bf16 *out, const float *lse, int B,
                    int T, int C, int NH);
 
-/* Refuse a configuration whose tiles do not fit the device. */
-static inline void amma_check_smem(CudaState *st, size_t bytes, const char *op, int hsp)
-{
-    if (bytes > st->smem_optin)
-        CUDA_FATAL("%s: head size padded to %d needs %zu bytes of shared memory; the device "
-                   "allows %zu",
-                   op, hsp, bytes, st->smem_optin);
-}
-
 /* Launch kern on one 1-D grid of ceil(T / rows) x NH x nseq blocks of
  * threads (amma_block's order) with smem bytes of dynamic shared memory,
- * after amma_check_smem; op names the op in the messages. */
+ * after attn_check_smem; op names the op in the messages. */
 template <class Args>
 static void amma_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t smem, int rows,
                         int nseq, int threads, int hsp, const char *op)
 {
-    amma_check_smem(st, smem, op, hsp);
+    attn_check_smem(st, smem, op, hsp);
     attn_set_smem(kern, smem);
     const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
     if (blocks > 2147483647u) CUDA_FATAL("%s: %zu blocks exceed the grid's x limit", op, blocks);

@@ -1,17 +1,13 @@
 /* kernels/cuda/attention_mma_bwd.cuh — the bf16 attention backward's two
- * main kernels (plan and staging: attention_mma.cuh), each the only writer
- * of its output, after the statistics (amma_rows_D_kernel,
- * attention_mma.cu):
- *   amma_dq_kernel      block = ROWS query rows, key/value tiles of BT
- *                       up to the diagonal: dQ = scale dS K;
- *   amma_dkdv_kernel    block = ROWS key rows, query/dO tiles of BT from
- *                       the diagonal on: dV = P^T dO, dK = scale dS^T Q.
- * Both stream the other side 16 rows at a time: a warp forms a 16 x 16
- * piece of S and dP, turns it into P and dS in registers, and feeds it at
- * once into its accumulators (mma_strip_acc), so only the accumulators
- * (2 x 16 x HSP for dK/dV) and the warp's own A operands (HOLD) stay live,
- * not 16 x BT score tiles. Templates over the configuration, as
- * attention_mma_fwd.cuh. */
+ * kernels (plan: attention_mma.cuh), each the only writer of its output,
+ * after the statistics (amma_rows_D_kernel): amma_dq_kernel (block = ROWS
+ * query rows, key/value tiles up to the diagonal: dQ = scale dS K) and
+ * amma_dkdv_kernel (block = ROWS key rows, query/dO tiles from the
+ * diagonal on: dV = P^T dO, dK = scale dS^T Q). Both stream the other side
+ * 16 rows at a time: a warp forms a 16 x 16 piece of S and dP, turns it
+ * into P and dS in registers and feeds it at once into its accumulators
+ * (mma_strip_acc), so only those and its own A operands (HOLD) stay live,
+ * not 16 x BT score tiles. Templates, as attention_mma_fwd.cuh. */
 #ifndef KERNELS_CUDA_ATTENTION_MMA_BWD_CUH
 #define KERNELS_CUDA_ATTENTION_MMA_BWD_CUH
 
@@ -19,26 +15,20 @@
 
 /* ---- dQ ---- */
 
-/* Shared memory: ST stages of [K tile | V tile] (BK rows each). Q and dO
- * (ROWS rows each): with HOLD, staged into the last stage (enlarged if
- * needed) and read into registers before it is first refilled; without,
- * a region of their own that stays. */
+/* Shared memory (amma_smem): ST stages of [K tile | V tile] (BK rows
+ * each); own: [Q | dO] (ROWS rows each). */
 template <class Cfg> static size_t amma_dq_smem()
 {
-    constexpr int BK = Cfg::BT, R = Cfg::ROWS;
-    const size_t rows = Cfg::HOLD ? (size_t)(Cfg::ST - 1) * 2 * BK + AmmaMax<2 * BK, 2 * R>::v
-                                  : (size_t)Cfg::ST * 2 * BK + 2 * R;
-    return rows * Cfg::LD * sizeof(bf16);
+    return amma_smem<Cfg>(amma_rows<Cfg>(2 * Cfg::BT), amma_rows<Cfg>(2 * Cfg::ROWS));
 }
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs a)
 {
     constexpr int HSP = Cfg::HSP, BQ = Cfg::ROWS, BK = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
-    constexpr int STAGE = 2 * BK * LD;
     DYN_SMEM(smem);
     bf16 *const tiles = (bf16 *)smem;
-    bf16 *const Qs = tiles + (size_t)(Cfg::HOLD ? Cfg::ST - 1 : Cfg::ST) * STAGE;
+    bf16 *const Qs = (bf16 *)(smem + amma_own_at<Cfg>(amma_rows<Cfg>(2 * BK)));
     bf16 *const dOs = Qs + BQ * LD;
     const AmmaTile t = amma_tile_begin<Cfg, false>(a);
     const AmmaStat zero = {0.0f, 0.0f};
@@ -46,7 +36,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
     const AmmaStat st1 = t.r1 < t.T ? t.stats[t.r1] : zero;
 
     uint32_t qf[HSP / 16][4], of[HSP / 16][4]; /* Q_w, dO_w: with HOLD only */
-    amma_stage_own2<Cfg>(Qs, t.q, t.dout, t.row0, t.w, qf, of, [&] {
+    amma_stage_own<Cfg, 2>(Qs, t.q, t.dout, t.row0, t.w, qf, of, [&] {
         amma_stage_pair_async<HSP, BK, NT, Cfg::VEC>(tiles, t.k, t.v, 0); /* keys 0.. */
     });
 
@@ -83,17 +73,13 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
 
 /* ---- dK/dV ---- */
 
-/* One stage: [Q tile | dO tile] (BQ rows each), then BQ statistics. K and V
- * (ROWS rows each): with HOLD, staged into the last stage (enlarged if
- * needed) and read into registers before it is first refilled; without, a
- * region of their own after the stages. */
+/* Shared memory (amma_smem): ST stages of [Q tile | dO tile] (BT rows
+ * each) and BT statistics; own: [K | V] (ROWS rows each). */
 template <class Cfg> struct AmmaDkdvSmem {
-    static constexpr size_t tiles = (size_t)2 * Cfg::BT * Cfg::LD * sizeof(bf16);
+    static constexpr size_t tiles = amma_rows<Cfg>(2 * Cfg::BT);
     static constexpr size_t stage = tiles + (size_t)Cfg::BT * sizeof(AmmaStat);
-    static constexpr size_t kv = (size_t)2 * Cfg::ROWS * Cfg::LD * sizeof(bf16);
-    static constexpr size_t kv_at = (Cfg::HOLD ? Cfg::ST - 1 : Cfg::ST) * stage;
-    static constexpr size_t bytes =
-        Cfg::HOLD ? (Cfg::ST - 1) * stage + (stage > kv ? stage : kv) : Cfg::ST * stage + kv;
+    static constexpr size_t kv = amma_rows<Cfg>(2 * Cfg::ROWS);
+    static constexpr size_t kv_at = amma_own_at<Cfg>(stage), bytes = amma_smem<Cfg>(stage, kv);
     /* stage s's Q tile (its dO tile follows, BT rows on) and statistics */
     static __device__ __forceinline__ bf16 *q(unsigned char *smem, int s)
     {
@@ -117,7 +103,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     const AmmaTile t = amma_tile_begin<Cfg, true>(a);
 
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w: with HOLD only */
-    amma_stage_own2<Cfg>(Ks, t.k, t.v, t.row0, t.w, kf, vf, [&] {
+    amma_stage_own<Cfg, 2>(Ks, t.k, t.v, t.row0, t.w, kf, vf, [&] {
         amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, 0), t.q, t.dout, t.first);
         amma_stage_stats<BQ, NT>(SM::stats(smem, 0), t.stats, t.first, t.T);
     });
@@ -128,38 +114,19 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
 
     for (int it = 0; it < t.n; it++) {
         const int q0 = t.first + it * BQ;
-        int cur = 0;
-        if (Cfg::ST == 2) {
-            if (it > 0) cp_async_wait<0>();
-            __syncthreads(); /* tile it complete; every warp done with it - 1 (and K, V) */
-            if (it + 1 < t.n) {
-                const int nx = (it + 1) & 1;
-                amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, nx), t.q, t.dout,
-                                                             q0 + BQ);
-                amma_stage_stats<BQ, NT>(SM::stats(smem, nx), t.stats, q0 + BQ, t.T);
-                cp_async_commit();
-            }
-            cur = it & 1;
-        } else {
-            AmmaRegTile<HSP, BQ, NT> rq, ro;
-            const int sr = threadIdx.x, q = q0 + sr; /* one statistic per thread < BQ */
-            AmmaStat sv = {0.0f, 0.0f};
-            if (Cfg::VEC) {
-                rq.load(t.q, q0);
-                ro.load(t.dout, q0);
-            }
-            if (sr < BQ && q < t.T) sv = t.stats[q];
-            __syncthreads(); /* every warp done with the previous tile (and K, V) */
-            if (Cfg::VEC) {
-                rq.store(SM::q(smem, 0));
-                ro.store(SM::q(smem, 0) + BQ * LD);
-            } else {
-                amma_stage_scalar<HSP, BQ, NT>(SM::q(smem, 0), t.q, q0);
-                amma_stage_scalar<HSP, BQ, NT>(SM::q(smem, 0) + BQ * LD, t.dout, q0);
-            }
-            if (sr < BQ) SM::stats(smem, 0)[sr] = sv;
-            __syncthreads();
-        }
+        const int cur = amma_stream_step<Cfg>(
+            it, t.n, q0,
+            [&](int s, int r) {
+                amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, s), t.q, t.dout, r);
+                amma_stage_stats<BQ, NT>(SM::stats(smem, s), t.stats, r, t.T);
+            },
+            [&](int r) { /* one statistic per thread < BQ */
+                const int sr = threadIdx.x, q = r + sr;
+                AmmaStat sv = {0.0f, 0.0f};
+                if (sr < BQ && q < t.T) sv = t.stats[q];
+                amma_stage_pair<HSP, BQ, NT, Cfg::VEC, true>(SM::q(smem, 0), t.q, t.dout, r);
+                if (sr < BQ) SM::stats(smem, 0)[sr] = sv;
+            });
         const bf16 *Qs = SM::q(smem, cur), *dOs = Qs + BQ * LD;
         const AmmaStat *sts = SM::stats(smem, cur);
         if (t.idle || q0 + BQ - 1 < t.wr0) continue; /* every query before this warp's keys */

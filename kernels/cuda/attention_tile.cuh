@@ -1,19 +1,17 @@
-/* kernels/cuda/attention_tile.cuh — private to attention*.cu: the tile
- * geometry and the building blocks of the flash-attention kernels.
+/* kernels/cuda/attention_tile.cuh — private to attention*.cu: the fp32
+ * flash-attention kernels' tile geometry and building blocks, and the
+ * launch set-up every attention op shares. The fp32 path is the one
+ * compared with the cpu at 1e-5: per-warp products in plain fp32 FMAs
+ * (warp_mm), accumulators in shared memory. bf16 runs take the tensor-core
+ * kernels instead (plan in attention_mma.cuh).
  *
- * A block works on tiles of TB rows (TB = 64 or 32) of one (batch, head);
- * warp w of the block owns rows [16w, 16w+16) of every per-row buffer, so
- * most steps need only __syncwarp; __syncthreads guards the tiles all warps
- * read (K/V in forward and dQ, Q/dO/lse/D in dK/dV).
- * The head dimension hs is padded with zeros to HSP (16, 32, 64 or 128) in
- * shared memory, so any hs <= 128 works and the 16x16x16 tensor-core tiles
- * always fit: padded columns add 0 to every dot product and are never
- * stored. Rows past T are zero-filled and masked.
- *
- * These kernels are the fp32 path, the one compared with the cpu at 1e-5:
- * matrix products are per warp (warp_mm), plain fp32 FMAs with accumulators
- * in shared memory. bf16 runs take attention_mma*.cu instead (tensor cores,
- * register accumulators, cp.async staging; plan in attention_mma.cuh). */
+ * A block works on tiles of TB rows (64 or 32) of one (sequence, head);
+ * warp w owns rows [16w, 16w+16) of every per-row buffer, so most steps
+ * need only __syncwarp; __syncthreads guards the tiles all warps read (K/V
+ * in the forward and dQ, Q/dO/lse/D in dK/dV). hs is zero-padded to HSP
+ * (16, 32, 64 or 128) in shared memory, so any hs <= 128 works: padded
+ * columns add 0 to every dot product and are never stored. Rows past T
+ * are zero-filled and masked. */
 #ifndef KERNELS_CUDA_ATTENTION_TILE_CUH
 #define KERNELS_CUDA_ATTENTION_TILE_CUH
 
@@ -36,14 +34,12 @@ template <typename T, int HSP, int TB> struct AttnGeom {
 };
 
 /* The backward kernels' launch bounds: THREADS per block, at least one
- * resident block per SM. With the thread count alone, ptxas budgeted the
- * fp32 dQ kernel at TB = 32 (64 threads) 32 registers on sm_90, and it
- * spilled (12 bytes stored, 64 loaded per thread; dev/gpu_check/cuda_resources.sh).
- * Their tiles (25 to 187 KiB of shared memory per block, attn_bwd_smem)
- * hold residency to a few blocks per SM anyway, so the extra registers cost
- * no occupancy. The forward kernel keeps the plain bound: it does not spill,
- * and with "1" ptxas gives it 179 registers (bf16, hs 64, TB 64), which
- * would cut it to 2 resident blocks where its 70 KiB tiles allow 3. */
+ * resident block per SM. With the thread count alone ptxas gave the dQ
+ * kernel at TB = 32 32 registers on sm_90, and it spilled
+ * (dev/gpu_check/cuda_resources.sh); their 25 to 187 KiB tiles hold
+ * residency to a few blocks per SM anyway. The forward keeps the plain
+ * bound: it does not spill, and "1" would let ptxas give it 179 registers
+ * (hs 64, TB 64), 2 resident blocks where its 70 KiB tiles allow 3. */
 #define ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB) __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS, 1)
 
 /* Shared-memory regions are carved in order, each rounded up to 128 bytes
@@ -156,6 +152,15 @@ static inline int attn_hsp(int hs)
     return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0;
 }
 
+/* Refuse tiles that do not fit the device. */
+static inline void attn_check_smem(const CudaState *st, size_t bytes, const char *op, int hsp)
+{
+    if (bytes > st->smem_optin)
+        CUDA_FATAL("%s: head size padded to %d needs %zu bytes of shared memory; the device "
+                   "allows %zu",
+                   op, hsp, bytes, st->smem_optin);
+}
+
 /* Opt a kernel into more than 48 KiB of dynamic shared memory. */
 template <typename K> static void attn_set_smem(K kern, size_t bytes)
 {
@@ -187,19 +192,20 @@ template <class F> static void attn_hsp_dispatch(const char *op, int hs, F run)
     }
 }
 
-/* run(std::integral_constant<int, TB>()) with the larger tile, TB = 64, when
- * its shared memory (smem64 bytes) fits the device, else TB = 32 (smem32);
- * fatal when neither fits. */
-template <class F>
-static void attn_tile_dispatch(const CudaState *st, const char *op, int hsp, size_t smem64,
-                               size_t smem32, F run)
+/* The fp32 kernels by head size (attn_hsp_dispatch), then the larger tile
+ * whose shared memory fits the device: run(hsp, tb, bytes) with TB = 64
+ * when its smem(hsp, tb) bytes fit, else TB = 32; fatal when neither
+ * does. hsp and tb are std::integral_constants. */
+template <class Smem, class F>
+static void attn_tile_dispatch(const CudaState *st, const char *op, int hs, Smem smem, F run)
 {
-    if (smem64 <= st->smem_optin) run(std::integral_constant<int, 64>());
-    else if (smem32 <= st->smem_optin) run(std::integral_constant<int, 32>());
-    else
-        CUDA_FATAL("%s: head size padded to %d needs %zu bytes of shared memory; the device "
-                   "allows %zu",
-                   op, hsp, smem32, st->smem_optin);
+    attn_hsp_dispatch(op, hs, [&](auto hsp) {
+        const std::integral_constant<int, 64> t64{};
+        const std::integral_constant<int, 32> t32{};
+        if (smem(hsp, t64) <= st->smem_optin) return run(hsp, t64, smem(hsp, t64));
+        attn_check_smem(st, smem(hsp, t32), op, decltype(hsp)::value); /* neither fits: fatal */
+        run(hsp, t32, smem(hsp, t32));
+    });
 }
 
 /* launch(b0, nb) for slices of the B sequences, nb <= st->max_grid_z each
@@ -211,13 +217,5 @@ template <class F> static void attn_batch_slices(const CudaState *st, int B, F l
     for (int b0 = 0; b0 < B; b0 += st->max_grid_z)
         launch(b0, B - b0 < st->max_grid_z ? B - b0 : st->max_grid_z);
 }
-
-/* attention_mma.cu: the bf16 path, on the tensor cores with register
- * accumulators (attention_mma.cuh). The kernels in attention.cu and
- * attention_backward.cu run fp32 (the exact path compared with the cpu). */
-void attn_mma_forward(CudaState *st, bf16 *out, float *lse, const bf16 *qkv, int B, int T_, int C,
-                      int NH);
-void attn_mma_backward(CudaState *st, bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
-                       const bf16 *out, const float *lse, int B, int T_, int C, int NH);
 
 #endif

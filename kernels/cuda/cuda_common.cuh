@@ -230,13 +230,15 @@ static inline int colsum_chunk_rows(int N, int C, int nbufs)
 
 /* gemm.cu (cuBLASLt). Column-major, as cuBLAS sees it:
  *   D(m,n) = op(A) . op(B) + beta * D (+ bias(m) broadcast over columns)
- * op(A) is m x k (A stored k x m when ta), op(B) is k x n (B stored n x k
- * when tb). A and B have type ab_bf16 ? bf16 : fp32; D and bias dd_bf16.
+ * op(A) is m x k (A stored k x m when ta = GEMM_T, m x k when GEMM_N),
+ * op(B) is k x n (B stored n x k when tb = GEMM_T). A and B have type
+ * ab_bf16 ? bf16 : fp32; D and bias dd_bf16.
  * Compute and accumulation are fp32 (CUBLAS_COMPUTE_32F, no TF32). The
  * descriptors and the algorithm (timed among the heuristic's candidates,
  * gemm.cu) are made once per problem and cached. Enqueued on st->stream;
  * returns at once, except the first call of a problem, which times its
  * candidates (synchronously). */
+enum { GEMM_N = 0, GEMM_T = 1 };
 void cuda_gemm(CudaState *st, int ta, int tb, int m, int n, int k, const void *A, int lda,
                const void *B, int ldb, void *D, int ldd, int ab_bf16, int dd_bf16,
                const void *bias, float beta);

@@ -224,16 +224,16 @@ static void head_part(CudaState *st, int part, float *losses, T *dx, T *dwte, co
     const int bf = std::is_same<T, bf16>::value;
     switch (part) {
     case HEAD_PART_LOGITS:
-        cuda_gemm(st, 1, 0, Vp, rows, C, wte, C, x, C, buf, Vp, bf, bf, NULL, 0.0f);
+        cuda_gemm(st, GEMM_T, GEMM_N, Vp, rows, C, wte, C, x, C, buf, Vp, bf, bf, NULL, 0.0f);
         break;
     case HEAD_PART_LOSS:
         ce_launch(st, losses, buf, targets, rows, V, Vp, dloss, dx != NULL);
         break;
     case HEAD_PART_DX:
-        cuda_gemm(st, 0, 0, C, rows, Vp, wte, C, buf, Vp, dx, C, bf, bf, NULL, 0.0f);
+        cuda_gemm(st, GEMM_N, GEMM_N, C, rows, Vp, wte, C, buf, Vp, dx, C, bf, bf, NULL, 0.0f);
         break;
     case HEAD_PART_DWTE:
-        cuda_gemm(st, 0, 1, C, Vp, rows, x, C, buf, Vp, dwte, C, bf, bf, NULL, 1.0f);
+        cuda_gemm(st, GEMM_N, GEMM_T, C, Vp, rows, x, C, buf, Vp, dwte, C, bf, bf, NULL, 1.0f);
         break;
     default:
         CUDA_FATAL("head part %d: unknown", part);
@@ -287,5 +287,6 @@ void cuda_head_logits(Backend *be, float *logits, const void *x, const void *wte
                       int Vp)
 {
     CudaState *st = cuda_state(be);
-    cuda_gemm(st, 1, 0, Vp, n, C, wte, C, x, C, logits, Vp, st->bf16, 0, NULL, 0.0f);
+    /* dd_bf16 0: the logits are fp32 in either dtype */
+    cuda_gemm(st, GEMM_T, GEMM_N, Vp, n, C, wte, C, x, C, logits, Vp, st->bf16, 0, NULL, 0.0f);
 }

@@ -104,15 +104,16 @@ void cuda_matmul_forward(Backend *be, void *out, const void *inp, const void *we
                          const void *bias, int N, int IC, int OC)
 {
     CudaState *st = cuda_state(be);
-    cuda_gemm(st, 1, 0, OC, N, IC, weight, IC, inp, IC, out, OC, st->bf16, st->bf16, bias, 0.0f);
+    cuda_gemm(st, GEMM_T, GEMM_N, OC, N, IC, weight, IC, inp, IC, out, OC, st->bf16, st->bf16, bias,
+              0.0f);
 }
 
 /* dweight(OC,IC) += dout^T . inp; dbias(OC) += column sums of dout */
 static void weight_grads(CudaState *st, void *dweight, void *dbias, const void *dout,
                          const void *inp, int N, int IC, int OC)
 {
-    cuda_gemm(st, 0, 1, IC, OC, N, inp, IC, dout, OC, dweight, IC, st->bf16, st->bf16, NULL,
-              1.0f);
+    cuda_gemm(st, GEMM_N, GEMM_T, IC, OC, N, inp, IC, dout, OC, dweight, IC, st->bf16, st->bf16,
+              NULL, 1.0f);
     if (dbias) {
         if (st->bf16) colsum(st, (bf16 *)dbias, (const bf16 *)dout, N, OC);
         else colsum(st, (float *)dbias, (const float *)dout, N, OC);
@@ -123,8 +124,8 @@ void cuda_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, c
                           const void *inp, const void *weight, int N, int IC, int OC)
 {
     CudaState *st = cuda_state(be);
-    cuda_gemm(st, 0, 0, IC, N, OC, weight, IC, dout, OC, dinp, IC, st->bf16, st->bf16, NULL,
-              0.0f);
+    cuda_gemm(st, GEMM_N, GEMM_N, IC, N, OC, weight, IC, dout, OC, dinp, IC, st->bf16, st->bf16,
+              NULL, 0.0f);
     weight_grads(st, dweight, dbias, dout, inp, N, IC, OC);
 }
 
@@ -144,8 +145,8 @@ void cuda_matmul_gelu_forward(Backend *be, void *out, void *pre, const void *inp
         cuda_gelu_forward(be, out, pre, (size_t)N * OC);
         return;
     }
-    cuda_gemm_epi(st, 1, 0, OC, N, IC, weight, IC, inp, IC, out, OC, st->bf16, st->bf16, bias,
-                  0.0f, GEMM_EPI_GELU_AUX, pre, OC);
+    cuda_gemm_epi(st, GEMM_T, GEMM_N, OC, N, IC, weight, IC, inp, IC, out, OC, st->bf16, st->bf16,
+                  bias, 0.0f, GEMM_EPI_GELU_AUX, pre, OC);
 }
 
 /* dinp(N,IC) = (dout . W) * gelu'(pre); dweight +=, dbias += */
@@ -159,7 +160,7 @@ void cuda_matmul_backward_gelu(Backend *be, void *dinp, void *dweight, void *dbi
         cuda_gelu_backward(be, dinp, pre, dinp, (size_t)N * IC);
         return;
     }
-    cuda_gemm_epi(st, 0, 0, IC, N, OC, weight, IC, dout, OC, dinp, IC, st->bf16, st->bf16, NULL,
-                  0.0f, GEMM_EPI_DGELU, (void *)pre, IC);
+    cuda_gemm_epi(st, GEMM_N, GEMM_N, IC, N, OC, weight, IC, dout, OC, dinp, IC, st->bf16, st->bf16,
+                  NULL, 0.0f, GEMM_EPI_DGELU, (void *)pre, IC);
     weight_grads(st, dweight, dbias, dout, inp, N, IC, OC);
 }
