@@ -264,6 +264,7 @@ Test(opcost_file, plan_with_costs_prints_step_times)
     int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     in.attn_scratch = gpt_attn_scratch_bytes(be, &in.cfg);
+    in.host_copies = gpt_params_piece_bytes(&in.cfg); /* start-up's piece, as the CLI */
     omp_set_num_threads(threads);
     snprintf(args, sizeof args, SHAPE " --plan --memory-budget 3000000 --grad-accum 2 "
              "--op-costs %s", path);
