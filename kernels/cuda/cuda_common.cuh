@@ -279,12 +279,15 @@ void cuda_matmul_forward(Backend *be, void *out, const void *inp, const void *we
                          const void *bias, int N, int IC, int OC);
 void cuda_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
                           const void *inp, const void *weight, int N, int IC, int OC);
+/* KVH: ops.h's key/value heads; KVH != NH (grouped-query attention) has
+ * no cuda kernel yet and is fatal, naming the op. */
 void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
-                            int C, int NH);
+                            int C, int NH, int KVH);
 void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
-                             const void *out, const float *lse, int B, int T, int C, int NH);
+                             const void *out, const float *lse, int B, int T, int C, int NH,
+                             int KVH);
 void cuda_attention_decode(Backend *be, void *out, void *kcache, void *vcache, const void *qkv,
-                           int t, int maxT, int C, int NH);
+                           int t, int maxT, int C, int NH, int KVH);
 void cuda_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
 void cuda_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
 void cuda_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);
