@@ -152,7 +152,7 @@ typedef struct BackendOps {
     void (*attention_scratch)(Backend *be, void *p, size_t bytes);
 
     /* ---- the Llama family's ops: RMSNorm, RoPE, SwiGLU. Optional: NULL
-     * where a backend has none yet (cuda for now) ---- */
+     * where a backend has none yet (cuda: RoPE for now) ---- */
     /* RMSNorm over C: rstd(N) = 1 / sqrt(mean_c(inp^2) + eps) (f32, =),
      * out(N,C) = inp * rstd * weight (=). */
     void (*rmsnorm_forward)(Backend *be, void *out, float *rstd, const void *inp,
