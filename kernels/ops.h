@@ -8,8 +8,9 @@
  *   act  activations, in the backend's activation dtype (be->act_bytes wide:
  *        4 = fp32 on the CPU, 2 = bf16 by default on CUDA);
  *   par  working parameters and their gradients, be->par_bytes wide;
- *   f32  always float: LayerNorm mean/rstd, attention log-sum-exp, per-token
- *        losses, AdamW master weights and moments.
+ *   f32  always float: LayerNorm mean/rstd, RMSNorm rstd, attention
+ *        log-sum-exp, the RoPE table, per-token losses, AdamW master
+ *        weights and moments.
  * They are all void or float pointers into backend memory (host memory for
  * the cpu backend, device memory for cuda). Integer token buffers are int32.
  *
@@ -111,24 +112,34 @@ typedef struct BackendOps {
                             const void *dout, const void *inp, const void *weight, int N,
                             int IC, int OC);
 
-    /* ---- causal self-attention, NH heads of size C/NH ----
-     * qkv(N,3C) holds [q | k | v] per row. out(N,C) =, lse(B,NH,T) = the
-     * per-row log-sum-exp of the scaled scores. Never stores (T,T). */
+    /* ---- causal self-attention: NH query heads and KVH key/value heads, all
+     * of size hs = C/NH, NH divisible by KVH (KVH == NH: multi-head
+     * attention; KVH < NH: grouped-query attention, query head h reading
+     * key/value head h / (NH/KVH), as Llama's repeat_kv) ----
+     * qkv(N, C + 2*KVH*hs) holds [q | k | v] per row: q NH*hs = C wide, k and
+     * v KVH*hs wide each (3C when KVH == NH); head h uses columns
+     * h*hs..(h+1)*hs of q, key/value head g columns g*hs..(g+1)*hs of k and
+     * of v. out(N,C) =, lse(B,NH,T) = the per-row log-sum-exp of the scaled
+     * scores. Never stores (T,T). cuda: KVH == NH only for now (it exits
+     * naming the op otherwise). */
     void (*attention_forward)(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
-                              int C, int NH);
-    /* dqkv(N,3C) = from dout(N,C), using qkv, out and lse from forward. */
+                              int C, int NH, int KVH);
+    /* dqkv(N, C + 2*KVH*hs) = from dout(N,C), using qkv, out and lse from
+     * forward; a key/value head's dk, dv sum over its query heads. */
     void (*attention_backward)(Backend *be, void *dqkv, const void *dout, const void *qkv,
-                               const void *out, const float *lse, int B, int T, int C, int NH);
+                               const void *out, const float *lse, int B, int T, int C, int NH,
+                               int KVH);
 
     /* One step of incremental decoding (generation with a KV cache), batch
-     * row 0, position t < maxT. qkv(1,3C) holds [q | k | v] of position t;
-     * kcache, vcache (NH,maxT,hs) act: row t of each head = that head's k, v
-     * (=); rows < t are read as earlier calls wrote them. out(1,C) = for each
-     * head, softmax_{j<=t}(q.k_j / sqrt(hs)) . v_j: attention_forward's row t
-     * over the same prefix. Optional: NULL where a backend has none (the
-     * caller then re-runs the whole forward). */
+     * row 0, position t < maxT. qkv(1, C + 2*KVH*hs) holds [q | k | v] of
+     * position t; kcache, vcache (KVH,maxT,hs) act: row t of each key/value
+     * head = that head's k, v (=); rows < t are read as earlier calls wrote
+     * them. out(1,C) = for each query head h, with g its key/value head,
+     * softmax_{j<=t}(q.k_j / sqrt(hs)) . v_j over head g's cache:
+     * attention_forward's row t over the same prefix. Optional: NULL where a
+     * backend has none (the caller then re-runs the whole forward). */
     void (*attention_decode)(Backend *be, void *out, void *kcache, void *vcache,
-                             const void *qkv, int t, int maxT, int C, int NH);
+                             const void *qkv, int t, int maxT, int C, int NH, int KVH);
     /* Optional (NULL where the attention ops need no memory of their own):
      * attention_scratch_bytes is the host scratch the attention ops (all
      * three) use at C channels and NH heads, at the thread count in force;
@@ -139,6 +150,44 @@ typedef struct BackendOps {
      * the same bits either way. */
     size_t (*attention_scratch_bytes)(Backend *be, int C, int NH);
     void (*attention_scratch)(Backend *be, void *p, size_t bytes);
+
+    /* ---- the Llama family's ops: RMSNorm, RoPE, SwiGLU. Optional: NULL
+     * where a backend has none yet (cuda: RoPE for now) ---- */
+    /* RMSNorm over C: rstd(N) = 1 / sqrt(mean_c(inp^2) + eps) (f32, =),
+     * out(N,C) = inp * rstd * weight (=). */
+    void (*rmsnorm_forward)(Backend *be, void *out, float *rstd, const void *inp,
+                            const void *weight, int N, int C, float eps);
+    /* dinp(N,C) +=, dweight(C) += from dout(N,C), with inp and the forward's
+     * rstd: with xhat = inp * rstd,
+     *   dinp += rstd * (weight*dout - xhat * mean_c(weight*dout*xhat)),
+     *   dweight += sum_n dout * xhat. */
+    void (*rmsnorm_backward)(Backend *be, void *dinp, void *dweight, const void *dout,
+                             const void *inp, const void *weight, const float *rstd, int N,
+                             int C);
+    /* Rotary position embedding on the q and k heads of attention_forward's
+     * qkv layout (C, NH, KVH as there; v is not rotated), row (b,t) at
+     * position t. Each head's vector x (hs even) turns in the pairs
+     * (x_i, x_{i+hs/2}), i < hs/2 (Hugging Face's rotate_half), by the
+     * angle t * f_i:
+     *   out_i = x_i cos - x_{i+hs/2} sin,  out_{i+hs/2} = x_{i+hs/2} cos + x_i sin.
+     * table (f32, T rows of hs): kernels/rope.h's rope_table, row t holds
+     * cos(t f_i) for i < hs/2, then sin(t f_i); pass table + p*hs for rows
+     * that start at position p (decode). out(N, C + 2*KVH*hs) =; out may be
+     * inp (in place), else v is copied. */
+    void (*rope_forward)(Backend *be, void *out, const void *inp, const float *table, int B,
+                         int T, int C, int NH, int KVH);
+    /* dinp(N, C + 2*KVH*hs) = from dout: q and k turned back (angle -t f_i),
+     * v copied; dinp may be dout (in place). */
+    void (*rope_backward)(Backend *be, void *dinp, const void *dout, const float *table, int B,
+                          int T, int C, int NH, int KVH);
+    /* SwiGLU, the gate of Llama's MLP, at any width F: inp(N,2F) holds
+     * [gate | up] per row (one matmul of 2F outputs);
+     * out(N,F) = silu(gate) * up (=), silu(g) = g * sigmoid(g). */
+    void (*swiglu_forward)(Backend *be, void *out, const void *inp, int N, int F);
+    /* dinp(N,2F) = from dout(N,F): dgate = dout * up * silu'(gate),
+     * dup = dout * silu(gate); silu'(g) = s (1 + g (1 - s)), s = sigmoid(g). */
+    void (*swiglu_backward)(Backend *be, void *dinp, const void *inp, const void *dout, int N,
+                            int F);
 
     /* ---- GELU (tanh approximation), elementwise over n ----
      * out =; dinp = (dinp may alias dout). */

@@ -72,12 +72,33 @@ TIMED(layernorm_backward,
        const void *weight, const float *mean, const float *rstd, int N, int C),
       (be, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C))
 TIMED(attention_forward,
-      (Backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH),
-      (be, out, lse, qkv, B, T, C, NH))
+      (Backend *be, void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+       int KVH),
+      (be, out, lse, qkv, B, T, C, NH, KVH))
 TIMED(attention_backward,
       (Backend *be, void *dqkv, const void *dout, const void *qkv, const void *out,
-       const float *lse, int B, int T, int C, int NH),
-      (be, dqkv, dout, qkv, out, lse, B, T, C, NH))
+       const float *lse, int B, int T, int C, int NH, int KVH),
+      (be, dqkv, dout, qkv, out, lse, B, T, C, NH, KVH))
+TIMED(rmsnorm_forward,
+      (Backend *be, void *out, float *rstd, const void *inp, const void *weight, int N, int C,
+       float eps),
+      (be, out, rstd, inp, weight, N, C, eps))
+TIMED(rmsnorm_backward,
+      (Backend *be, void *dinp, void *dweight, const void *dout, const void *inp,
+       const void *weight, const float *rstd, int N, int C),
+      (be, dinp, dweight, dout, inp, weight, rstd, N, C))
+TIMED(rope_forward,
+      (Backend *be, void *out, const void *inp, const float *table, int B, int T, int C, int NH,
+       int KVH),
+      (be, out, inp, table, B, T, C, NH, KVH))
+TIMED(rope_backward,
+      (Backend *be, void *dinp, const void *dout, const float *table, int B, int T, int C,
+       int NH, int KVH),
+      (be, dinp, dout, table, B, T, C, NH, KVH))
+TIMED(swiglu_forward, (Backend *be, void *out, const void *inp, int N, int F),
+      (be, out, inp, N, F))
+TIMED(swiglu_backward, (Backend *be, void *dinp, const void *inp, const void *dout, int N, int F),
+      (be, dinp, inp, dout, N, F))
 TIMED(gelu_forward, (Backend *be, void *out, const void *inp, size_t n), (be, out, inp, n))
 TIMED(gelu_backward, (Backend *be, void *dinp, const void *inp, const void *dout, size_t n),
       (be, dinp, inp, dout, n))
@@ -172,6 +193,15 @@ void profile_attach(OpProfile *p, Backend *be)
     t->matmul_backward = t_matmul_backward;
     t->attention_forward = t_attention_forward;
     t->attention_backward = t_attention_backward;
+    /* optional ops stay NULL where the backend has none */
+#define TIMED_IF_ANY(op) if (t->op) t->op = t_##op
+    TIMED_IF_ANY(rmsnorm_forward);
+    TIMED_IF_ANY(rmsnorm_backward);
+    TIMED_IF_ANY(rope_forward);
+    TIMED_IF_ANY(rope_backward);
+    TIMED_IF_ANY(swiglu_forward);
+    TIMED_IF_ANY(swiglu_backward);
+#undef TIMED_IF_ANY
     t->gelu_forward = t_gelu_forward;
     t->gelu_backward = t_gelu_backward;
     t->residual_forward = t_residual_forward;

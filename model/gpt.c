@@ -148,7 +148,7 @@ static void make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t)
         break;
     case TAPE_ATTY:
         attn_scratch(g);
-        OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
+        OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH, NH);
         break;
     case TAPE_RES2:
         OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
@@ -208,7 +208,7 @@ static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out
     OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
     /* qkv (B,T,3C) -> atty (B,T,C), lse (B,NH,T) f32 */
     attn_scratch(g);
-    OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH);
+    OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH, NH);
     /* atty (B,T,C) -> res2 (B,T,C) */
     OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
     /* res2 += x (B,T,C); res2 -> ln2 (B,T,C), mean and rstd (B,T) f32 */
@@ -262,7 +262,7 @@ static void block_backward(GPT *g, int l, const void *x, BlockTape *tp)
     OPS->matmul_backward(g->be, dsmall, G(ATTPROJW, l), G(ATTPROJB, l), dres, tp->atty, P(ATTPROJW, l), N, C, C);
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_ATTN);
     attn_scratch(g);
-    OPS->attention_backward(g->be, dbig, dsmall, tp->qkv, tp->atty, tp->lse, B, T, C, NH);
+    OPS->attention_backward(g->be, dbig, dsmall, tp->qkv, tp->atty, tp->lse, B, T, C, NH, NH);
     rebuild_for(g, l, x, tp, &built, TAPE_BWD_QKV);
     OPS->matmul_backward(g->be, dsmall, G(QKVW, l), G(QKVB, l), dbig, tp->ln1, P(QKVW, l), N, C, 3 * C);
     OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
@@ -453,7 +453,7 @@ static void block_decode(GPT *g, GPTDecode *d, int l, int t, int n, const LnOut 
     for (int i = 0; i < n; i++)
         OPS->attention_decode(g->be, (char *)d->atty + (size_t)i * C * ab, (char *)d->k + layer,
                               (char *)d->v + layer, (const char *)d->qkv + (size_t)i * 3 * C * ab,
-                              t + i, T, C, NH);
+                              t + i, T, C, NH, NH);
     /* atty (n,C) -> res2 (n,C) */
     OPS->matmul_forward(g->be, d->res2, d->atty, P(ATTPROJW, l), P(ATTPROJB, l), n, C, C);
     /* res2 += x; res2 -> ln (n,C) = LN2 */

@@ -152,7 +152,7 @@ static double run_op(Bench *b, int op)
     switch (op) {
     case OP_LN1: o->layernorm_forward(be, b->ln1, b->m1, b->r1, b->x, b->par[LNW], b->par[LNB], N, C); break;
     case OP_QKV: o->matmul_forward(be, b->qkv, b->ln1, b->par[QKVW], b->par[QKVB], N, C, 3 * C); break;
-    case OP_ATTN: o->attention_forward(be, b->atty, b->lse, b->qkv, B, T, C, NH); break;
+    case OP_ATTN: o->attention_forward(be, b->atty, b->lse, b->qkv, B, T, C, NH, NH); break;
     case OP_ATTPROJ: o->matmul_forward(be, b->res2, b->atty, b->par[APW], b->par[APB], N, C, C); break;
     case OP_RESID1: o->residual_forward(be, b->res2, b->res2, b->x, NC); break;
     case OP_LN2: o->layernorm_forward(be, b->ln2, b->m2, b->r2, b->res2, b->par[LNW], b->par[LNB], N, C); break;
@@ -165,7 +165,7 @@ static double run_op(Bench *b, int op)
     case OP_FC_BWD: o->matmul_backward(be, b->dsmall, b->grad[FCW], b->grad[FCB], b->dbig, b->ln2, b->par[FCW], N, C, 4 * C); break;
     case OP_LN2_BWD: o->layernorm_backward(be, b->dres, b->grad[LNW], b->grad[LNB], b->dsmall, b->res2, b->par[LNW], b->m2, b->r2, N, C); break;
     case OP_ATTPROJ_BWD: o->matmul_backward(be, b->dsmall, b->grad[APW], b->grad[APB], b->dres, b->atty, b->par[APW], N, C, C); break;
-    case OP_ATTN_BWD: o->attention_backward(be, b->dbig, b->dsmall, b->qkv, b->atty, b->lse, B, T, C, NH); break;
+    case OP_ATTN_BWD: o->attention_backward(be, b->dbig, b->dsmall, b->qkv, b->atty, b->lse, B, T, C, NH, NH); break;
     case OP_QKV_BWD: o->matmul_backward(be, b->dsmall, b->grad[QKVW], b->grad[QKVB], b->dbig, b->ln1, b->par[QKVW], N, C, 3 * C); break;
     case OP_LN1_BWD: o->layernorm_backward(be, b->dres, b->grad[LNW], b->grad[LNB], b->dsmall, b->x, b->par[LNW], b->m1, b->r1, N, C); break;
     case OP_ENCODER: o->encoder_forward(be, b->out, b->tokens, b->wte, b->wpe, B, T, C); break;

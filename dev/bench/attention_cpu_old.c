@@ -1,7 +1,9 @@
 /* dev/bench/attention_cpu_old.c — the cpu attention as it was before the
  * tiles (kernels/cpu/attention.c at 8dfb0fb), kept for
  * dev/bench/bench_attention_cpu.sh only, which compiles it with its
- * functions renamed old_*; the product does not contain it.
+ * functions renamed old_*; the product does not contain it. Multi-head
+ * only: the KVH parameter (ops.h's key/value heads, added since) must
+ * equal NH and is not read.
  *
  * Causal multi-head self-attention, flash style.
  *
@@ -38,7 +40,7 @@ static inline void axpy(float *y, float a, const float *x, int n)
 }
 
 void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_, int B, int T,
-                           int C, int NH)
+                           int C, int NH, int KVH)
 {
     float *out = out_;
     const float *qkv = qkv_;
@@ -71,7 +73,8 @@ void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_
 }
 
 void cpu_attention_backward(Backend *be, void *dqkv_, const void *dout_, const void *qkv_,
-                            const void *out_, const float *lse, int B, int T, int C, int NH)
+                            const void *out_, const float *lse, int B, int T, int C, int NH,
+                            int KVH)
 {
     float *dqkv = dqkv_;
     const float *dout = dout_, *qkv = qkv_, *out = out_;
@@ -115,7 +118,7 @@ void cpu_attention_backward(Backend *be, void *dqkv_, const void *dout_, const v
  * order as in the forward, and the max, sum and p.V loops walk j the
  * same way, so out is bit for bit the forward's row t. */
 void cpu_attention_decode(Backend *be, void *out_, void *kcache_, void *vcache_, const void *qkv_,
-                          int t, int maxT, int C, int NH)
+                          int t, int maxT, int C, int NH, int KVH)
 {
     float *out = out_, *kc = kcache_, *vc = vcache_;
     const float *qkv = qkv_;

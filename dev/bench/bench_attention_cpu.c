@@ -19,9 +19,10 @@
 #include "kernels/cpu/cpu_ops.h"
 
 void old_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
-                           int C, int NH);
+                           int C, int NH, int KVH);
 void old_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
-                            const void *out, const float *lse, int B, int T, int C, int NH);
+                            const void *out, const float *lse, int B, int T, int C, int NH,
+                            int KVH);
 
 static double now(void) { return omp_get_wtime(); }
 
@@ -79,10 +80,10 @@ int main(int argc, char **argv)
     float *l1 = malloc(sizeof(float) * B * NH * T), *l2 = malloc(sizeof(float) * B * NH * T);
     float *d1 = malloc(sizeof(float) * N * 3 * C), *d2 = malloc(sizeof(float) * N * 3 * C);
     Backend be = {0};
-    old_attention_forward(&be, o1, l1, qkv, B, T, C, NH);
-    cpu_attention_forward(&be, o2, l2, qkv, B, T, C, NH);
-    old_attention_backward(&be, d1, dout, qkv, o1, l1, B, T, C, NH);
-    cpu_attention_backward(&be, d2, dout, qkv, o2, l2, B, T, C, NH);
+    old_attention_forward(&be, o1, l1, qkv, B, T, C, NH, NH);
+    cpu_attention_forward(&be, o2, l2, qkv, B, T, C, NH, NH);
+    old_attention_backward(&be, d1, dout, qkv, o1, l1, B, T, C, NH, NH);
+    cpu_attention_backward(&be, d2, dout, qkv, o2, l2, B, T, C, NH, NH);
     double eo = rel_diff(o1, o2, N * C), el = rel_diff(l1, l2, (size_t)B * NH * T),
            ed = rel_diff(d1, d2, N * 3 * C);
     printf("B=%d T=%d NH=%d hs=%d threads=%d: new vs old, largest |diff|/max|old|: out %.2e "
@@ -96,13 +97,13 @@ int main(int argc, char **argv)
     for (int r = 0; r < reps; r++) {
         double ca = cpu_now();
         double a = now();
-        old_attention_forward(&be, o1, l1, qkv, B, T, C, NH);
+        old_attention_forward(&be, o1, l1, qkv, B, T, C, NH, NH);
         double b = now();
-        old_attention_backward(&be, d1, dout, qkv, o1, l1, B, T, C, NH);
+        old_attention_backward(&be, d1, dout, qkv, o1, l1, B, T, C, NH, NH);
         double c = now(), cc = cpu_now();
-        cpu_attention_forward(&be, o2, l2, qkv, B, T, C, NH);
+        cpu_attention_forward(&be, o2, l2, qkv, B, T, C, NH, NH);
         double d = now();
-        cpu_attention_backward(&be, d2, dout, qkv, o2, l2, B, T, C, NH);
+        cpu_attention_backward(&be, d2, dout, qkv, o2, l2, B, T, C, NH, NH);
         double e = now();
         cpu_s[0] += cc - ca, cpu_s[1] += cpu_now() - cc;
         t[0][r] = (b - a) * 1e3, t[1][r] = (c - b) * 1e3;

@@ -124,7 +124,7 @@ extern "C" void attn_variant_forward(Backend *be, int fwd, void *out, float *lse
 {
     if (fwd <= 0 || fwd >= attn_variant_count(ATTN_FWD) || B <= 0 || T <= 0 ||
         !av_applies(be, qkv, qkv, C, NH)) {
-        be->ops->attention_forward(be, out, lse, qkv, B, T, C, NH);
+        be->ops->attention_forward(be, out, lse, qkv, B, T, C, NH, NH);
         return;
     }
     CudaState *st = cuda_state(be);
@@ -140,7 +140,7 @@ extern "C" void attn_variant_backward(Backend *be, int dq, int dkdv, void *dqkv,
     const int ok = dq >= 0 && dq < attn_variant_count(ATTN_DQ) && dkdv >= 0 &&
                    dkdv < attn_variant_count(ATTN_DKDV);
     if (!ok || (dq == 0 && dkdv == 0) || B <= 0 || T <= 0 || !av_applies(be, qkv, dout, C, NH)) {
-        be->ops->attention_backward(be, dqkv, dout, qkv, out, lse, B, T, C, NH);
+        be->ops->attention_backward(be, dqkv, dout, qkv, out, lse, B, T, C, NH, NH);
         return;
     }
     CudaState *st = cuda_state(be);

@@ -15,7 +15,7 @@
 #include "attention_variants.h"
 #include "kernels/backend.h"
 
-#define CK_MAX_ROWS 1024
+#define CK_MAX_ROWS 2048 /* the table's rows; further checks still count, unlisted */
 
 typedef struct {
     char op[32], shape[48], worst[24];
@@ -96,6 +96,9 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants);
 /* check_attention.c: attention_decode (group "decode") at s's C and NH,
  * a cache of s->T rows, at positions 0, 128 and T-1. */
 void check_attention_decode(Ctx *c, const Shape *s, const char *sh);
+
+/* check_llama.c: RMSNorm and SwiGLU (group "llama") at s's rows and C */
+void check_llama(Ctx *c, const Shape *s, const char *sh);
 
 /* check_offload.c: the host tier (group "offload") */
 void check_offload(Ctx *c);

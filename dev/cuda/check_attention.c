@@ -35,7 +35,7 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
     float *qkv = ck_rand(c, n3, 0.05f, 1.5f);
     ck_round(c, qkv, n3);
     float *out = ck_alloc(nc), *lse = ck_alloc(nl);
-    c->cpu->ops->attention_forward(c->cpu, out, lse, qkv, s->B, s->T, C, s->NH);
+    c->cpu->ops->attention_forward(c->cpu, out, lse, qkv, s->B, s->T, C, s->NH, s->NH);
     AttArgs a = {0};
     a.B = s->B, a.T = s->T, a.C = C, a.NH = s->NH;
     a.qkv = ck_dev_from(c, qkv, n3, 0);
@@ -51,7 +51,8 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
     float *dout = ck_rand(c, nc, 0.05f, 1.0f);
     ck_round(c, dout, nc);
     float *dqkv = ck_alloc(n3);
-    c->cpu->ops->attention_backward(c->cpu, dqkv, dout, qkv, out, lse, s->B, s->T, C, s->NH);
+    c->cpu->ops->attention_backward(c->cpu, dqkv, dout, qkv, out, lse, s->B, s->T, C, s->NH,
+                                    s->NH);
     a.dout = ck_dev_from(c, dout, nc, 0);
     a.dqkv = ck_dev(c, n3, 0);
     CkOut ob[] = {{"dqkv", a.dqkv, dqkv, n3, 0, NULL}};
@@ -102,7 +103,7 @@ static void run_att_dec(Ctx *c, void *p)
 {
     DecArgs *a = p;
     c->gpu->ops->attention_decode(c->gpu, a->out, a->kc, a->vc, a->qkv, a->t, a->maxT, a->C,
-                                  a->NH);
+                                  a->NH, a->NH);
 }
 
 /* Position t of a cache of maxT rows, rows before t random (as earlier
@@ -116,7 +117,7 @@ static void check_decode_at(Ctx *c, const Shape *s, const char *sh, int t)
     float *vc = ck_rand(c, nk, 0.05f, 1.5f);
     ck_round(c, qkv, n3), ck_round(c, kc, nk), ck_round(c, vc, nk);
     float *out = ck_alloc((size_t)C), *kr = ck_copy(kc, nk), *vr = ck_copy(vc, nk);
-    c->cpu->ops->attention_decode(c->cpu, out, kr, vr, qkv, t, maxT, C, s->NH);
+    c->cpu->ops->attention_decode(c->cpu, out, kr, vr, qkv, t, maxT, C, s->NH, s->NH);
     DecArgs a = {ck_dev(c, (size_t)C, 0), ck_dev(c, nk, 0), ck_dev(c, nk, 0),
                  ck_dev_from(c, qkv, n3, 0), t, maxT, C, s->NH};
     CkOut o[] = {{"out", a.out, out, (size_t)C, 0, NULL},

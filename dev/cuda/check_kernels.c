@@ -11,7 +11,8 @@
  *            default and time it at 124M's and XL's shapes (check_sweep.c;
  *            with --quick one small shape, which the emulator can run)
  *   --only   one group of ops: encoder, layernorm, attention, decode (the
- *            KV-cache attention_decode), elementwise, matmul, fused, head
+ *            KV-cache attention_decode), elementwise, llama (RMSNorm and
+ *            SwiGLU: check_llama.c), matmul, fused, head
  *            or optimizer (fused: check_fused.c; run it
  *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
  *   --sweep-b B,...  with --sweep: only the shapes of these batch sizes
@@ -549,6 +550,7 @@ static void check_shape(Ctx *c, const Shape *s)
         test_matmul(c, sh, N, s->C, 4 * s->C, 1);
         test_matmul(c, sh, N, 4 * s->C, s->C, 0);
     }
+    if (want("llama")) check_llama(c, s, sh);
     if (want("fused")) {
         check_residual_layernorm(c, sh, N, s->C);
         check_matmul_gelu(c, sh, N, s->C, 4 * s->C);
@@ -590,7 +592,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--dtype fp32|bf16|both] [--quick] [--seed N] [--time | --sweep] "
-                            "[--only encoder|layernorm|attention|decode|elementwise|matmul|fused|head|optimizer|offload] "
+                            "[--only encoder|layernorm|attention|decode|elementwise|llama|matmul|fused|head|optimizer|offload] "
                             "[--sweep-b B,...] [--skip-variants NAME,...] [--only-variants NAME,...]\n",
                     argv[0]);
             return 2;

@@ -179,7 +179,7 @@ static int sw_shape(Ctx *c, int B, int T, int C, int NH, int quick)
     s.h_got = ck_alloc(s.n3), s.h_lse = ck_alloc(s.nl);
 
     /* the reference: every kernel as it ships (s.v all 0) */
-    c->gpu->ops->attention_forward(c->gpu, s.out0, s.lse0, s.qkv, B, T, C, NH);
+    c->gpu->ops->attention_forward(c->gpu, s.out0, s.lse0, s.qkv, B, T, C, NH, NH);
     sw_bwd(&s);
     c->gpu->ops->sync(c->gpu);
     ck_dev_get(c, s.h_out0, s.out0, s.nc, 0);

@@ -176,8 +176,8 @@ static void f_ln_fwd(TArgs *a) { a->be->ops->layernorm_forward(a->be, a->y, a->m
 static void f_ln_bwd(TArgs *a) { a->be->ops->layernorm_backward(a->be, a->z, a->dw, a->dbias, a->y, a->x, a->w, a->mean, a->rstd, N_, C_); }
 static void f_mm_fwd(TArgs *a) { a->be->ops->matmul_forward(a->be, a->y, a->x, a->w, a->bias, N_, MM[a->which][0], MM[a->which][1]); }
 static void f_mm_bwd(TArgs *a) { a->be->ops->matmul_backward(a->be, a->z, a->dw, a->dbias, a->y, a->x, a->w, N_, MM[a->which][0], MM[a->which][1]); }
-static void f_att_fwd(TArgs *a) { a->be->ops->attention_forward(a->be, a->y, a->lse, a->qkv, B_, T_, C_, NH_); }
-static void f_att_bwd(TArgs *a) { a->be->ops->attention_backward(a->be, a->dqkv, a->z, a->qkv, a->y, a->lse, B_, T_, C_, NH_); }
+static void f_att_fwd(TArgs *a) { a->be->ops->attention_forward(a->be, a->y, a->lse, a->qkv, B_, T_, C_, NH_, NH_); }
+static void f_att_bwd(TArgs *a) { a->be->ops->attention_backward(a->be, a->dqkv, a->z, a->qkv, a->y, a->lse, B_, T_, C_, NH_, NH_); }
 static void f_gelu_fwd(TArgs *a) { a->be->ops->gelu_forward(a->be, a->y, a->x, (size_t)N_ * 4 * C_); }
 static void f_gelu_bwd(TArgs *a) { a->be->ops->gelu_backward(a->be, a->z, a->x, a->y, (size_t)N_ * 4 * C_); }
 static void f_resid(TArgs *a) { a->be->ops->residual_forward(a->be, a->z, a->x, a->y, (size_t)N_ * C_); }

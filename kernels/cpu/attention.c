@@ -1,8 +1,12 @@
-/* kernels/cpu/attention.c — causal multi-head self-attention, tiled.
+/* kernels/cpu/attention.c — causal self-attention, multi-head or
+ * grouped-query, tiled.
  *
- * qkv(B,T,3C): row (b,t) holds q | k | v, each C = NH*hs wide; head h uses
- * columns h*hs..(h+1)*hs of each part. Scores s_tj = q_t.k_j / sqrt(hs) for
- * j <= t.
+ * NH query heads and KVH key/value heads of hs = C/NH each, NH divisible by
+ * KVH; query head h reads key/value head g = h / (NH/KVH) (KVH == NH:
+ * multi-head attention). qkv(B,T,W), W = C + 2*KVH*hs: row (b,t) holds
+ * q (NH*hs = C wide) | k (KVH*hs) | v (KVH*hs); head h uses columns
+ * h*hs..(h+1)*hs of q, g*hs..(g+1)*hs of k and of v (W = 3C when KVH ==
+ * NH). Scores s_tj = q_t.k_j / sqrt(hs) for j <= t.
  * forward:  out(B,T,C), lse(B,NH,T) = log sum_j exp(s_tj). A task is one
  *           (b, h, query tile of ATT_BLK rows); it walks the key tiles
  *           0..its own in order with FlashAttention's online softmax:
@@ -12,7 +16,7 @@
  *           (T,T) matrix never exists. Scratch: att_fwd_floats(hs) per
  *           thread (attention_tile.h): its slot of the scratch the model's
  *           plan holds (cpu_attention_scratch), else its stack.
- * decode:   one row t against a (NH,maxT,hs) K/V cache, through the same
+ * decode:   one row t against a (KVH,maxT,hs) K/V cache, through the same
  *           tile steps with one query row: the forward's row t bit for bit.
  * backward: attention_bwd.c.
  * Every sum has an order fixed by the shapes, so results do not depend on
@@ -60,12 +64,12 @@ ATT_INLINE void fwd_tile(const float *q, size_t ldq, const float *k0, const floa
 
 ATT_CLONES
 void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_, int B, int T,
-                           int C, int NH)
+                           int C, int NH, int KVH)
 {
     float *out = out_;
     const float *qkv = qkv_;
-    int hs = C / NH, nt = (T + ATT_BLK - 1) / ATT_BLK;
-    size_t C3 = (size_t)3 * C;
+    int hs = C / NH, grp = NH / KVH, nt = (T + ATT_BLK - 1) / ATT_BLK;
+    size_t W = (size_t)C + (size_t)2 * KVH * hs, kvc = (size_t)KVH * hs;
     float scale = 1.0f / sqrtf((float)hs);
     long tasks = (long)B * NH * nt;
     int nth;
@@ -81,9 +85,10 @@ void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_
             int qt = nt - 1 - (int)(w / ((long)B * NH));
             int bh = (int)(w % ((long)B * NH)), b = bh / NH, h = bh % NH;
             int t0 = qt * ATT_BLK, nq = T - t0 < ATT_BLK ? T - t0 : ATT_BLK;
-            const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
-            fwd_tile(base + (size_t)t0 * C3, C3, base + C, base + 2 * C, C3, nq, qt + 1, nq, 0, hs,
-                     scale, out + ((size_t)b * T + t0) * C + (size_t)h * hs, C,
+            const float *row0 = qkv + (size_t)b * T * W;
+            const float *k0 = row0 + C + (size_t)(h / grp) * hs;
+            fwd_tile(row0 + (size_t)t0 * W + (size_t)h * hs, W, k0, k0 + kvc, W, nq, qt + 1, nq, 0,
+                     hs, scale, out + ((size_t)b * T + t0) * C + (size_t)h * hs, C,
                      lse + ((size_t)b * NH + h) * T + t0, ws);
         }
     }
@@ -92,15 +97,23 @@ void cpu_attention_forward(Backend *be, void *out_, float *lse, const void *qkv_
 /* Decode: the forward's row t as row i = t - t0 of its query tile t0 =
  * t rounded down to ATT_BLK, with k_j, v_j read from the cache, where they
  * sit hs apart. The key tiles, their zero padding, the mask (keys j <= t)
- * and every chain are the forward's, so out is its row t bit for bit. */
+ * and every chain are the forward's, so out is its row t bit for bit. Row t
+ * of every key/value head's cache is written first, on the calling thread:
+ * a group's query heads may run on other threads. */
 ATT_CLONES
 void cpu_attention_decode(Backend *be, void *out_, void *kcache_, void *vcache_, const void *qkv_,
-                          int t, int maxT, int C, int NH)
+                          int t, int maxT, int C, int NH, int KVH)
 {
     float *out = out_, *kc = kcache_, *vc = vcache_;
     const float *qkv = qkv_;
-    int hs = C / NH, nkt = t / ATT_BLK + 1, nk_last = t % ATT_BLK + 1;
+    int hs = C / NH, grp = NH / KVH, nkt = t / ATT_BLK + 1, nk_last = t % ATT_BLK + 1;
+    size_t kvc = (size_t)KVH * hs;
     float scale = 1.0f / sqrtf((float)hs);
+    for (int g = 0; g < KVH; g++) {
+        memcpy(kc + ((size_t)g * maxT + t) * hs, qkv + C + (size_t)g * hs, sizeof(float) * hs);
+        memcpy(vc + ((size_t)g * maxT + t) * hs, qkv + C + kvc + (size_t)g * hs,
+               sizeof(float) * hs);
+    }
     /* threads only where there is work for them: a small step's cost is
      * the parallel region's start */
     int nth;
@@ -111,9 +124,8 @@ void cpu_attention_decode(Backend *be, void *out_, void *kcache_, void *vcache_,
         float *ws = pool ? pool + omp_get_thread_num() * att_slot_floats(hs) : stack_ws;
 #pragma omp for schedule(static)
         for (int h = 0; h < NH; h++) {
-            float *k0 = kc + (size_t)h * maxT * hs, *v0 = vc + (size_t)h * maxT * hs;
-            memcpy(k0 + (size_t)t * hs, qkv + C + (size_t)h * hs, sizeof(float) * hs);
-            memcpy(v0 + (size_t)t * hs, qkv + 2 * C + (size_t)h * hs, sizeof(float) * hs);
+            const float *k0 = kc + (size_t)(h / grp) * maxT * hs;
+            const float *v0 = vc + (size_t)(h / grp) * maxT * hs;
             float lse;
             /* row 0 of a 1-row tile; the mask of the last key tile is
              * nk_last keys, which is row (t - t0)'s causal limit */

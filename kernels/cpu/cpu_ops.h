@@ -48,13 +48,24 @@ void cpu_matmul_prepare(Backend *be, const int (*mm)[3], int n_mm, int head_rows
 void cpu_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
                          const void *inp, const void *weight, int N, int IC, int OC);
 void cpu_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
-                           int C, int NH);
+                           int C, int NH, int KVH);
 void cpu_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
-                            const void *out, const float *lse, int B, int T, int C, int NH);
+                            const void *out, const float *lse, int B, int T, int C, int NH,
+                            int KVH);
 void cpu_attention_decode(Backend *be, void *out, void *kcache, void *vcache, const void *qkv,
-                          int t, int maxT, int C, int NH);
+                          int t, int maxT, int C, int NH, int KVH);
 size_t cpu_attention_scratch_bytes(Backend *be, int C, int NH);
 void cpu_attention_scratch(Backend *be, void *p, size_t bytes);
+void cpu_rmsnorm_forward(Backend *be, void *out, float *rstd, const void *inp, const void *weight,
+                         int N, int C, float eps);
+void cpu_rmsnorm_backward(Backend *be, void *dinp, void *dweight, const void *dout,
+                          const void *inp, const void *weight, const float *rstd, int N, int C);
+void cpu_rope_forward(Backend *be, void *out, const void *inp, const float *table, int B, int T,
+                      int C, int NH, int KVH);
+void cpu_rope_backward(Backend *be, void *dinp, const void *dout, const float *table, int B,
+                       int T, int C, int NH, int KVH);
+void cpu_swiglu_forward(Backend *be, void *out, const void *inp, int N, int F);
+void cpu_swiglu_backward(Backend *be, void *dinp, const void *inp, const void *dout, int N, int F);
 void cpu_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
 void cpu_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
 void cpu_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);

@@ -127,9 +127,12 @@ static void attn_fwd(CudaState *st, T *out, float *lse, const T *qkv, int B, int
 }
 
 void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
-                            int C, int NH)
+                            int C, int NH, int KVH)
 {
     CudaState *st = cuda_state(be);
+    if (KVH != NH)
+        CUDA_FATAL("attention_forward: grouped-query attention (%d key/value heads for %d "
+                   "heads) has no cuda kernel yet", KVH, NH);
     attn_check_heads(st, "attention_forward", C, NH);
     if (B <= 0 || T <= 0) return;
     if (st->bf16)

@@ -194,9 +194,13 @@ static void attn_bwd(CudaState *st, T *dqkv, const T *dout, const T *qkv, const 
 }
 
 void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
-                             const void *out, const float *lse, int B, int T, int C, int NH)
+                             const void *out, const float *lse, int B, int T, int C, int NH,
+                             int KVH)
 {
     CudaState *st = cuda_state(be);
+    if (KVH != NH)
+        CUDA_FATAL("attention_backward: grouped-query attention (%d key/value heads for %d "
+                   "heads) has no cuda kernel yet", KVH, NH);
     attn_check_heads(st, "attention_backward", C, NH);
     if (B <= 0 || T <= 0) return;
     if (st->bf16)

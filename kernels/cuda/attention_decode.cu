@@ -84,9 +84,12 @@ static void attn_decode(CudaState *st, T *out, T *kc, T *vc, const T *qkv, int t
 }
 
 void cuda_attention_decode(Backend *be, void *out, void *kcache, void *vcache, const void *qkv,
-                           int t, int maxT, int C, int NH)
+                           int t, int maxT, int C, int NH, int KVH)
 {
     CudaState *st = cuda_state(be);
+    if (KVH != NH)
+        CUDA_FATAL("attention_decode: grouped-query attention (%d key/value heads for %d "
+                   "heads) has no cuda kernel yet", KVH, NH);
     attn_check_heads(st, "attention_decode", C, NH);
     if (t < 0 || t >= maxT) CUDA_FATAL("attention_decode: position %d outside [0, %d)", t, maxT);
     if (st->bf16)

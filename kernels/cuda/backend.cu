@@ -34,6 +34,10 @@ static const BackendOps *cuda_ops_table(void)
         ops.attention_forward = cuda_attention_forward;
         ops.attention_backward = cuda_attention_backward;
         ops.attention_decode = cuda_attention_decode;
+        ops.rmsnorm_forward = cuda_rmsnorm_forward;
+        ops.rmsnorm_backward = cuda_rmsnorm_backward;
+        ops.swiglu_forward = cuda_swiglu_forward;
+        ops.swiglu_backward = cuda_swiglu_backward;
         ops.gelu_forward = cuda_gelu_forward;
         ops.gelu_backward = cuda_gelu_backward;
         ops.residual_forward = cuda_residual_forward;

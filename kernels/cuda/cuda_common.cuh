@@ -186,6 +186,41 @@ template <typename T> __device__ __forceinline__ const Vec16<T> *vec16_at(const 
 /* Host side: may accesses through p be Vec16s? (NULL counts as aligned.) */
 static inline int aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
 
+/* Row access of the norms (layernorm.cu, rmsnorm.cu). A row is walked in
+ * pieces of V = Vec16<T>::N consecutive elements, lane l taking pieces l,
+ * l+32, ...: with vec (C % V == 0 and every pointer 16-byte aligned, checked
+ * on the host) a piece is one 16-byte access, otherwise V scalar ones, zero
+ * past C. The arithmetic and its order are the same either way. */
+template <typename T>
+__device__ __forceinline__ void ln_load(float *dst, const T *p, int c, int C, int vec)
+{
+    constexpr int V = Vec16<T>::N;
+    if (vec) {
+        const Vec16<T> x = *vec16_at(p + c);
+#pragma unroll
+        for (int k = 0; k < V; k++) dst[k] = to_f(x.v[k]);
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++) dst[k] = c + k < C ? to_f(p[c + k]) : 0.0f;
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void ln_store(T *p, const float *src, int c, int C, int vec)
+{
+    constexpr int V = Vec16<T>::N;
+    if (vec) {
+        Vec16<T> o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = from_f<T>(src[k]);
+        *vec16_at(p + c) = o;
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            if (c + k < C) p[c + k] = from_f<T>(src[k]);
+    }
+}
+
 static inline unsigned ceil_div(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
 /* A size the checks shrink to reach a kernel's rarer paths at their small
@@ -281,12 +316,22 @@ void cuda_matmul_forward(Backend *be, void *out, const void *inp, const void *we
                          const void *bias, int N, int IC, int OC);
 void cuda_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
                           const void *inp, const void *weight, int N, int IC, int OC);
+/* KVH: ops.h's key/value heads; KVH != NH (grouped-query attention) has
+ * no cuda kernel yet and is fatal, naming the op. */
 void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
-                            int C, int NH);
+                            int C, int NH, int KVH);
 void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
-                             const void *out, const float *lse, int B, int T, int C, int NH);
+                             const void *out, const float *lse, int B, int T, int C, int NH,
+                             int KVH);
 void cuda_attention_decode(Backend *be, void *out, void *kcache, void *vcache, const void *qkv,
-                           int t, int maxT, int C, int NH);
+                           int t, int maxT, int C, int NH, int KVH);
+void cuda_rmsnorm_forward(Backend *be, void *out, float *rstd, const void *inp,
+                          const void *weight, int N, int C, float eps);
+void cuda_rmsnorm_backward(Backend *be, void *dinp, void *dweight, const void *dout,
+                           const void *inp, const void *weight, const float *rstd, int N, int C);
+void cuda_swiglu_forward(Backend *be, void *out, const void *inp, int N, int F);
+void cuda_swiglu_backward(Backend *be, void *dinp, const void *inp, const void *dout, int N,
+                          int F);
 void cuda_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
 void cuda_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
 void cuda_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);

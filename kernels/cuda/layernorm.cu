@@ -19,41 +19,6 @@
 #define LN_EPS 1e-5f
 #define LN_ROWS_PER_BLOCK 8 /* warps per block, one row each */
 
-/* A row is walked in pieces of V = Vec16<T>::N consecutive elements, lane l
- * taking pieces l, l+32, ...: with vec (C % V == 0 and every pointer 16-byte
- * aligned, checked on the host) a piece is one 16-byte access, otherwise V
- * scalar ones, zero past C. The arithmetic and its order are the same
- * either way. */
-template <typename T>
-__device__ __forceinline__ void ln_load(float *dst, const T *p, int c, int C, int vec)
-{
-    constexpr int V = Vec16<T>::N;
-    if (vec) {
-        const Vec16<T> x = *vec16_at(p + c);
-#pragma unroll
-        for (int k = 0; k < V; k++) dst[k] = to_f(x.v[k]);
-    } else {
-#pragma unroll
-        for (int k = 0; k < V; k++) dst[k] = c + k < C ? to_f(p[c + k]) : 0.0f;
-    }
-}
-
-template <typename T>
-__device__ __forceinline__ void ln_store(T *p, const float *src, int c, int C, int vec)
-{
-    constexpr int V = Vec16<T>::N;
-    if (vec) {
-        Vec16<T> o;
-#pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = from_f<T>(src[k]);
-        *vec16_at(p + c) = o;
-    } else {
-#pragma unroll
-        for (int k = 0; k < V; k++)
-            if (c + k < C) p[c + k] = from_f<T>(src[k]);
-    }
-}
-
 /* The second and third pass of a row's LayerNorm, shared by both forward
  * kernels: s is this lane's sum of x over its pieces (zeros past C). */
 template <typename T>

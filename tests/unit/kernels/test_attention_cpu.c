@@ -51,9 +51,9 @@ static void free_case(Case *c)
 
 static void run(Backend *be, Case *c)
 {
-    be->ops->attention_forward(be, c->out, c->lse, c->qkv, c->B, c->T, c->C, c->NH);
+    be->ops->attention_forward(be, c->out, c->lse, c->qkv, c->B, c->T, c->C, c->NH, c->NH);
     be->ops->attention_backward(be, c->dqkv, c->dout, c->qkv, c->out, c->lse, c->B, c->T, c->C,
-                                c->NH);
+                                c->NH, c->NH);
 }
 
 static double worst(const double *ref, const float *got, size_t n)
@@ -176,13 +176,13 @@ static void check_decode(int T, int NH, int hs)
 {
     Case c = make_case(1, T, NH, hs);
     Backend *be = tu_cpu();
-    be->ops->attention_forward(be, c.out, c.lse, c.qkv, 1, T, c.C, NH);
+    be->ops->attention_forward(be, c.out, c.lse, c.qkv, 1, T, c.C, NH, NH);
     int C = c.C;
     float *kc = malloc(sizeof(float) * NH * T * hs), *vc = malloc(sizeof(float) * NH * T * hs);
     for (size_t i = 0; i < (size_t)NH * T * hs; i++) kc[i] = vc[i] = NAN; /* rows not yet written */
     float *o = malloc(sizeof(float) * C);
     for (int t = 0; t < T; t++) {
-        be->ops->attention_decode(be, o, kc, vc, c.qkv + (size_t)t * 3 * C, t, T, C, NH);
+        be->ops->attention_decode(be, o, kc, vc, c.qkv + (size_t)t * 3 * C, t, T, C, NH, NH);
         cr_expect(memcmp(o, c.out + (size_t)t * C, sizeof(float) * C) == 0,
                   "hs %d: decode row %d is not the forward's", hs, t);
     }
