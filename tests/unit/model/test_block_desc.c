@@ -1,16 +1,20 @@
 /* tests/unit/model/test_block_desc.c — block descriptions (model/block_desc.h)
- * and what is derived from them. References: GPT-2's tables as tape.c
+ * and what tape.c derives from them. References: GPT-2's tables as tape.c
  * wrote them out before the description existed (the forward ops that
  * write and last read each tensor, the t-1 rebuild chain, the widths),
  * hand-made faulty descriptions, and a made-up block of nine tensors with
  * a gate and an up projection read by one op (a rebuild graph, not a
- * chain). */
+ * chain), carried through tape layouts, schedules and the solver with
+ * kinds past one byte. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "model/block_desc.h"
 #include "model/gpt2_block.h"
+#include "model/schedule.h"
+#include "model/solver.h"
+#include "model/tape.h"
 
 #define B_(t) TENSOR_BIT(t)
 
@@ -29,20 +33,24 @@ Test(block_desc, gpt2_reproduces_the_old_tables)
     block_shape(d, &cfg, 3, 5, &sh);
     cr_assert(sh.N == 15 && sh.C == 48 && sh.NH == 4 && sh.NKV == 4 && sh.hs == 12 &&
               sh.F == 192);
+    char name[BLOCK_MAX_TENSORS + 1];
+    cr_assert_str_eq(tape_kind_name(d, TAPE_FULL, name), "1qar2fg");
     for (int t = 0; t < GPT2_TENSORS; t++) {
         cr_assert_eq(block_first_write(d, t), write[t], "%s", d->tensor[t].name);
         cr_assert_eq(block_last_read(d, t), last_read[t], "%s", d->tensor[t].name);
         cr_assert_eq(block_inputs(d, t), t > 0 ? B_(t - 1) : 0u, "the t-1 chain: %s",
                      d->tensor[t].name);
-        cr_assert_eq(block_dim(&sh, d->tensor[t].width), (size_t)width[t] * 48);
+        cr_assert_eq(tape_tensor_elems(d, t, &sh), (size_t)width[t] * 15 * 48);
     }
     cr_assert_eq(block_makers(d, GPT2_RES2), (1u << 3) | (1u << 4), "attproj and + x");
     cr_assert_eq(d->selective, B_(GPT2_LN1) | B_(GPT2_LN2) | B_(GPT2_GELU));
     cr_assert_eq(d->n_bwd, GPT2_BWD_OPS);
-    static const int side_width[GPT2_SIDES] = {1, 1, 4, 1, 1}; /* LSE: NH per row */
-    for (int i = 0; i < GPT2_SIDES; i++)
-        cr_assert_eq(block_dim(&sh, d->side[i].width), (size_t)side_width[i]);
-    cr_assert(d->side[GPT2_LSE].policy == SIDE_FOLLOWS && d->side[GPT2_LSE].tensor == GPT2_ATTY);
+    /* the f32 part: ln1 mean, rstd, LSE (B*NH*T), ln2 mean, rstd */
+    TapeLayout tl;
+    tape_layout(&tl, d, TAPE_FULL, &sh, 4);
+    cr_assert(tl.side[GPT2_LN1_MEAN] == 0 && tl.side[GPT2_LN1_RSTD] == 15 &&
+              tl.side[GPT2_LSE] == 30 && tl.side[GPT2_LN2_MEAN] == 30 + 60 &&
+              tl.side[GPT2_LN2_RSTD] == 105 && tl.f32_elems == 120);
 }
 
 Test(block_desc, check_names_the_fault)
@@ -138,5 +146,91 @@ Test(block_desc, a_rebuild_graph_with_two_inputs)
     cr_assert_eq(block_inputs(&WIDE, W_UP), B_(W_N2));
     BlockShape sh = wide_at(2, 8);
     cr_assert(sh.NKV == 2 && sh.hs == 16 && sh.F == 192);
-    cr_assert_eq(block_dim(&sh, WIDE.tensor[W_QKV].width), (size_t)(64 + 2 * 2 * 16), "GQA");
+    cr_assert_eq(tape_tensor_elems(&WIDE, W_QKV, &sh), (size_t)(64 + 2 * 2 * 16) * 16, "GQA");
+    /* everything dropped: the whole graph before the first backward op,
+     * each input before what reads it */
+    int out[BLOCK_MAX_TENSORS];
+    TensorSet built = 0;
+    int all = tape_kinds(&WIDE) - 1;
+    cr_assert_eq(tape_rebuilds_before(&WIDE, all, 0, &built, out), W_TENSORS);
+    for (int t = 0; t < W_TENSORS; t++) cr_assert_eq(out[t], t);
+    /* gate and up dropped, n2 kept: both before swi's backward, none twice */
+    built = 0;
+    int k = (int)(B_(W_GATE) | B_(W_UP));
+    cr_assert_eq(tape_rebuilds_before(&WIDE, k, 0, &built, out), 0);
+    cr_assert_eq(tape_rebuilds_before(&WIDE, k, 1, &built, out), 2);
+    cr_assert(out[0] == W_GATE && out[1] == W_UP);
+    cr_assert_eq(tape_rebuilds_before(&WIDE, k, 2, &built, out), 0);
+    /* gate, up and swi are alive together (swi's rebuild reads both): in
+     * the workspace, three disjoint (N,F) ranges; and the LSE follows att */
+    TapeLayout tl;
+    k = (int)(B_(W_GATE) | B_(W_UP) | B_(W_SWI) | B_(W_ATT));
+    tape_layout(&tl, &WIDE, k, &sh, 4);
+    size_t f = 192 * 16 * 4;
+    size_t at[3] = {tl.ws[W_GATE], tl.ws[W_UP], tl.ws[W_SWI]};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            cr_assert(at[i] + f <= at[j] || at[j] + f <= at[i], "items %d and %d overlap", i, j);
+    cr_assert_eq(tl.side[1], TAPE_IN_WORKSPACE);
+    cr_assert(tl.side[0] == 0 && tl.side[2] == 16 && tl.f32_elems == 32);
+    cr_assert_geq(tl.ws_bytes, 3 * f);
+    char name[BLOCK_MAX_TENSORS + 1];
+    cr_assert_str_eq(tape_kind_name(&WIDE, k, name), "nqo-rm---");
+    cr_assert_eq(tape_kind_parse(&WIDE, name), k);
+}
+
+/* Kinds of nine tensors need more than a byte: the schedule, its
+ * validator, its description and the solver carry them whole. */
+Test(block_desc, kinds_past_one_byte_through_schedules_and_the_solver)
+{
+    char err[256], desc[16];
+    Schedule s;
+    int sel = (int)WIDE.selective, hi = (int)(B_(W_SWI) | B_(W_ATT)); /* both >= 256 */
+    cr_assert(sel >= 256 && hi >= 256);
+    cr_assert_eq(schedule_build(&s, &WIDE, RECOMPUTE_SELECTIVE, 4, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(schedule_describe(&s, desc, sizeof desc), "SSSS");
+    /* the next n1 dropped but this res kept: every closing add fuses */
+    for (int k = 0; k < s.n_forward; k++) cr_assert_eq(s.steps[k].fuse_next_ln, 1, "step %d", k);
+    /* n1 and res both dropped (the fusion roles): only LN_f */
+    for (int j = 0; j < s.n_tape_slots; j++) s.tape_kind[j] = B_(W_N1) | B_(W_RES) | B_(W_SWI);
+    schedule_fuse_layernorms(&s);
+    for (int k = 0; k < s.n_forward - 1; k++) cr_assert_eq(s.steps[k].fuse_next_ln, 0, "step %d", k);
+    cr_assert_eq(s.steps[s.n_forward - 1].fuse_next_ln, 1, "LN_f");
+    cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+    schedule_free(&s);
+    cr_assert_eq(schedule_build_inputs_kept(&s, &WIDE, 4, 2, 1, hi, sel, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(schedule_describe(&s, desc, sizeof desc), "xSAA");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    schedule_print(f, &s, 0);
+    fclose(f);
+    cr_assert(strstr(buf, "A: a tape of kind nqo-rmgu-"), "%s", buf);
+    free(buf);
+    s.tape_kind[0] = (uint32_t)tape_kinds(&WIDE);
+    cr_assert_neq(schedule_validate(&s, err, sizeof err), 0);
+    cr_assert(strstr(err, "unknown kind 512"), "%s", err);
+    schedule_free(&s);
+    cr_assert_neq(schedule_build_inputs_kept(&s, &WIDE, 4, 2, 1, 512, sel, err, sizeof err), 0);
+    /* the solver writes the kinds it was given, whole */
+    SolverCosts c = {100, 70, 9, 3, hi, sel};
+    SolverTable *t = solver_table_build(4, &WIDE, &c, -1, -1, err, sizeof err);
+    cr_assert_not_null(t, "%s", err);
+    SolverChoice ch = {2, 1, 1, 0, 0};
+    cr_assert_eq(solver_schedule(t, 4, &ch, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+    int n_hi = 0, n_sel = 0;
+    for (int j = 0; j < s.n_tape_slots; j++) {
+        n_hi += s.tape_kind[j] == (uint32_t)hi;
+        n_sel += s.tape_kind[j] == (uint32_t)sel;
+    }
+    cr_assert(n_hi + n_sel == s.n_tape_slots && s.n_tape_slots >= 1, "%d hi, %d sel of %d",
+              n_hi, n_sel, s.n_tape_slots);
+    schedule_free(&s);
+    c.full_kind = 512;
+    cr_assert_null(solver_table_build(4, &WIDE, &c, -1, -1, err, sizeof err));
+    solver_table_free(t);
 }
