@@ -30,6 +30,16 @@ void block_shape(const BlockDesc *d, const GPTConfig *cfg, size_t B, size_t T, B
     d->shape_defaults(sh);
 }
 
+size_t block_grad_big(const BlockDesc *d, const BlockShape *sh)
+{
+    size_t w = 0;
+    for (int i = 0; i < d->n_grad_big; i++) {
+        size_t x = block_dim(sh, d->grad_big[i]);
+        if (x > w) w = x;
+    }
+    return w;
+}
+
 uint32_t block_makers(const BlockDesc *d, int t)
 {
     uint32_t m = 0;
@@ -64,7 +74,8 @@ int block_desc_check(const BlockDesc *d, char *err, size_t err_len)
 {
     if (d->n_tensors < 1 || d->n_tensors > BLOCK_MAX_TENSORS || d->n_sides < 0 ||
         d->n_sides > BLOCK_MAX_SIDES || d->n_fwd < 1 || d->n_fwd > BLOCK_MAX_FWD_OPS ||
-        d->n_bwd < 1 || d->n_bwd > BLOCK_MAX_BWD_OPS || !d->shape_defaults) {
+        d->n_bwd < 1 || d->n_bwd > BLOCK_MAX_BWD_OPS || d->n_grad_big < 0 ||
+        d->n_grad_big > BLOCK_MAX_GRAD_BIG || !d->shape_defaults) {
         snprintf(err, err_len, "block %s: counts out of range", d->family);
         return -1;
     }

@@ -29,6 +29,7 @@
 #define BLOCK_MAX_SIDES 12
 #define BLOCK_MAX_FWD_OPS 24
 #define BLOCK_MAX_BWD_OPS 24
+#define BLOCK_MAX_GRAD_BIG 4
 
 typedef uint32_t TensorSet; /* bit t: tape tensor t */
 #define TENSOR_BIT(t) ((TensorSet)1 << (t))
@@ -121,6 +122,12 @@ typedef struct BlockDesc {
      * unfused ops would: fused only when no tape of the schedule drops
      * any of them, since a backward rebuilds them unfused. */
     TensorSet inexact_fused;
+    /* The gradients the backward holds, one at a time, in its one wide
+     * scratch buffer (gpt.c's dbig), per row: the buffer is as wide as the
+     * widest (block_grad_big). GPT-2: d(gelu), d(fch) in place (F), then
+     * d(qkv) (3C). */
+    int n_grad_big;
+    BlockDim grad_big[BLOCK_MAX_GRAD_BIG];
     /* Widths of the shape a config leaves open: set sh->NKV and sh->F
      * from sh->C and sh->NH (GPT-2: NKV = NH, F = 4C). */
     void (*shape_defaults)(BlockShape *sh);
@@ -131,6 +138,9 @@ const BlockDesc *block_desc_of(const GPTConfig *cfg);
 
 /* cfg's shape at micro-batch B x T. */
 void block_shape(const BlockDesc *d, const GPTConfig *cfg, size_t B, size_t T, BlockShape *sh);
+
+/* Elements per row of the backward's wide gradient buffer at sh. */
+size_t block_grad_big(const BlockDesc *d, const BlockShape *sh);
 
 /* Derived from the ops. The ops that make tensor t, as a bit mask over op
  * indices; the tensors they read (t's inputs: a rebuild of t needs them);

@@ -62,5 +62,8 @@ const BlockDesc GPT2_BLOCK = {
     .fuse_reads = T_(RES2),
     /* cuBLASLt's GELU epilogue takes GELU before fch is rounded */
     .inexact_fused = T_(FCH) | T_(GELU),
+    /* dbig: d(gelu), then d(fch) in place, then d(qkv) */
+    .n_grad_big = 2,
+    .grad_big = {{.ffn = 1}, {.c = 3}},
     .shape_defaults = gpt2_shape,
 };

@@ -100,7 +100,9 @@ static int carve_scratch(GPT *g)
     g->lnf = arena_take(s, N * C * ab);
     g->dres = arena_take(s, N * C * ab);
     g->dsmall = arena_take(s, N * C * ab);
-    g->dbig = arena_take(s, 4 * N * C * ab);
+    BlockShape sh;
+    block_shape(g->sched.block, &g->cfg, (size_t)g->B, (size_t)g->T, &sh);
+    g->dbig = arena_take(s, block_grad_big(g->sched.block, &sh) * N * ab);
     g->lnf_mean = arena_take(s, N * sizeof(float));
     g->lnf_rstd = arena_take(s, N * sizeof(float));
     g->losses = arena_take(s, N * sizeof(float));

@@ -79,10 +79,14 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     p->tape_act_bytes = arena_round(p->tape.act_elems * ab);
     p->tape_f32_bytes = arena_round(p->tape.f32_elems * 4);
 
-    /* scratch: the act buffers named at SCRATCH_ACT_PER_TOKEN_C (four of
-     * (N,C) and one of (N,4C)), LN_f mean/rstd and per-token losses (fp32),
-     * tokens and targets (int32), and the backend's attention scratch. */
-    p->scratch_act_bytes = 4 * arena_round(N * C * ab) + arena_round(4 * N * C * ab);
+    /* scratch: the act buffers carve_scratch (gpt_alloc.c) takes (four of
+     * (N,C) and the backward's wide gradient buffer, block_grad_big per
+     * row: GPT-2's 4C), LN_f mean/rstd and per-token losses (fp32), tokens
+     * and targets (int32), and the backend's attention scratch. */
+    BlockShape sh;
+    planner_block_shape(in, &sh);
+    p->scratch_act_bytes = 4 * arena_round(N * C * ab) +
+                           arena_round(block_grad_big(planner_block(in), &sh) * N * ab);
     p->scratch_f32_bytes = 3 * arena_round(N * 4);
     p->scratch_int_bytes = 2 * arena_round(N * 4);
     p->attn_scratch_bytes = in->attn_scratch ? arena_round(in->attn_scratch) : 0;

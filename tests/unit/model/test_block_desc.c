@@ -45,6 +45,7 @@ Test(block_desc, gpt2_reproduces_the_old_tables)
     cr_assert_eq(block_makers(d, GPT2_RES2), (1u << 3) | (1u << 4), "attproj and + x");
     cr_assert_eq(d->selective, B_(GPT2_LN1) | B_(GPT2_LN2) | B_(GPT2_GELU));
     cr_assert_eq(d->n_bwd, GPT2_BWD_OPS);
+    cr_assert_eq(block_grad_big(d, &sh), (size_t)4 * 48, "dbig: (N,4C)");
     /* the f32 part: ln1 mean, rstd, LSE (B*NH*T), ln2 mean, rstd */
     TapeLayout tl;
     tape_layout(&tl, d, TAPE_FULL, &sh, 4);
