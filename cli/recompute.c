@@ -217,10 +217,13 @@ static void auto_print_choice(const PlanRequest *rq, const TrainCosts *tc, const
            "%.2f%% of a step's FLOPs\n", r->peak, rq->budget,
            100.0 * (double)r->recompute_flops / (double)v->step_flops);
     if (tc->have) {
-        char hi[TAPE_TENSORS + 1], lo[TAPE_TENSORS + 1];
+        const BlockDesc *b = planner_block(&rq->in);
+        char hi[BLOCK_MAX_TENSORS + 1], lo[BLOCK_MAX_TENSORS + 1];
+        KindCost *front = malloc(sizeof *front * (size_t)tape_kinds(b));
         printf("recompute auto: least predicted time, tape kinds %s and %s (of %d on the "
-               "frontier)\n", tape_kind_name(r->hi_kind, hi), tape_kind_name(r->lo_kind, lo),
-               opcost_frontier(&tc->oc, &rq->in, (KindCost[TAPE_KINDS]){0}));
+               "frontier)\n", tape_kind_name(b, r->hi_kind, hi), tape_kind_name(b, r->lo_kind, lo),
+               front ? opcost_frontier(&tc->oc, &rq->in, front) : 0);
+        free(front);
     }
 }
 

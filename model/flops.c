@@ -34,9 +34,9 @@ void flops_count(const GPTConfig *cfg, int B, int T, FlopCounts *f)
     long long L = cfg->num_layers;
     f->block_fwd = opcost_block_fwd(&o);
     f->block_fwd_noout = opcost_block_fwd_last(&o);
-    f->block_sel = opcost_rebuild(&o, TAPE_SELECTIVE);
+    f->block_sel = opcost_rebuild(&o, (int)block_desc_of(cfg)->selective);
     f->block_bwd = opcost_block_bwd(&o);
-    for (int t = 0; t < TAPE_TENSORS; t++) f->tensor[t] = opcost_tensor(&o, t);
+    for (int t = 0; t < BLOCK_MAX_TENSORS; t++) f->tensor[t] = opcost_tensor(&o, t);
     f->embed_fwd = o.c[OP_ENCODER];
     f->embed_bwd = o.c[OP_ENCODER_BWD];
     f->head_fwd = o.c[OP_LNF] + o.c[OP_HEAD] / 3;
@@ -53,8 +53,8 @@ long long flops_recompute(const FlopCounts *f, const Schedule *s)
         if (st->kind == STEP_FORWARD && k >= s->n_forward)
             n += st->out_slot == SLOT_NONE ? f->block_fwd_noout : f->block_fwd;
         else if (st->kind == STEP_BACKWARD)
-            for (int t = 0; t < TAPE_TENSORS; t++)
-                if (s->tape_kind[st->tape_slot] & (1 << t)) n += f->tensor[t];
+            for (int t = 0; t < BLOCK_MAX_TENSORS; t++)
+                if (s->tape_kind[st->tape_slot] & TENSOR_BIT(t)) n += f->tensor[t];
     }
     return n;
 }

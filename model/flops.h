@@ -28,7 +28,7 @@ typedef struct {
                                  * and residual add) */
     long long block_sel;        /* LN1, LN2 and GELU outputs rebuilt by a backward from a
                                  * selective tape */
-    long long tensor[TAPE_TENSORS]; /* the op that makes each tape tensor (tape.h) */
+    long long tensor[BLOCK_MAX_TENSORS]; /* the op that makes each tape tensor (tape.h) */
     long long block_bwd;        /* one block backward */
     long long embed_fwd, embed_bwd;
     long long head_fwd, head_bwd; /* final LayerNorm, LM head and cross-entropy */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/test_hooks.h"
+#include "gpt2_block.h"
 #include "gpt_tensors.h"
 
 
@@ -133,34 +134,34 @@ static void grads_ready(GPT *g, const int *t, int n, int layer)
 
 /* ---- one block ---- */
 
-/* Make tape tensor t of block l (tape.h) from x and the tensor before it:
- * the forward's op, so a rebuild gives the forward's bits. The
+/* Make tape tensor t of block l (gpt2_block.h) from x and its inputs:
+ * the forward's ops, so a rebuild gives the forward's bits. The
  * LayerNorms write their mean and rstd too (kept: rewritten equal). */
 static void make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t)
 {
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
     switch (t) {
-    case TAPE_LN1:
+    case GPT2_LN1:
         OPS->layernorm_forward(g->be, tp->ln1, tp->ln1_mean, tp->ln1_rstd, x, P(LN1W, l), P(LN1B, l), N, C);
         break;
-    case TAPE_QKV:
+    case GPT2_QKV:
         OPS->matmul_forward(g->be, tp->qkv, tp->ln1, P(QKVW, l), P(QKVB, l), N, C, 3 * C);
         break;
-    case TAPE_ATTY:
+    case GPT2_ATTY:
         attn_scratch(g);
         OPS->attention_forward(g->be, tp->atty, tp->lse, tp->qkv, B, T, C, NH, NH);
         break;
-    case TAPE_RES2:
+    case GPT2_RES2:
         OPS->matmul_forward(g->be, tp->res2, tp->atty, P(ATTPROJW, l), P(ATTPROJB, l), N, C, C);
         OPS->residual_forward(g->be, tp->res2, tp->res2, x, (size_t)N * C);
         break;
-    case TAPE_LN2:
+    case GPT2_LN2:
         OPS->layernorm_forward(g->be, tp->ln2, tp->ln2_mean, tp->ln2_rstd, tp->res2, P(LN2W, l), P(LN2B, l), N, C);
         break;
-    case TAPE_FCH:
+    case GPT2_FCH:
         OPS->matmul_forward(g->be, tp->fch, tp->ln2, P(FCW, l), P(FCB, l), N, C, 4 * C);
         break;
-    case TAPE_GELU:
+    case GPT2_GELU:
         OPS->gelu_forward(g->be, tp->fch_gelu, tp->fch, (size_t)N * 4 * C);
         break;
     }
@@ -182,9 +183,8 @@ typedef struct {
  * both are the same calls. */
 static int fc_gelu_fusable(const GPT *g)
 {
-    const unsigned fc = (1u << TAPE_FCH) | (1u << TAPE_GELU);
     for (int j = 0; j < g->sched.n_tape_slots; j++)
-        if (g->sched.tape_kind[j] & fc) return 0;
+        if (g->sched.tape_kind[j] & g->sched.block->inexact_fused) return 0;
     return 1;
 }
 
@@ -192,11 +192,11 @@ static int fc_gelu_fusable(const GPT *g)
  * out may be x: x is last read by the mid-block residual add, before out
  * is written. Tensors the tape's kind drops go to the tape workspace,
  * where tape.h's layout keeps each clear of the others alive with it.
- * The op order is tape.c's FWD_WRITE/FWD_LAST_READ. The mid-block residual
- * add writes LN2 in the same op (the same bits as make_tensor's two, which
- * a rebuild runs); ln1_done: the previous step's closing residual add
- * already wrote this block's LN1; next (or NULL): the LayerNorm the
- * closing residual add writes too. */
+ * The op order is gpt2_block.c's, from which tape.c computes lifetimes.
+ * The mid-block residual add writes LN2 in the same op (the same bits as
+ * make_tensor's two, which a rebuild runs); ln1_done: the previous step's
+ * closing residual add already wrote this block's LN1; next (or NULL):
+ * the LayerNorm the closing residual add writes too. */
 static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out, int ln1_done,
                           const LnOut *next)
 {
@@ -232,11 +232,12 @@ static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out
         OPS->residual_forward(g->be, out, out, tp->res2, (size_t)N * C);
 }
 
-/* Rebuild what backward op `op` (tape.h's TAPE_BWD_*) needs of what the
- * tape dropped; *built: what this backward has rebuilt so far. */
-static void rebuild_for(GPT *g, int l, const void *x, BlockTape *tp, unsigned *built, int op)
+/* Rebuild what backward op `op` (gpt2_block.h's GPT2_BWD_*) needs of what
+ * the tape dropped; *built: what this backward has rebuilt so far. */
+static void rebuild_for(GPT *g, int l, const void *x, BlockTape *tp, TensorSet *built, int op)
 {
-    int list[TAPE_TENSORS], n = tape_rebuilds_before(tp->kind, op, built, list);
+    int list[BLOCK_MAX_TENSORS];
+    int n = tape_rebuilds_before(g->sched.block, tp->kind, op, built, list);
     for (int i = 0; i < n; i++) make_tensor(g, l, x, tp, list[i]);
 }
 
@@ -248,22 +249,22 @@ static void block_backward(GPT *g, int l, const void *x, BlockTape *tp)
 {
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.num_heads, N = B * T;
     void *dres = g->dres, *dsmall = g->dsmall, *dbig = g->dbig;
-    unsigned built = 0;
-    rebuild_for(g, l, x, tp, &built, TAPE_BWD_FCPROJ);
+    TensorSet built = 0;
+    rebuild_for(g, l, x, tp, &built, GPT2_BWD_FCPROJ);
     /* fch too, a step early: the fused op reads both (only fch and its
      * GELU can be alive in the workspace at this point) */
-    rebuild_for(g, l, x, tp, &built, TAPE_BWD_GELU);
+    rebuild_for(g, l, x, tp, &built, GPT2_BWD_GELU);
     OPS->matmul_backward_gelu(g->be, dbig, G(FCPROJW, l), G(FCPROJB, l), dres, tp->fch_gelu, P(FCPROJW, l), tp->fch, N, 4 * C, C);
-    rebuild_for(g, l, x, tp, &built, TAPE_BWD_FC);
+    rebuild_for(g, l, x, tp, &built, GPT2_BWD_FC);
     OPS->matmul_backward(g->be, dsmall, G(FCW, l), G(FCB, l), dbig, tp->ln2, P(FCW, l), N, C, 4 * C);
-    rebuild_for(g, l, x, tp, &built, TAPE_BWD_LN2);
+    rebuild_for(g, l, x, tp, &built, GPT2_BWD_LN2);
     OPS->layernorm_backward(g->be, dres, G(LN2W, l), G(LN2B, l), dsmall, tp->res2, P(LN2W, l), tp->ln2_mean, tp->ln2_rstd, N, C);
-    rebuild_for(g, l, x, tp, &built, TAPE_BWD_ATTPROJ);
+    rebuild_for(g, l, x, tp, &built, GPT2_BWD_ATTPROJ);
     OPS->matmul_backward(g->be, dsmall, G(ATTPROJW, l), G(ATTPROJB, l), dres, tp->atty, P(ATTPROJW, l), N, C, C);
-    rebuild_for(g, l, x, tp, &built, TAPE_BWD_ATTN);
+    rebuild_for(g, l, x, tp, &built, GPT2_BWD_ATTN);
     attn_scratch(g);
     OPS->attention_backward(g->be, dbig, dsmall, tp->qkv, tp->atty, tp->lse, B, T, C, NH, NH);
-    rebuild_for(g, l, x, tp, &built, TAPE_BWD_QKV);
+    rebuild_for(g, l, x, tp, &built, GPT2_BWD_QKV);
     OPS->matmul_backward(g->be, dsmall, G(QKVW, l), G(QKVB, l), dbig, tp->ln1, P(QKVW, l), N, C, 3 * C);
     OPS->layernorm_backward(g->be, dres, G(LN1W, l), G(LN1B, l), dsmall, x, P(LN1W, l), tp->ln1_mean, tp->ln1_rstd, N, C);
 }

@@ -10,21 +10,29 @@
 #include <string.h>
 
 #include "base/stop.h"
+#include "gpt2_block.h"
 
 /* Point a BlockTape of `kind` at its act buffer (act_elems), its fp32
- * buffer (f32_elems) and, for what the kind drops, the tape workspace. */
+ * buffer (f32_elems) and, for what the kind drops, the tape workspace.
+ * BlockTape's fields are GPT-2's tensors and side outputs (gpt2_block.h). */
 static void tape_point(BlockTape *tp, const TapeLayout *tl, int kind, char *act, float *f,
                        size_t ab, char *ws)
 {
-    void **t[TAPE_TENSORS] = {&tp->ln1, &tp->qkv, &tp->atty, &tp->res2, &tp->ln2, &tp->fch,
-                              &tp->fch_gelu};
-    for (int i = 0; i < TAPE_TENSORS; i++)
+    void **t[GPT2_TENSORS] = {
+        [GPT2_LN1] = &tp->ln1, [GPT2_QKV] = &tp->qkv, [GPT2_ATTY] = &tp->atty,
+        [GPT2_RES2] = &tp->res2, [GPT2_LN2] = &tp->ln2, [GPT2_FCH] = &tp->fch,
+        [GPT2_GELU] = &tp->fch_gelu,
+    };
+    float **side[GPT2_SIDES] = {
+        [GPT2_LN1_MEAN] = &tp->ln1_mean, [GPT2_LN1_RSTD] = &tp->ln1_rstd,
+        [GPT2_LSE] = &tp->lse, [GPT2_LN2_MEAN] = &tp->ln2_mean,
+        [GPT2_LN2_RSTD] = &tp->ln2_rstd,
+    };
+    for (int i = 0; i < GPT2_TENSORS; i++)
         *t[i] = tl->act[i] == TAPE_IN_WORKSPACE ? ws + tl->ws[i] : act + tl->act[i] * ab;
-    tp->ln1_mean = f + tl->ln1_mean;
-    tp->ln1_rstd = f + tl->ln1_rstd;
-    tp->lse = tl->lse == TAPE_IN_WORKSPACE ? (float *)(ws + tl->ws_lse) : f + tl->lse;
-    tp->ln2_mean = f + tl->ln2_mean;
-    tp->ln2_rstd = f + tl->ln2_rstd;
+    for (int s = 0; s < GPT2_SIDES; s++)
+        *side[s] = tl->side[s] == TAPE_IN_WORKSPACE ? (float *)(ws + tl->ws_side[s])
+                                                    : f + tl->side[s];
     tp->kind = kind;
 }
 
@@ -65,9 +73,10 @@ static int carve_activations(GPT *g)
     char **act = calloc((size_t)s->n_tape_slots, sizeof(char *));
     TapeLayout *tl = calloc((size_t)s->n_tape_slots, sizeof(TapeLayout));
     int ok = act && tl;
+    BlockShape sh;
+    block_shape(s->block, &g->cfg, (size_t)g->B, (size_t)g->T, &sh);
     for (int j = 0; j < s->n_tape_slots && ok; j++) {
-        tape_layout(&tl[j], s->tape_kind[j], (size_t)g->B, (size_t)g->T,
-                    (size_t)g->cfg.channels, (size_t)g->cfg.num_heads, ab);
+        tape_layout(&tl[j], s->block, (int)s->tape_kind[j], &sh, ab);
         if (tl[j].act_elems == 0) continue;
         act[j] = arena_take(j < s->n_tape_stored ? stored : work, tl[j].act_elems * ab);
         ok = act[j] != NULL;
@@ -76,7 +85,7 @@ static int carve_activations(GPT *g)
     for (int j = 0; j < s->n_tape_slots && ok; j++) {
         float *f = arena_take(j < s->n_tape_stored ? stored : work, tl[j].f32_elems * 4);
         if (!(ok = f != NULL)) break;
-        tape_point(&g->tapes[j], &tl[j], s->tape_kind[j], act[j], f, ab, g->tape_ws);
+        tape_point(&g->tapes[j], &tl[j], (int)s->tape_kind[j], act[j], f, ab, g->tape_ws);
     }
     free(act);
     free(tl);
@@ -91,7 +100,9 @@ static int carve_scratch(GPT *g)
     g->lnf = arena_take(s, N * C * ab);
     g->dres = arena_take(s, N * C * ab);
     g->dsmall = arena_take(s, N * C * ab);
-    g->dbig = arena_take(s, 4 * N * C * ab);
+    BlockShape sh;
+    block_shape(g->sched.block, &g->cfg, (size_t)g->B, (size_t)g->T, &sh);
+    g->dbig = arena_take(s, block_grad_big(g->sched.block, &sh) * N * ab);
     g->lnf_mean = arena_take(s, N * sizeof(float));
     g->lnf_rstd = arena_take(s, N * sizeof(float));
     g->losses = arena_take(s, N * sizeof(float));
@@ -117,7 +128,8 @@ int gpt_init_shard(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, int 
 {
     Schedule s;
     memset(g, 0, sizeof *g);
-    if (schedule_build(&s, recompute, cfg->num_layers, err, err_len) != 0) return -1;
+    if (schedule_build(&s, block_desc_of(cfg), recompute, cfg->num_layers, err, err_len) != 0)
+        return -1;
     return gpt_init_schedule(g, cfg, be, B, T, &s, loss_chunk, shard, NULL, NULL, err, err_len);
 }
 
@@ -195,6 +207,12 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     if (g->sched.num_layers != cfg->num_layers) {
         snprintf(err, err_len, "internal error: a %d-layer schedule for a %d-layer model",
                  g->sched.num_layers, cfg->num_layers);
+        gpt_free(g);
+        return -1;
+    }
+    if (g->sched.block != block_desc_of(cfg)) { /* the tapes below are bound by its tensors */
+        snprintf(err, err_len, "internal error: a schedule of %s blocks for a model of %s blocks",
+                 g->sched.block ? g->sched.block->family : "no", block_desc_of(cfg)->family);
         gpt_free(g);
         return -1;
     }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gpt2_block.h"
+
 static const char *NAMES[OP_COUNT] = {
     "ln1_fwd", "qkv_fwd", "attn_fwd", "attproj_fwd", "resid1_fwd", "ln2_fwd", "fc_fwd",
     "gelu_fwd", "fcproj_fwd", "resid2_fwd",
@@ -18,13 +20,13 @@ const char *opcost_op_name(int op) { return op >= 0 && op < OP_COUNT ? NAMES[op]
 long long opcost_tensor(const OpCosts *oc, int t)
 {
     switch (t) {
-    case TAPE_LN1: return oc->c[OP_LN1];
-    case TAPE_QKV: return oc->c[OP_QKV];
-    case TAPE_ATTY: return oc->c[OP_ATTN];
-    case TAPE_RES2: return oc->c[OP_ATTPROJ] + oc->c[OP_RESID1];
-    case TAPE_LN2: return oc->c[OP_LN2];
-    case TAPE_FCH: return oc->c[OP_FC];
-    case TAPE_GELU: return oc->c[OP_GELU];
+    case GPT2_LN1: return oc->c[OP_LN1];
+    case GPT2_QKV: return oc->c[OP_QKV];
+    case GPT2_ATTY: return oc->c[OP_ATTN];
+    case GPT2_RES2: return oc->c[OP_ATTPROJ] + oc->c[OP_RESID1];
+    case GPT2_LN2: return oc->c[OP_LN2];
+    case GPT2_FCH: return oc->c[OP_FC];
+    case GPT2_GELU: return oc->c[OP_GELU];
     default: return 0;
     }
 }
@@ -43,7 +45,7 @@ long long opcost_block_bwd(const OpCosts *oc) { return sum(oc, OP_FCPROJ_BWD, OP
 long long opcost_rebuild(const OpCosts *oc, int kind)
 {
     long long s = 0;
-    for (int t = 0; t < TAPE_TENSORS; t++)
+    for (int t = 0; t < GPT2_TENSORS; t++)
         if (kind & (1 << t)) s += opcost_tensor(oc, t);
     return s;
 }
@@ -86,18 +88,24 @@ static int by_bytes_desc(const void *x, const void *y)
 
 int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out)
 {
-    KindCost all[TAPE_KINDS];
-    for (int k = 0; k < TAPE_KINDS; k++) {
+    int kinds = tape_kinds(planner_block(in));
+    if (kinds < 1 || kinds > TAPE_MAX_KINDS) return 0;
+    KindCost *all = out + 0; /* priced in place, then the frontier compacted to the front */
+    for (int k = 0; k < kinds; k++) {
         TapeLayout tl;
         planner_tape_layout(in, k, &tl);
         all[k] = (KindCost){k, planner_tape_bytes(in, k), tl.ws_bytes, opcost_rebuild(oc, k)};
     }
+    /* beaten[k]: some other kind beats k (decided on every kind before
+     * any is moved) */
+    unsigned char *beaten = calloc((size_t)kinds, 1);
+    if (!beaten) return 0;
+    for (int k = 0; k < kinds; k++)
+        for (int j = 0; j < kinds && !beaten[k]; j++) beaten[k] = j != k && beats(&all[j], &all[k]);
     int n = 0;
-    for (int k = 0; k < TAPE_KINDS; k++) {
-        int beaten = 0;
-        for (int j = 0; j < TAPE_KINDS && !beaten; j++) beaten = j != k && beats(&all[j], &all[k]);
-        if (!beaten) out[n++] = all[k];
-    }
+    for (int k = 0; k < kinds; k++)
+        if (!beaten[k]) out[n++] = all[k]; /* n <= k: moves only down */
+    free(beaten);
     qsort(out, (size_t)n, sizeof *out, by_bytes_desc);
     return n;
 }
@@ -128,15 +136,19 @@ void opcost_print(FILE *f, const OpCosts *oc, const PlanInput *in)
                 opcost_copy(oc, res_bytes(in)) * 1e-6);
     else if (ns)
         fprintf(f, "  copy engine: not measured (this backend has none)\n");
-    KindCost front[TAPE_KINDS];
-    int n = opcost_frontier(oc, in, front);
-    fprintf(f, "tape kinds on the frontier (of %d; keeps the tensors named, '-' dropped: "
-               "ln1 qkv atty res2 ln2 fch gelu):\n", TAPE_KINDS);
+    const BlockDesc *bd = planner_block(in);
+    KindCost *front = malloc(sizeof *front * (size_t)tape_kinds(bd));
+    int n = front ? opcost_frontier(oc, in, front) : 0;
+    fprintf(f, "tape kinds on the frontier (of %d; keeps the tensors named, '-' dropped:",
+            tape_kinds(bd));
+    for (int t = 0; t < bd->n_tensors; t++) fprintf(f, " %s", bd->tensor[t].name);
+    fprintf(f, "):\n");
     for (int i = 0; i < n; i++) {
-        char name[TAPE_TENSORS + 1], b[32], w[32];
+        char name[BLOCK_MAX_TENSORS + 1], b[32], w[32];
         fprintf(f, "  %s  slot %10s  workspace %10s  rebuild %9.3f %s\n",
-                tape_kind_name(front[i].kind, name),
+                tape_kind_name(bd, front[i].kind, name),
                 planner_format_bytes(front[i].bytes, b, sizeof b),
                 planner_format_bytes(front[i].ws, w, sizeof w), front[i].rebuild * scale, u);
     }
+    free(front);
 }

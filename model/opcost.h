@@ -28,7 +28,7 @@ enum {
     /* one block's forward, in order; out = SLOT_NONE skips the last two */
     OP_LN1, OP_QKV, OP_ATTN, OP_ATTPROJ, OP_RESID1, OP_LN2, OP_FC, OP_GELU, OP_FCPROJ,
     OP_RESID2,
-    /* its backward, in order (tape.h's TAPE_BWD_*) */
+    /* its backward, in order (gpt2_block.h's GPT2_BWD_*) */
     OP_FCPROJ_BWD, OP_GELU_BWD, OP_FC_BWD, OP_LN2_BWD, OP_ATTPROJ_BWD, OP_ATTN_BWD,
     OP_QKV_BWD, OP_LN1_BWD,
     /* the rest of one micro-batch: embedding, final LayerNorm, the chunked
@@ -56,7 +56,8 @@ typedef struct OpCosts {
 
 /* "ln1_fwd", "qkv_fwd", ...: the op names cost files use. */
 const char *opcost_op_name(int op);
-/* The op that makes tape tensor t (res2: attproj and the residual add). */
+/* The op that makes tape tensor t (res2: attproj and the residual add).
+ * The OP_* block ops are GPT-2's (gpt2_block.c lists the same ops). */
 long long opcost_tensor(const OpCosts *oc, int t);
 
 long long opcost_block_fwd(const OpCosts *oc);      /* writes x_{l+1} */
@@ -87,7 +88,7 @@ typedef struct {
  * more slot bytes and no more rebuild cost, and fewer of either (or, equal
  * in both, less workspace, or the same and a smaller mask). Sorted by
  * bytes, largest first: the full tape is always first. Returns the count;
- * out holds TAPE_KINDS entries. */
+ * out holds tape_kinds(planner_block(in)) entries. */
 int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out);
 
 /* Time every op on be at in's shape (B, T, dtype, loss chunk): one block's

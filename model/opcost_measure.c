@@ -242,7 +242,9 @@ int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out,
 {
     MemoryPlan plan;
     Schedule s;
-    if (schedule_build(&s, RECOMPUTE_BLOCK, in->cfg.num_layers, err, err_len) != 0) return -1;
+    if (schedule_build(&s, planner_block(in), RECOMPUTE_BLOCK, in->cfg.num_layers, err, err_len) !=
+        0)
+        return -1;
     planner_plan(in, &s, &plan); /* for the head chunk and the optimizer's element counts */
     schedule_free(&s);
     Bench b = {.be = be, .B = in->B, .T = in->T, .C = in->cfg.channels,

@@ -36,13 +36,14 @@ static int choose_auto(const PlanRequest *rq, const OpCosts *oc, Schedule *s, Pl
 static int choose_fixed(const PlanRequest *rq, Schedule *s, char *err, size_t len)
 {
     int L = rq->in.cfg.num_layers;
-    if (rq->mode != RECOMPUTE_SEGMENTS) return schedule_build(s, rq->mode, L, err, len) ? -1 : 0;
+    const BlockDesc *b = planner_block(&rq->in);
+    if (rq->mode != RECOMPUTE_SEGMENTS) return schedule_build(s, b, rq->mode, L, err, len) ? -1 : 0;
     int k = rq->checkpoint_every ? rq->checkpoint_every : schedule_default_checkpoint_every(L);
     if (k < 1 || k > L) {
         snprintf(err, len, "--checkpoint-every: must be in 1..%d (the layer count); got %d", L, k);
         return 2;
     }
-    return schedule_build_segments(s, L, k, err, len) ? -1 : 0;
+    return schedule_build_segments(s, b, L, k, err, len) ? -1 : 0;
 }
 
 /* The step's predicted time: the ops, and with offloaded checkpoints the

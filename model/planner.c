@@ -79,10 +79,14 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     p->tape_act_bytes = arena_round(p->tape.act_elems * ab);
     p->tape_f32_bytes = arena_round(p->tape.f32_elems * 4);
 
-    /* scratch: the act buffers named at SCRATCH_ACT_PER_TOKEN_C (four of
-     * (N,C) and one of (N,4C)), LN_f mean/rstd and per-token losses (fp32),
-     * tokens and targets (int32), and the backend's attention scratch. */
-    p->scratch_act_bytes = 4 * arena_round(N * C * ab) + arena_round(4 * N * C * ab);
+    /* scratch: the act buffers carve_scratch (gpt_alloc.c) takes (four of
+     * (N,C) and the backward's wide gradient buffer, block_grad_big per
+     * row: GPT-2's 4C), LN_f mean/rstd and per-token losses (fp32), tokens
+     * and targets (int32), and the backend's attention scratch. */
+    BlockShape sh;
+    planner_block_shape(in, &sh);
+    p->scratch_act_bytes = 4 * arena_round(N * C * ab) +
+                           arena_round(block_grad_big(planner_block(in), &sh) * N * ab);
     p->scratch_f32_bytes = 3 * arena_round(N * 4);
     p->scratch_int_bytes = 2 * arena_round(N * 4);
     p->attn_scratch_bytes = in->attn_scratch ? arena_round(in->attn_scratch) : 0;
@@ -99,10 +103,18 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     p->bytes[MEM_HEAD] = arena_round(head);
 }
 
+const BlockDesc *planner_block(const PlanInput *in) { return block_desc_of(&in->cfg); }
+
+void planner_block_shape(const PlanInput *in, BlockShape *sh)
+{
+    block_shape(planner_block(in), &in->cfg, (size_t)in->B, (size_t)in->T, sh);
+}
+
 void planner_tape_layout(const PlanInput *in, int kind, TapeLayout *out)
 {
-    tape_layout(out, kind, (size_t)in->B, (size_t)in->T, (size_t)in->cfg.channels,
-                (size_t)in->cfg.num_heads, (size_t)dtype_bytes(in->dtype));
+    BlockShape sh;
+    planner_block_shape(in, &sh);
+    tape_layout(out, planner_block(in), kind, &sh, (size_t)dtype_bytes(in->dtype));
 }
 
 size_t planner_tape_bytes(const PlanInput *in, int kind)
@@ -115,22 +127,30 @@ size_t planner_tape_bytes(const PlanInput *in, int kind)
 
 /* Tape slots: each its kind's bytes, stored or workspace; the tape
  * workspace once, in the workspace category, sized for the hungriest kind
- * present (kinds share it: one block runs at a time). */
+ * present (kinds share it: one block runs at a time). A schedule holds a
+ * few kinds: each is laid out once (a short list; past it, again). */
+#define PLAN_KIND_CACHE 8
 void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
 {
     plan_fixed(in, p);
-    size_t kind_bytes[TAPE_KINDS] = {0}, kind_ws[TAPE_KINDS] = {0}, tapes[2] = {0, 0};
+    size_t kind_bytes[PLAN_KIND_CACHE], kind_ws[PLAN_KIND_CACHE], tapes[2] = {0, 0};
+    uint32_t kinds[PLAN_KIND_CACHE];
+    int n_kinds = 0;
     p->tape_ws_bytes = 0;
     for (int j = 0; j < s->n_tape_slots; j++) {
-        int k = s->tape_kind[j], stored = j < s->n_tape_stored;
-        if (!kind_bytes[k]) {
+        uint32_t k = s->tape_kind[j];
+        int stored = j < s->n_tape_stored, c = 0;
+        while (c < n_kinds && kinds[c] != k) c++;
+        if (c == n_kinds) {
             TapeLayout tl;
-            planner_tape_layout(in, k, &tl);
-            kind_bytes[k] = planner_tape_bytes(in, k);
-            kind_ws[k] = tl.ws_bytes;
+            planner_tape_layout(in, (int)k, &tl);
+            c = n_kinds < PLAN_KIND_CACHE ? n_kinds++ : PLAN_KIND_CACHE - 1;
+            kinds[c] = k;
+            kind_bytes[c] = planner_tape_bytes(in, (int)k);
+            kind_ws[c] = tl.ws_bytes;
         }
-        tapes[stored] += kind_bytes[k];
-        if (kind_ws[k] > p->tape_ws_bytes) p->tape_ws_bytes = kind_ws[k];
+        tapes[stored] += kind_bytes[c];
+        if (kind_ws[c] > p->tape_ws_bytes) p->tape_ws_bytes = kind_ws[c];
         if (k != TAPE_FULL) {
             p->n_part_stored += stored;
             p->n_part_work += !stored;
@@ -160,7 +180,8 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
 int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, size_t err_len)
 {
     Schedule s;
-    if (schedule_build(&s, mode, in->cfg.num_layers, err, err_len) != 0) return -1;
+    if (schedule_build(&s, planner_block(in), mode, in->cfg.num_layers, err, err_len) != 0)
+        return -1;
     planner_plan(in, &s, out);
     schedule_free(&s);
     return 0;
@@ -184,7 +205,7 @@ void planner_units_kinds(const PlanInput *in, int hi_kind, int lo_kind, PlanUnit
 
 void planner_units(const PlanInput *in, PlanUnits *u)
 {
-    planner_units_kinds(in, TAPE_FULL, TAPE_SELECTIVE, u);
+    planner_units_kinds(in, TAPE_FULL, (int)planner_block(in)->selective, u);
 }
 
 size_t planner_slots_total(const PlanUnits *u, int n_res, int n_hi, int n_lo)

@@ -7,6 +7,7 @@
 #include "planner.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flops.h"
@@ -50,7 +51,7 @@ static SolverTable *auto_table(const PlanInput *in, size_t budget, const Costs *
         while (cap_full < L && planner_slots_total(&u, 1, cap_full + 1, 0) <= budget) cap_full++;
         while (cap_sel < L && planner_slots_total(&u, 1, 0, cap_sel + 1) <= budget) cap_sel++;
     }
-    return solver_table_build(L, &sc, cap_full, cap_sel, err, err_len);
+    return solver_table_build(L, planner_block(in), &sc, cap_full, cap_sel, err, err_len);
 }
 
 /* The chosen schedule's numbers into *res, checked against what the search
@@ -72,7 +73,7 @@ static int auto_finish(const PlanInput *in, const Costs *c, Schedule *s, size_t 
     res->n_res = s->n_res_slots;
     res->n_sel = res->n_full = 0;
     for (int j = 0; j < s->n_tape_slots; j++) {
-        int hi = s->tape_kind[j] == res->hi_kind;
+        int hi = (int)s->tape_kind[j] == res->hi_kind;
         res->n_full += hi;
         res->n_sel += !hi;
     }
@@ -190,8 +191,8 @@ static size_t host_optimizer(const PlanInput *in)
     MemoryPlan p;
     char err[256];
     o.offload &= OFFLOAD_OPTIMIZER;
-    if (!o.offload || schedule_build(&s, RECOMPUTE_BLOCK, in->cfg.num_layers, err,
-                                     sizeof err) != 0)
+    if (!o.offload || schedule_build(&s, planner_block(in), RECOMPUTE_BLOCK, in->cfg.num_layers,
+                                     err, sizeof err) != 0)
         return 0;
     planner_plan(&o, &s, &p);
     schedule_free(&s);
@@ -297,18 +298,20 @@ static int family_search_in(const PlanInput *in, size_t budget, const Costs *c, 
         fs->host_opt = host_optimizer(in);
     }
     Pair p;
+    int sel = (int)planner_block(in)->selective;
     if (hi >= 0 || !c->timed) {
-        pair_of(in, c, hi >= 0 ? hi : TAPE_FULL, hi >= 0 ? lo : TAPE_SELECTIVE, &p);
+        pair_of(in, c, hi >= 0 ? hi : TAPE_FULL, hi >= 0 ? lo : sel, &p);
         family_pair(fs, &p);
     } else {
-        KindCost front[TAPE_KINDS];
-        int n = opcost_frontier(&c->oc, in, front);
+        KindCost *front = malloc(sizeof *front * (size_t)tape_kinds(planner_block(in)));
+        int n = front ? opcost_frontier(&c->oc, in, front) : 0;
         for (int i = 0; i < n; i++)
             for (int j = i; j < n; j++) {
                 pair_of(in, c, front[i].kind, front[j].kind, &p);
                 family_pair(fs, &p);
             }
-        pair_of(in, c, TAPE_FULL, TAPE_SELECTIVE, &p);
+        free(front);
+        pair_of(in, c, TAPE_FULL, sel, &p);
         family_pair(fs, &p);
     }
     PlanUnits u_full;
@@ -336,10 +339,13 @@ static int family_build(const PlanInput *in, const Costs *c, const FamilyCand *f
     res->hi_kind = f->hi;
     res->lo_kind = f->lo;
     if (f->family == AUTO_SEGMENTS) {
-        if (schedule_build_segments(s, in->cfg.num_layers, f->k, err, err_len) != 0) return -1;
+        if (schedule_build_segments(s, planner_block(in), in->cfg.num_layers, f->k, err,
+                                    err_len) != 0)
+            return -1;
         s->mode = RECOMPUTE_AUTO;
         res->checkpoint_every = f->k;
-    } else if (schedule_build_inputs_kept(s, in->cfg.num_layers, f->n_full, f->n_sel, f->hi,
+    } else if (schedule_build_inputs_kept(s, planner_block(in), in->cfg.num_layers, f->n_full,
+                                          f->n_sel, f->hi,
                                           f->lo, err, err_len) != 0) {
         return -1;
     }
@@ -383,10 +389,10 @@ int planner_auto_family(const PlanInput *in, size_t budget, const OpCosts *costs
 static void dp_pair(const PlanInput *in, size_t budget, const Costs *c, int *hi, int *lo)
 {
     *hi = TAPE_FULL;
-    *lo = TAPE_SELECTIVE;
+    *lo = (int)planner_block(in)->selective;
     if (!c->timed) return;
     size_t least = (size_t)-1;
-    for (int k = 0; k < TAPE_KINDS; k++) {
+    for (int k = 0; k < tape_kinds(planner_block(in)); k++) {
         TapeLayout tl;
         planner_tape_layout(in, k, &tl);
         size_t b = planner_tape_bytes(in, k) + tl.ws_bytes;
@@ -401,10 +407,11 @@ static void dp_pair(const PlanInput *in, size_t budget, const Costs *c, int *hi,
     *hi = fs.best.hi;
     *lo = fs.best.lo;
     if (fs.best.n_sel > 0) return;
-    KindCost front[TAPE_KINDS];
-    int n = opcost_frontier(&c->oc, in, front);
+    KindCost *front = malloc(sizeof *front * (size_t)tape_kinds(planner_block(in)));
+    int n = front ? opcost_frontier(&c->oc, in, front) : 0;
     for (int i = 0; i + 1 < n; i++)
         if (front[i].kind == *hi) *lo = front[i + 1].kind;
+    free(front);
 }
 
 /* --recompute auto with --offload checkpoints: each block input is kept on

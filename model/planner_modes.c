@@ -112,8 +112,8 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, const OpCosts *
             row->fits = ar.fits;
         } else {
             int b = modes[i] == RECOMPUTE_SEGMENTS
-                        ? schedule_build_segments(&s, L, k, err, err_len)
-                        : schedule_build(&s, modes[i], L, err, err_len);
+                        ? schedule_build_segments(&s, planner_block(in), L, k, err, err_len)
+                        : schedule_build(&s, planner_block(in), modes[i], L, err, err_len);
             if (b != 0) return -1;
             row->checkpoint_every = s.checkpoint_every;
         }
@@ -122,7 +122,8 @@ int planner_mode_rows(const PlanInput *in, size_t budget, int k, const OpCosts *
         if (modes[i] == RECOMPUTE_AUTO) {
             SolverCosts sc = {1, 0, 0, 0, ar.hi_kind, ar.lo_kind};
             af = (AutoFeasible){ar.hi_kind, ar.lo_kind, NULL};
-            if (L <= SOLVER_MAX_LAYERS && !(af.t = solver_table_build(L, &sc, 1, 1, err, err_len))) {
+            if (L <= SOLVER_MAX_LAYERS &&
+                !(af.t = solver_table_build(L, planner_block(in), &sc, 1, 1, err, err_len))) {
                 schedule_free(&s);
                 return -1;
             }

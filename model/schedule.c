@@ -6,16 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-int schedule_init(Schedule *s, int mode, int L, int n_res, int n_tape)
+int schedule_init(Schedule *s, const BlockDesc *block, int mode, int L, int n_res, int n_tape)
 {
     memset(s, 0, sizeof *s);
+    s->block = block;
     s->mode = mode;
     s->num_layers = L;
     s->n_res_slots = n_res;
     s->n_tape_slots = n_tape;
     s->cap_steps = 3 * L;
     s->steps = calloc((size_t)s->cap_steps, sizeof *s->steps);
-    s->tape_kind = calloc((size_t)n_tape + 1, 1); /* TAPE_FULL = 0 */
+    s->tape_kind = calloc((size_t)n_tape + 1, sizeof *s->tape_kind); /* TAPE_FULL = 0 */
     if (!s->steps || !s->tape_kind) {
         schedule_free(s);
         return -1;
@@ -57,9 +58,10 @@ static int ln_fusable(const Schedule *s, int k)
     if (st->tape_slot < 0 || st->tape_slot >= s->n_tape_slots || nx->tape_slot < 0 ||
         nx->tape_slot >= s->n_tape_slots)
         return 0;
-    int ln1_in_ws = s->tape_kind[nx->tape_slot] & (1 << TAPE_LN1);
-    int res2_in_ws = s->tape_kind[st->tape_slot] & (1 << TAPE_RES2);
-    return !(ln1_in_ws && res2_in_ws);
+    /* the next block's first tensor and what this add reads, both in the workspace */
+    int writes_in_ws = (s->tape_kind[nx->tape_slot] & s->block->fuse_writes) != 0;
+    int reads_in_ws = (s->tape_kind[st->tape_slot] & s->block->fuse_reads) != 0;
+    return !(writes_in_ws && reads_in_ws);
 }
 
 void schedule_fuse_layernorms(Schedule *s)
@@ -120,7 +122,7 @@ int schedule_finalize(Schedule *s, char *err, size_t err_len)
     char *rl = calloc((size_t)nr + 1, 1), *tl = calloc((size_t)nt + 1, 1);
     char *ru = calloc((size_t)nr + 1, 1), *tu = calloc((size_t)nt + 1, 1);
     int *rmap = malloc(sizeof(int) * ((size_t)nr + 1)), *tmap = malloc(sizeof(int) * ((size_t)nt + 1));
-    unsigned char *kind = malloc((size_t)nt + 1);
+    uint32_t *kind = malloc(sizeof *kind * ((size_t)nt + 1));
     if (!rl || !tl || !ru || !tu || !rmap || !tmap || !kind) {
         snprintf(err, err_len, "schedule: out of host memory");
         goto done;
@@ -146,7 +148,7 @@ int schedule_finalize(Schedule *s, char *err, size_t err_len)
     s->n_tape_slots = relabel(nt, tl, tu, tmap, &s->n_tape_stored);
     for (int j = 0; j < nt; j++)
         if (tmap[j] >= 0) kind[tmap[j]] = s->tape_kind[j];
-    memcpy(s->tape_kind, kind, (size_t)s->n_tape_slots);
+    memcpy(s->tape_kind, kind, sizeof *kind * (size_t)s->n_tape_slots);
     s->embed_slot = rmap[s->embed_slot];
     for (int k = 0; k < s->n_steps; k++) {
         ScheduleStep *st = &s->steps[k];
@@ -197,7 +199,7 @@ int schedule_validate(const Schedule *s, char *err, size_t err_len)
     if (L < 1 || s->n_res_slots < 1 || s->n_tape_slots < 1 || s->n_res_stored < 0 ||
         s->n_res_stored > s->n_res_slots || s->n_res_kept < 0 ||
         s->n_res_kept > s->n_res_stored || s->n_tape_stored < 0 ||
-        s->n_tape_stored > s->n_tape_slots || !s->tape_kind || s->n_forward < 0 ||
+        s->n_tape_stored > s->n_tape_slots || !s->tape_kind || !s->block || s->n_forward < 0 ||
         s->n_forward > s->n_steps) {
         snprintf(err, err_len, "schedule: bad header (layers %d, %d/%d residual, %d/%d tape "
                  "slots, %d/%d steps)", L, s->n_res_stored, s->n_res_slots, s->n_tape_stored,
@@ -205,9 +207,9 @@ int schedule_validate(const Schedule *s, char *err, size_t err_len)
         return -1;
     }
     for (int j = 0; j < s->n_tape_slots; j++)
-        if (s->tape_kind[j] >= TAPE_KINDS) {
-            snprintf(err, err_len, "schedule: tape slot %d has unknown kind %d", j,
-                     s->tape_kind[j]);
+        if (s->tape_kind[j] >= (uint32_t)tape_kinds(s->block)) {
+            snprintf(err, err_len, "schedule: tape slot %d has unknown kind %u", j,
+                     (unsigned)s->tape_kind[j]);
             return -1;
         }
     /* res_holds[i] = index l of the x_l in residual slot i, or -1;
@@ -318,7 +320,7 @@ int schedule_count_tapes(const Schedule *s, int kind, int *stored)
 {
     int n = 0, st = 0;
     for (int j = 0; j < s->n_tape_slots; j++)
-        if (s->tape_kind[j] == kind) {
+        if ((int)s->tape_kind[j] == kind) {
             n++;
             st += j < s->n_tape_stored;
         }
@@ -326,23 +328,28 @@ int schedule_count_tapes(const Schedule *s, int kind, int *stored)
     return n;
 }
 
-/* The kinds other than full and selective in s, in increasing order, as
- * a bit set over the 128 kinds; their letters are 'A', 'B', ... in that
- * order. */
-static void other_kinds(const Schedule *s, unsigned char used[TAPE_KINDS])
+/* The kinds other than full and selective in s, in increasing order
+ * (used[k] for each of the block's kinds; NULL when out of memory, or for
+ * an empty schedule); their letters are 'A', 'B', ... in that order. */
+static unsigned char *other_kinds(const Schedule *s)
 {
-    memset(used, 0, TAPE_KINDS);
+    if (!s->block) return NULL;
+    int n = tape_kinds(s->block);
+    unsigned char *used = calloc((size_t)n, 1);
+    if (!used) return NULL;
     for (int j = 0; j < s->n_tape_slots; j++)
-        if (s->tape_kind[j] < TAPE_KINDS) used[s->tape_kind[j]] = 1;
-    used[TAPE_FULL] = used[TAPE_SELECTIVE] = 0;
+        if (s->tape_kind[j] < (uint32_t)n) used[s->tape_kind[j]] = 1;
+    used[TAPE_FULL] = used[s->block->selective] = 0;
+    return used;
 }
 
-static char kind_letter(const unsigned char used[TAPE_KINDS], int kind)
+static char kind_letter(const Schedule *s, const unsigned char *used, uint32_t kind)
 {
     if (kind == TAPE_FULL) return 'F';
-    if (kind == TAPE_SELECTIVE) return 'S';
+    if (s->block && kind == s->block->selective) return 'S';
+    if (!used) return '?';
     int n = 0;
-    for (int k = 0; k < kind; k++) n += used[k];
+    for (uint32_t k = 0; k < kind; k++) n += used[k];
     return n < 26 ? (char)('A' + n) : '?';
 }
 
@@ -355,8 +362,7 @@ char *schedule_describe(const Schedule *s, char *buf, size_t len)
     char *rl = malloc((size_t)s->n_res_slots + 1), *tl = malloc((size_t)s->n_tape_slots + 1);
     int *rh = malloc(sizeof(int) * ((size_t)s->n_res_slots + 1));
     int *th = malloc(sizeof(int) * ((size_t)s->n_tape_slots + 1));
-    unsigned char used[TAPE_KINDS];
-    other_kinds(s, used);
+    unsigned char *used = other_kinds(s);
     if (rl && tl && rh && th) {
         live_at_head(s, rl, tl);
         for (int i = 0; i < s->n_res_slots; i++) rh[i] = -1;
@@ -373,10 +379,10 @@ char *schedule_describe(const Schedule *s, char *buf, size_t len)
         for (int i = 0; i < s->n_res_slots; i++)
             if (rl[i] && rh[i] >= 0 && rh[i] < L) buf[rh[i]] = 'x';
         for (int j = 0; j < s->n_tape_slots; j++)
-            if (tl[j] && th[j] >= 0) buf[th[j]] = kind_letter(used, s->tape_kind[j]);
+            if (tl[j] && th[j] >= 0) buf[th[j]] = kind_letter(s, used, s->tape_kind[j]);
         buf[L] = '\0';
     }
-    free(rl), free(tl), free(rh), free(th);
+    free(rl), free(tl), free(rh), free(th), free(used);
     return buf;
 }
 
@@ -394,14 +400,14 @@ void schedule_print(FILE *f, const Schedule *s, int with_steps)
                    "\n    %s\n", s->num_layers - 1,
                 schedule_describe(s, desc, (size_t)s->num_layers + 1));
     free(desc);
-    unsigned char used[TAPE_KINDS];
-    other_kinds(s, used);
-    for (int k = 0; k < TAPE_KINDS; k++) {
-        char name[TAPE_TENSORS + 1];
+    unsigned char *used = other_kinds(s);
+    for (int k = 0; used && k < tape_kinds(s->block); k++) {
+        char name[BLOCK_MAX_TENSORS + 1];
         if (used[k])
             fprintf(f, "  %c: a tape of kind %s (keeps the tensors named, '-' dropped)\n",
-                    kind_letter(used, k), tape_kind_name(k, name));
+                    kind_letter(s, used, (uint32_t)k), tape_kind_name(s->block, k, name));
     }
+    free(used);
     if (!with_steps) return;
     fprintf(f, "  steps (F block in>out tape; B block in tape; r = residual slot, t = tape slot):");
     for (int k = 0; k < s->n_steps; k++) {

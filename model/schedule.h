@@ -11,17 +11,16 @@
  *                   Slots [0, n_res_stored) live from forward to backward
  *                   ("stored activations"); the rest are workspace.
  *   tape slots      each holds one block's internal tape, of a kind
- *                   (model/tape.h): the subset of the block's seven
- *                   tensors it drops. A FULL tape (kind 0) keeps them all:
- *                   the LayerNorm outputs, qkv, the attention output and
- *                   LSE, the mid-block residual and the MLP pre- and post-
- *                   GELU activations. A SELECTIVE tape drops the two
- *                   LayerNorm outputs and the GELU output (keeps 9C of 15C
- *                   per token). Dropped tensors live in one tape workspace
- *                   shared by every block while a forward or backward needs
- *                   them; a backward rebuilds them from x_l and what its
- *                   tape keeps. Slots [0, n_tape_stored) are stored; the
- *                   rest are workspace.
+ *                   (model/tape.h): the subset of the block's tape tensors
+ *                   (its description, model/block_desc.h) it drops. A FULL
+ *                   tape (kind 0) keeps them all; a SELECTIVE tape drops
+ *                   the description's selective set (GPT-2: the two
+ *                   LayerNorm outputs and the GELU output, keeping 9C of
+ *                   15C per token). Dropped tensors live in one tape
+ *                   workspace shared by every block while a forward or
+ *                   backward needs them; a backward rebuilds them from x_l
+ *                   and what its tape keeps. Slots [0, n_tape_stored) are
+ *                   stored; the rest are workspace.
  *   "Stored" means exactly: the slot's content at the loss head is read
  *   after it. schedule_validate checks the labels.
  * Steps:
@@ -30,8 +29,9 @@
  *       `out`. out may equal in: x_l is dead once the mid-block residual is
  *       formed, so a forward may advance a slot in place. out = SLOT_FINAL
  *       writes the final residual (last block); out = SLOT_NONE skips the
- *       block's output projection and residual add, which backward never
- *       reads (re-forwards stop at the GELU).
+ *       block's output-only ops (block_desc.h; GPT-2's output projection
+ *       and residual add), which backward never reads (re-forwards stop at
+ *       the GELU).
  *   BACKWARD(l, in, tape)      backward of block l from x_l in `in` and its
  *       tape; the residual-stream gradient is updated in place.
  * Steps [0, n_forward) run before the loss head, the rest after it. */
@@ -39,6 +39,7 @@
 #define MODEL_SCHEDULE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "tape.h"
@@ -64,7 +65,8 @@ typedef struct {
     int tape_slot;
     /* Forwards only: 1 when the step's closing residual add also writes
      * the LayerNorm read next, in the same op (bit for bit the add and
-     * the LayerNorm; see schedule_fuse_layernorms). */
+     * the LayerNorm; see schedule_fuse_layernorms): LN_f, or the next
+     * block's first tensor (block_desc.h's fuse_writes). */
     int fuse_next_ln;
 } ScheduleStep;
 
@@ -84,17 +86,20 @@ typedef struct {
     int n_forward;     /* steps before the loss head */
     int n_steps, cap_steps;
     ScheduleStep *steps;
-    unsigned char *tape_kind; /* kind of each tape slot (tape.h: the tensors it drops) */
+    uint32_t *tape_kind; /* kind of each tape slot (tape.h: the tensors it drops) */
+    const BlockDesc *block; /* the block the kinds and fusions are of (static data) */
 } Schedule;
 
 /* Build the schedule for modes 0, 1, 2 (k = round(sqrt L)) and selective.
  * Returns 0, or -1 with a reason in err. Auto schedules come from
  * solver_schedule (solver.h), which needs a budget. */
-int schedule_build(Schedule *s, int mode, int num_layers, char *err, size_t err_len);
+int schedule_build(Schedule *s, const BlockDesc *block, int mode, int num_layers, char *err,
+                   size_t err_len);
 /* Chen et al.'s segments: x_l kept for l = 0, k, 2k, ...; in backward each
  * segment is re-run from its checkpoint with full tapes (k workspace tapes,
  * k-1 workspace inputs) and then back-propagated. 1 <= k <= L. */
-int schedule_build_segments(Schedule *s, int num_layers, int k, char *err, size_t err_len);
+int schedule_build_segments(Schedule *s, const BlockDesc *block, int num_layers, int k,
+                            char *err, size_t err_len);
 /* The inputs-kept family --recompute auto searches (planner_auto_family
  * in planner.h): every block input x_l is stored (L residual slots, as in
  * mode 1); the top n_hi blocks keep a tape of kind hi, the n_lo blocks
@@ -105,9 +110,9 @@ int schedule_build_segments(Schedule *s, int num_layers, int k, char *err, size_
  * sharing), else one workspace tape. With hi full and lo selective:
  * n_hi = L is mode 0's program, n_lo = L selective's, n_hi = n_lo = 0
  * mode 1's; the mode is RECOMPUTE_AUTO in all. Finalized.
- * n_hi, n_lo >= 0, n_hi + n_lo <= L; kinds in 0..TAPE_KINDS-1. */
-int schedule_build_inputs_kept(Schedule *s, int num_layers, int n_hi, int n_lo, int hi_kind,
-                               int lo_kind, char *err, size_t err_len);
+ * n_hi, n_lo >= 0, n_hi + n_lo <= L; kinds in 0..tape_kinds(block)-1. */
+int schedule_build_inputs_kept(Schedule *s, const BlockDesc *block, int num_layers, int n_hi,
+                               int n_lo, int hi_kind, int lo_kind, char *err, size_t err_len);
 /* round(sqrt(L)), the default --checkpoint-every. */
 int schedule_default_checkpoint_every(int num_layers);
 void schedule_free(Schedule *s);
@@ -117,7 +122,8 @@ void schedule_free(Schedule *s);
  * schedule_push (which grows the array), then schedule_finalize, which
  * drops slots no step touches and renumbers the rest so that the slots
  * live across the head come first, setting n_res_stored/n_tape_stored. */
-int schedule_init(Schedule *s, int mode, int num_layers, int n_res_slots, int n_tape_slots);
+int schedule_init(Schedule *s, const BlockDesc *block, int mode, int num_layers,
+                  int n_res_slots, int n_tape_slots);
 int schedule_push(Schedule *s, int kind, int block, int in, int out, int tape);
 int schedule_finalize(Schedule *s, char *err, size_t err_len);
 /* Decide, once, which forwards fuse the next LayerNorm into their closing
@@ -125,12 +131,13 @@ int schedule_finalize(Schedule *s, char *err, size_t err_len);
  *   - the last forward before the head (it writes SLOT_FINAL): LN_f;
  *   - a forward whose next step, in the same part (before the head, or
  *     after it), forwards block+1 from this step's out slot: that block's
- *     LN1, a moment early. Nothing runs between the two steps; the add
- *     reads only this block's res2 and the out slot. So it is legal unless
- *     the LN1 may share bytes with this block's res2: when the next tape's
- *     kind drops LN1 and this one's drops res2, both live in the one tape
- *     workspace, at offsets (tape_layout) that depend on the shape, which
- *     the schedule does not know, so those are not fused.
+ *     first tensor (the description's fuse_writes; GPT-2's LN1), a moment
+ *     early. Nothing runs between the two steps; the add reads only this
+ *     block's fuse_reads (GPT-2's res2) and the out slot. So it is legal
+ *     unless the two may share bytes: when the next tape's kind drops one
+ *     of fuse_writes and this one's one of fuse_reads, both live in the
+ *     one tape workspace, at offsets (tape_layout) that depend on the
+ *     shape, which the schedule does not know, so those are not fused.
  * Clears every other step's flag. schedule_finalize and the generators
  * call it last; call it again after changing tape kinds. */
 void schedule_fuse_layernorms(Schedule *s);
@@ -203,7 +210,7 @@ int schedule_count_tapes(const Schedule *s, int kind, int *stored);
 
 /* What the forward sweep leaves for each block at the loss head, one
  * character per block into buf (L+1 bytes): 'F' full tape, 'S' selective
- * tape, 'A', 'B', ... a tape of another kind (in increasing kind order;
+ * tape (the description's selective kind), 'A', 'B', ... a tape of another kind (in increasing kind order;
  * schedule_print names them), 'x' block input only, '-' nothing.
  * Returns buf. */
 char *schedule_describe(const Schedule *s, char *buf, size_t len);

@@ -26,7 +26,14 @@ int schedule_default_checkpoint_every(int L)
     return k < 1 ? 1 : k;
 }
 
-int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
+/* Set n tape kinds from k on. */
+static void set_kinds(uint32_t *kind, int k, size_t n)
+{
+    for (size_t i = 0; i < n; i++) kind[i] = (uint32_t)k;
+}
+
+int schedule_build(Schedule *s, const BlockDesc *block, int mode, int L, char *err,
+                   size_t err_len)
 {
     memset(s, 0, sizeof *s);
     if (L < 1) {
@@ -34,7 +41,8 @@ int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
         return -1;
     }
     if (mode == RECOMPUTE_SEGMENTS)
-        return schedule_build_segments(s, L, schedule_default_checkpoint_every(L), err, err_len);
+        return schedule_build_segments(s, block, L, schedule_default_checkpoint_every(L), err,
+                                       err_len);
     if (mode == RECOMPUTE_AUTO) {
         snprintf(err, err_len, "--recompute auto: the schedule depends on --memory-budget; "
                                "build it with solver_schedule");
@@ -46,7 +54,7 @@ int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
         return -1;
     }
     int n_tape = mode == RECOMPUTE_BLOCK ? 1 : L;
-    if (schedule_init(s, mode, L, L, n_tape) != 0) {
+    if (schedule_init(s, block, mode, L, L, n_tape) != 0) {
         snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
         return -1;
     }
@@ -63,16 +71,17 @@ int schedule_build(Schedule *s, int mode, int L, char *err, size_t err_len)
         return 0;
     }
     /* Modes 0 and selective: every x_l and every tape is kept from forward
-     * to backward; selective tapes leave out LN1, LN2 and GELU outputs. */
+     * to backward; selective tapes leave out the block's selective set. */
     s->n_tape_stored = L;
-    if (mode == RECOMPUTE_SELECTIVE) memset(s->tape_kind, TAPE_SELECTIVE, (size_t)L);
+    if (mode == RECOMPUTE_SELECTIVE) set_kinds(s->tape_kind, (int)block->selective, (size_t)L);
     push_forward_sweep(s, 1);
     for (int l = L - 1; l >= 0; l--) schedule_push(s, STEP_BACKWARD, l, l, SLOT_NONE, l);
     schedule_fuse_layernorms(s);
     return 0;
 }
 
-int schedule_build_segments(Schedule *s, int L, int k, char *err, size_t err_len)
+int schedule_build_segments(Schedule *s, const BlockDesc *block, int L, int k, char *err,
+                            size_t err_len)
 {
     memset(s, 0, sizeof *s);
     if (L < 1 || k < 1 || k > L) {
@@ -85,7 +94,7 @@ int schedule_build_segments(Schedule *s, int L, int k, char *err, size_t err_len
      * run (workspace). Tape slots: k workspace tapes, one per segment
      * position, all written by the re-run. */
     int nseg = (L + k - 1) / k;
-    if (schedule_init(s, RECOMPUTE_SEGMENTS, L, nseg + k - 1, k) != 0) {
+    if (schedule_init(s, block, RECOMPUTE_SEGMENTS, L, nseg + k - 1, k) != 0) {
         snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
         return -1;
     }
@@ -116,8 +125,8 @@ int schedule_build_segments(Schedule *s, int L, int k, char *err, size_t err_len
     return 0; /* 3L steps: schedule_init's capacity, so no push grew the array */
 }
 
-int schedule_build_inputs_kept(Schedule *s, int L, int n_full, int n_sel, int hi_kind,
-                               int lo_kind, char *err, size_t err_len)
+int schedule_build_inputs_kept(Schedule *s, const BlockDesc *block, int L, int n_full,
+                               int n_sel, int hi_kind, int lo_kind, char *err, size_t err_len)
 {
     memset(s, 0, sizeof *s);
     if (L < 1 || n_full < 0 || n_sel < 0 || n_full > L - n_sel) {
@@ -125,7 +134,8 @@ int schedule_build_inputs_kept(Schedule *s, int L, int n_full, int n_sel, int hi
                  n_sel, L);
         return -1;
     }
-    if (hi_kind < 0 || hi_kind >= TAPE_KINDS || lo_kind < 0 || lo_kind >= TAPE_KINDS) {
+    int kinds = tape_kinds(block);
+    if (hi_kind < 0 || hi_kind >= kinds || lo_kind < 0 || lo_kind >= kinds) {
         snprintf(err, err_len, "schedule: tape kinds %d, %d out of range", hi_kind, lo_kind);
         return -1;
     }
@@ -138,12 +148,12 @@ int schedule_build_inputs_kept(Schedule *s, int L, int n_full, int n_sel, int hi
      * workspace tape at all; else slot n_kept, dropped by finalize when
      * unused. */
     int n_kept = n_full + n_sel, n_re = L - n_kept, work = n_full > 0 ? n_kept - 1 : n_kept;
-    if (schedule_init(s, RECOMPUTE_AUTO, L, L, n_kept + 1) != 0) {
+    if (schedule_init(s, block, RECOMPUTE_AUTO, L, L, n_kept + 1) != 0) {
         snprintf(err, err_len, "schedule: out of host memory for %d layers", L);
         return -1;
     }
-    memset(s->tape_kind, lo_kind, (size_t)n_sel);
-    memset(s->tape_kind + n_sel, hi_kind, (size_t)(n_kept + 1 - n_sel));
+    set_kinds(s->tape_kind, lo_kind, (size_t)n_sel);
+    set_kinds(s->tape_kind + n_sel, hi_kind, (size_t)(n_kept + 1 - n_sel));
     for (int l = 0; l < L; l++)
         schedule_push(s, STEP_FORWARD, l, l, l == L - 1 ? SLOT_FINAL : l + 1,
                       l < n_re ? work : l - n_re);

@@ -147,8 +147,8 @@ static void fill_length(SolverTable *t, int n)
     }
 }
 
-SolverTable *solver_table_build(int L, const SolverCosts *c, int cap_full, int cap_sel,
-                                char *err, size_t err_len)
+SolverTable *solver_table_build(int L, const BlockDesc *block, const SolverCosts *c,
+                                int cap_full, int cap_sel, char *err, size_t err_len)
 {
     if (L < 1 || L > SOLVER_MAX_LAYERS) {
         snprintf(err, err_len, "--recompute auto: the solver handles 1..%d layers (got %d)",
@@ -157,8 +157,8 @@ SolverTable *solver_table_build(int L, const SolverCosts *c, int cap_full, int c
     }
     /* Any schedule runs at most L*L forwards and L*L rebuilds. */
     if (c->fwd < 0 || c->fwd_last < 0 || c->sel < 0 || c->full < 0 || c->full > c->sel ||
-        c->full_kind < 0 || c->full_kind >= TAPE_KINDS || c->sel_kind < 0 ||
-        c->sel_kind >= TAPE_KINDS ||
+        c->full_kind < 0 || c->full_kind >= tape_kinds(block) || c->sel_kind < 0 ||
+        c->sel_kind >= tape_kinds(block) ||
         (double)(c->fwd + c->fwd_last + c->sel) * ((double)L * L + 1) >= (double)STORED_INF) {
         snprintf(err, err_len, "solver: costs out of range (fwd %lld, fwd_last %lld, sel %lld, "
                  "full %lld; kinds %d, %d)", c->fwd, c->fwd_last, c->sel, c->full, c->full_kind,
@@ -170,6 +170,7 @@ SolverTable *solver_table_build(int L, const SolverCosts *c, int cap_full, int c
     if (!t || !t->off) goto oom;
     t->L = L;
     t->c = *c;
+    t->block = block;
     t->cap_full = cap_full < 0 || cap_full > L ? L : cap_full;
     t->cap_sel = cap_sel < 0 || cap_sel > L ? L : cap_sel;
     size_t total = 0;

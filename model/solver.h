@@ -36,7 +36,7 @@
  * (tests/unit/model/test_solver.c) finds nothing cheaper on small chains; without
  * the H problems (rotor's model, where a kept tape keeps its input) it
  * does.
- * Every GPT-2 block has the same shape, so the chain is homogeneous and
+ * Every block has the same shape, so the chain is homogeneous and
  * opt(n, r, f, q) depends on the segment's length only; the loss head
  * after the last block changes nothing but the last block's forward, which
  * writes its output (fwd instead of fwd_last, once per schedule). Slots are
@@ -69,14 +69,15 @@ typedef struct {
 typedef struct SolverTable SolverTable;
 
 /* Fill the DP for chains of up to L blocks (one table serves every
- * num_layers <= L below), for at most cap_full full and cap_sel selective
+ * num_layers <= L below) of `block` (c's kinds are its), for at most
+ * cap_full full and cap_sel selective
  * tape slots (-1: L). Caps are exact, not a heuristic: no sub-problem has
  * more free slots of a kind than the whole chain, so a table capped at
  * what a budget can hold answers every question about that budget; more
  * slots than the caps are treated as unused. Returns NULL with a reason in
  * err (L out of 1..SOLVER_MAX_LAYERS, costs out of range, out of memory). */
-SolverTable *solver_table_build(int L, const SolverCosts *c, int cap_full, int cap_sel,
-                                char *err, size_t err_len);
+SolverTable *solver_table_build(int L, const BlockDesc *block, const SolverCosts *c,
+                                int cap_full, int cap_sel, char *err, size_t err_len);
 void solver_table_free(SolverTable *t);
 /* The costs and kinds the table was built with. */
 const SolverCosts *solver_table_costs(const SolverTable *t);

@@ -10,6 +10,7 @@ struct SolverTable {
     int L;
     int cap_full, cap_sel; /* most tape slots of each kind any query uses */
     SolverCosts c;
+    const BlockDesc *block; /* the block the kinds are of */
     size_t *off;     /* off[n]: first entry of segment length n */
     size_t per_tab;  /* entries in one table */
     /* Three tables, same index: A (nothing of the segment held), H_FULL and

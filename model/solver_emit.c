@@ -130,7 +130,7 @@ int solver_schedule(const SolverTable *t, int L, const SolverChoice *ch, Schedul
     e.full = malloc(sizeof(int) * (size_t)(ch->n_full + 1));
     e.sel = malloc(sizeof(int) * (size_t)(ch->n_sel + 1));
     int rc = -1;
-    if (!e.res || !e.full || !e.sel || schedule_init(s, RECOMPUTE_AUTO, L, ch->n_res, n_tape)) {
+    if (!e.res || !e.full || !e.sel || schedule_init(s, t->block, RECOMPUTE_AUTO, L, ch->n_res, n_tape)) {
         snprintf(err, err_len, "solver: out of host memory");
         goto done;
     }
@@ -138,11 +138,11 @@ int solver_schedule(const SolverTable *t, int L, const SolverChoice *ch, Schedul
     for (int i = 0; i < ch->n_res; i++) e.res[e.n_res++] = ch->n_res - 1 - i;
     for (int j = 0; j < ch->n_full; j++) {
         e.full[e.n_full++] = ch->n_full - 1 - j;
-        s->tape_kind[ch->n_full - 1 - j] = (unsigned char)t->c.full_kind;
+        s->tape_kind[ch->n_full - 1 - j] = (uint32_t)t->c.full_kind;
     }
     for (int j = 0; j < ch->n_sel; j++) {
         e.sel[e.n_sel++] = n_tape - 1 - j;
-        s->tape_kind[n_tape - 1 - j] = (unsigned char)t->c.sel_kind;
+        s->tape_kind[n_tape - 1 - j] = (uint32_t)t->c.sel_kind;
     }
     s->embed_slot = e.res[--e.n_res];
     emit(&e, TAB_A, 0, L, s->embed_slot, -1);

@@ -1,70 +1,66 @@
-/* model/tape.c — see tape.h. */
+/* model/tape.c — see tape.h. Everything here is computed from the
+ * block's description (block_desc.h). */
 #include "tape.h"
 
 #include <string.h>
 
-#define BIT(t) (1u << (t))
+#define BIT(t) TENSOR_BIT(t)
+/* Workspace items: tensors 0 .. n_tensors-1, then side output s as item
+ * n_tensors + s. */
+#define MAX_ITEMS (BLOCK_MAX_TENSORS + BLOCK_MAX_SIDES)
 
-static const int WIDTH[TAPE_TENSORS] = {1, 3, 1, 1, 1, 4, 4};
-static const char *NAME[TAPE_TENSORS] = {"ln1", "qkv", "atty", "res2", "ln2", "fch", "gelu"};
-static const char LETTER[TAPE_TENSORS] = {'1', 'q', 'a', 'r', '2', 'f', 'g'};
+size_t tape_tensor_elems(const BlockDesc *d, int t, const BlockShape *sh)
+{
+    return t >= 0 && t < d->n_tensors ? block_dim(sh, d->tensor[t].width) * sh->N : 0;
+}
 
-/* What each backward op reads (tape.h). */
-static const unsigned BWD_READS[TAPE_BWD_OPS] = {
-    BIT(TAPE_GELU), BIT(TAPE_FCH), BIT(TAPE_LN2), BIT(TAPE_RES2),
-    BIT(TAPE_ATTY), BIT(TAPE_QKV) | BIT(TAPE_ATTY), BIT(TAPE_LN1), 0,
-};
-
-/* The forward, op by op (gpt.c's block_forward): LN1, qkv, attention,
- * attproj, + x, LN2, fc, GELU, fcproj, + res2. Tensor t is written by op
- * FWD_WRITE[t] and last read by op FWD_LAST_READ[t] (res2 by the final
- * residual add). */
-static const int FWD_WRITE[TAPE_TENSORS] = {0, 1, 2, 3, 5, 6, 7};
-static const int FWD_LAST_READ[TAPE_TENSORS] = {1, 2, 3, 9, 6, 7, 8};
-
-int tape_tensor_width(int t) { return t >= 0 && t < TAPE_TENSORS ? WIDTH[t] : 0; }
-const char *tape_tensor_name(int t) { return t >= 0 && t < TAPE_TENSORS ? NAME[t] : "?"; }
-
-static void rebuild(int kind, int t, unsigned *built, int *out, int *n)
+static void rebuild(const BlockDesc *d, int kind, int t, TensorSet *built, int *out, int *n)
 {
     if (!(kind & BIT(t)) || (*built & BIT(t))) return;
-    if (t > 0) rebuild(kind, t - 1, built, out, n); /* t's op reads tensor t-1 (ln1: x_l) */
+    TensorSet in = block_inputs(d, t); /* made before t: the recursion ends */
+    for (int u = 0; u < d->n_tensors; u++)
+        if (in & BIT(u)) rebuild(d, kind, u, built, out, n);
     out[(*n)++] = t;
     *built |= BIT(t);
 }
 
-int tape_rebuilds_before(int kind, int op, unsigned *built, int out[TAPE_TENSORS])
+int tape_rebuilds_before(const BlockDesc *d, int kind, int op, TensorSet *built,
+                         int out[BLOCK_MAX_TENSORS])
 {
     int n = 0;
-    if (op < 0 || op >= TAPE_BWD_OPS) return 0;
-    for (int t = 0; t < TAPE_TENSORS; t++)
-        if (BWD_READS[op] & BIT(t)) rebuild(kind, t, built, out, &n);
+    if (op < 0 || op >= d->n_bwd) return 0;
+    for (int t = 0; t < d->n_tensors; t++)
+        if (d->bwd[op].reads & BIT(t)) rebuild(d, kind, t, built, out, &n);
     return n;
 }
 
 /* Lifetimes of the dropped tensors, as closed intervals of event numbers:
- * in the forward (events = its ops) and in the backward (events = each
- * rebuild and each backward op, in the order they run). */
+ * in the forward (events = its ops: from the first that writes a tensor to
+ * the last that reads it) and in the backward (events = each rebuild and
+ * each backward op, in the order they run). */
 typedef struct { int fwd[2], bwd[2]; } Life;
 
-static void lifetimes(int kind, Life life[TAPE_TENSORS])
+static void lifetimes(const BlockDesc *d, int kind, Life life[BLOCK_MAX_TENSORS])
 {
-    for (int t = 0; t < TAPE_TENSORS; t++) {
-        life[t].fwd[0] = FWD_WRITE[t];
-        life[t].fwd[1] = FWD_LAST_READ[t];
+    for (int t = 0; t < d->n_tensors; t++) {
+        int w = block_first_write(d, t), r = block_last_read(d, t);
+        life[t].fwd[0] = w;
+        life[t].fwd[1] = r > w ? r : w;
         life[t].bwd[0] = life[t].bwd[1] = -1;
     }
-    unsigned built = 0;
-    int e = 0, list[TAPE_TENSORS];
-    for (int op = 0; op < TAPE_BWD_OPS; op++) {
-        int n = tape_rebuilds_before(kind, op, &built, list);
+    TensorSet built = 0;
+    int e = 0, list[BLOCK_MAX_TENSORS];
+    for (int op = 0; op < d->n_bwd; op++) {
+        int n = tape_rebuilds_before(d, kind, op, &built, list);
         for (int i = 0; i < n; i++, e++) {
             int t = list[i];
             life[t].bwd[0] = life[t].bwd[1] = e;
-            if (t > 0 && (kind & BIT(t - 1))) life[t - 1].bwd[1] = e; /* its input */
+            TensorSet in = block_inputs(d, t) & (TensorSet)kind; /* its dropped inputs */
+            for (int u = 0; u < d->n_tensors; u++)
+                if (in & BIT(u)) life[u].bwd[1] = e;
         }
-        for (int t = 0; t < TAPE_TENSORS; t++)
-            if ((BWD_READS[op] & BIT(t)) && (kind & BIT(t))) life[t].bwd[1] = e;
+        for (int t = 0; t < d->n_tensors; t++)
+            if ((d->bwd[op].reads & BIT(t)) && (kind & BIT(t))) life[t].bwd[1] = e;
         e++;
     }
 }
@@ -73,37 +69,44 @@ static int meet(const int a[2], const int b[2]) { return a[0] <= b[1] && b[0] <=
 
 static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
 
-/* Items placed in the workspace: the dropped tensors, and the LSE (item
- * TAPE_TENSORS, living as long as atty) when atty is dropped. */
-static void place_workspace(TapeLayout *tl, int kind, const size_t size[TAPE_TENSORS + 1])
+/* Items placed in the workspace: the dropped tensors, then the side
+ * outputs that follow a dropped tensor (living as long as it). */
+static void place_workspace(TapeLayout *tl, const BlockDesc *d, int kind,
+                            const size_t size[MAX_ITEMS])
 {
-    Life life[TAPE_TENSORS];
-    lifetimes(kind, life);
-    int items[TAPE_TENSORS + 1], n = 0;
-    for (int t = 0; t < TAPE_TENSORS; t++)
+    Life life[BLOCK_MAX_TENSORS];
+    lifetimes(d, kind, life);
+    int items[MAX_ITEMS], owner[MAX_ITEMS], n = 0, nt = d->n_tensors;
+    for (int t = 0; t < nt; t++) owner[t] = t;
+    for (int s = 0; s < d->n_sides; s++) owner[nt + s] = d->side[s].tensor;
+    for (int t = 0; t < nt; t++)
         if (kind & BIT(t)) items[n++] = t;
-    if (kind & BIT(TAPE_ATTY)) items[n++] = TAPE_TENSORS;
-    /* largest first; equal sizes in tensor order (insertion sort: stable) */
+    for (int s = 0; s < d->n_sides; s++)
+        if (d->side[s].policy == SIDE_FOLLOWS && (kind & BIT(d->side[s].tensor)))
+            items[n++] = nt + s;
+    /* largest first; equal sizes in item order (insertion sort: stable) */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && size[items[j]] > size[items[j - 1]]; j--) {
             int x = items[j];
             items[j] = items[j - 1];
             items[j - 1] = x;
         }
-    size_t off[TAPE_TENSORS + 1] = {0}, top = 0;
+    size_t off[MAX_ITEMS] = {0}, top = 0;
     for (int i = 0; i < n; i++) {
-        int a = items[i], la = a == TAPE_TENSORS ? TAPE_ATTY : a;
+        int a = items[i];
+        const Life *la = &life[owner[a]];
         /* candidates: 0 and the end of every placed item it meets */
         size_t best = (size_t)-1;
         for (int c = -1; c < i; c++) {
-            int b = c < 0 ? -1 : items[c], lb = b == TAPE_TENSORS ? TAPE_ATTY : b;
-            if (c >= 0 && !meet(life[la].fwd, life[lb].fwd) && !meet(life[la].bwd, life[lb].bwd))
+            int b = c < 0 ? -1 : items[c];
+            if (c >= 0 && !meet(la->fwd, life[owner[b]].fwd) && !meet(la->bwd, life[owner[b]].bwd))
                 continue;
             size_t at = c < 0 ? 0 : off[b] + size[b];
             int clear = at < best;
-            for (int d = 0; d < i && clear; d++) {
-                int o = items[d], lo = o == TAPE_TENSORS ? TAPE_ATTY : o;
-                int conflict = meet(life[la].fwd, life[lo].fwd) || meet(life[la].bwd, life[lo].bwd);
+            for (int k = 0; k < i && clear; k++) {
+                int o = items[k];
+                const Life *lo = &life[owner[o]];
+                int conflict = meet(la->fwd, lo->fwd) || meet(la->bwd, lo->bwd);
                 if (conflict && at < off[o] + size[o] && off[o] < at + size[a]) clear = 0;
             }
             if (clear) best = at;
@@ -111,53 +114,58 @@ static void place_workspace(TapeLayout *tl, int kind, const size_t size[TAPE_TEN
         off[a] = best;
         if (best + size[a] > top) top = best + size[a];
     }
-    for (int t = 0; t < TAPE_TENSORS; t++) tl->ws[t] = (kind & BIT(t)) ? off[t] : 0;
-    tl->ws_lse = (kind & BIT(TAPE_ATTY)) ? off[TAPE_TENSORS] : 0;
+    for (int t = 0; t < nt; t++) tl->ws[t] = (kind & BIT(t)) ? off[t] : 0;
+    for (int s = 0; s < d->n_sides; s++)
+        tl->ws_side[s] = tl->side[s] == TAPE_IN_WORKSPACE ? off[nt + s] : 0;
     tl->ws_bytes = top;
 }
 
-void tape_layout(TapeLayout *tl, int kind, size_t B, size_t T, size_t C, size_t NH,
+void tape_layout(TapeLayout *tl, const BlockDesc *d, int kind, const BlockShape *sh,
                  size_t act_bytes)
 {
     memset(tl, 0, sizeof *tl);
-    size_t N = B * T, o = 0, size[TAPE_TENSORS + 1];
-    for (int t = 0; t < TAPE_TENSORS; t++) {
-        size[t] = round256((size_t)WIDTH[t] * N * C * act_bytes);
+    size_t o = 0, size[MAX_ITEMS] = {0};
+    int nt = d->n_tensors;
+    for (int t = 0; t < nt; t++) {
+        size_t elems = tape_tensor_elems(d, t, sh);
+        size[t] = round256(elems * act_bytes);
         if (kind & BIT(t)) {
             tl->act[t] = TAPE_IN_WORKSPACE;
         } else {
             tl->act[t] = o;
-            o += (size_t)WIDTH[t] * N * C;
+            o += elems;
         }
     }
     tl->act_elems = o;
-    size[TAPE_TENSORS] = round256(B * NH * T * 4);
-    int lse_kept = !(kind & BIT(TAPE_ATTY));
     o = 0;
-    tl->ln1_mean = o; o += N;
-    tl->ln1_rstd = o; o += N;
-    tl->lse = lse_kept ? o : TAPE_IN_WORKSPACE;
-    if (lse_kept) o += B * NH * T;
-    tl->ln2_mean = o; o += N;
-    tl->ln2_rstd = o; o += N;
+    for (int s = 0; s < d->n_sides; s++) {
+        size_t elems = block_dim(sh, d->side[s].width) * sh->N;
+        size[nt + s] = round256(elems * 4);
+        if (d->side[s].policy == SIDE_FOLLOWS && (kind & BIT(d->side[s].tensor))) {
+            tl->side[s] = TAPE_IN_WORKSPACE;
+        } else {
+            tl->side[s] = o;
+            o += elems;
+        }
+    }
     tl->f32_elems = o;
-    place_workspace(tl, kind, size);
+    place_workspace(tl, d, kind, size);
 }
 
-char *tape_kind_name(int kind, char *buf)
+char *tape_kind_name(const BlockDesc *d, int kind, char *buf)
 {
-    for (int t = 0; t < TAPE_TENSORS; t++) buf[t] = (kind & BIT(t)) ? '-' : LETTER[t];
-    buf[TAPE_TENSORS] = '\0';
+    for (int t = 0; t < d->n_tensors; t++) buf[t] = (kind & BIT(t)) ? '-' : d->tensor[t].letter;
+    buf[d->n_tensors] = '\0';
     return buf;
 }
 
-int tape_kind_parse(const char *name)
+int tape_kind_parse(const BlockDesc *d, const char *name)
 {
-    if (!name || strlen(name) != TAPE_TENSORS) return -1;
+    if (!name || strlen(name) != (size_t)d->n_tensors) return -1;
     int kind = 0;
-    for (int t = 0; t < TAPE_TENSORS; t++) {
+    for (int t = 0; t < d->n_tensors; t++) {
         if (name[t] == '-') kind |= (int)BIT(t);
-        else if (name[t] != LETTER[t]) return -1;
+        else if (name[t] != d->tensor[t].letter) return -1;
     }
     return kind;
 }

@@ -198,7 +198,7 @@ static int model_run(Ctx *c, int mode, int offload, ModelRun *r, char *err, size
     Schedule s;
     GPT g;
     GPTShard sh = {1, 0, 0, offload};
-    if (schedule_build(&s, mode, cfg.num_layers, err, len) != 0 ||
+    if (schedule_build(&s, block_desc_of(&cfg), mode, cfg.num_layers, err, len) != 0 ||
         gpt_init_schedule(&g, &cfg, c->gpu, B, T, &s, 0, &sh, NULL, NULL, err, len) != 0)
         return -1;
     r->n = g.plan.num_params;

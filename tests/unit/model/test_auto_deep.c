@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/flops.h"
 #include "model/planner.h"
 #include "model/solver.h"
@@ -44,7 +45,8 @@ static Cost mode_cost(const PlanInput *in, int mode)
 {
     Schedule s;
     char err[256];
-    cr_assert_eq(schedule_build(&s, mode, in->cfg.num_layers, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, mode, in->cfg.num_layers, err, sizeof err), 0,
+                 "%s", err);
     Cost c = cost_of(in, &s);
     schedule_free(&s);
     return c;
@@ -54,8 +56,8 @@ static Cost segments_cost(const PlanInput *in, int k)
 {
     Schedule s;
     char err[256];
-    cr_assert_eq(schedule_build_segments(&s, in->cfg.num_layers, k, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, in->cfg.num_layers, k, err, sizeof err),
+                 0, "%s", err);
     Cost c = cost_of(in, &s);
     schedule_free(&s);
     return c;
@@ -88,8 +90,9 @@ Test(auto_deep, inputs_kept_schedules_are_what_they_say)
         for (int nf = 0; nf <= L; nf++)
             for (int ns = 0; nf + ns <= L; ns++) {
                 Schedule s;
-                cr_assert_eq(schedule_build_inputs_kept(&s, L, nf, ns, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0,
-                             "%s", err);
+                cr_assert_eq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, L, nf, ns, TAPE_FULL,
+                                                        GPT2_SELECTIVE, err, sizeof err),
+                             0, "%s", err);
                 cost_of(&in, &s); /* validates */
                 int n_re = L - nf - ns;
                 memset(want, 'x', (size_t)n_re);
@@ -114,10 +117,16 @@ Test(auto_deep, inputs_kept_schedules_are_what_they_say)
             }
     }
     Schedule s;
-    cr_assert_neq(schedule_build_inputs_kept(&s, 4, 3, 2, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0);
+    cr_assert_neq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 4, 3, 2, TAPE_FULL, GPT2_SELECTIVE,
+                                             err, sizeof err),
+                  0);
     cr_assert(strstr(err, "do not fit 4 layers"), "%s", err);
-    cr_assert_neq(schedule_build_inputs_kept(&s, 4, -1, 0, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0);
-    cr_assert_neq(schedule_build_inputs_kept(&s, 0, 0, 0, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0);
+    cr_assert_neq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 4, -1, 0, TAPE_FULL, GPT2_SELECTIVE,
+                                             err, sizeof err),
+                  0);
+    cr_assert_neq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 0, 0, 0, TAPE_FULL, GPT2_SELECTIVE,
+                                             err, sizeof err),
+                  0);
 }
 
 /* The closed-form search against building and planning every schedule of
@@ -136,10 +145,12 @@ static Cost *every_schedule(const PlanInput *in, int *n)
             if (ns < 0 && nf == 0) continue;
             Schedule s;
             if (ns < 0)
-                cr_assert_eq(schedule_build_segments(&s, L, nf, err, sizeof err), 0, "%s", err);
+                cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, L, nf, err, sizeof err), 0,
+                             "%s", err);
             else
-                cr_assert_eq(schedule_build_inputs_kept(&s, L, nf, ns, TAPE_FULL, TAPE_SELECTIVE, err, sizeof err), 0, "%s",
-                             err);
+                cr_assert_eq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, L, nf, ns, TAPE_FULL,
+                                                        GPT2_SELECTIVE, err, sizeof err),
+                             0, "%s", err);
             all[(*n)++] = cost_of(in, &s);
             schedule_free(&s);
         }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/opcost.h"
 #include "model/planner.h"
 
@@ -37,7 +38,7 @@ static MemoryPlan plan_mode(const PlanInput *in, int mode)
     Schedule s;
     MemoryPlan p;
     char err[256];
-    cr_assert_eq(schedule_build(&s, mode, L, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, mode, L, err, sizeof err), 0, "%s", err);
     planner_plan(in, &s, &p);
     schedule_free(&s);
     return p;

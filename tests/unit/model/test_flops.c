@@ -2,6 +2,7 @@
  * by hand for a small shape, and the recompute of each mode. */
 #include <criterion/criterion.h>
 
+#include "model/gpt2_block.h"
 #include "model/flops.h"
 
 static GPTConfig tiny(void)
@@ -34,18 +35,18 @@ Test(flops, recompute_of_each_mode)
     char err[256];
     flops_count(&cfg, 2, 4, &f);
     Schedule s;
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 4, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, 4, err, sizeof err), 0);
     cr_assert_eq(flops_recompute(&f, &s), 0);
     schedule_free(&s);
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_BLOCK, 4, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_BLOCK, 4, err, sizeof err), 0);
     cr_assert_eq(flops_recompute(&f, &s), 4 * f.block_fwd_noout);
     schedule_free(&s);
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_SELECTIVE, 4, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_SELECTIVE, 4, err, sizeof err), 0);
     cr_assert_eq(flops_recompute(&f, &s), 4 * f.block_sel);
     schedule_free(&s);
     /* k = 3 on 4 layers: segments {0,1,2} and {3}; each re-run forwards
      * every block, the segment's last without its output. */
-    cr_assert_eq(schedule_build_segments(&s, 4, 3, err, sizeof err), 0);
+    cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, 4, 3, err, sizeof err), 0);
     cr_assert_eq(flops_recompute(&f, &s), 2 * f.block_fwd + 2 * f.block_fwd_noout);
     schedule_free(&s);
 }

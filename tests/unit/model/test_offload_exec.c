@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/gpt.h"
 #include "model/planner.h"
 #include "tests/lib/test_util.h"
@@ -95,10 +96,11 @@ static void drop(Run *r)
 static void build(Schedule *s, int mode, int L)
 {
     char err[256];
-    int rc = mode < 0     ? schedule_build_segments(s, L, -mode, err, sizeof err)
-             : mode >= 100 ? schedule_build_inputs_kept(s, L, (mode - 100) / 10, mode % 10,
-                                                       TAPE_FULL, TAPE_SELECTIVE, err, sizeof err)
-                           : schedule_build(s, mode, L, err, sizeof err);
+    int rc = mode < 0 ? schedule_build_segments(s, &GPT2_BLOCK, L, -mode, err, sizeof err)
+             : mode >= 100
+                 ? schedule_build_inputs_kept(s, &GPT2_BLOCK, L, (mode - 100) / 10, mode % 10,
+                                              TAPE_FULL, GPT2_SELECTIVE, err, sizeof err)
+                 : schedule_build(s, &GPT2_BLOCK, mode, L, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
 }
 

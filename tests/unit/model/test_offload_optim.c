@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/gpt.h"
 #include "model/planner.h"
 #include "tests/lib/test_util.h"
@@ -37,7 +38,8 @@ static GPT *open_model(GPT *g, Backend *be, const GPTConfig *cfg, const Case *c)
 {
     Schedule s;
     char err[256];
-    cr_assert_eq(schedule_build(&s, c->mode, cfg->num_layers, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, c->mode, cfg->num_layers, err, sizeof err), 0,
+                 "%s", err);
     GPTShard sh = {1, 0, 0, c->offload};
     cr_assert_eq(gpt_init_schedule(g, cfg, be, 2, 8, &s, 0, &sh, NULL, NULL, err, sizeof err), 0,
                  "%s", err);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/flops.h"
 #include "model/opcost.h"
 #include "model/planner.h"
@@ -18,6 +19,21 @@
 #include "tests/lib/test_util.h"
 
 #define BIT(t) (1 << (t))
+
+/* GPT-2's tensor widths in units of N*C (ln1 1, qkv 3, ..., GELU 4),
+ * written out here: the reference for the layouts tape.c computes from
+ * the description. */
+static const int WIDTH[GPT2_TENSORS] = {1, 3, 1, 1, 1, 4, 4};
+
+static BlockShape shape_of(size_t B, size_t T, size_t C, size_t NH)
+{
+    GPTConfig cfg = {.channels = (int)C, .num_heads = (int)NH};
+    BlockShape sh;
+    block_shape(&GPT2_BLOCK, &cfg, B, T, &sh);
+    return sh;
+}
+
+static const char *tname(int t) { return GPT2_BLOCK.tensor[t].name; }
 
 Test(opcost, flop_costs_sum_to_flops_count)
 {
@@ -30,14 +46,14 @@ Test(opcost, flop_costs_sum_to_flops_count)
     cr_assert_eq(opcost_block_fwd(&o), f.block_fwd);
     cr_assert_eq(opcost_block_fwd_last(&o), f.block_fwd_noout);
     cr_assert_eq(opcost_block_bwd(&o), f.block_bwd);
-    cr_assert_eq(opcost_rebuild(&o, TAPE_SELECTIVE), f.block_sel);
+    cr_assert_eq(opcost_rebuild(&o, GPT2_SELECTIVE), f.block_sel);
     cr_assert_eq(opcost_rebuild(&o, TAPE_FULL), 0);
     /* dropping everything rebuilds the whole forward up to the GELU */
-    cr_assert_eq(opcost_rebuild(&o, TAPE_KINDS - 1), f.block_fwd_noout);
+    cr_assert_eq(opcost_rebuild(&o, GPT2_KINDS - 1), f.block_fwd_noout);
     char err[256];
     for (int mode = 0; mode <= RECOMPUTE_SELECTIVE; mode++) {
         Schedule s;
-        cr_assert_eq(schedule_build(&s, mode, 5, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, mode, 5, err, sizeof err), 0, "%s", err);
         cr_assert_eq(opcost_recompute(&o, &s), flops_recompute(&f, &s));
         cr_assert_eq(opcost_step(&o, &s, 1), f.step + flops_recompute(&f, &s));
         schedule_free(&s);
@@ -55,10 +71,10 @@ Test(opcost, step_by_hand)
     cr_assert(opcost_block_fwd(&o) == fwd && opcost_block_fwd_last(&o) == last &&
               opcost_block_bwd(&o) == bwd);
     /* rebuild: ln1 (1) + res2 (attproj 4 + resid1 5) */
-    cr_assert_eq(opcost_rebuild(&o, BIT(TAPE_LN1) | BIT(TAPE_RES2)), 10);
+    cr_assert_eq(opcost_rebuild(&o, BIT(GPT2_LN1) | BIT(GPT2_RES2)), 10);
     Schedule s;
     char err[256];
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_BLOCK, 2, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_BLOCK, 2, err, sizeof err), 0);
     cr_assert_eq(opcost_recompute(&o, &s), 2 * last);
     cr_assert_eq(opcost_step(&o, &s, 3), 3 * (micro + 2 * fwd + 2 * last + 2 * bwd) + opt);
     schedule_free(&s);
@@ -68,35 +84,36 @@ Test(opcost, step_by_hand)
  * backward op that reads it, its dropped input first. */
 Test(opcost, rebuild_order)
 {
-    int out[TAPE_TENSORS];
-    unsigned built = 0;
+    int out[BLOCK_MAX_TENSORS];
+    TensorSet built = 0;
     /* selective: GELU before fcproj's backward, ln2 before fc's, ln1 before qkv's */
-    int want_sel[TAPE_BWD_OPS] = {TAPE_GELU, -1, TAPE_LN2, -1, -1, -1, TAPE_LN1, -1};
-    for (int op = 0; op < TAPE_BWD_OPS; op++) {
-        int n = tape_rebuilds_before(TAPE_SELECTIVE, op, &built, out);
+    int want_sel[GPT2_BWD_OPS] = {GPT2_GELU, -1, GPT2_LN2, -1, -1, -1, GPT2_LN1, -1};
+    for (int op = 0; op < GPT2_BWD_OPS; op++) {
+        int n = tape_rebuilds_before(&GPT2_BLOCK, GPT2_SELECTIVE, op, &built, out);
         cr_assert_eq(n, want_sel[op] < 0 ? 0 : 1, "op %d", op);
         if (n) cr_assert_eq(out[0], want_sel[op]);
     }
     /* everything dropped: the whole chain before the first backward op */
     built = 0;
-    cr_assert_eq(tape_rebuilds_before(TAPE_KINDS - 1, TAPE_BWD_FCPROJ, &built, out), 7);
-    for (int t = 0; t < TAPE_TENSORS; t++) cr_assert_eq(out[t], t);
-    for (int op = 1; op < TAPE_BWD_OPS; op++)
-        cr_assert_eq(tape_rebuilds_before(TAPE_KINDS - 1, op, &built, out), 0);
+    cr_assert_eq(tape_rebuilds_before(&GPT2_BLOCK, GPT2_KINDS - 1, GPT2_BWD_FCPROJ, &built, out),
+                 7);
+    for (int t = 0; t < GPT2_TENSORS; t++) cr_assert_eq(out[t], t);
+    for (int op = 1; op < GPT2_BWD_OPS; op++)
+        cr_assert_eq(tape_rebuilds_before(&GPT2_BLOCK, GPT2_KINDS - 1, op, &built, out), 0);
     /* qkv and atty dropped: both before attproj's backward (it reads atty) */
     built = 0;
-    int k = BIT(TAPE_QKV) | BIT(TAPE_ATTY);
-    for (int op = 0; op < TAPE_BWD_ATTPROJ; op++)
-        cr_assert_eq(tape_rebuilds_before(k, op, &built, out), 0);
-    cr_assert_eq(tape_rebuilds_before(k, TAPE_BWD_ATTPROJ, &built, out), 2);
-    cr_assert(out[0] == TAPE_QKV && out[1] == TAPE_ATTY);
-    char name[TAPE_TENSORS + 1];
-    cr_assert_str_eq(tape_kind_name(TAPE_FULL, name), "1qar2fg");
-    cr_assert_str_eq(tape_kind_name(TAPE_SELECTIVE, name), "-qar-f-");
-    for (int kind = 0; kind < TAPE_KINDS; kind++)
-        cr_assert_eq(tape_kind_parse(tape_kind_name(kind, name)), kind);
-    cr_assert_eq(tape_kind_parse("1qar2fx"), -1);
-    cr_assert_eq(tape_kind_parse("1qar2f"), -1);
+    int k = BIT(GPT2_QKV) | BIT(GPT2_ATTY);
+    for (int op = 0; op < GPT2_BWD_ATTPROJ; op++)
+        cr_assert_eq(tape_rebuilds_before(&GPT2_BLOCK, k, op, &built, out), 0);
+    cr_assert_eq(tape_rebuilds_before(&GPT2_BLOCK, k, GPT2_BWD_ATTPROJ, &built, out), 2);
+    cr_assert(out[0] == GPT2_QKV && out[1] == GPT2_ATTY);
+    char name[GPT2_TENSORS + 1];
+    cr_assert_str_eq(tape_kind_name(&GPT2_BLOCK, TAPE_FULL, name), "1qar2fg");
+    cr_assert_str_eq(tape_kind_name(&GPT2_BLOCK, GPT2_SELECTIVE, name), "-qar-f-");
+    for (int kind = 0; kind < GPT2_KINDS; kind++)
+        cr_assert_eq(tape_kind_parse(&GPT2_BLOCK, tape_kind_name(&GPT2_BLOCK, kind, name)), kind);
+    cr_assert_eq(tape_kind_parse(&GPT2_BLOCK, "1qar2fx"), -1);
+    cr_assert_eq(tape_kind_parse(&GPT2_BLOCK, "1qar2f"), -1);
 }
 
 /* One event of a block's forward or backward: what it reads and writes
@@ -109,9 +126,9 @@ static void check_no_clobber(const TapeLayout *tl, int kind, const Ev *ev, int n
                              size_t lse_bytes, size_t ab)
 {
     for (int e = 0; e < n; e++)
-        for (int t = 0; t < TAPE_TENSORS; t++) {
+        for (int t = 0; t < GPT2_TENSORS; t++) {
             if (!(ev[e].writes & BIT(t) & kind)) continue;
-            for (int u = 0; u < TAPE_TENSORS; u++) {
+            for (int u = 0; u < GPT2_TENSORS; u++) {
                 if (u == t || !(kind & BIT(u))) continue;
                 int later = 0;
                 for (int f = e + 1; f < n && !later; f++) {
@@ -120,16 +137,17 @@ static void check_no_clobber(const TapeLayout *tl, int kind, const Ev *ev, int n
                 }
                 if (!later) continue;
                 /* t's bytes (with the LSE when t is atty) against u's */
-                size_t t0 = tl->ws[t], t1 = t0 + (size_t)tape_tensor_width(t) * NC * ab;
-                size_t u0 = tl->ws[u], u1 = u0 + (size_t)tape_tensor_width(u) * NC * ab;
+                size_t t0 = tl->ws[t], t1 = t0 + (size_t)WIDTH[t] * NC * ab;
+                size_t u0 = tl->ws[u], u1 = u0 + (size_t)WIDTH[u] * NC * ab;
+                size_t lse0 = tl->ws_side[GPT2_LSE];
                 cr_assert(t1 <= u0 || u1 <= t0, "kind %d: writing %s clobbers %s", kind,
-                          tape_tensor_name(t), tape_tensor_name(u));
-                if (t == TAPE_ATTY)
-                    cr_assert(tl->ws_lse + lse_bytes <= u0 || u1 <= tl->ws_lse,
-                              "kind %d: the LSE clobbers %s", kind, tape_tensor_name(u));
-                if (u == TAPE_ATTY)
-                    cr_assert(t1 <= tl->ws_lse || tl->ws_lse + lse_bytes <= t0,
-                              "kind %d: %s clobbers the LSE", kind, tape_tensor_name(t));
+                          tname(t), tname(u));
+                if (t == GPT2_ATTY)
+                    cr_assert(lse0 + lse_bytes <= u0 || u1 <= lse0,
+                              "kind %d: the LSE clobbers %s", kind, tname(u));
+                if (u == GPT2_ATTY)
+                    cr_assert(t1 <= lse0 || lse0 + lse_bytes <= t0,
+                              "kind %d: %s clobbers the LSE", kind, tname(t));
             }
         }
 }
@@ -143,51 +161,52 @@ Test(opcost, every_layout_is_consistent)
 {
     size_t B = 2, T = 8, C = 32, NH = 4, N = B * T, ab = 4, lse = B * NH * T * 4;
     static const Ev fwd[] = {
-        {0, BIT(TAPE_LN1)}, {BIT(TAPE_LN1), BIT(TAPE_QKV)}, {BIT(TAPE_QKV), BIT(TAPE_ATTY)},
-        {BIT(TAPE_ATTY), BIT(TAPE_RES2)}, {BIT(TAPE_RES2), BIT(TAPE_RES2)},
-        {BIT(TAPE_RES2), BIT(TAPE_LN2)}, {BIT(TAPE_LN2), BIT(TAPE_FCH)},
-        {BIT(TAPE_FCH), BIT(TAPE_GELU)}, {BIT(TAPE_GELU), 0}, {BIT(TAPE_RES2), 0},
+        {0, BIT(GPT2_LN1)}, {BIT(GPT2_LN1), BIT(GPT2_QKV)}, {BIT(GPT2_QKV), BIT(GPT2_ATTY)},
+        {BIT(GPT2_ATTY), BIT(GPT2_RES2)}, {BIT(GPT2_RES2), BIT(GPT2_RES2)},
+        {BIT(GPT2_RES2), BIT(GPT2_LN2)}, {BIT(GPT2_LN2), BIT(GPT2_FCH)},
+        {BIT(GPT2_FCH), BIT(GPT2_GELU)}, {BIT(GPT2_GELU), 0}, {BIT(GPT2_RES2), 0},
     };
-    static const unsigned bwd_reads[TAPE_BWD_OPS] = {
-        BIT(TAPE_GELU), BIT(TAPE_FCH), BIT(TAPE_LN2), BIT(TAPE_RES2), BIT(TAPE_ATTY),
-        BIT(TAPE_QKV) | BIT(TAPE_ATTY), BIT(TAPE_LN1), 0,
+    static const unsigned bwd_reads[GPT2_BWD_OPS] = {
+        BIT(GPT2_GELU), BIT(GPT2_FCH), BIT(GPT2_LN2), BIT(GPT2_RES2), BIT(GPT2_ATTY),
+        BIT(GPT2_QKV) | BIT(GPT2_ATTY), BIT(GPT2_LN1), 0,
     };
-    for (int kind = 0; kind < TAPE_KINDS; kind++) {
+    BlockShape sh = shape_of(B, T, C, NH);
+    for (int kind = 0; kind < GPT2_KINDS; kind++) {
         TapeLayout tl;
-        tape_layout(&tl, kind, B, T, C, NH, ab);
+        tape_layout(&tl, &GPT2_BLOCK, kind, &sh, ab);
         size_t off = 0;
-        for (int t = 0; t < TAPE_TENSORS; t++) {
+        for (int t = 0; t < GPT2_TENSORS; t++) {
             if (kind & BIT(t)) {
                 cr_assert_eq(tl.act[t], TAPE_IN_WORKSPACE);
                 cr_assert_eq(tl.ws[t] % 256, 0);
-                cr_assert_leq(tl.ws[t] + (size_t)tape_tensor_width(t) * N * C * ab, tl.ws_bytes);
+                cr_assert_leq(tl.ws[t] + (size_t)WIDTH[t] * N * C * ab, tl.ws_bytes);
             } else {
                 cr_assert_eq(tl.act[t], off, "kind %d tensor %d", kind, t);
-                off += (size_t)tape_tensor_width(t) * N * C;
+                off += (size_t)WIDTH[t] * N * C;
             }
         }
         cr_assert_eq(tl.act_elems, off);
-        int atty_dropped = (kind & BIT(TAPE_ATTY)) != 0;
+        int atty_dropped = (kind & BIT(GPT2_ATTY)) != 0;
         cr_assert_eq(tl.f32_elems, 4 * N + (atty_dropped ? 0 : B * NH * T));
-        cr_assert_eq(tl.lse == TAPE_IN_WORKSPACE, atty_dropped);
+        cr_assert_eq(tl.side[GPT2_LSE] == TAPE_IN_WORKSPACE, atty_dropped);
         cr_assert_eq(tl.ws_bytes == 0, kind == 0);
         check_no_clobber(&tl, kind, fwd, 10, N * C, lse, ab);
-        Ev bwd[TAPE_TENSORS + TAPE_BWD_OPS];
-        unsigned built = 0;
-        int n = 0, out[TAPE_TENSORS];
-        for (int op = 0; op < TAPE_BWD_OPS; op++) {
-            int m = tape_rebuilds_before(kind, op, &built, out);
+        Ev bwd[GPT2_TENSORS + GPT2_BWD_OPS];
+        TensorSet built = 0;
+        int n = 0, out[BLOCK_MAX_TENSORS];
+        for (int op = 0; op < GPT2_BWD_OPS; op++) {
+            int m = tape_rebuilds_before(&GPT2_BLOCK, kind, op, &built, out);
             for (int i = 0; i < m; i++)
                 bwd[n++] = (Ev){out[i] > 0 ? BIT(out[i] - 1) : 0, BIT(out[i])};
             bwd[n++] = (Ev){bwd_reads[op], 0};
         }
-        cr_assert_eq(built, (unsigned)kind, "every dropped tensor is rebuilt once");
+        cr_assert_eq(built, (TensorSet)kind, "every dropped tensor is rebuilt once");
         check_no_clobber(&tl, kind, bwd, n, N * C, lse, ab);
     }
     /* everything dropped: the forward needs no more than a full tape's act
      * bytes at once, but the backward keeps them all */
     TapeLayout all;
-    tape_layout(&all, TAPE_KINDS - 1, B, T, C, NH, ab);
+    tape_layout(&all, &GPT2_BLOCK, GPT2_KINDS - 1, &sh, ab);
     cr_assert_geq(all.ws_bytes, 15 * N * C * ab);
 }
 
@@ -195,7 +214,7 @@ Test(opcost, every_layout_is_consistent)
  * kind off it by one on it; full first, sorted by bytes. */
 static void check_frontier(const OpCosts *oc, const PlanInput *in)
 {
-    KindCost f[TAPE_KINDS];
+    KindCost f[GPT2_KINDS];
     int n = opcost_frontier(oc, in, f);
     cr_assert_gt(n, 1);
     cr_assert_eq(f[0].kind, TAPE_FULL);
@@ -203,7 +222,7 @@ static void check_frontier(const OpCosts *oc, const PlanInput *in)
         cr_assert(f[i].bytes < f[i - 1].bytes && f[i].rebuild > f[i - 1].rebuild,
                   "sorted, strictly: %zu %lld after %zu %lld", f[i].bytes, f[i].rebuild,
                   f[i - 1].bytes, f[i - 1].rebuild);
-    for (int k = 0; k < TAPE_KINDS; k++) {
+    for (int k = 0; k < GPT2_KINDS; k++) {
         size_t b = planner_tape_bytes(in, k);
         long long r = opcost_rebuild(oc, k);
         int on = 0, beaten = 0;
@@ -213,7 +232,7 @@ static void check_frontier(const OpCosts *oc, const PlanInput *in)
         }
         cr_assert(on || beaten, "kind %d neither on the frontier nor beaten by it", k);
         if (on)
-            for (int j = 0; j < TAPE_KINDS; j++)
+            for (int j = 0; j < GPT2_KINDS; j++)
                 cr_assert(j == k || planner_tape_bytes(in, j) > b || opcost_rebuild(oc, j) > r ||
                               (planner_tape_bytes(in, j) == b && opcost_rebuild(oc, j) == r),
                           "kind %d on the frontier is beaten by %d", k, j);
@@ -250,9 +269,9 @@ Test(opcost, frontier_is_pareto)
      * outputs is on the frontier */
     flops_op_costs(&in.cfg, in.B, in.T, &oc);
     check_frontier(&oc, &in);
-    KindCost f[TAPE_KINDS];
+    KindCost f[GPT2_KINDS];
     int n = opcost_frontier(&oc, &in, f), found = 0;
-    for (int i = 0; i < n; i++) found |= f[i].kind == (BIT(TAPE_LN1) | BIT(TAPE_LN2));
+    for (int i = 0; i < n; i++) found |= f[i].kind == (BIT(GPT2_LN1) | BIT(GPT2_LN2));
     cr_assert(found);
 }
 
@@ -275,7 +294,7 @@ static uint64_t sched_hash(const Schedule *s)
         long long f[] = {st->kind, st->block, st->in_slot, st->out_slot, st->tape_slot};
         for (int i = 0; i < 5; i++) h = h_add(h, f[i]);
     }
-    for (int j = 0; j < s->n_tape_slots; j++) h = h_add(h, s->tape_kind[j] == TAPE_SELECTIVE);
+    for (int j = 0; j < s->n_tape_slots; j++) h = h_add(h, s->tape_kind[j] == GPT2_SELECTIVE);
     return h;
 }
 
@@ -375,7 +394,8 @@ static void timed_guarantees(const PlanInput *in, const OpCosts *oc)
     Schedule fixed[5];
     int n_fixed = 0;
     for (int mode = 0; mode <= RECOMPUTE_SELECTIVE; mode++)
-        cr_assert_eq(schedule_build(&fixed[n_fixed++], mode, L, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(schedule_build(&fixed[n_fixed++], &GPT2_BLOCK, mode, L, err, sizeof err), 0,
+                     "%s", err);
     cost_of(oc, in, &fixed[0], &hi);
     long long prev = -1;
     int other = 0;
@@ -386,7 +406,7 @@ static void timed_guarantees(const PlanInput *in, const OpCosts *oc)
         long long c = cost_of(oc, in, &s, &peak);
         cr_assert(c == r.recompute && peak == r.peak);
         for (int j = 0; j < s.n_tape_slots; j++)
-            other |= s.tape_kind[j] != TAPE_FULL && s.tape_kind[j] != TAPE_SELECTIVE;
+            other |= s.tape_kind[j] != TAPE_FULL && s.tape_kind[j] != GPT2_SELECTIVE;
         for (int m = 0; m < n_fixed; m++) {
             size_t pm;
             long long cm = cost_of(oc, in, &fixed[m], &pm);
@@ -457,7 +477,7 @@ Test(opcost, measure_on_the_cpu)
         cr_assert_gt(oc.c[op], 0, "%s", opcost_op_name(op));
     cr_assert_gt(oc.c[OP_HEAD], 0);
     cr_assert_gt(oc.c[OP_ADAMW], 0);
-    KindCost f[TAPE_KINDS];
+    KindCost f[GPT2_KINDS];
     cr_assert_eq(opcost_frontier(&oc, &in, f) > 0 && f[0].kind, TAPE_FULL);
     backend_close(be);
 }

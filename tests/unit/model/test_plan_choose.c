@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/flops.h"
 #include "model/opcost.h"
 #include "model/plan_choose.h"
@@ -36,8 +37,8 @@ static MemoryPlan plan_of(const PlanInput *in, int mode, int k)
     MemoryPlan p;
     Schedule s;
     char err[256];
-    int rc = k ? schedule_build_segments(&s, in->cfg.num_layers, k, err, sizeof err)
-               : schedule_build(&s, mode, in->cfg.num_layers, err, sizeof err);
+    int rc = k ? schedule_build_segments(&s, &GPT2_BLOCK, in->cfg.num_layers, k, err, sizeof err)
+               : schedule_build(&s, &GPT2_BLOCK, mode, in->cfg.num_layers, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     planner_plan(in, &s, &p);
     schedule_free(&s);

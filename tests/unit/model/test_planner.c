@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "model/gpt2_block.h"
 #include "model/gpt.h"
 #include "model/planner.h"
 #include "tests/lib/test_util.h"
@@ -147,7 +148,7 @@ Test(planner, every_buffer_is_256_byte_aligned)
         for (int j = 0; j < g.sched.n_tape_slots; j++) {
             BlockTape *t = &g.tapes[j];
             /* a tape's act part starts with ln1 (full) or qkv (selective) */
-            void *act = t->kind == TAPE_SELECTIVE ? t->qkv : t->ln1;
+            void *act = t->kind == GPT2_SELECTIVE ? t->qkv : t->ln1;
             cr_expect(ALIGNED(act) && ALIGNED(t->ln1_mean), "mode %d tape %d: act %p f32 %p",
                       mode, j, act, t->ln1_mean);
         }

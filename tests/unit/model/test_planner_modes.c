@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/flops.h"
 #include "model/planner.h"
 #include "model/solver.h"
@@ -68,14 +69,14 @@ Test(planner_modes, hand_computed_small_shape)
     cr_assert_eq(p.total, 82176 + 11264 + 1024);
     cr_assert(p.n_part_stored == 4 && p.n_part_work == 0 && p.tape_ws_bytes == 1024);
     TapeLayout sel;
-    planner_tape_layout(&in, TAPE_SELECTIVE, &sel);
-    cr_assert(sel.act[TAPE_LN1] == TAPE_IN_WORKSPACE && sel.act[TAPE_LN2] == TAPE_IN_WORKSPACE &&
-              sel.act[TAPE_GELU] == TAPE_IN_WORKSPACE);
-    cr_assert(sel.act[TAPE_QKV] == 0 && sel.act[TAPE_ATTY] == 3 * 64 &&
-              sel.act[TAPE_RES2] == 4 * 64 && sel.act[TAPE_FCH] == 5 * 64 &&
+    planner_tape_layout(&in, GPT2_SELECTIVE, &sel);
+    cr_assert(sel.act[GPT2_LN1] == TAPE_IN_WORKSPACE && sel.act[GPT2_LN2] == TAPE_IN_WORKSPACE &&
+              sel.act[GPT2_GELU] == TAPE_IN_WORKSPACE);
+    cr_assert(sel.act[GPT2_QKV] == 0 && sel.act[GPT2_ATTY] == 3 * 64 &&
+              sel.act[GPT2_RES2] == 4 * 64 && sel.act[GPT2_FCH] == 5 * 64 &&
               sel.act_elems == 9 * 64);
     /* ln1, ln2 and the GELU output are never alive together: one (N,4C) buffer */
-    cr_assert(sel.ws[TAPE_LN1] == 0 && sel.ws[TAPE_LN2] == 0 && sel.ws[TAPE_GELU] == 0 &&
+    cr_assert(sel.ws[GPT2_LN1] == 0 && sel.ws[GPT2_LN2] == 0 && sel.ws[GPT2_GELU] == 0 &&
               sel.ws_bytes == 1024);
 
     p = plan_mode(&in, RECOMPUTE_BLOCK);
@@ -100,12 +101,13 @@ Test(planner_modes, slots_total_is_the_plans_total)
         planner_units(&in, &u);
         for (int k = 0; k <= L; k++) {
             Schedule s;
-            int rc = k == 0 ? schedule_build(&s, RECOMPUTE_SELECTIVE, L, err, sizeof err)
-                            : schedule_build_segments(&s, L, k, err, sizeof err);
+            int rc = k == 0
+                         ? schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_SELECTIVE, L, err, sizeof err)
+                         : schedule_build_segments(&s, &GPT2_BLOCK, L, k, err, sizeof err);
             cr_assert_eq(rc, 0, "%s", err);
             MemoryPlan p;
             planner_plan(&in, &s, &p);
-            int n_sel = schedule_count_tapes(&s, TAPE_SELECTIVE, NULL);
+            int n_sel = schedule_count_tapes(&s, GPT2_SELECTIVE, NULL);
             cr_assert_eq(p.total, planner_slots_total(&u, s.n_res_slots, s.n_tape_slots - n_sel,
                                                       n_sel));
             schedule_free(&s);
@@ -177,7 +179,7 @@ static long long recompute_of(const PlanInput *in, int mode)
     Schedule s;
     FlopCounts f;
     char err[256];
-    cr_assert_eq(schedule_build(&s, mode, in->cfg.num_layers, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, mode, in->cfg.num_layers, err, sizeof err), 0);
     flops_count(&in->cfg, in->B, in->T, &f);
     long long r = flops_recompute(&f, &s);
     schedule_free(&s);
@@ -229,8 +231,9 @@ static void auto_guarantees(const PlanInput *in)
 
     FlopCounts f;
     flops_count(&in->cfg, in->B, in->T, &f);
-    SolverCosts c = {f.block_fwd, f.block_fwd_noout, f.block_sel, 0, TAPE_FULL, TAPE_SELECTIVE};
-    SolverTable *t = solver_table_build(in->cfg.num_layers, &c, -1, -1, err, sizeof err);
+    SolverCosts c = {f.block_fwd, f.block_fwd_noout, f.block_sel, 0, TAPE_FULL, GPT2_SELECTIVE};
+    SolverTable *t =
+        solver_table_build(in->cfg.num_layers, &GPT2_BLOCK, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     AutoResult a = via_table(t, in, m1);
     cr_assert(a.peak == r.peak && a.recompute_flops == r.recompute_flops);
@@ -304,7 +307,7 @@ static void check_plan_table(const PlanInput *base, size_t budget, const OpCosts
             cr_assert_eq(planner_auto(&in, budget, costs, &s, &r, err, sizeof err), 0, "%s", err);
             cr_assert(r.fits);
         } else {
-            cr_assert_eq(schedule_build(&s, modes[i], 6, err, sizeof err), 0);
+            cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, modes[i], 6, err, sizeof err), 0);
         }
         planner_plan(&in, &s, &p);
         cr_assert(stored == p.bytes[MEM_ACTIVATIONS] && ws == p.bytes[MEM_WORKSPACE] &&

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/planner.h"
 
 /* Shape: L=4, C=8, NH=2, Vp=128, B=2, T=4, fp32 (test_planner_modes.c's): one residual
@@ -24,8 +25,8 @@ static MemoryPlan plan_of(const PlanInput *in, int mode, int k)
     MemoryPlan p;
     Schedule s;
     char err[256];
-    int rc = k ? schedule_build_segments(&s, in->cfg.num_layers, k, err, sizeof err)
-               : schedule_build(&s, mode, in->cfg.num_layers, err, sizeof err);
+    int rc = k ? schedule_build_segments(&s, &GPT2_BLOCK, in->cfg.num_layers, k, err, sizeof err)
+               : schedule_build(&s, &GPT2_BLOCK, mode, in->cfg.num_layers, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     planner_plan(in, &s, &p);
     schedule_free(&s);

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/planner.h"
 #include "model/schedule.h"
 #include "model/solver.h"
@@ -23,7 +24,8 @@ Test(schedule, modes_0_and_1_are_unchanged)
     char err[256];
     for (int L = 1; L <= 9; L++) {
         Schedule s;
-        cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, L, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, L, err, sizeof err), 0, "%s",
+                     err);
         cr_assert(s.n_res_slots == L && s.n_res_stored == L && s.n_tape_slots == L &&
                   s.n_tape_stored == L && s.n_forward == L && s.n_steps == 2 * L &&
                   s.embed_slot == 0);
@@ -34,7 +36,8 @@ Test(schedule, modes_0_and_1_are_unchanged)
             cr_assert_eq(s.tape_kind[l], TAPE_FULL);
         }
         schedule_free(&s);
-        cr_assert_eq(schedule_build(&s, RECOMPUTE_BLOCK, L, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_BLOCK, L, err, sizeof err), 0, "%s",
+                     err);
         cr_assert(s.n_res_slots == L && s.n_res_stored == L && s.n_tape_slots == 1 &&
                   s.n_tape_stored == 0 && s.n_forward == L && s.n_steps == 3 * L);
         for (int l = 0; l < L; l++) {
@@ -58,20 +61,22 @@ static void expect_valid(const Schedule *s, const char *what, int L)
 Test(schedule, every_generated_schedule_validates_1_to_64_layers)
 {
     char err[256];
-    static const SolverCosts c = {1000, 700, 3, 0, TAPE_FULL, TAPE_SELECTIVE};
-    SolverTable *t = solver_table_build(64, &c, -1, -1, err, sizeof err);
+    static const SolverCosts c = {1000, 700, 3, 0, TAPE_FULL, GPT2_SELECTIVE};
+    SolverTable *t = solver_table_build(64, &GPT2_BLOCK, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     for (int L = 1; L <= 64; L++) {
         Schedule s;
         static const int modes[] = {RECOMPUTE_NONE, RECOMPUTE_BLOCK, RECOMPUTE_SEGMENTS,
                                     RECOMPUTE_SELECTIVE};
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
-            cr_assert_eq(schedule_build(&s, modes[m], L, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, modes[m], L, err, sizeof err), 0, "%s",
+                         err);
             expect_valid(&s, schedule_mode_name(modes[m]), L);
             schedule_free(&s);
         }
         for (int k = 1; k <= L; k++) {
-            cr_assert_eq(schedule_build_segments(&s, L, k, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, L, k, err, sizeof err), 0, "%s",
+                         err);
             expect_valid(&s, "segments", L);
             int nseg = (L + k - 1) / k;
             cr_assert(s.n_res_stored == nseg && s.n_res_slots == nseg + k - 1 &&
@@ -103,7 +108,7 @@ Test(schedule, segments_layout)
     Schedule s;
     /* L = 7, k = 3: checkpoints x0, x3, x6 in slots 0..2, segment inputs in
      * slots 3, 4, tapes 0..2. */
-    cr_assert_eq(schedule_build_segments(&s, 7, 3, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, 7, 3, err, sizeof err), 0, "%s", err);
     int want_fwd[7][4] = {{0, 0, 3, 0}, {1, 3, 4, 0}, {2, 4, 1, 0}, {3, 1, 3, 0},
                           {4, 3, 4, 0}, {5, 4, 2, 0}, {6, 2, SLOT_FINAL, 0}};
     for (int i = 0; i < 7; i++)
@@ -120,9 +125,9 @@ Test(schedule, segments_layout)
     expect_step(&s.steps[13], STEP_BACKWARD, 4, 3, SLOT_NONE, 1);
     expect_step(&s.steps[14], STEP_BACKWARD, 3, 1, SLOT_NONE, 0);
     schedule_free(&s);
-    cr_assert_neq(schedule_build_segments(&s, 7, 0, err, sizeof err), 0);
+    cr_assert_neq(schedule_build_segments(&s, &GPT2_BLOCK, 7, 0, err, sizeof err), 0);
     cr_assert(strstr(err, "--checkpoint-every"), "%s", err);
-    cr_assert_neq(schedule_build_segments(&s, 7, 8, err, sizeof err), 0);
+    cr_assert_neq(schedule_build_segments(&s, &GPT2_BLOCK, 7, 8, err, sizeof err), 0);
     cr_assert_eq(schedule_default_checkpoint_every(48), 7);
     cr_assert_eq(schedule_default_checkpoint_every(12), 3);
     cr_assert_eq(schedule_default_checkpoint_every(6), 2);
@@ -133,17 +138,17 @@ Test(schedule, describe_what_each_block_keeps)
 {
     char err[256], buf[80];
     Schedule s;
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 4, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, 4, err, sizeof err), 0);
     cr_assert_str_eq(schedule_describe(&s, buf, sizeof buf), "FFFF");
     schedule_free(&s);
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_SELECTIVE, 4, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_SELECTIVE, 4, err, sizeof err), 0);
     cr_assert_str_eq(schedule_describe(&s, buf, sizeof buf), "SSSS");
-    cr_assert_eq(schedule_count_tapes(&s, TAPE_SELECTIVE, NULL), 4);
+    cr_assert_eq(schedule_count_tapes(&s, GPT2_SELECTIVE, NULL), 4);
     schedule_free(&s);
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_BLOCK, 4, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_BLOCK, 4, err, sizeof err), 0);
     cr_assert_str_eq(schedule_describe(&s, buf, sizeof buf), "xxxx");
     schedule_free(&s);
-    cr_assert_eq(schedule_build_segments(&s, 5, 2, err, sizeof err), 0);
+    cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, 5, 2, err, sizeof err), 0);
     cr_assert_str_eq(schedule_describe(&s, buf, sizeof buf), "x-x-x");
     schedule_free(&s);
 }
@@ -153,7 +158,7 @@ Test(schedule, describe_what_each_block_keeps)
 static void mode1(Schedule *s)
 {
     char err[256];
-    cr_assert_eq(schedule_build(s, RECOMPUTE_BLOCK, 3, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(s, &GPT2_BLOCK, RECOMPUTE_BLOCK, 3, err, sizeof err), 0);
 }
 
 static void expect_rejected(Schedule *s, const char *needle)
@@ -197,7 +202,7 @@ Test(schedule, rejects_broken_programs)
     s.n_tape_stored = 1; /* the tape is rewritten before it is read */
     expect_rejected(&s, "labelled stored");
     mode1(&s);
-    s.tape_kind[0] = TAPE_KINDS; /* kinds are the 128 subsets of 7 tensors */
+    s.tape_kind[0] = GPT2_KINDS; /* kinds are the 128 subsets of 7 tensors */
     expect_rejected(&s, "unknown kind");
     mode1(&s);
     s.n_steps -= 2; /* block 0 never back-propagated */
@@ -214,7 +219,7 @@ Test(schedule, in_place_forward_is_valid_but_loses_the_input)
     Schedule s;
     /* 2 slots, 1 tape, L=3: F0 r0>r1, F1 r1>r1 (in place), F2 r1>final |
      * B2, F0 r0>r1, F1 r1>none, B1, F0 r0>none, B0 */
-    cr_assert_eq(schedule_init(&s, RECOMPUTE_AUTO, 3, 2, 1), 0);
+    cr_assert_eq(schedule_init(&s, &GPT2_BLOCK, RECOMPUTE_AUTO, 3, 2, 1), 0);
     int prog[][5] = {{STEP_FORWARD, 0, 0, 1, 0},  {STEP_FORWARD, 1, 1, 1, 0},
                      {STEP_FORWARD, 2, 1, SLOT_FINAL, 0}, {STEP_BACKWARD, 2, 1, SLOT_NONE, 0},
                      {STEP_FORWARD, 0, 0, 1, 0},  {STEP_FORWARD, 1, 1, SLOT_NONE, 0},
@@ -250,11 +255,11 @@ Test(schedule, parse_mode)
     cr_assert_neq(schedule_parse_mode(NULL, &m), 0);
     char err[256];
     Schedule s;
-    cr_assert_neq(schedule_build(&s, RECOMPUTE_AUTO, 4, err, sizeof err), 0);
+    cr_assert_neq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_AUTO, 4, err, sizeof err), 0);
     cr_assert(strstr(err, "--memory-budget"), "%s", err);
-    cr_assert_neq(schedule_build(&s, 9, 4, err, sizeof err), 0);
+    cr_assert_neq(schedule_build(&s, &GPT2_BLOCK, 9, 4, err, sizeof err), 0);
     cr_assert(strstr(err, "unknown mode"), "%s", err);
-    cr_assert_neq(schedule_build(&s, 0, 0, err, sizeof err), 0);
+    cr_assert_neq(schedule_build(&s, &GPT2_BLOCK, 0, 0, err, sizeof err), 0);
 }
 
 /* The steps that fuse the next LayerNorm into their closing residual add
@@ -286,26 +291,29 @@ Test(schedule, layernorm_fusion_in_each_mode)
     Schedule s;
     static const int modes[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE};
     for (int m = 0; m < 2; m++) {
-        cr_assert_eq(schedule_build(&s, modes[m], 4, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, modes[m], 4, err, sizeof err), 0, "%s", err);
         expect_fusions(&s, "ffff|....", schedule_mode_name(modes[m]));
         schedule_free(&s);
     }
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_BLOCK, 4, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_BLOCK, 4, err, sizeof err), 0, "%s",
+                 err);
     expect_fusions(&s, "ffff|........", "mode 1");
     schedule_free(&s);
     /* L = 7, k = 3 (segments_layout's program): a re-run segment fuses
      * all but its last forward, which stops at the GELU */
-    cr_assert_eq(schedule_build_segments(&s, 7, 3, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, 7, 3, err, sizeof err), 0, "%s", err);
     expect_fusions(&s, "fffffff|..ff....ff....", "segments k=3");
     schedule_free(&s);
     /* inputs kept: 1 full, 1 selective tape, blocks 0, 1 re-forwarded */
-    cr_assert_eq(schedule_build_inputs_kept(&s, 4, 1, 1, TAPE_FULL, TAPE_SELECTIVE, err,
-                                            sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 4, 1, 1, TAPE_FULL, GPT2_SELECTIVE,
+                                            err, sizeof err),
+                 0, "%s", err);
     expect_fusions(&s, "ffff|......", "inputs kept");
     schedule_free(&s);
     for (int L = 1; L <= 12; L++)
         for (int k = 1; k <= L; k++) {
-            cr_assert_eq(schedule_build_segments(&s, L, k, err, sizeof err), 0, "%s", err);
+            cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, L, k, err, sizeof err), 0, "%s",
+                         err);
             int fused = 0, nseg = (L + k - 1) / k;
             for (int i = 0; i < s.n_steps; i++) {
                 const ScheduleStep *st = &s.steps[i];
@@ -326,27 +334,27 @@ Test(schedule, layernorm_fusion_follows_the_tape_kinds)
 {
     char err[256];
     Schedule s;
-    const int res2 = 1 << TAPE_RES2, ln1 = 1 << TAPE_LN1, all = TAPE_KINDS - 1;
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 4, err, sizeof err), 0, "%s", err);
-    unsigned char kinds[4] = {(unsigned char)res2, (unsigned char)ln1, TAPE_SELECTIVE,
-                              (unsigned char)all};
-    memcpy(s.tape_kind, kinds, 4);
+    const int res2 = 1 << GPT2_RES2, ln1 = 1 << GPT2_LN1, all = GPT2_KINDS - 1;
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, 4, err, sizeof err), 0, "%s", err);
+    uint32_t kinds[4] = {(uint32_t)res2, (uint32_t)ln1, GPT2_SELECTIVE, (uint32_t)all};
+    memcpy(s.tape_kind, kinds, sizeof kinds);
     schedule_fuse_layernorms(&s);
     /* 0 -> 1: res2 then LN1 dropped; 1 -> 2: res2 kept; 2 -> 3: res2 kept */
     expect_fusions(&s, ".fff|....", "mixed kinds");
     cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
-    memset(s.tape_kind, all, 4);
+    for (int j = 0; j < 4; j++) s.tape_kind[j] = (uint32_t)all;
     schedule_fuse_layernorms(&s);
     expect_fusions(&s, "...f|....", "every tensor dropped");
     schedule_free(&s);
     /* the same with one workspace tape shared by every block (an inputs-
      * kept program whose blocks are all re-forwarded) */
-    cr_assert_eq(schedule_build_inputs_kept(&s, 3, 0, 0, all, all, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 3, 0, 0, all, all, err, sizeof err), 0,
+                 "%s", err);
     expect_fusions(&s, "..f|......", "one workspace tape, every tensor dropped");
     schedule_free(&s);
-    cr_assert_eq(schedule_build_inputs_kept(&s, 3, 0, 0, TAPE_SELECTIVE, TAPE_SELECTIVE, err,
-                                            sizeof err), 0, "%s", err);
+    cr_assert_eq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 3, 0, 0, GPT2_SELECTIVE,
+                                            GPT2_SELECTIVE, err, sizeof err),
+                 0, "%s", err);
     expect_fusions(&s, "fff|......", "one workspace tape, selective");
     schedule_free(&s);
 }
@@ -375,9 +383,9 @@ Test(schedule, rejects_illegal_layernorm_fusions)
     mode1(&s);
     expect_fusion_rejected(&s, 4); /* a backward */
     /* block 0's tape drops res2, block 1's drops LN1: both in the workspace */
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 3, err, sizeof err), 0, "%s", err);
-    s.tape_kind[0] = 1 << TAPE_RES2;
-    s.tape_kind[1] = 1 << TAPE_LN1;
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, 3, err, sizeof err), 0, "%s", err);
+    s.tape_kind[0] = 1 << GPT2_RES2;
+    s.tape_kind[1] = 1 << GPT2_LN1;
     char e2[256] = "";
     cr_assert_neq(schedule_validate(&s, e2, sizeof e2), 0, "the flags of full tapes accepted");
     cr_assert(strstr(e2, "step 0:") && strstr(e2, "LayerNorm"), "%s", e2);
@@ -388,7 +396,7 @@ Test(schedule, rejects_illegal_layernorm_fusions)
     /* a re-forward of the last block into the final residual, after the
      * head: valid, but LN_f is fused only before the head; and a forward
      * whose next step forwards another block, or reads another slot */
-    cr_assert_eq(schedule_init(&s, RECOMPUTE_AUTO, 3, 3, 3), 0);
+    cr_assert_eq(schedule_init(&s, &GPT2_BLOCK, RECOMPUTE_AUTO, 3, 3, 3), 0);
     int prog[][5] = {{STEP_FORWARD, 0, 0, 1, 0},          {STEP_FORWARD, 1, 1, 2, 1},
                      {STEP_FORWARD, 2, 2, SLOT_FINAL, 2}, {STEP_FORWARD, 2, 2, SLOT_FINAL, 2},
                      {STEP_BACKWARD, 2, 2, SLOT_NONE, 2}, {STEP_FORWARD, 0, 0, 1, 0},
@@ -401,9 +409,9 @@ Test(schedule, rejects_illegal_layernorm_fusions)
     expect_valid(&s, "re-forwards into the final and a live slot", 3);
     Schedule c = s;
     c.steps = malloc(sizeof *c.steps * (size_t)s.n_steps);
-    c.tape_kind = malloc((size_t)s.n_tape_slots);
+    c.tape_kind = malloc(sizeof *c.tape_kind * (size_t)s.n_tape_slots);
     memcpy(c.steps, s.steps, sizeof *c.steps * (size_t)s.n_steps);
-    memcpy(c.tape_kind, s.tape_kind, (size_t)s.n_tape_slots);
+    memcpy(c.tape_kind, s.tape_kind, sizeof *c.tape_kind * (size_t)s.n_tape_slots);
     expect_fusion_rejected(&c, 3); /* LN_f after the head */
     expect_fusion_rejected(&s, 5); /* F0' is followed by a backward */
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/flops.h"
 #include "model/gpt.h"
 #include "model/opcost.h"
@@ -90,7 +91,8 @@ static Run reference(const GPTConfig *cfg)
 {
     Schedule s;
     char err[256];
-    cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, cfg->num_layers, err, sizeof err), 0);
+    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, cfg->num_layers, err, sizeof err),
+                 0);
     return run(&s, cfg);
 }
 
@@ -118,7 +120,7 @@ Test(schedule_exec, selective_and_mode_1_match_mode_0)
     for (int i = 0; i < 2; i++) {
         Schedule s;
         char err[256];
-        cr_assert_eq(schedule_build(&s, modes[i], 6, err, sizeof err), 0);
+        cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, modes[i], 6, err, sizeof err), 0);
         Run r = run(&s, &cfg);
         expect_same(&ref, &r, n, schedule_mode_name(modes[i]));
         drop(&r);
@@ -163,7 +165,7 @@ Test(schedule_exec, segments_every_k_match_mode_0)
     for (int k = 1; k <= 6; k++) {
         Schedule s;
         char err[256], what[32];
-        cr_assert_eq(schedule_build_segments(&s, 6, k, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, 6, k, err, sizeof err), 0, "%s", err);
         Run r = run(&s, &cfg);
         snprintf(what, sizeof what, "segments k=%d", k);
         expect_same(&ref, &r, n, what);
@@ -187,8 +189,8 @@ Test(schedule_exec, unfused_layernorms_match_fused)
         Schedule s;
         char err[256];
         int rc = modes[i] == RECOMPUTE_SEGMENTS
-                     ? schedule_build_segments(&s, 6, 2, err, sizeof err)
-                     : schedule_build(&s, modes[i], 6, err, sizeof err);
+                     ? schedule_build_segments(&s, &GPT2_BLOCK, 6, 2, err, sizeof err)
+                     : schedule_build(&s, &GPT2_BLOCK, modes[i], 6, err, sizeof err);
         cr_assert_eq(rc, 0, "%s", err);
         int fused = 0;
         for (int k = 0; k < s.n_steps; k++) {
@@ -246,7 +248,7 @@ Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 600)
             in_place |= s.steps[k].kind == STEP_FORWARD && s.steps[k].in_slot == s.steps[k].out_slot;
             held |= kept_without_input(&s, k);
         }
-        selective |= schedule_count_tapes(&s, TAPE_SELECTIVE, NULL) > 0;
+        selective |= schedule_count_tapes(&s, GPT2_SELECTIVE, NULL) > 0;
         size_t planned = ar.peak;
         Run r = run(&s, &cfg);
         cr_assert_eq(r.peak, planned);
@@ -274,11 +276,12 @@ Test(schedule_exec, every_tape_kind_matches_mode_0, .timeout = 120)
     cfg.num_layers = 8;
     size_t n = config_num_params(&cfg);
     Run ref = reference(&cfg);
-    char err[256], what[96], a[TAPE_TENSORS + 1], b[TAPE_TENSORS + 1];
-    for (int first = 0; first < TAPE_KINDS; first += 8) {
+    char err[256], what[96], a[GPT2_TENSORS + 1], b[GPT2_TENSORS + 1];
+    for (int first = 0; first < GPT2_KINDS; first += 8) {
         Schedule s;
-        cr_assert_eq(schedule_build(&s, RECOMPUTE_NONE, 8, err, sizeof err), 0, "%s", err);
-        for (int l = 0; l < 8; l++) s.tape_kind[l] = (unsigned char)(first + l);
+        cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, 8, err, sizeof err), 0, "%s",
+                     err);
+        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
         schedule_fuse_layernorms(&s); /* the kinds decide which LN1s may be fused */
         cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
         Run r = run(&s, &cfg);
@@ -287,13 +290,14 @@ Test(schedule_exec, every_tape_kind_matches_mode_0, .timeout = 120)
         drop(&r);
     }
     for (int i = 0; i < 16; i++) {
-        int hi = (i * 37 + 3) % TAPE_KINDS, lo = (i * 53 + 5) % TAPE_KINDS;
+        int hi = (i * 37 + 3) % GPT2_KINDS, lo = (i * 53 + 5) % GPT2_KINDS;
         Schedule s;
-        cr_assert_eq(schedule_build_inputs_kept(&s, 8, i % 3, 2 + i % 4, hi, lo, err, sizeof err),
+        cr_assert_eq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 8, i % 3, 2 + i % 4, hi, lo, err,
+                                                sizeof err),
                      0, "%s", err);
         Run r = run(&s, &cfg);
-        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(hi, a),
-                 tape_kind_name(lo, b));
+        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(&GPT2_BLOCK, hi, a),
+                 tape_kind_name(&GPT2_BLOCK, lo, b));
         expect_same(&ref, &r, n, what);
         drop(&r);
     }
@@ -337,7 +341,7 @@ Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 600)
         cr_assert_eq(planner_auto(&in, budget, &oc, &s, &ar, err, sizeof err), 0, "%s", err);
         cr_assert(ar.fits && ar.peak <= budget);
         for (int j = 0; j < s.n_tape_slots; j++)
-            other_kinds |= s.tape_kind[j] != TAPE_FULL && s.tape_kind[j] != TAPE_SELECTIVE;
+            other_kinds |= s.tape_kind[j] != TAPE_FULL && s.tape_kind[j] != GPT2_SELECTIVE;
         size_t planned = ar.peak;
         Run r = run(&s, &cfg);
         cr_assert_eq(r.peak, planned);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gpt2_block.h"
 #include "model/flops.h"
 #include "model/planner.h"
 #include "model/solver.h"
@@ -30,8 +31,9 @@ static long long revolve(int l, int s)
 Test(solver, revolve_closed_form_every_l_below_60)
 {
     char err[256];
-    SolverCosts c = {1, 0, 0, 0, TAPE_FULL, TAPE_SELECTIVE}; /* count untaped forwards only */
-    SolverTable *t = solver_table_build(59, &c, 1, 0, err, sizeof err); /* one tape: revolve */
+    SolverCosts c = {1, 0, 0, 0, TAPE_FULL, GPT2_SELECTIVE}; /* count untaped forwards only */
+    SolverTable *t =
+        solver_table_build(59, &GPT2_BLOCK, &c, 1, 0, err, sizeof err); /* one tape: revolve */
     cr_assert_not_null(t, "%s", err);
     cr_assert_eq(revolve(7, 1), 21, "closed form itself: t(l,1) = l(l-1)/2");
     for (int l = 1; l < 60; l++)
@@ -210,7 +212,7 @@ static long long brute_force(const BShape *sh, const SolverCosts *c)
 static void exhaustive(const SolverCosts c)
 {
     char err[256];
-    SolverTable *t = solver_table_build(6, &c, -1, -1, err, sizeof err);
+    SolverTable *t = solver_table_build(6, &GPT2_BLOCK, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     int checked = 0;
     for (int L = 1; L <= 6; L++)
@@ -220,7 +222,8 @@ static void exhaustive(const SolverCosts c)
                     if (nr + nf + nq > (L <= 4 ? 7 : 6)) continue; /* search memory */
                     BShape sh = {L, nr, nf, nq};
                     long long want = brute_force(&sh, &c);
-                    SolverTable *tl = solver_table_build(L, &c, -1, -1, err, sizeof err);
+                    SolverTable *tl =
+                        solver_table_build(L, &GPT2_BLOCK, &c, -1, -1, err, sizeof err);
                     long long opt = solver_cost(tl, L, nr - 1, nf, nq);
                     long long got = opt == SOLVER_INF ? SOLVER_INF : opt + c.fwd - c.fwd_last;
                     cr_assert_eq(got, want, "L=%d res=%d full=%d sel=%d: DP %lld, search %lld",
@@ -238,12 +241,12 @@ static void exhaustive(const SolverCosts c)
  * costs pair any two frontier kinds). */
 Test(solver, matches_exhaustive_search_on_small_chains)
 {
-    exhaustive((SolverCosts){100, 67, 9, 0, TAPE_FULL, TAPE_SELECTIVE});
+    exhaustive((SolverCosts){100, 67, 9, 0, TAPE_FULL, GPT2_SELECTIVE});
 }
 
 Test(solver, matches_exhaustive_search_with_a_hi_kind_that_rebuilds)
 {
-    exhaustive((SolverCosts){100, 67, 29, 4, 1 << TAPE_LN1, TAPE_SELECTIVE});
+    exhaustive((SolverCosts){100, 67, 29, 4, 1 << GPT2_LN1, GPT2_SELECTIVE});
 }
 
 /* A table capped at the tape slots a budget can hold picks exactly what
@@ -251,16 +254,16 @@ Test(solver, matches_exhaustive_search_with_a_hi_kind_that_rebuilds)
 Test(solver, caps_do_not_change_the_pick)
 {
     char err[256];
-    SolverCosts c = {100, 67, 9, 0, TAPE_FULL, TAPE_SELECTIVE};
+    SolverCosts c = {100, 67, 9, 0, TAPE_FULL, GPT2_SELECTIVE};
     PlanUnits u = {.fixed = 1000, .res = 10, .hi = 150, .lo = 90, .ws_lo = 40};
     int L = 12;
-    SolverTable *full = solver_table_build(L, &c, -1, -1, err, sizeof err);
+    SolverTable *full = solver_table_build(L, &GPT2_BLOCK, &c, -1, -1, err, sizeof err);
     cr_assert_not_null(full, "%s", err);
     for (size_t budget = 1000; budget <= planner_slots_total(&u, L, L, 0) + 10; budget += 37) {
         int cf = 1, cq = 1;
         while (cf < L && planner_slots_total(&u, 1, cf + 1, 0) <= budget) cf++;
         while (cq < L && planner_slots_total(&u, 1, 0, cq + 1) <= budget) cq++;
-        SolverTable *capped = solver_table_build(L, &c, cf, cq, err, sizeof err);
+        SolverTable *capped = solver_table_build(L, &GPT2_BLOCK, &c, cf, cq, err, sizeof err);
         cr_assert_not_null(capped, "%s", err);
         SolverChoice a, b;
         int fa = solver_pick(full, L, &u, budget, &a), fb = solver_pick(capped, L, &u, budget, &b);
