@@ -294,7 +294,7 @@ int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, siz
     off_t size;
     int fd = io_open_regular(path, &size, err, err_len);
     if (fd < 0) return -1;
-    enum { CHUNK = 1 << 20 };
+    const size_t CHUNK = IO_READ_CHUNK_BYTES;
     unsigned char *buf = malloc(CHUNK);
     if (!buf) {
         io_err(err, err_len, "%s: out of host memory", path);

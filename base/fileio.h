@@ -74,7 +74,12 @@ int io_read_whole(const char *path, size_t lo, size_t hi, const char *holds, cha
 int io_pread_exact(int fd, void *buf, size_t n, off_t off, const char *path, char *err,
                    size_t err_len);
 
-/* crc32 and size of a whole file, read in chunks. */
+/* The buffer a file is read back through (io_file_crc, a run state's
+ * m and v), bytes: a host copy a save or resume holds beside its own,
+ * which the plan counts (cli/recompute.c). */
+#define IO_READ_CHUNK_BYTES ((size_t)1 << 20)
+
+/* crc32 and size of a whole file, read in IO_READ_CHUNK_BYTES pieces. */
 int io_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *err, size_t err_len);
 
 /* A test-only pause (TRAIN_GPT_TEST_SAVE_DELAY_MS) between the files of a

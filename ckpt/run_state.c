@@ -379,7 +379,7 @@ int run_state_read_range(const char *path, const RunStateInfo *info, uint64_t wa
     if (fd < 0) return -1;
     uint64_t entries_bytes = (uint64_t)RUN_STATE_ENTRY_BYTES * info->n_entries;
     uint64_t want_size = RUN_STATE_HEADER_BYTES + entries_bytes + 8ull * info->count;
-    enum { CHUNK = 1 << 20 };
+    const size_t CHUNK = IO_READ_CHUNK_BYTES;
     unsigned char *buf = malloc(CHUNK);
     int rc = -1;
     if ((uint64_t)size != want_size) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fileio.h"
 #include "base/procmem.h"
 #include "base/test_hooks.h"
 #include "kernels/backend.h"
@@ -117,13 +118,16 @@ static int offload_check(const TrainOptions *o, Backend *be, char *err, size_t l
  * interop/model_file.c), bytes: the parameters as fp32 for --save (and
  * their bf16 copy with --save-dtype bf16) and --dump-grads' gradients; for
  * a checkpoint, written or resumed from (ours or llm.c's), the parameters
- * and AdamW's m and v, and llm.c's fp32 master. */
+ * and AdamW's m and v (ours: and the piece its files are read back
+ * through), and llm.c's fp32 master. */
 static size_t host_copies(const TrainOptions *o, const GPTConfig *cfg)
 {
     size_t np = config_num_params(cfg), p = np * sizeof(float), big = 0;
     if (o->save) big = p + (o->save_dtype ? np * 2 : 0);
     if (o->dump_grads && p > big) big = p;
-    if (o->checkpoint_dir || o->resume || o->resume_path) big = 3 * p > big ? 3 * p : big;
+    /* and the piece each file is read back through for its crc32 */
+    size_t ours = 3 * p + IO_READ_CHUNK_BYTES;
+    if (o->checkpoint_dir || o->resume || o->resume_path) big = ours > big ? ours : big;
     if (o->llmc_save_dir || o->llmc_resume) big = 3 * p > big ? 3 * p : big;
     /* the piece start-up streams the first parameters through (cli/params_load.c) */
     if (gpt_params_piece_bytes(cfg) > big) big = gpt_params_piece_bytes(cfg);
