@@ -72,3 +72,16 @@ int limits_check_address_space(int threads, char *err, size_t len)
              need >> 10, now >> 10, BLAS_BYTES_A_THREAD >> 10, t, t == 1 ? "" : "s");
     return -1;
 }
+
+int limits_check_plan(size_t bytes, char *err, size_t len)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 0;
+    size_t now = vm_size();
+    if (now == 0 || now + bytes <= r.rlim_cur) return 0;
+    snprintf(err, len, "the address-space limit (ulimit -v) is %zu KiB; this run's arenas and "
+             "host copies need %zu KiB beyond the %zu KiB mapped now (the plan above): raise "
+             "it above %zu KiB, or plan a smaller run (--plan)", (size_t)r.rlim_cur >> 10,
+             bytes >> 10, now >> 10, (now + bytes) >> 10);
+    return -1;
+}

@@ -18,4 +18,11 @@ int limits_check_files(char *err, size_t len);
  * buffer map forever. Returns 0, or -1 with err. */
 int limits_check_address_space(int threads, char *err, size_t len);
 
+/* RLIMIT_AS against what is mapped now and `bytes` more: the arenas and
+ * host copies the plan counts beyond its baseline, which on the cpu are
+ * this process's address space. Called after the plan is printed and
+ * before the arenas are allocated, so the run stops naming the limit
+ * rather than as an allocation that failed. Returns 0, or -1 with err. */
+int limits_check_plan(size_t bytes, char *err, size_t len);
+
 #endif

@@ -429,6 +429,11 @@ static void allocate(Trainer *tr, const GPTShard *shard, Schedule *sched)
     const TrainOptions *o = &tr->opt;
     Dist *d = &tr->dist;
     print_header(tr);
+    /* on the cpu the arenas are this process's address space */
+    if (strcmp(tr->be->name, "cpu") == 0 &&
+        limits_check_plan(tr->plan.total - tr->plan.baseline + tr->plan.host_total, err,
+                          sizeof err) != 0)
+        fail(tr, err);
     AllocShow show;
     alloc_show_start(&show, tr->plan.total - tr->plan.baseline, stdout);
     int rc = gpt_init_schedule(&tr->model, &tr->cfg, tr->be, o->batch, o->seq_len, sched,

@@ -101,6 +101,30 @@ Test(limits, address_space_limit_stops_or_trains, .timeout = 120)
     tu_remove_tree(d);
 }
 
+/* A limit OpenBLAS fits under but the plan does not: one line naming the
+ * limit and the arenas' need, before any arena is allocated. */
+Test(limits, address_space_below_the_plan_stops_naming_it, .timeout = 120)
+{
+    SKIP_UNDER_ASAN();
+    char *d = tu_tempdir(), args[2048], prefix[600];
+    tc_make_shards(d, 1, 20000);
+    snprintf(prefix, sizeof prefix, "%s/run", d);
+    /* about 85M parameters: 1.3 GB of weights, gradients and AdamW state */
+    snprintf(args, sizeof args, "--train-data '%s/train_*.bin' --val-data '%s/val.bin' "
+             "--val-every 0 --layers 12 --channels 768 --heads 12 --seq-len 16 --vocab 256 "
+             "--batch 2 --device cpu --threads 1 --steps 1", d, d);
+    int rc = tc_run("ulimit -v 700000;", args, prefix);
+    char *err = tu_read_file(tu_path(d, "run.err"), NULL);
+    int loader = rc == 127 && err && strstr(err, "error while loading shared libraries");
+    if (!loader) {
+        cr_expect_eq(rc, 1, "exit %d: %s", rc, err ? err : "");
+        cr_expect(err && strstr(err, "(ulimit -v) is 700000 KiB; this run's arenas"), "%s",
+                  err ? err : "");
+    }
+    free(err);
+    tu_remove_tree(d);
+}
+
 Test(limits, open_file_limit_stops_or_trains, .timeout = 120)
 {
     char *d = tu_tempdir();
