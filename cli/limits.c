@@ -73,15 +73,21 @@ int limits_check_address_space(int threads, char *err, size_t len)
     return -1;
 }
 
-int limits_check_plan(size_t bytes, char *err, size_t len)
+int limits_check_plan(size_t bytes, size_t fixed, char *err, size_t len)
 {
     struct rlimit r;
     if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 0;
     size_t now = vm_size();
     if (now == 0 || now + bytes <= r.rlim_cur) return 0;
+    /* what can shrink the need: --recompute and --batch move only the
+     * activations, so when the weights alone are over, say so */
+    const char *hint = now + fixed > r.rlim_cur
+        ? "the weights, their gradients and AdamW's state alone are over it, whatever "
+          "--recompute and --batch: raise it, or a smaller model (--layers, --channels)"
+        : "raise it, or --recompute 1 or a smaller --batch (--plan shows each mode's need)";
     snprintf(err, len, "the address-space limit (ulimit -v) is %zu KiB; this run's arenas and "
-             "host copies need %zu KiB beyond the %zu KiB mapped now (the plan above): raise "
-             "it above %zu KiB, or plan a smaller run (--plan)", (size_t)r.rlim_cur >> 10,
-             bytes >> 10, now >> 10, (now + bytes) >> 10);
+             "host copies need %zu KiB beyond the %zu KiB mapped now (the plan above), %zu KiB "
+             "in all: %s", (size_t)r.rlim_cur >> 10, bytes >> 10, now >> 10,
+             (now + bytes) >> 10, hint);
     return -1;
 }

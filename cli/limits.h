@@ -22,7 +22,9 @@ int limits_check_address_space(int threads, char *err, size_t len);
  * host copies the plan counts beyond its baseline, which on the cpu are
  * this process's address space. Called after the plan is printed and
  * before the arenas are allocated, so the run stops naming the limit
- * rather than as an allocation that failed. Returns 0, or -1 with err. */
-int limits_check_plan(size_t bytes, char *err, size_t len);
+ * rather than as an allocation that failed. `fixed`, the part of `bytes`
+ * that --recompute and --batch cannot shrink (weights, gradients,
+ * optimizer), picks the advice. Returns 0, or -1 with err. */
+int limits_check_plan(size_t bytes, size_t fixed, char *err, size_t len);
 
 #endif

@@ -431,8 +431,9 @@ static void allocate(Trainer *tr, const GPTShard *shard, Schedule *sched)
     print_header(tr);
     /* on the cpu the arenas are this process's address space */
     if (strcmp(tr->be->name, "cpu") == 0 &&
-        limits_check_plan(tr->plan.total - tr->plan.baseline + tr->plan.host_total, err,
-                          sizeof err) != 0)
+        limits_check_plan(tr->plan.total - tr->plan.baseline + tr->plan.host_total,
+                          tr->plan.bytes[MEM_PARAMS] + tr->plan.bytes[MEM_GRADS] +
+                              tr->plan.bytes[MEM_OPTIMIZER], err, sizeof err) != 0)
         fail(tr, err);
     AllocShow show;
     alloc_show_start(&show, tr->plan.total - tr->plan.baseline, stdout);
