@@ -86,7 +86,7 @@ PROGRAMS := train_gpt tokenize
 # $(BUILD)/hooks/. The suite and the programs it drives,
 # $(BUILD)/test/train_gpt and $(BUILD)/test/tokenize, link them ahead of the
 # plain objects; ./train_gpt and ./tokenize have no hooks.
-HOOK_LIB_SRC := base/fileio.c ckpt/session.c model/gpt.c model/gpt_optim.c
+HOOK_LIB_SRC := base/fileio.c ckpt/session.c data/shard.c model/gpt.c model/gpt_optim.c
 HOOK_CLI_SRC := cli/loop.c cli/progress.c cli/evaluate.c cli/recompute.c cli/costs.c cli/startup.c
 HOOK_LIB_OBJ := $(HOOK_LIB_SRC:%.c=$(BUILD)/hooks/%.o)
 HOOK_CLI_OBJ := $(HOOK_CLI_SRC:%.c=$(BUILD)/hooks/%.o)

@@ -448,19 +448,6 @@ static void make_sparse_dataset(const char *d)
                  "%s", err);
 }
 
-/* Bytes the process has read (/proc/PID/io's rchar), or -1. */
-static long long bytes_read_by(pid_t pid)
-{
-    char p[64], line[128];
-    snprintf(p, sizeof p, "/proc/%d/io", (int)pid);
-    FILE *f = fopen(p, "r");
-    long long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "rchar: %lld", &v) == 1) break;
-    if (f) fclose(f);
-    return v;
-}
-
 /* The names and sizes under dir, recursively (ls -lR, without the times).
  * The lock file by name only: each run that takes the folder writes its
  * own pid there ("pid N on host ..."), whose digits vary (pids wrap at
@@ -497,12 +484,13 @@ Test(startup_stops, sigint_while_a_resume_hashes_the_data, .timeout = 240)
 
     snprintf(args, sizeof args, "--train-data '%s/x_train_*.bin' %s --steps 4 --checkpoint-dir "
              "%s --log %s --resume", d, shape, tu_path(d, "ck"), tu_path(d, "l.jsonl"));
-    pid_t pid = tc_spawn(NULL, args, tu_path(d, "r"));
-    /* 32 MiB read: in the hash (nothing else reads more than headers) */
-    long long rd = 0;
-    for (int t = 0; t < 6000 && (rd = bytes_read_by(pid)) >= 0 && rd < (32 << 20); t++)
-        tc_sleep_ms(5);
-    cr_assert_geq(rd, 32 << 20, "the resume did not start hashing (%lld bytes read)", rd);
+    /* held after the hash's first MiB of the 1 GiB shard */
+    char pause[4200];
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "hash"), args, tu_path(d, "r"));
+    char here[4300];
+    snprintf(here, sizeof here, "hash:%s", tu_path(d, "x_train_000000.bin"));
+    cr_assert(tc_paused(pause, here, 120000), "the resume did not start hashing");
     kill(pid, SIGINT);
     expect_stop(pid, 75);
     char want[1024];
