@@ -11,8 +11,8 @@
  *            default and time it at 124M's and XL's shapes (check_sweep.c;
  *            with --quick one small shape, which the emulator can run)
  *   --only   one group of ops: encoder, layernorm, attention, decode (the
- *            KV-cache attention_decode), elementwise, llama (RMSNorm and
- *            SwiGLU: check_llama.c), matmul, fused, head
+ *            KV-cache attention_decode), elementwise, llama (RMSNorm,
+ *            SwiGLU and RoPE: check_llama.c), matmul, fused, head
  *            or optimizer (fused: check_fused.c; run it
  *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
  *   --sweep-b B,...  with --sweep: only the shapes of these batch sizes

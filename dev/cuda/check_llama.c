@@ -2,13 +2,16 @@
  * rmsnorm_forward and rmsnorm_backward ("+=" outputs started from random
  * values) at the shape's C, and swiglu_forward and swiglu_backward at
  * Llama's MLP width for C (8C/3 rounded up to a multiple of 8: the 16-byte
- * path) and at one more (an odd F: the scalar path), each against the cpu
- * backend within the dtype's tolerance, two gpu runs bit for bit (check.h).
- * RoPE has no cuda kernel yet (ops.h: NULL there). */
+ * path) and at one more (an odd F: the scalar path), and rope_forward and
+ * rope_backward with every head its own key head and with grouped keys
+ * (KVH = NH/2), out of place (v copied) and in place, on a table with
+ * Llama 3's scaling; each against the cpu backend within the dtype's
+ * tolerance, two gpu runs bit for bit (check.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
+#include "kernels/rope.h"
 
 /* ---- RMSNorm ---- */
 typedef struct {
@@ -102,10 +105,68 @@ static void check_swiglu(Ctx *c, const char *sh, int N, int F)
     free(inp), free(dout), free(out), free(dinp);
 }
 
+/* ---- RoPE ---- */
+typedef struct {
+    void *out, *inp;
+    const float *table;
+    int B, T, C, NH, KVH, bwd;
+} RpArgs;
+
+static void run_rp(Ctx *c, void *p)
+{
+    RpArgs *a = p;
+    if (a->bwd)
+        c->gpu->ops->rope_backward(c->gpu, a->out, a->inp, a->table, a->B, a->T, a->C, a->NH,
+                                   a->KVH);
+    else
+        c->gpu->ops->rope_forward(c->gpu, a->out, a->inp, a->table, a->B, a->T, a->C, a->NH,
+                                  a->KVH);
+}
+
+/* In place: the gpu's input is its output, set from x before each run
+ * (CkOut's init) and the reference computed in place on the cpu too. */
+static void check_rope(Ctx *c, const char *sh, const Shape *s, int KVH, int bwd, int in_place)
+{
+    int hs = s->C / s->NH, N = s->B * s->T;
+    size_t W = (size_t)s->C + (size_t)2 * KVH * hs, n = (size_t)N * W;
+    size_t tf = rope_table_floats(s->T, hs);
+    float *table = ck_alloc(tf);
+    /* Llama 3.2's scaling at a short original context, so some of the
+     * frequencies are scaled, some kept and some between */
+    RopeConfig rc = {500000.0, 32.0, 1.0, 4.0, 64};
+    char err[256];
+    if (rope_table(table, s->T, hs, &rc, err, sizeof err) != 0) {
+        fprintf(stderr, "rope table: %s\n", err);
+        exit(1);
+    }
+    float *x = ck_rand(c, n, 0.05f, 2.0f), *ref = ck_alloc(n);
+    ck_round(c, x, n);
+    void (*op)(Backend *, void *, const void *, const float *, int, int, int, int, int) =
+        bwd ? c->cpu->ops->rope_backward : c->cpu->ops->rope_forward;
+    op(c->cpu, ref, x, table, s->B, s->T, s->C, s->NH, KVH);
+    RpArgs a = {0};
+    a.B = s->B, a.T = s->T, a.C = s->C, a.NH = s->NH, a.KVH = KVH, a.bwd = bwd;
+    a.table = ck_dev_from(c, table, tf, 1);
+    a.out = ck_dev(c, n, 0);
+    a.inp = in_place ? a.out : ck_dev_from(c, x, n, 0);
+    char shk[80];
+    snprintf(shk, sizeof shk, "%s KVH%d%s", sh, KVH, in_place ? " in place" : "");
+    CkOut o[] = {{"out", a.out, ref, n, 0, in_place ? x : NULL}};
+    ck_check(c, bwd ? "rope_backward" : "rope_forward", shk, o, 1, run_rp, &a, -1);
+    if (!in_place) ck_dev_free(c, a.inp);
+    ck_dev_free(c, a.out), ck_dev_free(c, (void *)a.table);
+    free(table), free(x), free(ref);
+}
+
 void check_llama(Ctx *c, const Shape *s, const char *sh)
 {
     int N = s->B * s->T, F = (8 * s->C / 3 + 7) / 8 * 8;
     check_rmsnorm(c, sh, N, s->C);
     check_swiglu(c, sh, N, F);
     check_swiglu(c, sh, N, F + 1);
+    int hs = s->C / s->NH, kvh[2] = {s->NH, s->NH % 2 == 0 ? s->NH / 2 : s->NH};
+    if (hs % 2) return; /* RoPE turns pairs: an even head size only */
+    for (int k = 0; k < (kvh[1] != kvh[0] ? 2 : 1); k++)
+        for (int bwd = 0; bwd < 2; bwd++) check_rope(c, sh, s, kvh[k], bwd, 0);
+    check_rope(c, sh, s, kvh[1], 0, 1);
 }

@@ -36,6 +36,8 @@ static const BackendOps *cuda_ops_table(void)
         ops.attention_decode = cuda_attention_decode;
         ops.rmsnorm_forward = cuda_rmsnorm_forward;
         ops.rmsnorm_backward = cuda_rmsnorm_backward;
+        ops.rope_forward = cuda_rope_forward;
+        ops.rope_backward = cuda_rope_backward;
         ops.swiglu_forward = cuda_swiglu_forward;
         ops.swiglu_backward = cuda_swiglu_backward;
         ops.gelu_forward = cuda_gelu_forward;

@@ -329,6 +329,10 @@ void cuda_rmsnorm_forward(Backend *be, void *out, float *rstd, const void *inp,
                           const void *weight, int N, int C, float eps);
 void cuda_rmsnorm_backward(Backend *be, void *dinp, void *dweight, const void *dout,
                            const void *inp, const void *weight, const float *rstd, int N, int C);
+void cuda_rope_forward(Backend *be, void *out, const void *inp, const float *table, int B, int T,
+                       int C, int NH, int KVH);
+void cuda_rope_backward(Backend *be, void *dinp, const void *dout, const float *table, int B,
+                        int T, int C, int NH, int KVH);
 void cuda_swiglu_forward(Backend *be, void *out, const void *inp, int N, int F);
 void cuda_swiglu_backward(Backend *be, void *dinp, const void *inp, const void *dout, int N,
                           int F);
