@@ -7,7 +7,8 @@
  * backward; byte rates count each tensor read or written once. The head is
  * also timed step by step (cuda_head_part): its three gemms and its loss
  * kernel for one chunk, and the whole head against the sum of its gemms
- * (the goal: at most 1.3x).
+ * (the goal: at most 1.3x). The Llama family's RMSNorm, RoPE and SwiGLU
+ * are timed at the same rows (SwiGLU at F = 2048).
  * CHECK_TIMING_TOKENS=FILE (an llm.c token shard: a 256-int32 header,
  * then uint16 ids; dev/gpu_check/gpu_bundle.sh carries 64K ids of
  * tokenized tinyshakespeare): encoder_backward again on the file's first
@@ -33,6 +34,7 @@ int check_timing(Backend *gpu, int bf16)
 #include <string.h>
 
 #include "kernels/backend.h"
+#include "kernels/rope.h"
 #include "model/planner.h"
 
 #define CT(call)                                                                               \
@@ -51,7 +53,7 @@ enum { B_ = 4, T_ = 1024, C_ = 768, NH_ = 12, V_ = 50257, VP_ = 50304 };
 typedef struct {
     Backend *be;
     void *x, *y, *z, *p, *w, *w2, *bias, *dw, *dbias, *wte, *wpe, *qkv, *dqkv;
-    float *mean, *rstd, *lse, *losses, *buf, *master, *m, *v;
+    float *mean, *rstd, *lse, *losses, *buf, *master, *m, *v, *table;
     int *tokens;
     size_t nparams;
     int chunk, which;
@@ -191,6 +193,16 @@ static void f_head_eval(TArgs *a) { a->be->ops->head_forward_backward(a->be, a->
 /* the head's four steps for one chunk, each launched alone exactly as the
  * head launches it (kernels/backend.h: cuda_head_part); a->which: the step */
 static void f_head_part(TArgs *a) { cuda_head_part(a->be, a->which, a->losses, a->z, a->dw, a->y, a->wte, a->tokens, a->buf, a->chunk, C_, V_, VP_, 1.0f / N_); }
+/* the Llama family's ops at this shape: RMSNorm over C, RoPE in place on
+ * qkv (as many key heads as heads), SwiGLU at Llama's width for C (8C/3
+ * rounded up to 256: 2048, a Llama-style 125M's) */
+#define FFN_ ((8 * C_ / 3 + 255) / 256 * 256)
+static void f_rn_fwd(TArgs *a) { a->be->ops->rmsnorm_forward(a->be, a->y, a->rstd, a->x, a->w, N_, C_, 1e-5f); }
+static void f_rn_bwd(TArgs *a) { a->be->ops->rmsnorm_backward(a->be, a->z, a->dw, a->y, a->x, a->w, a->rstd, N_, C_); }
+static void f_rope_fwd(TArgs *a) { a->be->ops->rope_forward(a->be, a->qkv, a->qkv, a->table, B_, T_, C_, NH_, NH_); }
+static void f_rope_bwd(TArgs *a) { a->be->ops->rope_backward(a->be, a->dqkv, a->dqkv, a->table, B_, T_, C_, NH_, NH_); }
+static void f_sg_fwd(TArgs *a) { a->be->ops->swiglu_forward(a->be, a->y, a->x, N_, FFN_); }
+static void f_sg_bwd(TArgs *a) { a->be->ops->swiglu_backward(a->be, a->z, a->x, a->y, N_, FFN_); }
 static void f_adamw(TArgs *a) { a->be->ops->adamw_update(a->be, a->w2, a->master, a->dw, a->m, a->v, a->nparams, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 2); }
 static void f_norm(TArgs *a) { (void)a->be->ops->grad_norm_sq(a->be, a->dw, a->nparams); }
 
@@ -226,7 +238,8 @@ int check_timing(Backend *be, int bf16)
     TArgs a = {0};
     uint64_t s = 12345;
     int ab = be->act_bytes;
-    size_t big = (size_t)N_ * 4 * C_; /* the largest activation */
+    /* the largest activation: fc's (N, 4C), or SwiGLU's (N, 2F) */
+    size_t big = (size_t)N_ * (2 * FFN_ > 4 * C_ ? 2 * FFN_ : 4 * C_);
     a.be = be;
     a.nparams = 124475904; /* GPT-2 124M with Vp = 50304 */
     a.x = rand_dev(be, big, ab, &s, 0);
@@ -251,6 +264,7 @@ int check_timing(Backend *be, int bf16)
     a.losses = rand_dev(be, N_, 4, &s, 0);
     a.chunk = planner_default_loss_chunk(B_, T_, VP_, DTYPE_BF16);
     a.buf = rand_dev(be, (size_t)a.chunk * VP_, 4, &s, 0);
+    a.table = rand_dev(be, rope_table_floats(T_, C_ / NH_), 4, &s, 0); /* values: any */
     int *tok = malloc(N_ * sizeof(int));
     for (int i = 0; i < N_; i++) tok[i] = (int)((i * 2654435761u) % V_);
     a.tokens = be->ops->mem_alloc(be, N_ * sizeof(int));
@@ -317,6 +331,15 @@ int check_timing(Backend *be, int bf16)
         printf("%-28s %10.4f %9.3f x  (head / its three gemms; goal <= 1.3)\n",
                "  head vs its three gemms", head, head / gemms);
     }
+    if (be->ops->rmsnorm_forward && be->ops->rope_forward && be->ops->swiglu_forward) {
+        double qk = 2.0 * N_ * C_ * ab, nf = (double)N_ * FFN_ * ab; /* q and k; (N, F) */
+        ROW("rmsnorm_forward", f_rn_fwd, 2 * act, "GB/s");
+        ROW("rmsnorm_backward", f_rn_bwd, 4 * act, "GB/s");
+        ROW("rope_forward", f_rope_fwd, 2 * qk, "GB/s");
+        ROW("rope_backward", f_rope_bwd, 2 * qk, "GB/s");
+        ROW("swiglu_forward", f_sg_fwd, 3 * nf, "GB/s");
+        ROW("swiglu_backward", f_sg_bwd, 5 * nf, "GB/s");
+    }
     ROW("adamw_update (124M)", f_adamw,
         (double)a.nparams * (2 * ab + 16 + (bf16 ? 8 : 0)), "GB/s");
     ROW("grad_norm_sq (124M)", f_norm, (double)a.nparams * ab, "GB/s");
@@ -325,7 +348,8 @@ int check_timing(Backend *be, int bf16)
     int rc = text && *text ? time_encoder_text(&a, text, ab, &s) : 0;
 
     void *devs[] = {a.x, a.y, a.z, a.p, a.qkv, a.dqkv, a.w, a.bias, a.dbias, a.wte, a.wpe, a.dw,
-                    a.w2, a.m, a.v, a.master, a.mean, a.rstd, a.lse, a.losses, a.buf, a.tokens};
+                    a.w2, a.m, a.v, a.master, a.mean, a.rstd, a.lse, a.losses, a.buf, a.tokens,
+                    a.table};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
         if (devs[i]) be->ops->mem_free(be, devs[i]);
     return rc;

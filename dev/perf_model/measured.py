@@ -32,10 +32,12 @@ CALIB_OPS_MS = {
     'adamw_update (124M)': 1.0114,
     'grad_norm_sq (124M)': 0.1537,
 }
-# check_timing's rows for the fused ops, newer than the calibration run:
-# predicted at B=4 beside those above (--write-predictions, --measured)
+# check_timing's rows for the fused ops and the Llama family's, newer than
+# the calibration run: predicted at B=4 beside those above
+# (--write-predictions, --measured)
 TIMED_SINCE = ['residual_layernorm_forward', 'matmul_gelu_forward fc',
-               'matmul_backward_gelu fc proj']
+               'matmul_backward_gelu fc proj', 'rmsnorm_forward', 'rmsnorm_backward',
+               'rope_forward', 'rope_backward', 'swiglu_forward', 'swiglu_backward']
 # dev/notes/gpu-results.md, run 3 (same GPU, commit 7dd63ea): median step times
 # of gpu_check's throughput section, bf16, T=1024, ms.
 CALIB_STEPS_MS = [

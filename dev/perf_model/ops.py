@@ -400,6 +400,57 @@ def _ln_bwd():
                     hbm=lambda s: 2 * nch(s) * s.C * 4 + 4 * s.C * ACT)]]
 
 
+def llama_ffn(C):
+    """Llama's MLP width for C: 8C/3 rounded up to a multiple of 256
+    (check_timing's SwiGLU rows: 2048 at C=768, a Llama-style 125M)."""
+    return cdiv(8 * C // 3, 256) * 256
+
+
+def rn_bwd_chunks(N, C):
+    """nchunks of rn_bwd_rows() (rmsnorm.cu): at most 512, at least 8 rows each."""
+    cap = (16 << 20) // (C * 4)
+    rows = max(8, cdiv(N, min(cap, 512)))
+    return cdiv(N, rows)
+
+
+def _rn_fwd():
+    """RMSNorm forward: a warp a row, 8 rows a block; x read twice (the
+    second from L2), out written, rstd out."""
+    return [[Stream(r'rmsnorm_forward_kernel<__nv_bfloat16>', 256, lambda s: cdiv(s.N, 8),
+                    hbm=lambda s: 2 * s.N * s.C * ACT + s.N * 4 + s.C * ACT,
+                    moved=lambda s: 3 * s.N * s.C * ACT + s.N * 4)]]
+
+
+def _rn_bwd():
+    """RMSNorm backward: dinp (+=) and each chunk's dweight partials from 4
+    warps x C floats of shared memory, then a 32x32-thread finish."""
+    nb = lambda s: rn_bwd_chunks(s.N, s.C)
+    return [[Stream(r'rmsnorm_backward_kernel<__nv_bfloat16>', 128, nb,
+                    hbm=lambda s: 4 * s.N * s.C * ACT + s.N * 4 + nb(s) * s.C * 4,
+                    moved=lambda s: 6 * s.N * s.C * ACT + s.N * 4 + nb(s) * s.C * 4,
+                    smem=lambda s: 4 * s.C * 4),
+             Stream(r'rmsnorm_finish_kernel<__nv_bfloat16>', 1024, lambda s: cdiv(s.C, 32),
+                    hbm=lambda s: nb(s) * s.C * 4 + 2 * s.C * ACT)]]
+
+
+def _rope():
+    """RoPE in place on qkv (KVH = NH): a thread a (head, pair); q and k
+    read and written, v untouched, the table's rows from L2."""
+    pairs = lambda s: s.N * 2 * s.NH * (s.hs // 2)
+    return [[Stream(r'rope_kernel<__nv_bfloat16>', 256, lambda s: ew_grid(pairs(s)),
+                    hbm=lambda s: 4 * s.N * s.C * ACT + s.T * s.hs * 4)]]
+
+
+def _swiglu(bwd):
+    """SwiGLU at Llama's width F: [gate | up] (N, 2F) read, out (N, F)
+    written; backward also reads dout and writes dinp (N, 2F). 16-byte
+    vectors of 8 bf16."""
+    nf = lambda s: s.N * llama_ffn(s.C)
+    return [[Stream(r'swiglu_kernel<__nv_bfloat16, 8, %d>' % bwd, 256,
+                    lambda s: ew_grid(cdiv(nf(s), 8)),
+                    hbm=lambda s: (5 if bwd else 3) * nf(s) * ACT)]]
+
+
 def _colsum(oc):
     nch = lambda s: colsum_chunks(s.N, oc(s), 1)
     fin = Stream(r'colsum_finish_kernel<__nv_bfloat16>', 256, lambda s: cdiv(oc(s), 256),
@@ -584,6 +635,12 @@ def op_table(root='.', fuse_gelu=False):
         'head_forward_backward': lambda s: _head(s, vocab),
         'adamw_update': lambda s: (_adamw(), 1),
         'grad_norm_sq': lambda s: (_norm(), 1),
+        'rmsnorm_forward': lambda s: (_rn_fwd(), 1),
+        'rmsnorm_backward': lambda s: (_rn_bwd(), 1),
+        'rope_forward': lambda s: (_rope(), 1),
+        'rope_backward': lambda s: (_rope(), 1),
+        'swiglu_forward': lambda s: (_swiglu(0), 1),
+        'swiglu_backward': lambda s: (_swiglu(1), 1),
     }
     for name, ic, oc in MATMULS:
         t['matmul_forward ' + name] = (lambda f: lambda s: (f(s), 1))(_matmul_fwd(ic, oc))
