@@ -96,35 +96,37 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
 
 typedef struct {
     void *out, *kc, *vc, *qkv;
-    int t, maxT, C, NH;
+    int t, maxT, C, NH, KVH;
 } DecArgs;
 
 static void run_att_dec(Ctx *c, void *p)
 {
     DecArgs *a = p;
     c->gpu->ops->attention_decode(c->gpu, a->out, a->kc, a->vc, a->qkv, a->t, a->maxT, a->C,
-                                  a->NH, a->NH);
+                                  a->NH, a->KVH);
 }
 
 /* Position t of a cache of maxT rows, rows before t random (as earlier
  * steps left them) and the rows after too (they must stay untouched): the
- * caches are "+=" outputs, checked whole against the cpu's. */
-static void check_decode_at(Ctx *c, const Shape *s, const char *sh, int t)
+ * caches are "+=" outputs, checked whole against the cpu's. KVH key/value
+ * heads: the row is C + 2*KVH*hs wide, each cache (KVH, maxT, hs). */
+static void check_decode_at(Ctx *c, const Shape *s, const char *sh, int t, int KVH)
 {
-    int C = s->C, maxT = s->T;
-    size_t n3 = (size_t)3 * C, nk = (size_t)maxT * C;
+    int C = s->C, maxT = s->T, hs = C / s->NH;
+    size_t n3 = (size_t)C + (size_t)2 * KVH * hs, nk = (size_t)maxT * KVH * hs;
     float *qkv = ck_rand(c, n3, 0.05f, 1.5f), *kc = ck_rand(c, nk, 0.05f, 1.5f);
     float *vc = ck_rand(c, nk, 0.05f, 1.5f);
     ck_round(c, qkv, n3), ck_round(c, kc, nk), ck_round(c, vc, nk);
     float *out = ck_alloc((size_t)C), *kr = ck_copy(kc, nk), *vr = ck_copy(vc, nk);
-    c->cpu->ops->attention_decode(c->cpu, out, kr, vr, qkv, t, maxT, C, s->NH, s->NH);
+    c->cpu->ops->attention_decode(c->cpu, out, kr, vr, qkv, t, maxT, C, s->NH, KVH);
     DecArgs a = {ck_dev(c, (size_t)C, 0), ck_dev(c, nk, 0), ck_dev(c, nk, 0),
-                 ck_dev_from(c, qkv, n3, 0), t, maxT, C, s->NH};
+                 ck_dev_from(c, qkv, n3, 0), t, maxT, C, s->NH, KVH};
     CkOut o[] = {{"out", a.out, out, (size_t)C, 0, NULL},
                  {"kcache", a.kc, kr, nk, 0, kc},
                  {"vcache", a.vc, vr, nk, 0, vc}};
-    char shape[48];
-    snprintf(shape, sizeof shape, "%.30s t%d", sh, t);
+    char shape[64];
+    if (KVH == s->NH) snprintf(shape, sizeof shape, "%.30s t%d", sh, t);
+    else snprintf(shape, sizeof shape, "%.30s t%d KVH%d", sh, t, KVH);
     ck_check(c, "attention_decode", shape, o, 3, run_att_dec, &a, -1);
     void *devs[] = {a.out, a.kc, a.vc, a.qkv};
     for (int i = 0; i < 4; i++) ck_dev_free(c, devs[i]);
@@ -133,8 +135,14 @@ static void check_decode_at(Ctx *c, const Shape *s, const char *sh, int t)
 
 void check_attention_decode(Ctx *c, const Shape *s, const char *sh)
 {
-    /* the first row, one past a 128-key chunk where T allows, and the last */
-    check_decode_at(c, s, sh, 0);
-    if (s->T > 129) check_decode_at(c, s, sh, 128);
-    if (s->T > 1) check_decode_at(c, s, sh, s->T - 1);
+    /* the first row, one past a 128-key chunk where T allows, and the last;
+     * every head its own keys, then grouped (two query heads a key head,
+     * and one key head for all) */
+    int kvh[3] = {s->NH, s->NH % 2 == 0 ? s->NH / 2 : s->NH, 1}, n = s->NH > 1 ? 3 : 1;
+    for (int k = 0; k < n; k++) {
+        if (k == 1 && kvh[1] == kvh[0]) continue;
+        check_decode_at(c, s, sh, 0, kvh[k]);
+        if (s->T > 129) check_decode_at(c, s, sh, 128, kvh[k]);
+        if (s->T > 1) check_decode_at(c, s, sh, s->T - 1, kvh[k]);
+    }
 }
