@@ -401,6 +401,9 @@ static int check_arch_flags(const TrainOptions *opt)
                                  "--arch llama";
     else if (strcmp(opt->op_costs, "measure") == 0)
         why = "--op-costs measure: not supported with --arch llama yet (give flops)";
+    else if (strcmp(opt->op_costs, "auto") != 0 && strcmp(opt->op_costs, "flops") != 0)
+        why = "--op-costs FILE: measured op costs are GPT-2's block ops, not --arch llama's "
+              "(give auto or flops)";
     if (why) fprintf(stderr, "%s\n", why);
     return why ? -1 : 0;
 }

@@ -3,8 +3,8 @@
  *    trains, and --recompute 1, 2, selective and auto write step 1's
  *    gradients (--dump-grads) byte for byte recompute 0's;
  *  - what the family does not do yet is refused by name, exit 2, one line:
- *    --zero 1, --offload, --kv-cache 1, --device cuda, --op-costs measure,
- *    llm.c's checkpoints; so are the Llama flags without --arch llama, a
+ *    --zero 1, --offload, --kv-cache 1, --device cuda, --op-costs measure
+ *    or a FILE (--op-costs auto counts FLOPs), llm.c's checkpoints; so are the Llama flags without --arch llama, a
  *    --kv-heads that does not divide --heads, and a preset of the other
  *    family;
  *  - a model file or a checkpoint of one family is refused by name when the
@@ -55,6 +55,16 @@ Test(llama_cli, every_recompute_mode_writes_mode_0s_gradients, .timeout = 240)
         cr_expect(tc_files_equal(a, b), "--recompute %s: gradients differ from mode 0's",
                   modes[i]);
     }
+    /* --op-costs auto (the default) counts FLOPs: nothing measures Llama ops yet */
+    snprintf(a, sizeof a, "%s/grads_auto_default.bin", d);
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --recompute auto --memory-budget 4GiB "
+             "--dump-grads %s", tc_model_args(d), a);
+    snprintf(prefix, sizeof prefix, "%s/run_auto_default", d);
+    cr_assert_eq(tc_run("", args, prefix), 0);
+    snprintf(b, sizeof b, "%s.out", prefix);
+    cr_expect(tc_file_has(b, "--arch llama has no measured op costs yet"), "auto counts FLOPs");
+    snprintf(b, sizeof b, "%s/grads_0.bin", d);
+    cr_expect(tc_files_equal(a, b), "--recompute auto (--op-costs auto): gradients differ");
     tu_remove_tree(d);
 }
 
@@ -68,6 +78,7 @@ Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
         {LLAMA " --kv-cache 1 --generate 4", "--kv-cache 1: not supported with --arch llama"},
         {LLAMA " --device cuda", "--device cuda: --arch llama runs on the cpu backend only"},
         {LLAMA " --op-costs measure", "--op-costs measure: not supported with --arch llama"},
+        {LLAMA " --op-costs costs.json", "--op-costs FILE: measured op costs are GPT-2's"},
         {LLAMA " --save-checkpoint-llmc x", "--save-checkpoint-llmc: llm.c's checkpoints are"},
         {"--kv-heads 2", "--kv-heads: applies to --arch llama"},
         {"--ffn 64", "--ffn: applies to --arch llama"},
