@@ -377,6 +377,11 @@ int gpt_decode_supported(const GPT *g)
 int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len)
 {
     memset(d, 0, sizeof *d);
+    if (!gpt_decode_supported(g)) { /* callers ask first; the block code is GPT-2's */
+        snprintf(err, err_len, "generation: the %s backend or the %s family has no KV-cache "
+                 "decode (--kv-cache 0)", g->be->name, config_arch_name(g->cfg.arch));
+        return -1;
+    }
     const BackendOps *ops = g->be->ops;
     size_t C = (size_t)g->cfg.channels, ab = (size_t)g->be->act_bytes;
     size_t cache = (size_t)g->cfg.num_layers * (size_t)g->T * C * ab;

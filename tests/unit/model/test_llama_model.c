@@ -4,8 +4,9 @@
  * 2 (every k), auto at many budgets and every one of the 128 tape kinds give
  * losses, gradients and parameters after AdamW steps bitwise identical to
  * mode 0's (memcmp), with the arenas' high-water mark equal to the
- * planner's prediction, category by category; and the gradients agree
- * with central finite differences of the loss (tolerance stated there). */
+ * planner's prediction, category by category; the gradients agree with
+ * central finite differences of the loss (tolerance stated there); and
+ * the KV-cache decode, not written for the family yet, is refused. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -291,6 +292,23 @@ Test(llama_model, gradients_match_finite_differences, .timeout = 120)
     cr_log_info("llama finite differences: %d elements, worst relative error %.2e", checked, worst);
     free(p);
     free(grad);
+    gpt_free(&g);
+    backend_close(be);
+}
+
+/* No KV-cache decode for the family yet: it says so, and opening a cache
+ * is refused with a message (samples re-run the forward instead). */
+Test(llama_model, no_kv_cache_decode_yet)
+{
+    GPTConfig cfg = llama_cfg(2);
+    Backend *be = tu_cpu();
+    GPT g;
+    GPTDecode dec;
+    char err[256] = "";
+    cr_assert_eq(gpt_init(&g, &cfg, be, 1, 8, RECOMPUTE_NONE, 0, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(gpt_decode_supported(&g), 0);
+    cr_expect_eq(gpt_decode_open(&g, &dec, err, sizeof err), -1);
+    cr_expect(strstr(err, "llama family has no KV-cache decode"), "%s", err);
     gpt_free(&g);
     backend_close(be);
 }
