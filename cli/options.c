@@ -365,17 +365,14 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     return check_checkpoint_flags(opt);
 }
 
-/* The Llama family's flags: only with --arch llama, and what it cannot
- * do yet refused by name (the model and the CUDA kernels are the cpu's
- * only, so far). */
+/* --arch llama's own flags, and what the family cannot do yet, refused by name. */
 static int check_arch_flags(const TrainOptions *opt)
 {
     static const char *const llama_only[] = {"kv-heads", "ffn", "rope-theta", "lm-head"};
     if (opt->arch != ARCH_LLAMA) {
         for (size_t i = 0; i < sizeof llama_only / sizeof llama_only[0]; i++)
             if (train_options_given(opt, llama_only[i])) {
-                fprintf(stderr, "--%s: applies to --arch llama (this run is gpt2)\n",
-                        llama_only[i]);
+                fprintf(stderr, "--%s: applies to --arch llama, not gpt2\n", llama_only[i]);
                 return -1;
             }
         return 0;
@@ -386,24 +383,27 @@ static int check_arch_flags(const TrainOptions *opt)
         snprintf(buf, sizeof buf, "--kv-heads: %d does not divide --heads %d", opt->kv_heads,
                  opt->heads);
         why = buf;
+    } else if (!opt->init_from && opt->channels % opt->heads == 0 &&
+               opt->channels / opt->heads % 2 != 0) {
+        snprintf(buf, sizeof buf, "--heads: --arch llama needs an even head size (RoPE), and "
+                 "--channels %d / --heads %d is odd", opt->channels, opt->heads);
+        why = buf;
     } else if (opt->zero)
         why = "--zero 1: not supported with --arch llama yet";
     else if (opt->offload)
         why = "--offload: not supported with --arch llama yet (give none)";
     else if (train_options_given(opt, "kv-cache") && opt->kv_cache)
-        why = "--kv-cache 1: not supported with --arch llama yet (its samples re-run the "
-              "forward; give 0)";
+        why = "--kv-cache 1: not supported with --arch llama yet (give 0)";
     else if (strcmp(opt->device, "cuda") == 0)
         why = "--device cuda: --arch llama runs on the cpu backend only, for now";
     else if (opt->llmc_save_dir || opt->llmc_resume)
-        why = opt->llmc_resume ? "--resume-llmc: llm.c's checkpoints are GPT-2's, not --arch llama"
-                               : "--save-checkpoint-llmc: llm.c's checkpoints are GPT-2's, not "
-                                 "--arch llama";
-    else if (strcmp(opt->op_costs, "measure") == 0)
-        why = "--op-costs measure: not supported with --arch llama yet (give flops)";
+        why = opt->llmc_resume ? "--resume-llmc: llm.c's checkpoints are GPT-2's, not llama's"
+                               : "--save-checkpoint-llmc: llm.c's checkpoints are GPT-2's";
     else if (strcmp(opt->op_costs, "auto") != 0 && strcmp(opt->op_costs, "flops") != 0)
-        why = "--op-costs FILE: measured op costs are GPT-2's block ops, not --arch llama's "
-              "(give auto or flops)";
+        why = strcmp(opt->op_costs, "measure") == 0
+                  ? "--op-costs measure: not supported with --arch llama yet (give auto or flops)"
+                  : "--op-costs FILE: measured op costs are GPT-2's block ops, not --arch "
+                    "llama's (give auto or flops)";
     if (why) fprintf(stderr, "%s\n", why);
     return why ? -1 : 0;
 }

@@ -279,7 +279,10 @@ static void print_header(Trainer *tr)
            d->world, d->world == 1 ? "" : "s", dist_library(d, tr->be->name), o->zero,
            (long)o->batch * o->seq_len * o->grad_accum * d->world);
     printf("parameters: %zu\n", tr->plan.num_params);
-    planner_print(stdout, &tr->plan, schedule_mode_name(o->recompute));
+    planner_print(stdout, &tr->plan,
+                  tr->cfg.arch == ARCH_LLAMA && o->recompute == RECOMPUTE_SELECTIVE
+                      ? "selective (store tapes without the RMSNorm and SwiGLU outputs)"
+                      : schedule_mode_name(o->recompute));
     printf("predicted peak: %zu bytes (the baseline and the arenas, which are allocated whole "
            "at start-up, next)\n", tr->plan.total);
     if (tr->data.train.num_shards > 0)

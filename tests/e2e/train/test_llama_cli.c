@@ -50,6 +50,8 @@ Test(llama_cli, every_recompute_mode_writes_mode_0s_gradients, .timeout = 240)
         snprintf(b, sizeof b, "%s.out", prefix);
         cr_assert_eq(rc, 0, "--recompute %s: exit %d", modes[i], rc);
         cr_expect(tc_file_has(b, "llama NKV=2 F=64"), "the header names the family");
+        if (i == 3)
+            cr_expect(tc_file_has(b, "without the RMSNorm and SwiGLU outputs"), "selective's name");
         if (i == 0) continue;
         snprintf(b, sizeof b, "%s/grads_0.bin", d);
         cr_expect(tc_files_equal(a, b), "--recompute %s: gradients differ from mode 0's",
@@ -85,6 +87,7 @@ Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
         {"--rope-theta 500000", "--rope-theta: applies to --arch llama"},
         {"--lm-head untied", "--lm-head: applies to --arch llama"},
         {"--arch llama --kv-heads 3", "--kv-heads: 3 does not divide --heads 4"},
+        {"--arch llama --channels 36 --heads 4", "--heads: --arch llama needs an even head size"},
         {"--model llama-60m --arch gpt2", "--arch gpt2: contradicts --model llama-60m"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
