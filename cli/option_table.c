@@ -7,7 +7,23 @@
 const OptSpec option_table[] = {
     {"model", K_STR, O(preset), NULL, 0, 0, NULL, "Shape",
      "GPT-2 preset d12|d24|d36|d48 (124M/350M/774M/1558M), or by Hugging Face's names "
-     "gpt2|gpt2-medium|gpt2-large|gpt2-xl; shape flags given too win"},
+     "gpt2|gpt2-medium|gpt2-large|gpt2-xl; Llama preset llama-60m (C 384, 12 layers, 6 heads, "
+     "2 KV heads, FFN 1024) or llama-125m (C 768, 12 layers, 12 heads, 4 KV heads, FFN 2048); "
+     "shape flags given too win"},
+    {"arch", K_CHOICE, O(arch), "gpt2", 0, 0, "gpt2|llama", "Shape",
+     "the block: gpt2 (LayerNorm, GELU MLP, learned positions, tied head) or llama (RMSNorm, "
+     "SwiGLU MLP, RoPE, grouped-query attention, untied head by default; cpu backend only, "
+     "without --zero, --offload or --kv-cache)"},
+    {"kv-heads", K_INT, O(kv_heads), "0", 0, 65536, NULL, "Shape",
+     "--arch llama: key/value heads NKV, dividing --heads (0 = heads)"},
+    {"ffn", K_INT, O(ffn), "0", 0, 1048576, NULL, "Shape",
+     "--arch llama: the MLP's hidden width F (0 = 8/3 x channels rounded up to a multiple of "
+     "256; gpt2's is 4 x channels)"},
+    {"rope-theta", K_FLOAT, O(rope_theta), "10000", 1, 1e12, NULL, "Shape",
+     "--arch llama: RoPE's base theta"},
+    {"lm-head", K_CHOICE, O(lm_head), "auto", 0, 0, "auto|tied|untied", "Shape",
+     "--arch llama: the output head tied to the token embedding or a tensor of its own (auto = "
+     "untied; gpt2's is tied)"},
     {"layers", K_INT, O(layers), "12", 1, 4096, NULL, "Shape", "transformer blocks L"},
     {"channels", K_INT, O(channels), "768", 1, 65536, NULL, "Shape", "embedding width C"},
     {"heads", K_INT, O(heads), "12", 1, 65536, NULL, "Shape", "attention heads NH (divides C)"},
@@ -124,7 +140,7 @@ const OptSpec option_table[] = {
     {"kv-cache", K_CHOICE, O(kv_cache), "1", 0, 0, "0|1", "Text",
      "1 = samples decode one position a token against cached keys and values, and re-prefill "
      "the kept half after a context shift in one batch (docs/sampling.md); 0 = re-run the whole "
-     "context for each token (the same tokens)"},
+     "context for each token (the same tokens; --arch llama: always, for now)"},
     {"eval-file", K_STR, O(eval_file), NULL, 0, 0, NULL, "Evaluation",
      "llm.c multiple-choice eval file (HellaSwag: `make hellaswag` writes "
      "datasets/hellaswag_val.bin), scored at the end and every --eval-every steps"},

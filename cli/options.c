@@ -165,7 +165,7 @@ static void print_wrapped(const char *left, const char *text)
 static void print_help(void)
 {
     printf("usage: ./train_gpt [flags]\n"
-           "Trains a GPT-2 model on llm.c token shards, printing the planned and measured memory.\n");
+           "Trains a GPT-2 or Llama model on llm.c token shards, printing the planned and measured memory.\n");
     const char *group = "";
     for (int i = 0; i < option_table_len; i++) {
         const OptSpec *s = &option_table[i];
@@ -190,6 +190,7 @@ static void print_help(void)
 
 static int check_checkpoint_flags(const TrainOptions *opt);
 static int check_flags_in_use(const TrainOptions *opt);
+static int check_arch_flags(const TrainOptions *opt);
 
 int train_options_parse(TrainOptions *opt, int argc, char **argv)
 {
@@ -286,16 +287,25 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         GPTConfig cfg = {0};
         if (config_preset(&cfg, opt->preset) != 0) {
             fprintf(stderr, "--model: expected one of d12|d24|d36|d48 (or gpt2|gpt2-medium|"
-                    "gpt2-large|gpt2-xl), got '%s'\n", opt->preset);
+                    "gpt2-large|gpt2-xl) or llama-60m|llama-125m, got '%s'\n", opt->preset);
             return 2;
         }
+        if (train_options_given(opt, "arch") && opt->arch != cfg.arch) {
+            fprintf(stderr, "--arch %s: contradicts --model %s, a %s preset\n",
+                    config_arch_name(opt->arch), opt->preset, config_arch_name(cfg.arch));
+            return 2;
+        }
+        opt->arch = cfg.arch;
         for (int i = 0; i < option_table_len; i++) {
             if (given[i]) continue; /* explicit shape flags win over the preset */
             if (strcmp(option_table[i].name, "layers") == 0) opt->layers = cfg.num_layers;
             if (strcmp(option_table[i].name, "heads") == 0) opt->heads = cfg.num_heads;
             if (strcmp(option_table[i].name, "channels") == 0) opt->channels = cfg.channels;
+            if (strcmp(option_table[i].name, "kv-heads") == 0) opt->kv_heads = cfg.kv_heads;
+            if (strcmp(option_table[i].name, "ffn") == 0) opt->ffn = cfg.ffn;
         }
     }
+    if (check_arch_flags(opt) != 0) return 2;
     if (strcmp(opt->device, "auto") && strcmp(opt->device, "cpu") && strcmp(opt->device, "cuda")) {
         fprintf(stderr, "--device: expected one of auto|cpu|cuda, got '%s'\n", opt->device);
         return 2;
@@ -353,6 +363,49 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     }
     if (check_flags_in_use(opt) != 0) return 2;
     return check_checkpoint_flags(opt);
+}
+
+/* --arch llama's own flags, and what the family cannot do yet, refused by name. */
+static int check_arch_flags(const TrainOptions *opt)
+{
+    static const char *const llama_only[] = {"kv-heads", "ffn", "rope-theta", "lm-head"};
+    if (opt->arch != ARCH_LLAMA) {
+        for (size_t i = 0; i < sizeof llama_only / sizeof llama_only[0]; i++)
+            if (train_options_given(opt, llama_only[i])) {
+                fprintf(stderr, "--%s: applies to --arch llama, not gpt2\n", llama_only[i]);
+                return -1;
+            }
+        return 0;
+    }
+    const char *why = NULL;
+    char buf[160];
+    if (!opt->init_from && opt->kv_heads > 0 && opt->heads % opt->kv_heads != 0) {
+        snprintf(buf, sizeof buf, "--kv-heads: %d does not divide --heads %d", opt->kv_heads,
+                 opt->heads);
+        why = buf;
+    } else if (!opt->init_from && opt->channels % opt->heads == 0 &&
+               opt->channels / opt->heads % 2 != 0) {
+        snprintf(buf, sizeof buf, "--heads: --arch llama needs an even head size (RoPE), and "
+                 "--channels %d / --heads %d is odd", opt->channels, opt->heads);
+        why = buf;
+    } else if (opt->zero)
+        why = "--zero 1: not supported with --arch llama yet";
+    else if (opt->offload)
+        why = "--offload: not supported with --arch llama yet (give none)";
+    else if (train_options_given(opt, "kv-cache") && opt->kv_cache)
+        why = "--kv-cache 1: not supported with --arch llama yet (give 0)";
+    else if (strcmp(opt->device, "cuda") == 0)
+        why = "--device cuda: --arch llama runs on the cpu backend only, for now";
+    else if (opt->llmc_save_dir || opt->llmc_resume)
+        why = opt->llmc_resume ? "--resume-llmc: llm.c's checkpoints are GPT-2's, not llama's"
+                               : "--save-checkpoint-llmc: llm.c's checkpoints are GPT-2's";
+    else if (strcmp(opt->op_costs, "auto") != 0 && strcmp(opt->op_costs, "flops") != 0)
+        why = strcmp(opt->op_costs, "measure") == 0
+                  ? "--op-costs measure: not supported with --arch llama yet (give auto or flops)"
+                  : "--op-costs FILE: measured op costs are GPT-2's block ops, not --arch "
+                    "llama's (give auto or flops)";
+    if (why) fprintf(stderr, "%s\n", why);
+    return why ? -1 : 0;
 }
 
 /* A flag that does nothing without another is refused, not ignored: a

@@ -19,6 +19,10 @@ typedef struct {
     /* shape (fresh models; a model file's header wins) */
     const char *preset;
     int layers, channels, heads, seq_len, max_seq_len, vocab;
+    int arch;          /* --arch: ARCH_* (model/config.h) */
+    int kv_heads, ffn; /* --kv-heads, --ffn: 0 = the family's default */
+    float rope_theta;  /* --rope-theta */
+    int lm_head;       /* --lm-head: 0 auto (gpt2 tied, llama untied), 1 tied, 2 untied */
     /* batch and length */
     int batch, grad_accum, steps;
     long total_batch;  /* tokens per optimizer step over all ranks; 0 = B*T*grad_accum*world */

@@ -71,6 +71,33 @@ static int check_shape_flags(Trainer *tr, const char *from, char *err, size_t le
     return 2;
 }
 
+/* The Llama flags given with a model file must agree with its header (as
+ * check_shape_flags' shape): a contradiction is an error naming the flag
+ * (exit 2). */
+static int check_family_flags(Trainer *tr, const char *from, char *err, size_t len)
+{
+    const TrainOptions *o = &tr->opt;
+    const GPTConfig *c = &tr->cfg;
+    if (c->arch != ARCH_LLAMA) return 0;
+    int untied = o->lm_head != 1;
+    if (train_options_given(o, "kv-heads") && config_kv_heads(c) != (o->kv_heads ? o->kv_heads
+                                                                                  : c->num_heads))
+        snprintf(err, len, "--kv-heads %d: contradicts %.600s, whose model has %d", o->kv_heads,
+                 from, config_kv_heads(c));
+    else if (train_options_given(o, "ffn") && o->ffn && config_ffn(c) != o->ffn)
+        snprintf(err, len, "--ffn %d: contradicts %.600s, whose model has %d", o->ffn, from,
+                 config_ffn(c));
+    else if (train_options_given(o, "lm-head") && o->lm_head && c->untied != untied)
+        snprintf(err, len, "--lm-head %s: contradicts %.600s, whose head is %s",
+                 untied ? "untied" : "tied", from, c->untied ? "untied" : "tied");
+    else if (train_options_given(o, "rope-theta") && config_rope_theta(c) != o->rope_theta)
+        snprintf(err, len, "--rope-theta %g: contradicts %.600s, whose model has %g",
+                 o->rope_theta, from, config_rope_theta(c));
+    else
+        return 0;
+    return -1;
+}
+
 /* The model's shape: from --init-from's header, else from the flags. */
 static int resolve_config(Trainer *tr, char *err, size_t len)
 {
@@ -87,6 +114,13 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
             if (from == o->init_from) train_options_name_flag("--init-from", err, len);
             return -1;
         }
+        if (tr->cfg.arch != o->arch) { /* a family is never converted */
+            snprintf(err, len, "--arch %s: %.600s holds a %s model (give --arch %s, or start "
+                     "from another file)", config_arch_name(o->arch), from,
+                     config_arch_name(tr->cfg.arch), config_arch_name(tr->cfg.arch));
+            return 2;
+        }
+        if (check_family_flags(tr, from, err, len) != 0) return 2;
         return tr->files.resume_dir[0]
                    ? guard_check_resume_shape(o, &tr->cfg, tr->files.resume_dir, err, len)
                    : check_shape_flags(tr, from, err, len);
@@ -97,6 +131,13 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
     tr->cfg.vocab_size = o->vocab;
     tr->cfg.padded_vocab = config_pad_vocab(o->vocab);
     tr->cfg.max_seq_len = o->max_seq_len ? o->max_seq_len : o->seq_len;
+    tr->cfg.arch = o->arch;
+    if (o->arch == ARCH_LLAMA) {
+        tr->cfg.kv_heads = o->kv_heads;
+        tr->cfg.ffn = o->ffn;
+        tr->cfg.rope_theta = o->rope_theta;
+        tr->cfg.untied = o->lm_head != 1; /* auto: untied */
+    }
     return config_validate(&tr->cfg, err, len);
 }
 
@@ -225,15 +266,23 @@ static void print_header(Trainer *tr)
 {
     const TrainOptions *o = &tr->opt;
     const Dist *d = &tr->dist;
+    char fam[128] = ""; /* GPT-2's line as it always was */
+    if (tr->cfg.arch == ARCH_LLAMA)
+        snprintf(fam, sizeof fam, " | llama NKV=%d F=%d rope-theta=%g %s head",
+                 config_kv_heads(&tr->cfg), config_ffn(&tr->cfg), config_rope_theta(&tr->cfg),
+                 tr->cfg.untied ? "untied" : "tied");
     printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
-           "grad-accum=%d\n", tr->be->name, tr->be->act_bytes == 2 ? "bf16" : "fp32",
+           "grad-accum=%d%s\n", tr->be->name, tr->be->act_bytes == 2 ? "bf16" : "fp32",
            tr->cfg.num_layers, tr->cfg.channels, tr->cfg.num_heads, o->seq_len,
-           tr->cfg.vocab_size, tr->cfg.padded_vocab, o->batch, o->grad_accum);
+           tr->cfg.vocab_size, tr->cfg.padded_vocab, o->batch, o->grad_accum, fam);
     printf("data parallel: %d rank%s, collectives %s | zero %d | %ld tokens per step\n",
            d->world, d->world == 1 ? "" : "s", dist_library(d, tr->be->name), o->zero,
            (long)o->batch * o->seq_len * o->grad_accum * d->world);
     printf("parameters: %zu\n", tr->plan.num_params);
-    planner_print(stdout, &tr->plan, schedule_mode_name(o->recompute));
+    planner_print(stdout, &tr->plan,
+                  tr->cfg.arch == ARCH_LLAMA && o->recompute == RECOMPUTE_SELECTIVE
+                      ? "selective (store tapes without the RMSNorm and SwiGLU outputs)"
+                      : schedule_mode_name(o->recompute));
     printf("predicted peak: %zu bytes (the baseline and the arenas, which are allocated whole "
            "at start-up, next)\n", tr->plan.total);
     if (tr->data.train.num_shards > 0)

@@ -52,6 +52,16 @@ static int read_header(FILE *f, const char *path, off_t size, GPTConfig *cfg, in
     cfg->num_heads = h[5];
     cfg->channels = h[6];
     cfg->padded_vocab = h[7];
+    /* this project's extension: the family and the Llama fields in words
+     * llm.c leaves 0 (so a GPT-2 file is llm.c's, word for word) */
+    cfg->arch = h[MODEL_FILE_ARCH];
+    cfg->kv_heads = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 1] : 0;
+    cfg->ffn = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 2] : 0;
+    cfg->untied = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 3] : 0;
+    memcpy(&cfg->rope_theta, &h[MODEL_FILE_ARCH + 4], 4);
+    memcpy(&cfg->norm_eps, &h[MODEL_FILE_ARCH + 5], 4);
+    cfg->qkv_bias = 0;
+    if (cfg->arch != ARCH_LLAMA) cfg->rope_theta = cfg->norm_eps = 0;
     char why[160];
     if (config_validate(cfg, why, sizeof why) != 0) {
         snprintf(err, err_len, "%s: bad header: %s", path, why);
@@ -255,6 +265,14 @@ int model_file_save_as(const char *path, const GPTConfig *cfg, const float *para
     h[5] = cfg->num_heads;
     h[6] = cfg->channels;
     h[7] = cfg->padded_vocab;
+    if (cfg->arch == ARCH_LLAMA) {
+        h[MODEL_FILE_ARCH] = cfg->arch;
+        h[MODEL_FILE_ARCH + 1] = cfg->kv_heads;
+        h[MODEL_FILE_ARCH + 2] = cfg->ffn;
+        h[MODEL_FILE_ARCH + 3] = cfg->untied;
+        memcpy(&h[MODEL_FILE_ARCH + 4], &cfg->rope_theta, 4);
+        memcpy(&h[MODEL_FILE_ARCH + 5], &cfg->norm_eps, 4);
+    }
     size_t n = config_num_params(cfg);
     if (version == MODEL_FILE_FP32)
         return io_write_file(path, h, sizeof h, params, n * sizeof(float), err, err_len);

@@ -4,7 +4,12 @@
  * [0] magic 20240326, [1] version (3 = fp32, 5 = bf16), [2] maxT, [3] V,
  * [4] L, [5] NH, [6] C, [7] padded V, rest 0; then every parameter in
  * llm.c's order (config.h), fp32 or bf16. File size must be exactly
- * 1024 + num_params * (4 or 2). */
+ * 1024 + num_params * (4 or 2). This project's extension, in words llm.c
+ * leaves 0 (a GPT-2 file keeps them 0, so it stays llm.c's): [16] the
+ * family (ARCH_*, 1 = llama), and for llama [17] KV heads, [18] FFN width,
+ * [19] untied head, [20] RoPE theta and [21] RMSNorm eps (float bits; 0 =
+ * default); parameters then in the Llama slots' order (config.h). llm.c
+ * itself reads such a file as a GPT-2 whose size does not match. */
 #ifndef INTEROP_MODEL_FILE_H
 #define INTEROP_MODEL_FILE_H
 
@@ -17,6 +22,7 @@
 #define MODEL_FILE_MAGIC 20240326
 #define MODEL_FILE_FP32 3
 #define MODEL_FILE_BF16 5
+#define MODEL_FILE_ARCH 16 /* first word of the extension */
 
 /* Read and validate the header (and the file size against it). On success
  * fills cfg and *version and returns 0; else -1 with "<path>: <fault>". */

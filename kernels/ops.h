@@ -87,7 +87,9 @@ typedef struct BackendOps {
                             size_t n);
 
     /* ---- embedding ----
-     * out(N,C) = wte[tokens[n]] + wpe[n % T]       tokens: int32 (N)  */
+     * out(N,C) = wte[tokens[n]] + wpe[n % T]       tokens: int32 (N)
+     * wpe NULL: no position table, out = wte[tokens[n]] (the Llama family;
+     * cpu only so far), and then dwpe NULL in the backward. */
     void (*encoder_forward)(Backend *be, void *out, const int *tokens, const void *wte,
                             const void *wpe, int B, int T, int C);
     /* dwte(Vp,C) +=, dwpe(maxT,C) += from dout(N,C); deterministic order. */

@@ -4,11 +4,11 @@
 #include <stdio.h>
 
 #include "gpt2_block.h"
+#include "llama_block.h"
 
 const BlockDesc *block_desc_of(const GPTConfig *cfg)
 {
-    (void)cfg; /* one family so far */
-    return &GPT2_BLOCK;
+    return cfg->arch == ARCH_LLAMA ? &LLAMA_BLOCK : &GPT2_BLOCK;
 }
 
 size_t block_dim(const BlockShape *sh, BlockDim d)
@@ -28,6 +28,10 @@ void block_shape(const BlockDesc *d, const GPTConfig *cfg, size_t B, size_t T, B
     sh->NH = cfg->num_heads > 0 ? (size_t)cfg->num_heads : 0;
     sh->hs = sh->NH ? sh->C / sh->NH : 0;
     d->shape_defaults(sh);
+    if (cfg->arch == ARCH_LLAMA && sh->NH) { /* the config's own widths */
+        sh->NKV = (size_t)config_kv_heads(cfg);
+        sh->F = (size_t)config_ffn(cfg);
+    }
 }
 
 size_t block_grad_big(const BlockDesc *d, const BlockShape *sh)

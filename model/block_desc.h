@@ -129,11 +129,12 @@ typedef struct BlockDesc {
     int n_grad_big;
     BlockDim grad_big[BLOCK_MAX_GRAD_BIG];
     /* Widths of the shape a config leaves open: set sh->NKV and sh->F
-     * from sh->C and sh->NH (GPT-2: NKV = NH, F = 4C). */
+     * from sh->C and sh->NH (GPT-2: NKV = NH, F = 4C). A Llama config's
+     * own NKV and F then replace them (block_shape). */
     void (*shape_defaults)(BlockShape *sh);
 } BlockDesc;
 
-/* The description of cfg's block (today GPT-2's for every config). */
+/* The description of cfg's block: GPT-2's or the Llama family's (by cfg->arch). */
 const BlockDesc *block_desc_of(const GPTConfig *cfg);
 
 /* cfg's shape at micro-batch B x T. */

@@ -8,21 +8,90 @@ int config_pad_vocab(int vocab_size) { return (vocab_size + 127) / 128 * 128; }
 
 int config_preset(GPTConfig *cfg, const char *name)
 {
-    static const struct { const char *name; int L, NH, C; } presets[] = {
-        {"d12", 12, 12, 768}, {"d24", 24, 16, 1024},
-        {"d36", 36, 20, 1280}, {"d48", 48, 25, 1600},
+    static const struct { const char *name; int L, NH, C, arch, NKV, F; } presets[] = {
+        {"d12", 12, 12, 768, ARCH_GPT2, 0, 0}, {"d24", 24, 16, 1024, ARCH_GPT2, 0, 0},
+        {"d36", 36, 20, 1280, ARCH_GPT2, 0, 0}, {"d48", 48, 25, 1600, ARCH_GPT2, 0, 0},
         /* Hugging Face's names of the same four */
-        {"gpt2", 12, 12, 768}, {"gpt2-medium", 24, 16, 1024},
-        {"gpt2-large", 36, 20, 1280}, {"gpt2-xl", 48, 25, 1600},
+        {"gpt2", 12, 12, 768, ARCH_GPT2, 0, 0}, {"gpt2-medium", 24, 16, 1024, ARCH_GPT2, 0, 0},
+        {"gpt2-large", 36, 20, 1280, ARCH_GPT2, 0, 0}, {"gpt2-xl", 48, 25, 1600, ARCH_GPT2, 0, 0},
+        /* Llama: head size 64, grouped-query attention; ~58M and ~153M
+         * parameters with an untied head at GPT-2's vocabulary */
+        {"llama-60m", 12, 6, 384, ARCH_LLAMA, 2, 1024},
+        {"llama-125m", 12, 12, 768, ARCH_LLAMA, 4, 2048},
     };
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         if (strcmp(name, presets[i].name) == 0) {
             cfg->num_layers = presets[i].L;
             cfg->num_heads = presets[i].NH;
             cfg->channels = presets[i].C;
+            cfg->arch = presets[i].arch;
+            cfg->kv_heads = presets[i].NKV;
+            cfg->ffn = presets[i].F;
             return 0;
         }
     }
+    return -1;
+}
+
+const char *config_arch_name(int arch)
+{
+    return arch == ARCH_GPT2 ? "gpt2" : arch == ARCH_LLAMA ? "llama" : "?";
+}
+
+int config_arch_parse(const char *name)
+{
+    return strcmp(name, "gpt2") == 0 ? ARCH_GPT2 : strcmp(name, "llama") == 0 ? ARCH_LLAMA : -1;
+}
+
+int config_kv_heads(const GPTConfig *cfg)
+{
+    return cfg->arch == ARCH_LLAMA && cfg->kv_heads > 0 ? cfg->kv_heads : cfg->num_heads;
+}
+
+int config_default_ffn(int arch, int channels)
+{
+    if (arch != ARCH_LLAMA) return 4 * channels;
+    long f = (8L * channels + 2) / 3; /* ceil(8C/3) */
+    return (int)((f + 255) / 256 * 256);
+}
+
+int config_ffn(const GPTConfig *cfg)
+{
+    if (cfg->arch != ARCH_LLAMA) return 4 * cfg->channels;
+    return cfg->ffn > 0 ? cfg->ffn : config_default_ffn(cfg->arch, cfg->channels);
+}
+
+float config_rope_theta(const GPTConfig *cfg)
+{
+    return cfg->rope_theta > 0 ? cfg->rope_theta : 10000.0f;
+}
+
+float config_norm_eps(const GPTConfig *cfg) { return cfg->norm_eps > 0 ? cfg->norm_eps : 1e-5f; }
+
+/* The Llama family's fields: GPT-2 takes none of them. */
+static int validate_family(const GPTConfig *cfg, char *msg, size_t msg_len)
+{
+    int NH = cfg->num_heads, NKV = config_kv_heads(cfg), hs = cfg->channels / cfg->num_heads;
+    if (cfg->arch != ARCH_GPT2 && cfg->arch != ARCH_LLAMA)
+        snprintf(msg, msg_len, "unknown architecture %d (expected gpt2 or llama)", cfg->arch);
+    else if (cfg->arch == ARCH_GPT2 && ((cfg->kv_heads && cfg->kv_heads != NH) ||
+                                        (cfg->ffn && cfg->ffn != 4 * cfg->channels) ||
+                                        cfg->untied || cfg->qkv_bias))
+        snprintf(msg, msg_len, "gpt2 has kv-heads = heads, ffn = 4 x channels and a tied head");
+    else if (cfg->arch == ARCH_GPT2)
+        return 0;
+    else if (cfg->kv_heads < 0 || NH % NKV != 0)
+        snprintf(msg, msg_len, "kv-heads (%d) must divide heads (%d)", NKV, NH);
+    else if (hs % 2 != 0)
+        snprintf(msg, msg_len, "llama's head size channels/heads (%d) must be even (RoPE)", hs);
+    else if (cfg->ffn < 0 || config_ffn(cfg) > 1 << 20)
+        snprintf(msg, msg_len, "ffn must be in 1..1048576 (got %d)", cfg->ffn);
+    else if (!(cfg->rope_theta >= 0) || !(cfg->norm_eps >= 0 && cfg->norm_eps < 1))
+        snprintf(msg, msg_len, "rope-theta must be > 0 and norm eps in (0, 1)");
+    else if (cfg->qkv_bias)
+        snprintf(msg, msg_len, "a qkv bias is not supported yet");
+    else
+        return 0;
     return -1;
 }
 
@@ -45,7 +114,7 @@ int config_validate(const GPTConfig *cfg, char *msg, size_t msg_len)
         snprintf(msg, msg_len, "max sequence length must be in 1..1048576 (got %d)",
                  cfg->max_seq_len);
     else
-        return 0;
+        return validate_family(cfg, msg, msg_len);
     return -1;
 }
 
@@ -57,10 +126,43 @@ const char *config_param_name(int i)
     return i >= 0 && i < NUM_PARAM_TENSORS ? names[i] : "?";
 }
 
+const char *config_tensor_name(const GPTConfig *cfg, int i)
+{
+    static const char *const names[NUM_PARAM_TENSORS] = {
+        "tok_emb", "lm_head", "rms1w", "rms1b", "wqkv", "bqkv", "wo", "bo",
+        "rms2w", "rms2b", "w_gateup", "b_gateup", "w_down", "b_down", "rmsfw", "rmsfb"};
+    if (cfg->arch != ARCH_LLAMA) return config_param_name(i);
+    return i >= 0 && i < NUM_PARAM_TENSORS ? names[i] : "?";
+}
+
+/* The Llama family's sixteen slots (config.h): empty biases, the head
+ * in wpe's slot when untied. */
+static void llama_param_sizes(const GPTConfig *cfg, size_t s[NUM_PARAM_TENSORS])
+{
+    size_t Vp = (size_t)cfg->padded_vocab, C = (size_t)cfg->channels;
+    size_t L = (size_t)cfg->num_layers, F = (size_t)config_ffn(cfg);
+    size_t hs = C / (size_t)cfg->num_heads, QKV = C + 2 * (size_t)config_kv_heads(cfg) * hs;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) s[i] = 0;
+    s[0] = Vp * C;                    /* tok_emb */
+    s[1] = cfg->untied ? Vp * C : 0;  /* lm_head */
+    s[2] = L * C;                     /* rms1w */
+    s[4] = L * QKV * C;               /* wqkv */
+    s[5] = cfg->qkv_bias ? L * QKV : 0;
+    s[6] = L * C * C;                 /* wo */
+    s[8] = L * C;                     /* rms2w */
+    s[10] = L * 2 * F * C;            /* w_gateup */
+    s[12] = L * C * F;                /* w_down */
+    s[14] = C;                        /* rmsfw */
+}
+
 void config_param_sizes(const GPTConfig *cfg, size_t s[NUM_PARAM_TENSORS])
 {
     size_t Vp = (size_t)cfg->padded_vocab, C = (size_t)cfg->channels;
     size_t L = (size_t)cfg->num_layers, maxT = (size_t)cfg->max_seq_len;
+    if (cfg->arch == ARCH_LLAMA) {
+        llama_param_sizes(cfg, s);
+        return;
+    }
     s[0] = Vp * C;          /* wte */
     s[1] = maxT * C;        /* wpe */
     s[2] = L * C;           /* ln1w */

@@ -1,8 +1,11 @@
-/* model/config.h — the shape of a GPT-2 model and of one micro-batch.
+/* model/config.h — the shape of a model (GPT-2 or Llama family) and of one
+ * micro-batch.
  *
- * Owns: GPTConfig (the architecture hyper-parameters, llm.c's header fields)
- * and the presets d12/d24/d36/d48 (also named gpt2, gpt2-medium, gpt2-large,
- * gpt2-xl). Pure data; no allocation. */
+ * Owns: GPTConfig (the architecture hyper-parameters: llm.c's header fields,
+ * then the family and the Llama family's own), the presets d12/d24/d36/d48
+ * (also named gpt2, gpt2-medium, gpt2-large, gpt2-xl) and llama-60m,
+ * llama-125m, and the parameter list of each family. Pure data; no
+ * allocation. */
 #ifndef MODEL_CONFIG_H
 #define MODEL_CONFIG_H
 
@@ -15,17 +18,51 @@ typedef struct {
     int num_layers;   /* L */
     int num_heads;    /* NH */
     int channels;     /* C; head size is C / NH */
+    /* The family (ARCH_*). A zeroed tail is GPT-2's, so a config filled
+     * from llm.c's header fields alone is GPT-2's; the fields below are
+     * the Llama family's, and 0 means "the default" where said. */
+    int arch;
+    int kv_heads;     /* NKV key/value heads (0: NH); divides NH */
+    int ffn;          /* F, the MLP's hidden width (0: config_ffn's default) */
+    float rope_theta; /* RoPE's base (0: 10000) */
+    float norm_eps;   /* RMSNorm's eps (0: 1e-5) */
+    int untied;       /* 1: a head of its own (lm_head), not the embedding */
+    int qkv_bias;     /* room for a qkv bias; must be 0 for now */
 } GPTConfig;
 
-/* Number of parameter tensors, in llm.c's order (their names and sizes: model/config.c). */
+enum { ARCH_GPT2 = 0, ARCH_LLAMA = 1 };
+/* "gpt2" or "llama"; ARCH_* of a name, or -1. */
+const char *config_arch_name(int arch);
+int config_arch_parse(const char *name);
+
+/* The resolved Llama-family fields (GPT-2: NKV = NH, F = 4C). The default
+ * Llama F is 8/3 C rounded up to a multiple of 256. */
+int config_kv_heads(const GPTConfig *cfg);
+int config_ffn(const GPTConfig *cfg);
+int config_default_ffn(int arch, int channels);
+float config_rope_theta(const GPTConfig *cfg);
+float config_norm_eps(const GPTConfig *cfg);
+
+/* Number of parameter tensors, in llm.c's order (their names and sizes:
+ * model/config.c). The Llama family fills the same sixteen slots, some
+ * empty (0 elements), so that the flat vector's order, the update units
+ * and the weight-decay rule are one code for both (config.c):
+ *   wte = tok_emb, wpe = lm_head (untied; else empty), ln1w = rms1w,
+ *   qkvw = wqkv ((C + 2 NKV hs) x C per layer: q, k, v stacked), attprojw =
+ *   wo, ln2w = rms2w, fcw = w_gateup (2F x C: gate rows then up rows),
+ *   fcprojw = w_down (C x F), lnfw = rmsfw; every bias slot empty (qkvb:
+ *   reserved for qkv_bias). */
 #define NUM_PARAM_TENSORS 16
 
 /* V rounded up to a multiple of 128, as llm.c pads the embedding. */
 int config_pad_vocab(int vocab_size);
 
-/* Fill *cfg with a named GPT-2 shape: "d12" or "gpt2" (124M), "d24" or
+/* Fill *cfg with a named shape: "d12" or "gpt2" (124M), "d24" or
  * "gpt2-medium" (350M), "d36" or "gpt2-large" (774M), "d48" or "gpt2-xl"
- * (1558M). Returns 0, or -1 for an unknown name. */
+ * (1558M), all GPT-2; "llama-60m" (C 384, 12 layers, 6 heads, 2 KV heads,
+ * F 1024) and "llama-125m" (C 768, 12 layers, 12 heads, 4 KV heads, F
+ * 2048), Llama. Sets layers, heads, channels, arch, kv_heads and ffn.
+ * Returns 0, or -1 for an unknown name. */
 int config_preset(GPTConfig *cfg, const char *name);
 
 /* 0 when the shape is usable; otherwise writes a one-line reason into
@@ -35,6 +72,8 @@ int config_validate(const GPTConfig *cfg, char *msg, size_t msg_len);
 /* llm.c's name of parameter tensor i (0 .. NUM_PARAM_TENSORS-1): "wte",
  * "wpe", "ln1w", ... "lnfb"; "?" outside the range. */
 const char *config_param_name(int i);
+/* The same in cfg's family ("tok_emb", "lm_head", "rms1w", ...). */
+const char *config_tensor_name(const GPTConfig *cfg, int i);
 
 /* Element count of each parameter tensor (llm.c order) and their sum. */
 void config_param_sizes(const GPTConfig *cfg, size_t sizes[NUM_PARAM_TENSORS]);

@@ -11,6 +11,18 @@ void flops_op_costs(const GPTConfig *cfg, int B, int T, OpCosts *o)
     long long qkv = 2 * N * C * 3 * C, attn = 2LL * B * T * T * C, attproj = 2 * N * C * C;
     long long fc = 2 * N * C * 4 * C, fcproj = 2 * N * 4 * C * C;
     long long head = 2 * N * C * Vp + 5 * N * Vp; /* the head's forward after LN_f */
+    if (cfg->arch == ARCH_LLAMA) {
+        /* the same op slots at the Llama block's widths: RMSNorm (~5 an
+         * element), qkv (C + 2 NKV hs) with RoPE on q and k (~6 an element),
+         * gate/up 2F, SwiGLU (~6 an element of F) in GELU's slot, down F */
+        long long F = config_ffn(cfg), hs = C / cfg->num_heads;
+        long long QKV = C + 2LL * config_kv_heads(cfg) * hs;
+        ln = 5 * N * C;
+        qkv = 2 * N * C * QKV + 6 * N * (C + config_kv_heads(cfg) * hs);
+        fc = 2 * N * C * 2 * F;
+        gelu = 6 * N * F;
+        fcproj = 2 * N * F * C;
+    }
     memset(o, 0, sizeof *o);
     o->unit = OPCOST_FLOPS;
     long long fwd[] = {ln, qkv, attn, attproj, add, ln, fc, gelu, fcproj, add};

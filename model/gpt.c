@@ -15,23 +15,16 @@
 
 #define OPS (g->be->ops)
 
-/* The backend's attention scratch, from this model's plan, handed over
- * before each attention op (ops.h): a backend may serve other models'
- * ops between two of this one's. */
-static void attn_scratch(GPT *g)
-{
-    if (OPS->attention_scratch)
-        OPS->attention_scratch(g->be, g->attn_scratch, g->attn_scratch ? g->plan.attn_scratch_bytes : 0);
-}
+#define attn_scratch gpt_attn_scratch
 
-/* Element offset of layer l inside per-layer tensor i (tensors 2..13). */
-static void *layer_ptr(const GPT *g, void *const *base, int i, int l)
+static int is_llama(const GPT *g) { return g->cfg.arch == ARCH_LLAMA; }
+
+/* The head's weight (base: param_t) or its gradient (grad_t): the token
+ * embedding when tied, the Llama family's lm_head (wpe's slot) when not. */
+static void *head_weight(const GPT *g, void *const *base)
 {
-    size_t per_layer = g->param_sizes[i] / (size_t)g->cfg.num_layers;
-    return (char *)base[i] + (size_t)l * per_layer * g->be->par_bytes;
+    return is_llama(g) && g->cfg.untied ? base[WPE] : base[WTE];
 }
-#define P(i, l) layer_ptr(g, g->param_t, (i), (l))
-#define G(i, l) layer_ptr(g, g->grad_t, (i), (l))
 
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx)
 {
@@ -333,12 +326,18 @@ static int run_steps(GPT *g, int k0, int k1)
              * the closing add writes its LN1 (LN_f's are in the last block's unit) */
             gpt_opt_wait_unit(g, GPT_UNIT_BLOCK(st->block + (st->fuse_next_ln ? 1 : 0)));
             LnOut next = st->fuse_next_ln ? next_layernorm(g, k) : (LnOut){0};
-            block_forward(g, st->block, x, tp, out, ln1_done, st->fuse_next_ln ? &next : NULL);
+            if (is_llama(g)) /* its schedule fuses no closing add (llama_block.c) */
+                llama_block_forward(g, st->block, x, tp, out);
+            else
+                block_forward(g, st->block, x, tp, out, ln1_done, st->fuse_next_ln ? &next : NULL);
             TEST_HOOK(gpt_trace(g, GPT_TRACE_FORWARD(st->block)));
         } else {
             static const int block_tensors[12] = {LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB,
                                                   LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB};
-            block_backward(g, st->block, x, tp);
+            if (is_llama(g))
+                llama_block_backward(g, st->block, x, tp);
+            else
+                block_backward(g, st->block, x, tp);
             TEST_HOOK(gpt_trace(g, GPT_TRACE_BACKWARD(st->block)));
             grads_ready(g, block_tensors, 12, st->block);
         }
@@ -358,11 +357,15 @@ static int forward_to_lnf(GPT *g, const int *inputs)
     offload_at(g, OFFLOAD_BEFORE(-1));
     gpt_opt_wait_unit(g, GPT_UNIT_EMBED);
     OPS->encoder_forward(g->be, res_at(g, g->sched.embed_slot, g->off.n_ring ? g->off.embed_ring : -1),
-                         g->tokens, g->param_t[WTE], g->param_t[WPE], g->B, g->T, C);
+                         g->tokens, g->param_t[WTE], is_llama(g) ? NULL : g->param_t[WPE], g->B,
+                         g->T, C);
     offload_at(g, OFFLOAD_AFTER(-1));
     if (run_steps(g, 0, g->sched.n_forward) != 0) return -1;
     gpt_params_settle(g); /* the head, LN_f and backward read every unit */
-    if (!lnf_fused(g))
+    if (is_llama(g))
+        OPS->rmsnorm_forward(g->be, g->lnf, g->lnf_rstd, g->final_res, g->param_t[LNFW], N, C,
+                             config_norm_eps(&g->cfg));
+    else if (!lnf_fused(g))
         OPS->layernorm_forward(g->be, g->lnf, g->lnf_mean, g->lnf_rstd, g->final_res,
                                g->param_t[LNFW], g->param_t[LNFB], N, C);
     return 0;
@@ -384,17 +387,22 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
     if (forward_to_lnf(g, inputs) != 0) return NAN;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
     /* Head forward and backward in one chunked pass: dsmall = dL/d(lnf out). */
-    OPS->head_forward_backward(g->be, g->losses, g->dsmall, g->grad_t[WTE], g->lnf,
-                               g->param_t[WTE], g->targets, g->chunk_buf, N, C,
+    OPS->head_forward_backward(g->be, g->losses, g->dsmall, head_weight(g, g->grad_t), g->lnf,
+                               head_weight(g, g->param_t), g->targets, g->chunk_buf, N, C,
                                g->cfg.vocab_size, g->cfg.padded_vocab, g->plan.loss_chunk, dloss);
     if (block_done(g, g->sched.n_forward)) return NAN;
     OPS->mem_zero(g->be, g->dres, (size_t)N * C * g->be->act_bytes);
-    OPS->layernorm_backward(g->be, g->dres, g->grad_t[LNFW], g->grad_t[LNFB], g->dsmall,
-                            g->final_res, g->param_t[LNFW], g->lnf_mean, g->lnf_rstd, N, C);
+    if (is_llama(g))
+        OPS->rmsnorm_backward(g->be, g->dres, g->grad_t[LNFW], g->dsmall, g->final_res,
+                              g->param_t[LNFW], g->lnf_rstd, N, C);
+    else
+        OPS->layernorm_backward(g->be, g->dres, g->grad_t[LNFW], g->grad_t[LNFB], g->dsmall,
+                                g->final_res, g->param_t[LNFW], g->lnf_mean, g->lnf_rstd, N, C);
     static const int lnf_tensors[2] = {LNFW, LNFB}, embed_tensors[2] = {WTE, WPE};
     grads_ready(g, lnf_tensors, 2, -1);
     if (run_steps(g, g->sched.n_forward, g->sched.n_steps) != 0) return NAN;
-    OPS->encoder_backward(g->be, g->grad_t[WTE], g->grad_t[WPE], g->dres, g->tokens, g->B, g->T, C);
+    OPS->encoder_backward(g->be, g->grad_t[WTE], is_llama(g) ? NULL : g->grad_t[WPE], g->dres,
+                          g->tokens, g->B, g->T, C);
     grads_ready(g, embed_tensors, 2, -1);
     return mean_loss(g);
 }
@@ -406,7 +414,8 @@ static int eval_forward(GPT *g, const int *inputs, const int *targets)
     int N = g->B * g->T, C = g->cfg.channels;
     if (forward_to_lnf(g, inputs) != 0) return -1;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
-    OPS->head_forward_backward(g->be, g->losses, NULL, NULL, g->lnf, g->param_t[WTE], g->targets,
+    OPS->head_forward_backward(g->be, g->losses, NULL, NULL, g->lnf, head_weight(g, g->param_t),
+                               g->targets,
                                g->chunk_buf, N, C, g->cfg.vocab_size, g->cfg.padded_vocab,
                                g->plan.loss_chunk, 0.0f);
     return 0;
@@ -431,7 +440,7 @@ void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits)
     if (forward_to_lnf(g, inputs) != 0) return;
     /* chunk_buf holds at least one row of Vp floats. */
     const char *row = (const char *)g->lnf + (size_t)pos * C * g->be->act_bytes;
-    OPS->head_logits(g->be, g->chunk_buf, row, g->param_t[WTE], 1, C, Vp);
+    OPS->head_logits(g->be, g->chunk_buf, row, head_weight(g, g->param_t), 1, C, Vp);
     OPS->mem_download(g->be, logits, g->chunk_buf, (size_t)Vp * sizeof(float));
 }
 

@@ -1,4 +1,5 @@
-/* model/gpt.h — the GPT-2 model: buffers, the training step, evaluation.
+/* model/gpt.h — the model (GPT-2 or Llama family): buffers, the training
+ * step, evaluation.
  *
  * Owns: GPT (parameters, gradients, optimizer state and activation buffers,
  * all carved from planner-sized arenas) and the interpreter that runs a
@@ -26,9 +27,18 @@
  * forward writes them there and its later ops read them, and a backward
  * rebuilds each just before its first use (tape_rebuilds_before). */
 typedef struct {
-    void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;   /* act */
-    float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd; /* f32 */
-    int kind;                                               /* tape.h: what it drops */
+    /* act[t]: tape tensor t of the block's description (block_desc.h);
+     * f32[s]: its side output s. GPT-2's code names them (gpt2_block.h's
+     * order), the Llama family's indexes them (llama_block.h). */
+    union {
+        struct { void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu; };
+        void *act[BLOCK_MAX_TENSORS];
+    };
+    union {
+        struct { float *ln1_mean, *ln1_rstd, *lse, *ln2_mean, *ln2_rstd; };
+        float *f32[BLOCK_MAX_SIDES];
+    };
+    int kind; /* tape.h: what it drops */
 } BlockTape;
 
 typedef struct {
@@ -130,7 +140,10 @@ typedef struct GPT {
     void *final_res, *lnf, *dres, *dsmall, *dbig; /* scratch act */
     void *attn_scratch;        /* the backend's attention scratch (plan.attn_scratch_bytes;
                                 * NULL when 0), handed over before each attention op */
-    float *lnf_mean, *lnf_rstd, *losses;          /* scratch f32 (N) */
+    float *lnf_mean, *lnf_rstd, *losses;          /* scratch f32 (N); Llama's final
+                                                   * RMSNorm uses lnf_rstd */
+    float *rope;                                  /* Llama: the RoPE table (T rows of hs,
+                                                   * kernels/rope.h), scratch f32; else NULL */
     int *tokens, *targets;                        /* backend int32 (N) */
     float *chunk_buf;                             /* head (chunk,Vp) */
     float *host_losses;                           /* N, host */

@@ -5,36 +5,36 @@
  * interpreter that uses them is gpt.c. */
 #include "gpt.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/stop.h"
 #include "gpt2_block.h"
+#include "kernels/rope.h"
 
 /* Point a BlockTape of `kind` at its act buffer (act_elems), its fp32
- * buffer (f32_elems) and, for what the kind drops, the tape workspace.
- * BlockTape's fields are GPT-2's tensors and side outputs (gpt2_block.h). */
-static void tape_point(BlockTape *tp, const TapeLayout *tl, int kind, char *act, float *f,
-                       size_t ab, char *ws)
+ * buffer (f32_elems) and, for what the kind drops, the tape workspace:
+ * tensor t and side output s of the description d at act[t], f32[s]. */
+static void tape_point(BlockTape *tp, const BlockDesc *d, const TapeLayout *tl, int kind,
+                       char *act, float *f, size_t ab, char *ws)
 {
-    void **t[GPT2_TENSORS] = {
-        [GPT2_LN1] = &tp->ln1, [GPT2_QKV] = &tp->qkv, [GPT2_ATTY] = &tp->atty,
-        [GPT2_RES2] = &tp->res2, [GPT2_LN2] = &tp->ln2, [GPT2_FCH] = &tp->fch,
-        [GPT2_GELU] = &tp->fch_gelu,
-    };
-    float **side[GPT2_SIDES] = {
-        [GPT2_LN1_MEAN] = &tp->ln1_mean, [GPT2_LN1_RSTD] = &tp->ln1_rstd,
-        [GPT2_LSE] = &tp->lse, [GPT2_LN2_MEAN] = &tp->ln2_mean,
-        [GPT2_LN2_RSTD] = &tp->ln2_rstd,
-    };
-    for (int i = 0; i < GPT2_TENSORS; i++)
-        *t[i] = tl->act[i] == TAPE_IN_WORKSPACE ? ws + tl->ws[i] : act + tl->act[i] * ab;
-    for (int s = 0; s < GPT2_SIDES; s++)
-        *side[s] = tl->side[s] == TAPE_IN_WORKSPACE ? (float *)(ws + tl->ws_side[s])
-                                                    : f + tl->side[s];
+    for (int i = 0; i < d->n_tensors; i++)
+        tp->act[i] = tl->act[i] == TAPE_IN_WORKSPACE ? ws + tl->ws[i] : act + tl->act[i] * ab;
+    for (int s = 0; s < d->n_sides; s++)
+        tp->f32[s] = tl->side[s] == TAPE_IN_WORKSPACE ? (float *)(ws + tl->ws_side[s])
+                                                      : f + tl->side[s];
     tp->kind = kind;
 }
+
+/* GPT-2's code reads the tape by name (gpt.h): the names alias its
+ * tensors' and side outputs' slots, in gpt2_block.h's order. */
+_Static_assert(offsetof(BlockTape, fch_gelu) == offsetof(BlockTape, act[GPT2_GELU]) &&
+                   offsetof(BlockTape, res2) == offsetof(BlockTape, act[GPT2_RES2]) &&
+                   offsetof(BlockTape, ln2_rstd) == offsetof(BlockTape, f32[GPT2_LN2_RSTD]) &&
+                   offsetof(BlockTape, lse) == offsetof(BlockTape, f32[GPT2_LSE]),
+               "BlockTape's GPT-2 names out of gpt2_block.h's order");
 
 /* Carve the activation categories. Order inside an arena: residual slots,
  * then tapes' act parts (and, in the workspace, the tape workspace), then
@@ -85,7 +85,8 @@ static int carve_activations(GPT *g)
     for (int j = 0; j < s->n_tape_slots && ok; j++) {
         float *f = arena_take(j < s->n_tape_stored ? stored : work, tl[j].f32_elems * 4);
         if (!(ok = f != NULL)) break;
-        tape_point(&g->tapes[j], &tl[j], (int)s->tape_kind[j], act[j], f, ab, g->tape_ws);
+        tape_point(&g->tapes[j], s->block, &tl[j], (int)s->tape_kind[j], act[j], f, ab,
+                   g->tape_ws);
     }
     free(act);
     free(tl);
@@ -109,6 +110,8 @@ static int carve_scratch(GPT *g)
     g->tokens = arena_take(s, N * sizeof(int));
     g->targets = arena_take(s, N * sizeof(int));
     g->chunk_buf = arena_take(&g->arenas[MEM_HEAD], g->arenas[MEM_HEAD].size);
+    size_t rope = planner_rope_floats(&g->cfg, g->T);
+    if (rope && !(g->rope = arena_take(s, rope * sizeof(float)))) return -1;
     size_t as = g->plan.attn_scratch_bytes;
     if (as && !(g->attn_scratch = arena_take(s, as))) return -1;
     return g->final_res && g->lnf && g->dres && g->dsmall && g->dbig && g->lnf_mean &&
@@ -181,6 +184,39 @@ static int offload_setup(GPT *g, int offload, char *err, size_t err_len)
     return schedule_offload(&g->sched, n, &g->off, err, err_len);
 }
 
+/* Llama: the RoPE table of positions 0..T-1, filled on the host and
+ * uploaded into its scratch buffer once (the forward, its rebuilds and the
+ * backward read the same table). */
+static int rope_upload(GPT *g, char *err, size_t err_len)
+{
+    int hs = g->cfg.channels / g->cfg.num_heads;
+    size_t n = rope_table_floats(g->T, hs);
+    float *host = malloc(n * sizeof *host);
+    RopeConfig rc = {.theta = config_rope_theta(&g->cfg)};
+    if (!host) {
+        snprintf(err, err_len, "out of host memory for the RoPE table (%zu floats)", n);
+        return -1;
+    }
+    int rc_ = rope_table(host, g->T, hs, &rc, err, err_len);
+    if (rc_ == 0) g->be->ops->mem_upload(g->be, g->rope, host, n * sizeof *host);
+    free(host);
+    return rc_;
+}
+
+/* The Llama family's ops are optional in a backend (ops.h): a model of it
+ * needs them all. */
+static int family_supported(const GPTConfig *cfg, const Backend *be, char *err, size_t err_len)
+{
+    const BackendOps *o = be->ops;
+    if (cfg->arch != ARCH_LLAMA) return 0;
+    if (o->rmsnorm_forward && o->rmsnorm_backward && o->rope_forward && o->rope_backward &&
+        o->swiglu_forward && o->swiglu_backward)
+        return 0;
+    snprintf(err, err_len, "--arch llama: the %s backend has no RMSNorm, RoPE or SwiGLU ops "
+             "yet (give --device cpu)", be->name);
+    return -1;
+}
+
 int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, Schedule *sched,
                       int loss_chunk, const GPTShard *shard, AllocProgressFn progress,
                       void *progress_ctx, char *err, size_t err_len)
@@ -194,7 +230,7 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     g->T = T;
     g->sched = *sched; /* taken over */
     memset(sched, 0, sizeof *sched);
-    if (config_validate(cfg, err, err_len) != 0) {
+    if (config_validate(cfg, err, err_len) != 0 || family_supported(cfg, be, err, err_len) != 0) {
         gpt_free(g);
         return -1;
     }
@@ -275,6 +311,10 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         gpt_free(g);
         return -1;
     }
+    if (g->rope && rope_upload(g, err, err_len) != 0) {
+        gpt_free(g);
+        return -1;
+    }
     /* the padding of params stays 0 */
     ZeroProgress zp = {progress, progress_ctx, 0,
                        (g->master ? 3 : 2) * ns * 4 + 2 * np * be->par_bytes};
@@ -328,11 +368,20 @@ size_t gpt_attn_scratch_bytes(Backend *be, const GPTConfig *cfg)
                                       : 0;
 }
 
-int gpt_decode_supported(const GPT *g) { return g->be->ops->attention_decode != NULL; }
+int gpt_decode_supported(const GPT *g)
+{
+    /* the Llama family's block_decode is not written yet */
+    return g->be->ops->attention_decode != NULL && g->cfg.arch != ARCH_LLAMA;
+}
 
 int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len)
 {
     memset(d, 0, sizeof *d);
+    if (!gpt_decode_supported(g)) { /* callers ask first; the block code is GPT-2's */
+        snprintf(err, err_len, "generation: the %s backend or the %s family has no KV-cache "
+                 "decode (--kv-cache 0)", g->be->name, config_arch_name(g->cfg.arch));
+        return -1;
+    }
     const BackendOps *ops = g->be->ops;
     size_t C = (size_t)g->cfg.channels, ab = (size_t)g->be->act_bytes;
     size_t cache = (size_t)g->cfg.num_layers * (size_t)g->T * C * ab;

@@ -1,6 +1,8 @@
-/* model/gpt_tensors.h — inside the model (gpt.c, gpt_optim.c): the parameter
- * tensors' order in the flat vector (llm.c's), and the interpreter's side of the
- * host tier's deferred update (gpt_optim.c).
+/* model/gpt_tensors.h — inside the model (gpt.c, llama_run.c, gpt_optim.c):
+ * the parameter tensors' order in the flat vector (llm.c's; the Llama
+ * family's slots in config.h), the per-layer pointers, the Llama block's
+ * entry points, and the interpreter's side of the host tier's deferred
+ * update (gpt_optim.c).
  *
  * Owns: nothing; the names the model's own files share. */
 #ifndef MODEL_GPT_TENSORS_H
@@ -15,6 +17,35 @@ static inline char *gpt_par_at(const GPT *g, void *base, size_t elem)
 {
     return (char *)base + elem * g->be->par_bytes;
 }
+
+/* Element offset of layer l inside per-layer tensor i (tensors 2..13). */
+static inline void *gpt_layer_ptr(const GPT *g, void *const *base, int i, int l)
+{
+    size_t per_layer = g->param_sizes[i] / (size_t)g->cfg.num_layers;
+    return (char *)base[i] + (size_t)l * per_layer * g->be->par_bytes;
+}
+#define P(i, l) gpt_layer_ptr(g, g->param_t, (i), (l))
+#define G(i, l) gpt_layer_ptr(g, g->grad_t, (i), (l))
+
+/* The backend's attention scratch, from this model's plan, handed over
+ * before each attention op (ops.h): a backend may serve other models'
+ * ops between two of this one's. */
+static inline void gpt_attn_scratch(GPT *g)
+{
+    if (g->be->ops->attention_scratch)
+        g->be->ops->attention_scratch(g->be, g->attn_scratch,
+                                      g->attn_scratch ? g->plan.attn_scratch_bytes : 0);
+}
+
+/* The Llama family's block (llama_run.c), in its description's op order
+ * (llama_block.h), as gpt.c's block_forward, make_tensor and
+ * block_backward are GPT-2's: FORWARD(l) of x into the tape (and out =
+ * x_{l+1} unless out is NULL: a re-forward), a dropped tensor's rebuild,
+ * and BACKWARD(l) with g->dres holding dL/dx_{l+1} on entry, dL/dx_l on
+ * exit. */
+void llama_block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out);
+void llama_make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t);
+void llama_block_backward(GPT *g, int l, const void *x, BlockTape *tp);
 
 /* The update units of --offload optimizer (gpt.h): unit 0 is wte and wpe, which
  * the encoder reads first; unit 1 + l is block l's twelve slices, and the last

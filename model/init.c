@@ -1,4 +1,6 @@
-/* model/init.c — GPT-2's initialisation (gpt_init_weights, see gpt.h).
+/* model/init.c — GPT-2's initialisation (gpt_init_weights, see gpt.h), and
+ * the Llama family's by the same rule in its slots (config.h): RMSNorm
+ * weights 1, wo and w_down residual-scaled, lm_head's padded rows 0.
  *
  * Normals come from splitmix64 (base/rng.h) feeding Box-Muller: simple, fast and fully
  * determined by the seed, which is all a reproducible init needs. */
@@ -62,6 +64,9 @@ int gpt_init_stream_next(GptInitStream *s, float *out, size_t n)
     config_param_sizes(&s->cfg, sz);
     double std = 0.02, proj_std = 0.02 / sqrt(2.0 * s->cfg.num_layers);
     size_t wte_real = (size_t)s->cfg.vocab_size * s->cfg.channels;
+    /* the last tensor with padded vocab rows: wte, and a Llama lm_head
+     * (wpe's slot, config.h) */
+    int head = s->cfg.arch == ARCH_LLAMA ? 1 : 0;
     size_t done = 0;
     while (done < n && s->tensor < NUM_PARAM_TENSORS) {
         int t = s->tensor;
@@ -74,7 +79,7 @@ int gpt_init_stream_next(GptInitStream *s, float *out, size_t n)
             for (size_t i = 0; i < k; i++) {
                 if (((s->pos + i) & ((1u << 20) - 1)) == 0 && stop_requested()) return 1;
                 float x = (float)(normal(s) * sd);
-                out[done + i] = t == 0 && s->pos + i >= wte_real ? 0.0f : x;
+                out[done + i] = t <= head && s->pos + i >= wte_real ? 0.0f : x;
             }
         }
         done += k;

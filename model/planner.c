@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "kernels/rope.h"
 
 int dtype_bytes(DType d) { return d == DTYPE_BF16 ? 2 : 4; }
 const char *dtype_name(DType d) { return d == DTYPE_BF16 ? "bf16" : "fp32"; }
@@ -81,13 +82,16 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 
     /* scratch: the act buffers carve_scratch (gpt_alloc.c) takes (four of
      * (N,C) and the backward's wide gradient buffer, block_grad_big per
-     * row: GPT-2's 4C), LN_f mean/rstd and per-token losses (fp32), tokens
-     * and targets (int32), and the backend's attention scratch. */
+     * row: GPT-2's 4C), LN_f mean/rstd and per-token losses (fp32), Llama's
+     * RoPE table (fp32), tokens and targets (int32), and the backend's
+     * attention scratch. */
     BlockShape sh;
     planner_block_shape(in, &sh);
     p->scratch_act_bytes = 4 * arena_round(N * C * ab) +
                            arena_round(block_grad_big(planner_block(in), &sh) * N * ab);
     p->scratch_f32_bytes = 3 * arena_round(N * 4);
+    size_t rope = planner_rope_floats(cfg, in->T); /* Llama: the RoPE table */
+    if (rope) p->scratch_f32_bytes += arena_round(rope * 4);
     p->scratch_int_bytes = 2 * arena_round(N * 4);
     p->attn_scratch_bytes = in->attn_scratch ? arena_round(in->attn_scratch) : 0;
     p->bytes[MEM_SCRATCH] = p->scratch_act_bytes + p->scratch_f32_bytes + p->scratch_int_bytes +
@@ -104,6 +108,12 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 }
 
 const BlockDesc *planner_block(const PlanInput *in) { return block_desc_of(&in->cfg); }
+
+size_t planner_rope_floats(const GPTConfig *cfg, int T)
+{
+    if (cfg->arch != ARCH_LLAMA || cfg->num_heads < 1) return 0;
+    return rope_table_floats(T, cfg->channels / cfg->num_heads);
+}
 
 void planner_block_shape(const PlanInput *in, BlockShape *sh)
 {

@@ -49,6 +49,7 @@ static int ln_fusable(const Schedule *s, int k)
 {
     const ScheduleStep *st = &s->steps[k];
     if (st->kind != STEP_FORWARD || st->out_slot == SLOT_NONE) return 0;
+    if (!s->block->fuse_writes) return 0; /* a family without the fused add (Llama's) */
     if (st->out_slot == SLOT_FINAL) return k == s->n_forward - 1;
     int end = k < s->n_forward ? s->n_forward : s->n_steps; /* this part's steps */
     if (k + 1 >= end) return 0;

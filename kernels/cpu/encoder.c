@@ -2,6 +2,7 @@
  *
  * forward:  out(B,T,C) = wte(Vp,C)[tokens(B,T)] + wpe(maxT,C)[t]
  * backward: dwte += scatter of dout by token; dwpe[t] += sum over b of dout.
+ * wpe and dwpe may be NULL: no position table (the Llama family's RoPE).
  * Backward parallelises over column blocks, walking tokens in order, so the
  * accumulation order never depends on threads. */
 #include "cpu_ops.h"
@@ -15,7 +16,12 @@ void cpu_encoder_forward(Backend *be, void *out_, const int *tokens, const void 
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float *o = out + ((size_t)b * T + t) * C;
-            const float *we = wte + (size_t)tokens[b * T + t] * C, *pe = wpe + (size_t)t * C;
+            const float *we = wte + (size_t)tokens[b * T + t] * C;
+            if (!wpe) { /* no position table (Llama: RoPE) */
+                for (int c = 0; c < C; c++) o[c] = we[c];
+                continue;
+            }
+            const float *pe = wpe + (size_t)t * C;
             for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
         }
 }
@@ -32,7 +38,12 @@ void cpu_encoder_backward(Backend *be, void *dwte_, void *dwpe_, const void *dou
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++) {
                 const float *d = dout + ((size_t)b * T + t) * C;
-                float *gw = dwte + (size_t)tokens[b * T + t] * C, *gp = dwpe + (size_t)t * C;
+                float *gw = dwte + (size_t)tokens[b * T + t] * C;
+                if (!dwpe) {
+                    for (int c = c0; c < c1; c++) gw[c] += d[c];
+                    continue;
+                }
+                float *gp = dwpe + (size_t)t * C;
                 for (int c = c0; c < c1; c++) {
                     gw[c] += d[c];
                     gp[c] += d[c];

@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""dev/reference/llama_model_reference.py — a whole Llama-family model in PyTorch, float64.
+
+An independent reference for the model's forward and backward (model/llama_run.c
+through model/gpt.c; tests/unit/model/test_llama_reference.c drives it), written
+from the published definition (Hugging Face transformers' LlamaModel and
+LlamaForCausalLM: LlamaRMSNorm, rotate_half and apply_rotary_pos_emb, repeat_kv,
+causal scaled dot-product attention, LlamaMLP's down(silu(gate(x)) * up(x)), a
+final norm and the lm_head), in elementary torch ops, never from the C code.
+
+usage:
+    llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED
+
+reads DIR/params.f32 (raw little-endian float32, the model's flat parameter
+vector in model/config.h's Llama slot order: tok_emb (Vp,C), lm_head (Vp,C)
+when UNTIED is 1, then per layer stacked over L: rms1w (C), wqkv
+(C + 2 KVH hs, C) with q rows, then k, then v, wo (C,C), rms2w (C), w_gateup
+(2F, C) with gate rows then up rows, w_down (C,F); then rmsfw (C)) and
+DIR/tokens.i32 (int32: inputs (B,T), then targets (B,T)). Writes, raw
+little-endian float64: DIR/ref_logits.f64 (B,T,V: the real vocabulary),
+DIR/ref_loss.f64 (the mean cross-entropy over B*T) and DIR/ref_grads.f64
+(d loss / d params, the same layout as params.f32). Prints
+"llama_model_reference: PASS" on success; a fault exits 1 with one line.
+"""
+import sys
+
+import torch
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+
+def fail(msg):
+    print("llama_model_reference: " + msg)
+    sys.exit(1)
+
+
+def rmsnorm(x, weight, eps):
+    """LlamaRMSNorm: weight * x / sqrt(mean(x^2) + eps)."""
+    return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rope(x, T, hs, theta):
+    """apply_rotary_pos_emb on x (B, heads, T, hs) at positions 0..T-1."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs))
+    freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return x * emb.cos() + rotate_half(x) * emb.sin()
+
+
+def repeat_kv(x, n_rep):
+    """(B, KVH, T, hs) -> (B, KVH * n_rep, T, hs), each kv head n_rep times in turn."""
+    B, KVH, T, hs = x.shape
+    return x[:, :, None, :, :].expand(B, KVH, n_rep, T, hs).reshape(B, KVH * n_rep, T, hs)
+
+
+def model_loss(p, inputs, targets, d):
+    B, T, C, NH, KVH, V = d["B"], d["T"], d["C"], d["NH"], d["KVH"], d["V"]
+    hs = C // NH
+    x = p["tok_emb"][inputs]  # (B,T,C)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    for l in range(d["L"]):
+        h = rmsnorm(x, p["rms1w"][l], d["eps"])
+        qkv = h @ p["wqkv"][l].T
+        q = qkv[..., :C].view(B, T, NH, hs).transpose(1, 2)
+        k = qkv[..., C:C + KVH * hs].view(B, T, KVH, hs).transpose(1, 2)
+        v = qkv[..., C + KVH * hs:].view(B, T, KVH, hs).transpose(1, 2)
+        q, k = rope(q, T, hs, d["theta"]), rope(k, T, hs, d["theta"])
+        k, v = repeat_kv(k, NH // KVH), repeat_kv(v, NH // KVH)
+        att = (q @ k.transpose(-1, -2)) / hs ** 0.5
+        att = att.masked_fill(~causal, float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + y @ p["wo"][l].T
+        h = rmsnorm(x, p["rms2w"][l], d["eps"])
+        gu = h @ p["w_gateup"][l].T
+        x = x + (F.silu(gu[..., :d["F"]]) * gu[..., d["F"]:]) @ p["w_down"][l].T
+    x = rmsnorm(x, p["rmsfw"], d["eps"])
+    head = p["lm_head"] if d["untied"] else p["tok_emb"]
+    logits = x @ head[:V].T
+    loss = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+    return logits, loss
+
+
+def main():
+    if len(sys.argv) != 14:
+        fail("usage: llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED")
+    out = sys.argv[1]
+    keys = ["B", "T", "L", "C", "NH", "KVH", "F", "V", "Vp"]
+    d = {k: int(v) for k, v in zip(keys, sys.argv[2:11])}
+    d["theta"], d["eps"], d["untied"] = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13])
+    B, T, L, C, NH, KVH, Fw, V, Vp = (d[k] for k in keys)
+    if C % NH or NH % KVH or (C // NH) % 2:
+        fail("bad shape: NH must divide C, KVH divide NH, and the head size be even")
+    hs, W = C // NH, C + 2 * KVH * (C // NH)
+    shapes = [("tok_emb", (Vp, C))]
+    if d["untied"]:
+        shapes.append(("lm_head", (Vp, C)))
+    shapes += [("rms1w", (L, C)), ("wqkv", (L, W, C)), ("wo", (L, C, C)), ("rms2w", (L, C)),
+               ("w_gateup", (L, 2 * Fw, C)), ("w_down", (L, C, Fw)), ("rmsfw", (C,))]
+    try:
+        with open(out + "/params.f32", "rb") as f:
+            flat = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).to(torch.float64)
+        with open(out + "/tokens.i32", "rb") as f:
+            tok = torch.frombuffer(bytearray(f.read()), dtype=torch.int32).to(torch.int64)
+    except OSError as e:
+        fail(str(e))
+    n = sum(torch.Size(s).numel() for _, s in shapes)
+    if flat.numel() != n or tok.numel() != 2 * B * T:
+        fail("params.f32 holds %d floats (want %d), tokens.i32 %d ints (want %d)"
+             % (flat.numel(), n, tok.numel(), 2 * B * T))
+    p, at = {}, 0
+    for name, s in shapes:
+        k = torch.Size(s).numel()
+        p[name] = flat[at:at + k].view(s).clone().requires_grad_(True)
+        at += k
+    inputs, targets = tok[:B * T].view(B, T), tok[B * T:].view(B, T)
+    if int(tok.min()) < 0 or int(tok.max()) >= V:
+        fail("a token outside [0, V)")
+    logits, loss = model_loss(p, inputs, targets, d)
+    loss.backward()
+    grads = torch.cat([p[name].grad.reshape(-1) for name, _ in shapes])
+    logits.detach().numpy().astype("<f8").tofile(out + "/ref_logits.f64")
+    loss.detach().reshape(1).numpy().astype("<f8").tofile(out + "/ref_loss.f64")
+    grads.numpy().astype("<f8").tofile(out + "/ref_grads.f64")
+    print("llama_model_reference: PASS")
+
+
+if __name__ == "__main__":
+    main()

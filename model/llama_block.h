@@ -1,0 +1,42 @@
+/* model/llama_block.h — the Llama family's block description (block_desc.h)
+ * and the names of its tensors, side outputs and backward ops, for the
+ * code that runs its ops (llama_run.c, gpt_alloc.c). Nothing generic names
+ * these.
+ *
+ * The block (pre-norm, no biases):
+ *   r = x + wo(attn(rope(wqkv(rms1(x)))));  x' = r + w_down(swiglu(w_gateup(rms2(r)))).
+ * The tensors of block l (N = B*T rows, act dtype; hs = C/NH, F the FFN
+ * width), each with the ops that make it and what they read:
+ *   LLAMA_RMS1   (N,C)             RMSNorm 1 of x_l (also writes its rstd)
+ *   LLAMA_QKV    (N,C+2 NKV hs)    qkv matmul, then RoPE on q and k in place
+ *   LLAMA_ATTY   (N,C)             attention (GQA), with its log-sum-exp (f32, NH per row)
+ *   LLAMA_RES2   (N,C)             wo matmul, then + x_l (the mid-block residual)
+ *   LLAMA_RMS2   (N,C)             RMSNorm 2 (also writes its rstd)
+ *   LLAMA_GATEUP (N,2F)            gate/up matmul: [gate | up] per row
+ *   LLAMA_SWI    (N,F)             SwiGLU: silu(gate) * up
+ * --recompute selective drops the cheap ones that are large or many: the
+ * two RMSNorm outputs and the SwiGLU output (rebuilt by an elementwise op
+ * or a norm); the matmuls' and attention's outputs are kept. The RMSNorm
+ * rstds (2N f32) are always kept; the LSE follows atty. RoPE is rebuilt
+ * with the qkv matmul when qkv is dropped (its backward needs no input). */
+#ifndef MODEL_LLAMA_BLOCK_H
+#define MODEL_LLAMA_BLOCK_H
+
+#include "block_desc.h"
+
+enum { LLAMA_RMS1, LLAMA_QKV, LLAMA_ATTY, LLAMA_RES2, LLAMA_RMS2, LLAMA_GATEUP, LLAMA_SWI,
+       LLAMA_TENSORS };
+enum { LLAMA_RMS1_RSTD, LLAMA_LSE, LLAMA_RMS2_RSTD, LLAMA_SIDES };
+/* The backward ops, in the order the interpreter runs them, and the
+ * tensors each reads: down (swiglu out), SwiGLU (gate/up), gate/up (rms2),
+ * RMSNorm 2 (res2), wo (atty), attention (qkv, atty, LSE), RoPE (none: it
+ * turns d(qkv) back in place), qkv (rms1), RMSNorm 1 (x_l only). */
+enum { LLAMA_BWD_DOWN, LLAMA_BWD_SWIGLU, LLAMA_BWD_GATEUP, LLAMA_BWD_RMS2, LLAMA_BWD_WO,
+       LLAMA_BWD_ATTN, LLAMA_BWD_ROPE, LLAMA_BWD_QKV, LLAMA_BWD_RMS1, LLAMA_BWD_OPS };
+
+#define LLAMA_SELECTIVE \
+    (TENSOR_BIT(LLAMA_RMS1) | TENSOR_BIT(LLAMA_RMS2) | TENSOR_BIT(LLAMA_SWI))
+
+extern const BlockDesc LLAMA_BLOCK;
+
+#endif

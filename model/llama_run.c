@@ -1,0 +1,147 @@
+/* model/llama_run.c — the Llama family's block, run by the schedule
+ * interpreter (gpt.c's run_steps) as gpt.c's block code runs GPT-2's: the
+ * forward ops of its description (llama_block.c) in order, each tensor's
+ * rebuild by the same ops (so the same bits), and the backward with the
+ * rebuilds tape_rebuilds_before asks for. Entry points: gpt_tensors.h.
+ *
+ * Parameters (config.h's Llama slots, per layer): LN1W rms1 (C), QKVW
+ * wqkv (C + 2 NKV hs, C), ATTPROJW wo (C, C), LN2W rms2 (C), FCW w_gateup
+ * (2F, C), FCPROJW w_down (C, F); no biases. */
+#include "gpt_tensors.h"
+#include "llama_block.h"
+
+#define OPS (g->be->ops)
+
+/* The shape of one block at the model's micro-batch. */
+typedef struct {
+    int B, T, N, C, NH, KVH, F, QKV;
+    float eps;
+} LlamaDims;
+
+static LlamaDims dims(const GPT *g)
+{
+    LlamaDims d;
+    d.B = g->B;
+    d.T = g->T;
+    d.N = g->B * g->T;
+    d.C = g->cfg.channels;
+    d.NH = g->cfg.num_heads;
+    d.KVH = config_kv_heads(&g->cfg);
+    d.F = config_ffn(&g->cfg);
+    d.QKV = d.C + 2 * d.KVH * (d.C / d.NH);
+    d.eps = config_norm_eps(&g->cfg);
+    return d;
+}
+
+/* Forward op `op` of LLAMA_BLOCK.fwd (the same index) of block l; out is
+ * the block output (only the output-only ops write it). */
+static void fwd_op(GPT *g, int l, const void *x, BlockTape *tp, void *out, int op)
+{
+    LlamaDims d = dims(g);
+    void **a = tp->act;
+    float **f = tp->f32;
+    size_t NC = (size_t)d.N * d.C;
+    switch (op) {
+    case 0: /* x (N,C) -> rms1 (N,C), its rstd (N) f32 */
+        OPS->rmsnorm_forward(g->be, a[LLAMA_RMS1], f[LLAMA_RMS1_RSTD], x, P(LN1W, l), d.N, d.C,
+                             d.eps);
+        break;
+    case 1: /* rms1 (N,C) -> qkv (N, C + 2 NKV hs) */
+        OPS->matmul_forward(g->be, a[LLAMA_QKV], a[LLAMA_RMS1], P(QKVW, l), NULL, d.N, d.C,
+                            d.QKV);
+        break;
+    case 2: /* q and k of qkv turned by RoPE, in place (row (b,t): position t) */
+        OPS->rope_forward(g->be, a[LLAMA_QKV], a[LLAMA_QKV], g->rope, d.B, d.T, d.C, d.NH,
+                          d.KVH);
+        break;
+    case 3: /* qkv -> atty (N,C), lse (B,NH,T) f32; grouped-query */
+        gpt_attn_scratch(g);
+        OPS->attention_forward(g->be, a[LLAMA_ATTY], f[LLAMA_LSE], a[LLAMA_QKV], d.B, d.T, d.C,
+                               d.NH, d.KVH);
+        break;
+    case 4: /* atty (N,C) -> res2 (N,C) */
+        OPS->matmul_forward(g->be, a[LLAMA_RES2], a[LLAMA_ATTY], P(ATTPROJW, l), NULL, d.N, d.C,
+                            d.C);
+        break;
+    case 5: /* res2 += x: x's last read, so out may be x */
+        OPS->residual_forward(g->be, a[LLAMA_RES2], a[LLAMA_RES2], x, NC);
+        break;
+    case 6: /* res2 -> rms2 (N,C), its rstd (N) f32 */
+        OPS->rmsnorm_forward(g->be, a[LLAMA_RMS2], f[LLAMA_RMS2_RSTD], a[LLAMA_RES2], P(LN2W, l),
+                             d.N, d.C, d.eps);
+        break;
+    case 7: /* rms2 (N,C) -> [gate | up] (N,2F) */
+        OPS->matmul_forward(g->be, a[LLAMA_GATEUP], a[LLAMA_RMS2], P(FCW, l), NULL, d.N, d.C,
+                            2 * d.F);
+        break;
+    case 8: /* gate/up (N,2F) -> silu(gate) * up (N,F) */
+        OPS->swiglu_forward(g->be, a[LLAMA_SWI], a[LLAMA_GATEUP], d.N, d.F);
+        break;
+    case 9: /* swiglu (N,F) -> out (N,C) */
+        OPS->matmul_forward(g->be, out, a[LLAMA_SWI], P(FCPROJW, l), NULL, d.N, d.F, d.C);
+        break;
+    case 10: /* out += res2 */
+        OPS->residual_forward(g->be, out, out, a[LLAMA_RES2], NC);
+        break;
+    }
+}
+
+void llama_block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out)
+{
+    for (int op = 0; op < LLAMA_BLOCK.n_fwd; op++)
+        if (out || !LLAMA_BLOCK.fwd[op].out_only) fwd_op(g, l, x, tp, out, op);
+}
+
+void llama_make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t)
+{
+    for (int op = 0; op < LLAMA_BLOCK.n_fwd; op++)
+        if (LLAMA_BLOCK.fwd[op].makes == t) fwd_op(g, l, x, tp, NULL, op);
+}
+
+/* Rebuild what backward op `op` (LLAMA_BWD_*) reads of what the tape
+ * dropped; *built: what this backward has rebuilt so far. */
+static void rebuild_for(GPT *g, int l, const void *x, BlockTape *tp, TensorSet *built, int op)
+{
+    int list[BLOCK_MAX_TENSORS];
+    int n = tape_rebuilds_before(&LLAMA_BLOCK, tp->kind, op, built, list);
+    for (int i = 0; i < n; i++) llama_make_tensor(g, l, x, tp, list[i]);
+}
+
+/* dbig (N, max(3F, C + 2 NKV hs)) carries d(gate/up) (N,2F) with d(swiglu)
+ * (N,F) after it, then d(qkv) (N, C + 2 NKV hs), which RoPE's backward
+ * turns back in place; dsmall (N,C) carries d(rms2), d(atty), d(rms1). */
+void llama_block_backward(GPT *g, int l, const void *x, BlockTape *tp)
+{
+    LlamaDims d = dims(g);
+    void **a = tp->act;
+    float **f = tp->f32;
+    void *dres = g->dres, *dsmall = g->dsmall, *dbig = g->dbig;
+    void *dswi = (char *)dbig + (size_t)d.N * 2 * d.F * g->be->act_bytes;
+    TensorSet built = 0;
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_DOWN);
+    OPS->matmul_backward(g->be, dswi, G(FCPROJW, l), NULL, dres, a[LLAMA_SWI], P(FCPROJW, l),
+                         d.N, d.F, d.C);
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_SWIGLU);
+    OPS->swiglu_backward(g->be, dbig, a[LLAMA_GATEUP], dswi, d.N, d.F);
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_GATEUP);
+    OPS->matmul_backward(g->be, dsmall, G(FCW, l), NULL, dbig, a[LLAMA_RMS2], P(FCW, l), d.N,
+                         d.C, 2 * d.F);
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_RMS2);
+    OPS->rmsnorm_backward(g->be, dres, G(LN2W, l), dsmall, a[LLAMA_RES2], P(LN2W, l),
+                          f[LLAMA_RMS2_RSTD], d.N, d.C);
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_WO);
+    OPS->matmul_backward(g->be, dsmall, G(ATTPROJW, l), NULL, dres, a[LLAMA_ATTY],
+                         P(ATTPROJW, l), d.N, d.C, d.C);
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_ATTN);
+    gpt_attn_scratch(g);
+    OPS->attention_backward(g->be, dbig, dsmall, a[LLAMA_QKV], a[LLAMA_ATTY], f[LLAMA_LSE], d.B,
+                            d.T, d.C, d.NH, d.KVH);
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_ROPE);
+    OPS->rope_backward(g->be, dbig, dbig, g->rope, d.B, d.T, d.C, d.NH, d.KVH);
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_QKV);
+    OPS->matmul_backward(g->be, dsmall, G(QKVW, l), NULL, dbig, a[LLAMA_RMS1], P(QKVW, l), d.N,
+                         d.C, d.QKV);
+    rebuild_for(g, l, x, tp, &built, LLAMA_BWD_RMS1);
+    OPS->rmsnorm_backward(g->be, dres, G(LN1W, l), dsmall, x, P(LN1W, l), f[LLAMA_RMS1_RSTD],
+                          d.N, d.C);
+}

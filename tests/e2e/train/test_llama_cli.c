@@ -1,0 +1,134 @@
+/* tests/e2e/train/test_llama_cli.c — ./train_gpt --arch llama on the cpu:
+ *  - a small grouped-query model (L=2, C=32, NH=4, NKV=2, F=64, untied)
+ *    trains, and --recompute 1, 2, selective and auto write step 1's
+ *    gradients (--dump-grads) byte for byte recompute 0's;
+ *  - what the family does not do yet is refused by name, exit 2, one line:
+ *    --zero 1, --offload, --kv-cache 1, --device cuda, --op-costs measure
+ *    or a FILE (--op-costs auto counts FLOPs), llm.c's checkpoints; so are the Llama flags without --arch llama, a
+ *    --kv-heads that does not divide --heads, and a preset of the other
+ *    family;
+ *  - a model file or a checkpoint of one family is refused by name when the
+ *    other is asked for (exit 2), and so is a Llama flag that contradicts
+ *    the file; one of its own family is taken. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/cli_harness.h"
+#include "tests/lib/test_util.h"
+
+#define LLAMA "--arch llama --kv-heads 2 --ffn 64"
+
+/* Expect exit rc and `want` in stderr, which is one line when rc is 2. */
+static void expect_refused(const char *dir, const char *args, const char *want)
+{
+    char prefix[4200], err_path[4300];
+    snprintf(prefix, sizeof prefix, "%s/refused", dir);
+    int rc = tc_run("", args, prefix);
+    snprintf(err_path, sizeof err_path, "%s.err", prefix);
+    char *e = tu_read_file(err_path, NULL);
+    cr_expect_eq(rc, 2, "%s: exit %d, stderr: %s", args, rc, e ? e : "");
+    cr_expect(e && strstr(e, want), "%s: want '%s' in stderr: %s", args, want, e ? e : "");
+    int lines = 0;
+    for (const char *p = e; p && *p; p++) lines += *p == '\n';
+    cr_expect_eq(lines, 1, "%s: %d lines of stderr: %s", args, lines, e ? e : "");
+    free(e);
+}
+
+Test(llama_cli, every_recompute_mode_writes_mode_0s_gradients, .timeout = 240)
+{
+    char *d = tu_tempdir(), args[8192], prefix[4200], a[1024], b[4300];
+    tc_make_shards(d, 1, 2000);
+    static const char *modes[] = {"0", "1", "2", "selective", "auto"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(a, sizeof a, "%s/grads_%s.bin", d, modes[i]);
+        snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --recompute %s --op-costs flops "
+                 "--memory-budget 4GiB --dump-grads %s", tc_model_args(d), modes[i], a);
+        snprintf(prefix, sizeof prefix, "%s/run_%s", d, modes[i]);
+        int rc = tc_run("", args, prefix);
+        snprintf(b, sizeof b, "%s.out", prefix);
+        cr_assert_eq(rc, 0, "--recompute %s: exit %d", modes[i], rc);
+        cr_expect(tc_file_has(b, "llama NKV=2 F=64"), "the header names the family");
+        if (i == 3)
+            cr_expect(tc_file_has(b, "without the RMSNorm and SwiGLU outputs"), "selective's name");
+        if (i == 0) continue;
+        snprintf(b, sizeof b, "%s/grads_0.bin", d);
+        cr_expect(tc_files_equal(a, b), "--recompute %s: gradients differ from mode 0's",
+                  modes[i]);
+    }
+    /* --op-costs auto (the default) counts FLOPs: nothing measures Llama ops yet */
+    snprintf(a, sizeof a, "%s/grads_auto_default.bin", d);
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --recompute auto --memory-budget 4GiB "
+             "--dump-grads %s", tc_model_args(d), a);
+    snprintf(prefix, sizeof prefix, "%s/run_auto_default", d);
+    cr_assert_eq(tc_run("", args, prefix), 0);
+    snprintf(b, sizeof b, "%s.out", prefix);
+    cr_expect(tc_file_has(b, "--arch llama has no measured op costs yet"), "auto counts FLOPs");
+    snprintf(b, sizeof b, "%s/grads_0.bin", d);
+    cr_expect(tc_files_equal(a, b), "--recompute auto (--op-costs auto): gradients differ");
+    tu_remove_tree(d);
+}
+
+Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096];
+    tc_make_shards(d, 1, 400);
+    static const char *const cases[][2] = {
+        {LLAMA " --zero 1", "--zero 1: not supported with --arch llama"},
+        {LLAMA " --offload optimizer", "--offload: not supported with --arch llama"},
+        {LLAMA " --kv-cache 1 --generate 4", "--kv-cache 1: not supported with --arch llama"},
+        {LLAMA " --device cuda", "--device cuda: --arch llama runs on the cpu backend only"},
+        {LLAMA " --op-costs measure", "--op-costs measure: not supported with --arch llama"},
+        {LLAMA " --op-costs costs.json", "--op-costs FILE: measured op costs are GPT-2's"},
+        {LLAMA " --save-checkpoint-llmc x", "--save-checkpoint-llmc: llm.c's checkpoints are"},
+        {"--kv-heads 2", "--kv-heads: applies to --arch llama"},
+        {"--ffn 64", "--ffn: applies to --arch llama"},
+        {"--rope-theta 500000", "--rope-theta: applies to --arch llama"},
+        {"--lm-head untied", "--lm-head: applies to --arch llama"},
+        {"--arch llama --kv-heads 3", "--kv-heads: 3 does not divide --heads 4"},
+        {"--arch llama --channels 36 --heads 4", "--heads: --arch llama needs an even head size"},
+        {"--model llama-60m --arch gpt2", "--arch gpt2: contradicts --model llama-60m"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "%s --steps 1 %s", tc_model_args(d), cases[i][0]);
+        expect_refused(d, args, cases[i][1]);
+    }
+    tu_remove_tree(d);
+}
+
+Test(llama_cli, a_model_file_or_checkpoint_of_the_other_family_is_refused, .timeout = 180)
+{
+    char *d = tu_tempdir(), args[4096], prefix[4200];
+    tc_make_shards(d, 1, 2000);
+    /* a llama model file and checkpoint, and a gpt2 model file */
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 1 --save %s/llama.bin --checkpoint-dir %s/ck",
+             tc_model_args(d), d, d);
+    snprintf(prefix, sizeof prefix, "%s/save_llama", d);
+    cr_assert_eq(tc_run("", args, prefix), 0);
+    snprintf(args, sizeof args, "%s --steps 1 --save %s/gpt2.bin", tc_model_args(d), d);
+    snprintf(prefix, sizeof prefix, "%s/save_gpt2", d);
+    cr_assert_eq(tc_run("", args, prefix), 0);
+    /* the other family asked for: refused, naming both */
+    snprintf(args, sizeof args, "%s --steps 1 --init-from %s/llama.bin", tc_data_args(d), d);
+    expect_refused(d, args, "holds a llama model (give --arch llama");
+    snprintf(args, sizeof args, "%s --arch llama --steps 1 --init-from %s/gpt2.bin",
+             tc_data_args(d), d);
+    expect_refused(d, args, "holds a gpt2 model (give --arch gpt2");
+    snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck --resume", tc_model_args(d),
+             d);
+    expect_refused(d, args, "holds a llama model (give --arch llama");
+    snprintf(args, sizeof args, "%s --arch llama --kv-heads 4 --steps 1 --init-from %s/llama.bin",
+             tc_data_args(d), d);
+    expect_refused(d, args, "--kv-heads 4: contradicts");
+    /* its own family: taken, and the resume goes on */
+    snprintf(args, sizeof args, "%s --arch llama --steps 1 --init-from %s/llama.bin",
+             tc_data_args(d), d);
+    snprintf(prefix, sizeof prefix, "%s/init_llama", d);
+    cr_expect_eq(tc_run("", args, prefix), 0);
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --checkpoint-dir %s/ck --resume",
+             tc_model_args(d), d);
+    snprintf(prefix, sizeof prefix, "%s/resume_llama", d);
+    cr_expect_eq(tc_run("", args, prefix), 0);
+    tu_remove_tree(d);
+}

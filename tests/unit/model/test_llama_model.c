@@ -1,0 +1,314 @@
+/* tests/unit/model/test_llama_model.c — the Llama family's block run by the
+ * schedule interpreter on the cpu backend, at a small grouped-query shape
+ * with an untied head: its description is consistent; modes selective, 1,
+ * 2 (every k), auto at many budgets and every one of the 128 tape kinds give
+ * losses, gradients and parameters after AdamW steps bitwise identical to
+ * mode 0's (memcmp), with the arenas' high-water mark equal to the
+ * planner's prediction, category by category; the gradients agree with
+ * central finite differences of the loss (tolerance stated there); and
+ * the KV-cache decode, not written for the family yet, is refused. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/gpt.h"
+#include "model/llama_block.h"
+#include "model/planner.h"
+#include "model/tape.h"
+#include "tests/lib/test_util.h"
+
+/* 6 layers, C=32, NH=4, NKV=2 (hs 8), F=48, T=8, B=2, V=64, untied. */
+static GPTConfig llama_cfg(int layers)
+{
+    GPTConfig c = tu_tiny_config();
+    c.num_layers = layers;
+    c.arch = ARCH_LLAMA;
+    c.kv_heads = 2;
+    c.ffn = 48;
+    c.rope_theta = 10000.0f;
+    c.untied = 1;
+    return c;
+}
+
+typedef struct {
+    int B, T, steps;
+} Shape;
+#define MAX_STEPS 2
+static const Shape SMALL = {2, 8, 2};
+
+typedef struct {
+    double loss[MAX_STEPS];
+    float *grads, *params;
+    size_t peak;
+} Run;
+
+/* sh.steps AdamW steps from the same parameters and tokens, on schedule s
+ * (taken over) or, when NULL, gpt_init's for `mode`; asserts the arenas
+ * carved equal the plan. */
+static Run run_on(Schedule *s, int mode, const GPTConfig *cfg, Shape sh)
+{
+    Run r;
+    memset(&r, 0, sizeof r);
+    Backend *be = tu_cpu();
+    GPT g;
+    char err[256];
+    int rc = s ? gpt_init_schedule(&g, cfg, be, sh.B, sh.T, s, 0, NULL, NULL, NULL, err, sizeof err)
+               : gpt_init(&g, cfg, be, sh.B, sh.T, mode, 0, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+        cr_assert_eq(g.arenas[c].used, g.plan.bytes[c], "%s: carved %zu, planned %zu",
+                     planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
+    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total);
+    r.peak = g.plan.total;
+    size_t n = g.plan.num_params;
+    float *p = tu_random_params(cfg, 7);
+    gpt_set_params(&g, p);
+    free(p);
+    r.grads = malloc(n * sizeof(float));
+    r.params = malloc(n * sizeof(float));
+    int N = sh.B * sh.T, *in = malloc(sizeof(int) * (size_t)N), *tg = malloc(sizeof(int) * (size_t)N);
+    AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    for (int step = 0; step < sh.steps; step++) {
+        tu_random_tokens(in, (size_t)N, cfg->vocab_size, 10 + step);
+        tu_random_tokens(tg, (size_t)N, cfg->vocab_size, 20 + step);
+        gpt_zero_grads(&g);
+        r.loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
+        cr_assert(isfinite(r.loss[step]));
+        if (step == 0) gpt_get_grads(&g, r.grads);
+        gpt_update(&g, &adam, 1e-3f, gpt_grad_norm(&g));
+    }
+    gpt_get_params(&g, r.params);
+    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total, "nothing carved during the steps");
+    free(in);
+    free(tg);
+    gpt_free(&g);
+    backend_close(be);
+    return r;
+}
+
+static Run run(Schedule *s, const GPTConfig *cfg) { return run_on(s, 0, cfg, SMALL); }
+
+static Run reference(const GPTConfig *cfg)
+{
+    Schedule s;
+    char err[256];
+    cr_assert_eq(schedule_build(&s, &LLAMA_BLOCK, RECOMPUTE_NONE, cfg->num_layers, err,
+                                sizeof err), 0);
+    return run(&s, cfg);
+}
+
+static void expect_same(const Run *a, const Run *b, size_t n, const char *what)
+{
+    cr_assert_eq(memcmp(a->loss, b->loss, sizeof a->loss), 0, "%s: losses %.17g vs %.17g", what,
+                 a->loss[0], b->loss[0]);
+    cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
+    cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
+                 "%s: parameters differ after the AdamW steps", what);
+}
+
+static void drop(Run *r)
+{
+    free(r->grads);
+    free(r->params);
+}
+
+Test(llama_model, description_is_consistent_and_picked_by_arch)
+{
+    char err[256] = "";
+    cr_assert_eq(block_desc_check(&LLAMA_BLOCK, err, sizeof err), 0, "%s", err);
+    GPTConfig c = llama_cfg(2), g2 = tu_tiny_config();
+    cr_assert_eq(block_desc_of(&c), &LLAMA_BLOCK);
+    cr_assert_neq(block_desc_of(&g2), &LLAMA_BLOCK);
+    BlockShape sh;
+    block_shape(&LLAMA_BLOCK, &c, 2, 8, &sh);
+    cr_assert(sh.NKV == 2 && sh.F == 48 && sh.hs == 8);
+    /* q/k/v after RoPE: (NH + 2 NKV) hs = 32 + 32; the wide gradient buffer: 3F */
+    cr_assert_eq(tape_tensor_elems(&LLAMA_BLOCK, LLAMA_QKV, &sh), (size_t)16 * 64);
+    cr_assert_eq(block_grad_big(&LLAMA_BLOCK, &sh), (size_t)3 * 48);
+    char name[BLOCK_MAX_TENSORS + 1];
+    cr_assert_str_eq(tape_kind_name(&LLAMA_BLOCK, LLAMA_SELECTIVE, name), "-qar-u-");
+    /* the default FFN width: 8/3 C rounded up to a multiple of 256 */
+    cr_assert_eq(config_default_ffn(ARCH_LLAMA, 768), 2048);
+    cr_assert_eq(config_default_ffn(ARCH_LLAMA, 4096), 11008);
+    c.ffn = 0;
+    cr_assert_eq(config_ffn(&c), 256);
+}
+
+Test(llama_model, selective_mode_1_and_segments_match_mode_0, .timeout = 300)
+{
+    GPTConfig cfg = llama_cfg(6);
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    static const int modes[] = {RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK};
+    for (int i = 0; i < 2; i++) {
+        Schedule s;
+        char err[256];
+        cr_assert_eq(schedule_build(&s, &LLAMA_BLOCK, modes[i], 6, err, sizeof err), 0);
+        Run r = run(&s, &cfg);
+        expect_same(&ref, &r, n, schedule_mode_name(modes[i]));
+        drop(&r);
+    }
+    for (int k = 1; k <= 6; k++) {
+        Schedule s;
+        char err[256], what[32];
+        cr_assert_eq(schedule_build_segments(&s, &LLAMA_BLOCK, 6, k, err, sizeof err), 0, "%s",
+                     err);
+        Run r = run(&s, &cfg);
+        snprintf(what, sizeof what, "segments k=%d", k);
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    /* and through gpt_init, the CLI's path, with its own schedules */
+    static const int all[] = {RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK, RECOMPUTE_SEGMENTS};
+    for (int i = 0; i < 3; i++) {
+        Run r = run_on(NULL, all[i], &cfg, SMALL);
+        expect_same(&ref, &r, n, schedule_mode_name(all[i]));
+        drop(&r);
+    }
+    drop(&ref);
+}
+
+Test(llama_model, auto_at_many_budgets_matches_mode_0, .timeout = 600)
+{
+    GPTConfig cfg = llama_cfg(6);
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32,
+                    .attn_scratch = gpt_attn_scratch_bytes(tu_cpu(), &cfg)};
+    char err[512], desc[16], seen[32][16];
+    int distinct = 0;
+    Schedule s;
+    AutoResult ar;
+    cr_assert_eq(planner_auto(&in, 0, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
+    schedule_free(&s);
+    size_t lo = ar.min_peak, hi = ref.peak;
+    for (int i = 0; i <= 12; i++) {
+        size_t budget = lo + (hi - lo) / 12 * (size_t)i;
+        cr_assert_eq(planner_auto(&in, budget, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
+        cr_assert(ar.fits && ar.peak <= budget);
+        schedule_describe(&s, desc, sizeof desc);
+        int is_new = 1;
+        for (int j = 0; j < distinct; j++) is_new &= strcmp(seen[j], desc) != 0;
+        if (is_new && distinct < 32) strcpy(seen[distinct++], desc);
+        size_t planned = ar.peak;
+        Run r = run(&s, &cfg);
+        cr_assert_eq(r.peak, planned, "auto's predicted peak is the arenas' high-water mark");
+        char what[64];
+        snprintf(what, sizeof what, "auto at %zu bytes (%s)", budget, desc);
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    cr_assert_geq(distinct, 3, "budgets should give several different schedules (got %d)",
+                  distinct);
+    drop(&ref);
+}
+
+/* Every tape kind: mode 0's program with block l keeping kind kinds[l],
+ * 8 a run; then inputs-kept programs re-forwarding into workspace tapes
+ * of pairs of kinds (rebuilds in the backward). */
+Test(llama_model, every_tape_kind_matches_mode_0, .timeout = 300)
+{
+    GPTConfig cfg = llama_cfg(8);
+    size_t n = config_num_params(&cfg);
+    Run ref = reference(&cfg);
+    char err[256], what[96], a[BLOCK_MAX_TENSORS + 1], b[BLOCK_MAX_TENSORS + 1];
+    int kinds = tape_kinds(&LLAMA_BLOCK);
+    for (int first = 0; first < kinds; first += 8) {
+        Schedule s;
+        cr_assert_eq(schedule_build(&s, &LLAMA_BLOCK, RECOMPUTE_NONE, 8, err, sizeof err), 0);
+        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
+        schedule_fuse_layernorms(&s);
+        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+        Run r = run(&s, &cfg);
+        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    for (int i = 0; i < 16; i++) {
+        int hi = (i * 37 + 3) % kinds, lo = (i * 53 + 5) % kinds;
+        Schedule s;
+        cr_assert_eq(schedule_build_inputs_kept(&s, &LLAMA_BLOCK, 8, i % 3, 2 + i % 4, hi, lo, err,
+                                                sizeof err), 0, "%s", err);
+        Run r = run(&s, &cfg);
+        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(&LLAMA_BLOCK, hi, a),
+                 tape_kind_name(&LLAMA_BLOCK, lo, b));
+        expect_same(&ref, &r, n, what);
+        drop(&r);
+    }
+    drop(&ref);
+}
+
+/* The gradients against central differences of the mean loss, both in the
+ * model's fp32: 3 elements of every non-empty tensor (the untied head and
+ * the token embedding included), h = 1e-2. Tolerance: |analytic - fd| <=
+ * 5e-3 * max(|fd|, 0.01) (fp32 rounding of a ~4.2 loss over 2h is ~2e-5,
+ * the O(h^2) truncation ~1e-4 of a gradient). */
+Test(llama_model, gradients_match_finite_differences, .timeout = 120)
+{
+    GPTConfig cfg = llama_cfg(2);
+    Backend *be = tu_cpu();
+    GPT g;
+    char err[256];
+    cr_assert_eq(gpt_init(&g, &cfg, be, 2, 8, RECOMPUTE_NONE, 0, err, sizeof err), 0, "%s", err);
+    size_t n = g.plan.num_params, sz[NUM_PARAM_TENSORS], off = 0;
+    config_param_sizes(&cfg, sz);
+    float *p = tu_random_params(&cfg, 3), *grad = malloc(n * sizeof(float));
+    int N = 16, in[16], tg[16];
+    tu_random_tokens(in, 16, cfg.vocab_size, 5);
+    tu_random_tokens(tg, 16, cfg.vocab_size, 6);
+    gpt_set_params(&g, p);
+    gpt_zero_grads(&g);
+    double loss = gpt_forward_backward(&g, in, tg, 1.0f / N);
+    cr_assert(loss > 3.0 && loss < 6.0, "loss %g near log(64) = 4.16", loss);
+    gpt_get_grads(&g, grad);
+    const double h = 1e-2, rel = 5e-3;
+    int checked = 0;
+    double worst = 0;
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        if (sz[t] == 0) continue;
+        for (int k = 0; k < 3; k++) {
+            /* spread over the tensor; the head's and embedding's rows of real tokens */
+            size_t lim = t <= 1 ? (size_t)cfg.vocab_size * cfg.channels : sz[t];
+            size_t i = off + (size_t)(k * 7919 + 13) % lim;
+            float keep = p[i];
+            p[i] = keep + (float)h;
+            gpt_set_params(&g, p);
+            double up = gpt_eval_loss(&g, in, tg);
+            p[i] = keep - (float)h;
+            gpt_set_params(&g, p);
+            double down = gpt_eval_loss(&g, in, tg);
+            p[i] = keep;
+            double fd = (up - down) / (2 * h), scale = fabs(fd) > 1e-2 ? fabs(fd) : 1e-2;
+            double e = fabs(grad[i] - fd) / scale;
+            if (e > worst) worst = e;
+            cr_expect_leq(e, rel, "%s[%zu]: analytic %.6g, finite differences %.6g",
+                          config_tensor_name(&cfg, t), i - off, grad[i], fd);
+            checked++;
+        }
+        off += sz[t];
+    }
+    cr_assert_eq(checked, 3 * 9, "tok_emb, lm_head, rms1w, wqkv, wo, rms2w, w_gateup, w_down, rmsfw");
+    cr_log_info("llama finite differences: %d elements, worst relative error %.2e", checked, worst);
+    free(p);
+    free(grad);
+    gpt_free(&g);
+    backend_close(be);
+}
+
+/* No KV-cache decode for the family yet: it says so, and opening a cache
+ * is refused with a message (samples re-run the forward instead). */
+Test(llama_model, no_kv_cache_decode_yet)
+{
+    GPTConfig cfg = llama_cfg(2);
+    Backend *be = tu_cpu();
+    GPT g;
+    GPTDecode dec;
+    char err[256] = "";
+    cr_assert_eq(gpt_init(&g, &cfg, be, 1, 8, RECOMPUTE_NONE, 0, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(gpt_decode_supported(&g), 0);
+    cr_expect_eq(gpt_decode_open(&g, &dec, err, sizeof err), -1);
+    cr_expect(strstr(err, "llama family has no KV-cache decode"), "%s", err);
+    gpt_free(&g);
+    backend_close(be);
+}

@@ -1,0 +1,138 @@
+/* tests/unit/model/test_llama_reference.c — the Llama family's model (cpu
+ * backend, fp32) against dev/reference/llama_model_reference.py (PyTorch,
+ * float64, written from the published definition): from the same weights
+ * and tokens, every position's logits within 1e-4 of the reference's
+ * largest logit magnitude, the mean loss within 1e-5 relative, and each
+ * parameter tensor's gradient within 1e-4 of its largest reference
+ * gradient magnitude. At two shapes: grouped-query with an untied head, and
+ * multi-head with a tied head and RoPE theta 500000. Needs /usr/bin/python3
+ * with torch (Debian's python3-torch, which scripts/setup.sh installs). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/gpt.h"
+#include "tests/lib/test_util.h"
+
+#define REF "/usr/bin/python3 dev/reference/llama_model_reference.py"
+#define TOL 1e-4
+
+static double *ref_result(const char *dir, const char *name, size_t n)
+{
+    size_t len = 0;
+    char *p = tu_read_file(tu_path(dir, name), &len);
+    cr_assert(p, "the reference wrote no %s", name);
+    cr_assert_eq(len, n * sizeof(double), "%s: %zu bytes, expected %zu", name, len,
+                 n * sizeof(double));
+    return (double *)p;
+}
+
+/* max |ref - got| / max |ref| over n values */
+static double rel_err(const double *ref, const float *got, size_t n)
+{
+    double big = 0, d = 0;
+    for (size_t i = 0; i < n; i++) {
+        big = fmax(big, fabs(ref[i]));
+        d = fmax(d, fabs(ref[i] - got[i]));
+    }
+    return d / (big > 0 ? big : 1);
+}
+
+static void against_reference(const GPTConfig *cfg, int B, int T)
+{
+    char *d = tu_tempdir();
+    Backend *be = tu_cpu();
+    GPT g;
+    char err[256];
+    cr_assert_eq(gpt_init(&g, cfg, be, B, T, RECOMPUTE_NONE, 0, err, sizeof err), 0, "%s", err);
+    size_t n = g.plan.num_params, sz[NUM_PARAM_TENSORS];
+    config_param_sizes(cfg, sz);
+    float *p = tu_random_params(cfg, 11), *grads = malloc(n * sizeof(float));
+    int N = B * T, V = cfg->vocab_size, Vp = cfg->padded_vocab;
+    int *tok = malloc(2 * (size_t)N * sizeof(int));
+    tu_random_tokens(tok, (size_t)N, V, 12);
+    tu_random_tokens(tok + N, (size_t)N, V, 13);
+    tu_write_file(tu_path(d, "params.f32"), p, n * sizeof(float));
+    tu_write_file(tu_path(d, "tokens.i32"), tok, 2 * (size_t)N * sizeof(int));
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd, REF " %s %d %d %d %d %d %d %d %d %d %.9g %.9g %d", d, B, T,
+             cfg->num_layers, cfg->channels, cfg->num_heads, config_kv_heads(cfg),
+             config_ffn(cfg), V, Vp, (double)config_rope_theta(cfg),
+             (double)config_norm_eps(cfg), cfg->untied);
+    int rc = tu_run_output(cmd, &out, &out);
+    cr_assert(rc == 0 && out && strstr(out, "llama_model_reference: PASS"),
+              "%s: exit %d: %s (needs /usr/bin/python3 with torch)", cmd, rc, out ? out : "");
+    free(out);
+
+    gpt_set_params(&g, p);
+    /* logits: batch row b moved to row 0 (gpt_logits_at reads row 0) */
+    float *logits = malloc((size_t)N * V * sizeof(float)), *row = malloc((size_t)Vp * sizeof(float));
+    int *in = malloc((size_t)N * sizeof(int));
+    for (int b = 0; b < B; b++) {
+        memcpy(in, tok, (size_t)N * sizeof(int));
+        memcpy(in, tok + (size_t)b * T, (size_t)T * sizeof(int));
+        memcpy(in + (size_t)b * T, tok, (size_t)T * sizeof(int));
+        for (int t = 0; t < T; t++) {
+            gpt_logits_at(&g, in, t, row);
+            memcpy(logits + ((size_t)b * T + t) * V, row, (size_t)V * sizeof(float));
+        }
+    }
+    double *rl = ref_result(d, "ref_logits.f64", (size_t)N * V);
+    double e = rel_err(rl, logits, (size_t)N * V);
+    cr_expect_lt(e, TOL, "logits off the reference by %g of their largest magnitude", e);
+    cr_log_info("llama reference: logits within %.2e", e);
+
+    gpt_zero_grads(&g);
+    double loss = gpt_forward_backward(&g, tok, tok + N, 1.0f / N);
+    gpt_get_grads(&g, grads);
+    double *rloss = ref_result(d, "ref_loss.f64", 1);
+    cr_expect_lt(fabs(loss - rloss[0]), 1e-5 * rloss[0], "loss %.9g, reference %.9g", loss,
+                 rloss[0]);
+    double *rg = ref_result(d, "ref_grads.f64", n);
+    size_t off = 0;
+    double worst = 0;
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        if (!sz[t]) continue;
+        double et = rel_err(rg + off, grads + off, sz[t]);
+        worst = fmax(worst, et);
+        cr_expect_lt(et, TOL, "d loss / d %s off autograd's by %g of its largest magnitude",
+                     config_tensor_name(cfg, t), et);
+        off += sz[t];
+    }
+    cr_assert_eq(off, n);
+    cr_log_info("llama reference: loss %.9g vs %.9g, gradients within %.2e", loss, rloss[0],
+                worst);
+    free(rl), free(rloss), free(rg), free(logits), free(row), free(in), free(tok), free(p);
+    free(grads);
+    gpt_free(&g);
+    backend_close(be);
+    tu_remove_tree(d);
+}
+
+Test(llama_reference, gqa_untied_matches_pytorch, .timeout = 120)
+{
+    GPTConfig c = tu_tiny_config(); /* V 64 (padded 128), T 8 */
+    c.arch = ARCH_LLAMA;
+    c.num_layers = 2;
+    c.kv_heads = 2;
+    c.ffn = 48;
+    c.untied = 1;
+    against_reference(&c, 2, 8);
+}
+
+Test(llama_reference, mha_tied_theta_500000_matches_pytorch, .timeout = 120)
+{
+    GPTConfig c = tu_tiny_config();
+    c.arch = ARCH_LLAMA;
+    c.num_layers = 3;
+    c.channels = 48;
+    c.num_heads = 3; /* hs 16 */
+    c.kv_heads = 3;
+    c.ffn = 0;       /* the default: 8/3 C up to a multiple of 256 */
+    c.rope_theta = 500000.0f;
+    c.untied = 0;
+    c.max_seq_len = 7;
+    against_reference(&c, 3, 7);
+}
