@@ -32,13 +32,20 @@ static size_t host_available(void)
  * cblas_sgemm calls, VmRSS before and after, up to 2048 x 50304 x 768). */
 #define BLAS_BUFFER_BYTES ((size_t)1 << 20)
 
-/* The matmuls a run at this shape makes (model/gpt.c's four per block and
- * the loss head's chunks), touched before the resident set is read. */
+/* The matmuls a run at this shape makes (a block's four, by its family,
+ * and the loss head's chunks), touched before the resident set is read.
+ * (N, in, out): GPT-2's qkv 3C, projection, fc 4C and its projection;
+ * Llama's q and the KV heads' k and v, projection, gate and up 2F, down. */
 static void prepare_matmuls(Backend *be, const TrainOptions *o, const GPTConfig *cfg, DType dt)
 {
     if (!be->ops->matmul_prepare) return;
     int N = o->batch * o->seq_len, C = cfg->channels;
-    const int mm[4][3] = {{N, C, 3 * C}, {N, C, C}, {N, C, 4 * C}, {N, 4 * C, C}};
+    int qkv = 3 * C, up = 4 * C, down = 4 * C;
+    if (cfg->arch == ARCH_LLAMA) {
+        int hs = C / cfg->num_heads, F = config_ffn(cfg);
+        qkv = C + 2 * config_kv_heads(cfg) * hs, up = 2 * F, down = F;
+    }
+    const int mm[4][3] = {{N, C, qkv}, {N, C, C}, {N, C, up}, {N, down, C}};
     int rows = o->loss_chunk > 0 ? o->loss_chunk
                                  : planner_default_loss_chunk(o->batch, o->seq_len,
                                                               cfg->padded_vocab, dt);

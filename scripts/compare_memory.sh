@@ -3,7 +3,9 @@
 #
 # usage: [ROUNDS=n] scripts/compare_memory.sh [train_gpt flags...]
 # Default shape: 48 layers, C=128, NH=4, B=8, T=256, 3 steps, on the default
-# dataset (run `make data` first) or whatever --train-data you pass.
+# dataset (run `make data` first) or whatever --train-data you pass; each of
+# those flags that is not given keeps its default (so `--arch llama` alone
+# compares the Llama block at that shape), and --model replaces the shape.
 # Runs the two modes alternately, 0,1,0,1,... for ROUNDS rounds (default 3),
 # so that a machine's slow spell falls on both. Prints stored-activation
 # bytes, workspace, the plan's baseline and total, the measured peak (the
@@ -19,9 +21,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x ./train_gpt ] || { echo "compare_memory.sh: ./train_gpt not built (run make)" >&2; exit 1; }
-if [ $# -eq 0 ]; then
-    set -- --layers 48 --channels 128 --heads 4 --batch 8 --seq-len 256 --steps 3
+given=" $* "
+defaults=()
+if [[ "$given" != *" --model "* && "$given" != *" --model="* ]]; then
+    for kv in "--layers 48" "--channels 128" "--heads 4"; do
+        [[ "$given" == *" ${kv% *} "* || "$given" == *" ${kv% *}="* ]] || defaults+=($kv)
+    done
 fi
+for kv in "--batch 8" "--seq-len 256" "--steps 3"; do
+    [[ "$given" == *" ${kv% *} "* || "$given" == *" ${kv% *}="* ]] || defaults+=($kv)
+done
+set -- "${defaults[@]}" "$@"
 rounds=${ROUNDS:-3}
 out=$(mktemp -d /tmp/compare_memory.XXXXXX)
 trap 'rm -rf "$out"' EXIT
