@@ -238,11 +238,14 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fa2_dkdv_kernel(AmmaD
             mma_a_from_c(x0, dT0[0], dT0[1]);
             mma_a_from_c(x1, dT1[0], dT1[1]);
             mma_strip2_acc<HSP, 16>(dv0, dv1, sT0, sT1, dOc, LD); /* dV_w += P^T dO_c */
+            amma_strip2_acc_x<HSP>(dk0, dk1, x0, x1, Qc, LD);    /* dK_w += dS^T Q_c */
+            /* after the products, so that nothing but the __syncwarp below
+             * orders the stash's writes before its reads: the emulator's
+             * mma.sync is a warp barrier, which would hide its removal */
             if (DS) {
                 amma_ds_stash(stash + g * AMMA_DS_LDS + 2 * t4 + 16 * c, x0);
                 amma_ds_stash(stash + (16 + g) * AMMA_DS_LDS + 2 * t4 + 16 * c, x1);
             }
-            amma_strip2_acc_x<HSP>(dk0, dk1, x0, x1, Qc, LD); /* dK_w += dS^T Q_c */
         }
         if (DS) { /* the tile's pieces to the warp's rows of dS tile (wk0 / 64, q0 / 64) */
             __syncwarp();
