@@ -17,9 +17,10 @@
  * inputs give the same bits (the recompute modes' guarantee). The
  * partials take nb NH ceil(T / ROWS) T HSP floats (201 MB for 124M's
  * shape at B = 4: 4 x 12 x 16 x 1024 x 64 x 4 bytes), more than the
- * backend's scratch, so they live in their own buffer (amma_dq_partials,
- * grown on demand). That buffer is outside the memory plan: promoting
- * this kernel would mean planning it first (model/planner*.c). */
+ * backend's scratch, so they live in the variants' workspace
+ * (amma_variant_workspace, grown on demand). That buffer is outside the
+ * memory plan: promoting this kernel would mean planning it first
+ * (model/planner*.c). */
 #include "attention_variants.cuh"
 
 struct AmmaFusedArgs : AmmaBwdArgs {
@@ -179,39 +180,14 @@ __global__ void amma_dq_sum_kernel(bf16 *dqkv, const float *part, int nb, int T_
     }
 }
 
-/* The partials' buffer, at least bytes long (grown, never shrunk; the
- * stream drained before a buffer in use is freed), one for the process:
- * the checker runs one backend at a time and frees it (amma_fused_free)
- * before closing that backend. */
-static float *amma_part;
-static size_t amma_part_bytes;
-
-static float *amma_dq_partials(CudaState *st, size_t bytes)
-{
-    if (bytes <= amma_part_bytes) return amma_part;
-    CUDA_CHECK(cudaStreamSynchronize(st->stream));
-    amma_fused_free();
-    if (cudaMalloc(&amma_part, bytes) != cudaSuccess)
-        CUDA_FATAL("attention_backward (fused variant): cannot allocate %zu bytes for the dQ "
-                   "partials",
-                   bytes);
-    amma_part_bytes = bytes;
-    return amma_part;
-}
-
-void amma_fused_free(void)
-{
-    if (amma_part) CUDA_CHECK(cudaFree(amma_part));
-    amma_part = NULL, amma_part_bytes = 0;
-}
-
 template <class Cfg> static void amma_fused_launch(CudaState *st, const AmmaBwdArgs &a)
 {
     static int set = 0;
     const size_t nKB = ceil_div(a.T, Cfg::ROWS);
     AmmaFusedArgs f;
     (AmmaBwdArgs &)f = a;
-    f.part = amma_dq_partials(st, (size_t)a.nb * a.NH * nKB * a.T * Cfg::HSP * sizeof(float));
+    f.part = (float *)amma_variant_workspace(
+        st, (size_t)a.nb * a.NH * nKB * a.T * Cfg::HSP * sizeof(float), "the dQ partials");
     amma_fa2_launch(st, amma_fused_kernel<Cfg>, f, AmmaFusedSmem<Cfg>::bytes, Cfg::ROWS, a.nb,
                     Cfg::NT, set);
     const size_t n = (size_t)a.nb * a.NH * a.T * (Cfg::HSP / 4);

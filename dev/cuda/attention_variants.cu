@@ -72,6 +72,10 @@ static const AmmaBwdVariant amma_dkdv_variants[] = {
     /* dK/dV and dQ in one pass, dQ from partials outside the memory plan */
     {"dkdv-fused-w4-q64-b2", amma_fused_q64, 0, 1},
     {"dkdv-fused-w4-q32-b3", amma_fused_q32, 0, 1},
+    {"dkdv-fa2-w4-q64-b2", amma_fa2_dkdv_q64, 0, 0}, /* 32 key rows per warp */
+    {"dkdv-fa2-w4-q32-b2", amma_fa2_dkdv_q32, 0, 0},
+    /* that kernel writing dS (outside the memory plan), then dQ from dS */
+    {"dkdv-fa2-ds-w4-q64-b2", amma_fa2_ds_q64, 0, 1},
 };
 
 #define AV_COUNT(t) (int)(sizeof t / sizeof t[0])
@@ -150,4 +154,25 @@ extern "C" void attn_variant_backward(Backend *be, int dq, int dkdv, void *dqkv,
                   (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH);
 }
 
-extern "C" void attn_variants_close(void) { amma_fused_free(); }
+static void *amma_ws;
+static size_t amma_ws_bytes;
+
+void *amma_variant_workspace(CudaState *st, size_t bytes, const char *what)
+{
+    if (bytes <= amma_ws_bytes) return amma_ws;
+    CUDA_CHECK(cudaStreamSynchronize(st->stream));
+    amma_variant_workspace_free();
+    if (cudaMalloc(&amma_ws, bytes) != cudaSuccess)
+        CUDA_FATAL("attention_backward (a variant): cannot allocate %zu bytes for %s", bytes,
+                   what);
+    amma_ws_bytes = bytes;
+    return amma_ws;
+}
+
+void amma_variant_workspace_free(void)
+{
+    if (amma_ws) CUDA_CHECK(cudaFree(amma_ws));
+    amma_ws = NULL, amma_ws_bytes = 0;
+}
+
+extern "C" void attn_variants_close(void) { amma_variant_workspace_free(); }

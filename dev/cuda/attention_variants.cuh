@@ -8,8 +8,12 @@
  *   attention_mma_fwd_wg.cu, _bwd_wg.cu  forward, dQ and dK/dV on Hopper's
  *       wgmma (sm_90a; attention_mma_wg.cuh, wgmma.cuh);
  *   attention_mma_fa2.cu    forward and dQ with 32 query rows per warp;
+ *   attention_mma_fa2_bwd.cu  dK/dV with 32 key rows per warp, and with
+ *       it writing dS for a dQ pass that does not recompute S and dP;
  *   attention_mma_fused.cu  dK/dV that writes dQ too, from per-key-block
- *       partials in a workspace of its own.
+ *       partials.
+ * The last two keep their dS tiles or partials in the variants' workspace
+ * (amma_variant_workspace, attention_variants.cu).
  * None has run on a GPU yet (dev/notes/attention-kernels.md). */
 #ifndef DEV_CUDA_ATTENTION_VARIANTS_CUH
 #define DEV_CUDA_ATTENTION_VARIANTS_CUH
@@ -64,10 +68,21 @@ void amma_fa2_fwd_k64(CudaState *st, const AmmaFwdArgs &a);
 void amma_fa2_fwd_k32(CudaState *st, const AmmaFwdArgs &a);
 void amma_fa2_dq_k64(CudaState *st, const AmmaBwdArgs &a);
 void amma_fa2_dq_k32(CudaState *st, const AmmaBwdArgs &a);
-/* attention_mma_fused.cu: dK/dV with dQ from per-key-block partials, and
- * the partials' buffer freed (before its backend closes) */
+/* attention_mma_fa2_bwd.cu: dK/dV with 32 key rows per warp; _ds_: that
+ * kernel writing dS, then dQ from dS (no dQ kernel runs after it) */
+void amma_fa2_dkdv_q64(CudaState *st, const AmmaBwdArgs &a);
+void amma_fa2_dkdv_q32(CudaState *st, const AmmaBwdArgs &a);
+void amma_fa2_ds_q64(CudaState *st, const AmmaBwdArgs &a);
+/* attention_mma_fused.cu: dK/dV with dQ from per-key-block partials */
 void amma_fused_q64(CudaState *st, const AmmaBwdArgs &a);
 void amma_fused_q32(CudaState *st, const AmmaBwdArgs &a);
-void amma_fused_free(void);
+
+/* attention_variants.cu: one device buffer, at least bytes long, for the
+ * variants' data outside the memory plan (what names it in the message
+ * when cudaMalloc fails); grown, never shrunk (the stream drained before
+ * a buffer in use is freed); one for the process, as the checker runs one
+ * backend at a time. _free: before that backend closes. */
+void *amma_variant_workspace(CudaState *st, size_t bytes, const char *what);
+void amma_variant_workspace_free(void);
 
 #endif

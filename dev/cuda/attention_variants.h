@@ -9,7 +9,8 @@
  * after it. _forward and _backward run the op as be's own op does, with
  * the variants named (dq, dkdv: one of each) where the head size pads to
  * 64 on the 16-byte path in bf16, and be's own op elsewhere. close: frees
- * what the variants keep (the fused one's dQ partials), before be closes. */
+ * what the variants keep (their workspace: the fused ones' dQ partials,
+ * the ds one's dS tiles), before be closes. */
 #ifndef DEV_CUDA_ATTENTION_VARIANTS_H
 #define DEV_CUDA_ATTENTION_VARIANTS_H
 

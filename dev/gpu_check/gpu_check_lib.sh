@@ -30,13 +30,14 @@ TGT_OFFCK=0.95 TGT_OFFOPT=0.667 # section 11: checkpoint offload's tok/s ratio, 
 LCT=8192 PLAN_LC=()             # section 11's long-context row: T; --plan's budget
 # Attention variants no GPU has run yet (Hopper's wgmma: sm_90a descriptors
 # and layouts only the hardware confirms; the FlashAttention-2-shaped ones of
-# dev/cuda/attention_mma_fa2.cu and _fused.cu, new code). Checked in a process of
+# dev/cuda/attention_mma_fa2.cu, _fa2_bwd.cu and _fused.cu, new code). Checked in a process of
 # their own after the other kernels, so that a fault there (a sticky CUDA
 # error ends the process) loses only their row; left out of the sweep when
 # it failed.
 UNMEASURED=fwd-wgmma-w4-k64-s2-b3,dq-wgmma-w4-k64-s2-b3,dkdv-wgmma-w4-q64-s2-b2
 UNMEASURED=$UNMEASURED,fwd-fa2-w4-k64-b2,fwd-fa2-w4-k32-b2,dq-fa2-w4-k64-b2,dq-fa2-w4-k32-b2
 UNMEASURED=$UNMEASURED,dkdv-fused-w4-q64-b2,dkdv-fused-w4-q32-b3
+UNMEASURED=$UNMEASURED,dkdv-fa2-w4-q64-b2,dkdv-fa2-w4-q32-b2,dkdv-fa2-ds-w4-q64-b2
 UNMEASURED_OK=1
 # Every GPU process runs under `timeout -k 5 LIMIT` (gpu, below), LIMIT in
 # seconds by the kind of process; GPU_CHECK_LIMIT_<KIND> (upper case)

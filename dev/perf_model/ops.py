@@ -290,6 +290,20 @@ def _fused():
     ]
 
 
+# dev/cuda/attention_mma_fa2_bwd.cu: dK/dV with 32 key rows per warp (AmmaCfg2<HSP, 4
+# warps, 64-row query tiles, 2 blocks/SM>: 128 keys a block, query tiles from the
+# block's first key on; [K | V] staged into the second stage, enlarged). Its ds
+# form and amma_dsq_kernel are not modelled: the model puts the dQ-from-dS kernel
+# at 65.6% of its L2 roofline at 124M B=64, over MMA_ROOF_SHARE_MAX, its sign of
+# being too optimistic for the kernel (dev/notes/perf-model.md).
+def _fa2_dkdv():
+    stage = lambda s: 2 * 64 * (s.hsp + 8) * ACT + 64 * 8
+    return Tile(r'amma_fa2_dkdv_kernel<AmmaCfg2<{hsp}, 4, 64, 2>, false>', 128,
+                lambda s: stage(s) + max(stage(s), 2 * 128 * (s.hsp + 8) * ACT), _fa2_grid,
+                lambda s, bx: s.nT - 2 * _first(s, bx), lambda s: [],
+                hbm=lambda s: _qkv_bytes(s) * 2 + s.N * s.C * ACT + s.B * s.NH * s.T * 8)
+
+
 VARIANTS = {  # row name -> alternatives, as OPS'; predicted beside the op they replace
     'attention_forward fwd-wgmma-w4-k64-s2-b3': [
         [Tile(r'amma_fwd_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >', 128, _smem_wg_fwd,
@@ -307,6 +321,7 @@ VARIANTS = {  # row name -> alternatives, as OPS'; predicted beside the op they 
               lambda s: _fa2_smem(s, 256), _fa2_grid, _fa2_tiles, lambda s: [],
               hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 8)]],
     'attention_backward dkdv-fused-w4-q64-b2': [[_rows_d()] + _fused()],
+    'attention_backward dkdv-fa2-w4-q64-b2': [[_rows_d(), _fa2_dkdv(), _bwd('dq', False)]],
 }
 
 
