@@ -9,14 +9,16 @@ apply_rotary_pos_emb, the llama3 rope_type's frequency rule, repeat_kv,
 F.silu), never from the C code.
 
 usage:
-    llama_ops_reference.py OP DIR KEY=VALUE...
+    llama_ops_reference.py OP DIR KEY=VALUE... [-- OP DIR KEY=VALUE...]...
     llama_ops_reference.py selfcheck
 
 OP DIR reads the op's inputs from DIR/NAME.f32 (raw little-endian float32,
 row-major, the shapes below), runs the op in float64 on those values, and
 writes each result to DIR/ref_NAME.f64 (raw little-endian float64). Input
-gradients are autograd's of sum(out * dout). Prints "llama_ops_reference:
-PASS" on success; any fault exits 1 with one line.
+gradients are autograd's of sum(out * dout). Jobs separated by "--" run in
+order in one process (one import of torch, most of a job's time). Prints
+"llama_ops_reference: PASS" once all succeeded; any fault exits 1 with one
+line.
 
     rmsnorm   N C eps            inp(N,C) weight(C) dout(N,C)
               -> out(N,C) rstd(N) dinp(N,C) dweight(C)
@@ -251,17 +253,29 @@ def selfcheck():
         fail("selfcheck: Llama 3 scaling regimes")
 
 
+def run_job(job):
+    if len(job) >= 2 and job[0] in ("rmsnorm", "rope", "swiglu", "attention"):
+        if not os.path.isdir(job[1]):
+            fail("%s is not a folder" % job[1])
+        {"rmsnorm": run_rmsnorm, "rope": run_rope, "swiglu": run_swiglu,
+         "attention": run_attention}[job[0]](job[1], job[2:])
+    else:
+        fail("usage: llama_ops_reference.py rmsnorm|rope|swiglu|attention DIR KEY=VALUE... "
+             "[-- OP DIR KEY=VALUE...]... | selfcheck")
+
+
 def main(argv):
     if len(argv) == 1 and argv[0] == "selfcheck":
         selfcheck()
-    elif len(argv) >= 2 and argv[0] in ("rmsnorm", "rope", "swiglu", "attention"):
-        if not os.path.isdir(argv[1]):
-            fail("%s is not a folder" % argv[1])
-        {"rmsnorm": run_rmsnorm, "rope": run_rope, "swiglu": run_swiglu,
-         "attention": run_attention}[argv[0]](argv[1], argv[2:])
     else:
-        fail("usage: llama_ops_reference.py rmsnorm|rope|swiglu|attention DIR KEY=VALUE... "
-             "| selfcheck")
+        # several jobs in one process: importing torch is most of a job's time
+        job = []
+        for a in argv + ["--"]:
+            if a != "--":
+                job.append(a)
+                continue
+            run_job(job)
+            job = []
     print("llama_ops_reference: PASS")
 
 
