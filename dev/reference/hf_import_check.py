@@ -12,7 +12,9 @@ for byte, from:
      from the format's published layout;
 and must refuse, exit 1, one line naming the file and the fault, writing
 nothing: an untied lm_head, a NaN, a tensor of the wrong shape, a missing
-tensor, and no head count. Prints "hf_import_check: PASS" or exits non-zero.
+tensor (each a .safetensors file of the .pt export's tensors, so that its
+import starts without torch: from_hf checks either format's tensors alike),
+and no head count. Prints "hf_import_check: PASS" or exits non-zero.
 """
 import json
 import os
@@ -107,8 +109,8 @@ def main():
     del d["transformer.ln_f.bias"]
     cases.append(("missing", d, "transformer.ln_f.bias is missing"))
     for name, d, msg in cases:
-        path = os.path.join(hf, f"{name}.pt")
-        torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in d.items()}, path)
+        path = os.path.join(hf, f"{name}.safetensors")
+        write_safetensors(path, d)
         out = os.path.join(work, f"{name}.bin")
         r = run(imp, path, out)
         lines = r.stderr.strip().splitlines()
