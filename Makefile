@@ -204,8 +204,14 @@ train_gpt tokenize: %: $(BUILD)/%
 # within a bound, time-paced saves, a collective timeout, an ETA) run after
 # them, one at a time, with no other test beside them. TEST_ARGS with a
 # --filter runs just those tests, one at a time.
+# OMP_WAIT_POLICY=PASSIVE: two jobs of two OpenMP threads on two cores (and
+# any other load) leave a thread spinning at each barrier while the one it
+# waits for has no core; sleeping there instead made decode/* and
+# schedule_exec/* 106 to 130 s -> 6 s on the shared 2-core build VM (load 5).
+# The results do not depend on it (ops.h: the same bits at any thread count).
+TEST_OMP := OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
 TEST_ENV = TRAIN_GPT_BIN=$(BUILD)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(BUILD)/test/tokenize \
-           TRAIN_GPT_PRODUCT_DIR=. OMP_NUM_THREADS=2
+           TRAIN_GPT_PRODUCT_DIR=. $(TEST_OMP)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 TEST_SERIAL := memory_budget/* matmul_prepare/* long_context/* startup_stops/* tokenize_stop/* \
                save_minutes/* ranks/* progress/* resume/second_signal_exits_at_once
@@ -319,7 +325,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-o
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:exitcode=99 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99 \
   TRAIN_GPT_BIN=$(ASAN_DIR)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(ASAN_DIR)/test/tokenize \
-  TRAIN_GPT_PRODUCT_DIR=$(ASAN_DIR) OMP_NUM_THREADS=2
+  TRAIN_GPT_PRODUCT_DIR=$(ASAN_DIR) $(TEST_OMP)
 .PHONY: test-asan fuzz
 test-asan:
 	$(MAKE) BUILD=$(ASAN_DIR) SANITIZE="$(SAN_FLAGS)" NVCC= $(ASAN_DIR)/train_gpt $(ASAN_DIR)/tokenize \
