@@ -204,22 +204,30 @@ train_gpt tokenize: %: $(BUILD)/%
 # within a bound, time-paced saves, a collective timeout, an ETA) run after
 # them, one at a time, with no other test beside them. TEST_ARGS with a
 # --filter runs just those tests, one at a time.
+# OMP_WAIT_POLICY=PASSIVE: two jobs of two OpenMP threads on two cores (and
+# any other load) leave a thread spinning at each barrier while the one it
+# waits for has no core; sleeping there instead made decode/* and
+# schedule_exec/* 106 to 130 s -> 6 s on the shared 2-core build VM (load 5).
+# The results do not depend on it (ops.h: the same bits at any thread count).
+TEST_OMP := OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
 TEST_ENV = TRAIN_GPT_BIN=$(BUILD)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(BUILD)/test/tokenize \
-           TRAIN_GPT_PRODUCT_DIR=. OMP_NUM_THREADS=2
+           TRAIN_GPT_PRODUCT_DIR=. $(TEST_OMP)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 TEST_SERIAL := memory_budget/* matmul_prepare/* long_context/* startup_stops/* tokenize_stop/* \
                save_minutes/* ranks/* progress/* resume/second_signal_exits_at_once
 TEST_EMPTY :=
 TEST_SERIAL_GLOB := $(subst $(TEST_EMPTY) $(TEST_EMPTY),|,$(strip $(TEST_SERIAL)))
-test: all $(BUILD)/run_tests $(BUILD)/test/train_gpt $(BUILD)/test/tokenize
+# $(call run_suite,ENV,RUN_TESTS): the independent tests TEST_JOBS at a
+# time, then TEST_SERIAL one at a time; a --filter in TEST_ARGS: just those.
 ifneq ($(findstring --filter,$(TEST_ARGS)),)
-	$(TEST_ENV) $(BUILD)/run_tests --jobs 1 $(TEST_ARGS)
+run_suite = $(1) $(2) --jobs 1 $(TEST_ARGS)
 else
-	$(TEST_ENV) $(BUILD)/run_tests --jobs $(TEST_JOBS) --filter '!(@($(TEST_SERIAL_GLOB)))' \
-	  $(TEST_ARGS); p=$$?; \
-	$(TEST_ENV) $(BUILD)/run_tests --jobs 1 --filter '@($(TEST_SERIAL_GLOB))' $(TEST_ARGS); \
+run_suite = $(1) $(2) --jobs $(TEST_JOBS) --filter '!(@($(TEST_SERIAL_GLOB)))' $(TEST_ARGS); \
+	p=$$?; $(1) $(2) --jobs 1 --filter '@($(TEST_SERIAL_GLOB))' $(TEST_ARGS); \
 	s=$$?; [ $$p = 0 ] && [ $$s = 0 ]
 endif
+test: all $(BUILD)/run_tests $(BUILD)/test/train_gpt $(BUILD)/test/tokenize
+	$(call run_suite,$(TEST_ENV),$(BUILD)/run_tests)
 
 data: tokenize
 	scripts/prepare_data.sh
@@ -307,18 +315,22 @@ clean:
 
 # ---- Sanitizers and fuzzing (ckpt/, data/, eval/, interop/: the file readers) ----
 # `make test-asan`: the CPU code and the suite built with ASan+UBSan in
-# build/asan, run once; the end-to-end tests drive build/asan/test/train_gpt.
+# build/asan, run once as `make test` runs it (TEST_JOBS at a time, then
+# TEST_SERIAL one at a time); the end-to-end tests drive
+# build/asan/test/train_gpt.
 # Sanitizer reports exit 99 so they cannot pass for an expected error exit.
 # Leak checking is off: error exits return from main without freeing.
 ASAN_DIR := build/asan
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:exitcode=99 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99 \
+  TRAIN_GPT_BIN=$(ASAN_DIR)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(ASAN_DIR)/test/tokenize \
+  TRAIN_GPT_PRODUCT_DIR=$(ASAN_DIR) $(TEST_OMP)
 .PHONY: test-asan fuzz
 test-asan:
 	$(MAKE) BUILD=$(ASAN_DIR) SANITIZE="$(SAN_FLAGS)" NVCC= $(ASAN_DIR)/train_gpt $(ASAN_DIR)/tokenize \
 	  $(ASAN_DIR)/test/train_gpt $(ASAN_DIR)/test/tokenize $(ASAN_DIR)/run_tests
-	ASAN_OPTIONS=detect_leaks=0:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99 \
-	  TRAIN_GPT_BIN=$(ASAN_DIR)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(ASAN_DIR)/test/tokenize \
-	  TRAIN_GPT_PRODUCT_DIR=$(ASAN_DIR) OMP_NUM_THREADS=2 $(ASAN_DIR)/run_tests --jobs 1 $(TEST_ARGS)
+	$(call run_suite,$(ASAN_ENV),$(ASAN_DIR)/run_tests)
 
 # `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
 # for every file reader, in build/fuzz/. dev/run_fuzzers.sh runs them.

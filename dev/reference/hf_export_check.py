@@ -28,6 +28,12 @@ import gpt2_reference as ref  # noqa: E402
 import export_hf  # noqa: E402
 import import_hf  # noqa: E402
 
+# One thread: the tensors here are tiny, and a pool of OMP_NUM_THREADS threads
+# spinning beside the suite's other job on two cores made llama_ops_reference's
+# selfcheck 3 to 7 times slower (9 to 21 s against 3 s); no result here depends
+# on the thread count beyond the last bits, far inside every tolerance checked.
+torch.set_num_threads(1)
+
 
 def hf_forward(sd, n_layer, n_head, tokens):
     """Logits (B, T, V) from an HF GPT-2 state dict, float64."""

@@ -9,14 +9,16 @@ apply_rotary_pos_emb, the llama3 rope_type's frequency rule, repeat_kv,
 F.silu), never from the C code.
 
 usage:
-    llama_ops_reference.py OP DIR KEY=VALUE...
+    llama_ops_reference.py OP DIR KEY=VALUE... [-- OP DIR KEY=VALUE...]...
     llama_ops_reference.py selfcheck
 
 OP DIR reads the op's inputs from DIR/NAME.f32 (raw little-endian float32,
 row-major, the shapes below), runs the op in float64 on those values, and
 writes each result to DIR/ref_NAME.f64 (raw little-endian float64). Input
-gradients are autograd's of sum(out * dout). Prints "llama_ops_reference:
-PASS" on success; any fault exits 1 with one line.
+gradients are autograd's of sum(out * dout). Jobs separated by "--" run in
+order in one process (one import of torch, most of a job's time). Prints
+"llama_ops_reference: PASS" once all succeeded; any fault exits 1 with one
+line.
 
     rmsnorm   N C eps            inp(N,C) weight(C) dout(N,C)
               -> out(N,C) rstd(N) dinp(N,C) dweight(C)
@@ -42,6 +44,12 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+# One thread: the tensors here are tiny, and a pool of OMP_NUM_THREADS threads
+# spinning beside the suite's other job on two cores made llama_ops_reference's
+# selfcheck 3 to 7 times slower (9 to 21 s against 3 s); no result here depends
+# on the thread count beyond the last bits, far inside every tolerance checked.
+torch.set_num_threads(1)
 
 torch.set_default_dtype(torch.float64)
 
@@ -251,17 +259,29 @@ def selfcheck():
         fail("selfcheck: Llama 3 scaling regimes")
 
 
+def run_job(job):
+    if len(job) >= 2 and job[0] in ("rmsnorm", "rope", "swiglu", "attention"):
+        if not os.path.isdir(job[1]):
+            fail("%s is not a folder" % job[1])
+        {"rmsnorm": run_rmsnorm, "rope": run_rope, "swiglu": run_swiglu,
+         "attention": run_attention}[job[0]](job[1], job[2:])
+    else:
+        fail("usage: llama_ops_reference.py rmsnorm|rope|swiglu|attention DIR KEY=VALUE... "
+             "[-- OP DIR KEY=VALUE...]... | selfcheck")
+
+
 def main(argv):
     if len(argv) == 1 and argv[0] == "selfcheck":
         selfcheck()
-    elif len(argv) >= 2 and argv[0] in ("rmsnorm", "rope", "swiglu", "attention"):
-        if not os.path.isdir(argv[1]):
-            fail("%s is not a folder" % argv[1])
-        {"rmsnorm": run_rmsnorm, "rope": run_rope, "swiglu": run_swiglu,
-         "attention": run_attention}[argv[0]](argv[1], argv[2:])
     else:
-        fail("usage: llama_ops_reference.py rmsnorm|rope|swiglu|attention DIR KEY=VALUE... "
-             "| selfcheck")
+        # several jobs in one process: importing torch is most of a job's time
+        job = []
+        for a in argv + ["--"]:
+            if a != "--":
+                job.append(a)
+                continue
+            run_job(job)
+            job = []
     print("llama_ops_reference: PASS")
 
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels/rope.h"
+#include "tests/lib/ref_batch.h"
 #include "tests/lib/test_util.h"
 
 static float *rnd(size_t n, unsigned s, float scale)
@@ -56,17 +57,17 @@ static void put(const char *dir, const char *name, const float *p, size_t n)
     tu_write_file(tu_path(dir, file), p, n * sizeof(float));
 }
 
-/* Runs the reference on dir's inputs; asserts it passed. */
-static void reference(const char *op, const char *dir, const char *args)
+/* A test's cases share one run of the reference (tests/lib/ref_batch.h):
+ * reference() adds a case's job, then says whether its results are there. */
+static int reference(RefBatch *rb, const char *op, const char *dir, const char *args)
 {
-    char cmd[2048], *out = NULL;
-    snprintf(cmd, sizeof cmd, REF " %s %s %s", op, dir, args);
-    int rc = tu_run_output(cmd, &out, &out);
-    cr_assert(rc == 0 && out && strstr(out, "llama_ops_reference: PASS"),
-              "%s: exit %d: %s (needs /usr/bin/python3 with torch: Debian's python3-torch, "
-              "which scripts/setup.sh installs)",
-              cmd, rc, out ? out : "");
-    free(out);
+    return ref_batch_job(rb, "%s %s %s", op, dir, args);
+}
+
+static void ref_twice(void (*cases)(RefBatch *))
+{
+    ref_batch_twice(REF, "--", "llama_ops_reference: PASS", "needs /usr/bin/python3 with torch: "
+                    "Debian's python3-torch, which scripts/setup.sh installs", cases);
 }
 
 /* The reference's result `name`, n doubles. */
@@ -181,29 +182,32 @@ static double rms_loss(void *p)
     return dot(r->out, r->dout, (size_t)r->N * r->C);
 }
 
-static void rms_reference(int N, int C, float eps)
+static void rms_reference(RefBatch *rr, int N, int C, float eps)
 {
     Rms r = rms_make(N, C, eps, 11);
     rms_run(&r);
-    char *d = tu_tempdir(), args[128], what[64];
+    const char *d = ref_batch_dir(rr);
+    char args[128], what[64];
     size_t n = (size_t)N * C;
     put(d, "inp", r.inp, n), put(d, "weight", r.w, C), put(d, "dout", r.dout, n);
     snprintf(args, sizeof args, "N=%d C=%d eps=%.9g", N, C, eps);
-    reference("rmsnorm", d, args);
     snprintf(what, sizeof what, "rmsnorm N %d C %d", N, C);
-    expect_ref(d, "out", r.out, n, what);
-    expect_ref(d, "rstd", r.rstd, N, what);
-    expect_ref(d, "dinp", r.dinp, n, what);
-    expect_ref(d, "dweight", r.dw, C, what);
-    tu_remove_tree(d);
+    if (reference(rr, "rmsnorm", d, args)) {
+        expect_ref(d, "out", r.out, n, what);
+        expect_ref(d, "rstd", r.rstd, N, what);
+        expect_ref(d, "dinp", r.dinp, n, what);
+        expect_ref(d, "dweight", r.dw, C, what);
+    }
     rms_free(&r);
 }
 
-Test(llama_ops_cpu, rmsnorm_matches_pytorch, .timeout = 120)
+static void rms_cases(RefBatch *rr)
 {
-    rms_reference(7, 40, 1e-5f);
-    rms_reference(5, 33, 1e-6f);
+    rms_reference(rr, 7, 40, 1e-5f);
+    rms_reference(rr, 5, 33, 1e-6f);
 }
+
+Test(llama_ops_cpu, rmsnorm_matches_pytorch, .timeout = 120) { ref_twice(rms_cases); }
 
 Test(llama_ops_cpu, rmsnorm_matches_finite_differences, .timeout = 60)
 {
@@ -281,11 +285,13 @@ static double rope_loss(void *p)
     return dot(r->out, r->dout, r->n);
 }
 
-static void rope_reference(int B, int T, int NH, int KVH, int hs, int pos0, const RopeConfig *rc)
+static void rope_reference(RefBatch *rr, int B, int T, int NH, int KVH, int hs, int pos0,
+                           const RopeConfig *rc)
 {
     Rope r = rope_make(B, T, NH, KVH, hs, pos0, rc, 41);
     rope_run(&r);
-    char *d = tu_tempdir(), args[256], what[96];
+    const char *d = ref_batch_dir(rr);
+    char args[256], what[96];
     put(d, "qkv", r.inp, r.n), put(d, "dout", r.dout, r.n);
     int k = snprintf(args, sizeof args, "B=%d T=%d NH=%d KVH=%d hs=%d theta=%.17g pos0=%d", B, T,
                      NH, KVH, hs, rc->theta, pos0);
@@ -293,7 +299,10 @@ static void rope_reference(int B, int T, int NH, int KVH, int hs, int pos0, cons
         snprintf(args + k, sizeof args - k, " factor=%.17g low=%.17g high=%.17g orig=%d",
                  rc->scale_factor, rc->low_freq_factor, rc->high_freq_factor,
                  rc->original_max_pos);
-    reference("rope", d, args);
+    if (!reference(rr, "rope", d, args)) {
+        rope_free(&r);
+        return;
+    }
     snprintf(what, sizeof what, "rope hs %d KVH %d pos0 %d scaling %g", hs, KVH, pos0,
              rc->scale_factor);
     expect_ref(d, "out", r.out, r.n, what);
@@ -311,7 +320,6 @@ static void rope_reference(int B, int T, int NH, int KVH, int hs, int pos0, cons
         cr_expect(fabs(r.table[i] - rt[i]) <= 1e-6, "%s: table[%zu] %.9g, reference %.9g", what,
                   i, r.table[i], rt[i]);
     free(f), free(rf), free(rt);
-    tu_remove_tree(d);
     rope_free(&r);
 }
 
@@ -323,15 +331,17 @@ static const RopeConfig ROPE_LLAMA3 = {.theta = 500000.0,
                                        .high_freq_factor = 4.0,
                                        .original_max_pos = 8192};
 
-Test(llama_ops_cpu, rope_matches_pytorch, .timeout = 120)
+static void rope_cases(RefBatch *rr)
 {
-    rope_reference(2, 9, 4, 2, 16, 0, &ROPE_PLAIN);
-    rope_reference(1, 6, 3, 3, 8, 0, &ROPE_PLAIN);
+    rope_reference(rr, 2, 9, 4, 2, 16, 0, &ROPE_PLAIN);
+    rope_reference(rr, 1, 6, 3, 3, 8, 0, &ROPE_PLAIN);
     /* hs 64 at Llama 3.2's settings: frequencies in all three of the
      * scaling's regimes, at positions past the original 8192 */
-    rope_reference(1, 5, 2, 1, 64, 0, &ROPE_LLAMA3);
-    rope_reference(2, 4, 2, 1, 64, 9000, &ROPE_LLAMA3);
+    rope_reference(rr, 1, 5, 2, 1, 64, 0, &ROPE_LLAMA3);
+    rope_reference(rr, 2, 4, 2, 1, 64, 9000, &ROPE_LLAMA3);
 }
+
+Test(llama_ops_cpu, rope_matches_pytorch, .timeout = 120) { ref_twice(rope_cases); }
 
 Test(llama_ops_cpu, rope_matches_finite_differences, .timeout = 60)
 {
@@ -423,24 +433,27 @@ static double swi_loss(void *p)
     return dot(s->out, s->dout, (size_t)s->N * s->F);
 }
 
-Test(llama_ops_cpu, swiglu_matches_pytorch, .timeout = 120)
+static void swi_cases(RefBatch *rr)
 {
     static const int shapes[][2] = {{6, 37}, {3, 256}};
     for (int k = 0; k < 2; k++) {
         int N = shapes[k][0], F = shapes[k][1];
         Swi s = swi_make(N, F, 71 + k);
         swi_run(&s);
-        char *d = tu_tempdir(), args[64], what[64];
+        const char *d = ref_batch_dir(rr);
+        char args[64], what[64];
         put(d, "inp", s.inp, (size_t)N * 2 * F), put(d, "dout", s.dout, (size_t)N * F);
         snprintf(args, sizeof args, "N=%d F=%d", N, F);
-        reference("swiglu", d, args);
         snprintf(what, sizeof what, "swiglu N %d F %d", N, F);
-        expect_ref(d, "out", s.out, (size_t)N * F, what);
-        expect_ref(d, "dinp", s.dinp, (size_t)N * 2 * F, what);
-        tu_remove_tree(d);
+        if (reference(rr, "swiglu", d, args)) {
+            expect_ref(d, "out", s.out, (size_t)N * F, what);
+            expect_ref(d, "dinp", s.dinp, (size_t)N * 2 * F, what);
+        }
         swi_free(&s);
     }
 }
+
+Test(llama_ops_cpu, swiglu_matches_pytorch, .timeout = 120) { ref_twice(swi_cases); }
 
 Test(llama_ops_cpu, swiglu_matches_finite_differences, .timeout = 60)
 {
@@ -489,7 +502,7 @@ static double att_loss(void *p)
     return dot(a->out, a->dout, a->nout);
 }
 
-Test(llama_ops_cpu, gqa_attention_matches_pytorch, .timeout = 180)
+static void att_cases(RefBatch *rr)
 {
     /* B T NH KVH hs: groups of 2; one key/value head for 6 (multi-query)
      * over three tiles; groups of 4 at hs 64 (the 4x32 vector paths);
@@ -500,18 +513,21 @@ Test(llama_ops_cpu, gqa_attention_matches_pytorch, .timeout = 180)
         const int *s = shapes[k];
         Att a = att_make(s[0], s[1], s[2], s[3], s[4], 91 + k);
         att_run(&a);
-        char *d = tu_tempdir(), args[128], what[160];
+        const char *d = ref_batch_dir(rr);
+        char args[128], what[160];
         put(d, "qkv", a.qkv, a.nqkv), put(d, "dout", a.dout, a.nout);
         snprintf(args, sizeof args, "B=%d T=%d NH=%d KVH=%d hs=%d", s[0], s[1], s[2], s[3], s[4]);
-        reference("attention", d, args);
         snprintf(what, sizeof what, "attention %s", args);
-        expect_ref(d, "out", a.out, a.nout, what);
-        expect_ref(d, "lse", a.lse, (size_t)a.B * a.NH * a.T, what);
-        expect_ref(d, "dqkv", a.dqkv, a.nqkv, what);
-        tu_remove_tree(d);
+        if (reference(rr, "attention", d, args)) {
+            expect_ref(d, "out", a.out, a.nout, what);
+            expect_ref(d, "lse", a.lse, (size_t)a.B * a.NH * a.T, what);
+            expect_ref(d, "dqkv", a.dqkv, a.nqkv, what);
+        }
         att_free(&a);
     }
 }
+
+Test(llama_ops_cpu, gqa_attention_matches_pytorch, .timeout = 180) { ref_twice(att_cases); }
 
 Test(llama_ops_cpu, gqa_attention_matches_finite_differences, .timeout = 120)
 {
