@@ -1,13 +1,10 @@
 /* tests/e2e/train/test_long_context.c — a long context on the cpu: a
- * 4-layer C = 256 model at T = 4096 trains a step with recompute 1 inside
- * its plan. The attention never holds a (T,T) matrix (at T = 4096 one
- * head's would be 64 MiB, six times the 5% below of the plan's 197 MiB):
- * its only memory beyond the tapes is the per-thread tile scratch the plan
- * counts (ops.h attention_scratch_bytes). The summary's arena high-water
- * mark equals the plan to the byte, and the process's peak (VmHWM) is
- * within 5% of the planner's total. (T = 8192 showed the same at four
- * times the attention's cost, 28 s of the suite's serial part on the
- * shared 2-core machine.) */
+ * 4-layer C = 256 model at T = 8192 trains a step with recompute 1 inside
+ * its plan. The attention never holds a (T,T) matrix (at T = 8192 one
+ * head's would be 256 MiB): its only memory beyond the tapes is the
+ * per-thread tile scratch the plan counts (ops.h attention_scratch_bytes).
+ * The summary's arena high-water mark equals the plan to the byte, and the
+ * process's peak (VmHWM) is within 5% of the planner's total. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -31,9 +28,9 @@ static double num(cJSON *o, const char *key)
 #endif
 
 /* B = 1, one step, a 256-token vocabulary (the head is small). Attention
- * dominates: 2 T^2 C = 8.6 GFLOP a layer forward, 4.5 times that with the
- * backward and recompute 1's second forward, about 0.15 TFLOP in all. */
-Test(long_context, t4096_step_within_its_plan, .timeout = 240)
+ * dominates: 2 T^2 C = 34 GFLOP a layer forward, 4.5 times that with the
+ * backward and recompute 1's second forward, about 0.6 TFLOP in all. */
+Test(long_context, t8192_step_within_its_plan, .timeout = 240)
 {
     SKIP_UNDER_ASAN();
     char *d = tu_tempdir(), args[2048], prefix[600], log[600];
@@ -42,7 +39,7 @@ Test(long_context, t4096_step_within_its_plan, .timeout = 240)
     snprintf(prefix, sizeof prefix, "%s/run", d);
     snprintf(args, sizeof args,
              "--train-data '%s/train_*.bin' --val-every 0 --device cpu --vocab 256 "
-             "--layers 4 --channels 256 --heads 4 --batch 1 --seq-len 4096 --steps 1 "
+             "--layers 4 --channels 256 --heads 4 --batch 1 --seq-len 8192 --steps 1 "
              "--recompute 1 --op-costs flops --log '%s'", d, log);
     int rc = tc_run("", args, prefix);
     cr_assert_eq(rc, 0, "exit %d (%s.out, .err)", rc, prefix);
