@@ -71,19 +71,6 @@ int costs_get(const TrainOptions *o, const PlanInput *in, Backend *be, int how, 
         snprintf(tc->source, sizeof tc->source, "flops (counted FLOPs; no time predicted)");
         return 0;
     }
-    /* the measurement and the cost files time GPT-2's block ops only
-     * (model/opcost_measure.c): a Llama run counts FLOPs (measure is
-     * refused with the flags) */
-    if (o->arch == ARCH_LLAMA) {
-        if (strcmp(src, "auto") != 0) {
-            snprintf(err, len, "--op-costs %s: measured op costs are GPT-2's block ops, not "
-                     "--arch llama's (give auto or flops)", src);
-            return -1;
-        }
-        snprintf(tc->source, sizeof tc->source, "flops (counted FLOPs; --arch llama has no "
-                 "measured op costs yet)");
-        return 0;
-    }
     int is_auto = strcmp(src, "auto") == 0, is_measure = strcmp(src, "measure") == 0;
     if (is_auto || is_measure) {
         device_of(o, be, device, sizeof device);

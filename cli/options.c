@@ -399,11 +399,6 @@ static int check_arch_flags(const TrainOptions *opt)
     else if (opt->llmc_save_dir || opt->llmc_resume)
         why = opt->llmc_resume ? "--resume-llmc: llm.c's checkpoints are GPT-2's, not llama's"
                                : "--save-checkpoint-llmc: llm.c's checkpoints are GPT-2's";
-    else if (strcmp(opt->op_costs, "auto") != 0 && strcmp(opt->op_costs, "flops") != 0)
-        why = strcmp(opt->op_costs, "measure") == 0
-                  ? "--op-costs measure: not supported with --arch llama yet (give auto or flops)"
-                  : "--op-costs FILE: measured op costs are GPT-2's block ops, not --arch "
-                    "llama's (give auto or flops)";
     if (why) fprintf(stderr, "%s\n", why);
     return why ? -1 : 0;
 }

@@ -57,7 +57,10 @@ typedef struct OpCosts {
 /* "ln1_fwd", "qkv_fwd", ...: the op names cost files use. */
 const char *opcost_op_name(int op);
 /* The op that makes tape tensor t (res2: attproj and the residual add).
- * The OP_* block ops are GPT-2's (gpt2_block.c lists the same ops). */
+ * The OP_* block ops are GPT-2's (gpt2_block.c lists the same ops); the
+ * Llama family's fill the same slots (its tensors are in the same order:
+ * rms1, qkv with RoPE, atty, res2, rms2, gateup, swiglu), as flops.c
+ * counts and opcost_measure.c times them. */
 long long opcost_tensor(const OpCosts *oc, int t);
 
 long long opcost_block_fwd(const OpCosts *oc);      /* writes x_{l+1} */

@@ -47,15 +47,32 @@ static void key_of(const PlanInput *in, long long k[K_NUM])
     k[K_ZERO] = in->zero ? 1 : 0;
 }
 
+/* A family other than GPT-2 is keyed by name and its own widths: the op
+ * slots hold its block's ops (opcost_measure.c), and GPT-2's files (which
+ * name no family) keep their keys and names. */
+static int is_gpt2(const PlanInput *in) { return in->cfg.arch == ARCH_GPT2; }
+enum { KA_KV_HEADS, KA_FFN, KA_NUM };
+static const char *ARCH_KEY_NAMES[KA_NUM] = {"kv_heads", "ffn"};
+
+static void arch_key_of(const PlanInput *in, long long k[KA_NUM])
+{
+    k[KA_KV_HEADS] = config_kv_heads(&in->cfg);
+    k[KA_FFN] = config_ffn(&in->cfg);
+}
+
 void opcost_cache_file(const char *dir, const char *device, const PlanInput *in, char *buf,
                        size_t len)
 {
-    long long k[K_NUM];
+    long long k[K_NUM], ka[KA_NUM];
     key_of(in, k);
+    arch_key_of(in, ka);
     char text[512];
     int n = snprintf(text, sizeof text, "%s|%s", device, dtype_name(in->dtype));
     for (int i = 0; i < K_NUM && n < (int)sizeof text; i++)
         n += snprintf(text + n, sizeof text - (size_t)n, "|%lld", k[i]);
+    if (!is_gpt2(in) && n < (int)sizeof text)
+        n += snprintf(text + n, sizeof text - (size_t)n, "|%s|%lld|%lld",
+                      config_arch_name(in->cfg.arch), ka[KA_KV_HEADS], ka[KA_FFN]);
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (const char *p = text; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     snprintf(buf, len, "%s/op_costs_%016llx.json", dir, (unsigned long long)h);
@@ -121,6 +138,21 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
                dtype_name(in->dtype));
         goto out;
     }
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "arch");
+    const char *fam = cJSON_IsString(arch) ? arch->valuestring : "gpt2";
+    if (strcmp(fam, config_arch_name(in->cfg.arch)) != 0) {
+        io_err(err, err_len, "%s: measured the ops of --arch %s's block, this run is --arch %s",
+               path, fam, config_arch_name(in->cfg.arch));
+        goto out;
+    }
+    long long wa[KA_NUM];
+    arch_key_of(in, wa);
+    for (int i = 0; i < KA_NUM && !is_gpt2(in); i++)
+        if (get_int(shape, ARCH_KEY_NAMES[i], 0, 2147483647.0, &v) != 0 || v != wa[i]) {
+            io_err(err, err_len, "%s: measured at another shape: \"shape\".\"%s\" is not %lld "
+                   "(this run's)", path, ARCH_KEY_NAMES[i], wa[i]);
+            goto out;
+        }
     key_of(in, want);
     for (int i = 0; i < K_NUM; i++)
         if (get_int(shape, KEY_NAMES[i], 0, 2147483647.0, &v) != 0 || v != want[i]) {
@@ -157,6 +189,13 @@ int opcost_file_write(const char *path, const char *device, const PlanInput *in,
     cJSON_AddStringToObject(root, "device", device);
     cJSON_AddStringToObject(root, "dtype", dtype_name(in->dtype));
     for (int i = 0; i < K_NUM; i++) cJSON_AddNumberToObject(shape, KEY_NAMES[i], (double)k[i]);
+    if (!is_gpt2(in)) {
+        long long ka[KA_NUM];
+        arch_key_of(in, ka);
+        cJSON_AddStringToObject(root, "arch", config_arch_name(in->cfg.arch));
+        for (int i = 0; i < KA_NUM; i++)
+            cJSON_AddNumberToObject(shape, ARCH_KEY_NAMES[i], (double)ka[i]);
+    }
     cJSON_AddItemToObject(root, "shape", shape);
     cJSON_AddNumberToObject(root, "reps", oc->reps);
     for (int op = 0; op < OP_COUNT; op++)

@@ -13,6 +13,10 @@
  *    "ops_ns": {"ln1_fwd": 20113, ... one integer per opcost_op_name},
  *    "copy": {"latency_ns": 41000, "bytes_per_s": 5200000000}}
  *      (the copy engine, opcost.h; 0 and 0 where the backend has none)
+ * A family other than GPT-2 adds "arch" ("llama") and, in "shape", its
+ * "kv_heads" and "ffn"; a file without "arch" is GPT-2's. A file of one
+ * family is refused for a run of another (its op slots time other ops),
+ * and the cache keys the families apart.
  * Version 1 files (no "copy") are refused as another version: a cache
  * entry of version 1 is measured again and rewritten. 
  * Every field named is required; others are ignored. A cache file is

@@ -1,5 +1,6 @@
 /* model/opcost_measure.c — timing every op of opcost.h on a backend, at
- * the run's shape (opcost_measure). One block's buffers and the head's are
+ * the run's shape and family (opcost_measure: GPT-2's block, or the Llama
+ * block's ops in the same slots, run_llama_op). One block's buffers and the head's are
  * allocated apart from the model's arenas, before them, and freed here.
  * They take no more than the arenas every schedule has (the plan's fixed
  * categories and one block's workspace), so the measurement never sets a
@@ -28,6 +29,11 @@ enum { LNW, LNB, QKVW, QKVB, APW, APB, FCW, FCB, FPW, FPB, NPAR }; /* one block'
 typedef struct {
     Backend *be;
     int B, T, C, NH, N, V, Vp, rows; /* rows: the head chunk timed */
+    /* the block's widths (GPT-2: KVH = NH, QKV 3C, FC 4C, ACT 4C; the
+     * Llama family: QKV C + 2 KVH hs, FC [gate|up] 2F, ACT SwiGLU's F) */
+    int llama, KVH, QKV, FC, ACT;
+    float eps;
+    float *rope; /* the Llama family: a RoPE table, T rows of hs (values do not set the time) */
     size_t n_opt;                    /* optimizer slice */
     /* act: x, the seven tape tensors, the block output, gradients */
     void *x, *ln1, *qkv, *atty, *res2, *ln2, *fch, *gelu, *out, *dres, *dsmall, *dbig;
@@ -75,14 +81,17 @@ static int bench_alloc(Bench *b, size_t room)
     size_t N = (size_t)b->N, C = (size_t)b->C;
     void **act[] = {&b->x, &b->ln1, &b->atty, &b->res2, &b->ln2, &b->out, &b->dres, &b->dsmall};
     for (size_t i = 0; i < sizeof act / sizeof act[0]; i++) *act[i] = get(b, N * C * ab);
-    b->qkv = get(b, 3 * N * C * ab);
-    b->fch = get(b, 4 * N * C * ab);
-    b->gelu = get(b, 4 * N * C * ab);
-    b->dbig = get(b, 4 * N * C * ab);
+    size_t QKV = (size_t)b->QKV, FC = (size_t)b->FC, ACT = (size_t)b->ACT;
+    b->qkv = get(b, N * QKV * ab);
+    b->fch = get(b, N * FC * ab);
+    b->gelu = get(b, N * ACT * ab);
+    /* d(fch) with d(gelu) beside it (Llama: 2F + F), or d(qkv) */
+    size_t big = b->llama ? FC + ACT : FC;
+    b->dbig = get(b, N * (big > QKV ? big : QKV) * ab);
     float **f32[] = {&b->m1, &b->r1, &b->m2, &b->r2};
     for (size_t i = 0; i < 4; i++) *f32[i] = get(b, N * 4);
     b->lse = get(b, (size_t)b->B * b->NH * b->T * 4);
-    size_t psz[NPAR] = {C, C, 3 * C * C, 3 * C, C * C, C, 4 * C * C, 4 * C, 4 * C * C, C};
+    size_t psz[NPAR] = {C, C, QKV * C, QKV, C * C, C, FC * C, FC, ACT * C, C};
     for (int i = 0; i < NPAR; i++) {
         b->par[i] = get(b, psz[i] * pb);
         b->grad[i] = get(b, psz[i] * pb);
@@ -96,6 +105,8 @@ static int bench_alloc(Bench *b, size_t room)
     b->chunk = get(b, (size_t)b->rows * b->Vp * 4);
     b->losses = get(b, N * 4);
     b->tokens = get(b, N * sizeof(int));
+    size_t rope = b->llama ? (size_t)b->T * (C / (size_t)b->NH) : 0;
+    if (rope) b->rope = get(b, rope * 4);
     /* what is left: the optimizer slice, then the flush */
     size_t left = room > b->bytes ? room - b->bytes : 0;
     size_t per_elem = 2 * pb + 8 + (b->be->has_master ? 4 : 0);
@@ -130,6 +141,14 @@ static int bench_alloc(Bench *b, size_t room)
     for (int i = 0; i < b->N; i++) tok[i] = (int)(rng_next(&seed) % (uint64_t)b->V);
     b->be->ops->mem_upload(b->be, b->tokens, tok, (size_t)b->N * sizeof(int));
     free(tok);
+    if (rope) {
+        float *h = malloc(rope * 4);
+        if (!h) return -1;
+        for (size_t i = 0; i < rope; i++)
+            h[i] = (float)((rng_next(&seed) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+        b->be->ops->mem_upload(b->be, b->rope, h, rope * 4);
+        free(h);
+    }
     return 0;
 }
 
@@ -138,6 +157,53 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The Llama family's block in the same op slots (flops.c counts it so):
+ * RMSNorm in the LayerNorms', the qkv matmul with RoPE on q and k, GQA
+ * attention, wo, gate/up in fc's, SwiGLU in GELU's, down in fcproj's; no
+ * biases; RoPE's backward with qkv's. The ops and operands are those of
+ * model/llama_run.c's forward and backward. Returns 0 for an op that is
+ * not the block's (the rest of a step is run as for GPT-2, wpe none). */
+static int run_llama_op(Bench *b, int op)
+{
+    Backend *be = b->be;
+    const BackendOps *o = be->ops;
+    int B = b->B, T = b->T, C = b->C, NH = b->NH, KVH = b->KVH, N = b->N, F = b->ACT;
+    size_t NC = (size_t)N * C;
+    void *dswi = (char *)b->dbig + (size_t)N * b->FC * be->act_bytes;
+    switch (op) {
+    case OP_LN1: o->rmsnorm_forward(be, b->ln1, b->r1, b->x, b->par[LNW], N, C, b->eps); break;
+    case OP_QKV:
+        o->matmul_forward(be, b->qkv, b->ln1, b->par[QKVW], NULL, N, C, b->QKV);
+        o->rope_forward(be, b->qkv, b->qkv, b->rope, B, T, C, NH, KVH);
+        break;
+    case OP_ATTN: o->attention_forward(be, b->atty, b->lse, b->qkv, B, T, C, NH, KVH); break;
+    case OP_ATTPROJ: o->matmul_forward(be, b->res2, b->atty, b->par[APW], NULL, N, C, C); break;
+    case OP_RESID1: o->residual_forward(be, b->res2, b->res2, b->x, NC); break;
+    case OP_LN2: o->rmsnorm_forward(be, b->ln2, b->r2, b->res2, b->par[LNW], N, C, b->eps); break;
+    case OP_FC: o->matmul_forward(be, b->fch, b->ln2, b->par[FCW], NULL, N, C, b->FC); break;
+    case OP_GELU: o->swiglu_forward(be, b->gelu, b->fch, N, F); break;
+    case OP_FCPROJ: o->matmul_forward(be, b->out, b->gelu, b->par[FPW], NULL, N, F, C); break;
+    case OP_RESID2: o->residual_forward(be, b->out, b->out, b->res2, NC); break;
+    case OP_FCPROJ_BWD: o->matmul_backward(be, dswi, b->grad[FPW], NULL, b->dres, b->gelu, b->par[FPW], N, F, C); break;
+    case OP_GELU_BWD: o->swiglu_backward(be, b->dbig, b->fch, dswi, N, F); break;
+    case OP_FC_BWD: o->matmul_backward(be, b->dsmall, b->grad[FCW], NULL, b->dbig, b->ln2, b->par[FCW], N, C, b->FC); break;
+    case OP_LN2_BWD: o->rmsnorm_backward(be, b->dres, b->grad[LNW], b->dsmall, b->res2, b->par[LNW], b->r2, N, C); break;
+    case OP_ATTPROJ_BWD: o->matmul_backward(be, b->dsmall, b->grad[APW], NULL, b->dres, b->atty, b->par[APW], N, C, C); break;
+    case OP_ATTN_BWD: o->attention_backward(be, b->dbig, b->dsmall, b->qkv, b->atty, b->lse, B, T, C, NH, KVH); break;
+    case OP_QKV_BWD:
+        o->rope_backward(be, b->dbig, b->dbig, b->rope, B, T, C, NH, KVH);
+        o->matmul_backward(be, b->dsmall, b->grad[QKVW], NULL, b->dbig, b->ln1, b->par[QKVW], N, C, b->QKV);
+        break;
+    case OP_LN1_BWD: o->rmsnorm_backward(be, b->dres, b->grad[LNW], b->dsmall, b->x, b->par[LNW], b->r1, N, C); break;
+    case OP_ENCODER: o->encoder_forward(be, b->out, b->tokens, b->wte, NULL, B, T, C); break;
+    case OP_LNF: o->rmsnorm_forward(be, b->ln1, b->r1, b->out, b->par[LNW], N, C, b->eps); break;
+    case OP_LNF_BWD: o->rmsnorm_backward(be, b->dres, b->grad[LNW], b->dsmall, b->out, b->par[LNW], b->r1, N, C); break;
+    case OP_ENCODER_BWD: o->encoder_backward(be, b->dwte, NULL, b->dres, b->tokens, B, T, C); break;
+    default: return 0;
+    }
+    return 1;
 }
 
 /* Run op `op` once, between two syncs; returns its seconds. */
@@ -149,7 +215,7 @@ static double run_op(Bench *b, int op)
     size_t NC = (size_t)N * C;
     o->sync(be);
     double t0 = now_s();
-    switch (op) {
+    switch (b->llama && run_llama_op(b, op) ? -1 : op) {
     case OP_LN1: o->layernorm_forward(be, b->ln1, b->m1, b->r1, b->x, b->par[LNW], b->par[LNB], N, C); break;
     case OP_QKV: o->matmul_forward(be, b->qkv, b->ln1, b->par[QKVW], b->par[QKVB], N, C, 3 * C); break;
     case OP_ATTN: o->attention_forward(be, b->atty, b->lse, b->qkv, B, T, C, NH, NH); break;
@@ -249,7 +315,14 @@ int opcost_measure(Backend *be, const PlanInput *in, int min_reps, OpCosts *out,
     schedule_free(&s);
     Bench b = {.be = be, .B = in->B, .T = in->T, .C = in->cfg.channels,
                .NH = in->cfg.num_heads, .N = in->B * in->T, .V = in->cfg.vocab_size,
-               .Vp = in->cfg.padded_vocab, .rows = plan.loss_chunk};
+               .Vp = in->cfg.padded_vocab, .rows = plan.loss_chunk,
+               .llama = in->cfg.arch == ARCH_LLAMA, .KVH = config_kv_heads(&in->cfg),
+               .QKV = 3 * in->cfg.channels, .FC = 4 * in->cfg.channels,
+               .ACT = 4 * in->cfg.channels, .eps = config_norm_eps(&in->cfg)};
+    if (b.llama) {
+        int hs = b.C / b.NH, F = config_ffn(&in->cfg);
+        b.QKV = b.C + 2 * b.KVH * hs, b.FC = 2 * F, b.ACT = F;
+    }
     b.n_opt = plan.padded_params < OPT_SLICE ? plan.padded_params : OPT_SLICE;
     /* every schedule's arenas hold at least the fixed categories and one
      * block's workspace: recompute 1's without its stored inputs */

@@ -1,10 +1,13 @@
 /* tests/e2e/train/test_llama_cli.c — ./train_gpt --arch llama on the cpu:
  *  - a small grouped-query model (L=2, C=32, NH=4, NKV=2, F=64, untied)
  *    trains, and --recompute 1, 2, selective and auto write step 1's
- *    gradients (--dump-grads) byte for byte recompute 0's;
+ *    gradients (--dump-grads) byte for byte recompute 0's, auto also with
+ *    the Llama block's measured op costs;
+ *  - measured op costs are the family's own: a GPT-2 cost file is refused
+ *    for a Llama run and a Llama one for a GPT-2 run (exit 1);
  *  - what the family does not do yet is refused by name, exit 2, one line:
- *    --zero 1, --offload, --kv-cache 1, --device cuda, --op-costs measure
- *    or a FILE (--op-costs auto counts FLOPs), llm.c's checkpoints; so are the Llama flags without --arch llama, a
+ *    --zero 1, --offload, --kv-cache 1, --device cuda, llm.c's
+ *    checkpoints; so are the Llama flags without --arch llama, a
  *    --kv-heads that does not divide --heads, and a preset of the other
  *    family;
  *  - a model file or a checkpoint of one family is refused by name when the
@@ -57,16 +60,70 @@ Test(llama_cli, every_recompute_mode_writes_mode_0s_gradients, .timeout = 240)
         cr_expect(tc_files_equal(a, b), "--recompute %s: gradients differ from mode 0's",
                   modes[i]);
     }
-    /* --op-costs auto (the default) counts FLOPs: nothing measures Llama ops yet */
+    /* --op-costs auto (the default) measures the Llama block's ops and
+     * caches them keyed by the family; auto chooses by measured time and
+     * still writes mode 0's bits */
+    char env[4300];
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s/cache", d);
     snprintf(a, sizeof a, "%s/grads_auto_default.bin", d);
     snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --recompute auto --memory-budget 4GiB "
              "--dump-grads %s", tc_model_args(d), a);
     snprintf(prefix, sizeof prefix, "%s/run_auto_default", d);
-    cr_assert_eq(tc_run("", args, prefix), 0);
+    cr_assert_eq(tc_run(env, args, prefix), 0);
     snprintf(b, sizeof b, "%s.out", prefix);
-    cr_expect(tc_file_has(b, "--arch llama has no measured op costs yet"), "auto counts FLOPs");
+    cr_expect(tc_file_has(b, "op costs: measuring one block's ops"), "auto measures");
+    cr_expect(tc_file_has(b, "block: forward"), "the measured costs are printed");
     snprintf(b, sizeof b, "%s/grads_0.bin", d);
-    cr_expect(tc_files_equal(a, b), "--recompute auto (--op-costs auto): gradients differ");
+    cr_expect(tc_files_equal(a, b), "--recompute auto (measured costs): gradients differ");
+    /* the cache file names the family and its widths */
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "grep -Eq '\"arch\":[[:space:]]*\"llama\"' %s/cache/op_costs_*.json "
+             "&& grep -Eq '\"kv_heads\":[[:space:]]*2' %s/cache/op_costs_*.json", d, d);
+    cr_expect_eq(tu_run(cmd), 0, "the cached costs are keyed by the family");
+    tu_remove_tree(d);
+}
+
+/* --op-costs measure times the Llama block; its file is taken by a Llama
+ * run (auto still writes mode 0's bits with it, at a budget that makes
+ * auto drop tensors), and GPT-2's file at the same shape is refused by
+ * name (exit 1, as a file of another shape is), as is the Llama file for
+ * a GPT-2 run. */
+Test(llama_cli, measured_costs_are_the_familys_own, .timeout = 240)
+{
+    char *d = tu_tempdir(), args[8192], prefix[4200], a[1024], b[4300], env[4300], cmd[4400];
+    tc_make_shards(d, 1, 2000);
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s/cl TRAIN_GPT_TEST_BASELINE=0", d);
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 1 --op-costs measure", tc_model_args(d));
+    snprintf(prefix, sizeof prefix, "%s/measure_llama", d);
+    cr_assert_eq(tc_run(env, args, prefix), 0);
+    snprintf(env, sizeof env, "TRAIN_GPT_CACHE_DIR=%s/cg TRAIN_GPT_TEST_BASELINE=0", d);
+    snprintf(args, sizeof args, "%s --steps 1 --op-costs measure", tc_model_args(d));
+    snprintf(prefix, sizeof prefix, "%s/measure_gpt2", d);
+    cr_assert_eq(tc_run(env, args, prefix), 0);
+    snprintf(cmd, sizeof cmd, "cp %s/cl/op_costs_*.json %s/llama.json && cp %s/cg/op_costs_*.json "
+             "%s/gpt2.json && ! grep -q '\"arch\"' %s/gpt2.json", d, d, d, d, d);
+    cr_assert_eq(tu_run(cmd), 0, "one cost file each; GPT-2's names no family");
+    /* mode 0, then auto with the Llama file under a budget below mode 0's
+     * peak (947584 bytes at this shape, no baseline) and selective's
+     * (923008): auto drops more than selective's tensors to fit */
+    snprintf(a, sizeof a, "%s/g0.bin", d);
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --recompute 0 --op-costs flops "
+             "--dump-grads %s", tc_model_args(d), a);
+    snprintf(prefix, sizeof prefix, "%s/mode0", d);
+    cr_assert_eq(tc_run(env, args, prefix), 0);
+    snprintf(a, sizeof a, "%s/gauto.bin", d);
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --recompute auto --op-costs %s/llama.json "
+             "--memory-budget 910000 --dump-grads %s", tc_model_args(d), d, a);
+    snprintf(prefix, sizeof prefix, "%s/auto", d);
+    cr_assert_eq(tc_run(env, args, prefix), 0);
+    snprintf(b, sizeof b, "%s/g0.bin", d);
+    cr_expect(tc_files_equal(a, b), "auto with the measured Llama costs: gradients differ");
+    /* a cost file that does not fit the run: exit 1, as for one of another shape */
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 1 --op-costs %s/gpt2.json",
+             tc_model_args(d), d);
+    tc_run_expect(d, args, 1, "measured the ops of --arch gpt2's block, this run is --arch llama");
+    snprintf(args, sizeof args, "%s --steps 1 --op-costs %s/llama.json", tc_model_args(d), d);
+    tc_run_expect(d, args, 1, "measured the ops of --arch llama's block, this run is --arch gpt2");
     tu_remove_tree(d);
 }
 
@@ -79,8 +136,6 @@ Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
         {LLAMA " --offload optimizer", "--offload: not supported with --arch llama"},
         {LLAMA " --kv-cache 1 --generate 4", "--kv-cache 1: not supported with --arch llama"},
         {LLAMA " --device cuda", "--device cuda: --arch llama runs on the cpu backend only"},
-        {LLAMA " --op-costs measure", "--op-costs measure: not supported with --arch llama"},
-        {LLAMA " --op-costs costs.json", "--op-costs FILE: measured op costs are GPT-2's"},
         {LLAMA " --save-checkpoint-llmc x", "--save-checkpoint-llmc: llm.c's checkpoints are"},
         {"--kv-heads 2", "--kv-heads: applies to --arch llama"},
         {"--ffn 64", "--ffn: applies to --arch llama"},
