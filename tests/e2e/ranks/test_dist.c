@@ -9,7 +9,8 @@
  *    max abs value);
  *  - --zero 1 against --zero 0 on 2 and 3 ranks, with weight decay, clipping
  *    and gradient accumulation, where a shard boundary cuts a 2-D tensor
- *    and the vector is padded: parameters within 1e-6 the same way;
+ *    and the vector is padded: parameters within 1e-6 the same way; and
+ *    on 2 ranks for --arch llama (grouped-query, untied head);
  *  - recompute 0 against 1 on 2 ranks: model files bitwise equal (cmp);
  *  - mpirun -np 1 against no launcher: model files bitwise equal;
  *  - errors: --total-batch that does not divide (exit 2, message), a shard
@@ -209,6 +210,27 @@ Test(dist, zero1_equals_zero0)
         cr_expect(strstr(out, "replicas: parameters identical"), "%s", out);
         free(out);
     }
+}
+
+/* The Llama family (grouped-query, untied head) under ZeRO-1 on 2 ranks:
+ * the shard arithmetic reads only the flat parameter vector, so --zero 1
+ * is --zero 0 within the same 1e-6, losses and parameters. */
+Test(dist, llama_zero1_equals_zero0)
+{
+    const char *f = "--arch llama --kv-heads 2 --ffn 64 --lm-head untied --batch 1 "
+                    "--grad-accum 2 --grad-clip 0.5";
+    char flags[256];
+    snprintf(flags, sizeof flags, "%s --zero 0", f);
+    cr_assert_eq(train(MPIRUN " -np 2", "lz0", flags), 0, "llama --zero 0 failed");
+    snprintf(flags, sizeof flags, "%s --zero 1", f);
+    cr_assert_eq(train(MPIRUN " -np 2", "lz1", flags), 0, "llama --zero 1 failed");
+    double d = params_rel_diff("lz1", "lz0");
+    cr_expect(d <= 1e-6, "llama --zero 1 vs 0: parameters differ by %.3g relative", d);
+    expect_same_losses("lz1", "lz0", 1e-6, 1);
+    char *out = slurp("lz1", "out");
+    cr_expect(strstr(out, "zero 1: optimizer shard"), "%s", out);
+    cr_expect(strstr(out, "replicas: parameters identical"), "%s", out);
+    free(out);
 }
 
 Test(dist, recompute_bitwise_under_two_ranks)

@@ -6,8 +6,8 @@
  *  - measured op costs are the family's own: a GPT-2 cost file is refused
  *    for a Llama run and a Llama one for a GPT-2 run (exit 1);
  *  - what the family does not do yet is refused by name, exit 2, one line:
- *    --zero 1, --offload, --kv-cache 1, --device cuda, llm.c's
- *    checkpoints; so are the Llama flags without --arch llama, a
+ *    --kv-cache 1, --device cuda, llm.c's checkpoints (--zero 1:
+ *    ranks/test_dist.c; --offload: train/test_offload_flags.c); so are the Llama flags without --arch llama, a
  *    --kv-heads that does not divide --heads, and a preset of the other
  *    family;
  *  - a model file or a checkpoint of one family is refused by name when the
@@ -132,8 +132,6 @@ Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 400);
     static const char *const cases[][2] = {
-        {LLAMA " --zero 1", "--zero 1: not supported with --arch llama"},
-        {LLAMA " --offload optimizer", "--offload: not supported with --arch llama"},
         {LLAMA " --kv-cache 1 --generate 4", "--kv-cache 1: not supported with --arch llama"},
         {LLAMA " --device cuda", "--device cuda: --arch llama runs on the cpu backend only"},
         {LLAMA " --save-checkpoint-llmc x", "--save-checkpoint-llmc: llm.c's checkpoints are"},

@@ -182,7 +182,9 @@ Test(offload_flags, over_the_host_budget_exits_2, .timeout = 60)
  * (--dump-grads) and the saved model (--save) are byte for byte recompute 0's without
  * offload; the device arenas' high-water mark equals the plan and so does the host
  * tier's (the summary says "equal" twice). */
-Test(offload_flags, every_mode_trains_bitwise_with_checkpoints_offloaded, .timeout = 240)
+/* Every recompute mode with the checkpoints, the optimizer or both in the host tier
+ * trains as recompute 0 without offload: gradients and the saved model byte for byte. */
+static void every_mode_bitwise(const char *shape)
 {
     static const char *modes[] = {"0", "0", "1", "2", "selective", "1", "2"};
     static const char *offs[] = {"", "--offload checkpoints", "--offload checkpoints",
@@ -196,10 +198,10 @@ Test(offload_flags, every_mode_trains_bitwise_with_checkpoints_offloaded, .timeo
         snprintf(grads, sizeof grads, "%s/grads%d.bin", d, i);
         snprintf(model, sizeof model, "%s/model%d.bin", d, i);
         /* i = 0: the reference, recompute 0 without offload */
-        snprintf(args, sizeof args, SHAPE " --recompute %s %s --steps 3 --val-every 0 "
+        snprintf(args, sizeof args, "%s --recompute %s %s --steps 3 --val-every 0 "
                  "--threads 1 --device cpu --train-data '%s/b_train_*.bin' --val-data "
-                 "'%s/b_val_*.bin' --dump-grads %s --save %s", modes[i], offs[i], d, d, grads,
-                 model);
+                 "'%s/b_val_*.bin' --dump-grads %s --save %s", shape, modes[i], offs[i], d, d,
+                 grads, model);
         cr_assert_eq(run(args, d, &out, &err), 0, "--recompute %s: %s", modes[i], err);
         cr_assert(strstr(out, "high-water mark") && strstr(out, "bytes (equal)"), "%s", out);
         if (i) {
@@ -222,6 +224,18 @@ Test(offload_flags, every_mode_trains_bitwise_with_checkpoints_offloaded, .timeo
         free(out), free(err);
     }
     free(ref_grads), free(ref_model), free(d);
+}
+
+Test(offload_flags, every_mode_trains_bitwise_with_checkpoints_offloaded, .timeout = 240)
+{
+    every_mode_bitwise(SHAPE);
+}
+
+/* The Llama family (grouped-query, untied head): the host tier moves the same residual
+ * slots and optimizer state, whatever the block. */
+Test(offload_flags, llama_every_mode_trains_bitwise_offloaded, .timeout = 240)
+{
+    every_mode_bitwise(SHAPE " --arch llama --kv-heads 2 --ffn 64 --lm-head untied");
 }
 
 
