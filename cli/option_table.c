@@ -12,8 +12,7 @@ const OptSpec option_table[] = {
      "shape flags given too win"},
     {"arch", K_CHOICE, O(arch), "gpt2", 0, 0, "gpt2|llama", "Shape",
      "the block: gpt2 (LayerNorm, GELU MLP, learned positions, tied head) or llama (RMSNorm, "
-     "SwiGLU MLP, RoPE, grouped-query attention, untied head by default; cpu backend only, "
-     "without --kv-cache)"},
+     "SwiGLU MLP, RoPE, grouped-query attention, untied head by default; cpu backend only)"},
     {"kv-heads", K_INT, O(kv_heads), "0", 0, 65536, NULL, "Shape",
      "--arch llama: key/value heads NKV, dividing --heads (0 = heads)"},
     {"ffn", K_INT, O(ffn), "0", 0, 1048576, NULL, "Shape",
@@ -140,7 +139,7 @@ const OptSpec option_table[] = {
     {"kv-cache", K_CHOICE, O(kv_cache), "1", 0, 0, "0|1", "Text",
      "1 = samples decode one position a token against cached keys and values, and re-prefill "
      "the kept half after a context shift in one batch (docs/sampling.md); 0 = re-run the whole "
-     "context for each token (the same tokens; --arch llama: always, for now)"},
+     "context for each token (the same tokens)"},
     {"eval-file", K_STR, O(eval_file), NULL, 0, 0, NULL, "Evaluation",
      "llm.c multiple-choice eval file (HellaSwag: `make hellaswag` writes "
      "datasets/hellaswag_val.bin), scored at the end and every --eval-every steps"},

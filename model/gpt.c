@@ -487,6 +487,17 @@ static int decode_pass(GPT *g, GPTDecode *d, const int *tokens, int n)
 {
     int C = g->cfg.channels, L = g->cfg.num_layers, t = d->len;
     OPS->mem_upload(g->be, d->token, tokens, (size_t)n * sizeof *tokens);
+    if (is_llama(g)) { /* no position table (RoPE, in the block); each block norms its x */
+        OPS->encoder_forward(g->be, d->x, d->token, g->param_t[WTE], NULL, 1, n, C);
+        for (int l = 0; l < L; l++) {
+            llama_block_decode(g, d, l, t, n);
+            if (block_done(g, 0)) return -1;
+        }
+        OPS->rmsnorm_forward(g->be, d->lnf, d->rstd, d->x, g->param_t[LNFW], n, C,
+                             config_norm_eps(&g->cfg));
+        d->len += n;
+        return 0;
+    }
     /* x (n,C) = wte[token] + wpe[t + i]: the encoder over one row of n, wpe from row t */
     const char *wpe_t = (const char *)g->param_t[WPE] + (size_t)t * C * g->be->par_bytes;
     OPS->encoder_forward(g->be, d->x, d->token, g->param_t[WTE], wpe_t, 1, n, C);
@@ -513,7 +524,7 @@ void gpt_decode_feed(GPT *g, GPTDecode *d, const int *tokens, int n, float *logi
     if (!logits) return;
     /* the head for the last row only: a sample needs no other */
     const char *last = (const char *)d->lnf + (size_t)(m - 1) * C * g->be->act_bytes;
-    OPS->head_logits(g->be, g->chunk_buf, last, g->param_t[WTE], 1, C, Vp);
+    OPS->head_logits(g->be, g->chunk_buf, last, head_weight(g, g->param_t), 1, C, Vp);
     OPS->mem_download(g->be, logits, g->chunk_buf, (size_t)Vp * sizeof(float));
 }
 

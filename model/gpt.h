@@ -265,13 +265,14 @@ void gpt_logits_at(GPT *g, const int *inputs, int pos, float *logits);
  * matmuls' rounding (bit for bit where the backend's matmul sums a row the
  * same way at any N). Positions stop at the model's T: the caller starts a
  * new cache (gpt_decode_reset) for a context that has moved (GPT-2's
- * position embeddings are absolute). The buffers (2 * L * T * C act for K
- * and V, ~16 C act and 2 f32 a row of scratch for GPT_DECODE_ROWS rows, or
- * T if fewer) are the backend's, allocated outside the planner's arenas: a
+ * position embeddings are absolute; the Llama family's RoPE turns each
+ * row by its position t, so the same). The buffers (2 * L * T * KVH * hs
+ * act for K and V, 2 L T C for GPT-2; ~16 C act and 2 f32 a row of
+ * scratch for GPT_DECODE_ROWS rows, or T if fewer) are the backend's, allocated outside the planner's arenas: a
  * sampler's, not a training step's, and small beside them. */
 enum { GPT_DECODE_ROWS = 64 }; /* rows of one batched pass: gemm-sized, scratch small */
 typedef struct {
-    void *k, *v;                                /* L x (NH, T, hs) act each */
+    void *k, *v;                                /* L x (KVH, T, hs) act each */
     void *x, *ln, *qkv, *atty, *res2, *fch, *fch_gelu, *lnf; /* rows x (C..4C) act */
     float *mean, *rstd;                         /* rows f32 */
     int *token;                                 /* backend int32 (rows) */

@@ -370,25 +370,34 @@ size_t gpt_attn_scratch_bytes(Backend *be, const GPTConfig *cfg)
 
 int gpt_decode_supported(const GPT *g)
 {
-    /* the Llama family's block_decode is not written yet */
-    return g->be->ops->attention_decode != NULL && g->cfg.arch != ARCH_LLAMA;
+    /* the Llama family's also needs RoPE (llama_block_decode) */
+    return g->be->ops->attention_decode != NULL &&
+           (g->cfg.arch != ARCH_LLAMA || g->be->ops->rope_forward != NULL);
 }
 
 int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len)
 {
     memset(d, 0, sizeof *d);
-    if (!gpt_decode_supported(g)) { /* callers ask first; the block code is GPT-2's */
+    if (!gpt_decode_supported(g)) { /* callers ask first */
         snprintf(err, err_len, "generation: the %s backend or the %s family has no KV-cache "
                  "decode (--kv-cache 0)", g->be->name, config_arch_name(g->cfg.arch));
         return -1;
     }
     const BackendOps *ops = g->be->ops;
     size_t C = (size_t)g->cfg.channels, ab = (size_t)g->be->act_bytes;
-    size_t cache = (size_t)g->cfg.num_layers * (size_t)g->T * C * ab;
+    /* a row's k (or v) in the cache, qkv, fch and fch_gelu: GPT-2's C, 3C,
+     * 4C, 4C; the Llama family's KVH hs, C + 2 KVH hs, [gate|up] 2F, F */
+    size_t kv = C, qkv = 3 * C, fc = 4 * C, act = 4 * C;
+    if (g->cfg.arch == ARCH_LLAMA) {
+        size_t F = (size_t)config_ffn(&g->cfg);
+        kv = (size_t)config_kv_heads(&g->cfg) * (C / (size_t)g->cfg.num_heads);
+        qkv = C + 2 * kv, fc = 2 * F, act = F;
+    }
+    size_t cache = (size_t)g->cfg.num_layers * (size_t)g->T * kv * ab;
     size_t R = (size_t)(g->T < GPT_DECODE_ROWS ? g->T : GPT_DECODE_ROWS);
     d->rows = (int)R;
-    /* R rows of: x, ln, atty, res2, lnf (C each), qkv (3C), fch, fch_gelu (4C each) */
-    size_t row[8] = {C, C, 3 * C, C, C, 4 * C, 4 * C, C};
+    /* R rows of: x, ln, atty, res2, lnf (C each), qkv, fch, fch_gelu */
+    size_t row[8] = {C, C, qkv, C, C, fc, act, C};
     void **rp[8] = {&d->x, &d->ln, &d->qkv, &d->atty, &d->res2, &d->fch, &d->fch_gelu, &d->lnf};
     int ok = (d->k = ops->mem_alloc(g->be, cache)) && (d->v = ops->mem_alloc(g->be, cache));
     d->bytes = 2 * cache;

@@ -46,6 +46,9 @@ static inline void gpt_attn_scratch(GPT *g)
 void llama_block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out);
 void llama_make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t);
 void llama_block_backward(GPT *g, int l, const void *x, BlockTape *tp);
+/* Block l of a KV-cache decode pass over n rows at positions t..t+n-1
+ * (gpt.c's decode_pass): d->x in, x_{l+1} out in place. */
+void llama_block_decode(GPT *g, GPTDecode *d, int l, int t, int n);
 
 /* The update units of --offload optimizer (gpt.h): unit 0 is wte and wpe, which
  * the encoder reads first; unit 1 + l is block l's twelve slices, and the last

@@ -2,7 +2,8 @@
  * interpreter (gpt.c's run_steps) as gpt.c's block code runs GPT-2's: the
  * forward ops of its description (llama_block.c) in order, each tensor's
  * rebuild by the same ops (so the same bits), and the backward with the
- * rebuilds tape_rebuilds_before asks for. Entry points: gpt_tensors.h.
+ * rebuilds tape_rebuilds_before asks for; and a block of a KV-cache decode
+ * pass (llama_block_decode). Entry points: gpt_tensors.h.
  *
  * Parameters (config.h's Llama slots, per layer): LN1W rms1 (C), QKVW
  * wqkv (C + 2 NKV hs, C), ATTPROJW wo (C, C), LN2W rms2 (C), FCW w_gateup
@@ -144,4 +145,36 @@ void llama_block_backward(GPT *g, int l, const void *x, BlockTape *tp)
     rebuild_for(g, l, x, tp, &built, LLAMA_BWD_RMS1);
     OPS->rmsnorm_backward(g->be, dres, G(LN1W, l), dsmall, x, P(LN1W, l), f[LLAMA_RMS1_RSTD],
                           d.N, d.C);
+}
+
+/* Block l of a decode pass (gpt.h's GPTDecode) over n rows at positions
+ * t .. t+n-1: x (n,C) in, x_{l+1} out in place. The forward's ops in the
+ * forward's order with B = 1, T = n (fwd_op's, the same operands at n
+ * rows), but RoPE from table row t (the rows' positions) and attention
+ * against the cache, row by row: row i appends its k and v (KVH heads) at
+ * t+i before it attends, so it sees rows t..t+i of this pass. The cache of
+ * layer l: (KVH, maxT, hs) for k and for v. */
+void llama_block_decode(GPT *g, GPTDecode *d, int l, int t, int n)
+{
+    LlamaDims dm = dims(g);
+    int hs = dm.C / dm.NH;
+    size_t ab = g->be->act_bytes, nc = (size_t)n * dm.C;
+    size_t layer = (size_t)l * dm.KVH * g->T * hs * ab;
+    OPS->rmsnorm_forward(g->be, d->ln, d->rstd, d->x, P(LN1W, l), n, dm.C, dm.eps);
+    OPS->matmul_forward(g->be, d->qkv, d->ln, P(QKVW, l), NULL, n, dm.C, dm.QKV);
+    OPS->rope_forward(g->be, d->qkv, d->qkv, g->rope + (size_t)t * hs, 1, n, dm.C, dm.NH,
+                      dm.KVH);
+    gpt_attn_scratch(g);
+    for (int i = 0; i < n; i++)
+        OPS->attention_decode(g->be, (char *)d->atty + (size_t)i * dm.C * ab,
+                              (char *)d->k + layer, (char *)d->v + layer,
+                              (const char *)d->qkv + (size_t)i * dm.QKV * ab, t + i, g->T, dm.C,
+                              dm.NH, dm.KVH);
+    OPS->matmul_forward(g->be, d->res2, d->atty, P(ATTPROJW, l), NULL, n, dm.C, dm.C);
+    OPS->residual_forward(g->be, d->res2, d->res2, d->x, nc);
+    OPS->rmsnorm_forward(g->be, d->ln, d->rstd, d->res2, P(LN2W, l), n, dm.C, dm.eps);
+    OPS->matmul_forward(g->be, d->fch, d->ln, P(FCW, l), NULL, n, dm.C, 2 * dm.F);
+    OPS->swiglu_forward(g->be, d->fch_gelu, d->fch, n, dm.F);
+    OPS->matmul_forward(g->be, d->x, d->fch_gelu, P(FCPROJW, l), NULL, n, dm.F, dm.C);
+    OPS->residual_forward(g->be, d->x, d->x, d->res2, nc);
 }

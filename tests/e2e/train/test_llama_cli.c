@@ -3,10 +3,12 @@
  *    trains, and --recompute 1, 2, selective and auto write step 1's
  *    gradients (--dump-grads) byte for byte recompute 0's, auto also with
  *    the Llama block's measured op costs;
+ *  - --generate through the KV cache (--kv-cache 1, the default) writes
+ *    the same samples as re-running the forward (--kv-cache 0);
  *  - measured op costs are the family's own: a GPT-2 cost file is refused
  *    for a Llama run and a Llama one for a GPT-2 run (exit 1);
  *  - what the family does not do yet is refused by name, exit 2, one line:
- *    --kv-cache 1, --device cuda, llm.c's checkpoints (--zero 1:
+ *    --device cuda, llm.c's checkpoints (--zero 1:
  *    ranks/test_dist.c; --offload: train/test_offload_flags.c); so are the Llama flags without --arch llama, a
  *    --kv-heads that does not divide --heads, and a preset of the other
  *    family;
@@ -127,12 +129,35 @@ Test(llama_cli, measured_costs_are_the_familys_own, .timeout = 240)
     tu_remove_tree(d);
 }
 
+Test(llama_cli, cached_generation_writes_the_uncached_samples, .timeout = 120)
+{
+    char *d = tu_tempdir(), args[8192], prefix[4200], a[4300], b[4300];
+    tc_make_shards(d, 1, 2000);
+    for (int kv = 0; kv <= 1; kv++) {
+        snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --generate 40 --num-samples 2 "
+                 "--seed 7 --prompt 'ROMEO:' --kv-cache %d", tc_model_args(d), kv);
+        snprintf(prefix, sizeof prefix, "%s/gen%d", d, kv);
+        cr_assert_eq(tc_run("", args, prefix), 0, "--kv-cache %d failed", kv);
+    }
+    /* the samples: stdout from the first prompt to its end (the lines
+     * before it hold timings, which differ) */
+    snprintf(a, sizeof a, "%s/gen0.out", d);
+    snprintf(b, sizeof b, "%s/gen1.out", d);
+    char *x = tu_read_file(a, NULL), *y = tu_read_file(b, NULL);
+    cr_assert(x && y);
+    const char *sx = strstr(x, "ROMEO:"), *sy = strstr(y, "ROMEO:");
+    cr_assert(sx && sy, "the samples start with the prompt: %s", x);
+    cr_expect(strstr(sx, "sample 2/2:"), "both samples are printed: %s", sx);
+    cr_expect_str_eq(sx, sy, "the samples differ with and without the cache");
+    free(x), free(y);
+    tu_remove_tree(d);
+}
+
 Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
 {
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 400);
     static const char *const cases[][2] = {
-        {LLAMA " --kv-cache 1 --generate 4", "--kv-cache 1: not supported with --arch llama"},
         {LLAMA " --device cuda", "--device cuda: --arch llama runs on the cpu backend only"},
         {LLAMA " --save-checkpoint-llmc x", "--save-checkpoint-llmc: llm.c's checkpoints are"},
         {"--kv-heads 2", "--kv-heads: applies to --arch llama"},

@@ -18,7 +18,10 @@
  *     cases, and greedy generation past the window against a loop that
  *     applies the rule by hand with the full forward;
  *   - a cache of a model built for training (B = 2, recompute 1) serves
- *     row 0 the same way. */
+ *     row 0 the same way;
+ *   - the Llama family (grouped-query, RoPE, untied head) by the same
+ *     checks: logits within the same 1e-5, the same sampled tokens inside
+ *     and across the window, batched feeds. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -27,7 +30,9 @@
 #include "cli/generate.h"
 #include "tests/lib/test_util.h"
 
-static GPTConfig small_config(int T)
+/* llama: the Llama family at the same widths, grouped-query (4 heads
+ * over 2 key/value heads), F = 64, its own (untied) head */
+static GPTConfig small_config(int T, int llama)
 {
     GPTConfig cfg = tu_tiny_config();
     cfg.num_layers = 3;
@@ -36,6 +41,12 @@ static GPTConfig small_config(int T)
     cfg.max_seq_len = T;
     cfg.vocab_size = 101;
     cfg.padded_vocab = config_pad_vocab(101);
+    if (llama) {
+        cfg.arch = ARCH_LLAMA;
+        cfg.kv_heads = 2;
+        cfg.ffn = 64;
+        cfg.untied = 1;
+    }
     return cfg;
 }
 
@@ -50,10 +61,10 @@ static void open_model(GPT *g, Backend *be, const GPTConfig *cfg, int B, int rec
 }
 
 /* Every position's decode logits against the forward's at that position. */
-static void check_logits(int B, int recompute)
+static void check_logits(int B, int recompute, int llama)
 {
     int T = 20;
-    GPTConfig cfg = small_config(T);
+    GPTConfig cfg = small_config(T, llama);
     Backend *be = tu_cpu();
     GPT g;
     open_model(&g, be, &cfg, B, recompute);
@@ -87,8 +98,10 @@ static void check_logits(int B, int recompute)
     backend_close(be);
 }
 
-Test(decode, logits_match_full_forward) { check_logits(1, 0); }
-Test(decode, logits_match_on_a_training_model) { check_logits(2, 1); }
+Test(decode, logits_match_full_forward) { check_logits(1, 0, 0); }
+Test(decode, logits_match_on_a_training_model) { check_logits(2, 1, 0); }
+Test(decode, llama_logits_match_full_forward) { check_logits(1, 0, 1); }
+Test(decode, llama_logits_match_on_a_training_model) { check_logits(2, 1, 1); }
 
 /* n tokens after a 3-token prompt, with the cache on or off. */
 static void generate(GPT *g, const SampleParams *sp, int kv_cache, int n, int32_t *ids)
@@ -105,9 +118,9 @@ static void generate(GPT *g, const SampleParams *sp, int kv_cache, int n, int32_
     free(work);
 }
 
-static void check_tokens(int T, int n, const SampleParams *sp)
+static void check_tokens(int T, int n, const SampleParams *sp, int llama)
 {
-    GPTConfig cfg = small_config(T);
+    GPTConfig cfg = small_config(T, llama);
     Backend *be = tu_cpu();
     GPT g;
     open_model(&g, be, &cfg, 1, 0);
@@ -125,27 +138,27 @@ static void check_tokens(int T, int n, const SampleParams *sp)
 Test(decode, same_tokens_inside_the_window)
 {
     SampleParams sp = {1.0f, 0, 1.0f};
-    check_tokens(80, 64, &sp); /* 3 + 64 positions: all cached */
+    check_tokens(80, 64, &sp, 0); /* 3 + 64 positions: all cached */
     SampleParams nucleus = {0.8f, 20, 0.9f};
-    check_tokens(80, 64, &nucleus);
+    check_tokens(80, 64, &nucleus, 0);
 }
 
 Test(decode, same_tokens_across_the_window)
 {
     SampleParams sp = {1.0f, 0, 1.0f};
-    check_tokens(24, 64, &sp); /* 24 positions, then a shift to 12 every 12 tokens */
+    check_tokens(24, 64, &sp, 0); /* 24 positions, then a shift to 12 every 12 tokens */
     SampleParams nucleus = {0.8f, 20, 0.9f};
-    check_tokens(24, 64, &nucleus);
+    check_tokens(24, 64, &nucleus, 0);
     /* T/2 = 70 > GPT_DECODE_ROWS: each re-prefill takes two passes */
-    check_tokens(140, 220, &sp);
+    check_tokens(140, 220, &sp, 0);
 }
 
 /* Logits of a prompt fed in batches (split at `cut`, the first part in
  * passes of GPT_DECODE_ROWS when longer), then a row at a time, against
  * the full forward at each fed prefix's last position. */
-static void check_feed(int T, int cut)
+static void check_feed(int T, int cut, int llama)
 {
-    GPTConfig cfg = small_config(T);
+    GPTConfig cfg = small_config(T, llama);
     Backend *be = tu_cpu();
     GPT g;
     open_model(&g, be, &cfg, 1, 0);
@@ -178,11 +191,25 @@ static void check_feed(int T, int cut)
     backend_close(be);
 }
 
+/* The Llama family: RoPE at each row's position (from table row t), the
+ * grouped-query cache; the same tokens and logits as the full forward,
+ * inside the window and across it (a re-prefill in passes of 64 rows). */
+Test(decode, llama_same_tokens_and_logits)
+{
+    SampleParams sp = {1.0f, 0, 1.0f};
+    check_tokens(80, 64, &sp, 1);
+    check_tokens(24, 64, &sp, 1);
+    SampleParams nucleus = {0.8f, 20, 0.9f};
+    check_tokens(140, 220, &nucleus, 1);
+    check_feed(20, 13, 1);
+    check_feed(150, 140, 1);
+}
+
 Test(decode, batched_feed_matches_full_forward)
 {
-    check_feed(20, 13);   /* one pass of 13 rows, then 7 single rows */
-    check_feed(150, 140); /* passes of 64, 64 and 12 rows, then 10 single rows */
-    check_feed(150, 64);  /* exactly one full pass */
+    check_feed(20, 13, 0);   /* one pass of 13 rows, then 7 single rows */
+    check_feed(150, 140, 0); /* passes of 64, 64 and 12 rows, then 10 single rows */
+    check_feed(150, 64, 0);  /* exactly one full pass */
 }
 
 /* Hand-worked: T = 8 keeps 4, T = 7 keeps 4 (half, rounded up), T = 1 keeps 1. */
@@ -205,7 +232,7 @@ Test(decode, context_rule_keeps_the_last_half)
 Test(decode, sampled_tokens_follow_the_context_shift)
 {
     enum { T = 10, n = 40 };
-    GPTConfig cfg = small_config(T);
+    GPTConfig cfg = small_config(T, 0);
     Backend *be = tu_cpu();
     GPT g;
     open_model(&g, be, &cfg, 1, 0);

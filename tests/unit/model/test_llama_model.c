@@ -6,7 +6,8 @@
  * mode 0's (memcmp), with the arenas' high-water mark equal to the
  * planner's prediction, category by category; the gradients agree with
  * central finite differences of the loss (tolerance stated there); and
- * the KV-cache decode, not written for the family yet, is refused. */
+ * the KV-cache decode opens with a grouped-query cache (its tokens and
+ * logits against the full forward: test_decode.c). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -296,19 +297,29 @@ Test(llama_model, gradients_match_finite_differences, .timeout = 120)
     backend_close(be);
 }
 
-/* No KV-cache decode for the family yet: it says so, and opening a cache
- * is refused with a message (samples re-run the forward instead). */
-Test(llama_model, no_kv_cache_decode_yet)
+/* The KV-cache decode opens for the family (its tokens and logits:
+ * test_decode.c), with a grouped-query cache: per layer (KVH, T, hs) for
+ * k and for v, so 2 L T KVH hs elements in all, not GPT-2's 2 L T C. */
+Test(llama_model, kv_cache_is_grouped_query)
 {
     GPTConfig cfg = llama_cfg(2);
     Backend *be = tu_cpu();
     GPT g;
     GPTDecode dec;
     char err[256] = "";
-    cr_assert_eq(gpt_init(&g, &cfg, be, 1, 8, RECOMPUTE_NONE, 0, err, sizeof err), 0, "%s", err);
-    cr_expect_eq(gpt_decode_supported(&g), 0);
-    cr_expect_eq(gpt_decode_open(&g, &dec, err, sizeof err), -1);
-    cr_expect(strstr(err, "llama family has no KV-cache decode"), "%s", err);
+    int T = 8;
+    cr_assert_eq(gpt_init(&g, &cfg, be, 1, T, RECOMPUTE_NONE, 0, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(gpt_decode_supported(&g), 1);
+    cr_assert_eq(gpt_decode_open(&g, &dec, err, sizeof err), 0, "%s", err);
+    size_t C = (size_t)cfg.channels, hs = C / (size_t)cfg.num_heads, F = (size_t)config_ffn(&cfg);
+    size_t kv = (size_t)config_kv_heads(&cfg) * hs, R = (size_t)dec.rows;
+    cr_assert_lt(kv, C, "the config is grouped-query");
+    /* the cache, then R rows of x, ln, atty, res2, lnf (C), qkv (C + 2 kv), gate/up (2F),
+     * SwiGLU (F), then mean, rstd (f32) and a token (int32) */
+    size_t want = 2 * (size_t)cfg.num_layers * T * kv * 4 +
+                  R * (5 * C + C + 2 * kv + 2 * F + F) * 4 + R * (2 * 4 + 4);
+    cr_expect_eq(dec.bytes, want, "decode bytes %zu, want %zu", dec.bytes, want);
+    gpt_decode_close(&g, &dec);
     gpt_free(&g);
     backend_close(be);
 }
