@@ -3,7 +3,7 @@
  * gradients are staged by gpt_update after the reduction, not during the backward; with
  * --zero 1 each rank updates its shard in the host tier and settles before the
  * all-gather. With clipping on and off and two micro-batches a step, the saved model is
- * byte for byte that of the same ranks without offload. */
+ * byte for byte that of the same ranks without offload; so for --arch llama (--zero 1). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,5 +57,23 @@ Test(offload_ranks, two_ranks_match_without_offload, .timeout = 600)
             snprintf(rm, sizeof rm, "rm -f %s/plain.bin %s/off.bin", d, d);
             cr_assert_eq(tu_run(rm), 0);
         }
+    free(d);
+}
+
+/* The Llama family (grouped-query, untied head) the same way, --zero 1 with clipping:
+ * the deferred shard update reads the flat parameter vector, whatever the block. */
+Test(offload_ranks, llama_two_ranks_match_without_offload, .timeout = 300)
+{
+    char *d = tu_tempdir();
+    tc_make_shards(d, 2, 400);
+    const char *llama = "--arch llama --kv-heads 2 --ffn 64 --lm-head untied --zero 1";
+    char flags[256];
+    cr_assert_eq(train(d, "plain", llama), 0, "llama without offload failed");
+    snprintf(flags, sizeof flags, "%s --offload checkpoints,optimizer", llama);
+    cr_assert_eq(train(d, "off", flags), 0, "llama with offload failed");
+    char p[600];
+    snprintf(p, sizeof p, "%s/off.out", d);
+    cr_expect(tc_file_has(p, "memory: host tier (--offload "), "no host tier");
+    expect_same_file(d, "plain", "off", "llama --zero 1");
     free(d);
 }
