@@ -115,9 +115,13 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants, int g
     check_attention_at(c, s, sh, variants, s->NH);
     if (!grouped || s->NH < 2) return;
     /* grouped: two query heads a key/value head where NH is even (and
-     * that is not one), then one key/value head for all */
+     * that is not one), then one key/value head for all; on data of their
+     * own that leaves the random stream where it was, so every other row
+     * sees the inputs it saw before these rows existed */
+    const uint64_t rng = c->rng;
     if (s->NH % 2 == 0 && s->NH > 2) check_attention_at(c, s, sh, 0, s->NH / 2);
     check_attention_at(c, s, sh, 0, 1);
+    c->rng = rng;
 }
 
 /* ---- attention_decode: one position against a K/V cache ---- */

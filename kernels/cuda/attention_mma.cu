@@ -33,7 +33,11 @@ void amma_fwd_run(CudaState *st, const AmmaFwdArgs &a)
 {
     attn_hsp_dispatch("attention_forward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        (a.vec ? amma_fwd_launch<AmmaFwdCfg<HSP>> : amma_fwd_launch<AmmaScalarCfg<HSP>>)(st, a);
+        if (a.KVH == a.NH)
+            (a.vec ? amma_fwd_launch<AmmaFwdCfg<HSP>> : amma_fwd_launch<AmmaScalarCfg<HSP>>)(st, a);
+        else
+            (a.vec ? amma_fwd_launch<AmmaFwdGqaCfg<HSP>, true>
+                   : amma_fwd_launch<AmmaScalarCfg<HSP>, true>)(st, a);
     });
 }
 
@@ -41,8 +45,12 @@ void amma_dq_run(CudaState *st, const AmmaBwdArgs &a)
 {
     attn_hsp_dispatch("attention_backward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        (a.vec ? amma_bwd_launch<AmmaDqCfg<HSP>, true>
-               : amma_bwd_launch<AmmaScalarCfg<HSP>, true>)(st, a);
+        if (a.KVH == a.NH)
+            (a.vec ? amma_bwd_launch<AmmaDqCfg<HSP>, true>
+                   : amma_bwd_launch<AmmaScalarCfg<HSP>, true>)(st, a);
+        else /* the forward's GQA configuration: AmmaDqCfg's but 3 blocks at hs 64 */
+            (a.vec ? amma_bwd_launch<AmmaFwdGqaCfg<HSP>, true, true>
+                   : amma_bwd_launch<AmmaScalarCfg<HSP>, true, true>)(st, a);
     });
 }
 
@@ -61,8 +69,8 @@ void amma_forward(CudaState *st, AmmaFwdLaunch fwd, bf16 *out, float *lse, const
                   int T, int C, int NH, int KVH)
 {
     const int hs = C / NH;
-    fwd(st, {out, lse, qkv, B, T, C, NH, KVH, AMMA_LOG2E / sqrtf((float)hs),
-             amma_vec_ok(qkv, C, hs)});
+    fwd(st, {out, lse, qkv, B, T, C, NH, KVH, C + 2 * KVH * hs, KVH * hs,
+             AMMA_LOG2E / sqrtf((float)hs), amma_vec_ok(qkv, C, hs)});
 }
 
 void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dqkv,
@@ -89,6 +97,7 @@ void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dq
         LAUNCH(amma_rows_D_kernel, elementwise_grid((size_t)nb * per_seq * 32, 256), 256, 0,
                st->stream, stats, dout + o1, out + o1, lse + ol, nb, T, C, NH);
         const AmmaBwdArgs a = {dqkv + o3, dout + o1, qkv + o3, stats, nb, T, C, NH, KVH,
+                               C + 2 * KVH * hs, KVH * hs,
                                AMMA_LOG2E * scale, scale,
                                amma_vec_ok(qkv + o3, C, hs) && amma_vec_ok(dout + o1, C, hs)};
         dkdv(st, a);

@@ -94,7 +94,7 @@ struct AmmaFwdArgs {
     bf16 *out;
     float *lse;
     const bf16 *qkv;
-    int B, T, C, NH, KVH;
+    int B, T, C, NH, KVH, W, KV; /* W: the qkv row, C + 2 KV; KV = KVH hs */
     float sl2;
     int vec;
 };
@@ -103,7 +103,7 @@ struct AmmaBwdArgs {
     bf16 *dqkv;
     const bf16 *dout, *qkv;
     const AmmaStat *stats;
-    int nb, T, C, NH, KVH;
+    int nb, T, C, NH, KVH, W, KV; /* W: the qkv and dqkv row, C + 2 KV; KV = KVH hs */
     float sl2, scale;
     int vec;
 };
@@ -159,17 +159,20 @@ struct AmmaTile {
 
 template <class Cfg, bool KEYROWS>
 __device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int T, int C, int NH,
-                                                 int KVH)
+                                                 int KVH, int W, int KV)
 {
     constexpr int ROWS = Cfg::ROWS, BT = Cfg::BT, WR = Cfg::ROWS / Cfg::W;
     AmmaTile t;
-    const int hs = C / NH, W = C + 2 * KVH * hs, grp = NH / KVH; /* W: the qkv row */
+    const int hs = C / NH, grp = NH / KVH;
+    /* W, the qkv row, and KV = KVH hs, the key (value) heads' width, come
+     * from the host: kernel parameters, not registers the loops keep */
     t.blk = amma_block((T + ROWS - 1) / ROWS, KEYROWS ? KVH : NH, nseq, !KEYROWS);
     t.T = T, t.hs = hs, t.row0 = t.blk.tile * ROWS;
     const int qh = KEYROWS ? t.blk.h * grp : t.blk.h, kh = KEYROWS ? t.blk.h : t.blk.h / grp;
-    const bf16 *seq = qkv + (size_t)t.blk.b * T * W;
-    t.q = {seq + qh * hs, W, T, hs}, t.k = {seq + C + kh * hs, W, T, hs};
-    t.v = {seq + C + (KVH + kh) * hs, W, T, hs};
+    /* KVH = NH: kh - qh folds to 0, so q, k, v are seq, seq + C, seq + 2C */
+    const bf16 *seq = qkv + (size_t)t.blk.b * T * W + qh * hs;
+    t.q = {seq, W, T, hs}, t.k = {seq + C + (kh - qh) * hs, W, T, hs};
+    t.v = {seq + (C + KV) + (kh - qh) * hs, W, T, hs};
     t.dout = {NULL, C, T, hs}, t.stats = NULL; /* the backward's: amma_tile_begin */
     t.w = threadIdx.x / 32, t.g = threadIdx.x % 32 / 4, t.t4 = threadIdx.x % 4;
     t.wr0 = t.row0 + WR * t.w, t.r0 = t.wr0 + t.g, t.r1 = t.r0 + 8;
@@ -184,15 +187,22 @@ __device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int 
     }
     return t;
 }
-template <class Cfg> __device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaFwdArgs &a)
+/* GQA = 0 takes KVH = NH (rows 3C wide) as compile-time facts, the
+ * kernels' code before groups: with W a parameter ptxas spilled the hs 64
+ * forward and dQ at their 128-register cap. */
+template <class Cfg, bool GQA = false>
+__device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaFwdArgs &a)
 {
-    return amma_tile_at<Cfg, false>(a.qkv, a.B, a.T, a.C, a.NH, a.KVH);
+    if (!GQA) return amma_tile_at<Cfg, false>(a.qkv, a.B, a.T, a.C, a.NH, a.NH, 3 * a.C, a.C);
+    return amma_tile_at<Cfg, false>(a.qkv, a.B, a.T, a.C, a.NH, a.KVH, a.W, a.KV);
 }
-template <class Cfg, bool KEYROWS>
+template <class Cfg, bool KEYROWS, bool GQA = false>
 __device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaBwdArgs &a)
 {
-    AmmaTile t = amma_tile_at<Cfg, KEYROWS>(a.qkv, a.nb, a.T, a.C, a.NH, a.KVH);
-    const int qh = KEYROWS ? t.blk.h * (a.NH / a.KVH) : t.blk.h; /* (first) query head */
+    const int KVH = GQA ? a.KVH : a.NH;
+    AmmaTile t = amma_tile_at<Cfg, KEYROWS>(a.qkv, a.nb, a.T, a.C, a.NH, KVH,
+                                            GQA ? a.W : 3 * a.C, GQA ? a.KV : a.C);
+    const int qh = KEYROWS ? t.blk.h * (a.NH / KVH) : t.blk.h; /* (first) query head */
     t.dout.row = a.dout + (size_t)t.blk.b * a.T * a.C + qh * t.hs;
     t.stats = a.stats + ((size_t)t.blk.b * a.NH + qh) * a.T;
     return t;
@@ -532,7 +542,7 @@ template <int HSP>
 __device__ __forceinline__ void amma_dq_store(const AmmaBwdArgs &a, const AmmaTile &t,
                                               const float dq[][4])
 {
-    const int W = a.C + 2 * a.KVH * t.hs;
+    const int W = t.q.ld; /* the row: 3C when the tile took KVH = NH as known */
     mma_strip_store<HSP>(a.dqkv + (size_t)t.blk.b * t.T * W + t.blk.h * t.hs, W, t.r0, t.T, t.hs,
                          dq, a.scale, a.scale);
 }
@@ -540,10 +550,10 @@ template <int HSP>
 __device__ __forceinline__ void amma_dkdv_store(const AmmaBwdArgs &a, const AmmaTile &t,
                                                 const float dk[][4], const float dv[][4])
 {
-    const int C = a.C, W = C + 2 * a.KVH * t.hs;
+    const int C = a.C, W = t.q.ld;
     bf16 *rows = a.dqkv + (size_t)t.blk.b * t.T * W + t.blk.h * t.hs; /* row t: + t W */
     mma_strip_store<HSP>(rows + C, W, t.r0, t.T, t.hs, dk, a.scale, a.scale);
-    mma_strip_store<HSP>(rows + C + a.KVH * t.hs, W, t.r0, t.T, t.hs, dv, 1.0f, 1.0f);
+    mma_strip_store<HSP>(rows + C + a.KV, W, t.r0, t.T, t.hs, dv, 1.0f, 1.0f);
 }
 
 /* The one configuration each kernel ships in, by padded head size (HSP =

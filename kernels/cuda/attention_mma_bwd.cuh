@@ -27,7 +27,7 @@ template <class Cfg> static size_t amma_dq_smem()
     return amma_smem<Cfg>(amma_rows<Cfg>(2 * Cfg::BT), amma_rows<Cfg>(2 * Cfg::ROWS));
 }
 
-template <class Cfg>
+template <class Cfg, bool GQA = false> /* GQA: for KVH < NH (amma_tile_begin) */
 __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs a)
 {
     constexpr int HSP = Cfg::HSP, BQ = Cfg::ROWS, BK = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
     bf16 *const tiles = (bf16 *)smem;
     bf16 *const Qs = (bf16 *)(smem + amma_own_at<Cfg>(amma_rows<Cfg>(2 * BK)));
     bf16 *const dOs = Qs + BQ * LD;
-    const AmmaTile t = amma_tile_begin<Cfg, false>(a);
+    const AmmaTile t = amma_tile_begin<Cfg, false, GQA>(a);
     const AmmaStat zero = {0.0f, 0.0f};
     const AmmaStat st0 = t.r0 < t.T ? t.stats[t.r0] : zero;
     const AmmaStat st1 = t.r1 < t.T ? t.stats[t.r1] : zero;
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     DYN_SMEM(smem);
     bf16 *const Ks = (bf16 *)(smem + SM::kv_at), *const Vs = Ks + BKV * LD;
     /* rows: keys, this lane's t.r0 and t.r1; query tiles from t.first */
-    const AmmaTile t = amma_tile_begin<Cfg, true>(a);
+    const AmmaTile t = amma_tile_begin<Cfg, true, true>(a); /* G = 1 too: one kernel */
     /* query head g of the group: q, dO hs columns and stats T rows on */
     const int G = a.NH / a.KVH, steps = G * t.n;
     auto head = [&](AmmaSrc s, int g) {
@@ -177,10 +177,11 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
 
 /* ---- launches ---- */
 
-template <class Cfg, bool DQ> static void amma_bwd_launch(CudaState *st, const AmmaBwdArgs &a)
+template <class Cfg, bool DQ, bool GQA = false>
+static void amma_bwd_launch(CudaState *st, const AmmaBwdArgs &a)
 {
     if constexpr (DQ)
-        amma_launch(st, amma_dq_kernel<Cfg>, a, amma_dq_smem<Cfg>(), Cfg::ROWS, a.nb, Cfg::NT,
+        amma_launch(st, amma_dq_kernel<Cfg, GQA>, a, amma_dq_smem<Cfg>(), Cfg::ROWS, a.nb, Cfg::NT,
                     Cfg::HSP, "attention_backward");
     else
         amma_launch(st, amma_dkdv_kernel<Cfg>, a, AmmaDkdvSmem<Cfg>::bytes, Cfg::ROWS, a.nb,
