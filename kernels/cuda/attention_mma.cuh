@@ -87,9 +87,7 @@ struct __align__(16) AmmaStat2 {
 
 /* The kernels' arguments: the forward's, and the backward's for one slice
  * of nb sequences (stats[(b NH + h) T + t] for b < nb). KVH key/value
- * heads (ops.h): a qkv row is C + 2 KVH hs wide, [NH q | KVH k | KVH v],
- * query head h reads key/value head h / (NH / KVH); KVH = NH is plain
- * multi-head attention. The sweep's variants (dev/cuda) take KVH = NH only. */
+ * heads as ops.h's (the sweep's variants: KVH = NH only), from the host. */
 struct AmmaFwdArgs {
     bf16 *out;
     float *lse;
@@ -138,11 +136,9 @@ struct AmmaSrc {
  * what follows from it. The block owns ROWS rows of one (sequence, head),
  * from row0 (queries for the forward and dQ, keys when KEYROWS: dK/dV), and
  * streams the other side in tiles of BT rows, rows first.. in n tiles (up
- * to its last row, or from its diagonal on). blk.h is a query head (forward,
- * dQ; k and v are those of its key/value head h / (NH / KVH)) or, when
- * KEYROWS, a key/value head: q, dO and stats are then those of its group's
- * first query head h (NH / KVH); the next ones are hs columns (T stats)
- * on. Warp w owns WR = ROWS / W
+ * to its last row, or from its diagonal on). blk.h: a query head, or with
+ * KEYROWS a key/value head (q, dO, stats: its group's first query head's,
+ * the next hs columns, T stats on). Warp w owns WR = ROWS / W
  * rows from wr0 = row0 + WR w (16, or 32 in FlashAttention-2's shape);
  * g = lane / 4 and t4 = lane % 4 place the lane in the mma.sync layout
  * (below), its rows r0 = wr0 + g and r1 = r0 + 8; idle: all the warp's
@@ -164,15 +160,12 @@ __device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int 
     constexpr int ROWS = Cfg::ROWS, BT = Cfg::BT, WR = Cfg::ROWS / Cfg::W;
     AmmaTile t;
     const int hs = C / NH, grp = NH / KVH;
-    /* W, the qkv row, and KV = KVH hs, the key (value) heads' width, come
-     * from the host: kernel parameters, not registers the loops keep */
     t.blk = amma_block((T + ROWS - 1) / ROWS, KEYROWS ? KVH : NH, nseq, !KEYROWS);
     t.T = T, t.hs = hs, t.row0 = t.blk.tile * ROWS;
     const int qh = KEYROWS ? t.blk.h * grp : t.blk.h, kh = KEYROWS ? t.blk.h : t.blk.h / grp;
-    /* KVH = NH: kh - qh folds to 0, so q, k, v are seq, seq + C, seq + 2C */
     const bf16 *seq = qkv + (size_t)t.blk.b * T * W + qh * hs;
     t.q = {seq, W, T, hs}, t.k = {seq + C + (kh - qh) * hs, W, T, hs};
-    t.v = {seq + (C + KV) + (kh - qh) * hs, W, T, hs};
+    t.v = {seq + (C + KV) + (kh - qh) * hs, W, T, hs}; /* KVH = NH: seq + 2C */
     t.dout = {NULL, C, T, hs}, t.stats = NULL; /* the backward's: amma_tile_begin */
     t.w = threadIdx.x / 32, t.g = threadIdx.x % 32 / 4, t.t4 = threadIdx.x % 4;
     t.wr0 = t.row0 + WR * t.w, t.r0 = t.wr0 + t.g, t.r1 = t.r0 + 8;
@@ -187,9 +180,8 @@ __device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int 
     }
     return t;
 }
-/* GQA = 0 takes KVH = NH (rows 3C wide) as compile-time facts, the
- * kernels' code before groups: with W a parameter ptxas spilled the hs 64
- * forward and dQ at their 128-register cap. */
+/* GQA = 0: KVH = NH, rows 3C, known at compile time (ptxas spilled the
+ * hs 64 forward and dQ at their 128 registers with W a parameter) */
 template <class Cfg, bool GQA = false>
 __device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaFwdArgs &a)
 {
@@ -535,9 +527,8 @@ __device__ __forceinline__ void amma_pds_cols(float sT[][4], float dpT[][4], con
 }
 
 /* The backward's results for a warp's 16 rows (this lane's t.r0 and
- * t.r1, those < T) into dqkv (B, T, W = C + 2 KVH hs) at the block's
- * (sequence, head): dQ (query head blk.h) scaled by a.scale; dK (key/value
- * head blk.h) scaled, dV as it is. */
+ * t.r1, those < T) into dqkv (B, T, W) at the block's (sequence, head):
+ * dQ scaled by a.scale; dK scaled, dV as it is. */
 template <int HSP>
 __device__ __forceinline__ void amma_dq_store(const AmmaBwdArgs &a, const AmmaTile &t,
                                               const float dq[][4])
