@@ -58,8 +58,12 @@ void amma_dkdv_run(CudaState *st, const AmmaBwdArgs &a)
 {
     attn_hsp_dispatch("attention_backward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        (a.vec ? amma_bwd_launch<AmmaDkdvCfg<HSP>, false>
-               : amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false>)(st, a);
+        if (a.KVH == a.NH)
+            (a.vec ? amma_bwd_launch<AmmaDkdvCfg<HSP>, false>
+                   : amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false>)(st, a);
+        else
+            (a.vec ? amma_bwd_launch<AmmaDkdvCfg<HSP>, false, true>
+                   : amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false, true>)(st, a);
     });
 }
 

@@ -96,7 +96,7 @@ template <class Cfg> struct AmmaDkdvSmem {
     }
 };
 
-template <class Cfg>
+template <class Cfg, bool GQA = false> /* GQA = 0: G = 1 known, the code before groups */
 __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdArgs a)
 {
     constexpr int HSP = Cfg::HSP, BKV = Cfg::ROWS, BQ = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
@@ -105,9 +105,9 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     DYN_SMEM(smem);
     bf16 *const Ks = (bf16 *)(smem + SM::kv_at), *const Vs = Ks + BKV * LD;
     /* rows: keys, this lane's t.r0 and t.r1; query tiles from t.first */
-    const AmmaTile t = amma_tile_begin<Cfg, true, true>(a); /* G = 1 too: one kernel */
+    const AmmaTile t = amma_tile_begin<Cfg, true, GQA>(a);
     /* query head g of the group: q, dO hs columns and stats T rows on */
-    const int G = a.NH / a.KVH, steps = G * t.n;
+    const int G = GQA ? a.NH / a.KVH : 1, steps = G * t.n;
     auto head = [&](AmmaSrc s, int g) {
         s.row += g * t.hs;
         return s;
@@ -125,9 +125,9 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
 
     /* step i: query head g = i / n of the group, its query tile it = i % n */
     for (int i = 0; i < steps; i++) {
-        const int g = i / t.n, it = i - g * t.n, q0 = t.first + it * BQ;
+        const int g = GQA ? i / t.n : 0, it = i - g * t.n, q0 = t.first + it * BQ;
         /* the next step's tile: this head's next, or the next head's first */
-        const bool same = it + 1 < t.n;
+        const bool same = !GQA || it + 1 < t.n;
         const int gn = same ? g : g + 1, rn = same ? q0 + BQ : t.first;
         const int cur = amma_stream_step<Cfg>(
             i, steps, q0,
@@ -184,7 +184,7 @@ static void amma_bwd_launch(CudaState *st, const AmmaBwdArgs &a)
         amma_launch(st, amma_dq_kernel<Cfg, GQA>, a, amma_dq_smem<Cfg>(), Cfg::ROWS, a.nb, Cfg::NT,
                     Cfg::HSP, "attention_backward");
     else
-        amma_launch(st, amma_dkdv_kernel<Cfg>, a, AmmaDkdvSmem<Cfg>::bytes, Cfg::ROWS, a.nb,
+        amma_launch(st, amma_dkdv_kernel<Cfg, GQA>, a, AmmaDkdvSmem<Cfg>::bytes, Cfg::ROWS, a.nb,
                     Cfg::NT, Cfg::HSP, "attention_backward", a.KVH); /* a block per key head */
 }
 
