@@ -122,12 +122,12 @@ typedef struct BackendOps {
      * v KVH*hs wide each (3C when KVH == NH); head h uses columns
      * h*hs..(h+1)*hs of q, key/value head g columns g*hs..(g+1)*hs of k and
      * of v. out(N,C) =, lse(B,NH,T) = the per-row log-sum-exp of the scaled
-     * scores. Never stores (T,T). cuda: KVH == NH only for now (it exits
-     * naming the op otherwise). */
+     * scores. Never stores (T,T). */
     void (*attention_forward)(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
                               int C, int NH, int KVH);
     /* dqkv(N, C + 2*KVH*hs) = from dout(N,C), using qkv, out and lse from
-     * forward; a key/value head's dk, dv sum over its query heads. */
+     * forward; a key/value head's dk, dv sum over its query heads (cuda: in
+     * a fixed order, no atomics). */
     void (*attention_backward)(Backend *be, void *dqkv, const void *dout, const void *qkv,
                                const void *out, const float *lse, int B, int T, int C, int NH,
                                int KVH);

@@ -132,9 +132,9 @@ extern "C" void attn_variant_forward(Backend *be, int fwd, void *out, float *lse
         return;
     }
     CudaState *st = cuda_state(be);
-    attn_check_heads(st, "attention_forward", C, NH);
+    attn_check_heads(st, "attention_forward", C, NH, NH); /* the variants: KVH = NH only */
     amma_forward(st, amma_fwd_variants[fwd].launch, (bf16 *)out, lse, (const bf16 *)qkv, B, T,
-                 C, NH);
+                 C, NH, NH);
 }
 
 extern "C" void attn_variant_backward(Backend *be, int dq, int dkdv, void *dqkv, const void *dout,
@@ -148,10 +148,11 @@ extern "C" void attn_variant_backward(Backend *be, int dq, int dkdv, void *dqkv,
         return;
     }
     CudaState *st = cuda_state(be);
-    attn_check_heads(st, "attention_backward", C, NH);
+    attn_check_heads(st, "attention_backward", C, NH, NH); /* the variants: KVH = NH only */
     const AmmaBwdVariant &kv = amma_dkdv_variants[dkdv];
     amma_backward(st, kv.fused ? NULL : amma_dq_variants[dq].launch, kv.launch, (bf16 *)dqkv,
-                  (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH);
+                  (const bf16 *)dout, (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH,
+                  NH);
 }
 
 static void *amma_ws;

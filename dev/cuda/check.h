@@ -91,8 +91,9 @@ void shape_name(char *buf, size_t len, const Shape *s); /* "B%d T%d C%d NH%d V%d
 
 /* check_attention.c: the attention ops at shape s (named sh); variants: also
  * every variant of the bf16 kernels in the sweep's table
- * (attention_variants.cu) where the head size pads to 64. */
-void check_attention(Ctx *c, const Shape *s, const char *sh, int variants);
+ * (attention_variants.cu) where the head size pads to 64; grouped: also
+ * with NH / 2 key/value heads (NH even, > 2) and with one (NH > 1). */
+void check_attention(Ctx *c, const Shape *s, const char *sh, int variants, int grouped);
 /* check_attention.c: attention_decode (group "decode") at s's C and NH,
  * a cache of s->T rows, at positions 0, 128 and T-1. */
 void check_attention_decode(Ctx *c, const Shape *s, const char *sh);

@@ -1,6 +1,8 @@
 /* dev/cuda/check_attention.c — check_kernels' attention group: the
- * forward and backward against the cpu backend (check.h's measures), and
- * every variant of the bf16 kernels in the sweep's table. */
+ * forward and backward against the cpu backend (check.h's measures), with
+ * a key/value head per head and grouped (KVH < NH), and every variant of
+ * the bf16 kernels in the sweep's table (KVH = NH: the variants have no
+ * groups). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,33 +13,49 @@
 typedef struct {
     void *out, *qkv, *dqkv, *dout;
     float *lse;
-    int B, T, C, NH;
-    int v[ATTN_KERNELS];
+    int B, T, C, NH, KVH;
+    int v[ATTN_KERNELS]; /* all 0 unless KVH = NH */
 } AttArgs;
 
 static void run_att_fwd(Ctx *c, void *p)
 {
     AttArgs *a = p;
+    if (a->KVH != a->NH) {
+        c->gpu->ops->attention_forward(c->gpu, a->out, a->lse, a->qkv, a->B, a->T, a->C, a->NH,
+                                       a->KVH);
+        return;
+    }
     attn_variant_forward(c->gpu, a->v[ATTN_FWD], a->out, a->lse, a->qkv, a->B, a->T, a->C,
                          a->NH);
 }
 static void run_att_bwd(Ctx *c, void *p)
 {
     AttArgs *a = p;
+    if (a->KVH != a->NH) {
+        c->gpu->ops->attention_backward(c->gpu, a->dqkv, a->dout, a->qkv, a->out, a->lse, a->B,
+                                        a->T, a->C, a->NH, a->KVH);
+        return;
+    }
     attn_variant_backward(c->gpu, a->v[ATTN_DQ], a->v[ATTN_DKDV], a->dqkv, a->dout, a->qkv,
                           a->out, a->lse, a->B, a->T, a->C, a->NH);
 }
 
-void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
+/* The ops at s with KVH key/value heads: qkv and dqkv rows C + 2 KVH hs
+ * wide (ops.h); rows named sh, and " KVH%d" when grouped. */
+static void check_attention_at(Ctx *c, const Shape *s, const char *sh0, int variants, int KVH)
 {
     int N = s->B * s->T, C = s->C;
-    size_t n3 = (size_t)N * 3 * C, nc = (size_t)N * C, nl = (size_t)s->B * s->NH * s->T;
+    char sh[64];
+    if (KVH == s->NH) snprintf(sh, sizeof sh, "%.40s", sh0);
+    else snprintf(sh, sizeof sh, "%.40s KVH%d", sh0, KVH);
+    size_t W = (size_t)C + (size_t)2 * KVH * (C / s->NH); /* the qkv row */
+    size_t n3 = (size_t)N * W, nc = (size_t)N * C, nl = (size_t)s->B * s->NH * s->T;
     float *qkv = ck_rand(c, n3, 0.05f, 1.5f);
     ck_round(c, qkv, n3);
     float *out = ck_alloc(nc), *lse = ck_alloc(nl);
-    c->cpu->ops->attention_forward(c->cpu, out, lse, qkv, s->B, s->T, C, s->NH, s->NH);
+    c->cpu->ops->attention_forward(c->cpu, out, lse, qkv, s->B, s->T, C, s->NH, KVH);
     AttArgs a = {0};
-    a.B = s->B, a.T = s->T, a.C = C, a.NH = s->NH;
+    a.B = s->B, a.T = s->T, a.C = C, a.NH = s->NH, a.KVH = KVH;
     a.qkv = ck_dev_from(c, qkv, n3, 0);
     a.out = ck_dev(c, nc, 0), a.lse = ck_dev(c, nl, 1);
     CkOut of[] = {{"out", a.out, out, nc, 0, NULL}, {"lse", a.lse, lse, nl, 1, NULL}};
@@ -52,7 +70,7 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
     ck_round(c, dout, nc);
     float *dqkv = ck_alloc(n3);
     c->cpu->ops->attention_backward(c->cpu, dqkv, dout, qkv, out, lse, s->B, s->T, C, s->NH,
-                                    s->NH);
+                                    KVH);
     a.dout = ck_dev_from(c, dout, nc, 0);
     a.dqkv = ck_dev(c, n3, 0);
     CkOut ob[] = {{"dqkv", a.dqkv, dqkv, n3, 0, NULL}};
@@ -63,7 +81,7 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
      * the other two as shipped; the row is the variant */
     const int hs = C / s->NH;
     of[0].ref = out_ref;
-    if (variants && c->bf16 && hs > 32 && hs <= 64 && hs % 8 == 0 && C % 8 == 0) {
+    if (variants && KVH == s->NH && c->bf16 && hs > 32 && hs <= 64 && hs % 8 == 0 && C % 8 == 0) {
         for (int k = 0; k < ATTN_KERNELS; k++) {
             if (k == ATTN_DQ) { /* the forward variants overwrote out and lse */
                 ck_dev_set(c, a.out, out, nc, 0);
@@ -90,6 +108,20 @@ void check_attention(Ctx *c, const Shape *s, const char *sh, int variants)
     void *devs[] = {a.qkv, a.out, a.lse, a.dout, a.dqkv};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) ck_dev_free(c, devs[i]);
     free(qkv), free(out), free(out_ref), free(lse), free(dout), free(dqkv);
+}
+
+void check_attention(Ctx *c, const Shape *s, const char *sh, int variants, int grouped)
+{
+    check_attention_at(c, s, sh, variants, s->NH);
+    if (!grouped || s->NH < 2) return;
+    /* grouped: two query heads a key/value head where NH is even (and
+     * that is not one), then one key/value head for all; on data of their
+     * own that leaves the random stream where it was, so every other row
+     * sees the inputs it saw before these rows existed */
+    const uint64_t rng = c->rng;
+    if (s->NH % 2 == 0 && s->NH > 2) check_attention_at(c, s, sh, 0, s->NH / 2);
+    check_attention_at(c, s, sh, 0, 1);
+    c->rng = rng;
 }
 
 /* ---- attention_decode: one position against a K/V cache ---- */

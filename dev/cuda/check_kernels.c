@@ -542,7 +542,8 @@ static void check_shape(Ctx *c, const Shape *s)
         }
     }
     if (want("layernorm")) test_layernorm(c, s, sh);
-    if (want("attention")) check_attention(c, s, sh, s->T >= 1024); /* variants: 124M's shape */
+    /* variants: 124M's shape; grouped: the small ones */
+    if (want("attention")) check_attention(c, s, sh, s->T >= 1024, s->T < 1024);
     if (want("decode")) check_attention_decode(c, s, sh);
     if (want("elementwise")) test_elementwise(c, s, sh);
     if (want("matmul")) {
@@ -668,7 +669,7 @@ int main(int argc, char **argv)
                  i++) {
                 char sh[48];
                 shape_name(sh, sizeof sh, &att_shapes[i]);
-                check_attention(c, &att_shapes[i], sh, i == 0);
+                check_attention(c, &att_shapes[i], sh, i == 0, i > 0);
             }
             if (want("optimizer")) test_optimizer(c, 100003, "n100003");
             if (want("offload")) check_offload(c);

@@ -1,7 +1,10 @@
 /* kernels/cuda/attention.cu — causal self-attention forward, flash style
  * (ops.h: attention_forward); the fp32 path (attention_tile.cuh), bf16 runs
- * go to attention_mma.cu. qkv(N, 3C): row b*T + t holds [q | k | v], head h at columns h*hs.. of
- * each third. One block per (query tile, head, batch); grid.x runs the query
+ * go to attention_mma.cu. qkv(N, W = C + 2 KVH hs): row b*T + t holds
+ * [q (NH heads) | k (KVH heads) | v (KVH heads)], query head h at columns
+ * h*hs.., its key/value head kh = h / (NH / KVH) at C + kh*hs and
+ * C + (KVH + kh)*hs (KVH = NH: [q | k | v], three thirds). One block per
+ * (query tile, head, batch); grid.x runs the query
  * tiles last-first so the longest blocks start first. For each key tile up
  * to the diagonal, warp w (query rows 16w..16w+15):
  *   S = Q_w . K^T                     (16 x TB, fp32, shared memory)
@@ -24,7 +27,7 @@ template <typename T, int HSP, int TB> static size_t attn_fwd_smem()
 
 template <typename T, int HSP, int TB>
 __global__ void __launch_bounds__(AttnGeom<T, HSP, TB>::THREADS)
-attn_fwd_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, float scale)
+attn_fwd_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, int KVH, float scale)
 {
     DYN_SMEM(smem);
     AttnCarve<T, HSP, TB> m(smem);
@@ -34,9 +37,9 @@ attn_fwd_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, float s
     float *Os = m.acc();
     typedef decltype(m) G;
     constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
-    const AttnBlock k = attn_block<TB>(T_, C, NH, true); /* the longest rows first */
+    const AttnBlock k = attn_block<TB>(T_, C, NH, KVH, true); /* the longest rows first */
     const int qt = k.tile, q0 = k.t0, h = k.h, b = k.b, hs = k.hs, C3 = k.C3, w = k.w;
-    const int lane = k.lane;
+    const int lane = k.lane, kh = h / (NH / KVH); /* its key/value head */
 
     attn_load_tile<T, HSP, TB>(Qs, qkv, C3, h * hs, b, q0, T_, hs);
     for (int e = threadIdx.x; e < TB * LDO; e += blockDim.x) Os[e] = 0.0f;
@@ -55,8 +58,8 @@ attn_fwd_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, float s
     for (int kt = 0; kt <= qt; kt++) {
         const int k0 = kt * TB;
         __syncthreads(); /* every warp is done with the previous K, V (and Q, O are written) */
-        attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs);
-        attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
+        attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + kh * hs, b, k0, T_, hs);
+        attn_load_tile<T, HSP, TB>(Vs, qkv, C3, C + (KVH + kh) * hs, b, k0, T_, hs);
         __syncthreads();
 
         warp_mm<T, TB, HSP, true>(Sw, LDS, Qw, LDT, Ks, LDT, false); /* S_w = Q_w . K^T */
@@ -107,9 +110,10 @@ attn_fwd_kernel(T *out, float *lse, const T *qkv, int T_, int C, int NH, float s
  * in slices of sequences (attn_batch_slices). */
 template <typename T>
 static void attn_fwd(CudaState *st, T *out, float *lse, const T *qkv, int B, int T_, int C,
-                     int NH)
+                     int NH, int KVH)
 {
     const float scale = 1.0f / sqrtf((float)(C / NH));
+    const size_t W = (size_t)C + 2 * (size_t)KVH * (C / NH); /* the qkv row */
     auto smem = [](auto hsp, auto tb) {
         return attn_fwd_smem<T, decltype(hsp)::value, decltype(tb)::value>();
     };
@@ -121,7 +125,7 @@ static void attn_fwd(CudaState *st, T *out, float *lse, const T *qkv, int B, int
         attn_batch_slices(st, B, [&](int b0, int nb) {
             LAUNCH(kern, dim3(ceil_div(T_, TB), NH, nb), threads, smb, st->stream,
                    out + (size_t)b0 * T_ * C, lse + (size_t)b0 * NH * T_,
-                   qkv + (size_t)b0 * T_ * 3 * C, T_, C, NH, scale);
+                   qkv + (size_t)b0 * T_ * W, T_, C, NH, KVH, scale);
         });
     });
 }
@@ -130,12 +134,9 @@ void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv,
                             int C, int NH, int KVH)
 {
     CudaState *st = cuda_state(be);
-    if (KVH != NH)
-        CUDA_FATAL("attention_forward: grouped-query attention (%d key/value heads for %d "
-                   "heads) has no cuda kernel yet", KVH, NH);
-    attn_check_heads(st, "attention_forward", C, NH);
+    attn_check_heads(st, "attention_forward", C, NH, KVH);
     if (B <= 0 || T <= 0) return;
     if (st->bf16)
-        amma_forward(st, amma_fwd_run, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH);
-    else attn_fwd(st, (float *)out, lse, (const float *)qkv, B, T, C, NH);
+        amma_forward(st, amma_fwd_run, (bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, KVH);
+    else attn_fwd(st, (float *)out, lse, (const float *)qkv, B, T, C, NH, KVH);
 }

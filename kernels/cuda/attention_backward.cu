@@ -11,7 +11,11 @@
  *         16w..16w+15 and loops over the key tiles up to the diagonal.
  * Both recompute S and dP; D is computed in both from dO and O by the same
  * function (attn_rows_D), so no buffer beyond the op's arguments is needed.
- * Every element of dqkv is written ("="). */
+ * Every element of dqkv is written ("="). Grouped-query attention (KVH key/
+ * value heads, rows C + 2 KVH hs wide, attention.cu): a dkdv block is a
+ * key/value head's and runs the query tiles of its G = NH / KVH query heads,
+ * heads in increasing order, into the same accumulators (a fixed order;
+ * G = 1 is the plain loop); dq reads its query head's key/value head. */
 #include "attention_mma.cuh"
 
 template <typename T, int HSP, int TB> static size_t attn_bwd_smem()
@@ -54,7 +58,7 @@ __device__ void attn_bwd_pds(float *S, float *dP, const T *a, const T *da, const
 template <typename T, int HSP, int TB>
 __global__ void ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB)
 attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse,
-                     int T_, int C, int NH, float scale)
+                     int T_, int C, int NH, int KVH, float scale)
 {
     DYN_SMEM(smem);
     AttnCarve<T, HSP, TB> m(smem);
@@ -65,12 +69,12 @@ attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const f
     typedef decltype(m) G;
     constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
     /* low key tiles see the most query tiles: launched first */
-    const AttnBlock blk = attn_block<TB>(T_, C, NH, false);
-    const int nT = (T_ + TB - 1) / TB, kt = blk.tile, k0 = blk.t0, h = blk.h, b = blk.b;
-    const int hs = blk.hs, C3 = blk.C3, w = blk.w, lane = blk.lane;
+    const AttnBlock blk = attn_block<TB>(T_, C, NH, KVH, false);
+    const int nT = (T_ + TB - 1) / TB, kt = blk.tile, k0 = blk.t0, kh = blk.h, b = blk.b;
+    const int hs = blk.hs, C3 = blk.C3, w = blk.w, lane = blk.lane, grp = NH / KVH;
 
-    attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs);
-    attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
+    attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + kh * hs, b, k0, T_, hs);
+    attn_load_tile<T, HSP, TB>(Vs, qkv, C3, C + (KVH + kh) * hs, b, k0, T_, hs);
     for (int e = threadIdx.x; e < TB * LDO; e += blockDim.x) {
         dK[e] = 0.0f;
         dV[e] = 0.0f;
@@ -80,6 +84,7 @@ attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const f
     T *Ptw = Pt + 16 * w * LDP, *dStw = dSt + 16 * w * LDP;
     float *dKw = dK + 16 * w * LDO, *dVw = dV + 16 * w * LDO;
 
+    for (int h = kh * grp; h < (kh + 1) * grp; h++) /* the group's query heads, in order */
     for (int qt = kt; qt < nT; qt++) {
         const int q0 = qt * TB;
         __syncthreads(); /* all warps are done with the previous Q, dO, lse, D */
@@ -103,10 +108,10 @@ attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const f
     for (int rr = 0; rr < 16; rr++) {
         const int kj = k0 + 16 * w + rr;
         if (kj >= T_) break;
-        T *row = dqkv + ((size_t)b * T_ + kj) * C3 + h * hs;
+        T *row = dqkv + ((size_t)b * T_ + kj) * C3 + C + kh * hs; /* dK; dV KVH hs on */
         for (int d = lane; d < hs; d += 32) {
-            row[C + d] = from_f<T>(dKw[rr * LDO + d] * scale);
-            row[2 * C + d] = from_f<T>(dVw[rr * LDO + d]);
+            row[d] = from_f<T>(dKw[rr * LDO + d] * scale);
+            row[KVH * hs + d] = from_f<T>(dVw[rr * LDO + d]);
         }
     }
 }
@@ -114,7 +119,7 @@ attn_bwd_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const f
 template <typename T, int HSP, int TB>
 __global__ void ATTN_BWD_LAUNCH_BOUNDS(T, HSP, TB)
 attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const float *lse, int T_,
-                   int C, int NH, float scale)
+                   int C, int NH, int KVH, float scale)
 {
     DYN_SMEM(smem);
     AttnCarve<T, HSP, TB> m(smem);
@@ -124,9 +129,9 @@ attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const flo
     float *dQ = m.acc(), *lse_s = m.rows(), *D_s = m.rows();
     typedef decltype(m) G;
     constexpr int LDT = G::LDT, LDS = G::LDS, LDP = G::LDP, LDO = G::LDO;
-    const AttnBlock blk = attn_block<TB>(T_, C, NH, true); /* the longest rows first */
+    const AttnBlock blk = attn_block<TB>(T_, C, NH, KVH, true); /* the longest rows first */
     const int qt = blk.tile, q0 = blk.t0, h = blk.h, b = blk.b, hs = blk.hs, C3 = blk.C3;
-    const int w = blk.w, lane = blk.lane;
+    const int w = blk.w, lane = blk.lane, kh = h / (NH / KVH); /* its key/value head */
 
     attn_load_tile<T, HSP, TB>(Qs, qkv, C3, h * hs, b, q0, T_, hs);
     attn_load_tile<T, HSP, TB>(dOs, dout, C, h * hs, b, q0, T_, hs);
@@ -145,8 +150,8 @@ attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const flo
     for (int kt = 0; kt <= qt; kt++) {
         const int k0 = kt * TB;
         __syncthreads(); /* all warps are done with the previous K, V; D is written */
-        attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + h * hs, b, k0, T_, hs);
-        attn_load_tile<T, HSP, TB>(Vs, qkv, C3, 2 * C + h * hs, b, k0, T_, hs);
+        attn_load_tile<T, HSP, TB>(Ks, qkv, C3, C + kh * hs, b, k0, T_, hs);
+        attn_load_tile<T, HSP, TB>(Vs, qkv, C3, C + (KVH + kh) * hs, b, k0, T_, hs);
         __syncthreads();
 
         /* S_w = Q_w . K^T, dP_w = dO_w . V^T, then dS_w */
@@ -169,7 +174,7 @@ attn_bwd_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out, const flo
  * in slices of sequences (attn_batch_slices): dK/dV, then dQ. */
 template <typename T>
 static void attn_bwd(CudaState *st, T *dqkv, const T *dout, const T *qkv, const T *out,
-                     const float *lse, int B, int T_, int C, int NH)
+                     const float *lse, int B, int T_, int C, int NH, int KVH)
 {
     const float scale = 1.0f / sqrtf((float)(C / NH));
     auto smem = [](auto hsp, auto tb) {
@@ -182,13 +187,15 @@ static void attn_bwd(CudaState *st, T *dqkv, const T *dout, const T *qkv, const 
         attn_set_smem(kdkdv, smb);
         attn_set_smem(kdq, smb);
         attn_batch_slices(st, B, [&](int b0, int nb) {
-            const dim3 grid(ceil_div(T_, TB), NH, nb);
+            /* dK/dV: a block per key/value head; dQ: per query head */
+            const dim3 gkv(ceil_div(T_, TB), KVH, nb), gq(ceil_div(T_, TB), NH, nb);
             const int threads = AttnGeom<T, HSP, TB>::THREADS;
-            const size_t o1 = (size_t)b0 * T_ * C, o3 = 3 * o1, ol = (size_t)b0 * NH * T_;
-            LAUNCH(kdkdv, grid, threads, smb, st->stream, dqkv + o3, dout + o1, qkv + o3,
-                   out + o1, lse + ol, T_, C, NH, scale);
-            LAUNCH(kdq, grid, threads, smb, st->stream, dqkv + o3, dout + o1, qkv + o3,
-                   out + o1, lse + ol, T_, C, NH, scale);
+            const size_t o1 = (size_t)b0 * T_ * C, ol = (size_t)b0 * NH * T_;
+            const size_t o3 = (size_t)b0 * T_ * ((size_t)C + 2 * (size_t)KVH * (C / NH));
+            LAUNCH(kdkdv, gkv, threads, smb, st->stream, dqkv + o3, dout + o1, qkv + o3,
+                   out + o1, lse + ol, T_, C, NH, KVH, scale);
+            LAUNCH(kdq, gq, threads, smb, st->stream, dqkv + o3, dout + o1, qkv + o3,
+                   out + o1, lse + ol, T_, C, NH, KVH, scale);
         });
     });
 }
@@ -198,15 +205,12 @@ void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const vo
                              int KVH)
 {
     CudaState *st = cuda_state(be);
-    if (KVH != NH)
-        CUDA_FATAL("attention_backward: grouped-query attention (%d key/value heads for %d "
-                   "heads) has no cuda kernel yet", KVH, NH);
-    attn_check_heads(st, "attention_backward", C, NH);
+    attn_check_heads(st, "attention_backward", C, NH, KVH);
     if (B <= 0 || T <= 0) return;
     if (st->bf16)
         amma_backward(st, amma_dq_run, amma_dkdv_run, (bf16 *)dqkv, (const bf16 *)dout,
-                      (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH);
+                      (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH, KVH);
     else
         attn_bwd(st, (float *)dqkv, (const float *)dout, (const float *)qkv,
-                 (const float *)out, lse, B, T, C, NH);
+                 (const float *)out, lse, B, T, C, NH, KVH);
 }

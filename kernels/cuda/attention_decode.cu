@@ -106,9 +106,7 @@ void cuda_attention_decode(Backend *be, void *out, void *kcache, void *vcache, c
                            int t, int maxT, int C, int NH, int KVH)
 {
     CudaState *st = cuda_state(be);
-    if (KVH < 1 || NH % KVH != 0)
-        CUDA_FATAL("attention_decode: %d key/value heads do not divide %d heads", KVH, NH);
-    attn_check_heads(st, "attention_decode", C, NH);
+    attn_check_heads(st, "attention_decode", C, NH, KVH);
     if (t < 0 || t >= maxT) CUDA_FATAL("attention_decode: position %d outside [0, %d)", t, maxT);
     if (st->bf16)
         attn_decode(st, (bf16 *)out, (bf16 *)kcache, (bf16 *)vcache, (const bf16 *)qkv, t, maxT,

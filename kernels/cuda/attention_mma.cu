@@ -33,7 +33,11 @@ void amma_fwd_run(CudaState *st, const AmmaFwdArgs &a)
 {
     attn_hsp_dispatch("attention_forward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        (a.vec ? amma_fwd_launch<AmmaFwdCfg<HSP>> : amma_fwd_launch<AmmaScalarCfg<HSP>>)(st, a);
+        if (a.KVH == a.NH)
+            (a.vec ? amma_fwd_launch<AmmaFwdCfg<HSP>> : amma_fwd_launch<AmmaScalarCfg<HSP>>)(st, a);
+        else
+            (a.vec ? amma_fwd_launch<AmmaFwdGqaCfg<HSP>, true>
+                   : amma_fwd_launch<AmmaScalarCfg<HSP>, true>)(st, a);
     });
 }
 
@@ -41,8 +45,12 @@ void amma_dq_run(CudaState *st, const AmmaBwdArgs &a)
 {
     attn_hsp_dispatch("attention_backward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        (a.vec ? amma_bwd_launch<AmmaDqCfg<HSP>, true>
-               : amma_bwd_launch<AmmaScalarCfg<HSP>, true>)(st, a);
+        if (a.KVH == a.NH)
+            (a.vec ? amma_bwd_launch<AmmaDqCfg<HSP>, true>
+                   : amma_bwd_launch<AmmaScalarCfg<HSP>, true>)(st, a);
+        else /* the forward's GQA configuration: AmmaDqCfg's but 3 blocks at hs 64 */
+            (a.vec ? amma_bwd_launch<AmmaFwdGqaCfg<HSP>, true, true>
+                   : amma_bwd_launch<AmmaScalarCfg<HSP>, true, true>)(st, a);
     });
 }
 
@@ -50,23 +58,28 @@ void amma_dkdv_run(CudaState *st, const AmmaBwdArgs &a)
 {
     attn_hsp_dispatch("attention_backward", a.C / a.NH, [&](auto hsp) {
         constexpr int HSP = decltype(hsp)::value;
-        (a.vec ? amma_bwd_launch<AmmaDkdvCfg<HSP>, false>
-               : amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false>)(st, a);
+        if (a.KVH == a.NH)
+            (a.vec ? amma_bwd_launch<AmmaDkdvCfg<HSP>, false>
+                   : amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false>)(st, a);
+        else
+            (a.vec ? amma_bwd_launch<AmmaDkdvCfg<HSP>, false, true>
+                   : amma_bwd_launch<AmmaScalarCfg<HSP, HSP != 128>, false, true>)(st, a);
     });
 }
 
 /* ---- the entry points ---- */
 
 void amma_forward(CudaState *st, AmmaFwdLaunch fwd, bf16 *out, float *lse, const bf16 *qkv, int B,
-                  int T, int C, int NH)
+                  int T, int C, int NH, int KVH)
 {
     const int hs = C / NH;
-    fwd(st, {out, lse, qkv, B, T, C, NH, AMMA_LOG2E / sqrtf((float)hs), amma_vec_ok(qkv, C, hs)});
+    fwd(st, {out, lse, qkv, B, T, C, NH, KVH, C + 2 * KVH * hs, KVH * hs,
+             AMMA_LOG2E / sqrtf((float)hs), amma_vec_ok(qkv, C, hs)});
 }
 
 void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dqkv,
                    const bf16 *dout, const bf16 *qkv, const bf16 *out, const float *lse, int B,
-                   int T, int C, int NH)
+                   int T, int C, int NH, int KVH)
 {
     const int hs = C / NH;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -82,10 +95,13 @@ void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dq
     AmmaStat *stats = (AmmaStat *)st->scratch;
     for (int b0 = 0; b0 < B; b0 += slice) {
         const int nb = B - b0 < slice ? B - b0 : slice;
-        const size_t o1 = (size_t)b0 * T * C, o3 = 3 * o1, ol = (size_t)b0 * per_seq;
+        /* qkv and dqkv rows: C + 2 KVH hs wide */
+        const size_t o1 = (size_t)b0 * T * C, o3 = (size_t)b0 * T * (C + 2 * KVH * hs);
+        const size_t ol = (size_t)b0 * per_seq;
         LAUNCH(amma_rows_D_kernel, elementwise_grid((size_t)nb * per_seq * 32, 256), 256, 0,
                st->stream, stats, dout + o1, out + o1, lse + ol, nb, T, C, NH);
-        const AmmaBwdArgs a = {dqkv + o3, dout + o1, qkv + o3, stats, nb, T, C, NH,
+        const AmmaBwdArgs a = {dqkv + o3, dout + o1, qkv + o3, stats, nb, T, C, NH, KVH,
+                               C + 2 * KVH * hs, KVH * hs,
                                AMMA_LOG2E * scale, scale,
                                amma_vec_ok(qkv + o3, C, hs) && amma_vec_ok(dout + o1, C, hs)};
         dkdv(st, a);

@@ -86,12 +86,13 @@ struct __align__(16) AmmaStat2 {
 };
 
 /* The kernels' arguments: the forward's, and the backward's for one slice
- * of nb sequences (stats[(b NH + h) T + t] for b < nb). */
+ * of nb sequences (stats[(b NH + h) T + t] for b < nb). KVH key/value
+ * heads as ops.h's (the sweep's variants: KVH = NH only), from the host. */
 struct AmmaFwdArgs {
     bf16 *out;
     float *lse;
     const bf16 *qkv;
-    int B, T, C, NH;
+    int B, T, C, NH, KVH, W, KV; /* W: the qkv row, C + 2 KV; KV = KVH hs */
     float sl2;
     int vec;
 };
@@ -100,13 +101,14 @@ struct AmmaBwdArgs {
     bf16 *dqkv;
     const bf16 *dout, *qkv;
     const AmmaStat *stats;
-    int nb, T, C, NH;
+    int nb, T, C, NH, KVH, W, KV; /* W: the qkv and dqkv row, C + 2 KV; KV = KVH hs */
     float sl2, scale;
     int vec;
 };
 
 /* Which tile, head and sequence this block has: linear block index L over
- * ntiles x NH x nb, the tile index slowest, so the launch runs all (b, h)
+ * ntiles x NH x nb (NH: the grid's heads, KVH for dK/dV), the tile index
+ * slowest, so the launch runs all (b, h)
  * of the longest tile first. last_longest: the last tile has the most
  * work (forward, dQ), else the first (dK/dV). */
 struct AmmaBlock {
@@ -134,7 +136,9 @@ struct AmmaSrc {
  * what follows from it. The block owns ROWS rows of one (sequence, head),
  * from row0 (queries for the forward and dQ, keys when KEYROWS: dK/dV), and
  * streams the other side in tiles of BT rows, rows first.. in n tiles (up
- * to its last row, or from its diagonal on). Warp w owns WR = ROWS / W
+ * to its last row, or from its diagonal on). blk.h: a query head, or with
+ * KEYROWS a key/value head (q, dO, stats: its group's first query head's,
+ * the next hs columns, T stats on). Warp w owns WR = ROWS / W
  * rows from wr0 = row0 + WR w (16, or 32 in FlashAttention-2's shape);
  * g = lane / 4 and t4 = lane % 4 place the lane in the mma.sync layout
  * (below), its rows r0 = wr0 + g and r1 = r0 + 8; idle: all the warp's
@@ -150,15 +154,18 @@ struct AmmaTile {
 };
 
 template <class Cfg, bool KEYROWS>
-__device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int T, int C, int NH)
+__device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int T, int C, int NH,
+                                                 int KVH, int W, int KV)
 {
     constexpr int ROWS = Cfg::ROWS, BT = Cfg::BT, WR = Cfg::ROWS / Cfg::W;
     AmmaTile t;
-    const int hs = C / NH, C3 = 3 * C;
-    t.blk = amma_block((T + ROWS - 1) / ROWS, NH, nseq, !KEYROWS);
+    const int hs = C / NH, grp = NH / KVH;
+    t.blk = amma_block((T + ROWS - 1) / ROWS, KEYROWS ? KVH : NH, nseq, !KEYROWS);
     t.T = T, t.hs = hs, t.row0 = t.blk.tile * ROWS;
-    const bf16 *seq = qkv + (size_t)t.blk.b * T * C3 + t.blk.h * hs;
-    t.q = {seq, C3, T, hs}, t.k = {seq + C, C3, T, hs}, t.v = {seq + 2 * C, C3, T, hs};
+    const int qh = KEYROWS ? t.blk.h * grp : t.blk.h, kh = KEYROWS ? t.blk.h : t.blk.h / grp;
+    const bf16 *seq = qkv + (size_t)t.blk.b * T * W + qh * hs;
+    t.q = {seq, W, T, hs}, t.k = {seq + C + (kh - qh) * hs, W, T, hs};
+    t.v = {seq + (C + KV) + (kh - qh) * hs, W, T, hs}; /* KVH = NH: seq + 2C */
     t.dout = {NULL, C, T, hs}, t.stats = NULL; /* the backward's: amma_tile_begin */
     t.w = threadIdx.x / 32, t.g = threadIdx.x % 32 / 4, t.t4 = threadIdx.x % 4;
     t.wr0 = t.row0 + WR * t.w, t.r0 = t.wr0 + t.g, t.r1 = t.r0 + 8;
@@ -173,16 +180,23 @@ __device__ __forceinline__ AmmaTile amma_tile_at(const bf16 *qkv, int nseq, int 
     }
     return t;
 }
-template <class Cfg> __device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaFwdArgs &a)
+/* GQA = 0: KVH = NH, rows 3C, known at compile time (ptxas spilled the
+ * hs 64 forward and dQ at their 128 registers with W a parameter) */
+template <class Cfg, bool GQA = false>
+__device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaFwdArgs &a)
 {
-    return amma_tile_at<Cfg, false>(a.qkv, a.B, a.T, a.C, a.NH);
+    if (!GQA) return amma_tile_at<Cfg, false>(a.qkv, a.B, a.T, a.C, a.NH, a.NH, 3 * a.C, a.C);
+    return amma_tile_at<Cfg, false>(a.qkv, a.B, a.T, a.C, a.NH, a.KVH, a.W, a.KV);
 }
-template <class Cfg, bool KEYROWS>
+template <class Cfg, bool KEYROWS, bool GQA = false>
 __device__ __forceinline__ AmmaTile amma_tile_begin(const AmmaBwdArgs &a)
 {
-    AmmaTile t = amma_tile_at<Cfg, KEYROWS>(a.qkv, a.nb, a.T, a.C, a.NH);
-    t.dout.row = a.dout + (size_t)t.blk.b * a.T * a.C + t.blk.h * t.hs;
-    t.stats = a.stats + ((size_t)t.blk.b * a.NH + t.blk.h) * a.T;
+    const int KVH = GQA ? a.KVH : a.NH;
+    AmmaTile t = amma_tile_at<Cfg, KEYROWS>(a.qkv, a.nb, a.T, a.C, a.NH, KVH,
+                                            GQA ? a.W : 3 * a.C, GQA ? a.KV : a.C);
+    const int qh = KEYROWS ? t.blk.h * (a.NH / KVH) : t.blk.h; /* (first) query head */
+    t.dout.row = a.dout + (size_t)t.blk.b * a.T * a.C + qh * t.hs;
+    t.stats = a.stats + ((size_t)t.blk.b * a.NH + qh) * a.T;
     return t;
 }
 
@@ -513,24 +527,24 @@ __device__ __forceinline__ void amma_pds_cols(float sT[][4], float dpT[][4], con
 }
 
 /* The backward's results for a warp's 16 rows (this lane's t.r0 and
- * t.r1, those < T) into dqkv (B, T, 3C) at the block's (sequence, head):
+ * t.r1, those < T) into dqkv (B, T, W) at the block's (sequence, head):
  * dQ scaled by a.scale; dK scaled, dV as it is. */
 template <int HSP>
 __device__ __forceinline__ void amma_dq_store(const AmmaBwdArgs &a, const AmmaTile &t,
                                               const float dq[][4])
 {
-    const int C3 = 3 * a.C;
-    mma_strip_store<HSP>(a.dqkv + (size_t)t.blk.b * t.T * C3 + t.blk.h * t.hs, C3, t.r0, t.T,
-                         t.hs, dq, a.scale, a.scale);
+    const int W = t.q.ld; /* the row: 3C when the tile took KVH = NH as known */
+    mma_strip_store<HSP>(a.dqkv + (size_t)t.blk.b * t.T * W + t.blk.h * t.hs, W, t.r0, t.T, t.hs,
+                         dq, a.scale, a.scale);
 }
 template <int HSP>
 __device__ __forceinline__ void amma_dkdv_store(const AmmaBwdArgs &a, const AmmaTile &t,
                                                 const float dk[][4], const float dv[][4])
 {
-    const int C = a.C, C3 = 3 * C;
-    bf16 *rows = a.dqkv + (size_t)t.blk.b * t.T * C3 + t.blk.h * t.hs; /* row t: + t C3 */
-    mma_strip_store<HSP>(rows + C, C3, t.r0, t.T, t.hs, dk, a.scale, a.scale);
-    mma_strip_store<HSP>(rows + 2 * C, C3, t.r0, t.T, t.hs, dv, 1.0f, 1.0f);
+    const int C = a.C, W = t.q.ld;
+    bf16 *rows = a.dqkv + (size_t)t.blk.b * t.T * W + t.blk.h * t.hs; /* row t: + t W */
+    mma_strip_store<HSP>(rows + C, W, t.r0, t.T, t.hs, dk, a.scale, a.scale);
+    mma_strip_store<HSP>(rows + C + a.KV, W, t.r0, t.T, t.hs, dv, 1.0f, 1.0f);
 }
 
 /* The one configuration each kernel ships in, by padded head size (HSP =
@@ -557,21 +571,21 @@ void amma_fwd_run(CudaState *st, const AmmaFwdArgs &a);
 void amma_dq_run(CudaState *st, const AmmaBwdArgs &a);
 void amma_dkdv_run(CudaState *st, const AmmaBwdArgs &a);
 void amma_forward(CudaState *st, AmmaFwdLaunch fwd, bf16 *out, float *lse, const bf16 *qkv, int B,
-                  int T, int C, int NH);
+                  int T, int C, int NH, int KVH);
 void amma_backward(CudaState *st, AmmaBwdLaunch dq, AmmaBwdLaunch dkdv, bf16 *dqkv,
                    const bf16 *dout, const bf16 *qkv, const bf16 *out, const float *lse, int B,
-                   int T, int C, int NH);
+                   int T, int C, int NH, int KVH);
 
-/* Launch kern on one 1-D grid of ceil(T / rows) x NH x nseq blocks of
- * threads (amma_block's order) with smem bytes of dynamic shared memory,
- * after attn_check_smem; op names the op in the messages. */
+/* Launch kern on one 1-D grid of ceil(T / rows) x heads x nseq blocks of
+ * threads (amma_block's order; heads 0: a.NH) with smem bytes of dynamic
+ * shared memory, after attn_check_smem; op names the op in the messages. */
 template <class Args>
 static void amma_launch(CudaState *st, void (*kern)(Args), const Args &a, size_t smem, int rows,
-                        int nseq, int threads, int hsp, const char *op)
+                        int nseq, int threads, int hsp, const char *op, int heads = 0)
 {
     attn_check_smem(st, smem, op, hsp);
     attn_set_smem(kern, smem);
-    const size_t blocks = (size_t)ceil_div(a.T, rows) * a.NH * nseq;
+    const size_t blocks = (size_t)ceil_div(a.T, rows) * (heads ? heads : a.NH) * nseq;
     if (blocks > 2147483647u) CUDA_FATAL("%s: %zu blocks exceed the grid's x limit", op, blocks);
     LAUNCH(kern, (unsigned)blocks, threads, smem, st->stream, a);
 }

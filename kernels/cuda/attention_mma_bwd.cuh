@@ -7,7 +7,12 @@
  * 16 rows at a time: a warp forms a 16 x 16 piece of S and dP, turns it
  * into P and dS in registers and feeds it at once into its accumulators
  * (mma_strip_acc), so only those and its own A operands (HOLD) stay live,
- * not 16 x BT score tiles. Templates, as attention_mma_fwd.cuh. */
+ * not 16 x BT score tiles. Templates, as attention_mma_fwd.cuh.
+ * Grouped-query attention (KVH < NH): a dQ block reads its query head's
+ * key/value head; a dK/dV block owns a key/value head's key rows and streams
+ * the query/dO tiles of each of its G = NH / KVH query heads in turn,
+ * heads in increasing order, into the same register accumulators: a fixed
+ * order, one store, no atomics (G = 1: the same steps as without groups). */
 #ifndef KERNELS_CUDA_ATTENTION_MMA_BWD_CUH
 #define KERNELS_CUDA_ATTENTION_MMA_BWD_CUH
 
@@ -22,7 +27,7 @@ template <class Cfg> static size_t amma_dq_smem()
     return amma_smem<Cfg>(amma_rows<Cfg>(2 * Cfg::BT), amma_rows<Cfg>(2 * Cfg::ROWS));
 }
 
-template <class Cfg>
+template <class Cfg, bool GQA = false> /* GQA: for KVH < NH (amma_tile_begin) */
 __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs a)
 {
     constexpr int HSP = Cfg::HSP, BQ = Cfg::ROWS, BK = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
@@ -30,7 +35,7 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dq_kernel(AmmaBwdArgs
     bf16 *const tiles = (bf16 *)smem;
     bf16 *const Qs = (bf16 *)(smem + amma_own_at<Cfg>(amma_rows<Cfg>(2 * BK)));
     bf16 *const dOs = Qs + BQ * LD;
-    const AmmaTile t = amma_tile_begin<Cfg, false>(a);
+    const AmmaTile t = amma_tile_begin<Cfg, false, GQA>(a);
     const AmmaStat zero = {0.0f, 0.0f};
     const AmmaStat st0 = t.r0 < t.T ? t.stats[t.r0] : zero;
     const AmmaStat st1 = t.r1 < t.T ? t.stats[t.r1] : zero;
@@ -91,7 +96,7 @@ template <class Cfg> struct AmmaDkdvSmem {
     }
 };
 
-template <class Cfg>
+template <class Cfg, bool GQA = false> /* GQA = 0: G = 1 known, the code before groups */
 __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdArgs a)
 {
     constexpr int HSP = Cfg::HSP, BKV = Cfg::ROWS, BQ = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
@@ -100,7 +105,13 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     DYN_SMEM(smem);
     bf16 *const Ks = (bf16 *)(smem + SM::kv_at), *const Vs = Ks + BKV * LD;
     /* rows: keys, this lane's t.r0 and t.r1; query tiles from t.first */
-    const AmmaTile t = amma_tile_begin<Cfg, true>(a);
+    const AmmaTile t = amma_tile_begin<Cfg, true, GQA>(a);
+    /* query head g of the group: q, dO hs columns and stats T rows on */
+    const int G = GQA ? a.NH / a.KVH : 1, steps = G * t.n;
+    auto head = [&](AmmaSrc s, int g) {
+        s.row += g * t.hs;
+        return s;
+    };
 
     uint32_t kf[HSP / 16][4], vf[HSP / 16][4]; /* K_w, V_w: with HOLD only */
     amma_stage_own<Cfg, 2>(Ks, t.k, t.v, t.row0, t.w, kf, vf, [&] {
@@ -112,19 +123,26 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
     mma_strip_zero<HSP>(dk);
     mma_strip_zero<HSP>(dv);
 
-    for (int it = 0; it < t.n; it++) {
-        const int q0 = t.first + it * BQ;
+    /* step i: query head g = i / n of the group, its query tile it = i % n */
+    for (int i = 0; i < steps; i++) {
+        const int g = GQA ? i / t.n : 0, it = i - g * t.n, q0 = t.first + it * BQ;
+        /* the next step's tile: this head's next, or the next head's first */
+        const bool same = !GQA || it + 1 < t.n;
+        const int gn = same ? g : g + 1, rn = same ? q0 + BQ : t.first;
         const int cur = amma_stream_step<Cfg>(
-            it, t.n, q0,
-            [&](int s, int r) {
-                amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, s), t.q, t.dout, r);
-                amma_stage_stats<BQ, NT>(SM::stats(smem, s), t.stats, r, t.T);
+            i, steps, q0,
+            [&](int s, int) {
+                amma_stage_pair_async<HSP, BQ, NT, Cfg::VEC>(SM::q(smem, s), head(t.q, gn),
+                                                             head(t.dout, gn), rn);
+                amma_stage_stats<BQ, NT>(SM::stats(smem, s), t.stats + (size_t)gn * t.T, rn,
+                                         t.T);
             },
             [&](int r) { /* one statistic per thread < BQ */
                 const int sr = threadIdx.x, q = r + sr;
                 AmmaStat sv = {0.0f, 0.0f};
-                if (sr < BQ && q < t.T) sv = t.stats[q];
-                amma_stage_pair<HSP, BQ, NT, Cfg::VEC, true>(SM::q(smem, 0), t.q, t.dout, r);
+                if (sr < BQ && q < t.T) sv = t.stats[(size_t)g * t.T + q];
+                amma_stage_pair<HSP, BQ, NT, Cfg::VEC, true>(SM::q(smem, 0), head(t.q, g),
+                                                             head(t.dout, g), r);
                 if (sr < BQ) SM::stats(smem, 0)[sr] = sv;
             });
         const bf16 *Qs = SM::q(smem, cur), *dOs = Qs + BQ * LD;
@@ -159,14 +177,15 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_dkdv_kernel(AmmaBwdAr
 
 /* ---- launches ---- */
 
-template <class Cfg, bool DQ> static void amma_bwd_launch(CudaState *st, const AmmaBwdArgs &a)
+template <class Cfg, bool DQ, bool GQA = false>
+static void amma_bwd_launch(CudaState *st, const AmmaBwdArgs &a)
 {
     if constexpr (DQ)
-        amma_launch(st, amma_dq_kernel<Cfg>, a, amma_dq_smem<Cfg>(), Cfg::ROWS, a.nb, Cfg::NT,
+        amma_launch(st, amma_dq_kernel<Cfg, GQA>, a, amma_dq_smem<Cfg>(), Cfg::ROWS, a.nb, Cfg::NT,
                     Cfg::HSP, "attention_backward");
     else
-        amma_launch(st, amma_dkdv_kernel<Cfg>, a, AmmaDkdvSmem<Cfg>::bytes, Cfg::ROWS, a.nb,
-                    Cfg::NT, Cfg::HSP, "attention_backward");
+        amma_launch(st, amma_dkdv_kernel<Cfg, GQA>, a, AmmaDkdvSmem<Cfg>::bytes, Cfg::ROWS, a.nb,
+                    Cfg::NT, Cfg::HSP, "attention_backward", a.KVH); /* a block per key head */
 }
 
 #endif

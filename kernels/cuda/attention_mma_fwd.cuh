@@ -17,14 +17,14 @@ template <class Cfg> static size_t amma_fwd_smem()
     return amma_smem<Cfg>(amma_rows<Cfg>(2 * Cfg::BT), amma_rows<Cfg>(Cfg::ROWS));
 }
 
-template <class Cfg>
+template <class Cfg, bool GQA = false>
 __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArgs a)
 {
     constexpr int HSP = Cfg::HSP, BK = Cfg::BT, NT = Cfg::NT, LD = Cfg::LD;
     DYN_SMEM(smem);
     bf16 *const tiles = (bf16 *)smem;
     bf16 *const Qs = (bf16 *)(smem + amma_own_at<Cfg>(amma_rows<Cfg>(2 * BK)));
-    const AmmaTile t = amma_tile_begin<Cfg>(a);
+    const AmmaTile t = amma_tile_begin<Cfg, GQA>(a);
 
     uint32_t qf[HSP / 16][4]; /* Q_w: with HOLD only; with ST = 2, key/value tile 0 too */
     amma_stage_own<Cfg, 1>(Qs, t.q, t.q, t.row0, t.w, qf, qf, [&] {
@@ -55,9 +55,16 @@ __global__ void __launch_bounds__(Cfg::NT, Cfg::MINB) amma_fwd_kernel(AmmaFwdArg
     amma_fwd_finish<HSP>(a, t, o, m0, m1, l0, l1);
 }
 
-template <class Cfg> static void amma_fwd_launch(CudaState *st, const AmmaFwdArgs &a)
+/* GQA: the kernel for KVH < NH (amma_tile_begin). Its configuration:
+ * AmmaFwdCfg's but 3 resident blocks at HSP = 64, where the row width and
+ * head offsets as parameters spilled at the 128-register cap of 4 (ptxas,
+ * sm_80 and sm_90a). */
+template <int HSP>
+using AmmaFwdGqaCfg = AmmaCfg<HSP, 4, 64, 2, HSP == 128 ? 2 : HSP == 64 ? 3 : 4>;
+template <class Cfg, bool GQA = false>
+static void amma_fwd_launch(CudaState *st, const AmmaFwdArgs &a)
 {
-    amma_launch(st, amma_fwd_kernel<Cfg>, a, amma_fwd_smem<Cfg>(), Cfg::ROWS, a.B, Cfg::NT,
+    amma_launch(st, amma_fwd_kernel<Cfg, GQA>, a, amma_fwd_smem<Cfg>(), Cfg::ROWS, a.B, Cfg::NT,
                 Cfg::HSP, "attention_forward");
 }
 

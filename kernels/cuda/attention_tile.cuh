@@ -70,18 +70,20 @@ template <typename T, int HSP, int TB> struct AttnCarve : AttnGeom<T, HSP, TB> {
 
 /* The block's place in the 3-D grid: tile = blockIdx.x (last_first: the
  * last tile first, the causal mask's longest), rows t0 = TB tile.., head
- * h = blockIdx.y, sequence b = blockIdx.z; warp w owns rows t0 + 16 w..,
- * lane its lane. */
+ * h = blockIdx.y (a query head, or a key/value head for dK/dV), sequence
+ * b = blockIdx.z; warp w owns rows t0 + 16 w.., lane its lane. C3: the
+ * qkv row's width, C + 2 KVH hs (ops.h: NH query heads, then KVH key and
+ * KVH value heads; 3C when KVH = NH). */
 struct AttnBlock {
     int tile, t0, h, b, hs, C3, w, lane;
 };
 template <int TB>
-__device__ __forceinline__ AttnBlock attn_block(int T_, int C, int NH, bool last_first)
+__device__ __forceinline__ AttnBlock attn_block(int T_, int C, int NH, int KVH, bool last_first)
 {
     AttnBlock k;
     k.tile = last_first ? (T_ + TB - 1) / TB - 1 - (int)blockIdx.x : (int)blockIdx.x;
     k.t0 = k.tile * TB, k.h = blockIdx.y, k.b = blockIdx.z;
-    k.hs = C / NH, k.C3 = 3 * C;
+    k.hs = C / NH, k.C3 = C + 2 * KVH * k.hs;
     k.w = threadIdx.x / 32, k.lane = threadIdx.x % 32;
     return k;
 }
@@ -170,11 +172,14 @@ template <typename K> static void attn_set_smem(K kern, size_t bytes)
 
 /* ---- host: the launch set-up the fp32 forward and backward share ---- */
 
-/* The entry points' checks: whole heads, and NH within gridDim.y (heads go
+/* The entry points' checks: whole heads, KVH key/value heads dividing NH
+ * (groups of NH / KVH query heads), and NH within gridDim.y (heads go
  * there). op names the op in the message. */
-static inline void attn_check_heads(const CudaState *st, const char *op, int C, int NH)
+static inline void attn_check_heads(const CudaState *st, const char *op, int C, int NH, int KVH)
 {
     if (C % NH != 0) CUDA_FATAL("%s: C = %d not divisible by NH = %d", op, C, NH);
+    if (KVH <= 0 || NH % KVH != 0)
+        CUDA_FATAL("%s: KVH = %d key/value heads do not divide NH = %d", op, KVH, NH);
     if (NH > st->max_grid_y)
         CUDA_FATAL("%s: NH = %d heads > %d (the grid's y limit)", op, NH, st->max_grid_y);
 }

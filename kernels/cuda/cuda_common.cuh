@@ -316,8 +316,8 @@ void cuda_matmul_forward(Backend *be, void *out, const void *inp, const void *we
                          const void *bias, int N, int IC, int OC);
 void cuda_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias, const void *dout,
                           const void *inp, const void *weight, int N, int IC, int OC);
-/* KVH: ops.h's key/value heads; KVH != NH (grouped-query attention) has
- * no cuda kernel yet and is fatal, naming the op. */
+/* KVH: ops.h's key/value heads (KVH < NH: grouped-query attention); one
+ * that does not divide NH is fatal, naming the op. */
 void cuda_attention_forward(Backend *be, void *out, float *lse, const void *qkv, int B, int T,
                             int C, int NH, int KVH);
 void cuda_attention_backward(Backend *be, void *dqkv, const void *dout, const void *qkv,
