@@ -189,8 +189,13 @@ def _first(s, bx):  # the tile index the block at bx has (longest first)
     return bx // (s.NH * s.B)
 
 
+# The shipped mma kernels' last template argument: GQA, false where every
+# query head has its own key/value head (the shapes modelled here); a tree
+# from before grouped-query attention has no such argument.
+_MHA = r'(, false>| >)'
+
 ATTN_FWD = [
-    [Tile(r'amma_fwd_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1> >', 128, _smem_cfg_fwd, _grid_1d,
+    [Tile(r'amma_fwd_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1>' + _MHA, 128, _smem_cfg_fwd, _grid_1d,
           lambda s, bx: s.nT - _first(s, bx), lambda s: [],
           hbm=lambda s: _qkv_bytes(s) + s.N * s.C * ACT + s.B * s.NH * s.T * 4)],
     [Tile(r'amma_fwd_kernel<{hsp}(, [^>]*)?>', 128, _smem_amma_fwd, _grid_attn, _rows_tiles_desc,
@@ -230,10 +235,10 @@ def _rows_d():
 # many times the tile reads Q, K, V (dK/dV twice: its own rows and the tiles).
 _BWD = {
     'dkdv': (r'amma_dkdv_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 2, 1, 1> >',
-             r'amma_dkdv_kernel<AmmaCfg<{hsp}, 4, 64, 2, (4, 1|3, 1|2, 0), 1> >',
+             r'amma_dkdv_kernel<AmmaCfg<{hsp}, 4, 64, 2, (4, 1|3, 1|2, 0), 1>' + _MHA,
              _smem_cfg_dkdv, 2),
     'dq': (r'amma_dq_wg_kernel<AmmaCfg<{hsp}, 4, 64, 2, 3, 1, 1> >',
-           r'amma_dq_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1> >', _smem_cfg_dq, 1),
+           r'amma_dq_kernel<AmmaCfg<{hsp}, 4, 64, 2, [24], 1, 1>' + _MHA, _smem_cfg_dq, 1),
 }
 
 
