@@ -244,8 +244,10 @@ Test(zero2, plan_world_size_matches_a_run, .timeout = 200)
 }
 
 /* A save at --zero 2 (each rank's optimizer shard) resumes to the bits of a
- * run that never stopped. */
-Test(zero2, resume_is_bitwise, .timeout = 200)
+ * run that never stopped; a resume at another --zero or world size is
+ * refused by name, and so are llm.c's checkpoints (one process: the flags
+ * alone refuse them). */
+Test(zero2, resume_is_bitwise_and_refusals_name_the_flag, .timeout = 200)
 {
     char flags[1024];
     cr_assert_eq(train(2, "s4", "--zero 2 --steps 4"), 0);
@@ -254,28 +256,26 @@ Test(zero2, resume_is_bitwise, .timeout = 200)
     snprintf(flags, sizeof flags, "--zero 2 --checkpoint-dir %s/ckr --resume --steps 4", dir);
     cr_assert_eq(train(2, "r4", flags), 0, "the resume failed");
     expect_same_model("r4", "s4", "resumed at step 3");
-}
-
-Test(zero2, refusals_name_the_flag, .timeout = 200)
-{
-    char flags[1024];
-    snprintf(flags, sizeof flags, "--zero 1 --checkpoint-dir %s/ck --save-every 3", dir);
-    cr_assert_eq(train(2, "c1", flags), 0);
-    snprintf(flags, sizeof flags, "--zero 2 --checkpoint-dir %s/ck --resume --steps 4", dir);
-    cr_expect_neq(train(2, "c2", flags), 0, "a resume at another --zero ran");
-    char *out = slurp("c2", "out");
-    cr_expect(strstr(out, "--zero: the save has 1, this run 2"), "%s", out);
-    free(out);
-    snprintf(flags, sizeof flags, "--zero 2 --checkpoint-dir %s/ck2 --save-every 3", dir);
-    cr_assert_eq(train(2, "k3", flags), 0);
-    snprintf(flags, sizeof flags, "--zero 2 --checkpoint-dir %s/ck2 --resume --steps 4", dir);
-    cr_expect_neq(train(4, "k4", flags), 0, "a resume at another world size ran");
-    out = slurp("k4", "out");
-    cr_expect(strstr(out, "world size (ranks): the save has 2, this run 4"), "%s", out);
-    free(out);
-    snprintf(flags, sizeof flags, "--zero 2 --save-checkpoint-llmc %s/llmc", dir);
-    cr_expect_neq(train(2, "ll", flags), 0, "llm.c checkpoints at --zero 2 ran");
-    out = slurp("ll", "out");
-    cr_expect(strstr(out, "need --zero 0"), "%s", out);
+    static const struct {
+        int np;
+        const char *flag, *want;
+    } refused[] = {
+        {2, "--zero 1", "--zero: the save has 2, this run 1"},
+        {4, "--zero 2", "world size (ranks): the save has 2, this run 4"},
+    };
+    for (int i = 0; i < 2; i++) {
+        snprintf(flags, sizeof flags, "%s --checkpoint-dir %s/ckr --resume --steps 5",
+                 refused[i].flag, dir);
+        cr_expect_neq(train(refused[i].np, "no", flags), 0, "ran: %s", refused[i].want);
+        char *out = slurp("no", "out");
+        cr_expect(strstr(out, refused[i].want), "want '%s' in:\n%s", refused[i].want, out);
+        free(out);
+    }
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s --zero 2 --save-checkpoint-llmc %s/llmc > %s/ll.out 2>&1",
+             tc_bin(), tc_model_args(dir), dir, dir);
+    cr_expect_eq(tu_run(cmd), 2, "llm.c checkpoints at --zero 2: want exit 2");
+    char *out = slurp("ll", "out");
+    cr_expect(strstr(out, "--save-checkpoint-llmc and --resume-llmc need --zero 0"), "%s", out);
     free(out);
 }
