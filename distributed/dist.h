@@ -4,7 +4,7 @@
  *
  * Owns: the world (rank, local rank, world size), the choice of collective
  * library, averaging gradients during backward, ZeRO-1's reduce-scatter and
- * all-gather, averages of scalars (loss, val loss), sums of counts
+ * all-gather, ZeRO-2's reduce-scatter of each block's gradients, averages of scalars (loss, val loss), sums of counts
  * (evaluation), gathering full fp32 parameters for saving, and fatal
  * errors that must end every rank.
  *

@@ -223,7 +223,9 @@ void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx);
  * gathers the other ranks' masters). */
 void gpt_set_params(GPT *g, const float *host);
 void gpt_get_params(GPT *g, float *host);
-void gpt_get_grads(GPT *g, float *host); /* grads as fp32 */
+/* grads as fp32; under ZeRO-2 only this rank's optimizer range of host is
+ * written (dist_get_grads gathers the rest) */
+void gpt_get_grads(GPT *g, float *host);
 
 /* GPT-2 initialisation into a host array: N(0, 0.02); the residual output
  * projections (attprojw, fcprojw) N(0, 0.02/sqrt(2L)); LayerNorm weights 1,
@@ -326,7 +328,9 @@ void gpt_decode_feed(GPT *g, GPTDecode *d, const int *tokens, int n, float *logi
 /* One token: gpt_decode_feed of n = 1. */
 void gpt_decode_step(GPT *g, GPTDecode *d, int token, float *logits);
 
-/* Global gradient norm (before clipping). */
+/* Global gradient norm (before clipping): of this process's vector, i.e.
+ * the whole one unless ZeRO-1/2 shard it over ranks (then
+ * gpt_grad_norm_sq_local, summed by distributed/). */
 double gpt_grad_norm(GPT *g);
 /* Sum of squared gradients over this rank's optimizer range (the whole
  * vector without ZeRO-1); distributed/ sums it over ranks. */
