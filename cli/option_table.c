@@ -91,8 +91,12 @@ const OptSpec option_table[] = {
      "else used only when cached)"},
     {"loss-chunk", K_INT, O(loss_chunk), "0", 0, 1 << 30, NULL, "Recompute",
      "tokens per loss-head chunk (0 = planner's choice)"},
-    {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1", "Data parallel",
-     "1 = ZeRO-1: shard AdamW m, v (and master weights) over the ranks"},
+    {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1|2", "Data parallel",
+     "1 = ZeRO-1: shard AdamW m, v (and master weights) over the ranks; 2 = ZeRO-2: and the "
+     "gradients, reduce-scattered block by block during backward (each rank keeps its shard)"},
+    {"world-size", K_INT, O(world_size), "0", 0, 1 << 20, NULL, "Data parallel",
+     "with --plan: plan one rank of a job of this many ranks (--zero shards by it) without "
+     "starting them (0 = the ranks this process was launched with)"},
     {"collective-timeout", K_FLOAT, O(collective_timeout), "600", 0, 1e9, NULL, "Data parallel",
      "seconds a rank may wait on the others (a collective, or the device behind NCCL) before "
      "it ends the job with status 3; must exceed the longest save (0 = wait for ever)"},

@@ -451,7 +451,9 @@ static int check_checkpoint_flags(const TrainOptions *opt)
               "is not this project's)";
     else if (llmc && opt->zero)
         why = "--save-checkpoint-llmc and --resume-llmc need --zero 0 (llm.c's ZeRO-1 slices of "
-              "the optimizer state are not this project's)";
+              "the optimizer state are not this project's; llm.c has no ZeRO-2)";
+    else if (opt->world_size && !opt->plan)
+        why = "--world-size: only with --plan (a run's ranks are the launcher's)";
     else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
     else if (opt->overwrite_checkpoints && !opt->checkpoint_dir && !opt->llmc_save_dir)

@@ -427,12 +427,30 @@ static int unopened_costs(const TrainOptions *o, const PlanInput *in, TrainCosts
     return costs_get(o, in, NULL, COSTS_LOOKUP, tc, err, len) != 0 ? 1 : 0;
 }
 
+/* With ranks (--world-size, or a launcher's) or --zero: what one rank
+ * holds of the parameters, gradients and optimizer state, the categories
+ * no schedule changes; every rank plans the same bytes. */
+static int plan_print_rank(const PlanInput *in, char *err, size_t len)
+{
+    if (in->world_size <= 1 && !in->zero) return 0;
+    MemoryPlan p;
+    if (planner_sizes(in, 0, &p, err, len) != 0) return -1;
+    printf("per rank, each of %d (--zero %d): params %zu B, grads %zu B, optimizer %zu B",
+           p.world_size, p.zero, p.bytes[MEM_PARAMS], p.bytes[MEM_GRADS], p.bytes[MEM_OPTIMIZER]);
+    if (p.zero == 2)
+        printf(" (grads: shard %zu B + block buffer %zu B + wte/wpe/LN_f buffer %zu B)",
+               p.grad_shard_bytes, p.grad_layer_bytes, p.grad_outer_bytes);
+    printf("; the peaks above are one rank's\n");
+    return 0;
+}
+
 /* The table and --offload's closing lines, at budget. */
 static int plan_print(const TrainOptions *o, const PlanInput *in, size_t budget,
                       const TrainCosts *tc, char *err, size_t len)
 {
     if (planner_print_modes(stdout, in, budget, o->checkpoint_every, tc->have ? &tc->oc : NULL,
-                            o->grad_accum, err, len) != 0)
+                            o->grad_accum, err, len) != 0 ||
+        plan_print_rank(in, err, len) != 0)
         return -1;
     if (train_options_given(o, "offload") && plan_choice(o, in, budget, tc, err, len) != 0)
         return -1;

@@ -363,6 +363,8 @@ int startup_plan(Trainer *tr)
     const TrainOptions *o = &tr->opt;
     Dist *d = &tr->dist;
     GPTShard shard = rank_shard(tr);
+    /* --world-size: rank 0 of a job that size (every rank plans the same bytes) */
+    if (o->world_size > 0) shard.world = o->world_size, shard.rank = 0;
     /* under a launcher each rank measures its own device, not device 0 */
     if (strcmp(o->device, "cpu") != 0 && dist_select_device(d, err, sizeof err) != 0)
         fail(tr, err);

@@ -153,7 +153,8 @@ int dist_select_device(Dist *d, char *err, size_t err_len)
 #endif
 }
 
-/* ZeRO-1 reduce-scatters after backward instead (see dist.h). */
+/* ZeRO-1 reduce-scatters after backward instead, ZeRO-2 through
+ * dist_grads_scatter (see dist.h). */
 void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n)
 {
     Dist *d = ctx;
@@ -161,13 +162,42 @@ void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n
         d->comm->allreduce_start(d->comm, d->m.grads, offs, counts, n);
 }
 
+void dist_grads_scatter(void *ctx, void *const *src, const size_t *offs, const size_t *counts,
+                        int n)
+{
+    Dist *d = ctx;
+    if (!d->comm || !d->rs_counts) return;
+    size_t S = d->m.shard_params, eb = (size_t)d->m.be->par_bytes;
+    for (int k = 0; k < n; k++) {
+        /* rank q's part: the range cut to its block [q S, (q+1) S); the
+         * blocks are contiguous and in rank order, so the parts are too */
+        size_t lo = offs[k], hi = offs[k] + counts[k];
+        for (int q = 0; q < d->world; q++) {
+            size_t b = (size_t)q * S, e = b + S;
+            size_t plo = lo > b ? lo : b, phi = hi < e ? hi : e;
+            d->rs_counts[q] = phi > plo ? phi - plo : 0;
+        }
+        size_t at = d->comm->reduce_scatterv(d->comm, src[k], d->rs_counts);
+        size_t mine = d->rs_counts[d->rank], b = (size_t)d->rank * S;
+        if (mine)
+            d->m.grads_add(d->m.model, lo > b ? lo : b, (char *)src[k] + at * eb, mine);
+    }
+}
+
 int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len)
 {
     d->m = *m;
     if (!d->mpi) return 0;
+    if (m->zero == 2) {
+        d->rs_counts = calloc((size_t)d->world, sizeof(size_t));
+        if (!d->rs_counts) {
+            snprintf(err, err_len, "out of host memory for --zero 2's %d counts", d->world);
+            return -1;
+        }
+    }
     if (d->m.zero && m->shard_params > (size_t)INT_MAX) {
-        snprintf(err, err_len, "--zero 1: a shard of %zu elements is more than MPI's int count "
-                 "allows; use more ranks", m->shard_params);
+        snprintf(err, err_len, "--zero %d: a shard of %zu elements is more than MPI's int count "
+                 "allows; use more ranks", m->zero, m->shard_params);
         return -1;
     }
 #ifdef NO_MPI
@@ -198,7 +228,7 @@ void dist_begin_micro(Dist *d, int last) { d->armed = last && d->comm; }
 void dist_finish_grads(Dist *d)
 {
     if (!d->comm) return;
-    if (d->m.zero) d->comm->reduce_scatter_start(d->comm, d->m.grads, d->m.shard_params);
+    if (d->m.zero == 1) d->comm->reduce_scatter_start(d->comm, d->m.grads, d->m.shard_params);
     d->comm->wait(d->comm);
     d->armed = 0;
 }
@@ -404,6 +434,8 @@ void dist_finalize(Dist *d)
         d->comm = NULL;
         d->armed = 0;
     }
+    free(d->rs_counts);
+    d->rs_counts = NULL;
     if (d->mpi) {
         dist_watch_begin(d, "in MPI_Finalize");
         WITH_MPI(MPI_Finalize());

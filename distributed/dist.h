@@ -4,7 +4,7 @@
  *
  * Owns: the world (rank, local rank, world size), the choice of collective
  * library, averaging gradients during backward, ZeRO-1's reduce-scatter and
- * all-gather, averages of scalars (loss, val loss), sums of counts
+ * all-gather, ZeRO-2's reduce-scatter of each block's gradients, averages of scalars (loss, val loss), sums of counts
  * (evaluation), gathering full fp32 parameters for saving, and fatal
  * errors that must end every rank.
  *
@@ -51,6 +51,19 @@
  * shards in rank order, truncated to num_params: it can be re-split for
  * any other world size with planner_shard_range.
  *
+ * ZeRO-2 (--zero 2). The same ranges and the same all-gather, and each
+ * rank keeps only its block of the gradients. The model's backward writes
+ * the full gradients of one block (or of wte, wpe and LN_f) into a
+ * full-size buffer; as soon as a range is final (dist_grads_scatter, in
+ * every micro-batch, not only the last) it is reduce-scattered with one
+ * count per rank (MPI_Reduce_scatter; on NCCL one ncclReduce per owning
+ * rank in a group, since ncclReduceScatter needs equal blocks), and each
+ * rank adds its part into its shard. Blocking, so the buffer can be reused
+ * by the next block: no overlap with backward. With one micro-batch a
+ * step the shard holds the same sums as ZeRO-1's block; with grad-accum
+ * the ranks' micro-batch sums are added in micro-batch order instead of
+ * each rank first summing its own micro-batches (float rounding).
+ *
  * Errors. dist_fail prints the message with the rank and, under MPI, calls
  * MPI_Abort so the whole job exits non-zero instead of hanging in a
  * collective.
@@ -94,7 +107,8 @@ typedef struct {
     size_t num_params;           /* real parameters (a saved vector's length) */
     size_t padded_params;        /* world * shard_params */
     size_t shard_params;         /* one rank's ZeRO-1 block */
-    int zero;                    /* 1: AdamW state sharded (ZeRO-1) */
+    int zero;                    /* 1: AdamW state sharded (ZeRO-1); 2: and the
+                                  * gradients (ZeRO-2) */
     int has_master;              /* fp32 master copies beside bf16 params */
     void *model;                 /* handed back to the functions below */
     /* num_params floats of the vector, as fp32, to host; under ZeRO-1
@@ -103,6 +117,9 @@ typedef struct {
     void (*get_grads)(void *model, float *host);
     double (*grad_norm)(void *model);          /* of the whole gradient vector */
     double (*grad_norm_sq_local)(void *model); /* squared, of this rank's block */
+    /* ZeRO-2: add n elements of src (device, par dtype) into this rank's
+     * gradient shard at flat element `flat` (inside its block). */
+    void (*grads_add)(void *model, size_t flat, const void *src, size_t n);
 } DistModel;
 
 typedef struct {
@@ -114,6 +131,7 @@ typedef struct {
     DistComm *comm;              /* NULL without MPI */
     int armed;                   /* this micro-batch's gradients are reduced */
     DistWatch *watch;            /* NULL: no timeout */
+    size_t *rs_counts;           /* ZeRO-2: world receive counts, else NULL */
 } Dist;
 
 /* 1 when a launcher (mpirun, srun) started this process. */
@@ -153,6 +171,14 @@ int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len);
  * counts[k]) of the gradient vector are final for this step; on the last
  * micro-batch under --zero 0 their sum over ranks starts at once. */
 void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n);
+
+/* The model's ZeRO-2 gradient hook (ctx = the Dist; model/gpt.h,
+ * GradScatterFn): in every micro-batch, for each range [offs[k], offs[k] +
+ * counts[k]) held whole in src[k], the part each rank's block covers is
+ * summed onto that rank (a reduce-scatter with one count per rank) and
+ * added into its shard with grads_add. Blocking (see ZeRO-2 above). */
+void dist_grads_scatter(void *ctx, void *const *src, const size_t *offs, const size_t *counts,
+                        int n);
 
 /* "nccl", "mpi", or "none (no launcher)": the collectives the ranks use,
  * or, before dist_attach opens them, the ones they will use with backend

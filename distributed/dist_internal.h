@@ -21,6 +21,11 @@ struct DistComm {
     /* Start the ZeRO-1 reduce-scatter of grads (world * shard elements):
      * rank r's block [r * shard, (r+1) * shard) receives the sum over ranks. */
     void (*reduce_scatter_start)(DistComm *c, void *grads, size_t shard);
+    /* ZeRO-2: sum buf over ranks, where buf is world pieces of counts[q]
+     * elements in rank order (any may be 0), rank q receiving the sum of
+     * piece q. Returns the element offset in buf at which this rank's sum
+     * lies; complete for later backend ops on return. */
+    size_t (*reduce_scatterv)(DistComm *c, void *buf, const size_t *counts);
     /* Everything started is complete as far as later backend ops see it. */
     void (*wait)(DistComm *c);
     /* All-gather params: rank r's block [r * shard, (r+1) * shard) to every

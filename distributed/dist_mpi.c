@@ -9,8 +9,13 @@
  * partners add the same two values), so the replicas stay bitwise equal;
  * the trainer checks that at the end with dist_replicas_agree.
  *
+ * ZeRO-2's reduce-scatter of a piece is MPI_Reduce_scatter with one count
+ * per rank (a piece of a tensor's slice cuts the ranks' ranges unevenly),
+ * blocking: the full-size buffer is reused by the next block's backward.
+ *
  * Not built with NO_MPI (make NO_MPI=1: one process, no collectives). */
 #ifndef NO_MPI
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,7 @@ typedef struct {
     DistComm base;
     MPI_Request *reqs;
     int nreq, cap;
+    int *counts; /* world: ZeRO-2's receive counts */
 } MpiComm;
 
 /* Requests one step's all-reduces can hold before the array grows: a GPT
@@ -65,6 +71,24 @@ static void mpi_reduce_scatter_start(DistComm *c, void *grads, size_t shard)
     if (c->d->rank > 0) memcpy(g + (size_t)c->d->rank * shard, g, shard * sizeof(float));
 }
 
+static size_t mpi_reduce_scatterv(DistComm *c, void *buf, const size_t *counts)
+{
+    /* In place, MPI_Reduce_scatter leaves this rank's sum at the start of
+     * buf. Counts are a piece of one tensor's slice: dist_attach checked
+     * they fit an int. */
+    MpiComm *m = (MpiComm *)c;
+    for (int q = 0; q < c->d->world; q++) {
+        if (counts[q] > (size_t)INT_MAX)
+            dist_fail(c->d, 1, "--zero 2: a gradient piece of %zu elements is more than MPI's "
+                      "int count allows; use --zero 1", counts[q]);
+        m->counts[q] = (int)counts[q];
+    }
+    dist_watch_begin(c->d, "in MPI_Reduce_scatter (ZeRO-2 gradients)");
+    MPI_Reduce_scatter(MPI_IN_PLACE, buf, m->counts, MPI_FLOAT, MPI_SUM, c->world);
+    dist_watch_end(c->d);
+    return 0;
+}
+
 static void mpi_wait(DistComm *c)
 {
     MpiComm *m = (MpiComm *)c;
@@ -85,6 +109,7 @@ static void mpi_close(DistComm *c)
 {
     MpiComm *m = (MpiComm *)c;
     free(m->reqs);
+    free(m->counts);
     free(m);
 }
 
@@ -98,13 +123,16 @@ DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len)
     MpiComm *m = calloc(1, sizeof *m);
     if (m) m->cap = MPI_REQS_FIRST;
     if (m) m->reqs = malloc(sizeof(MPI_Request) * (size_t)m->cap);
-    if (!m || !m->reqs) {
+    if (m) m->counts = malloc(sizeof(int) * (size_t)d->world);
+    if (!m || !m->reqs || !m->counts) {
+        if (m) free(m->reqs);
         free(m);
         snprintf(err, err_len, "out of host memory for MPI requests");
         return NULL;
     }
     m->base = (DistComm){.name = "mpi", .allreduce_start = mpi_allreduce_start,
-                         .reduce_scatter_start = mpi_reduce_scatter_start, .wait = mpi_wait,
+                         .reduce_scatter_start = mpi_reduce_scatter_start,
+                         .reduce_scatterv = mpi_reduce_scatterv, .wait = mpi_wait,
                          .allgather = mpi_allgather, .close = mpi_close, .d = d,
                          .world = MPI_COMM_WORLD};
     return &m->base;

@@ -32,6 +32,20 @@ void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx)
     g->grad_ready_ctx = ctx;
 }
 
+void gpt_set_grad_scatter(GPT *g, GradScatterFn fn, void *ctx)
+{
+    g->grad_scatter = fn;
+    g->grad_scatter_ctx = ctx;
+}
+
+void gpt_grads_shard_add(GPT *g, size_t flat, const void *src, size_t n)
+{
+    /* an elementwise add, in place: the first micro-batch adds to zeros,
+     * which leaves the reduced bits as they are */
+    void *dst = gpt_grad_at(g, flat);
+    OPS->residual_forward(g->be, dst, dst, src, n);
+}
+
 void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx)
 {
     g->block_hook = fn;
@@ -91,20 +105,43 @@ void gpt_get_params(GPT *g, float *host)
 
 void gpt_get_grads(GPT *g, float *host)
 {
+    if (g->grad_layer) { /* ZeRO-2: this rank's range only */
+        if (g->opt_end > g->opt_begin)
+            OPS->params_download(g->be, host + g->opt_begin, g->grads, NULL,
+                                 g->opt_end - g->opt_begin);
+        return;
+    }
     OPS->params_download(g->be, host, g->grads, NULL, g->plan.num_params);
 }
 
 void gpt_zero_grads(GPT *g)
 {
     gpt_opt_grads_taken(g);
-    OPS->mem_zero(g->be, g->grads, g->plan.padded_params * g->be->par_bytes);
+    size_t n = g->grad_layer ? g->plan.shard_params : g->plan.padded_params;
+    OPS->mem_zero(g->be, g->grads, n * g->be->par_bytes);
+}
+
+/* ZeRO-2: reduce the full-size buffers' ranges into the shard, through the
+ * hook (ranks) or here (one process: the shard is the whole vector). */
+static void grads_scatter(GPT *g, void *const *src, const size_t *offs, const size_t *counts,
+                          int n)
+{
+    if (g->grad_scatter) {
+        g->grad_scatter(g->grad_scatter_ctx, src, offs, counts, n);
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        size_t lo = offs[k] > g->opt_begin ? offs[k] : g->opt_begin;
+        size_t hi = offs[k] + counts[k] < g->opt_end ? offs[k] + counts[k] : g->opt_end;
+        if (lo < hi) gpt_grads_shard_add(g, lo, gpt_par_at(g, src[k], lo - offs[k]), hi - lo);
+    }
 }
 
 /* Tell the gradient hook that tensors t[0..n) (slice `layer` of the
  * per-layer ones, the whole tensor of the others) are final. */
 static void grads_ready(GPT *g, const int *t, int n, int layer)
 {
-    if (!g->grad_ready && !g->deferred.early) return;
+    if (!g->grad_ready && !g->deferred.early && !g->grad_layer) return;
     size_t start[NUM_PARAM_TENSORS], offs[NUM_PARAM_TENSORS], counts[NUM_PARAM_TENSORS], o = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         start[i] = o;
@@ -119,6 +156,11 @@ static void grads_ready(GPT *g, const int *t, int n, int layer)
             counts[k] = sz / (size_t)g->cfg.num_layers;
             offs[k] = start[t[k]] + (size_t)layer * counts[k];
         }
+    }
+    if (g->grad_layer) {
+        void *src[NUM_PARAM_TENSORS];
+        for (int k = 0; k < n; k++) src[k] = g->grad_t[t[k]];
+        grads_scatter(g, src, offs, counts, n);
     }
     if (g->grad_ready) g->grad_ready(g->grad_ready_ctx, offs, counts, n);
     gpt_opt_grads_final(g, offs, counts, n);
@@ -334,6 +376,9 @@ static int run_steps(GPT *g, int k0, int k1)
         } else {
             static const int block_tensors[12] = {LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB,
                                                   LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB};
+            /* ZeRO-2: the block buffer holds only this block's gradients */
+            if (g->grad_layer)
+                OPS->mem_zero(g->be, g->grad_layer, g->plan.grad_layer_bytes);
             if (is_llama(g))
                 llama_block_backward(g, st->block, x, tp);
             else
@@ -386,6 +431,8 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
     gpt_opt_pass_begins(g);
     if (forward_to_lnf(g, inputs) != 0) return NAN;
     OPS->mem_upload(g->be, g->targets, targets, (size_t)N * sizeof(int));
+    /* ZeRO-2: the outer tensors' buffer holds this micro-batch's alone */
+    if (g->grad_outer) OPS->mem_zero(g->be, g->grad_outer, g->plan.grad_outer_bytes);
     /* Head forward and backward in one chunked pass: dsmall = dL/d(lnf out). */
     OPS->head_forward_backward(g->be, g->losses, g->dsmall, head_weight(g, g->grad_t), g->lnf,
                                head_weight(g, g->param_t), g->targets, g->chunk_buf, N, C,

@@ -48,7 +48,8 @@ typedef struct {
 
 /* Data-parallel placement of this model (the CLI fills it from the
  * distributed layer's rank and world; NULL = one process). zero = 1 shards the AdamW state and master weights (planner.h,
- * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range. */
+ * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range;
+ * zero = 2 also keeps only that range of the gradients (GradScatterFn). */
 typedef struct {
     int world, rank, zero;
     /* OFFLOAD_* bits (model/planner.h): what lives in the host tier, on a
@@ -63,6 +64,16 @@ typedef struct {
  * blocks included), wte and wpe after the embedding backward. distributed/ uses
  * it to launch the gradient all-reduce layer by layer. */
 typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *counts, int n);
+
+/* ZeRO-2 (GPTShard zero = 2): the same moments, in every micro-batch, with
+ * src[k] the full-size buffer (par dtype, counts[k] elements) holding this
+ * rank's gradient of flat range [offsets[k], offsets[k] + counts[k]). On
+ * return the hook has added the sum over ranks of that range, cut to this
+ * rank's optimizer range, into the gradient shard (gpt_grads_shard_add);
+ * src may be overwritten. Without a hook the model adds its own src (one
+ * rank). */
+typedef void (*GradScatterFn)(void *ctx, void *const *src, const size_t *offsets,
+                              const size_t *counts, int n);
 
 /* Called after each schedule step (a block's forward, re-forward or
  * backward; `done` of the schedule's n_steps finished, the step just run is
@@ -116,7 +127,13 @@ typedef struct GPT {
     MemoryPlan plan;
     Arena arenas[MEM_NUM_CATEGORIES];
     size_t param_sizes[NUM_PARAM_TENSORS]; /* elements */
-    void *params, *grads;                  /* par dtype, num_params each */
+    void *params, *grads;                  /* par dtype, padded_params each; under
+                                            * ZeRO-2 grads is the shard: element k is
+                                            * flat element opt_begin + k */
+    /* ZeRO-2: the full-size buffers the backward writes (planner.h): grad_t
+     * of wte, wpe, LN_f points into grad_outer, of a block's tensors into
+     * grad_layer (the same for every block: G(i, l) ignores l); NULL else */
+    void *grad_outer, *grad_layer;
     void *param_t[NUM_PARAM_TENSORS], *grad_t[NUM_PARAM_TENSORS];
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
     void **res_slots;                      /* n_res_slots residual buffers (N,C); with
@@ -153,6 +170,8 @@ typedef struct GPT {
     size_t opt_begin, opt_end;
     GradReadyFn grad_ready;
     void *grad_ready_ctx;
+    GradScatterFn grad_scatter;
+    void *grad_scatter_ctx;
     BlockHookFn block_hook;
     void *block_hook_ctx;
     int abandoned; /* the last pass was abandoned by block_hook */
@@ -190,6 +209,11 @@ size_t gpt_host_high_water(const GPT *g);
 
 /* Install (fn != NULL) or remove the gradient-ready callback. */
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
+/* ZeRO-2: install (fn != NULL) or remove the gradient reduce-scatter. */
+void gpt_set_grad_scatter(GPT *g, GradScatterFn fn, void *ctx);
+/* ZeRO-2: shard[flat - opt_begin ...] += src[0 .. n) (par dtype, on the
+ * device); [flat, flat + n) lies in the optimizer range. */
+void gpt_grads_shard_add(GPT *g, size_t flat, const void *src, size_t n);
 /* Install (fn != NULL) or remove the per-block callback. */
 void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx);
 
@@ -199,7 +223,9 @@ void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx);
  * gathers the other ranks' masters). */
 void gpt_set_params(GPT *g, const float *host);
 void gpt_get_params(GPT *g, float *host);
-void gpt_get_grads(GPT *g, float *host); /* grads as fp32 */
+/* grads as fp32; under ZeRO-2 only this rank's optimizer range of host is
+ * written (dist_get_grads gathers the rest) */
+void gpt_get_grads(GPT *g, float *host);
 
 /* GPT-2 initialisation into a host array: N(0, 0.02); the residual output
  * projections (attprojw, fcprojw) N(0, 0.02/sqrt(2L)); LayerNorm weights 1,
@@ -302,7 +328,9 @@ void gpt_decode_feed(GPT *g, GPTDecode *d, const int *tokens, int n, float *logi
 /* One token: gpt_decode_feed of n = 1. */
 void gpt_decode_step(GPT *g, GPTDecode *d, int token, float *logits);
 
-/* Global gradient norm (before clipping). */
+/* Global gradient norm (before clipping): of this process's vector, i.e.
+ * the whole one unless ZeRO-1/2 shard it over ranks (then
+ * gpt_grad_norm_sq_local, summed by distributed/). */
 double gpt_grad_norm(GPT *g);
 /* Sum of squared gradients over this rank's optimizer range (the whole
  * vector without ZeRO-1); distributed/ sums it over ranks. */

@@ -12,6 +12,7 @@
 
 #include "base/stop.h"
 #include "gpt2_block.h"
+#include "gpt_tensors.h"
 #include "kernels/rope.h"
 
 /* Point a BlockTape of `kind` at its act buffer (act_elems), its fp32
@@ -285,7 +286,14 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     size_t np = g->plan.padded_params, ns = g->plan.shard_params;
     planner_shard_range(&g->plan, shard->rank, &g->opt_begin, &g->opt_end);
     g->params = arena_take(&g->arenas[MEM_PARAMS], np * be->par_bytes);
-    g->grads = arena_take(&g->arenas[MEM_GRADS], np * be->par_bytes);
+    /* ZeRO-2: the gradient shard, then the full-size buffers (planner.h) */
+    int z2 = g->plan.zero == 2;
+    size_t ng = z2 ? ns : np;
+    g->grads = arena_take(&g->arenas[MEM_GRADS], ng * be->par_bytes);
+    if (z2) {
+        g->grad_outer = arena_take(&g->arenas[MEM_GRADS], g->plan.grad_outer_bytes);
+        g->grad_layer = arena_take(&g->arenas[MEM_GRADS], g->plan.grad_layer_bytes);
+    }
     /* the optimizer's state on the device, or in the host tier with the
      * host AdamW's staging (--offload optimizer) */
     int host_opt = (g->plan.offload & OFFLOAD_OPTIMIZER) != 0;
@@ -303,8 +311,17 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         g->grad_t[i] = (char *)g->grads + off * be->par_bytes;
         off += g->param_sizes[i];
     }
+    if (z2) { /* the outer tensors in order in one buffer, a block's slices in the other */
+        size_t o = 0, l = 0, L = (size_t)cfg->num_layers;
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+            int blk = i >= LN1W && i <= FCPROJB;
+            g->grad_t[i] = gpt_par_at(g, blk ? g->grad_layer : g->grad_outer, blk ? l : o);
+            if (blk) l += g->param_sizes[i] / L;
+            else o += g->param_sizes[i];
+        }
+    }
     g->host_losses = malloc((size_t)B * T * sizeof(float));
-    if (!g->params || !g->grads || !g->m || !g->v || !g->host_losses ||
+    if (!g->params || !g->grads || (z2 && (!g->grad_outer || !g->grad_layer)) || !g->m || !g->v || !g->host_losses ||
         (host_opt && (!g->host_grads || !g->host_params)) || carve_activations(g) != 0 ||
         carve_scratch(g) != 0) {
         snprintf(err, err_len, "internal error: buffers do not match the memory plan");
@@ -317,12 +334,15 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     }
     /* the padding of params stays 0 */
     ZeroProgress zp = {progress, progress_ctx, 0,
-                       (g->master ? 3 : 2) * ns * 4 + 2 * np * be->par_bytes};
+                       (g->master ? 3 : 2) * ns * 4 + (np + ng) * be->par_bytes +
+                           (z2 ? g->plan.grad_outer_bytes + g->plan.grad_layer_bytes : 0)};
     if (zero_polled(be, host_opt, g->m, ns * 4, "optimizer", &zp) ||
         zero_polled(be, host_opt, g->v, ns * 4, "optimizer", &zp) ||
         (g->master && zero_polled(be, host_opt, g->master, ns * 4, "optimizer", &zp)) ||
         zero_polled(be, 0, g->params, np * be->par_bytes, "params", &zp) ||
-        zero_polled(be, 0, g->grads, np * be->par_bytes, "grads", &zp)) {
+        zero_polled(be, 0, g->grads, ng * be->par_bytes, "grads", &zp) ||
+        (z2 && zero_polled(be, 0, g->grad_outer, g->plan.grad_outer_bytes, "grads", &zp)) ||
+        (z2 && zero_polled(be, 0, g->grad_layer, g->plan.grad_layer_bytes, "grads", &zp))) {
         snprintf(err, err_len, "making the model's buffers: %s", STOP_MESSAGE);
         gpt_free(g);
         return -1;

@@ -56,7 +56,7 @@ double gpt_grad_norm(GPT *g)
 double gpt_grad_norm_sq_local(GPT *g)
 {
     size_t b = g->opt_begin, e = g->opt_end;
-    return e > b ? OPS->grad_norm_sq(g->be, gpt_par_at(g, g->grads, b), e - b) : 0.0;
+    return e > b ? OPS->grad_norm_sq(g->be, gpt_grad_at(g, b), e - b) : 0.0;
 }
 
 void gpt_trace(GPT *g, int code)
@@ -196,7 +196,7 @@ static void stage_in(GPT *g, size_t off, size_t count)
     size_t lo = off > b ? off : b, hi = end < e ? end : e;
     if (lo >= hi) return;
     size_t k = lo - b, bytes = (hi - lo) * g->be->par_bytes;
-    OPS->copy_async(g->be, gpt_par_at(g, g->host_grads, k), gpt_par_at(g, g->grads, lo), bytes,
+    OPS->copy_async(g->be, gpt_par_at(g, g->host_grads, k), gpt_grad_at(g, lo), bytes,
                     OPT_IN_EV);
     if (!g->master) /* fp32: the parameters are the ones updated; backward does not write them */
         OPS->copy_async(g->be, gpt_par_at(g, g->host_params, k), gpt_par_at(g, g->params, lo),
@@ -206,7 +206,8 @@ static void stage_in(GPT *g, size_t off, size_t count)
 void gpt_opt_pass_begins(GPT *g)
 {
     gpt_opt_grads_taken(g); /* the staging is about to be written again */
-    g->deferred.early = g->host_params && g->deferred.final;
+    /* ZeRO-2's shard is whole only after the last reduce-scatter */
+    g->deferred.early = g->host_params && g->deferred.final && !g->grad_layer;
 }
 
 void gpt_opt_grads_final(GPT *g, const size_t *offs, const size_t *counts, int n)
@@ -248,7 +249,7 @@ void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
     for (int i = 0; i < n; i++) {
         size_t k = pc[i].lo - g->opt_begin;
         OPS->adamw_update(g->be, gpt_par_at(g, g->params, pc[i].lo),
-                          g->master ? g->master + k : NULL, gpt_par_at(g, g->grads, pc[i].lo),
+                          g->master ? g->master + k : NULL, gpt_grad_at(g, pc[i].lo),
                           g->m + k, g->v + k, pc[i].hi - pc[i].lo, lr, opt->beta1, opt->beta2,
                           opt->eps, pc[i].decays ? opt->weight_decay : 0.0f, scale, g->adam_t);
     }

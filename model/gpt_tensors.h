@@ -25,7 +25,15 @@ static inline void *gpt_layer_ptr(const GPT *g, void *const *base, int i, int l)
     return (char *)base[i] + (size_t)l * per_layer * g->be->par_bytes;
 }
 #define P(i, l) gpt_layer_ptr(g, g->param_t, (i), (l))
-#define G(i, l) gpt_layer_ptr(g, g->grad_t, (i), (l))
+/* ZeRO-2 writes every block's gradients into the one block buffer. */
+#define G(i, l) (g->grad_layer ? g->grad_t[(i)] : gpt_layer_ptr(g, g->grad_t, (i), (l)))
+
+/* The gradient of flat element `elem` (in the optimizer range under ZeRO-2,
+ * whose g->grads holds that range only). */
+static inline char *gpt_grad_at(const GPT *g, size_t elem)
+{
+    return gpt_par_at(g, g->grads, g->grad_layer ? elem - g->opt_begin : elem);
+}
 
 /* The backend's attention scratch, from this model's plan, handed over
  * before each attention op (ops.h): a backend may serve other models'

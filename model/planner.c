@@ -27,7 +27,7 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
     size_t W = in->world_size > 1 ? (size_t)in->world_size : 1;
     p->num_params = n;
     p->world_size = (int)W;
-    p->zero = in->zero ? 1 : 0;
+    p->zero = in->zero == 2 ? 2 : in->zero ? 1 : 0;
     if (p->zero) {
         size_t a = PLANNER_SHARD_ALIGN;
         p->shard_params = ((n + W - 1) / W + a - 1) / a * a;
@@ -37,6 +37,23 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
     }
     p->bytes[MEM_PARAMS] = arena_round(p->padded_params * ab);
     p->bytes[MEM_GRADS] = arena_round(p->padded_params * ab);
+    p->grad_shard_bytes = p->grad_outer_bytes = p->grad_layer_bytes = 0;
+    if (p->zero == 2) {
+        /* ZeRO-2: this rank's gradient shard, beside the two buffers the
+         * backward writes full gradients into before they are reduced:
+         * the tensors outside the blocks (wte, wpe, LN_f), written from the
+         * head to the encoder, and one block's slices, written by each
+         * block's backward in turn (config_param_sizes: tensors 2..13). */
+        size_t sz[NUM_PARAM_TENSORS], outer = 0, layer = 0, L = (size_t)in->cfg.num_layers;
+        config_param_sizes(&in->cfg, sz);
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+            if (i >= 2 && i <= 13) layer += sz[i] / L;
+            else outer += sz[i];
+        p->grad_shard_bytes = arena_round(p->shard_params * ab);
+        p->grad_outer_bytes = arena_round(outer * ab);
+        p->grad_layer_bytes = arena_round(layer * ab);
+        p->bytes[MEM_GRADS] = p->grad_shard_bytes + p->grad_outer_bytes + p->grad_layer_bytes;
+    }
     p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : arena_round(p->shard_params * 4);
     p->moment_bytes = 2 * arena_round(p->shard_params * 4);
     p->bytes[MEM_OPTIMIZER] = p->master_bytes + p->moment_bytes;
@@ -327,6 +344,8 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
                 p->bytes[c] / 1048576.0,
                 c == MEM_SCRATCH && p->attn_scratch_bytes
                     ? "grad buffers, final LN, tokens, attention tiles"
+                : c == MEM_GRADS && p->zero == 2
+                    ? "per rank: shard + one block's and wte/wpe/LN_f's full buffers"
                     : c != MEM_OPTIMIZER ? notes[c] : p->zero ? zero_note : opt_note);
     fprintf(f, "  %-12s %15zu %11.2f\n", "total", p->total, p->total / 1048576.0);
     if (p->offload) {
@@ -341,12 +360,16 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
         fprintf(f, "  %-12s %15zu %11.2f\n", "host total", p->host_total,
                 p->host_total / 1048576.0);
     }
+    if (p->zero == 2)
+        fprintf(f, "  zero 2: gradient shard %zu B per rank, reduced from full-size buffers for "
+                   "wte/wpe/LN_f (%zu B) and one block (%zu B)\n",
+                p->grad_shard_bytes, p->grad_outer_bytes, p->grad_layer_bytes);
     if (p->zero)
-        fprintf(f, "  zero 1: optimizer shard %zu elements per rank over %d ranks "
-                   "(unsharded: %.2f MiB); params and grads padded by %zu elements\n",
-                p->shard_params, p->world_size,
+        fprintf(f, "  zero %d: optimizer shard %zu elements per rank over %d ranks "
+                   "(unsharded: %.2f MiB); params%s padded by %zu elements\n",
+                p->zero, p->shard_params, p->world_size,
                 (p->num_params * (p->master_bytes ? 12.0 : 8.0)) / 1048576.0,
-                p->padded_params - p->num_params);
+                p->zero == 2 ? "" : " and grads", p->padded_params - p->num_params);
     fprintf(f, "  stored: %d block inputs + %d tapes (%d partial); workspace: %d inputs + %d "
                "tapes (%d partial)%s; head chunk %d tokens\n",
             p->n_res_stored, p->n_tape_stored, p->n_part_stored, p->n_res_work, p->n_tape_work,

@@ -65,7 +65,8 @@ typedef struct {
     DType dtype;       /* activations and working params */
     int loss_chunk;    /* tokens per head chunk; 0 = planner's default */
     int world_size;    /* data-parallel ranks; 0 is read as 1 */
-    int zero;          /* 1: ZeRO-1, AdamW state (and master) sharded over ranks */
+    int zero;          /* 1: ZeRO-1, AdamW state (and master) sharded over ranks;
+                        * 2: ZeRO-2, the gradients too (see PLANNER_SHARD_ALIGN) */
     int offload;       /* OFFLOAD_* bits: what lives in the host tier */
     /* --host-budget: the bound on the host tier that the --plan table's
      * fits and max_B apply beside the device budget (0 = no bound). No
@@ -92,7 +93,13 @@ typedef struct {
  * every shard starts 256-byte aligned. The working parameters and the
  * gradients are padded_params long (reduce-scatter and all-gather need
  * equal blocks); AdamW m, v and the fp32 master hold shard_params each.
- * Without --zero: shard_params = padded_params = num_params. */
+ * Without --zero: shard_params = padded_params = num_params.
+ * ZeRO-2 (--zero 2) shards the same ranges and keeps, of the gradients, only
+ * rank r's shard (shard_params elements) plus two full-size buffers the
+ * backward writes into before each piece is reduce-scattered: one for the
+ * tensors outside the blocks (wte, wpe, LN_f: live from the head's
+ * backward to the encoder's) and one for a block's twelve slices (live
+ * during that block's backward). MEM_GRADS is the three, each rounded. */
 #define PLANNER_SHARD_ALIGN 64
 
 /* Categories, in the order they are printed and allocated. */
@@ -130,6 +137,9 @@ typedef struct {
                               * staging, shard_params par-dtype elements each; else 0 */
     int world_size, zero;
     size_t padded_params, shard_params;     /* elements; see PLANNER_SHARD_ALIGN */
+    /* ZeRO-2's MEM_GRADS: the shard, the outer tensors' and one block's
+     * full-size buffers (bytes, rounded); 0 otherwise */
+    size_t grad_shard_bytes, grad_outer_bytes, grad_layer_bytes;
     size_t scratch_act_bytes, scratch_f32_bytes, scratch_int_bytes;
     size_t attn_scratch_bytes; /* PlanInput's attn_scratch, rounded; 0 when none */
     int loss_chunk;          /* chosen head chunk, tokens */

@@ -205,6 +205,44 @@ Test(planner, zero1_shards_the_optimizer_state)
     }
 }
 
+/* --zero 2 keeps, of the gradients, one rank's shard and two full-size
+ * buffers: wte + wpe + LN_f (Vp C + T_max C + 2C) and one block (12 C^2 +
+ * 13 C), each rounded up to ARENA_ALIGN. Counted here from GPT-2's shapes,
+ * not from config_param_sizes. */
+static size_t round_up(size_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+
+Test(planner, zero2_shards_the_gradients)
+{
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        PlanInput in = xl_input(1);
+        in.dtype = bf16 ? DTYPE_BF16 : DTYPE_FP32;
+        in.world_size = 8;
+        in.zero = 1;
+        MemoryPlan p1, p2;
+        char err[128];
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p1, err, sizeof err), 0);
+        in.zero = 2;
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p2, err, sizeof err), 0);
+        size_t C = 1600, shard = 194710848, ab = bf16 ? 2 : 4;
+        size_t outer = 50304 * C + 1024 * C + 2 * C, block = 12 * C * C + 13 * C;
+        cr_expect_eq(p2.zero, 2);
+        cr_expect_eq(p2.shard_params, shard);
+        cr_expect_eq(p2.grad_shard_bytes, round_up(shard * ab));
+        cr_expect_eq(p2.grad_outer_bytes, round_up(outer * ab));
+        cr_expect_eq(p2.grad_layer_bytes, round_up(block * ab));
+        cr_expect_eq(p2.bytes[MEM_GRADS],
+                     round_up(shard * ab) + round_up(outer * ab) + round_up(block * ab));
+        /* everything else as ZeRO-1 plans it */
+        cr_expect_eq(p2.bytes[MEM_PARAMS], p1.bytes[MEM_PARAMS]);
+        cr_expect_eq(p2.bytes[MEM_OPTIMIZER], p1.bytes[MEM_OPTIMIZER]);
+        cr_expect_eq(p1.total - p2.total, p1.bytes[MEM_GRADS] - p2.bytes[MEM_GRADS]);
+        printf("planner: GPT-2 XL, %s, 8 ranks: grads %zu bytes per rank with --zero 2 (shard "
+               "%zu + wte/wpe/LN_f %zu + one block %zu), %zu with --zero 1\n",
+               bf16 ? "bf16" : "fp32", p2.bytes[MEM_GRADS], p2.grad_shard_bytes,
+               p2.grad_outer_bytes, p2.grad_layer_bytes, p1.bytes[MEM_GRADS]);
+    }
+}
+
 /* A tiny model over more ranks than 64-element blocks: the last ranks own
  * empty ranges in the padding, and the ranges still tile the vector. */
 Test(planner, zero1_more_ranks_than_blocks)
