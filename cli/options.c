@@ -451,9 +451,12 @@ static int check_checkpoint_flags(const TrainOptions *opt)
               "is not this project's)";
     else if (llmc && opt->zero)
         why = "--save-checkpoint-llmc and --resume-llmc need --zero 0 (llm.c's ZeRO-1 slices of "
-              "the optimizer state are not this project's; llm.c has no ZeRO-2)";
+              "the optimizer state are not this project's; llm.c has no ZeRO-2 or -3)";
     else if (opt->world_size && !opt->plan)
         why = "--world-size: only with --plan (a run's ranks are the launcher's)";
+    else if (opt->zero == 3 && !opt->plan)
+        why = "--zero 3: only with --plan so far (the planner sizes it; a run's parameter "
+              "gathers are not implemented yet): use --zero 2 to train";
     else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
     else if (opt->overwrite_checkpoints && !opt->checkpoint_dir && !opt->llmc_save_dir)

@@ -437,10 +437,25 @@ static int plan_print_rank(const PlanInput *in, char *err, size_t len)
     if (planner_sizes(in, 0, &p, err, len) != 0) return -1;
     printf("per rank, each of %d (--zero %d): params %zu B, grads %zu B, optimizer %zu B",
            p.world_size, p.zero, p.bytes[MEM_PARAMS], p.bytes[MEM_GRADS], p.bytes[MEM_OPTIMIZER]);
-    if (p.zero == 2)
+    if (p.zero == 3)
+        printf(" (params: shard %zu B + gather buffers for two blocks %zu B + wte/wpe/LN_f "
+               "gather buffer %zu B + communication buffers %zu B)",
+               p.param_shard_bytes, p.param_gather_bytes, p.param_outer_bytes, p.comm_bytes);
+    if (p.zero >= 2)
         printf(" (grads: shard %zu B + block buffer %zu B + wte/wpe/LN_f buffer %zu B)",
                p.grad_shard_bytes, p.grad_layer_bytes, p.grad_outer_bytes);
     printf("; the peaks above are one rank's\n");
+    if (p.zero == 3) {
+        /* recompute 0's program; the other modes' differ only in mode 2's
+         * segment re-gathers (the memory plan of a run prints its own) */
+        size_t ab = (size_t)dtype_bytes(in->dtype);
+        size_t all = p.comm_gathered + p.comm_regathered + p.comm_scattered;
+        printf("communication per micro-batch, per rank's collectives (--zero 3, recompute 0 and "
+               "1): all-gathered %zu B, re-gathered %zu B, reduce-scattered %zu B = %.3fx the "
+               "parameter bytes (%zu B)\n",
+               p.comm_gathered * ab, p.comm_regathered * ab, p.comm_scattered * ab,
+               p.num_params ? (double)all / p.num_params : 0.0, p.num_params * ab);
+    }
     return 0;
 }
 

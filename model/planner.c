@@ -27,7 +27,7 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
     size_t W = in->world_size > 1 ? (size_t)in->world_size : 1;
     p->num_params = n;
     p->world_size = (int)W;
-    p->zero = in->zero == 2 ? 2 : in->zero ? 1 : 0;
+    p->zero = in->zero >= 1 && in->zero <= 3 ? in->zero : 0;
     if (p->zero) {
         size_t a = PLANNER_SHARD_ALIGN;
         p->shard_params = ((n + W - 1) / W + a - 1) / a * a;
@@ -38,7 +38,8 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
     p->bytes[MEM_PARAMS] = arena_round(p->padded_params * ab);
     p->bytes[MEM_GRADS] = arena_round(p->padded_params * ab);
     p->grad_shard_bytes = p->grad_outer_bytes = p->grad_layer_bytes = 0;
-    if (p->zero == 2) {
+    p->param_shard_bytes = p->param_gather_bytes = p->param_outer_bytes = p->comm_bytes = 0;
+    if (p->zero >= 2) {
         /* ZeRO-2: this rank's gradient shard, beside the two buffers the
          * backward writes full gradients into before they are reduced:
          * the tensors outside the blocks (wte, wpe, LN_f), written from the
@@ -53,6 +54,23 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
         p->grad_outer_bytes = arena_round(outer * ab);
         p->grad_layer_bytes = arena_round(layer * ab);
         p->bytes[MEM_GRADS] = p->grad_shard_bytes + p->grad_outer_bytes + p->grad_layer_bytes;
+        p->layer_params = layer;
+        p->outer_params = outer;
+    }
+    if (p->zero == 3) {
+        /* ZeRO-3: this rank's parameter shard, and the buffers the
+         * parameters in use are all-gathered into: two blocks' (the one
+         * running, the next one prefetched) and the tensors outside the
+         * blocks (wte, wpe, LN_f: gathered once a micro-batch, live from
+         * the embedding to the encoder's backward, as ZeRO-2's gradient
+         * buffer for them). The collectives write straight into these
+         * buffers (one count per rank for each slice), so no separate
+         * communication buffer: comm_bytes stays 0. */
+        p->param_shard_bytes = arena_round(p->shard_params * ab);
+        p->param_gather_bytes = 2 * arena_round(p->layer_params * ab);
+        p->param_outer_bytes = arena_round(p->outer_params * ab);
+        p->bytes[MEM_PARAMS] = p->param_shard_bytes + p->param_gather_bytes +
+                               p->param_outer_bytes + p->comm_bytes;
     }
     p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : arena_round(p->shard_params * 4);
     p->moment_bytes = 2 * arena_round(p->shard_params * 4);
@@ -152,6 +170,27 @@ size_t planner_tape_bytes(const PlanInput *in, int kind)
            arena_round(tl.f32_elems * 4);
 }
 
+/* ZeRO-3's collectives per micro-batch, in parameter elements (planner.h):
+ * a block's gather is needed by every step whose block differs from the
+ * step before's (a re-forward and the backward right after it share one),
+ * those after the loss head counted as re-gathers; wte/wpe/LN_f once. */
+static void plan_comm(const PlanInput *in, const Schedule *s, MemoryPlan *p)
+{
+    p->comm_gathered = p->comm_regathered = p->comm_scattered = 0;
+    if (p->zero < 2) return;
+    p->comm_scattered = p->num_params;
+    if (p->zero < 3) return;
+    p->comm_gathered = p->outer_params;
+    int prev = -1;
+    for (int i = 0; i < s->n_steps; i++) {
+        int b = s->steps[i].block;
+        if (b == prev) continue;
+        prev = b;
+        if (i < s->n_forward) p->comm_gathered += p->layer_params;
+        else p->comm_regathered += p->layer_params;
+    }
+}
+
 /* Tape slots: each its kind's bytes, stored or workspace; the tape
  * workspace once, in the workspace category, sized for the hungriest kind
  * present (kinds share it: one block runs at a time). A schedule holds a
@@ -202,6 +241,7 @@ void planner_plan(const PlanInput *in, const Schedule *s, MemoryPlan *p)
     p->total = p->baseline + p->host_copies;
     for (int c = 0; c < MEM_NUM_CATEGORIES; c++) p->total += p->bytes[c];
     for (int c = 0; c < HOST_NUM_CATEGORIES; c++) p->host_total += p->host[c];
+    plan_comm(in, s, p);
 }
 
 int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, size_t err_len)
@@ -344,8 +384,10 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
                 p->bytes[c] / 1048576.0,
                 c == MEM_SCRATCH && p->attn_scratch_bytes
                     ? "grad buffers, final LN, tokens, attention tiles"
-                : c == MEM_GRADS && p->zero == 2
+                : c == MEM_GRADS && p->zero >= 2
                     ? "per rank: shard + one block's and wte/wpe/LN_f's full buffers"
+                : c == MEM_PARAMS && p->zero == 3
+                    ? "per rank: shard + two blocks' and wte/wpe/LN_f's gather buffers"
                     : c != MEM_OPTIMIZER ? notes[c] : p->zero ? zero_note : opt_note);
     fprintf(f, "  %-12s %15zu %11.2f\n", "total", p->total, p->total / 1048576.0);
     if (p->offload) {
@@ -360,16 +402,28 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
         fprintf(f, "  %-12s %15zu %11.2f\n", "host total", p->host_total,
                 p->host_total / 1048576.0);
     }
-    if (p->zero == 2)
-        fprintf(f, "  zero 2: gradient shard %zu B per rank, reduced from full-size buffers for "
+    if (p->zero == 3)
+        fprintf(f, "  zero 3: parameter shard %zu B per rank, gathered into two blocks' buffers "
+                   "(%zu B together) and wte/wpe/LN_f's (%zu B); communication buffers %zu B\n",
+                p->param_shard_bytes, p->param_gather_bytes, p->param_outer_bytes, p->comm_bytes);
+    if (p->zero >= 2)
+        fprintf(f, "  zero %d: gradient shard %zu B per rank, reduced from full-size buffers for "
                    "wte/wpe/LN_f (%zu B) and one block (%zu B)\n",
-                p->grad_shard_bytes, p->grad_outer_bytes, p->grad_layer_bytes);
+                p->zero, p->grad_shard_bytes, p->grad_outer_bytes, p->grad_layer_bytes);
     if (p->zero)
         fprintf(f, "  zero %d: optimizer shard %zu elements per rank over %d ranks "
                    "(unsharded: %.2f MiB); params%s padded by %zu elements\n",
                 p->zero, p->shard_params, p->world_size,
                 (p->num_params * (p->master_bytes ? 12.0 : 8.0)) / 1048576.0,
-                p->zero == 2 ? "" : " and grads", p->padded_params - p->num_params);
+                p->zero >= 2 ? "" : " and grads", p->padded_params - p->num_params);
+    if (p->zero == 3) {
+        size_t n = p->num_params;
+        fprintf(f, "  zero %d: per micro-batch, parameter elements all-gathered %zu, re-gathered "
+                   "%zu, reduce-scattered %zu (%.2fx the parameters)\n",
+                p->zero, p->comm_gathered, p->comm_regathered, p->comm_scattered,
+                n ? (double)(p->comm_gathered + p->comm_regathered + p->comm_scattered) / n
+                  : 0.0);
+    }
     fprintf(f, "  stored: %d block inputs + %d tapes (%d partial); workspace: %d inputs + %d "
                "tapes (%d partial)%s; head chunk %d tokens\n",
             p->n_res_stored, p->n_tape_stored, p->n_part_stored, p->n_res_work, p->n_tape_work,

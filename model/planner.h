@@ -66,7 +66,8 @@ typedef struct {
     int loss_chunk;    /* tokens per head chunk; 0 = planner's default */
     int world_size;    /* data-parallel ranks; 0 is read as 1 */
     int zero;          /* 1: ZeRO-1, AdamW state (and master) sharded over ranks;
-                        * 2: ZeRO-2, the gradients too (see PLANNER_SHARD_ALIGN) */
+                        * 2: ZeRO-2, the gradients too; 3: ZeRO-3, the parameters
+                        * too (see PLANNER_SHARD_ALIGN) */
     int offload;       /* OFFLOAD_* bits: what lives in the host tier */
     /* --host-budget: the bound on the host tier that the --plan table's
      * fits and max_B apply beside the device budget (0 = no bound). No
@@ -99,7 +100,18 @@ typedef struct {
  * backward writes into before each piece is reduce-scattered: one for the
  * tensors outside the blocks (wte, wpe, LN_f: live from the head's
  * backward to the encoder's) and one for a block's twelve slices (live
- * during that block's backward). MEM_GRADS is the three, each rounded. */
+ * during that block's backward). MEM_GRADS is the three, each rounded.
+ * ZeRO-3 (--zero 3) keeps ZeRO-2's gradients and, of the parameters, only
+ * rank r's shard plus the buffers they are all-gathered into before use:
+ * two blocks' (the running block and the next one, prefetched) and one
+ * for wte, wpe and LN_f (gathered once a micro-batch). MEM_PARAMS is the
+ * shard, the gather buffers and comm_bytes (0: the collectives work in
+ * place in the gather buffers), each rounded. A micro-batch gathers every
+ * parameter once before the head, re-gathers each block for its re-forward
+ * and backward (a segment's re-forwards and their backwards apart, mode 2:
+ * twice), and reduce-scatters every gradient once: about 3x the parameter
+ * bytes at recompute 0 and 1. The run refuses --zero 3 for now; only
+ * --plan plans it. */
 #define PLANNER_SHARD_ALIGN 64
 
 /* Categories, in the order they are printed and allocated. */
@@ -140,6 +152,17 @@ typedef struct {
     /* ZeRO-2's MEM_GRADS: the shard, the outer tensors' and one block's
      * full-size buffers (bytes, rounded); 0 otherwise */
     size_t grad_shard_bytes, grad_outer_bytes, grad_layer_bytes;
+    /* ZeRO-3's MEM_PARAMS: the shard, the two block gather buffers (both
+     * together), the wte/wpe/LN_f gather buffer and the communication
+     * buffers (bytes, rounded; 0 otherwise) */
+    size_t param_shard_bytes, param_gather_bytes, param_outer_bytes, comm_bytes;
+    size_t layer_params, outer_params; /* elements of one block, and outside the blocks
+                                        * (zero >= 2; 0 otherwise) */
+    /* Collectives per micro-batch, parameter elements (zero >= 2; 0
+     * otherwise): all-gathered before the head (ZeRO-3: every parameter),
+     * re-gathered after it (ZeRO-3: the blocks' re-forwards and backwards),
+     * reduce-scattered (every gradient). Bytes: times the dtype's. */
+    size_t comm_gathered, comm_regathered, comm_scattered;
     size_t scratch_act_bytes, scratch_f32_bytes, scratch_int_bytes;
     size_t attn_scratch_bytes; /* PlanInput's attn_scratch, rounded; 0 when none */
     int loss_chunk;          /* chosen head chunk, tokens */

@@ -283,3 +283,110 @@ Test(planner, bf16_head_chunk_fills_a_gpu)
     cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
     cr_expect_eq(p.bytes[MEM_HEAD], arena_round((size_t)50304 * 4));
 }
+
+/* --zero 3 keeps, of the parameters, one rank's shard and the buffers they
+ * are gathered into: two blocks' (12 C^2 + 13 C each) and wte + wpe + LN_f
+ * (Vp C + T_max C + 2C), each rounded up to ARENA_ALIGN; no separate
+ * communication buffer. Gradients and optimizer state as --zero 2. Counted
+ * here from GPT-2's shapes, not from config_param_sizes. */
+Test(planner, zero3_shards_the_parameters)
+{
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        PlanInput in = xl_input(1);
+        in.dtype = bf16 ? DTYPE_BF16 : DTYPE_FP32;
+        in.world_size = 8;
+        in.zero = 2;
+        MemoryPlan p2, p3;
+        char err[128];
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p2, err, sizeof err), 0);
+        in.zero = 3;
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p3, err, sizeof err), 0);
+        size_t C = 1600, shard = 194710848, ab = bf16 ? 2 : 4;
+        size_t outer = 50304 * C + 1024 * C + 2 * C, block = 12 * C * C + 13 * C;
+        cr_expect_eq(p3.zero, 3);
+        cr_expect_eq(p3.shard_params, shard);
+        cr_expect_eq(p3.param_shard_bytes, round_up(shard * ab));
+        cr_expect_eq(p3.param_gather_bytes, 2 * round_up(block * ab));
+        cr_expect_eq(p3.param_outer_bytes, round_up(outer * ab));
+        cr_expect_eq(p3.comm_bytes, 0);
+        cr_expect_eq(p3.bytes[MEM_PARAMS], round_up(shard * ab) + 2 * round_up(block * ab) +
+                                               round_up(outer * ab));
+        /* everything else as ZeRO-2 plans it */
+        cr_expect_eq(p3.bytes[MEM_GRADS], p2.bytes[MEM_GRADS]);
+        cr_expect_eq(p3.bytes[MEM_OPTIMIZER], p2.bytes[MEM_OPTIMIZER]);
+        cr_expect_eq(p2.total - p3.total, p2.bytes[MEM_PARAMS] - p3.bytes[MEM_PARAMS]);
+        printf("planner: GPT-2 XL, %s, 8 ranks: params %zu bytes per rank with --zero 3 (shard "
+               "%zu + two blocks %zu + wte/wpe/LN_f %zu), %zu with --zero 2\n",
+               bf16 ? "bf16" : "fp32", p3.bytes[MEM_PARAMS], p3.param_shard_bytes,
+               p3.param_gather_bytes, p3.param_outer_bytes, p2.bytes[MEM_PARAMS]);
+    }
+}
+
+/* ZeRO-3's collectives per micro-batch, counted by hand from the programs
+ * (schedule.h): recompute 0, selective and 1 gather every parameter before
+ * the head and re-gather every block but the last (still in its buffer at
+ * the head) after it; mode 2 (segments of k) re-gathers each segment's
+ * blocks once for its re-forwards and again for their backwards, but the
+ * top block of each segment once. Every gradient is reduce-scattered once:
+ * the total is within 5% of 3x the parameters at recompute 0 and 1. */
+Test(planner, zero3_counts_its_communication)
+{
+    PlanInput in = xl_input(1);
+    in.world_size = 8;
+    in.zero = 3;
+    size_t C = 1600, L = 48, block = 12 * C * C + 13 * C, n = config_num_params(&in.cfg);
+    size_t outer = 50304 * C + 1024 * C + 2 * C;
+    cr_assert_eq(n, outer + L * block);
+    const int modes[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK};
+    for (int i = 0; i < 3; i++) {
+        MemoryPlan p;
+        char err[128];
+        cr_assert_eq(planner_sizes(&in, modes[i], &p, err, sizeof err), 0);
+        cr_expect_eq(p.comm_gathered, n, "mode %d", modes[i]);
+        cr_expect_eq(p.comm_regathered, (L - 1) * block, "mode %d", modes[i]);
+        cr_expect_eq(p.comm_scattered, n, "mode %d", modes[i]);
+        double x = (double)(p.comm_gathered + p.comm_regathered + p.comm_scattered) / (3.0 * n);
+        cr_expect(x > 0.95 && x <= 1.0, "mode %d: %.4f of 3x the parameters", modes[i], x);
+    }
+    MemoryPlan p;
+    char err[128];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_SEGMENTS, &p, err, sizeof err), 0);
+    /* k = round(sqrt(48)) = 7: segments of 7 from the bottom, the top one 6 */
+    size_t k = 7, segs = (L + k - 1) / k, regather = 0;
+    for (size_t s = 0; s < segs; s++) {
+        size_t len = s + 1 < segs ? k : L - s * k;
+        regather += 2 * len - 1; /* re-forwards, then backwards but the top one */
+    }
+    cr_expect_eq(p.comm_gathered, n);
+    cr_expect_leq(p.comm_regathered, regather * block, "%zu blocks", p.comm_regathered / block);
+    cr_expect_geq(p.comm_regathered, (L - 1) * block);
+    /* no collectives below ZeRO-2; ZeRO-2 reduce-scatters only */
+    in.zero = 2;
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
+    cr_expect(p.comm_gathered == 0 && p.comm_regathered == 0 && p.comm_scattered == n);
+    in.zero = 1;
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0);
+    cr_expect(p.comm_gathered == 0 && p.comm_regathered == 0 && p.comm_scattered == 0);
+    cr_expect(p.param_shard_bytes == 0 && p.param_gather_bytes == 0);
+}
+
+/* The issue's target: a 7B-class GPT (L=32, C=4096, 32 heads, T=2048, B=1,
+ * bf16, recompute 1) on 8 ranks at --zero 3 plans at most 16 GiB a rank on
+ * the device (what --plan prints for an unopened GPU: no baseline, host
+ * copies or cpu tile scratch), and with --offload optimizer at most 8 GiB. */
+Test(planner, zero3_fits_a_7b_gpt_on_8_ranks)
+{
+    PlanInput in = {.B = 1, .T = 2048, .dtype = DTYPE_BF16, .world_size = 8, .zero = 3};
+    in.cfg = (GPTConfig){.max_seq_len = 2048, .vocab_size = 50257, .padded_vocab = 50304,
+                         .num_layers = 32, .num_heads = 32, .channels = 4096};
+    MemoryPlan p, po;
+    char err[128];
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &p, err, sizeof err), 0, "%s", err);
+    in.offload = OFFLOAD_OPTIMIZER;
+    cr_assert_eq(planner_sizes(&in, RECOMPUTE_BLOCK, &po, err, sizeof err), 0, "%s", err);
+    cr_expect_leq(p.total, (size_t)16 << 30, "%zu B", p.total);
+    cr_expect_leq(po.total, (size_t)8 << 30, "%zu B", po.total);
+    printf("planner: 7B-class GPT, bf16, recompute 1, 8 ranks, --zero 3: %.3f GiB a rank on the "
+           "device, %.3f GiB with --offload optimizer (host %.3f GiB)\n",
+           p.total / 1073741824.0, po.total / 1073741824.0, po.host_total / 1073741824.0);
+}
