@@ -194,6 +194,11 @@ int opcost_file_write(const char *path, const char *device, const PlanInput *in,
                       const OpCosts *oc, char *err, size_t err_len)
 {
     long long k[K_NUM];
+    if (opcost_block(oc) != planner_block(in)) { /* its op names would be another block's */
+        io_err(err, err_len, "%s: the costs are of block %s, this run's is %s", path,
+               opcost_block(oc)->family, planner_block(in)->family);
+        return -1;
+    }
     key_of(in, k);
     cJSON *root = cJSON_CreateObject(), *shape = cJSON_CreateObject(), *ops = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "train_gpt op costs");

@@ -50,7 +50,8 @@ void opcost_cache_file(const char *dir, const char *device, const PlanInput *in,
  * when the file is for another shape or dtype. */
 int opcost_file_read(const char *path, const PlanInput *in, char *device, size_t device_len,
                      OpCosts *out, char *err, size_t err_len);
-/* Write them (the folder is created). Returns 0, or -1 with err. */
+/* Write them (the folder is created). Returns 0, or -1 with err (also when
+ * oc's block is not in's: its op names would be another block's). */
 int opcost_file_write(const char *path, const char *device, const PlanInput *in,
                       const OpCosts *oc, char *err, size_t err_len);
 

@@ -227,6 +227,10 @@ Test(opcost_file, op_names_are_the_descriptions)
     cr_assert_eq(opcost_file_read(path, &llama, dev, sizeof dev, &back, err, sizeof err), 0,
                  "%s", err);
     cr_assert_eq(memcmp(&oc, &back, sizeof oc), 0);
+    /* costs of one block are not written for a run of another */
+    OpCosts g2 = some_costs();
+    cr_assert_eq(opcost_file_write(path, "cpu: a", &llama, &g2, err, sizeof err), -1);
+    cr_assert(strstr(err, "of block gpt2, this run's is llama"), "%s", err);
     /* version 2 of the Llama family: refused, naming the version and the fix */
     edit_file(path, "\"version\":\t3", "\"version\":\t2");
     cr_assert_eq(opcost_file_read(path, &llama, dev, sizeof dev, &back, err, sizeof err), -1);
