@@ -11,6 +11,7 @@
  * in progress. */
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "base/fileio.h"
 #include "base/signals.h"
@@ -91,11 +92,22 @@ static int print_sample(Trainer *tr, int step)
     return tr->model.abandoned;
 }
 
+/* The CPU time of all this process's threads, in ms: on a shared machine a
+ * step's CPU time says what it cost where its wall time also counts the
+ * other processes' load. */
+static double cpu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
 /* One step's outcome, for its line, its log entry and the saves. */
 typedef struct {
     double loss, norm; /* agreed over the ranks */
     float lr;
     double ms;         /* the step's wall time */
+    double cpu_ms;     /* CPU time of the process's threads over the step (all cores) */
     int skip;          /* a non-finite loss or norm: no update ran */
 } StepResult;
 
@@ -146,7 +158,7 @@ static int train_step(Trainer *tr, int step, StepResult *r, char *err, size_t le
     char label[64];
     snprintf(label, sizeof label, "step %d/%d", step, o->steps);
     progress_begin(&tr->prog, label, 1);
-    double t0 = progress_now_ms(), loss = 0.0;
+    double t0 = progress_now_ms(), c0 = cpu_now_ms(), loss = 0.0;
     gpt_zero_grads(&tr->model);
     for (int micro = 0; micro < o->grad_accum; micro++) {
         if (o->grad_accum > 1) { /* the in-step line names the micro-batch */
@@ -183,6 +195,7 @@ static int train_step(Trainer *tr, int step, StepResult *r, char *err, size_t le
     }
     tr->be->ops->sync(tr->be);
     r->ms = progress_now_ms() - t0;
+    r->cpu_ms = cpu_now_ms() - c0;
     return 0;
 }
 
@@ -218,6 +231,7 @@ static void log_step(Trainer *tr, int step, const StepResult *r, const StepFigur
     cJSON_AddNumberToObject(j, "grad_norm", r->norm);
     cJSON_AddNumberToObject(j, "ms", r->ms);
     cJSON_AddNumberToObject(j, "tokens_per_s", tokens_per_s(tr, r->ms));
+    cJSON_AddNumberToObject(j, "cpu_ms", r->cpu_ms);
     progress_log(fig, j);
     if (r->skip) cJSON_AddBoolToObject(j, "skipped", 1);
     outputs_log(&tr->files.out, j);

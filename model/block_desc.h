@@ -23,6 +23,8 @@
 
 #include "config.h"
 
+typedef struct Backend Backend; /* kernels/ops.h */
+
 /* Upper bounds of a description. 2^BLOCK_MAX_TENSORS tape kinds exist;
  * the auto search prices every one (opcost_frontier), so keep it small. */
 #define BLOCK_MAX_TENSORS 12
@@ -98,6 +100,29 @@ typedef struct {
     TensorSet reads;
 } BlockBwdOp;
 
+/* One block's buffers, for timing its ops alone (opcost_measure.c, which
+ * allocates them from the description and fills them with small random
+ * values): the buffers the family's bench_op hands its ops. */
+typedef struct {
+    Backend *be;
+    const GPTConfig *cfg;
+    BlockShape sh;
+    void *x, *out;                 /* x_l and x_{l+1}, (N,C) */
+    void *act[BLOCK_MAX_TENSORS];  /* the tape tensors, (N, width) */
+    float *f32[BLOCK_MAX_SIDES];   /* their side outputs */
+    void *dres, *dsmall, *dbig;    /* (N,C), (N,C), (N, block_grad_big) */
+    /* config.h's slots: one layer's part of each per-layer tensor, and the
+     * final norm's LNFW, LNFB; wte, wpe (T rows) for the embedding */
+    void *par[NUM_PARAM_TENSORS], *grad[NUM_PARAM_TENSORS];
+    const int *tokens;             /* (N) */
+    const float *rope;             /* a RoPE table, (T, hs) f32 */
+} BlockBench;
+
+/* What bench_op runs: forward op `op` of the description, backward op
+ * `op`, or the step's ops whose code is the family's (op unused): the
+ * embedding's forward and backward and the final norm's. */
+enum { BENCH_FWD, BENCH_BWD, BENCH_EMBED_FWD, BENCH_NORM_FWD, BENCH_NORM_BWD, BENCH_EMBED_BWD };
+
 typedef struct BlockDesc {
     const char *family; /* "gpt2" */
     int n_tensors;
@@ -132,6 +157,15 @@ typedef struct BlockDesc {
      * from sh->C and sh->NH (GPT-2: NKV = NH, F = 4C). A Llama config's
      * own NKV and F then replace them (block_shape). */
     void (*shape_defaults)(BlockShape *sh);
+    /* What its ops cost, for the op-cost model (model/opcost.h), which
+     * reads a family only through these: the FLOPs of each op at sh in
+     * model/flops.h's convention, forward op i in fwd[i], backward op i in
+     * bwd[i], the final norm's forward in *norm (its backward: twice); and
+     * an op run once on b's buffers (part: BENCH_*), the same kernels and
+     * operands the family's block code calls, for opcost_measure to time.
+     * A description no run prices (a test's) may leave both NULL. */
+    void (*op_flops)(const BlockShape *sh, long long *fwd, long long *bwd, long long *norm);
+    void (*bench_op)(const BlockBench *b, int part, int op);
 } BlockDesc;
 
 /* The description of cfg's block: GPT-2's or the Llama family's (by cfg->arch). */

@@ -8,13 +8,16 @@
  *               the softmax is not counted (FlashAttention's convention)
  *   elementwise per element: LayerNorm 8 (mean 1, variance 3, normalise and
  *               affine 4), GELU 9 (tanh form, tanh counted as 1), residual or
- *               embedding add 1, softmax cross-entropy 5 per logit
+ *               embedding add 1, softmax cross-entropy 5 per logit; the Llama
+ *               family's RMSNorm 5, RoPE 6 a rotated element, SwiGLU 6
  *   backward    twice the forward, except attention: 2.5 times (scores and
  *               probabilities are rebuilt from the log-sum-exp, then four
  *               products: dV, dP, dQ, dK)
  * A "step" is the forward and backward of the whole model (embedding,
  * blocks, final LayerNorm, LM head) without recompute and without the
- * optimizer; recompute is reported as a fraction of it. */
+ * optimizer; recompute is reported as a fraction of it. A block's ops are
+ * counted by its description (block_desc.h's op_flops: gpt2_cost.c,
+ * llama_cost.c); this file adds the embedding, the final norm and the head. */
 #ifndef MODEL_FLOPS_H
 #define MODEL_FLOPS_H
 

@@ -1,7 +1,8 @@
 /* model/gpt2_block.c — GPT-2's block (gpt2_block.h), as llm.c's:
  *   r = x + attproj(attn(ln1(x)));  x' = r + fcproj(gelu(fc(ln2(r)))).
  * gpt.c's block_forward, make_tensor and block_backward run these ops in
- * this order; opcost.h's OP_* block ops are the same list. */
+ * this order (GPT2_FWD_*, GPT2_BWD_*); gpt2_cost.c counts and runs them
+ * for the op-cost model. */
 #include "gpt2_block.h"
 
 #define T_(t) TENSOR_BIT(GPT2_##t)
@@ -32,7 +33,7 @@ const BlockDesc GPT2_BLOCK = {
         [GPT2_LN2_MEAN] = {"ln2_mean", GPT2_LN2, SIDE_KEPT, {.one = 1}},
         [GPT2_LN2_RSTD] = {"ln2_rstd", GPT2_LN2, SIDE_KEPT, {.one = 1}},
     },
-    .n_fwd = 10,
+    .n_fwd = GPT2_FWD_OPS,
     .fwd = {
         {"ln1_fwd", GPT2_LN1, 0, 0},
         {"qkv_fwd", GPT2_QKV, T_(LN1), 0},
@@ -66,4 +67,6 @@ const BlockDesc GPT2_BLOCK = {
     .n_grad_big = 2,
     .grad_big = {{.ffn = 1}, {.c = 3}},
     .shape_defaults = gpt2_shape,
+    .op_flops = gpt2_op_flops,
+    .bench_op = gpt2_bench_op,
 };

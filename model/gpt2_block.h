@@ -1,7 +1,7 @@
 /* model/gpt2_block.h — GPT-2's block description (block_desc.h) and the
  * names of its tensors, side outputs and backward ops, for the code that
- * runs GPT-2's ops (gpt.c, gpt_alloc.c) and its op costs (opcost.c,
- * flops.c). Nothing generic names these.
+ * runs GPT-2's ops (gpt.c, gpt_alloc.c) and its op costs (gpt2_cost.c).
+ * Nothing generic names these.
  *
  * The tensors of block l (N = B*T rows, act dtype), each with the ops that
  * make it, which read the tensor before it (ln1 reads x_l):
@@ -22,6 +22,10 @@
 
 enum { GPT2_LN1, GPT2_QKV, GPT2_ATTY, GPT2_RES2, GPT2_LN2, GPT2_FCH, GPT2_GELU, GPT2_TENSORS };
 enum { GPT2_LN1_MEAN, GPT2_LN1_RSTD, GPT2_LSE, GPT2_LN2_MEAN, GPT2_LN2_RSTD, GPT2_SIDES };
+/* The forward ops, in the order the interpreter runs them (the
+ * description's fwd[]). */
+enum { GPT2_FWD_LN1, GPT2_FWD_QKV, GPT2_FWD_ATTN, GPT2_FWD_ATTPROJ, GPT2_FWD_RESID1,
+       GPT2_FWD_LN2, GPT2_FWD_FC, GPT2_FWD_GELU, GPT2_FWD_FCPROJ, GPT2_FWD_RESID2, GPT2_FWD_OPS };
 /* The backward ops, in the order the interpreter runs them, and the
  * tensors each reads: fcproj (GELU out), GELU (fch), fc (ln2), LN2
  * (res2), attproj (atty), attention (qkv, atty, LSE), qkv (ln1), LN1 (x_l
@@ -35,5 +39,9 @@ enum { GPT2_BWD_FCPROJ, GPT2_BWD_GELU, GPT2_BWD_FC, GPT2_BWD_LN2, GPT2_BWD_ATTPR
 #define GPT2_KINDS (1 << GPT2_TENSORS)
 
 extern const BlockDesc GPT2_BLOCK;
+
+/* Its ops' costs (block_desc.h's op_flops and bench_op; gpt2_cost.c). */
+void gpt2_op_flops(const BlockShape *sh, long long *fwd, long long *bwd, long long *norm);
+void gpt2_bench_op(const BlockBench *b, int part, int op);
 
 #endif

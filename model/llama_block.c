@@ -32,7 +32,7 @@ const BlockDesc LLAMA_BLOCK = {
         [LLAMA_LSE] = {"lse", LLAMA_ATTY, SIDE_FOLLOWS, {.heads = 1}},
         [LLAMA_RMS2_RSTD] = {"rms2_rstd", LLAMA_RMS2, SIDE_KEPT, {.one = 1}},
     },
-    .n_fwd = 11,
+    .n_fwd = LLAMA_FWD_OPS,
     .fwd = {
         {"rms1_fwd", LLAMA_RMS1, 0, 0},
         {"qkv_fwd", LLAMA_QKV, T_(RMS1), 0},
@@ -68,4 +68,6 @@ const BlockDesc LLAMA_BLOCK = {
     .n_grad_big = 2,
     .grad_big = {{.ffn = 3}, {.q = 1, .kv = 2}},
     .shape_defaults = llama_shape,
+    .op_flops = llama_op_flops,
+    .bench_op = llama_bench_op,
 };

@@ -1,7 +1,7 @@
 /* model/llama_block.h — the Llama family's block description (block_desc.h)
  * and the names of its tensors, side outputs and backward ops, for the
- * code that runs its ops (llama_run.c, gpt_alloc.c). Nothing generic names
- * these.
+ * code that runs its ops (llama_run.c, gpt_alloc.c) and its op costs
+ * (llama_cost.c). Nothing generic names these.
  *
  * The block (pre-norm, no biases):
  *   r = x + wo(attn(rope(wqkv(rms1(x)))));  x' = r + w_down(swiglu(w_gateup(rms2(r)))).
@@ -27,6 +27,11 @@
 enum { LLAMA_RMS1, LLAMA_QKV, LLAMA_ATTY, LLAMA_RES2, LLAMA_RMS2, LLAMA_GATEUP, LLAMA_SWI,
        LLAMA_TENSORS };
 enum { LLAMA_RMS1_RSTD, LLAMA_LSE, LLAMA_RMS2_RSTD, LLAMA_SIDES };
+/* The forward ops, in the order the interpreter runs them (the
+ * description's fwd[], llama_run.c's fwd_op). */
+enum { LLAMA_FWD_RMS1, LLAMA_FWD_QKV, LLAMA_FWD_ROPE, LLAMA_FWD_ATTN, LLAMA_FWD_WO,
+       LLAMA_FWD_RESID1, LLAMA_FWD_RMS2, LLAMA_FWD_GATEUP, LLAMA_FWD_SWIGLU, LLAMA_FWD_DOWN,
+       LLAMA_FWD_RESID2, LLAMA_FWD_OPS };
 /* The backward ops, in the order the interpreter runs them, and the
  * tensors each reads: down (swiglu out), SwiGLU (gate/up), gate/up (rms2),
  * RMSNorm 2 (res2), wo (atty), attention (qkv, atty, LSE), RoPE (none: it
@@ -38,5 +43,9 @@ enum { LLAMA_BWD_DOWN, LLAMA_BWD_SWIGLU, LLAMA_BWD_GATEUP, LLAMA_BWD_RMS2, LLAMA
     (TENSOR_BIT(LLAMA_RMS1) | TENSOR_BIT(LLAMA_RMS2) | TENSOR_BIT(LLAMA_SWI))
 
 extern const BlockDesc LLAMA_BLOCK;
+
+/* Its ops' costs (block_desc.h's op_flops and bench_op; llama_cost.c). */
+void llama_op_flops(const BlockShape *sh, long long *fwd, long long *bwd, long long *norm);
+void llama_bench_op(const BlockBench *b, int part, int op);
 
 #endif

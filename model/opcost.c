@@ -3,50 +3,102 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpt2_block.h"
 
-static const char *NAMES[OP_COUNT] = {
-    "ln1_fwd", "qkv_fwd", "attn_fwd", "attproj_fwd", "resid1_fwd", "ln2_fwd", "fc_fwd",
-    "gelu_fwd", "fcproj_fwd", "resid2_fwd",
-    "fcproj_bwd", "gelu_bwd", "fc_bwd", "ln2_bwd", "attproj_bwd", "attn_bwd", "qkv_bwd",
-    "ln1_bwd",
+static const char *REST_NAMES[OP_COUNT] = {
     "encoder_fwd", "lnf_fwd", "head_fwd_bwd", "zero_dres", "lnf_bwd", "encoder_bwd",
     "zero_grads", "grad_norm", "adamw",
 };
 
-const char *opcost_op_name(int op) { return op >= 0 && op < OP_COUNT ? NAMES[op] : "?"; }
+void opcost_init(OpCosts *oc, const BlockDesc *bd, int unit)
+{
+    memset(oc, 0, sizeof *oc);
+    oc->block = bd;
+    oc->unit = unit;
+}
+
+const BlockDesc *opcost_block(const OpCosts *oc) { return oc->block ? oc->block : &GPT2_BLOCK; }
+
+int opcost_n_ops(const OpCosts *oc)
+{
+    const BlockDesc *bd = opcost_block(oc);
+    return bd->n_fwd + bd->n_bwd + OP_COUNT;
+}
+
+long long *opcost_at(OpCosts *oc, int i)
+{
+    const BlockDesc *bd = opcost_block(oc);
+    if (i < 0 || i >= opcost_n_ops(oc)) return NULL;
+    if (i < bd->n_fwd) return &oc->fwd[i];
+    i -= bd->n_fwd;
+    return i < bd->n_bwd ? &oc->bwd[i] : &oc->c[i - bd->n_bwd];
+}
+
+long long opcost_get(const OpCosts *oc, int i)
+{
+    long long *p = opcost_at((OpCosts *)oc, i); /* read only */
+    return p ? *p : 0;
+}
+
+const char *opcost_op_name(const OpCosts *oc, int i)
+{
+    const BlockDesc *bd = opcost_block(oc);
+    if (i < 0 || i >= opcost_n_ops(oc)) return "?";
+    if (i < bd->n_fwd) return bd->fwd[i].name;
+    i -= bd->n_fwd;
+    return i < bd->n_bwd ? bd->bwd[i].name : REST_NAMES[i - bd->n_bwd];
+}
 
 long long opcost_tensor(const OpCosts *oc, int t)
 {
-    switch (t) {
-    case GPT2_LN1: return oc->c[OP_LN1];
-    case GPT2_QKV: return oc->c[OP_QKV];
-    case GPT2_ATTY: return oc->c[OP_ATTN];
-    case GPT2_RES2: return oc->c[OP_ATTPROJ] + oc->c[OP_RESID1];
-    case GPT2_LN2: return oc->c[OP_LN2];
-    case GPT2_FCH: return oc->c[OP_FC];
-    case GPT2_GELU: return oc->c[OP_GELU];
-    default: return 0;
-    }
+    const BlockDesc *bd = opcost_block(oc);
+    long long s = 0;
+    for (int op = 0; op < bd->n_fwd; op++)
+        if (bd->fwd[op].makes == t) s += oc->fwd[op];
+    return s;
+}
+
+long long opcost_block_fwd(const OpCosts *oc)
+{
+    const BlockDesc *bd = opcost_block(oc);
+    long long s = 0;
+    for (int op = 0; op < bd->n_fwd; op++) s += oc->fwd[op];
+    return s;
+}
+
+/* out = SLOT_NONE: the output-only ops are skipped */
+long long opcost_block_fwd_last(const OpCosts *oc)
+{
+    const BlockDesc *bd = opcost_block(oc);
+    long long s = 0;
+    for (int op = 0; op < bd->n_fwd; op++)
+        if (!bd->fwd[op].out_only) s += oc->fwd[op];
+    return s;
+}
+
+long long opcost_block_bwd(const OpCosts *oc)
+{
+    const BlockDesc *bd = opcost_block(oc);
+    long long s = 0;
+    for (int op = 0; op < bd->n_bwd; op++) s += oc->bwd[op];
+    return s;
+}
+
+long long opcost_rebuild(const OpCosts *oc, int kind)
+{
+    const BlockDesc *bd = opcost_block(oc);
+    long long s = 0;
+    for (int t = 0; t < bd->n_tensors; t++)
+        if (kind & (1 << t)) s += opcost_tensor(oc, t);
+    return s;
 }
 
 static long long sum(const OpCosts *oc, int from, int to)
 {
     long long s = 0;
     for (int op = from; op < to; op++) s += oc->c[op];
-    return s;
-}
-
-long long opcost_block_fwd(const OpCosts *oc) { return sum(oc, OP_LN1, OP_RESID2 + 1); }
-long long opcost_block_fwd_last(const OpCosts *oc) { return sum(oc, OP_LN1, OP_FCPROJ); }
-long long opcost_block_bwd(const OpCosts *oc) { return sum(oc, OP_FCPROJ_BWD, OP_LN1_BWD + 1); }
-
-long long opcost_rebuild(const OpCosts *oc, int kind)
-{
-    long long s = 0;
-    for (int t = 0; t < GPT2_TENSORS; t++)
-        if (kind & (1 << t)) s += opcost_tensor(oc, t);
     return s;
 }
 
@@ -124,9 +176,10 @@ void opcost_print(FILE *f, const OpCosts *oc, const PlanInput *in)
     const char *u = ns ? "ms" : "MFLOP";
     fprintf(f, "op costs (%s per call; head: all chunks of a micro-batch; optimizer: all "
                "parameters):\n", u);
-    for (int op = 0; op < OP_COUNT; op++)
-        fprintf(f, "  %-13s %10.3f%s", opcost_op_name(op), oc->c[op] * scale,
-                op % 4 == 3 || op == OP_COUNT - 1 ? "\n" : "");
+    int n_ops = opcost_n_ops(oc);
+    for (int op = 0; op < n_ops; op++)
+        fprintf(f, "  %-13s %10.3f%s", opcost_op_name(oc, op), opcost_get(oc, op) * scale,
+                op % 4 == 3 || op == n_ops - 1 ? "\n" : "");
     fprintf(f, "  block: forward %.3f %s (%.3f without its output), backward %.3f %s\n",
             opcost_block_fwd(oc) * scale, u, opcost_block_fwd_last(oc) * scale,
             opcost_block_bwd(oc) * scale, u);

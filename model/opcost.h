@@ -1,8 +1,8 @@
 /* model/opcost.h — what the ops of a training step cost, and what a
  * schedule's step costs with them.
  *
- * Owns: OpCosts, the cost of each op of one block (forward and backward)
- * and of the rest of a step (embedding, final LayerNorm, head, optimizer)
+ * Owns: OpCosts, the cost of each op of one block (forward and backward,
+ * the ops its description lists) and of the rest of a step (embedding, final LayerNorm, head, optimizer)
  * at one shape, in one unit: counted FLOPs (flops_op_costs, flops.h's
  * convention, the optimizer counted 0) or measured nanoseconds
  * (opcost_measure, opcost_measure.c); the block costs derived from them; a
@@ -24,43 +24,49 @@
 #include "schedule.h"
 #include "tape.h"
 
+/* The ops of a step besides one block's: one micro-batch's embedding,
+ * final norm, chunked head (forward and backward, every chunk), zeroing of
+ * the residual gradient, the final norm's and the embedding's backward;
+ * then, once per optimizer step, zeroing the gradients, their norm and
+ * AdamW. */
 enum {
-    /* one block's forward, in order; out = SLOT_NONE skips the last two */
-    OP_LN1, OP_QKV, OP_ATTN, OP_ATTPROJ, OP_RESID1, OP_LN2, OP_FC, OP_GELU, OP_FCPROJ,
-    OP_RESID2,
-    /* its backward, in order (gpt2_block.h's GPT2_BWD_*) */
-    OP_FCPROJ_BWD, OP_GELU_BWD, OP_FC_BWD, OP_LN2_BWD, OP_ATTPROJ_BWD, OP_ATTN_BWD,
-    OP_QKV_BWD, OP_LN1_BWD,
-    /* the rest of one micro-batch: embedding, final LayerNorm, the chunked
-     * head (forward and backward, every chunk), zeroing the residual
-     * gradient, the final LayerNorm's and the embedding's backward */
     OP_ENCODER, OP_LNF, OP_HEAD, OP_ZERO_DRES, OP_LNF_BWD, OP_ENCODER_BWD,
-    /* once per optimizer step */
     OP_ZERO_GRADS, OP_GRAD_NORM, OP_ADAMW,
     OP_COUNT
 };
-#define OP_BLOCK_FWD_FIRST OP_LN1
-#define OP_BLOCK_BWD_FIRST OP_FCPROJ_BWD
 
 typedef enum { OPCOST_FLOPS = 0, OPCOST_NS = 1 } OpCostUnit;
 
+/* The block's ops are its description's (block_desc.h): fwd[i] is what
+ * forward op i costs, bwd[i] backward op i; nothing here names a family's
+ * op. */
 typedef struct OpCosts {
     int unit;             /* OpCostUnit */
     int reps;             /* measured: the timed calls each cost is of; 0 otherwise */
-    long long c[OP_COUNT];
+    const BlockDesc *block; /* whose ops fwd and bwd are (NULL: GPT-2's) */
+    long long fwd[BLOCK_MAX_FWD_OPS], bwd[BLOCK_MAX_BWD_OPS];
+    long long c[OP_COUNT]; /* the rest of a step (OP_*) */
     /* The copy engine (host tier, ops.h copy_async): one copy of n bytes
      * costs copy_lat_ns + n / copy_bw seconds (opcost_copy). copy_bw in
      * bytes per second; 0: not measured (no copy engine, or FLOP costs). */
     long long copy_lat_ns, copy_bw;
 } OpCosts;
 
-/* "ln1_fwd", "qkv_fwd", ...: the op names cost files use. */
-const char *opcost_op_name(int op);
-/* The op that makes tape tensor t (res2: attproj and the residual add).
- * The OP_* block ops are GPT-2's (gpt2_block.c lists the same ops); the
- * Llama family's fill the same slots (its tensors are in the same order:
- * rms1, qkv with RoPE, atty, res2, rms2, gateup, swiglu), as flops.c
- * counts and opcost_measure.c times them. */
+/* Zero costs of bd's ops in `unit`. */
+void opcost_init(OpCosts *oc, const BlockDesc *bd, int unit);
+const BlockDesc *opcost_block(const OpCosts *oc);
+
+/* Every op in one list, the order a measured round runs them and cost
+ * files and prints list them: the block's forward ops, its backward ops,
+ * then OP_COUNT others. Op i's cost and name ("ln1_fwd", "rms1_fwd", ...:
+ * the description's, then "encoder_fwd", ...: the names cost files use). */
+int opcost_n_ops(const OpCosts *oc);
+long long *opcost_at(OpCosts *oc, int i);
+long long opcost_get(const OpCosts *oc, int i);
+const char *opcost_op_name(const OpCosts *oc, int i);
+
+/* What making tape tensor t costs: the forward ops that make it (res2:
+ * attproj and the residual add). */
 long long opcost_tensor(const OpCosts *oc, int t);
 
 long long opcost_block_fwd(const OpCosts *oc);      /* writes x_{l+1} */
@@ -94,8 +100,9 @@ typedef struct {
  * out holds tape_kinds(planner_block(in)) entries. */
 int opcost_frontier(const OpCosts *oc, const PlanInput *in, KindCost *out);
 
-/* Time every op on be at in's shape (B, T, dtype, loss chunk): one block's
- * buffers are allocated (mem_alloc, freed before returning), filled with
+/* Time every op on be at in's shape (B, T, dtype, loss chunk) and family
+ * (the block description's bench_op runs its ops): one block's buffers,
+ * sized by the description, are allocated (mem_alloc, freed before returning), filled with
  * random values, every op run once to warm up, then in rounds (every op
  * once, in the order a block runs them, 64 MiB written over the caches
  * before its forward and its backward, each call between two syncs), at

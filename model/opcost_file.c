@@ -47,8 +47,8 @@ static void key_of(const PlanInput *in, long long k[K_NUM])
     k[K_ZERO] = in->zero ? 1 : 0;
 }
 
-/* A family other than GPT-2 is keyed by name and its own widths: the op
- * slots hold its block's ops (opcost_measure.c), and GPT-2's files (which
+/* A family other than GPT-2 is keyed by name and its own widths, and its
+ * file names its block's ops (its description's); GPT-2's files (which
  * name no family) keep their keys and names. */
 static int is_gpt2(const PlanInput *in) { return in->cfg.arch == ARCH_GPT2; }
 enum { KA_KV_HEADS, KA_FFN, KA_NUM };
@@ -102,9 +102,12 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
         goto out;
     }
     /* version 1 had no copy costs: refused (a cache's is measured again), not
-     * read as a copy engine of no cost */
-    if (json_check_format(root, path, "train_gpt op costs", OPCOST_FILE_VERSION,
-                          OPCOST_FILE_VERSION, NULL, err, err_len) != 0)
+     * read as a copy engine of no cost; version 2 named the ops of every
+     * family by GPT-2's slots: GPT-2's names are its block's, so its files
+     * are read, another family's are refused below */
+    int version = 0;
+    if (json_check_format(root, path, "train_gpt op costs", OPCOST_FILE_VERSION_MIN,
+                          OPCOST_FILE_VERSION, &version, err, err_len) != 0)
         goto out;
     if (!cJSON_IsString(dev) || !cJSON_IsString(dt) || !cJSON_IsObject(shape) ||
         !cJSON_IsObject(ops)) {
@@ -112,10 +115,27 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
                "(objects) are required", path);
         goto out;
     }
-    for (int op = 0; op < OP_COUNT; op++)
-        if (get_int(ops, opcost_op_name(op), 0, 1e15, &out->c[op]) != 0) {
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "arch");
+    const char *fam = cJSON_IsString(arch) ? arch->valuestring : "gpt2";
+    if (version < 3 && strcmp(fam, "gpt2") != 0) {
+        io_err(err, err_len, "%s: version %d, which timed --arch %s's block in GPT-2's op "
+               "slots; this build names the block's own ops (version %d): measure again "
+               "(--op-costs measure)", path, version, fam, OPCOST_FILE_VERSION);
+        goto out;
+    }
+    rc = -2;
+    if (strcmp(fam, config_arch_name(in->cfg.arch)) != 0) {
+        io_err(err, err_len, "%s: measured the ops of --arch %s's block, this run is --arch %s",
+               path, fam, config_arch_name(in->cfg.arch));
+        goto out;
+    }
+    rc = -1;
+    /* the op names are the run's block description's (opcost_op_name) */
+    opcost_init(out, planner_block(in), OPCOST_NS);
+    for (int op = 0; op < opcost_n_ops(out); op++)
+        if (get_int(ops, opcost_op_name(out, op), 0, 1e15, opcost_at(out, op)) != 0) {
             io_err(err, err_len, "%s: \"ops_ns\".\"%s\" missing or not an integer in 0..1e15",
-                   path, opcost_op_name(op));
+                   path, opcost_op_name(out, op));
             goto out;
         }
     if (get_int(root, "reps", 0, 1e9, &v) != 0) {
@@ -130,19 +150,11 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
                "not an integer in 0..1e15", path);
         goto out;
     }
-    out->unit = OPCOST_NS;
     snprintf(device, device_len, "%s", dev->valuestring);
     rc = -2;
     if (strcmp(dt->valuestring, dtype_name(in->dtype)) != 0) {
         io_err(err, err_len, "%s: measured in %s, this run is %s", path, dt->valuestring,
                dtype_name(in->dtype));
-        goto out;
-    }
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "arch");
-    const char *fam = cJSON_IsString(arch) ? arch->valuestring : "gpt2";
-    if (strcmp(fam, config_arch_name(in->cfg.arch)) != 0) {
-        io_err(err, err_len, "%s: measured the ops of --arch %s's block, this run is --arch %s",
-               path, fam, config_arch_name(in->cfg.arch));
         goto out;
     }
     long long wa[KA_NUM];
@@ -182,6 +194,11 @@ int opcost_file_write(const char *path, const char *device, const PlanInput *in,
                       const OpCosts *oc, char *err, size_t err_len)
 {
     long long k[K_NUM];
+    if (opcost_block(oc) != planner_block(in)) { /* its op names would be another block's */
+        io_err(err, err_len, "%s: the costs are of block %s, this run's is %s", path,
+               opcost_block(oc)->family, planner_block(in)->family);
+        return -1;
+    }
     key_of(in, k);
     cJSON *root = cJSON_CreateObject(), *shape = cJSON_CreateObject(), *ops = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "train_gpt op costs");
@@ -198,8 +215,8 @@ int opcost_file_write(const char *path, const char *device, const PlanInput *in,
     }
     cJSON_AddItemToObject(root, "shape", shape);
     cJSON_AddNumberToObject(root, "reps", oc->reps);
-    for (int op = 0; op < OP_COUNT; op++)
-        cJSON_AddNumberToObject(ops, opcost_op_name(op), (double)oc->c[op]);
+    for (int op = 0; op < opcost_n_ops(oc); op++)
+        cJSON_AddNumberToObject(ops, opcost_op_name(oc, op), (double)opcost_get(oc, op));
     cJSON_AddItemToObject(root, "ops_ns", ops);
     cJSON *cp = cJSON_CreateObject();
     cJSON_AddNumberToObject(cp, "latency_ns", (double)oc->copy_lat_ns);

@@ -61,7 +61,7 @@ static void write_costs(const char *path, long long bw)
 {
     PlanInput in = shape(0);
     OpCosts oc = {.unit = OPCOST_NS, .reps = 5, .copy_bw = bw};
-    for (int op = 0; op < OP_COUNT; op++) oc.c[op] = 10000;
+    for (int op = 0; op < opcost_n_ops(&oc); op++) *opcost_at(&oc, op) = 10000;
     char e[512];
     cr_assert_eq(opcost_file_write(path, "cpu: fabricated", &in, &oc, e, sizeof e), 0, "%s", e);
 }

@@ -77,11 +77,16 @@ Test(llama_cli, every_recompute_mode_writes_mode_0s_gradients, .timeout = 240)
     cr_expect(tc_file_has(b, "block: forward"), "the measured costs are printed");
     snprintf(b, sizeof b, "%s/grads_0.bin", d);
     cr_expect(tc_files_equal(a, b), "--recompute auto (measured costs): gradients differ");
-    /* the cache file names the family and its widths */
+    /* the cache file names the family and its widths, and the block's own
+     * ops (its description's names) */
     char cmd[4400];
     snprintf(cmd, sizeof cmd, "grep -Eq '\"arch\":[[:space:]]*\"llama\"' %s/cache/op_costs_*.json "
              "&& grep -Eq '\"kv_heads\":[[:space:]]*2' %s/cache/op_costs_*.json", d, d);
     cr_expect_eq(tu_run(cmd), 0, "the cached costs are keyed by the family");
+    snprintf(cmd, sizeof cmd, "grep -q '\"rope_fwd\"' %s/cache/op_costs_*.json && grep -q "
+             "'\"swiglu_bwd\"' %s/cache/op_costs_*.json && ! grep -q '\"gelu_fwd\"' "
+             "%s/cache/op_costs_*.json", d, d, d);
+    cr_expect_eq(tu_run(cmd), 0, "the cached costs name the Llama block's ops");
     tu_remove_tree(d);
 }
 

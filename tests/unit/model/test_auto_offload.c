@@ -29,7 +29,7 @@ static PlanInput shape(void)
 static OpCosts costs(long long lat_ns, long long bw)
 {
     OpCosts oc = {.unit = OPCOST_NS, .reps = 5, .copy_lat_ns = lat_ns, .copy_bw = bw};
-    for (int op = 0; op < OP_COUNT; op++) oc.c[op] = 10000;
+    for (int op = 0; op < opcost_n_ops(&oc); op++) *opcost_at(&oc, op) = 10000;
     return oc;
 }
 

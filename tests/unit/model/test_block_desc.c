@@ -12,6 +12,7 @@
 
 #include "model/block_desc.h"
 #include "model/gpt2_block.h"
+#include "model/opcost.h"
 #include "model/schedule.h"
 #include "model/solver.h"
 #include "model/tape.h"
@@ -234,4 +235,26 @@ Test(block_desc, kinds_past_one_byte_through_schedules_and_the_solver)
     c.full_kind = 512;
     cr_assert_null(solver_table_build(4, &WIDE, &c, -1, -1, err, sizeof err));
     solver_table_free(t);
+}
+
+/* A family's op costs need no op-cost code of their own: the made-up block
+ * is priced by its description's ops, named as it names them, a tensor
+ * costing the ops that make it (res: proj and add1), the two tensors past
+ * GPT-2's seven (up, swi) included. */
+Test(block_desc, op_costs_read_the_description)
+{
+    OpCosts oc;
+    opcost_init(&oc, &WIDE, OPCOST_NS);
+    cr_assert_eq(opcost_n_ops(&oc), 12 + 9 + OP_COUNT);
+    for (int op = 0; op < opcost_n_ops(&oc); op++) *opcost_at(&oc, op) = 1LL << op;
+    cr_assert_str_eq(opcost_op_name(&oc, 4), "proj");
+    cr_assert_str_eq(opcost_op_name(&oc, 12 + 2), "gate_up");
+    cr_assert_str_eq(opcost_op_name(&oc, 12 + 9 + OP_ADAMW), "adamw");
+    cr_assert_eq(oc.c[OP_HEAD], 1LL << (12 + 9 + OP_HEAD));
+    cr_assert_eq(opcost_tensor(&oc, W_RES), (1 << 4) + (1 << 5));
+    cr_assert_eq(opcost_tensor(&oc, W_SWI), 1 << 9);
+    cr_assert_eq(opcost_block_fwd(&oc), (1 << 12) - 1);
+    cr_assert_eq(opcost_block_fwd_last(&oc), (1 << 10) - 1, "down and add2 are output-only");
+    cr_assert_eq(opcost_block_bwd(&oc), ((1LL << 21) - 1) - ((1 << 12) - 1));
+    cr_assert_eq(opcost_rebuild(&oc, B_(W_UP) | B_(W_SWI) | B_(W_N1)), (1 << 8) + (1 << 9) + 1);
 }

@@ -28,6 +28,28 @@ Test(flops, hand_counted_small_shape)
     cr_assert_eq(f.step, 64 + 128 + 4 * (16256 + 32768) + 22016 + 44032);
 }
 
+/* The Llama block (llama_cost.c's counts: RMSNorm 5, RoPE 6 a rotated
+ * element, SwiGLU 6 an element of F), worked by hand: C 8, 2 heads, 1
+ * key/value head (hs 4, so k and v are 4 wide), F 16, N = 8. */
+Test(flops, llama_hand_counted)
+{
+    GPTConfig cfg = tiny();
+    cfg.arch = ARCH_LLAMA;
+    cfg.kv_heads = 1;
+    cfg.ffn = 16;
+    FlopCounts f;
+    flops_count(&cfg, 2, 4, &f);
+    /* rms 5*64 twice 640; qkv 2*8*8*(8+8) 2048; rope 6*8*(8+4) 576;
+     * attention 2*2*16*8 512; wo 2*8*8*8 1024; adds 2*64 128; gate/up
+     * 2*8*8*32 4096; SwiGLU 6*8*16 768; down 2*8*16*8 2048 */
+    cr_assert_eq(f.block_fwd, 640 + 2048 + 576 + 512 + 1024 + 128 + 4096 + 768 + 2048);
+    cr_assert_eq(f.block_fwd_noout, 11840 - 2048 - 64, "no down projection, no residual add");
+    cr_assert_eq(f.block_sel, 320 + 320 + 768, "rms1, rms2, swiglu");
+    cr_assert_eq(f.block_bwd, 2 * (11840 - 512) + 5 * 256);
+    cr_assert_eq(f.head_fwd, 320 + 2 * 8 * 8 * 128 + 5 * 8 * 128);
+    cr_assert_eq(f.step, 64 + 128 + 4 * (11840 + 23936) + 21824 + 43648);
+}
+
 Test(flops, recompute_of_each_mode)
 {
     GPTConfig cfg = tiny();

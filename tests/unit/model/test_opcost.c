@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/gpt2_block.h"
+#include "model/llama_block.h"
 #include "model/flops.h"
 #include "model/opcost.h"
 #include "model/planner.h"
@@ -64,8 +65,10 @@ Test(opcost, flop_costs_sum_to_flops_count)
  * without output and 2 backwards from full tapes. */
 Test(opcost, step_by_hand)
 {
-    OpCosts o = {.unit = OPCOST_NS};
-    for (int op = 0; op < OP_COUNT; op++) o.c[op] = op + 1; /* 1, 2, ..., 27 */
+    OpCosts o;
+    opcost_init(&o, &GPT2_BLOCK, OPCOST_NS);
+    cr_assert_eq(opcost_n_ops(&o), 27);
+    for (int op = 0; op < 27; op++) *opcost_at(&o, op) = op + 1; /* 1, 2, ..., 27 */
     long long fwd = 55, last = 36, bwd = 11 + 12 + 13 + 14 + 15 + 16 + 17 + 18;
     long long micro = 19 + 20 + 21 + 22 + 23 + 24, opt = 25 + 26 + 27;
     cr_assert(opcost_block_fwd(&o) == fwd && opcost_block_fwd_last(&o) == last &&
@@ -253,9 +256,10 @@ static OpCosts cpu_like(const PlanInput *in)
     OpCosts oc;
     flops_op_costs(&in->cfg, in->B, in->T, &oc);
     oc.unit = OPCOST_NS;
-    int slow[] = {OP_LN1, OP_RESID1, OP_LN2, OP_GELU, OP_RESID2, OP_GELU_BWD, OP_LN1_BWD,
-                  OP_LN2_BWD};
-    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) oc.c[slow[i]] *= 40;
+    int slow[] = {GPT2_FWD_LN1, GPT2_FWD_RESID1, GPT2_FWD_LN2, GPT2_FWD_GELU, GPT2_FWD_RESID2};
+    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) oc.fwd[slow[i]] *= 40;
+    int slow_bwd[] = {GPT2_BWD_GELU, GPT2_BWD_LN1, GPT2_BWD_LN2};
+    for (size_t i = 0; i < sizeof slow_bwd / sizeof slow_bwd[0]; i++) oc.bwd[slow_bwd[i]] *= 40;
     oc.c[OP_ADAMW] = 1000000;
     return oc;
 }
@@ -472,12 +476,53 @@ Test(opcost, measure_on_the_cpu)
     char err[256];
     cr_assert_eq(opcost_measure(be, &in, 3, &oc, err, sizeof err), 0, "%s", err);
     cr_assert_eq(oc.unit, OPCOST_NS);
-    for (int op = 0; op < OP_COUNT; op++) cr_assert_geq(oc.c[op], 0, "%s", opcost_op_name(op));
-    for (int op = OP_LN1; op <= OP_LN1_BWD; op++)
-        cr_assert_gt(oc.c[op], 0, "%s", opcost_op_name(op));
+    cr_assert_eq(opcost_block(&oc), &GPT2_BLOCK);
+    for (int op = 0; op < opcost_n_ops(&oc); op++)
+        cr_assert_geq(opcost_get(&oc, op), 0, "%s", opcost_op_name(&oc, op));
+    for (int op = 0; op < GPT2_FWD_OPS + GPT2_BWD_OPS; op++)
+        cr_assert_gt(opcost_get(&oc, op), 0, "%s", opcost_op_name(&oc, op));
     cr_assert_gt(oc.c[OP_HEAD], 0);
     cr_assert_gt(oc.c[OP_ADAMW], 0);
     KindCost f[GPT2_KINDS];
     cr_assert_eq(opcost_frontier(&oc, &in, f) > 0 && f[0].kind, TAPE_FULL);
     backend_close(be);
+}
+
+/* The Llama block measured the same way: its description's ops (RoPE and
+ * SwiGLU their own), each timed, named as the description names them; its
+ * FLOP costs sum as flops_count's. */
+Test(opcost, measure_the_llama_block_on_the_cpu)
+{
+    Backend *be = tu_cpu();
+    PlanInput in = {.cfg = tu_tiny_config(), .B = 2, .T = 8, .dtype = DTYPE_FP32};
+    in.cfg.arch = ARCH_LLAMA;
+    in.cfg.kv_heads = in.cfg.num_heads / 2;
+    in.cfg.ffn = 2 * in.cfg.channels;
+    OpCosts oc;
+    char err[256];
+    cr_assert_eq(opcost_measure(be, &in, 3, &oc, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(opcost_block(&oc), &LLAMA_BLOCK);
+    cr_assert_eq(opcost_n_ops(&oc), LLAMA_FWD_OPS + LLAMA_BWD_OPS + OP_COUNT);
+    for (int op = 0; op < LLAMA_FWD_OPS + LLAMA_BWD_OPS; op++)
+        cr_assert_gt(opcost_get(&oc, op), 0, "%s", opcost_op_name(&oc, op));
+    cr_assert_str_eq(opcost_op_name(&oc, LLAMA_FWD_ROPE), "rope_fwd");
+    cr_assert_str_eq(opcost_op_name(&oc, LLAMA_FWD_OPS + LLAMA_BWD_SWIGLU), "swiglu_bwd");
+    cr_assert_str_eq(opcost_op_name(&oc, LLAMA_FWD_OPS + LLAMA_BWD_OPS + OP_HEAD),
+                     "head_fwd_bwd");
+    cr_assert_gt(oc.c[OP_HEAD], 0);
+    cr_assert_gt(oc.c[OP_LNF], 0);
+    KindCost f[1 << LLAMA_TENSORS];
+    cr_assert_eq(opcost_frontier(&oc, &in, f) > 0 && f[0].kind, TAPE_FULL);
+    backend_close(be);
+    /* FLOPs: the qkv tensor is the matmul and RoPE, the step flops_count's */
+    OpCosts fo;
+    FlopCounts fc;
+    flops_op_costs(&in.cfg, in.B, in.T, &fo);
+    flops_count(&in.cfg, in.B, in.T, &fc);
+    cr_assert_eq(opcost_tensor(&fo, LLAMA_QKV), fo.fwd[LLAMA_FWD_QKV] + fo.fwd[LLAMA_FWD_ROPE]);
+    Schedule s;
+    cr_assert_eq(schedule_build(&s, &LLAMA_BLOCK, RECOMPUTE_NONE, in.cfg.num_layers, err,
+                                sizeof err), 0, "%s", err);
+    cr_assert_eq(opcost_step(&fo, &s, 1), fc.step);
+    schedule_free(&s);
 }

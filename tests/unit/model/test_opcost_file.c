@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "model/flops.h"
+#include "model/llama_block.h"
 #include "model/opcost.h"
 #include "model/opcost_file.h"
 #include "tests/lib/test_util.h"
@@ -29,13 +30,33 @@ static PlanInput shape_input(void)
     return in;
 }
 
-static OpCosts some_costs(void)
+/* Costs of the ops of in's block (its description's), each its own number. */
+static OpCosts costs_for(const PlanInput *in)
 {
-    OpCosts oc = {.unit = OPCOST_NS, .reps = 5};
-    for (int op = 0; op < OP_COUNT; op++) oc.c[op] = 1000 * (op + 1) + 7;
+    OpCosts oc;
+    opcost_init(&oc, planner_block(in), OPCOST_NS);
+    oc.reps = 5;
+    for (int op = 0; op < opcost_n_ops(&oc); op++) *opcost_at(&oc, op) = 1000 * (op + 1) + 7;
     oc.copy_lat_ns = 41000;
     oc.copy_bw = 5200000000LL;
     return oc;
+}
+
+static OpCosts some_costs(void)
+{
+    PlanInput in = shape_input();
+    return costs_for(&in);
+}
+
+/* path's text with the first `from` replaced by `to` */
+static void edit_file(const char *path, const char *from, const char *to)
+{
+    char *text = tu_read_file(path, NULL), *at = strstr(text, from), out[16384];
+    cr_assert_not_null(at, "%s not in %s", from, text);
+    *at = '\0';
+    snprintf(out, sizeof out, "%s%s%s", text, to, at + strlen(from));
+    tu_write_text(path, out);
+    free(text);
 }
 
 Test(opcost_file, round_trip_and_faults)
@@ -65,7 +86,7 @@ Test(opcost_file, round_trip_and_faults)
         {"\"gelu_bwd\"", "\"gelu_back\"", "\"ops_ns\".\"gelu_bwd\" missing"},
         {"\"train_gpt op costs\"", "\"other\"", "\"format\" is not"},
         /* version 1 (no copy costs) is another version, never read as free copies */
-        {"\"version\":\t2", "\"version\":\t1", "unsupported or missing \"version\""},
+        {"\"version\":\t3", "\"version\":\t1", "unsupported or missing \"version\""},
         {"\"copy\"", "\"copies\"", "\"copy\" missing"},
         {"\"bytes_per_s\":\t5200000000", "\"bytes_per_s\":\t-1", "\"bytes_per_s\" not an"},
         {"\"adamw\":\t27007", "\"adamw\":\t-5", "\"ops_ns\".\"adamw\" missing or not"},
@@ -145,7 +166,7 @@ Test(opcost_file, the_family_keys_the_costs)
     cr_assert_str_neq(a, b, "the family is in the key");
     cr_assert_str_neq(b, c, "the Llama widths are in the key");
     char *d = tu_tempdir(), path[512], dev[256], err[1024];
-    OpCosts oc = some_costs(), back;
+    OpCosts oc = costs_for(&llama), back;
     snprintf(path, sizeof path, "%s/llama.json", d);
     cr_assert_eq(opcost_file_write(path, "cpu: a", &llama, &oc, err, sizeof err), 0, "%s", err);
     cr_assert_eq(opcost_file_read(path, &llama, dev, sizeof dev, &back, err, sizeof err), 0,
@@ -156,9 +177,65 @@ Test(opcost_file, the_family_keys_the_costs)
     cr_assert_eq(opcost_file_read(path, &llama4, dev, sizeof dev, &back, err, sizeof err), -2);
     cr_assert(strstr(err, "\"kv_heads\" is not 4"), "%s", err);
     snprintf(path, sizeof path, "%s/gpt2.json", d);
+    oc = some_costs();
     cr_assert_eq(opcost_file_write(path, "cpu: a", &in, &oc, err, sizeof err), 0, "%s", err);
     cr_assert_eq(opcost_file_read(path, &llama, dev, sizeof dev, &back, err, sizeof err), -2);
     cr_assert(strstr(err, "--arch gpt2's block, this run is --arch llama"), "%s", err);
+    tu_remove_tree(d);
+}
+
+/* The ops in a file are the block description's, by its names: GPT-2's
+ * (as version 2 named them, so its version-2 files still load), the Llama
+ * block's own (rms1_fwd, rope_fwd, ... swiglu_bwd); a version-2 Llama file,
+ * which timed the Llama ops in GPT-2's slots, is refused by its version. */
+Test(opcost_file, op_names_are_the_descriptions)
+{
+    PlanInput in = shape_input(), llama = in;
+    llama.cfg.arch = ARCH_LLAMA;
+    llama.cfg.kv_heads = 2;
+    llama.cfg.ffn = 64;
+    char *d = tu_tempdir(), path[512], dev[256], err[1024];
+    OpCosts oc = some_costs(), back;
+    const char *gpt2_names[] = {"ln1_fwd", "qkv_fwd", "attn_fwd", "attproj_fwd", "resid1_fwd",
+        "ln2_fwd", "fc_fwd", "gelu_fwd", "fcproj_fwd", "resid2_fwd", "fcproj_bwd", "gelu_bwd",
+        "fc_bwd", "ln2_bwd", "attproj_bwd", "attn_bwd", "qkv_bwd", "ln1_bwd", "encoder_fwd",
+        "lnf_fwd", "head_fwd_bwd", "zero_dres", "lnf_bwd", "encoder_bwd", "zero_grads",
+        "grad_norm", "adamw"};
+    cr_assert_eq(opcost_n_ops(&oc), 27);
+    for (int op = 0; op < 27; op++) cr_assert_str_eq(opcost_op_name(&oc, op), gpt2_names[op]);
+    /* a GPT-2 file of version 2 (the names it had) loads */
+    snprintf(path, sizeof path, "%s/gpt2.json", d);
+    cr_assert_eq(opcost_file_write(path, "cpu: a", &in, &oc, err, sizeof err), 0, "%s", err);
+    edit_file(path, "\"version\":\t3", "\"version\":\t2");
+    cr_assert_eq(opcost_file_read(path, &in, dev, sizeof dev, &back, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_eq(memcmp(&oc, &back, sizeof oc), 0);
+    /* the Llama block's file: every op of its description by name */
+    oc = costs_for(&llama);
+    cr_assert_eq(opcost_block(&oc), &LLAMA_BLOCK);
+    cr_assert_eq(opcost_n_ops(&oc), LLAMA_FWD_OPS + LLAMA_BWD_OPS + OP_COUNT);
+    snprintf(path, sizeof path, "%s/llama.json", d);
+    cr_assert_eq(opcost_file_write(path, "cpu: a", &llama, &oc, err, sizeof err), 0, "%s", err);
+    char *text = tu_read_file(path, NULL);
+    for (int op = 0; op < LLAMA_BLOCK.n_fwd; op++)
+        cr_assert(strstr(text, LLAMA_BLOCK.fwd[op].name), "%s", LLAMA_BLOCK.fwd[op].name);
+    for (int op = 0; op < LLAMA_BLOCK.n_bwd; op++)
+        cr_assert(strstr(text, LLAMA_BLOCK.bwd[op].name), "%s", LLAMA_BLOCK.bwd[op].name);
+    cr_assert(strstr(text, "\"rope_fwd\"") && strstr(text, "\"swiglu_bwd\"") &&
+              !strstr(text, "\"ln1_fwd\"") && !strstr(text, "\"gelu_fwd\""), "%s", text);
+    free(text);
+    cr_assert_eq(opcost_file_read(path, &llama, dev, sizeof dev, &back, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(memcmp(&oc, &back, sizeof oc), 0);
+    /* costs of one block are not written for a run of another */
+    OpCosts g2 = some_costs();
+    cr_assert_eq(opcost_file_write(path, "cpu: a", &llama, &g2, err, sizeof err), -1);
+    cr_assert(strstr(err, "of block gpt2, this run's is llama"), "%s", err);
+    /* version 2 of the Llama family: refused, naming the version and the fix */
+    edit_file(path, "\"version\":\t3", "\"version\":\t2");
+    cr_assert_eq(opcost_file_read(path, &llama, dev, sizeof dev, &back, err, sizeof err), -1);
+    cr_assert(strstr(err, path) && strstr(err, "version 2") && strstr(err, "--arch llama") &&
+              strstr(err, "measure again"), "%s", err);
     tu_remove_tree(d);
 }
 
@@ -285,7 +362,7 @@ Test(opcost_file, measure_cache_and_predicted_vs_measured, .timeout = 120)
     /* a version-1 entry (from before the copy costs) is measured again, not read
      * as copies of no cost */
     snprintf(cmd, sizeof cmd, "for f in %s/cache/op_costs_*.json; do sed -i "
-             "'s/\"version\":\t2/\"version\":\t1/' $f; done", d);
+             "'s/\"version\":\t3/\"version\":\t1/' $f; done", d);
     cr_assert_eq(tu_run(cmd), 0);
     cr_assert_eq(run(d, train_args(d, extra), &out, &err), 0, "%s", err);
     cr_assert(strstr(err, "unsupported or missing \"version\"") &&

@@ -49,7 +49,7 @@ static MemoryPlan plan_of(const PlanInput *in, int mode, int k)
 static OpCosts costs(long long bw)
 {
     OpCosts oc = {.unit = OPCOST_NS, .reps = 5, .copy_bw = bw};
-    for (int op = 0; op < OP_COUNT; op++) oc.c[op] = 10000;
+    for (int op = 0; op < opcost_n_ops(&oc); op++) *opcost_at(&oc, op) = 10000;
     return oc;
 }
 

@@ -311,8 +311,9 @@ static OpCosts timed_costs(const GPTConfig *cfg)
     OpCosts oc;
     flops_op_costs(cfg, SMALL.B, SMALL.T, &oc);
     oc.unit = OPCOST_NS;
-    static const int slow[] = {OP_LN1, OP_RESID1, OP_LN2, OP_GELU, OP_RESID2};
-    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) oc.c[slow[i]] *= 40;
+    static const int slow[] = {GPT2_FWD_LN1, GPT2_FWD_RESID1, GPT2_FWD_LN2, GPT2_FWD_GELU,
+                               GPT2_FWD_RESID2};
+    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) oc.fwd[slow[i]] *= 40;
     return oc;
 }
 
