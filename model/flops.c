@@ -19,6 +19,8 @@ void flops_op_costs(const GPTConfig *cfg, int B, int T, OpCosts *o)
         long long QKV = C + 2LL * config_kv_heads(cfg) * hs;
         ln = 5 * N * C;
         qkv = 2 * N * C * QKV + 6 * N * (C + config_kv_heads(cfg) * hs);
+        if (cfg->qkv_bias) qkv += N * QKV;                                 /* + bias */
+        if (cfg->qk_norm) qkv += 5 * N * (C + config_kv_heads(cfg) * hs); /* RMSNorm */
         fc = 2 * N * C * 2 * F;
         gelu = 6 * N * F;
         fcproj = 2 * N * F * C;

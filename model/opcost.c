@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "gpt2_block.h"
+#include "llama_block.h"
 
 static const char *NAMES[OP_COUNT] = {
     "ln1_fwd", "qkv_fwd", "attn_fwd", "attproj_fwd", "resid1_fwd", "ln2_fwd", "fc_fwd",
@@ -27,6 +28,10 @@ long long opcost_tensor(const OpCosts *oc, int t)
     case GPT2_LN2: return oc->c[OP_LN2];
     case GPT2_FCH: return oc->c[OP_FC];
     case GPT2_GELU: return oc->c[OP_GELU];
+    /* the Llama family's qk-norm input: the qkv matmul's output (its qkv,
+     * in slot 1, is then priced as the matmul too: an over-estimate of
+     * the norm and RoPE that keeps auto from dropping it for free) */
+    case LLAMA_QKR: return oc->c[OP_QKV];
     default: return 0;
     }
 }
@@ -45,7 +50,7 @@ long long opcost_block_bwd(const OpCosts *oc) { return sum(oc, OP_FCPROJ_BWD, OP
 long long opcost_rebuild(const OpCosts *oc, int kind)
 {
     long long s = 0;
-    for (int t = 0; t < GPT2_TENSORS; t++)
+    for (int t = 0; t < BLOCK_MAX_TENSORS; t++)
         if (kind & (1 << t)) s += opcost_tensor(oc, t);
     return s;
 }
