@@ -168,7 +168,7 @@ $(BUILD)/libtrain_gpt.a: $(LIB_OBJ)
 # (ASan builds stay in build/asan). The tests link the CLI objects they unit
 # test: the text sampler (cli/generate), the step-time spread (cli/costs)
 # and the start-up guard with the option parser it reads (tests/unit/cli/).
-TEST_CLI_OBJ := $(patsubst %,$(BUILD)/cli/%.o,costs generate guard option_table options run_record version)
+TEST_CLI_OBJ := $(patsubst %,$(BUILD)/cli/%.o,costs generate guard option_table options options_family run_record version)
 $(BUILD)/train_gpt: $(CLI_OBJ) $(BUILD)/libtrain_gpt.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

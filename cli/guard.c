@@ -217,3 +217,58 @@ void guard_exit_if_any(Dist *d, int bad, int code, const char *msg)
     if (share >= 1) dist_exit_all(d, code, "%s", msg);
     if (bad) dist_fail(d, code, "%s", msg);
 }
+
+/* The Llama family's options given with a model file must agree with its
+ * header: the qkv bias, the qk norm, the norms' eps and RoPE's scaling. */
+static int check_option_flags(const TrainOptions *o, const GPTConfig *c, const char *from,
+                              char *err, size_t len)
+{
+    if (train_options_given(o, "qkv-bias") && !c->qkv_bias)
+        snprintf(err, len, "--qkv-bias: contradicts %.600s, whose model has no qkv bias", from);
+    else if (train_options_given(o, "qk-norm") && !c->qk_norm)
+        snprintf(err, len, "--qk-norm: contradicts %.600s, whose model has no qk norm", from);
+    else if (train_options_given(o, "norm-eps") && config_norm_eps(c) != o->norm_eps)
+        snprintf(err, len, "--norm-eps %g: contradicts %.600s, whose model has %g",
+                 (double)o->norm_eps, from, (double)config_norm_eps(c));
+    else if (train_options_given(o, "rope-scaling") && c->rope_factor != o->rope_factor)
+        snprintf(err, len, "--rope-scaling %g: contradicts %.600s, whose model has %g%s",
+                 (double)o->rope_factor, from, (double)c->rope_factor,
+                 c->rope_factor == 0 ? " (none)" : "");
+    else if (train_options_given(o, "rope-low-freq-factor") && c->rope_low_freq != o->rope_low_freq)
+        snprintf(err, len, "--rope-low-freq-factor %g: contradicts %.600s, whose model has %g",
+                 (double)o->rope_low_freq, from, (double)c->rope_low_freq);
+    else if (train_options_given(o, "rope-high-freq-factor") &&
+             c->rope_high_freq != o->rope_high_freq)
+        snprintf(err, len, "--rope-high-freq-factor %g: contradicts %.600s, whose model has %g",
+                 (double)o->rope_high_freq, from, (double)c->rope_high_freq);
+    else if (train_options_given(o, "rope-original-max-pos") &&
+             c->rope_original_max_pos != o->rope_original_max_pos)
+        snprintf(err, len, "--rope-original-max-pos %d: contradicts %.600s, whose model has %d",
+                 o->rope_original_max_pos, from, c->rope_original_max_pos);
+    else
+        return 0;
+    return -1;
+}
+
+int guard_check_family_flags(const TrainOptions *o, const GPTConfig *c, const char *from,
+                             char *err, size_t len)
+{
+    if (c->arch != ARCH_LLAMA) return 0;
+    int untied = o->lm_head != 1;
+    if (train_options_given(o, "kv-heads") && config_kv_heads(c) != (o->kv_heads ? o->kv_heads
+                                                                                  : c->num_heads))
+        snprintf(err, len, "--kv-heads %d: contradicts %.600s, whose model has %d", o->kv_heads,
+                 from, config_kv_heads(c));
+    else if (train_options_given(o, "ffn") && o->ffn && config_ffn(c) != o->ffn)
+        snprintf(err, len, "--ffn %d: contradicts %.600s, whose model has %d", o->ffn, from,
+                 config_ffn(c));
+    else if (train_options_given(o, "lm-head") && o->lm_head && c->untied != untied)
+        snprintf(err, len, "--lm-head %s: contradicts %.600s, whose head is %s",
+                 untied ? "untied" : "tied", from, c->untied ? "untied" : "tied");
+    else if (train_options_given(o, "rope-theta") && config_rope_theta(c) != o->rope_theta)
+        snprintf(err, len, "--rope-theta %g: contradicts %.600s, whose model has %g",
+                 o->rope_theta, from, config_rope_theta(c));
+    else
+        return check_option_flags(o, c, from, err, len);
+    return -1;
+}

@@ -5,7 +5,7 @@
  * match is hashed from its value as text, the hashes compared over ranks,
  * the differing values gathered to rank 0 for one message), the same for
  * the data fingerprint, the resumed step and the backend opened; the shape flags given against
- * the shape of a save; the exit when only some ranks found an error; and
+ * the shape of a save, the Llama family's flags against a model file's; the exit when only some ranks found an error; and
  * the command line that returns to a save. */
 #ifndef CLI_GUARD_H
 #define CLI_GUARD_H
@@ -48,6 +48,14 @@ void guard_check_backend(Dist *d, const Backend *be);
  * resumed: -1 naming every difference with both values, else 0. */
 int guard_check_resume_shape(const TrainOptions *o, const GPTConfig *saved, const char *save_dir,
                              char *err, size_t err_len);
+
+/* The Llama family's flags given with a model file or a save (--kv-heads,
+ * --ffn, --lm-head, --rope-theta, --qkv-bias, --qk-norm, --norm-eps and
+ * --rope-scaling's four) against its header (cfg, read from `from`): -1
+ * with one line naming the first flag that contradicts it and both values,
+ * else 0. A GPT-2 cfg: 0. */
+int guard_check_family_flags(const TrainOptions *o, const GPTConfig *c, const char *from,
+                             char *err, size_t len);
 
 /* This process's command line with --resume[=...] and
  * --overwrite-checkpoints replaced by --resume=step_dir, quoted for a POSIX

@@ -9,7 +9,10 @@ const OptSpec option_table[] = {
      "GPT-2 preset d12|d24|d36|d48 (124M/350M/774M/1558M), or by Hugging Face's names "
      "gpt2|gpt2-medium|gpt2-large|gpt2-xl; Llama preset llama-60m (C 384, 12 layers, 6 heads, "
      "2 KV heads, FFN 1024) or llama-125m (C 768, 12 layers, 12 heads, 4 KV heads, FFN 2048); "
-     "shape flags given too win"},
+     "published Llama-family shapes qwen2.5-0.5b (C 896, 24 layers, 14 heads, 2 KV heads, FFN "
+     "4864, qkv bias, tied, theta 1e6, eps 1e-6, vocab 151936) or llama-3.2-1b (C 2048, 16 "
+     "layers, 32 heads, 8 KV heads, FFN 8192, tied, theta 500000, --rope-scaling 32, eps 1e-5, "
+     "vocab 128256); shape flags given too win"},
     {"arch", K_CHOICE, O(arch), "gpt2", 0, 0, "gpt2|llama", "Shape",
      "the block: gpt2 (LayerNorm, GELU MLP, learned positions, tied head) or llama (RMSNorm, "
      "SwiGLU MLP, RoPE, grouped-query attention, untied head by default; cpu backend only)"},
@@ -20,6 +23,22 @@ const OptSpec option_table[] = {
      "256; gpt2's is 4 x channels)"},
     {"rope-theta", K_FLOAT, O(rope_theta), "10000", 1, 1e12, NULL, "Shape",
      "--arch llama: RoPE's base theta"},
+    {"qkv-bias", K_FLAG, O(qkv_bias), NULL, 0, 0, NULL, "Shape",
+     "--arch llama: biases on the q, k and v projections (Qwen2)"},
+    {"qk-norm", K_FLAG, O(qk_norm), NULL, 0, 0, NULL, "Shape",
+     "--arch llama: RMSNorm over each q and k head's features, with weights of its own, "
+     "before RoPE (Qwen3)"},
+    {"norm-eps", K_FLOAT, O(norm_eps), "1e-5", 1e-12, 0.5, NULL, "Shape",
+     "--arch llama: the RMSNorms' epsilon"},
+    {"rope-scaling", K_FLOAT, O(rope_factor), "0", 0, 1e6, NULL, "Shape",
+     "--arch llama: Llama 3's RoPE frequency scaling by this factor (Llama 3.1: 8, 3.2: 32; "
+     "0 = none): low frequencies divided by it, high ones kept, a smooth blend between"},
+    {"rope-low-freq-factor", K_FLOAT, O(rope_low_freq), "1", 1e-6, 1e6, NULL, "Shape",
+     "--rope-scaling: wavelengths above original-max-pos / this are scaled fully"},
+    {"rope-high-freq-factor", K_FLOAT, O(rope_high_freq), "4", 1e-6, 1e6, NULL, "Shape",
+     "--rope-scaling: wavelengths below original-max-pos / this are kept (above low's)"},
+    {"rope-original-max-pos", K_INT, O(rope_original_max_pos), "8192", 1, 1 << 24, NULL,
+     "Shape", "--rope-scaling: the positions the model was first trained at"},
     {"lm-head", K_CHOICE, O(lm_head), "auto", 0, 0, "auto|tied|untied", "Shape",
      "--arch llama: the output head tied to the token embedding or a tensor of its own (auto = "
      "untied; gpt2's is tied)"},
@@ -30,8 +49,8 @@ const OptSpec option_table[] = {
      "sequence length T (not given: a shorter --init-from model's own maximum)"},
     {"max-seq-len", K_INT, O(max_seq_len), "0", 0, 1048576, NULL, "Shape",
      "rows of the position embedding (0 = seq-len)"},
-    {"vocab", K_INT, O(vocab), "50257", 2, 65536, NULL, "Shape",
-     "vocabulary V (padded to a multiple of 128)"},
+    {"vocab", K_INT, O(vocab), "50257", 2, 1048576, NULL, "Shape",
+     "vocabulary V (padded to a multiple of 128; token shards hold ids below 65536)"},
     {"batch", K_INT, O(batch), "4", 1, 1 << 20, NULL, "Batch", "micro-batch size B"},
     {"grad-accum", K_INT, O(grad_accum), "1", 1, 1 << 20, NULL, "Batch",
      "micro-batches per optimizer step"},

@@ -14,6 +14,7 @@
 #include "model/config.h"
 #include "model/planner.h"
 #include "cli/option_table.h"
+#include "cli/options_family.h"
 #include "cli/run_record.h"
 #include "cli/version.h"
 
@@ -190,7 +191,6 @@ static void print_help(void)
 
 static int check_checkpoint_flags(const TrainOptions *opt);
 static int check_flags_in_use(const TrainOptions *opt);
-static int check_arch_flags(const TrainOptions *opt);
 
 int train_options_parse(TrainOptions *opt, int argc, char **argv)
 {
@@ -287,7 +287,8 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         GPTConfig cfg = {0};
         if (config_preset(&cfg, opt->preset) != 0) {
             fprintf(stderr, "--model: expected one of d12|d24|d36|d48 (or gpt2|gpt2-medium|"
-                    "gpt2-large|gpt2-xl) or llama-60m|llama-125m, got '%s'\n", opt->preset);
+                    "gpt2-large|gpt2-xl), llama-60m|llama-125m or qwen2.5-0.5b|llama-3.2-1b, "
+                    "got '%s'\n", opt->preset);
             return 2;
         }
         if (train_options_given(opt, "arch") && opt->arch != cfg.arch) {
@@ -304,8 +305,9 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
             if (strcmp(option_table[i].name, "kv-heads") == 0) opt->kv_heads = cfg.kv_heads;
             if (strcmp(option_table[i].name, "ffn") == 0) opt->ffn = cfg.ffn;
         }
+        if (cfg.vocab_size > 0) options_preset_published(opt, &cfg);
     }
-    if (check_arch_flags(opt) != 0) return 2;
+    if (options_check_family(opt) != 0) return 2;
     if (strcmp(opt->device, "auto") && strcmp(opt->device, "cpu") && strcmp(opt->device, "cuda")) {
         fprintf(stderr, "--device: expected one of auto|cpu|cuda, got '%s'\n", opt->device);
         return 2;
@@ -363,38 +365,6 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
     }
     if (check_flags_in_use(opt) != 0) return 2;
     return check_checkpoint_flags(opt);
-}
-
-/* --arch llama's own flags, and what the family cannot do yet, refused by name. */
-static int check_arch_flags(const TrainOptions *opt)
-{
-    static const char *const llama_only[] = {"kv-heads", "ffn", "rope-theta", "lm-head"};
-    if (opt->arch != ARCH_LLAMA) {
-        for (size_t i = 0; i < sizeof llama_only / sizeof llama_only[0]; i++)
-            if (train_options_given(opt, llama_only[i])) {
-                fprintf(stderr, "--%s: applies to --arch llama, not gpt2\n", llama_only[i]);
-                return -1;
-            }
-        return 0;
-    }
-    const char *why = NULL;
-    char buf[160];
-    if (!opt->init_from && opt->kv_heads > 0 && opt->heads % opt->kv_heads != 0) {
-        snprintf(buf, sizeof buf, "--kv-heads: %d does not divide --heads %d", opt->kv_heads,
-                 opt->heads);
-        why = buf;
-    } else if (!opt->init_from && opt->channels % opt->heads == 0 &&
-               opt->channels / opt->heads % 2 != 0) {
-        snprintf(buf, sizeof buf, "--heads: --arch llama needs an even head size (RoPE), and "
-                 "--channels %d / --heads %d is odd", opt->channels, opt->heads);
-        why = buf;
-    } else if (strcmp(opt->device, "cuda") == 0)
-        why = "--device cuda: --arch llama runs on the cpu backend only, for now";
-    else if (opt->llmc_save_dir || opt->llmc_resume)
-        why = opt->llmc_resume ? "--resume-llmc: llm.c's checkpoints are GPT-2's, not llama's"
-                               : "--save-checkpoint-llmc: llm.c's checkpoints are GPT-2's";
-    if (why) fprintf(stderr, "%s\n", why);
-    return why ? -1 : 0;
 }
 
 /* A flag that does nothing without another is refused, not ignored: a

@@ -23,6 +23,11 @@ typedef struct {
     int kv_heads, ffn; /* --kv-heads, --ffn: 0 = the family's default */
     float rope_theta;  /* --rope-theta */
     int lm_head;       /* --lm-head: 0 auto (gpt2 tied, llama untied), 1 tied, 2 untied */
+    int qkv_bias, qk_norm; /* --qkv-bias, --qk-norm */
+    float norm_eps;    /* --norm-eps */
+    /* --rope-scaling (0 = none) and its three */
+    float rope_factor, rope_low_freq, rope_high_freq;
+    int rope_original_max_pos;
     /* batch and length */
     int batch, grad_accum, steps;
     long total_batch;  /* tokens per optimizer step over all ranks; 0 = B*T*grad_accum*world */

@@ -71,33 +71,6 @@ static int check_shape_flags(Trainer *tr, const char *from, char *err, size_t le
     return 2;
 }
 
-/* The Llama flags given with a model file must agree with its header (as
- * check_shape_flags' shape): a contradiction is an error naming the flag
- * (exit 2). */
-static int check_family_flags(Trainer *tr, const char *from, char *err, size_t len)
-{
-    const TrainOptions *o = &tr->opt;
-    const GPTConfig *c = &tr->cfg;
-    if (c->arch != ARCH_LLAMA) return 0;
-    int untied = o->lm_head != 1;
-    if (train_options_given(o, "kv-heads") && config_kv_heads(c) != (o->kv_heads ? o->kv_heads
-                                                                                  : c->num_heads))
-        snprintf(err, len, "--kv-heads %d: contradicts %.600s, whose model has %d", o->kv_heads,
-                 from, config_kv_heads(c));
-    else if (train_options_given(o, "ffn") && o->ffn && config_ffn(c) != o->ffn)
-        snprintf(err, len, "--ffn %d: contradicts %.600s, whose model has %d", o->ffn, from,
-                 config_ffn(c));
-    else if (train_options_given(o, "lm-head") && o->lm_head && c->untied != untied)
-        snprintf(err, len, "--lm-head %s: contradicts %.600s, whose head is %s",
-                 untied ? "untied" : "tied", from, c->untied ? "untied" : "tied");
-    else if (train_options_given(o, "rope-theta") && config_rope_theta(c) != o->rope_theta)
-        snprintf(err, len, "--rope-theta %g: contradicts %.600s, whose model has %g",
-                 o->rope_theta, from, config_rope_theta(c));
-    else
-        return 0;
-    return -1;
-}
-
 /* The model's shape: from --init-from's header, else from the flags. */
 static int resolve_config(Trainer *tr, char *err, size_t len)
 {
@@ -120,7 +93,7 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
                      config_arch_name(tr->cfg.arch), config_arch_name(tr->cfg.arch));
             return 2;
         }
-        if (check_family_flags(tr, from, err, len) != 0) return 2;
+        if (guard_check_family_flags(o, &tr->cfg, from, err, len) != 0) return 2;
         return tr->files.resume_dir[0]
                    ? guard_check_resume_shape(o, &tr->cfg, tr->files.resume_dir, err, len)
                    : check_shape_flags(tr, from, err, len);
@@ -137,6 +110,15 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
         tr->cfg.ffn = o->ffn;
         tr->cfg.rope_theta = o->rope_theta;
         tr->cfg.untied = o->lm_head != 1; /* auto: untied */
+        tr->cfg.qkv_bias = o->qkv_bias;
+        tr->cfg.qk_norm = o->qk_norm;
+        tr->cfg.norm_eps = o->norm_eps;
+        if (o->rope_factor != 0) {
+            tr->cfg.rope_factor = o->rope_factor;
+            tr->cfg.rope_low_freq = o->rope_low_freq;
+            tr->cfg.rope_high_freq = o->rope_high_freq;
+            tr->cfg.rope_original_max_pos = o->rope_original_max_pos;
+        }
     }
     return config_validate(&tr->cfg, err, len);
 }
@@ -266,11 +248,16 @@ static void print_header(Trainer *tr)
 {
     const TrainOptions *o = &tr->opt;
     const Dist *d = &tr->dist;
-    char fam[128] = ""; /* GPT-2's line as it always was */
-    if (tr->cfg.arch == ARCH_LLAMA)
-        snprintf(fam, sizeof fam, " | llama NKV=%d F=%d rope-theta=%g %s head",
-                 config_kv_heads(&tr->cfg), config_ffn(&tr->cfg), config_rope_theta(&tr->cfg),
-                 tr->cfg.untied ? "untied" : "tied");
+    char fam[256] = "", scaling[96] = ""; /* GPT-2's line as it always was */
+    const GPTConfig *c = &tr->cfg;
+    if (c->rope_factor != 0)
+        snprintf(scaling, sizeof scaling, " rope-scaling=%g/%g/%g/%d", (double)c->rope_factor,
+                 (double)c->rope_low_freq, (double)c->rope_high_freq, c->rope_original_max_pos);
+    if (c->arch == ARCH_LLAMA)
+        snprintf(fam, sizeof fam, " | llama NKV=%d F=%d rope-theta=%g%s %s head%s%s eps=%g",
+                 config_kv_heads(c), config_ffn(c), config_rope_theta(c), scaling,
+                 c->untied ? "untied" : "tied", c->qkv_bias ? " qkv-bias" : "",
+                 c->qk_norm ? " qk-norm" : "", (double)config_norm_eps(c));
     printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "
            "grad-accum=%d%s\n", tr->be->name, tr->be->act_bytes == 2 ? "bf16" : "fp32",
            tr->cfg.num_layers, tr->cfg.channels, tr->cfg.num_heads, o->seq_len,
@@ -281,7 +268,10 @@ static void print_header(Trainer *tr)
     printf("parameters: %zu\n", tr->plan.num_params);
     planner_print(stdout, &tr->plan,
                   tr->cfg.arch == ARCH_LLAMA && o->recompute == RECOMPUTE_SELECTIVE
-                      ? "selective (store tapes without the RMSNorm and SwiGLU outputs)"
+                      ? (tr->cfg.qk_norm ? "selective (store tapes without the RMSNorm, "
+                                           "qk-norm and SwiGLU outputs)"
+                                         : "selective (store tapes without the RMSNorm and "
+                                           "SwiGLU outputs)")
                       : schedule_mode_name(o->recompute));
     printf("predicted peak: %zu bytes (the baseline and the arenas, which are allocated whole "
            "at start-up, next)\n", tr->plan.total);

@@ -60,8 +60,15 @@ static int read_header(FILE *f, const char *path, off_t size, GPTConfig *cfg, in
     cfg->untied = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 3] : 0;
     memcpy(&cfg->rope_theta, &h[MODEL_FILE_ARCH + 4], 4);
     memcpy(&cfg->norm_eps, &h[MODEL_FILE_ARCH + 5], 4);
-    cfg->qkv_bias = 0;
-    if (cfg->arch != ARCH_LLAMA) cfg->rope_theta = cfg->norm_eps = 0;
+    cfg->qkv_bias = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 6] : 0;
+    cfg->qk_norm = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 7] : 0;
+    memcpy(&cfg->rope_factor, &h[MODEL_FILE_ARCH + 8], 4);
+    memcpy(&cfg->rope_low_freq, &h[MODEL_FILE_ARCH + 9], 4);
+    memcpy(&cfg->rope_high_freq, &h[MODEL_FILE_ARCH + 10], 4);
+    cfg->rope_original_max_pos = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 11] : 0;
+    if (cfg->arch != ARCH_LLAMA)
+        cfg->rope_theta = cfg->norm_eps = cfg->rope_factor = cfg->rope_low_freq =
+            cfg->rope_high_freq = 0;
     char why[160];
     if (config_validate(cfg, why, sizeof why) != 0) {
         snprintf(err, err_len, "%s: bad header: %s", path, why);
@@ -272,6 +279,12 @@ int model_file_save_as(const char *path, const GPTConfig *cfg, const float *para
         h[MODEL_FILE_ARCH + 3] = cfg->untied;
         memcpy(&h[MODEL_FILE_ARCH + 4], &cfg->rope_theta, 4);
         memcpy(&h[MODEL_FILE_ARCH + 5], &cfg->norm_eps, 4);
+        h[MODEL_FILE_ARCH + 6] = cfg->qkv_bias;
+        h[MODEL_FILE_ARCH + 7] = cfg->qk_norm;
+        memcpy(&h[MODEL_FILE_ARCH + 8], &cfg->rope_factor, 4);
+        memcpy(&h[MODEL_FILE_ARCH + 9], &cfg->rope_low_freq, 4);
+        memcpy(&h[MODEL_FILE_ARCH + 10], &cfg->rope_high_freq, 4);
+        h[MODEL_FILE_ARCH + 11] = cfg->rope_original_max_pos;
     }
     size_t n = config_num_params(cfg);
     if (version == MODEL_FILE_FP32)

@@ -8,7 +8,10 @@
  * leaves 0 (a GPT-2 file keeps them 0, so it stays llm.c's): [16] the
  * family (ARCH_*, 1 = llama), and for llama [17] KV heads, [18] FFN width,
  * [19] untied head, [20] RoPE theta and [21] RMSNorm eps (float bits; 0 =
- * default); parameters then in the Llama slots' order (config.h). llm.c
+ * default), [22] qkv bias, [23] qk-norm (0 or 1), [24] RoPE scaling factor,
+ * [25] its low and [26] high frequency factors (float bits; factor 0 = no
+ * scaling) and [27] its original positions; parameters then in the Llama
+ * slots' order (config.h). llm.c
  * itself reads such a file as a GPT-2 whose size does not match. */
 #ifndef INTEROP_MODEL_FILE_H
 #define INTEROP_MODEL_FILE_H

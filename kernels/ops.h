@@ -153,8 +153,8 @@ typedef struct BackendOps {
     size_t (*attention_scratch_bytes)(Backend *be, int C, int NH);
     void (*attention_scratch)(Backend *be, void *p, size_t bytes);
 
-    /* ---- the Llama family's ops: RMSNorm, RoPE, SwiGLU. Optional: NULL
-     * where a backend has none yet (cuda: RoPE for now) ---- */
+    /* ---- the Llama family's ops: RMSNorm, RoPE, SwiGLU, qk-norm.
+     * Optional: NULL where a backend has none yet ---- */
     /* RMSNorm over C: rstd(N) = 1 / sqrt(mean_c(inp^2) + eps) (f32, =),
      * out(N,C) = inp * rstd * weight (=). */
     void (*rmsnorm_forward)(Backend *be, void *out, float *rstd, const void *inp,
@@ -190,6 +190,20 @@ typedef struct BackendOps {
      * dup = dout * silu(gate); silu'(g) = s (1 + g (1 - s)), s = sigmoid(g). */
     void (*swiglu_backward)(Backend *be, void *dinp, const void *inp, const void *dout, int N,
                             int F);
+    /* Qwen3's qk-norm: RMSNorm over each q and k head's hs features of the
+     * qkv layout (N, C + 2*KVH*hs) as rope_forward's, q heads weighted by
+     * wq (hs), k heads by wk (hs); v is not normed.
+     *   rstd(N, NH + KVH) = 1 / sqrt(mean_i(head_i^2) + eps) (f32, =; q heads
+     *   then k heads per row), out = head * rstd * w (=); out may be inp
+     *   (in place), else v is copied. */
+    void (*qknorm_forward)(Backend *be, void *out, float *rstd, const void *inp, const void *wq,
+                           const void *wk, int N, int C, int NH, int KVH, float eps);
+    /* dinp(N, C + 2*KVH*hs) = from dout (rmsnorm_backward's rule per head,
+     * but =; v copied); dinp may be dout (in place). dwq(hs) +=, dwk(hs) +=
+     * (sum over rows and heads of dout * xhat). */
+    void (*qknorm_backward)(Backend *be, void *dinp, void *dwq, void *dwk, const void *dout,
+                            const void *inp, const void *wq, const void *wk, const float *rstd,
+                            int N, int C, int NH, int KVH);
 
     /* ---- GELU (tanh approximation), elementwise over n ----
      * out =; dinp = (dinp may alias dout). */

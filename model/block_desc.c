@@ -8,7 +8,8 @@
 
 const BlockDesc *block_desc_of(const GPTConfig *cfg)
 {
-    return cfg->arch == ARCH_LLAMA ? &LLAMA_BLOCK : &GPT2_BLOCK;
+    if (cfg->arch != ARCH_LLAMA) return &GPT2_BLOCK;
+    return cfg->qk_norm ? &LLAMA_QKNORM_BLOCK : &LLAMA_BLOCK;
 }
 
 size_t block_dim(const BlockShape *sh, BlockDim d)

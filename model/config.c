@@ -6,6 +6,21 @@
 
 int config_pad_vocab(int vocab_size) { return (vocab_size + 127) / 128 * 128; }
 
+/* The published shapes: their Hugging Face config.json's fields. */
+typedef struct {
+    const char *name;
+    int V, qkv_bias;
+    float theta, eps, factor, low, high;
+    int orig;
+} Published;
+
+static const Published PUBLISHED[] = {
+    /* Qwen/Qwen2.5-0.5B: 494,032,768 parameters, tied */
+    {"qwen2.5-0.5b", 151936, 1, 1000000.0f, 1e-6f, 0, 0, 0, 0},
+    /* meta-llama/Llama-3.2-1B: 1,235,814,400 parameters, tied */
+    {"llama-3.2-1b", 128256, 0, 500000.0f, 1e-5f, 32.0f, 1.0f, 4.0f, 8192},
+};
+
 int config_preset(GPTConfig *cfg, const char *name)
 {
     static const struct { const char *name; int L, NH, C, arch, NKV, F; } presets[] = {
@@ -18,6 +33,9 @@ int config_preset(GPTConfig *cfg, const char *name)
          * parameters with an untied head at GPT-2's vocabulary */
         {"llama-60m", 12, 6, 384, ARCH_LLAMA, 2, 1024},
         {"llama-125m", 12, 12, 768, ARCH_LLAMA, 4, 2048},
+        /* published (PUBLISHED has the rest) */
+        {"qwen2.5-0.5b", 24, 14, 896, ARCH_LLAMA, 2, 4864},
+        {"llama-3.2-1b", 16, 32, 2048, ARCH_LLAMA, 8, 8192},
     };
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         if (strcmp(name, presets[i].name) == 0) {
@@ -27,6 +45,21 @@ int config_preset(GPTConfig *cfg, const char *name)
             cfg->arch = presets[i].arch;
             cfg->kv_heads = presets[i].NKV;
             cfg->ffn = presets[i].F;
+            for (size_t j = 0; j < sizeof PUBLISHED / sizeof PUBLISHED[0]; j++) {
+                const Published *p = &PUBLISHED[j];
+                if (strcmp(name, p->name) != 0) continue;
+                cfg->vocab_size = p->V;
+                cfg->padded_vocab = config_pad_vocab(p->V);
+                cfg->qkv_bias = p->qkv_bias;
+                cfg->qk_norm = 0;
+                cfg->rope_theta = p->theta;
+                cfg->norm_eps = p->eps;
+                cfg->rope_factor = p->factor;
+                cfg->rope_low_freq = p->low;
+                cfg->rope_high_freq = p->high;
+                cfg->rope_original_max_pos = p->orig;
+                cfg->untied = 0;
+            }
             return 0;
         }
     }
@@ -76,8 +109,10 @@ static int validate_family(const GPTConfig *cfg, char *msg, size_t msg_len)
         snprintf(msg, msg_len, "unknown architecture %d (expected gpt2 or llama)", cfg->arch);
     else if (cfg->arch == ARCH_GPT2 && ((cfg->kv_heads && cfg->kv_heads != NH) ||
                                         (cfg->ffn && cfg->ffn != 4 * cfg->channels) ||
-                                        cfg->untied || cfg->qkv_bias))
-        snprintf(msg, msg_len, "gpt2 has kv-heads = heads, ffn = 4 x channels and a tied head");
+                                        cfg->untied || cfg->qkv_bias || cfg->qk_norm ||
+                                        cfg->rope_factor != 0))
+        snprintf(msg, msg_len, "gpt2 has kv-heads = heads, ffn = 4 x channels and a tied head "
+                 "(and no qkv bias, qk norm or rope scaling)");
     else if (cfg->arch == ARCH_GPT2)
         return 0;
     else if (cfg->kv_heads < 0 || NH % NKV != 0)
@@ -88,8 +123,16 @@ static int validate_family(const GPTConfig *cfg, char *msg, size_t msg_len)
         snprintf(msg, msg_len, "ffn must be in 1..1048576 (got %d)", cfg->ffn);
     else if (!(cfg->rope_theta >= 0) || !(cfg->norm_eps >= 0 && cfg->norm_eps < 1))
         snprintf(msg, msg_len, "rope-theta must be > 0 and norm eps in (0, 1)");
-    else if (cfg->qkv_bias)
-        snprintf(msg, msg_len, "a qkv bias is not supported yet");
+    else if ((cfg->qkv_bias != 0 && cfg->qkv_bias != 1) || (cfg->qk_norm != 0 && cfg->qk_norm != 1))
+        snprintf(msg, msg_len, "qkv-bias and qk-norm are 0 or 1 (got %d, %d)", cfg->qkv_bias,
+                 cfg->qk_norm);
+    else if (cfg->rope_factor != 0 &&
+             (!(cfg->rope_factor > 0) || !(cfg->rope_low_freq > 0) ||
+              !(cfg->rope_high_freq > cfg->rope_low_freq) || cfg->rope_original_max_pos < 1))
+        snprintf(msg, msg_len, "rope scaling needs factor > 0, 0 < low-freq factor < high-freq "
+                 "factor and original positions >= 1 (got %g, %g, %g, %d)",
+                 (double)cfg->rope_factor, (double)cfg->rope_low_freq,
+                 (double)cfg->rope_high_freq, cfg->rope_original_max_pos);
     else
         return 0;
     return -1;
@@ -104,9 +147,8 @@ int config_validate(const GPTConfig *cfg, char *msg, size_t msg_len)
     else if (cfg->num_heads < 1 || cfg->channels % cfg->num_heads != 0)
         snprintf(msg, msg_len, "heads (%d) must be >= 1 and divide channels (%d)",
                  cfg->num_heads, cfg->channels);
-    else if (cfg->vocab_size < 2 || cfg->vocab_size > 65536)
-        snprintf(msg, msg_len, "vocab must be in 2..65536 (got %d); tokens are uint16",
-                 cfg->vocab_size);
+    else if (cfg->vocab_size < 2 || cfg->vocab_size > 1 << 20)
+        snprintf(msg, msg_len, "vocab must be in 2..1048576 (got %d)", cfg->vocab_size);
     else if (cfg->padded_vocab < cfg->vocab_size || cfg->padded_vocab > 1 << 20)
         snprintf(msg, msg_len, "padded vocab %d is smaller than vocab %d or too large",
                  cfg->padded_vocab, cfg->vocab_size);
@@ -129,14 +171,15 @@ const char *config_param_name(int i)
 const char *config_tensor_name(const GPTConfig *cfg, int i)
 {
     static const char *const names[NUM_PARAM_TENSORS] = {
-        "tok_emb", "lm_head", "rms1w", "rms1b", "wqkv", "bqkv", "wo", "bo",
-        "rms2w", "rms2b", "w_gateup", "b_gateup", "w_down", "b_down", "rmsfw", "rmsfb"};
+        "tok_emb", "lm_head", "rms1w", "q_norm", "wqkv", "bqkv", "wo", "bo",
+        "rms2w", "k_norm", "w_gateup", "b_gateup", "w_down", "b_down", "rmsfw", "rmsfb"};
     if (cfg->arch != ARCH_LLAMA) return config_param_name(i);
     return i >= 0 && i < NUM_PARAM_TENSORS ? names[i] : "?";
 }
 
-/* The Llama family's sixteen slots (config.h): empty biases, the head
- * in wpe's slot when untied. */
+/* The Llama family's sixteen slots (config.h): the head in wpe's slot
+ * when untied, the qkv bias in qkvb's with qkv_bias, the q and k norms'
+ * weights in ln1b's and ln2b's with qk_norm; the other biases empty. */
 static void llama_param_sizes(const GPTConfig *cfg, size_t s[NUM_PARAM_TENSORS])
 {
     size_t Vp = (size_t)cfg->padded_vocab, C = (size_t)cfg->channels;
@@ -146,10 +189,12 @@ static void llama_param_sizes(const GPTConfig *cfg, size_t s[NUM_PARAM_TENSORS])
     s[0] = Vp * C;                    /* tok_emb */
     s[1] = cfg->untied ? Vp * C : 0;  /* lm_head */
     s[2] = L * C;                     /* rms1w */
+    s[3] = cfg->qk_norm ? L * hs : 0; /* q_norm */
     s[4] = L * QKV * C;               /* wqkv */
     s[5] = cfg->qkv_bias ? L * QKV : 0;
     s[6] = L * C * C;                 /* wo */
     s[8] = L * C;                     /* rms2w */
+    s[9] = cfg->qk_norm ? L * hs : 0; /* k_norm */
     s[10] = L * 2 * F * C;            /* w_gateup */
     s[12] = L * C * F;                /* w_down */
     s[14] = C;                        /* rmsfw */

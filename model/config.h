@@ -3,8 +3,9 @@
  *
  * Owns: GPTConfig (the architecture hyper-parameters: llm.c's header fields,
  * then the family and the Llama family's own), the presets d12/d24/d36/d48
- * (also named gpt2, gpt2-medium, gpt2-large, gpt2-xl) and llama-60m,
- * llama-125m, and the parameter list of each family. Pure data; no
+ * (also named gpt2, gpt2-medium, gpt2-large, gpt2-xl), llama-60m,
+ * llama-125m and the published qwen2.5-0.5b and llama-3.2-1b, and the
+ * parameter list of each family. Pure data; no
  * allocation. */
 #ifndef MODEL_CONFIG_H
 #define MODEL_CONFIG_H
@@ -27,7 +28,12 @@ typedef struct {
     float rope_theta; /* RoPE's base (0: 10000) */
     float norm_eps;   /* RMSNorm's eps (0: 1e-5) */
     int untied;       /* 1: a head of its own (lm_head), not the embedding */
-    int qkv_bias;     /* room for a qkv bias; must be 0 for now */
+    int qkv_bias;     /* 1: biases on q, k and v (Qwen2): (NH + 2 NKV) hs per layer */
+    int qk_norm;      /* 1: RMSNorm over each q and k head's hs features (Qwen3) */
+    /* RoPE frequency scaling as Llama 3 does it (kernels/rope.h): factor 0
+     * = none; else low/high frequency factors and the original positions */
+    float rope_factor, rope_low_freq, rope_high_freq;
+    int rope_original_max_pos;
 } GPTConfig;
 
 enum { ARCH_GPT2 = 0, ARCH_LLAMA = 1 };
@@ -50,8 +56,9 @@ float config_norm_eps(const GPTConfig *cfg);
  *   wte = tok_emb, wpe = lm_head (untied; else empty), ln1w = rms1w,
  *   qkvw = wqkv ((C + 2 NKV hs) x C per layer: q, k, v stacked), attprojw =
  *   wo, ln2w = rms2w, fcw = w_gateup (2F x C: gate rows then up rows),
- *   fcprojw = w_down (C x F), lnfw = rmsfw; every bias slot empty (qkvb:
- *   reserved for qkv_bias). */
+ *   fcprojw = w_down (C x F), lnfw = rmsfw; qkvb = bqkv ((C + 2 NKV hs)
+ *   per layer, with qkv_bias), ln1b = q_norm and ln2b = k_norm (hs per
+ *   layer each, with qk_norm); every other bias slot empty. */
 #define NUM_PARAM_TENSORS 16
 
 /* V rounded up to a multiple of 128, as llm.c pads the embedding. */
@@ -61,8 +68,15 @@ int config_pad_vocab(int vocab_size);
  * "gpt2-medium" (350M), "d36" or "gpt2-large" (774M), "d48" or "gpt2-xl"
  * (1558M), all GPT-2; "llama-60m" (C 384, 12 layers, 6 heads, 2 KV heads,
  * F 1024) and "llama-125m" (C 768, 12 layers, 12 heads, 4 KV heads, F
- * 2048), Llama. Sets layers, heads, channels, arch, kv_heads and ffn.
- * Returns 0, or -1 for an unknown name. */
+ * 2048), Llama; and two published shapes of the family: "qwen2.5-0.5b"
+ * (C 896, 24 layers, 14 heads, 2 KV heads, F 4864, qkv bias, tied, theta
+ * 1e6, eps 1e-6, V 151936) and "llama-3.2-1b" (C 2048, 16 layers, 32
+ * heads, 8 KV heads, F 8192, tied, theta 500000 with Llama 3 scaling 32 /
+ * 1 / 4 / 8192, eps 1e-5, V 128256). Sets layers, heads, channels, arch,
+ * kv_heads, ffn; the published ones also vocab_size (> 0 only for them:
+ * their vocabulary, RoPE, eps, qkv bias, qk norm and head, untied 0, are
+ * part of the shape), padded_vocab, rope_theta, norm_eps, qkv_bias and the
+ * rope scaling. Returns 0, or -1 for an unknown name. */
 int config_preset(GPTConfig *cfg, const char *name);
 
 /* 0 when the shape is usable; otherwise writes a one-line reason into

@@ -193,7 +193,11 @@ static int rope_upload(GPT *g, char *err, size_t err_len)
     int hs = g->cfg.channels / g->cfg.num_heads;
     size_t n = rope_table_floats(g->T, hs);
     float *host = malloc(n * sizeof *host);
-    RopeConfig rc = {.theta = config_rope_theta(&g->cfg)};
+    RopeConfig rc = {.theta = config_rope_theta(&g->cfg),
+                     .scale_factor = g->cfg.rope_factor,
+                     .low_freq_factor = g->cfg.rope_low_freq,
+                     .high_freq_factor = g->cfg.rope_high_freq,
+                     .original_max_pos = g->cfg.rope_original_max_pos};
     if (!host) {
         snprintf(err, err_len, "out of host memory for the RoPE table (%zu floats)", n);
         return -1;
@@ -210,6 +214,10 @@ static int family_supported(const GPTConfig *cfg, const Backend *be, char *err, 
 {
     const BackendOps *o = be->ops;
     if (cfg->arch != ARCH_LLAMA) return 0;
+    if (cfg->qk_norm && !(o->qknorm_forward && o->qknorm_backward)) {
+        snprintf(err, err_len, "--qk-norm: the %s backend has no qk-norm op", be->name);
+        return -1;
+    }
     if (o->rmsnorm_forward && o->rmsnorm_backward && o->rope_forward && o->rope_backward &&
         o->swiglu_forward && o->swiglu_backward)
         return 0;
@@ -407,8 +415,9 @@ int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len)
     size_t C = (size_t)g->cfg.channels, ab = (size_t)g->be->act_bytes;
     /* a row's k (or v) in the cache, qkv, fch and fch_gelu: GPT-2's C, 3C,
      * 4C, 4C; the Llama family's KVH hs, C + 2 KVH hs, [gate|up] 2F, F */
-    size_t kv = C, qkv = 3 * C, fc = 4 * C, act = 4 * C;
-    if (g->cfg.arch == ARCH_LLAMA) {
+    size_t kv = C, qkv = 3 * C, fc = 4 * C, act = 4 * C, stats = 1;
+    if (g->cfg.arch == ARCH_LLAMA) { /* its mean buffer holds qk-norm's rstds */
+        if (g->cfg.qk_norm) stats = (size_t)g->cfg.num_heads + (size_t)config_kv_heads(&g->cfg);
         size_t F = (size_t)config_ffn(&g->cfg);
         kv = (size_t)config_kv_heads(&g->cfg) * (C / (size_t)g->cfg.num_heads);
         qkv = C + 2 * kv, fc = 2 * F, act = F;
@@ -425,10 +434,10 @@ int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len)
         ok = (*rp[i] = ops->mem_alloc(g->be, R * row[i] * ab)) != NULL;
         d->bytes += R * row[i] * ab;
     }
-    ok = ok && (d->mean = ops->mem_alloc(g->be, R * sizeof(float))) &&
+    ok = ok && (d->mean = ops->mem_alloc(g->be, R * stats * sizeof(float))) &&
          (d->rstd = ops->mem_alloc(g->be, R * sizeof(float))) &&
          (d->token = ops->mem_alloc(g->be, R * sizeof(int)));
-    d->bytes += R * (2 * sizeof(float) + sizeof(int));
+    d->bytes += R * ((stats + 1) * sizeof(float) + sizeof(int));
     if (ok) return 0;
     snprintf(err, err_len, "generation: out of %s memory for the KV cache (%.1f MiB)",
              strcmp(g->be->name, "cpu") == 0 ? "host" : "device", d->bytes / 1048576.0);

@@ -37,8 +37,12 @@ void gpt_init_stream_start(GptInitStream *s, const GPTConfig *cfg, uint64_t seed
 }
 
 /* The value kind of parameter tensor t: its std, or a constant. */
-static int tensor_const(int t, float *value)
+static int tensor_const(const GPTConfig *cfg, int t, float *value)
 {
+    if (cfg->arch == ARCH_LLAMA && (t == 3 || t == 9)) { /* q_norm, k_norm weights (config.h) */
+        *value = 1.0f;
+        return 1;
+    }
     switch (t) {
     case 2: case 8: case 14: /* LayerNorm weights */
         *value = 1.0f;
@@ -72,7 +76,7 @@ int gpt_init_stream_next(GptInitStream *s, float *out, size_t n)
         int t = s->tensor;
         size_t k = sz[t] - s->pos < n - done ? sz[t] - s->pos : n - done;
         float value;
-        if (tensor_const(t, &value)) {
+        if (tensor_const(&s->cfg, t, &value)) {
             for (size_t i = 0; i < k; i++) out[done + i] = value;
         } else {
             double sd = t == 6 || t == 12 ? proj_std : std; /* residual projections */

@@ -1,7 +1,8 @@
 /* model/llama_cost.c — what the Llama block's ops cost (llama_block.h):
  * their FLOPs counted (model/flops.h's convention) and each op run once on
  * a bench's buffers for opcost_measure to time, with the kernels and
- * operands llama_run.c calls. LLAMA_BLOCK points at both. */
+ * operands llama_run.c calls. LLAMA_BLOCK and LLAMA_QKNORM_BLOCK point at
+ * them. */
 #include "gpt_tensors.h"
 #include "kernels/ops.h"
 #include "llama_block.h"
@@ -75,4 +76,14 @@ void llama_bench_op(const BlockBench *b, int part, int op)
     else if (part == BENCH_NORM_FWD) o->rmsnorm_forward(be, a[LLAMA_RMS1], f[LLAMA_RMS1_RSTD], b->out, p[LNFW], N, C, eps);
     else if (part == BENCH_NORM_BWD) o->rmsnorm_backward(be, b->dres, g[LNFW], b->dsmall, b->out, p[LNFW], f[LLAMA_RMS1_RSTD], N, C);
     else if (part == BENCH_EMBED_BWD) o->encoder_backward(be, g[WTE], NULL, b->dres, b->tokens, B, T, C);
+}
+
+/* With qk-norm (LLAMA_QKNORM_BLOCK): the RoPE op norms q and k first, an
+ * RMSNorm (~5 an element) over the C + NKV hs rotated elements of a row. */
+void llama_qknorm_op_flops(const BlockShape *sh, long long *fwd, long long *bwd, long long *norm)
+{
+    llama_op_flops(sh, fwd, bwd, norm);
+    long long qk = 5 * (long long)sh->N * (long long)(sh->C + sh->NKV * sh->hs);
+    fwd[LLAMA_FWD_ROPE] += qk;
+    bwd[LLAMA_BWD_ROPE] += 2 * qk;
 }

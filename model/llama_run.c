@@ -7,7 +7,10 @@
  *
  * Parameters (config.h's Llama slots, per layer): LN1W rms1 (C), QKVW
  * wqkv (C + 2 NKV hs, C), ATTPROJW wo (C, C), LN2W rms2 (C), FCW w_gateup
- * (2F, C), FCPROJW w_down (C, F); no biases. */
+ * (2F, C), FCPROJW w_down (C, F); with --qkv-bias QKVB bqkv (C + 2 NKV hs),
+ * with --qk-norm LN1B q_norm (hs) and LN2B k_norm (hs); no other biases.
+ * The block's description is the config's (block_desc_of: LLAMA_BLOCK, or
+ * LLAMA_QKNORM_BLOCK with qk-norm, whose ops keep the same indices). */
 #include "gpt_tensors.h"
 #include "llama_block.h"
 
@@ -17,6 +20,7 @@
 typedef struct {
     int B, T, N, C, NH, KVH, F, QKV;
     float eps;
+    int qkn; /* qk-norm: the matmul writes qkr, the norm qkv */
 } LlamaDims;
 
 static LlamaDims dims(const GPT *g)
@@ -31,7 +35,18 @@ static LlamaDims dims(const GPT *g)
     d.F = config_ffn(&g->cfg);
     d.QKV = d.C + 2 * d.KVH * (d.C / d.NH);
     d.eps = config_norm_eps(&g->cfg);
+    d.qkn = g->cfg.qk_norm;
     return d;
+}
+
+/* The qkv bias of block l and its gradient, or NULL without --qkv-bias. */
+static const void *qkv_bias(const GPT *g, int l)
+{
+    return g->cfg.qkv_bias ? gpt_layer_ptr(g, g->param_t, QKVB, l) : NULL;
+}
+static void *qkv_bias_grad(const GPT *g, int l)
+{
+    return g->cfg.qkv_bias ? gpt_layer_ptr(g, g->grad_t, QKVB, l) : NULL;
 }
 
 /* Forward op `op` of LLAMA_BLOCK.fwd (the same index) of block l; out is
@@ -47,11 +62,15 @@ static void fwd_op(GPT *g, int l, const void *x, BlockTape *tp, void *out, int o
         OPS->rmsnorm_forward(g->be, a[LLAMA_RMS1], f[LLAMA_RMS1_RSTD], x, P(LN1W, l), d.N, d.C,
                              d.eps);
         break;
-    case 1: /* rms1 (N,C) -> qkv (N, C + 2 NKV hs) */
-        OPS->matmul_forward(g->be, a[LLAMA_QKV], a[LLAMA_RMS1], P(QKVW, l), NULL, d.N, d.C,
-                            d.QKV);
+    case 1: /* rms1 (N,C) -> qkv (N, C + 2 NKV hs) (qkr with qk-norm), + bias */
+        OPS->matmul_forward(g->be, a[d.qkn ? LLAMA_QKR : LLAMA_QKV], a[LLAMA_RMS1], P(QKVW, l),
+                            qkv_bias(g, l), d.N, d.C, d.QKV);
         break;
-    case 2: /* q and k of qkv turned by RoPE, in place (row (b,t): position t) */
+    case 2: /* [qk-norm: qkr -> qkv, q and k heads normed, rstd (N, NH+NKV) f32;]
+             * q and k of qkv turned by RoPE, in place (row (b,t): position t) */
+        if (d.qkn)
+            OPS->qknorm_forward(g->be, a[LLAMA_QKV], f[LLAMA_QK_RSTD], a[LLAMA_QKR], P(LN1B, l),
+                                P(LN2B, l), d.N, d.C, d.NH, d.KVH, d.eps);
         OPS->rope_forward(g->be, a[LLAMA_QKV], a[LLAMA_QKV], g->rope, d.B, d.T, d.C, d.NH,
                           d.KVH);
         break;
@@ -89,14 +108,16 @@ static void fwd_op(GPT *g, int l, const void *x, BlockTape *tp, void *out, int o
 
 void llama_block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out)
 {
-    for (int op = 0; op < LLAMA_BLOCK.n_fwd; op++)
-        if (out || !LLAMA_BLOCK.fwd[op].out_only) fwd_op(g, l, x, tp, out, op);
+    const BlockDesc *bd = block_desc_of(&g->cfg);
+    for (int op = 0; op < bd->n_fwd; op++)
+        if (out || !bd->fwd[op].out_only) fwd_op(g, l, x, tp, out, op);
 }
 
 void llama_make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t)
 {
-    for (int op = 0; op < LLAMA_BLOCK.n_fwd; op++)
-        if (LLAMA_BLOCK.fwd[op].makes == t) fwd_op(g, l, x, tp, NULL, op);
+    const BlockDesc *bd = block_desc_of(&g->cfg);
+    for (int op = 0; op < bd->n_fwd; op++)
+        if (bd->fwd[op].makes == t) fwd_op(g, l, x, tp, NULL, op);
 }
 
 /* Rebuild what backward op `op` (LLAMA_BWD_*) reads of what the tape
@@ -104,13 +125,14 @@ void llama_make_tensor(GPT *g, int l, const void *x, BlockTape *tp, int t)
 static void rebuild_for(GPT *g, int l, const void *x, BlockTape *tp, TensorSet *built, int op)
 {
     int list[BLOCK_MAX_TENSORS];
-    int n = tape_rebuilds_before(&LLAMA_BLOCK, tp->kind, op, built, list);
+    int n = tape_rebuilds_before(block_desc_of(&g->cfg), tp->kind, op, built, list);
     for (int i = 0; i < n; i++) llama_make_tensor(g, l, x, tp, list[i]);
 }
 
 /* dbig (N, max(3F, C + 2 NKV hs)) carries d(gate/up) (N,2F) with d(swiglu)
  * (N,F) after it, then d(qkv) (N, C + 2 NKV hs), which RoPE's backward
- * turns back in place; dsmall (N,C) carries d(rms2), d(atty), d(rms1). */
+ * turns back in place (and qk-norm's backward into d(qkr), in place);
+ * dsmall (N,C) carries d(rms2), d(atty), d(rms1). */
 void llama_block_backward(GPT *g, int l, const void *x, BlockTape *tp)
 {
     LlamaDims d = dims(g);
@@ -139,9 +161,12 @@ void llama_block_backward(GPT *g, int l, const void *x, BlockTape *tp)
                             d.T, d.C, d.NH, d.KVH);
     rebuild_for(g, l, x, tp, &built, LLAMA_BWD_ROPE);
     OPS->rope_backward(g->be, dbig, dbig, g->rope, d.B, d.T, d.C, d.NH, d.KVH);
+    if (d.qkn)
+        OPS->qknorm_backward(g->be, dbig, G(LN1B, l), G(LN2B, l), dbig, a[LLAMA_QKR], P(LN1B, l),
+                             P(LN2B, l), f[LLAMA_QK_RSTD], d.N, d.C, d.NH, d.KVH);
     rebuild_for(g, l, x, tp, &built, LLAMA_BWD_QKV);
-    OPS->matmul_backward(g->be, dsmall, G(QKVW, l), NULL, dbig, a[LLAMA_RMS1], P(QKVW, l), d.N,
-                         d.C, d.QKV);
+    OPS->matmul_backward(g->be, dsmall, G(QKVW, l), qkv_bias_grad(g, l), dbig, a[LLAMA_RMS1],
+                         P(QKVW, l), d.N, d.C, d.QKV);
     rebuild_for(g, l, x, tp, &built, LLAMA_BWD_RMS1);
     OPS->rmsnorm_backward(g->be, dres, G(LN1W, l), dsmall, x, P(LN1W, l), f[LLAMA_RMS1_RSTD],
                           d.N, d.C);
@@ -153,7 +178,9 @@ void llama_block_backward(GPT *g, int l, const void *x, BlockTape *tp)
  * rows), but RoPE from table row t (the rows' positions) and attention
  * against the cache, row by row: row i appends its k and v (KVH heads) at
  * t+i before it attends, so it sees rows t..t+i of this pass. The cache of
- * layer l: (KVH, maxT, hs) for k and for v. */
+ * layer l: (KVH, maxT, hs) for k and for v. With qk-norm the heads are
+ * normed in place before RoPE, their rstds in d->mean (the Llama family
+ * has no means; gpt_decode_open sizes it (NH + KVH) a row with qk-norm). */
 void llama_block_decode(GPT *g, GPTDecode *d, int l, int t, int n)
 {
     LlamaDims dm = dims(g);
@@ -161,7 +188,10 @@ void llama_block_decode(GPT *g, GPTDecode *d, int l, int t, int n)
     size_t ab = g->be->act_bytes, nc = (size_t)n * dm.C;
     size_t layer = (size_t)l * dm.KVH * g->T * hs * ab;
     OPS->rmsnorm_forward(g->be, d->ln, d->rstd, d->x, P(LN1W, l), n, dm.C, dm.eps);
-    OPS->matmul_forward(g->be, d->qkv, d->ln, P(QKVW, l), NULL, n, dm.C, dm.QKV);
+    OPS->matmul_forward(g->be, d->qkv, d->ln, P(QKVW, l), qkv_bias(g, l), n, dm.C, dm.QKV);
+    if (dm.qkn)
+        OPS->qknorm_forward(g->be, d->qkv, d->mean, d->qkv, P(LN1B, l), P(LN2B, l), n, dm.C,
+                            dm.NH, dm.KVH, dm.eps);
     OPS->rope_forward(g->be, d->qkv, d->qkv, g->rope + (size_t)t * hs, 1, n, dm.C, dm.NH,
                       dm.KVH);
     gpt_attn_scratch(g);

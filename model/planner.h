@@ -327,7 +327,8 @@ typedef struct {
 int planner_mode_rows(const PlanInput *in, size_t budget, int checkpoint_every,
                       const OpCosts *costs, int grad_accum, PlanRow rows[PLAN_NUM_ROWS],
                       char *err, size_t err_len);
-/* Print the --plan table (the rows above). Returns 0, or -1 with err. */
+/* Print the --plan table (the rows above), after the model's parameter count.
+ * Returns 0, or -1 with err. */
 int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int checkpoint_every,
                         const OpCosts *costs, int grad_accum, char *err, size_t err_len);
 

@@ -145,6 +145,7 @@ int planner_print_modes(FILE *f, const PlanInput *in, size_t budget, int k, cons
     if (planner_mode_rows(in, budget, k, costs, grad_accum, rows, err, err_len) != 0) return -1;
     char b1[32];
     double tok_layers = (double)in->B * in->T * in->cfg.num_layers;
+    fprintf(f, "parameters: %zu\n", config_num_params(&in->cfg));
     fprintf(f, "plan: %d layers, %d heads, C=%d, V=%d, B=%d, T=%d, %s; budget %zu bytes (%s)",
             in->cfg.num_layers, in->cfg.num_heads, in->cfg.channels, in->cfg.vocab_size, in->B,
             in->T, dtype_name(in->dtype), budget, planner_format_bytes(budget, b1, sizeof b1));

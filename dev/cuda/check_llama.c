@@ -5,8 +5,11 @@
  * path) and at one more (an odd F: the scalar path), and rope_forward and
  * rope_backward with every head its own key head and with grouped keys
  * (KVH = NH/2), out of place (v copied) and in place, on a table with
- * Llama 3's scaling; each against the cpu backend within the dtype's
- * tolerance, two gpu runs bit for bit (check.h). */
+ * Llama 3's scaling, and qknorm_forward and qknorm_backward (Qwen3's
+ * per-head q and k norm; the weights' gradients "+=" from random values)
+ * with grouped keys, out of place (v copied) and in place; each against
+ * the cpu backend within the dtype's tolerance, two gpu runs bit for bit
+ * (check.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -158,6 +161,69 @@ static void check_rope(Ctx *c, const char *sh, const Shape *s, int KVH, int bwd,
     free(table), free(x), free(ref);
 }
 
+/* ---- qk-norm ---- */
+typedef struct {
+    void *out, *inp, *wq, *wk, *dwq, *dwk, *dout;
+    float *rstd;
+    int N, C, NH, KVH, bwd;
+    float eps;
+} QnArgs;
+
+static void run_qn(Ctx *c, void *p)
+{
+    QnArgs *a = p;
+    if (a->bwd)
+        c->gpu->ops->qknorm_backward(c->gpu, a->out, a->dwq, a->dwk, a->dout, a->inp, a->wq,
+                                     a->wk, a->rstd, a->N, a->C, a->NH, a->KVH);
+    else
+        c->gpu->ops->qknorm_forward(c->gpu, a->out, a->rstd, a->inp, a->wq, a->wk, a->N, a->C,
+                                    a->NH, a->KVH, a->eps);
+}
+
+/* Forward, then backward from the cpu's rstd; in place: the gpu's output
+ * (and the backward's dout) is set from x or dout before each run. */
+static void check_qknorm(Ctx *c, const char *sh, const Shape *s, int KVH, int in_place)
+{
+    int hs = s->C / s->NH, N = s->B * s->T, H = s->NH + KVH;
+    size_t W = (size_t)s->C + (size_t)2 * KVH * hs, n = (size_t)N * W, nr = (size_t)N * H;
+    float *x = ck_rand(c, n, 0.05f, 2.0f), *wq = ck_rand_pos(c, hs, 0.5f, 1.5f);
+    float *wk = ck_rand_pos(c, hs, 0.5f, 1.5f);
+    ck_round(c, x, n), ck_round(c, wq, hs), ck_round(c, wk, hs);
+    float *ref = ck_alloc(n), *rstd = ck_alloc(nr);
+    QnArgs a = {0};
+    a.N = N, a.C = s->C, a.NH = s->NH, a.KVH = KVH, a.eps = 1e-6f;
+    c->cpu->ops->qknorm_forward(c->cpu, ref, rstd, x, wq, wk, N, s->C, s->NH, KVH, a.eps);
+    a.wq = ck_dev_from(c, wq, hs, 0), a.wk = ck_dev_from(c, wk, hs, 0);
+    a.out = ck_dev(c, n, 0), a.rstd = ck_dev(c, nr, 1);
+    a.inp = in_place ? a.out : ck_dev_from(c, x, n, 0);
+    char shk[96];
+    snprintf(shk, sizeof shk, "%s KVH%d%s", sh, KVH, in_place ? " in place" : "");
+    CkOut of[] = {{"out", a.out, ref, n, 0, in_place ? x : NULL},
+                  {"rstd", a.rstd, rstd, nr, 1, NULL}};
+    ck_check(c, "qknorm_forward", shk, of, 2, run_qn, &a, -1);
+    /* backward: the input x again (in place it was overwritten), the cpu's rstd */
+    if (in_place) a.inp = ck_dev_from(c, x, n, 0);
+    ck_dev_set(c, a.rstd, rstd, nr, 1);
+    float *dout = ck_rand(c, n, 0.05f, 1.0f);
+    float *dwq0 = ck_rand(c, hs, 0.05f, 1.0f), *dwk0 = ck_rand(c, hs, 0.05f, 1.0f);
+    ck_round(c, dout, n), ck_round(c, dwq0, hs), ck_round(c, dwk0, hs);
+    float *dinp = ck_alloc(n), *dwq = ck_copy(dwq0, hs), *dwk = ck_copy(dwk0, hs);
+    c->cpu->ops->qknorm_backward(c->cpu, dinp, dwq, dwk, dout, x, wq, wk, rstd, N, s->C, s->NH,
+                                 KVH);
+    a.bwd = 1;
+    a.dwq = ck_dev(c, hs, 0), a.dwk = ck_dev(c, hs, 0);
+    a.dout = in_place ? a.out : ck_dev_from(c, dout, n, 0);
+    CkOut ob[] = {{"dinp", a.out, dinp, n, 0, in_place ? dout : NULL},
+                  {"dwq", a.dwq, dwq, (size_t)hs, 0, dwq0},
+                  {"dwk", a.dwk, dwk, (size_t)hs, 0, dwk0}};
+    ck_check(c, "qknorm_backward", shk, ob, 3, run_qn, &a, -1);
+    if (!in_place) ck_dev_free(c, a.dout);
+    ck_dev_free(c, a.inp), ck_dev_free(c, a.out), ck_dev_free(c, a.rstd);
+    ck_dev_free(c, a.wq), ck_dev_free(c, a.wk), ck_dev_free(c, a.dwq), ck_dev_free(c, a.dwk);
+    free(x), free(wq), free(wk), free(ref), free(rstd), free(dout), free(dwq0), free(dwk0);
+    free(dinp), free(dwq), free(dwk);
+}
+
 void check_llama(Ctx *c, const Shape *s, const char *sh)
 {
     int N = s->B * s->T, F = (8 * s->C / 3 + 7) / 8 * 8;
@@ -169,4 +235,6 @@ void check_llama(Ctx *c, const Shape *s, const char *sh)
     for (int k = 0; k < (kvh[1] != kvh[0] ? 2 : 1); k++)
         for (int bwd = 0; bwd < 2; bwd++) check_rope(c, sh, s, kvh[k], bwd, 0);
     check_rope(c, sh, s, kvh[1], 0, 1);
+    check_qknorm(c, sh, s, kvh[1], 0);
+    check_qknorm(c, sh, s, kvh[1], 1);
 }

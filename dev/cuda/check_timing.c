@@ -53,7 +53,7 @@ enum { B_ = 4, T_ = 1024, C_ = 768, NH_ = 12, V_ = 50257, VP_ = 50304 };
 typedef struct {
     Backend *be;
     void *x, *y, *z, *p, *w, *w2, *bias, *dw, *dbias, *wte, *wpe, *qkv, *dqkv;
-    float *mean, *rstd, *lse, *losses, *buf, *master, *m, *v, *table;
+    float *mean, *rstd, *lse, *losses, *buf, *master, *m, *v, *table, *qkrstd;
     int *tokens;
     size_t nparams;
     int chunk, which;
@@ -201,6 +201,9 @@ static void f_rn_fwd(TArgs *a) { a->be->ops->rmsnorm_forward(a->be, a->y, a->rst
 static void f_rn_bwd(TArgs *a) { a->be->ops->rmsnorm_backward(a->be, a->z, a->dw, a->y, a->x, a->w, a->rstd, N_, C_); }
 static void f_rope_fwd(TArgs *a) { a->be->ops->rope_forward(a->be, a->qkv, a->qkv, a->table, B_, T_, C_, NH_, NH_); }
 static void f_rope_bwd(TArgs *a) { a->be->ops->rope_backward(a->be, a->dqkv, a->dqkv, a->table, B_, T_, C_, NH_, NH_); }
+/* qk-norm in place on qkv (as many key heads as heads), its rstd (N, 2 NH) */
+static void f_qn_fwd(TArgs *a) { a->be->ops->qknorm_forward(a->be, a->qkv, a->qkrstd, a->qkv, a->w, a->w, N_, C_, NH_, NH_, 1e-6f); }
+static void f_qn_bwd(TArgs *a) { a->be->ops->qknorm_backward(a->be, a->dqkv, a->dw, (char *)a->dw + (size_t)(C_ / NH_) * a->be->act_bytes, a->dqkv, a->qkv, a->w, a->w, a->qkrstd, N_, C_, NH_, NH_); }
 static void f_sg_fwd(TArgs *a) { a->be->ops->swiglu_forward(a->be, a->y, a->x, N_, FFN_); }
 static void f_sg_bwd(TArgs *a) { a->be->ops->swiglu_backward(a->be, a->z, a->x, a->y, N_, FFN_); }
 static void f_adamw(TArgs *a) { a->be->ops->adamw_update(a->be, a->w2, a->master, a->dw, a->m, a->v, a->nparams, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 2); }
@@ -265,6 +268,7 @@ int check_timing(Backend *be, int bf16)
     a.chunk = planner_default_loss_chunk(B_, T_, VP_, DTYPE_BF16);
     a.buf = rand_dev(be, (size_t)a.chunk * VP_, 4, &s, 0);
     a.table = rand_dev(be, rope_table_floats(T_, C_ / NH_), 4, &s, 0); /* values: any */
+    a.qkrstd = rand_dev(be, (size_t)N_ * 2 * NH_, 4, &s, 1);
     int *tok = malloc(N_ * sizeof(int));
     for (int i = 0; i < N_; i++) tok[i] = (int)((i * 2654435761u) % V_);
     a.tokens = be->ops->mem_alloc(be, N_ * sizeof(int));
@@ -340,6 +344,11 @@ int check_timing(Backend *be, int bf16)
         ROW("swiglu_forward", f_sg_fwd, 3 * nf, "GB/s");
         ROW("swiglu_backward", f_sg_bwd, 5 * nf, "GB/s");
     }
+    if (be->ops->qknorm_forward) {
+        double qk = 2.0 * N_ * C_ * ab; /* q and k */
+        ROW("qknorm_forward", f_qn_fwd, 2 * qk, "GB/s");
+        ROW("qknorm_backward", f_qn_bwd, 5 * qk, "GB/s");
+    }
     ROW("adamw_update (124M)", f_adamw,
         (double)a.nparams * (2 * ab + 16 + (bf16 ? 8 : 0)), "GB/s");
     ROW("grad_norm_sq (124M)", f_norm, (double)a.nparams * ab, "GB/s");
@@ -349,7 +358,7 @@ int check_timing(Backend *be, int bf16)
 
     void *devs[] = {a.x, a.y, a.z, a.p, a.qkv, a.dqkv, a.w, a.bias, a.dbias, a.wte, a.wpe, a.dw,
                     a.w2, a.m, a.v, a.master, a.mean, a.rstd, a.lse, a.losses, a.buf, a.tokens,
-                    a.table};
+                    a.table, a.qkrstd};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
         if (devs[i]) be->ops->mem_free(be, devs[i]);
     return rc;

@@ -37,7 +37,8 @@ CALIB_OPS_MS = {
 # (--write-predictions, --measured)
 TIMED_SINCE = ['residual_layernorm_forward', 'matmul_gelu_forward fc',
                'matmul_backward_gelu fc proj', 'rmsnorm_forward', 'rmsnorm_backward',
-               'rope_forward', 'rope_backward', 'swiglu_forward', 'swiglu_backward']
+               'rope_forward', 'rope_backward', 'swiglu_forward', 'swiglu_backward',
+               'qknorm_forward', 'qknorm_backward']
 # dev/notes/gpu-results.md, run 3 (same GPU, commit 7dd63ea): median step times
 # of gpu_check's throughput section, bf16, T=1024, ms.
 CALIB_STEPS_MS = [

@@ -461,6 +461,35 @@ def _rope():
                     hbm=lambda s: 4 * s.N * s.C * ACT + s.T * s.hs * 4)]]
 
 
+def qkn_bwd_chunks(N, hs):
+    """nchunks of qknorm_backward (qknorm.cu): at most 512, at least 8 rows each."""
+    cap = (16 << 20) // (2 * hs * 4)
+    rows = max(8, cdiv(N, min(cap, 512)))
+    return cdiv(N, rows)
+
+
+def _qkn_fwd():
+    """qk-norm in place on qkv (KVH = NH, check_timing's row): a warp a
+    (row, head) of the 3 NH heads, 8 a block; q and k read and written
+    (v heads leave at once), the per-head rstd out."""
+    return [[Stream(r'qknorm_forward_kernel<__nv_bfloat16>', 256,
+                    lambda s: cdiv(s.N * 3 * s.NH, 8),
+                    hbm=lambda s: 4 * s.N * s.C * ACT + s.N * 2 * s.NH * 4)]]
+
+
+def _qkn_bwd():
+    """qk-norm backward in place: each chunk's weight-gradient partials
+    (dout and x of q and k read), a finish over the chunks, then dinp a
+    warp a (row, head): dout and x read again, dinp written."""
+    nb = lambda s: qkn_bwd_chunks(s.N, s.hs)
+    return [[Stream(r'qknorm_dw_kernel<__nv_bfloat16>', 256, nb,
+                    hbm=lambda s: 4 * s.N * s.C * ACT + s.N * 2 * s.NH * 4 + nb(s) * 2 * s.hs * 4),
+             Stream(r'qknorm_dw_finish_kernel<__nv_bfloat16>', 128, lambda s: cdiv(2 * s.hs, 128),
+                    hbm=lambda s: nb(s) * 2 * s.hs * 4 + 4 * s.hs * ACT),
+             Stream(r'qknorm_dinp_kernel<__nv_bfloat16>', 256, lambda s: cdiv(s.N * 3 * s.NH, 8),
+                    hbm=lambda s: 6 * s.N * s.C * ACT + s.N * 2 * s.NH * 4)]]
+
+
 def _swiglu(bwd):
     """SwiGLU at Llama's width F: [gate | up] (N, 2F) read, out (N, F)
     written; backward also reads dout and writes dinp (N, 2F). 16-byte
@@ -661,6 +690,8 @@ def op_table(root='.', fuse_gelu=False):
         'rope_backward': lambda s: (_rope(), 1),
         'swiglu_forward': lambda s: (_swiglu(0), 1),
         'swiglu_backward': lambda s: (_swiglu(1), 1),
+        'qknorm_forward': lambda s: (_qkn_fwd(), 1),
+        'qknorm_backward': lambda s: (_qkn_bwd(), 1),
     }
     for name, ic, oc in MATMULS:
         t['matmul_forward ' + name] = (lambda f: lambda s: (f(s), 1))(_matmul_fwd(ic, oc))

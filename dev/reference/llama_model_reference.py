@@ -6,22 +6,34 @@ through model/gpt.c; tests/unit/model/test_llama_reference.c drives it), written
 from the published definition (Hugging Face transformers' LlamaModel and
 LlamaForCausalLM: LlamaRMSNorm, rotate_half and apply_rotary_pos_emb, repeat_kv,
 causal scaled dot-product attention, LlamaMLP's down(silu(gate(x)) * up(x)), a
-final norm and the lm_head), in elementary torch ops, never from the C code.
+final norm and the lm_head; Qwen2's biases on q_proj, k_proj and v_proj;
+Qwen3's q_norm and k_norm, RMSNorms over each head's features before the
+rotation; Llama 3's frequency scaling of the rotation, as Hugging Face's
+"llama3" rope_type computes its inverse frequencies), in elementary torch ops,
+never from the C code.
 
 usage:
     llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED
+                             [QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG]
+
+The six optional arguments (all or none; default 0 0 0 0 0 0): QKV_BIAS 1
+adds bqkv, QK_NORM 1 adds q_norm and k_norm, FACTOR > 0 scales RoPE's
+frequencies with low_freq_factor LOW, high_freq_factor HIGH and
+original_max_position_embeddings ORIG.
 
 reads DIR/params.f32 (raw little-endian float32, the model's flat parameter
 vector in model/config.h's Llama slot order: tok_emb (Vp,C), lm_head (Vp,C)
-when UNTIED is 1, then per layer stacked over L: rms1w (C), wqkv
-(C + 2 KVH hs, C) with q rows, then k, then v, wo (C,C), rms2w (C), w_gateup
-(2F, C) with gate rows then up rows, w_down (C,F); then rmsfw (C)) and
+when UNTIED is 1, then per layer stacked over L: rms1w (C), q_norm (hs) with
+QK_NORM, wqkv (C + 2 KVH hs, C) with q rows, then k, then v, bqkv
+(C + 2 KVH hs) with QKV_BIAS, wo (C,C), rms2w (C), k_norm (hs) with QK_NORM,
+w_gateup (2F, C) with gate rows then up rows, w_down (C,F); then rmsfw (C)) and
 DIR/tokens.i32 (int32: inputs (B,T), then targets (B,T)). Writes, raw
 little-endian float64: DIR/ref_logits.f64 (B,T,V: the real vocabulary),
 DIR/ref_loss.f64 (the mean cross-entropy over B*T) and DIR/ref_grads.f64
 (d loss / d params, the same layout as params.f32). Prints
 "llama_model_reference: PASS" on success; a fault exits 1 with one line.
 """
+import math
 import sys
 
 import torch
@@ -45,9 +57,27 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def rope(x, T, hs, theta):
+def inv_frequencies(hs, d):
+    """theta^(-2i/hs), i < hs/2; with FACTOR > 0, Llama 3's rule: wavelengths
+    2 pi / f longer than ORIG / LOW divided by FACTOR, shorter than ORIG / HIGH
+    kept, those between blended by s = (ORIG / wavelength - LOW) / (HIGH - LOW)
+    as (1 - s) f / FACTOR + s f."""
+    inv_freq = 1.0 / (d["theta"] ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs))
+    factor = d["factor"]
+    if factor <= 0:
+        return inv_freq
+    low, high, orig = d["low"], d["high"], d["orig"]
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > orig / low, inv_freq / factor, inv_freq)
+    s = (orig / wavelen - low) / (high - low)
+    smoothed = (1 - s) * scaled / factor + s * scaled
+    medium = ~(wavelen < orig / high) & ~(wavelen > orig / low)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rope(x, T, hs, d):
     """apply_rotary_pos_emb on x (B, heads, T, hs) at positions 0..T-1."""
-    inv_freq = 1.0 / (theta ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs))
+    inv_freq = inv_frequencies(hs, d)
     freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     return x * emb.cos() + rotate_half(x) * emb.sin()
@@ -67,10 +97,15 @@ def model_loss(p, inputs, targets, d):
     for l in range(d["L"]):
         h = rmsnorm(x, p["rms1w"][l], d["eps"])
         qkv = h @ p["wqkv"][l].T
-        q = qkv[..., :C].view(B, T, NH, hs).transpose(1, 2)
-        k = qkv[..., C:C + KVH * hs].view(B, T, KVH, hs).transpose(1, 2)
+        if d["qkv_bias"]:
+            qkv = qkv + p["bqkv"][l]
+        q = qkv[..., :C].view(B, T, NH, hs)
+        k = qkv[..., C:C + KVH * hs].view(B, T, KVH, hs)
         v = qkv[..., C + KVH * hs:].view(B, T, KVH, hs).transpose(1, 2)
-        q, k = rope(q, T, hs, d["theta"]), rope(k, T, hs, d["theta"])
+        if d["qk_norm"]:  # Qwen3: per head, before the rotation
+            q, k = rmsnorm(q, p["q_norm"][l], d["eps"]), rmsnorm(k, p["k_norm"][l], d["eps"])
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        q, k = rope(q, T, hs, d), rope(k, T, hs, d)
         k, v = repeat_kv(k, NH // KVH), repeat_kv(v, NH // KVH)
         att = (q @ k.transpose(-1, -2)) / hs ** 0.5
         att = att.masked_fill(~causal, float("-inf")).softmax(-1)
@@ -87,12 +122,16 @@ def model_loss(p, inputs, targets, d):
 
 
 def main():
-    if len(sys.argv) != 14:
-        fail("usage: llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED")
+    if len(sys.argv) not in (14, 20):
+        fail("usage: llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED "
+             "[QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG]")
     out = sys.argv[1]
     keys = ["B", "T", "L", "C", "NH", "KVH", "F", "V", "Vp"]
     d = {k: int(v) for k, v in zip(keys, sys.argv[2:11])}
     d["theta"], d["eps"], d["untied"] = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13])
+    opt = sys.argv[14:] if len(sys.argv) == 20 else ["0"] * 6
+    d["qkv_bias"], d["qk_norm"] = int(opt[0]), int(opt[1])
+    d["factor"], d["low"], d["high"], d["orig"] = (float(x) for x in opt[2:])
     B, T, L, C, NH, KVH, Fw, V, Vp = (d[k] for k in keys)
     if C % NH or NH % KVH or (C // NH) % 2:
         fail("bad shape: NH must divide C, KVH divide NH, and the head size be even")
@@ -100,8 +139,16 @@ def main():
     shapes = [("tok_emb", (Vp, C))]
     if d["untied"]:
         shapes.append(("lm_head", (Vp, C)))
-    shapes += [("rms1w", (L, C)), ("wqkv", (L, W, C)), ("wo", (L, C, C)), ("rms2w", (L, C)),
-               ("w_gateup", (L, 2 * Fw, C)), ("w_down", (L, C, Fw)), ("rmsfw", (C,))]
+    shapes.append(("rms1w", (L, C)))
+    if d["qk_norm"]:
+        shapes.append(("q_norm", (L, hs)))
+    shapes.append(("wqkv", (L, W, C)))
+    if d["qkv_bias"]:
+        shapes.append(("bqkv", (L, W)))
+    shapes += [("wo", (L, C, C)), ("rms2w", (L, C))]
+    if d["qk_norm"]:
+        shapes.append(("k_norm", (L, hs)))
+    shapes += [("w_gateup", (L, 2 * Fw, C)), ("w_down", (L, C, Fw)), ("rmsfw", (C,))]
     try:
         with open(out + "/params.f32", "rb") as f:
             flat = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).to(torch.float64)

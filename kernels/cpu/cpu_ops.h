@@ -66,6 +66,11 @@ void cpu_rope_backward(Backend *be, void *dinp, const void *dout, const float *t
                        int T, int C, int NH, int KVH);
 void cpu_swiglu_forward(Backend *be, void *out, const void *inp, int N, int F);
 void cpu_swiglu_backward(Backend *be, void *dinp, const void *inp, const void *dout, int N, int F);
+void cpu_qknorm_forward(Backend *be, void *out, float *rstd, const void *inp, const void *wq,
+                        const void *wk, int N, int C, int NH, int KVH, float eps);
+void cpu_qknorm_backward(Backend *be, void *dinp, void *dwq, void *dwk, const void *dout,
+                         const void *inp, const void *wq, const void *wk, const float *rstd,
+                         int N, int C, int NH, int KVH);
 void cpu_gelu_forward(Backend *be, void *out, const void *inp, size_t n);
 void cpu_gelu_backward(Backend *be, void *dinp, const void *inp, const void *dout, size_t n);
 void cpu_residual_forward(Backend *be, void *out, const void *a, const void *b, size_t n);

@@ -40,6 +40,8 @@ static const BackendOps *cuda_ops_table(void)
         ops.rope_backward = cuda_rope_backward;
         ops.swiglu_forward = cuda_swiglu_forward;
         ops.swiglu_backward = cuda_swiglu_backward;
+        ops.qknorm_forward = cuda_qknorm_forward;
+        ops.qknorm_backward = cuda_qknorm_backward;
         ops.gelu_forward = cuda_gelu_forward;
         ops.gelu_backward = cuda_gelu_backward;
         ops.residual_forward = cuda_residual_forward;

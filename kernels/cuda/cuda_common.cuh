@@ -333,6 +333,11 @@ void cuda_rope_forward(Backend *be, void *out, const void *inp, const float *tab
                        int C, int NH, int KVH);
 void cuda_rope_backward(Backend *be, void *dinp, const void *dout, const float *table, int B,
                         int T, int C, int NH, int KVH);
+void cuda_qknorm_forward(Backend *be, void *out, float *rstd, const void *inp, const void *wq,
+                         const void *wk, int N, int C, int NH, int KVH, float eps);
+void cuda_qknorm_backward(Backend *be, void *dinp, void *dwq, void *dwk, const void *dout,
+                          const void *inp, const void *wq, const void *wk, const float *rstd,
+                          int N, int C, int NH, int KVH);
 void cuda_swiglu_forward(Backend *be, void *out, const void *inp, int N, int F);
 void cuda_swiglu_backward(Backend *be, void *dinp, const void *inp, const void *dout, int N,
                           int F);

@@ -35,7 +35,10 @@ float *tu_random_params(const GPTConfig *cfg, uint64_t seed)
     cr_assert_not_null(p);
     size_t off = 0;
     for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
-        int is_ln_weight = t == 2 || t == 8 || t == 14;
+        /* norm weights near 1: the LayerNorms' and RMSNorms', and the Llama
+         * family's q_norm and k_norm (config.h) */
+        int is_ln_weight = t == 2 || t == 8 || t == 14 ||
+                           (cfg->arch == ARCH_LLAMA && (t == 3 || t == 9));
         for (size_t i = 0; i < sz[t]; i++) {
             /* sum of 4 uniforms: roughly normal, std 0.1 */
             double u = 0;

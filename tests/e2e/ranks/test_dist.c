@@ -214,23 +214,36 @@ Test(dist, zero1_equals_zero0)
 
 /* The Llama family (grouped-query, untied head) under ZeRO-1 on 2 ranks:
  * the shard arithmetic reads only the flat parameter vector, so --zero 1
- * is --zero 0 within the same 1e-6, losses and parameters. */
-Test(dist, llama_zero1_equals_zero0)
+ * is --zero 0 within the same 1e-6, losses and parameters; with the
+ * family's options too (the qkv bias and the q/k norm weights are more
+ * slots of that vector). */
+static void llama_zero(const char *f, const char *z0, const char *z1)
 {
-    const char *f = "--arch llama --kv-heads 2 --ffn 64 --lm-head untied --batch 1 "
-                    "--grad-accum 2 --grad-clip 0.5";
-    char flags[256];
+    char flags[512];
     snprintf(flags, sizeof flags, "%s --zero 0", f);
-    cr_assert_eq(train(MPIRUN " -np 2", "lz0", flags), 0, "llama --zero 0 failed");
+    cr_assert_eq(train(MPIRUN " -np 2", z0, flags), 0, "llama --zero 0 failed");
     snprintf(flags, sizeof flags, "%s --zero 1", f);
-    cr_assert_eq(train(MPIRUN " -np 2", "lz1", flags), 0, "llama --zero 1 failed");
-    double d = params_rel_diff("lz1", "lz0");
+    cr_assert_eq(train(MPIRUN " -np 2", z1, flags), 0, "llama --zero 1 failed");
+    double d = params_rel_diff(z1, z0);
     cr_expect(d <= 1e-6, "llama --zero 1 vs 0: parameters differ by %.3g relative", d);
-    expect_same_losses("lz1", "lz0", 1e-6, 1);
-    char *out = slurp("lz1", "out");
+    expect_same_losses(z1, z0, 1e-6, 1);
+    char *out = slurp(z1, "out");
     cr_expect(strstr(out, "zero 1: optimizer shard"), "%s", out);
     cr_expect(strstr(out, "replicas: parameters identical"), "%s", out);
     free(out);
+}
+
+Test(dist, llama_zero1_equals_zero0)
+{
+    llama_zero("--arch llama --kv-heads 2 --ffn 64 --lm-head untied --batch 1 --grad-accum 2 "
+               "--grad-clip 0.5", "lz0", "lz1");
+}
+
+Test(dist, llama_options_zero1_equals_zero0)
+{
+    llama_zero("--arch llama --kv-heads 2 --ffn 64 --lm-head untied --batch 1 --grad-accum 2 "
+               "--grad-clip 0.5 --qkv-bias --qk-norm --rope-scaling 8 --rope-original-max-pos 16",
+               "lqz0", "lqz1");
 }
 
 Test(dist, recompute_bitwise_under_two_ranks)

@@ -94,7 +94,7 @@ Test(hostile, model_file, .timeout = 120)
         {"negative_dim", SET_I32, 24, -8, NULL, "channels must be in 1..65536 (got -8)", 0, 0},
         {"negative_layers", SET_I32, 16, -1, NULL, "layers must be in 1..4096 (got -1)", 0, 0},
         {"huge_dim", SET_I32, 24, 1 << 30, NULL, "channels must be in 1..65536", 0, 0},
-        {"huge_vocab", SET_I32, 12, 2000000000, NULL, "vocab must be in 2..65536", 0, 0},
+        {"huge_vocab", SET_I32, 12, 2000000000, NULL, "vocab must be in 2..1048576", 0, 0},
         {"claims_more_data", SET_I32, 8, 1024, NULL, "(truncated)", 0, 0},
         {"zero_length", EMPTY, 0, 0, NULL, "truncated header (0 bytes", 0, 0},
         {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},

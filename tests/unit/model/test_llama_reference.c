@@ -5,8 +5,12 @@
  * largest logit magnitude, the mean loss within 1e-5 relative, and each
  * parameter tensor's gradient within 1e-4 of its largest reference
  * gradient magnitude. At two shapes: grouped-query with an untied head, and
- * multi-head with a tied head and RoPE theta 500000. Needs /usr/bin/python3
- * with torch (Debian's python3-torch, which scripts/setup.sh installs). */
+ * multi-head with a tied head and RoPE theta 500000; and grouped-query with
+ * an untied head and each of the family's options, alone and together:
+ * Qwen2's qkv bias, Qwen3's qk-norm, Llama 3's RoPE frequency scaling (at
+ * original positions 32, so that the head size's frequencies fall in all
+ * three of its bands: kept, blended, divided). Needs /usr/bin/python3 with
+ * torch (Debian's python3-torch, which scripts/setup.sh installs). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -57,10 +61,12 @@ static void against_reference(const GPTConfig *cfg, int B, int T)
     tu_write_file(tu_path(d, "params.f32"), p, n * sizeof(float));
     tu_write_file(tu_path(d, "tokens.i32"), tok, 2 * (size_t)N * sizeof(int));
     char cmd[4096], *out = NULL;
-    snprintf(cmd, sizeof cmd, REF " %s %d %d %d %d %d %d %d %d %d %.9g %.9g %d", d, B, T,
-             cfg->num_layers, cfg->channels, cfg->num_heads, config_kv_heads(cfg),
-             config_ffn(cfg), V, Vp, (double)config_rope_theta(cfg),
-             (double)config_norm_eps(cfg), cfg->untied);
+    snprintf(cmd, sizeof cmd, REF " %s %d %d %d %d %d %d %d %d %d %.9g %.9g %d %d %d %.9g %.9g "
+             "%.9g %d", d, B, T, cfg->num_layers, cfg->channels, cfg->num_heads,
+             config_kv_heads(cfg), config_ffn(cfg), V, Vp, (double)config_rope_theta(cfg),
+             (double)config_norm_eps(cfg), cfg->untied, cfg->qkv_bias, cfg->qk_norm,
+             (double)cfg->rope_factor, (double)cfg->rope_low_freq, (double)cfg->rope_high_freq,
+             cfg->rope_original_max_pos);
     int rc = tu_run_output(cmd, &out, &out);
     cr_assert(rc == 0 && out && strstr(out, "llama_model_reference: PASS"),
               "%s: exit %d: %s (needs /usr/bin/python3 with torch)", cmd, rc, out ? out : "");
@@ -135,4 +141,38 @@ Test(llama_reference, mha_tied_theta_500000_matches_pytorch, .timeout = 120)
     c.untied = 0;
     c.max_seq_len = 7;
     against_reference(&c, 3, 7);
+}
+
+/* GQA (4 heads, 2 KV heads, hs 8), untied, 2 layers, T 8, eps 1e-6, with
+ * the options `bias`, `qkn` and Llama 3's scaling (factor 8, low 1, high 4,
+ * original positions 32). At theta 100 the wavelengths 2 pi 100^(2i/8) are
+ * 6.3, 19.9, 62.8, 198.7: i = 0 below 32/4 (kept), i = 1 between 8 and 32
+ * (blended), i = 2, 3 above 32 (divided by 8). */
+static void with_options(int bias, int qkn, int scaled, float theta)
+{
+    GPTConfig c = tu_tiny_config();
+    c.arch = ARCH_LLAMA;
+    c.num_layers = 2;
+    c.kv_heads = 2;
+    c.ffn = 48;
+    c.untied = 1;
+    c.qkv_bias = bias;
+    c.qk_norm = qkn;
+    c.rope_theta = theta;
+    c.norm_eps = 1e-6f;
+    if (scaled) {
+        c.rope_factor = 8.0f;
+        c.rope_low_freq = 1.0f;
+        c.rope_high_freq = 4.0f;
+        c.rope_original_max_pos = 32;
+    }
+    against_reference(&c, 2, 8);
+}
+
+Test(llama_reference, qkv_bias_matches_pytorch, .timeout = 120) { with_options(1, 0, 0, 10000); }
+Test(llama_reference, qk_norm_matches_pytorch, .timeout = 120) { with_options(0, 1, 0, 10000); }
+Test(llama_reference, rope_scaling_matches_pytorch, .timeout = 120) { with_options(0, 0, 1, 100); }
+Test(llama_reference, all_options_together_match_pytorch, .timeout = 120)
+{
+    with_options(1, 1, 1, 100);
 }

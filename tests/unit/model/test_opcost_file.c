@@ -397,7 +397,7 @@ Test(opcost_file, plan_with_costs_prints_step_times)
     FILE *f = open_memstream(&want, &len);
     cr_assert_eq(planner_print_modes(f, &in, 3000000, 0, &oc, 2, e, sizeof e), 0, "%s", e);
     fclose(f);
-    char *table = strstr(out, "plan: ");
+    char *table = strstr(out, "parameters: ");
     cr_assert_not_null(table);
     cr_assert_str_eq(table, want);
     *strstr(table, "stored/L/tok:") = '\0';
