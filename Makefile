@@ -314,7 +314,7 @@ cuda-emu-train: build/train_gpt_emu
 # GPU run would print, then a hang injected on the emulator (85 to 230 s on
 # 2 shared cores, by their load; CI runs it). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
-GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_offload.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
+GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_offload.sh dev/gpu_check/gpu_check_llama.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
 gpu-check-rehearsal: all build/check_kernels_emu
 	for f in $(GPU_SCRIPTS); do bash -n $$f || exit 1; done
 	if command -v shellcheck >/dev/null; then shellcheck -x -S warning $(GPU_SCRIPTS); \
