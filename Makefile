@@ -109,7 +109,7 @@ ifneq ($(HAVE_CUDA),1)
 endif
 
 .PHONY: all test data hellaswag llmc-compat clean cuda-check cuda-emu-check cuda-resources cuda-perf-model \
-        gpu-check-rehearsal
+        gpu-check-rehearsal cuda-emu-train
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90a)"
@@ -275,7 +275,7 @@ build/check_kernels_emu: $(EMU_OBJ)
 WGMMA_CHECK_OBJ := $(patsubst %,$(BUILD)/emu/dev/cuda/emu/%.o,emu.cpp emu_stream.cpp emu_wgmma.cpp emu_wgmma_check.cpp)
 build/emu_wgmma_check: $(WGMMA_CHECK_OBJ)
 	$(CXX) $^ -o $@
-cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check
+cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check build/train_gpt_emu
 	./build/emu_wgmma_check
 	for o in fwd rev; do EMU_ORDER=$$o ./build/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
 	TRAIN_GPT_FUSE_GELU=1 ./build/check_kernels_emu --quick --only fused $(CHECK_ARGS)
@@ -286,13 +286,35 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check
 	if [ -f datasets/tinyshakespeare_train_000000.bin ]; then for o in fwd rev; do EMU_ORDER=$$o \
 	    CHECK_KERNELS_TOKENS=datasets/tinyshakespeare_train_000000.bin ./build/check_kernels_emu --quick --only encoder || exit 1; done; \
 	else echo "cuda-emu-check: no datasets/ (make data): the encoder on text ids not checked" >&2; fi
+	python3 dev/cuda/check_train_emu.py build/train_gpt_emu
+# The whole trainer on the emulated kernels (dev/cuda/README.md, "The trainer on
+# the emulator"): ./train_gpt's objects with kernels/cuda/ compiled for the
+# emulator (cuBLASLt replaced by emu_gemm.cpp), and the three files that ask
+# HAVE_CUDA whether a cuda backend is linked compiled with it (a CPU-only build's
+# copies say no). `--device cuda` then runs every op of a step on the emulator:
+# tiny shapes only. `make cuda-emu-train` runs dev/cuda/check_train_emu.py on it
+# (the Llama family against the cpu backend, recompute modes bitwise, offload,
+# decode, op costs, the planner; about 50 s on one core); cuda-emu-check runs it last.
+EMU_TRAIN_HAVE_CUDA := kernels/backend.c cli/options.c cli/recompute.c
+EMU_TRAIN_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) dev/cuda/emu/emu.cpp \
+                 dev/cuda/emu/emu_wgmma.cpp dev/cuda/emu/emu_stream.cpp dev/cuda/emu/emu_gemm.cpp
+EMU_TRAIN_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_TRAIN_SRC)) \
+                 $(EMU_TRAIN_HAVE_CUDA:%.c=$(BUILD)/emu/have_cuda/%.o) \
+                 $(filter-out $(CU_OBJ) $(EMU_TRAIN_HAVE_CUDA:%.c=$(BUILD)/%.o),$(CLI_OBJ) $(LIB_OBJ))
+$(BUILD)/emu/have_cuda/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DHAVE_CUDA -c $< -o $@
+build/train_gpt_emu: $(EMU_TRAIN_OBJ)
+	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
+cuda-emu-train: build/train_gpt_emu
+	python3 dev/cuda/check_train_emu.py build/train_gpt_emu
 # dev/gpu_check/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the
 # GPU run would print, then a hang injected on the emulator (85 to 230 s on
 # 2 shared cores, by their load; CI runs it). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
-GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_offload.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
+GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_offload.sh dev/gpu_check/gpu_check_llama.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
 gpu-check-rehearsal: all build/check_kernels_emu
 	for f in $(GPU_SCRIPTS); do bash -n $$f || exit 1; done
 	if command -v shellcheck >/dev/null; then shellcheck -x -S warning $(GPU_SCRIPTS); \

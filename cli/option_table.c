@@ -15,7 +15,7 @@ const OptSpec option_table[] = {
      "vocab 128256); shape flags given too win"},
     {"arch", K_CHOICE, O(arch), "gpt2", 0, 0, "gpt2|llama", "Shape",
      "the block: gpt2 (LayerNorm, GELU MLP, learned positions, tied head) or llama (RMSNorm, "
-     "SwiGLU MLP, RoPE, grouped-query attention, untied head by default; cpu backend only)"},
+     "SwiGLU MLP, RoPE, grouped-query attention, untied head by default)"},
     {"kv-heads", K_INT, O(kv_heads), "0", 0, 65536, NULL, "Shape",
      "--arch llama: key/value heads NKV, dividing --heads (0 = heads)"},
     {"ffn", K_INT, O(ffn), "0", 0, 1048576, NULL, "Shape",

@@ -77,9 +77,7 @@ int options_check_family(const TrainOptions *opt)
         snprintf(buf, sizeof buf, "--heads: --arch llama needs an even head size (RoPE), and "
                  "--channels %d / --heads %d is odd", opt->channels, opt->heads);
         why = buf;
-    } else if (strcmp(opt->device, "cuda") == 0)
-        why = "--device cuda: --arch llama runs on the cpu backend only, for now";
-    else if (opt->llmc_save_dir || opt->llmc_resume)
+    } else if (opt->llmc_save_dir || opt->llmc_resume)
         why = opt->llmc_resume ? "--resume-llmc: llm.c's checkpoints are GPT-2's, not llama's"
                                : "--save-checkpoint-llmc: llm.c's checkpoints are GPT-2's";
     if (why) fprintf(stderr, "%s\n", why);

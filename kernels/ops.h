@@ -88,8 +88,8 @@ typedef struct BackendOps {
 
     /* ---- embedding ----
      * out(N,C) = wte[tokens[n]] + wpe[n % T]       tokens: int32 (N)
-     * wpe NULL: no position table, out = wte[tokens[n]] (the Llama family;
-     * cpu only so far), and then dwpe NULL in the backward. */
+     * wpe NULL: no position table, out = wte[tokens[n]] (the Llama family),
+     * and then dwpe NULL in the backward. */
     void (*encoder_forward)(Backend *be, void *out, const int *tokens, const void *wte,
                             const void *wpe, int B, int T, int C);
     /* dwte(Vp,C) +=, dwpe(maxT,C) += from dout(N,C); deterministic order. */
@@ -154,7 +154,7 @@ typedef struct BackendOps {
     void (*attention_scratch)(Backend *be, void *p, size_t bytes);
 
     /* ---- the Llama family's ops: RMSNorm, RoPE, SwiGLU, qk-norm.
-     * Optional: NULL where a backend has none yet ---- */
+     * Optional: NULL where a backend has none (cpu and cuda have them all) ---- */
     /* RMSNorm over C: rstd(N) = 1 / sqrt(mean_c(inp^2) + eps) (f32, =),
      * out(N,C) = inp * rstd * weight (=). */
     void (*rmsnorm_forward)(Backend *be, void *out, float *rstd, const void *inp,

@@ -97,13 +97,16 @@ static int *read_text_tokens(const char *path, int n, int V)
  * of them the largest id (V - 1), 1/8 token 1, the rest uniform; runs of
  * hundreds to thousands of positions that cross the backward's slices,
  * and (V > 65536) a third digit for its radix sort. text: these ids
- * instead (N of them). */
-static void test_encoder(Ctx *c, const Shape *s, const char *sh0, int skew, const int *text)
+ * instead (N of them). nopos: no position table (wpe and dwpe NULL, the
+ * Llama family's embedding): out is wte's rows, bit for bit. */
+static void test_encoder_pos(Ctx *c, const Shape *s, const char *sh0, int skew, const int *text,
+                             int nopos)
 {
     int N = s->B * s->T, C = s->C, Vp = pad_vocab(s->V), maxT = s->T + 3;
     int *tok = rand_tokens(c, N, s->V);
     char sh[64];
-    snprintf(sh, sizeof sh, "%s%s", sh0, text ? " text" : skew ? " skewed" : "");
+    snprintf(sh, sizeof sh, "%s%s%s", sh0, text ? " text" : skew ? " skewed" : "",
+             nopos ? " nopos" : "");
     if (skew) {
         int *sel = rand_tokens(c, N, 8);
         for (int i = 0; i < N; i++) tok[i] = sel[i] < 6 ? s->V - 1 : sel[i] == 6 ? 1 : tok[i];
@@ -114,13 +117,13 @@ static void test_encoder(Ctx *c, const Shape *s, const char *sh0, int skew, cons
     ck_round(c, wte, (size_t)Vp * C);
     ck_round(c, wpe, (size_t)maxT * C);
     float *ref = ck_alloc((size_t)N * C);
-    c->cpu->ops->encoder_forward(c->cpu, ref, tok, wte, wpe, s->B, s->T, C);
+    c->cpu->ops->encoder_forward(c->cpu, ref, tok, wte, nopos ? NULL : wpe, s->B, s->T, C);
     EncArgs a = {0};
     a.B = s->B, a.T = s->T, a.C = C;
     a.tokens = c->gpu->ops->mem_alloc(c->gpu, (size_t)N * sizeof(int));
     c->gpu->ops->mem_upload(c->gpu, a.tokens, tok, (size_t)N * sizeof(int));
     a.wte = ck_dev_from(c, wte, (size_t)Vp * C, 0);
-    a.wpe = ck_dev_from(c, wpe, (size_t)maxT * C, 0);
+    a.wpe = nopos ? NULL : ck_dev_from(c, wpe, (size_t)maxT * C, 0);
     a.out = ck_dev(c, (size_t)N * C, 0);
     CkOut of[] = {{"out", a.out, ref, (size_t)N * C, 0, NULL}};
     ck_check(c, "encoder_forward", sh, of, 1, run_enc_fwd, &a, -1);
@@ -131,18 +134,24 @@ static void test_encoder(Ctx *c, const Shape *s, const char *sh0, int skew, cons
     ck_round(c, dwte0, (size_t)Vp * C);
     ck_round(c, dwpe0, (size_t)maxT * C);
     float *dwte = ck_copy(dwte0, (size_t)Vp * C), *dwpe = ck_copy(dwpe0, (size_t)maxT * C);
-    c->cpu->ops->encoder_backward(c->cpu, dwte, dwpe, dout, tok, s->B, s->T, C);
+    c->cpu->ops->encoder_backward(c->cpu, dwte, nopos ? NULL : dwpe, dout, tok, s->B, s->T, C);
     a.dout = ck_dev_from(c, dout, (size_t)N * C, 0);
     a.dwte = ck_dev(c, (size_t)Vp * C, 0);
-    a.dwpe = ck_dev(c, (size_t)maxT * C, 0);
+    a.dwpe = nopos ? NULL : ck_dev(c, (size_t)maxT * C, 0);
     CkOut ob[] = {{"dwte", a.dwte, dwte, (size_t)Vp * C, 0, dwte0},
                   {"dwpe", a.dwpe, dwpe, (size_t)maxT * C, 0, dwpe0}};
-    ck_check(c, "encoder_backward", sh, ob, 2, run_enc_bwd, &a, -1);
+    ck_check(c, "encoder_backward", sh, ob, nopos ? 1 : 2, run_enc_bwd, &a, -1);
 
     void *devs[] = {a.tokens, a.wte, a.wpe, a.out, a.dout, a.dwte, a.dwpe};
-    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) ck_dev_free(c, devs[i]);
+    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
+        if (devs[i]) ck_dev_free(c, devs[i]);
     free(tok), free(wte), free(wpe), free(ref), free(dout), free(dwte0), free(dwpe0);
     free(dwte), free(dwpe);
+}
+
+static void test_encoder(Ctx *c, const Shape *s, const char *sh0, int skew, const int *text)
+{
+    test_encoder_pos(c, s, sh0, skew, text, 0);
 }
 
 /* ---- layernorm ---- */
@@ -532,6 +541,7 @@ static void check_shape(Ctx *c, const Shape *s)
     int N = s->B * s->T;
     if (want("encoder")) {
         test_encoder(c, s, sh, 0, NULL);
+        test_encoder_pos(c, s, sh, 0, NULL, 1); /* the Llama family's: no position table */
         if (N >= 600) test_encoder(c, s, sh, 1, NULL); /* runs of 450 (N = 600) to 3000 */
         if (N == 600) {                           /* and a vocabulary past 2^16 */
             Shape big = *s;

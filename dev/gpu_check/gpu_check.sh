@@ -63,6 +63,10 @@
 #      run initialises the model on the host, about 30 s more); a row per
 #      budget, PASS when auto >= 0.97x the best fixed mode that fits;
 #      predicted and measured step time beside it;
+#  8b. the Llama family (--arch llama), dev/gpu_check/gpu_check_llama.sh, after
+#      6b: one step's fp32 gradients within 1e-4 of the cpu's, recompute 1
+#      and 2 and the host tier bitwise recompute 0, llama-125m B8's step time,
+#      MFU and planner-vs-measured memory, and the KV-cache decode's text;
 #  11. the host tier (--offload), dev/gpu_check/gpu_check_offload.sh: recompute 1
 #      with both offloads bitwise against recompute 0 (cmp of the dumped
 #      gradients and the saved model), 124M's device and host memory against
@@ -97,7 +101,7 @@
 # the optional rows (section 6 after its first two, 7-10) start only when
 # their whole limit fits, else a SKIP row. GPU_CHECK_SECTIONS (default:
 # all) names the sections to run (kernels sweep grads sample recompute nccl
-# perf sanitizer xlmax head auto offload), for a rerun of what failed; CHECK_ARGS
+# perf sanitizer llama xlmax head auto offload), for a rerun of what failed; CHECK_ARGS
 # goes to check_kernels (e.g. "--only head").
 # GPU_CHECK_PLAN=first: the first run after a kernel rewrite, at most 300 s
 # of GPU work (dev/notes/gpu-results.md, "The next run": the commands for it
@@ -497,6 +501,10 @@ for tool in memcheck racecheck synccheck; do
     esac
 done
 fi # sanitizer
+
+# ---- 8b: the Llama family on the GPU (in the first-run plan) ----
+# shellcheck source=dev/gpu_check/gpu_check_llama.sh
+. dev/gpu_check/gpu_check_llama.sh
 
 # ---- 4: GPU fp32 vs cpu, one step ----
 if want grads; then

@@ -67,13 +67,14 @@ done
 # GPU_CHECK_PLAN=first: the first run after a kernel rewrite (in the
 # order dev/notes/gpu-results.md gives): the sections below unless
 # GPU_CHECK_SECTIONS names others, the sweep at 124M's B=4 and B=64 only,
-# no --time repeats (GELU epilogues, heuristic algorithms) and no perf
-# side rows (those and the one-chunk head); the 300 s budget.
+# no --time repeats (GELU epilogues, heuristic algorithms), no perf
+# side rows (those and the one-chunk head) and the Llama section's core
+# only; the 350 s budget.
 FIRST=0 SWEEP_ARGS=()
 if [ "${GPU_CHECK_PLAN:-}" = first ]; then
     FIRST=1 SWEEP_ARGS=(--sweep-b "4,64")
-    : "${GPU_CHECK_SECTIONS:=kernels sweep perf sanitizer auto sample}"
-    : "${GPU_CHECK_BUDGET:=300}"
+    : "${GPU_CHECK_SECTIONS:=kernels sweep perf sanitizer llama auto sample}"
+    : "${GPU_CHECK_BUDGET:=350}"
 elif [ -n "${GPU_CHECK_PLAN:-}" ]; then
     echo "gpu_check.sh: GPU_CHECK_PLAN: expected first or nothing, got '$GPU_CHECK_PLAN'" >&2
     exit 2
@@ -215,7 +216,7 @@ in_budget() {
 }
 # GPU_CHECK_SECTIONS: run only these sections (default: all), e.g. "kernels
 # head" for a rerun inside a short lease. Names: kernels sweep grads sample
-# recompute nccl perf sanitizer xlmax head auto offload. The build and the data
+# recompute nccl perf sanitizer llama xlmax head auto offload. The build and the data
 # always run.
 want() { [ -z "${GPU_CHECK_SECTIONS:-}" ] || [[ " $GPU_CHECK_SECTIONS " == *" $1 "* ]]; }
 budget_note() { echo "time budget ($BUDGET s) used"; }

@@ -47,7 +47,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ALL = "kernels sweep grads sample recompute nccl perf sanitizer xlmax head auto offload"
+ALL = "kernels sweep grads sample recompute nccl perf sanitizer llama xlmax head auto offload"
 CLOCKS = "SM clock and power (nvidia-smi -lms 500)"
 BUILD = "build (make -j16, sm_80 + sm_90a)"
 BUNDLE_BUILD = "build (prebuilt gpu_bundle, sm_80 + sm_90a)"
@@ -123,7 +123,18 @@ def rows_of(section):
         return [(AUTO + r", budget [0-9.]+MiB", 4, "run")]
     if section == "offload":
         return [(r, 1, "run") for r in offload_rows()]
+    if section == "llama":
+        return [(r, 1, "run") for r in llama_rows()]
     raise ValueError(section)
+
+
+def llama_rows():
+    r = [lit(f"llama {d} GPU vs cpu grads (L2 C64 NH4 KVH2 T64)") for d in ("fp32", "bf16")]
+    r += [lit(f"llama recompute {m} vs 0 bitwise ({d}, L4 C128 T256)") for d in ("bf16", "fp32")
+          for m in (1, 2)]
+    r += [lit("llama offload bitwise: r1 + checkpoints,optimizer vs r0 (bf16)")]
+    r += [lit(f"llama-125m B8 recompute {m}") for m in (0, 1)]
+    return r + [lit("llama fp32 --generate: GPU kv-cache 1 = 0 = cpu")]
 
 
 def offload_rows():

@@ -3,6 +3,9 @@
 
   shard PATH NTOK VOCAB SEED      write an llm.c token shard of random tokens
   grads REF GOT L C V T TOL       compare two --dump-grads files per tensor
+  lgrads REF GOT L C V NH KVH F TOL
+                                  the same for an --arch llama run (untied
+                                  head, no biases: config.c's Llama slots)
   same LOG_A LOG_B                per-step loss and grad norm identical?
   stats LOG WARMUP L C V T        one run's median step time, tokens/s, MFU
                                   and memory (planner total vs measured);
@@ -10,6 +13,11 @@
   mem LOG                         just the memory: planner total vs measured
   ratio LOG_A LOG_B WARMUP TARGET tokens/s of B over A; exit 1 below TARGET
   mfu LOG WARMUP L C V T TARGET   MFU of one run; exit 1 below TARGET
+  lstats LOG WARMUP               an --arch llama run: median step time, tok/s,
+                                  train_gpt's own MFU (its FLOP count is the
+                                  family's, model/flops.c) and memory as stats;
+                                  exit 1 when the memory differs by more than 2%
+                                  or the arenas' high-water mark is not the plan
   gelu KERNELS_LOG                which GELU cuBLASLt's epilogue computes, from
                                   check_kernels' "gelu epilogue:" lines (fp32:
                                   error against the tanh and the erf form);
@@ -86,6 +94,15 @@ def param_sizes(L, C, V, T):
             ("lnfw", C), ("lnfb", C)]
 
 
+def llama_param_sizes(L, C, V, NH, KVH, F):
+    """--arch llama's sixteen slots (model/config.c), untied head, no biases."""
+    Vp = (V + 127) // 128 * 128
+    qkv = C + 2 * KVH * (C // NH)
+    return [("tok_emb", Vp * C), ("lm_head", Vp * C), ("rms1w", L * C), ("wqkv", L * qkv * C),
+            ("wo", L * C * C), ("rms2w", L * C), ("w_gateup", L * 2 * F * C),
+            ("w_down", L * C * F), ("rmsfw", C)]
+
+
 def read_floats(path):
     """float32 file -> list-like; numpy when present (fast), else array."""
     try:
@@ -110,9 +127,17 @@ def rel_err(r, g):
 
 
 def cmd_grads(ref_path, got_path, L, C, V, T, tol):
-    L, C, V, T, tol = int(L), int(C), int(V), int(T), float(tol)
+    L, C, V, T = int(L), int(C), int(V), int(T)
+    return compare_grads(ref_path, got_path, param_sizes(L, C, V, T), float(tol))
+
+
+def cmd_lgrads(ref_path, got_path, L, C, V, NH, KVH, F, tol):
+    sizes = llama_param_sizes(*(int(x) for x in (L, C, V, NH, KVH, F)))
+    return compare_grads(ref_path, got_path, sizes, float(tol))
+
+
+def compare_grads(ref_path, got_path, sizes, tol):
     ref, got = read_floats(ref_path), read_floats(got_path)
-    sizes = param_sizes(L, C, V, T)
     n = 1 + sum(s for _, s in sizes)
     if len(ref) != n or len(got) != n:
         print(f"size mismatch: expected {n} floats, got {len(ref)} and {len(got)}")
@@ -211,6 +236,24 @@ def cmd_stats(path, warmup, L, C, V, T):
     print(f"median of {len(timed)} steps: {ms:.1f} ms/step, {tps:,.0f} tok/s, MFU {mfu:.1%}{own_text}; "
           f"memory: {mem_text(summary)}; last loss {steps[-1]['loss']:.4f}")
     return 0 if abs(mem_diff_pct(summary)) <= MEM_TOLERANCE_PCT else 1
+
+
+def cmd_lstats(path, warmup):
+    steps, summary = read_log(path)
+    timed = steps[int(warmup):]
+    if len(timed) < 1 or summary is None:
+        print("no timed steps or no summary line")
+        return 1
+    ms = statistics.median(s["ms"] for s in timed)
+    tps = statistics.median(s["tokens_per_s"] for s in timed)
+    own = [s["mfu"] for s in timed if s.get("mfu") is not None]
+    own_text = f"MFU {statistics.median(own):.1%} (train_gpt's)" if own else "MFU: none"
+    m = summary["memory"]
+    arenas_ok = m.get("arena_high_water") == m.get("total")
+    print(f"median of {len(timed)} steps: {ms:.1f} ms/step, {tps:,.0f} tok/s, {own_text}; "
+          f"memory: {mem_text(summary)}; arenas' high-water {'= plan' if arenas_ok else 'DIFFERS'}"
+          f"; last loss {steps[-1]['loss']:.4f}")
+    return 0 if abs(mem_diff_pct(summary)) <= MEM_TOLERANCE_PCT and arenas_ok else 1
 
 
 def plan_tiers(path):
@@ -504,7 +547,8 @@ def cmd_clocks(path):
 
 
 def main():
-    cmds = {"shard": cmd_shard, "grads": cmd_grads, "same": cmd_same, "stats": cmd_stats,
+    cmds = {"shard": cmd_shard, "grads": cmd_grads, "lgrads": cmd_lgrads, "lstats": cmd_lstats,
+            "same": cmd_same, "stats": cmd_stats,
             "mem": cmd_mem, "ratio": cmd_ratio, "mfu": cmd_mfu, "gelu": cmd_gelu,
             "algos": cmd_algos, "table": cmd_table, "headx": cmd_headx,
             "sweeppick": cmd_sweeppick, "modelrange": cmd_modelrange, "clocks": cmd_clocks, "offmem": cmd_offmem}

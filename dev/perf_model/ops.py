@@ -559,10 +559,14 @@ def _matmul_bwd_gelu(fused):
 
 
 def _encoder_fwd():
-    return [[Stream(r'encoder_forward_kernel<__nv_bfloat16>', 256,
-                    lambda s: ew_grid(s.N * s.C),
-                    hbm=lambda s: 2 * s.N * s.C * ACT + s.T * s.C * ACT + s.N * 4,
-                    moved=lambda s: 3 * s.N * s.C * ACT + s.N * s.C * 4)]]
+    """GPT-2's, with its position table (POS true; in trees before the
+    Llama family's copy-only instance, the kernel had no POS argument)."""
+    def stream(pat):
+        return [Stream(pat, 256, lambda s: ew_grid(s.N * s.C),
+                       hbm=lambda s: 2 * s.N * s.C * ACT + s.T * s.C * ACT + s.N * 4,
+                       moved=lambda s: 3 * s.N * s.C * ACT + s.N * s.C * 4)]
+    return [stream(r'encoder_forward_kernel<__nv_bfloat16, true>'),
+            stream(r'encoder_forward_kernel<__nv_bfloat16>')]
 
 
 def _encoder_bwd():

@@ -1,5 +1,7 @@
 /* kernels/cuda/encoder.cu — token + position embedding, forward and backward
- * (ops.h: encoder_forward, encoder_backward).
+ * (ops.h: encoder_forward, encoder_backward). wpe and dwpe may be NULL: no
+ * position table (the Llama family's RoPE); then out = wte[token], a copy
+ * (no "+ 0", which would turn a -0 into +0), and no dwpe kernel runs.
  *
  * Backward is deterministic without float atomics:
  *   dwpe(t,c) += sum over b of dout(b,t,c), b in increasing order;
@@ -9,8 +11,9 @@
  *   row has one writer per chunk of positions. */
 #include "cuda_common.cuh"
 
-/* out(N,C) = wte[tokens[n]] + wpe[n % T]; grid-stride over N*C. */
-template <typename T>
+/* out(N,C) = wte[tokens[n]] + wpe[n % T] (POS), or wte[tokens[n]] as is
+ * (no position table); grid-stride over N*C. */
+template <typename T, bool POS>
 __global__ void encoder_forward_kernel(T *out, const int *tokens, const T *wte, const T *wpe,
                                        int N, int T_, int C)
 {
@@ -21,7 +24,24 @@ __global__ void encoder_forward_kernel(T *out, const int *tokens, const T *wte, 
         int c = (int)(i % C);
         int t = (int)(n % T_);
         size_t tok = (size_t)tokens[n];
-        out[i] = from_f<T>(to_f(wte[tok * C + c]) + to_f(wpe[(size_t)t * C + c]));
+        if constexpr (POS)
+            out[i] = from_f<T>(to_f(wte[tok * C + c]) + to_f(wpe[(size_t)t * C + c]));
+        else
+            out[i] = wte[tok * C + c];
+    }
+}
+
+template <typename T>
+static void encoder_forward(CudaState *st, T *out, const int *tokens, const T *wte, const T *wpe,
+                            int N, int T_, int C)
+{
+    unsigned grid = elementwise_grid((size_t)N * C, 256);
+    if (wpe) {
+        auto kern = encoder_forward_kernel<T, true>;
+        LAUNCH(kern, grid, 256, 0, st->stream, out, tokens, wte, wpe, N, T_, C);
+    } else {
+        auto kern = encoder_forward_kernel<T, false>;
+        LAUNCH(kern, grid, 256, 0, st->stream, out, tokens, wte, wpe, N, T_, C);
     }
 }
 
@@ -29,17 +49,11 @@ void cuda_encoder_forward(Backend *be, void *out, const int *tokens, const void 
                           const void *wpe, int B, int T, int C)
 {
     CudaState *st = cuda_state(be);
-    int N = B * T;
-    unsigned grid = elementwise_grid((size_t)N * C, 256);
-    if (st->bf16) {
-        auto kern = encoder_forward_kernel<bf16>;
-        LAUNCH(kern, grid, 256, 0, st->stream, (bf16 *)out, tokens, (const bf16 *)wte,
-               (const bf16 *)wpe, N, T, C);
-    } else {
-        auto kern = encoder_forward_kernel<float>;
-        LAUNCH(kern, grid, 256, 0, st->stream, (float *)out, tokens, (const float *)wte,
-               (const float *)wpe, N, T, C);
-    }
+    if (st->bf16)
+        encoder_forward(st, (bf16 *)out, tokens, (const bf16 *)wte, (const bf16 *)wpe, B * T, T, C);
+    else
+        encoder_forward(st, (float *)out, tokens, (const float *)wte, (const float *)wpe, B * T,
+                        T, C);
 }
 
 /* dwpe(t,c) += sum_b dout(b*T+t, c), b ascending. One thread per (t,c). */
@@ -333,8 +347,9 @@ static void encoder_backward(CudaState *st, T *dwte, T *dwpe, const T *dout, con
 {
     int N = B * T_;
     auto kwpe = wpe_backward_kernel<T>;
-    LAUNCH(kwpe, elementwise_grid((size_t)T_ * C, 256), 256, 0, st->stream, dwpe, dout, B, T_,
-           C);
+    if (dwpe) /* NULL: no position table */
+        LAUNCH(kwpe, elementwise_grid((size_t)T_ * C, 256), 256, 0, st->stream, dwpe, dout, B,
+               T_, C);
     /* Chunks of positions [p0, p0 + n), in order, each sorted in the scratch
      * and added to dwte before the next (stream order). */
     auto ksum = enc_run_sum_kernel<T>;

@@ -8,10 +8,14 @@
  *  - measured op costs are the family's own: a GPT-2 cost file is refused
  *    for a Llama run and a Llama one for a GPT-2 run (exit 1);
  *  - what the family does not do yet is refused by name, exit 2, one line:
- *    --device cuda, llm.c's checkpoints (--zero 1:
+ *    llm.c's checkpoints (--zero 1:
  *    ranks/test_dist.c; --offload: train/test_offload_flags.c); so are the Llama flags without --arch llama, a
  *    --kv-heads that does not divide --heads, and a preset of the other
  *    family;
+ *  - --device cuda is the family's too: --plan plans it for a CUDA device
+ *    (the Llama block's table, bf16), and a run where no GPU is visible
+ *    stops at the backend's own message, not at the family (the run itself:
+ *    dev/cuda/check_train_emu.py on the emulator, dev/gpu_check/ on a GPU);
  *  - a model file or a checkpoint of one family is refused by name when the
  *    other is asked for (exit 2), and so is a Llama flag that contradicts
  *    the file; one of its own family is taken. */
@@ -163,7 +167,6 @@ Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 400);
     static const char *const cases[][2] = {
-        {LLAMA " --device cuda", "--device cuda: --arch llama runs on the cpu backend only"},
         {LLAMA " --save-checkpoint-llmc x", "--save-checkpoint-llmc: llm.c's checkpoints are"},
         {"--kv-heads 2", "--kv-heads: applies to --arch llama"},
         {"--ffn 64", "--ffn: applies to --arch llama"},
@@ -177,6 +180,38 @@ Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
         snprintf(args, sizeof args, "%s --steps 1 %s", tc_model_args(d), cases[i][0]);
         expect_refused(d, args, cases[i][1]);
     }
+    tu_remove_tree(d);
+}
+
+Test(llama_cli, the_cuda_backend_is_planned_and_opened_for_the_family, .timeout = 60)
+{
+    char *d = tu_tempdir(), args[4096], prefix[4200], path[4300];
+    tc_make_shards(d, 1, 400);
+    /* --plan for an H100: the family's block at bf16, every mode's row */
+    snprintf(args, sizeof args, "%s " LLAMA " --plan --device cuda --dtype bf16 --plan-device h100",
+             tc_model_args(d));
+    snprintf(prefix, sizeof prefix, "%s/plan", d);
+    int rc = tc_run("", args, prefix);
+    snprintf(path, sizeof path, "%s.out", prefix);
+    char *o = tu_read_file(path, NULL);
+    cr_expect_eq(rc, 0, "--plan --device cuda for llama: exit %d: %s", rc, o ? o : "");
+    cr_expect(o && strstr(o, "plan: 2 layers, 4 heads, C=32, V=256, B=2, T=16, bf16"),
+              "a bf16 plan of the run's shape: %s", o ? o : "");
+    cr_expect(o && strstr(o, "\nselective "), "the modes' table: %s", o ? o : "");
+    free(o);
+    /* a run: whatever the backend says (no GPU here, or no CUDA in this
+     * build), never the family's old refusal; a GPU's run trains */
+    snprintf(args, sizeof args, "%s " LLAMA " --steps 1 --device cuda", tc_model_args(d));
+    snprintf(prefix, sizeof prefix, "%s/run", d);
+    rc = tc_run("", args, prefix);
+    snprintf(path, sizeof path, "%s.err", prefix);
+    char *e = tu_read_file(path, NULL);
+    cr_expect(e && !strstr(e, "--arch llama runs on the cpu backend"), "refused by family: %s",
+              e ? e : "");
+    if (rc != 0)
+        cr_expect(e && strstr(e, "--device cuda: "), "exit %d without the backend's reason: %s", rc,
+                  e ? e : "");
+    free(e);
     tu_remove_tree(d);
 }
 
