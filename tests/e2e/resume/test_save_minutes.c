@@ -104,18 +104,20 @@ Test(save_minutes, a_run_killed_resumes_from_its_timed_save, .timeout = 180)
     snprintf(args, sizeof args, "%s --steps 8 --save %s", m, a);
     run_expect(NULL, args, p, 0);
 
-    /* the same run, saving by time only, slowed after step 3 (a 30 s stall
-     * before step 4) so that the kill lands while step 3's save is the
-     * newest */
+    /* the same run, saving by time only, held at the start of step 4 (the
+     * pause hook: step 3's save is done, step 4's not begun) so that the
+     * kill lands while step 3's save is the newest */
     snprintf(ck, sizeof ck, "%s/ck", d);
     snprintf(b, sizeof b, "%s/resumed.bin", d);
     snprintf(args, sizeof args, "%s --steps 8 --checkpoint-dir %s --save-minutes 1e-6 --save %s",
              m, ck, b);
     snprintf(p, sizeof p, "%s/killed", d);
-    pid_t pid = tc_spawn("TRAIN_GPT_TEST_STALL=0:4:30", args, p);
-    int up = 0;
-    for (int i = 0; i < 3000 && !(up = saved(ck, 3)); i++) tc_sleep_ms(10);
-    cr_assert(up, "step 3's save never appeared");
+    char pause[4200]; /* tu_path's buffers are reused */
+    snprintf(pause, sizeof pause, "%s", tu_path(d, "pause"));
+    pid_t pid = tc_spawn(tc_pause_env(pause, "step:4"), args, p);
+    cr_assert(tc_paused(pause, "step:4", 60000), "the run did not reach step 4");
+    cr_assert(saved(ck, 3), "held at step 4's start, step 3 is not saved");
+    cr_assert(!saved(ck, 4), "held at step 4's start, step 4 is saved");
     kill(pid, SIGKILL);
     tc_wait(pid, 10000);
     cr_assert(!tu_exists(b), "a killed run writes no --save");
