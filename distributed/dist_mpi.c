@@ -12,6 +12,7 @@
  * ZeRO-2's reduce-scatter of a piece is MPI_Reduce_scatter with one count
  * per rank (a piece of a tensor's slice cuts the ranks' ranges unevenly),
  * blocking: the full-size buffer is reused by the next block's backward.
+ * ZeRO-3's gather of a piece is MPI_Allgatherv, blocking too.
  *
  * Not built with NO_MPI (make NO_MPI=1: one process, no collectives). */
 #ifndef NO_MPI
@@ -26,7 +27,8 @@ typedef struct {
     DistComm base;
     MPI_Request *reqs;
     int nreq, cap;
-    int *counts; /* world: ZeRO-2's receive counts */
+    int *counts; /* world: ZeRO-2's receive counts, ZeRO-3's gather counts */
+    int *displs; /* world: ZeRO-3's gather offsets */
 } MpiComm;
 
 /* Requests one step's all-reduces can hold before the array grows: a GPT
@@ -105,9 +107,29 @@ static void mpi_allgather(DistComm *c, void *params, size_t shard)
     dist_watch_end(c->d);
 }
 
+/* ZeRO-3: blocking, a block's gather is read by the step right after it. */
+static void mpi_allgatherv(DistComm *c, const void *mine, void *buf, const size_t *counts)
+{
+    MpiComm *m = (MpiComm *)c;
+    size_t off = 0;
+    for (int q = 0; q < c->d->world; q++) {
+        if (counts[q] > (size_t)INT_MAX || off > (size_t)INT_MAX)
+            dist_fail(c->d, 1, "--zero 3: a parameter piece at %zu of %zu elements is more "
+                      "than MPI's int count allows; use --zero 2", off, counts[q]);
+        m->counts[q] = (int)counts[q];
+        m->displs[q] = (int)off;
+        off += counts[q];
+    }
+    dist_watch_begin(c->d, "in MPI_Allgatherv (ZeRO-3 parameters)");
+    MPI_Allgatherv(mine, m->counts[c->d->rank], MPI_FLOAT, buf, m->counts, m->displs, MPI_FLOAT,
+                   c->world);
+    dist_watch_end(c->d);
+}
+
 static void mpi_close(DistComm *c)
 {
     MpiComm *m = (MpiComm *)c;
+    free(m->displs);
     free(m->reqs);
     free(m->counts);
     free(m);
@@ -124,8 +146,11 @@ DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len)
     if (m) m->cap = MPI_REQS_FIRST;
     if (m) m->reqs = malloc(sizeof(MPI_Request) * (size_t)m->cap);
     if (m) m->counts = malloc(sizeof(int) * (size_t)d->world);
-    if (!m || !m->reqs || !m->counts) {
+    if (m) m->displs = malloc(sizeof(int) * (size_t)d->world);
+    if (!m || !m->reqs || !m->counts || !m->displs) {
         if (m) free(m->reqs);
+        if (m) free(m->counts);
+        if (m) free(m->displs);
         free(m);
         snprintf(err, err_len, "out of host memory for MPI requests");
         return NULL;
@@ -133,7 +158,8 @@ DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len)
     m->base = (DistComm){.name = "mpi", .allreduce_start = mpi_allreduce_start,
                          .reduce_scatter_start = mpi_reduce_scatter_start,
                          .reduce_scatterv = mpi_reduce_scatterv, .wait = mpi_wait,
-                         .allgather = mpi_allgather, .close = mpi_close, .d = d,
+                         .allgather = mpi_allgather, .allgatherv = mpi_allgatherv,
+                         .close = mpi_close, .d = d,
                          .world = MPI_COMM_WORLD};
     return &m->base;
 }
