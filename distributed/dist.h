@@ -64,6 +64,12 @@
  * the ranks' micro-batch sums are added in micro-batch order instead of
  * each rank first summing its own micro-batches (float rounding).
  *
+ * ZeRO-3 (--zero 3). ZeRO-2's gradients, and each rank keeps only its block
+ * of the parameters (DistModel params is the shard): the model asks for
+ * each slice it is about to read (dist_params_gather: MPI_Allgatherv with
+ * one count per rank; on NCCL one ncclBroadcast per owning rank in a
+ * group, compiled, not run), and dist_share_params does nothing.
+ *
  * Errors. dist_fail prints the message with the rank and, under MPI, calls
  * MPI_Abort so the whole job exits non-zero instead of hanging in a
  * collective.

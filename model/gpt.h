@@ -49,7 +49,8 @@ typedef struct {
 /* Data-parallel placement of this model (the CLI fills it from the
  * distributed layer's rank and world; NULL = one process). zero = 1 shards the AdamW state and master weights (planner.h,
  * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range;
- * zero = 2 also keeps only that range of the gradients (GradScatterFn). */
+ * zero = 2 also keeps only that range of the gradients (GradScatterFn);
+ * zero = 3 also of the parameters, gathered before use (ParamGatherFn). */
 typedef struct {
     int world, rank, zero;
     /* OFFLOAD_* bits (model/planner.h): what lives in the host tier, on a
