@@ -184,8 +184,14 @@ void dist_grads_scatter(void *ctx, void *const *src, const size_t *offs, const s
     }
 }
 
+void dist_params_wait(void *ctx)
+{
+    Dist *d = ctx;
+    if (d->comm) d->comm->gather_wait(d->comm);
+}
+
 void dist_params_gather(void *ctx, void *const *dst, const size_t *offs, const size_t *counts,
-                        int n)
+                        int n, int async)
 {
     Dist *d = ctx;
     if (!d->comm || !d->rs_counts) return;
@@ -199,7 +205,8 @@ void dist_params_gather(void *ctx, void *const *dst, const size_t *offs, const s
             d->rs_counts[q] = phi > plo ? phi - plo : 0;
         }
         size_t from = lo > b ? lo - b : 0; /* in the shard, elements */
-        d->comm->allgatherv(d->comm, (const char *)d->m.params + from * eb, dst[k], d->rs_counts);
+        d->comm->allgatherv(d->comm, (const char *)d->m.params + from * eb, dst[k], d->rs_counts,
+                            async);
     }
 }
 

@@ -191,9 +191,11 @@ void dist_grads_scatter(void *ctx, void *const *src, const size_t *offs, const s
  * ParamGatherFn): for each range [offs[k], offs[k] + counts[k]), every
  * rank sends the part its block covers from its shard (params) and dst[k]
  * receives the whole range (an all-gather with one count per rank).
- * Blocking. */
+ * Blocking, or with async (a prefetch) complete once dist_params_wait (the
+ * model's ParamWaitFn) returns. */
 void dist_params_gather(void *ctx, void *const *dst, const size_t *offs, const size_t *counts,
-                        int n);
+                        int n, int async);
+void dist_params_wait(void *ctx);
 
 /* "nccl", "mpi", or "none (no launcher)": the collectives the ranks use,
  * or, before dist_attach opens them, the ones they will use with backend

@@ -133,8 +133,10 @@ static void nccl_allgather(DistComm *c, void *params, size_t shard)
  * blocks): one ncclBroadcast per owning rank into its piece of buf, in one
  * group; the compute stream waits for it (nccl_wait). Compiles; unmeasured
  * (no machine here has two GPUs), and the CLI refuses --zero 3 on cuda. */
-static void nccl_allgatherv(DistComm *c, const void *mine, void *buf, const size_t *counts)
+static void nccl_allgatherv(DistComm *c, const void *mine, void *buf, const size_t *counts,
+                            int async)
 {
+    (void)async; /* the group runs on the communication stream either way */
     NcclComm *n = (NcclComm *)c;
     comm_after_compute(n);
     size_t off = 0;
@@ -238,6 +240,7 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
                          .reduce_scatter_start = nccl_reduce_scatter_start,
                          .reduce_scatterv = nccl_reduce_scatterv, .wait = nccl_wait,
                          .allgather = nccl_allgather, .allgatherv = nccl_allgatherv,
+                         .gather_wait = nccl_wait,
                          .close = nccl_close, .d = d,
                          .world = MPI_COMM_WORLD};
     dist_watch_probe(d, nccl_probe, n);

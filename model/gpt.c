@@ -271,6 +271,7 @@ static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out
     /* fch_gelu (B,T,4C) -> out (B,T,C) */
     OPS->matmul_forward(g->be, out, tp->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), N, 4 * C, C);
     /* out += res2 (B,T,C); with next, also out -> next->out (B,T,C), mean and rstd (B,T) */
+    gpt_gather_wait(g); /* ZeRO-3: next->w, next->b may be on their way */
     if (next)
         OPS->residual_layernorm_forward(g->be, out, next->out, next->mean, next->rstd, out, tp->res2, next->w, next->b, N, C);
     else
@@ -366,9 +367,15 @@ static int run_steps(GPT *g, int k0, int k1)
         offload_at(g, OFFLOAD_BEFORE(k));
         /* ZeRO-3: this block's parameters, and the next block's when the
          * closing add writes its LN1 (one block ahead, the other buffer) */
-        gpt_gather_block(g, st->block);
-        if (st->kind == STEP_FORWARD && st->fuse_next_ln && st->out_slot != SLOT_FINAL)
-            gpt_gather_block(g, st->block + 1);
+        int b = st->block, nb = k + 1 < k1 ? g->sched.steps[k + 1].block : -1;
+        int fuse = st->kind == STEP_FORWARD && st->fuse_next_ln && st->out_slot != SLOT_FINAL;
+        gpt_gather_block(g, b);
+        if (fuse && nb != b + 1) gpt_gather_block(g, b + 1);
+        /* the next step's block into the other buffer while this one runs
+         * (not across the head: k1 ends the forward part); block_forward
+         * waits for it before the closing add reads its LN1 */
+        if (nb >= 0 && nb != b && (nb & 1) != (b & 1) && (!fuse || nb == b + 1))
+            gpt_gather_prefetch(g, nb);
         const void *x = res_at(g, st->in_slot, op->n_ring ? op->in_ring[k] : -1);
         BlockTape *tp = &g->tapes[st->tape_slot];
         if (st->kind == STEP_FORWARD) {

@@ -81,10 +81,12 @@ typedef void (*GradScatterFn)(void *ctx, void *const *src, const size_t *offsets
  * elements on the device) with flat range [offsets[k], offsets[k] +
  * counts[k]) of the parameters, each rank sending the part in its shard
  * (an all-gather with one count per rank). Complete for later backend ops
- * on return. Without a hook the model copies from its own shard (one
- * process: the shard is the whole vector). */
+ * on return, or with async = 1 (a prefetch) once ParamWaitFn has returned:
+ * until then nothing reads or writes dst. Without a hook the model copies
+ * from its own shard (one process: the shard is the whole vector). */
 typedef void (*ParamGatherFn)(void *ctx, void *const *dst, const size_t *offsets,
-                              const size_t *counts, int n);
+                              const size_t *counts, int n, int async);
+typedef void (*ParamWaitFn)(void *ctx);
 
 /* Called after each schedule step (a block's forward, re-forward or
  * backward; `done` of the schedule's n_steps finished, the step just run is
@@ -153,6 +155,7 @@ typedef struct GPT {
     void *param_outer, *param_blocks;
     size_t param_block_bytes;
     int held[2], past_head;
+    int inflight; /* the block whose prefetch was started and not waited for, or -1 */
     /* ZeRO-2/3: parameter elements gathered before the loss head and after
      * it, gradient elements reduce-scattered, over `passes` calls of
      * gpt_forward_backward since gpt_init (evaluation's gathers are not
@@ -199,6 +202,7 @@ typedef struct GPT {
     GradScatterFn grad_scatter;
     void *grad_scatter_ctx;
     ParamGatherFn param_gather;
+    ParamWaitFn param_wait;
     void *param_gather_ctx;
     BlockHookFn block_hook;
     void *block_hook_ctx;
@@ -239,8 +243,8 @@ size_t gpt_host_high_water(const GPT *g);
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
 /* ZeRO-2: install (fn != NULL) or remove the gradient reduce-scatter. */
 void gpt_set_grad_scatter(GPT *g, GradScatterFn fn, void *ctx);
-/* ZeRO-3: install (fn != NULL) or remove the parameter gather. */
-void gpt_set_param_gather(GPT *g, ParamGatherFn fn, void *ctx);
+/* ZeRO-3: install (fn and wait != NULL) or remove the parameter gather. */
+void gpt_set_param_gather(GPT *g, ParamGatherFn fn, ParamWaitFn wait, void *ctx);
 /* ZeRO-2: shard[flat - opt_begin ...] += src[0 .. n) (par dtype, on the
  * device); [flat, flat + n) lies in the optimizer range. */
 void gpt_grads_shard_add(GPT *g, size_t flat, const void *src, size_t n);

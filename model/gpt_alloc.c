@@ -292,7 +292,7 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         g->param_blocks = arena_take(&g->arenas[MEM_PARAMS], g->plan.param_gather_bytes);
         g->param_outer = arena_take(&g->arenas[MEM_PARAMS], g->plan.param_outer_bytes);
         g->param_block_bytes = g->plan.param_gather_bytes / 2;
-        g->held[0] = g->held[1] = -1;
+        g->held[0] = g->held[1] = g->inflight = -1;
     }
     /* ZeRO-2 (and 3): the gradient shard, then the full-size buffers (planner.h) */
     int z2 = g->plan.zero >= 2;

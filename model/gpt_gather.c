@@ -13,21 +13,24 @@
 
 #define OPS (g->be->ops)
 
-void gpt_set_param_gather(GPT *g, ParamGatherFn fn, void *ctx)
+void gpt_set_param_gather(GPT *g, ParamGatherFn fn, ParamWaitFn wait, void *ctx)
 {
     g->param_gather = fn;
+    g->param_wait = wait;
     g->param_gather_ctx = ctx;
 }
 
-/* Fill dst[k] with flat ranges [offs[k], offs[k] + counts[k]); count them. */
-static void gather(GPT *g, void *const *dst, const size_t *offs, const size_t *counts, int n)
+/* Fill dst[k] with flat ranges [offs[k], offs[k] + counts[k]), complete on
+ * return unless async (then gpt_gather_wait); count them. */
+static void gather(GPT *g, void *const *dst, const size_t *offs, const size_t *counts, int n,
+                   int async)
 {
     size_t elems = 0;
     for (int k = 0; k < n; k++) elems += counts[k];
     if (g->counting && g->past_head) g->regathered += elems;
     else if (g->counting) g->gathered += elems;
     if (g->param_gather) {
-        g->param_gather(g->param_gather_ctx, dst, offs, counts, n);
+        g->param_gather(g->param_gather_ctx, dst, offs, counts, n, async);
         return;
     }
     /* one process: the shard is [0, num_params); a byte copy through the
@@ -56,6 +59,7 @@ static void tensor_starts(const GPT *g, size_t *start)
 void gpt_gather_begin(GPT *g)
 {
     if (!g->param_blocks) return;
+    gpt_gather_wait(g); /* an abandoned pass may have left a prefetch */
     static const int outer[4] = {WTE, WPE, LNFW, LNFB};
     size_t start[NUM_PARAM_TENSORS], offs[4], counts[4];
     void *dst[4];
@@ -67,12 +71,18 @@ void gpt_gather_begin(GPT *g)
         counts[k] = g->param_sizes[outer[k]];
         dst[k] = g->param_t[outer[k]];
     }
-    gather(g, dst, offs, counts, 4);
+    gather(g, dst, offs, counts, 4, 0);
 }
 
-void gpt_gather_block(GPT *g, int l)
+void gpt_gather_wait(GPT *g)
 {
-    if (!g->param_blocks || l < 0 || l >= g->cfg.num_layers || g->held[l & 1] == l) return;
+    if (g->inflight < 0) return;
+    if (g->param_wait) g->param_wait(g->param_gather_ctx);
+    g->inflight = -1;
+}
+
+static void gather_block(GPT *g, int l, int async)
+{
     size_t start[NUM_PARAM_TENSORS], offs[12], counts[12];
     void *dst[12];
     tensor_starts(g, start);
@@ -82,6 +92,25 @@ void gpt_gather_block(GPT *g, int l)
         offs[k] = start[i] + (size_t)l * counts[k];
         dst[k] = P(i, l);
     }
-    gather(g, dst, offs, counts, 12);
+    gather(g, dst, offs, counts, 12, async);
     g->held[l & 1] = l;
+}
+
+void gpt_gather_block(GPT *g, int l)
+{
+    if (!g->param_blocks || l < 0 || l >= g->cfg.num_layers) return;
+    if (g->held[l & 1] == l) { /* gathered, or on its way: wait for it */
+        if (g->inflight == l) gpt_gather_wait(g);
+        return;
+    }
+    gpt_gather_wait(g); /* one collective at a time into the buffers */
+    gather_block(g, l, 0);
+}
+
+void gpt_gather_prefetch(GPT *g, int l)
+{
+    if (!g->param_blocks || l < 0 || l >= g->cfg.num_layers || g->held[l & 1] == l) return;
+    gpt_gather_wait(g);
+    gather_block(g, l, 1);
+    g->inflight = l;
 }

@@ -93,6 +93,12 @@ void gpt_opt_grads_final(GPT *g, const size_t *offs, const size_t *counts, int n
  * nothing). */
 void gpt_gather_begin(GPT *g);
 void gpt_gather_block(GPT *g, int l);
+/* Start gathering block l into buffer l & 1 (unless it holds l), to be
+ * waited for by gpt_gather_wait or the gpt_gather_block(l) before its use;
+ * one prefetch in flight at a time. The caller keeps buffer l & 1 unread
+ * until then. */
+void gpt_gather_prefetch(GPT *g, int l);
+void gpt_gather_wait(GPT *g);
 
 /* Test build (base/test_hooks.h): append code to g->trace when a test set one. */
 void gpt_trace(GPT *g, int code);
