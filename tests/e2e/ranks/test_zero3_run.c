@@ -4,7 +4,7 @@
  *
  * References, each independent of the path under test:
  *  - --zero 2 on the same ranks (the full parameters on every rank, one
- *    all-gather a step): the gathered parameters are the bits ZeRO-2's
+ *    all-gather a step): the gathered parameters (blocking or prefetched) are the bits ZeRO-2's
  *    all-gather gives and the gradients the same reduce-scatters, so the
  *    model files and the logged losses and gradient norms are bitwise equal,
  *    on 2 and 4 ranks (shard boundaries inside blocks, the vector padded),
