@@ -76,7 +76,7 @@ void gpt_gather_begin(GPT *g)
 
 void gpt_gather_wait(GPT *g)
 {
-    if (g->inflight < 0) return;
+    if (!g->param_blocks || g->inflight < 0) return;
     if (g->param_wait) g->param_wait(g->param_gather_ctx);
     g->inflight = -1;
 }
