@@ -6,6 +6,7 @@
  *
  * Owns: nothing; the gather buffers are gpt_alloc.c's, what they hold is
  * GPT's held[] and the counts gathered and regathered. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,11 @@ static void gather(GPT *g, void *const *dst, const size_t *offs, const size_t *c
     size_t eb = (size_t)g->be->par_bytes;
     for (int k = 0; k < n; k++) {
         void *tmp = malloc(counts[k] * eb);
-        if (!tmp) abort(); /* a block's slice: far smaller than the arenas */
+        if (!tmp) { /* a block's slice: far smaller than the arenas */
+            fprintf(stderr, "error: --zero 3: out of host memory copying %zu parameters of the "
+                    "shard\n", counts[k]);
+            abort();
+        }
         OPS->mem_download(g->be, tmp, gpt_param_at(g, offs[k]), counts[k] * eb);
         OPS->mem_upload(g->be, dst[k], tmp, counts[k] * eb);
         free(tmp);

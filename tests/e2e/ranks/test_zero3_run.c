@@ -10,8 +10,8 @@
  *    on 2 and 4 ranks (shard boundaries inside blocks, the vector padded),
  *    with --grad-accum 2 and validation too; one process at --zero 3 against
  *    --zero 0: the model file and --dump-grads byte for byte;
- *  - recompute 0, 1, 2 and selective at --zero 3: model files bitwise equal
- *    to --zero 2's;
+ *  - recompute 0, 1, 2 and selective at --zero 3, and --offload checkpoints:
+ *    model files bitwise equal to --zero 2's;
  *  - the planner: each run's arenas' high-water and its counted collectives
  *    equal the plan on every rank (a rank that differs says so on stderr),
  *    and the counts equal a hand count from GPT-2's shapes (gathered N,
@@ -195,6 +195,10 @@ Test(zero3run, recompute_modes_bitwise, .timeout = 300)
         size_t ga, rg, rs;
         expect_plan_met(tag, &ga, &rg, &rs);
     }
+    /* the stored block inputs in the host tier: the same bits */
+    const char *off = "--zero 3 --recompute 1 --offload checkpoints";
+    cr_assert_eq(train(2, "m3off", off), 0, "%s failed", off);
+    expect_same_file("m2", "m3off", "bin", off);
 }
 
 /* Where wte/wpe/LN_f and two blocks are a small part of the model (L=48,
