@@ -37,6 +37,7 @@ int dist_attach_gpt(Dist *d, GPT *g, char *err, size_t err_len)
     };
     if (dist_attach(d, &m, err, err_len) != 0) return -1;
     if (d->comm) gpt_set_grad_hook(g, dist_grads_ready, d);
-    if (d->comm && g->plan.zero == 2) gpt_set_grad_scatter(g, dist_grads_scatter, d);
+    if (d->comm && g->plan.zero >= 2) gpt_set_grad_scatter(g, dist_grads_scatter, d);
+    if (d->comm && g->plan.zero == 3) gpt_set_param_gather(g, dist_params_gather, dist_params_wait, d);
     return 0;
 }

@@ -113,8 +113,8 @@ const OptSpec option_table[] = {
     {"zero", K_CHOICE, O(zero), "0", 0, 0, "0|1|2|3", "Data parallel",
      "1 = ZeRO-1: shard AdamW m, v (and master weights) over the ranks; 2 = ZeRO-2: and the "
      "gradients, reduce-scattered block by block during backward (each rank keeps its shard); "
-     "3 = ZeRO-3: and the parameters, all-gathered block by block before use (only with --plan "
-     "so far: it prints each rank's shard, gather buffers and communication per step)"},
+     "3 = ZeRO-3: and the parameters, all-gathered block by block before use (GPT-2 on the cpu "
+     "backend so far; --plan prints each rank's shard, gather buffers and communication)"},
     {"world-size", K_INT, O(world_size), "0", 0, 1 << 20, NULL, "Data parallel",
      "with --plan: plan one rank of a job of this many ranks (--zero shards by it) without "
      "starting them (0 = the ranks this process was launched with)"},

@@ -47,7 +47,7 @@ typedef struct {
     int host_budget_given;
     const char *op_costs;      /* --op-costs: "auto", "measure", "flops" or a file */
     /* data parallelism */
-    int zero;          /* 1: ZeRO-1, 2: ZeRO-2 */
+    int zero;          /* 1: ZeRO-1, 2: ZeRO-2, 3: ZeRO-3 */
     int world_size;    /* --plan for this many ranks (0: the launcher's) */
     float collective_timeout; /* seconds; 0 = none (distributed/dist.h) */
     /* data */

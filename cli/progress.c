@@ -120,12 +120,14 @@ static double matmul_rate(GPT *g, int *rows_out)
     if (rows < 1) rows = 1;
     *rows_out = rows;
     be->ops->mem_zero(be, g->dres, (size_t)rows * C * be->act_bytes);
-    be->ops->matmul_forward(be, g->dbig, g->dres, g->params, NULL, rows, C, 4 * C); /* warm-up */
+    /* ZeRO-3's params are a shard, maybe smaller than 4C*C; a block buffer holds 12C*C */
+    const void *w = g->param_blocks ? g->param_blocks : g->params;
+    be->ops->matmul_forward(be, g->dbig, g->dres, w, NULL, rows, C, 4 * C); /* warm-up */
     be->ops->sync(be);
     double t0 = progress_now_ms(), t;
     int reps = 0;
     do {
-        be->ops->matmul_forward(be, g->dbig, g->dres, g->params, NULL, rows, C, 4 * C);
+        be->ops->matmul_forward(be, g->dbig, g->dres, w, NULL, rows, C, 4 * C);
         be->ops->sync(be);
         reps++;
         t = progress_now_ms() - t0;

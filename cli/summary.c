@@ -50,6 +50,26 @@ void summary_print(Trainer *tr)
            tr->perf.mem.known ? "device memory in use at the end, per cudaMemGetInfo"
                              : "process peak RSS, VmHWM",
            diff);
+    const GPT *g = &tr->model;
+    if (arenas->zero == 3 && g->passes > 0) {
+        /* what the run's collectives moved, per micro-batch, beside the plan's count */
+        size_t eb = (size_t)tr->be->par_bytes, n = (size_t)g->passes;
+        size_t ga = g->gathered / n * eb, rg = g->regathered / n * eb, rs = g->scattered / n * eb;
+        int same = g->gathered == arenas->comm_gathered * n &&
+                   g->regathered == arenas->comm_regathered * n &&
+                   g->scattered == arenas->comm_scattered * n;
+        printf("communication (--zero 3), per micro-batch over %d: all-gathered %zu B, re-gathered "
+               "%zu B, reduce-scattered %zu B = %.3f x the parameter bytes (%zu B); planned %zu, "
+               "%zu, %zu B (%s)\n",
+               g->passes, ga, rg, rs, (double)(ga + rg + rs) / (double)(arenas->num_params * eb),
+               arenas->num_params * eb, arenas->comm_gathered * eb, arenas->comm_regathered * eb,
+               arenas->comm_scattered * eb,
+               same ? "equal" : "DIFFERENT: the planner and the model disagree");
+        /* stdout is rank 0's alone: every other rank says so on stderr */
+        if (!same || hw != arenas->total)
+            fprintf(stderr, "warning: rank %d of %d: %s differ from the plan\n", tr->dist.rank,
+                    tr->dist.world, !same ? "the counted collectives" : "the arenas' high-water");
+    }
     size_t host_hw = gpt_host_high_water(&tr->model);
     if (p->offload)
         printf("memory: host tier (--offload %s): planned %zu bytes; its arenas' high-water mark "

@@ -184,11 +184,37 @@ void dist_grads_scatter(void *ctx, void *const *src, const size_t *offs, const s
     }
 }
 
+void dist_params_wait(void *ctx)
+{
+    Dist *d = ctx;
+    if (d->comm) d->comm->gather_wait(d->comm);
+}
+
+void dist_params_gather(void *ctx, void *const *dst, const size_t *offs, const size_t *counts,
+                        int n, int async)
+{
+    Dist *d = ctx;
+    if (!d->comm || !d->rs_counts) return;
+    size_t S = d->m.shard_params, eb = (size_t)d->m.be->par_bytes, b = (size_t)d->rank * S;
+    for (int k = 0; k < n; k++) {
+        /* rank q's part, cut as dist_grads_scatter cuts it */
+        size_t lo = offs[k], hi = offs[k] + counts[k];
+        for (int q = 0; q < d->world; q++) {
+            size_t qb = (size_t)q * S, qe = qb + S;
+            size_t plo = lo > qb ? lo : qb, phi = hi < qe ? hi : qe;
+            d->rs_counts[q] = phi > plo ? phi - plo : 0;
+        }
+        size_t from = lo > b ? lo - b : 0; /* in the shard, elements */
+        d->comm->allgatherv(d->comm, (const char *)d->m.params + from * eb, dst[k], d->rs_counts,
+                            async);
+    }
+}
+
 int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len)
 {
     d->m = *m;
     if (!d->mpi) return 0;
-    if (m->zero == 2) {
+    if (m->zero >= 2) {
         d->rs_counts = calloc((size_t)d->world, sizeof(size_t));
         if (!d->rs_counts) {
             snprintf(err, err_len, "out of host memory for --zero 2's %d counts", d->world);
@@ -256,7 +282,7 @@ double dist_grad_norm(Dist *d)
 
 void dist_share_params(Dist *d)
 {
-    if (d->comm && d->m.zero) {
+    if (d->comm && d->m.zero && d->m.zero < 3) { /* ZeRO-3 gathers before use */
         d->comm->allgather(d->comm, d->m.params, d->m.shard_params);
         /* NCCL's all-gather is queued: wait for it here, where it is timed. */
         dist_watch_begin(d, "waiting for ZeRO-1's parameter all-gather");
@@ -313,7 +339,8 @@ int dist_get_params(Dist *d, float *host, char *err, size_t err_len)
 {
     /* Without a master copy the all-gathered working parameters are the
      * fp32 values themselves; with one, only this rank's master is exact. */
-    return gather_full(d, host, d->m.get_params, d->m.has_master, err, err_len);
+    return gather_full(d, host, d->m.get_params, d->m.has_master || d->m.zero == 3, err,
+                       err_len);
 }
 
 int dist_get_grads(Dist *d, float *host, char *err, size_t err_len)

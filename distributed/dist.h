@@ -64,6 +64,12 @@
  * the ranks' micro-batch sums are added in micro-batch order instead of
  * each rank first summing its own micro-batches (float rounding).
  *
+ * ZeRO-3 (--zero 3). ZeRO-2's gradients, and each rank keeps only its block
+ * of the parameters (DistModel params is the shard): the model asks for
+ * each slice it is about to read (dist_params_gather: MPI_Allgatherv with
+ * one count per rank; on NCCL one ncclBroadcast per owning rank in a
+ * group, compiled, not run), and dist_share_params does nothing.
+ *
  * Errors. dist_fail prints the message with the rank and, under MPI, calls
  * MPI_Abort so the whole job exits non-zero instead of hanging in a
  * collective.
@@ -103,12 +109,13 @@ typedef struct DistWatch DistWatch; /* the watchdog, dist_watch.c */
  * dtype (be->par_bytes wide); lengths are in elements. */
 typedef struct {
     Backend *be;                 /* the model's backend: its stream, sync, dtype */
-    void *params, *grads;        /* padded_params elements each */
+    void *params, *grads;        /* padded_params elements each (ZeRO-2 grads, ZeRO-3
+                                  * params: the shard_params of this rank's block) */
     size_t num_params;           /* real parameters (a saved vector's length) */
     size_t padded_params;        /* world * shard_params */
     size_t shard_params;         /* one rank's ZeRO-1 block */
     int zero;                    /* 1: AdamW state sharded (ZeRO-1); 2: and the
-                                  * gradients (ZeRO-2) */
+                                  * gradients (ZeRO-2); 3: and the parameters */
     int has_master;              /* fp32 master copies beside bf16 params */
     void *model;                 /* handed back to the functions below */
     /* num_params floats of the vector, as fp32, to host; under ZeRO-1
@@ -179,6 +186,16 @@ void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n
  * added into its shard with grads_add. Blocking (see ZeRO-2 above). */
 void dist_grads_scatter(void *ctx, void *const *src, const size_t *offs, const size_t *counts,
                         int n);
+
+/* The model's ZeRO-3 parameter hook (ctx = the Dist; model/gpt.h,
+ * ParamGatherFn): for each range [offs[k], offs[k] + counts[k]), every
+ * rank sends the part its block covers from its shard (params) and dst[k]
+ * receives the whole range (an all-gather with one count per rank).
+ * Blocking, or with async (a prefetch) complete once dist_params_wait (the
+ * model's ParamWaitFn) returns. */
+void dist_params_gather(void *ctx, void *const *dst, const size_t *offs, const size_t *counts,
+                        int n, int async);
+void dist_params_wait(void *ctx);
 
 /* "nccl", "mpi", or "none (no launcher)": the collectives the ranks use,
  * or, before dist_attach opens them, the ones they will use with backend

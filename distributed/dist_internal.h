@@ -31,6 +31,13 @@ struct DistComm {
     /* All-gather params: rank r's block [r * shard, (r+1) * shard) to every
      * rank; complete for later backend ops on return. */
     void (*allgather)(DistComm *c, void *params, size_t shard);
+    /* ZeRO-3: buf is world pieces of counts[q] elements in rank order (any
+     * may be 0); piece q is rank q's `mine` on every rank after the call
+     * (mine: this rank's counts[rank] elements, not inside buf); complete
+     * for later backend ops on return, or, with async, after gather_wait
+     * (neither buffer touched until then). */
+    void (*allgatherv)(DistComm *c, const void *mine, void *buf, const size_t *counts, int async);
+    void (*gather_wait)(DistComm *c);
     void (*close)(DistComm *c);
     const Dist *d;
 #ifndef NO_MPI

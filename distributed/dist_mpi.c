@@ -12,6 +12,8 @@
  * ZeRO-2's reduce-scatter of a piece is MPI_Reduce_scatter with one count
  * per rank (a piece of a tensor's slice cuts the ranks' ranges unevenly),
  * blocking: the full-size buffer is reused by the next block's backward.
+ * ZeRO-3's gather of a piece is MPI_Allgatherv, blocking too, or for a
+ * prefetch of the next block MPI_Iallgatherv, waited before the block runs.
  *
  * Not built with NO_MPI (make NO_MPI=1: one process, no collectives). */
 #ifndef NO_MPI
@@ -22,11 +24,20 @@
 
 #include "dist_internal.h"
 
+/* ZeRO-3 gathers one prefetch may hold in flight: a block's twelve slices */
+#define MPI_GATHERS 16
+
 typedef struct {
     DistComm base;
     MPI_Request *reqs;
     int nreq, cap;
-    int *counts; /* world: ZeRO-2's receive counts */
+    int *counts; /* world: ZeRO-2's receive counts, ZeRO-3's gather counts */
+    int *displs; /* world: ZeRO-3's gather offsets */
+    /* ZeRO-3's prefetch: MPI_Iallgatherv requests in flight, each with its
+     * own counts and displacements (MPI reads them until it completes) */
+    MPI_Request greqs[MPI_GATHERS];
+    int *gargs; /* MPI_GATHERS x 2 x world */
+    int ngreq;
 } MpiComm;
 
 /* Requests one step's all-reduces can hold before the array grows: a GPT
@@ -105,9 +116,50 @@ static void mpi_allgather(DistComm *c, void *params, size_t shard)
     dist_watch_end(c->d);
 }
 
+static void mpi_gather_wait(DistComm *c)
+{
+    MpiComm *m = (MpiComm *)c;
+    if (!m->ngreq) return;
+    dist_watch_begin(c->d, "in MPI_Waitall (a ZeRO-3 prefetch)");
+    MPI_Waitall(m->ngreq, m->greqs, MPI_STATUSES_IGNORE);
+    dist_watch_end(c->d);
+    m->ngreq = 0;
+}
+
+/* ZeRO-3: blocking, or (async, a prefetch) MPI_Iallgatherv completed by
+ * mpi_gather_wait. */
+static void mpi_allgatherv(DistComm *c, const void *mine, void *buf, const size_t *counts,
+                           int async)
+{
+    MpiComm *m = (MpiComm *)c;
+    int W = c->d->world;
+    if (async && m->ngreq == MPI_GATHERS) mpi_gather_wait(c);
+    int *cnt = async ? m->gargs + (size_t)m->ngreq * 2 * W : m->counts;
+    int *dsp = async ? cnt + W : m->displs;
+    size_t off = 0;
+    for (int q = 0; q < W; q++) {
+        if (counts[q] > (size_t)INT_MAX || off > (size_t)INT_MAX)
+            dist_fail(c->d, 1, "--zero 3: a parameter piece at %zu of %zu elements is more "
+                      "than MPI's int count allows; use --zero 2", off, counts[q]);
+        cnt[q] = (int)counts[q];
+        dsp[q] = (int)off;
+        off += counts[q];
+    }
+    if (async) {
+        MPI_Iallgatherv(mine, cnt[c->d->rank], MPI_FLOAT, buf, cnt, dsp, MPI_FLOAT, c->world,
+                        &m->greqs[m->ngreq++]);
+        return;
+    }
+    dist_watch_begin(c->d, "in MPI_Allgatherv (ZeRO-3 parameters)");
+    MPI_Allgatherv(mine, cnt[c->d->rank], MPI_FLOAT, buf, cnt, dsp, MPI_FLOAT, c->world);
+    dist_watch_end(c->d);
+}
+
 static void mpi_close(DistComm *c)
 {
     MpiComm *m = (MpiComm *)c;
+    free(m->displs);
+    free(m->gargs);
     free(m->reqs);
     free(m->counts);
     free(m);
@@ -124,8 +176,13 @@ DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len)
     if (m) m->cap = MPI_REQS_FIRST;
     if (m) m->reqs = malloc(sizeof(MPI_Request) * (size_t)m->cap);
     if (m) m->counts = malloc(sizeof(int) * (size_t)d->world);
-    if (!m || !m->reqs || !m->counts) {
+    if (m) m->displs = malloc(sizeof(int) * (size_t)d->world);
+    if (m) m->gargs = malloc(sizeof(int) * 2 * MPI_GATHERS * (size_t)d->world);
+    if (!m || !m->reqs || !m->counts || !m->displs || !m->gargs) {
         if (m) free(m->reqs);
+        if (m) free(m->counts);
+        if (m) free(m->displs);
+        if (m) free(m->gargs);
         free(m);
         snprintf(err, err_len, "out of host memory for MPI requests");
         return NULL;
@@ -133,7 +190,9 @@ DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len)
     m->base = (DistComm){.name = "mpi", .allreduce_start = mpi_allreduce_start,
                          .reduce_scatter_start = mpi_reduce_scatter_start,
                          .reduce_scatterv = mpi_reduce_scatterv, .wait = mpi_wait,
-                         .allgather = mpi_allgather, .close = mpi_close, .d = d,
+                         .allgather = mpi_allgather, .allgatherv = mpi_allgatherv,
+                         .gather_wait = mpi_gather_wait,
+                         .close = mpi_close, .d = d,
                          .world = MPI_COMM_WORLD};
     return &m->base;
 }

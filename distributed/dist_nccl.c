@@ -129,6 +129,29 @@ static void nccl_allgather(DistComm *c, void *params, size_t shard)
     nccl_wait(c);
 }
 
+/* ZeRO-3: the ranks' pieces are unequal (ncclAllGather needs equal
+ * blocks): one ncclBroadcast per owning rank into its piece of buf, in one
+ * group; the compute stream waits for it (nccl_wait). Compiles; unmeasured
+ * (no machine here has two GPUs), and the CLI refuses --zero 3 on cuda. */
+static void nccl_allgatherv(DistComm *c, const void *mine, void *buf, const size_t *counts,
+                            int async)
+{
+    (void)async; /* the group runs on the communication stream either way */
+    NcclComm *n = (NcclComm *)c;
+    comm_after_compute(n);
+    size_t off = 0;
+    NCCL_OK(c->d, ncclGroupStart());
+    for (int q = 0; q < c->d->world; q++) {
+        void *p = at(n, buf, off);
+        if (counts[q])
+            NCCL_OK(c->d, ncclBroadcast(q == c->d->rank ? mine : p, p, counts[q], n->dtype, q,
+                                        n->comm, n->stream));
+        off += counts[q];
+    }
+    NCCL_OK(c->d, ncclGroupEnd());
+    nccl_wait(c);
+}
+
 /* The watchdog's probe (dist_internal.h): a peer that died or a network
  * error leaves NCCL's kernels spinning; NCCL records it as the
  * communicator's asynchronous error. */
@@ -216,7 +239,9 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
     n->base = (DistComm){.name = "nccl", .allreduce_start = nccl_allreduce_start,
                          .reduce_scatter_start = nccl_reduce_scatter_start,
                          .reduce_scatterv = nccl_reduce_scatterv, .wait = nccl_wait,
-                         .allgather = nccl_allgather, .close = nccl_close, .d = d,
+                         .allgather = nccl_allgather, .allgatherv = nccl_allgatherv,
+                         .gather_wait = nccl_wait,
+                         .close = nccl_close, .d = d,
                          .world = MPI_COMM_WORLD};
     dist_watch_probe(d, nccl_probe, n);
     return &n->base;

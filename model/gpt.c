@@ -83,6 +83,10 @@ void gpt_set_params(GPT *g, const float *host)
 {
     gpt_params_settle(g); /* no upload of a deferred update may land after these */
     size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
+    if (g->param_blocks) { /* ZeRO-3: the shard alone */
+        if (e > b) OPS->params_upload(g->be, g->params, g->master, host + b, e - b);
+        return;
+    }
     if (!master_sharded(g)) {
         OPS->params_upload(g->be, g->params, g->master, host, n);
         return;
@@ -95,6 +99,10 @@ void gpt_get_params(GPT *g, float *host)
 {
     gpt_params_settle(g);
     size_t n = g->plan.num_params, b = g->opt_begin, e = g->opt_end;
+    if (g->param_blocks) { /* ZeRO-3: the shard alone */
+        if (e > b) OPS->params_download(g->be, host + b, g->params, g->master, e - b);
+        return;
+    }
     if (!master_sharded(g)) {
         OPS->params_download(g->be, host, g->params, g->master, n);
         return;
@@ -126,6 +134,8 @@ void gpt_zero_grads(GPT *g)
 static void grads_scatter(GPT *g, void *const *src, const size_t *offs, const size_t *counts,
                           int n)
 {
+    if (g->counting)
+        for (int k = 0; k < n; k++) g->scattered += counts[k];
     if (g->grad_scatter) {
         g->grad_scatter(g->grad_scatter_ctx, src, offs, counts, n);
         return;
@@ -261,6 +271,7 @@ static void block_forward(GPT *g, int l, const void *x, BlockTape *tp, void *out
     /* fch_gelu (B,T,4C) -> out (B,T,C) */
     OPS->matmul_forward(g->be, out, tp->fch_gelu, P(FCPROJW, l), P(FCPROJB, l), N, 4 * C, C);
     /* out += res2 (B,T,C); with next, also out -> next->out (B,T,C), mean and rstd (B,T) */
+    gpt_gather_wait(g); /* ZeRO-3: next->w, next->b may be on their way */
     if (next)
         OPS->residual_layernorm_forward(g->be, out, next->out, next->mean, next->rstd, out, tp->res2, next->w, next->b, N, C);
     else
@@ -354,6 +365,17 @@ static int run_steps(GPT *g, int k0, int k1)
     for (int k = k0; k < k1; k++) {
         const ScheduleStep *st = &g->sched.steps[k];
         offload_at(g, OFFLOAD_BEFORE(k));
+        /* ZeRO-3: this block's parameters, and the next block's when the
+         * closing add writes its LN1 (one block ahead, the other buffer) */
+        int b = st->block, nb = k + 1 < k1 ? g->sched.steps[k + 1].block : -1;
+        int fuse = st->kind == STEP_FORWARD && st->fuse_next_ln && st->out_slot != SLOT_FINAL;
+        gpt_gather_block(g, b);
+        if (fuse && nb != b + 1) gpt_gather_block(g, b + 1);
+        /* the next step's block into the other buffer while this one runs
+         * (not across the head: k1 ends the forward part); block_forward
+         * waits for it before the closing add reads its LN1 */
+        if (nb >= 0 && nb != b && (nb & 1) != (b & 1) && (!fuse || nb == b + 1))
+            gpt_gather_prefetch(g, nb);
         const void *x = res_at(g, st->in_slot, op->n_ring ? op->in_ring[k] : -1);
         BlockTape *tp = &g->tapes[st->tape_slot];
         if (st->kind == STEP_FORWARD) {
@@ -401,6 +423,7 @@ static int forward_to_lnf(GPT *g, const int *inputs)
     OPS->mem_upload(g->be, g->tokens, inputs, (size_t)N * sizeof(int));
     offload_at(g, OFFLOAD_BEFORE(-1));
     gpt_opt_wait_unit(g, GPT_UNIT_EMBED);
+    gpt_gather_begin(g); /* ZeRO-3: wte, wpe and LN_f for the whole pass */
     OPS->encoder_forward(g->be, res_at(g, g->sched.embed_slot, g->off.n_ring ? g->off.embed_ring : -1),
                          g->tokens, g->param_t[WTE], is_llama(g) ? NULL : g->param_t[WPE], g->B,
                          g->T, C);
@@ -425,7 +448,18 @@ static double mean_loss(GPT *g)
     return s / N;
 }
 
+static double forward_backward(GPT *g, const int *inputs, const int *targets, float dloss);
+
 double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float dloss)
+{
+    g->counting = 1; /* the collectives of training passes (gpt.h) */
+    double loss = forward_backward(g, inputs, targets, dloss);
+    g->counting = 0;
+    g->passes++;
+    return loss;
+}
+
+static double forward_backward(GPT *g, const int *inputs, const int *targets, float dloss)
 {
     int N = g->B * g->T, C = g->cfg.channels;
     gpt_opt_pass_begins(g);
@@ -437,6 +471,7 @@ double gpt_forward_backward(GPT *g, const int *inputs, const int *targets, float
     OPS->head_forward_backward(g->be, g->losses, g->dsmall, head_weight(g, g->grad_t), g->lnf,
                                head_weight(g, g->param_t), g->targets, g->chunk_buf, N, C,
                                g->cfg.vocab_size, g->cfg.padded_vocab, g->plan.loss_chunk, dloss);
+    g->past_head = 1; /* ZeRO-3: the gathers from here on are re-gathers */
     if (block_done(g, g->sched.n_forward)) return NAN;
     OPS->mem_zero(g->be, g->dres, (size_t)N * C * g->be->act_bytes);
     if (is_llama(g))
@@ -548,8 +583,11 @@ static int decode_pass(GPT *g, GPTDecode *d, const int *tokens, int n)
     /* x (n,C) = wte[token] + wpe[t + i]: the encoder over one row of n, wpe from row t */
     const char *wpe_t = (const char *)g->param_t[WPE] + (size_t)t * C * g->be->par_bytes;
     OPS->encoder_forward(g->be, d->x, d->token, g->param_t[WTE], wpe_t, 1, n, C);
+    gpt_gather_block(g, 0);
     OPS->layernorm_forward(g->be, d->ln, d->mean, d->rstd, d->x, P(LN1W, 0), P(LN1B, 0), n, C);
     for (int l = 0; l < L; l++) {
+        gpt_gather_block(g, l); /* ZeRO-3: block l and the LN1 of l + 1 */
+        gpt_gather_block(g, l + 1);
         LnOut next = l + 1 < L ? (LnOut){d->ln, NULL, NULL, P(LN1W, l + 1), P(LN1B, l + 1)}
                                : (LnOut){d->lnf, NULL, NULL, g->param_t[LNFW], g->param_t[LNFB]};
         block_decode(g, d, l, t, n, &next);
@@ -564,6 +602,7 @@ void gpt_decode_feed(GPT *g, GPTDecode *d, const int *tokens, int n, float *logi
     int C = g->cfg.channels, Vp = g->cfg.padded_vocab, m = 0;
     g->abandoned = 0;
     gpt_params_settle(g); /* every upload of a deferred update: decoding waits per unit nowhere */
+    gpt_gather_begin(g);  /* ZeRO-3: wte, wpe, LN_f; the blocks' in decode_pass */
     for (int done = 0; done < n; done += m) {
         m = n - done < d->rows ? n - done : d->rows;
         if (decode_pass(g, d, tokens + done, m) != 0) return;

@@ -49,7 +49,8 @@ typedef struct {
 /* Data-parallel placement of this model (the CLI fills it from the
  * distributed layer's rank and world; NULL = one process). zero = 1 shards the AdamW state and master weights (planner.h,
  * PLANNER_SHARD_ALIGN): this rank's optimizer updates only its range;
- * zero = 2 also keeps only that range of the gradients (GradScatterFn). */
+ * zero = 2 also keeps only that range of the gradients (GradScatterFn);
+ * zero = 3 also of the parameters, gathered before use (ParamGatherFn). */
 typedef struct {
     int world, rank, zero;
     /* OFFLOAD_* bits (model/planner.h): what lives in the host tier, on a
@@ -74,6 +75,18 @@ typedef void (*GradReadyFn)(void *ctx, const size_t *offsets, const size_t *coun
  * rank). */
 typedef void (*GradScatterFn)(void *ctx, void *const *src, const size_t *offsets,
                               const size_t *counts, int n);
+
+/* ZeRO-3 (GPTShard zero = 3): before a block's parameters are read, and
+ * wte/wpe/LN_f's once a pass, for each k fill dst[k] (par dtype, counts[k]
+ * elements on the device) with flat range [offsets[k], offsets[k] +
+ * counts[k]) of the parameters, each rank sending the part in its shard
+ * (an all-gather with one count per rank). Complete for later backend ops
+ * on return, or with async = 1 (a prefetch) once ParamWaitFn has returned:
+ * until then nothing reads or writes dst. Without a hook the model copies
+ * from its own shard (one process: the shard is the whole vector). */
+typedef void (*ParamGatherFn)(void *ctx, void *const *dst, const size_t *offsets,
+                              const size_t *counts, int n, int async);
+typedef void (*ParamWaitFn)(void *ctx);
 
 /* Called after each schedule step (a block's forward, re-forward or
  * backward; `done` of the schedule's n_steps finished, the step just run is
@@ -134,6 +147,22 @@ typedef struct GPT {
      * of wte, wpe, LN_f points into grad_outer, of a block's tensors into
      * grad_layer (the same for every block: G(i, l) ignores l); NULL else */
     void *grad_outer, *grad_layer;
+    /* ZeRO-3: params is this rank's shard (element k is flat element
+     * opt_begin + k) and param_t points into the gather buffers (planner.h):
+     * wte, wpe, LN_f into param_outer, a block's tensors into param_blocks,
+     * block l's in buffer l & 1 (param_block_bytes apart: P(i, l)).
+     * held[b]: the block buffer b holds (-1: none); NULL/0 else */
+    void *param_outer, *param_blocks;
+    size_t param_block_bytes;
+    int held[2], past_head;
+    int inflight; /* the block whose prefetch was started and not waited for, or -1 */
+    /* ZeRO-2/3: parameter elements gathered before the loss head and after
+     * it, gradient elements reduce-scattered, over `passes` calls of
+     * gpt_forward_backward since gpt_init (evaluation's gathers are not
+     * counted): the plan's comm_gathered, comm_regathered, comm_scattered a
+     * micro-batch, times passes. `counting` is set inside those calls. */
+    size_t gathered, regathered, scattered;
+    int passes, counting;
     void *param_t[NUM_PARAM_TENSORS], *grad_t[NUM_PARAM_TENSORS];
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
     void **res_slots;                      /* n_res_slots residual buffers (N,C); with
@@ -172,6 +201,9 @@ typedef struct GPT {
     void *grad_ready_ctx;
     GradScatterFn grad_scatter;
     void *grad_scatter_ctx;
+    ParamGatherFn param_gather;
+    ParamWaitFn param_wait;
+    void *param_gather_ctx;
     BlockHookFn block_hook;
     void *block_hook_ctx;
     int abandoned; /* the last pass was abandoned by block_hook */
@@ -211,6 +243,8 @@ size_t gpt_host_high_water(const GPT *g);
 void gpt_set_grad_hook(GPT *g, GradReadyFn fn, void *ctx);
 /* ZeRO-2: install (fn != NULL) or remove the gradient reduce-scatter. */
 void gpt_set_grad_scatter(GPT *g, GradScatterFn fn, void *ctx);
+/* ZeRO-3: install (fn and wait != NULL) or remove the parameter gather. */
+void gpt_set_param_gather(GPT *g, ParamGatherFn fn, ParamWaitFn wait, void *ctx);
 /* ZeRO-2: shard[flat - opt_begin ...] += src[0 .. n) (par dtype, on the
  * device); [flat, flat + n) lies in the optimizer range. */
 void gpt_grads_shard_add(GPT *g, size_t flat, const void *src, size_t n);
@@ -223,6 +257,8 @@ void gpt_set_block_hook(GPT *g, BlockHookFn fn, void *ctx);
  * gathers the other ranks' masters). */
 void gpt_set_params(GPT *g, const float *host);
 void gpt_get_params(GPT *g, float *host);
+/* Under ZeRO-3 both read and write this rank's range only (the shard;
+ * dist_get_params gathers the rest). */
 /* grads as fp32; under ZeRO-2 only this rank's optimizer range of host is
  * written (dist_get_grads gathers the rest) */
 void gpt_get_grads(GPT *g, float *host);

@@ -239,6 +239,12 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     g->T = T;
     g->sched = *sched; /* taken over */
     memset(sched, 0, sizeof *sched);
+    if (shard->zero == 3 && cfg->arch == ARCH_LLAMA) { /* a model file's family, not a flag */
+        snprintf(err, err_len, "--zero 3: GPT-2 only so far (the Llama block's parameter gathers "
+                 "are not implemented yet): use --zero 2");
+        gpt_free(g);
+        return -1;
+    }
     if (config_validate(cfg, err, err_len) != 0 || family_supported(cfg, be, err, err_len) != 0) {
         gpt_free(g);
         return -1;
@@ -293,9 +299,17 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
      * (both num_params without ZeRO-1). */
     size_t np = g->plan.padded_params, ns = g->plan.shard_params;
     planner_shard_range(&g->plan, shard->rank, &g->opt_begin, &g->opt_end);
-    g->params = arena_take(&g->arenas[MEM_PARAMS], np * be->par_bytes);
-    /* ZeRO-2: the gradient shard, then the full-size buffers (planner.h) */
-    int z2 = g->plan.zero == 2;
+    /* ZeRO-3: the parameter shard, then the gather buffers (planner.h) */
+    int z3 = g->plan.zero == 3;
+    g->params = arena_take(&g->arenas[MEM_PARAMS], (z3 ? ns : np) * be->par_bytes);
+    if (z3) {
+        g->param_blocks = arena_take(&g->arenas[MEM_PARAMS], g->plan.param_gather_bytes);
+        g->param_outer = arena_take(&g->arenas[MEM_PARAMS], g->plan.param_outer_bytes);
+        g->param_block_bytes = g->plan.param_gather_bytes / 2;
+        g->held[0] = g->held[1] = g->inflight = -1;
+    }
+    /* ZeRO-2 (and 3): the gradient shard, then the full-size buffers (planner.h) */
+    int z2 = g->plan.zero >= 2;
     size_t ng = z2 ? ns : np;
     g->grads = arena_take(&g->arenas[MEM_GRADS], ng * be->par_bytes);
     if (z2) {
@@ -324,12 +338,15 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
             int blk = i >= LN1W && i <= FCPROJB;
             g->grad_t[i] = gpt_par_at(g, blk ? g->grad_layer : g->grad_outer, blk ? l : o);
+            if (z3) /* the parameters alike, block l & 1 at P(i, l) */
+                g->param_t[i] = gpt_par_at(g, blk ? g->param_blocks : g->param_outer, blk ? l : o);
             if (blk) l += g->param_sizes[i] / L;
             else o += g->param_sizes[i];
         }
     }
     g->host_losses = malloc((size_t)B * T * sizeof(float));
-    if (!g->params || !g->grads || (z2 && (!g->grad_outer || !g->grad_layer)) || !g->m || !g->v || !g->host_losses ||
+    if (!g->params || !g->grads || (z2 && (!g->grad_outer || !g->grad_layer)) ||
+        (z3 && (!g->param_blocks || !g->param_outer)) || !g->m || !g->v || !g->host_losses ||
         (host_opt && (!g->host_grads || !g->host_params)) || carve_activations(g) != 0 ||
         carve_scratch(g) != 0) {
         snprintf(err, err_len, "internal error: buffers do not match the memory plan");
@@ -342,12 +359,15 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     }
     /* the padding of params stays 0 */
     ZeroProgress zp = {progress, progress_ctx, 0,
-                       (g->master ? 3 : 2) * ns * 4 + (np + ng) * be->par_bytes +
-                           (z2 ? g->plan.grad_outer_bytes + g->plan.grad_layer_bytes : 0)};
+                       (g->master ? 3 : 2) * ns * 4 + ((z3 ? ns : np) + ng) * be->par_bytes +
+                           (z2 ? g->plan.grad_outer_bytes + g->plan.grad_layer_bytes : 0) +
+                           (z3 ? g->plan.param_gather_bytes + g->plan.param_outer_bytes : 0)};
     if (zero_polled(be, host_opt, g->m, ns * 4, "optimizer", &zp) ||
         zero_polled(be, host_opt, g->v, ns * 4, "optimizer", &zp) ||
         (g->master && zero_polled(be, host_opt, g->master, ns * 4, "optimizer", &zp)) ||
-        zero_polled(be, 0, g->params, np * be->par_bytes, "params", &zp) ||
+        zero_polled(be, 0, g->params, (z3 ? ns : np) * be->par_bytes, "params", &zp) ||
+        (z3 && zero_polled(be, 0, g->param_blocks, g->plan.param_gather_bytes, "params", &zp)) ||
+        (z3 && zero_polled(be, 0, g->param_outer, g->plan.param_outer_bytes, "params", &zp)) ||
         zero_polled(be, 0, g->grads, ng * be->par_bytes, "grads", &zp) ||
         (z2 && zero_polled(be, 0, g->grad_outer, g->plan.grad_outer_bytes, "grads", &zp)) ||
         (z2 && zero_polled(be, 0, g->grad_layer, g->plan.grad_layer_bytes, "grads", &zp))) {

@@ -150,7 +150,7 @@ static void enqueue_unit(GPT *g, int u)
                                g->m + k, g->v + k, len, d->lr, d->opt.beta1, d->opt.beta2,
                                d->opt.eps, pc[i].decays ? d->opt.weight_decay : 0.0f, d->scale,
                                d->t);
-        OPS->copy_async(g->be, gpt_par_at(g, g->params, pc[i].lo),
+        OPS->copy_async(g->be, gpt_param_at(g, pc[i].lo),
                         gpt_par_at(g, g->host_params, k), len * g->be->par_bytes,
                         OPT_UNIT_EV + u % OPT_WINDOW);
     }
@@ -199,7 +199,7 @@ static void stage_in(GPT *g, size_t off, size_t count)
     OPS->copy_async(g->be, gpt_par_at(g, g->host_grads, k), gpt_grad_at(g, lo), bytes,
                     OPT_IN_EV);
     if (!g->master) /* fp32: the parameters are the ones updated; backward does not write them */
-        OPS->copy_async(g->be, gpt_par_at(g, g->host_params, k), gpt_par_at(g, g->params, lo),
+        OPS->copy_async(g->be, gpt_par_at(g, g->host_params, k), gpt_param_at(g, lo),
                         bytes, OPT_IN_EV);
 }
 
@@ -248,7 +248,7 @@ void gpt_update(GPT *g, const AdamWConfig *opt, float lr, double norm)
     int n = opt_pieces(g, pc);
     for (int i = 0; i < n; i++) {
         size_t k = pc[i].lo - g->opt_begin;
-        OPS->adamw_update(g->be, gpt_par_at(g, g->params, pc[i].lo),
+        OPS->adamw_update(g->be, gpt_param_at(g, pc[i].lo),
                           g->master ? g->master + k : NULL, gpt_grad_at(g, pc[i].lo),
                           g->m + k, g->v + k, pc[i].hi - pc[i].lo, lr, opt->beta1, opt->beta2,
                           opt->eps, pc[i].decays ? opt->weight_decay : 0.0f, scale, g->adam_t);

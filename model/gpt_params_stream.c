@@ -28,15 +28,22 @@ static void upload_piece(GPT *g, const float *host, size_t at, size_t k)
 {
     size_t b = g->opt_begin, e = g->opt_end, n = g->plan.num_params;
     int sharded = g->master && (b != 0 || e != n);
+    if (g->param_blocks) { /* ZeRO-3: the shard holds [b, e) alone */
+        size_t lo = at > b ? at : b, hi = at + k < e ? at + k : e;
+        if (lo < hi)
+            OPS->params_upload(g->be, gpt_param_at(g, lo), g->master ? g->master + (lo - b) : NULL,
+                               host + (lo - at), hi - lo);
+        return;
+    }
     if (!sharded) {
-        OPS->params_upload(g->be, gpt_par_at(g, g->params, at), g->master ? g->master + at : NULL,
+        OPS->params_upload(g->be, gpt_param_at(g, at), g->master ? g->master + at : NULL,
                            host, k);
         return;
     }
-    OPS->params_upload(g->be, gpt_par_at(g, g->params, at), NULL, host, k);
+    OPS->params_upload(g->be, gpt_param_at(g, at), NULL, host, k);
     size_t lo = at > b ? at : b, hi = at + k < e ? at + k : e;
     if (lo < hi)
-        OPS->params_upload(g->be, gpt_par_at(g, g->params, lo), g->master + (lo - b),
+        OPS->params_upload(g->be, gpt_param_at(g, lo), g->master + (lo - b),
                            host + (lo - at), hi - lo);
 }
 

@@ -24,7 +24,10 @@ static inline void *gpt_layer_ptr(const GPT *g, void *const *base, int i, int l)
     size_t per_layer = g->param_sizes[i] / (size_t)g->cfg.num_layers;
     return (char *)base[i] + (size_t)l * per_layer * g->be->par_bytes;
 }
-#define P(i, l) gpt_layer_ptr(g, g->param_t, (i), (l))
+/* ZeRO-3 reads block l's parameters from gather buffer l & 1. */
+#define P(i, l)                                                                                    \
+    (g->param_blocks ? (void *)((char *)g->param_t[(i)] + (size_t)((l) & 1) * g->param_block_bytes) \
+                     : gpt_layer_ptr(g, g->param_t, (i), (l)))
 /* ZeRO-2 writes every block's gradients into the one block buffer. */
 #define G(i, l) (g->grad_layer ? g->grad_t[(i)] : gpt_layer_ptr(g, g->grad_t, (i), (l)))
 
@@ -33,6 +36,13 @@ static inline void *gpt_layer_ptr(const GPT *g, void *const *base, int i, int l)
 static inline char *gpt_grad_at(const GPT *g, size_t elem)
 {
     return gpt_par_at(g, g->grads, g->grad_layer ? elem - g->opt_begin : elem);
+}
+
+/* The parameter of flat element `elem` (in the optimizer range under
+ * ZeRO-3, whose g->params holds that range only). */
+static inline char *gpt_param_at(const GPT *g, size_t elem)
+{
+    return gpt_par_at(g, g->params, g->param_blocks ? elem - g->opt_begin : elem);
 }
 
 /* The backend's attention scratch, from this model's plan, handed over
@@ -76,6 +86,19 @@ void gpt_opt_pass_begins(GPT *g);
 /* The flat gradient ranges that just became final (grads_ready's): into the
  * host's staging when this pass stages them. */
 void gpt_opt_grads_final(GPT *g, const size_t *offs, const size_t *counts, int n);
+
+/* ZeRO-3 (gpt_gather.c; nothing without gather buffers): a pass begins,
+ * forget what the block buffers hold and gather wte/wpe/LN_f; gather block
+ * l into buffer l & 1 unless it holds it already (l outside [0, L):
+ * nothing). */
+void gpt_gather_begin(GPT *g);
+void gpt_gather_block(GPT *g, int l);
+/* Start gathering block l into buffer l & 1 (unless it holds l), to be
+ * waited for by gpt_gather_wait or the gpt_gather_block(l) before its use;
+ * one prefetch in flight at a time. The caller keeps buffer l & 1 unread
+ * until then. */
+void gpt_gather_prefetch(GPT *g, int l);
+void gpt_gather_wait(GPT *g);
 
 /* Test build (base/test_hooks.h): append code to g->trace when a test set one. */
 void gpt_trace(GPT *g, int code);

@@ -170,10 +170,13 @@ size_t planner_tape_bytes(const PlanInput *in, int kind)
            arena_round(tl.f32_elems * 4);
 }
 
-/* ZeRO-3's collectives per micro-batch, in parameter elements (planner.h):
- * a block's gather is needed by every step whose block differs from the
- * step before's (a re-forward and the backward right after it share one),
- * those after the loss head counted as re-gathers; wte/wpe/LN_f once. */
+/* ZeRO-3's collectives per micro-batch, in parameter elements (planner.h),
+ * as the model gathers (model/gpt_gather.c): block b into buffer b & 1
+ * before each step of b unless that buffer holds b already, and b + 1
+ * too before a forward whose closing add writes b + 1's LN1 (so a
+ * re-forward and the backward right after it share one, and the two
+ * blocks last in the buffers at the head need none after it); those after
+ * the loss head counted as re-gathers; wte/wpe/LN_f once. */
 static void plan_comm(const PlanInput *in, const Schedule *s, MemoryPlan *p)
 {
     p->comm_gathered = p->comm_regathered = p->comm_scattered = 0;
@@ -181,13 +184,18 @@ static void plan_comm(const PlanInput *in, const Schedule *s, MemoryPlan *p)
     p->comm_scattered = p->num_params;
     if (p->zero < 3) return;
     p->comm_gathered = p->outer_params;
-    int prev = -1;
+    int held[2] = {-1, -1}, L = in->cfg.num_layers;
     for (int i = 0; i < s->n_steps; i++) {
-        int b = s->steps[i].block;
-        if (b == prev) continue;
-        prev = b;
-        if (i < s->n_forward) p->comm_gathered += p->layer_params;
-        else p->comm_regathered += p->layer_params;
+        const ScheduleStep *st = &s->steps[i];
+        int need[2] = {st->block, st->kind == STEP_FORWARD && st->fuse_next_ln &&
+                                          st->out_slot != SLOT_FINAL ? st->block + 1 : -1};
+        for (int j = 0; j < 2; j++) {
+            int b = need[j];
+            if (b < 0 || b >= L || held[b & 1] == b) continue;
+            held[b & 1] = b;
+            if (i < s->n_forward) p->comm_gathered += p->layer_params;
+            else p->comm_regathered += p->layer_params;
+        }
     }
 }
 

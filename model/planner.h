@@ -109,9 +109,10 @@ typedef struct {
  * place in the gather buffers), each rounded. A micro-batch gathers every
  * parameter once before the head, re-gathers each block for its re-forward
  * and backward (a segment's re-forwards and their backwards apart, mode 2:
- * twice), and reduce-scatters every gradient once: about 3x the parameter
- * bytes at recompute 0 and 1. The run refuses --zero 3 for now; only
- * --plan plans it. */
+ * twice) unless the two block buffers still hold it (the last two blocks
+ * at the head), and reduce-scatters every gradient once: about 3x the
+ * parameter bytes at recompute 0 and 1. The counts follow the model's
+ * gathers (model/gpt_gather.c) step for step; a run prints both. */
 #define PLANNER_SHARD_ALIGN 64
 
 /* Categories, in the order they are printed and allocated. */

@@ -1,0 +1,245 @@
+/* tests/e2e/ranks/test_zero3_run.c — --zero 3 runs (parameters sharded and
+ * all-gathered block by block before use) on the cpu backend through
+ * mpirun.
+ *
+ * References, each independent of the path under test:
+ *  - --zero 2 on the same ranks (the full parameters on every rank, one
+ *    all-gather a step): the gathered parameters (blocking or prefetched) are the bits ZeRO-2's
+ *    all-gather gives and the gradients the same reduce-scatters, so the
+ *    model files and the logged losses and gradient norms are bitwise equal,
+ *    on 2 and 4 ranks (shard boundaries inside blocks, the vector padded),
+ *    with --grad-accum 2 and validation too; one process at --zero 3 against
+ *    --zero 0: the model file and --dump-grads byte for byte;
+ *  - recompute 0, 1, 2 and selective at --zero 3, and --offload checkpoints:
+ *    model files bitwise equal to --zero 2's;
+ *  - the planner: each run's arenas' high-water and its counted collectives
+ *    equal the plan on every rank (a rank that differs says so on stderr),
+ *    and the counts equal a hand count from GPT-2's shapes (gathered N,
+ *    re-gathered L - 2 blocks, reduce-scattered N); at L=48 C=24 the total is
+ *    within 5% of 3N;
+ *  - a resume from a --zero 3 save against a run that never stopped:
+ *    bitwise equal; a resume at --zero 2 or on 4 ranks refused by name. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/cli_harness.h"
+#include "tests/lib/test_util.h"
+
+#define MPIRUN "timeout 120 " TC_MPIRUN
+/* L=4, C=24: 35472 parameters; shards of 17792 (2 ranks) and 8896 (4) */
+#define SHAPE "--layers 4 --channels 24"
+#define N_PARAMS 35472
+#define BLOCK (12 * 24 * 24 + 13 * 24)
+
+static char *dir;
+
+static void setup(void)
+{
+    dir = tu_tempdir();
+    tc_make_shards(dir, 2, 600);
+}
+
+static void teardown(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd);
+    free(dir);
+}
+
+TestSuite(zero3run, .init = setup, .fini = teardown);
+
+/* `mpirun -np np train_gpt <tiny model> SHAPE --steps 3 flags` (np 0: no
+ * mpirun), the model to <tag>.bin, the log to <tag>.log, stdout and stderr
+ * to <tag>.out; a later --layers or --steps in flags wins. */
+static int train(int np, const char *tag, const char *flags)
+{
+    char cmd[4096], launch[256] = "";
+    if (np) snprintf(launch, sizeof launch, MPIRUN " -np %d", np);
+    snprintf(cmd, sizeof cmd,
+             "rm -f %s/%s.bin %s/%s.log && %s %s %s " SHAPE " --steps 3 --weight-decay 0.1 "
+             "%s --save %s/%s.bin --log %s/%s.log > %s/%s.out 2>&1",
+             dir, tag, dir, tag, launch, tc_bin(), tc_model_args(dir), flags, dir, tag, dir, tag,
+             dir, tag);
+    return tu_run(cmd);
+}
+
+static char *slurp(const char *tag, const char *ext)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, tag, ext);
+    char *s = tu_read_file(path, NULL);
+    cr_assert_not_null(s, "%s missing", path);
+    return s;
+}
+
+static void expect_same_file(const char *a, const char *b, const char *ext, const char *what)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cmp -s %s/%s.%s %s/%s.%s", dir, a, ext, dir, b, ext);
+    cr_expect_eq(tu_run(cmd), 0, "%s: the %s files differ", what, ext);
+}
+
+/* Every number of each log line but the timings: equal bits. */
+static void expect_same_log_numbers(const char *a, const char *b, const char *what)
+{
+    static const char *keys[] = {"step", "loss", "val_loss", "norm", "grad_norm", "lr"};
+    char *sa = slurp(a, "log"), *sb = slurp(b, "log");
+    char *pa = NULL, *pb = NULL;
+    char *la = strtok_r(sa, "\n", &pa), *lb = strtok_r(sb, "\n", &pb);
+    int lines = 0, nums = 0;
+    for (; la && lb; la = strtok_r(NULL, "\n", &pa), lb = strtok_r(NULL, "\n", &pb), lines++) {
+        cJSON *ja = cJSON_Parse(la), *jb = cJSON_Parse(lb);
+        cr_assert(ja && jb, "%s: bad log line", what);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            cJSON *x = cJSON_GetObjectItem(ja, keys[k]), *y = cJSON_GetObjectItem(jb, keys[k]);
+            cr_expect_eq(!x, !y, "%s: line %d: %s in one log only", what, lines, keys[k]);
+            if (x && y && cJSON_IsNumber(x)) {
+                nums++;
+                cr_expect(x->valuedouble == y->valuedouble, "%s: line %d: %s %.17g vs %.17g",
+                          what, lines, keys[k], x->valuedouble, y->valuedouble);
+            }
+        }
+        cJSON_Delete(ja);
+        cJSON_Delete(jb);
+    }
+    cr_expect(!la && !lb, "%s: the logs have different lengths", what);
+    cr_expect_geq(nums, 6, "%s: only %d numbers compared", what, nums);
+    free(sa);
+    free(sb);
+}
+
+/* The arenas' high-water and the counted collectives equal the plan (rank
+ * 0's lines; any other rank's difference is on stderr); *ga, *rg, *rs:
+ * the bytes counted a micro-batch. */
+static void expect_plan_met(const char *tag, size_t *ga, size_t *rg, size_t *rs)
+{
+    char *out = slurp(tag, "out");
+    const char *m = strstr(out, "memory: arenas planned ");
+    cr_assert_not_null(m, "%s: no memory line in:\n%s", tag, out);
+    size_t planned = 0, hw = 0, pga, prg, prs, nb;
+    cr_assert_eq(sscanf(m, "memory: arenas planned %zu bytes; their high-water mark %zu", &planned,
+                        &hw), 2, "%s", m);
+    cr_expect_eq(planned, hw, "%s: planned %zu, high-water %zu", tag, planned, hw);
+    const char *c = strstr(out, "communication (--zero 3), per micro-batch over ");
+    cr_assert_not_null(c, "%s: no communication line in:\n%s", tag, out);
+    cr_assert_eq(sscanf(c, "communication (--zero 3), per micro-batch over %*d: all-gathered %zu "
+                        "B, re-gathered %zu B, reduce-scattered %zu B = %*f x the parameter bytes "
+                        "(%zu B); planned %zu, %zu, %zu B", ga, rg, rs, &nb, &pga, &prg, &prs),
+                 7, "%s", c);
+    cr_expect(*ga == pga && *rg == prg && *rs == prs, "%s: counted %zu %zu %zu, planned %zu %zu %zu",
+              tag, *ga, *rg, *rs, pga, prg, prs);
+    cr_expect(!strstr(out, "differ from the plan"), "%s: a rank differs:\n%s", tag, out);
+    free(out);
+}
+
+Test(zero3run, equals_zero2_bitwise_on_2_and_4_ranks, .timeout = 300)
+{
+    static const int nps[] = {2, 4};
+    for (int i = 0; i < 2; i++) {
+        char a[16], b[16], what[64];
+        snprintf(a, sizeof a, "z2n%d", nps[i]);
+        snprintf(b, sizeof b, "z3n%d", nps[i]);
+        snprintf(what, sizeof what, "%d ranks", nps[i]);
+        cr_assert_eq(train(nps[i], a, "--zero 2"), 0, "%s: --zero 2 failed", what);
+        cr_assert_eq(train(nps[i], b, "--zero 3"), 0, "%s: --zero 3 failed", what);
+        expect_same_file(a, b, "bin", what);
+        expect_same_log_numbers(a, b, what);
+        size_t ga, rg, rs;
+        expect_plan_met(b, &ga, &rg, &rs);
+        /* by hand: every parameter gathered before the head, all blocks but
+         * the two in the buffers at the head after it, every gradient
+         * reduce-scattered; fp32 */
+        cr_expect_eq(ga, (size_t)N_PARAMS * 4);
+        cr_expect_eq(rg, (size_t)2 * BLOCK * 4);
+        cr_expect_eq(rs, (size_t)N_PARAMS * 4);
+    }
+    /* one process: the shard is the whole vector, copied not gathered */
+    char flags[1024];
+    snprintf(flags, sizeof flags, "--zero 0 --dump-grads %s/o0.grads", dir);
+    cr_assert_eq(train(0, "o0", flags), 0);
+    snprintf(flags, sizeof flags, "--zero 3 --dump-grads %s/o3.grads", dir);
+    cr_assert_eq(train(0, "o3", flags), 0);
+    expect_same_file("o0", "o3", "bin", "one process");
+    expect_same_file("o0", "o3", "grads", "one process");
+}
+
+Test(zero3run, grad_accum_and_validation_equal_zero2, .timeout = 200)
+{
+    const char *f = "--grad-accum 2 --val-every 1";
+    char flags[256];
+    snprintf(flags, sizeof flags, "--zero 2 %s", f);
+    cr_assert_eq(train(2, "a2", flags), 0);
+    snprintf(flags, sizeof flags, "--zero 3 %s", f);
+    cr_assert_eq(train(2, "a3", flags), 0);
+    expect_same_file("a2", "a3", "bin", "--grad-accum 2");
+    expect_same_log_numbers("a2", "a3", "--grad-accum 2 --val-every 1");
+    char *log = slurp("a3", "log");
+    cr_expect(strstr(log, "\"val_loss\""), "no val loss logged:\n%s", log);
+    free(log);
+}
+
+Test(zero3run, recompute_modes_bitwise, .timeout = 300)
+{
+    cr_assert_eq(train(2, "m2", "--zero 2 --recompute 0"), 0);
+    static const char *modes[] = {"0", "1", "2", "selective"};
+    for (int i = 0; i < 4; i++) {
+        char flags[64], tag[16];
+        snprintf(flags, sizeof flags, "--zero 3 --recompute %s", modes[i]);
+        snprintf(tag, sizeof tag, "m3%d", i);
+        cr_assert_eq(train(2, tag, flags), 0, "%s failed", flags);
+        expect_same_file("m2", tag, "bin", flags);
+        size_t ga, rg, rs;
+        expect_plan_met(tag, &ga, &rg, &rs);
+    }
+    /* the stored block inputs in the host tier: the same bits */
+    const char *off = "--zero 3 --recompute 1 --offload checkpoints";
+    cr_assert_eq(train(2, "m3off", off), 0, "%s failed", off);
+    expect_same_file("m2", "m3off", "bin", off);
+}
+
+/* Where wte/wpe/LN_f and two blocks are a small part of the model (L=48,
+ * C=24: 353,328 parameters, 6,576 outside the blocks) a micro-batch moves
+ * within 5% of 3x the parameter bytes. */
+Test(zero3run, communication_within_5_percent_of_3x, .timeout = 200)
+{
+    cr_assert_eq(train(2, "deep", "--zero 3 --layers 48 --steps 1"), 0);
+    size_t ga, rg, rs, n = 48 * (size_t)BLOCK + 256 * 24 + 16 * 24 + 2 * 24;
+    expect_plan_met("deep", &ga, &rg, &rs);
+    cr_expect_eq(ga, n * 4);
+    cr_expect_eq(rg, 46 * (size_t)BLOCK * 4);
+    cr_expect_eq(rs, n * 4);
+    double x = (double)(ga + rg + rs) / (3.0 * n * 4);
+    cr_expect(x > 0.95 && x <= 1.0, "%.4f of 3x the parameter bytes", x);
+    cr_log_info("zero3run: L=48 C=24, 2 ranks: %zu + %zu + %zu B = %.4f of 3x %zu B\n", ga, rg,
+                rs, x, n * 4);
+}
+
+Test(zero3run, resume_is_bitwise_and_refusals_name_the_flag, .timeout = 200)
+{
+    char flags[1024];
+    cr_assert_eq(train(2, "s4", "--zero 3 --steps 4"), 0);
+    snprintf(flags, sizeof flags, "--zero 3 --checkpoint-dir %s/ckr --save-every 3", dir);
+    cr_assert_eq(train(2, "r3", flags), 0);
+    snprintf(flags, sizeof flags, "--zero 3 --checkpoint-dir %s/ckr --resume --steps 4", dir);
+    cr_assert_eq(train(2, "r4", flags), 0, "the resume failed");
+    expect_same_file("r4", "s4", "bin", "resumed at step 3");
+    static const struct {
+        int np;
+        const char *flag, *want;
+    } refused[] = {
+        {2, "--zero 2", "--zero: the save has 3, this run 2"},
+        {4, "--zero 3", "world size (ranks): the save has 2, this run 4"},
+    };
+    for (int i = 0; i < 2; i++) {
+        snprintf(flags, sizeof flags, "%s --checkpoint-dir %s/ckr --resume --steps 5",
+                 refused[i].flag, dir);
+        cr_expect_neq(train(refused[i].np, "no", flags), 0, "ran: %s", refused[i].want);
+        char *out = slurp("no", "out");
+        cr_expect(strstr(out, refused[i].want), "want '%s' in:\n%s", refused[i].want, out);
+        free(out);
+    }
+}
