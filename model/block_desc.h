@@ -166,6 +166,11 @@ typedef struct BlockDesc {
      * A description no run prices (a test's) may leave both NULL. */
     void (*op_flops)(const BlockShape *sh, long long *fwd, long long *bwd, long long *norm);
     void (*bench_op)(const BlockBench *b, int part, int op);
+    /* f32 floats of a table the block's ops read at every position, made
+     * once a run and kept in the scratch (the Llama family's RoPE table,
+     * kernels/rope.h: T rows of hs); NULL: none (GPT-2). The planner and
+     * gpt_alloc size it through this alone. */
+    size_t (*table_floats)(const GPTConfig *cfg, int T);
 } BlockDesc;
 
 /* The description of cfg's block: GPT-2's or the Llama family's (by cfg->arch). */

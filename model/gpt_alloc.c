@@ -111,7 +111,7 @@ static int carve_scratch(GPT *g)
     g->tokens = arena_take(s, N * sizeof(int));
     g->targets = arena_take(s, N * sizeof(int));
     g->chunk_buf = arena_take(&g->arenas[MEM_HEAD], g->arenas[MEM_HEAD].size);
-    size_t rope = planner_rope_floats(&g->cfg, g->T);
+    size_t rope = planner_table_floats(&g->cfg, g->T);
     if (rope && !(g->rope = arena_take(s, rope * sizeof(float)))) return -1;
     size_t as = g->plan.attn_scratch_bytes;
     if (as && !(g->attn_scratch = arena_take(s, as))) return -1;

@@ -5,7 +5,15 @@
  * and backward run these ops in this order. */
 #include "llama_block.h"
 
+#include "kernels/rope.h"
+
 #define T_(t) TENSOR_BIT(LLAMA_##t)
+
+/* RoPE's table (kernels/rope.h): T rows of the head size */
+static size_t llama_rope_floats(const GPTConfig *cfg, int T)
+{
+    return cfg->num_heads < 1 ? 0 : rope_table_floats(T, cfg->channels / cfg->num_heads);
+}
 
 static void llama_shape(BlockShape *sh)
 {
@@ -70,6 +78,7 @@ const BlockDesc LLAMA_BLOCK = {
     .shape_defaults = llama_shape,
     .op_flops = llama_op_flops,
     .bench_op = llama_bench_op,
+    .table_floats = llama_rope_floats,
 };
 
 /* LLAMA_BLOCK with qk-norm (llama_block.h): qkr between the matmul and
@@ -132,4 +141,5 @@ const BlockDesc LLAMA_QKNORM_BLOCK = {
     .shape_defaults = llama_shape,
     .op_flops = llama_qknorm_op_flops,
     .bench_op = llama_bench_op, /* its qk-norm untimed: the RoPE op times the rotation */
+    .table_floats = llama_rope_floats,
 };

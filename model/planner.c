@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "arena.h"
-#include "kernels/rope.h"
 
 int dtype_bytes(DType d) { return d == DTYPE_BF16 ? 2 : 4; }
 const char *dtype_name(DType d) { return d == DTYPE_BF16 ? "bf16" : "fp32"; }
@@ -125,8 +124,8 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     p->scratch_act_bytes = 4 * arena_round(N * C * ab) +
                            arena_round(block_grad_big(planner_block(in), &sh) * N * ab);
     p->scratch_f32_bytes = 3 * arena_round(N * 4);
-    size_t rope = planner_rope_floats(cfg, in->T); /* Llama: the RoPE table */
-    if (rope) p->scratch_f32_bytes += arena_round(rope * 4);
+    size_t table = planner_table_floats(cfg, in->T); /* Llama: the RoPE table */
+    if (table) p->scratch_f32_bytes += arena_round(table * 4);
     p->scratch_int_bytes = 2 * arena_round(N * 4);
     p->attn_scratch_bytes = in->attn_scratch ? arena_round(in->attn_scratch) : 0;
     p->bytes[MEM_SCRATCH] = p->scratch_act_bytes + p->scratch_f32_bytes + p->scratch_int_bytes +
@@ -144,10 +143,10 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
 
 const BlockDesc *planner_block(const PlanInput *in) { return block_desc_of(&in->cfg); }
 
-size_t planner_rope_floats(const GPTConfig *cfg, int T)
+size_t planner_table_floats(const GPTConfig *cfg, int T)
 {
-    if (cfg->arch != ARCH_LLAMA || cfg->num_heads < 1) return 0;
-    return rope_table_floats(T, cfg->channels / cfg->num_heads);
+    const BlockDesc *bd = block_desc_of(cfg);
+    return bd->table_floats ? bd->table_floats(cfg, T) : 0;
 }
 
 void planner_block_shape(const PlanInput *in, BlockShape *sh)

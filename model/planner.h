@@ -210,9 +210,10 @@ int planner_sizes(const PlanInput *in, int mode, MemoryPlan *out, char *err, siz
 void planner_units(const PlanInput *in, PlanUnits *out);
 void planner_units_kinds(const PlanInput *in, int hi_kind, int lo_kind, PlanUnits *out);
 size_t planner_slots_total(const PlanUnits *u, int n_res, int n_hi, int n_lo);
-/* Floats of the RoPE table a model of cfg at sequence length T keeps in
- * its scratch (kernels/rope.h: T rows of hs; 0 for GPT-2). */
-size_t planner_rope_floats(const GPTConfig *cfg, int T);
+/* Floats of the table a model of cfg at sequence length T keeps in its
+ * scratch (its block's table_floats: the Llama family's RoPE table; 0 for
+ * GPT-2). */
+size_t planner_table_floats(const GPTConfig *cfg, int T);
 /* The block of in's config (block_desc_of) and its shape at in's B, T. */
 const BlockDesc *planner_block(const PlanInput *in);
 void planner_block_shape(const PlanInput *in, BlockShape *sh);
