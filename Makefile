@@ -97,7 +97,14 @@ ifneq ($(CU_SRC),)
   CFLAGS  += -DHAVE_CUDA -I$(CUDA_HOME)/include
   CU_OBJ  := $(CU_SRC:%.cu=$(BUILD)/%.o)
   LIB_OBJ += $(CU_OBJ)
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lnccl -lcudart -lstdc++
+  # cuBLASLt and NCCL are not linked: kernels/cuda_libs.c opens them when a
+  # cuda backend or NCCL ranks are first made (linked, they cost every start
+  # of every program 0.4 CPU-s before main, --help included). It opens the
+  # sonames this toolkit's libraries carry, the names -l would have recorded.
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+  CUDA_LIBS_SONAME = $(shell objdump -p $(CUDA_HOME)/lib64/lib$(1).so 2>/dev/null | awk '$$1 == "SONAME" {print $$2}')
+  CUDA_LIBS_CUBLASLT := $(call CUDA_LIBS_SONAME,cublasLt)
+  CUDA_LIBS_NCCL := $(call CUDA_LIBS_SONAME,nccl)
 endif
 endif
 
@@ -134,6 +141,17 @@ NO_CUDA_STAMP := $(BUILD)/nocuda.stamp
 $(shell mkdir -p $(BUILD); [ "$$(cat $(NO_CUDA_STAMP) 2>/dev/null)" = '$(NO_CUDA_BRIEF)' ] || echo '$(NO_CUDA_BRIEF)' > $(NO_CUDA_STAMP))
 $(BUILD)/kernels/device_info.o: CFLAGS += -DTRAIN_GPT_NO_CUDA_WHY='"$(NO_CUDA_BRIEF)"'
 $(BUILD)/kernels/device_info.o: $(NO_CUDA_STAMP)
+
+# The sonames kernels/cuda_libs.c opens; it rebuilds when a toolkit changes them.
+ifeq ($(HAVE_CUDA),1)
+  CUDA_LIBS_STAMP := $(BUILD)/cuda_libs.stamp
+  $(shell [ "$$(cat $(CUDA_LIBS_STAMP) 2>/dev/null)" = '$(CUDA_LIBS_CUBLASLT) $(CUDA_LIBS_NCCL)' ] || echo '$(CUDA_LIBS_CUBLASLT) $(CUDA_LIBS_NCCL)' > $(CUDA_LIBS_STAMP))
+  # a name not found is left undefined: cuda_libs.c's #error then says which
+  # (not a make error: dry runs with a toolkit that is not there still parse)
+  $(BUILD)/kernels/cuda_libs.o: CFLAGS += $(if $(CUDA_LIBS_CUBLASLT),-DCUDA_LIBS_CUBLASLT_SONAME='"$(CUDA_LIBS_CUBLASLT)"') \
+                                          $(if $(CUDA_LIBS_NCCL),-DCUDA_LIBS_NCCL_SONAME='"$(CUDA_LIBS_NCCL)"')
+  $(BUILD)/kernels/cuda_libs.o: $(CUDA_LIBS_STAMP)
+endif
 
 # --version's commit: `git describe` at build time ("unknown" outside a git
 # tree). Only cli/version.o sees it, and it rebuilds only when it changes.

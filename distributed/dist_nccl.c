@@ -22,10 +22,12 @@
 #include <stdlib.h>
 
 #include "dist_internal.h"
+#include "kernels/cuda_libs.h"
 
 #ifndef NO_MPI
 typedef struct {
     DistComm base;
+    const CudaNcclApi *nc; /* NCCL's functions, opened by dist_nccl_open */
     ncclComm_t comm;
     ncclDataType_t dtype;
     size_t elem_bytes;
@@ -43,12 +45,13 @@ typedef struct {
                       __FILE__, __LINE__);                                                     \
     } while (0)
 
-#define NCCL_OK(d, call)                                                                       \
+#define NCCL_OK(n, call)                                                                       \
     do {                                                                                       \
         ncclResult_t r_ = (call);                                                              \
         if (r_ != ncclSuccess)                                                                 \
-            dist_fail((d), 1, "%s failed: %s (%s) (%s:%d)", #call, ncclGetErrorString(r_),   \
-                      ncclGetLastError(NULL), __FILE__, __LINE__);                             \
+            dist_fail((n)->base.d, 1, "%s failed: %s (%s) (%s:%d)", #call,                     \
+                      (n)->nc->GetErrorString(r_), (n)->nc->GetLastError(NULL), __FILE__,      \
+                      __LINE__);                                                               \
     } while (0)
 
 /* Order the comm stream after everything enqueued on the compute stream. */
@@ -69,12 +72,12 @@ static void nccl_allreduce_start(DistComm *c, void *grads, const size_t *offs,
 {
     NcclComm *n = (NcclComm *)c;
     comm_after_compute(n);
-    NCCL_OK(c->d, ncclGroupStart());
+    NCCL_OK(n, n->nc->GroupStart());
     for (int i = 0; i < k; i++) {
         void *p = at(n, grads, offs[i]);
-        NCCL_OK(c->d, ncclAllReduce(p, p, counts[i], n->dtype, ncclSum, n->comm, n->stream));
+        NCCL_OK(n, n->nc->AllReduce(p, p, counts[i], n->dtype, ncclSum, n->comm, n->stream));
     }
-    NCCL_OK(c->d, ncclGroupEnd());
+    NCCL_OK(n, n->nc->GroupEnd());
 }
 
 static void nccl_reduce_scatter_start(DistComm *c, void *grads, size_t shard)
@@ -83,7 +86,7 @@ static void nccl_reduce_scatter_start(DistComm *c, void *grads, size_t shard)
     comm_after_compute(n);
     /* In place: the receive buffer is this rank's own block of the send buffer. */
     void *mine = at(n, grads, (size_t)c->d->rank * shard);
-    NCCL_OK(c->d, ncclReduceScatter(grads, mine, shard, n->dtype, ncclSum, n->comm, n->stream));
+    NCCL_OK(n, n->nc->ReduceScatter(grads, mine, shard, n->dtype, ncclSum, n->comm, n->stream));
 }
 
 static void nccl_wait(DistComm *c)
@@ -106,16 +109,16 @@ static size_t nccl_reduce_scatterv(DistComm *c, void *buf, const size_t *counts)
     NcclComm *n = (NcclComm *)c;
     comm_after_compute(n);
     size_t off = 0, mine = 0;
-    NCCL_OK(c->d, ncclGroupStart());
+    NCCL_OK(n, n->nc->GroupStart());
     for (int q = 0; q < c->d->world; q++) {
         if (q == c->d->rank) mine = off;
         if (counts[q]) {
             void *p = at(n, buf, off);
-            NCCL_OK(c->d, ncclReduce(p, p, counts[q], n->dtype, ncclSum, q, n->comm, n->stream));
+            NCCL_OK(n, n->nc->Reduce(p, p, counts[q], n->dtype, ncclSum, q, n->comm, n->stream));
         }
         off += counts[q];
     }
-    NCCL_OK(c->d, ncclGroupEnd());
+    NCCL_OK(n, n->nc->GroupEnd());
     nccl_wait(c);
     return mine;
 }
@@ -125,7 +128,7 @@ static void nccl_allgather(DistComm *c, void *params, size_t shard)
     NcclComm *n = (NcclComm *)c;
     comm_after_compute(n);
     void *mine = at(n, params, (size_t)c->d->rank * shard);
-    NCCL_OK(c->d, ncclAllGather(mine, params, shard, n->dtype, n->comm, n->stream));
+    NCCL_OK(n, n->nc->AllGather(mine, params, shard, n->dtype, n->comm, n->stream));
     nccl_wait(c);
 }
 
@@ -159,11 +162,11 @@ static int nccl_probe(void *ctx, char *msg, size_t len)
 {
     NcclComm *n = ctx;
     ncclResult_t async = ncclSuccess;
-    if (ncclCommGetAsyncError(n->comm, &async) != ncclSuccess || async == ncclSuccess ||
+    if (n->nc->CommGetAsyncError(n->comm, &async) != ncclSuccess || async == ncclSuccess ||
         async == ncclInProgress)
         return 0;
     snprintf(msg, len, "NCCL reported an error: %s (NCCL_DEBUG=WARN prints which peer and "
-             "why)", ncclGetErrorString(async));
+             "why)", n->nc->GetErrorString(async));
     return 1;
 }
 
@@ -172,7 +175,7 @@ static void nccl_close(DistComm *c)
     NcclComm *n = (NcclComm *)c;
     dist_watch_probe(c->d, NULL, NULL);
     CUDA_OK(c->d, cudaStreamSynchronize(n->stream));
-    NCCL_OK(c->d, ncclCommDestroy(n->comm));
+    NCCL_OK(n, n->nc->CommDestroy(n->comm));
     CUDA_OK(c->d, cudaEventDestroy(n->ready));
     CUDA_OK(c->d, cudaEventDestroy(n->done));
     CUDA_OK(c->d, cudaStreamDestroy(n->stream));
@@ -211,24 +214,30 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
         snprintf(err, err_len, "out of host memory for the NCCL communicator");
         return NULL;
     }
+    n->nc = cuda_libs_nccl(err, err_len);
+    if (!n->nc) {
+        free(n);
+        return NULL;
+    }
     n->compute = (cudaStream_t)be->ops->native_stream(be);
     n->elem_bytes = (size_t)be->par_bytes;
     n->dtype = be->par_bytes == 2 ? ncclBfloat16 : ncclFloat32;
 
     ncclUniqueId id;
     if (d->rank == 0) {
-        ncclResult_t r = ncclGetUniqueId(&id);
-        if (r != ncclSuccess) dist_fail(d, 1, "ncclGetUniqueId failed: %s", ncclGetErrorString(r));
+        ncclResult_t r = n->nc->GetUniqueId(&id);
+        if (r != ncclSuccess)
+            dist_fail(d, 1, "ncclGetUniqueId failed: %s", n->nc->GetErrorString(r));
     }
     dist_watch_begin(d, "setting up NCCL (MPI_Bcast of the id, ncclCommInitRank)");
     MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    ncclResult_t r = ncclCommInitRank(&n->comm, d->world, id, d->rank);
+    ncclResult_t r = n->nc->CommInitRank(&n->comm, d->world, id, d->rank);
     dist_watch_end(d);
     if (r != ncclSuccess) {
         snprintf(err, err_len, "ncclCommInitRank (rank %d of %d, local rank %d, CUDA device "
                  "%d) failed: %s: %s (NCCL needs one GPU per rank: %d ranks on this node need "
                  "%d visible devices)", d->rank, d->world, d->local_rank, d->device,
-                 ncclGetErrorString(r), ncclGetLastError(NULL), d->local_world,
+                 n->nc->GetErrorString(r), n->nc->GetLastError(NULL), d->local_world,
                  d->local_world);
         free(n);
         return NULL;

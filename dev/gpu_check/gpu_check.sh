@@ -149,8 +149,11 @@ GEMM_ROW="gemm costs per shape (cuBLASLt, timed)"
 trap 'rm -rf "$WORK"; [ -n "$CLK_PID" ] && [ "$CLK_PID" != none ] && kill "$CLK_PID" 2>/dev/null' EXIT
 if [ "$REHEARSAL" = 1 ]; then echo "rehearsal: no GPU, no nvidia-smi" >"$OUT/nvidia-smi.txt"
 else { nvidia-smi; nvcc --version || /usr/local/cuda/bin/nvcc --version; } >"$OUT/nvidia-smi.txt" 2>&1; fi
-# The Makefile links -lcublasLt and -lnccl (distributed/) from the toolkit. Where
-# the toolkit lacks one but Python's nvidia wheel has it, use the wheel's.
+# train_gpt opens libcublasLt and libnccl (distributed/) by soname when first
+# used (kernels/cuda_libs.h), from the toolkit. Where the toolkit lacks one but
+# Python's nvidia wheel has it, use the wheel's (LD_LIBRARY_PATH, which dlopen
+# reads). A library that cannot be opened fails the first row that makes a
+# cuda backend (the kernels) or NCCL ranks, naming the library and dlerror's reason.
 : >"$OUT/build.log"
 wheel_lib cublasLt nvidia.cublas
 wheel_lib nccl nvidia.nccl

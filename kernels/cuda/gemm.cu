@@ -31,11 +31,25 @@
 #include <cublasLt.h>
 #include <string.h>
 
+#include "kernels/cuda_libs.h"
+
+/* cuBLASLt's functions, from the library opened when the first backend
+ * is made (kernels/cuda_libs.h); cuda_gemm_init opens it, so the calls
+ * after it find it open. */
+static const CudaLtApi *gemm_lt(void)
+{
+    char why[512];
+    const CudaLtApi *lt = cuda_libs_lt(why, sizeof why);
+    if (!lt) CUDA_FATAL("%s", why);
+    return lt;
+}
+#define LT (gemm_lt())
+
 static void cublas_check_(cublasStatus_t s, const char *call, const char *file, int line)
 {
     if (s == CUBLAS_STATUS_SUCCESS) return;
     fprintf(stderr, "cublasLt error: %s failed: %s (status %d) at %s:%d\n", call,
-            cublasLtGetStatusString(s), (int)s, file, line);
+            LT->GetStatusString(s), (int)s, file, line);
     exit(1);
 }
 #define CUBLAS_CHECK(call) cublas_check_((call), #call, __FILE__, __LINE__)
@@ -80,7 +94,7 @@ struct GemmCache {
 void cuda_gemm_init(CudaState *st)
 {
     cublasLtHandle_t h;
-    CUBLAS_CHECK(cublasLtCreate(&h));
+    CUBLAS_CHECK(LT->Create(&h));
     st->lt = (void *)h;
     st->gemm = (GemmCache *)calloc(1, sizeof(GemmCache));
     if (!st->gemm) CUDA_FATAL("out of host memory for the matmul cache");
@@ -89,10 +103,10 @@ void cuda_gemm_init(CudaState *st)
 static void entry_destroy(GemmEntry *e)
 {
     if (!e->used) return;
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(e->a));
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(e->b));
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(e->d));
-    CUBLAS_CHECK(cublasLtMatmulDescDestroy(e->desc));
+    CUBLAS_CHECK(LT->MatrixLayoutDestroy(e->a));
+    CUBLAS_CHECK(LT->MatrixLayoutDestroy(e->b));
+    CUBLAS_CHECK(LT->MatrixLayoutDestroy(e->d));
+    CUBLAS_CHECK(LT->MatmulDescDestroy(e->desc));
     e->used = 0;
 }
 
@@ -104,7 +118,7 @@ void cuda_gemm_destroy(CudaState *st)
         free(st->gemm);
         st->gemm = NULL;
     }
-    if (st->lt) CUBLAS_CHECK(cublasLtDestroy((cublasLtHandle_t)st->lt));
+    if (st->lt) CUBLAS_CHECK(LT->Destroy((cublasLtHandle_t)st->lt));
     st->lt = NULL;
 }
 
@@ -123,7 +137,7 @@ static int ptr_align(const void *p)
 
 static void set_ptr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const void *p)
 {
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &p, sizeof(p)));
+    CUBLAS_CHECK(LT->MatmulDescSetAttribute(desc, attr, &p, sizeof(p)));
 }
 
 /* The descriptor and layouts of problem k; the pointers of call c are set
@@ -132,39 +146,39 @@ static void entry_describe(GemmEntry *e, const GemmKey *k, const GemmCall *c)
 {
     cudaDataType_t abt = k->ab_bf16 ? CUDA_R_16BF : CUDA_R_32F;
     cudaDataType_t ddt = k->dd_bf16 ? CUDA_R_16BF : CUDA_R_32F;
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(LT->MatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
-                                                sizeof(opa)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
-                                                sizeof(opb)));
+    CUBLAS_CHECK(LT->MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
+                                            sizeof(opa)));
+    CUBLAS_CHECK(LT->MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
+                                            sizeof(opb)));
     cublasLtEpilogue_t epi = k->has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     if (k->epi == GEMM_EPI_GELU_AUX)
         epi = k->has_bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     else if (k->epi == GEMM_EPI_DGELU)
         epi = CUBLASLT_EPILOGUE_DGELU;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
-                                                sizeof(epi)));
+    CUBLAS_CHECK(LT->MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                            sizeof(epi)));
     if (k->has_bias) {
         int32_t bt = (int32_t)ddt;
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                    &bt, sizeof(bt)));
+        CUBLAS_CHECK(LT->MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                &bt, sizeof(bt)));
         set_ptr(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, c->bias);
     }
     if (k->epi != GEMM_EPI_NONE) {
         /* aux: m x n, D's type (cuBLASLt's default for GELU), column-major */
         int64_t ld = k->ldaux;
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                                                    &ld, sizeof(ld)));
+        CUBLAS_CHECK(LT->MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                &ld, sizeof(ld)));
         set_ptr(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, c->aux);
     }
     /* stored shapes, column-major: A is (ta ? k x m : m x k), B (tb ? n x k : k x n) */
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e->a, abt, k->ta ? k->k : k->m,
-                                            k->ta ? k->m : k->k, k->lda));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e->b, abt, k->tb ? k->n : k->k,
-                                            k->tb ? k->k : k->n, k->ldb));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e->d, ddt, k->m, k->n, k->ldd));
+    CUBLAS_CHECK(LT->MatrixLayoutCreate(&e->a, abt, k->ta ? k->k : k->m,
+                                        k->ta ? k->m : k->k, k->lda));
+    CUBLAS_CHECK(LT->MatrixLayoutCreate(&e->b, abt, k->tb ? k->n : k->k,
+                                        k->tb ? k->k : k->n, k->ldb));
+    CUBLAS_CHECK(LT->MatrixLayoutCreate(&e->d, ddt, k->m, k->n, k->ldd));
 }
 
 /* Up to GEMM_TUNE_CANDIDATES algorithms for the problem, the heuristic's
@@ -173,10 +187,10 @@ static int entry_candidates(CudaState *st, GemmEntry *e, const GemmKey *k,
                             cublasLtMatmulHeuristicResult_t *res)
 {
     cublasLtMatmulPreference_t pref;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CUBLAS_CHECK(LT->MatmulPreferenceCreate(&pref));
     size_t ws = CUDA_LT_WORKSPACE_BYTES;
     uint32_t al = (uint32_t)k->align;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(LT->MatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     /* Split-K partial sums in fp32 (the compute type) only: the in-place and
      * output-type schemes keep them in D's type, and with bf16 D and a long
@@ -184,26 +198,26 @@ static int entry_candidates(CudaState *st, GemmEntry *e, const GemmKey *k,
      * 3.6% of max|dx| on the H200 (gpu_check, 2026-11-29), past the 2e-2
      * bf16 tolerance. Unsplit algorithms stay allowed. */
     uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(LT->MatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof(reduction)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(LT->MatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof(al)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(LT->MatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof(al)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(LT->MatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof(al)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(LT->MatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof(al)));
     memset(res, 0, sizeof(*res) * GEMM_TUNE_CANDIDATES);
     int found = 0;
     /* No algorithm for the problem comes back as CUBLAS_STATUS_NOT_SUPPORTED
      * (not as found = 0): name the problem below rather than the call. */
-    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)st->lt, e->desc, e->a,
-                                                       e->b, e->d, e->d, pref,
-                                                       GEMM_TUNE_CANDIDATES, res, &found);
+    cublasStatus_t hs = LT->MatmulAlgoGetHeuristic((cublasLtHandle_t)st->lt, e->desc, e->a,
+                                                   e->b, e->d, e->d, pref,
+                                                   GEMM_TUNE_CANDIDATES, res, &found);
     if (hs != CUBLAS_STATUS_NOT_SUPPORTED)
         cublas_check_(hs, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
-    CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    CUBLAS_CHECK(LT->MatmulPreferenceDestroy(pref));
     int n = 0; /* the usable prefix */
     while (hs == CUBLAS_STATUS_SUCCESS && n < found && res[n].state == CUBLAS_STATUS_SUCCESS) n++;
     if (n < 1)
@@ -219,7 +233,7 @@ static cublasStatus_t launch(CudaState *st, GemmEntry *e, const cublasLtMatmulAl
                              const GemmCall *c, void *D)
 {
     float alpha = 1.0f;
-    return cublasLtMatmul((cublasLtHandle_t)st->lt, e->desc, &alpha, c->A, e->a, c->B, e->b,
+    return LT->Matmul((cublasLtHandle_t)st->lt, e->desc, &alpha, c->A, e->a, c->B, e->b,
                           &c->beta, D, e->d, D, e->d, algo, st->workspace,
                           CUDA_LT_WORKSPACE_BYTES, st->stream);
 }
@@ -323,13 +337,13 @@ static void print_choice(const GemmKey *k, const cublasLtMatmulAlgo_t *algo, int
 {
     int32_t id = -1;
     uint32_t tile = 0, stages = 0, splitk = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, NULL);
-    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
-                                         NULL);
-    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
-                                         sizeof stages, NULL);
-    cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk,
-                                         sizeof splitk, NULL);
+    LT->MatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, NULL);
+    LT->MatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                     NULL);
+    LT->MatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                     sizeof stages, NULL);
+    LT->MatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk,
+                                     sizeof splitk, NULL);
     fprintf(stderr,
             "gemm algo: m=%d n=%d k=%d t=%d%d ld=%d,%d,%d %s->%s bias=%d beta=%d epi=%d "
             "align=%d: candidate %d of %d (id %d tile %u stages %u splitk %u)",
