@@ -143,15 +143,15 @@ static void nccl_allgatherv(DistComm *c, const void *mine, void *buf, const size
     NcclComm *n = (NcclComm *)c;
     comm_after_compute(n);
     size_t off = 0;
-    NCCL_OK(c->d, ncclGroupStart());
+    NCCL_OK(n, n->nc->GroupStart());
     for (int q = 0; q < c->d->world; q++) {
         void *p = at(n, buf, off);
         if (counts[q])
-            NCCL_OK(c->d, ncclBroadcast(q == c->d->rank ? mine : p, p, counts[q], n->dtype, q,
+            NCCL_OK(n, n->nc->Broadcast(q == c->d->rank ? mine : p, p, counts[q], n->dtype, q,
                                         n->comm, n->stream));
         off += counts[q];
     }
-    NCCL_OK(c->d, ncclGroupEnd());
+    NCCL_OK(n, n->nc->GroupEnd());
     nccl_wait(c);
 }
 

@@ -48,6 +48,7 @@ extern "C" {
 #define CUDA_LIBS_NCCL_FUNCS(X)                                                                \
     X(nccl, AllGather)                                                                         \
     X(nccl, AllReduce)                                                                         \
+    X(nccl, Broadcast)                                                                         \
     X(nccl, CommDestroy)                                                                       \
     X(nccl, CommGetAsyncError)                                                                 \
     X(nccl, CommInitRank)                                                                      \
