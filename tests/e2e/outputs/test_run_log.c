@@ -47,10 +47,12 @@ static void expect_whole_json_lines(const char *path)
 static int run_limited(const char *d, const char *tag, const char *extra)
 {
     char cmd[8192];
-    /* 4 blocks: 2 KiB in dash (512-byte blocks), 4 KiB in bash; each log
-     * line is about 150 bytes and 60 steps need 9 KiB. stdout goes to
-     * /dev/null (a device has no size limit). */
-    snprintf(cmd, sizeof cmd, "ulimit -f 4; exec %s %s --steps 60 --log %s/%s.jsonl %s "
+    /* 8 blocks: 4 KiB in dash (512-byte blocks), 8 KiB in bash. The run's
+     * first line (its config: about 1.8 KiB with this test's paths) must
+     * fit with room for some steps; each step's line is about 290 bytes
+     * and 60 steps need 17 KiB, so the limit is met mid-run. stdout goes
+     * to /dev/null (a device has no size limit). */
+    snprintf(cmd, sizeof cmd, "ulimit -f 8; exec %s %s --steps 60 --log %s/%s.jsonl %s "
              ">/dev/null 2>%s/%s.err", tc_bin(), tc_model_args(d), d, tag, extra, d, tag);
     return tu_run(cmd);
 }
