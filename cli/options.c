@@ -424,9 +424,6 @@ static int check_checkpoint_flags(const TrainOptions *opt)
               "the optimizer state are not this project's; llm.c has no ZeRO-2 or -3)";
     else if (opt->world_size && !opt->plan)
         why = "--world-size: only with --plan (a run's ranks are the launcher's)";
-    else if (opt->zero == 3 && !opt->plan && opt->arch == ARCH_LLAMA)
-        why = "--zero 3: GPT-2 only so far (the Llama block's parameter gathers are not "
-              "implemented yet): use --zero 2 with --arch llama";
     else if (opt->zero == 3 && !opt->plan && strcmp(opt->device, "cuda") == 0)
         why = "--zero 3: the cpu backend only so far (the NCCL gathers are unmeasured): use "
               "--zero 2 on cuda";
