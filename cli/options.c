@@ -430,12 +430,6 @@ static int check_checkpoint_flags(const TrainOptions *opt)
     else if (opt->zero == 3 && (opt->offload & OFFLOAD_OPTIMIZER))
         why = "--zero 3: not with --offload optimizer yet (the deferred update and the "
               "gathers are not ordered): use --zero 2";
-    else if (opt->zero == 3 && (opt->generate > 0 || opt->sample_every > 0))
-        why = "--zero 3: no samples yet (--generate, --sample-every: rank 0 alone would "
-              "gather): use --zero 2";
-    else if (opt->zero == 3 && opt->eval_file)
-        why = "--zero 3: no --eval-file yet (the ranks' example counts differ, the gathers "
-              "must not): use --zero 2";
     else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
     else if (opt->overwrite_checkpoints && !opt->checkpoint_dir && !opt->llmc_save_dir)

@@ -18,13 +18,16 @@
  *    re-gathered L - 2 blocks, reduce-scattered N); at L=48 C=24 the total is
  *    within 5% of 3N;
  *  - a resume from a --zero 3 save against a run that never stopped:
- *    bitwise equal; a resume at --zero 2 or on 4 ranks refused by name. */
+ *    bitwise equal; a resume at --zero 2 or on 4 ranks refused by name;
+ *  - samples (--sample-every, --generate) and --eval-file scores: the text
+ *    and the counts of --zero 2's run, 2 ranks. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/eval_file.h"
 #include "tests/lib/cli_harness.h"
 #include "tests/lib/test_util.h"
 
@@ -86,7 +89,8 @@ static void expect_same_file(const char *a, const char *b, const char *ext, cons
 /* Every number of each log line but the timings: equal bits. */
 static void expect_same_log_numbers(const char *a, const char *b, const char *what)
 {
-    static const char *keys[] = {"step", "loss", "val_loss", "norm", "grad_norm", "lr"};
+    static const char *keys[] = {"step", "loss",    "val_loss",     "norm", "grad_norm",
+                                 "lr",   "correct", "correct_norm", "n"};
     char *sa = slurp(a, "log"), *sb = slurp(b, "log");
     char *pa = NULL, *pb = NULL;
     char *la = strtok_r(sa, "\n", &pa), *lb = strtok_r(sb, "\n", &pb);
@@ -274,4 +278,70 @@ Test(zero3run, resume_is_bitwise_and_refusals_name_the_flag, .timeout = 200)
         cr_expect(strstr(out, refused[i].want), "want '%s' in:\n%s", refused[i].want, out);
         free(out);
     }
+}
+
+/* The sample text of tag's stdout (each "| sample" header through the line
+ * before the next step's line) into <tag>.smp; its size in bytes. */
+static long sample_text(const char *tag)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "awk '/[|] sample/{f=1} /^step .*loss/{f=0} f' %s/%s.out > %s/%s.smp", dir, tag, dir,
+             tag);
+    cr_assert_eq(tu_run(cmd), 0);
+    char *t = slurp(tag, "smp");
+    long n = (long)strlen(t);
+    free(t);
+    return n;
+}
+
+Test(zero3run, samples_and_eval_scores_equal_zero2, .timeout = 300)
+{
+    /* 21 byte examples (the ranks' shares differ at --zero 2: 11 and 10),
+     * contexts of 1..10 tokens, completions of 1..8, labels cycling */
+    EvalSet es = {0};
+    char err[512], path[600], flags[1024];
+    unsigned long long seed = 12345;
+#define NEXT (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, (int)(seed >> 33))
+    for (int i = 0; i < 21; i++) {
+        int32_t ctx[10], comp[4][8];
+        const int32_t *cp[4] = {comp[0], comp[1], comp[2], comp[3]};
+        int cl = 1 + NEXT % 10, len[4];
+        for (int t = 0; t < cl; t++) ctx[t] = NEXT % 256;
+        for (int c = 0; c < 4; c++) {
+            len[c] = 1 + NEXT % 8;
+            for (int t = 0; t < len[c]; t++) comp[c][t] = NEXT % 256;
+        }
+        cr_assert_eq(eval_set_append(&es, i % 4, ctx, cl, cp, len, err, sizeof err), 0, "%s",
+                     err);
+    }
+#undef NEXT
+    snprintf(path, sizeof path, "%s/ev.bin", dir);
+    cr_assert_eq(eval_file_write(path, &es, err, sizeof err), 0, "%s", err);
+    eval_set_free(&es);
+    const char *z[2] = {"--zero 2", "--zero 3"}, *tag[2] = {"e2", "e3"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(flags, sizeof flags, "%s --eval-file %s --eval-every 1 --sample-every 1 "
+                 "--sample-tokens 12 --seed 7", z[i], path);
+        cr_assert_eq(train(2, tag[i], flags), 0, "%s failed", flags);
+    }
+    expect_same_file("e2", "e3", "bin", "--eval-file --sample-every");
+    expect_same_log_numbers("e2", "e3", "--eval-file --sample-every");
+    char *log = slurp("e3", "log");
+    cr_expect(strstr(log, "\"hellaswag\"") && strstr(log, "\"n\":21"),
+              "no 21-example eval logged:\n%s", log);
+    free(log);
+    long n = sample_text("e3");
+    cr_expect_gt(n, 40, "no samples in e3.out");
+    cr_expect_eq(sample_text("e2"), n);
+    expect_same_file("e2", "e3", "smp", "the samples");
+    /* --generate: a plain model in each process; --zero 3 is accepted and
+     * changes nothing */
+    for (int i = 0; i < 2; i++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, MPIRUN " -np 2 %s %s " SHAPE " %s --generate 16 --seed 7 "
+                 "> %s/g%d.out 2>&1", tc_bin(), tc_model_args(dir), z[i], dir, i);
+        cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    }
+    expect_same_file("g0", "g1", "out", "--generate");
 }
