@@ -427,9 +427,6 @@ static int check_checkpoint_flags(const TrainOptions *opt)
     else if (opt->zero == 3 && !opt->plan && strcmp(opt->device, "cuda") == 0)
         why = "--zero 3: the cpu backend only so far (the NCCL gathers are unmeasured): use "
               "--zero 2 on cuda";
-    else if (opt->zero == 3 && (opt->offload & OFFLOAD_OPTIMIZER))
-        why = "--zero 3: not with --offload optimizer yet (the deferred update and the "
-              "gathers are not ordered): use --zero 2";
     else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
     else if (opt->overwrite_checkpoints && !opt->checkpoint_dir && !opt->llmc_save_dir)

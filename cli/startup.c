@@ -486,8 +486,6 @@ static void allocate(Trainer *tr, const GPTShard *shard, Schedule *sched)
     if (o->zero == 3 && strcmp(tr->be->name, "cpu") != 0)
         fail(tr, "--zero 3: the cpu backend only so far (the NCCL gathers are unmeasured): "
                  "use --zero 2 on cuda");
-    if (o->zero == 3 && (tr->plan.offload & OFFLOAD_OPTIMIZER))
-        fail(tr, "--zero 3: not with --offload optimizer yet: use --zero 2");
     if (dist_attach_gpt(d, &tr->model, err, sizeof err) != 0) fail(tr, err);
     tr->data.batch.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr->data.batch.targets = malloc(sizeof(int) * o->batch * o->seq_len);

@@ -108,7 +108,6 @@ Test(zero3, what_is_not_done_is_refused_by_name, .timeout = 60)
         const char *flags, *want;
     } refused[] = {
         {"--device cuda --steps 1", "--zero 3: the cpu backend only so far"},
-        {"--offload optimizer --steps 1", "--zero 3: not with --offload optimizer yet"},
     };
     char flags[1024];
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
