@@ -324,4 +324,17 @@ Test(zero3run, samples_and_eval_scores_equal_zero2, .timeout = 300)
         cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
     }
     expect_same_file("g0", "g1", "out", "--generate");
+    /* a Llama model's samples: its decode gathers block by block too */
+    static const char *llama = "--arch llama --layers 4 --channels 32 --heads 4 --kv-heads 2 "
+                               "--ffn 64 --sample-every 1 --sample-tokens 12 --seed 7";
+    const char *lt[2] = {"ls2", "ls3"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(flags, sizeof flags, "%s %s", llama, z[i]);
+        cr_assert_eq(train(2, lt[i], flags), 0, "%s failed", flags);
+    }
+    n = sample_text("ls3");
+    cr_expect_gt(n, 40, "no samples in ls3.out");
+    cr_expect_eq(sample_text("ls2"), n);
+    expect_same_file("ls2", "ls3", "smp", "a Llama model's samples");
+    expect_same_file("ls2", "ls3", "bin", "a Llama model with samples");
 }
