@@ -11,7 +11,7 @@
 #include "base/test_hooks.h"
 
 int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, const Dist *d,
-                    char *err, size_t err_len)
+                    int every_rank, char *err, size_t err_len)
 {
     memset(te, 0, sizeof *te);
     te->path = path;
@@ -21,7 +21,13 @@ int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, cons
         eval_set_free(&te->es);
         return -1;
     }
-    eval_rank_range(te->es.num_examples, d->rank, d->world, &te->begin, &te->end);
+    te->every_rank = every_rank;
+    if (every_rank) {
+        te->begin = 0;
+        te->end = te->es.num_examples;
+    } else {
+        eval_rank_range(te->es.num_examples, d->rank, d->world, &te->begin, &te->end);
+    }
     if (d->rank == 0 && te->truncated > 0)
         printf("note: --eval-file %s: %ld of %d completions do not fit --seq-len %d with their "
                "whole context; they are scored on the context's last tokens\n", path,
@@ -93,6 +99,7 @@ int train_eval_run(TrainEval *te, GPT *g, Dist *d, int step, RunLog *log, char *
     /* Every rank reaches the sum, even one that failed (it then exits
      * through dist_fail after it): no rank is left waiting. */
     double t[3] = {(double)c.examples, (double)c.correct, (double)c.correct_norm};
+    if (te->every_rank && d->rank != 0) t[0] = t[1] = t[2] = 0; /* rank 0's counts alone */
     dist_sum(d, t, 3);
     if (rc == 0 && d->rank == 0 && !g->abandoned) report(t, step, log);
     return rc;

@@ -30,13 +30,17 @@ typedef struct {
     EvalSet es;
     int begin, end;  /* this rank's examples */
     long truncated;  /* completions whose context is cut at this T */
+    int every_rank;  /* 1: each rank scores every example, rank 0's counts reported */
 } TrainEval;
 
 /* Read and check path for a model of vocab_size and rows of T tokens.
- * Rank 0 prints a note when contexts are cut. Returns 0, or -1 with a
+ * Rank 0 prints a note when contexts are cut. every_rank (ZeRO-3, whose
+ * forward gathers are collectives, so every rank must run the same
+ * passes): each rank scores all the examples and the sum takes rank 0's
+ * counts alone; else each rank scores its share. Returns 0, or -1 with a
  * message naming the file. */
 int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, const Dist *d,
-                    char *err, size_t err_len);
+                    int every_rank, char *err, size_t err_len);
 
 /* Score the model (collective: every rank calls it), print the result and
  * log it (rank 0; log may be NULL or closed). Returns 0, or -1 with a message. */

@@ -11,6 +11,7 @@
  * in progress. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "base/fileio.h"
@@ -82,13 +83,22 @@ static int dump_grads(Trainer *tr, double loss, char *err, size_t len)
                               err, len);
 }
 
-/* A sample after `step`; 1 when a signal abandoned it. */
+/* A sample after `step`; 1 when a signal abandoned it. Under ZeRO-3 every
+ * rank samples (each block's gather is a collective), the same tokens from
+ * the same RNG and gathered bits, and rank 0 alone prints them. */
 static int print_sample(Trainer *tr, int step)
 {
     char header[64];
     snprintf(header, sizeof header, "step %5d | sample", step);
+    FILE *out = stdout;
+    if (tr->dist.rank != 0 && !(out = fopen("/dev/null", "w"))) {
+        fprintf(stderr, "error: --sample-every at --zero 3: cannot open /dev/null for rank %d's "
+                "copy of the sample\n", tr->dist.rank);
+        exit(1);
+    }
     progress_begin(&tr->prog, "", 0); /* no in-step line across the sample's text */
-    text_sampler_print(&tr->sampler, &tr->model, tr->opt.sample_tokens, header, stdout);
+    text_sampler_print(&tr->sampler, &tr->model, tr->opt.sample_tokens, header, out);
+    if (out != stdout) fclose(out);
     return tr->model.abandoned;
 }
 
@@ -237,7 +247,8 @@ static void log_step(Trainer *tr, int step, const StepResult *r, const StepFigur
     outputs_log(&tr->files.out, j);
 }
 
-/* The sample due after `step`, on rank 0 alone (no collectives inside); 1
+/* The sample due after `step`, on rank 0 alone (no collectives inside; on
+ * every rank under ZeRO-3, whose gathers are collectives); 1
  * when a signal cut it. A cut sample leaves the sampler's RNG as before
  * it, so a save of this step does not hold a half-used RNG; samples after
  * a resume from that save then differ from an unbroken run's (the losses
@@ -245,7 +256,8 @@ static void log_step(Trainer *tr, int step, const StepResult *r, const StepFigur
 static int sample_due(Trainer *tr, int step)
 {
     const TrainOptions *o = &tr->opt;
-    if (!(o->sample_every > 0 && step % o->sample_every == 0 && tr->dist.rank == 0)) return 0;
+    int here = tr->dist.rank == 0 || o->zero == 3;
+    if (!(o->sample_every > 0 && step % o->sample_every == 0 && here)) return 0;
     SampleRng before = tr->sampler.rng;
     int cut = print_sample(tr, step) != 0;
     if (cut) tr->sampler.rng = before;

@@ -424,21 +424,9 @@ static int check_checkpoint_flags(const TrainOptions *opt)
               "the optimizer state are not this project's; llm.c has no ZeRO-2 or -3)";
     else if (opt->world_size && !opt->plan)
         why = "--world-size: only with --plan (a run's ranks are the launcher's)";
-    else if (opt->zero == 3 && !opt->plan && opt->arch == ARCH_LLAMA)
-        why = "--zero 3: GPT-2 only so far (the Llama block's parameter gathers are not "
-              "implemented yet): use --zero 2 with --arch llama";
     else if (opt->zero == 3 && !opt->plan && strcmp(opt->device, "cuda") == 0)
         why = "--zero 3: the cpu backend only so far (the NCCL gathers are unmeasured): use "
               "--zero 2 on cuda";
-    else if (opt->zero == 3 && (opt->offload & OFFLOAD_OPTIMIZER))
-        why = "--zero 3: not with --offload optimizer yet (the deferred update and the "
-              "gathers are not ordered): use --zero 2";
-    else if (opt->zero == 3 && (opt->generate > 0 || opt->sample_every > 0))
-        why = "--zero 3: no samples yet (--generate, --sample-every: rank 0 alone would "
-              "gather): use --zero 2";
-    else if (opt->zero == 3 && opt->eval_file)
-        why = "--zero 3: no --eval-file yet (the ranks' example counts differ, the gathers "
-              "must not): use --zero 2";
     else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
     else if (opt->overwrite_checkpoints && !opt->checkpoint_dir && !opt->llmc_save_dir)

@@ -413,8 +413,8 @@ static void open_data(Trainer *tr)
     if (o->eval_file) {
         tr->eval = calloc(1, sizeof *tr->eval);
         if (!tr->eval) fail(tr, "out of host memory for --eval-file");
-        if (train_eval_open(tr->eval, o->eval_file, tr->cfg.vocab_size, o->seq_len, d, err,
-                            sizeof err) != 0) {
+        if (train_eval_open(tr->eval, o->eval_file, tr->cfg.vocab_size, o->seq_len, d,
+                            o->zero == 3, err, sizeof err) != 0) {
             train_options_name_flag("--eval-file", err, sizeof err);
             if (access(o->eval_file, F_OK) != 0)
                 snprintf(err + strlen(err), sizeof err - strlen(err),
@@ -486,8 +486,6 @@ static void allocate(Trainer *tr, const GPTShard *shard, Schedule *sched)
     if (o->zero == 3 && strcmp(tr->be->name, "cpu") != 0)
         fail(tr, "--zero 3: the cpu backend only so far (the NCCL gathers are unmeasured): "
                  "use --zero 2 on cuda");
-    if (o->zero == 3 && (tr->plan.offload & OFFLOAD_OPTIMIZER))
-        fail(tr, "--zero 3: not with --offload optimizer yet: use --zero 2");
     if (dist_attach_gpt(d, &tr->model, err, sizeof err) != 0) fail(tr, err);
     tr->data.batch.inputs = malloc(sizeof(int) * o->batch * o->seq_len);
     tr->data.batch.targets = malloc(sizeof(int) * o->batch * o->seq_len);
@@ -503,8 +501,9 @@ static void load_start(Trainer *tr)
     char err[1024] = "";
     const TrainOptions *o = &tr->opt;
     Dist *d = &tr->dist;
-    /* Sampling first: it seeds the sampler's RNG, which a resume then restores. */
-    if (o->sample_every > 0 && d->rank == 0 &&
+    /* Sampling first: it seeds the sampler's RNG, which a resume then
+     * restores; on every rank under ZeRO-3 (loop.c's sample_due). */
+    if (o->sample_every > 0 && (d->rank == 0 || o->zero == 3) &&
         text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
         fail(tr, err);
     int rc;

@@ -572,6 +572,7 @@ static int decode_pass(GPT *g, GPTDecode *d, const int *tokens, int n)
     if (is_llama(g)) { /* no position table (RoPE, in the block); each block norms its x */
         OPS->encoder_forward(g->be, d->x, d->token, g->param_t[WTE], NULL, 1, n, C);
         for (int l = 0; l < L; l++) {
+            gpt_gather_block(g, l); /* ZeRO-3: block l into buffer l & 1 */
             llama_block_decode(g, d, l, t, n);
             if (block_done(g, 0)) return -1;
         }

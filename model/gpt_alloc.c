@@ -239,12 +239,6 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     g->T = T;
     g->sched = *sched; /* taken over */
     memset(sched, 0, sizeof *sched);
-    if (shard->zero == 3 && cfg->arch == ARCH_LLAMA) { /* a model file's family, not a flag */
-        snprintf(err, err_len, "--zero 3: GPT-2 only so far (the Llama block's parameter gathers "
-                 "are not implemented yet): use --zero 2");
-        gpt_free(g);
-        return -1;
-    }
     if (config_validate(cfg, err, err_len) != 0 || family_supported(cfg, be, err, err_len) != 0) {
         gpt_free(g);
         return -1;

@@ -2,7 +2,8 @@
  * 3): wte/wpe/LN_f into their buffer once a pass, block l's twelve slices
  * into block buffer l & 1 before a step reads them, through the
  * distributed layer's hook (ParamGatherFn) or, in one process, from the
- * model's own shard (the whole vector there).
+ * model's own shard (the whole vector there). A deferred update
+ * (--offload optimizer) is settled before the first gather of a pass.
  *
  * Owns: nothing; the gather buffers are gpt_alloc.c's, what they hold is
  * GPT's held[] and the counts gathered and regathered. */
@@ -64,6 +65,10 @@ static void tensor_starts(const GPT *g, size_t *start)
 void gpt_gather_begin(GPT *g)
 {
     if (!g->param_blocks) return;
+    /* --offload optimizer: every unit's upload before any gather reads the
+     * shard (LN_f, gathered here, is in the last block's unit; with ranks
+     * gpt_update has settled already, for the same reason as ZeRO-1's) */
+    gpt_params_settle(g);
     gpt_gather_wait(g); /* an abandoned pass may have left a prefetch */
     static const int outer[4] = {WTE, WPE, LNFW, LNFB};
     size_t start[NUM_PARAM_TENSORS], offs[4], counts[4];

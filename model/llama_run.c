@@ -39,14 +39,16 @@ static LlamaDims dims(const GPT *g)
     return d;
 }
 
-/* The qkv bias of block l and its gradient, or NULL without --qkv-bias. */
+/* The qkv bias of block l and its gradient, or NULL without --qkv-bias;
+ * through P and G like every other slice (ZeRO-3's gather buffer, ZeRO-2's
+ * one-block gradient buffer). */
 static const void *qkv_bias(const GPT *g, int l)
 {
-    return g->cfg.qkv_bias ? gpt_layer_ptr(g, g->param_t, QKVB, l) : NULL;
+    return g->cfg.qkv_bias ? P(QKVB, l) : NULL;
 }
 static void *qkv_bias_grad(const GPT *g, int l)
 {
-    return g->cfg.qkv_bias ? gpt_layer_ptr(g, g->grad_t, QKVB, l) : NULL;
+    return g->cfg.qkv_bias ? G(QKVB, l) : NULL;
 }
 
 /* Forward op `op` of LLAMA_BLOCK.fwd (the same index) of block l; out is

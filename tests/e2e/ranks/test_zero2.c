@@ -18,7 +18,6 @@
  *    bitwise equal;
  *  - refusals by name: a resume at another --zero or world size, llm.c
  *    checkpoints. */
-#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 
 #include "interop/model_file.h"
 #include "tests/lib/cli_harness.h"
+#include "tests/lib/rank_runs.h"
 #include "tests/lib/test_util.h"
 
 #define MPIRUN "timeout 120 " TC_MPIRUN
@@ -66,50 +66,16 @@ static int train(int np, const char *tag, const char *flags)
     return tu_run(cmd);
 }
 
-static char *slurp(const char *tag, const char *ext)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.%s", dir, tag, ext);
-    char *s = tu_read_file(path, NULL);
-    cr_assert_not_null(s, "%s missing", path);
-    return s;
-}
+static char *slurp(const char *tag, const char *ext) { return rank_runs_read(dir, tag, ext); }
 
 static void expect_same_model(const char *a, const char *b, const char *what)
 {
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cmp -s %s/%s.bin %s/%s.bin", dir, a, dir, b);
-    cr_expect_eq(tu_run(cmd), 0, "%s: the saved models differ", what);
+    rank_runs_expect_same_file(dir, a, b, "bin", what);
 }
 
-/* Every number of each log line but the timings (the keys below): equal
- * bits (the doubles as printed). */
 static void expect_same_log_numbers(const char *a, const char *b, const char *what)
 {
-    static const char *keys[] = {"step", "loss", "val_loss", "norm", "grad_norm", "lr"};
-    char *sa = slurp(a, "log"), *sb = slurp(b, "log");
-    char *pa = NULL, *pb = NULL;
-    char *la = strtok_r(sa, "\n", &pa), *lb = strtok_r(sb, "\n", &pb);
-    int lines = 0, nums = 0;
-    for (; la && lb; la = strtok_r(NULL, "\n", &pa), lb = strtok_r(NULL, "\n", &pb), lines++) {
-        cJSON *ja = cJSON_Parse(la), *jb = cJSON_Parse(lb);
-        cr_assert(ja && jb, "%s: bad log line", what);
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            cJSON *x = cJSON_GetObjectItem(ja, keys[k]), *y = cJSON_GetObjectItem(jb, keys[k]);
-            cr_expect_eq(!x, !y, "%s: line %d: %s in one log only", what, lines, keys[k]);
-            if (x && y && cJSON_IsNumber(x)) {
-                nums++;
-                cr_expect(x->valuedouble == y->valuedouble, "%s: line %d: %s %.17g vs %.17g",
-                          what, lines, keys[k], x->valuedouble, y->valuedouble);
-            }
-        }
-        cJSON_Delete(ja);
-        cJSON_Delete(jb);
-    }
-    cr_expect(!la && !lb, "%s: the logs have different lengths", what);
-    cr_expect_geq(nums, 6, "%s: only %d numbers compared", what, nums);
-    free(sa);
-    free(sb);
+    rank_runs_expect_same_log(dir, a, b, what);
 }
 
 /* max |a - b| / max |b| over two model files. */

@@ -18,14 +18,17 @@
  *    re-gathered L - 2 blocks, reduce-scattered N); at L=48 C=24 the total is
  *    within 5% of 3N;
  *  - a resume from a --zero 3 save against a run that never stopped:
- *    bitwise equal; a resume at --zero 2 or on 4 ranks refused by name. */
-#include <cjson/cJSON.h>
+ *    bitwise equal; a resume at --zero 2 or on 4 ranks refused by name;
+ *  - samples (--sample-every, --generate) and --eval-file scores: the text
+ *    and the counts of --zero 2's run, 2 ranks. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/eval_file.h"
 #include "tests/lib/cli_harness.h"
+#include "tests/lib/rank_runs.h"
 #include "tests/lib/test_util.h"
 
 #define MPIRUN "timeout 120 " TC_MPIRUN
@@ -67,49 +70,16 @@ static int train(int np, const char *tag, const char *flags)
     return tu_run(cmd);
 }
 
-static char *slurp(const char *tag, const char *ext)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.%s", dir, tag, ext);
-    char *s = tu_read_file(path, NULL);
-    cr_assert_not_null(s, "%s missing", path);
-    return s;
-}
+static char *slurp(const char *tag, const char *ext) { return rank_runs_read(dir, tag, ext); }
 
 static void expect_same_file(const char *a, const char *b, const char *ext, const char *what)
 {
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cmp -s %s/%s.%s %s/%s.%s", dir, a, ext, dir, b, ext);
-    cr_expect_eq(tu_run(cmd), 0, "%s: the %s files differ", what, ext);
+    rank_runs_expect_same_file(dir, a, b, ext, what);
 }
 
-/* Every number of each log line but the timings: equal bits. */
 static void expect_same_log_numbers(const char *a, const char *b, const char *what)
 {
-    static const char *keys[] = {"step", "loss", "val_loss", "norm", "grad_norm", "lr"};
-    char *sa = slurp(a, "log"), *sb = slurp(b, "log");
-    char *pa = NULL, *pb = NULL;
-    char *la = strtok_r(sa, "\n", &pa), *lb = strtok_r(sb, "\n", &pb);
-    int lines = 0, nums = 0;
-    for (; la && lb; la = strtok_r(NULL, "\n", &pa), lb = strtok_r(NULL, "\n", &pb), lines++) {
-        cJSON *ja = cJSON_Parse(la), *jb = cJSON_Parse(lb);
-        cr_assert(ja && jb, "%s: bad log line", what);
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            cJSON *x = cJSON_GetObjectItem(ja, keys[k]), *y = cJSON_GetObjectItem(jb, keys[k]);
-            cr_expect_eq(!x, !y, "%s: line %d: %s in one log only", what, lines, keys[k]);
-            if (x && y && cJSON_IsNumber(x)) {
-                nums++;
-                cr_expect(x->valuedouble == y->valuedouble, "%s: line %d: %s %.17g vs %.17g",
-                          what, lines, keys[k], x->valuedouble, y->valuedouble);
-            }
-        }
-        cJSON_Delete(ja);
-        cJSON_Delete(jb);
-    }
-    cr_expect(!la && !lb, "%s: the logs have different lengths", what);
-    cr_expect_geq(nums, 6, "%s: only %d numbers compared", what, nums);
-    free(sa);
-    free(sb);
+    rank_runs_expect_same_log(dir, a, b, what);
 }
 
 /* The arenas' high-water and the counted collectives equal the plan (rank
@@ -195,10 +165,56 @@ Test(zero3run, recompute_modes_bitwise, .timeout = 300)
         size_t ga, rg, rs;
         expect_plan_met(tag, &ga, &rg, &rs);
     }
-    /* the stored block inputs in the host tier: the same bits */
-    const char *off = "--zero 3 --recompute 1 --offload checkpoints";
-    cr_assert_eq(train(2, "m3off", off), 0, "%s failed", off);
-    expect_same_file("m2", "m3off", "bin", off);
+    /* the stored block inputs in the host tier, and AdamW there (the
+     * deferred update settled before the gathers): the same bits */
+    static const char *offs[] = {"--zero 3 --recompute 1 --offload checkpoints",
+                                 "--zero 3 --recompute 0 --offload optimizer",
+                                 "--zero 3 --recompute 1 --offload checkpoints,optimizer"};
+    for (int i = 0; i < 3; i++) {
+        char tag[16];
+        snprintf(tag, sizeof tag, "m3off%d", i);
+        cr_assert_eq(train(2, tag, offs[i]), 0, "%s failed", offs[i]);
+        expect_same_file("m2", tag, "bin", offs[i]);
+        expect_same_log_numbers("m2", tag, offs[i]);
+        size_t ga, rg, rs;
+        expect_plan_met(tag, &ga, &rg, &rs);
+    }
+    /* one process, where the update is not settled by gpt_update: --zero 0's */
+    cr_assert_eq(train(0, "p0off", "--zero 0 --offload optimizer"), 0);
+    cr_assert_eq(train(0, "p3off", "--zero 3 --offload optimizer"), 0);
+    expect_same_file("p0off", "p3off", "bin", "one process, --offload optimizer");
+}
+
+/* A small GQA Llama (untied head in wpe's place, no wpe): the blocks read
+ * the gather buffers as GPT-2's do, the head gathered with wte and LN_f;
+ * --qkv-bias --qk-norm --lm-head tied once, for the bias and the norms' slices
+ * and a tied head (wpe's slot empty). */
+Test(zero3run, llama_equals_zero2_bitwise, .timeout = 300)
+{
+    static const char *arch = "--arch llama --layers 4 --channels 32 --heads 4 --kv-heads 2 "
+                              "--ffn 64";
+    static const char *extra[] = {"--recompute 0", "--recompute 1",
+                                  "--recompute 1 --qkv-bias --qk-norm --lm-head tied"};
+    for (int i = 0; i < 3; i++) {
+        char flags[512], a[16], b[16];
+        snprintf(a, sizeof a, "l2r%d", i);
+        snprintf(b, sizeof b, "l3r%d", i);
+        snprintf(flags, sizeof flags, "%s %s --zero 2", arch, extra[i]);
+        cr_assert_eq(train(2, a, flags), 0, "%s failed", flags);
+        snprintf(flags, sizeof flags, "%s %s --zero 3", arch, extra[i]);
+        cr_assert_eq(train(2, b, flags), 0, "%s failed", flags);
+        expect_same_file(a, b, "bin", flags);
+        expect_same_log_numbers(a, b, flags);
+        size_t ga, rg, rs;
+        expect_plan_met(b, &ga, &rg, &rs);
+        cr_expect_eq(ga, rs, "%s: gathered %zu B, reduce-scattered %zu B", flags, ga, rs);
+    }
+    /* the qkv bias's gradient through ZeRO-2's one-block buffer: --zero 1's
+     * bits (full gradients, one all-reduce) */
+    char flags[512];
+    snprintf(flags, sizeof flags, "%s %s --zero 1", arch, extra[2]);
+    cr_assert_eq(train(2, "l1r2", flags), 0, "%s failed", flags);
+    expect_same_file("l1r2", "l2r2", "bin", "--qkv-bias at --zero 1 and 2");
 }
 
 /* Where wte/wpe/LN_f and two blocks are a small part of the model (L=48,
@@ -242,4 +258,83 @@ Test(zero3run, resume_is_bitwise_and_refusals_name_the_flag, .timeout = 200)
         cr_expect(strstr(out, refused[i].want), "want '%s' in:\n%s", refused[i].want, out);
         free(out);
     }
+}
+
+/* The sample text of tag's stdout (each "| sample" header through the line
+ * before the next step's line) into <tag>.smp; its size in bytes. */
+static long sample_text(const char *tag)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "awk '/[|] sample/{f=1} /^step .*loss/{f=0} f' %s/%s.out > %s/%s.smp", dir, tag, dir,
+             tag);
+    cr_assert_eq(tu_run(cmd), 0);
+    char *t = slurp(tag, "smp");
+    long n = (long)strlen(t);
+    free(t);
+    return n;
+}
+
+Test(zero3run, samples_and_eval_scores_equal_zero2, .timeout = 300)
+{
+    /* 21 byte examples (the ranks' shares differ at --zero 2: 11 and 10),
+     * contexts of 1..10 tokens, completions of 1..8, labels cycling */
+    EvalSet es = {0};
+    char err[512], path[600], flags[1024];
+    unsigned long long seed = 12345;
+#define NEXT (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, (int)(seed >> 33))
+    for (int i = 0; i < 21; i++) {
+        int32_t ctx[10], comp[4][8];
+        const int32_t *cp[4] = {comp[0], comp[1], comp[2], comp[3]};
+        int cl = 1 + NEXT % 10, len[4];
+        for (int t = 0; t < cl; t++) ctx[t] = NEXT % 256;
+        for (int c = 0; c < 4; c++) {
+            len[c] = 1 + NEXT % 8;
+            for (int t = 0; t < len[c]; t++) comp[c][t] = NEXT % 256;
+        }
+        cr_assert_eq(eval_set_append(&es, i % 4, ctx, cl, cp, len, err, sizeof err), 0, "%s",
+                     err);
+    }
+#undef NEXT
+    snprintf(path, sizeof path, "%s/ev.bin", dir);
+    cr_assert_eq(eval_file_write(path, &es, err, sizeof err), 0, "%s", err);
+    eval_set_free(&es);
+    const char *z[2] = {"--zero 2", "--zero 3"}, *tag[2] = {"e2", "e3"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(flags, sizeof flags, "%s --eval-file %s --eval-every 1 --sample-every 1 "
+                 "--sample-tokens 12 --seed 7", z[i], path);
+        cr_assert_eq(train(2, tag[i], flags), 0, "%s failed", flags);
+    }
+    expect_same_file("e2", "e3", "bin", "--eval-file --sample-every");
+    expect_same_log_numbers("e2", "e3", "--eval-file --sample-every");
+    char *log = slurp("e3", "log");
+    cr_expect(strstr(log, "\"hellaswag\"") && strstr(log, "\"n\":21"),
+              "no 21-example eval logged:\n%s", log);
+    free(log);
+    long n = sample_text("e3");
+    cr_expect_gt(n, 40, "no samples in e3.out");
+    cr_expect_eq(sample_text("e2"), n);
+    expect_same_file("e2", "e3", "smp", "the samples");
+    /* --generate: a plain model in each process; --zero 3 is accepted and
+     * changes nothing */
+    for (int i = 0; i < 2; i++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, MPIRUN " -np 2 %s %s " SHAPE " %s --generate 16 --seed 7 "
+                 "> %s/g%d.out 2>&1", tc_bin(), tc_model_args(dir), z[i], dir, i);
+        cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    }
+    expect_same_file("g0", "g1", "out", "--generate");
+    /* a Llama model's samples: its decode gathers block by block too */
+    static const char *llama = "--arch llama --layers 4 --channels 32 --heads 4 --kv-heads 2 "
+                               "--ffn 64 --sample-every 1 --sample-tokens 12 --seed 7";
+    const char *lt[2] = {"ls2", "ls3"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(flags, sizeof flags, "%s %s", llama, z[i]);
+        cr_assert_eq(train(2, lt[i], flags), 0, "%s failed", flags);
+    }
+    n = sample_text("ls3");
+    cr_expect_gt(n, 40, "no samples in ls3.out");
+    cr_expect_eq(sample_text("ls2"), n);
+    expect_same_file("ls2", "ls3", "smp", "a Llama model's samples");
+    expect_same_file("ls2", "ls3", "bin", "a Llama model with samples");
 }
