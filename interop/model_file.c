@@ -14,10 +14,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Open path for reading through base/fileio (regular files only). */
+/* Open path for reading through base/fileio (regular files only). A
+ * folder is most likely a Hugging Face model (config.json, safetensors):
+ * the message names the script that converts one into a model file. */
 static FILE *open_regular(const char *path, off_t *size, char *err, size_t err_len)
 {
     int fd = io_open_regular(path, size, err, err_len);
+    struct stat st;
+    if (fd < 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(err, err_len, "%s: not a regular file (a folder), not an llm.c model file; a "
+                 "Hugging Face folder (GPT-2, Llama, Qwen2, Qwen3) converts into one with "
+                 "scripts/import_hf.py %s OUT.bin", path, path);
     if (fd < 0) return NULL;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
