@@ -7,11 +7,14 @@
  *  - dev/reference/hf_llama_check.py, which reads the folder by Hugging Face's
  *    tensor names and runs its conventions (rotate_half RoPE and its llama3
  *    rule, RMSNorm with rms_norm_eps, repeat_kv) in float64, gives the loss
- *    of ./train_gpt --init-from's val loss on the same batch within 1e-5;
+ *    of ./train_gpt --init-from's val loss on the same batch within 1e-5, and
+ *    ./train_gpt --init-from the folder itself (interop/hf_folder.c, also for
+ *    GPT-2 folders) the model file's val loss exactly;
  *  - what the C model cannot compute is refused by name, exit 1, one line, no
  *    file written: config values (hidden_act, rope_scaling types, sliding
  *    windows, mlp_bias, head_dim, unknown keys, other families) and an export
- *    no family fits; ./train_gpt --init-from a folder names import_hf.py.
+ *    no family fits; --init-from a folder refuses the same config values, and
+ *    one without config.json names import_hf.py.
  * Needs Debian's python3-torch (the reference) and numpy (the scripts). */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -203,12 +206,21 @@ Test(hf_llama, hf_reference_gives_train_gpts_val_loss, .timeout = 600)
         double ours = train_gpt_val_loss(d, model, FAMILIES[i].name);
         cr_expect(fabs(ref - ours) <= 1e-5 && ref > 4 && ref < 8, "%s (version %d): Hugging "
                   "Face's convention %.9f, train_gpt %.9f", FAMILIES[i].name, version, ref, ours);
+        /* --init-from the folder itself (interop/hf_folder.c): the same parameters */
+        char tag[64];
+        snprintf(tag, sizeof tag, "%s_folder", FAMILIES[i].name);
+        cr_expect_eq(train_gpt_val_loss(d, tu_path(d, hf), tag), ours,
+                     "%s: --init-from the folder differs from the model file", hf);
         if (i != 1) continue;
         snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s %s/sharded "
-                 "--max-shard-size 20kB", model, d);
+                 "--max-shard-size 20kB --dtype bf16", model, d);
         cr_assert_eq(run(cmd, &out), 0, "%s", out);
         free(out);
-        cr_expect_eq(reference_loss(d, "sharded"), ref, "the sharded folder's loss differs");
+        /* bf16 tensors, in shards: the reference and train_gpt on the folder agree */
+        double ref16 = reference_loss(d, "sharded");
+        double ours16 = train_gpt_val_loss(d, tu_path(d, "sharded"), "sharded_folder");
+        cr_expect(fabs(ref16 - ours16) <= 1e-5 && ref16 != ref, "sharded bf16: %.9f vs %.9f",
+                  ref16, ours16);
     }
     tu_remove_tree(d);
 }
@@ -305,13 +317,44 @@ Test(hf_llama, what_the_model_cannot_compute_is_refused_by_name, .timeout = 240)
     tu_remove_tree(d);
 }
 
-/* ./train_gpt --init-from a folder: llm.c's model file is what it reads; the
- * message names the converter (exit 1). */
-Test(hf_llama, init_from_a_folder_names_import_hf, .timeout = 60)
+/* ./train_gpt --init-from a Hugging Face folder reads it in C: a GPT-2
+ * folder (export_hf.py's, Conv1D weights transposed) gives the model file's
+ * val loss exactly; a config.json value the model cannot compute is refused
+ * by name (exit 1), and a folder without config.json names import_hf.py. */
+Test(hf_llama, init_from_a_folder, .timeout = 120)
 {
-    char *d = tu_tempdir(), args[8192];
+    char *d = tu_tempdir(), args[8192], cmd[4096], *out;
     tc_make_shards(d, 1, 2000);
+    GPTConfig g = tu_tiny_config();
+    g.vocab_size = 200, g.padded_vocab = 256, g.max_seq_len = 16;
+    save_model(tu_path(d, "g.bin"), &g, 9, 3);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/g.bin %s/hfg", d, d);
+    cr_assert_eq(run(cmd, &out), 0, "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "%s --init-from %s/g.bin --steps 0 --log %s/g.jsonl",
+             tc_data_args(d), d, d);
+    cr_assert_eq(tc_run("", args, tu_path(d, "g")), 0);
+    snprintf(args, sizeof args, "%s --init-from %s/hfg --steps 0 --log %s/hfg.jsonl",
+             tc_data_args(d), d, d);
+    cr_assert_eq(tc_run("", args, tu_path(d, "hfg")), 0);
+    cJSON *a = tc_log_last_with(tu_path(d, "g.jsonl"), "val_loss");
+    cJSON *b = tc_log_last_with(tu_path(d, "hfg.jsonl"), "val_loss");
+    cr_assert(a && b);
+    cr_expect_eq(cJSON_GetObjectItem(a, "val_loss")->valuedouble,
+                 cJSON_GetObjectItem(b, "val_loss")->valuedouble, "GPT-2 folder differs");
+    cJSON_Delete(a), cJSON_Delete(b);
+    /* refusals */
+    GPTConfig l = family_config(&FAMILIES[0]);
+    save_model(tu_path(d, "l.bin"), &l, 10, 3);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/l.bin %s/hfl", d, d);
+    cr_assert_eq(run(cmd, &out), 0, "%s", out);
+    free(out);
+    edit_config(tu_path(d, "hfl"), "{\"hidden_act\": \"gelu\"}");
+    snprintf(args, sizeof args, "%s --arch llama --init-from %s/hfl --steps 0", tc_data_args(d), d);
+    tc_run_expect(d, args, 1, "config.json: hidden_act 'gelu' is not supported");
+    edit_config(tu_path(d, "hfl"), "{\"hidden_act\": \"silu\", \"rope_parameters\": {}}");
+    tc_run_expect(d, args, 1, "key 'rope_parameters' is not understood by this reader");
     snprintf(args, sizeof args, "%s --arch llama --init-from %s --steps 0", tc_data_args(d), d);
-    tc_run_expect(d, args, 1, "scripts/import_hf.py");
+    tc_run_expect(d, args, 1, "a folder without config.json");
     tu_remove_tree(d);
 }
