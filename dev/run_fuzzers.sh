@@ -8,7 +8,7 @@
 # or timeout leaves its input in build/fuzz/artifacts/ and makes the script
 # exit non-zero. Needs clang with libFuzzer (Debian: clang, libclang-rt-dev).
 #
-#   dev/run_fuzzers.sh 30          # what CI runs: 8 targets, ~2 minutes on 2 cores
+#   dev/run_fuzzers.sh 30          # what CI runs: 9 targets, ~2.5 minutes on 2 cores
 #   dev/run_fuzzers.sh 3600        # an hour each, to look harder
 #   build/fuzz/fuzz_shard build/fuzz/artifacts/crash-...   # replay one input
 set -euo pipefail

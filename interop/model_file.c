@@ -3,6 +3,7 @@
 
 #include "base/fileio.h"
 #include "base/stop.h"
+#include "interop/hf_folder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,10 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Open path for reading through base/fileio (regular files only). */
+/* Open path for reading through base/fileio (regular files only). A
+ * folder with config.json never gets here (interop/hf_folder.h reads it);
+ * one without says what a folder would need. */
 static FILE *open_regular(const char *path, off_t *size, char *err, size_t err_len)
 {
     int fd = io_open_regular(path, size, err, err_len);
+    struct stat st;
+    if (fd < 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(err, err_len, "%s: not a regular file (a folder without config.json), not an "
+                 "llm.c model file nor a Hugging Face folder (scripts/import_hf.py converts one)",
+                 path);
     if (fd < 0) return NULL;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
@@ -88,6 +96,10 @@ static int read_header(FILE *f, const char *path, off_t size, GPTConfig *cfg, in
 int model_file_read_header(const char *path, GPTConfig *cfg, int *version, char *err,
                            size_t err_len)
 {
+    if (hf_folder_is(path)) {
+        *version = MODEL_FILE_FP32;
+        return hf_folder_config(path, cfg, err, err_len);
+    }
     off_t size;
     FILE *f = open_regular(path, &size, err, err_len);
     if (!f) return -1;
@@ -147,6 +159,10 @@ int model_file_open_read(ModelFileReader *r, const char *path, char *err, size_t
     off_t size;
     memset(r, 0, sizeof *r);
     r->path = path;
+    if (hf_folder_is(path)) { /* read whole, then handed out in pieces */
+        r->version = MODEL_FILE_FP32;
+        return hf_folder_load(path, &r->cfg, &r->mem, err, err_len);
+    }
     r->f = open_regular(path, &size, err, err_len);
     if (!r->f) return -1;
     if (read_header(r->f, path, size, &r->cfg, &r->version, err, err_len) != 0) {
@@ -164,7 +180,9 @@ int model_file_read_next(ModelFileReader *r, float *out, size_t k, char *err, si
         return 1;
     }
     size_t elem = r->version == MODEL_FILE_FP32 ? sizeof(float) : sizeof(uint16_t);
-    if (fread(out, elem, k, r->f) != k) {
+    if (r->mem)
+        memcpy(out, r->mem + r->at, k * sizeof(float));
+    else if (fread(out, elem, k, r->f) != k) {
         snprintf(err, err_len, "%s: read failed (file changed while reading?)", r->path);
         return -1;
     }
@@ -187,6 +205,8 @@ void model_file_close_read(ModelFileReader *r)
 {
     if (r->f) fclose(r->f);
     r->f = NULL;
+    free(r->mem);
+    r->mem = NULL;
 }
 
 int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len)
@@ -194,6 +214,13 @@ int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err,
     off_t size;
     int version;
     *params = NULL;
+    if (hf_folder_is(path)) {
+        if (hf_folder_load(path, cfg, params, err, err_len) != 0) return -1;
+        if (check_finite(path, cfg, *params, err, err_len) == 0) return 0;
+        free(*params);
+        *params = NULL;
+        return -1;
+    }
     FILE *f = open_regular(path, &size, err, err_len);
     if (!f) return -1;
     if (read_header(f, path, size, cfg, &version, err, err_len) != 0) {

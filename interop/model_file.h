@@ -12,7 +12,11 @@
  * [25] its low and [26] high frequency factors (float bits; factor 0 = no
  * scaling) and [27] its original positions; parameters then in the Llama
  * slots' order (config.h). llm.c
- * itself reads such a file as a GPT-2 whose size does not match. */
+ * itself reads such a file as a GPT-2 whose size does not match.
+ *
+ * A path that is a folder holding config.json is read as a Hugging Face
+ * folder instead (interop/hf_folder.h: GPT-2, Llama, Qwen2, Qwen3;
+ * safetensors, sharded or not), as if it were an fp32 model file. */
 #ifndef INTEROP_MODEL_FILE_H
 #define INTEROP_MODEL_FILE_H
 
@@ -51,6 +55,7 @@ typedef struct {
     int version;
     size_t at; /* parameters read so far */
     size_t bad[NUM_PARAM_TENSORS], first[NUM_PARAM_TENSORS]; /* non-finite, per tensor */
+    float *mem; /* a Hugging Face folder's parameters, read whole at open */
 } ModelFileReader;
 int model_file_open_read(ModelFileReader *r, const char *path, char *err, size_t err_len);
 int model_file_read_next(ModelFileReader *r, float *out, size_t k, char *err, size_t err_len);

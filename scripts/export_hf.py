@@ -51,6 +51,10 @@ exit 1, after taking back what the run did: the files it made are removed,
 each old file it had moved aside is put back, and a folder it made goes
 (import_hf.py the same for its one file).
 
+A Llama-family model file (header word 16 = 1) becomes a LlamaForCausalLM,
+Qwen2ForCausalLM or Qwen3ForCausalLM folder instead (scripts/export_hf_llama.py:
+--dtype fp32|bf16, --max-shard-size, --tokenizer-dir; docs/interop.md).
+
 Checked by dev/reference/hf_export_check.py: the repository's PyTorch reference
 (dev/reference/gpt2_reference.py) run on the model file and an HF-semantics forward
 run on the exported tensors give the same logits; tests/e2e/interop/test_export_hf.c
@@ -68,6 +72,9 @@ import time
 
 import numpy as np
 
+import hf_llama
+import hf_safetensors
+
 MAGIC = 20240326
 PROG = "export_hf"  # the name messages start with (scripts/import_hf.py sets its own)
 
@@ -82,12 +89,22 @@ def read_model(path):
     if h[0] != MAGIC or h[1] not in (3, 5):
         sys.exit(f"{PROG}: {path}: not an llm.c model file (magic {h[0]}, version {h[1]})")
     maxT, V, L, NH, C, Vp = h[2], h[3], h[4], h[5], h[6], h[7]
-    cfg = dict(maxT=maxT, V=V, L=L, NH=NH, C=C, Vp=Vp)
-    shapes = [("wte", (Vp, C)), ("wpe", (maxT, C)), ("ln1w", (L, C)), ("ln1b", (L, C)),
-              ("qkvw", (L, 3 * C, C)), ("qkvb", (L, 3 * C)), ("attprojw", (L, C, C)),
-              ("attprojb", (L, C)), ("ln2w", (L, C)), ("ln2b", (L, C)),
-              ("fcw", (L, 4 * C, C)), ("fcb", (L, 4 * C)), ("fcprojw", (L, C, 4 * C)),
-              ("fcprojb", (L, C)), ("lnfw", (C,)), ("lnfb", (C,))]
+    if h[hf_llama.ARCH_WORD] == 1:  # the Llama family (interop/model_file.h)
+        if NH < 1 or C % NH or L < 1 or V < 1 or Vp < V:
+            sys.exit(f"{PROG}: {path}: bad header (L={L} NH={NH} C={C} V={V} Vp={Vp})")
+        cfg = hf_llama.header_cfg(h)
+        shapes = hf_llama.slots(cfg)
+    elif h[hf_llama.ARCH_WORD] != 0:
+        sys.exit(f"{PROG}: {path}: unknown family {h[hf_llama.ARCH_WORD]} in header word "
+                 f"{hf_llama.ARCH_WORD} (0 = gpt2, 1 = llama)")
+    else:
+        cfg = dict(maxT=maxT, V=V, L=L, NH=NH, C=C, Vp=Vp, arch=0)
+        shapes = [("wte", (Vp, C)), ("wpe", (maxT, C)), ("ln1w", (L, C)), ("ln1b", (L, C)),
+                  ("qkvw", (L, 3 * C, C)), ("qkvb", (L, 3 * C)), ("attprojw", (L, C, C)),
+                  ("attprojb", (L, C)), ("ln2w", (L, C)), ("ln2b", (L, C)),
+                  ("fcw", (L, 4 * C, C)), ("fcb", (L, 4 * C)), ("fcprojw", (L, C, 4 * C)),
+                  ("fcprojb", (L, C)), ("lnfw", (C,)), ("lnfb", (C,))]
+    cfg["version"] = h[1]
     n = sum(int(np.prod(s)) for _, s in shapes)
     width = 4 if h[1] == 3 else 2
     if len(raw) != 1024 + n * width:
@@ -416,6 +433,13 @@ def shape_line(cfg):
     return f"L={cfg['L']} NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']}"
 
 
+def is_llama_file(path):
+    with open(path, "rb") as f:
+        h = f.read(4 * (hf_llama.ARCH_WORD + 1))
+    return len(h) == 4 * (hf_llama.ARCH_WORD + 1) and \
+        struct.unpack("<i", h[-4:])[0] == 1
+
+
 def export_file(args, cfg, p):
     """OUT a single weights file, config.json beside it (the old form)."""
     src, out = args.model, args.out
@@ -493,19 +517,40 @@ def main():
     ap.add_argument("--vocab", metavar="PATH", help="GPT-2's vocab.bpe (merges.txt); default: "
                     "the path ./tokenize --fetch gpt2 prints")
     ap.add_argument("--no-tokenizer", action="store_true",
-                    help="write no vocab.json/merges.txt")
+                    help="write no tokenizer files")
+    ap.add_argument("--tokenizer-dir", metavar="DIR", help="Llama family: copy the tokenizer "
+                    "files found in DIR (tokenizer.json, tokenizer_config.json, ...)")
+    ap.add_argument("--dtype", choices=("fp32", "bf16"), help="Llama family: the tensors' "
+                    "precision (default: the model file's, fp32 for version 3, bf16 for 5)")
+    ap.add_argument("--max-shard-size", default="5GB", metavar="SIZE", help="Llama family: "
+                    "split the weights into model-0000k-of-0000n.safetensors with "
+                    "model.safetensors.index.json above SIZE (5GB, 500MiB, bytes; default 5GB)")
     ap.add_argument("--overwrite", action="store_true",
                     help="replace existing files, keeping each old one as NAME.replaced_<time>")
     args = ap.parse_args()
     if is_file_out(args.out):
         check_paths(args.model, args.out)
+        if is_llama_file(args.model):
+            sys.exit(f"{PROG}: {args.out}: a Llama-family model is exported to a folder "
+                     "(give a folder name)")
         refuse_existing(args.out, "the file exists", "Give another OUT", args.overwrite)
         cfg, p = read_model(args.model)
         run_or_undo(PROG, export_file, args, cfg, p)
     else:
         check_folder(args.model, args.out)
         cfg, p = read_model(args.model)
-        run_or_undo(PROG, export_folder, args, cfg, p)
+        if cfg["arch"] == 1:
+            if args.weights != "safetensors":
+                sys.exit(f"{PROG}: --weights pt: a Llama-family model is exported as "
+                         "safetensors only")
+            sys.modules.setdefault("export_hf", sys.modules[__name__])  # one MADE list
+            import export_hf_llama
+            run_or_undo(PROG, export_hf_llama.export, args, cfg, p)
+        else:
+            if args.dtype == "bf16" or args.tokenizer_dir:
+                sys.exit(f"{PROG}: --dtype and --tokenizer-dir are for the Llama family; "
+                         f"{args.model} is a GPT-2 model")
+            run_or_undo(PROG, export_folder, args, cfg, p)
 
 
 if __name__ == "__main__":

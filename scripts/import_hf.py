@@ -12,6 +12,12 @@ Hub hold them). Conv1D weights, stored (in, out), are transposed to llm.c's
 lm_head.weight must equal wte (llm.c ties them; an untied head is refused).
 The attention-mask buffers (attn.bias, attn.masked_bias) are skipped.
 
+A folder whose config.json names model_type llama, qwen2 or qwen3 is read
+as the Llama family instead (scripts/hf_llama.py: one model.safetensors,
+shards with model.safetensors.index.json, or pytorch_model.bin; F32, BF16,
+F16), every config key or value the C model does not compute refused by
+name; --max-seq-len and --allow-key are for it (docs/interop.md).
+
 The shape comes from the tensors (layers, width, vocabulary, positions),
 except the head count, which only config.json ("n_head") or --heads give.
 The output is llm.c's model file, version 3 (fp32) or 5 (bf16, rounded to
@@ -37,6 +43,8 @@ import sys
 import numpy as np
 
 import export_hf
+import hf_llama
+import hf_safetensors
 
 export_hf.PROG = "import_hf"
 HEADER_INTS = 256
@@ -194,7 +202,19 @@ def main():
                     help="fp32 = llm.c version 3, bf16 = version 5 (default fp32)")
     ap.add_argument("--overwrite", action="store_true",
                     help="replace an existing OUT, keeping the old one as OUT.replaced_<time>")
+    ap.add_argument("--max-seq-len", type=int, metavar="N", help="Llama family: the model "
+                    "file's maximum sequence length (default: max_position_embeddings)")
+    ap.add_argument("--allow-key", action="append", default=[], metavar="KEY",
+                    help="Llama family: a config.json key this importer does not know, which "
+                         "you know leaves the model's outputs unchanged (repeatable)")
     args = ap.parse_args()
+    c = llama_config(args.src)
+    if c is not None:
+        export_hf.check_paths(os.path.join(args.src, "config.json"), args.out)
+        export_hf.refuse_existing(args.out, "the file exists", "Give another OUT",
+                                  args.overwrite)
+        import_llama(args, args.src, c)
+        return
     weights, config = find_files(args.src)
     export_hf.check_paths(weights, args.out)
     export_hf.refuse_existing(args.out, "the file exists", "Give another OUT", args.overwrite)
@@ -219,6 +239,12 @@ def main():
     order = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w",
              "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"]
     flat = np.concatenate([p[k].reshape(-1) for k in order]).astype(np.float32)
+    write_model(args.out, header, flat, version, f"L={cfg['L']} NH={cfg['NH']} C={cfg['C']} "
+                f"V={cfg['V']} maxT={cfg['maxT']}")
+
+
+def write_model(out, header, flat, version, line):
+    """The model file: header, then flat as fp32 (version 3) or bf16 (5)."""
     body = flat.astype("<f4") if version == 3 else to_bf16(flat)
 
     def write(tmp):
@@ -227,9 +253,48 @@ def main():
             f.write(body.tobytes())
             f.flush()
             os.fsync(f.fileno())
-    export_hf.run_or_undo("import_hf", export_hf.write_via_temp, args.out, write)
-    print(f"import_hf: wrote {args.out} (llm.c version {version}, {flat.size} parameters): "
-          f"L={cfg['L']} NH={cfg['NH']} C={cfg['C']} V={cfg['V']} maxT={cfg['maxT']}")
+    export_hf.run_or_undo("import_hf", export_hf.write_via_temp, out, write)
+    print(f"import_hf: wrote {out} (llm.c version {version}, {flat.size} parameters): {line}")
+
+
+def llama_config(src):
+    """config.json of a folder whose model_type is not gpt2 (the Llama
+    family, or one refused by name), else None (GPT-2's path)."""
+    path = os.path.join(src, "config.json")
+    if not os.path.isdir(src) or not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            c = json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"{path}: not readable JSON: {e}")
+    if not isinstance(c, dict):
+        die(f"{path}: not a JSON object")
+    mt = c.get("model_type")
+    return None if mt == "gpt2" or (mt is None and "n_head" in c) else c
+
+
+def import_llama(args, src, c):
+    """A LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM folder (one
+    model.safetensors, shards with model.safetensors.index.json, or
+    pytorch_model.bin) as a Llama-family model file (scripts/hf_llama.py)."""
+    where = os.path.join(src, "config.json")
+    hf_llama.check_config(c, where, set(args.allow_key))  # refusals before reading weights
+    if args.heads is not None and args.heads != c["num_attention_heads"]:
+        die(f"--heads {args.heads}: {where} says num_attention_heads "
+            f"{c['num_attention_heads']}")
+    index = os.path.join(src, hf_safetensors.INDEX)
+    if os.path.isfile(index) or os.path.isfile(os.path.join(src, "model.safetensors")):
+        sd = hf_safetensors.read_folder(src, die)
+    elif os.path.isfile(os.path.join(src, "pytorch_model.bin")):
+        sd = read_torch(os.path.join(src, "pytorch_model.bin"))
+    else:
+        die(f"{src}: holds neither model.safetensors, {hf_safetensors.INDEX} nor "
+            "pytorch_model.bin")
+    cfg, p = hf_llama.from_hf(c, sd, src, args.max_seq_len, args.allow_key)
+    version = 3 if args.dtype == "fp32" else 5
+    write_model(args.out, hf_llama.header_words(cfg, version), hf_llama.flat_params(cfg, p),
+                version, hf_llama.shape_line(cfg))
 
 
 if __name__ == "__main__":
