@@ -93,13 +93,6 @@ static int check_sha256(const char *path, const char *data, size_t len, const ch
     return 0;
 }
 
-static size_t merge_slot(const Tokenizer *tk, uint64_t key)
-{
-    size_t i = tokenizer_mix64(key) & tk->merge_mask;
-    while (tk->merge_key[i] != 0 && tk->merge_key[i] != key) i = (i + 1) & tk->merge_mask;
-    return i;
-}
-
 /* Temporary map raw bytes -> id, used only while reading vocab.bpe. */
 typedef struct {
     int32_t *slot; /* id, or -1 */
@@ -200,14 +193,10 @@ static int load_merges(Tokenizer *tk, const char *path, char *text, size_t len, 
 {
     BytesMap map = {.mask = (1u << 17) - 1};
     map.slot = malloc((map.mask + 1) * sizeof *map.slot);
-    size_t cap = 1u << 17; /* merges load factor 0.38 */
-    tk->merge_mask = cap - 1;
-    tk->merge_key = calloc(cap, sizeof *tk->merge_key);
-    tk->merge_rank = malloc(cap * sizeof *tk->merge_rank);
-    tk->merge_out = malloc(cap * sizeof *tk->merge_out);
+    int merges_bad = tokenizer_merges_alloc(tk, GPT2_NUM_MERGES); /* 2^17 slots */
     uint8_t *buf = malloc(2 * len + 2);
     int rc = -1;
-    if (!map.slot || !tk->merge_key || !tk->merge_rank || !tk->merge_out || !buf) {
+    if (!map.slot || merges_bad || !buf) {
         snprintf(err, err_len, "%s: out of memory", path);
         goto done;
     }
@@ -244,11 +233,8 @@ static int load_merges(Tokenizer *tk, const char *path, char *text, size_t len, 
                          "a token of encoder.json", path, lineno, (int)(stop - line), line);
                 goto done;
             }
-            uint64_t key = ((uint64_t)a << 32 | (uint32_t)b) + 1;
-            size_t s = merge_slot(tk, key);
-            tk->merge_key[s] = key; /* a repeated pair takes the later rank, as encoder.py's dict */
-            tk->merge_rank[s] = rank++;
-            tk->merge_out[s] = ab;
+            /* a repeated pair takes the later rank, as encoder.py's dict */
+            tokenizer_merge_put(tk, a, b, rank++, ab);
         } else if (lineno > 1 && nl) {
             snprintf(err, err_len, "%s: line %ld: empty line", path, lineno);
             goto done;
@@ -297,9 +283,7 @@ void tokenizer_free(Tokenizer *tk)
     tokenizer_encoder_free(tk);
     free(tk->tok_bytes);
     free(tk->tok_off);
-    free(tk->merge_key);
-    free(tk->merge_rank);
-    free(tk->merge_out);
+    free(tk->merges);
     free(tk->pattern);
     free(tk->literal_id);
     memset(tk, 0, sizeof *tk);

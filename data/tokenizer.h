@@ -58,6 +58,12 @@ typedef struct {
     size_t len, cap;
 } TokenText;
 
+typedef struct {
+    uint64_t key;                   /* ((uint64)left << 32 | right) + 1; 0 = empty slot */
+    uint32_t rank;                  /* lower merges first (GPT-2: line of vocab.bpe, 0-based) */
+    int32_t out;                    /* id of the merged token */
+} TokenizerMerge;
+
 typedef struct TokenizerCache TokenizerCache; /* piece bytes -> ids (tokenizer_encode.h) */
 typedef struct TokenizerWork TokenizerWork;   /* one piece's BPE scratch (tokenizer_encode.h) */
 
@@ -77,10 +83,10 @@ typedef struct {
     uint8_t *tok_bytes;             /* all tokens' bytes, concatenated */
     uint32_t *tok_off;              /* [vocab_size + 1] offsets into tok_bytes */
     int32_t byte_id[256];           /* id of each single-byte token */
-    /* merges: open-addressing table (left id, right id) -> rank, result id */
-    uint64_t *merge_key;            /* ((uint64)left << 32 | right) + 1; 0 = empty slot */
-    uint32_t *merge_rank;           /* line number in vocab.bpe, 0-based (lower merges first) */
-    int32_t *merge_out;             /* id of the merged token */
+    /* merges: open-addressing table (left id, right id) -> rank, result id;
+     * one 16-byte slot per pair, so a lookup costs one cache miss (Llama 3's
+     * table, 2^20 slots, is far larger than the caches) */
+    TokenizerMerge *merges;
     size_t merge_mask;              /* table capacity - 1 (a power of two) */
     /* pre-tokenizer: PCRE2 code and match data (opaque here) */
     void *re, *match_data;
@@ -94,9 +100,11 @@ typedef struct {
     char *pattern;
     /* whole_piece: a piece that is a vocabulary token is that token, unmerged
      * (tiktoken; Hugging Face's ignore_merges). piece_slot maps a token's
-     * bytes to its id (open addressing, -1 empty), over the merge vocabulary */
+     * bytes to its id (open addressing; id -1 empty; hash: 32 bits of the
+     * bytes' hash, to pass over most other tokens unread), over the merge
+     * vocabulary */
     int whole_piece;
-    int32_t *piece_slot;
+    struct TokenizerPieceSlot { int32_t id; uint32_t hash; } *piece_slot;
     size_t piece_mask;
     /* literal tokens, matched in the raw text before pre-tokenizing, longest
      * first at the leftmost place: Hugging Face's non-special added tokens

@@ -48,22 +48,18 @@ long tokenizer_spelled_to_bytes(const char *s, size_t len, uint8_t *out)
 int tokenizer_merges_alloc(Tokenizer *tk, size_t n)
 {
     size_t cap = 1024;
-    while (cap < n + n + n / 2) cap *= 2;
+    while (cap < n + n / 2) cap *= 2;
     tk->merge_mask = cap - 1;
-    tk->merge_key = calloc(cap, sizeof *tk->merge_key);
-    tk->merge_rank = malloc(cap * sizeof *tk->merge_rank);
-    tk->merge_out = malloc(cap * sizeof *tk->merge_out);
-    return tk->merge_key && tk->merge_rank && tk->merge_out ? 0 : -1;
+    tk->merges = calloc(cap, sizeof *tk->merges);
+    return tk->merges ? 0 : -1;
 }
 
 void tokenizer_merge_put(Tokenizer *tk, int32_t left, int32_t right, uint32_t rank, int32_t out)
 {
     uint64_t key = ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1;
     size_t i = tokenizer_mix64(key) & tk->merge_mask;
-    while (tk->merge_key[i] != 0 && tk->merge_key[i] != key) i = (i + 1) & tk->merge_mask;
-    tk->merge_key[i] = key;
-    tk->merge_rank[i] = rank;
-    tk->merge_out[i] = out;
+    while (tk->merges[i].key != 0 && tk->merges[i].key != key) i = (i + 1) & tk->merge_mask;
+    tk->merges[i] = (TokenizerMerge){.key = key, .rank = rank, .out = out};
 }
 
 /* Unicode's White_Space property (as tokenizer_encode.c's GPT-2 pattern). */

@@ -237,19 +237,23 @@ int tokenizer_piece_map(Tokenizer *tk, int n_ids)
         const uint8_t *p = tk->tok_bytes + tk->tok_off[id];
         size_t n = tk->tok_off[id + 1] - tk->tok_off[id];
         if (n == 0 || tokenizer_piece_find(tk, p, n) >= 0) continue; /* a gap; a repeat keeps the first */
-        size_t i = bytes_hash(p, n) & tk->piece_mask;
-        while (tk->piece_slot[i] >= 0) i = (i + 1) & tk->piece_mask;
-        tk->piece_slot[i] = id;
+        uint64_t h = bytes_hash(p, n);
+        size_t i = h & tk->piece_mask;
+        while (tk->piece_slot[i].id >= 0) i = (i + 1) & tk->piece_mask;
+        tk->piece_slot[i].id = id;
+        tk->piece_slot[i].hash = (uint32_t)(h >> 32);
     }
     return 0;
 }
 
 int32_t tokenizer_piece_find(const Tokenizer *tk, const uint8_t *p, size_t n)
 {
-    for (size_t i = bytes_hash(p, n) & tk->piece_mask;; i = (i + 1) & tk->piece_mask) {
-        int32_t id = tk->piece_slot[i];
+    uint64_t h = bytes_hash(p, n);
+    for (size_t i = h & tk->piece_mask;; i = (i + 1) & tk->piece_mask) {
+        int32_t id = tk->piece_slot[i].id;
         if (id < 0) return -1;
-        if (tk->tok_off[id + 1] - tk->tok_off[id] == n &&
+        if (tk->piece_slot[i].hash == (uint32_t)(h >> 32) &&
+            tk->tok_off[id + 1] - tk->tok_off[id] == n &&
             memcmp(tk->tok_bytes + tk->tok_off[id], p, n) == 0)
             return id;
     }
@@ -258,13 +262,13 @@ int32_t tokenizer_piece_find(const Tokenizer *tk, const uint8_t *p, size_t n)
 /* ---- byte-pair merging of one piece ---- */
 
 
-/* Slot of the merge (a, b), or -1. */
-static long merge_find(const Tokenizer *tk, int32_t a, int32_t b)
+/* The merge (a, b), or NULL. */
+static const TokenizerMerge *merge_find(const Tokenizer *tk, int32_t a, int32_t b)
 {
     uint64_t key = ((uint64_t)a << 32 | (uint32_t)b) + 1;
     for (size_t i = tokenizer_mix64(key) & tk->merge_mask;; i = (i + 1) & tk->merge_mask) {
-        if (tk->merge_key[i] == key) return (long)i;
-        if (tk->merge_key[i] == 0) return -1;
+        if (tk->merges[i].key == key) return &tk->merges[i];
+        if (tk->merges[i].key == 0) return NULL;
     }
 }
 
@@ -327,8 +331,8 @@ static int bpe_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out)
         next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
     }
     for (size_t i = 0; i + 1 < n; i++) {
-        long s = merge_find(tk, tok[i], tok[i + 1]);
-        if (s >= 0) heap_push(w->heap, &nh, (uint64_t)tk->merge_rank[s] << 32 | i);
+        const TokenizerMerge *m = merge_find(tk, tok[i], tok[i + 1]);
+        if (m) heap_push(w->heap, &nh, (uint64_t)m->rank << 32 | i);
     }
     uint32_t cur = 0;
     for (;;) {
@@ -342,16 +346,16 @@ static int bpe_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out)
         cur = (uint32_t)(e >> 32);
         int32_t i = (int32_t)(uint32_t)e, j = next[i];
         if (tok[i] < 0 || j < 0) continue;
-        long s = merge_find(tk, tok[i], tok[j]);
-        if (s < 0 || tk->merge_rank[s] != cur) continue; /* stale: a neighbour changed */
-        tok[i] = tk->merge_out[s];
+        const TokenizerMerge *m = merge_find(tk, tok[i], tok[j]);
+        if (!m || m->rank != cur) continue; /* stale: a neighbour changed */
+        tok[i] = m->out;
         tok[j] = -1;
         next[i] = next[j];
         if (next[j] >= 0) prev[next[j]] = i;
-        if (prev[i] >= 0 && (s = merge_find(tk, tok[prev[i]], tok[i])) >= 0)
-            w->pend[np++] = (uint64_t)tk->merge_rank[s] << 32 | (uint32_t)prev[i];
-        if (next[i] >= 0 && (s = merge_find(tk, tok[i], tok[next[i]])) >= 0)
-            w->pend[np++] = (uint64_t)tk->merge_rank[s] << 32 | (uint32_t)i;
+        if (prev[i] >= 0 && (m = merge_find(tk, tok[prev[i]], tok[i])))
+            w->pend[np++] = (uint64_t)m->rank << 32 | (uint32_t)prev[i];
+        if (next[i] >= 0 && (m = merge_find(tk, tok[i], tok[next[i]])))
+            w->pend[np++] = (uint64_t)m->rank << 32 | (uint32_t)i;
     }
     if (ids_reserve(out, n)) return -1;
     for (int32_t i = 0; i >= 0; i = next[i]) out->data[out->len++] = tok[i];
