@@ -10,7 +10,8 @@
  * Exit status: 0 done, 1 failed (message names the file and fault; nothing
  * of the run is left and the old dataset under the prefix is unchanged,
  * unless the message says the switch to the new one failed: data/dataset.h),
- * 2 bad command line, 128 + N stopped by signal N (SIGINT, SIGTERM, SIGHUP)
+ * 2 bad command line, 3 the tokenizer file uses a feature not implemented
+ * (the message names it), 128 + N stopped by signal N (SIGINT, SIGTERM, SIGHUP)
  * while reading or writing shards: the shards written so far are removed
  * and the old dataset is unchanged. */
 #include <errno.h>
@@ -64,7 +65,9 @@ static void usage(FILE *f)
 "usage: ./tokenize --out PREFIX [options] [FILE ...]\n"
 "       ./tokenize --jsonl [--text-field NAME] --out PREFIX [options] FILE.jsonl[.gz] ...\n"
 "       ./tokenize --hellaswag FILE.jsonl --out PREFIX [--encoder/--vocab PATH] [--quiet]\n"
-"Tokenize text with GPT-2's byte-level BPE into llm.c token shards\n"
+"       ./tokenize --print-ids [--tokenizer FILE | --encoding NAME] [FILE ...]\n"
+"Tokenize text with GPT-2's byte-level BPE (or --tokenizer, --encoding) into\n"
+"llm.c token shards\n"
 "PREFIX_val_000000.bin, ..., PREFIX_train_000000.bin, ... (header of 256 int32,\n"
 "then uint16 tokens). Reads standard input when no FILE is given or FILE is -\n"
 "(from a terminal, a note on stderr says so: end the text with Ctrl-D).\n"
@@ -94,10 +97,24 @@ static void usage(FILE *f)
 "                        (\"ctx\", 4 \"endings\", \"label\" per line) as llm.c's\n"
 "                        multiple-choice eval file (magic 20240522), each\n"
 "                        ending tokenized with a leading space, as llm.c does\n"
+"  --tokenizer FILE      a Hugging Face tokenizer.json with a byte-level BPE\n"
+"                        model (Llama 3, Qwen2) instead of GPT-2; a feature\n"
+"                        it uses that is not implemented is named (exit 3);\n"
+"                        each document is preceded by its <|begin_of_text|>\n"
+"                        (else <|endoftext|>, <|end_of_text|>)\n"
+"  --encoding NAME       tiktoken's cl100k_base or o200k_base instead of GPT-2\n"
+"                        (rank file: $TRAIN_GPT_TIKTOKEN_DIR/NAME.tiktoken, the\n"
+"                        cache, OpenAI's URL); documents preceded by <|endoftext|>\n"
+"  --allow-special       special tokens written in the text (<|endoftext|>,\n"
+"                        <|begin_of_text|>, ...) become their ids (default: they\n"
+"                        are plain text)\n"
+"  --print-ids           no shards: print each FILE's ids (no document token),\n"
+"                        space-separated, one line per FILE, on stdout\n"
 "  --encoder PATH        GPT-2 encoder.json (default: searched, see below)\n"
 "  --vocab PATH          GPT-2 vocab.bpe (default: searched, see below)\n"
-"  --fetch NAME          no tokenizing: find NAME (gpt2, tinyshakespeare, or\n"
-"                        hellaswag's validation jsonl) along the chain below,\n"
+"  --fetch NAME          no tokenizing: find NAME (gpt2, tinyshakespeare,\n"
+"                        hellaswag's validation jsonl, cl100k_base, o200k_base,\n"
+"                        llama3's tokenizer.json) along the chain below,\n"
 "                        fetching it into the cache if need be;\n"
 "                        print its file paths, one per line, and exit\n"
 "  --overwrite           PREFIX may hold a dataset already (shards or a\n"
@@ -121,14 +138,15 @@ static void usage(FILE *f)
 "PREFIX.manifest.json (each shard's tokens and sha256), and replaces the old\n"
 "dataset under PREFIX only then (see --overwrite): on any failure the old one\n"
 "is unchanged. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the job and removes\n"
-"what it wrote. Exit status: 0 done, 1 failed, 2 bad command line, 128 + N\n"
-"stopped by signal N.\n",
+"what it wrote. Exit status: 0 done, 1 failed, 2 bad command line, 3 a\n"
+"tokenizer feature not implemented, 128 + N stopped by signal N.\n",
             GPT2_DIR_ENV);
 }
 
 static const char *const FLAGS = "--out --val-fraction --val-tokens --shard-size "
                                  "--split-blank-lines --hellaswag --encoder --vocab --fetch --overwrite --quiet "
-                                 "--jsonl --text-field --help";
+                                 "--jsonl --text-field --tokenizer --encoding --allow-special "
+                                 "--print-ids --help";
 
 /* getopt_long takes any unique prefix ("--ou" for --out, "--split-blank-line"
  * for --split-blank-lines), as ./train_gpt refuses to: a flag must be
@@ -245,7 +263,9 @@ static int run_hellaswag(const TokenizeJob *job, const char *jsonl, const char *
 static int fetch_only(const char *name, int quiet)
 {
     const SourceSpec *spec = source_by_name(name);
-    if (!spec) return bad_value("--fetch", name, "gpt2, tinyshakespeare or hellaswag");
+    if (!spec)
+        return bad_value("--fetch", name, "gpt2, tinyshakespeare, hellaswag, cl100k_base, "
+                         "o200k_base or llama3");
     char paths[SOURCE_MAX_FILES][SOURCE_PATH_MAX], from[SOURCE_PATH_MAX + 200], err[8192];
     if (source_find(spec, NULL, paths, from, sizeof from, err, sizeof err) != 0) {
         fprintf(stderr, "tokenize: %s\n", err);
@@ -256,13 +276,77 @@ static int fetch_only(const char *name, int quiet)
     return 0;
 }
 
+/* All of standard input into *text (malloc'd). */
+static int read_stdin(char **text, size_t *len, char *err, size_t err_len)
+{
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, stdin);
+        if (n < cap) break;
+        char *bigger = realloc(buf, 2 * cap);
+        if (!bigger) free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    if (!buf || ferror(stdin)) {
+        snprintf(err, err_len, "%s", buf ? strerror(errno) : "out of memory");
+        free(buf);
+        return -1;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+/* --print-ids: each input's ids on a line of its own (the references'
+ * output form, dev/reference/tokenizer_ids.js). */
+static int print_ids(const TokenizeJob *job, char **files, int n)
+{
+    TokenizerChoice tc = {.encoder_path = job->encoder_path, .vocab_path = job->vocab_path,
+                          .hf_json = job->tokenizer_json, .encoding = job->encoding,
+                          .allow_special = job->allow_special, .quiet = job->quiet};
+    Tokenizer tk;
+    char err[8192];
+    int rc = tokenizer_open(&tk, &tc, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "tokenize: %s\n", err);
+        return rc == TOKENIZER_UNSUPPORTED ? 3 : 1;
+    }
+    TokenIds ids = {0};
+    for (int i = 0; i < (n ? n : 1) && rc == 0; i++) {
+        const char *path = n ? files[i] : "-";
+        char *text = NULL;
+        size_t len = 0;
+        rc = strcmp(path, "-") == 0
+                 ? read_stdin(&text, &len, err, sizeof err)
+                 : io_read_whole(path, 0, (size_t)1 << 31, "a text file", &text, &len, err,
+                                 sizeof err);
+        ids.len = 0;
+        if (rc == 0) rc = tokenizer_encode(&tk, (const uint8_t *)text, len, &ids, err, sizeof err);
+        if (rc) fprintf(stderr, "tokenize: %s: %s\n", path, err);
+        for (size_t k = 0; rc == 0 && k < ids.len; k++)
+            printf(k ? " %d" : "%d", (int)ids.data[k]);
+        if (rc == 0) putchar('\n');
+        free(text);
+    }
+    free(ids.data);
+    tokenizer_free(&tk);
+    if (fflush(stdout) != 0 && rc == 0) {
+        fprintf(stderr, "tokenize: --print-ids: cannot write standard output\n");
+        rc = 1;
+    }
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     /* before any file is opened: with stdin closed the staging folder
      * would become fd 0, and reading "-" would read a folder */
     sf_guard_std_fds();
     enum { OPT_OUT = 256, OPT_VALF, OPT_VALT, OPT_SHARD, OPT_SPLIT, OPT_ENC, OPT_VOCAB, OPT_QUIET,
-           OPT_HELLASWAG, OPT_FETCH, OPT_OVERWRITE, OPT_JSONL, OPT_TEXT_FIELD };
+           OPT_HELLASWAG, OPT_FETCH, OPT_OVERWRITE, OPT_JSONL, OPT_TEXT_FIELD, OPT_TOKENIZER,
+           OPT_ENCODING, OPT_ALLOW_SPECIAL, OPT_PRINT_IDS };
     static const struct option opts[] = {
         {"out", required_argument, 0, OPT_OUT},
         {"val-fraction", required_argument, 0, OPT_VALF},
@@ -277,6 +361,10 @@ int main(int argc, char **argv)
         {"overwrite", no_argument, 0, OPT_OVERWRITE},
         {"jsonl", no_argument, 0, OPT_JSONL},
         {"text-field", required_argument, 0, OPT_TEXT_FIELD},
+        {"tokenizer", required_argument, 0, OPT_TOKENIZER},
+        {"encoding", required_argument, 0, OPT_ENCODING},
+        {"allow-special", no_argument, 0, OPT_ALLOW_SPECIAL},
+        {"print-ids", no_argument, 0, OPT_PRINT_IDS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -284,6 +372,7 @@ int main(int argc, char **argv)
     tokenize_job_defaults(&job);
     const char *hellaswag = NULL, *shard_flag = NULL; /* a flag that only shards take */
     const char *fetch = NULL;
+    int ids_only = 0;
     opterr = 0;
     int c, li;
     while ((li = -1, c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
@@ -326,6 +415,17 @@ int main(int argc, char **argv)
         case OPT_FETCH: fetch = optarg; break;
         case OPT_OVERWRITE: job.overwrite = 1; break;
         case OPT_JSONL: job.jsonl = 1; break;
+        case OPT_TOKENIZER:
+            if (!*optarg) return bad_value("--tokenizer", optarg, "a tokenizer.json file");
+            job.tokenizer_json = optarg;
+            break;
+        case OPT_ENCODING:
+            if (strcmp(optarg, "cl100k_base") != 0 && strcmp(optarg, "o200k_base") != 0)
+                return bad_value("--encoding", optarg, "cl100k_base or o200k_base");
+            job.encoding = optarg;
+            break;
+        case OPT_ALLOW_SPECIAL: job.allow_special = 1; break;
+        case OPT_PRINT_IDS: ids_only = 1; break;
         case OPT_TEXT_FIELD:
             if (!*optarg) return bad_value("--text-field", optarg, "a JSON field name");
             job.text_field = optarg;
@@ -350,6 +450,28 @@ int main(int argc, char **argv)
             return 2;
         }
         return fetch_only(fetch, job.quiet);
+    }
+    if (job.tokenizer_json && job.encoding) {
+        fprintf(stderr, "tokenize: --tokenizer and --encoding each name a tokenizer; give one\n");
+        return 2;
+    }
+    if ((job.tokenizer_json || job.encoding) && (job.encoder_path || job.vocab_path)) {
+        fprintf(stderr, "tokenize: --encoder and --vocab are GPT-2's files; not with %s\n",
+                job.tokenizer_json ? "--tokenizer" : "--encoding");
+        return 2;
+    }
+    if ((job.tokenizer_json || job.encoding) && hellaswag) {
+        fprintf(stderr, "tokenize: --hellaswag writes GPT-2 tokens only; not with %s\n",
+                job.tokenizer_json ? "--tokenizer" : "--encoding");
+        return 2;
+    }
+    if (ids_only) {
+        if (job.out_prefix || hellaswag || job.jsonl || shard_flag) {
+            fprintf(stderr, "tokenize: --print-ids writes no dataset: not with --out, "
+                    "--hellaswag, --jsonl or the shard flags\n");
+            return 2;
+        }
+        return print_ids(&job, argv + optind, argc - optind);
     }
     if (!job.out_prefix) {
         fprintf(stderr, "tokenize: --out PREFIX is required (e.g. --out datasets/shakespeare)\n");
@@ -391,7 +513,7 @@ int main(int argc, char **argv)
             return 128 + stop_signal;
         }
         fprintf(stderr, "tokenize: %s\n", err);
-        return rc == TOKENIZE_JOB_USAGE ? 2 : 1;
+        return rc == TOKENIZE_JOB_USAGE ? 2 : rc == TOKENIZE_JOB_UNSUPPORTED ? 3 : 1;
     }
     return 0;
 }

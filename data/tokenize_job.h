@@ -8,7 +8,11 @@
  * (scanning left to right, non-overlapping), so the blank line stays with the
  * document before it, as llm.c's dev/data/tinyshakespeare.py does with
  * text.replace("\n\n", "\n\n<|endoftext|>"). Every document is preceded by
- * the EOT token 50256 (llm.c's convention), so the stream starts with EOT.
+ * the tokenizer's document token (tokenizer.h's doc_id: GPT-2's EOT 50256,
+ * llm.c's convention; Llama 3's <|begin_of_text|>; tiktoken's
+ * <|endoftext|>), so the stream starts with it. A tokenizer with more than
+ * 65,536 ids needs uint32 shards, which are not written yet: such a job is
+ * refused once the tokenizer is loaded.
  *
  * JSON lines (jsonl). Each input is then one JSON object per line, plain or
  * gzip-compressed (told apart by the magic bytes, zlib), and each line is a
@@ -56,6 +60,9 @@ typedef struct {
     const char *text_field;        /* jsonl: the field holding the text; NULL = "text" */
     const char *encoder_path;      /* NULL: tokenizer_find_files */
     const char *vocab_path;        /* NULL: tokenizer_find_files */
+    const char *tokenizer_json;    /* a Hugging Face tokenizer.json instead of GPT-2's */
+    const char *encoding;          /* a tiktoken encoding instead ("cl100k_base", "o200k_base") */
+    int allow_special;             /* special tokens' text in the input are their ids */
     int quiet;                     /* no progress and no summary */
     int overwrite;                 /* replace a dataset at the prefix (moved aside) */
     const char *const *inputs;     /* paths; "-" is standard input */
@@ -70,7 +77,7 @@ typedef struct {
     int val_shards, train_shards;
 } TokenizeStats;
 
-enum { TOKENIZE_JOB_USAGE = -2 };
+enum { TOKENIZE_JOB_USAGE = -2, TOKENIZE_JOB_UNSUPPORTED = -3 };
 
 /* Defaults: val_fraction 0.1, val_tokens -1, shard_size 100,000,000. */
 void tokenize_job_defaults(TokenizeJob *job);
@@ -81,7 +88,8 @@ void tokenize_job_defaults(TokenizeJob *job);
  * switch itself failed; dataset.h), or TOKENIZE_JOB_USAGE when a setting
  * proves wrong once the input is read (val_tokens above its token count;
  * the message names --val-tokens and both numbers; nothing is written,
- * as for -1). Progress
+ * as for -1), or TOKENIZE_JOB_UNSUPPORTED when the tokenizer file uses a
+ * feature not implemented (tokenizer.h's TOKENIZER_UNSUPPORTED). Progress
  * (above 4 MB of input) and a summary go to stderr unless job->quiet. st may
  * be NULL. */
 int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_t err_len);

@@ -17,51 +17,11 @@
 #include <openssl/evp.h>
 
 #include "tokenizer.h"
+#include "tokenizer_build.h"
 #include "tokenizer_encode.h"
 #include "source.h"
 
 #include "base/fileio.h"
-
-/* GPT-2's bytes_to_unicode, inverted: code point -> byte, or -1. Printable
- * Latin-1 bytes (0x21-0x7e, 0xa1-0xac, 0xae-0xff) stand for themselves; the
- * other 68 bytes, in increasing order, are spelled U+0100..U+0143. */
-static int unicode_to_byte(uint32_t cp)
-{
-    if ((cp >= 0x21 && cp <= 0x7e) || (cp >= 0xa1 && cp <= 0xac) || (cp >= 0xae && cp <= 0xff))
-        return (int)cp;
-    if (cp < 0x100 || cp >= 0x100 + 68) return -1;
-    int n = (int)(cp - 0x100);
-    for (int b = 0; b < 256; b++) {
-        int printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae);
-        if (!printable && n-- == 0) return b;
-    }
-    return -1;
-}
-
-/* Decode a token spelled in the bytes_to_unicode alphabet (UTF-8 text of
- * len bytes) into raw bytes at out (at most len bytes). Returns the byte
- * count, or -1 when a character is outside the alphabet. */
-static long spelled_to_bytes(const char *s, size_t len, uint8_t *out)
-{
-    const uint8_t *p = (const uint8_t *)s, *end = p + len;
-    long n = 0;
-    while (p < end) {
-        uint32_t cp;
-        if (p[0] < 0x80) {
-            cp = p[0];
-            p += 1;
-        } else if ((p[0] & 0xe0) == 0xc0 && p + 1 < end) {
-            cp = (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
-            p += 2;
-        } else {
-            return -1; /* the alphabet has no 3- or 4-byte characters */
-        }
-        int b = unicode_to_byte(cp);
-        if (b < 0) return -1;
-        out[n++] = (uint8_t)b;
-    }
-    return n;
-}
 
 /* The real files are 1.0 MB (encoder.json) and 0.5 MB (vocab.bpe); anything
  * far larger is not a GPT-2 vocabulary file. */
@@ -133,13 +93,6 @@ static int check_sha256(const char *path, const char *data, size_t len, const ch
     return 0;
 }
 
-static size_t merge_slot(const Tokenizer *tk, uint64_t key)
-{
-    size_t i = tokenizer_mix64(key) & tk->merge_mask;
-    while (tk->merge_key[i] != 0 && tk->merge_key[i] != key) i = (i + 1) & tk->merge_mask;
-    return i;
-}
-
 /* Temporary map raw bytes -> id, used only while reading vocab.bpe. */
 typedef struct {
     int32_t *slot; /* id, or -1 */
@@ -209,7 +162,7 @@ static int load_encoder(Tokenizer *tk, const char *path, const char *json, size_
     size_t off = 0;
     for (int id = 0; id < n; id++) {
         const char *s = by_id[id]->string;
-        long len = spelled_to_bytes(s, strlen(s), tk->tok_bytes + off);
+        long len = tokenizer_spelled_to_bytes(s, strlen(s), tk->tok_bytes + off);
         if (len <= 0) {
             snprintf(err, err_len, "%s: token %d (\"%s\") is not in GPT-2's byte alphabet", path,
                      id, s);
@@ -240,14 +193,10 @@ static int load_merges(Tokenizer *tk, const char *path, char *text, size_t len, 
 {
     BytesMap map = {.mask = (1u << 17) - 1};
     map.slot = malloc((map.mask + 1) * sizeof *map.slot);
-    size_t cap = 1u << 17; /* merges load factor 0.38 */
-    tk->merge_mask = cap - 1;
-    tk->merge_key = calloc(cap, sizeof *tk->merge_key);
-    tk->merge_rank = malloc(cap * sizeof *tk->merge_rank);
-    tk->merge_out = malloc(cap * sizeof *tk->merge_out);
+    int merges_bad = tokenizer_merges_alloc(tk, GPT2_NUM_MERGES); /* 2^17 slots */
     uint8_t *buf = malloc(2 * len + 2);
     int rc = -1;
-    if (!map.slot || !tk->merge_key || !tk->merge_rank || !tk->merge_out || !buf) {
+    if (!map.slot || merges_bad || !buf) {
         snprintf(err, err_len, "%s: out of memory", path);
         goto done;
     }
@@ -274,8 +223,8 @@ static int load_merges(Tokenizer *tk, const char *path, char *text, size_t len, 
                          path, lineno);
                 goto done;
             }
-            long la = spelled_to_bytes(line, (size_t)(sp - line), buf);
-            long lb = la > 0 ? spelled_to_bytes(sp + 1, (size_t)(stop - sp - 1), buf + la) : -1;
+            long la = tokenizer_spelled_to_bytes(line, (size_t)(sp - line), buf);
+            long lb = la > 0 ? tokenizer_spelled_to_bytes(sp + 1, (size_t)(stop - sp - 1), buf + la) : -1;
             int32_t a = la > 0 ? bytes_map_find(tk, &map, buf, (size_t)la, -1) : -1;
             int32_t b = lb > 0 ? bytes_map_find(tk, &map, buf + la, (size_t)lb, -1) : -1;
             int32_t ab = (a >= 0 && b >= 0) ? bytes_map_find(tk, &map, buf, (size_t)(la + lb), -1) : -1;
@@ -284,11 +233,8 @@ static int load_merges(Tokenizer *tk, const char *path, char *text, size_t len, 
                          "a token of encoder.json", path, lineno, (int)(stop - line), line);
                 goto done;
             }
-            uint64_t key = ((uint64_t)a << 32 | (uint32_t)b) + 1;
-            size_t s = merge_slot(tk, key);
-            tk->merge_key[s] = key; /* a repeated pair takes the later rank, as encoder.py's dict */
-            tk->merge_rank[s] = rank++;
-            tk->merge_out[s] = ab;
+            /* a repeated pair takes the later rank, as encoder.py's dict */
+            tokenizer_merge_put(tk, a, b, rank++, ab);
         } else if (lineno > 1 && nl) {
             snprintf(err, err_len, "%s: line %ld: empty line", path, lineno);
             goto done;
@@ -321,6 +267,9 @@ int tokenizer_load(Tokenizer *tk, const char *encoder_json, const char *vocab_bp
         load_merges(tk, vocab_bpe, bpe, bpe_len, err, err_len) ||
         tokenizer_encoder_init(tk, err, err_len))
         goto done;
+    tk->kind = TOKENIZER_GPT2;
+    tk->doc_id = GPT2_EOT;
+    snprintf(tk->name, sizeof tk->name, "GPT-2");
     rc = 0;
 done:
     free(json);
@@ -334,15 +283,15 @@ void tokenizer_free(Tokenizer *tk)
     tokenizer_encoder_free(tk);
     free(tk->tok_bytes);
     free(tk->tok_off);
-    free(tk->merge_key);
-    free(tk->merge_rank);
-    free(tk->merge_out);
+    free(tk->merges);
+    free(tk->pattern);
+    free(tk->literal_id);
     memset(tk, 0, sizeof *tk);
 }
 
 const uint8_t *tokenizer_token_bytes(const Tokenizer *tk, int32_t id, size_t *len)
 {
-    if (id < 0 || id >= tk->vocab_size) return NULL;
+    if (id < 0 || id >= tk->vocab_size || tk->tok_off[id + 1] == tk->tok_off[id]) return NULL;
     *len = tk->tok_off[id + 1] - tk->tok_off[id];
     return tk->tok_bytes + tk->tok_off[id];
 }
@@ -355,6 +304,11 @@ int tokenizer_decode(const Tokenizer *tk, const int32_t *ids, size_t n, TokenTex
         if (ids[i] < 0 || ids[i] >= tk->vocab_size) {
             snprintf(err, err_len, "decode: id %ld at position %zu is outside the vocabulary [0, %d)",
                      (long)ids[i], i, tk->vocab_size);
+            return -1;
+        }
+        if (tk->tok_off[ids[i] + 1] == tk->tok_off[ids[i]]) {
+            snprintf(err, err_len, "decode: id %ld at position %zu is no token of %s (an unused "
+                     "id)", (long)ids[i], i, tk->name);
             return -1;
         }
         need += tk->tok_off[ids[i] + 1] - tk->tok_off[ids[i]];

@@ -1,8 +1,13 @@
-/* data/tokenizer.h — GPT-2's byte-level BPE tokenizer: bytes <-> token ids.
+/* data/tokenizer.h — byte-level BPE tokenizers: bytes <-> token ids.
  *
- * Owns: loading OpenAI's GPT-2 vocabulary (encoder.json + vocab.bpe, checked
- * by sha256), pre-tokenization, byte-pair merging, decoding, and finding the
- * default vocabulary files.
+ * Owns: the Tokenizer (decode table, merge table, pre-tokenizer, literal
+ * tokens) and its three loaders: OpenAI's GPT-2 vocabulary (encoder.json +
+ * vocab.bpe, checked by sha256; this header and tokenizer.c), a Hugging Face
+ * tokenizer.json with a byte-level BPE model (Llama 3, Qwen2;
+ * tokenizer_hf.c) and tiktoken's cl100k_base / o200k_base rank files
+ * (tokenizer_tiktoken.c); pre-tokenization, byte-pair merging, decoding, and
+ * finding the default vocabulary files. docs/tokenizer.md describes the
+ * family; what follows is GPT-2's.
  *
  * Reference: OpenAI's gpt-2 src/encoder.py. Text is split by GPT-2's pattern
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -53,19 +58,35 @@ typedef struct {
     size_t len, cap;
 } TokenText;
 
+typedef struct {
+    uint64_t key;                   /* ((uint64)left << 32 | right) + 1; 0 = empty slot */
+    uint32_t rank;                  /* lower merges first (GPT-2: line of vocab.bpe, 0-based) */
+    int32_t out;                    /* id of the merged token */
+} TokenizerMerge;
+
 typedef struct TokenizerCache TokenizerCache; /* piece bytes -> ids (tokenizer_encode.h) */
 typedef struct TokenizerWork TokenizerWork;   /* one piece's BPE scratch (tokenizer_encode.h) */
 
+enum { TOKENIZER_GPT2, TOKENIZER_HF, TOKENIZER_TIKTOKEN };
+
+/* A loader's return for a file that uses a feature this tokenizer does not
+ * implement (the message names it); ./tokenize exits 3 on it. */
+enum { TOKENIZER_UNSUPPORTED = -3 };
+
 typedef struct {
-    int vocab_size;                 /* GPT2_VOCAB_SIZE */
+    int kind;                       /* TOKENIZER_GPT2, _HF or _TIKTOKEN */
+    int vocab_size;                 /* every id: 1 + the largest (GPT-2: 50257); ids
+                                       with no token (tiktoken's gaps) have 0 bytes */
+    int32_t doc_id;                 /* put before each document by ./tokenize; -1: none */
+    char name[64];                  /* for messages: "GPT-2", "cl100k_base", the file's name */
     /* decode table: token id -> its raw bytes */
     uint8_t *tok_bytes;             /* all tokens' bytes, concatenated */
     uint32_t *tok_off;              /* [vocab_size + 1] offsets into tok_bytes */
     int32_t byte_id[256];           /* id of each single-byte token */
-    /* merges: open-addressing table (left id, right id) -> rank, result id */
-    uint64_t *merge_key;            /* ((uint64)left << 32 | right) + 1; 0 = empty slot */
-    uint32_t *merge_rank;           /* line number in vocab.bpe, 0-based (lower merges first) */
-    int32_t *merge_out;             /* id of the merged token */
+    /* merges: open-addressing table (left id, right id) -> rank, result id;
+     * one 16-byte slot per pair, so a lookup costs one cache miss (Llama 3's
+     * table, 2^20 slots, is far larger than the caches) */
+    TokenizerMerge *merges;
     size_t merge_mask;              /* table capacity - 1 (a power of two) */
     /* pre-tokenizer: PCRE2 code and match data (opaque here) */
     void *re, *match_data;
@@ -74,6 +95,25 @@ typedef struct {
     size_t repair_cap;
     TokenizerWork *work;
     TokenizerCache *cache;
+    /* pre-tokenizer pattern (PCRE2, UTF + UCP, not anchored: text between
+     * matches is a piece too); NULL: GPT-2's, anchored */
+    char *pattern;
+    /* whole_piece: a piece that is a vocabulary token is that token, unmerged
+     * (tiktoken; Hugging Face's ignore_merges). piece_slot maps a token's
+     * bytes to its id (open addressing; id -1 empty; hash: 32 bits of the
+     * bytes' hash, to pass over most other tokens unread), over the merge
+     * vocabulary */
+    int whole_piece;
+    struct TokenizerPieceSlot { int32_t id; uint32_t hash; } *piece_slot;
+    size_t piece_mask;
+    /* literal tokens, matched in the raw text before pre-tokenizing, longest
+     * first at the leftmost place: Hugging Face's non-special added tokens
+     * always, special tokens only with allow_special. Their bytes are in the
+     * decode table. */
+    int num_literals;
+    int32_t *literal_id;
+    uint8_t literal_first[256];     /* 1: some literal starts with this byte */
+    int no_safe_cut;                /* a literal holds a letter then a space */
 } Tokenizer;
 
 /* Load the vocabulary. Both files' sha256 must match the constants above.
@@ -115,11 +155,40 @@ int tokenizer_load_or_find(Tokenizer *tk, const char *enc_path, const char *voc_
 
 /* Length of the longest prefix of text[0..len) after which text can be cut
  * without changing the encoding: encode(prefix) ++ encode(rest) ==
- * encode(text). The cut is between a printable ASCII character (0x21-0x7e)
- * and an ASCII space (\t \n \v \f \r or ' '): no GPT-2 piece holds a
- * non-space followed by a space, and the pattern never looks behind.
- * Returns 0 when there is no such spot. Used to encode long inputs in
- * chunks. */
-size_t tokenizer_safe_cut(const uint8_t *text, size_t len);
+ * encode(text). The cut is between an ASCII letter and an ASCII space ' ':
+ * no piece of GPT-2's, Llama 3's, cl100k's or o200k's pattern holds a letter
+ * followed by a space, and none looks behind (a tokenizer whose literal
+ * tokens hold a letter then a space gets no cut). Returns 0 when there is no
+ * such spot. Used to encode long inputs in chunks. */
+size_t tokenizer_safe_cut(const Tokenizer *tk, const uint8_t *text, size_t len);
+
+/* Which tokenizer ./tokenize uses: GPT-2's (the default: encoder_path and
+ * vocab_path, NULL = searched), a tokenizer.json (hf_json) or a tiktoken
+ * encoding by name (encoding, its rank file searched along data/source.h's
+ * chain). At most one of hf_json and encoding. allow_special: special tokens
+ * written in the text ("<|endoftext|>", "<|begin_of_text|>") are matched as
+ * their ids; default off: they are plain text. */
+typedef struct {
+    const char *encoder_path, *vocab_path;
+    const char *hf_json;
+    const char *encoding;
+    int allow_special;
+    int quiet;
+} TokenizerChoice;
+
+/* Load the chosen tokenizer, saying where its files came from on stderr
+ * unless quiet. 0; -1 with the fault in err; TOKENIZER_UNSUPPORTED when the
+ * file uses a feature not implemented here (err names it). */
+int tokenizer_open(Tokenizer *tk, const TokenizerChoice *c, char *err, size_t err_len);
+
+/* tokenizer.json (tokenizer_hf.c): model BPE over ByteLevel's byte alphabet;
+ * returns as tokenizer_open. */
+int tokenizer_load_hf(Tokenizer *tk, const char *path, int allow_special, char *err,
+                      size_t err_len);
+
+/* A tiktoken encoding ("cl100k_base", "o200k_base") from its rank file
+ * (tokenizer_tiktoken.c); path NULL: searched. Returns as tokenizer_open. */
+int tokenizer_load_tiktoken(Tokenizer *tk, const char *encoding, const char *path,
+                            int allow_special, int quiet, char *err, size_t err_len);
 
 #endif

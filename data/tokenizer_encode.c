@@ -65,13 +65,17 @@ int tokenizer_encoder_init(Tokenizer *tk, char *err, size_t err_len)
 {
     int code;
     PCRE2_SIZE at;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)GPT2_PATTERN, PCRE2_ZERO_TERMINATED,
-                                   PCRE2_UTF | PCRE2_ANCHORED, &code, &at, NULL);
+    /* GPT-2's pattern matches at every place (anchored); a loaded one may
+     * leave gaps, which are pieces of their own (Hugging Face's Split
+     * "Isolated"). UCP: \p{..}, \d and \w by Unicode properties. */
+    const char *pat = tk->pattern ? tk->pattern : GPT2_PATTERN;
+    uint32_t opts = tk->pattern ? PCRE2_UTF | PCRE2_UCP : PCRE2_UTF | PCRE2_ANCHORED;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, opts, &code, &at, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);
-        snprintf(err, err_len, "tokenizer: PCRE2 cannot compile GPT-2's pattern at %zu: %s",
-                 (size_t)at, (char *)msg);
+        snprintf(err, err_len, "tokenizer: PCRE2 cannot compile %s's pattern at %zu: %s",
+                 tk->name[0] ? tk->name : "GPT-2", (size_t)at, (char *)msg);
         return -1;
     }
     tk->re = re;
@@ -107,6 +111,8 @@ void tokenizer_encoder_free(Tokenizer *tk)
         free(tk->cache);
     }
     free(tk->repair);
+    free(tk->piece_slot);
+    tk->piece_slot = NULL;
     tk->re = tk->match_data = NULL;
     tk->work = NULL;
     tk->cache = NULL;
@@ -209,16 +215,60 @@ static void cache_put(TokenizerCache *c, const uint8_t *p, size_t n, uint64_t h,
     c->used++;
 }
 
+/* ---- the vocabulary by bytes ---- */
+
+static uint64_t bytes_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return tokenizer_mix64(h);
+}
+
+int tokenizer_piece_map(Tokenizer *tk, int n_ids)
+{
+    size_t cap = 1024;
+    while (cap < 2 * (size_t)n_ids + 2) cap *= 2; /* load < 1/2 */
+    free(tk->piece_slot);
+    tk->piece_slot = malloc(cap * sizeof *tk->piece_slot);
+    if (!tk->piece_slot) return -1;
+    memset(tk->piece_slot, 0xff, cap * sizeof *tk->piece_slot);
+    tk->piece_mask = cap - 1;
+    for (int id = 0; id < n_ids; id++) {
+        const uint8_t *p = tk->tok_bytes + tk->tok_off[id];
+        size_t n = tk->tok_off[id + 1] - tk->tok_off[id];
+        if (n == 0 || tokenizer_piece_find(tk, p, n) >= 0) continue; /* a gap; a repeat keeps the first */
+        uint64_t h = bytes_hash(p, n);
+        size_t i = h & tk->piece_mask;
+        while (tk->piece_slot[i].id >= 0) i = (i + 1) & tk->piece_mask;
+        tk->piece_slot[i].id = id;
+        tk->piece_slot[i].hash = (uint32_t)(h >> 32);
+    }
+    return 0;
+}
+
+int32_t tokenizer_piece_find(const Tokenizer *tk, const uint8_t *p, size_t n)
+{
+    uint64_t h = bytes_hash(p, n);
+    for (size_t i = h & tk->piece_mask;; i = (i + 1) & tk->piece_mask) {
+        int32_t id = tk->piece_slot[i].id;
+        if (id < 0) return -1;
+        if (tk->piece_slot[i].hash == (uint32_t)(h >> 32) &&
+            tk->tok_off[id + 1] - tk->tok_off[id] == n &&
+            memcmp(tk->tok_bytes + tk->tok_off[id], p, n) == 0)
+            return id;
+    }
+}
+
 /* ---- byte-pair merging of one piece ---- */
 
 
-/* Slot of the merge (a, b), or -1. */
-static long merge_find(const Tokenizer *tk, int32_t a, int32_t b)
+/* The merge (a, b), or NULL. */
+static const TokenizerMerge *merge_find(const Tokenizer *tk, int32_t a, int32_t b)
 {
     uint64_t key = ((uint64_t)a << 32 | (uint32_t)b) + 1;
     for (size_t i = tokenizer_mix64(key) & tk->merge_mask;; i = (i + 1) & tk->merge_mask) {
-        if (tk->merge_key[i] == key) return (long)i;
-        if (tk->merge_key[i] == 0) return -1;
+        if (tk->merges[i].key == key) return &tk->merges[i];
+        if (tk->merges[i].key == 0) return NULL;
     }
 }
 
@@ -281,8 +331,8 @@ static int bpe_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out)
         next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
     }
     for (size_t i = 0; i + 1 < n; i++) {
-        long s = merge_find(tk, tok[i], tok[i + 1]);
-        if (s >= 0) heap_push(w->heap, &nh, (uint64_t)tk->merge_rank[s] << 32 | i);
+        const TokenizerMerge *m = merge_find(tk, tok[i], tok[i + 1]);
+        if (m) heap_push(w->heap, &nh, (uint64_t)m->rank << 32 | i);
     }
     uint32_t cur = 0;
     for (;;) {
@@ -296,16 +346,16 @@ static int bpe_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out)
         cur = (uint32_t)(e >> 32);
         int32_t i = (int32_t)(uint32_t)e, j = next[i];
         if (tok[i] < 0 || j < 0) continue;
-        long s = merge_find(tk, tok[i], tok[j]);
-        if (s < 0 || tk->merge_rank[s] != cur) continue; /* stale: a neighbour changed */
-        tok[i] = tk->merge_out[s];
+        const TokenizerMerge *m = merge_find(tk, tok[i], tok[j]);
+        if (!m || m->rank != cur) continue; /* stale: a neighbour changed */
+        tok[i] = m->out;
         tok[j] = -1;
         next[i] = next[j];
         if (next[j] >= 0) prev[next[j]] = i;
-        if (prev[i] >= 0 && (s = merge_find(tk, tok[prev[i]], tok[i])) >= 0)
-            w->pend[np++] = (uint64_t)tk->merge_rank[s] << 32 | (uint32_t)prev[i];
-        if (next[i] >= 0 && (s = merge_find(tk, tok[i], tok[next[i]])) >= 0)
-            w->pend[np++] = (uint64_t)tk->merge_rank[s] << 32 | (uint32_t)i;
+        if (prev[i] >= 0 && (m = merge_find(tk, tok[prev[i]], tok[i])))
+            w->pend[np++] = (uint64_t)m->rank << 32 | (uint32_t)prev[i];
+        if (next[i] >= 0 && (m = merge_find(tk, tok[i], tok[next[i]])))
+            w->pend[np++] = (uint64_t)m->rank << 32 | (uint32_t)i;
     }
     if (ids_reserve(out, n)) return -1;
     for (int32_t i = 0; i >= 0; i = next[i]) out->data[out->len++] = tok[i];
@@ -331,7 +381,13 @@ static int encode_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out
         }
     }
     size_t start = out->len;
-    if (bpe_piece(tk, p, n, out)) return -1;
+    int32_t whole = tk->whole_piece ? tokenizer_piece_find(tk, p, n) : -1;
+    if (whole >= 0) {
+        if (ids_reserve(out, 1)) return -1;
+        out->data[out->len++] = whole;
+    } else if (bpe_piece(tk, p, n, out)) {
+        return -1;
+    }
     if (n <= CACHE_MAX_PIECE) cache_put(tk->cache, p, n, h, out->data + start, out->len - start);
     return 0;
 }
@@ -380,17 +436,19 @@ static size_t utf8_first_bad(const uint8_t *s, size_t len)
     return len;
 }
 
-size_t tokenizer_safe_cut(const uint8_t *text, size_t len)
+size_t tokenizer_safe_cut(const Tokenizer *tk, const uint8_t *text, size_t len)
 {
+    if (tk->no_safe_cut) return 0;
     for (size_t i = len; i-- > 1;) {
-        uint8_t c = text[i], b = text[i - 1];
-        if ((c == ' ' || (c >= '\t' && c <= '\r')) && b >= 0x21 && b <= 0x7e) return i;
+        uint8_t c = text[i], b = text[i - 1] | 0x20; /* ASCII lower case */
+        if (c == ' ' && b >= 'a' && b <= 'z') return i;
     }
     return 0;
 }
 
-int tokenizer_encode(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out, char *err,
-                     size_t err_len)
+/* Text with no literal token in it: pieces by the pattern, each merged. */
+static int encode_ordinary(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out,
+                           char *err, size_t err_len)
 {
     /* The pattern needs valid UTF-8. Ill-formed bytes are matched as '!' (a
      * character that is no letter, number, space or apostrophe, like the lone
@@ -419,19 +477,64 @@ int tokenizer_encode(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *o
                                : PCRE2_ERROR_JIT_BADOPTION;
         if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) /* e.g. JIT stack: the interpreter uses the heap */
             rc = pcre2_match(re, subject, len, pos, PCRE2_NO_UTF_CHECK, md, NULL);
-        if (rc < 0 || ov[0] != pos || ov[1] <= pos) {
+        if (rc == PCRE2_ERROR_NOMATCH && tk->pattern) { /* the rest is one piece */
+            ov[0] = ov[1] = len;
+            rc = 1;
+        }
+        int gap = tk->pattern && rc >= 0 && ov[0] > pos;
+        if (rc < 0 || (!gap && ov[0] != pos) || (ov[1] <= ov[0] && ov[0] < len)) {
             PCRE2_UCHAR msg[256];
             if (rc < 0) pcre2_get_error_message(rc, msg, sizeof msg);
             snprintf(err, err_len, "tokenizer: pre-tokenizer failed at byte %zu: %s", pos,
-                     rc < 0 ? (char *)msg : "no piece there (internal error)");
+                     rc < 0 ? (char *)msg : "no piece there, or an empty one");
             return -1;
         }
-        if (encode_piece(tk, text + pos, ov[1] - pos, out)) {
+        size_t end = gap ? ov[0] : ov[1];
+        if (encode_piece(tk, text + pos, end - pos, out)) {
             snprintf(err, err_len, "tokenizer: out of memory (piece of %zu bytes at byte %zu)",
-                     (size_t)(ov[1] - pos), pos);
+                     end - pos, pos);
             return -1;
         }
-        pos = ov[1];
+        pos = end;
     }
     return 0;
+}
+
+/* The longest literal token at text (0: none); its id in *id. */
+static size_t literal_at(const Tokenizer *tk, const uint8_t *text, size_t len, int32_t *id)
+{
+    size_t best = 0;
+    for (int k = 0; k < tk->num_literals; k++) {
+        int32_t t = tk->literal_id[k];
+        size_t n = tk->tok_off[t + 1] - tk->tok_off[t];
+        if (n > best && n <= len && memcmp(text, tk->tok_bytes + tk->tok_off[t], n) == 0) {
+            best = n;
+            *id = t;
+        }
+    }
+    return best;
+}
+
+int tokenizer_encode(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out, char *err,
+                     size_t err_len)
+{
+    if (tk->num_literals == 0) return encode_ordinary(tk, text, len, out, err, err_len);
+    size_t start = 0;
+    for (size_t i = 0; i < len;) {
+        int32_t id = -1;
+        size_t n = tk->literal_first[text[i]] ? literal_at(tk, text + i, len - i, &id) : 0;
+        if (!n) {
+            i++;
+            continue;
+        }
+        if (encode_ordinary(tk, text + start, i - start, out, err, err_len)) return -1;
+        if (ids_reserve(out, 1)) {
+            snprintf(err, err_len, "tokenizer: out of memory");
+            return -1;
+        }
+        out->data[out->len++] = id;
+        i += n;
+        start = i;
+    }
+    return encode_ordinary(tk, text + start, len - start, out, err, err_len);
 }

