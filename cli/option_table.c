@@ -50,7 +50,7 @@ const OptSpec option_table[] = {
     {"max-seq-len", K_INT, O(max_seq_len), "0", 0, 1048576, NULL, "Shape",
      "rows of the position embedding (0 = seq-len)"},
     {"vocab", K_INT, O(vocab), "50257", 2, 1048576, NULL, "Shape",
-     "vocabulary V (padded to a multiple of 128; token shards hold ids below 65536)"},
+     "vocabulary V (padded to a multiple of 128; above 65536 ids, uint32 shards)"},
     {"batch", K_INT, O(batch), "4", 1, 1 << 20, NULL, "Batch", "micro-batch size B"},
     {"grad-accum", K_INT, O(grad_accum), "1", 1, 1 << 20, NULL, "Batch",
      "micro-batches per optimizer step"},

@@ -11,6 +11,45 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 
+/* The file the model's weights come from (for a message), or NULL for a
+ * fresh model. */
+static const char *model_source(const Trainer *tr, char *buf, size_t cap)
+{
+    if (tr->files.resume_dir[0]) {
+        snprintf(buf, cap, "%s/model.bin", tr->files.resume_dir);
+        return buf;
+    }
+    return tr->opt.llmc_resume ? tr->files.llmc.from.model : tr->opt.init_from;
+}
+
+/* A model is fed the tokens of the tokenizer it was trained on (the
+ * identity in its file, GPTConfig.tokenizer_id) and no other: shards whose
+ * manifest records another are refused, naming both files. A model that
+ * records none (a fresh one, or an older or llm.c's file) takes the train
+ * data's, so its saves record it; a resume keeps the save's as it is (its
+ * model.bin must match the run's configuration). Shards without a recorded
+ * tokenizer (llm.c's, older manifests) are not checked. */
+static int check_tokenizer(Trainer *tr, const Loader *ld, const char *flag, char *err,
+                           size_t len)
+{
+    GPTConfig *cfg = &tr->cfg;
+    char from[4200];
+    const char *src = model_source(tr, from, sizeof from);
+    if (!ld || !ld->tokenizer_id) return 0;
+    if (!cfg->tokenizer_id) {
+        if (!tr->files.resume_dir[0] && !tr->opt.llmc_resume) cfg->tokenizer_id = ld->tokenizer_id;
+        return 0;
+    }
+    if (cfg->tokenizer_id == ld->tokenizer_id) return 0;
+    snprintf(err, len, "%s: %s records the tokens of tokenizer %s, but the model %s was trained "
+             "on tokenizer %016llx (another vocabulary, or the same ids for other text): "
+             "tokenize the text with the model's tokenizer, or train a new model",
+             flag, ld->manifest, ld->tokenizer_desc,
+             src ? src : "of this run (new: it took --train-data's)",
+             (unsigned long long)cfg->tokenizer_id);
+    return -1;
+}
+
 int train_data_open(Trainer *tr, char *err, size_t len)
 {
     const TrainOptions *o = &tr->opt;
@@ -35,6 +74,7 @@ int train_data_open(Trainer *tr, char *err, size_t len)
         return -1;
     }
     if (rank == 0 && tr->data.train.notes) fputs(tr->data.train.notes, stderr);
+    if (rc == 0 && check_tokenizer(tr, &tr->data.train, "--train-data", err, len) != 0) return -1;
     /* Saves record the shards' content hashes; a resume reads every shard
      * to compare them (ckpt/session.c). A fresh run takes a manifest's,
      * and checks them in the background (below). */
@@ -67,6 +107,11 @@ int train_data_open(Trainer *tr, char *err, size_t len)
         int rc = loader_open(val, o->val_data, o->batch, o->seq_len, rank, world,
                              tr->cfg.vocab_size, 0, o->seed, err, len);
         if (rc == 0 && rank == 0 && val->notes) fputs(val->notes, stderr);
+        if (rc == 0 && check_tokenizer(tr, val, "--val-data", err, len) != 0) {
+            loader_close(val);
+            free(val);
+            return -1;
+        }
         if (rc != 0) {
             free(val);
             val = NULL;

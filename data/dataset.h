@@ -7,17 +7,32 @@
  * Manifest: PREFIX.manifest.json beside the shards PREFIX_val_NNNNNN.bin,
  * PREFIX_train_NNNNNN.bin (format: shard.h), JSON:
  *   {"format":"train_gpt dataset","version":1,"dataset_id":"<16 hex>",
- *    "hash":"sha256","tokens":T,"sha256":"<64 hex>",
+ *    "hash":"sha256","tokens":T,"sha256":"<64 hex>","token_bytes":w,
+ *    "tokenizer":{"name":"gpt2","vocab_size":V,"id":"<16 hex>",
+ *                 "files":[{"name":"encoder.json","sha256":"<64 hex>"},...]},
  *    "shards":[{"name":"x_val_000000.bin","tokens":n,"bytes":b,
  *               "sha256":"<64 hex>"}, ...]}
- * "name" is a file name in the manifest's folder (no '/'); "bytes" is
- * 1024 + 2n; each "sha256" is that of the whole shard file (`sha256sum`
+ * "token_bytes" is 2 (uint16 shards) or 4 (uint32, for a vocabulary over
+ * 65536 ids; shard.h); absent, 2 (manifests older than it). "name" is a
+ * file name in the manifest's folder (no '/'); "bytes" is 1024 + w n; each
+ * "sha256" is that of the whole shard file (`sha256sum`
  * prints the same); the top "sha256" is the SHA-256 of the shards' 32-byte
  * digests in the order listed, and "tokens" their sum. The dataset id is in
  * every shard's header too (shard.h): the first 8 bytes, big-endian, of the
  * SHA-256 of the token stream and the split and shard-size settings, so the
  * same input tokenized the same way gives the same bytes, and two different
  * datasets have different ids (up to a 2^-64 chance).
+ *
+ * Tokenizer identity ("tokenizer", absent in older manifests): the
+ * tokenizer the tokens came from, as the SHA-256 of each of its files
+ * (GPT-2: encoder.json, then vocab.bpe; a Hugging Face or tiktoken
+ * tokenizer: its one file), each under the file's base name, its vocabulary
+ * size, and "id": the first 8 bytes, big-endian, of the SHA-256 of the
+ * files' 32-byte digests in the order listed (never 0), so the same files
+ * give the same id wherever they lie. A reader checks the id against the
+ * files and that the vocabulary fits the shards' width. The trainer keeps
+ * the id with the model (interop/model_file.h) and refuses shards of
+ * another tokenizer.
  *
  * Staging and switch (./tokenize). A new dataset never replaces another
  * unasked: when the prefix holds a manifest or shards (PREFIX.manifest.json,
@@ -69,8 +84,24 @@ typedef struct {
     unsigned char sha256[SHARD_SHA256_BYTES];
 } DatasetShard;
 
+#define DATASET_TOKENIZER_MAX_FILES 4
+#define DATASET_TOKENIZER_NAME_MAX 64
+
+typedef struct {
+    char name[DATASET_TOKENIZER_NAME_MAX]; /* "gpt2", or the kind ./tokenize names */
+    int vocab_size;
+    int num_files;
+    struct {
+        char name[DATASET_NAME_MAX];       /* the file's base name */
+        unsigned char sha256[SHARD_SHA256_BYTES];
+    } files[DATASET_TOKENIZER_MAX_FILES];
+    uint64_t id;                 /* dataset_tokenizer_id of the files; 0: none recorded */
+} DatasetTokenizer;
+
 typedef struct {
     uint64_t id;                 /* non-zero */
+    int token_bytes;             /* 2 or 4 (the shards' width) */
+    DatasetTokenizer tok;        /* tok.id 0: none recorded */
     uint64_t tokens;             /* sum over the shards */
     unsigned char sha256[SHARD_SHA256_BYTES]; /* over the shards' digests */
     int num_shards;
@@ -80,7 +111,8 @@ typedef struct {
 
 /* Parse and check a manifest held in memory; `what` names it in messages.
  * Checks every field, the names (a plain file name, each once), bytes =
- * 1024 + 2 tokens, and both totals. Returns 0, or -1 with a message. */
+ * 1024 + token_bytes x tokens, the tokenizer's identity when present, and
+ * both totals. Returns 0, or -1 with a message. */
 int dataset_manifest_parse(const char *text, size_t len, const char *what, DatasetManifest *m,
                            char *err, size_t err_len);
 /* Read and parse a manifest file (a regular file of at most
@@ -102,6 +134,20 @@ int dataset_manifest_path_for(const char *shard_path, char *out, size_t len);
 
 /* SHA-256 of the manifest's shard digests, in order (its "sha256"). */
 void dataset_manifest_digest(const DatasetManifest *m, unsigned char out[SHARD_SHA256_BYTES]);
+
+/* ---- the tokenizer's identity (dataset_manifest.c) ---- */
+/* Add a tokenizer file to t: its SHA-256 (read whole) under its base name;
+ * then t->id is recomputed. 0, or -1 naming the file. */
+int dataset_tokenizer_add_file(DatasetTokenizer *t, const char *path, char *err, size_t err_len);
+/* The same from a digest known already (64 hex digits), e.g. GPT-2's
+ * files, whose hashes tokenizer_load checked. */
+int dataset_tokenizer_add_digest(DatasetTokenizer *t, const char *name, const char *sha256_hex,
+                                 char *err, size_t err_len);
+/* The identity of t's files (see above); never 0. */
+uint64_t dataset_tokenizer_id(const DatasetTokenizer *t);
+/* "gpt2 (id 0123456789abcdef: encoder.json 196139668be6..., vocab.bpe
+ * 1ce1664773c5...)" into out. */
+void dataset_tokenizer_describe(const DatasetTokenizer *t, char *out, size_t len);
 
 /* ---- staging (./tokenize) ---- */
 typedef struct {
@@ -135,8 +181,9 @@ int dataset_stage_begin(DatasetStage *s, const char *prefix, int overwrite, char
 int dataset_stage_scratch(const DatasetStage *s, const char *name, char *out, size_t len);
 
 /* Write the next shard of `split` ("val" or "train") into the staging
- * folder, with dataset id s->man.id (set it first), and list it. */
-int dataset_stage_add(DatasetStage *s, const char *split, const uint16_t *tokens, size_t n,
+ * folder, with dataset id s->man.id (set it first), and list it: n tokens
+ * of s->man.token_bytes each (set it first; 0 counts as 2: uint16_t). */
+int dataset_stage_add(DatasetStage *s, const char *split, const void *tokens, size_t n,
                       char *err, size_t err_len);
 
 /* Write the manifest, then switch (steps 1-3 above). On an error before

@@ -115,8 +115,8 @@ static int plain_name(const char *s)
     return 1;
 }
 
-static int parse_shard(const cJSON *it, int i, const char *what, DatasetShard *sh, char *err,
-                       size_t err_len)
+static int parse_shard(const cJSON *it, int i, int w, const char *what, DatasetShard *sh,
+                       char *err, size_t err_len)
 {
     const char *name = cJSON_IsObject(it) ? json_get_string(it, "name") : NULL;
     const char *sha = cJSON_IsObject(it) ? json_get_string(it, "sha256") : NULL;
@@ -131,10 +131,10 @@ static int parse_shard(const cJSON *it, int i, const char *what, DatasetShard *s
                name);
         return -1;
     }
-    if (sh->bytes != SHARD_HEADER_BYTES + 2 * sh->tokens) {
-        io_err(err, err_len, "%s: shard %s: %llu bytes do not hold %llu tokens (1024 + 2 per "
+    if (sh->bytes != SHARD_HEADER_BYTES + (uint64_t)w * sh->tokens) {
+        io_err(err, err_len, "%s: shard %s: %llu bytes do not hold %llu tokens (1024 + %d per "
                "token)", what, name, (unsigned long long)sh->bytes,
-               (unsigned long long)sh->tokens);
+               (unsigned long long)sh->tokens, w);
         return -1;
     }
     if (!sha || from_hex(sha, sh->sha256, SHARD_SHA256_BYTES) != 0) {
@@ -142,6 +142,152 @@ static int parse_shard(const cJSON *it, int i, const char *what, DatasetShard *s
         return -1;
     }
     return 0;
+}
+
+/* ---- the tokenizer's identity ---- */
+
+uint64_t dataset_tokenizer_id(const DatasetTokenizer *t)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int ok = c && EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+    for (int i = 0; ok && i < t->num_files; i++)
+        ok = EVP_DigestUpdate(c, t->files[i].sha256, SHARD_SHA256_BYTES);
+    ok = ok && EVP_DigestFinal_ex(c, md, &n) && n >= 8;
+    EVP_MD_CTX_free(c);
+    uint64_t id = 0;
+    for (int i = 0; ok && i < 8; i++) id = id << 8 | md[i];
+    return id ? id : 1; /* 0 is "none recorded"; OpenSSL out of memory gives 1 */
+}
+
+static int tokenizer_slot(DatasetTokenizer *t, const char *path, char *err, size_t err_len)
+{
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (t->num_files == DATASET_TOKENIZER_MAX_FILES || !*base ||
+        strlen(base) >= DATASET_NAME_MAX) {
+        io_err(err, err_len, "%s: a tokenizer of more than %d files, or a name over %d bytes",
+               path, DATASET_TOKENIZER_MAX_FILES, DATASET_NAME_MAX - 1);
+        return -1;
+    }
+    snprintf(t->files[t->num_files].name, DATASET_NAME_MAX, "%s", base);
+    return t->num_files;
+}
+
+int dataset_tokenizer_add_file(DatasetTokenizer *t, const char *path, char *err, size_t err_len)
+{
+    int k = tokenizer_slot(t, path, err, err_len);
+    if (k < 0 || shard_hash_file(path, t->files[k].sha256, NULL, err, err_len) != 0) return -1;
+    t->num_files++;
+    t->id = dataset_tokenizer_id(t);
+    return 0;
+}
+
+int dataset_tokenizer_add_digest(DatasetTokenizer *t, const char *name, const char *sha256_hex,
+                                 char *err, size_t err_len)
+{
+    int k = tokenizer_slot(t, name, err, err_len);
+    if (k < 0) return -1;
+    if (from_hex(sha256_hex, t->files[k].sha256, SHARD_SHA256_BYTES) != 0) {
+        io_err(err, err_len, "%s: internal error: a digest that is not 64 hex digits", name);
+        return -1;
+    }
+    t->num_files++;
+    t->id = dataset_tokenizer_id(t);
+    return 0;
+}
+
+void dataset_tokenizer_describe(const DatasetTokenizer *t, char *out, size_t len)
+{
+    io_err(out, len, "%s (id %016llx:", t->name[0] ? t->name : "tokenizer",
+           (unsigned long long)t->id);
+    for (int i = 0; i < t->num_files; i++) {
+        const unsigned char *d = t->files[i].sha256;
+        size_t used = strlen(out);
+        io_err(out + used, len - used, "%s %s sha256 %02x%02x%02x%02x%02x%02x...", i ? "," : "",
+               t->files[i].name, d[0], d[1], d[2], d[3], d[4], d[5]);
+    }
+    size_t used = strlen(out);
+    io_err(out + used, len - used, ")");
+}
+
+/* "token_bytes" (absent: 2) and "tokenizer" (absent: none), checked. */
+static int parse_width_and_tokenizer(const cJSON *root, const char *what, DatasetManifest *m,
+                                     char *err, size_t err_len)
+{
+    uint64_t w = 2;
+    if (cJSON_GetObjectItemCaseSensitive(root, "token_bytes") &&
+        (get_count(root, "token_bytes", 2, 4, &w) != 0 || w == 3)) {
+        io_err(err, err_len, "%s: \"token_bytes\" is not 2 or 4", what);
+        return -1;
+    }
+    m->token_bytes = (int)w;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
+    if (!t) return 0;
+    const cJSON *files = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "files") : NULL;
+    const char *name = cJSON_IsObject(t) ? json_get_string(t, "name") : NULL;
+    const char *id = cJSON_IsObject(t) ? json_get_string(t, "id") : NULL;
+    uint64_t vocab;
+    unsigned char idb[8];
+    int nf = cJSON_IsArray(files) ? cJSON_GetArraySize(files) : -1;
+    if (!name || strlen(name) >= DATASET_TOKENIZER_NAME_MAX || !id || from_hex(id, idb, 8) != 0 ||
+        get_count(t, "vocab_size", 1, 2147483647.0, &vocab) != 0 || nf < 1 ||
+        nf > DATASET_TOKENIZER_MAX_FILES) {
+        io_err(err, err_len, "%s: \"tokenizer\" lacks a \"name\", \"vocab_size\", \"id\" (16 hex "
+               "digits) or 1..%d \"files\"", what, DATASET_TOKENIZER_MAX_FILES);
+        return -1;
+    }
+    DatasetTokenizer *tk = &m->tok;
+    snprintf(tk->name, sizeof tk->name, "%s", name);
+    tk->vocab_size = (int)vocab;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, files)
+    {
+        const char *fname = cJSON_IsObject(it) ? json_get_string(it, "name") : NULL;
+        const char *sha = cJSON_IsObject(it) ? json_get_string(it, "sha256") : NULL;
+        if (!fname || !plain_name(fname) || !sha ||
+            dataset_tokenizer_add_digest(tk, fname, sha, err, err_len) != 0) {
+            io_err(err, err_len, "%s: tokenizer file %d: \"name\" not a plain file name or "
+                   "\"sha256\" not 64 hex digits", what, tk->num_files);
+            return -1;
+        }
+    }
+    uint64_t listed = 0;
+    for (int i = 0; i < 8; i++) listed = listed << 8 | idb[i];
+    if (listed != tk->id) {
+        io_err(err, err_len, "%s: the tokenizer's \"id\" %016llx is not that of its files "
+               "(%016llx): corrupt or edited manifest", what, (unsigned long long)listed,
+               (unsigned long long)tk->id);
+        return -1;
+    }
+    if (shard_token_bytes_for(tk->vocab_size) > m->token_bytes) {
+        io_err(err, err_len, "%s: a tokenizer of %d ids cannot write uint%d shards "
+               "(\"token_bytes\" %d)", what, tk->vocab_size, 8 * m->token_bytes, m->token_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+/* The "tokenizer" object; 0 when out of memory. */
+static int add_tokenizer(cJSON *root, const DatasetTokenizer *t)
+{
+    cJSON *o = cJSON_AddObjectToObject(root, "tokenizer");
+    cJSON *arr = o ? cJSON_AddArrayToObject(o, "files") : NULL;
+    char id[17], hex[2 * SHARD_SHA256_BYTES + 1];
+    if (!arr) return 0;
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)t->id);
+    cJSON_AddStringToObject(o, "name", t->name);
+    cJSON_AddNumberToObject(o, "vocab_size", t->vocab_size);
+    cJSON_AddStringToObject(o, "id", id);
+    for (int i = 0; i < t->num_files; i++) {
+        cJSON *f = cJSON_CreateObject();
+        if (!f) return 0;
+        cJSON_AddStringToObject(f, "name", t->files[i].name);
+        to_hex(hex, t->files[i].sha256, SHARD_SHA256_BYTES);
+        cJSON_AddStringToObject(f, "sha256", hex);
+        cJSON_AddItemToArray(arr, f);
+    }
+    return 1;
 }
 
 int dataset_manifest_parse(const char *text, size_t len, const char *what, DatasetManifest *m,
@@ -180,6 +326,7 @@ int dataset_manifest_parse(const char *text, size_t len, const char *what, Datas
         io_err(err, err_len, "%s: \"tokens\" or \"sha256\" missing or malformed", what);
         goto out;
     }
+    if (parse_width_and_tokenizer(root, what, m, err, err_len) != 0) goto out;
     int n = cJSON_IsArray(shards) ? cJSON_GetArraySize(shards) : -1;
     if (n < 0 || n > LOADER_MAX_SHARDS) {
         io_err(err, err_len, "%s: \"shards\" missing or more than %d", what, LOADER_MAX_SHARDS);
@@ -194,7 +341,7 @@ int dataset_manifest_parse(const char *text, size_t len, const char *what, Datas
     cJSON_ArrayForEach(it, shards)
     {
         DatasetShard *sh = &m->shards[m->num_shards];
-        if (parse_shard(it, m->num_shards, what, sh, err, err_len) != 0) goto out;
+        if (parse_shard(it, m->num_shards, m->token_bytes, what, sh, err, err_len) != 0) goto out;
         m->num_shards++;
         sum += sh->tokens;
     }
@@ -257,6 +404,7 @@ int dataset_manifest_write(const char *path, DatasetManifest *m, char *err, size
         cJSON_AddNumberToObject(root, "tokens", (double)m->tokens);
         to_hex(hex, m->sha256, SHARD_SHA256_BYTES);
         cJSON_AddStringToObject(root, "sha256", hex);
+        cJSON_AddNumberToObject(root, "token_bytes", m->token_bytes ? m->token_bytes : 2);
         cJSON_AddItemToObject(root, "shards", arr);
         arr = NULL; /* owned by root now */
     }
@@ -272,6 +420,9 @@ int dataset_manifest_write(const char *path, DatasetManifest *m, char *err, size
         cJSON_AddStringToObject(o, "sha256", hex);
         cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(root, "shards"), o);
     }
+    /* after the shards: a reader that looks for the shards' fields by
+     * position in the text (older tools, tests) finds them where it did */
+    if (ok && m->tok.id) ok = add_tokenizer(root, &m->tok);
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     cJSON_Delete(arr);

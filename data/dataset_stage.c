@@ -220,9 +220,10 @@ int dataset_stage_scratch(const DatasetStage *s, const char *name, char *out, si
     return (size_t)snprintf(out, len, "%s/%s", s->stage, name) < len ? 0 : -1;
 }
 
-int dataset_stage_add(DatasetStage *s, const char *split, const uint16_t *tokens, size_t n,
+int dataset_stage_add(DatasetStage *s, const char *split, const void *tokens, size_t n,
                       char *err, size_t err_len)
 {
+    int w = s->man.token_bytes ? s->man.token_bytes : 2;
     int *count = strcmp(split, "val") == 0 ? &s->num_val : &s->num_train;
     DatasetShard *more = realloc(s->man.shards, (s->man.num_shards + 1) * sizeof *more);
     if (!more) {
@@ -235,9 +236,9 @@ int dataset_stage_add(DatasetStage *s, const char *split, const uint16_t *tokens
     io_err(sh->name, sizeof sh->name, "%s_%s_%06d.bin", s->base, split, *count);
     char path[4600];
     io_err(path, sizeof path, "%s/%s", s->stage, sh->name);
-    if (shard_write_id(path, s->man.id, tokens, n, sh->sha256, err, err_len) != 0) return -1;
+    if (shard_write_as(path, s->man.id, tokens, w, n, sh->sha256, err, err_len) != 0) return -1;
     sh->tokens = n;
-    sh->bytes = SHARD_HEADER_BYTES + 2ull * n;
+    sh->bytes = SHARD_HEADER_BYTES + (unsigned long long)w * n;
     s->man.num_shards++;
     (*count)++;
     return 0;

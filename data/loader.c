@@ -82,13 +82,22 @@ int loader_next(Loader *ld, int *inputs, int *targets, char *err, size_t err_len
     size_t n = (size_t)ld->B * ld->T;
     long off = loader_offset(ld);
     const char *path = loader_current_path(ld);
-    ssize_t want = (ssize_t)((n + 1) * sizeof(uint16_t));
-    if (pread(ld->fd, ld->window, (size_t)want, SHARD_HEADER_BYTES + 2 * (off_t)off) != want) {
+    int w = ld->tbytes[ld->shard_order[ld->shard_pos]];
+    ssize_t want = (ssize_t)((n + 1) * (size_t)w);
+    if (pread(ld->fd, ld->window, (size_t)want, SHARD_HEADER_BYTES + w * (off_t)off) != want) {
         snprintf(err, err_len, "%s: short read at token offset %ld (file changed?)", path, off);
         return -1;
     }
+    if (w == 2) { /* widen in place, from the end: value i moves from byte 2i to 4i */
+        const unsigned char *b = (const unsigned char *)ld->window;
+        for (size_t i = n + 1; i-- > 0;) {
+            uint16_t v;
+            memcpy(&v, b + 2 * i, sizeof v);
+            ld->window[i] = v;
+        }
+    }
     for (size_t i = 0; i <= n; i++)
-        if (ld->window[i] >= ld->vocab_size) {
+        if (ld->window[i] >= (uint32_t)ld->vocab_size) {
             snprintf(err, err_len, "%s: token %u at offset %ld is outside the vocabulary "
                      "(size %d)", path, ld->window[i], off + (long)i, ld->vocab_size);
             return -1;
@@ -147,6 +156,7 @@ void loader_close(Loader *ld)
         for (int i = 0; i < ld->num_shards; i++) free(ld->paths[i]);
     free(ld->paths);
     free(ld->ntok);
+    free(ld->tbytes);
     free(ld->sha);
     free(ld->sha_from);
     free(ld->manifest);

@@ -13,7 +13,19 @@
  * step would not fit, so ranks always change shards together. With shuffle
  * on, the shard order and the order of steps inside each shard are permuted
  * by an RNG seeded from (seed, epoch); every rank draws the same
- * permutation, so the rank windows stay disjoint. */
+ * permutation, so the rank windows stay disjoint.
+ *
+ * Widths. A glob may hold uint16 and uint32 shards (shard.h), each read at
+ * its own width. A model whose vocabulary (vocab_size, the ids a token may
+ * take; the padded rows are never a token) is over SHARD_U16_VOCAB is
+ * refused uint16 shards at open, naming the shard: such a shard cannot
+ * hold that tokenizer's ids, so it was made with another tokenizer. Any
+ * token >= vocab_size is refused as its batch is read, as for uint16.
+ *
+ * Tokenizer. The tokenizer identity of the dataset manifest the shards were
+ * checked against (dataset.h) is kept in tokenizer_id (0: none recorded,
+ * llm.c's files or an older manifest) for the trainer's check that a model
+ * is fed the tokens of the tokenizer it was trained on. */
 #ifndef DATA_LOADER_H
 #define DATA_LOADER_H
 
@@ -32,6 +44,9 @@ typedef struct {
     int num_skipped;     /* matched, but too small for one step: not used */
     uint64_t dataset_id; /* the shards' common dataset id; 0 = none (llm.c's files) */
     char *manifest;      /* the dataset manifest the shards were checked against, or NULL */
+    uint64_t tokenizer_id; /* that manifest's tokenizer identity; 0 none */
+    char tokenizer_desc[320]; /* its name and files, for messages ("" none) */
+    unsigned char *tbytes; /* bytes per token of each shard: 2 or 4 */
     /* content hashes (loader_hash): sha[i] is valid when sha_from[i] != 0 */
     unsigned char (*sha)[SHARD_SHA256_BYTES];
     unsigned char *sha_from; /* LOADER_SHA_* */
@@ -51,7 +66,7 @@ typedef struct {
      * pread, so memory use does not grow with shard size */
     int loaded;          /* shard index open, -1 none */
     int fd;
-    uint16_t *window;    /* B*T+1 tokens */
+    uint32_t *window;    /* B*T+1 tokens (a uint16 shard's read into its first half, then widened) */
 } Loader;
 
 enum { LOADER_SHA_NONE = 0, LOADER_SHA_MANIFEST = 1, LOADER_SHA_READ = 2 };
@@ -63,6 +78,7 @@ enum { LOADER_SHA_NONE = 0, LOADER_SHA_MANIFEST = 1, LOADER_SHA_READ = 2 };
  *    PREFIX_train_NNNNNN.bin) whose PREFIX.manifest.json exists must be
  *    listed there with the same token count, size and dataset id, and
  *    every shard the manifest lists that the glob would match must exist;
+ *  - a uint16 shard with a vocab_size over SHARD_U16_VOCAB is refused;
  *  - a shard with fewer than nranks*B*T+1 tokens (too small for one step)
  *    is skipped, with one line in ld->notes; only when no shard is left is
  *    that an error.

@@ -23,6 +23,7 @@ typedef struct {
     char *path;
     size_t ntok;
     uint64_t id;
+    int tbytes;      /* 2 or 4 */
     int listed;      /* in its manifest, whose hash is in sha */
     unsigned char sha[SHARD_SHA256_BYTES];
 } Found;
@@ -118,7 +119,7 @@ static int collect(const char *pattern, FoundList *l, char *err, size_t err_len)
             goto out;
         }
         l->n++;
-        if (shard_check_id(f->path, &f->ntok, &f->id, err, err_len) != 0) goto out;
+        if (shard_check_info(f->path, &f->ntok, &f->id, &f->tbytes, err, err_len) != 0) goto out;
     }
     if (!(l->sorted = malloc(gl.gl_pathc * sizeof *l->sorted))) {
         io_err(err, err_len, "%s: out of host memory", pattern);
@@ -163,6 +164,10 @@ static int check_against(const char *pattern, const char *mp, const DatasetManif
             if (nbad++ == 0)
                 io_err(why, sizeof why, "%zu tokens, the manifest lists %llu", f->ntok,
                        (unsigned long long)m->shards[k].tokens);
+        } else if (f->tbytes != m->token_bytes) {
+            if (nbad++ == 0)
+                io_err(why, sizeof why, "uint%d tokens, the manifest's are uint%d", 8 * f->tbytes,
+                       8 * m->token_bytes);
         } else {
             f->listed = 1;
             memcpy(f->sha, m->shards[k].sha256, SHARD_SHA256_BYTES);
@@ -230,6 +235,10 @@ static int check_manifests(const char *pattern, FoundList *l, Loader *ld, char *
             io_err(err, err_len, "%s: out of host memory", mp);
             rc = -1;
         }
+        if (rc == 0 && !ld->tokenizer_id && m.tok.id) {
+            ld->tokenizer_id = m.tok.id;
+            dataset_tokenizer_describe(&m.tok, ld->tokenizer_desc, sizeof ld->tokenizer_desc);
+        }
         dataset_manifest_free(&m);
     }
     for (int j = 0; j < nseen; j++) free(seen[j]);
@@ -265,6 +274,23 @@ static int check_one_dataset(const char *pattern, const FoundList *l, uint64_t *
     return -1;
 }
 
+/* A vocabulary over uint16's ids: every shard must be uint32 (loader.h). */
+static int check_width(const Loader *ld, const char *pattern, const FoundList *l, char *err,
+                       size_t err_len)
+{
+    if (shard_token_bytes_for(ld->vocab_size) == 2) return 0;
+    int narrow = 0, first = -1;
+    for (int i = 0; i < l->n; i++)
+        if (l->f[i].tbytes == 2 && narrow++ == 0) first = i;
+    if (!narrow) return 0;
+    io_err(err, err_len, "%s: %s holds uint16 tokens (llm.c's version 1 shard, ids below %d)%s, "
+           "but the model's vocabulary is %d: such shards were made with another tokenizer. "
+           "Tokenize the text with this model's tokenizer (uint32 shards, version 7), or train "
+           "a model of that vocabulary", pattern, l->f[first].path, SHARD_U16_VOCAB,
+           narrow > 1 ? " (and more)" : "", ld->vocab_size);
+    return -1;
+}
+
 /* Move the shards with at least `need` tokens into the loader; a note for
  * each one skipped. */
 static int keep_usable(Loader *ld, const char *pattern, FoundList *l, char *err, size_t err_len)
@@ -288,9 +314,10 @@ static int keep_usable(Loader *ld, const char *pattern, FoundList *l, char *err,
     }
     ld->paths = calloc((size_t)usable, sizeof *ld->paths);
     ld->ntok = calloc((size_t)usable, sizeof *ld->ntok);
+    ld->tbytes = calloc((size_t)usable, 1);
     ld->sha = calloc((size_t)usable, sizeof *ld->sha);
     ld->sha_from = calloc((size_t)usable, 1);
-    if (!ld->paths || !ld->ntok || !ld->sha || !ld->sha_from) {
+    if (!ld->paths || !ld->ntok || !ld->tbytes || !ld->sha || !ld->sha_from) {
         io_err(err, err_len, "%s: out of host memory", pattern);
         return -1;
     }
@@ -305,6 +332,7 @@ static int keep_usable(Loader *ld, const char *pattern, FoundList *l, char *err,
         ld->paths[k] = f->path;
         f->path = NULL; /* moved */
         ld->ntok[k] = f->ntok;
+        ld->tbytes[k] = (unsigned char)f->tbytes;
         if (f->listed) {
             memcpy(ld->sha[k], f->sha, SHARD_SHA256_BYTES);
             ld->sha_from[k] = LOADER_SHA_MANIFEST;
@@ -330,6 +358,7 @@ int loader_open(Loader *ld, const char *pattern, int B, int T, int rank, int nra
     int rc = collect(pattern, &l, err, err_len);
     if (rc == 0) rc = check_manifests(pattern, &l, ld, err, err_len);
     if (rc == 0) rc = check_one_dataset(pattern, &l, &ld->dataset_id, err, err_len);
+    if (rc == 0) rc = check_width(ld, pattern, &l, err, err_len);
     if (rc == 0) rc = keep_usable(ld, pattern, &l, err, err_len);
     found_free(&l);
     if (rc != 0) {
@@ -340,7 +369,7 @@ int loader_open(Loader *ld, const char *pattern, int B, int T, int rank, int nra
     size_t most = 0, per_step = (size_t)nranks * B * T;
     for (int i = 0; i < ld->num_shards; i++)
         if ((ld->ntok[i] - 1) / per_step > most) most = (ld->ntok[i] - 1) / per_step;
-    ld->window = malloc(sizeof(uint16_t) * ((size_t)B * T + 1));
+    ld->window = malloc(sizeof(uint32_t) * ((size_t)B * T + 1));
     ld->shard_order = calloc((size_t)ld->num_shards, sizeof(int));
     ld->window_order = malloc(sizeof(long) * most);
     if (!ld->window || !ld->shard_order || !ld->window_order) {

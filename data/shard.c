@@ -19,38 +19,59 @@
 
 int shard_check(const char *path, size_t *n, char *err, size_t err_len)
 {
-    return shard_check_id(path, n, NULL, err, err_len);
+    return shard_check_info(path, n, NULL, NULL, err, err_len);
 }
 
 int shard_check_id(const char *path, size_t *n, uint64_t *dataset_id, char *err, size_t err_len)
+{
+    return shard_check_info(path, n, dataset_id, NULL, err, err_len);
+}
+
+int shard_token_bytes_for(long long vocab_size)
+{
+    return vocab_size > SHARD_U16_VOCAB ? 4 : 2;
+}
+
+int shard_check_info(const char *path, size_t *n, uint64_t *dataset_id, int *token_bytes,
+                     char *err, size_t err_len)
 {
     off_t size;
     int fd = io_open_regular(path, &size, err, err_len);
     if (fd < 0) return -1;
     int32_t h[SHARD_HEADER_INTS];
     int rc = -1;
+    /* the magic decides the width; each magic has its one version */
+    int w = 0, version = 0;
     if (size < SHARD_HEADER_BYTES ||
                pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
         snprintf(err, err_len, "%s: truncated header (%lld bytes; a shard starts with a 1024-byte "
                  "header)", path, (long long)size);
-    } else if (h[0] != SHARD_MAGIC) {
-        snprintf(err, err_len, "%s: bad magic %d (expected %d: not an llm.c token shard)", path,
-                 h[0], SHARD_MAGIC);
-    } else if (h[1] != SHARD_VERSION) {
-        snprintf(err, err_len, "%s: unsupported version %d (expected %d)", path, h[1],
-                 SHARD_VERSION);
+        goto out;
+    }
+    if (h[0] == SHARD_MAGIC) w = 2, version = SHARD_VERSION;
+    else if (h[0] == SHARD_MAGIC_U32) w = 4, version = SHARD_VERSION_U32;
+    if (w == 0) {
+        snprintf(err, err_len, "%s: bad magic %d (expected %d, uint16 tokens, or %d, uint32 "
+                 "tokens: not an llm.c token shard)", path, h[0], SHARD_MAGIC, SHARD_MAGIC_U32);
+    } else if (h[1] != version) {
+        snprintf(err, err_len, "%s: unsupported version %d for magic %d (expected %d)", path,
+                 h[1], h[0], version);
     } else if (h[2] < 0) {
         snprintf(err, err_len, "%s: negative token count %d in header", path, h[2]);
-    } else if ((long long)size != SHARD_HEADER_BYTES + 2LL * h[2]) {
-        snprintf(err, err_len, "%s: size %lld bytes, but the header's %d tokens need %lld (%s)",
-                 path, (long long)size, h[2], SHARD_HEADER_BYTES + 2LL * h[2],
-                 (long long)size < SHARD_HEADER_BYTES + 2LL * h[2] ? "truncated"
-                                                                         : "trailing bytes");
+    } else if ((long long)size != SHARD_HEADER_BYTES + (long long)w * h[2]) {
+        snprintf(err, err_len, "%s: size %lld bytes, but the header's %d tokens need %lld (%s), "
+                 "at %d bytes a token (magic %d)", path, (long long)size, h[2],
+                 SHARD_HEADER_BYTES + (long long)w * h[2],
+                 (long long)size < SHARD_HEADER_BYTES + (long long)w * h[2] ? "truncated"
+                                                                            : "trailing bytes",
+                 w, h[0]);
     } else {
         *n = (size_t)h[2];
         if (dataset_id) *dataset_id = (uint64_t)(uint32_t)h[3] | (uint64_t)(uint32_t)h[4] << 32;
+        if (token_bytes) *token_bytes = w;
         rc = 0;
     }
+out:
     close(fd);
     return rc;
 }
@@ -65,13 +86,23 @@ static int digest_update(EVP_MD_CTX *c, const void *p, size_t n)
 int shard_write_id(const char *path, uint64_t dataset_id, const uint16_t *tokens, size_t n,
                    unsigned char sha256[SHARD_SHA256_BYTES], char *err, size_t err_len)
 {
+    return shard_write_as(path, dataset_id, tokens, 2, n, sha256, err, err_len);
+}
+
+int shard_write_as(const char *path, uint64_t dataset_id, const void *tokens, int token_bytes,
+                   size_t n, unsigned char sha256[SHARD_SHA256_BYTES], char *err, size_t err_len)
+{
+    if (token_bytes != 2 && token_bytes != 4) {
+        io_err(err, err_len, "%s: internal error: %d bytes per token (2 or 4)", path, token_bytes);
+        return -1;
+    }
     if (n > 0x7fffffffu) {
         io_err(err, err_len, "%s: %zu tokens do not fit the int32 header count", path, n);
         return -1;
     }
     int32_t header[SHARD_HEADER_INTS] = {0};
-    header[0] = SHARD_MAGIC;
-    header[1] = SHARD_VERSION;
+    header[0] = token_bytes == 4 ? SHARD_MAGIC_U32 : SHARD_MAGIC;
+    header[1] = token_bytes == 4 ? SHARD_VERSION_U32 : SHARD_VERSION;
     header[2] = (int32_t)n;
     header[3] = (int32_t)(uint32_t)dataset_id;
     header[4] = (int32_t)(uint32_t)(dataset_id >> 32);
@@ -86,9 +117,9 @@ int shard_write_id(const char *path, uint64_t dataset_id, const uint16_t *tokens
     int ok = io_create(&w, path, err, err_len) == 0;
     if (ok) {
         ok = io_write(&w, header, sizeof header, err, err_len) == 0 &&
-             io_write(&w, tokens, n * sizeof(uint16_t), err, err_len) == 0;
+             io_write(&w, tokens, n * (size_t)token_bytes, err, err_len) == 0;
         if (ok && !(digest_update(c, header, sizeof header) &&
-                    digest_update(c, tokens, n * sizeof(uint16_t)) &&
+                    digest_update(c, tokens, n * (size_t)token_bytes) &&
                     (!c || (EVP_DigestFinal_ex(c, sha256, &dn) == 1 && dn == 32)))) {
             io_err(err, err_len, "%s: SHA-256 failed", path);
             ok = 0;
@@ -100,15 +131,27 @@ int shard_write_id(const char *path, uint64_t dataset_id, const uint16_t *tokens
     return ok ? 0 : -1;
 }
 
-int shard_write(const char *path, const uint16_t *tokens, size_t n, char *err, size_t err_len)
+/* Write, then fsync the folder: a shard_write returns with the name durable. */
+static int write_synced(const char *path, const void *tokens, int token_bytes, size_t n,
+                        char *err, size_t err_len)
 {
-    if (shard_write_id(path, 0, tokens, n, NULL, err, err_len) != 0) return -1;
+    if (shard_write_as(path, 0, tokens, token_bytes, n, NULL, err, err_len) != 0) return -1;
     char dir[4096];
     const char *slash = strrchr(path, '/');
     if (!slash) snprintf(dir, sizeof dir, ".");
     else if (slash == path) snprintf(dir, sizeof dir, "/");
     else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     return io_sync_dir(dir, err, err_len);
+}
+
+int shard_write(const char *path, const uint16_t *tokens, size_t n, char *err, size_t err_len)
+{
+    return write_synced(path, tokens, 2, n, err, err_len);
+}
+
+int shard_write32(const char *path, const uint32_t *tokens, size_t n, char *err, size_t err_len)
+{
+    return write_synced(path, tokens, 4, n, err, err_len);
 }
 
 int shard_hash_file(const char *path, unsigned char sha256[SHARD_SHA256_BYTES], uint64_t *bytes,

@@ -26,13 +26,14 @@
 typedef struct {
     const TokenizeJob *job;
     Tokenizer tk;
-    FILE *spool;                        /* uint16 tokens, unlinked */
+    FILE *spool;                        /* tokens of `width` bytes each, unlinked */
+    int width;                          /* bytes per token: 2, or 4 over 65536 ids (shard.h) */
     char *spool_buf;                    /* its stdio buffer */
     EVP_MD_CTX *stream_hash;            /* SHA-256 of the spooled tokens: the dataset id */
     DatasetStage stage;                 /* where the new dataset is written (dataset.h) */
     TokenIds ids;
-    uint16_t *u16;
-    size_t u16_cap;
+    unsigned char *packed;              /* ids as `width`-byte tokens */
+    size_t packed_cap;                  /* in tokens */
     TokenizeStats st;
     size_t total_bytes;                 /* of all regular-file inputs (progress) */
     double t0, t_last;
@@ -72,24 +73,36 @@ static void progress(Run *r, int final)
             r->st.tokens / 1e6 / dt, (tty && !final) ? "" : "\n");
 }
 
+/* The ids as the shards hold them: uint16 or uint32 (shard.h), so the
+ * spool, the stream hash (the dataset id) and the shards are one byte
+ * layout, and GPT-2's stay what they were. ids are < the vocabulary. */
 static int spool_ids(Run *r, const int32_t *ids, size_t n, char *err, size_t err_len)
 {
-    if (n > r->u16_cap) {
-        uint16_t *p = realloc(r->u16, n * sizeof *p);
+    size_t w = (size_t)r->width;
+    if (n > r->packed_cap) {
+        unsigned char *p = realloc(r->packed, n * w);
         if (!p) {
             snprintf(err, err_len, "out of memory");
             return -1;
         }
-        r->u16 = p;
-        r->u16_cap = n;
+        r->packed = p;
+        r->packed_cap = n;
     }
-    for (size_t i = 0; i < n; i++) r->u16[i] = (uint16_t)ids[i]; /* ids < 50257 */
-    if (fwrite(r->u16, sizeof *r->u16, n, r->spool) != n) {
+    for (size_t i = 0; i < n; i++) {
+        if (w == 2) {
+            uint16_t v = (uint16_t)ids[i];
+            memcpy(r->packed + 2 * i, &v, 2);
+        } else {
+            uint32_t v = (uint32_t)ids[i];
+            memcpy(r->packed + 4 * i, &v, 4);
+        }
+    }
+    if (fwrite(r->packed, w, n, r->spool) != n) {
         snprintf(err, err_len, "%s: cannot write the token spool in the output folder: %s",
                  r->job->out_prefix, strerror(errno));
         return -1;
     }
-    if (EVP_DigestUpdate(r->stream_hash, r->u16, n * sizeof *r->u16) != 1) {
+    if (EVP_DigestUpdate(r->stream_hash, r->packed, n * w) != 1) {
         snprintf(err, err_len, "SHA-256 of the token stream failed");
         return -1;
     }
@@ -324,14 +337,14 @@ done:
 
 /* Copy n tokens from the spool's current position into the staged shards
  * of `kind` ("val" or "train"), shard_size tokens each (the last shorter). */
-static int write_part(Run *r, const char *kind, size_t n, uint16_t *buf, int *num_shards,
+static int write_part(Run *r, const char *kind, size_t n, void *buf, int *num_shards,
                       char *err, size_t err_len)
 {
     size_t S = r->job->shard_size;
     *num_shards = 0;
     for (size_t done = 0; done < n; done += S) {
         size_t k = n - done < S ? n - done : S;
-        if (fread(buf, sizeof *buf, k, r->spool) != k) {
+        if (fread(buf, (size_t)r->width, k, r->spool) != k) {
             snprintf(err, err_len, "%s: cannot read back the token spool: %s", r->job->out_prefix,
                      ferror(r->spool) ? strerror(errno) : "short read");
             return -1;
@@ -364,6 +377,23 @@ static int dataset_id(Run *r, size_t V, uint64_t *id, char *err, size_t err_len)
     for (int i = 0; i < 8; i++) *id = *id << 8 | md[i];
     if (*id == 0) *id = 1;
     return 0;
+}
+
+/* The tokenizer's identity for the manifest (dataset.h) and the shards'
+ * width. GPT-2's files are named by the digests tokenizer_load checked them
+ * against, so the identity does not depend on where they were found. */
+static int record_tokenizer(Run *r, char *err, size_t err_len)
+{
+    DatasetTokenizer *t = &r->stage.man.tok;
+    memset(t, 0, sizeof *t);
+    r->width = shard_token_bytes_for(r->tk.vocab_size);
+    r->stage.man.token_bytes = r->width;
+    snprintf(t->name, sizeof t->name, "gpt2");
+    t->vocab_size = r->tk.vocab_size;
+    return dataset_tokenizer_add_digest(t, "encoder.json", GPT2_ENCODER_SHA256, err, err_len) ||
+                   dataset_tokenizer_add_digest(t, "vocab.bpe", GPT2_VOCAB_SHA256, err, err_len)
+               ? -1
+               : 0;
 }
 
 static int check_job(const TokenizeJob *job, char *dir, size_t dir_cap, size_t *total_bytes,
@@ -431,7 +461,7 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
 {
     Run r = {.job = job, .stage = {.lock_fd = -1}};
     char dir[4096];
-    uint16_t *buf = NULL;
+    unsigned char *buf = NULL;
     int rc = -1, loaded = 0, staged = 0;
     if (check_job(job, dir, sizeof dir, &r.total_bytes, err, err_len)) return -1;
     /* the prefix's verdict first: before the vocabulary, which may be fetched */
@@ -452,11 +482,7 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
                  "<|endoftext|>, <|end_of_text|> among its added tokens)", r.tk.name);
         goto done;
     }
-    if (r.tk.vocab_size > 65536) { /* the spool and the shards hold uint16 */
-        snprintf(err, err_len, "%s: %d token ids need uint32 shards, which ./tokenize does not "
-                 "write yet (./tokenize --print-ids prints them)", r.tk.name, r.tk.vocab_size);
-        goto done;
-    }
+    if (record_tokenizer(&r, err, err_len)) goto done;
     r.stream_hash = EVP_MD_CTX_new();
     if (!r.stream_hash || EVP_DigestInit_ex(r.stream_hash, EVP_sha256(), NULL) != 1) {
         snprintf(err, err_len, "out of memory (SHA-256)");
@@ -510,7 +536,7 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
     r.st.train_tokens = N - V;
     if (dataset_id(&r, V, &r.stage.man.id, err, err_len)) goto done;
     size_t most = V > N - V ? V : N - V;
-    buf = malloc((most < job->shard_size ? most : job->shard_size) * sizeof *buf + 1);
+    buf = malloc((most < job->shard_size ? most : job->shard_size) * (size_t)r.width + 1);
     if (!buf) {
         snprintf(err, err_len, "out of memory for a shard of %zu tokens", job->shard_size);
         goto done;
@@ -548,7 +574,7 @@ done:
     free(r.spool_buf);
     if (loaded) tokenizer_free(&r.tk);
     free(r.ids.data);
-    free(r.u16);
+    free(r.packed);
     free(buf);
     if (st) *st = r.st;
     return rc;

@@ -29,8 +29,11 @@
  * like llm.c's tinyshakespeare.py, val is the start of the data and the cut
  * may fall inside a document. Each part is written as shards of shard_size
  * tokens (the last one shorter): <out>_val_000000.bin, <out>_val_000001.bin,
- * ..., <out>_train_000000.bin, ... (format: shard.h). A part with no tokens
- * gets no shard.
+ * ..., <out>_train_000000.bin, ... (format: shard.h: uint16 tokens, or
+ * uint32 when the tokenizer's vocab_size is over 65536). A part with no
+ * tokens gets no shard. The manifest records the width and the tokenizer's
+ * identity (data/dataset.h; GPT-2's from the two hashes its files were
+ * checked against).
  *
  * Output safety. The new dataset is written whole into a staging folder
  * beside the prefix and switched in for the old one only when every shard

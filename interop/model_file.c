@@ -74,6 +74,8 @@ static int read_header(FILE *f, const char *path, off_t size, GPTConfig *cfg, in
     memcpy(&cfg->rope_low_freq, &h[MODEL_FILE_ARCH + 9], 4);
     memcpy(&cfg->rope_high_freq, &h[MODEL_FILE_ARCH + 10], 4);
     cfg->rope_original_max_pos = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 11] : 0;
+    cfg->tokenizer_id = (uint64_t)(uint32_t)h[MODEL_FILE_TOKENIZER] |
+                        (uint64_t)(uint32_t)h[MODEL_FILE_TOKENIZER + 1] << 32;
     if (cfg->arch != ARCH_LLAMA)
         cfg->rope_theta = cfg->norm_eps = cfg->rope_factor = cfg->rope_low_freq =
             cfg->rope_high_freq = 0;
@@ -313,6 +315,8 @@ int model_file_save_as(const char *path, const GPTConfig *cfg, const float *para
         memcpy(&h[MODEL_FILE_ARCH + 10], &cfg->rope_high_freq, 4);
         h[MODEL_FILE_ARCH + 11] = cfg->rope_original_max_pos;
     }
+    h[MODEL_FILE_TOKENIZER] = (int32_t)(uint32_t)cfg->tokenizer_id;
+    h[MODEL_FILE_TOKENIZER + 1] = (int32_t)(uint32_t)(cfg->tokenizer_id >> 32);
     size_t n = config_num_params(cfg);
     if (version == MODEL_FILE_FP32)
         return io_write_file(path, h, sizeof h, params, n * sizeof(float), err, err_len);

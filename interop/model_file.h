@@ -12,7 +12,11 @@
  * [25] its low and [26] high frequency factors (float bits; factor 0 = no
  * scaling) and [27] its original positions; parameters then in the Llama
  * slots' order (config.h). llm.c
- * itself reads such a file as a GPT-2 whose size does not match.
+ * itself reads such a file as a GPT-2 whose size does not match. For
+ * either family, [28] and [29] hold the low and high 32 bits of the
+ * tokenizer identity (GPTConfig.tokenizer_id; data/dataset.h), 0 when
+ * unknown: llm.c ignores them, so a GPT-2 file trained on ./tokenize's
+ * shards still loads there (it differs from llm.c's own only in them).
  *
  * A path that is a folder holding config.json is read as a Hugging Face
  * folder instead (interop/hf_folder.h: GPT-2, Llama, Qwen2, Qwen3;
@@ -30,6 +34,7 @@
 #define MODEL_FILE_FP32 3
 #define MODEL_FILE_BF16 5
 #define MODEL_FILE_ARCH 16 /* first word of the extension */
+#define MODEL_FILE_TOKENIZER 28 /* the tokenizer identity: [28] low, [29] high */
 
 /* Read and validate the header (and the file size against it). On success
  * fills cfg and *version and returns 0; else -1 with "<path>: <fault>". */

@@ -11,6 +11,7 @@
 #define MODEL_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     int max_seq_len;  /* maxT: rows of the position embedding */
@@ -34,6 +35,12 @@ typedef struct {
      * = none; else low/high frequency factors and the original positions */
     float rope_factor, rope_low_freq, rope_high_freq;
     int rope_original_max_pos;
+    /* The tokenizer the model was trained on: the identity a dataset
+     * manifest records (data/dataset.h), 0 when unknown (a fresh model, or
+     * a file from before it or from llm.c). Not part of the shape: no
+     * computation reads it; the trainer adopts it from the data and refuses
+     * data of another tokenizer (cli/train_data.c). */
+    uint64_t tokenizer_id;
 } GPTConfig;
 
 enum { ARCH_GPT2 = 0, ARCH_LLAMA = 1 };
