@@ -310,6 +310,9 @@ cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags);
 cudaError_t cudaFreeHost(void *p);
 void emu_stream_drain(cudaStream_t s); /* runs s's queue to its end (emu_launch) */
+/* true when [p, p + bytes) lies inside one live cudaMalloc allocation (its
+ * size as asked, not as rounded): the emulated NCCL's bounds check. */
+bool emu_device_span(const void *p, size_t bytes);
 cudaError_t emu_func_set_attribute(const void *kern, cudaFuncAttribute a, int v);
 template <typename K> inline cudaError_t cudaFuncSetAttribute(K kern, cudaFuncAttribute a, int v)
 {

@@ -27,6 +27,7 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <vector>
 
 struct EmuEventRec {
@@ -259,6 +260,14 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     return cudaSuccess;
 }
 
+/* The live cudaMalloc allocations: start address -> bytes asked for (the
+ * emulated NCCL checks its buffers against them: emu_device_span). */
+static std::map<uintptr_t, size_t> &device_allocs(void)
+{
+    static std::map<uintptr_t, size_t> m;
+    return m;
+}
+
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
     runtime_entry("cudaMalloc");
@@ -266,7 +275,18 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
     *p = aligned_alloc(256, n ? n : 256);
     if (!*p) return cudaErrorMemoryAllocation;
     memset(*p, 0xff, n); /* device memory starts as garbage: make it NaN */
+    device_allocs()[(uintptr_t)*p] = bytes;
     return cudaSuccess;
+}
+
+bool emu_device_span(const void *p, size_t bytes)
+{
+    const std::map<uintptr_t, size_t> &m = device_allocs();
+    const uintptr_t a = (uintptr_t)p;
+    auto it = m.upper_bound(a);
+    if (it == m.begin()) return false;
+    --it;
+    return a - it->first <= it->second && bytes <= it->second - (a - it->first);
 }
 
 /* cudaFree and cudaFreeHost wait for the device (queued work may use p). */
@@ -274,6 +294,7 @@ cudaError_t cudaFree(void *p)
 {
     runtime_entry("cudaFree");
     drain_all();
+    device_allocs().erase((uintptr_t)p);
     free(p);
     return cudaSuccess;
 }
