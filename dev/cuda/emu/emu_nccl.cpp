@@ -8,7 +8,10 @@
  *
  * Semantics, NCCL's: a collective is checked when it is called (arguments,
  * the in-place layouts NCCL defines, every buffer inside one live device
- * allocation) and runs on its stream, in the stream's order, as a host
+ * allocation, and, stricter than NCCL, that its stream is ordered after
+ * every kernel launched before the call: emu_stream_ordered, since the
+ * emulator runs kernels at their launch and a missing wait would never
+ * show in the sums) and runs on its stream, in the stream's order, as a host
  * function (cudaLaunchHostFunc): when the emulator runs that stream's queue
  * (EMU_ORDER), not at the call. Between ncclGroupStart and ncclGroupEnd the
  * calls are collected and enqueued at the outermost ncclGroupEnd, as one
@@ -214,6 +217,10 @@ static ncclResult_t issue(const char *what, Op o, ncclDataType_t dt, ncclRedOp_t
         return fail(ncclInvalidArgument, "%s (rank %d): sendbuff and recvbuff overlap but not "
                     "as the in-place form (sendbuff %p, in place %p)", what, o.comm->rank,
                     o.send, in_place);
+    char why[256];
+    if (!emu_stream_ordered(o.stream, why, sizeof why))
+        return fail(ncclInvalidUsage, "%s (rank %d): %s: on a GPU it could read its buffers "
+                    "before those kernels wrote them", what, o.comm->rank, why);
     if (group.depth) {
         if (!group.ops.empty() && group.ops[0].stream != o.stream)
             return fail(ncclInvalidUsage, "%s: a second stream in one group (the emulator "
