@@ -116,7 +116,7 @@ ifneq ($(HAVE_CUDA),1)
 endif
 
 .PHONY: all test data hellaswag llmc-compat clean cuda-check cuda-emu-check cuda-resources cuda-perf-model \
-        gpu-check-rehearsal cuda-emu-train
+        gpu-check-rehearsal cuda-emu-train cuda-emu-nccl
 all: $(PROGRAMS) $(NCCL_CHECK)
 ifeq ($(HAVE_CUDA),1)
 	@echo "built with the CUDA backend ($(NVCC); sm_80, sm_90a)"
@@ -284,9 +284,10 @@ else
 build/check_kernels cuda-check:
 	@echo "$@ needs the CUDA backend, and this build is CPU-only: $(NO_CUDA_WHY)" >&2; false
 endif
+EMU_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -Idev/cuda/emu -MMD -MP
 $(BUILD)/emu/%.o: %
 	@mkdir -p $(dir $@)
-	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -I. -Idev/cuda/emu -MMD -MP -x c++) -DCUDA_EMU -c $< -o $@
+	$(if $(filter %.c,$<),$(CC) $(CFLAGS),$(CXX) $(EMU_CXXFLAGS) $(EMU_MPI) -x c++) -DCUDA_EMU -c $< -o $@
 build/check_kernels_emu: $(EMU_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 # the emulated wgmma on its own (layouts, asynchrony rules): emu_wgmma_check.cpp
@@ -305,6 +306,7 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check build/train_gpt_em
 	    CHECK_KERNELS_TOKENS=datasets/tinyshakespeare_train_000000.bin ./build/check_kernels_emu --quick --only encoder || exit 1; done; \
 	else echo "cuda-emu-check: no datasets/ (make data): the encoder on text ids not checked" >&2; fi
 	python3 dev/cuda/check_train_emu.py build/train_gpt_emu
+	$(EMU_NCCL_CHECK)
 # The whole trainer on the emulated kernels (dev/cuda/README.md, "The trainer on
 # the emulator"): ./train_gpt's objects with kernels/cuda/ compiled for the
 # emulator (cuBLASLt replaced by emu_gemm.cpp), and the three files that ask
@@ -313,19 +315,35 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check build/train_gpt_em
 # tiny shapes only. `make cuda-emu-train` runs dev/cuda/check_train_emu.py on it
 # (the Llama family against the cpu backend, recompute modes bitwise, offload,
 # decode, op costs, the planner; about 50 s on one core); cuda-emu-check runs it last.
-EMU_TRAIN_HAVE_CUDA := kernels/backend.c cli/options.c cli/recompute.c
+# The NCCL path too: distributed/dist.c with HAVE_CUDA, dist_nccl.c compiled as C++
+# against the emulator's <cuda_runtime_api.h> and <nccl.h> (dev/cuda/emu), and
+# emu_nccl.cpp, the emulated NCCL over MPI, which also stands in for
+# kernels/cuda_libs.o's NCCL table (dev/cuda/README.md, "The NCCL path on the emulator").
+EMU_TRAIN_HAVE_CUDA := kernels/backend.c cli/options.c cli/recompute.c distributed/dist.c
 EMU_TRAIN_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) dev/cuda/emu/emu.cpp \
-                 dev/cuda/emu/emu_wgmma.cpp dev/cuda/emu/emu_stream.cpp dev/cuda/emu/emu_gemm.cpp
+                 dev/cuda/emu/emu_wgmma.cpp dev/cuda/emu/emu_stream.cpp dev/cuda/emu/emu_gemm.cpp \
+                 dev/cuda/emu/emu_nccl.cpp
 EMU_TRAIN_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_TRAIN_SRC)) \
-                 $(EMU_TRAIN_HAVE_CUDA:%.c=$(BUILD)/emu/have_cuda/%.o) \
-                 $(filter-out $(CU_OBJ) $(EMU_TRAIN_HAVE_CUDA:%.c=$(BUILD)/%.o),$(CLI_OBJ) $(LIB_OBJ))
+                 $(EMU_TRAIN_HAVE_CUDA:%.c=$(BUILD)/emu/have_cuda/%.o) $(BUILD)/emu/nccl/dist_nccl.o \
+                 $(filter-out $(CU_OBJ) $(EMU_TRAIN_HAVE_CUDA:%.c=$(BUILD)/%.o) \
+                              $(BUILD)/distributed/dist_nccl.o $(BUILD)/kernels/cuda_libs.o,$(CLI_OBJ) $(LIB_OBJ))
+EMU_MPI := $(if $(NO_MPI),-DNO_MPI,$(MPI_CFLAGS) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX)
 $(BUILD)/emu/have_cuda/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DHAVE_CUDA -c $< -o $@
+$(BUILD)/emu/nccl/dist_nccl.o: distributed/dist_nccl.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) $(EMU_MPI) -DCUDA_EMU -DHAVE_CUDA -x c++ -c $< -o $@
 build/train_gpt_emu: $(EMU_TRAIN_OBJ)
 	$(CXX) -fopenmp $^ -o $@ $(LDLIBS)
 cuda-emu-train: build/train_gpt_emu
 	python3 dev/cuda/check_train_emu.py build/train_gpt_emu
+# The NCCL path on the emulator (dev/cuda/README.md): build/train_gpt_emu under
+# mpirun -np 2, --device cuda through the emulated NCCL against --device cpu, at
+# --zero 0, 1 and 2 (about 30 s on two cores); cuda-emu-check runs it after the above.
+EMU_NCCL_CHECK = $(if $(NO_MPI),@echo "cuda-emu-nccl: a NO_MPI build has no ranks: the NCCL path is not checked" >&2,python3 dev/cuda/check_nccl_emu.py build/train_gpt_emu)
+cuda-emu-nccl: build/train_gpt_emu
+	$(EMU_NCCL_CHECK)
 # dev/gpu_check/gpu_check.sh's CPU rehearsal (GPU_CHECK_REHEARSAL=1): every section's
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the

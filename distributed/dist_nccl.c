@@ -21,7 +21,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* build/train_gpt_emu compiles this file as C++ against the emulator's
+ * runtime and NCCL (dev/cuda/emu: cuda_runtime_api.h, nccl.h), so the NCCL
+ * path runs under mpirun without a GPU (dev/cuda/README.md); the project's
+ * own headers are C. */
+#ifdef __cplusplus
+#ifndef NO_MPI
+#include <mpi.h>
+#endif
+#define _Noreturn [[noreturn]]
+extern "C" {
+#endif
 #include "dist_internal.h"
+#ifdef __cplusplus
+}
+#endif
 #include "kernels/cuda_libs.h"
 
 #ifndef NO_MPI
@@ -160,7 +174,7 @@ static void nccl_allgatherv(DistComm *c, const void *mine, void *buf, const size
  * communicator's asynchronous error. */
 static int nccl_probe(void *ctx, char *msg, size_t len)
 {
-    NcclComm *n = ctx;
+    NcclComm *n = (NcclComm *)ctx;
     ncclResult_t async = ncclSuccess;
     if (n->nc->CommGetAsyncError(n->comm, &async) != ncclSuccess || async == ncclSuccess ||
         async == ncclInProgress)
@@ -209,7 +223,7 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
                  "(BackendOps.native_stream); NCCL cannot be ordered after it", be->name);
         return NULL;
     }
-    NcclComm *n = calloc(1, sizeof *n);
+    NcclComm *n = (NcclComm *)calloc(1, sizeof *n);
     if (!n) {
         snprintf(err, err_len, "out of host memory for the NCCL communicator");
         return NULL;

@@ -11,15 +11,23 @@
  * Each table member has the type of the function it points to, taken
  * from the library's own header (CUDA_LIBS_TYPEOF), so a call with the
  * wrong arguments does not compile. The sonames are the ones the build
- * found in $(CUDA_HOME)/lib64 (the Makefile's CUDA_LIBS_*_SONAME). */
+ * found in $(CUDA_HOME)/lib64 (the Makefile's CUDA_LIBS_*_SONAME).
+ *
+ * CUDA_EMU (build/train_gpt_emu, dev/cuda/README.md): no cuBLASLt (the
+ * emulator replaces the products), and <nccl.h> is the emulator's
+ * (dev/cuda/emu/nccl.h); dev/cuda/emu/emu_nccl.cpp defines
+ * cuda_libs_nccl() there, its table the emulated NCCL's functions, linked
+ * in rather than opened (they run on the emulator's own streams). */
 #ifndef KERNELS_CUDA_LIBS_H
 #define KERNELS_CUDA_LIBS_H
 #ifdef HAVE_CUDA
 
 #include <stddef.h>
 
+#ifndef CUDA_EMU
 #include <cublasLt.h>
-#include <nccl.h>
+#endif
+#include <nccl.h> /* on the emulator's build: dev/cuda/emu/nccl.h */
 
 #ifdef __cplusplus
 #define CUDA_LIBS_TYPEOF(f) decltype(f)
@@ -61,9 +69,11 @@ extern "C" {
     X(nccl, ReduceScatter)
 
 #define CUDA_LIBS_MEMBER(prefix, name) CUDA_LIBS_TYPEOF(prefix##name) *name;
+#ifndef CUDA_EMU
 typedef struct CudaLtApi {
     CUDA_LIBS_LT_FUNCS(CUDA_LIBS_MEMBER)
 } CudaLtApi;
+#endif
 typedef struct CudaNcclApi {
     CUDA_LIBS_NCCL_FUNCS(CUDA_LIBS_MEMBER)
 } CudaNcclApi;
@@ -76,7 +86,9 @@ typedef struct CudaNcclApi {
  * call says the same). Called from the one host thread that makes the
  * backend or the communicator. The tables live until the process ends:
  * the libraries are never closed. */
+#ifndef CUDA_EMU
 const CudaLtApi *cuda_libs_lt(char *err, size_t err_len);
+#endif
 const CudaNcclApi *cuda_libs_nccl(char *err, size_t err_len);
 
 #ifdef __cplusplus

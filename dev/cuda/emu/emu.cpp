@@ -487,15 +487,31 @@ const char *cudaGetErrorName(cudaError_t e)
                                                   : "cudaErrorEmulated";
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+/* EMU_DEVICES=n (1 to 16, default 1): the devices the process sees. Each
+ * is the same emulated device; the number only lets several ranks on one
+ * machine each select their own, as the emulated NCCL's communicator
+ * requires (emu_nccl.cpp refuses two ranks on one device, as NCCL does). */
+static int emu_devices(void)
+{
+    const char *s = getenv("EMU_DEVICES");
+    const long v = s ? strtol(s, NULL, 10) : 1;
+    return v >= 1 && v <= 16 ? (int)v : 1;
+}
+static int emu_device; /* cudaSetDevice's */
 cudaError_t cudaGetDeviceCount(int *n)
 {
-    *n = 1;
+    *n = emu_devices();
     return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaSetDevice(int d)
+{
+    if (d < 0 || d >= emu_devices()) return cudaErrorInvalidValue;
+    emu_device = d;
+    return cudaSuccess;
+}
 cudaError_t cudaGetDevice(int *d)
 {
-    *d = 0;
+    *d = emu_device;
     return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
@@ -513,7 +529,7 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d)
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d)
 {
-    if (d != 0) return cudaErrorInvalidValue;
+    if (d < 0 || d >= emu_devices()) return cudaErrorInvalidValue;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "CUDA emulator (dev/cuda/emu)");
     p->major = emu_cc() / 10;

@@ -310,6 +310,16 @@ cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags);
 cudaError_t cudaFreeHost(void *p);
 void emu_stream_drain(cudaStream_t s); /* runs s's queue to its end (emu_launch) */
+/* true when [p, p + bytes) lies inside one live cudaMalloc allocation (its
+ * size as asked, not as rounded): the emulated NCCL's bounds check. */
+bool emu_device_span(const void *p, size_t bytes);
+/* true when work enqueued on s now is ordered after every kernel launched so
+ * far on every other stream (s waited, through events, for records made
+ * after them, or the host synchronised with them); else false with why. The
+ * emulator runs kernels at their launch, so a missing wait for one never
+ * shows in the data: the emulated NCCL asks this instead (its collectives
+ * read what the compute stream's kernels wrote). */
+bool emu_stream_ordered(cudaStream_t s, char *why, size_t len);
 cudaError_t emu_func_set_attribute(const void *kern, cudaFuncAttribute a, int v);
 template <typename K> inline cudaError_t cudaFuncSetAttribute(K kern, cudaFuncAttribute a, int v)
 {

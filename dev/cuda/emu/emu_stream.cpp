@@ -25,14 +25,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <deque>
 #include <functional>
+#include <map>
 #include <vector>
+
+/* Which kernel launches an item enqueued on a stream is ordered after, in
+ * the host's program order (a vector clock): stream -> its launches so far
+ * (emu_stream_ordered). */
+typedef std::map<const struct EmuStream *, unsigned long long> EmuClock;
 
 struct EmuEventRec {
     unsigned long long recorded = 0; /* records enqueued */
     unsigned long long done = 0;     /* the last record that has run */
     struct EmuStream *where = nullptr; /* the stream of the latest record */
+    EmuClock clock;                  /* what the latest record is ordered after */
 };
 
 enum ItemKind { ITEM_WORK, ITEM_RECORD, ITEM_WAIT };
@@ -47,13 +55,16 @@ struct EmuItem {
 struct EmuStream {
     std::deque<EmuItem> q;
     bool lags; /* runs only when made to (always in fwd; the first stream made in rev) */
+    unsigned long long launches = 0; /* kernels launched on it (emu_stream_drain) */
+    EmuClock seen;                   /* the other streams' launches its next item follows */
 };
 
 static std::vector<EmuStream *> streams;
-static EmuStream legacy = {{}, true}; /* stream 0 */
+static EmuStream legacy = {{}, true, 0, {}}; /* stream 0 */
 static int eager = -1;   /* 1: EMU_ORDER=rev */
 static int in_host_fn;   /* a host function is running */
 static int depth;        /* nested drains (a wait running another stream) */
+static EmuClock host_seen; /* launches the host has synchronised with */
 
 static void stream_init(void)
 {
@@ -150,10 +161,39 @@ static void enqueue(cudaStream_t s, EmuItem it)
     pump();
 }
 
+/* LAUNCH and the emulated cuBLASLt call it before each kernel: it counts
+ * the launch for emu_stream_ordered. */
 void emu_stream_drain(cudaStream_t s)
 {
-    drain(stream_of(s));
+    EmuStream *st = stream_of(s);
+    st->launches++;
+    drain(st);
     pump();
+}
+
+static void clock_merge(EmuClock &into, const EmuClock &from)
+{
+    for (const auto &kv : from)
+        if (into[kv.first] < kv.second) into[kv.first] = kv.second;
+}
+
+bool emu_stream_ordered(cudaStream_t s, char *why, size_t len)
+{
+    const EmuStream *st = stream_of(s);
+    for (const EmuStream *x : streams) {
+        if (x == st || !x->launches) continue;
+        const auto a = st->seen.find(x);
+        const auto h = host_seen.find(x);
+        const unsigned long long got = std::max(a == st->seen.end() ? 0ull : a->second,
+                                                h == host_seen.end() ? 0ull : h->second);
+        if (got < x->launches) {
+            snprintf(why, len, "its stream is ordered after %llu of the %llu kernels launched so "
+                     "far on another stream (no cudaStreamWaitEvent on an event recorded after "
+                     "them, nor a synchronisation)", got, x->launches);
+            return false;
+        }
+    }
+    return true;
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
@@ -182,7 +222,11 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
     runtime_entry("cudaStreamSynchronize");
-    emu_stream_drain(s);
+    EmuStream *st = stream_of(s);
+    drain(st);
+    pump();
+    clock_merge(host_seen, st->seen);
+    clock_merge(host_seen, EmuClock{{st, st->launches}});
     return cudaSuccess;
 }
 
@@ -190,6 +234,7 @@ cudaError_t cudaDeviceSynchronize(void)
 {
     runtime_entry("cudaDeviceSynchronize");
     drain_all();
+    for (const EmuStream *x : streams) clock_merge(host_seen, EmuClock{{x, x->launches}});
     return cudaSuccess;
 }
 
@@ -215,6 +260,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     runtime_entry("cudaEventRecord");
     EmuEventRec *ev = (EmuEventRec *)e;
     ev->where = stream_of(s);
+    ev->clock = ev->where->seen;
+    ev->clock[ev->where] = ev->where->launches;
     EmuItem it = {ITEM_RECORD, {}, ev, ++ev->recorded};
     enqueue(s, std::move(it));
     return cudaSuccess;
@@ -228,6 +275,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
     runtime_entry("cudaStreamWaitEvent");
     EmuEventRec *ev = (EmuEventRec *)e;
     if (!ev->recorded) return cudaSuccess;
+    clock_merge(stream_of(s)->seen, ev->clock);
     EmuItem it = {ITEM_WAIT, {}, ev, ev->recorded};
     enqueue(s, std::move(it));
     return cudaSuccess;
@@ -259,6 +307,14 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     return cudaSuccess;
 }
 
+/* The live cudaMalloc allocations: start address -> bytes asked for (the
+ * emulated NCCL checks its buffers against them: emu_device_span). */
+static std::map<uintptr_t, size_t> &device_allocs(void)
+{
+    static std::map<uintptr_t, size_t> m;
+    return m;
+}
+
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
     runtime_entry("cudaMalloc");
@@ -266,7 +322,18 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
     *p = aligned_alloc(256, n ? n : 256);
     if (!*p) return cudaErrorMemoryAllocation;
     memset(*p, 0xff, n); /* device memory starts as garbage: make it NaN */
+    device_allocs()[(uintptr_t)*p] = bytes;
     return cudaSuccess;
+}
+
+bool emu_device_span(const void *p, size_t bytes)
+{
+    const std::map<uintptr_t, size_t> &m = device_allocs();
+    const uintptr_t a = (uintptr_t)p;
+    auto it = m.upper_bound(a);
+    if (it == m.begin()) return false;
+    --it;
+    return a - it->first <= it->second && bytes <= it->second - (a - it->first);
 }
 
 /* cudaFree and cudaFreeHost wait for the device (queued work may use p). */
@@ -274,6 +341,7 @@ cudaError_t cudaFree(void *p)
 {
     runtime_entry("cudaFree");
     drain_all();
+    device_allocs().erase((uintptr_t)p);
     free(p);
     return cudaSuccess;
 }
