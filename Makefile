@@ -232,7 +232,8 @@ TEST_ENV = TRAIN_GPT_BIN=$(BUILD)/test/train_gpt TRAIN_GPT_TOKENIZE_BIN=$(BUILD)
            TRAIN_GPT_PRODUCT_DIR=. $(TEST_OMP)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 TEST_SERIAL := memory_budget/* matmul_prepare/* long_context/* startup_stops/* tokenize_stop/* \
-               save_minutes/* ranks/* zero2/* zero3/* zero3run/* progress/* resume/second_signal_exits_at_once
+               save_minutes/* ranks/* zero2/* zero3/* zero3run/* zero3eval/* progress/* \
+               resume/second_signal_exits_at_once
 TEST_EMPTY :=
 TEST_SERIAL_GLOB := $(subst $(TEST_EMPTY) $(TEST_EMPTY),|,$(strip $(TEST_SERIAL)))
 # $(call run_suite,ENV,RUN_TESTS): the independent tests TEST_JOBS at a
