@@ -11,7 +11,7 @@
 #include "base/test_hooks.h"
 
 int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, const Dist *d,
-                    int every_rank, char *err, size_t err_len)
+                    int lockstep, char *err, size_t err_len)
 {
     memset(te, 0, sizeof *te);
     te->path = path;
@@ -21,13 +21,12 @@ int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, cons
         eval_set_free(&te->es);
         return -1;
     }
-    te->every_rank = every_rank;
-    if (every_rank) {
-        te->begin = 0;
-        te->end = te->es.num_examples;
-    } else {
-        eval_rank_range(te->es.num_examples, d->rank, d->world, &te->begin, &te->end);
-    }
+    te->lockstep = lockstep;
+    eval_rank_range(te->es.num_examples, d->rank, d->world, &te->begin, &te->end);
+    /* rank 0's share is the largest (eval/score.h): its examples */
+    int b0, e0;
+    eval_rank_range(te->es.num_examples, 0, d->world, &b0, &e0);
+    te->lead = e0 - b0;
     if (d->rank == 0 && te->truncated > 0)
         printf("note: --eval-file %s: %ld of %d completions do not fit --seq-len %d with their "
                "whole context; they are scored on the context's last tokens\n", path,
@@ -85,7 +84,12 @@ int train_eval_run(TrainEval *te, GPT *g, Dist *d, int step, RunLog *log, char *
                    size_t err_len)
 {
     const char *dump = NULL; /* the test hook (cli/evaluate.h) */
-    TEST_HOOK(if (d->world == 1) dump = getenv("TRAIN_GPT_TEST_EVAL_DUMP"));
+    char ranked[4200];
+    TEST_HOOK(dump = getenv("TRAIN_GPT_TEST_EVAL_DUMP"));
+    if (dump && d->world > 1) { /* each rank its own file: FILE.rank<r> */
+        snprintf(ranked, sizeof ranked, "%s.rank%d", dump, d->rank);
+        dump = ranked;
+    }
     EvalResult *res = NULL;
     if (dump && te->end > te->begin &&
         !(res = calloc((size_t)(te->end - te->begin), sizeof *res))) {
@@ -93,13 +97,13 @@ int train_eval_run(TrainEval *te, GPT *g, Dist *d, int step, RunLog *log, char *
         return -1;
     }
     EvalCounts c = {0};
-    int rc = eval_run(g, &te->es, te->begin, te->end, &c, res, err, err_len);
+    int passes = te->lockstep ? eval_passes(te->lead, g->B) : 0;
+    int rc = eval_run(g, &te->es, te->begin, te->end, passes, &c, res, err, err_len);
     TEST_HOOK(if (rc == 0 && dump) rc = dump_results(te, res, dump, err, err_len));
     free(res);
     /* Every rank reaches the sum, even one that failed (it then exits
      * through dist_fail after it): no rank is left waiting. */
     double t[3] = {(double)c.examples, (double)c.correct, (double)c.correct_norm};
-    if (te->every_rank && d->rank != 0) t[0] = t[1] = t[2] = 0; /* rank 0's counts alone */
     dist_sum(d, t, 3);
     if (rc == 0 && d->rank == 0 && !g->abandoned) report(t, step, log);
     return rc;
@@ -107,8 +111,7 @@ int train_eval_run(TrainEval *te, GPT *g, Dist *d, int step, RunLog *log, char *
 
 int train_eval_passes(const TrainEval *te, int B)
 {
-    long rows = (long)(te->end - te->begin) * EVAL_COMPLETIONS;
-    return (int)((rows + B - 1) / B);
+    return eval_passes(te->lockstep ? te->lead : te->end - te->begin, B);
 }
 
 void train_eval_close(TrainEval *te) { eval_set_free(&te->es); }

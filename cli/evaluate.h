@@ -9,8 +9,9 @@
  * (acc and acc_norm as defined in eval/score.h).
  *
  * Test hook (the test build only, base/test_hooks.h): with
- * TRAIN_GPT_TEST_EVAL_DUMP=FILE in one process, every
- * evaluation rewrites FILE with one line per completion,
+ * TRAIN_GPT_TEST_EVAL_DUMP=FILE, every evaluation rewrites FILE (with
+ * ranks each rank FILE.rank<r>) with one line per completion of the
+ * examples it scored,
  *   example completion ctx_used len sum mean
  * (sum and mean in nats, %.17g), for comparison with the PyTorch
  * reference (dev/reference/gpt2_reference.py --eval). */
@@ -30,17 +31,18 @@ typedef struct {
     EvalSet es;
     int begin, end;  /* this rank's examples */
     long truncated;  /* completions whose context is cut at this T */
-    int every_rank;  /* 1: each rank scores every example, rank 0's counts reported */
+    int lockstep;    /* 1 (ZeRO-3): every rank makes rank 0's number of passes */
+    int lead;        /* rank 0's examples, the most any rank has */
 } TrainEval;
 
 /* Read and check path for a model of vocab_size and rows of T tokens.
- * Rank 0 prints a note when contexts are cut. every_rank (ZeRO-3, whose
- * forward gathers are collectives, so every rank must run the same
- * passes): each rank scores all the examples and the sum takes rank 0's
- * counts alone; else each rank scores its share. Returns 0, or -1 with a
- * message naming the file. */
+ * Rank 0 prints a note when contexts are cut. Each rank scores its share
+ * of the examples (eval/score.h) and the counts are summed; with lockstep
+ * (ZeRO-3, whose forward gathers are collectives) a rank with fewer
+ * examples than rank 0 pads to rank 0's number of forward passes.
+ * Returns 0, or -1 with a message naming the file. */
 int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, const Dist *d,
-                    int every_rank, char *err, size_t err_len);
+                    int lockstep, char *err, size_t err_len);
 
 /* Score the model (collective: every rank calls it), print the result and
  * log it (rank 0; log may be NULL or closed). Returns 0, or -1 with a message. */
@@ -48,7 +50,7 @@ int train_eval_run(TrainEval *te, GPT *g, Dist *d, int step, RunLog *log, char *
                    size_t err_len);
 
 /* The forward passes of B rows one score takes on this rank (each example's
- * EVAL_COMPLETIONS rows, B at a time), for the ETA. */
+ * EVAL_COMPLETIONS rows, B at a time; ZeRO-3's padding included), for the ETA. */
 int train_eval_passes(const TrainEval *te, int B);
 
 void train_eval_close(TrainEval *te);

@@ -115,6 +115,11 @@ const OptSpec option_table[] = {
      "gradients, reduce-scattered block by block during backward (each rank keeps its shard); "
      "3 = ZeRO-3: and the parameters, all-gathered block by block before use (GPT-2 on the cpu "
      "backend so far; --plan prints each rank's shard, gather buffers and communication)"},
+    {"zero-prefetch", K_CHOICE, O(zero_prefetch), "on", 0, 0, "off|on", "Data parallel",
+     "--zero 3: start gathering the next block's parameters while a block runs (on), or "
+     "gather them at the same point and wait for them there (off: to measure what the "
+     "overlap saves; the summary prints the time spent waiting for gathers either way); the "
+     "same bits either way"},
     {"world-size", K_INT, O(world_size), "0", 0, 1 << 20, NULL, "Data parallel",
      "with --plan: plan one rank of a job of this many ranks (--zero shards by it) without "
      "starting them (0 = the ranks this process was launched with)"},

@@ -48,6 +48,7 @@ typedef struct {
     const char *op_costs;      /* --op-costs: "auto", "measure", "flops" or a file */
     /* data parallelism */
     int zero;          /* 1: ZeRO-1, 2: ZeRO-2, 3: ZeRO-3 */
+    int zero_prefetch; /* --zero-prefetch: 1 on (default), 0 off */
     int world_size;    /* --plan for this many ranks (0: the launcher's) */
     float collective_timeout; /* seconds; 0 = none (distributed/dist.h) */
     /* data */

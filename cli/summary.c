@@ -65,6 +65,10 @@ void summary_print(Trainer *tr)
                arenas->num_params * eb, arenas->comm_gathered * eb, arenas->comm_regathered * eb,
                arenas->comm_scattered * eb,
                same ? "equal" : "DIFFERENT: the planner and the model disagree");
+        /* the time the compute waited for parameters (gpt_gather.c), rank 0's */
+        printf("communication (--zero 3): waited %.3f ms a micro-batch for parameter gathers "
+               "(%.1f ms over %d; --zero-prefetch %s)\n", g->gather_wait_ns / 1e6 / g->passes,
+               g->gather_wait_ns / 1e6, g->passes, g->no_prefetch ? "off" : "on");
         /* stdout is rank 0's alone: every other rank says so on stderr */
         if (!same || hw != arenas->total)
             fprintf(stderr, "warning: rank %d of %d: %s differ from the plan\n", tr->dist.rank,

@@ -72,15 +72,22 @@ static int argmin(const double *v)
     return best;
 }
 
-int eval_run(GPT *g, const EvalSet *es, int begin, int end, EvalCounts *counts,
+int eval_passes(int examples, int B)
+{
+    long rows = (long)(examples > 0 ? examples : 0) * EVAL_COMPLETIONS;
+    return (int)((rows + B - 1) / B);
+}
+
+int eval_run(GPT *g, const EvalSet *es, int begin, int end, int passes, EvalCounts *counts,
              EvalResult *results, char *err, size_t err_len)
 {
     int B = g->B, T = g->T, n = end - begin;
-    if (n <= 0) return 0;
+    if (n <= 0 && passes <= 0) return 0;
+    if (n < 0) n = 0;
     size_t N = (size_t)B * T;
     int *in = malloc(N * sizeof *in), *tg = malloc(N * sizeof *tg);
     RowRef *rows = malloc((size_t)B * sizeof *rows);
-    EvalResult *res = results ? results : malloc((size_t)n * sizeof *res);
+    EvalResult *res = results ? results : malloc((size_t)(n ? n : 1) * sizeof *res);
     if (!in || !tg || !rows || !res) {
         snprintf(err, err_len, "evaluation: out of host memory");
         free(in), free(tg), free(rows);
@@ -111,6 +118,12 @@ int eval_run(GPT *g, const EvalSet *es, int begin, int end, EvalCounts *counts,
             x->ctx_used[rr->completion] = rr->ctx_used;
         }
     }
+    /* ZeRO-3's padding: rows of token 0, their losses unread; the pass
+     * only keeps this rank's gathers in step with the others' */
+    memset(in, 0, N * sizeof *in);
+    memset(tg, 0, N * sizeof *tg);
+    for (int k = eval_passes(n, B); k < passes && !g->abandoned; k++)
+        gpt_eval_token_losses(g, in, tg);
     for (int i = 0; i < n && !g->abandoned; i++) {
         EvalResult *x = &res[i];
         int label = es->ex[begin + i].label;

@@ -36,7 +36,11 @@
  * Ties go to the lowest index, as in llm.c.
  *
  * Ranks. Rank r of W evaluates examples [r*q, min(n, (r+1)*q)) with
- * q = ceil(n / W), llm.c's split; the caller sums the counts. */
+ * q = ceil(n / W), llm.c's split; the caller sums the counts. Under
+ * ZeRO-3 each forward pass gathers the parameters block by block, a
+ * collective, so every rank must make as many passes as rank 0 (whose
+ * share, q examples or n, is the largest): the others pad with passes
+ * on rows of token 0 whose losses are not read. */
 #ifndef EVAL_SCORE_H
 #define EVAL_SCORE_H
 
@@ -69,10 +73,16 @@ int eval_check_fit(const EvalSet *es, int T, const char *path, long *truncated, 
 /* The examples rank r of W evaluates: [*begin, *end). */
 void eval_rank_range(int n, int rank, int world, int *begin, int *end);
 
-/* Evaluate examples [begin, end) of es with g (its B rows of T tokens).
- * Adds to *counts; fills results[0 .. end - begin) when non-NULL. Returns
- * 0, or -1 with a message (out of host memory). */
-int eval_run(GPT *g, const EvalSet *es, int begin, int end, EvalCounts *counts,
+/* The forward passes of B rows that `examples` examples take
+ * (EVAL_COMPLETIONS rows each, B at a time). */
+int eval_passes(int examples, int B);
+
+/* Evaluate examples [begin, end) of es with g (its B rows of T tokens),
+ * making at least `passes` forward passes (0: just those the examples
+ * take; ZeRO-3's padding, see Ranks above). Adds to *counts; fills
+ * results[0 .. end - begin) when non-NULL. Returns 0, or -1 with a
+ * message (out of host memory). */
+int eval_run(GPT *g, const EvalSet *es, int begin, int end, int passes, EvalCounts *counts,
              EvalResult *results, char *err, size_t err_len);
 
 #endif

@@ -156,6 +156,7 @@ typedef struct GPT {
     size_t param_block_bytes;
     int held[2], past_head;
     int inflight; /* the block whose prefetch was started and not waited for, or -1 */
+    int no_prefetch; /* 1: gpt_gather_prefetch gathers at once, blocking (--zero-prefetch off) */
     /* ZeRO-2/3: parameter elements gathered before the loss head and after
      * it, gradient elements reduce-scattered, over `passes` calls of
      * gpt_forward_backward since gpt_init (evaluation's gathers are not
@@ -163,6 +164,9 @@ typedef struct GPT {
      * micro-batch, times passes. `counting` is set inside those calls. */
     size_t gathered, regathered, scattered;
     int passes, counting;
+    /* ZeRO-3: ns the counted passes waited in parameter gathers (blocking
+     * ones and prefetches' waits; wte/wpe/LN_f's included), wall clock */
+    double gather_wait_ns;
     void *param_t[NUM_PARAM_TENSORS], *grad_t[NUM_PARAM_TENSORS];
     float *master, *m, *v;                 /* fp32; master NULL unless be->has_master */
     void **res_slots;                      /* n_res_slots residual buffers (N,C); with

@@ -4,12 +4,19 @@
  * distributed layer's hook (ParamGatherFn) or, in one process, from the
  * model's own shard (the whole vector there). A deferred update
  * (--offload optimizer) is settled before the first gather of a pass.
+ * In the counted passes (training's) the wall time spent in a blocking
+ * gather or waiting for a prefetch is added to gather_wait_ns: the time
+ * the compute stood still for parameters (with the prefetch off,
+ * no_prefetch, each prefetch is a blocking gather at the same point).
+ * Host wall time: on the cpu backend the gathers are done on return; a
+ * device's would only be queued.
  *
  * Owns: nothing; the gather buffers are gpt_alloc.c's, what they hold is
  * GPT's held[] and the counts gathered and regathered. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpt_tensors.h"
 
@@ -22,8 +29,16 @@ void gpt_set_param_gather(GPT *g, ParamGatherFn fn, ParamWaitFn wait, void *ctx)
     g->param_gather_ctx = ctx;
 }
 
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
 /* Fill dst[k] with flat ranges [offs[k], offs[k] + counts[k]), complete on
- * return unless async (then gpt_gather_wait); count them. */
+ * return unless async (then gpt_gather_wait); count them, and time the
+ * blocking ones. */
 static void gather(GPT *g, void *const *dst, const size_t *offs, const size_t *counts, int n,
                    int async)
 {
@@ -31,8 +46,10 @@ static void gather(GPT *g, void *const *dst, const size_t *offs, const size_t *c
     for (int k = 0; k < n; k++) elems += counts[k];
     if (g->counting && g->past_head) g->regathered += elems;
     else if (g->counting) g->gathered += elems;
+    double t0 = g->counting && !async ? now_ns() : 0;
     if (g->param_gather) {
         g->param_gather(g->param_gather_ctx, dst, offs, counts, n, async);
+        if (t0 > 0) g->gather_wait_ns += now_ns() - t0;
         return;
     }
     /* one process: the shard is [0, num_params); a byte copy through the
@@ -50,6 +67,7 @@ static void gather(GPT *g, void *const *dst, const size_t *offs, const size_t *c
         OPS->mem_upload(g->be, dst[k], tmp, counts[k] * eb);
         free(tmp);
     }
+    if (t0 > 0) g->gather_wait_ns += now_ns() - t0;
 }
 
 /* First flat element of each tensor. */
@@ -87,7 +105,9 @@ void gpt_gather_begin(GPT *g)
 void gpt_gather_wait(GPT *g)
 {
     if (!g->param_blocks || g->inflight < 0) return;
+    double t0 = g->counting ? now_ns() : 0;
     if (g->param_wait) g->param_wait(g->param_gather_ctx);
+    if (t0 > 0) g->gather_wait_ns += now_ns() - t0;
     g->inflight = -1;
 }
 
@@ -121,6 +141,8 @@ void gpt_gather_prefetch(GPT *g, int l)
 {
     if (!g->param_blocks || l < 0 || l >= g->cfg.num_layers || g->held[l & 1] == l) return;
     gpt_gather_wait(g);
-    gather_block(g, l, 1);
-    g->inflight = l;
+    /* --zero-prefetch off: the same gather at the same point, blocking
+     * (a fused closing add reads the next block's LN1 from it) */
+    gather_block(g, l, !g->no_prefetch);
+    if (!g->no_prefetch) g->inflight = l;
 }

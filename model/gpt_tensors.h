@@ -96,7 +96,7 @@ void gpt_gather_block(GPT *g, int l);
 /* Start gathering block l into buffer l & 1 (unless it holds l), to be
  * waited for by gpt_gather_wait or the gpt_gather_block(l) before its use;
  * one prefetch in flight at a time. The caller keeps buffer l & 1 unread
- * until then. */
+ * until then. With g->no_prefetch the gather is complete on return. */
 void gpt_gather_prefetch(GPT *g, int l);
 void gpt_gather_wait(GPT *g);
 

@@ -185,6 +185,36 @@ Test(zero3run, recompute_modes_bitwise, .timeout = 300)
     expect_same_file("p0off", "p3off", "bin", "one process, --offload optimizer");
 }
 
+/* --zero-prefetch off gathers every block when it is needed: the same
+ * bits, the same counted collectives, and the wait the summary prints is
+ * a time (>= 0) over the run's micro-batches, labelled off or on. */
+Test(zero3run, prefetch_off_same_bits_and_wait_reported, .timeout = 200)
+{
+    static const char *mode[2] = {"on", "off"};
+    size_t c[2][3];
+    for (int i = 0; i < 2; i++) {
+        char flags[128], tag[16], want[64];
+        snprintf(flags, sizeof flags, "--zero 3 --recompute 1 --zero-prefetch %s", mode[i]);
+        snprintf(tag, sizeof tag, "pf%s", mode[i]);
+        cr_assert_eq(train(2, tag, flags), 0, "%s failed", flags);
+        expect_plan_met(tag, &c[i][0], &c[i][1], &c[i][2]);
+        char *out = slurp(tag, "out");
+        const char *w = strstr(out, "communication (--zero 3): waited ");
+        double per, total;
+        int n;
+        cr_assert_not_null(w, "%s: no wait line in:\n%s", tag, out);
+        cr_expect_eq(sscanf(w, "communication (--zero 3): waited %lf ms a micro-batch for "
+                            "parameter gathers (%lf ms over %d;", &per, &total, &n), 3, "%s", w);
+        cr_expect(per >= 0 && total >= per && n == 3, "%s", w);
+        snprintf(want, sizeof want, "--zero-prefetch %s)", mode[i]);
+        cr_expect(strstr(w, want), "want '%s' in %s", want, w);
+        free(out);
+    }
+    expect_same_file("pfon", "pfoff", "bin", "--zero-prefetch off");
+    expect_same_log_numbers("pfon", "pfoff", "--zero-prefetch off");
+    cr_expect(!memcmp(c[0], c[1], sizeof c[0]), "the counted collectives differ");
+}
+
 /* A small GQA Llama (untied head in wpe's place, no wpe): the blocks read
  * the gather buffers as GPT-2's do, the head gathered with wte and LN_f;
  * --qkv-bias --qk-norm --lm-head tied once, for the bias and the norms' slices

@@ -170,7 +170,7 @@ static void check_losses(const EvalRef *r, const EvalSet *es, int block, int B, 
     EvalCounts c = {0};
     long cut;
     cr_assert_eq(eval_check_fit(es, T, JSONL, &cut, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(eval_run(&g, es, begin, end, &c, res, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(eval_run(&g, es, begin, end, 0, &c, res, err, sizeof err), 0, "%s", err);
     double worst = 0;
     for (int i = begin; i < end; i++)
         for (int k = 0; k < 4; k++) {
