@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
 jobs=${FUZZ_JOBS:-$(nproc)}
-make -s fuzz
+make -s -j"$jobs" fuzz
 mkdir -p build/fuzz/artifacts
 
 # one target: its log in build/fuzz/NAME.log, exit status 0 when clean
