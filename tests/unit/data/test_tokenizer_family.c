@@ -214,3 +214,23 @@ Test(tokenizer_family, invalid_utf8)
         tokenizer_free(&tk);
     }
 }
+
+/* Shards hold uint16 ids until the uint32 shard format lands: a job with
+ * Llama 3's 128,256 ids is refused before any shard is written (exit 1),
+ * pointing at --print-ids. */
+Test(tokenizer_family, big_vocabulary_job_is_refused)
+{
+    char path[SOURCE_PATH_MAX], cmd[8192], *out = NULL;
+    found(&SOURCE_LLAMA3, path);
+    char *dir = tu_tempdir();
+    tu_write_text(tu_path(dir, "a.txt"), "Hello world\n");
+    snprintf(cmd, sizeof cmd, "%s --tokenizer '%s' --out '%s/ds' '%s/a.txt'", tc_tokenize_bin(),
+             path, dir, dir);
+    int rc = tu_run_output(cmd, &out, &out);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "128256 token ids need uint32 shards") && strstr(out, "--print-ids"),
+              "%s", out);
+    cr_assert(!tu_exists(tu_path(dir, "ds_val_000000.bin")), "a shard was left");
+    free(out);
+    tu_remove_tree(dir);
+}
