@@ -214,3 +214,49 @@ Test(tokenizer_family, invalid_utf8)
         tokenizer_free(&tk);
     }
 }
+
+/* Shards hold uint16 ids until the uint32 shard format lands: a job with
+ * Llama 3's 128,256 ids is refused before any shard is written (exit 1),
+ * pointing at --print-ids. */
+Test(tokenizer_family, big_vocabulary_job_is_refused)
+{
+    char path[SOURCE_PATH_MAX], cmd[8192], *out = NULL;
+    found(&SOURCE_LLAMA3, path);
+    char *dir = tu_tempdir();
+    tu_write_text(tu_path(dir, "a.txt"), "Hello world\n");
+    snprintf(cmd, sizeof cmd, "%s --tokenizer '%s' --out '%s/ds' '%s/a.txt'", tc_tokenize_bin(),
+             path, dir, dir);
+    int rc = tu_run_output(cmd, &out, &out);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "128256 token ids need uint32 shards") && strstr(out, "--print-ids"),
+              "%s", out);
+    cr_assert(!tu_exists(tu_path(dir, "ds_val_000000.bin")), "a shard was left");
+    free(out);
+    tu_remove_tree(dir);
+}
+
+/* GPT-2 through tokenizer_open: its one special token, <|endoftext|>, is
+ * plain text by default (as before) and 50256 with allow_special. */
+Test(tokenizer_family, gpt2_allow_special)
+{
+    static const char T[] = "a<|endoftext|>b";
+    static const int32_t plain[] = {64, 27, 91, 437, 1659, 5239, 91, 29, 65};
+    static const int32_t special[] = {64, 50256, 65};
+    for (int allow = 0; allow < 2; allow++) {
+        Tokenizer tk;
+        char err[8192];
+        TokenizerChoice c = {.encoder_path = TU_ENCODER, .vocab_path = TU_VOCAB,
+                             .allow_special = allow, .quiet = 1};
+        cr_assert_eq(tokenizer_open(&tk, &c, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(tk.doc_id, GPT2_EOT);
+        TokenIds ids = {0};
+        encode(&tk, (const uint8_t *)T, strlen(T), &ids);
+        const int32_t *want = allow ? special : plain;
+        size_t n = allow ? 3 : 9;
+        cr_assert_eq(ids.len, n, "allow %d: %zu ids", allow, ids.len);
+        for (size_t i = 0; i < n; i++) cr_assert_eq(ids.data[i], want[i], "allow %d id %zu", allow, i);
+        round_trip(&tk, (const uint8_t *)T, strlen(T), &ids);
+        free(ids.data);
+        tokenizer_free(&tk);
+    }
+}
