@@ -318,9 +318,11 @@ Test(hf_llama, what_the_model_cannot_compute_is_refused_by_name, .timeout = 240)
 }
 
 /* ./train_gpt --init-from a Hugging Face folder reads it in C: a GPT-2
- * folder (export_hf.py's, Conv1D weights transposed) gives the model file's
- * val loss exactly; a config.json value the model cannot compute is refused
- * by name (exit 1), and a folder without config.json names import_hf.py. */
+ * folder (export_hf.py's, Conv1D weights transposed; and OpenAI's style: no
+ * "transformer." prefix, mask buffers, BF16) gives the model file's val loss
+ * exactly; a missing shard, and a config.json value the model cannot compute,
+ * are refused by name (exit 1); a folder without config.json names
+ * import_hf.py. */
 Test(hf_llama, init_from_a_folder, .timeout = 120)
 {
     char *d = tu_tempdir(), args[8192], cmd[4096], *out;
@@ -342,7 +344,49 @@ Test(hf_llama, init_from_a_folder, .timeout = 120)
     cr_assert(a && b);
     cr_expect_eq(cJSON_GetObjectItem(a, "val_loss")->valuedouble,
                  cJSON_GetObjectItem(b, "val_loss")->valuedouble, "GPT-2 folder differs");
-    cJSON_Delete(a), cJSON_Delete(b);
+    cJSON_Delete(b);
+    /* OpenAI's style: GPT2Model's names (no "transformer."), the attention-mask
+     * buffers present, BF16 tensors: the bf16 model file's loss */
+    save_model(tu_path(d, "g16.bin"), &g, 9, 5);
+    tu_write_text(tu_path(d, "openai.py"),
+                  "import sys, json, os, shutil\n"
+                  "sys.path.insert(0, 'scripts')\n"
+                  "import numpy as np, hf_safetensors as h\n"
+                  "src, dst = sys.argv[1], sys.argv[2]\n"
+                  "sd = h.read_file(src + '/model.safetensors', sys.exit)\n"
+                  "sd = {k[len('transformer.'):]: v for k, v in sd.items()}\n"
+                  "for l in range(2):\n"
+                  "    sd['h.%d.attn.bias' % l] = np.tril(np.ones((1, 1, 16, 16), np.float32))\n"
+                  "head, blobs = h.file_bytes(sd, 'BF16')\n"
+                  "os.mkdir(dst)\n"
+                  "shutil.copy(src + '/config.json', dst)\n"
+                  "open(dst + '/model.safetensors', 'wb').write(head + b''.join(blobs))\n");
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/g16.bin %s/hfg16 && "
+             "/usr/bin/python3 %s/openai.py %s/hfg16 %s/openai", d, d, d, d, d);
+    cr_assert_eq(run(cmd, &out), 0, "%s", out);
+    free(out);
+    snprintf(args, sizeof args, "%s --init-from %s/g16.bin --steps 0 --log %s/g16.jsonl",
+             tc_data_args(d), d, d);
+    cr_assert_eq(tc_run("", args, tu_path(d, "g16")), 0);
+    snprintf(args, sizeof args, "%s --init-from %s/openai --steps 0 --log %s/openai.jsonl",
+             tc_data_args(d), d, d);
+    cr_assert_eq(tc_run("", args, tu_path(d, "openai")), 0);
+    b = tc_log_last_with(tu_path(d, "openai.jsonl"), "val_loss");
+    cJSON *a16 = tc_log_last_with(tu_path(d, "g16.jsonl"), "val_loss");
+    cr_assert(a16 && b);
+    cr_expect_eq(cJSON_GetObjectItem(a16, "val_loss")->valuedouble,
+                 cJSON_GetObjectItem(b, "val_loss")->valuedouble, "OpenAI-style folder differs");
+    cr_expect_neq(cJSON_GetObjectItem(a16, "val_loss")->valuedouble,
+                  cJSON_GetObjectItem(a, "val_loss")->valuedouble, "bf16 changed nothing?");
+    cJSON_Delete(a), cJSON_Delete(b), cJSON_Delete(a16);
+    /* a shard the index names is missing */
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/l.bin %s/hfs "
+             "--max-shard-size 20kB > /dev/null && rm %s/hfs/model-00002-of-*", d, d, d);
+    GPTConfig ls = family_config(&FAMILIES[1]);
+    save_model(tu_path(d, "l.bin"), &ls, 11, 3);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    snprintf(args, sizeof args, "%s --arch llama --init-from %s/hfs --steps 0", tc_data_args(d), d);
+    tc_run_expect(d, args, 1, "model-00002-of-");
     /* refusals */
     GPTConfig l = family_config(&FAMILIES[0]);
     save_model(tu_path(d, "l.bin"), &l, 10, 3);
