@@ -12,7 +12,8 @@
  *    tokenizer of this vocabulary here to decode them);
  *  - shards of another tokenizer (the same text and ids, a different
  *    tokenizer file) are refused, exit 1, the message naming the model
- *    file and the manifest: for --init-from, and for a resume;
+ *    file and the manifest: for --init-from, and for a resume; a fresh
+ *    model takes --train-data's and refuses --val-data of another;
  *  - uint16 shards for this vocabulary are refused at open, exit 1, naming
  *    the shard. */
 #include <criterion/criterion.h>
@@ -167,6 +168,15 @@ Test(u32_train, trains_resumes_bitwise_samples_and_refuses_another_tokenizer, .t
                   strstr(e, "--train-data"),
               "the refusal names the model, the manifest and both tokenizers: %s", e);
     free(e);
+    /* a fresh model takes --train-data's tokenizer; --val-data of another
+     * is refused, naming it */
+    snprintf(args, sizeof args, "%s --train-data '%s/wide_train_*.bin' --val-data "
+             "'%s/other_val_*.bin' --seq-len 16 --batch 2 --device cpu --threads 1 --steps 1",
+             SHAPE, d, d);
+    tc_run_expect(d, args, 1, "--val-data");
+    cr_expect(tc_file_has(tu_path(d, "run.err"), "other.manifest.json") &&
+                  tc_file_has(tu_path(d, "run.err"), "it took --train-data's"),
+              "the val refusal names the manifest and where the model's tokenizer came from");
     /* a resume on it: the save's model.bin is named */
     snprintf(args, sizeof args, "%s %s --steps 12 --checkpoint-dir %s/ck --resume", SHAPE,
              dother, d);

@@ -42,6 +42,31 @@ Test(model_file, round_trip_is_bitwise)
     free(p), free(q), free(bytes), free(path), free(d);
 }
 
+/* The tokenizer identity in header words 28 (low) and 29 (high), for either
+ * family; 0 stays 0 (a GPT-2 file is then llm.c's word for word). */
+Test(model_file, tokenizer_identity_in_words_28_29)
+{
+    char *d = tu_tempdir(), err[256], path[600];
+    GPTConfig cfg = tu_tiny_config(), back;
+    cfg.tokenizer_id = 0x94c264325d7a03deull;
+    float *p = tu_random_params(&cfg, 3), *q;
+    snprintf(path, sizeof path, "%s/t.bin", d);
+    cr_assert_eq(model_file_save_as(path, &cfg, p, MODEL_FILE_BF16, err, sizeof err), 0, "%s",
+                 err);
+    size_t len;
+    unsigned char *b = (unsigned char *)tu_read_file(path, &len);
+    uint32_t w[2];
+    memcpy(w, b + 4 * 28, sizeof w);
+    cr_expect_eq(w[0], 0x5d7a03deu);
+    cr_expect_eq(w[1], 0x94c26432u);
+    for (int i = 8; i < 256; i++)
+        if (i != 28 && i != 29) cr_expect_eq(((int32_t *)(void *)b)[i], 0, "word %d", i);
+    cr_assert_eq(model_file_load(path, &back, &q, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(back.tokenizer_id, cfg.tokenizer_id);
+    free(b), free(p), free(q);
+    tu_remove_tree(d);
+}
+
 Test(model_file, loads_bf16_version5)
 {
     char *d = tu_tempdir(), path[512], err[256];
