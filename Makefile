@@ -313,7 +313,7 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check build/train_gpt_em
 	$(EMU_NCCL_CHECK)
 # The whole trainer on the emulated kernels (dev/cuda/README.md, "The trainer on
 # the emulator"): ./train_gpt's objects with kernels/cuda/ compiled for the
-# emulator (cuBLASLt replaced by emu_gemm.cpp), and the three files that ask
+# emulator (cuBLASLt replaced by emu_gemm.cpp), and the four files that ask
 # HAVE_CUDA whether a cuda backend is linked compiled with it (a CPU-only build's
 # copies say no). `--device cuda` then runs every op of a step on the emulator:
 # tiny shapes only. `make cuda-emu-train` runs dev/cuda/check_train_emu.py on it

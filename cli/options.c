@@ -424,9 +424,6 @@ static int check_checkpoint_flags(const TrainOptions *opt)
               "the optimizer state are not this project's; llm.c has no ZeRO-2 or -3)";
     else if (opt->world_size && !opt->plan)
         why = "--world-size: only with --plan (a run's ranks are the launcher's)";
-    else if (opt->zero == 3 && !opt->plan && strcmp(opt->device, "cuda") == 0)
-        why = "--zero 3: the cpu backend only so far (the NCCL gathers are unmeasured): use "
-              "--zero 2 on cuda";
     else if (opt->resume && !opt->resume_path && !opt->checkpoint_dir)
         why = "--resume: needs --checkpoint-dir DIR (or --resume=DIR)";
     else if (opt->overwrite_checkpoints && !opt->checkpoint_dir && !opt->llmc_save_dir)

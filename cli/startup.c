@@ -483,9 +483,6 @@ static void allocate(Trainer *tr, const GPTShard *shard, Schedule *sched)
     alloc_show_end(&show);
     if (rc != 0 && !signals_pending()) fail(tr, err);
     stop_check_startup(tr, "allocating the model's memory");
-    if (o->zero == 3 && strcmp(tr->be->name, "cpu") != 0)
-        fail(tr, "--zero 3: the cpu backend only so far (the NCCL gathers are unmeasured): "
-                 "use --zero 2 on cuda");
     tr->model.no_prefetch = !o->zero_prefetch; /* --zero-prefetch off (ZeRO-3 only) */
     if (dist_attach_gpt(d, &tr->model, err, sizeof err) != 0) fail(tr, err);
     tr->data.batch.inputs = malloc(sizeof(int) * o->batch * o->seq_len);

@@ -48,6 +48,15 @@ typedef struct {
     cudaStream_t compute, stream;
     cudaEvent_t ready, done;
     int pending;
+    /* ZeRO-3's parameter gathers: a communicator and a stream of their own,
+     * so that the next block's gather, issued before this block's compute,
+     * runs beside it and beside the gradients' reduce-scatters on `stream`
+     * (one communicator's collectives run one after another). NULL below
+     * --zero 3. */
+    ncclComm_t gcomm;
+    cudaStream_t gstream;
+    cudaEvent_t gready, gdone;
+    int gpending;
 } NcclComm;
 
 /* A failed CUDA or NCCL call ends the whole job, naming the rank. */
@@ -146,27 +155,43 @@ static void nccl_allgather(DistComm *c, void *params, size_t shard)
     nccl_wait(c);
 }
 
+/* ZeRO-3: the compute stream waits for the gathers issued so far. */
+static void nccl_gather_wait(DistComm *c)
+{
+    NcclComm *n = (NcclComm *)c;
+    if (!n->gpending) return;
+    CUDA_OK(c->d, cudaEventRecord(n->gdone, n->gstream));
+    CUDA_OK(c->d, cudaStreamWaitEvent(n->compute, n->gdone, 0));
+    n->gpending = 0;
+}
+
 /* ZeRO-3: the ranks' pieces are unequal (ncclAllGather needs equal
  * blocks): one ncclBroadcast per owning rank into its piece of buf, in one
- * group; the compute stream waits for it (nccl_wait). Compiles; unmeasured
- * (no machine here has two GPUs), and the CLI refuses --zero 3 on cuda. */
+ * group, on the gather stream. That stream first waits for everything the
+ * compute stream has queued: the update that wrote `mine` and the last
+ * reads of buf (the block two before, which used this buffer). Without
+ * async the compute stream waits for it at once; with async (the next
+ * block's prefetch) only at nccl_gather_wait, so the block in between
+ * computes meanwhile. Checked on the emulator (dev/cuda/check_nccl_emu.py);
+ * unmeasured on GPUs (no machine here has two). */
 static void nccl_allgatherv(DistComm *c, const void *mine, void *buf, const size_t *counts,
                             int async)
 {
-    (void)async; /* the group runs on the communication stream either way */
     NcclComm *n = (NcclComm *)c;
-    comm_after_compute(n);
+    CUDA_OK(c->d, cudaEventRecord(n->gready, n->compute));
+    CUDA_OK(c->d, cudaStreamWaitEvent(n->gstream, n->gready, 0));
+    n->gpending = 1;
     size_t off = 0;
     NCCL_OK(n, n->nc->GroupStart());
     for (int q = 0; q < c->d->world; q++) {
         void *p = at(n, buf, off);
         if (counts[q])
             NCCL_OK(n, n->nc->Broadcast(q == c->d->rank ? mine : p, p, counts[q], n->dtype, q,
-                                        n->comm, n->stream));
+                                        n->gcomm, n->gstream));
         off += counts[q];
     }
     NCCL_OK(n, n->nc->GroupEnd());
-    nccl_wait(c);
+    if (!async) nccl_gather_wait(c);
 }
 
 /* The watchdog's probe (dist_internal.h): a peer that died or a network
@@ -176,9 +201,11 @@ static int nccl_probe(void *ctx, char *msg, size_t len)
 {
     NcclComm *n = (NcclComm *)ctx;
     ncclResult_t async = ncclSuccess;
-    if (n->nc->CommGetAsyncError(n->comm, &async) != ncclSuccess || async == ncclSuccess ||
-        async == ncclInProgress)
-        return 0;
+    for (int k = 0; k < 2 && (async == ncclSuccess || async == ncclInProgress); k++) {
+        ncclComm_t comm = k ? n->gcomm : n->comm;
+        if (comm && n->nc->CommGetAsyncError(comm, &async) != ncclSuccess) async = ncclSuccess;
+    }
+    if (async == ncclSuccess || async == ncclInProgress) return 0;
     snprintf(msg, len, "NCCL reported an error: %s (NCCL_DEBUG=WARN prints which peer and "
              "why)", n->nc->GetErrorString(async));
     return 1;
@@ -190,6 +217,13 @@ static void nccl_close(DistComm *c)
     dist_watch_probe(c->d, NULL, NULL);
     CUDA_OK(c->d, cudaStreamSynchronize(n->stream));
     NCCL_OK(n, n->nc->CommDestroy(n->comm));
+    if (n->gcomm) {
+        CUDA_OK(c->d, cudaStreamSynchronize(n->gstream));
+        NCCL_OK(n, n->nc->CommDestroy(n->gcomm));
+        CUDA_OK(c->d, cudaEventDestroy(n->gready));
+        CUDA_OK(c->d, cudaEventDestroy(n->gdone));
+        CUDA_OK(c->d, cudaStreamDestroy(n->gstream));
+    }
     CUDA_OK(c->d, cudaEventDestroy(n->ready));
     CUDA_OK(c->d, cudaEventDestroy(n->done));
     CUDA_OK(c->d, cudaStreamDestroy(n->stream));
@@ -237,15 +271,21 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
     n->elem_bytes = (size_t)be->par_bytes;
     n->dtype = be->par_bytes == 2 ? ncclBfloat16 : ncclFloat32;
 
-    ncclUniqueId id;
-    if (d->rank == 0) {
-        ncclResult_t r = n->nc->GetUniqueId(&id);
+    /* id[1]: ZeRO-3's second communicator, for the gathers */
+    const int ncomms = d->m.zero == 3 ? 2 : 1;
+    ncclUniqueId id[2];
+    for (int k = 0; k < ncomms && d->rank == 0; k++) {
+        ncclResult_t r = n->nc->GetUniqueId(&id[k]);
         if (r != ncclSuccess)
             dist_fail(d, 1, "ncclGetUniqueId failed: %s", n->nc->GetErrorString(r));
     }
     dist_watch_begin(d, "setting up NCCL (MPI_Bcast of the id, ncclCommInitRank)");
-    MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    ncclResult_t r = n->nc->CommInitRank(&n->comm, d->world, id, d->rank);
+    MPI_Bcast(id, (int)(ncomms * sizeof id[0]), MPI_BYTE, 0, MPI_COMM_WORLD);
+    ncclResult_t r = n->nc->CommInitRank(&n->comm, d->world, id[0], d->rank);
+    if (r == ncclSuccess && ncomms == 2) {
+        r = n->nc->CommInitRank(&n->gcomm, d->world, id[1], d->rank);
+        if (r != ncclSuccess) n->nc->CommDestroy(n->comm);
+    }
     dist_watch_end(d);
     if (r != ncclSuccess) {
         snprintf(err, err_len, "ncclCommInitRank (rank %d of %d, local rank %d, CUDA device "
@@ -259,11 +299,16 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
     CUDA_OK(d, cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking));
     CUDA_OK(d, cudaEventCreateWithFlags(&n->ready, cudaEventDisableTiming));
     CUDA_OK(d, cudaEventCreateWithFlags(&n->done, cudaEventDisableTiming));
+    if (n->gcomm) {
+        CUDA_OK(d, cudaStreamCreateWithFlags(&n->gstream, cudaStreamNonBlocking));
+        CUDA_OK(d, cudaEventCreateWithFlags(&n->gready, cudaEventDisableTiming));
+        CUDA_OK(d, cudaEventCreateWithFlags(&n->gdone, cudaEventDisableTiming));
+    }
     n->base = (DistComm){.name = "nccl", .allreduce_start = nccl_allreduce_start,
                          .reduce_scatter_start = nccl_reduce_scatter_start,
                          .reduce_scatterv = nccl_reduce_scatterv, .wait = nccl_wait,
                          .allgather = nccl_allgather, .allgatherv = nccl_allgatherv,
-                         .gather_wait = nccl_wait,
+                         .gather_wait = nccl_gather_wait,
                          .close = nccl_close, .d = d,
                          .world = MPI_COMM_WORLD};
     dist_watch_probe(d, nccl_probe, n);

@@ -8,7 +8,8 @@ at the same world size (MPI collectives, the fp32 reference). dev/cuda/README.md
 rank, a byte vocabulary, fp32, 3 AdamW steps with weight decay; random-byte
 shards written here. Rows, each PASS or FAIL (exit 1 on any FAIL):
 
-  - --zero 0, 1, 2: cuda against cpu, both at 2 ranks: the step-1 loss and
+  - --zero 0, 1, 2, 3: cuda against cpu --zero 0, both at 2 ranks (the cpu's
+    --zero levels train the same bits: tests/e2e/ranks): the step-1 loss and
     every gradient (--dump-grads: summed over the ranks) within 1e-4 per
     tensor (max|cuda - cpu| / max|cpu|, check_train_emu.py's tolerance for
     one rank), the 3 steps' losses within 1e-4 relative, and the saved
@@ -16,15 +17,18 @@ shards written here. Rows, each PASS or FAIL (exit 1 on any FAIL):
     the most one AdamW step moves a parameter: a relative bound would not
     do, as AdamW turns a gradient that is rounding noise, such as the key
     bias's, zero in exact arithmetic, into a step of up to lr either way);
-  - cuda --zero 1 and 2 bitwise cuda --zero 0 (grads, saved model, every
-    step's loss and grad norm; the cpu's grad norms differ in the last
-    bits of the double between --zero levels, its models do not);
-  - cuda --zero 0, 1, 2 with EMU_ORDER=rev bitwise EMU_ORDER=fwd: the
-    communication stream run at the earliest moment its waits allow, then
-    at the latest;
+  - cuda --zero 1, 2 and 3 bitwise cuda --zero 0 (grads, saved model,
+    every step's loss and grad norm; the cpu's grad norms differ in the
+    last bits of the double between --zero levels, its models do not);
+  - cuda --zero 3 with --recompute 1, 2 and selective bitwise recompute 0
+    (the gathers of recomputed blocks, the next block's prefetch);
+  - cuda --zero 0, 1, 2, 3 with EMU_ORDER=rev bitwise EMU_ORDER=fwd: the
+    communication and gather streams run at the earliest moment their
+    waits allow, then at the latest (a prefetch not waited for reads the
+    block two before's parameters in fwd);
   - one emulated device for two ranks (EMU_DEVICES=1): ncclCommInitRank
     refuses, the run exits non-zero naming the devices it needs.
-About 30 s on two shared cores. Needs python3's standard library and mpirun.
+About 25 CPU-seconds (2 ranks, 14 runs). Needs python3's standard library and mpirun.
 """
 import contextlib
 import io
@@ -130,34 +134,46 @@ def main():
     r = Runner(os.path.abspath(sys.argv[1]), work)
     sizes = tools.param_sizes(L, C, V, T)
 
-    for z in (0, 1, 2):
-        cpu, cu = f"cpu_z{z}", f"cuda_z{z}"
-        if r.train(cpu, "cpu", z) != 0 or r.train(cu, "cuda", z) != 0:
-            row(f"--zero {z}: cuda vs cpu at {NP} ranks", False, "a run failed (output above)")
+    cpu = "cpu_z0"
+    if r.train(cpu, "cpu", 0) != 0:
+        row(f"cpu at {NP} ranks", False, "the reference run failed (output above)")
+        return 1
+    for z in (0, 1, 2, 3):
+        cu = f"cuda_z{z}"
+        if r.train(cu, "cuda", z) != 0:
+            row(f"cuda --zero {z} vs cpu --zero 0 at {NP} ranks", False, "a run failed (output above)")
             continue
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             rc = tools.compare_grads(r.path(cpu + ".grads"), r.path(cu + ".grads"), sizes, 1e-4)
-        row(f"--zero {z}: cuda vs cpu at {NP} ranks, step-1 loss and grads (tol 1e-4)", rc == 0,
+        row(f"cuda --zero {z} vs cpu --zero 0 at {NP} ranks, step-1 loss and grads (tol 1e-4)", rc == 0,
             buf.getvalue().strip())
         ref, got = r.steps(cpu), r.steps(cu)
         worst = max((abs(g[1] - c[1]) / abs(c[1]) for c, g in zip(ref, got)), default=float("inf"))
-        row(f"--zero {z}: cuda vs cpu at {NP} ranks, losses of 3 steps (tol 1e-4)",
+        row(f"cuda --zero {z} vs cpu --zero 0 at {NP} ranks, losses of 3 steps (tol 1e-4)",
             len(ref) == 3 == len(got) and worst <= 1e-4,
             f"{', '.join(f'{s[1]:.6f}' for s in got)} vs {', '.join(f'{s[1]:.6f}' for s in ref)}; "
             f"worst rel {worst:.2e}")
         e, name = model_err(r, cpu, cu, sizes)
-        row(f"--zero {z}: cuda vs cpu at {NP} ranks, parameters after 3 steps (tol 1e-5 abs)",
+        row(f"cuda --zero {z} vs cpu --zero 0 at {NP} ranks, parameters after 3 steps (tol 1e-5 abs)",
             e <= 1e-5, f"largest |cuda - cpu| {e:.2e}, in {name}")
 
-    for z in (1, 2):
+    for z in (1, 2, 3):
         a, b = "cuda_z0", f"cuda_z{z}"
         ok = os.path.exists(r.path(a + ".model")) and os.path.exists(r.path(b + ".model"))
         d = r.same_bits(a, b) if ok else "a run failed"
         row(f"cuda --zero {z} vs --zero 0 bitwise ({NP} ranks)", not d,
             f"differ: {d}" if d else "step-1 grads, saved model, losses and grad norms identical")
 
-    for z in (0, 1, 2):
+    for m in ("1", "2", "selective"):
+        name = f"cuda_z3_r{m}"
+        ok = r.train(name, "cuda", 3, extra=["--recompute", m]) == 0
+        d = r.same_bits("cuda_z3", name) if ok and os.path.exists(r.path("cuda_z3.model")) \
+            else "a run failed"
+        row(f"cuda --zero 3 --recompute {m} vs 0 bitwise", not d,
+            f"differ: {d}" if d else "grads, saved model, losses identical")
+
+    for z in (0, 1, 2, 3):
         name = f"cuda_z{z}_rev"
         ok = r.train(name, "cuda", z, env={"EMU_ORDER": "rev"}) == 0
         d = r.same_bits(f"cuda_z{z}", name) if ok and os.path.exists(r.path(f"cuda_z{z}.model")) \

@@ -215,6 +215,11 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
     if (st == &legacy) return cudaSuccess;
     for (size_t i = 0; i < streams.size(); i++)
         if (streams[i] == st) streams.erase(streams.begin() + (long)i);
+    /* its launches are over: a stream made later at the same address starts
+     * from none (an event recorded before still names it, and a wait on it
+     * would credit that later stream: a missed report, never a false one) */
+    host_seen.erase(st);
+    for (EmuStream *x : streams) x->seen.erase(st);
     delete st;
     return cudaSuccess;
 }
