@@ -379,8 +379,10 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:exitcode=99 \
 # (list a suite that TEST_SERIAL names in part test by test).
 HASH := \#
 ASAN_SUBSET := $(shell sed 's/$(HASH).*//' tests/asan_subset.txt)
-ASAN_PAR := $(subst $(TEST_EMPTY) $(TEST_EMPTY),|,$(strip $(filter-out $(TEST_SERIAL),$(ASAN_SUBSET))))
-ASAN_SER := $(subst $(TEST_EMPTY) $(TEST_EMPTY),|,$(strip $(filter $(TEST_SERIAL),$(ASAN_SUBSET))))
+# serial: an entry TEST_SERIAL names, or a test of a suite it names whole
+ASAN_SER_LIST := $(foreach e,$(ASAN_SUBSET),$(if $(filter $(e) $(firstword $(subst /, ,$(e)))/*,$(TEST_SERIAL)),$(e)))
+ASAN_PAR := $(subst $(TEST_EMPTY) $(TEST_EMPTY),|,$(strip $(filter-out $(ASAN_SER_LIST),$(ASAN_SUBSET))))
+ASAN_SER := $(subst $(TEST_EMPTY) $(TEST_EMPTY),|,$(strip $(ASAN_SER_LIST)))
 ifeq ($(ASAN_ALL)$(findstring --filter,$(TEST_ARGS))$(if $(ASAN_SUBSET),,all),)
 asan_suite = $(1) $(2) --jobs $(TEST_JOBS) --filter '@($(ASAN_PAR))' $(TEST_ARGS); p=$$?; \
 	$(if $(ASAN_SER),$(1) $(2) --jobs 1 --filter '@($(ASAN_SER))' $(TEST_ARGS),true); \
