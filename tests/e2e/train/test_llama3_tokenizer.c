@@ -13,7 +13,10 @@
  *    with a note naming --tokenizer; refusals (exit 2): --encoding
  *    cl100k_base names both identities;
  *    ./tokenize --hellaswag --tokenizer (llm.c's eval file holds uint16
- *    ids) names the tokenizer's 128,256 ids and writes nothing.
+ *    ids) names the tokenizer's 128,256 ids and writes nothing; a small
+ *    tokenizer.json (256 byte tokens) is taken, its ids in the file;
+ *  - a --encoding cl100k_base dataset's manifest names cl100k_base and
+ *    the rank file's published sha256.
  * The tokenizer file comes from data/source.h's chain
  * ($TRAIN_GPT_LLAMA3_TOKENIZER, the user's cache: scripts/fetch_tokenizers.sh). */
 #include <criterion/criterion.h>
@@ -189,5 +192,46 @@ Test(llama3_tokenizer, refusals_name_the_tokenizer, .timeout = 180)
               err ? err : "");
     cr_expect(!tu_exists(tu_path(d, "hs.bin")), "an eval file was written");
     free(err);
+
+    /* a byte-level tokenizer.json of 256 tokens fits: "A man" is its bytes */
+    char json[16384];
+    size_t k = (size_t)snprintf(json, sizeof json, "{\"version\":\"1.0\",\"added_tokens\":[],"
+                                "\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\","
+                                "\"add_prefix_space\":false},\"post_processor\":null,"
+                                "\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":"
+                                "\"BPE\",\"vocab\":{");
+    for (unsigned b = 0; b < 256; b++) { /* GPT-2's bytes_to_unicode */
+        int printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+        unsigned n = 0;
+        for (unsigned c = 0; c < b && !printable; c++)
+            n += !((c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || c >= 0xae);
+        k += (size_t)snprintf(json + k, sizeof json - k, "%s\"\\u%04x\":%u", b ? "," : "",
+                              printable ? b : 0x100 + n, b);
+    }
+    snprintf(json + k, sizeof json - k, "},\"merges\":[]}}");
+    tu_write_text(tu_path(d, "bytes.json"), json);
+    snprintf(cmd, sizeof cmd, "%s --quiet --hellaswag %s/hs.jsonl --tokenizer %s/bytes.json "
+             "--out %s/hs 2> %s/hs.err", tc_tokenize_bin(), d, d, d, d);
+    rc = tu_run(cmd);
+    err = tu_read_file(tu_path(d, "hs.err"), NULL);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, err ? err : "");
+    free(err);
+    size_t n;
+    char *hs = tu_read_file(tu_path(d, "hs.bin"), &n);
+    const uint16_t want[] = {'A', ' ', 'm', 'a', 'n'};
+    int found = 0;
+    for (size_t i = 1024; hs && i + sizeof want <= n && !found; i += 2)
+        found = memcmp(hs + i, want, sizeof want) == 0;
+    cr_expect(found, "the context's byte ids are not in the eval file");
+    free(hs);
+
+    /* a tiktoken dataset records the encoding */
+    snprintf(cmd, sizeof cmd, "head -c 2000 '%s' | %s --quiet --encoding cl100k_base --out %s/cl "
+             "--val-tokens 0 -", TU_SHAKESPEARE, tc_tokenize_bin(), d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    char *man = tu_read_file(tu_path(d, "cl.manifest.json"), NULL);
+    cr_expect(man && strstr(man, "\"cl100k_base\"") && strstr(man, SOURCE_CL100K.sha256[0]),
+              "manifest: %s", man ? man : "");
+    free(man);
     tu_remove_tree(d);
 }
