@@ -64,7 +64,8 @@ static void usage(FILE *f)
     fprintf(f,
 "usage: ./tokenize --out PREFIX [options] [FILE ...]\n"
 "       ./tokenize --jsonl [--text-field NAME] --out PREFIX [options] FILE.jsonl[.gz] ...\n"
-"       ./tokenize --hellaswag FILE.jsonl --out PREFIX [--encoder/--vocab PATH] [--quiet]\n"
+"       ./tokenize --hellaswag FILE.jsonl --out PREFIX [--encoder/--vocab PATH |\n"
+"                  --tokenizer FILE | --encoding NAME] [--quiet]\n"
 "       ./tokenize --print-ids [--tokenizer FILE | --encoding NAME] [FILE ...]\n"
 "Tokenize text with GPT-2's byte-level BPE (or --tokenizer, --encoding) into\n"
 "llm.c token shards\n"
@@ -96,7 +97,10 @@ static void usage(FILE *f)
 "  --hellaswag FILE      instead of shards, write PREFIX.bin: HellaSwag's jsonl\n"
 "                        (\"ctx\", 4 \"endings\", \"label\" per line) as llm.c's\n"
 "                        multiple-choice eval file (magic 20240522), each\n"
-"                        ending tokenized with a leading space, as llm.c does\n"
+"                        ending tokenized with a leading space, as llm.c does;\n"
+"                        with --tokenizer or --encoding too, whose vocabulary\n"
+"                        must fit its uint16 ids (at most 65535: Llama 3's,\n"
+"                        cl100k's and o200k's do not, and are refused, exit 2)\n"
 "  --tokenizer FILE      a Hugging Face tokenizer.json with a byte-level BPE\n"
 "                        model (Llama 3, Qwen2) instead of GPT-2; a feature\n"
 "                        it uses that is not implemented is named (exit 3);\n"
@@ -246,11 +250,13 @@ static int run_hellaswag(const TokenizeJob *job, const char *jsonl, const char *
     char kept[4300] = "";
     if (keep_old_file(out, job->overwrite, kept, sizeof kept) != 0) return 1;
     HellaswagJob h = {.jsonl = jsonl, .out_path = out, .encoder_path = job->encoder_path,
-                      .vocab_path = job->vocab_path, .quiet = job->quiet};
-    if (hellaswag_job_run(&h, err, sizeof err)) {
+                      .vocab_path = job->vocab_path, .hf_json = job->tokenizer_json,
+                      .encoding = job->encoding, .quiet = job->quiet};
+    int hrc = hellaswag_job_run(&h, err, sizeof err);
+    if (hrc) {
         if (kept[0]) unlink(kept); /* the old file is still at its name */
         fprintf(stderr, "tokenize: %s\n", err);
-        return 1;
+        return hrc == HELLASWAG_VOCAB_TOO_BIG ? 2 : 1;
     }
     if (kept[0] && same_bytes(kept, out)) unlink(kept);
     else if (kept[0] && !job->quiet)
@@ -457,11 +463,6 @@ int main(int argc, char **argv)
     }
     if ((job.tokenizer_json || job.encoding) && (job.encoder_path || job.vocab_path)) {
         fprintf(stderr, "tokenize: --encoder and --vocab are GPT-2's files; not with %s\n",
-                job.tokenizer_json ? "--tokenizer" : "--encoding");
-        return 2;
-    }
-    if ((job.tokenizer_json || job.encoding) && hellaswag) {
-        fprintf(stderr, "tokenize: --hellaswag writes GPT-2 tokens only; not with %s\n",
                 job.tokenizer_json ? "--tokenizer" : "--encoding");
         return 2;
     }

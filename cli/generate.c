@@ -7,21 +7,121 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "data/dataset.h"
 
 #define PROMPT_FILE_MAX_BYTES ((off_t)16 << 20)
 
-int codec_open(TextCodec *c, int vocab_size, char *err, size_t err_len)
+/* The id of the token whose bytes are name, the highest (special tokens
+ * come last); -1 when none. */
+static int32_t token_named(const Tokenizer *tk, const char *name)
+{
+    size_t n = strlen(name);
+    for (int32_t id = tk->vocab_size - 1; id >= 0; id--) {
+        size_t len;
+        const uint8_t *b = tokenizer_token_bytes(tk, id, &len);
+        if (b && len == n && memcmp(b, name, n) == 0) return id;
+    }
+    return -1;
+}
+
+/* A tokenizer's end tokens: the one ./tokenize puts between documents
+ * (GPT-2 and tiktoken: <|endoftext|>; Llama 3: <|begin_of_text|>, which
+ * starts the next document, so a model trained on such shards emits it where
+ * a text ends), and the end tokens a published model emits: <|end_of_text|>
+ * and <|eot_id|> (Llama 3's end of a document and of a chat turn). */
+static void find_stops(TextCodec *c)
+{
+    static const char *const names[] = {"<|endoftext|>", "<|end_of_text|>", "<|eot_id|>"};
+    c->num_stops = 0;
+    if (c->tk.doc_id >= 0) c->stop[c->num_stops++] = c->tk.doc_id;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int32_t id = token_named(&c->tk, names[i]);
+        int dup = id < 0;
+        for (int k = 0; k < c->num_stops && !dup; k++) dup = c->stop[k] == id;
+        if (!dup && c->num_stops < CODEC_MAX_STOPS) c->stop[c->num_stops++] = id;
+    }
+    c->start = c->tk.doc_id >= 0 ? c->tk.doc_id : c->num_stops ? c->stop[0] : 0;
+}
+
+/* The identity the tokenizer given by flag ("--tokenizer FILE" or
+ * "--encoding NAME") must have: err names the known one it is not. */
+static int check_identity(const DatasetTokenizer *t, const char *flag, uint64_t model_tok,
+                          uint64_t data_tok, char *err, size_t err_len)
+{
+    uint64_t want = model_tok && model_tok != t->id ? model_tok
+                    : data_tok && data_tok != t->id ? data_tok
+                                                    : 0;
+    if (!want) return 0;
+    char desc[512];
+    dataset_tokenizer_describe(t, desc, sizeof desc);
+    const char *whose = want == model_tok ? "the model records" : "--train-data's manifest records";
+    snprintf(err, err_len, "%s: tokenizer %s is not the one %s (id %016llx): give that "
+             "tokenizer's --tokenizer FILE or --encoding NAME", flag, desc, whose,
+             (unsigned long long)want);
+    return CODEC_REFUSED;
+}
+
+int codec_open(TextCodec *c, int vocab_size, const char *tokenizer_json, const char *encoding,
+               uint64_t model_tok, uint64_t data_tok, char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
-    if (vocab_size == GPT2_VOCAB_SIZE) {
+    TokenizerChoice tc = {.hf_json = tokenizer_json, .encoding = encoding, .allow_special = 1,
+                          .quiet = 1};
+    DatasetTokenizer ident;
+    char flag[4200] = "";
+    if (tokenizer_json || encoding)
+        snprintf(flag, sizeof flag, "%s %s", tokenizer_json ? "--tokenizer" : "--encoding",
+                 tokenizer_json ? tokenizer_json : encoding);
+    else {
+        /* a model or data of a recorded tokenizer other than GPT-2's, none
+         * named: ids in and out (its file may not be at hand), with a note */
+        Tokenizer none = {.vocab_size = vocab_size};
+        if (dataset_tokenizer_of(&ident, &none, &tc, err, err_len) != 0) return -1;
+        uint64_t other = model_tok && model_tok != ident.id ? model_tok
+                         : data_tok && data_tok != ident.id ? data_tok
+                                                            : 0;
+        if (other) {
+            fprintf(stderr, "note: the %s tokenizer %016llx, not GPT-2's: samples are printed "
+                    "as token ids and --prompt is read as ids; give its --tokenizer FILE or "
+                    "--encoding NAME for text\n",
+                    other == model_tok ? "model records" : "--train-data's manifest records",
+                    (unsigned long long)other);
+            c->kind = CODEC_IDS;
+            return 0;
+        }
+        if (vocab_size != GPT2_VOCAB_SIZE) {
+            c->kind = vocab_size == 256 ? CODEC_BYTES : CODEC_IDS;
+            c->start = vocab_size == 256 ? '\n' : 0;
+            return 0;
+        }
+    }
+    if (flag[0]) {
+        char why[4400];
+        if (tokenizer_open(&c->tk, &tc, why, sizeof why) != 0) {
+            snprintf(err, err_len, "%s: %s", flag, why);
+            return -1;
+        }
+    } else {
         char enc[4096], voc[4096], from[4400];
         if (tokenizer_find_files(enc, voc, sizeof enc, from, sizeof from, err, err_len) != 0)
             return -1;
         if (tokenizer_load(&c->tk, enc, voc, err, err_len) != 0) return -1;
-        c->kind = CODEC_GPT2;
-    } else {
-        c->kind = vocab_size == 256 ? CODEC_BYTES : CODEC_IDS;
     }
+    c->kind = CODEC_GPT2;
+    int rc = dataset_tokenizer_of(&ident, &c->tk, &tc, err, err_len);
+    if (rc == 0) rc = check_identity(&ident, flag, model_tok, data_tok, err, err_len);
+    if (rc == 0 && c->tk.vocab_size > vocab_size) {
+        snprintf(err, err_len, "%s: tokenizer %s has %d tokens, more than the model's vocabulary "
+                 "(%d)", flag[0] ? flag : "--tokenizer", c->tk.name, c->tk.vocab_size,
+                 vocab_size);
+        rc = CODEC_REFUSED;
+    }
+    if (rc != 0) {
+        tokenizer_free(&c->tk);
+        c->kind = CODEC_IDS;
+        return rc;
+    }
+    find_stops(c);
     return 0;
 }
 
@@ -167,7 +267,6 @@ int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, in
         return -1;
     }
     int len = 0, made = 0, start = nprompt > g->T ? nprompt - g->T : 0, cache_start = start;
-    int eot = stop_at_eot && c->kind == CODEC_GPT2 ? GPT2_EOT : -1;
     for (int i = 0; i < nprompt; i++) ctx[len++] = prompt[i];
     for (int i = 0; i < nprompt; i++) print_token(c, prompt[i], out);
     for (; made < n; made++) {
@@ -175,7 +274,10 @@ int sample_generate(GPT *g, TextCodec *c, const int32_t *prompt, int nprompt, in
         next_logits(g, &d, cached, &cache_start, ctx, start, len, inputs, logits);
         if (g->abandoned) break; /* a signal: the block hook gave up the forward */
         int next = sample_draw(logits, V, p, rng, work);
-        if (next == eot) break;
+        int stop = 0;
+        for (int k = 0; stop_at_eot && c->kind == CODEC_GPT2 && k < c->num_stops; k++)
+            stop |= next == c->stop[k];
+        if (stop) break;
         if (ids) ids[made] = next;
         ctx[len++] = next;
         print_token(c, next, out);
@@ -217,8 +319,8 @@ static int read_prompt_file(const char *path, char **text, size_t *len, char *er
     return rc;
 }
 
-int text_sampler_open(TextSampler *s, const TrainOptions *o, int vocab_size, char *err,
-                      size_t err_len)
+int text_sampler_open(TextSampler *s, const TrainOptions *o, int vocab_size, uint64_t model_tok,
+                      uint64_t data_tok, char *err, size_t err_len)
 {
     memset(s, 0, sizeof *s);
     s->params = (SampleParams){o->temperature, o->top_k, o->top_p};
@@ -231,14 +333,16 @@ int text_sampler_open(TextSampler *s, const TrainOptions *o, int vocab_size, cha
         snprintf(err, err_len, "sampling: out of host memory");
         return -1;
     }
-    if (codec_open(&s->codec, vocab_size, err, err_len) != 0) return -1;
+    int rc = codec_open(&s->codec, vocab_size, o->tokenizer_json, o->encoding, model_tok, data_tok,
+                        err, err_len);
+    if (rc != 0) return rc;
     if (o->prompt_file) {
         char *text;
         size_t len;
         if (read_prompt_file(o->prompt_file, &text, &len, err, err_len) != 0) return -1;
         char flag[4200];
         snprintf(flag, sizeof flag, "--prompt-file %s", o->prompt_file);
-        int rc = codec_encode(&s->codec, text, len, vocab_size, flag, &s->prompt, err, err_len);
+        rc = codec_encode(&s->codec, text, len, vocab_size, flag, &s->prompt, err, err_len);
         free(text);
         return rc;
     }
@@ -258,10 +362,9 @@ void text_sampler_close(TextSampler *s)
 void text_sampler_print(TextSampler *s, GPT *g, int n, const char *header, FILE *out)
 {
     /* The tokens samples continue: the prompt's last T tokens, or one start
-     * token (end-of-text for GPT-2, a newline for bytes, id 0 otherwise). */
-    int32_t start = s->codec.kind == CODEC_GPT2    ? GPT2_EOT
-                    : s->codec.kind == CODEC_BYTES ? '\n'
-                                                   : 0;
+     * token (the tokenizer's document token: GPT-2's end-of-text; a newline
+     * for bytes, id 0 otherwise). */
+    int32_t start = s->codec.start;
     const int32_t *p = &start;
     int np = 1;
     if (s->prompt.len > 0) {

@@ -152,9 +152,15 @@ const OptSpec option_table[] = {
      "at most --seq-len tokens: when the context outgrows them, it shifts to its last half "
      "(docs/sampling.md)"},
     {"prompt", K_STR, O(prompt), NULL, 0, 0, NULL, "Text",
-     "text the samples continue (default: the end-of-text token)"},
+     "text the samples continue (default: the tokenizer's document token: GPT-2's end-of-text)"},
     {"prompt-file", K_STR, O(prompt_file), NULL, 0, 0, NULL, "Text",
      "read the prompt from file S, all of it (at most 16 MiB; not with --prompt)"},
+    {"tokenizer", K_STR, O(tokenizer_json), NULL, 0, 0, NULL, "Text",
+     "encode prompts and decode samples with this Hugging Face tokenizer.json (byte-level BPE, "
+     "e.g. Llama 3's; as ./tokenize's, special tokens in a prompt are their ids); its identity "
+     "must be the model's (docs/tokenizer.md). Default: GPT-2's"},
+    {"encoding", K_STR, O(encoding), NULL, 0, 0, NULL, "Text",
+     "the same with a tiktoken encoding cl100k_base|o200k_base (not with --tokenizer)"},
     {"temperature", K_FLOAT, O(temperature), "1.0", 0, 100, NULL, "Text",
      "sampling temperature (0 = greedy); samples are seeded by --seed"},
     {"top-k", K_INT, O(top_k), "0", 0, 1 << 20, NULL, "Text",
@@ -165,7 +171,8 @@ const OptSpec option_table[] = {
     {"num-samples", K_INT, O(num_samples), "1", 1, 1 << 20, NULL, "Text",
      "samples per --generate and per --sample-every, each continuing the prompt"},
     {"stop-at-eot", K_CHOICE, O(stop_at_eot), "1", 0, 0, "0|1", "Text",
-     "1 = a sample ends at GPT-2's end-of-text token, which is not printed"},
+     "1 = a sample ends at the tokenizer's end token (GPT-2: <|endoftext|>; others: its "
+     "document token and <|end_of_text|>, <|endoftext|>, <|eot_id|>), which is not printed"},
     {"kv-cache", K_CHOICE, O(kv_cache), "1", 0, 0, "0|1", "Text",
      "1 = samples decode one position a token against cached keys and values, and re-prefill "
      "the kept half after a context shift in one batch (docs/sampling.md); 0 = re-run the whole "

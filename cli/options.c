@@ -349,6 +349,10 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
                 schedule_mode_flag(opt->recompute));
         return 2;
     }
+    if (opt->tokenizer_json && opt->encoding) {
+        fprintf(stderr, "--encoding: give either --tokenizer or --encoding, not both\n");
+        return 2;
+    }
     if (opt->prompt && opt->prompt_file) {
         fprintf(stderr, "--prompt-file: give either --prompt or --prompt-file, not both\n");
         return 2;
@@ -373,7 +377,8 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
 static int check_flags_in_use(const TrainOptions *opt)
 {
     static const char *const sampling[] = {"prompt", "prompt-file", "temperature", "top-k",
-                                           "top-p", "num-samples", "stop-at-eot", "kv-cache"};
+                                           "top-p", "num-samples", "stop-at-eot", "kv-cache",
+                                           "tokenizer", "encoding"};
     int sampled = opt->generate > 0 || opt->sample_every > 0;
     for (size_t i = 0; i < sizeof sampling / sizeof sampling[0]; i++)
         if (!sampled && train_options_given(opt, sampling[i])) {

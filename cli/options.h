@@ -77,6 +77,7 @@ typedef struct {
     float temperature, top_p;
     int top_k, num_samples, stop_at_eot, kv_cache;
     const char *prompt, *prompt_file;
+    const char *tokenizer_json, *encoding; /* --tokenizer, --encoding (cli/generate.h) */
     /* multiple-choice evaluation (eval/score.h) */
     const char *eval_file;
     int eval_every;

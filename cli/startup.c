@@ -371,8 +371,9 @@ int startup_generate(Trainer *tr)
 {
     char err[1024];
     const TrainOptions *o = &tr->opt;
-    if (text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
-        fail(tr, err);
+    int rc = text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, tr->cfg.tokenizer_id, 0, err,
+                               sizeof err);
+    if (rc != 0) dist_fail(&tr->dist, rc == CODEC_REFUSED ? 2 : 1, "%s", err);
     if (!o->init_from && tr->dist.rank == 0)
         fprintf(stderr, "note: --generate without --init-from samples a fresh initialisation "
                 "(seed %llu), not a trained model: the text is noise\n",
@@ -501,10 +502,11 @@ static void load_start(Trainer *tr)
     Dist *d = &tr->dist;
     /* Sampling first: it seeds the sampler's RNG, which a resume then
      * restores; on every rank under ZeRO-3 (loop.c's sample_due). */
-    if (o->sample_every > 0 && (d->rank == 0 || o->zero == 3) &&
-        text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, err, sizeof err) != 0)
-        fail(tr, err);
-    int rc;
+    int rc = 0;
+    if (o->sample_every > 0 && (d->rank == 0 || o->zero == 3))
+        rc = text_sampler_open(&tr->sampler, o, tr->cfg.vocab_size, tr->cfg.tokenizer_id,
+                               tr->data.train.tokenizer_id, err, sizeof err);
+    if (rc != 0) dist_fail(d, rc == CODEC_REFUSED ? 2 : 1, "%s", err);
     if (tr->files.resume_dir[0]) {
         printf("resuming from %s...\n", tr->files.resume_dir);
         rc =

@@ -73,6 +73,7 @@
 #include <stdint.h>
 
 #include "shard.h"
+#include "tokenizer.h"
 
 #define DATASET_MANIFEST_SUFFIX ".manifest.json"
 #define DATASET_MANIFEST_MAX_BYTES (256u << 20)
@@ -145,6 +146,14 @@ int dataset_tokenizer_add_digest(DatasetTokenizer *t, const char *name, const ch
                                  char *err, size_t err_len);
 /* The identity of t's files (see above); never 0. */
 uint64_t dataset_tokenizer_id(const DatasetTokenizer *t);
+/* The identity of a loaded tokenizer tk, opened from choice c (the same
+ * for ./tokenize, ./train_gpt and the HellaSwag maker): GPT-2's two
+ * published digests, name "gpt2"; a tokenizer.json: the file's own sha256,
+ * name "llama3" when it is data/source.h's Llama 3 file, else the file's base
+ * name; a tiktoken encoding: its rank file's published sha256 (checked when
+ * found), name the encoding. vocab_size from tk. 0, or -1 naming the file. */
+int dataset_tokenizer_of(DatasetTokenizer *t, const Tokenizer *tk, const TokenizerChoice *c,
+                         char *err, size_t err_len);
 /* "gpt2 (id 0123456789abcdef: encoder.json 196139668be6..., vocab.bpe
  * 1ce1664773c5...)" into out. */
 void dataset_tokenizer_describe(const DatasetTokenizer *t, char *out, size_t len);

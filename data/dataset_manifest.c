@@ -15,6 +15,7 @@
 #include "base/fileio.h"
 #include "base/json.h"
 #include "loader.h"
+#include "source.h"
 
 #define FORMAT "train_gpt dataset"
 #define VERSION 1
@@ -195,6 +196,38 @@ int dataset_tokenizer_add_digest(DatasetTokenizer *t, const char *name, const ch
     t->num_files++;
     t->id = dataset_tokenizer_id(t);
     return 0;
+}
+
+int dataset_tokenizer_of(DatasetTokenizer *t, const Tokenizer *tk, const TokenizerChoice *c,
+                         char *err, size_t err_len)
+{
+    memset(t, 0, sizeof *t);
+    t->vocab_size = tk->vocab_size;
+    if (c->hf_json) {
+        if (dataset_tokenizer_add_file(t, c->hf_json, err, err_len)) return -1;
+        /* the one file of SOURCE_LLAMA3 gets the set's name, any other its base name */
+        unsigned char llama[SHARD_SHA256_BYTES];
+        int is_llama = from_hex(SOURCE_LLAMA3.sha256[0], llama, sizeof llama) == 0 &&
+                       memcmp(llama, t->files[0].sha256, sizeof llama) == 0;
+        /* a long base name is cut: the name is for messages, the id is the digest */
+        snprintf(t->name, sizeof t->name, "%.*s", (int)sizeof t->name - 1,
+                 is_llama ? SOURCE_LLAMA3.name : t->files[0].name);
+        return 0;
+    }
+    if (c->encoding) {
+        const SourceSpec *spec = source_by_name(c->encoding);
+        if (!spec || spec->nfiles != 1) {
+            io_err(err, err_len, "%s: not a known tiktoken encoding", c->encoding);
+            return -1;
+        }
+        snprintf(t->name, sizeof t->name, "%s", spec->name);
+        return dataset_tokenizer_add_digest(t, spec->files[0], spec->sha256[0], err, err_len);
+    }
+    snprintf(t->name, sizeof t->name, "gpt2");
+    return dataset_tokenizer_add_digest(t, "encoder.json", GPT2_ENCODER_SHA256, err, err_len) ||
+                   dataset_tokenizer_add_digest(t, "vocab.bpe", GPT2_VOCAB_SHA256, err, err_len)
+               ? -1
+               : 0;
 }
 
 void dataset_tokenizer_describe(const DatasetTokenizer *t, char *out, size_t len)

@@ -382,18 +382,11 @@ static int dataset_id(Run *r, size_t V, uint64_t *id, char *err, size_t err_len)
 /* The tokenizer's identity for the manifest (dataset.h) and the shards'
  * width. GPT-2's files are named by the digests tokenizer_load checked them
  * against, so the identity does not depend on where they were found. */
-static int record_tokenizer(Run *r, char *err, size_t err_len)
+static int record_tokenizer(Run *r, const TokenizerChoice *tc, char *err, size_t err_len)
 {
-    DatasetTokenizer *t = &r->stage.man.tok;
-    memset(t, 0, sizeof *t);
     r->width = shard_token_bytes_for(r->tk.vocab_size);
     r->stage.man.token_bytes = r->width;
-    snprintf(t->name, sizeof t->name, "gpt2");
-    t->vocab_size = r->tk.vocab_size;
-    return dataset_tokenizer_add_digest(t, "encoder.json", GPT2_ENCODER_SHA256, err, err_len) ||
-                   dataset_tokenizer_add_digest(t, "vocab.bpe", GPT2_VOCAB_SHA256, err, err_len)
-               ? -1
-               : 0;
+    return dataset_tokenizer_of(&r->stage.man.tok, &r->tk, tc, err, err_len);
 }
 
 static int check_job(const TokenizeJob *job, char *dir, size_t dir_cap, size_t *total_bytes,
@@ -482,7 +475,7 @@ int tokenize_job_run(const TokenizeJob *job, TokenizeStats *st, char *err, size_
                  "<|endoftext|>, <|end_of_text|> among its added tokens)", r.tk.name);
         goto done;
     }
-    if (record_tokenizer(&r, err, err_len)) goto done;
+    if (record_tokenizer(&r, &tc, err, err_len)) goto done;
     r.stream_hash = EVP_MD_CTX_new();
     if (!r.stream_hash || EVP_DigestInit_ex(r.stream_hash, EVP_sha256(), NULL) != 1) {
         snprintf(err, err_len, "out of memory (SHA-256)");

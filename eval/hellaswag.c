@@ -111,8 +111,17 @@ int hellaswag_read_jsonl(const char *path, Tokenizer *tk, EvalSet *es, char *err
 int hellaswag_job_run(const HellaswagJob *job, char *err, size_t err_len)
 {
     Tokenizer tk;
-    if (tokenizer_load_or_find(&tk, job->encoder_path, job->vocab_path, job->quiet, err, err_len))
-        return -1;
+    TokenizerChoice tc = {.encoder_path = job->encoder_path, .vocab_path = job->vocab_path,
+                          .hf_json = job->hf_json, .encoding = job->encoding, .quiet = job->quiet};
+    if (tokenizer_open(&tk, &tc, err, err_len)) return -1;
+    if (tk.vocab_size > HELLASWAG_MAX_VOCAB) {
+        io_err(err, err_len, "%s %s: tokenizer %s has %d ids; llm.c's eval file holds uint16 "
+               "ids below %d: HellaSwag cannot be written for it",
+               job->hf_json ? "--tokenizer" : "--encoding", job->hf_json ? job->hf_json : job->encoding,
+               tk.name, tk.vocab_size, HELLASWAG_MAX_VOCAB);
+        tokenizer_free(&tk);
+        return HELLASWAG_VOCAB_TOO_BIG;
+    }
     EvalSet es = {0};
     int rc = hellaswag_read_jsonl(job->jsonl, &tk, &es, err, err_len);
     if (rc == 0) rc = eval_file_write(job->out_path, &es, err, err_len);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/get_hellaswag.sh [OUT_PREFIX] — HellaSwag's validation set as an
+# scripts/get_hellaswag.sh [OUT_PREFIX [--tokenizer FILE | --encoding NAME]] — HellaSwag's validation set as an
 # llm.c eval file: OUT_PREFIX.bin (default datasets/hellaswag_val.bin, git-
 # ignored), what `./train_gpt --eval-file` reads. `make hellaswag` runs it.
 #
@@ -18,9 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 OUT=${1:-datasets/hellaswag_val}
+shift || true  # the rest: a tokenizer choice for ./tokenize (--tokenizer FILE | --encoding NAME)
 die() { echo "get_hellaswag: $*" >&2; exit 1; }
 
 [ -x ./tokenize ] || die "./tokenize is not built (make tokenize)"
 jsonl=$(./tokenize --fetch hellaswag) || die "no HellaSwag validation jsonl (see the line above)"
 mkdir -p "$(dirname "$OUT")"
-./tokenize --overwrite --hellaswag "$jsonl" --out "$OUT"
+./tokenize --overwrite --hellaswag "$jsonl" --out "$OUT" "$@"

@@ -1,0 +1,237 @@
+/* tests/e2e/train/test_llama3_tokenizer.c — a model trained on Llama 3's
+ * tokens, end to end (docs/tokenizer.md):
+ *
+ *  - ./tokenize --tokenizer tokenizer.json writes uint32 shards (version 7:
+ *    128,256 ids do not fit uint16) and a manifest recording the file's
+ *    sha256 under the name "llama3" (not GPT-2's digests);
+ *  - a tiny --arch llama model trains on them, and a run stopped at step 3
+ *    and resumed gives the unbroken run's losses bit for bit;
+ *  - --generate --tokenizer decodes the samples with that tokenizer: the
+ *    text starts with the prompt, is valid UTF-8, and re-encodes to ids
+ *    that decode back to it; the prompt's chat tokens stay their text;
+ *  - --generate with no tokenizer flag on that model reads and prints ids,
+ *    with a note naming --tokenizer; refusals (exit 2): --encoding
+ *    cl100k_base names both identities;
+ *    ./tokenize --hellaswag --tokenizer (llm.c's eval file holds uint16
+ *    ids) names the tokenizer's 128,256 ids and writes nothing; a small
+ *    tokenizer.json (256 byte tokens) is taken, its ids in the file;
+ *  - a --encoding cl100k_base dataset's manifest names cl100k_base and
+ *    the rank file's published sha256.
+ * The tokenizer file comes from data/source.h's chain
+ * ($TRAIN_GPT_LLAMA3_TOKENIZER, the user's cache: scripts/fetch_tokenizers.sh). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/source.h"
+#include "data/tokenizer.h"
+#include "tests/lib/cli_harness.h"
+#include "tests/lib/test_util.h"
+
+#define LLAMA_MODEL                                                                            \
+    "--arch llama --layers 1 --channels 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 128256 "   \
+    "--seq-len 16 --batch 2 --device cpu --threads 1 --lr 1e-3 --seed 7"
+
+/* Run; returns the exit status, stdout and stderr (malloc'd) in *out, *err. */
+static int run(const char *d, const char *name, const char *args, char **out, char **err)
+{
+    char p[700], e[800];
+    snprintf(p, sizeof p, "%s/%s", d, name);
+    int rc = tc_run(NULL, args, p);
+    snprintf(e, sizeof e, "%s.err", p);
+    *err = tu_read_file(e, NULL);
+    snprintf(e, sizeof e, "%s.out", p);
+    *out = tu_read_file(e, NULL);
+    return rc;
+}
+
+/* 12 KB of tinyshakespeare tokenized with Llama 3's tokenizer into d/ts_*. */
+static const char *tokenize_llama(const char *d)
+{
+    const char *json = tu_source_path(&SOURCE_LLAMA3, 0);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "head -c 12000 '%s' | %s --quiet --tokenizer '%s' --out %s/ts "
+             "--shard-size 1500 --val-tokens 0 -", TU_SHAKESPEARE, tc_tokenize_bin(), json, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    return json;
+}
+
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        int k = s[i] < 0x80 ? 0 : (s[i] & 0xE0) == 0xC0 ? 1 : (s[i] & 0xF0) == 0xE0 ? 2
+                : (s[i] & 0xF8) == 0xF0 ? 3 : -1;
+        if (k < 0 || i + (size_t)k >= n + (k == 0)) return 0;
+        for (int j = 1; j <= k; j++)
+            if ((s[i + j] & 0xC0) != 0x80) return 0;
+        i += (size_t)k + 1;
+    }
+    return 1;
+}
+
+Test(llama3_tokenizer, tokenize_train_resume_generate, .timeout = 240)
+{
+    char *d = tu_tempdir(), args[8192], *out, *err;
+    const char *json = tokenize_llama(d);
+
+    /* uint32 shards, and the manifest names this tokenizer by its sha256 */
+    size_t n;
+    char *shard = tu_read_file(tu_path(d, "ts_train_000000.bin"), &n);
+    cr_assert(shard && n > 1024);
+    int32_t magic, version;
+    memcpy(&magic, shard, 4), memcpy(&version, shard + 4, 4);
+    cr_expect(magic == 20240801 && version == 7, "header %d %d: not uint32 shards", magic,
+              version);
+    free(shard);
+    char *man = tu_read_file(tu_path(d, "ts.manifest.json"), NULL);
+    cr_assert(man);
+    cr_expect(strstr(man, "\"llama3\"") && strstr(man, SOURCE_LLAMA3.sha256[0]) &&
+                  !strstr(man, GPT2_ENCODER_SHA256),
+              "manifest does not record Llama 3's tokenizer: %s", man);
+    free(man);
+
+    /* unbroken: 6 steps; broken: 3, then resumed to 6 */
+    snprintf(args, sizeof args, "%s --train-data '%s/ts_train_*.bin' --steps 6 --log %s/a.jsonl "
+             "--save %s/a.bin", LLAMA_MODEL, d, d, d);
+    int rc = run(d, "a", args, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err ? err : "");
+    free(out), free(err);
+    snprintf(args, sizeof args, "%s --train-data '%s/ts_train_*.bin' --steps 3 --checkpoint-dir "
+             "%s/ck --log %s/b1.jsonl", LLAMA_MODEL, d, d, d);
+    rc = run(d, "b1", args, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err ? err : "");
+    free(out), free(err);
+    snprintf(args, sizeof args, "%s --train-data '%s/ts_train_*.bin' --steps 6 --checkpoint-dir "
+             "%s/ck --resume --log %s/b2.jsonl", LLAMA_MODEL, d, d, d);
+    rc = run(d, "b2", args, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err ? err : "");
+    free(out), free(err);
+    int sa[16], sb[16];
+    double la[16], lb[16];
+    int na = tc_log_losses(tu_path(d, "a.jsonl"), sa, la, NULL, 16);
+    int nb = tc_log_losses(tu_path(d, "b2.jsonl"), sb, lb, NULL, 16);
+    cr_assert(na == 6 && nb >= 3, "logged %d and %d steps", na, nb);
+    for (int i = 0; i < nb; i++) {
+        int k = 0;
+        while (k < na && sa[k] != sb[i]) k++;
+        cr_assert(k < na, "step %d of the resumed run is not in the unbroken one", sb[i]);
+        cr_expect(la[k] == lb[i], "step %d: loss %.9g resumed, %.9g unbroken", sb[i], lb[i],
+                  la[k]);
+    }
+
+    /* samples decoded with the tokenizer: greedy, 12 tokens, a chat prompt */
+    const char *prompt = "<|start_header_id|>user<|end_header_id|>ROMEO:";
+    snprintf(args, sizeof args, "--arch llama --init-from %s/a.bin --device cpu --threads 1 --generate 12 "
+             "--temperature 0 --stop-at-eot 0 --tokenizer '%s' --prompt '%s'", d, json, prompt);
+    rc = run(d, "gen", args, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err ? err : "");
+    /* stdout: a note on --seq-len, then the sample (the prompt first) */
+    const char *text = out ? strstr(out, prompt) : NULL;
+    cr_assert(text, "sample: %s", out ? out : "");
+    size_t len = strlen(text);
+    cr_expect(len > strlen(prompt) + 1 && valid_utf8((const unsigned char *)text, len),
+              "sample is not valid UTF-8 text: %s", text);
+    /* re-encoded (special tokens as ids), the text decodes to itself; the
+     * prompt's chat tokens are one id each */
+    Tokenizer tk;
+    char why[4096];
+    TokenizerChoice tc = {.hf_json = json, .allow_special = 1, .quiet = 1};
+    cr_assert_eq(tokenizer_open(&tk, &tc, why, sizeof why), 0, "%s", why);
+    TokenIds ids = {0};
+    TokenText back = {0};
+    cr_assert_eq(tokenizer_encode(&tk, (const uint8_t *)text, len - 1, &ids, why, sizeof why), 0);
+    cr_expect(ids.len > 4 && ids.data[0] >= 128000 && ids.data[2] >= 128000,
+              "chat tokens not encoded as special ids");
+    cr_assert_eq(tokenizer_decode(&tk, ids.data, ids.len, &back, why, sizeof why), 0);
+    cr_expect(back.len == len - 1 && memcmp(back.data, text, len - 1) == 0, "round trip differs");
+    free(ids.data), free(back.data), free(out), free(err);
+    tokenizer_free(&tk);
+    tu_remove_tree(d);
+}
+
+Test(llama3_tokenizer, refusals_name_the_tokenizer, .timeout = 180)
+{
+    char *d = tu_tempdir(), args[8192], *out, *err;
+    tokenize_llama(d);
+    snprintf(args, sizeof args, "%s --train-data '%s/ts_train_*.bin' --steps 1 --save %s/m.bin",
+             LLAMA_MODEL, d, d);
+    int rc = run(d, "train", args, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err ? err : "");
+    free(out), free(err);
+
+    /* no flag: GPT-2's is not the model's, so ids in and out, with a note */
+    snprintf(args, sizeof args, "--arch llama --init-from %s/m.bin --device cpu --generate 2 "
+             "--prompt '128000 40'", d);
+    rc = run(d, "noflag", args, &out, &err);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, err ? err : "");
+    cr_expect(err && strstr(err, "--tokenizer") && strstr(err, "not GPT-2's"), "message: %s",
+              err ? err : "");
+    cr_expect(out && strstr(out, "128000 40 "), "ids: %s", out ? out : "");
+    free(out), free(err);
+
+    /* another tokenizer named: both identities in the message */
+    snprintf(args, sizeof args, "--arch llama --init-from %s/m.bin --device cpu --generate 4 --encoding "
+             "cl100k_base", d);
+    rc = run(d, "cl100k", args, &out, &err);
+    cr_expect_eq(rc, 2, "exit %d: %s", rc, err ? err : "");
+    cr_expect(err && strstr(err, "--encoding cl100k_base") && strstr(err, "the model records"),
+              "message: %s", err ? err : "");
+    free(out), free(err);
+
+    /* HellaSwag's eval file cannot hold Llama 3's ids */
+    char cmd[8192];
+    tu_write_text(tu_path(d, "hs.jsonl"), "{\"ctx\": \"A man\", \"endings\": [\"a\", \"b\", "
+                  "\"c\", \"d\"], \"label\": 1}\n");
+    snprintf(cmd, sizeof cmd, "%s --hellaswag %s/hs.jsonl --tokenizer '%s' --out %s/hs 2> %s/hs.err",
+             tc_tokenize_bin(), d, tu_source_path(&SOURCE_LLAMA3, 0), d, d);
+    rc = tu_run(cmd);
+    err = tu_read_file(tu_path(d, "hs.err"), NULL);
+    cr_expect_eq(rc, 2, "exit %d: %s", rc, err ? err : "");
+    cr_expect(err && strstr(err, "128256 ids") && strstr(err, "uint16"), "message: %s",
+              err ? err : "");
+    cr_expect(!tu_exists(tu_path(d, "hs.bin")), "an eval file was written");
+    free(err);
+
+    /* a byte-level tokenizer.json of 256 tokens fits: "A man" is its bytes */
+    char json[16384];
+    size_t k = (size_t)snprintf(json, sizeof json, "{\"version\":\"1.0\",\"added_tokens\":[],"
+                                "\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\","
+                                "\"add_prefix_space\":false},\"post_processor\":null,"
+                                "\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":"
+                                "\"BPE\",\"vocab\":{");
+    for (unsigned b = 0; b < 256; b++) { /* GPT-2's bytes_to_unicode */
+        int printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+        unsigned n = 0;
+        for (unsigned c = 0; c < b && !printable; c++)
+            n += !((c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || c >= 0xae);
+        k += (size_t)snprintf(json + k, sizeof json - k, "%s\"\\u%04x\":%u", b ? "," : "",
+                              printable ? b : 0x100 + n, b);
+    }
+    snprintf(json + k, sizeof json - k, "},\"merges\":[]}}");
+    tu_write_text(tu_path(d, "bytes.json"), json);
+    snprintf(cmd, sizeof cmd, "%s --quiet --hellaswag %s/hs.jsonl --tokenizer %s/bytes.json "
+             "--out %s/hs 2> %s/hs.err", tc_tokenize_bin(), d, d, d, d);
+    rc = tu_run(cmd);
+    err = tu_read_file(tu_path(d, "hs.err"), NULL);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, err ? err : "");
+    free(err);
+    size_t n;
+    char *hs = tu_read_file(tu_path(d, "hs.bin"), &n);
+    const uint16_t want[] = {'A', ' ', 'm', 'a', 'n'};
+    int found = 0;
+    for (size_t i = 1024; hs && i + sizeof want <= n && !found; i += 2)
+        found = memcmp(hs + i, want, sizeof want) == 0;
+    cr_expect(found, "the context's byte ids are not in the eval file");
+    free(hs);
+
+    /* a tiktoken dataset records the encoding */
+    snprintf(cmd, sizeof cmd, "head -c 2000 '%s' | %s --quiet --encoding cl100k_base --out %s/cl "
+             "--val-tokens 0 -", TU_SHAKESPEARE, tc_tokenize_bin(), d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    char *man = tu_read_file(tu_path(d, "cl.manifest.json"), NULL);
+    cr_expect(man && strstr(man, "\"cl100k_base\"") && strstr(man, SOURCE_CL100K.sha256[0]),
+              "manifest: %s", man ? man : "");
+    free(man);
+    tu_remove_tree(d);
+}
