@@ -80,7 +80,10 @@ def suite_cover(build, sdir):
 def all_lines(build):
     """Every product line and function gcov knows of (the .gcno alone)."""
     cache = os.path.join(build, "units", "all.lines.json")
-    gcnos = sorted(glob.glob(os.path.join(build, "**", "*.gcno"), recursive=True))
+    # the build's own notes, not the links to them beside the counters
+    units = os.path.join(build, "units") + os.sep
+    gcnos = sorted(g for g in glob.glob(os.path.join(build, "**", "*.gcno"), recursive=True)
+                   if not g.startswith(units) and not os.path.islink(g))
     lines, funcs = set(), set()
     if os.path.exists(cache):
         with open(cache) as f:
