@@ -4,21 +4,31 @@
 # A 1-rank job under mpirun (MPI bootstrap, ncclUniqueId broadcast,
 # ncclCommInitRank, per-layer ncclAllReduce on the comm stream, including
 # the recomputed blocks) and the same job with --zero 1 (ncclReduceScatter,
-# ncclAllGather) must train exactly like the run without a launcher (no
-# MPI, no NCCL): a sum over one rank changes nothing, so the model files
-# must be bitwise equal and the per-step losses the same. Prints the losses
-# side by side; exits non-zero on any difference.
+# ncclAllGather), --zero 2 (each block's gradients reduced as backward
+# makes them) and --zero 3 (each block's parameters gathered on their own
+# communicator and stream, again before each recomputed block) must train
+# exactly like the run without a launcher (no MPI, no NCCL): a sum over one
+# rank changes nothing, so the model files must be bitwise equal and the
+# per-step losses the same. Prints the losses side by side; exits non-zero
+# on any difference.
 #
 # Usage: dev/gpu_check/gpu_check_dist.sh            (after `make`, on a GPU machine)
 #        DEVICE=cpu dev/gpu_check/gpu_check_dist.sh (the same check through MPI on the cpu)
+#        NP=4 dev/gpu_check/gpu_check_dist.sh       (a machine with 4 GPUs: below)
 # Two ranks cannot share one GPU (NCCL refuses it), so one rank is what a
-# one-GPU machine can check.
+# one-GPU machine can check. With NP > 1 the reference is the same job at
+# --zero 0 under mpirun -np NP: --zero 1, 2 and 3 must give its model file
+# bit for bit (dev/cuda/check_nccl_emu.py shows they do on the emulator,
+# whose collectives add the ranks in rank order; NCCL's all-reduce and
+# reduce-scatter may add them in other orders, so a difference there is
+# reported with the losses beside it, to be read, not hidden).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 DEVICE=${DEVICE:-cuda}
 STEPS=${STEPS:-10}
-MPIRUN=(mpirun --allow-run-as-root -np 1 --bind-to none)
+NP=${NP:-1}
+MPIRUN=(mpirun --allow-run-as-root -np "$NP" --bind-to none)
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check_dist.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -45,22 +55,23 @@ run() { # tag launcher...
     "$@" ./train_gpt "${flags[@]}" "${extra[@]}" --log "$work/$tag.log" --save "$work/$tag.bin" \
         < /dev/null > "$work/$tag.out" 2>&1 || { cat "$work/$tag.out"; echo "FAIL: $tag run"; exit 1; }
 }
-extra=(); run plain env
+extra=(); if [ "$NP" = 1 ]; then run plain env; else run plain "${MPIRUN[@]}"; fi
 extra=(); run nccl0 "${MPIRUN[@]}"
-extra=(--zero 1); run nccl1 "${MPIRUN[@]}"
+for z in 1 2 3; do extra=(--zero "$z"); run "nccl$z" "${MPIRUN[@]}"; done
 
 want="collectives $([ "$DEVICE" = cuda ] && echo nccl || echo mpi)"
-for tag in nccl0 nccl1; do
-    grep -q "data parallel: 1 rank, $want" "$work/$tag.out" ||
+ranks="$NP rank$([ "$NP" = 1 ] || echo s)"
+for tag in nccl0 nccl1 nccl2 nccl3; do
+    grep -q "data parallel: $ranks, $want" "$work/$tag.out" ||
         { cat "$work/$tag.out"; echo "FAIL: $tag did not use $want"; exit 1; }
 done
 
 status=0
 losses() { grep -o '"loss":[^,]*' "$work/$1.log" | cut -d: -f2; }
-echo "step  no launcher          mpirun -np 1 (zero 0)  mpirun -np 1 (zero 1)"
-paste <(seq 1 "$STEPS") <(losses plain) <(losses nccl0) <(losses nccl1) |
-    awk '{printf "%4s  %-20s %-22s %-22s\n", $1, $2, $3, $4}'
-for tag in nccl0 nccl1; do
+echo "step  $([ "$NP" = 1 ] && echo "no launcher " || echo "zero 0 again")  zero 0 (np $NP)  zero 1  zero 2  zero 3"
+paste <(seq 1 "$STEPS") <(losses plain) <(losses nccl0) <(losses nccl1) <(losses nccl2) \
+      <(losses nccl3) | awk '{printf "%4s  %s  %s  %s  %s  %s\n", $1, $2, $3, $4, $5, $6}'
+for tag in nccl0 nccl1 nccl2 nccl3; do
     if ! diff -q <(losses plain) <(losses "$tag") > /dev/null; then
         echo "FAIL: $tag losses differ from the run without a launcher"; status=1
     fi
@@ -68,5 +79,5 @@ for tag in nccl0 nccl1; do
         echo "FAIL: $tag model file differs from the run without a launcher"; status=1
     fi
 done
-[ $status -eq 0 ] && echo "PASS: the 1-rank $want job trains bit for bit like the plain run"
+[ $status -eq 0 ] && echo "PASS: the $ranks $want job trains bit for bit like the plain run at --zero 0 to 3"
 exit $status
