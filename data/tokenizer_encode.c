@@ -15,6 +15,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include "tokenizer_encode.h"
 
@@ -111,6 +112,8 @@ void tokenizer_encoder_free(Tokenizer *tk)
         free(tk->cache);
     }
     free(tk->repair);
+    free(tk->norm);
+    tk->norm = NULL;
     free(tk->piece_slot);
     tk->piece_slot = NULL;
     tk->re = tk->match_data = NULL;
@@ -447,7 +450,7 @@ size_t tokenizer_safe_cut(const Tokenizer *tk, const uint8_t *text, size_t len)
 }
 
 /* Text with no literal token in it: pieces by the pattern, each merged. */
-static int encode_ordinary(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out,
+static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out,
                            char *err, size_t err_len)
 {
     /* The pattern needs valid UTF-8. Ill-formed bytes are matched as '!' (a
@@ -498,6 +501,67 @@ static int encode_ordinary(Tokenizer *tk, const uint8_t *text, size_t len, Token
         pos = end;
     }
     return 0;
+}
+
+/* Unicode NFC (utf8proc: canonical decomposition, then composition) of
+ * each well-formed UTF-8 run of text[0..len) into tk->norm; every
+ * ill-formed byte is copied unchanged and ends the run before it, so no
+ * byte is lost and nothing composes across one. *out_len: bytes written.
+ * ASCII text is its own NFC and is not copied (*out = text). */
+static int normalize_nfc(Tokenizer *tk, const uint8_t *text, size_t len, const uint8_t **out,
+                         size_t *out_len, char *err, size_t err_len)
+{
+    size_t i = 0;
+    while (i < len && text[i] < 0x80) i++;
+    *out = text;
+    *out_len = len;
+    if (i == len) return 0;
+    size_t n = 0;
+    for (i = 0; i < len;) {
+        size_t run = i;
+        while (run < len) {
+            size_t k = utf8_len(text + run, len - run);
+            if (!k) break;
+            run += k;
+        }
+        utf8proc_uint8_t *nf = NULL;
+        utf8proc_ssize_t m = 0;
+        if (run > i) {
+            m = utf8proc_map(text + i, (utf8proc_ssize_t)(run - i), &nf,
+                             UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+            if (m < 0) {
+                snprintf(err, err_len, "tokenizer: NFC normalization failed at byte %zu: %s", i,
+                         utf8proc_errmsg(m));
+                return -1;
+            }
+        }
+        size_t bad = run < len; /* the ill-formed byte after the run, kept as it is */
+        if (grow((void **)&tk->norm, &tk->norm_cap, n + (size_t)m + bad, 1)) {
+            free(nf);
+            snprintf(err, err_len, "tokenizer: out of memory normalizing %zu bytes", len);
+            return -1;
+        }
+        if (m) memcpy(tk->norm + n, nf, (size_t)m);
+        free(nf);
+        n += (size_t)m;
+        if (bad) tk->norm[n++] = text[run];
+        i = run + bad;
+    }
+    *out = tk->norm;
+    *out_len = n;
+    return 0;
+}
+
+static int encode_ordinary(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out,
+                           char *err, size_t err_len)
+{
+    if (tk->nfc && len) {
+        const uint8_t *t = NULL;
+        size_t n = 0;
+        if (normalize_nfc(tk, text, len, &t, &n, err, err_len)) return -1;
+        return encode_split(tk, t, n, out, err, err_len);
+    }
+    return encode_split(tk, text, len, out, err, err_len);
 }
 
 /* The longest literal token at text (0: none); its id in *id. */

@@ -3,7 +3,9 @@
  *
  * What is read, and what is refused (TOKENIZER_UNSUPPORTED, the feature
  * named in the message):
- *   normalizer      null only (NFC, Lowercase, ... refused by type);
+ *   normalizer      null, NFC (Qwen2, Qwen3), or a Sequence of NFC only
+ *                   (tokenizer_encode.c normalizes; Lowercase, NFKC, ...
+ *                   refused by type);
  *   pre_tokenizer   Sequence[Split{Regex, Isolated, invert false},
  *                   ByteLevel{add_prefix_space false, use_regex false}]
  *                   (Llama 3, Qwen2), or ByteLevel{add_prefix_space false,
@@ -324,8 +326,19 @@ int tokenizer_load_hf(Tokenizer *tk, const char *path, int allow_special, char *
         goto out;
     }
     if (norm && !cJSON_IsNull(norm)) {
-        rc = unsupported(&c, "normalizer", type_of(norm));
-        goto out;
+        const cJSON *bad = norm;
+        if (strcmp(type_of(norm), "NFC") == 0) {
+            bad = NULL;
+        } else if (strcmp(type_of(norm), "Sequence") == 0) {
+            const cJSON *list = cJSON_GetObjectItemCaseSensitive(norm, "normalizers"), *it;
+            bad = cJSON_GetArraySize(list) > 0 ? NULL : norm;
+            cJSON_ArrayForEach(it, list) if (!bad && strcmp(type_of(it), "NFC") != 0) bad = it;
+        }
+        if (bad) {
+            rc = unsupported(&c, "normalizer", type_of(bad));
+            goto out;
+        }
+        tk->nfc = 1;
     }
     if (dec && !cJSON_IsNull(dec) && strcmp(type_of(dec), "ByteLevel") != 0) {
         rc = unsupported(&c, "decoder", type_of(dec));

