@@ -133,6 +133,10 @@ Test(tokenizer_hf, unsupported_features_named)
 {
     static const Refusal cases[] = {
         {{.normalizer = "{\"type\":\"NFKC\"}"}, "normalizer \"NFKC\""},
+        {{.normalizer = "{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFC\"},"
+                        "{\"type\":\"Lowercase\"}]}"},
+         "normalizer \"Lowercase\""},
+        {{.normalizer = "{\"type\":\"Sequence\",\"normalizers\":[]}"}, "normalizer \"Sequence\""},
         {{.pre_tokenizer = "{\"type\":\"Metaspace\"}"}, "pre_tokenizer type \"Metaspace\""},
         {{.pre_tokenizer = "{\"type\":\"ByteLevel\",\"add_prefix_space\":true}"},
          "add_prefix_space"},
@@ -153,6 +157,17 @@ Test(tokenizer_hf, unsupported_features_named)
         cr_assert_eq(rc, TOKENIZER_UNSUPPORTED, "case %zu: rc %d: %s", i, rc, err);
         cr_assert(strstr(err, cases[i].named) && strstr(err, "not supported"),
                   "case %zu: \"%s\" does not name %s", i, err, cases[i].named);
+    }
+    /* NFC alone or as the only member of a Sequence is accepted */
+    static const char *const nfc[] = {
+        "{\"type\":\"NFC\"}", "{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFC\"}]}"};
+    for (int i = 0; i < 2; i++) {
+        Tokenizer tk;
+        char err[1024] = "";
+        Json j = {.normalizer = nfc[i]};
+        cr_assert_eq(load_json(&tk, &j, err, sizeof err, NULL), 0, "%s: %s", nfc[i], err);
+        cr_assert_eq(tk.nfc, 1, "%s", nfc[i]);
+        tokenizer_free(&tk);
     }
     /* the model type: WordPiece */
     Tokenizer tk;
