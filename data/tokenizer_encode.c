@@ -1,5 +1,6 @@
-/* data/tokenizer_encode.c — GPT-2 encoding: pre-tokenize with PCRE2, merge
- * each piece by rank, cache pieces (tokenizer_encode.h).
+/* data/tokenizer_encode.c — GPT-2 encoding: NFC first where a tokenizer.json
+ * asks (libutf8proc), pre-tokenize with PCRE2, merge each piece by rank,
+ * cache pieces (tokenizer_encode.h).
  *
  * Per piece of n bytes, BPE keeps the symbols in a linked list (tok, prev,
  * next: n each, a merged symbol keeps its left index) and the adjacent pairs
