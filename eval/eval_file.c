@@ -163,6 +163,10 @@ int eval_file_write(const char *path, const EvalSet *es, char *err, size_t err_l
     header[1] = wide ? EVAL_FILE_VERSION_WIDE : EVAL_FILE_VERSION;
     header[2] = es->num_examples;
     header[3] = es->longest_values * width;
+    if (wide) { /* the identity's two halves, as int32 bit patterns */
+        uint32_t half[2] = {(uint32_t)es->tokenizer_id, (uint32_t)(es->tokenizer_id >> 32)};
+        memcpy(&header[4], half, sizeof half);
+    }
     int rc = io_write_file(path, header, sizeof header, body, k * (size_t)width, err, err_len);
     free(body);
     return rc;
@@ -310,6 +314,11 @@ int eval_file_read(const char *path, EvalSet *es, char *err, size_t err_len)
     }
     es->num_examples = h[2];
     es->version = h[1];
+    if (w == 4) {
+        uint32_t half[2];
+        memcpy(half, &h[4], sizeof half);
+        es->tokenizer_id = (uint64_t)half[1] << 32 | half[0];
+    }
     es->ex = calloc((size_t)h[2], sizeof *es->ex);
     es->tokens = malloc(nvals * sizeof *es->tokens);
     if (!es->ex || !es->tokens) {

@@ -26,7 +26,9 @@
  * (Llama 3, cl100k_base, o200k_base): the same header and the same record
  * fields in the same order, but every value a little-endian uint32 — the
  * marker 0xFFFFFFFF, the record length still counted in bytes (a multiple
- * of 4), header[3] the longest record in bytes. A record holds at most
+ * of 4), header[3] the longest record in bytes, header[4] and [5] the low
+ * and high 32 bits of the tokenizer's identity (data/dataset.h's
+ * dataset_tokenizer_id; 0: not recorded). A record holds at most
  * EVAL_MAX_RECORD_VALUES values in either version. The writer picks
  * version 1 whenever every id is below 65535 (GPT-2 files are unchanged
  * byte for byte) and version 2 otherwise.
@@ -71,6 +73,7 @@ typedef struct {
     int version;         /* 1 or 2: read from the file, or what the writer picks */
     int longest_bytes;   /* the longest record, in bytes (in es->version's width) */
     int longest_values;  /* the same record, in values */
+    uint64_t tokenizer_id; /* version 2's recorded tokenizer; 0: none (always, in v1) */
     EvalExample *ex;     /* num_examples */
     uint32_t *tokens;    /* every example's tokens, by offset (widened from v1's uint16) */
     size_t num_tokens, cap_tokens;

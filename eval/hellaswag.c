@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/fileio.h"
+#include "data/dataset.h"
 
 /* Inputs above this are refused rather than read whole (HellaSwag's
  * validation file is 12 MB, its training file 47 MB). */
@@ -115,7 +116,11 @@ int hellaswag_job_run(const HellaswagJob *job, char *err, size_t err_len)
                           .hf_json = job->hf_json, .encoding = job->encoding, .quiet = job->quiet};
     if (tokenizer_open(&tk, &tc, err, err_len)) return -1;
     EvalSet es = {0};
-    int rc = hellaswag_read_jsonl(job->jsonl, &tk, &es, err, err_len);
+    DatasetTokenizer dt;
+    memset(&dt, 0, sizeof dt);
+    int rc = dataset_tokenizer_of(&dt, &tk, &tc, err, err_len);
+    es.tokenizer_id = rc == 0 ? dt.id : 0; /* version 2 records it */
+    if (rc == 0) rc = hellaswag_read_jsonl(job->jsonl, &tk, &es, err, err_len);
     if (rc == 0) rc = eval_file_write(job->out_path, &es, err, err_len);
     if (rc == 0 && !job->quiet)
         fprintf(stderr, "tokenize: %d examples from %s (%zu tokens, longest record %d bytes, "

@@ -346,6 +346,25 @@ Test(llama3_tokenizer, hellaswag_version_2_round_trips_and_scores, .timeout = 24
     int lines = 0;
     for (const char *q = v2; *q; q++) lines += *q == '\n';
     cr_expect_eq(lines, 8, "one dump line per completion: %s", v2);
+    cr_expect(es.tokenizer_id != 0, "version 2 records the tokenizer's identity");
+    /* the same file recording another tokenizer: refused, both named */
+    {
+        size_t n;
+        char *raw = tu_read_file(tu_path(d, "hs.bin"), &n), args[4096], p2[700];
+        raw[16] ^= 1; /* header[4]: the identity's low half */
+        tu_write_file(tu_path(d, "other.bin"), raw, n);
+        free(raw);
+        snprintf(args, sizeof args, "--arch llama --init-from %s/model.bin --steps 0 --seq-len 32 "
+                 "--train-data '%s/ts_train_*.bin' --device cpu --eval-file %s/other.bin", d, d, d);
+        snprintf(p2, sizeof p2, "%s/other.run", d);
+        int rc = tc_run(NULL, args, p2);
+        snprintf(p2, sizeof p2, "%s/other.run.err", d);
+        char *msg = tu_read_file(p2, NULL);
+        cr_expect(rc != 0 && msg && strstr(msg, "other.bin: made with tokenizer") &&
+                  strstr(msg, "but the model was trained on tokenizer"), "exit %d: %s", rc,
+                  msg ? msg : "");
+        free(msg);
+    }
 
     /* the same examples with their ids folded below 65535 (a version-1
      * file), and that file widened by hand: the same scores, bit for bit */

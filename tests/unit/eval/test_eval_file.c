@@ -213,20 +213,22 @@ Test(eval_file, wide_ids_give_version_2_bytes_by_hand)
     int len[4] = {1, 2, 1, 3};
     cr_assert_eq(eval_set_append(&es, 3, ctx, 2, comp, len, err, sizeof err), 0, "%s", err);
     cr_expect_eq(es.version, 2);
+    es.tokenizer_id = 0x0123456789abcdefull; /* version 2 records it: header[4], [5] */
     cr_assert_eq(eval_file_write(path, &es, err, sizeof err), 0, "%s", err);
     size_t n;
     char *got = tu_read_file(path, &n);
     /* 19 values as in version 1's example, 4 bytes each: 76 bytes */
     const uint32_t rec[19] = {0xFFFFFFFFu, 76, 0, 3, 4, 2, 128000, 65535, 1, 7, 2, 128255, 0,
                               1, 65534, 3, 1, 2, 70000};
-    int32_t head[256] = {20240522, 2, 1, 76};
+    int32_t head[256] = {20240522, 2, 1, 76, (int32_t)0x89abcdefu, 0x01234567};
     cr_assert_eq(n, 1024 + sizeof rec);
     cr_expect_eq(memcmp(got, head, 1024), 0, "header");
     cr_expect_eq(memcmp(got + 1024, rec, sizeof rec), 0, "record");
     EvalSet back;
     cr_assert_eq(eval_file_read(path, &back, err, sizeof err), 0, "%s", err);
     cr_expect(back.version == 2 && back.num_examples == 1 && back.ex[0].label == 3 &&
-              back.longest_bytes == 76 && back.num_tokens == 19);
+              back.longest_bytes == 76 && back.num_tokens == 19 &&
+              back.tokenizer_id == 0x0123456789abcdefull);
     cr_expect(back.tokens[back.ex[0].ctx_off] == 128000 &&
               back.tokens[back.ex[0].ctx_off + 1] == 65535 &&
               back.tokens[back.ex[0].comp_off[3] + 2] == 70000);
