@@ -17,7 +17,10 @@
  *  - ./tokenize --hellaswag --tokenizer writes a version-2 eval file (ids
  *    past 65534: " pancakes" is 80960) whose records decode back to the
  *    jsonl's texts; a --vocab 128256 llama model scores it, and scores a
- *    version-1 file and its version-2 widening (by hand here) identically;
+ *    version-1 file and its version-2 widening (by hand here) identically,
+ *    and two ZeRO-3 ranks splitting the version-2 examples give one
+ *    process's scores bit for bit; a version-2 file recording another
+ *    tokenizer is refused, both ids named;
  *  - a --encoding cl100k_base dataset's manifest names cl100k_base and
  *    the rank file's published sha256.
  * The tokenizer file comes from data/source.h's chain
@@ -347,6 +350,20 @@ Test(llama3_tokenizer, hellaswag_version_2_round_trips_and_scores, .timeout = 24
     for (const char *q = v2; *q; q++) lines += *q == '\n';
     cr_expect_eq(lines, 8, "one dump line per completion: %s", v2);
     cr_expect(es.tokenizer_id != 0, "version 2 records the tokenizer's identity");
+    /* two ZeRO-3 ranks split the version-2 examples: the same lines, bitwise */
+    {
+        snprintf(cmd, sizeof cmd, "TRAIN_GPT_TEST_EVAL_DUMP=%s/z3.dump timeout 120 " TC_MPIRUN
+                 " -np 2 %s --arch llama --init-from %s/model.bin --steps 0 --seq-len 32 "
+                 "--batch 4 --train-data '%s/ts_train_*.bin' --val-every 0 --device cpu "
+                 "--threads 2 --zero 3 --eval-file %s/hs.bin > %s/z3.out 2>&1 && cat "
+                 "%s/z3.dump.rank0 %s/z3.dump.rank1 > %s/z3.dump", d, tc_bin(), d, d, d, d, d,
+                 d, d);
+        cr_expect_eq(tu_run(cmd), 0, "%s", cmd);
+        char *z3 = tu_read_file(tu_path(d, "z3.dump"), NULL);
+        cr_expect(z3 && strcmp(z3, v2) == 0, "ZeRO-3 over 2 ranks: %s\none process: %s",
+                  z3 ? z3 : "(none)", v2);
+        free(z3);
+    }
     /* the same file recording another tokenizer: refused, both named */
     {
         size_t n;
