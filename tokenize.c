@@ -98,9 +98,10 @@ static void usage(FILE *f)
 "                        (\"ctx\", 4 \"endings\", \"label\" per line) as llm.c's\n"
 "                        multiple-choice eval file (magic 20240522), each\n"
 "                        ending tokenized with a leading space, as llm.c does;\n"
-"                        with --tokenizer or --encoding too, whose vocabulary\n"
-"                        must fit its uint16 ids (at most 65535: Llama 3's,\n"
-"                        cl100k's and o200k's do not, and are refused, exit 2)\n"
+"                        with --tokenizer or --encoding too: version 1\n"
+"                        (uint16 ids) when every id fits, else this\n"
+"                        project's version 2 (uint32 ids: Llama 3, cl100k,\n"
+"                        o200k; llm.c does not read it)\n"
 "  --tokenizer FILE      a Hugging Face tokenizer.json with a byte-level BPE\n"
 "                        model (Llama 3, Qwen2) instead of GPT-2; a feature\n"
 "                        it uses that is not implemented is named (exit 3);\n"
@@ -253,11 +254,10 @@ static int run_hellaswag(const TokenizeJob *job, const char *jsonl, const char *
     HellaswagJob h = {.jsonl = jsonl, .out_path = out, .encoder_path = job->encoder_path,
                       .vocab_path = job->vocab_path, .hf_json = job->tokenizer_json,
                       .encoding = job->encoding, .quiet = job->quiet};
-    int hrc = hellaswag_job_run(&h, err, sizeof err);
-    if (hrc) {
+    if (hellaswag_job_run(&h, err, sizeof err) != 0) {
         if (kept[0]) unlink(kept); /* the old file is still at its name */
         fprintf(stderr, "tokenize: %s\n", err);
-        return hrc == HELLASWAG_VOCAB_TOO_BIG ? 2 : 1;
+        return 1;
     }
     if (kept[0] && same_bytes(kept, out)) unlink(kept);
     else if (kept[0] && !job->quiet)

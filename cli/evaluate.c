@@ -10,12 +10,21 @@
 #include "base/safefile.h"
 #include "base/test_hooks.h"
 
-int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, const Dist *d,
-                    int lockstep, char *err, size_t err_len)
+int train_eval_open(TrainEval *te, const char *path, int vocab_size, uint64_t tokenizer_id,
+                    int T, const Dist *d, int lockstep, char *err, size_t err_len)
 {
     memset(te, 0, sizeof *te);
     te->path = path;
     if (eval_file_read(path, &te->es, err, err_len) != 0) return -1;
+    uint64_t made = te->es.tokenizer_id;
+    if (made && tokenizer_id && made != tokenizer_id) {
+        snprintf(err, err_len, "%s: made with tokenizer %016llx, but the model was trained on "
+                 "tokenizer %016llx: its ids would mean other text; write the eval file with "
+                 "the model's tokenizer (./tokenize --hellaswag --tokenizer/--encoding)", path,
+                 (unsigned long long)made, (unsigned long long)tokenizer_id);
+        eval_set_free(&te->es);
+        return -1;
+    }
     if (eval_set_check_vocab(&te->es, vocab_size, path, err, err_len) != 0 ||
         eval_check_fit(&te->es, T, path, &te->truncated, err, err_len) != 0) {
         eval_set_free(&te->es);

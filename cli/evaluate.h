@@ -40,9 +40,11 @@ typedef struct {
  * of the examples (eval/score.h) and the counts are summed; with lockstep
  * (ZeRO-3, whose forward gathers are collectives) a rank with fewer
  * examples than rank 0 pads to rank 0's number of forward passes.
+ * A version-2 file recording another tokenizer than the model's
+ * (tokenizer_id, GPTConfig's; both non-zero) is refused naming both.
  * Returns 0, or -1 with a message naming the file. */
-int train_eval_open(TrainEval *te, const char *path, int vocab_size, int T, const Dist *d,
-                    int lockstep, char *err, size_t err_len);
+int train_eval_open(TrainEval *te, const char *path, int vocab_size, uint64_t tokenizer_id,
+                    int T, const Dist *d, int lockstep, char *err, size_t err_len);
 
 /* Score the model (collective: every rank calls it), print the result and
  * log it (rank 0; log may be NULL or closed). Returns 0, or -1 with a message. */

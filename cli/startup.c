@@ -414,8 +414,8 @@ static void open_data(Trainer *tr)
     if (o->eval_file) {
         tr->eval = calloc(1, sizeof *tr->eval);
         if (!tr->eval) fail(tr, "out of host memory for --eval-file");
-        if (train_eval_open(tr->eval, o->eval_file, tr->cfg.vocab_size, o->seq_len, d,
-                            o->zero == 3, err, sizeof err) != 0) {
+        if (train_eval_open(tr->eval, o->eval_file, tr->cfg.vocab_size, tr->cfg.tokenizer_id,
+                            o->seq_len, d, o->zero == 3, err, sizeof err) != 0) {
             train_options_name_flag("--eval-file", err, sizeof err);
             if (access(o->eval_file, F_OK) != 0)
                 snprintf(err + strlen(err), sizeof err - strlen(err),

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/fileio.h"
+#include "data/dataset.h"
 
 /* Inputs above this are refused rather than read whole (HellaSwag's
  * validation file is 12 MB, its training file 47 MB). */
@@ -114,21 +115,17 @@ int hellaswag_job_run(const HellaswagJob *job, char *err, size_t err_len)
     TokenizerChoice tc = {.encoder_path = job->encoder_path, .vocab_path = job->vocab_path,
                           .hf_json = job->hf_json, .encoding = job->encoding, .quiet = job->quiet};
     if (tokenizer_open(&tk, &tc, err, err_len)) return -1;
-    if (tk.vocab_size > HELLASWAG_MAX_VOCAB) {
-        io_err(err, err_len, "%s %s: tokenizer %s has %d ids; llm.c's eval file holds uint16 "
-               "ids below %d: HellaSwag cannot be written for it",
-               job->hf_json ? "--tokenizer" : "--encoding", job->hf_json ? job->hf_json : job->encoding,
-               tk.name, tk.vocab_size, HELLASWAG_MAX_VOCAB);
-        tokenizer_free(&tk);
-        return HELLASWAG_VOCAB_TOO_BIG;
-    }
     EvalSet es = {0};
-    int rc = hellaswag_read_jsonl(job->jsonl, &tk, &es, err, err_len);
+    DatasetTokenizer dt;
+    memset(&dt, 0, sizeof dt);
+    int rc = dataset_tokenizer_of(&dt, &tk, &tc, err, err_len);
+    es.tokenizer_id = rc == 0 ? dt.id : 0; /* version 2 records it */
+    if (rc == 0) rc = hellaswag_read_jsonl(job->jsonl, &tk, &es, err, err_len);
     if (rc == 0) rc = eval_file_write(job->out_path, &es, err, err_len);
     if (rc == 0 && !job->quiet)
-        fprintf(stderr, "tokenize: %d examples from %s (%zu tokens, longest record %d bytes) -> "
-                "%s\n", es.num_examples, job->jsonl, es.num_tokens, es.longest_bytes,
-                job->out_path);
+        fprintf(stderr, "tokenize: %d examples from %s (%zu tokens, longest record %d bytes, "
+                "version %d) -> %s\n", es.num_examples, job->jsonl, es.num_tokens,
+                es.longest_bytes, es.version, job->out_path);
     eval_set_free(&es);
     tokenizer_free(&tk);
     return rc;

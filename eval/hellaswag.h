@@ -34,16 +34,12 @@ typedef struct {
     int quiet;                /* no summary line on stderr */
 } HellaswagJob;
 
-/* llm.c's eval file stores token ids as uint16 below 65535 (eval_file.h):
- * a tokenizer with more ids is refused by name before the jsonl is read
- * (hellaswag_job_run returns HELLASWAG_VOCAB_TOO_BIG) rather than failing
- * on the first large id or truncating it. */
-#define HELLASWAG_MAX_VOCAB 65535
-enum { HELLASWAG_VOCAB_TOO_BIG = -2 };
+/* Any tokenizer: eval_file_write writes llm.c's version 1 when every id is
+ * below 65535 (GPT-2) and this project's uint32 version 2 otherwise
+ * (Llama 3, cl100k_base, o200k_base; eval_file.h). */
 
 /* Load the tokenizer, read the jsonl, write the eval file (crash-safe:
- * nothing is left at out_path on failure). Returns 0, -1 with a message,
- * or HELLASWAG_VOCAB_TOO_BIG. */
+ * nothing is left at out_path on failure). Returns 0, or -1 with a message. */
 int hellaswag_job_run(const HellaswagJob *job, char *err, size_t err_len);
 
 #endif

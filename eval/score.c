@@ -52,11 +52,11 @@ static RowRef fill_row(const EvalSet *es, int e, int c, int T, int *in, int *tg)
 {
     const EvalExample *x = &es->ex[e];
     int len = x->comp_len[c], used = ctx_kept(x->ctx_len, len, T), m = used + len;
-    const uint16_t *ctx = es->tokens + x->ctx_off + (x->ctx_len - used);
-    const uint16_t *comp = es->tokens + x->comp_off[c];
+    const uint32_t *ctx = es->tokens + x->ctx_off + (x->ctx_len - used);
+    const uint32_t *comp = es->tokens + x->comp_off[c];
     /* sequence s = ctx[0..used) ++ comp[0..len), m <= T + 1 tokens */
     for (int t = 0; t < m; t++) {
-        int tok = t < used ? ctx[t] : comp[t - used];
+        int tok = (int)(t < used ? ctx[t] : comp[t - used]);
         if (t < T) in[t] = tok;
         if (t > 0) tg[t - 1] = tok;
     }

@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int fd = fuzz_file(data, size, path, sizeof path);
     EvalSet es;
     if (eval_file_read(path, &es, err, sizeof err) == 0) {
-        if (es.num_examples < 1 || es.longest_bytes > EVAL_MAX_RECORD_BYTES) abort();
+        if (es.num_examples < 1 || es.longest_values > EVAL_MAX_RECORD_VALUES) abort();
+        if (es.longest_bytes != es.longest_values * (es.version == 2 ? 4 : 2)) abort();
         unsigned sum = 0;
         for (int i = 0; i < es.num_examples; i++) {
             const EvalExample *e = &es.ex[i];

@@ -87,7 +87,7 @@ Test(eval_file, append_refuses_what_the_format_cannot_hold)
     EvalSet es = {0};
     char err[256];
     static int32_t big[33000];
-    int32_t ok[1] = {1}, bad[1] = {65535};
+    int32_t ok[1] = {1}, bad[1] = {-1};
     const int32_t *c4[4] = {ok, ok, ok, ok}, *cbad[4] = {ok, bad, ok, ok};
     int l1[4] = {1, 1, 1, 1}, l0[4] = {1, 0, 1, 1};
     cr_expect_eq(eval_set_append(&es, 4, ok, 1, c4, l1, err, sizeof err), -1);
@@ -97,9 +97,11 @@ Test(eval_file, append_refuses_what_the_format_cannot_hold)
     cr_expect_eq(eval_set_append(&es, 0, ok, 1, c4, l0, err, sizeof err), -1);
     cr_expect(strstr(err, "ending 1 has no tokens"), "%s", err);
     cr_expect_eq(eval_set_append(&es, 0, ok, 1, cbad, l1, err, sizeof err), -1);
-    cr_expect(strstr(err, "ending 1: token 65535 is outside 0..65534"), "%s", err);
+    cr_expect(strstr(err, "ending 1: token -1 is negative"), "%s", err);
+    /* 5 fixed + (1 + 33000) + 4 x (1 + 1) = 33014 values */
     cr_expect_eq(eval_set_append(&es, 0, big, 33000, c4, l1, err, sizeof err), -1);
-    cr_expect(strstr(err, "needs a 66028-byte record; the format allows at most 65534"), "%s", err);
+    cr_expect(strstr(err, "needs a record of 33014 values; the format allows at most 32767"),
+              "%s", err);
     cr_expect_eq(es.num_examples, 0, "nothing was appended");
     char *dir = tu_tempdir(), path[600];
     snprintf(path, sizeof path, "%s/empty.bin", dir);
@@ -135,7 +137,7 @@ Test(eval_file, reader_names_every_fault)
         {"header", -1, 0, 100, "truncated header (100 bytes"},
         {"magic", 0, 20240520, 0, "bad magic 20240520 (expected 20240522: not an llm.c eval file; "
                                   "this is a token shard)"},
-        {"version", 4, 2, 0, "unsupported version 2"},
+        {"version", 4, 3, 0, "unsupported version 3"},
         {"count", 8, 0, 0, "example count 0 in the header is outside 1..65535"},
         {"huge_count", 8, 1 << 30, 0, "example count 1073741824"},
         {"more_examples", 8, 3, 0, "cannot hold the header's 3 examples"},
@@ -196,4 +198,59 @@ Test(eval_file, vocabulary_check_names_the_example)
     cr_expect(strstr(err, "f.bin: example 0 completion 2: token 65534 is outside the model's "
                           "vocabulary (50257)"), "%s", err);
     eval_set_free(&es);
+}
+
+/* Version 2, this project's: the same fields as uint32, written only when an
+ * id does not fit a uint16 (eval_file.h), by hand. */
+Test(eval_file, wide_ids_give_version_2_bytes_by_hand)
+{
+    char *dir = tu_tempdir(), path[600], err[256];
+    snprintf(path, sizeof path, "%s/e.bin", dir);
+    EvalSet es = {0};
+    int32_t ctx[2] = {128000, 65535}, a[1] = {7}, b[2] = {128255, 0}, c[1] = {65534},
+            d[3] = {1, 2, 70000};
+    const int32_t *comp[4] = {a, b, c, d};
+    int len[4] = {1, 2, 1, 3};
+    cr_assert_eq(eval_set_append(&es, 3, ctx, 2, comp, len, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(es.version, 2);
+    es.tokenizer_id = 0x0123456789abcdefull; /* version 2 records it: header[4], [5] */
+    cr_assert_eq(eval_file_write(path, &es, err, sizeof err), 0, "%s", err);
+    size_t n;
+    char *got = tu_read_file(path, &n);
+    /* 19 values as in version 1's example, 4 bytes each: 76 bytes */
+    const uint32_t rec[19] = {0xFFFFFFFFu, 76, 0, 3, 4, 2, 128000, 65535, 1, 7, 2, 128255, 0,
+                              1, 65534, 3, 1, 2, 70000};
+    int32_t head[256] = {20240522, 2, 1, 76, (int32_t)0x89abcdefu, 0x01234567};
+    cr_assert_eq(n, 1024 + sizeof rec);
+    cr_expect_eq(memcmp(got, head, 1024), 0, "header");
+    cr_expect_eq(memcmp(got + 1024, rec, sizeof rec), 0, "record");
+    EvalSet back;
+    cr_assert_eq(eval_file_read(path, &back, err, sizeof err), 0, "%s", err);
+    cr_expect(back.version == 2 && back.num_examples == 1 && back.ex[0].label == 3 &&
+              back.longest_bytes == 76 && back.num_tokens == 19 &&
+              back.tokenizer_id == 0x0123456789abcdefull);
+    cr_expect(back.tokens[back.ex[0].ctx_off] == 128000 &&
+              back.tokens[back.ex[0].ctx_off + 1] == 65535 &&
+              back.tokens[back.ex[0].comp_off[3] + 2] == 70000);
+    cr_expect_eq(eval_set_check_vocab(&back, 128256, path, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(eval_set_check_vocab(&back, 100277, path, err, sizeof err), -1);
+    cr_expect(strstr(err, "example 0 context: token 128000 is outside the model's vocabulary "
+                          "(100277)"), "%s", err);
+    /* version 2's faults name the same fields at their 4-byte places */
+    uint32_t bad = 65535; /* version 1's marker is not version 2's */
+    memcpy(got + 1024, &bad, 4);
+    FILE *fp = fopen(path, "wb");
+    fwrite(got, 1, n, fp);
+    fclose(fp);
+    cr_expect_eq(eval_file_read(path, &back, err, sizeof err), -1);
+    cr_expect(strstr(err, "example 0 at byte 1024: expected the start-of-example marker "
+                          "4294967295, found 65535"), "%s", err);
+    fp = fopen(path, "wb");
+    fwrite(got, 1, n - 2, fp);
+    fclose(fp);
+    cr_expect_eq(eval_file_read(path, &back, err, sizeof err), -1);
+    cr_expect(strstr(err, "not a whole number of uint32 values"), "%s", err);
+    eval_set_free(&es);
+    free(got);
+    tu_remove_tree(dir);
 }
