@@ -141,7 +141,7 @@ Test(hostile, eval_file, .timeout = 120)
         {"zero_length", EMPTY, 0, 0, NULL, "truncated header (0 bytes", 0, 0},
         {"folder", FOLDER, 0, 0, NULL, "not a regular file", 0, 0},
         {"bad_magic", SET_I32, 0, 1234, NULL, "bad magic 1234", 0, 0},
-        {"bad_version", SET_I32, 4, 2, NULL, "unsupported version 2", 0, 0},
+        {"bad_version", SET_I32, 4, 3, NULL, "unsupported version 3", 0, 0},
         {"bad_marker", SET_I32, 1024, 0x00260001, NULL, "expected the start-of-example marker", 0, 0},
     };
     snprintf(args, sizeof args, "%s --eval-file '%s' --steps 1", tc_model_args(d), path);
