@@ -440,7 +440,7 @@ build/fuzz/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_BASE) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
 build/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_OBJ) -o $@ -lcjson -lz -lpcre2-8 -lcrypto -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_OBJ) -o $@ -lcjson -lz -lpcre2-8 -lutf8proc -lcrypto -lm
 -include $(FUZZ_OBJ:.o=.d)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

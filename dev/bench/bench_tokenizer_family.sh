@@ -23,7 +23,7 @@ NAMES=("$@")
 B=build/cpu
 [ -f $B/data/tokenizer_hf.o ] || { echo "bench_tokenizer_family.sh: build first: make NVCC= BUILD=$B" >&2; exit 1; }
 TEXT=${TINYSHAKESPEARE:-$(./tokenize --fetch tinyshakespeare --quiet)}
-LIBS=(-lcjson -lpcre2-8 -lcrypto -lz -lm)
+LIBS=(-lcjson -lpcre2-8 -lutf8proc -lcrypto -lz -lm)
 tmp=$(mktemp -d /tmp/bench_tokenizer_family.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -std=gnu11 -I. dev/bench/bench_tokenizer_family.c $B/data/tokenizer*.o $B/data/source.o \
