@@ -26,7 +26,7 @@ data=datasets
 [ -f "$data/tinyshakespeare_val_000000.bin" ] || { echo "no $data/tinyshakespeare_*.bin: make data" >&2; exit 2; }
 work=$(mktemp -d /tmp/zero_target.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl "self,vader" --mca btl_vader_single_copy_mechanism none)
 shape=(--train-data "$data/tinyshakespeare_train_*.bin" --val-data "$data/tinyshakespeare_val_000000.bin"
        --layers 12 --channels 256 --heads 4 --seq-len 64 --batch 2 --steps 5 --val-every 0
        --val-batches 1 --lr 1e-3 --weight-decay 0.1 --device cpu --threads 1)
