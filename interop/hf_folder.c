@@ -364,6 +364,17 @@ static int skipped(const char *name)
 
 /* Tensor `name` (header entry t) of the file open at fd, data starting at
  * base: checked and widened into its place. */
+
+/* One entry of a tensor's "shape" as an int: -1 unless a whole number in
+ * 0..2^30, so a value outside int's range (a hostile header's 3e118) never
+ * reaches the conversion, which would be undefined. */
+static int shape_dim(const cJSON *v)
+{
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+        v->valuedouble > (double)(1 << 30))
+        return -1;
+    return (int)v->valuedouble;
+}
 static int take(Load *ld, const char *path, const char *name, const cJSON *t, int fd, off_t base,
                 off_t size, char *err, size_t len)
 {
@@ -388,15 +399,15 @@ static int take(Load *ld, const char *path, const char *name, const cJSON *t, in
         return fail(err, len, "%s: tensor %s: dtype %s (F32, BF16 or F16 are read)", path,
                         name, dtype);
     int dims = cJSON_GetArraySize(shape), r = -1, c = 0;
-    if (dims >= 1) r = (int)cJSON_GetArrayItem(shape, 0)->valuedouble;
-    if (dims == 2) c = (int)cJSON_GetArrayItem(shape, 1)->valuedouble;
+    if (dims >= 1) r = shape_dim(cJSON_GetArrayItem(shape, 0));
+    if (dims == 2) c = shape_dim(cJSON_GetArrayItem(shape, 1));
     if (dims < 1 || dims > 2 || r != w->rows || c != w->cols)
         return fail(err, len, "%s: tensor %s has the wrong shape (expected %d x %d)", path,
                         name, w->rows, w->cols);
     size_t n = (size_t)r * (size_t)(c ? c : 1), bytes = n * (size_t)width;
     double lo = cJSON_GetArraySize(offs) == 2 ? cJSON_GetArrayItem(offs, 0)->valuedouble : -1;
     double hi = cJSON_GetArraySize(offs) == 2 ? cJSON_GetArrayItem(offs, 1)->valuedouble : -1;
-    if (lo < 0 || hi - lo != (double)bytes || base + (off_t)hi > size)
+    if (lo < 0 || hi - lo != (double)bytes || hi > (double)size || base + (off_t)hi > size)
         return fail(err, len, "%s: tensor %s: data_offsets do not hold %s %d x %d", path,
                         name, dtype, r, c);
     if (w->filled++)
@@ -445,6 +456,9 @@ static int read_file(Load *ld, const char *fname, const cJSON *map, char *err, s
     cJSON *h = text && rc == 0 ? cJSON_Parse(text) : NULL;
     free(text);
     if (!h && rc == 0) rc = fail(err, len, "%s: the safetensors header is not JSON", path);
+    /* names come from the object's keys: an array's items have none */
+    if (h && rc == 0 && !cJSON_IsObject(h))
+        rc = fail(err, len, "%s: the safetensors header is not a JSON object", path);
     const cJSON *t;
     cJSON_ArrayForEach(t, h)
     {
