@@ -417,6 +417,30 @@ print-asan-subset:
 	@echo 'parallel: $(ASAN_PAR)'
 	@echo 'serial: $(ASAN_SER)'
 
+# `make test-tsan-ranks`: ThreadSanitizer over the ranks' runs (dev/notes/tsan-ranks.md):
+# the test programs built with -fsanitize=thread in build/tsan, driven through
+# mpirun by this build's suite (itself not instrumented), the ZeRO-2/3 and
+# offload rank suites by default (TSAN_RANK_TESTS); the runs' --threads 1
+# keeps OpenMP (libgomp, not instrumented) to one thread. A report ends the
+# rank with status 66 and is written to build/tsan/reports/, printed here;
+# dev/tsan-ranks.supp holds the uninstrumented libraries' suppressions. Built
+# without WERROR (at -O1 GCC warns maybe-uninitialized where -O3 does not). Not
+# part of `make test`.
+TSAN_DIR := build/tsan
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -O1
+TSAN_RANK_TESTS ?= @(zero2|zero3run|zero3eval|offload_ranks)/*
+.PHONY: test-tsan-ranks
+test-tsan-ranks: $(BUILD)/run_tests
+	$(MAKE) BUILD=$(TSAN_DIR) SANITIZE="$(TSAN_FLAGS)" NVCC= WERROR= $(TSAN_DIR)/test/train_gpt \
+	  $(TSAN_DIR)/test/tokenize
+	rm -rf $(TSAN_DIR)/reports && mkdir -p $(TSAN_DIR)/reports
+	TSAN_OPTIONS="log_path=$(abspath $(TSAN_DIR))/reports/tsan exitcode=66 \
+	  suppressions=$(abspath dev/tsan-ranks.supp)" TRAIN_GPT_BIN=$(TSAN_DIR)/test/train_gpt \
+	  TRAIN_GPT_TOKENIZE_BIN=$(TSAN_DIR)/test/tokenize TRAIN_GPT_PRODUCT_DIR=. $(TEST_OMP) \
+	  $(BUILD)/run_tests --jobs 1 --filter '$(TSAN_RANK_TESTS)'; s=$$?; \
+	if ls $(TSAN_DIR)/reports/tsan.* >/dev/null 2>&1; then cat $(TSAN_DIR)/reports/tsan.*; \
+	  echo "test-tsan-ranks: ThreadSanitizer reports above" >&2; exit 1; fi; exit $$s
+
 # `make fuzz`: libFuzzer targets (clang; Debian's clang + libclang-rt-dev)
 # for every file reader, in build/fuzz/. dev/run_fuzzers.sh runs them.
 FUZZ_CC   ?= clang

@@ -26,8 +26,11 @@
 #define ATT_BLK 64 /* query and key rows per tile; S is ATT_BLK x ATT_BLK floats */
 #define ATT_INLINE static inline __attribute__((always_inline))
 /* GCC on x86-64 only (target_clones and its ifunc resolver); sanitizer
- * builds, which check memory rather than speed, keep the one baseline path */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+ * builds, which check memory rather than speed, keep the one baseline path
+ * (under ThreadSanitizer the resolver, instrumented, would run before the
+ * runtime is up and crash at load) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define ATT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ATT_CLONES

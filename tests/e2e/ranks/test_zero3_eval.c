@@ -209,13 +209,14 @@ Test(zero3eval, eval_and_val_during_training_equal_zero2, .timeout = 300)
 }
 
 /* The samples of steps >= from in tag's stdout (each "step N | sample"
- * header through the line before the next step's line or a save's) into
+ * header through the line before the next step's line or a save's; a
+ * slow step's line follows its in-step progress on the same line) into
  * <tag>.smp; its size in bytes. */
 static long samples_from(const char *tag, int from)
 {
     char cmd[1200];
     snprintf(cmd, sizeof cmd,
-             "awk '/^step +[0-9]+ [|] sample/{f = ($2 >= %d)} /^step .*loss|^saved /{f=0} f' %s/%s.out "
+             "awk '/^step +[0-9]+ [|] sample/{f = ($2 >= %d)} /step .*loss|^saved /{f=0} f' %s/%s.out "
              "> %s/%s.smp", from, dir, tag, dir, tag);
     cr_assert_eq(tu_run(cmd), 0);
     char *t = rank_runs_read(dir, tag, "smp");

@@ -296,7 +296,7 @@ static long sample_text(const char *tag)
 {
     char cmd[1200];
     snprintf(cmd, sizeof cmd,
-             "awk '/[|] sample/{f=1} /^step .*loss/{f=0} f' %s/%s.out > %s/%s.smp", dir, tag, dir,
+             "awk '/[|] sample/{f=1} /step .*loss/{f=0} f' %s/%s.out > %s/%s.smp", dir, tag, dir,
              tag);
     cr_assert_eq(tu_run(cmd), 0);
     char *t = slurp(tag, "smp");
