@@ -37,7 +37,6 @@ folder, .pt or .safetensors) and imported back is the same bytes.
 import argparse
 import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -71,9 +70,6 @@ def find_files(src):
     return weights, config if os.path.isfile(config) else None
 
 
-SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}
-
-
 def read_safetensors(path):
     try:
         from safetensors.numpy import load_file
@@ -85,38 +81,7 @@ def read_safetensors(path):
                     if v.dtype.kind == "f"}
         except Exception as e:  # the package's own message, one line
             die(f"{path}: not a readable safetensors file: {e}")
-    with open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 8:
-        die(f"{path}: shorter than a safetensors header")
-    n = struct.unpack("<Q", raw[:8])[0]
-    if 8 + n > len(raw):
-        die(f"{path}: header length {n} runs past the end of the file ({len(raw)} bytes)")
-    try:
-        header = json.loads(raw[8:8 + n])
-    except ValueError as e:
-        die(f"{path}: the safetensors header is not JSON: {e}")
-    out, base = {}, 8 + n
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = info.get("dtype")
-        if dtype == "BF16":  # the top half of a float32
-            np_dtype = "<u2"
-        elif dtype in SAFETENSORS_DTYPES:
-            np_dtype = SAFETENSORS_DTYPES[dtype]
-        else:
-            continue  # integer buffers: not parameters
-        lo, hi = info["data_offsets"]
-        shape = tuple(info["shape"])
-        count = int(np.prod(shape)) if shape else 1
-        if base + hi > len(raw) or hi - lo != count * np.dtype(np_dtype).itemsize:
-            die(f"{path}: tensor {name}: byte range {lo}..{hi} does not hold {dtype} {shape}")
-        a = np.frombuffer(raw, dtype=np_dtype, offset=base + lo, count=count)
-        if dtype == "BF16":
-            a = (a.astype(np.uint32) << 16).view(np.float32)
-        out[name] = a.astype(np.float32).reshape(shape)
-    return out
+    return hf_safetensors.read_file(path, die)
 
 
 def read_torch(path):
