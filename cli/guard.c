@@ -219,7 +219,8 @@ void guard_exit_if_any(Dist *d, int bad, int code, const char *msg)
 }
 
 /* The Llama family's options given with a model file must agree with its
- * header: the qkv bias, the qk norm, the norms' eps and RoPE's scaling. */
+ * header: the qkv bias, the qk norm, the head size, the norms' eps and
+ * RoPE's scaling. */
 static int check_option_flags(const TrainOptions *o, const GPTConfig *c, const char *from,
                               char *err, size_t len)
 {
@@ -227,6 +228,10 @@ static int check_option_flags(const TrainOptions *o, const GPTConfig *c, const c
         snprintf(err, len, "--qkv-bias: contradicts %.600s, whose model has no qkv bias", from);
     else if (train_options_given(o, "qk-norm") && !c->qk_norm)
         snprintf(err, len, "--qk-norm: contradicts %.600s, whose model has no qk norm", from);
+    else if (train_options_given(o, "head-dim") &&
+             config_head_dim(c) != (o->head_dim ? o->head_dim : c->channels / c->num_heads))
+        snprintf(err, len, "--head-dim %d: contradicts %.600s, whose model has %d", o->head_dim,
+                 from, config_head_dim(c));
     else if (train_options_given(o, "norm-eps") && config_norm_eps(c) != o->norm_eps)
         snprintf(err, len, "--norm-eps %g: contradicts %.600s, whose model has %g",
                  (double)o->norm_eps, from, (double)config_norm_eps(c));

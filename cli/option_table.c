@@ -12,7 +12,9 @@ const OptSpec option_table[] = {
      "published Llama-family shapes qwen2.5-0.5b (C 896, 24 layers, 14 heads, 2 KV heads, FFN "
      "4864, qkv bias, tied, theta 1e6, eps 1e-6, vocab 151936) or llama-3.2-1b (C 2048, 16 "
      "layers, 32 heads, 8 KV heads, FFN 8192, tied, theta 500000, --rope-scaling 32, eps 1e-5, "
-     "vocab 128256); shape flags given too win"},
+     "vocab 128256), qwen3-0.6b (C 1024, 28 layers, 16 heads, 8 KV heads, head-dim 128, FFN "
+     "3072, qk-norm, tied, theta 1e6, eps 1e-6, vocab 151936) or qwen3-4b (C 2560, 36 layers, "
+     "32 heads, 8 KV heads, head-dim 128, FFN 9728, the same rest); shape flags given too win"},
     {"arch", K_CHOICE, O(arch), "gpt2", 0, 0, "gpt2|llama", "Shape",
      "the block: gpt2 (LayerNorm, GELU MLP, learned positions, tied head) or llama (RMSNorm, "
      "SwiGLU MLP, RoPE, grouped-query attention, untied head by default)"},
@@ -28,6 +30,9 @@ const OptSpec option_table[] = {
     {"qk-norm", K_FLAG, O(qk_norm), NULL, 0, 0, NULL, "Shape",
      "--arch llama: RMSNorm over each q and k head's features, with weights of its own, "
      "before RoPE (Qwen3)"},
+    {"head-dim", K_INT, O(head_dim), "0", 0, 1024, NULL, "Shape",
+     "--arch llama: each attention head's width D (0 = channels / heads); q projects C to "
+     "heads x D, k and v to kv-heads x D, the output projection back to C (Qwen3: 128)"},
     {"norm-eps", K_FLOAT, O(norm_eps), "1e-5", 1e-12, 0.5, NULL, "Shape",
      "--arch llama: the RMSNorms' epsilon"},
     {"rope-scaling", K_FLOAT, O(rope_factor), "0", 0, 1e6, NULL, "Shape",

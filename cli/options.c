@@ -287,8 +287,8 @@ int train_options_parse(TrainOptions *opt, int argc, char **argv)
         GPTConfig cfg = {0};
         if (config_preset(&cfg, opt->preset) != 0) {
             fprintf(stderr, "--model: expected one of d12|d24|d36|d48 (or gpt2|gpt2-medium|"
-                    "gpt2-large|gpt2-xl), llama-60m|llama-125m or qwen2.5-0.5b|llama-3.2-1b, "
-                    "got '%s'\n", opt->preset);
+                    "gpt2-large|gpt2-xl), llama-60m|llama-125m or qwen2.5-0.5b|llama-3.2-1b|"
+                    "qwen3-0.6b|qwen3-4b, got '%s'\n", opt->preset);
             return 2;
         }
         if (train_options_given(opt, "arch") && opt->arch != cfg.arch) {

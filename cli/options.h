@@ -24,6 +24,7 @@ typedef struct {
     float rope_theta;  /* --rope-theta */
     int lm_head;       /* --lm-head: 0 auto (gpt2 tied, llama untied), 1 tied, 2 untied */
     int qkv_bias, qk_norm; /* --qkv-bias, --qk-norm */
+    int head_dim;      /* --head-dim: 0 = channels / heads */
     float norm_eps;    /* --norm-eps */
     /* --rope-scaling (0 = none) and its three */
     float rope_factor, rope_low_freq, rope_high_freq;

@@ -6,7 +6,7 @@
 
 #include "cli/option_table.h"
 
-/* A published preset (config_preset: qwen2.5-0.5b, llama-3.2-1b) fixes
+/* A published preset (config_preset: qwen2.5-0.5b, llama-3.2-1b, qwen3-*) fixes
  * its vocabulary, head, norms, qkv bias and RoPE too; flags given win. */
 void options_preset_published(TrainOptions *opt, const GPTConfig *cfg)
 {
@@ -20,6 +20,7 @@ void options_preset_published(TrainOptions *opt, const GPTConfig *cfg)
         if (strcmp(n, "norm-eps") == 0) opt->norm_eps = cfg->norm_eps;
         if (strcmp(n, "qkv-bias") == 0) opt->qkv_bias = cfg->qkv_bias;
         if (strcmp(n, "qk-norm") == 0) opt->qk_norm = cfg->qk_norm;
+        if (strcmp(n, "head-dim") == 0) opt->head_dim = cfg->head_dim;
         if (strcmp(n, "rope-scaling") == 0) opt->rope_factor = cfg->rope_factor;
         if (cfg->rope_factor == 0) continue;
         if (strcmp(n, "rope-low-freq-factor") == 0) opt->rope_low_freq = cfg->rope_low_freq;
@@ -52,7 +53,7 @@ static const char *rope_scaling_fault(const TrainOptions *opt, char *buf, size_t
 int options_check_family(const TrainOptions *opt)
 {
     static const char *const llama_only[] = {
-        "kv-heads", "ffn", "rope-theta", "lm-head", "qkv-bias", "qk-norm", "norm-eps",
+        "kv-heads", "ffn", "rope-theta", "lm-head", "qkv-bias", "qk-norm", "head-dim", "norm-eps",
         "rope-scaling", "rope-low-freq-factor", "rope-high-freq-factor", "rope-original-max-pos"};
     if (opt->arch != ARCH_LLAMA) {
         for (size_t i = 0; i < sizeof llama_only / sizeof llama_only[0]; i++)
@@ -72,7 +73,11 @@ int options_check_family(const TrainOptions *opt)
         snprintf(buf, sizeof buf, "--kv-heads: %d does not divide --heads %d", opt->kv_heads,
                  opt->heads);
         why = buf;
-    } else if (!opt->init_from && opt->channels % opt->heads == 0 &&
+    } else if (!opt->init_from && opt->head_dim % 2 != 0) {
+        snprintf(buf, sizeof buf, "--head-dim: %d is odd (RoPE turns pairs of a head's "
+                 "features)", opt->head_dim);
+        why = buf;
+    } else if (!opt->init_from && !opt->head_dim && opt->channels % opt->heads == 0 &&
                opt->channels / opt->heads % 2 != 0) {
         snprintf(buf, sizeof buf, "--heads: --arch llama needs an even head size (RoPE), and "
                  "--channels %d / --heads %d is odd", opt->channels, opt->heads);

@@ -40,12 +40,13 @@ static void prepare_matmuls(Backend *be, const TrainOptions *o, const GPTConfig 
 {
     if (!be->ops->matmul_prepare) return;
     int N = o->batch * o->seq_len, C = cfg->channels;
-    int qkv = 3 * C, up = 4 * C, down = 4 * C;
+    int qkv = 3 * C, up = 4 * C, down = 4 * C, wo_in = C;
     if (cfg->arch == ARCH_LLAMA) {
-        int hs = C / cfg->num_heads, F = config_ffn(cfg);
-        qkv = C + 2 * config_kv_heads(cfg) * hs, up = 2 * F, down = F;
+        int hs = config_head_dim(cfg), F = config_ffn(cfg);
+        qkv = config_q_width(cfg) + 2 * config_kv_heads(cfg) * hs, up = 2 * F, down = F;
+        wo_in = config_q_width(cfg);
     }
-    const int mm[4][3] = {{N, C, qkv}, {N, C, C}, {N, C, up}, {N, down, C}};
+    const int mm[4][3] = {{N, C, qkv}, {N, wo_in, C}, {N, C, up}, {N, down, C}};
     int rows = o->loss_chunk > 0 ? o->loss_chunk
                                  : planner_default_loss_chunk(o->batch, o->seq_len,
                                                               cfg->padded_vocab, dt);

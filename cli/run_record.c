@@ -181,6 +181,8 @@ char *run_record_json(const TrainOptions *opt, const GPTConfig *cfg, int batch, 
     cJSON_AddNumberToObject(shape, "layers", cfg->num_layers);
     cJSON_AddNumberToObject(shape, "channels", cfg->channels);
     cJSON_AddNumberToObject(shape, "heads", cfg->num_heads);
+    if (cfg->arch == ARCH_LLAMA && cfg->head_dim)
+        cJSON_AddNumberToObject(shape, "head_dim", cfg->head_dim);
     cJSON_AddNumberToObject(shape, "vocab", cfg->vocab_size);
     cJSON_AddNumberToObject(shape, "padded_vocab", cfg->padded_vocab);
     cJSON_AddNumberToObject(shape, "max_seq_len", cfg->max_seq_len);

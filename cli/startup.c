@@ -112,6 +112,9 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
         tr->cfg.untied = o->lm_head != 1; /* auto: untied */
         tr->cfg.qkv_bias = o->qkv_bias;
         tr->cfg.qk_norm = o->qk_norm;
+        /* the default's own value is recorded as the default (0): the same file */
+        tr->cfg.head_dim = o->heads > 0 && o->channels % o->heads == 0 && o->head_dim == o->channels / o->heads
+                               ? 0 : o->head_dim;
         tr->cfg.norm_eps = o->norm_eps;
         if (o->rope_factor != 0) {
             tr->cfg.rope_factor = o->rope_factor;
@@ -254,8 +257,9 @@ static void print_header(Trainer *tr)
         snprintf(scaling, sizeof scaling, " rope-scaling=%g/%g/%g/%d", (double)c->rope_factor,
                  (double)c->rope_low_freq, (double)c->rope_high_freq, c->rope_original_max_pos);
     if (c->arch == ARCH_LLAMA)
-        snprintf(fam, sizeof fam, " | llama NKV=%d F=%d rope-theta=%g%s %s head%s%s eps=%g",
-                 config_kv_heads(c), config_ffn(c), config_rope_theta(c), scaling,
+        snprintf(fam, sizeof fam, " | llama NKV=%d F=%d hs=%d rope-theta=%g%s %s head%s%s eps=%g",
+                 config_kv_heads(c), config_ffn(c), config_head_dim(c), config_rope_theta(c),
+                 scaling,
                  c->untied ? "untied" : "tied", c->qkv_bias ? " qkv-bias" : "",
                  c->qk_norm ? " qk-norm" : "", (double)config_norm_eps(c));
     printf("train_gpt: backend %s (%s) | L=%d C=%d NH=%d T=%d V=%d (padded %d) | B=%d "

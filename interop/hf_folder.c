@@ -167,9 +167,17 @@ static int llama_config(const cJSON *c, const char *w, const char *mt, GPTConfig
         return fail(err, len, "%s: hidden_size, num_hidden_layers, num_attention_heads, "
                         "vocab_size and intermediate_size must be positive integers", w);
     if (get_int(c, "num_key_value_heads", &NKV)) NKV = NH;
-    if (C % NH || (cJSON_GetObjectItemCaseSensitive(c, "head_dim") &&
-                   (get_int(c, "head_dim", &hd) || hd != C / NH)))
-        return fail(err, len, "%s: head_dim is not hidden_size / num_attention_heads", w);
+    /* head_dim: Hugging Face's default is hidden_size / num_attention_heads;
+     * another (Qwen3's 128 at 1024 / 16) is recorded, the default is not */
+    if (!cJSON_GetObjectItemCaseSensitive(c, "head_dim") ||
+        cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c, "head_dim")))
+        hd = 0;
+    else if (get_int(c, "head_dim", &hd))
+        return fail(err, len, "%s: head_dim must be a positive integer", w);
+    if (C % NH && !hd)
+        return fail(err, len, "%s: num_attention_heads does not divide hidden_size and no "
+                        "head_dim is given", w);
+    if (C % NH == 0 && hd == C / NH) hd = 0;
     if (cJSON_IsObject(rs) && llama_rope_scaling(rs, w, cfg, err, len) != 0) return -1;
     if (get_int(c, "max_position_embeddings", &cfg->max_seq_len))
         return fail(err, len, "%s: no positive integer max_position_embeddings", w);
@@ -186,6 +194,7 @@ static int llama_config(const cJSON *c, const char *w, const char *mt, GPTConfig
     cfg->untied = !is_true(c, "tie_word_embeddings");
     cfg->qkv_bias = strcmp(mt, "qwen2") == 0 || is_true(c, "attention_bias");
     cfg->qk_norm = strcmp(mt, "qwen3") == 0;
+    cfg->head_dim = hd;
     return 0;
 }
 
@@ -290,26 +299,27 @@ static void want_table(Load *ld)
         want(ld, b[15], C, 0, 0, "ln_f.bias", 0);
         return;
     }
-    int hs = C / c->num_heads, K = config_kv_heads(c) * hs, F = config_ffn(c);
-    size_t W = Cz + 2 * (size_t)K, Fz = (size_t)F;
+    int hs = config_head_dim(c), Q = config_q_width(c), K = config_kv_heads(c) * hs;
+    int F = config_ffn(c);
+    size_t Qz = (size_t)Q, W = Qz + 2 * (size_t)K, Fz = (size_t)F;
     want(ld, b[0], V, C, 0, "model.embed_tokens.weight", 0);
     if (c->untied) want(ld, b[1], V, C, 0, "lm_head.weight", 0);
     for (int l = 0; l < L; l++) {
         size_t k = (size_t)l, q = b[4] + k * W * Cz, qb = b[5] + k * W;
         want(ld, b[2] + k * Cz, C, 0, 0, "model.layers.%d.input_layernorm.weight", l);
-        want(ld, q, C, C, 0, "model.layers.%d.self_attn.q_proj.weight", l);
-        want(ld, q + Cz * Cz, K, C, 0, "model.layers.%d.self_attn.k_proj.weight", l);
-        want(ld, q + (Cz + K) * Cz, K, C, 0, "model.layers.%d.self_attn.v_proj.weight", l);
+        want(ld, q, Q, C, 0, "model.layers.%d.self_attn.q_proj.weight", l);
+        want(ld, q + Qz * Cz, K, C, 0, "model.layers.%d.self_attn.k_proj.weight", l);
+        want(ld, q + (Qz + K) * Cz, K, C, 0, "model.layers.%d.self_attn.v_proj.weight", l);
         if (c->qkv_bias) {
-            want(ld, qb, C, 0, 0, "model.layers.%d.self_attn.q_proj.bias", l);
-            want(ld, qb + Cz, K, 0, 0, "model.layers.%d.self_attn.k_proj.bias", l);
-            want(ld, qb + Cz + K, K, 0, 0, "model.layers.%d.self_attn.v_proj.bias", l);
+            want(ld, qb, Q, 0, 0, "model.layers.%d.self_attn.q_proj.bias", l);
+            want(ld, qb + Qz, K, 0, 0, "model.layers.%d.self_attn.k_proj.bias", l);
+            want(ld, qb + Qz + K, K, 0, 0, "model.layers.%d.self_attn.v_proj.bias", l);
         }
         if (c->qk_norm) {
             want(ld, b[3] + k * hs, hs, 0, 0, "model.layers.%d.self_attn.q_norm.weight", l);
             want(ld, b[9] + k * hs, hs, 0, 0, "model.layers.%d.self_attn.k_norm.weight", l);
         }
-        want(ld, b[6] + k * Cz * Cz, C, C, 0, "model.layers.%d.self_attn.o_proj.weight", l);
+        want(ld, b[6] + k * Cz * Qz, C, Q, 0, "model.layers.%d.self_attn.o_proj.weight", l);
         want(ld, b[8] + k * Cz, C, 0, 0, "model.layers.%d.post_attention_layernorm.weight", l);
         want(ld, b[10] + k * 2 * Fz * Cz, F, C, 0, "model.layers.%d.mlp.gate_proj.weight", l);
         want(ld, b[10] + k * 2 * Fz * Cz + Fz * Cz, F, C, 0, "model.layers.%d.mlp.up_proj.weight",

@@ -54,6 +54,7 @@ static int read_header(FILE *f, const char *path, off_t size, GPTConfig *cfg, in
                  h[1]);
         return -1;
     }
+    memset(cfg, 0, sizeof *cfg); /* every field below, the reserved word 0 */
     cfg->max_seq_len = h[2];
     cfg->vocab_size = h[3];
     cfg->num_layers = h[4];
@@ -74,6 +75,7 @@ static int read_header(FILE *f, const char *path, off_t size, GPTConfig *cfg, in
     memcpy(&cfg->rope_low_freq, &h[MODEL_FILE_ARCH + 9], 4);
     memcpy(&cfg->rope_high_freq, &h[MODEL_FILE_ARCH + 10], 4);
     cfg->rope_original_max_pos = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_ARCH + 11] : 0;
+    cfg->head_dim = cfg->arch == ARCH_LLAMA ? h[MODEL_FILE_HEAD_DIM] : 0;
     cfg->tokenizer_id = (uint64_t)(uint32_t)h[MODEL_FILE_TOKENIZER] |
                         (uint64_t)(uint32_t)h[MODEL_FILE_TOKENIZER + 1] << 32;
     if (cfg->arch != ARCH_LLAMA)
@@ -314,6 +316,7 @@ int model_file_save_as(const char *path, const GPTConfig *cfg, const float *para
         memcpy(&h[MODEL_FILE_ARCH + 9], &cfg->rope_low_freq, 4);
         memcpy(&h[MODEL_FILE_ARCH + 10], &cfg->rope_high_freq, 4);
         h[MODEL_FILE_ARCH + 11] = cfg->rope_original_max_pos;
+        h[MODEL_FILE_HEAD_DIM] = cfg->head_dim;
     }
     h[MODEL_FILE_TOKENIZER] = (int32_t)(uint32_t)cfg->tokenizer_id;
     h[MODEL_FILE_TOKENIZER + 1] = (int32_t)(uint32_t)(cfg->tokenizer_id >> 32);

@@ -17,6 +17,7 @@
  * tokenizer identity (GPTConfig.tokenizer_id; data/dataset.h), 0 when
  * unknown: llm.c ignores them, so a GPT-2 file trained on ./tokenize's
  * shards still loads there (it differs from llm.c's own only in them).
+ * For llama, [30] the head size when given (--head-dim; 0 = C / NH).
  *
  * A path that is a folder holding config.json is read as a Hugging Face
  * folder instead (interop/hf_folder.h: GPT-2, Llama, Qwen2, Qwen3;
@@ -35,6 +36,7 @@
 #define MODEL_FILE_BF16 5
 #define MODEL_FILE_ARCH 16 /* first word of the extension */
 #define MODEL_FILE_TOKENIZER 28 /* the tokenizer identity: [28] low, [29] high */
+#define MODEL_FILE_HEAD_DIM 30  /* llama: the head size, 0 = C / NH */
 
 /* Read and validate the header (and the file size against it). On success
  * fills cfg and *version and returns 0; else -1 with "<path>: <fault>". */

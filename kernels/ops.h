@@ -117,7 +117,11 @@ typedef struct BackendOps {
     /* ---- causal self-attention: NH query heads and KVH key/value heads, all
      * of size hs = C/NH, NH divisible by KVH (KVH == NH: multi-head
      * attention; KVH < NH: grouped-query attention, query head h reading
-     * key/value head h / (NH/KVH), as Llama's repeat_kv) ----
+     * key/value head h / (NH/KVH), as Llama's repeat_kv). C here, and in
+     * attention_decode, attention_scratch_bytes, RoPE and qk-norm below, is
+     * the query width NH*hs, which the caller passes: the model's channels
+     * for GPT-2, NH * head_dim for the Llama family (not the channels when
+     * --head-dim is given: Qwen3-0.6B's 16 x 128 at 1024) ----
      * qkv(N, C + 2*KVH*hs) holds [q | k | v] per row: q NH*hs = C wide, k and
      * v KVH*hs wide each (3C when KVH == NH); head h uses columns
      * h*hs..(h+1)*hs of q, key/value head g columns g*hs..(g+1)*hs of k and

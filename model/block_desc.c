@@ -27,12 +27,18 @@ void block_shape(const BlockDesc *d, const GPTConfig *cfg, size_t B, size_t T, B
     sh->N = B * T;
     sh->C = cfg->channels > 0 ? (size_t)cfg->channels : 0;
     sh->NH = cfg->num_heads > 0 ? (size_t)cfg->num_heads : 0;
-    sh->hs = sh->NH ? sh->C / sh->NH : 0;
+    sh->hs = sh->NH ? (size_t)config_head_dim(cfg) : 0;
     d->shape_defaults(sh);
     if (cfg->arch == ARCH_LLAMA && sh->NH) { /* the config's own widths */
         sh->NKV = (size_t)config_kv_heads(cfg);
         sh->F = (size_t)config_ffn(cfg);
     }
+}
+
+size_t block_grad_small(const BlockShape *sh)
+{
+    size_t q = sh->NH * sh->hs;
+    return q > sh->C ? q : sh->C;
 }
 
 size_t block_grad_big(const BlockDesc *d, const BlockShape *sh)

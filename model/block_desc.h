@@ -41,7 +41,7 @@ typedef struct {
     size_t B, T, N;  /* N = B*T rows */
     size_t C;        /* channels */
     size_t NH, NKV;  /* query heads, key/value heads */
-    size_t hs;       /* head size, C / NH */
+    size_t hs;       /* head size (config_head_dim: C / NH unless given) */
     size_t F;        /* FFN width */
 } BlockShape;
 
@@ -178,6 +178,11 @@ const BlockDesc *block_desc_of(const GPTConfig *cfg);
 
 /* cfg's shape at micro-batch B x T. */
 void block_shape(const BlockDesc *d, const GPTConfig *cfg, size_t B, size_t T, BlockShape *sh);
+
+/* Elements per row of the backward's narrow gradient buffer (gpt.c's
+ * dsmall): the gradient of a C-wide tensor or of the attention's output
+ * (NH hs, which is C unless the head size is given): max(C, NH hs). */
+size_t block_grad_small(const BlockShape *sh);
 
 /* Elements per row of the backward's wide gradient buffer at sh. */
 size_t block_grad_big(const BlockDesc *d, const BlockShape *sh);

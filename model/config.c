@@ -9,16 +9,20 @@ int config_pad_vocab(int vocab_size) { return (vocab_size + 127) / 128 * 128; }
 /* The published shapes: their Hugging Face config.json's fields. */
 typedef struct {
     const char *name;
-    int V, qkv_bias;
+    int V, qkv_bias, qk_norm, head_dim;
     float theta, eps, factor, low, high;
     int orig;
 } Published;
 
 static const Published PUBLISHED[] = {
     /* Qwen/Qwen2.5-0.5B: 494,032,768 parameters, tied */
-    {"qwen2.5-0.5b", 151936, 1, 1000000.0f, 1e-6f, 0, 0, 0, 0},
+    {"qwen2.5-0.5b", 151936, 1, 0, 0, 1000000.0f, 1e-6f, 0, 0, 0, 0},
     /* meta-llama/Llama-3.2-1B: 1,235,814,400 parameters, tied */
-    {"llama-3.2-1b", 128256, 0, 500000.0f, 1e-5f, 32.0f, 1.0f, 4.0f, 8192},
+    {"llama-3.2-1b", 128256, 0, 0, 0, 500000.0f, 1e-5f, 32.0f, 1.0f, 4.0f, 8192},
+    /* Qwen/Qwen3-0.6B: 596,049,920 parameters, tied; heads of 128 at C 1024 */
+    {"qwen3-0.6b", 151936, 0, 1, 128, 1000000.0f, 1e-6f, 0, 0, 0, 0},
+    /* Qwen/Qwen3-4B: 4,022,468,096 parameters, tied; heads of 128 at C 2560 */
+    {"qwen3-4b", 151936, 0, 1, 128, 1000000.0f, 1e-6f, 0, 0, 0, 0},
 };
 
 int config_preset(GPTConfig *cfg, const char *name)
@@ -36,6 +40,8 @@ int config_preset(GPTConfig *cfg, const char *name)
         /* published (PUBLISHED has the rest) */
         {"qwen2.5-0.5b", 24, 14, 896, ARCH_LLAMA, 2, 4864},
         {"llama-3.2-1b", 16, 32, 2048, ARCH_LLAMA, 8, 8192},
+        {"qwen3-0.6b", 28, 16, 1024, ARCH_LLAMA, 8, 3072},
+        {"qwen3-4b", 36, 32, 2560, ARCH_LLAMA, 8, 9728},
     };
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         if (strcmp(name, presets[i].name) == 0) {
@@ -51,7 +57,8 @@ int config_preset(GPTConfig *cfg, const char *name)
                 cfg->vocab_size = p->V;
                 cfg->padded_vocab = config_pad_vocab(p->V);
                 cfg->qkv_bias = p->qkv_bias;
-                cfg->qk_norm = 0;
+                cfg->qk_norm = p->qk_norm;
+                cfg->head_dim = p->head_dim;
                 cfg->rope_theta = p->theta;
                 cfg->norm_eps = p->eps;
                 cfg->rope_factor = p->factor;
@@ -99,26 +106,40 @@ float config_rope_theta(const GPTConfig *cfg)
     return cfg->rope_theta > 0 ? cfg->rope_theta : 10000.0f;
 }
 
+int config_head_dim(const GPTConfig *cfg)
+{
+    if (cfg->arch == ARCH_LLAMA && cfg->head_dim > 0) return cfg->head_dim;
+    return cfg->num_heads > 0 ? cfg->channels / cfg->num_heads : 0;
+}
+
+int config_q_width(const GPTConfig *cfg) { return cfg->num_heads * config_head_dim(cfg); }
+
 float config_norm_eps(const GPTConfig *cfg) { return cfg->norm_eps > 0 ? cfg->norm_eps : 1e-5f; }
 
 /* The Llama family's fields: GPT-2 takes none of them. */
 static int validate_family(const GPTConfig *cfg, char *msg, size_t msg_len)
 {
-    int NH = cfg->num_heads, NKV = config_kv_heads(cfg), hs = cfg->channels / cfg->num_heads;
+    int NH = cfg->num_heads, NKV = config_kv_heads(cfg), hs = config_head_dim(cfg);
     if (cfg->arch != ARCH_GPT2 && cfg->arch != ARCH_LLAMA)
         snprintf(msg, msg_len, "unknown architecture %d (expected gpt2 or llama)", cfg->arch);
     else if (cfg->arch == ARCH_GPT2 && ((cfg->kv_heads && cfg->kv_heads != NH) ||
                                         (cfg->ffn && cfg->ffn != 4 * cfg->channels) ||
                                         cfg->untied || cfg->qkv_bias || cfg->qk_norm ||
-                                        cfg->rope_factor != 0))
-        snprintf(msg, msg_len, "gpt2 has kv-heads = heads, ffn = 4 x channels and a tied head "
-                 "(and no qkv bias, qk norm or rope scaling)");
+                                        cfg->rope_factor != 0 ||
+                                        (cfg->head_dim && cfg->head_dim != cfg->channels / NH)))
+        snprintf(msg, msg_len, "gpt2 has kv-heads = heads, ffn = 4 x channels, head-dim = "
+                 "channels / heads and a tied head (and no qkv bias, qk norm or rope scaling)");
     else if (cfg->arch == ARCH_GPT2)
         return 0;
     else if (cfg->kv_heads < 0 || NH % NKV != 0)
         snprintf(msg, msg_len, "kv-heads (%d) must divide heads (%d)", NKV, NH);
+    else if (cfg->head_dim < 0 || cfg->head_dim > 1024)
+        snprintf(msg, msg_len, "head-dim must be in 1..1024 (got %d)", cfg->head_dim);
     else if (hs % 2 != 0)
-        snprintf(msg, msg_len, "llama's head size channels/heads (%d) must be even (RoPE)", hs);
+        snprintf(msg, msg_len, "llama's head size (head-dim, default channels/heads: %d) must be "
+                 "even (RoPE)", hs);
+    else if ((long)NH * hs > 65536)
+        snprintf(msg, msg_len, "heads x head-dim (%ld) must be at most 65536", (long)NH * hs);
     else if (cfg->ffn < 0 || config_ffn(cfg) > 1 << 20)
         snprintf(msg, msg_len, "ffn must be in 1..1048576 (got %d)", cfg->ffn);
     else if (!(cfg->rope_theta >= 0) || !(cfg->norm_eps >= 0 && cfg->norm_eps < 1))
@@ -144,8 +165,10 @@ int config_validate(const GPTConfig *cfg, char *msg, size_t msg_len)
         snprintf(msg, msg_len, "layers must be in 1..4096 (got %d)", cfg->num_layers);
     else if (cfg->channels < 1 || cfg->channels > 65536)
         snprintf(msg, msg_len, "channels must be in 1..65536 (got %d)", cfg->channels);
-    else if (cfg->num_heads < 1 || cfg->channels % cfg->num_heads != 0)
-        snprintf(msg, msg_len, "heads (%d) must be >= 1 and divide channels (%d)",
+    else if (cfg->num_heads < 1 ||
+             (cfg->channels % cfg->num_heads != 0 && !(cfg->arch == ARCH_LLAMA && cfg->head_dim)))
+        snprintf(msg, msg_len, "heads (%d) must be >= 1 and divide channels (%d) "
+                 "unless llama's head-dim is given",
                  cfg->num_heads, cfg->channels);
     else if (cfg->vocab_size < 2 || cfg->vocab_size > 1 << 20)
         snprintf(msg, msg_len, "vocab must be in 2..1048576 (got %d)", cfg->vocab_size);
@@ -184,7 +207,8 @@ static void llama_param_sizes(const GPTConfig *cfg, size_t s[NUM_PARAM_TENSORS])
 {
     size_t Vp = (size_t)cfg->padded_vocab, C = (size_t)cfg->channels;
     size_t L = (size_t)cfg->num_layers, F = (size_t)config_ffn(cfg);
-    size_t hs = C / (size_t)cfg->num_heads, QKV = C + 2 * (size_t)config_kv_heads(cfg) * hs;
+    size_t hs = (size_t)config_head_dim(cfg), Q = (size_t)config_q_width(cfg);
+    size_t QKV = Q + 2 * (size_t)config_kv_heads(cfg) * hs;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) s[i] = 0;
     s[0] = Vp * C;                    /* tok_emb */
     s[1] = cfg->untied ? Vp * C : 0;  /* lm_head */
@@ -192,7 +216,7 @@ static void llama_param_sizes(const GPTConfig *cfg, size_t s[NUM_PARAM_TENSORS])
     s[3] = cfg->qk_norm ? L * hs : 0; /* q_norm */
     s[4] = L * QKV * C;               /* wqkv */
     s[5] = cfg->qkv_bias ? L * QKV : 0;
-    s[6] = L * C * C;                 /* wo */
+    s[6] = L * C * Q;                 /* wo: NH hs -> C */
     s[8] = L * C;                     /* rms2w */
     s[9] = cfg->qk_norm ? L * hs : 0; /* k_norm */
     s[10] = L * 2 * F * C;            /* w_gateup */

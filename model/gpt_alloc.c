@@ -101,9 +101,9 @@ static int carve_scratch(GPT *g)
     g->final_res = arena_take(s, N * C * ab);
     g->lnf = arena_take(s, N * C * ab);
     g->dres = arena_take(s, N * C * ab);
-    g->dsmall = arena_take(s, N * C * ab);
     BlockShape sh;
     block_shape(g->sched.block, &g->cfg, (size_t)g->B, (size_t)g->T, &sh);
+    g->dsmall = arena_take(s, N * block_grad_small(&sh) * ab); /* also d(atty), NH hs */
     g->dbig = arena_take(s, block_grad_big(g->sched.block, &sh) * N * ab);
     g->lnf_mean = arena_take(s, N * sizeof(float));
     g->lnf_rstd = arena_take(s, N * sizeof(float));
@@ -190,7 +190,7 @@ static int offload_setup(GPT *g, int offload, char *err, size_t err_len)
  * backward read the same table). */
 static int rope_upload(GPT *g, char *err, size_t err_len)
 {
-    int hs = g->cfg.channels / g->cfg.num_heads;
+    int hs = config_head_dim(&g->cfg);
     size_t n = rope_table_floats(g->T, hs);
     float *host = malloc(n * sizeof *host);
     RopeConfig rc = {.theta = config_rope_theta(&g->cfg),
@@ -406,8 +406,10 @@ void gpt_free(GPT *g)
 size_t gpt_attn_scratch_bytes(Backend *be, const GPTConfig *cfg)
 {
     const BackendOps *o = be->ops;
-    return o->attention_scratch_bytes ? o->attention_scratch_bytes(be, cfg->channels, cfg->num_heads)
-                                      : 0;
+    /* the attention's C is the query width NH hs (kernels/ops.h) */
+    return o->attention_scratch_bytes
+               ? o->attention_scratch_bytes(be, config_q_width(cfg), cfg->num_heads)
+               : 0;
 }
 
 int gpt_decode_supported(const GPT *g)
@@ -427,20 +429,22 @@ int gpt_decode_open(GPT *g, GPTDecode *d, char *err, size_t err_len)
     }
     const BackendOps *ops = g->be->ops;
     size_t C = (size_t)g->cfg.channels, ab = (size_t)g->be->act_bytes;
-    /* a row's k (or v) in the cache, qkv, fch and fch_gelu: GPT-2's C, 3C,
-     * 4C, 4C; the Llama family's KVH hs, C + 2 KVH hs, [gate|up] 2F, F */
-    size_t kv = C, qkv = 3 * C, fc = 4 * C, act = 4 * C, stats = 1;
+    /* a row's k (or v) in the cache, qkv, atty, fch and fch_gelu: GPT-2's
+     * C, 3C, C, 4C, 4C; the Llama family's KVH hs, Q + 2 KVH hs, Q (= NH
+     * hs), [gate|up] 2F, F */
+    size_t kv = C, qkv = 3 * C, q = C, fc = 4 * C, act = 4 * C, stats = 1;
     if (g->cfg.arch == ARCH_LLAMA) { /* its mean buffer holds qk-norm's rstds */
         if (g->cfg.qk_norm) stats = (size_t)g->cfg.num_heads + (size_t)config_kv_heads(&g->cfg);
         size_t F = (size_t)config_ffn(&g->cfg);
-        kv = (size_t)config_kv_heads(&g->cfg) * (C / (size_t)g->cfg.num_heads);
-        qkv = C + 2 * kv, fc = 2 * F, act = F;
+        kv = (size_t)config_kv_heads(&g->cfg) * (size_t)config_head_dim(&g->cfg);
+        q = (size_t)config_q_width(&g->cfg);
+        qkv = q + 2 * kv, fc = 2 * F, act = F;
     }
     size_t cache = (size_t)g->cfg.num_layers * (size_t)g->T * kv * ab;
     size_t R = (size_t)(g->T < GPT_DECODE_ROWS ? g->T : GPT_DECODE_ROWS);
     d->rows = (int)R;
-    /* R rows of: x, ln, atty, res2, lnf (C each), qkv, fch, fch_gelu */
-    size_t row[8] = {C, C, qkv, C, C, fc, act, C};
+    /* R rows of: x, ln, res2, lnf (C each), qkv, atty, fch, fch_gelu */
+    size_t row[8] = {C, C, qkv, q, C, fc, act, C};
     void **rp[8] = {&d->x, &d->ln, &d->qkv, &d->atty, &d->res2, &d->fch, &d->fch_gelu, &d->lnf};
     int ok = (d->k = ops->mem_alloc(g->be, cache)) && (d->v = ops->mem_alloc(g->be, cache));
     d->bytes = 2 * cache;

@@ -9,10 +9,10 @@
 
 #define T_(t) TENSOR_BIT(LLAMA_##t)
 
-/* RoPE's table (kernels/rope.h): T rows of the head size */
+/* RoPE's table (kernels/rope.h): T rows of the head size (config_head_dim) */
 static size_t llama_rope_floats(const GPTConfig *cfg, int T)
 {
-    return cfg->num_heads < 1 ? 0 : rope_table_floats(T, cfg->channels / cfg->num_heads);
+    return cfg->num_heads < 1 ? 0 : rope_table_floats(T, config_head_dim(cfg));
 }
 
 static void llama_shape(BlockShape *sh)
@@ -28,7 +28,7 @@ const BlockDesc LLAMA_BLOCK = {
     .tensor = {
         [LLAMA_RMS1] = {"rms1", '1', {.c = 1}},
         [LLAMA_QKV] = {"qkv", 'q', {.q = 1, .kv = 2}}, /* (NH + 2 NKV) hs */
-        [LLAMA_ATTY] = {"atty", 'a', {.c = 1}},
+        [LLAMA_ATTY] = {"atty", 'a', {.q = 1}}, /* NH hs */
         [LLAMA_RES2] = {"res2", 'r', {.c = 1}},
         [LLAMA_RMS2] = {"rms2", '2', {.c = 1}},
         [LLAMA_GATEUP] = {"gateup", 'u', {.ffn = 2}},
@@ -89,7 +89,7 @@ const BlockDesc LLAMA_QKNORM_BLOCK = {
     .tensor = {
         [LLAMA_RMS1] = {"rms1", '1', {.c = 1}},
         [LLAMA_QKV] = {"qkv", 'q', {.q = 1, .kv = 2}}, /* (NH + 2 NKV) hs */
-        [LLAMA_ATTY] = {"atty", 'a', {.c = 1}},
+        [LLAMA_ATTY] = {"atty", 'a', {.q = 1}}, /* NH hs */
         [LLAMA_RES2] = {"res2", 'r', {.c = 1}},
         [LLAMA_RMS2] = {"rms2", '2', {.c = 1}},
         [LLAMA_GATEUP] = {"gateup", 'u', {.ffn = 2}},

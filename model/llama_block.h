@@ -5,12 +5,13 @@
  *
  * The block (pre-norm, no biases):
  *   r = x + wo(attn(rope(wqkv(rms1(x)))));  x' = r + w_down(swiglu(w_gateup(rms2(r)))).
- * The tensors of block l (N = B*T rows, act dtype; hs = C/NH, F the FFN
- * width), each with the ops that make it and what they read:
+ * The tensors of block l (N = B*T rows, act dtype; hs the head size,
+ * config_head_dim: C/NH unless --head-dim, Q = NH hs; F the FFN width),
+ * each with the ops that make it and what they read:
  *   LLAMA_RMS1   (N,C)             RMSNorm 1 of x_l (also writes its rstd)
- *   LLAMA_QKV    (N,C+2 NKV hs)    qkv matmul, then RoPE on q and k in place
- *   LLAMA_ATTY   (N,C)             attention (GQA), with its log-sum-exp (f32, NH per row)
- *   LLAMA_RES2   (N,C)             wo matmul, then + x_l (the mid-block residual)
+ *   LLAMA_QKV    (N,Q+2 NKV hs)    qkv matmul, then RoPE on q and k in place
+ *   LLAMA_ATTY   (N,Q)             attention (GQA), with its log-sum-exp (f32, NH per row)
+ *   LLAMA_RES2   (N,C)             wo matmul (Q -> C), then + x_l (the mid-block residual)
  *   LLAMA_RMS2   (N,C)             RMSNorm 2 (also writes its rstd)
  *   LLAMA_GATEUP (N,2F)            gate/up matmul: [gate | up] per row
  *   LLAMA_SWI    (N,F)             SwiGLU: silu(gate) * up
@@ -22,8 +23,8 @@
  *
  * With qk-norm (Qwen3, cfg->qk_norm: LLAMA_QKNORM_BLOCK) the qkv matmul
  * writes an eighth tensor, and qkv is made from it:
- *   LLAMA_QKR    (N,C+2 NKV hs)    qkv matmul (+ bias): the norm's input
- *   LLAMA_QKV    (N,C+2 NKV hs)    q and k heads RMS-normed (v copied), then RoPE
+ *   LLAMA_QKR    (N,Q+2 NKV hs)    qkv matmul (+ bias): the norm's input
+ *   LLAMA_QKV    (N,Q+2 NKV hs)    q and k heads RMS-normed (v copied), then RoPE
  * with the per-head rstd (N, NH + NKV f32, LLAMA_QK_RSTD) always kept. Its
  * backward runs in the RoPE op's slot (rope, then the norm's backward, which
  * reads qkr), so the backward ops keep their indices; selective drops qkv

@@ -8,14 +8,15 @@
 #include "llama_block.h"
 
 /* Per element: RMSNorm ~5 (square-sum 2, scale 2, rstd), RoPE ~6 a rotated
- * element (q and k: C + NKV hs a row), SwiGLU ~6 an element of F (sigmoid
+ * element (q and k: Q + NKV hs a row, Q = NH hs), SwiGLU ~6 an element of F (sigmoid
  * counted as 3, two products). */
 void llama_op_flops(const BlockShape *sh, long long *fwd, long long *bwd, long long *norm)
 {
     long long N = (long long)sh->N, C = (long long)sh->C, B = (long long)sh->B;
     long long T = (long long)sh->T, F = (long long)sh->F, kv = (long long)(sh->NKV * sh->hs);
-    long long ln = 5 * N * C, add = N * C, qkv = 2 * N * C * (C + 2 * kv);
-    long long rope = 6 * N * (C + kv), attn = 2 * B * T * T * C, wo = 2 * N * C * C;
+    long long Q = (long long)(sh->NH * sh->hs);
+    long long ln = 5 * N * C, add = N * C, qkv = 2 * N * C * (Q + 2 * kv);
+    long long rope = 6 * N * (Q + kv), attn = 2 * B * T * T * Q, wo = 2 * N * Q * C;
     long long gateup = 2 * N * C * 2 * F, swiglu = 6 * N * F, down = 2 * N * F * C;
     long long f[LLAMA_FWD_OPS] = {ln, qkv, rope, attn, wo, add, ln, gateup, swiglu, down, add};
     for (int i = 0; i < LLAMA_FWD_OPS; i++) fwd[i] = f[i];
@@ -39,7 +40,7 @@ void llama_bench_op(const BlockBench *b, int part, int op)
     const BackendOps *o = be->ops;
     int B = (int)b->sh.B, T = (int)b->sh.T, C = (int)b->sh.C, NH = (int)b->sh.NH;
     int KVH = (int)b->sh.NKV, N = (int)b->sh.N, F = (int)b->sh.F;
-    int QKV = C + 2 * KVH * (C / NH);
+    int Q = NH * (int)b->sh.hs, QKV = Q + 2 * KVH * (int)b->sh.hs; /* llama_run.c's dims */
     float eps = config_norm_eps(b->cfg);
     size_t NC = (size_t)N * C;
     void *const *a = b->act, *const *p = b->par, *const *g = b->grad;
@@ -49,9 +50,9 @@ void llama_bench_op(const BlockBench *b, int part, int op)
     if (part == BENCH_FWD) switch (op) {
         case LLAMA_FWD_RMS1: o->rmsnorm_forward(be, a[LLAMA_RMS1], f[LLAMA_RMS1_RSTD], b->x, p[LN1W], N, C, eps); break;
         case LLAMA_FWD_QKV: o->matmul_forward(be, a[LLAMA_QKV], a[LLAMA_RMS1], p[QKVW], NULL, N, C, QKV); break;
-        case LLAMA_FWD_ROPE: o->rope_forward(be, a[LLAMA_QKV], a[LLAMA_QKV], b->rope, B, T, C, NH, KVH); break;
-        case LLAMA_FWD_ATTN: o->attention_forward(be, a[LLAMA_ATTY], f[LLAMA_LSE], a[LLAMA_QKV], B, T, C, NH, KVH); break;
-        case LLAMA_FWD_WO: o->matmul_forward(be, a[LLAMA_RES2], a[LLAMA_ATTY], p[ATTPROJW], NULL, N, C, C); break;
+        case LLAMA_FWD_ROPE: o->rope_forward(be, a[LLAMA_QKV], a[LLAMA_QKV], b->rope, B, T, Q, NH, KVH); break;
+        case LLAMA_FWD_ATTN: o->attention_forward(be, a[LLAMA_ATTY], f[LLAMA_LSE], a[LLAMA_QKV], B, T, Q, NH, KVH); break;
+        case LLAMA_FWD_WO: o->matmul_forward(be, a[LLAMA_RES2], a[LLAMA_ATTY], p[ATTPROJW], NULL, N, Q, C); break;
         case LLAMA_FWD_RESID1: o->residual_forward(be, a[LLAMA_RES2], a[LLAMA_RES2], b->x, NC); break;
         case LLAMA_FWD_RMS2: o->rmsnorm_forward(be, a[LLAMA_RMS2], f[LLAMA_RMS2_RSTD], a[LLAMA_RES2], p[LN2W], N, C, eps); break;
         case LLAMA_FWD_GATEUP: o->matmul_forward(be, a[LLAMA_GATEUP], a[LLAMA_RMS2], p[FCW], NULL, N, C, 2 * F); break;
@@ -64,9 +65,9 @@ void llama_bench_op(const BlockBench *b, int part, int op)
         case LLAMA_BWD_SWIGLU: o->swiglu_backward(be, b->dbig, a[LLAMA_GATEUP], dswi, N, F); break;
         case LLAMA_BWD_GATEUP: o->matmul_backward(be, b->dsmall, g[FCW], NULL, b->dbig, a[LLAMA_RMS2], p[FCW], N, C, 2 * F); break;
         case LLAMA_BWD_RMS2: o->rmsnorm_backward(be, b->dres, g[LN2W], b->dsmall, a[LLAMA_RES2], p[LN2W], f[LLAMA_RMS2_RSTD], N, C); break;
-        case LLAMA_BWD_WO: o->matmul_backward(be, b->dsmall, g[ATTPROJW], NULL, b->dres, a[LLAMA_ATTY], p[ATTPROJW], N, C, C); break;
-        case LLAMA_BWD_ATTN: o->attention_backward(be, b->dbig, b->dsmall, a[LLAMA_QKV], a[LLAMA_ATTY], f[LLAMA_LSE], B, T, C, NH, KVH); break;
-        case LLAMA_BWD_ROPE: o->rope_backward(be, b->dbig, b->dbig, b->rope, B, T, C, NH, KVH); break;
+        case LLAMA_BWD_WO: o->matmul_backward(be, b->dsmall, g[ATTPROJW], NULL, b->dres, a[LLAMA_ATTY], p[ATTPROJW], N, Q, C); break;
+        case LLAMA_BWD_ATTN: o->attention_backward(be, b->dbig, b->dsmall, a[LLAMA_QKV], a[LLAMA_ATTY], f[LLAMA_LSE], B, T, Q, NH, KVH); break;
+        case LLAMA_BWD_ROPE: o->rope_backward(be, b->dbig, b->dbig, b->rope, B, T, Q, NH, KVH); break;
         case LLAMA_BWD_QKV: o->matmul_backward(be, b->dsmall, g[QKVW], NULL, b->dbig, a[LLAMA_RMS1], p[QKVW], N, C, QKV); break;
         case LLAMA_BWD_RMS1: o->rmsnorm_backward(be, b->dres, g[LN1W], b->dsmall, b->x, p[LN1W], f[LLAMA_RMS1_RSTD], N, C); break;
         }
@@ -79,11 +80,11 @@ void llama_bench_op(const BlockBench *b, int part, int op)
 }
 
 /* With qk-norm (LLAMA_QKNORM_BLOCK): the RoPE op norms q and k first, an
- * RMSNorm (~5 an element) over the C + NKV hs rotated elements of a row. */
+ * RMSNorm (~5 an element) over the Q + NKV hs rotated elements of a row. */
 void llama_qknorm_op_flops(const BlockShape *sh, long long *fwd, long long *bwd, long long *norm)
 {
     llama_op_flops(sh, fwd, bwd, norm);
-    long long qk = 5 * (long long)sh->N * (long long)(sh->C + sh->NKV * sh->hs);
+    long long qk = 5 * (long long)sh->N * (long long)((sh->NH + sh->NKV) * sh->hs);
     fwd[LLAMA_FWD_ROPE] += qk;
     bwd[LLAMA_BWD_ROPE] += 2 * qk;
 }

@@ -82,8 +82,9 @@ static int bench_alloc(Bench *b, size_t room)
     Backend *be = k->be;
     size_t ab = (size_t)be->act_bytes, pb = (size_t)be->par_bytes;
     size_t N = k->sh.N, C = k->sh.C, T = k->sh.T;
-    void **act[] = {&k->x, &k->out, &k->dres, &k->dsmall};
+    void **act[] = {&k->x, &k->out, &k->dres};
     for (size_t i = 0; i < sizeof act / sizeof act[0]; i++) *act[i] = get(b, N * C * ab);
+    k->dsmall = get(b, N * block_grad_small(&k->sh) * ab); /* d(atty): NH hs wide */
     for (int t = 0; t < bd->n_tensors; t++)
         k->act[t] = get(b, N * block_dim(&k->sh, bd->tensor[t].width) * ab);
     for (int s = 0; s < bd->n_sides; s++)

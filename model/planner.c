@@ -114,14 +114,16 @@ static void plan_fixed(const PlanInput *in, MemoryPlan *p)
     p->tape_act_bytes = arena_round(p->tape.act_elems * ab);
     p->tape_f32_bytes = arena_round(p->tape.f32_elems * 4);
 
-    /* scratch: the act buffers carve_scratch (gpt_alloc.c) takes (four of
-     * (N,C) and the backward's wide gradient buffer, block_grad_big per
-     * row: GPT-2's 4C), LN_f mean/rstd and per-token losses (fp32), Llama's
+    /* scratch: the act buffers carve_scratch (gpt_alloc.c) takes (three of
+     * (N,C), the backward's narrow gradient buffer, block_grad_small per
+     * row: C unless the Llama head size makes NH hs wider, and its wide
+     * one, block_grad_big per row: GPT-2's 4C), LN_f mean/rstd and per-token losses (fp32), Llama's
      * RoPE table (fp32), tokens and targets (int32), and the backend's
      * attention scratch. */
     BlockShape sh;
     planner_block_shape(in, &sh);
-    p->scratch_act_bytes = 4 * arena_round(N * C * ab) +
+    p->scratch_act_bytes = 3 * arena_round(N * C * ab) +
+                           arena_round(block_grad_small(&sh) * N * ab) +
                            arena_round(block_grad_big(planner_block(in), &sh) * N * ab);
     p->scratch_f32_bytes = 3 * arena_round(N * 4);
     size_t table = planner_table_floats(cfg, in->T); /* Llama: the RoPE table */

@@ -90,7 +90,8 @@ def read_model(path):
         sys.exit(f"{PROG}: {path}: not an llm.c model file (magic {h[0]}, version {h[1]})")
     maxT, V, L, NH, C, Vp = h[2], h[3], h[4], h[5], h[6], h[7]
     if h[hf_llama.ARCH_WORD] == 1:  # the Llama family (interop/model_file.h)
-        if NH < 1 or C % NH or L < 1 or V < 1 or Vp < V:
+        # the head size is header word 30 when given, else C / NH
+        if NH < 1 or (C % NH and h[hf_llama.HEAD_DIM_WORD] < 1) or L < 1 or V < 1 or Vp < V:
             sys.exit(f"{PROG}: {path}: bad header (L={L} NH={NH} C={C} V={V} Vp={Vp})")
         cfg = hf_llama.header_cfg(h)
         shapes = hf_llama.slots(cfg)

@@ -2,18 +2,19 @@
 model file and Hugging Face's names; used by export_hf.py and import_hf.py.
 
 Owns: the Llama family's model-file layout (interop/model_file.h's extension
-words [16..27], then model/config.h's Llama slots), the mapping to and from
+words [16..27] and [30], then model/config.h's Llama slots), the mapping to and from
 Hugging Face's LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM tensor
 names, their config.json, and the refusals of what the C model cannot run.
 
-Slots (model/config.h), per layer stacked over L, hs = C / NH, W = C + 2 NKV hs:
+Slots (model/config.h), per layer stacked over L, hs the head size (header
+word 30, config.json's head_dim; 0 there: C / NH), Q = NH hs, W = Q + 2 NKV hs:
   tok_emb (Vp, C)     model.embed_tokens.weight (V, C): the padded rows dropped
   lm_head (Vp, C)     lm_head.weight (V, C), untied only
   rms1w (L, C)        model.layers.l.input_layernorm.weight
   q_norm (L, hs)      model.layers.l.self_attn.q_norm.weight (Qwen3)
-  wqkv (L, W, C)      q_proj (C rows), k_proj (NKV hs), v_proj (NKV hs) .weight
+  wqkv (L, W, C)      q_proj (Q rows), k_proj (NKV hs), v_proj (NKV hs) .weight
   bqkv (L, W)         q_proj, k_proj, v_proj .bias (Qwen2)
-  wo (L, C, C)        self_attn.o_proj.weight
+  wo (L, C, Q)        self_attn.o_proj.weight
   rms2w (L, C)        post_attention_layernorm.weight
   k_norm (L, hs)      self_attn.k_norm.weight (Qwen3)
   w_gateup (L, 2F, C) mlp.gate_proj (F rows) then mlp.up_proj (F rows)
@@ -30,6 +31,7 @@ import sys
 import numpy as np
 
 ARCH_WORD = 16
+HEAD_DIM_WORD = 30  # the head size when not C / NH (0: C / NH)
 FAMILIES = {  # model_type: (architecture, qkv bias, qk norm)
     "llama": ("LlamaForCausalLM", False, False),
     "qwen2": ("Qwen2ForCausalLM", True, False),
@@ -69,7 +71,8 @@ def header_cfg(h):
     cfg["F"] = w[2] if w[2] > 0 else default_ffn(cfg["C"])
     cfg["theta"] = cfg["raw_theta"] if cfg["raw_theta"] > 0 else DEFAULT_THETA
     cfg["eps"] = cfg["raw_eps"] if cfg["raw_eps"] > 0 else DEFAULT_EPS
-    cfg["hs"] = cfg["C"] // cfg["NH"]
+    cfg["raw_hd"] = h[HEAD_DIM_WORD]
+    cfg["hs"] = h[HEAD_DIM_WORD] if h[HEAD_DIM_WORD] > 0 else cfg["C"] // cfg["NH"]
     return cfg
 
 
@@ -82,13 +85,15 @@ def header_words(cfg, version):
         1, cfg["raw_kv"], cfg["raw_ffn"], cfg["untied"], fbits(cfg["raw_theta"]),
         fbits(cfg["raw_eps"]), cfg["qkv_bias"], cfg["qk_norm"], fbits(cfg["factor"]),
         fbits(cfg["low"]), fbits(cfg["high"]), cfg["orig"]]
+    h[HEAD_DIM_WORD] = cfg["raw_hd"]
     return h
 
 
 def slots(cfg):
     """[(name, shape)] of the parameters in the file's order (empty slots left out)."""
     Vp, C, L, hs, F = cfg["Vp"], cfg["C"], cfg["L"], cfg["hs"], cfg["F"]
-    W = C + 2 * cfg["NKV"] * hs
+    Q = cfg["NH"] * hs
+    W = Q + 2 * cfg["NKV"] * hs
     s = [("tok_emb", (Vp, C))]
     if cfg["untied"]:
         s.append(("lm_head", (Vp, C)))
@@ -98,7 +103,7 @@ def slots(cfg):
     s.append(("wqkv", (L, W, C)))
     if cfg["qkv_bias"]:
         s.append(("bqkv", (L, W)))
-    s += [("wo", (L, C, C)), ("rms2w", (L, C))]
+    s += [("wo", (L, C, Q)), ("rms2w", (L, C))]
     if cfg["qk_norm"]:
         s.append(("k_norm", (L, hs)))
     s += [("w_gateup", (L, 2 * F, C)), ("w_down", (L, C, F)), ("rmsfw", (C,))]
@@ -118,19 +123,19 @@ def family(cfg):
 def to_hf(cfg, p):
     """{Hugging Face name: float32 array}, in the order the files list them."""
     V, C, L, hs, F, NKV = cfg["V"], cfg["C"], cfg["L"], cfg["hs"], cfg["F"], cfg["NKV"]
-    K = NKV * hs
+    K, Q = NKV * hs, cfg["NH"] * hs
     sd = {"model.embed_tokens.weight": p["tok_emb"][:V]}
     for l in range(L):
         a = f"model.layers.{l}."
         wqkv = p["wqkv"][l]
-        sd[a + "self_attn.q_proj.weight"] = wqkv[:C]
-        sd[a + "self_attn.k_proj.weight"] = wqkv[C:C + K]
-        sd[a + "self_attn.v_proj.weight"] = wqkv[C + K:]
+        sd[a + "self_attn.q_proj.weight"] = wqkv[:Q]
+        sd[a + "self_attn.k_proj.weight"] = wqkv[Q:Q + K]
+        sd[a + "self_attn.v_proj.weight"] = wqkv[Q + K:]
         if cfg["qkv_bias"]:
             b = p["bqkv"][l]
-            sd[a + "self_attn.q_proj.bias"] = b[:C]
-            sd[a + "self_attn.k_proj.bias"] = b[C:C + K]
-            sd[a + "self_attn.v_proj.bias"] = b[C + K:]
+            sd[a + "self_attn.q_proj.bias"] = b[:Q]
+            sd[a + "self_attn.k_proj.bias"] = b[Q:Q + K]
+            sd[a + "self_attn.v_proj.bias"] = b[Q + K:]
         sd[a + "self_attn.o_proj.weight"] = p["wo"][l]
         if cfg["qk_norm"]:
             sd[a + "self_attn.q_norm.weight"] = p["q_norm"][l]
@@ -245,12 +250,14 @@ def check_config(c, where, allow):
         if not isinstance(c.get(k), int) or c[k] < 1:
             die(f"{where}: no positive integer {k!r}")
     C, NH = c["hidden_size"], c["num_attention_heads"]
-    if C % NH:
-        die(f"{where}: num_attention_heads {NH} does not divide hidden_size {C}")
     hd = c.get("head_dim")
-    if hd is not None and hd != C // NH:
-        die(f"{where}: head_dim {hd} is not hidden_size / num_attention_heads = {C // NH} "
-            "(the model's head size is C / NH)")
+    if hd is not None and (not isinstance(hd, int) or isinstance(hd, bool) or hd < 1):
+        die(f"{where}: head_dim {hd!r} is not a positive integer")
+    if hd is not None and hd % 2:
+        die(f"{where}: head_dim {hd} is odd (RoPE turns pairs of a head's features)")
+    if C % NH and hd is None:
+        die(f"{where}: num_attention_heads {NH} does not divide hidden_size {C} and no "
+            "head_dim is given")
     NKV = c.get("num_key_value_heads") or NH
     if NH % NKV:
         die(f"{where}: num_key_value_heads {NKV} does not divide num_attention_heads {NH}")
@@ -261,12 +268,15 @@ def config_to_cfg(c, mt, V, maxT):
     """cfg dict (header_cfg's keys) from a checked config.json."""
     defaults = set(c.get("llmc_defaults") or [])
     C, NH = c["hidden_size"], c["num_attention_heads"]
+    hd = c.get("head_dim")
+    # the default head size (C / NH) is written as 0, as the trainer writes it
+    raw_hd = 0 if hd is None or (C % NH == 0 and hd == C // NH) else hd
     NKV = c.get("num_key_value_heads") or NH
     F = c["intermediate_size"]
     theta = f32(c.get("rope_theta", DEFAULT_THETA))
     eps = f32(c.get("rms_norm_eps", 1e-6))
     cfg = dict(maxT=maxT, V=V, L=c["num_hidden_layers"], NH=NH, C=C, Vp=(V + 127) // 128 * 128,
-               arch=1, NKV=NKV, F=F, theta=theta, eps=eps, hs=C // NH,
+               arch=1, NKV=NKV, F=F, theta=theta, eps=eps, hs=raw_hd or C // NH, raw_hd=raw_hd,
                raw_kv=0 if "num_key_value_heads" in defaults and NKV == NH else NKV,
                raw_ffn=0 if "intermediate_size" in defaults and F == default_ffn(C) else F,
                raw_theta=0.0 if "rope_theta" in defaults and theta == DEFAULT_THETA else theta,
@@ -300,6 +310,7 @@ def from_hf(c, sd, where, maxT=None, allow=()):
         die(f"{where}: no positive integer max_position_embeddings; pass --max-seq-len N")
     cfg = config_to_cfg(c, mt, V, maxT)
     C, L, hs, F, K = cfg["C"], cfg["L"], cfg["hs"], cfg["F"], cfg["NKV"] * cfg["hs"]
+    Q = cfg["NH"] * hs
     used = set()
 
     def get(name, shape):
@@ -335,14 +346,14 @@ def from_hf(c, sd, where, maxT=None, allow=()):
         s = a + "self_attn."
         layers["rms1w"].append(get(a + "input_layernorm.weight", (C,)))
         layers["rms2w"].append(get(a + "post_attention_layernorm.weight", (C,)))
-        layers["wqkv"].append(np.concatenate([get(s + "q_proj.weight", (C, C)),
+        layers["wqkv"].append(np.concatenate([get(s + "q_proj.weight", (Q, C)),
                                               get(s + "k_proj.weight", (K, C)),
                                               get(s + "v_proj.weight", (K, C))]))
         if bias:
-            layers["bqkv"].append(np.concatenate([get(s + "q_proj.bias", (C,)),
+            layers["bqkv"].append(np.concatenate([get(s + "q_proj.bias", (Q,)),
                                                   get(s + "k_proj.bias", (K,)),
                                                   get(s + "v_proj.bias", (K,))]))
-        layers["wo"].append(get(s + "o_proj.weight", (C, C)))
+        layers["wo"].append(get(s + "o_proj.weight", (C, Q)))
         if s + "o_proj.bias" in sd:
             ob = get(s + "o_proj.bias", (C,))
             if ob.any():
@@ -379,7 +390,8 @@ def flat_params(cfg, p):
 
 def shape_line(cfg):
     return (f"llama L={cfg['L']} NH={cfg['NH']} NKV={cfg['NKV']} C={cfg['C']} F={cfg['F']} "
-            f"V={cfg['V']} maxT={cfg['maxT']}" + (" untied" if cfg["untied"] else " tied") +
+            f"V={cfg['V']} maxT={cfg['maxT']}" + (f" head-dim {cfg['hs']}" if cfg["raw_hd"] else "") +
+            (" untied" if cfg["untied"] else " tied") +
             (" qkv-bias" if cfg["qkv_bias"] else "") + (" qk-norm" if cfg["qk_norm"] else "") +
             (f" rope-scaling {cfg['factor']:g}" if cfg["factor"] > 0 else ""))
 

@@ -14,18 +14,20 @@ never from the C code.
 
 usage:
     llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED
-                             [QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG]
+                             [QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG [HEAD_DIM]]
 
 The six optional arguments (all or none; default 0 0 0 0 0 0): QKV_BIAS 1
 adds bqkv, QK_NORM 1 adds q_norm and k_norm, FACTOR > 0 scales RoPE's
 frequencies with low_freq_factor LOW, high_freq_factor HIGH and
-original_max_position_embeddings ORIG.
+original_max_position_embeddings ORIG. HEAD_DIM (after them; 0 or absent:
+C / NH) is each head's width hs, as Hugging Face's head_dim: q_proj maps C
+to NH hs, k_proj and v_proj to KVH hs, o_proj NH hs back to C.
 
 reads DIR/params.f32 (raw little-endian float32, the model's flat parameter
 vector in model/config.h's Llama slot order: tok_emb (Vp,C), lm_head (Vp,C)
 when UNTIED is 1, then per layer stacked over L: rms1w (C), q_norm (hs) with
-QK_NORM, wqkv (C + 2 KVH hs, C) with q rows, then k, then v, bqkv
-(C + 2 KVH hs) with QKV_BIAS, wo (C,C), rms2w (C), k_norm (hs) with QK_NORM,
+QK_NORM, wqkv (NH hs + 2 KVH hs, C) with q rows, then k, then v, bqkv
+(NH hs + 2 KVH hs) with QKV_BIAS, wo (C, NH hs), rms2w (C), k_norm (hs) with QK_NORM,
 w_gateup (2F, C) with gate rows then up rows, w_down (C,F); then rmsfw (C)) and
 DIR/tokens.i32 (int32: inputs (B,T), then targets (B,T)). Writes, raw
 little-endian float64: DIR/ref_logits.f64 (B,T,V: the real vocabulary),
@@ -91,7 +93,8 @@ def repeat_kv(x, n_rep):
 
 def model_loss(p, inputs, targets, d):
     B, T, C, NH, KVH, V = d["B"], d["T"], d["C"], d["NH"], d["KVH"], d["V"]
-    hs = C // NH
+    hs = d["hs"]
+    Q = NH * hs  # the query width: C unless HEAD_DIM is given
     x = p["tok_emb"][inputs]  # (B,T,C)
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     for l in range(d["L"]):
@@ -99,9 +102,9 @@ def model_loss(p, inputs, targets, d):
         qkv = h @ p["wqkv"][l].T
         if d["qkv_bias"]:
             qkv = qkv + p["bqkv"][l]
-        q = qkv[..., :C].view(B, T, NH, hs)
-        k = qkv[..., C:C + KVH * hs].view(B, T, KVH, hs)
-        v = qkv[..., C + KVH * hs:].view(B, T, KVH, hs).transpose(1, 2)
+        q = qkv[..., :Q].view(B, T, NH, hs)
+        k = qkv[..., Q:Q + KVH * hs].view(B, T, KVH, hs)
+        v = qkv[..., Q + KVH * hs:].view(B, T, KVH, hs).transpose(1, 2)
         if d["qk_norm"]:  # Qwen3: per head, before the rotation
             q, k = rmsnorm(q, p["q_norm"][l], d["eps"]), rmsnorm(k, p["k_norm"][l], d["eps"])
         q, k = q.transpose(1, 2), k.transpose(1, 2)
@@ -109,7 +112,7 @@ def model_loss(p, inputs, targets, d):
         k, v = repeat_kv(k, NH // KVH), repeat_kv(v, NH // KVH)
         att = (q @ k.transpose(-1, -2)) / hs ** 0.5
         att = att.masked_fill(~causal, float("-inf")).softmax(-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        y = (att @ v).transpose(1, 2).reshape(B, T, Q)
         x = x + y @ p["wo"][l].T
         h = rmsnorm(x, p["rms2w"][l], d["eps"])
         gu = h @ p["w_gateup"][l].T
@@ -122,20 +125,24 @@ def model_loss(p, inputs, targets, d):
 
 
 def main():
-    if len(sys.argv) not in (14, 20):
+    if len(sys.argv) not in (14, 20, 21):
         fail("usage: llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED "
-             "[QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG]")
+             "[QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG [HEAD_DIM]]")
     out = sys.argv[1]
     keys = ["B", "T", "L", "C", "NH", "KVH", "F", "V", "Vp"]
     d = {k: int(v) for k, v in zip(keys, sys.argv[2:11])}
     d["theta"], d["eps"], d["untied"] = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13])
-    opt = sys.argv[14:] if len(sys.argv) == 20 else ["0"] * 6
+    opt = sys.argv[14:20] if len(sys.argv) >= 20 else ["0"] * 6
+    head_dim = int(sys.argv[20]) if len(sys.argv) == 21 else 0
     d["qkv_bias"], d["qk_norm"] = int(opt[0]), int(opt[1])
     d["factor"], d["low"], d["high"], d["orig"] = (float(x) for x in opt[2:])
     B, T, L, C, NH, KVH, Fw, V, Vp = (d[k] for k in keys)
-    if C % NH or NH % KVH or (C // NH) % 2:
-        fail("bad shape: NH must divide C, KVH divide NH, and the head size be even")
-    hs, W = C // NH, C + 2 * KVH * (C // NH)
+    if (not head_dim and C % NH) or NH % KVH or (head_dim or C // NH) % 2:
+        fail("bad shape: NH must divide C (without HEAD_DIM), KVH divide NH, and the head "
+             "size be even")
+    hs = head_dim or C // NH
+    d["hs"] = hs
+    W = NH * hs + 2 * KVH * hs
     shapes = [("tok_emb", (Vp, C))]
     if d["untied"]:
         shapes.append(("lm_head", (Vp, C)))
@@ -145,7 +152,7 @@ def main():
     shapes.append(("wqkv", (L, W, C)))
     if d["qkv_bias"]:
         shapes.append(("bqkv", (L, W)))
-    shapes += [("wo", (L, C, C)), ("rms2w", (L, C))]
+    shapes += [("wo", (L, C, NH * hs)), ("rms2w", (L, C))]
     if d["qk_norm"]:
         shapes.append(("k_norm", (L, hs)))
     shapes += [("w_gateup", (L, 2 * Fw, C)), ("w_down", (L, C, Fw)), ("rmsfw", (C,))]

@@ -1,6 +1,7 @@
 /* tests/e2e/interop/test_hf_llama.c — scripts/export_hf.py and import_hf.py for the
- * Llama family (Llama, Qwen2 with q/k/v biases, Qwen3 with q/k norms, Llama 3's
- * RoPE scaling, tied and untied heads):
+ * Llama family (Llama, Qwen2 with q/k/v biases, Qwen3 with q/k norms and, as
+ * Qwen3-0.6B, a head_dim that is not hidden_size / num_attention_heads, Llama
+ * 3's RoPE scaling, tied and untied heads):
  *  - a model file exported to a Hugging Face folder and imported back is the
  *    same file byte for byte, for each family, fp32 (version 3) and bf16
  *    (version 5), one model.safetensors or shards with their index;
@@ -12,7 +13,7 @@
  *    GPT-2 folders) the model file's val loss exactly;
  *  - what the C model cannot compute is refused by name, exit 1, one line, no
  *    file written: config values (hidden_act, rope_scaling types, sliding
- *    windows, mlp_bias, head_dim, unknown keys, other families) and an export
+ *    windows, mlp_bias, an odd head_dim, unknown keys, other families) and an export
  *    no family fits; --init-from a folder refuses the same config values, and
  *    one without config.json names import_hf.py.
  * Needs Debian's python3-torch (the reference) and numpy (the scripts). */
@@ -31,11 +32,14 @@ typedef struct {
     const char *name;
     int untied, qkv_bias, qk_norm, kv_heads;
     float factor; /* Llama 3 scaling: low 2, high 8, original 64 at theta 100 */
+    int head_dim; /* 0: C / NH */
 } Family;
 
+/* qwen3_hd: 4 heads of 16 at C 32 (attention 64 wide), tied, as Qwen3-0.6B's
+ * 16 heads of 128 at 1024 */
 static const Family FAMILIES[] = {
-    {"llama", 0, 0, 0, 2, 0},  {"llama_untied", 1, 0, 0, 2, 0}, {"qwen2", 0, 1, 0, 2, 0},
-    {"qwen3", 1, 0, 1, 1, 0},  {"llama3_scaled", 0, 0, 0, 4, 4},
+    {"llama", 0, 0, 0, 2, 0, 0},  {"llama_untied", 1, 0, 0, 2, 0, 0}, {"qwen2", 0, 1, 0, 2, 0, 0},
+    {"qwen3", 1, 0, 1, 1, 0, 0},  {"llama3_scaled", 0, 0, 0, 4, 4, 0}, {"qwen3_hd", 0, 0, 1, 2, 0, 16},
 };
 #define NFAM (sizeof FAMILIES / sizeof FAMILIES[0])
 
@@ -54,6 +58,7 @@ static GPTConfig family_config(const Family *f)
     c.untied = f->untied;
     c.qkv_bias = f->qkv_bias;
     c.qk_norm = f->qk_norm;
+    c.head_dim = f->head_dim;
     c.norm_eps = f->qk_norm ? 1e-6f : 0; /* 0: the default, as train_gpt writes it */
     if (f->factor > 0) {
         c.rope_theta = 100.0f;
@@ -106,7 +111,7 @@ Test(hf_llama, each_family_round_trips_byte_for_byte, .timeout = 240)
 {
     char *d = tu_tempdir(), model[600], hf[64], back[64], cmd[4096];
     static const char *arch[] = {"LlamaForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
-                                 "Qwen3ForCausalLM", "LlamaForCausalLM"};
+                                 "Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"};
     for (size_t i = 0; i < NFAM; i++) {
         GPTConfig cfg = family_config(&FAMILIES[i]);
         for (int version = 3; version <= 5; version += 2) {
@@ -278,7 +283,8 @@ Test(hf_llama, what_the_model_cannot_compute_is_refused_by_name, .timeout = 240)
         {"hf", "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}", "",
          "rope_scaling type 'linear' is not supported"},
         {"hf", "{\"mlp_bias\": true}", "", "mlp_bias true is not supported"},
-        {"hf", "{\"head_dim\": 16}", "", "head_dim 16 is not hidden_size / num_attention_heads"},
+        {"hf", "{\"head_dim\": 7}", "", "head_dim 7 is odd"},
+        {"hf", "{\"head_dim\": 16}", "", "q_proj.weight has shape (32, 32), expected (64, 32)"},
         {"hf", "{\"model_type\": \"mistral\"}", "", "model_type 'mistral' is not one of"},
         {"hf", "{\"sliding_window_pattern\": 6}", "",
          "key 'sliding_window_pattern' is not understood by this importer"},

@@ -9,7 +9,8 @@
  * an untied head and each of the family's options, alone and together:
  * Qwen2's qkv bias, Qwen3's qk-norm, Llama 3's RoPE frequency scaling (at
  * original positions 32, so that the head size's frequencies fall in all
- * three of its bands: kept, blended, divided). Needs /usr/bin/python3 with
+ * three of its bands: kept, blended, divided); and a head size that is not
+ * C / NH (--head-dim), wider and narrower, with and without GQA and qk-norm. Needs /usr/bin/python3 with
  * torch (Debian's python3-torch, which scripts/setup.sh installs). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -62,11 +63,11 @@ static void against_reference(const GPTConfig *cfg, int B, int T)
     tu_write_file(tu_path(d, "tokens.i32"), tok, 2 * (size_t)N * sizeof(int));
     char cmd[4096], *out = NULL;
     snprintf(cmd, sizeof cmd, REF " %s %d %d %d %d %d %d %d %d %d %.9g %.9g %d %d %d %.9g %.9g "
-             "%.9g %d", d, B, T, cfg->num_layers, cfg->channels, cfg->num_heads,
+             "%.9g %d %d", d, B, T, cfg->num_layers, cfg->channels, cfg->num_heads,
              config_kv_heads(cfg), config_ffn(cfg), V, Vp, (double)config_rope_theta(cfg),
              (double)config_norm_eps(cfg), cfg->untied, cfg->qkv_bias, cfg->qk_norm,
              (double)cfg->rope_factor, (double)cfg->rope_low_freq, (double)cfg->rope_high_freq,
-             cfg->rope_original_max_pos);
+             cfg->rope_original_max_pos, cfg->head_dim);
     int rc = tu_run_output(cmd, &out, &out);
     cr_assert(rc == 0 && out && strstr(out, "llama_model_reference: PASS"),
               "%s: exit %d: %s (needs /usr/bin/python3 with torch)", cmd, rc, out ? out : "");
@@ -167,6 +168,36 @@ static void with_options(int bias, int qkn, int scaled, float theta)
         c.rope_original_max_pos = 32;
     }
     against_reference(&c, 2, 8);
+}
+
+/* A head size that is not C / NH, as Qwen3's 128 at C 1024 and 16 heads:
+ * at C 32 (tu_tiny_config) 4 heads of 12 (attention 48 wide, wider than C)
+ * and of 6 (24, narrower), grouped-query (2 KV heads) or multi-head, with
+ * and without qk-norm. */
+static void with_head_dim(int hd, int kv_heads, int qkn)
+{
+    GPTConfig c = tu_tiny_config();
+    c.arch = ARCH_LLAMA;
+    c.num_layers = 2;
+    c.kv_heads = kv_heads;
+    c.ffn = 48;
+    c.untied = 1;
+    c.qk_norm = qkn;
+    c.norm_eps = 1e-6f;
+    c.head_dim = hd;
+    cr_assert_eq(config_head_dim(&c), hd);
+    against_reference(&c, 2, 8);
+}
+
+Test(llama_reference, head_dim_wider_gqa_matches_pytorch, .timeout = 120) { with_head_dim(12, 2, 0); }
+Test(llama_reference, head_dim_wider_gqa_qk_norm_matches_pytorch, .timeout = 120)
+{
+    with_head_dim(12, 2, 1);
+}
+Test(llama_reference, head_dim_narrower_mha_matches_pytorch, .timeout = 120) { with_head_dim(6, 4, 0); }
+Test(llama_reference, head_dim_narrower_mha_qk_norm_matches_pytorch, .timeout = 120)
+{
+    with_head_dim(6, 4, 1);
 }
 
 Test(llama_reference, qkv_bias_matches_pytorch, .timeout = 120) { with_options(1, 0, 0, 10000); }
