@@ -113,8 +113,8 @@ static int resolve_config(Trainer *tr, char *err, size_t len)
         tr->cfg.qkv_bias = o->qkv_bias;
         tr->cfg.qk_norm = o->qk_norm;
         /* the default's own value is recorded as the default (0): the same file */
-        tr->cfg.head_dim = o->heads > 0 && o->channels % o->heads == 0 && o->head_dim == o->channels / o->heads
-                               ? 0 : o->head_dim;
+        int fits = o->heads > 0 && o->channels % o->heads == 0;
+        tr->cfg.head_dim = fits && o->head_dim == o->channels / o->heads ? 0 : o->head_dim;
         tr->cfg.norm_eps = o->norm_eps;
         if (o->rope_factor != 0) {
             tr->cfg.rope_factor = o->rope_factor;

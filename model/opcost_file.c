@@ -73,6 +73,9 @@ void opcost_cache_file(const char *dir, const char *device, const PlanInput *in,
     if (!is_gpt2(in) && n < (int)sizeof text)
         n += snprintf(text + n, sizeof text - (size_t)n, "|%s|%lld|%lld",
                       config_arch_name(in->cfg.arch), ka[KA_KV_HEADS], ka[KA_FFN]);
+    /* a head size of its own (--head-dim) keys it too; none: the old name */
+    if (!is_gpt2(in) && in->cfg.head_dim && n < (int)sizeof text)
+        n += snprintf(text + n, sizeof text - (size_t)n, "|hd%d", in->cfg.head_dim);
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (const char *p = text; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     snprintf(buf, len, "%s/op_costs_%016llx.json", dir, (unsigned long long)h);
@@ -165,6 +168,17 @@ static int parse(const char *text, size_t len, const char *path, const PlanInput
                    "(this run's)", path, ARCH_KEY_NAMES[i], wa[i]);
             goto out;
         }
+    /* "head_dim": written with --head-dim only, so a file without it is of
+     * heads C / NH wide */
+    long long hd = 0;
+    if (!is_gpt2(in) && cJSON_GetObjectItemCaseSensitive(shape, "head_dim") &&
+        get_int(shape, "head_dim", 0, 2147483647.0, &hd) != 0)
+        hd = -1;
+    if (!is_gpt2(in) && hd != in->cfg.head_dim) {
+        io_err(err, err_len, "%s: measured at another shape: \"shape\".\"head_dim\" is not %d "
+               "(this run's; 0: channels / heads)", path, in->cfg.head_dim);
+        goto out;
+    }
     key_of(in, want);
     for (int i = 0; i < K_NUM; i++)
         if (get_int(shape, KEY_NAMES[i], 0, 2147483647.0, &v) != 0 || v != want[i]) {
@@ -212,6 +226,7 @@ int opcost_file_write(const char *path, const char *device, const PlanInput *in,
         cJSON_AddStringToObject(root, "arch", config_arch_name(in->cfg.arch));
         for (int i = 0; i < KA_NUM; i++)
             cJSON_AddNumberToObject(shape, ARCH_KEY_NAMES[i], (double)ka[i]);
+        if (in->cfg.head_dim) cJSON_AddNumberToObject(shape, "head_dim", in->cfg.head_dim);
     }
     cJSON_AddItemToObject(root, "shape", shape);
     cJSON_AddNumberToObject(root, "reps", oc->reps);

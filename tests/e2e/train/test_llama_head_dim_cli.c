@@ -8,6 +8,8 @@
  *  - a model file records it: taken without the flag (the header line says
  *    hs=16), and --head-dim 8 against it is refused by name (exit 2, one
  *    line); --head-dim without --arch llama, or odd, refused by name;
+ *  - a checkpoint resumed (--resume) goes on to the uninterrupted run's
+ *    parameters byte for byte, and --head-dim 8 against it is refused;
  *  - --plan --model qwen3-0.6b prints the published parameter count
  *    (596,049,920) and its shape. */
 #include <criterion/criterion.h>
@@ -105,6 +107,29 @@ Test(llama_head_dim_cli, the_model_file_records_the_head_size, .timeout = 180)
     expect_refused(d, args, "--head-dim: applies to --arch llama, not gpt2");
     snprintf(args, sizeof args, "%s --arch llama --steps 1 --head-dim 7", tc_model_args(d));
     expect_refused(d, args, "--head-dim: 7 is odd");
+    tu_remove_tree(d);
+}
+
+Test(llama_head_dim_cli, a_resume_is_the_uninterrupted_run, .timeout = 240)
+{
+    char *d = tu_tempdir(), args[8192], prefix[4200], a[4300], b[4300];
+    tc_make_shards(d, 1, 2000);
+    snprintf(args, sizeof args, "%s " HD " --steps 2 --checkpoint-dir %s/ck", tc_model_args(d), d);
+    snprintf(prefix, sizeof prefix, "%s/first", d);
+    cr_assert_eq(tc_run("", args, prefix), 0, "the first 2 steps");
+    snprintf(args, sizeof args, "%s --arch llama --head-dim 8 --steps 4 --checkpoint-dir %s/ck "
+             "--resume", tc_model_args(d), d);
+    expect_refused(d, args, "--head-dim 8: contradicts");
+    snprintf(args, sizeof args, "%s " HD " --steps 4 --checkpoint-dir %s/ck --resume --save "
+             "%s/resumed.bin", tc_model_args(d), d, d);
+    snprintf(prefix, sizeof prefix, "%s/resumed", d);
+    cr_assert_eq(tc_run("", args, prefix), 0, "the resume");
+    snprintf(args, sizeof args, "%s " HD " --steps 4 --save %s/straight.bin", tc_model_args(d), d);
+    snprintf(prefix, sizeof prefix, "%s/straight", d);
+    cr_assert_eq(tc_run("", args, prefix), 0, "the uninterrupted run");
+    snprintf(a, sizeof a, "%s/resumed.bin", d);
+    snprintf(b, sizeof b, "%s/straight.bin", d);
+    cr_expect(tc_files_equal(a, b), "the resumed run's parameters differ from the uninterrupted's");
     tu_remove_tree(d);
 }
 

@@ -143,7 +143,9 @@ Test(opcost_file, cache_folder_and_name)
 /* The family in the key: GPT-2's cache name is the FNV-1a hash of
  * "device|dtype|shape..." as before families (pinned here by hashing that
  * text by hand), a Llama run at the same shape gets another name, and one
- * with other key/value heads another again; a file of one family is
+ * with other key/value heads another again, and one with --head-dim
+ * another (a file without "head_dim" refused for it, and the other way
+ * round); a file of one family is
  * refused (-2, naming both) for a run of the other. */
 Test(opcost_file, the_family_keys_the_costs)
 {
@@ -176,6 +178,21 @@ Test(opcost_file, the_family_keys_the_costs)
     cr_assert(strstr(err, "--arch llama's block, this run is --arch gpt2"), "%s", err);
     cr_assert_eq(opcost_file_read(path, &llama4, dev, sizeof dev, &back, err, sizeof err), -2);
     cr_assert(strstr(err, "\"kv_heads\" is not 4"), "%s", err);
+    /* --head-dim keys it too (named only when given: the files above have none) */
+    PlanInput hd = llama;
+    hd.cfg.head_dim = 16;
+    char e[4200];
+    opcost_cache_file("/c", "cpu: a", &hd, e, sizeof e);
+    cr_assert_str_neq(b, e, "the head size is in the key");
+    cr_assert_eq(opcost_file_read(path, &hd, dev, sizeof dev, &back, err, sizeof err), -2);
+    cr_assert(strstr(err, "\"head_dim\" is not 16"), "%s", err);
+    snprintf(path, sizeof path, "%s/hd.json", d);
+    OpCosts ohd = costs_for(&hd);
+    cr_assert_eq(opcost_file_write(path, "cpu: a", &hd, &ohd, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(opcost_file_read(path, &hd, dev, sizeof dev, &back, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_eq(opcost_file_read(path, &llama, dev, sizeof dev, &back, err, sizeof err), -2);
+    cr_assert(strstr(err, "\"head_dim\" is not 0"), "%s", err);
     snprintf(path, sizeof path, "%s/gpt2.json", d);
     oc = some_costs();
     cr_assert_eq(opcost_file_write(path, "cpu: a", &in, &oc, err, sizeof err), 0, "%s", err);
