@@ -25,6 +25,12 @@ shards written here. Rows, each PASS or FAIL (exit 1 on any FAIL):
   - --plan --device cuda, fp32 and bf16: each mode's peak (0, 1, 2, selective)
     equal to the arenas of that mode's run above, to the byte (the emulator's
     device holds nothing else: no baseline);
+  - Qwen's options and Llama 3's scaling: 3 losses within 1e-4 of the cpu's,
+    recompute 1 bitwise 0;
+  - --head-dim 32 with --qk-norm (4 heads of 32 at C 64: attention 128 wide,
+    as Qwen3's 16 x 128 at 1024): fp32 3 losses within 1e-4 of the cpu's,
+    recompute 1 bitwise 0, --generate with and without the cache the cpu's
+    text; bf16 step-1 loss within 2e-2, recompute 1 bitwise 0;
   - every cuda run: the arenas' high-water mark equal to the plan (the
     --log summary's arena_high_water and total);
   - GPT-2 through the same binary: fp32 step-1 gradients within 1e-4 of the
@@ -242,6 +248,45 @@ def main():
             f"differ: {d}" if d else "grads, saved model, losses identical")
     else:
         row("llama + qkv bias, qk-norm, rope scaling on cuda", False, "a run failed (output above)")
+
+    # a head size that is not C / NH (--head-dim, Qwen3's 128 at 1024 / 16): 4 heads of
+    # 32 at C 64 (attention 128 wide), with qk-norm; the kernels take the query width
+    hd = ["--head-dim", "32", "--qk-norm"]
+    if r.train("h_cpu", "cpu", "fp32", 0, extra=hd) and r.train("h_c0", "cuda", "fp32", 0, extra=hd) \
+            and r.train("h_c1", "cuda", "fp32", 1, extra=hd):
+        cuda_runs += ["h_c0", "h_c1"]
+        ref, got = r.steps("h_cpu")[0], r.steps("h_c0")[0]
+        worst = max(abs(g[1] - c[1]) / abs(c[1]) for c, g in zip(ref, got))
+        row("llama --head-dim 32 (C 64, 4 heads), qk-norm: fp32 cuda vs cpu, 3 losses (tol 1e-4)",
+            len(ref) == 3 == len(got) and worst <= 1e-4, f"worst rel {worst:.2e}")
+        d = r.same_bits("h_c0", "h_c1")
+        row("llama --head-dim 32: cuda recompute 1 vs 0 bitwise", not d,
+            f"differ: {d}" if d else "grads, saved model, losses identical")
+        texts = {}
+        for name, dev, kv in (("hg_c1", "cuda", 1), ("hg_c0", "cuda", 0), ("hg_cpu", "cpu", 1)):
+            args = LLAMA + hd + ["--device", dev, "--dtype", "fp32", "--init-from",
+                                 r.path("h_c0.model"), "--generate", "24", "--num-samples", "2",
+                                 "--seed", "7", "--prompt", "ROMEO:", "--kv-cache", str(kv),
+                                 "--seq-len", str(T)]
+            if r.run(name, args, shape=False) == 0:
+                out = open(r.path(name + ".out"), "rb").read()
+                texts[name] = out[out.find(b"ROMEO:"):] if b"ROMEO:" in out else None
+        ok = len(texts) == 3 and texts["hg_c1"] and len(set(texts.values())) == 1
+        row("llama --head-dim 32 fp32 cuda --generate: kv-cache 1 = kv-cache 0 = cpu", bool(ok),
+            "identical samples" if ok else f"differ or failed: {texts}")
+    else:
+        row("llama --head-dim 32 on cuda", False, "a run failed (output above)")
+    if r.train("h_b0", "cuda", "bf16", 0, extra=hd) and r.train("h_b1", "cuda", "bf16", 1, extra=hd):
+        cuda_runs += ["h_b0", "h_b1"]
+        ref, got = r.steps("h_cpu")[0], r.steps("h_b0")[0]
+        rel = abs(got[0][1] - ref[0][1]) / abs(ref[0][1]) if ref and got else 1.0
+        row("llama --head-dim 32 bf16 cuda vs cpu, step-1 loss (tol 2e-2)", rel <= 2e-2,
+            f"rel {rel:.2e}")
+        d = r.same_bits("h_b0", "h_b1")
+        row("llama --head-dim 32 bf16 cuda recompute 1 vs 0 bitwise", not d,
+            f"differ: {d}" if d else "grads, saved model, losses identical")
+    else:
+        row("llama --head-dim 32 bf16 on cuda", False, "a run failed (output above)")
 
     bad = [n for n in cuda_runs if not arenas_equal_plan(r, n)]
     row(f"arenas' high-water mark = plan ({len(cuda_runs)} cuda runs)", not bad,
