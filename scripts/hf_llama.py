@@ -390,7 +390,8 @@ def flat_params(cfg, p):
 
 def shape_line(cfg):
     return (f"llama L={cfg['L']} NH={cfg['NH']} NKV={cfg['NKV']} C={cfg['C']} F={cfg['F']} "
-            f"V={cfg['V']} maxT={cfg['maxT']}" + (f" head-dim {cfg['hs']}" if cfg["raw_hd"] else "") +
+            f"V={cfg['V']} maxT={cfg['maxT']}" +
+            (f" head-dim {cfg['hs']}" if cfg["raw_hd"] else "") +
             (" untied" if cfg["untied"] else " tied") +
             (" qkv-bias" if cfg["qkv_bias"] else "") + (" qk-norm" if cfg["qk_norm"] else "") +
             (f" rope-scaling {cfg['factor']:g}" if cfg["factor"] > 0 else ""))

@@ -252,7 +252,8 @@ def main():
     # a head size that is not C / NH (--head-dim, Qwen3's 128 at 1024 / 16): 4 heads of
     # 32 at C 64 (attention 128 wide), with qk-norm; the kernels take the query width
     hd = ["--head-dim", "32", "--qk-norm"]
-    if r.train("h_cpu", "cpu", "fp32", 0, extra=hd) and r.train("h_c0", "cuda", "fp32", 0, extra=hd) \
+    if r.train("h_cpu", "cpu", "fp32", 0, extra=hd) \
+            and r.train("h_c0", "cuda", "fp32", 0, extra=hd) \
             and r.train("h_c1", "cuda", "fp32", 1, extra=hd):
         cuda_runs += ["h_c0", "h_c1"]
         ref, got = r.steps("h_cpu")[0], r.steps("h_c0")[0]
@@ -276,7 +277,8 @@ def main():
             "identical samples" if ok else f"differ or failed: {texts}")
     else:
         row("llama --head-dim 32 on cuda", False, "a run failed (output above)")
-    if r.train("h_b0", "cuda", "bf16", 0, extra=hd) and r.train("h_b1", "cuda", "bf16", 1, extra=hd):
+    if r.train("h_b0", "cuda", "bf16", 0, extra=hd) \
+            and r.train("h_b1", "cuda", "bf16", 1, extra=hd):
         cuda_runs += ["h_b0", "h_b1"]
         ref, got = r.steps("h_cpu")[0], r.steps("h_b0")[0]
         rel = abs(got[0][1] - ref[0][1]) / abs(ref[0][1]) if ref and got else 1.0

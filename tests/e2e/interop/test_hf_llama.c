@@ -38,8 +38,9 @@ typedef struct {
 /* qwen3_hd: 4 heads of 16 at C 32 (attention 64 wide), tied, as Qwen3-0.6B's
  * 16 heads of 128 at 1024 */
 static const Family FAMILIES[] = {
-    {"llama", 0, 0, 0, 2, 0, 0},  {"llama_untied", 1, 0, 0, 2, 0, 0}, {"qwen2", 0, 1, 0, 2, 0, 0},
-    {"qwen3", 1, 0, 1, 1, 0, 0},  {"llama3_scaled", 0, 0, 0, 4, 4, 0}, {"qwen3_hd", 0, 0, 1, 2, 0, 16},
+    {"llama", 0, 0, 0, 2, 0, 0},         {"llama_untied", 1, 0, 0, 2, 0, 0},
+    {"qwen2", 0, 1, 0, 2, 0, 0},         {"qwen3", 1, 0, 1, 1, 0, 0},
+    {"llama3_scaled", 0, 0, 0, 4, 4, 0}, {"qwen3_hd", 0, 0, 1, 2, 0, 16},
 };
 #define NFAM (sizeof FAMILIES / sizeof FAMILIES[0])
 
