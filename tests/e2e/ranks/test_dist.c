@@ -10,7 +10,8 @@
  *  - --zero 1 against --zero 0 on 2 and 3 ranks, with weight decay, clipping
  *    and gradient accumulation, where a shard boundary cuts a 2-D tensor
  *    and the vector is padded: parameters within 1e-6 the same way; and
- *    on 2 ranks for --arch llama (grouped-query, untied head);
+ *    on 2 ranks for --arch llama (grouped-query, untied head; its options;
+ *    --head-dim 16 at C 32 with qk-norm, tied);
  *  - recompute 0 against 1 on 2 ranks: model files bitwise equal (cmp);
  *  - mpirun -np 1 against no launcher: model files bitwise equal;
  *  - errors: --total-batch that does not divide (exit 2, message), a shard
@@ -244,6 +245,13 @@ Test(dist, llama_options_zero1_equals_zero0)
     llama_zero("--arch llama --kv-heads 2 --ffn 64 --lm-head untied --batch 1 --grad-accum 2 "
                "--grad-clip 0.5 --qkv-bias --qk-norm --rope-scaling 8 --rope-original-max-pos 16",
                "lqz0", "lqz1");
+}
+
+/* heads of 16 at C 32 (--head-dim: attention 64 wide, as Qwen3's) */
+Test(dist, llama_head_dim_zero1_equals_zero0)
+{
+    llama_zero("--arch llama --kv-heads 2 --ffn 64 --lm-head tied --batch 1 --grad-accum 2 "
+               "--grad-clip 0.5 --head-dim 16 --qk-norm", "lhz0", "lhz1");
 }
 
 Test(dist, recompute_bitwise_under_two_ranks)
