@@ -12,6 +12,10 @@ static void get_params(void *g, float *host) { gpt_get_params(g, host); }
 static void get_grads(void *g, float *host) { gpt_get_grads(g, host); }
 static double grad_norm(void *g) { return gpt_grad_norm(g); }
 static double grad_norm_sq_local(void *g) { return gpt_grad_norm_sq_local(g); }
+static double grad_norm_sq_range(void *g, size_t flat, size_t n)
+{
+    return gpt_grad_norm_sq_range(g, flat, n);
+}
 static void grads_add(void *g, size_t flat, const void *src, size_t n)
 {
     gpt_grads_shard_add(g, flat, src, n);
@@ -26,6 +30,9 @@ int dist_attach_gpt(Dist *d, GPT *g, char *err, size_t err_len)
         .num_params = g->plan.num_params,
         .padded_params = g->plan.padded_params,
         .shard_params = g->plan.shard_params,
+        .block_params = g->plan.block_params,
+        .reduce_buf = g->reduce_buf,
+        .reduce_chunk = g->plan.reduce_chunk,
         .zero = g->plan.zero,
         .has_master = g->master != NULL,
         .model = g,
@@ -33,6 +40,7 @@ int dist_attach_gpt(Dist *d, GPT *g, char *err, size_t err_len)
         .get_grads = get_grads,
         .grad_norm = grad_norm,
         .grad_norm_sq_local = grad_norm_sq_local,
+        .grad_norm_sq_range = grad_norm_sq_range,
         .grads_add = grads_add,
     };
     if (dist_attach(d, &m, err, err_len) != 0) return -1;

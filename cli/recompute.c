@@ -440,11 +440,16 @@ static int plan_print_rank(const PlanInput *in, char *err, size_t len)
            p.world_size, p.zero, p.bytes[MEM_PARAMS], p.bytes[MEM_GRADS], p.bytes[MEM_OPTIMIZER]);
     if (p.zero == 3)
         printf(" (params: shard %zu B + gather buffers for two blocks %zu B + wte/wpe/LN_f "
-               "gather buffer %zu B + communication buffers %zu B)",
-               p.param_shard_bytes, p.param_gather_bytes, p.param_outer_bytes, p.comm_bytes);
+               "gather buffer %zu B)",
+               p.param_shard_bytes, p.param_gather_bytes, p.param_outer_bytes);
+    /* the receive buffer of the ordered sums over ranks (planner.h) */
     if (p.zero >= 2)
-        printf(" (grads: shard %zu B + block buffer %zu B + wte/wpe/LN_f buffer %zu B)",
-               p.grad_shard_bytes, p.grad_layer_bytes, p.grad_outer_bytes);
+        printf(" (grads: shard %zu B + block buffer %zu B + wte/wpe/LN_f buffer %zu B + "
+               "receive buffer %zu B)",
+               p.grad_shard_bytes, p.grad_layer_bytes, p.grad_outer_bytes, p.comm_bytes);
+    else if (p.comm_bytes)
+        printf(" (grads: the vector %zu B + receive buffer %zu B)",
+               p.bytes[MEM_GRADS] - p.comm_bytes, p.comm_bytes);
     printf("; the peaks above are one rank's\n");
     if (p.zero == 3) {
         /* recompute 0's program; the other modes' differ only in mode 2's

@@ -154,12 +154,40 @@ int dist_select_device(Dist *d, char *err, size_t err_len)
 }
 
 /* ZeRO-1 reduce-scatters after backward instead, ZeRO-2 through
- * dist_grads_scatter (see dist.h). */
+ * dist_grads_scatter, and ordered sums at --zero 0 wait for
+ * dist_finish_grads (see dist.h). */
 void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n)
 {
     Dist *d = ctx;
-    if (d->armed && d->comm && !d->m.zero)
+    if (d->armed && d->comm && !d->m.zero && !d->comm->ordered)
         d->comm->allreduce_start(d->comm, d->m.grads, offs, counts, n);
+}
+
+/* counts[q]: how much of [lo, hi) of the flat vector lies in rank q's
+ * block [q B, (q+1) B); the blocks are contiguous and in rank order, so
+ * the parts are too. */
+static void cut_to_blocks(const Dist *d, size_t lo, size_t hi, size_t *counts)
+{
+    size_t B = d->m.block_params;
+    for (int q = 0; q < d->world; q++) {
+        size_t b = (size_t)q * B, e = b + B;
+        size_t plo = lo > b ? lo : b, phi = hi < e ? hi : e;
+        counts[q] = phi > plo ? phi - plo : 0;
+    }
+}
+
+/* Ordered sums after backward: --zero 0 sums the whole gradient (each
+ * rank its block) and all-gathers the sums, ZeRO-1 the padded vector,
+ * each rank keeping its block's. */
+static void ordered_finish(Dist *d)
+{
+    if (d->m.zero >= 2 || d->world == 1) return; /* >= 2: summed block by block */
+    size_t n = d->m.zero ? d->m.padded_params : d->m.num_params;
+    cut_to_blocks(d, 0, n, d->rs_counts);
+    size_t at = d->comm->reduce_scatterv(d->comm, d->m.grads, d->rs_counts);
+    if (!d->m.zero)
+        d->comm->allgatherv(d->comm, (char *)d->m.grads + at * (size_t)d->m.be->par_bytes,
+                            d->m.grads, d->rs_counts, 0);
 }
 
 void dist_grads_scatter(void *ctx, void *const *src, const size_t *offs, const size_t *counts,
@@ -169,14 +197,8 @@ void dist_grads_scatter(void *ctx, void *const *src, const size_t *offs, const s
     if (!d->comm || !d->rs_counts) return;
     size_t S = d->m.shard_params, eb = (size_t)d->m.be->par_bytes;
     for (int k = 0; k < n; k++) {
-        /* rank q's part: the range cut to its block [q S, (q+1) S); the
-         * blocks are contiguous and in rank order, so the parts are too */
         size_t lo = offs[k], hi = offs[k] + counts[k];
-        for (int q = 0; q < d->world; q++) {
-            size_t b = (size_t)q * S, e = b + S;
-            size_t plo = lo > b ? lo : b, phi = hi < e ? hi : e;
-            d->rs_counts[q] = phi > plo ? phi - plo : 0;
-        }
+        cut_to_blocks(d, lo, hi, d->rs_counts);
         size_t at = d->comm->reduce_scatterv(d->comm, src[k], d->rs_counts);
         size_t mine = d->rs_counts[d->rank], b = (size_t)d->rank * S;
         if (mine)
@@ -214,12 +236,10 @@ int dist_attach(Dist *d, const DistModel *m, char *err, size_t err_len)
 {
     d->m = *m;
     if (!d->mpi) return 0;
-    if (m->zero >= 2) {
-        d->rs_counts = calloc((size_t)d->world, sizeof(size_t));
-        if (!d->rs_counts) {
-            snprintf(err, err_len, "out of host memory for --zero 2's %d counts", d->world);
-            return -1;
-        }
+    d->rs_counts = calloc((size_t)d->world, sizeof(size_t));
+    if (!d->rs_counts) {
+        snprintf(err, err_len, "out of host memory for %d ranks' counts", d->world);
+        return -1;
     }
     if (d->m.zero && m->shard_params > (size_t)INT_MAX) {
         snprintf(err, err_len, "--zero %d: a shard of %zu elements is more than MPI's int count "
@@ -254,28 +274,63 @@ void dist_begin_micro(Dist *d, int last) { d->armed = last && d->comm; }
 void dist_finish_grads(Dist *d)
 {
     if (!d->comm) return;
-    if (d->m.zero == 1) d->comm->reduce_scatter_start(d->comm, d->m.grads, d->m.shard_params);
+    if (d->comm->ordered) ordered_finish(d);
+    else if (d->m.zero == 1) d->comm->reduce_scatter_start(d->comm, d->m.grads, d->m.shard_params);
     d->comm->wait(d->comm);
     d->armed = 0;
 }
 
+/* x[0..n) summed over ranks in rank order (Order of sums): every rank's
+ * values are all-gathered and each rank adds them, x_0 + x_1 + ... (an
+ * all-gather copies, so every rank adds the same values alike). */
+static void sum_ordered(const Dist *d, double *x, int n, const char *what)
+{
+    if (!d->mpi || d->world == 1 || n <= 0) return;
+    double *all = malloc(sizeof(double) * (size_t)n * (size_t)d->world);
+    if (!all) dist_fail(d, 1, "out of host memory summing %d values over %d ranks", n, d->world);
+    dist_watch_begin(d, what);
+    WITH_MPI(MPI_Allgather(x, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD));
+    dist_watch_end(d);
+    for (int i = 0; i < n; i++) {
+        double s = all[i];
+        for (int q = 1; q < d->world; q++) s += all[(size_t)q * (size_t)n + (size_t)i];
+        x[i] = s;
+    }
+    free(all);
+}
+
 static double sum_over_ranks(const Dist *d, double x)
 {
-    if (!d->mpi) return x;
-    dist_watch_begin(d, "in MPI_Allreduce (a scalar: loss, norm or a stop)");
-    WITH_MPI(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    dist_watch_end(d);
+    sum_ordered(d, &x, 1, "in MPI_Allgather (a scalar: loss, norm or a stop)");
     return x;
 }
 
 double dist_grad_norm(Dist *d)
 {
     /* On the NCCL path the norm is the host's first wait for the step's
-     * reduction (it reads the reduced gradients back). */
+     * reduction (it reads the reduced gradients back). With ranks, the
+     * squared norm is the sum in rank order of each rank block's
+     * (block_params, as the sums are cut): each rank adds its own under
+     * --zero 1..3, and under --zero 0, where every rank holds all the
+     * sums, each adds all the blocks' alike, so every stage computes the
+     * same expression. */
     dist_watch_begin(d, "waiting for the gradients' reduction (the norm)");
     void *g = d->m.model;
-    double norm = !d->comm || !d->m.zero ? d->m.grad_norm(g)
-                                       : sqrt(sum_over_ranks(d, d->m.grad_norm_sq_local(g)));
+    double norm;
+    if (!d->comm) {
+        norm = d->m.grad_norm(g);
+    } else if (d->m.zero) {
+        norm = sqrt(sum_over_ranks(d, d->m.grad_norm_sq_local(g)));
+    } else {
+        double sq = 0.0;
+        for (int q = 0; q < d->world; q++) {
+            size_t lo = (size_t)q * d->m.block_params, hi = lo + d->m.block_params;
+            if (hi > d->m.num_params) hi = d->m.num_params;
+            double part = lo < hi ? d->m.grad_norm_sq_range(g, lo, hi - lo) : 0.0;
+            sq = q ? sq + part : part;
+        }
+        norm = sqrt(sq);
+    }
     dist_watch_end(d);
     return norm;
 }
@@ -295,12 +350,9 @@ double dist_mean(Dist *d, double x) { return sum_over_ranks(d, x) / d->world; }
 
 void dist_sum(Dist *d, double *x, int n)
 {
-    if (!d->mpi) return;
     /* timed like every wait: the ranks' evaluation slices end at different
      * moments, and a rank gone would otherwise leave the others here */
-    dist_watch_begin(d, "in MPI_Allreduce (evaluation counts)");
-    WITH_MPI(MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    dist_watch_end(d);
+    sum_ordered(d, x, n, "in MPI_Allgather (evaluation sums)");
 }
 
 /* Gather every rank's ZeRO-1 block of a host vector of world * shard

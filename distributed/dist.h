@@ -27,18 +27,42 @@
  * --gpus-per-task=1 shows each rank one device: device 0 of its own). NCCL
  * refuses two ranks on one device; that error names the rank.
  *
+ * Order of sums. Every float sum over ranks is added by train_gpt in a
+ * fixed order, not by the collective library (whose algorithm, and so
+ * order, changes with message size and world size): on the MPI path
+ * (cpu) each element's sum is ((x_0 + x_1) + x_2) + ... + x_{W-1}, x_q
+ * being rank q's value, at every --zero, message size and world size.
+ * The gradient vector is cut into rank blocks (block_params: ZeRO-1's
+ * shards, the same cut at --zero 0); for any range of it, each rank
+ * sends every other rank the part inside that rank's block
+ * (MPI_Isend/MPI_Irecv) and adds the W copies of its own part in rank
+ * order (an ordered reduce-scatter, dist_mpi.c). Received pieces go
+ * through a buffer of W x reduce_chunk elements that the planner plans
+ * (model/planner.h, PLANNER_REDUCE_CHUNK); longer pieces go in rounds,
+ * which changes no element's sum. Each rank sends (W-1)/W of the range,
+ * as a ring reduce-scatter does. The gradient norm is the rank-order sum
+ * of each block's squared norm at every stage; scalars (loss, val loss,
+ * counts, evaluation sums) are all-gathered and added in rank order. So
+ * --zero 0, 1, 2 and 3 give the same bits at any world size (with one
+ * micro-batch a step; see ZeRO-2 for grad-accum). The NCCL path (cuda)
+ * still uses NCCL's reductions, whose order is NCCL's
+ * (docs/multi-gpu.md).
+ *
  * Gradients (--zero 0). Each rank's backward scales its loss gradient by
- * 1/(B*T*grad_accum*world); on the last micro-batch of a step, every
- * layer's gradient slices are summed over ranks (MPI_Iallreduce on host
- * buffers; ncclAllReduce on a separate CUDA stream that waits on an event
- * of the compute stream) as soon as the model's grad hook reports them
- * final, so the reduction overlaps the backward of earlier layers.
- * dist_finish_grads waits (cpu) or makes the compute stream wait (cuda).
+ * 1/(B*T*grad_accum*world). MPI: after the last micro-batch's backward
+ * (dist_finish_grads) the whole gradient is summed by the ordered
+ * reduce-scatter and the sums all-gathered (MPI_Allgatherv, a copy), so
+ * nothing overlaps the backward. NCCL: on the last micro-batch of a step,
+ * every layer's gradient slices are summed over ranks (ncclAllReduce on a
+ * separate CUDA stream that waits on an event of the compute stream) as
+ * soon as the model's grad hook reports them final, so the reduction
+ * overlaps the backward of earlier layers; dist_finish_grads makes the
+ * compute stream wait.
  *
  * ZeRO-1 (--zero 1). AdamW m, v and the fp32 master are sharded by
  * contiguous ranges of the flat parameter vector (model/planner.h:
  * planner_shard_range, PLANNER_SHARD_ALIGN). After backward the padded
- * gradient vector is reduce-scattered (MPI_Reduce_scatter_block /
+ * gradient vector is reduce-scattered (the ordered reduce-scatter /
  * ncclReduceScatter): rank r receives the sum of its own block. The
  * clipping norm is the square root of the sum over ranks of each shard's
  * squared norm, i.e. the norm of the full reduced gradient. Each rank
@@ -56,8 +80,8 @@
  * the full gradients of one block (or of wte, wpe and LN_f) into a
  * full-size buffer; as soon as a range is final (dist_grads_scatter, in
  * every micro-batch, not only the last) it is reduce-scattered with one
- * count per rank (MPI_Reduce_scatter; on NCCL one ncclReduce per owning
- * rank in a group, since ncclReduceScatter needs equal blocks), and each
+ * count per rank (the ordered reduce-scatter; on NCCL one ncclReduce per
+ * owning rank in a group, since ncclReduceScatter needs equal blocks), and each
  * rank adds its part into its shard. Blocking, so the buffer can be reused
  * by the next block: no overlap with backward. With one micro-batch a
  * step the shard holds the same sums as ZeRO-1's block; with grad-accum
@@ -114,6 +138,11 @@ typedef struct {
     size_t num_params;           /* real parameters (a saved vector's length) */
     size_t padded_params;        /* world * shard_params */
     size_t shard_params;         /* one rank's ZeRO-1 block */
+    size_t block_params;         /* the blocks sums over ranks are cut into (Order of
+                                  * sums): shard_params under --zero, the same cut at 0 */
+    void *reduce_buf;            /* world x reduce_chunk elements: the receive buffer of
+                                  * the ordered sums (device memory; NULL at world 1) */
+    size_t reduce_chunk;         /* elements per rank piece in it */
     int zero;                    /* 1: AdamW state sharded (ZeRO-1); 2: and the
                                   * gradients (ZeRO-2); 3: and the parameters */
     int has_master;              /* fp32 master copies beside bf16 params */
@@ -124,6 +153,8 @@ typedef struct {
     void (*get_grads)(void *model, float *host);
     double (*grad_norm)(void *model);          /* of the whole gradient vector */
     double (*grad_norm_sq_local)(void *model); /* squared, of this rank's block */
+    /* squared, of [flat, flat + n) of the full vector (--zero 0) */
+    double (*grad_norm_sq_range)(void *model, size_t flat, size_t n);
     /* ZeRO-2: add n elements of src (device, par dtype) into this rank's
      * gradient shard at flat element `flat` (inside its block). */
     void (*grads_add)(void *model, size_t flat, const void *src, size_t n);
@@ -138,7 +169,7 @@ typedef struct {
     DistComm *comm;              /* NULL without MPI */
     int armed;                   /* this micro-batch's gradients are reduced */
     DistWatch *watch;            /* NULL: no timeout */
-    size_t *rs_counts;           /* ZeRO-2: world receive counts, else NULL */
+    size_t *rs_counts;           /* world counts, one a rank (under MPI; else NULL) */
 } Dist;
 
 /* 1 when a launcher (mpirun, srun) started this process. */

@@ -147,6 +147,9 @@ typedef struct GPT {
      * of wte, wpe, LN_f points into grad_outer, of a block's tensors into
      * grad_layer (the same for every block: G(i, l) ignores l); NULL else */
     void *grad_outer, *grad_layer;
+    /* the receive buffer of the ordered sums over ranks (plan.comm_bytes,
+     * world x plan.reduce_chunk par elements; planner.h); NULL at world 1 */
+    void *reduce_buf;
     /* ZeRO-3: params is this rank's shard (element k is flat element
      * opt_begin + k) and param_t points into the gather buffers (planner.h):
      * wte, wpe, LN_f into param_outer, a block's tensors into param_blocks,
@@ -375,6 +378,9 @@ double gpt_grad_norm(GPT *g);
 /* Sum of squared gradients over this rank's optimizer range (the whole
  * vector without ZeRO-1); distributed/ sums it over ranks. */
 double gpt_grad_norm_sq_local(GPT *g);
+/* Sum of squared gradients over flat elements [flat, flat + n) of a full
+ * (unsharded, --zero 0) gradient vector. */
+double gpt_grad_norm_sq_range(GPT *g, size_t flat, size_t n);
 
 /* AdamW step on every tensor (on this rank's optimizer range of each). `norm` is gpt_grad_norm()'s value: when
  * grad_clip > 0 and norm > grad_clip, gradients are scaled by

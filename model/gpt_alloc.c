@@ -310,6 +310,7 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
         g->grad_outer = arena_take(&g->arenas[MEM_GRADS], g->plan.grad_outer_bytes);
         g->grad_layer = arena_take(&g->arenas[MEM_GRADS], g->plan.grad_layer_bytes);
     }
+    if (g->plan.comm_bytes) g->reduce_buf = arena_take(&g->arenas[MEM_GRADS], g->plan.comm_bytes);
     /* the optimizer's state on the device, or in the host tier with the
      * host AdamW's staging (--offload optimizer) */
     int host_opt = (g->plan.offload & OFFLOAD_OPTIMIZER) != 0;
@@ -340,6 +341,7 @@ int gpt_init_schedule(GPT *g, const GPTConfig *cfg, Backend *be, int B, int T, S
     }
     g->host_losses = malloc((size_t)B * T * sizeof(float));
     if (!g->params || !g->grads || (z2 && (!g->grad_outer || !g->grad_layer)) ||
+        (g->plan.comm_bytes && !g->reduce_buf) ||
         (z3 && (!g->param_blocks || !g->param_outer)) || !g->m || !g->v || !g->host_losses ||
         (host_opt && (!g->host_grads || !g->host_params)) || carve_activations(g) != 0 ||
         carve_scratch(g) != 0) {

@@ -59,6 +59,11 @@ double gpt_grad_norm_sq_local(GPT *g)
     return e > b ? OPS->grad_norm_sq(g->be, gpt_grad_at(g, b), e - b) : 0.0;
 }
 
+double gpt_grad_norm_sq_range(GPT *g, size_t flat, size_t n)
+{
+    return n ? OPS->grad_norm_sq(g->be, gpt_par_at(g, g->grads, flat), n) : 0.0;
+}
+
 void gpt_trace(GPT *g, int code)
 {
     if (g->trace && g->trace->n < GPT_TRACE_CAP) g->trace->code[g->trace->n++] = code;

@@ -27,17 +27,24 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
     p->num_params = n;
     p->world_size = (int)W;
     p->zero = in->zero >= 1 && in->zero <= 3 ? in->zero : 0;
+    size_t a = PLANNER_SHARD_ALIGN;
+    p->block_params = ((n + W - 1) / W + a - 1) / a * a;
     if (p->zero) {
-        size_t a = PLANNER_SHARD_ALIGN;
-        p->shard_params = ((n + W - 1) / W + a - 1) / a * a;
+        p->shard_params = p->block_params;
         p->padded_params = W * p->shard_params;
     } else {
         p->shard_params = p->padded_params = n;
     }
+    /* The ordered reduction's receive buffer (planner.h): world pieces of
+     * at most reduce_chunk elements, one from each rank; none at world 1. */
+    p->reduce_chunk = W > 1 ? (p->block_params < PLANNER_REDUCE_CHUNK ? p->block_params
+                                                                       : PLANNER_REDUCE_CHUNK)
+                            : 0;
+    p->comm_bytes = arena_round(W * p->reduce_chunk * ab);
     p->bytes[MEM_PARAMS] = arena_round(p->padded_params * ab);
-    p->bytes[MEM_GRADS] = arena_round(p->padded_params * ab);
+    p->bytes[MEM_GRADS] = arena_round(p->padded_params * ab) + p->comm_bytes;
     p->grad_shard_bytes = p->grad_outer_bytes = p->grad_layer_bytes = 0;
-    p->param_shard_bytes = p->param_gather_bytes = p->param_outer_bytes = p->comm_bytes = 0;
+    p->param_shard_bytes = p->param_gather_bytes = p->param_outer_bytes = 0;
     if (p->zero >= 2) {
         /* ZeRO-2: this rank's gradient shard, beside the two buffers the
          * backward writes full gradients into before they are reduced:
@@ -52,7 +59,8 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
         p->grad_shard_bytes = arena_round(p->shard_params * ab);
         p->grad_outer_bytes = arena_round(outer * ab);
         p->grad_layer_bytes = arena_round(layer * ab);
-        p->bytes[MEM_GRADS] = p->grad_shard_bytes + p->grad_outer_bytes + p->grad_layer_bytes;
+        p->bytes[MEM_GRADS] =
+            p->grad_shard_bytes + p->grad_outer_bytes + p->grad_layer_bytes + p->comm_bytes;
         p->layer_params = layer;
         p->outer_params = outer;
     }
@@ -64,12 +72,12 @@ static void plan_params(const PlanInput *in, MemoryPlan *p)
          * the embedding to the encoder's backward, as ZeRO-2's gradient
          * buffer for them). The collectives write straight into these
          * buffers (one count per rank for each slice), so no separate
-         * communication buffer: comm_bytes stays 0. */
+         * gather buffer (comm_bytes, in MEM_GRADS, is the reduction's). */
         p->param_shard_bytes = arena_round(p->shard_params * ab);
         p->param_gather_bytes = 2 * arena_round(p->layer_params * ab);
         p->param_outer_bytes = arena_round(p->outer_params * ab);
         p->bytes[MEM_PARAMS] = p->param_shard_bytes + p->param_gather_bytes +
-                               p->param_outer_bytes + p->comm_bytes;
+                               p->param_outer_bytes;
     }
     p->master_bytes = in->dtype == DTYPE_FP32 ? 0 : arena_round(p->shard_params * 4);
     p->moment_bytes = 2 * arena_round(p->shard_params * 4);
@@ -413,8 +421,12 @@ void planner_print(FILE *f, const MemoryPlan *p, const char *mode_name)
     }
     if (p->zero == 3)
         fprintf(f, "  zero 3: parameter shard %zu B per rank, gathered into two blocks' buffers "
-                   "(%zu B together) and wte/wpe/LN_f's (%zu B); communication buffers %zu B\n",
-                p->param_shard_bytes, p->param_gather_bytes, p->param_outer_bytes, p->comm_bytes);
+                   "(%zu B together) and wte/wpe/LN_f's (%zu B)\n",
+                p->param_shard_bytes, p->param_gather_bytes, p->param_outer_bytes);
+    if (p->comm_bytes)
+        fprintf(f, "  ranks: gradient sums in rank order through a receive buffer of %zu B "
+                   "(%d pieces of %zu elements) in grads\n",
+                p->comm_bytes, p->world_size, p->reduce_chunk);
     if (p->zero >= 2)
         fprintf(f, "  zero %d: gradient shard %zu B per rank, reduced from full-size buffers for "
                    "wte/wpe/LN_f (%zu B) and one block (%zu B)\n",

@@ -100,13 +100,14 @@ typedef struct {
  * backward writes into before each piece is reduce-scattered: one for the
  * tensors outside the blocks (wte, wpe, LN_f: live from the head's
  * backward to the encoder's) and one for a block's twelve slices (live
- * during that block's backward). MEM_GRADS is the three, each rounded.
+ * during that block's backward). MEM_GRADS is the three and comm_bytes,
+ * each rounded.
  * ZeRO-3 (--zero 3) keeps ZeRO-2's gradients and, of the parameters, only
  * rank r's shard plus the buffers they are all-gathered into before use:
  * two blocks' (the running block and the next one, prefetched) and one
  * for wte, wpe and LN_f (gathered once a micro-batch). MEM_PARAMS is the
- * shard, the gather buffers and comm_bytes (0: the collectives work in
- * place in the gather buffers), each rounded. A micro-batch gathers every
+ * shard and the gather buffers (the gathers work in place in them), each
+ * rounded. A micro-batch gathers every
  * parameter once before the head, re-gathers each block for its re-forward
  * and backward (a segment's re-forwards and their backwards apart, mode 2:
  * twice) unless the two block buffers still hold it (the last two blocks
@@ -114,6 +115,16 @@ typedef struct {
  * parameter bytes at recompute 0 and 1. The counts follow the model's
  * gathers (model/gpt_gather.c) step for step; a run prints both. */
 #define PLANNER_SHARD_ALIGN 64
+
+/* Sums over ranks are added in rank order by the trainer, not by the
+ * collective library (distributed/dist.h, "Order of sums"): each rank
+ * receives every rank's piece of its block into a receive buffer of world
+ * x reduce_chunk elements (par dtype) and adds them. reduce_chunk is
+ * min(PLANNER_REDUCE_CHUNK, block_params): longer pieces go in rounds of
+ * that many elements, which bounds the buffer and leaves each element's
+ * sum as it is. comm_bytes is that buffer, rounded, in MEM_GRADS at every
+ * --zero when world > 1 (0 at world 1). */
+#define PLANNER_REDUCE_CHUNK ((size_t)1 << 20)
 
 /* Categories, in the order they are printed and allocated. */
 enum {
@@ -150,12 +161,17 @@ typedef struct {
                               * staging, shard_params par-dtype elements each; else 0 */
     int world_size, zero;
     size_t padded_params, shard_params;     /* elements; see PLANNER_SHARD_ALIGN */
+    size_t block_params;     /* the rank blocks sums over ranks are cut into: shard_params
+                              * under --zero, the same ceil/align cut at --zero 0 */
+    size_t reduce_chunk;     /* elements per rank piece in the receive buffer (comm_bytes);
+                              * 0 at world 1. See PLANNER_REDUCE_CHUNK */
     /* ZeRO-2's MEM_GRADS: the shard, the outer tensors' and one block's
      * full-size buffers (bytes, rounded); 0 otherwise */
     size_t grad_shard_bytes, grad_outer_bytes, grad_layer_bytes;
     /* ZeRO-3's MEM_PARAMS: the shard, the two block gather buffers (both
-     * together), the wte/wpe/LN_f gather buffer and the communication
-     * buffers (bytes, rounded; 0 otherwise) */
+     * together), the wte/wpe/LN_f gather buffer (bytes, rounded; 0
+     * otherwise); comm_bytes: the reduction's receive buffer, in MEM_GRADS
+     * at every stage (PLANNER_REDUCE_CHUNK) */
     size_t param_shard_bytes, param_gather_bytes, param_outer_bytes, comm_bytes;
     size_t layer_params, outer_params; /* elements of one block, and outside the blocks
                                         * (zero >= 2; 0 otherwise) */

@@ -7,7 +7,49 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/lib/cli_harness.h"
 #include "tests/lib/test_util.h"
+
+char *rank_runs_setup(void)
+{
+    char *dir = tu_tempdir();
+    tc_make_shards(dir, 2, 600);
+    return dir;
+}
+
+void rank_runs_teardown(char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd);
+    free(dir);
+}
+
+int rank_runs_train(const char *dir, int np, const char *tag, const char *shape,
+                    const char *flags)
+{
+    char cmd[4096], launch[256] = "";
+    if (np) snprintf(launch, sizeof launch, "timeout 120 " TC_MPIRUN " -np %d", np);
+    snprintf(cmd, sizeof cmd,
+             "rm -f %s/%s.bin %s/%s.log && %s %s %s %s --steps 3 --weight-decay 0.1 "
+             "%s --save %s/%s.bin --log %s/%s.log > %s/%s.out 2>&1",
+             dir, tag, dir, tag, launch, tc_bin(), tc_model_args(dir), shape, flags, dir, tag,
+             dir, tag, dir, tag);
+    return tu_run(cmd);
+}
+
+void rank_runs_expect_plan_met(const char *dir, const char *tag)
+{
+    char *out = rank_runs_read(dir, tag, "out");
+    const char *m = strstr(out, "memory: arenas planned ");
+    cr_assert_not_null(m, "%s: no memory line in:\n%s", tag, out);
+    size_t planned = 0, hw = 0;
+    cr_assert_eq(sscanf(m, "memory: arenas planned %zu bytes; their high-water mark %zu", &planned,
+                        &hw), 2, "%s", m);
+    cr_expect_eq(planned, hw, "%s: planned %zu, high-water %zu", tag, planned, hw);
+    cr_expect(!strstr(out, "differ from the plan"), "%s: a rank differs:\n%s", tag, out);
+    free(out);
+}
 
 char *rank_runs_read(const char *dir, const char *tag, const char *ext)
 {

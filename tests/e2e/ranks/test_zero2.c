@@ -29,41 +29,21 @@
 #include "tests/lib/rank_runs.h"
 #include "tests/lib/test_util.h"
 
-#define MPIRUN "timeout 120 " TC_MPIRUN
 /* L=4, C=24: 35472 parameters; shards of 17792 (2 ranks) and 8896 (4), both
  * padded by 112 elements, each boundary inside a block's tensor */
 #define SHAPE "--layers 4 --channels 24"
 
 static char *dir;
 
-static void setup(void)
-{
-    dir = tu_tempdir();
-    tc_make_shards(dir, 2, 600);
-}
-
-static void teardown(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    tu_run(cmd);
-    free(dir);
-}
+static void setup(void) { dir = rank_runs_setup(); }
+static void teardown(void) { rank_runs_teardown(dir); }
 
 TestSuite(zero2, .init = setup, .fini = teardown);
 
-/* Run `mpirun -np np train_gpt <tiny model> --steps 3 flags`, the model to
- * <tag>.bin, the log to <tag>.log, stdout and stderr to <tag>.out. */
+/* `mpirun -np np train_gpt <tiny model> SHAPE --steps 3 flags` (rank_runs.h) */
 static int train(int np, const char *tag, const char *flags)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "rm -f %s/%s.bin %s/%s.log && " MPIRUN " -np %d %s %s " SHAPE " --steps 3 "
-             "--weight-decay 0.1 "
-             "%s --save %s/%s.bin --log %s/%s.log > %s/%s.out 2>&1",
-             dir, tag, dir, tag, np, tc_bin(), tc_model_args(dir), flags, dir, tag, dir, tag,
-             dir, tag);
-    return tu_run(cmd);
+    return rank_runs_train(dir, np, tag, SHAPE, flags);
 }
 
 static char *slurp(const char *tag, const char *ext) { return rank_runs_read(dir, tag, ext); }
@@ -99,16 +79,11 @@ static double params_rel_diff(const char *a, const char *b)
     return num / den;
 }
 
-/* "memory: arenas planned X bytes; their high-water mark X bytes": equal. */
+/* The arenas' high-water equals the plan (rank_runs.h), a ZeRO-2 plan. */
 static void expect_plan_met(const char *tag)
 {
+    rank_runs_expect_plan_met(dir, tag);
     char *out = slurp(tag, "out");
-    const char *m = strstr(out, "memory: arenas planned ");
-    cr_assert_not_null(m, "%s: no memory line in:\n%s", tag, out);
-    size_t planned = 0, hw = 0;
-    cr_assert_eq(sscanf(m, "memory: arenas planned %zu bytes; their high-water mark %zu", &planned,
-                        &hw), 2, "%s", m);
-    cr_expect_eq(planned, hw, "%s: planned %zu, high-water %zu", tag, planned, hw);
     cr_expect(strstr(out, "zero 2: gradient shard "), "%s: no zero 2 line in:\n%s", tag, out);
     free(out);
 }
@@ -195,14 +170,16 @@ Test(zero2, plan_world_size_matches_a_run, .timeout = 200)
     /* the run's own line names the same shard and buffers */
     const char *a = strstr(run, "zero 2: gradient shard "), *b = strstr(plan, "(grads: shard ");
     cr_assert(a && b, "no shard figures:\n%s\n--\n%s", run, plan);
-    size_t s1, o1, l1, s2, l2, o2;
+    size_t s1, o1, l1, s2, l2, o2, rb;
     cr_assert_eq(sscanf(a, "zero 2: gradient shard %zu B per rank, reduced from full-size "
                         "buffers for wte/wpe/LN_f (%zu B) and one block (%zu B)", &s1, &o1, &l1),
                  3, "%s", a);
-    cr_assert_eq(sscanf(b, "(grads: shard %zu B + block buffer %zu B + wte/wpe/LN_f buffer %zu B)",
-                        &s2, &l2, &o2), 3, "%s", b);
+    cr_assert_eq(sscanf(b, "(grads: shard %zu B + block buffer %zu B + wte/wpe/LN_f buffer %zu B "
+                        "+ receive buffer %zu B)", &s2, &l2, &o2, &rb), 4, "%s", b);
     cr_expect(s1 == s2 && o1 == o2 && l1 == l2, "shard figures differ");
-    cr_expect_eq(s1 + o1 + l1, rg, "the three do not add up to the grads row");
+    cr_expect_eq(s1 + o1 + l1 + rb, rg, "the four do not add up to the grads row");
+    /* the ordered sums' receive buffer: 4 pieces of a whole shard */
+    cr_expect_eq(rb, (size_t)4 * 8896 * 4, "receive buffer %zu B", rb);
     /* one rank's gradient shard is a quarter of the padded vector, 8896 elements */
     cr_expect_eq(s1, (size_t)8896 * 4, "shard %zu B", s1);
     free(run);

@@ -40,19 +40,8 @@
 
 static char *dir;
 
-static void setup(void)
-{
-    dir = tu_tempdir();
-    tc_make_shards(dir, 2, 600);
-}
-
-static void teardown(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    tu_run(cmd);
-    free(dir);
-}
+static void setup(void) { dir = rank_runs_setup(); }
+static void teardown(void) { rank_runs_teardown(dir); }
 
 TestSuite(zero3eval, .init = setup, .fini = teardown);
 

@@ -39,19 +39,8 @@
 
 static char *dir;
 
-static void setup(void)
-{
-    dir = tu_tempdir();
-    tc_make_shards(dir, 2, 600);
-}
-
-static void teardown(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    tu_run(cmd);
-    free(dir);
-}
+static void setup(void) { dir = rank_runs_setup(); }
+static void teardown(void) { rank_runs_teardown(dir); }
 
 TestSuite(zero3run, .init = setup, .fini = teardown);
 
@@ -60,14 +49,7 @@ TestSuite(zero3run, .init = setup, .fini = teardown);
  * to <tag>.out; a later --layers or --steps in flags wins. */
 static int train(int np, const char *tag, const char *flags)
 {
-    char cmd[4096], launch[256] = "";
-    if (np) snprintf(launch, sizeof launch, MPIRUN " -np %d", np);
-    snprintf(cmd, sizeof cmd,
-             "rm -f %s/%s.bin %s/%s.log && %s %s %s " SHAPE " --steps 3 --weight-decay 0.1 "
-             "%s --save %s/%s.bin --log %s/%s.log > %s/%s.out 2>&1",
-             dir, tag, dir, tag, launch, tc_bin(), tc_model_args(dir), flags, dir, tag, dir, tag,
-             dir, tag);
-    return tu_run(cmd);
+    return rank_runs_train(dir, np, tag, SHAPE, flags);
 }
 
 static char *slurp(const char *tag, const char *ext) { return rank_runs_read(dir, tag, ext); }
@@ -87,13 +69,9 @@ static void expect_same_log_numbers(const char *a, const char *b, const char *wh
  * the bytes counted a micro-batch. */
 static void expect_plan_met(const char *tag, size_t *ga, size_t *rg, size_t *rs)
 {
+    rank_runs_expect_plan_met(dir, tag);
     char *out = slurp(tag, "out");
-    const char *m = strstr(out, "memory: arenas planned ");
-    cr_assert_not_null(m, "%s: no memory line in:\n%s", tag, out);
-    size_t planned = 0, hw = 0, pga, prg, prs, nb;
-    cr_assert_eq(sscanf(m, "memory: arenas planned %zu bytes; their high-water mark %zu", &planned,
-                        &hw), 2, "%s", m);
-    cr_expect_eq(planned, hw, "%s: planned %zu, high-water %zu", tag, planned, hw);
+    size_t pga, prg, prs, nb;
     const char *c = strstr(out, "communication (--zero 3), per micro-batch over ");
     cr_assert_not_null(c, "%s: no communication line in:\n%s", tag, out);
     cr_assert_eq(sscanf(c, "communication (--zero 3), per micro-batch over %*d: all-gathered %zu "
@@ -102,7 +80,6 @@ static void expect_plan_met(const char *tag, size_t *ga, size_t *rg, size_t *rs)
                  7, "%s", c);
     cr_expect(*ga == pga && *rg == prg && *rs == prs, "%s: counted %zu %zu %zu, planned %zu %zu %zu",
               tag, *ga, *rg, *rs, pga, prg, prs);
-    cr_expect(!strstr(out, "differ from the plan"), "%s: a rank differs:\n%s", tag, out);
     free(out);
 }
 

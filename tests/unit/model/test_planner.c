@@ -182,12 +182,17 @@ Test(planner, zero1_shards_the_optimizer_state)
         cr_expect_eq(p1.shard_params, shard);
         cr_expect_eq(p1.padded_params, 8 * shard);
         cr_expect_eq(p1.bytes[MEM_PARAMS], 8 * shard * ab);
-        cr_expect_eq(p1.bytes[MEM_GRADS], 8 * shard * ab);
+        /* the full gradient and the receive buffer of the ordered sums:
+         * 8 ranks' pieces of 2^20 elements (the shard is longer) */
+        cr_expect_eq(p0.comm_bytes, 0);
+        cr_expect_eq(p1.reduce_chunk, (size_t)1 << 20);
+        cr_expect_eq(p1.comm_bytes, 8 * ((size_t)1 << 20) * ab);
+        cr_expect_eq(p1.bytes[MEM_GRADS], 8 * shard * ab + p1.comm_bytes);
         /* m and v (and the fp32 master in bf16), fp32, one shard each */
         cr_expect_eq(p1.bytes[MEM_OPTIMIZER], shard * 4 * (bf16 ? 3 : 2));
         cr_expect_eq(p0.bytes[MEM_OPTIMIZER], n * 4 * (bf16 ? 3 : 2));
         cr_expect_eq(p1.total - p0.total,
-                     (p1.bytes[MEM_PARAMS] - p0.bytes[MEM_PARAMS]) * 2 -
+                     (p1.bytes[MEM_PARAMS] - p0.bytes[MEM_PARAMS]) * 2 + p1.comm_bytes -
                          (p0.bytes[MEM_OPTIMIZER] - p1.bytes[MEM_OPTIMIZER]));
         printf("planner: GPT-2 XL, %s, 8 ranks: optimizer %zu bytes per rank with --zero 1, "
                "%zu without; total %zu vs %zu\n", bf16 ? "bf16" : "fp32", p1.bytes[MEM_OPTIMIZER],
@@ -230,8 +235,8 @@ Test(planner, zero2_shards_the_gradients)
         cr_expect_eq(p2.grad_shard_bytes, round_up(shard * ab));
         cr_expect_eq(p2.grad_outer_bytes, round_up(outer * ab));
         cr_expect_eq(p2.grad_layer_bytes, round_up(block * ab));
-        cr_expect_eq(p2.bytes[MEM_GRADS],
-                     round_up(shard * ab) + round_up(outer * ab) + round_up(block * ab));
+        cr_expect_eq(p2.bytes[MEM_GRADS], round_up(shard * ab) + round_up(outer * ab) +
+                                              round_up(block * ab) + 8 * ((size_t)1 << 20) * ab);
         /* everything else as ZeRO-1 plans it */
         cr_expect_eq(p2.bytes[MEM_PARAMS], p1.bytes[MEM_PARAMS]);
         cr_expect_eq(p2.bytes[MEM_OPTIMIZER], p1.bytes[MEM_OPTIMIZER]);
@@ -240,6 +245,31 @@ Test(planner, zero2_shards_the_gradients)
                "%zu + wte/wpe/LN_f %zu + one block %zu), %zu with --zero 1\n",
                bf16 ? "bf16" : "fp32", p2.bytes[MEM_GRADS], p2.grad_shard_bytes,
                p2.grad_outer_bytes, p2.grad_layer_bytes, p1.bytes[MEM_GRADS]);
+    }
+}
+
+/* The receive buffer of the ordered sums over ranks (planner.h,
+ * PLANNER_REDUCE_CHUNK), by hand: none at world 1; W pieces of a whole
+ * block when the block is short, at every --zero (the tiny model: 4 ranks,
+ * its blocks ceil(n / 4) rounded up to 64 elements); in MEM_GRADS. */
+Test(planner, ordered_sums_receive_buffer)
+{
+    for (int zero = 0; zero <= 3; zero++) {
+        PlanInput in = {.cfg = tu_tiny_config(), .B = 1, .T = 8, .dtype = DTYPE_FP32,
+                        .world_size = 1, .zero = zero};
+        MemoryPlan p1, p4;
+        char err[128];
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p1, err, sizeof err), 0);
+        in.world_size = 4;
+        cr_assert_eq(planner_sizes(&in, RECOMPUTE_NONE, &p4, err, sizeof err), 0);
+        size_t n = p4.num_params, block = ((n + 3) / 4 + 63) / 64 * 64;
+        cr_expect_eq(p1.comm_bytes, 0, "--zero %d", zero);
+        cr_expect_eq(p4.block_params, block, "--zero %d", zero);
+        cr_expect_eq(p4.reduce_chunk, block, "--zero %d", zero);
+        cr_expect_eq(p4.comm_bytes, round_up(4 * block * 4), "--zero %d", zero);
+        if (zero < 2) /* the full gradient, and the buffer */
+            cr_expect_eq(p4.bytes[MEM_GRADS], round_up(p4.padded_params * 4) + p4.comm_bytes,
+                         "--zero %d", zero);
     }
 }
 
@@ -308,7 +338,7 @@ Test(planner, zero3_shards_the_parameters)
         cr_expect_eq(p3.param_shard_bytes, round_up(shard * ab));
         cr_expect_eq(p3.param_gather_bytes, 2 * round_up(block * ab));
         cr_expect_eq(p3.param_outer_bytes, round_up(outer * ab));
-        cr_expect_eq(p3.comm_bytes, 0);
+        cr_expect_eq(p3.comm_bytes, p2.comm_bytes); /* the sums' buffer, in MEM_GRADS */
         cr_expect_eq(p3.bytes[MEM_PARAMS], round_up(shard * ab) + 2 * round_up(block * ab) +
                                                round_up(outer * ab));
         /* everything else as ZeRO-2 plans it */
