@@ -105,11 +105,16 @@ Backend *cpu_backend_open(int threads, char *err, size_t err_len)
      * the op-cost measurement stayed resident beside the arenas (34 MiB at
      * L=4 C=128 V=50257): a peak no plan had. */
     mallopt(M_MMAP_THRESHOLD, 64 << 10);
-    if (threads > 0) omp_set_num_threads(threads);
-    /* OpenBLAS runs on the calling thread: the products are cut into tiles
-     * by gemm_tiles.c, spread over OpenMP, whose bits do not depend on the
-     * thread count (OpenBLAS's own split does: dev/notes/openblas-threads.md). */
+    int team = threads > 0 ? threads : omp_get_max_threads();
+    /* OpenBLAS runs each call on the calling thread (gemm_tiles.c): the
+     * products are cut into tiles spread over OpenMP, whose bits do not
+     * depend on the thread count (OpenBLAS's own split does:
+     * dev/notes/openblas-threads.md). One BLAS thread also hands its other
+     * threads' buffers back to its pool, for the tiles' concurrent calls.
+     * In OpenBLAS's OpenMP build this sets OpenMP's count to 1 too, so
+     * ours is set after it. */
     openblas_set_num_threads(1);
+    omp_set_num_threads(team);
     be->name = "cpu";
     be->ops = &cpu_ops;
     be->act_bytes = 4;

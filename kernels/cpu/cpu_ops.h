@@ -99,6 +99,9 @@ void cpu_adamw_update(Backend *be, void *params, float *master, const void *grad
  * are the same at any thread count. */
 void cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
                const float *B, int ldb, float beta, float *C, int ldc);
+/* one cblas_sgemm (the same arguments as cpu_sgemm) on the calling thread */
+void cpu_sgemm_one_thread(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc);
 /* the largest tile side */
 #define CPU_GEMM_TILE 256
 /* the tile (tm rows, tn columns) cpu_sgemm cuts a product of M x N into:

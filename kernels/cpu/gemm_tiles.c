@@ -8,11 +8,37 @@
  * for every shape tried: dev/notes/openblas-threads.md); here each output
  * element is computed by the same one-thread call, over the whole K, at any
  * thread count. K is never split (that would change the sums).
- * cpu_backend_open sets OpenBLAS to one thread; every BLAS call of the
- * backend goes through this file. */
+ * Every BLAS call of the backend goes through this file, each on one
+ * thread (one_thread_begin). */
 #include <cblas.h>
+#include <omp.h>
 
 #include "cpu_ops.h"
+
+/* OpenBLAS's OpenMP build threads a call by omp_get_max_threads() (not by
+ * openblas_set_num_threads, which that count overrides at each call),
+ * except inside an active parallel region: the calling thread's count is
+ * set to 1 around the call, which keeps it on this thread either way. */
+static int one_thread_begin(void)
+{
+    int n = omp_get_max_threads();
+    if (n > 1) omp_set_num_threads(1);
+    return n;
+}
+
+static void one_thread_end(int n)
+{
+    if (n > 1) omp_set_num_threads(n);
+}
+
+void cpu_sgemm_one_thread(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc)
+{
+    int n = one_thread_begin();
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    one_thread_end(n);
+}
 
 /* Tiles of at most CPU_GEMM_TILE x CPU_GEMM_TILE; a product with fewer than
  * CPU_GEMM_MIN_TILES of them has its larger side's tiles halved (down to
@@ -51,8 +77,6 @@ void cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A, in
     int tm, tn;
     cpu_gemm_tiles(M, N, &tm, &tn);
     int mt = ceil_div(M, tm), nt = ceil_div(N, tn), tiles = mt * nt;
-    enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
     /* dynamic: on a shared machine a descheduled thread's tiles go to the
      * other; which thread runs a tile does not change its bits */
 #pragma omp parallel for schedule(dynamic, 1) if (tiles > 1)
@@ -63,8 +87,8 @@ void cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A, in
          * (trans); op(B)'s columns j0.. are B's columns or rows */
         const float *a = trans_a ? A + i0 : A + (size_t)i0 * lda;
         const float *b = trans_b ? B + (size_t)j0 * ldb : B + j0;
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, K, 1.0f, a, lda, b, ldb, beta,
-                    C + (size_t)i0 * ldc + j0, ldc);
+        cpu_sgemm_one_thread(trans_a, trans_b, m, n, K, a, lda, b, ldb, beta,
+                             C + (size_t)i0 * ldc + j0, ldc);
     }
 }
 
@@ -82,7 +106,9 @@ void cpu_sgemv(int M, int K, const float *W, int ldw, const float *x, float beta
 #pragma omp parallel for schedule(dynamic, 1) if (blocks > 1 && (size_t)M * K > CPU_GEMV_SERIAL_MAX)
     for (int bl = 0; bl < blocks; bl++) {
         int r0 = bl * CPU_GEMV_ROWS, m = M - r0 < CPU_GEMV_ROWS ? M - r0 : CPU_GEMV_ROWS;
+        int n = one_thread_begin();
         cblas_sgemv(CblasRowMajor, CblasNoTrans, m, K, 1.0f, W + (size_t)r0 * ldw, ldw, x, 1,
                     beta, y + r0, 1);
+        one_thread_end(n);
     }
 }

@@ -6,7 +6,6 @@
  *           dbias(OC) += sum_n dout       (column blocks, rows in order)
  * The products are gemm_tiles.c's: tiles fixed by the shapes, one thread
  * each, so each output element is summed in one order at any thread count. */
-#include <cblas.h>
 #include <omp.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -70,8 +69,7 @@ static void warm_tile(int ta, int tb, int M, int N, int K, const float *a, const
     cpu_gemm_tiles(M, N, &tm, &tn);
     int n = cols(tn);
     out += (size_t)omp_get_thread_num() * tm * n;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                tm, n, K, 1.0f, a, ta ? tm : K, b, tb ? K : n, 0.0f, out, n);
+    cpu_sgemm_one_thread(ta, tb, tm, n, K, a, ta ? tm : K, b, tb ? K : n, 0.0f, out, n);
 }
 
 static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/backend.h"
 #include "tests/lib/test_util.h"
 
 static float *rnd(size_t n, unsigned s)
@@ -106,6 +107,27 @@ static void check_reference(const Shape *s, const Result *r, const float *inp, c
             expect_sum("dweight", s, at, r->dw[at], sum, mag, N);
         }
     free(dw0);
+}
+
+/* OpenBLAS's OpenMP build sets OpenMP's thread count when the backend sets
+ * OpenBLAS's to 1, and resets OpenBLAS's by OpenMP's at a call outside a
+ * parallel region: the backend must leave OpenMP at --threads (else every
+ * team has one thread and 1 vs 2 threads compares nothing), through a
+ * product too. */
+Test(matmul_tiles, the_backend_keeps_the_thread_count)
+{
+    char err[256];
+    int saved = omp_get_max_threads();
+    Backend *be = backend_open("cpu", "fp32", 3, err, sizeof err);
+    cr_assert_not_null(be, "%s", err);
+    cr_expect_eq(omp_get_max_threads(), 3, "after backend_open(3)");
+    const Shape s = {7, 13, 5};
+    float *inp = rnd(7 * 13, 1), *w = rnd(5 * 13, 2), *out = malloc(4 * 7 * 5);
+    be->ops->matmul_forward(be, out, inp, w, NULL, s.N, s.IC, s.OC);
+    cr_expect_eq(omp_get_max_threads(), 3, "after a product");
+    free(inp), free(w), free(out);
+    backend_close(be);
+    omp_set_num_threads(saved);
 }
 
 Test(matmul_tiles, same_bits_at_1_2_3_threads_and_the_double_sums, .timeout = 240)
