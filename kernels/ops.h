@@ -17,7 +17,10 @@
  * Shapes use N = B*T rows. "=" in a comment means the op overwrites the
  * output; "+=" means it accumulates into it (callers zero it first). Every
  * op must be deterministic: the same inputs and launch shapes give the same
- * bits, which is what makes recompute 0 and 1 bitwise identical. */
+ * bits, which is what makes recompute 0 and 1 bitwise identical. The cpu
+ * backend's ops give the same bits at any thread count too (reductions in
+ * an order fixed by the shapes; the products in tiles fixed by the shapes,
+ * kernels/cpu/gemm_tiles.c; tests/e2e/train/test_thread_bits.c). */
 #ifndef KERNELS_OPS_H
 #define KERNELS_OPS_H
 
@@ -71,8 +74,8 @@ typedef struct BackendOps {
      * library keeps resident between calls at these shapes, so that the
      * process's memory measured after it (the plan's baseline) counts it.
      * cpu: OpenBLAS's per-thread packing buffers, which a first sgemm maps
-     * and which stay resident: up to 62 MiB in the loss head's weight
-     * gradient at a GPT-2 vocabulary. mm[i] = {N, IC, OC} of a
+     * and which stay resident (each thread's, for its one-thread tiles:
+     * kernels/cpu/gemm_tiles.c). mm[i] = {N, IC, OC} of a
      * matmul_forward/_backward the run makes; the head: chunks of
      * head_rows rows, V classes, C channels. Its operands are fresh
      * mappings, unmapped before it returns (a kernel may count them resident

@@ -2,8 +2,8 @@
  *
  * fp32 activations and parameters, no separate master copy; the host tier is
  * host memory too, with its copies on the copy engine's thread (copy_engine.c). The thread
- * count is fixed at open (OpenMP and OpenBLAS alike): results are bitwise
- * repeatable for a fixed count. */
+ * count is fixed at open; results are bitwise the same at any count (the
+ * products: gemm_tiles.c). */
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -105,9 +105,16 @@ Backend *cpu_backend_open(int threads, char *err, size_t err_len)
      * the op-cost measurement stayed resident beside the arenas (34 MiB at
      * L=4 C=128 V=50257): a peak no plan had. */
     mallopt(M_MMAP_THRESHOLD, 64 << 10);
-    if (threads > 0) omp_set_num_threads(threads);
-    /* OpenBLAS gets the same count so sgemm partitions never vary. */
-    openblas_set_num_threads(threads > 0 ? threads : omp_get_max_threads());
+    int team = threads > 0 ? threads : omp_get_max_threads();
+    /* OpenBLAS runs each call on the calling thread (gemm_tiles.c): the
+     * products are cut into tiles spread over OpenMP, whose bits do not
+     * depend on the thread count (OpenBLAS's own split does:
+     * dev/notes/openblas-threads.md). One BLAS thread also hands its other
+     * threads' buffers back to its pool, for the tiles' concurrent calls.
+     * In OpenBLAS's OpenMP build this sets OpenMP's count to 1 too, so
+     * ours is set after it. */
+    openblas_set_num_threads(1);
+    omp_set_num_threads(team);
     be->name = "cpu";
     be->ops = &cpu_ops;
     be->act_bytes = 4;

@@ -2,7 +2,8 @@
  *
  * fp32 throughout, OpenMP across rows or channels. Every reduction runs in
  * an order fixed by the shapes alone (never by thread timing), so results
- * are bitwise repeatable; matmuls go through OpenBLAS cblas_sgemm.
+ * are bitwise repeatable; matmuls go through OpenBLAS cblas_sgemm, in tiles
+ * fixed by the shapes (gemm_tiles.c), so at any thread count too.
  * Signatures are exactly those of ops.h, with float in place of void. */
 #ifndef KERNELS_CPU_CPU_OPS_H
 #define KERNELS_CPU_CPU_OPS_H
@@ -91,6 +92,23 @@ double cpu_grad_norm_sq(Backend *be, const void *grads, size_t n);
 void cpu_adamw_update(Backend *be, void *params, float *master, const void *grads, float *m,
                       float *v, size_t n, float lr, float beta1, float beta2, float eps,
                       float weight_decay, float grad_scale, int t);
+
+/* gemm_tiles.c. C(M,N) = op(A) . op(B) + beta C, row-major, alpha 1
+ * (trans_a: A is (K,M); trans_b: B is (N,K)): tiles of cpu_gemm_tiles's
+ * size, each one one-thread sgemm over the whole K, so every element's bits
+ * are the same at any thread count. */
+void cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+               const float *B, int ldb, float beta, float *C, int ldc);
+/* one cblas_sgemm (the same arguments as cpu_sgemm) on the calling thread */
+void cpu_sgemm_one_thread(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc);
+/* the largest tile side */
+#define CPU_GEMM_TILE 256
+/* the tile (tm rows, tn columns) cpu_sgemm cuts a product of M x N into:
+ * a function of M and N alone */
+void cpu_gemm_tiles(int M, int N, int *tm, int *tn);
+/* y(M) = W(M,K) . x + beta y (W's row stride ldw), in fixed row blocks */
+void cpu_sgemv(int M, int K, const float *W, int ldw, const float *x, float beta, float *y);
 
 /* Column-block width for reductions over rows: each thread owns a block of
  * columns and walks the rows in order, so the sum order is fixed. */

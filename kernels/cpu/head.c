@@ -9,7 +9,6 @@
  *   dwte[:V] += dlogits^T . x_chunk
  * Padded vocab rows V..Vp-1 never enter the softmax and get no gradient.
  * The (N,Vp) logits are never held: chunk_buf is (chunk,Vp) fp32. */
-#include <cblas.h>
 #include <math.h>
 
 #include "cpu_ops.h"
@@ -23,8 +22,7 @@ void cpu_head_forward_backward(Backend *be, float *losses, void *dx_, void *dwte
     for (int n0 = 0; n0 < N; n0 += chunk) {
         int rows = N - n0 < chunk ? N - n0 : chunk;
         const float *xc = x + (size_t)n0 * C;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, V, C, 1.0f, xc, C, wte, C, 0.0f,
-                    buf, Vp);
+        cpu_sgemm(0, 1, rows, V, C, xc, C, wte, C, 0.0f, buf, Vp);
 #pragma omp parallel for
         for (int r = 0; r < rows; r++) {
             /* one exp per logit: e = exp(l - max) in place, then
@@ -51,10 +49,8 @@ void cpu_head_forward_backward(Backend *be, float *losses, void *dx_, void *dwte
             }
         }
         if (!dx) continue;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, V, 1.0f, buf, Vp, wte, C,
-                    0.0f, dx + (size_t)n0 * C, C);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, C, rows, 1.0f, buf, Vp, xc, C, 1.0f,
-                    dwte, C);
+        cpu_sgemm(0, 0, rows, C, V, buf, Vp, wte, C, 0.0f, dx + (size_t)n0 * C, C);
+        cpu_sgemm(1, 0, V, C, rows, buf, Vp, xc, C, 1.0f, dwte, C);
     }
 }
 
@@ -62,8 +58,7 @@ void cpu_head_logits(Backend *be, float *logits, const void *x, const void *wte,
                      int Vp)
 {
     if (n == 1) /* sampling's one position: sgemm would pack all of wte (Vp x C) first */
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, Vp, C, 1.0f, wte, C, x, 1, 0.0f, logits, 1);
+        cpu_sgemv(Vp, C, wte, C, x, 0.0f, logits);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, Vp, C, 1.0f, x, C, wte, C, 0.0f,
-                    logits, Vp);
+        cpu_sgemm(0, 1, n, Vp, C, x, C, wte, C, 0.0f, logits, Vp);
 }

@@ -4,30 +4,13 @@
  * backward: dinp(N,IC) = dout(N,OC) . w(OC,IC)
  *           dw(OC,IC) += dout^T . inp
  *           dbias(OC) += sum_n dout       (column blocks, rows in order)
- * OpenBLAS partitions sgemm by output tiles for a fixed thread count, so
- * each output element is summed in one fixed order: repeatable bits. */
-#include <cblas.h>
+ * The products are gemm_tiles.c's: tiles fixed by the shapes, one thread
+ * each, so each output element is summed in one order at any thread count. */
+#include <omp.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "cpu_ops.h"
-
-/* A one-row product with at most this many weights (2 MiB of fp32: cache-
- * resident, microseconds of work) runs on the calling thread: OpenBLAS
- * would otherwise open a team for each of a decode step's small matmuls,
- * and on a shared machine each such region waits for a descheduled thread.
- * sgemv gives each output element to one thread, in the same order at any
- * thread count, so the bits do not depend on it. */
-#define CPU_GEMV_SERIAL_MAX ((size_t)1 << 19)
-
-static void gemv_one_row(float *out, const float *inp, const float *weight, float beta, int IC,
-                         int OC)
-{
-    int threads = (size_t)OC * IC <= CPU_GEMV_SERIAL_MAX ? openblas_get_num_threads() : 1;
-    if (threads > 1) openblas_set_num_threads(1);
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, OC, IC, 1.0f, weight, IC, inp, 1, beta, out, 1);
-    if (threads > 1) openblas_set_num_threads(threads);
-}
 
 void cpu_matmul_forward(Backend *be, void *out_, const void *inp, const void *weight,
                         const void *bias_, int N, int IC, int OC)
@@ -41,20 +24,17 @@ void cpu_matmul_forward(Backend *be, void *out_, const void *inp, const void *we
         beta = 1.0f;
     }
     if (N == 1) /* a decode step: sgemm would pack all of weight for one row */
-        gemv_one_row(out, inp, weight, beta, IC, OC);
+        cpu_sgemv(OC, IC, weight, IC, inp, beta, out);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight,
-                    IC, beta, out, OC);
+        cpu_sgemm(0, 1, N, OC, IC, inp, IC, weight, IC, beta, out, OC);
 }
 
 void cpu_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias_, const void *dout_,
                          const void *inp, const void *weight, int N, int IC, int OC)
 {
     const float *dout = dout_;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC,
-                0.0f, dinp, IC);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f,
-                dweight, IC);
+    cpu_sgemm(0, 0, N, IC, OC, dout, OC, weight, IC, 0.0f, dinp, IC);
+    cpu_sgemm(1, 0, OC, IC, N, dout, OC, inp, IC, 1.0f, dweight, IC);
     if (dbias_) {
         float *db = dbias_;
         int nblocks = (OC + CPU_COL_BLOCK - 1) / CPU_COL_BLOCK;
@@ -78,6 +58,20 @@ void cpu_matmul_backward(Backend *be, void *dinp, void *dweight, void *dbias_, c
 
 static int cols(int n) { return n < PREPARE_COLS ? n : PREPARE_COLS; }
 
+/* One tile of cpu_sgemm's product C(M,N) = op(A)(M,K) . op(B)(K,N), its
+ * full rows and at most PREPARE_COLS columns, on the calling thread. a, b:
+ * zero operands as large as the product's; out: PREPARE_COLS columns for
+ * the tile's rows, one slice per thread. */
+static void warm_tile(int ta, int tb, int M, int N, int K, const float *a, const float *b,
+                      float *out)
+{
+    int tm, tn;
+    cpu_gemm_tiles(M, N, &tm, &tn);
+    int n = cols(tn);
+    out += (size_t)omp_get_thread_num() * tm * n;
+    cpu_sgemm_one_thread(ta, tb, tm, n, K, a, ta ? tm : K, b, tb ? K : n, 0.0f, out, n);
+}
+
 static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
 void cpu_matmul_prepare(Backend *be, const int (*mm)[3], int n_mm, int head_rows, int V, int C)
@@ -89,18 +83,18 @@ void cpu_matmul_prepare(Backend *be, const int (*mm)[3], int n_mm, int head_rows
      * the arenas hold anyway, so the peak is not moved, and they are unmapped
      * before the baseline is read);
      * out: the products, PREPARE_COLS columns, the only pages written */
-    size_t a_elems = 0, b_elems = 0, out_elems = 0; /* b, out: PREPARE_COLS wide */
+    size_t a_elems = 0, b_elems = 0; /* b: PREPARE_COLS wide */
+    /* out: a tile's rows (at most CPU_GEMM_TILE) by PREPARE_COLS, per thread */
+    size_t out_elems = (size_t)omp_get_max_threads() * CPU_GEMM_TILE * PREPARE_COLS;
     for (int i = 0; i < n_mm; i++) {
         size_t N = (size_t)mm[i][0], IC = (size_t)mm[i][1], OC = (size_t)mm[i][2];
         a_elems = max3(a_elems, N * IC, N * OC);
         b_elems = max3(b_elems, max3(IC, OC, N) * PREPARE_COLS, 0);
-        out_elems = max3(out_elems, N * PREPARE_COLS, OC * PREPARE_COLS);
     }
     if (head_rows > 0) {
         size_t R = (size_t)head_rows;
         a_elems = max3(a_elems, R * V, R * C);
         b_elems = max3(b_elems, max3(C, V, R) * PREPARE_COLS, 0);
-        out_elems = max3(out_elems, R * PREPARE_COLS, (size_t)V * PREPARE_COLS);
     }
     size_t in_bytes = (a_elems + b_elems) * sizeof(float), out_bytes = out_elems * sizeof(float);
     if (!in_bytes) return;
@@ -111,24 +105,24 @@ void cpu_matmul_prepare(Backend *be, const int (*mm)[3], int n_mm, int head_rows
      * baseline is what it was; the buffers are touched later. */
     if (in == MAP_FAILED || out == MAP_FAILED) goto out;
     const float *a = in, *b = in + a_elems;
-    for (int i = 0; i < n_mm; i++) {
-        int N = mm[i][0], IC = mm[i][1], OC = mm[i][2];
-        /* the three products of matmul_forward and matmul_backward */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, cols(OC), IC, 1.0f, a, IC, b, IC,
-                    0.0f, out, cols(OC));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, cols(IC), OC, 1.0f, a, OC, b,
-                    cols(IC), 0.0f, out, cols(IC));
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, cols(IC), N, 1.0f, a, OC, b,
-                    cols(IC), 0.0f, out, cols(IC));
-    }
-    if (head_rows > 0) { /* kernels/cpu/head.c's three */
-        int R = head_rows;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, cols(V), C, 1.0f, a, C, b, C, 0.0f,
-                    out, cols(V));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, cols(C), V, 1.0f, a, V, b,
-                    cols(C), 0.0f, out, cols(C));
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, cols(C), R, 1.0f, a, V, b, cols(C),
-                    0.0f, out, cols(C));
+    /* Each thread runs the largest tile of each product once (its own
+     * OpenBLAS buffer: gemm_tiles.c's tiles are one-thread calls), all
+     * threads at once, so every buffer a later product may take is touched. */
+#pragma omp parallel
+    {
+        for (int i = 0; i < n_mm; i++) {
+            int N = mm[i][0], IC = mm[i][1], OC = mm[i][2];
+            /* the three products of matmul_forward and matmul_backward */
+            warm_tile(0, 1, N, OC, IC, a, b, out);
+            warm_tile(0, 0, N, IC, OC, a, b, out);
+            warm_tile(1, 0, OC, IC, N, a, b, out);
+        }
+        if (head_rows > 0) { /* kernels/cpu/head.c's three */
+            int R = head_rows;
+            warm_tile(0, 1, R, V, C, a, b, out);
+            warm_tile(0, 0, R, C, V, a, b, out);
+            warm_tile(1, 0, V, C, R, a, b, out);
+        }
     }
 out:
     if (in != MAP_FAILED) munmap(in, in_bytes);
