@@ -219,50 +219,6 @@ static void cache_put(TokenizerCache *c, const uint8_t *p, size_t n, uint64_t h,
     c->used++;
 }
 
-/* ---- the vocabulary by bytes ---- */
-
-static uint64_t bytes_hash(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
-    return tokenizer_mix64(h);
-}
-
-int tokenizer_piece_map(Tokenizer *tk, int n_ids)
-{
-    size_t cap = 1024;
-    while (cap < 2 * (size_t)n_ids + 2) cap *= 2; /* load < 1/2 */
-    free(tk->piece_slot);
-    tk->piece_slot = malloc(cap * sizeof *tk->piece_slot);
-    if (!tk->piece_slot) return -1;
-    memset(tk->piece_slot, 0xff, cap * sizeof *tk->piece_slot);
-    tk->piece_mask = cap - 1;
-    for (int id = 0; id < n_ids; id++) {
-        const uint8_t *p = tk->tok_bytes + tk->tok_off[id];
-        size_t n = tk->tok_off[id + 1] - tk->tok_off[id];
-        if (n == 0 || tokenizer_piece_find(tk, p, n) >= 0) continue; /* a gap; a repeat keeps the first */
-        uint64_t h = bytes_hash(p, n);
-        size_t i = h & tk->piece_mask;
-        while (tk->piece_slot[i].id >= 0) i = (i + 1) & tk->piece_mask;
-        tk->piece_slot[i].id = id;
-        tk->piece_slot[i].hash = (uint32_t)(h >> 32);
-    }
-    return 0;
-}
-
-int32_t tokenizer_piece_find(const Tokenizer *tk, const uint8_t *p, size_t n)
-{
-    uint64_t h = bytes_hash(p, n);
-    for (size_t i = h & tk->piece_mask;; i = (i + 1) & tk->piece_mask) {
-        int32_t id = tk->piece_slot[i].id;
-        if (id < 0) return -1;
-        if (tk->piece_slot[i].hash == (uint32_t)(h >> 32) &&
-            tk->tok_off[id + 1] - tk->tok_off[id] == n &&
-            memcmp(tk->tok_bytes + tk->tok_off[id], p, n) == 0)
-            return id;
-    }
-}
-
 /* ---- byte-pair merging of one piece ---- */
 
 
@@ -373,6 +329,15 @@ static int encode_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out
         out->data[out->len++] = tk->byte_id[p[0]];
         return 0;
     }
+    /* A whole piece is its token: the piece map answers with one slot read
+     * (tokenizer_pieces.h), where a cache hit reads a slot, the key and the
+     * ids; so such pieces bypass the cache, which keeps only merged ones. */
+    int32_t whole = tk->whole_piece ? tokenizer_piece_find(tk, p, n) : -1;
+    if (whole >= 0) {
+        if (ids_reserve(out, 1)) return -1;
+        out->data[out->len++] = whole;
+        return 0;
+    }
     uint64_t h = 0;
     if (n <= CACHE_MAX_PIECE) {
         h = piece_hash(p, n);
@@ -385,13 +350,7 @@ static int encode_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out
         }
     }
     size_t start = out->len;
-    int32_t whole = tk->whole_piece ? tokenizer_piece_find(tk, p, n) : -1;
-    if (whole >= 0) {
-        if (ids_reserve(out, 1)) return -1;
-        out->data[out->len++] = whole;
-    } else if (bpe_piece(tk, p, n, out)) {
-        return -1;
-    }
+    if (bpe_piece(tk, p, n, out)) return -1;
     if (n <= CACHE_MAX_PIECE) cache_put(tk->cache, p, n, h, out->data + start, out->len - start);
     return 0;
 }
