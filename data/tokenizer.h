@@ -109,6 +109,9 @@ typedef struct {
      * bytes to its id over the merge vocabulary (tokenizer_pieces.h) */
     int whole_piece;
     struct TokenizerPieceSlot *piece_slot;
+    /* scan: the pattern is cl100k's (Llama 3's): pieces of ASCII text are cut
+     * by tokenizer_scan.h, PCRE2 asked only where that cannot tell */
+    int scan;
     size_t piece_mask;
     /* literal tokens, matched in the raw text before pre-tokenizing, longest
      * first at the leftmost place: Hugging Face's non-special added tokens

@@ -19,6 +19,7 @@
 #include <utf8proc.h>
 
 #include "tokenizer_encode.h"
+#include "tokenizer_scan.h"
 
 /* Unicode's White_Space property: what \s means in Python's `regex` module
  * (encoder.py). PCRE2's own \s adds U+180E; JavaScript's drops U+0085 and
@@ -436,6 +437,16 @@ static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds
     pcre2_match_data *md = tk->match_data;
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
     for (size_t pos = 0; pos < len;) {
+        size_t cut = tk->scan ? tokenizer_scan_piece(subject, len, pos) : 0;
+        if (cut) { /* what PCRE2 would match here (tokenizer_scan.h) */
+            if (encode_piece(tk, text + pos, cut - pos, out)) {
+                snprintf(err, err_len, "tokenizer: out of memory (piece of %zu bytes at byte %zu)",
+                         cut - pos, pos);
+                return -1;
+            }
+            pos = cut;
+            continue;
+        }
         int rc = tk->work->jit ? pcre2_jit_match(re, subject, len, pos, 0, md, NULL)
                                : PCRE2_ERROR_JIT_BADOPTION;
         if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) /* e.g. JIT stack: the interpreter uses the heap */
