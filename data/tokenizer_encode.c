@@ -410,6 +410,39 @@ size_t tokenizer_safe_cut(const Tokenizer *tk, const uint8_t *text, size_t len)
     return 0;
 }
 
+/* The end of the piece at subject[pos] (*end): tokenizer_scan.h's where it
+ * decides, else PCRE2's match, or the gap before it (a piece of its own). */
+static int next_cut(Tokenizer *tk, const uint8_t *subject, size_t len, size_t pos, size_t *end,
+                    char *err, size_t err_len)
+{
+    size_t cut = tk->scan ? tokenizer_scan_piece(subject, len, pos) : 0;
+    if (cut) {
+        *end = cut;
+        return 0;
+    }
+    pcre2_code *re = tk->re;
+    pcre2_match_data *md = tk->match_data;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    int rc = tk->work->jit ? pcre2_jit_match(re, subject, len, pos, 0, md, NULL)
+                           : PCRE2_ERROR_JIT_BADOPTION;
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) /* e.g. JIT stack: the interpreter uses the heap */
+        rc = pcre2_match(re, subject, len, pos, PCRE2_NO_UTF_CHECK, md, NULL);
+    if (rc == PCRE2_ERROR_NOMATCH && tk->pattern) { /* the rest is one piece */
+        ov[0] = ov[1] = len;
+        rc = 1;
+    }
+    int gap = tk->pattern && rc >= 0 && ov[0] > pos;
+    if (rc < 0 || (!gap && ov[0] != pos) || (ov[1] <= ov[0] && ov[0] < len)) {
+        PCRE2_UCHAR msg[256];
+        if (rc < 0) pcre2_get_error_message(rc, msg, sizeof msg);
+        snprintf(err, err_len, "tokenizer: pre-tokenizer failed at byte %zu: %s", pos,
+                 rc < 0 ? (char *)msg : "no piece there, or an empty one");
+        return -1;
+    }
+    *end = gap ? ov[0] : ov[1];
+    return 0;
+}
+
 /* Text with no literal token in it: pieces by the pattern, each merged. */
 static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out,
                            char *err, size_t err_len)
@@ -433,43 +466,29 @@ static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds
         }
         subject = tk->repair;
     }
-    pcre2_code *re = tk->re;
-    pcre2_match_data *md = tk->match_data;
-    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-    for (size_t pos = 0; pos < len;) {
-        size_t cut = tk->scan ? tokenizer_scan_piece(subject, len, pos) : 0;
-        if (cut) { /* what PCRE2 would match here (tokenizer_scan.h) */
-            if (encode_piece(tk, text + pos, cut - pos, out)) {
-                snprintf(err, err_len, "tokenizer: out of memory (piece of %zu bytes at byte %zu)",
-                         cut - pos, pos);
-                return -1;
-            }
-            pos = cut;
-            continue;
+    /* Pieces are cut AHEAD pieces ahead of their encoding, and a whole-piece
+     * tokenizer's piece map slot of each is prefetched when it is cut: the
+     * slot is a random line of a table of megabytes (Llama 3: 4 MiB), whose
+     * load was most of a piece's cost; by its turn it has arrived. */
+    enum { AHEAD = 8 };
+    size_t at[AHEAD], end[AHEAD], head = 0, queued = 0;
+    for (size_t pos = 0; pos < len || queued;) {
+        while (queued < AHEAD && pos < len) {
+            size_t k = (head + queued++) % AHEAD;
+            if (next_cut(tk, subject, len, pos, &end[k], err, err_len)) return -1;
+            at[k] = pos;
+            if (tk->whole_piece && end[k] - pos > 1)
+                tokenizer_piece_prefetch(tk, text + pos, end[k] - pos);
+            pos = end[k];
         }
-        int rc = tk->work->jit ? pcre2_jit_match(re, subject, len, pos, 0, md, NULL)
-                               : PCRE2_ERROR_JIT_BADOPTION;
-        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) /* e.g. JIT stack: the interpreter uses the heap */
-            rc = pcre2_match(re, subject, len, pos, PCRE2_NO_UTF_CHECK, md, NULL);
-        if (rc == PCRE2_ERROR_NOMATCH && tk->pattern) { /* the rest is one piece */
-            ov[0] = ov[1] = len;
-            rc = 1;
-        }
-        int gap = tk->pattern && rc >= 0 && ov[0] > pos;
-        if (rc < 0 || (!gap && ov[0] != pos) || (ov[1] <= ov[0] && ov[0] < len)) {
-            PCRE2_UCHAR msg[256];
-            if (rc < 0) pcre2_get_error_message(rc, msg, sizeof msg);
-            snprintf(err, err_len, "tokenizer: pre-tokenizer failed at byte %zu: %s", pos,
-                     rc < 0 ? (char *)msg : "no piece there, or an empty one");
+        size_t p = at[head], n = end[head] - at[head];
+        head = (head + 1) % AHEAD;
+        queued--;
+        if (encode_piece(tk, text + p, n, out)) {
+            snprintf(err, err_len, "tokenizer: out of memory (piece of %zu bytes at byte %zu)", n,
+                     p);
             return -1;
         }
-        size_t end = gap ? ov[0] : ov[1];
-        if (encode_piece(tk, text + pos, end - pos, out)) {
-            snprintf(err, err_len, "tokenizer: out of memory (piece of %zu bytes at byte %zu)",
-                     end - pos, pos);
-            return -1;
-        }
-        pos = end;
     }
     return 0;
 }

@@ -70,6 +70,11 @@ int tokenizer_piece_map(Tokenizer *tk, int n_ids)
     return 0;
 }
 
+void tokenizer_piece_prefetch(const Tokenizer *tk, const uint8_t *p, size_t n)
+{
+    __builtin_prefetch(&tk->piece_slot[key_index(piece_key(p, n), tk->piece_mask)]);
+}
+
 int32_t tokenizer_piece_find(const Tokenizer *tk, const uint8_t *p, size_t n)
 {
     PieceKey k = piece_key(p, n);

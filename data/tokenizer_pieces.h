@@ -37,4 +37,8 @@ int tokenizer_piece_map(Tokenizer *tk, int n_ids);
 /* The id whose bytes are p[0..n), or -1. */
 int32_t tokenizer_piece_find(const Tokenizer *tk, const uint8_t *p, size_t n);
 
+/* Start loading the slot where tokenizer_piece_find(tk, p, n) will look
+ * first (a hint: no effect on any result). */
+void tokenizer_piece_prefetch(const Tokenizer *tk, const uint8_t *p, size_t n);
+
 #endif
