@@ -1,5 +1,6 @@
 /* data/tokenizer_encode.c — GPT-2 encoding: NFC first where a tokenizer.json
- * asks (libutf8proc), pre-tokenize with PCRE2, merge each piece by rank,
+ * asks (tokenizer_utf8.h), pre-tokenize with PCRE2 (ASCII pieces of cl100k's
+ * pattern by tokenizer_scan.h), merge each piece by rank,
  * cache pieces (tokenizer_encode.h).
  *
  * Per piece of n bytes, BPE keeps the symbols in a linked list (tok, prev,
@@ -16,10 +17,10 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
-#include <utf8proc.h>
 
 #include "tokenizer_encode.h"
 #include "tokenizer_scan.h"
+#include "tokenizer_utf8.h"
 
 /* Unicode's White_Space property: what \s means in Python's `regex` module
  * (encoder.py). PCRE2's own \s adds U+180E; JavaScript's drops U+0085 and
@@ -356,50 +357,6 @@ static int encode_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out
     return 0;
 }
 
-/* ---- UTF-8 ---- */
-
-/* Length of the well-formed UTF-8 sequence at s (Unicode Table 3-7), or 0. */
-static size_t utf8_len(const uint8_t *s, size_t avail)
-{
-    uint8_t c = s[0];
-    if (c < 0x80) return 1;
-    if (c < 0xc2) return 0;
-    if (c < 0xe0) return avail >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-    uint8_t lo = 0x80, hi = 0xbf;
-    if (c < 0xf0) {
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f; /* no surrogates */
-        return avail >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-    }
-    if (c > 0xf4) return 0;
-    if (c == 0xf0) lo = 0x90;
-    if (c == 0xf4) hi = 0x8f; /* <= U+10FFFF */
-    return avail >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 &&
-                   (s[3] & 0xc0) == 0x80
-               ? 4
-               : 0;
-}
-
-/* Offset of the first byte not in a well-formed sequence, or len. */
-static size_t utf8_first_bad(const uint8_t *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        if (i + 8 <= len) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
-        size_t k = utf8_len(s + i, len - i);
-        if (!k) return i;
-        i += k;
-    }
-    return len;
-}
-
 size_t tokenizer_safe_cut(const Tokenizer *tk, const uint8_t *text, size_t len)
 {
     if (tk->no_safe_cut) return 0;
@@ -452,7 +409,7 @@ static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds
      * surrogate surrogateescape gives) in a same-length copy; the pieces'
      * bytes are taken from the original. */
     const uint8_t *subject = text;
-    size_t bad = utf8_first_bad(text, len);
+    size_t bad = tokenizer_utf8_first_bad(text, len);
     if (bad < len) {
         if (grow((void **)&tk->repair, &tk->repair_cap, len, 1)) {
             snprintf(err, err_len, "tokenizer: out of memory for %zu bytes", len);
@@ -460,7 +417,7 @@ static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds
         }
         memcpy(tk->repair, text, len);
         for (size_t i = bad; i < len;) {
-            size_t k = utf8_len(text + i, len - i);
+            size_t k = tokenizer_utf8_len(text + i, len - i);
             if (!k) tk->repair[i] = '!';
             i += k ? k : 1;
         }
@@ -498,62 +455,13 @@ oom:
     return -1;
 }
 
-/* Unicode NFC (utf8proc: canonical decomposition, then composition) of
- * each well-formed UTF-8 run of text[0..len) into tk->norm; every
- * ill-formed byte is copied unchanged and ends the run before it, so no
- * byte is lost and nothing composes across one. *out_len: bytes written.
- * ASCII text is its own NFC and is not copied (*out = text). */
-static int normalize_nfc(Tokenizer *tk, const uint8_t *text, size_t len, const uint8_t **out,
-                         size_t *out_len, char *err, size_t err_len)
-{
-    size_t i = 0;
-    while (i < len && text[i] < 0x80) i++;
-    *out = text;
-    *out_len = len;
-    if (i == len) return 0;
-    size_t n = 0;
-    for (i = 0; i < len;) {
-        size_t run = i;
-        while (run < len) {
-            size_t k = utf8_len(text + run, len - run);
-            if (!k) break;
-            run += k;
-        }
-        utf8proc_uint8_t *nf = NULL;
-        utf8proc_ssize_t m = 0;
-        if (run > i) {
-            m = utf8proc_map(text + i, (utf8proc_ssize_t)(run - i), &nf,
-                             UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-            if (m < 0) {
-                snprintf(err, err_len, "tokenizer: NFC normalization failed at byte %zu: %s", i,
-                         utf8proc_errmsg(m));
-                return -1;
-            }
-        }
-        size_t bad = run < len; /* the ill-formed byte after the run, kept as it is */
-        if (grow((void **)&tk->norm, &tk->norm_cap, n + (size_t)m + bad, 1)) {
-            free(nf);
-            snprintf(err, err_len, "tokenizer: out of memory normalizing %zu bytes", len);
-            return -1;
-        }
-        if (m) memcpy(tk->norm + n, nf, (size_t)m);
-        free(nf);
-        n += (size_t)m;
-        if (bad) tk->norm[n++] = text[run];
-        i = run + bad;
-    }
-    *out = tk->norm;
-    *out_len = n;
-    return 0;
-}
-
 static int encode_ordinary(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out,
                            char *err, size_t err_len)
 {
     if (tk->nfc && len) {
         const uint8_t *t = NULL;
         size_t n = 0;
-        if (normalize_nfc(tk, text, len, &t, &n, err, err_len)) return -1;
+        if (tokenizer_nfc(tk, text, len, &t, &n, err, err_len)) return -1;
         return encode_split(tk, t, n, out, err, err_len);
     }
     return encode_split(tk, text, len, out, err, err_len);
