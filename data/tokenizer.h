@@ -106,11 +106,12 @@ typedef struct {
     char *pattern;
     /* whole_piece: a piece that is a vocabulary token is that token, unmerged
      * (tiktoken; Hugging Face's ignore_merges). piece_slot maps a token's
-     * bytes to its id (open addressing; id -1 empty; hash: 32 bits of the
-     * bytes' hash, to pass over most other tokens unread), over the merge
-     * vocabulary */
+     * bytes to its id over the merge vocabulary (tokenizer_pieces.h) */
     int whole_piece;
-    struct TokenizerPieceSlot { int32_t id; uint32_t hash; } *piece_slot;
+    struct TokenizerPieceSlot *piece_slot;
+    /* scan: the pattern is cl100k's (Llama 3's): pieces of ASCII text are cut
+     * by tokenizer_scan.h, PCRE2 asked only where that cannot tell */
+    int scan;
     size_t piece_mask;
     /* literal tokens, matched in the raw text before pre-tokenizing, longest
      * first at the leftmost place: Hugging Face's non-special added tokens

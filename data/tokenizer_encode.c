@@ -1,5 +1,6 @@
 /* data/tokenizer_encode.c — GPT-2 encoding: NFC first where a tokenizer.json
- * asks (libutf8proc), pre-tokenize with PCRE2, merge each piece by rank,
+ * asks (tokenizer_utf8.h), pre-tokenize with PCRE2 (ASCII pieces of cl100k's
+ * pattern by tokenizer_scan.h), merge each piece by rank,
  * cache pieces (tokenizer_encode.h).
  *
  * Per piece of n bytes, BPE keeps the symbols in a linked list (tok, prev,
@@ -16,9 +17,10 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
-#include <utf8proc.h>
 
 #include "tokenizer_encode.h"
+#include "tokenizer_scan.h"
+#include "tokenizer_utf8.h"
 
 /* Unicode's White_Space property: what \s means in Python's `regex` module
  * (encoder.py). PCRE2's own \s adds U+180E; JavaScript's drops U+0085 and
@@ -219,50 +221,6 @@ static void cache_put(TokenizerCache *c, const uint8_t *p, size_t n, uint64_t h,
     c->used++;
 }
 
-/* ---- the vocabulary by bytes ---- */
-
-static uint64_t bytes_hash(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
-    return tokenizer_mix64(h);
-}
-
-int tokenizer_piece_map(Tokenizer *tk, int n_ids)
-{
-    size_t cap = 1024;
-    while (cap < 2 * (size_t)n_ids + 2) cap *= 2; /* load < 1/2 */
-    free(tk->piece_slot);
-    tk->piece_slot = malloc(cap * sizeof *tk->piece_slot);
-    if (!tk->piece_slot) return -1;
-    memset(tk->piece_slot, 0xff, cap * sizeof *tk->piece_slot);
-    tk->piece_mask = cap - 1;
-    for (int id = 0; id < n_ids; id++) {
-        const uint8_t *p = tk->tok_bytes + tk->tok_off[id];
-        size_t n = tk->tok_off[id + 1] - tk->tok_off[id];
-        if (n == 0 || tokenizer_piece_find(tk, p, n) >= 0) continue; /* a gap; a repeat keeps the first */
-        uint64_t h = bytes_hash(p, n);
-        size_t i = h & tk->piece_mask;
-        while (tk->piece_slot[i].id >= 0) i = (i + 1) & tk->piece_mask;
-        tk->piece_slot[i].id = id;
-        tk->piece_slot[i].hash = (uint32_t)(h >> 32);
-    }
-    return 0;
-}
-
-int32_t tokenizer_piece_find(const Tokenizer *tk, const uint8_t *p, size_t n)
-{
-    uint64_t h = bytes_hash(p, n);
-    for (size_t i = h & tk->piece_mask;; i = (i + 1) & tk->piece_mask) {
-        int32_t id = tk->piece_slot[i].id;
-        if (id < 0) return -1;
-        if (tk->piece_slot[i].hash == (uint32_t)(h >> 32) &&
-            tk->tok_off[id + 1] - tk->tok_off[id] == n &&
-            memcmp(tk->tok_bytes + tk->tok_off[id], p, n) == 0)
-            return id;
-    }
-}
-
 /* ---- byte-pair merging of one piece ---- */
 
 
@@ -373,6 +331,15 @@ static int encode_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out
         out->data[out->len++] = tk->byte_id[p[0]];
         return 0;
     }
+    /* A whole piece is its token: the piece map answers with one slot read
+     * (tokenizer_pieces.h), where a cache hit reads a slot, the key and the
+     * ids; so such pieces bypass the cache, which keeps only merged ones. */
+    int32_t whole = tk->whole_piece ? tokenizer_piece_find(tk, p, n) : -1;
+    if (whole >= 0) {
+        if (ids_reserve(out, 1)) return -1;
+        out->data[out->len++] = whole;
+        return 0;
+    }
     uint64_t h = 0;
     if (n <= CACHE_MAX_PIECE) {
         h = piece_hash(p, n);
@@ -385,59 +352,9 @@ static int encode_piece(Tokenizer *tk, const uint8_t *p, size_t n, TokenIds *out
         }
     }
     size_t start = out->len;
-    int32_t whole = tk->whole_piece ? tokenizer_piece_find(tk, p, n) : -1;
-    if (whole >= 0) {
-        if (ids_reserve(out, 1)) return -1;
-        out->data[out->len++] = whole;
-    } else if (bpe_piece(tk, p, n, out)) {
-        return -1;
-    }
+    if (bpe_piece(tk, p, n, out)) return -1;
     if (n <= CACHE_MAX_PIECE) cache_put(tk->cache, p, n, h, out->data + start, out->len - start);
     return 0;
-}
-
-/* ---- UTF-8 ---- */
-
-/* Length of the well-formed UTF-8 sequence at s (Unicode Table 3-7), or 0. */
-static size_t utf8_len(const uint8_t *s, size_t avail)
-{
-    uint8_t c = s[0];
-    if (c < 0x80) return 1;
-    if (c < 0xc2) return 0;
-    if (c < 0xe0) return avail >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-    uint8_t lo = 0x80, hi = 0xbf;
-    if (c < 0xf0) {
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f; /* no surrogates */
-        return avail >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-    }
-    if (c > 0xf4) return 0;
-    if (c == 0xf0) lo = 0x90;
-    if (c == 0xf4) hi = 0x8f; /* <= U+10FFFF */
-    return avail >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 &&
-                   (s[3] & 0xc0) == 0x80
-               ? 4
-               : 0;
-}
-
-/* Offset of the first byte not in a well-formed sequence, or len. */
-static size_t utf8_first_bad(const uint8_t *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        if (i + 8 <= len) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
-        size_t k = utf8_len(s + i, len - i);
-        if (!k) return i;
-        i += k;
-    }
-    return len;
 }
 
 size_t tokenizer_safe_cut(const Tokenizer *tk, const uint8_t *text, size_t len)
@@ -450,6 +367,39 @@ size_t tokenizer_safe_cut(const Tokenizer *tk, const uint8_t *text, size_t len)
     return 0;
 }
 
+/* The end of the piece at subject[pos] (*end): tokenizer_scan.h's where it
+ * decides, else PCRE2's match, or the gap before it (a piece of its own). */
+static int next_cut(Tokenizer *tk, const uint8_t *subject, size_t len, size_t pos, size_t *end,
+                    char *err, size_t err_len)
+{
+    size_t cut = tk->scan ? tokenizer_scan_piece(subject, len, pos) : 0;
+    if (cut) {
+        *end = cut;
+        return 0;
+    }
+    pcre2_code *re = tk->re;
+    pcre2_match_data *md = tk->match_data;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    int rc = tk->work->jit ? pcre2_jit_match(re, subject, len, pos, 0, md, NULL)
+                           : PCRE2_ERROR_JIT_BADOPTION;
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) /* e.g. JIT stack: the interpreter uses the heap */
+        rc = pcre2_match(re, subject, len, pos, PCRE2_NO_UTF_CHECK, md, NULL);
+    if (rc == PCRE2_ERROR_NOMATCH && tk->pattern) { /* the rest is one piece */
+        ov[0] = ov[1] = len;
+        rc = 1;
+    }
+    int gap = tk->pattern && rc >= 0 && ov[0] > pos;
+    if (rc < 0 || (!gap && ov[0] != pos) || (ov[1] <= ov[0] && ov[0] < len)) {
+        PCRE2_UCHAR msg[256];
+        if (rc < 0) pcre2_get_error_message(rc, msg, sizeof msg);
+        snprintf(err, err_len, "tokenizer: pre-tokenizer failed at byte %zu: %s", pos,
+                 rc < 0 ? (char *)msg : "no piece there, or an empty one");
+        return -1;
+    }
+    *end = gap ? ov[0] : ov[1];
+    return 0;
+}
+
 /* Text with no literal token in it: pieces by the pattern, each merged. */
 static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out,
                            char *err, size_t err_len)
@@ -459,7 +409,7 @@ static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds
      * surrogate surrogateescape gives) in a same-length copy; the pieces'
      * bytes are taken from the original. */
     const uint8_t *subject = text;
-    size_t bad = utf8_first_bad(text, len);
+    size_t bad = tokenizer_utf8_first_bad(text, len);
     if (bad < len) {
         if (grow((void **)&tk->repair, &tk->repair_cap, len, 1)) {
             snprintf(err, err_len, "tokenizer: out of memory for %zu bytes", len);
@@ -467,90 +417,42 @@ static int encode_split(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds
         }
         memcpy(tk->repair, text, len);
         for (size_t i = bad; i < len;) {
-            size_t k = utf8_len(text + i, len - i);
+            size_t k = tokenizer_utf8_len(text + i, len - i);
             if (!k) tk->repair[i] = '!';
             i += k ? k : 1;
         }
         subject = tk->repair;
     }
-    pcre2_code *re = tk->re;
-    pcre2_match_data *md = tk->match_data;
-    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-    for (size_t pos = 0; pos < len;) {
-        int rc = tk->work->jit ? pcre2_jit_match(re, subject, len, pos, 0, md, NULL)
-                               : PCRE2_ERROR_JIT_BADOPTION;
-        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) /* e.g. JIT stack: the interpreter uses the heap */
-            rc = pcre2_match(re, subject, len, pos, PCRE2_NO_UTF_CHECK, md, NULL);
-        if (rc == PCRE2_ERROR_NOMATCH && tk->pattern) { /* the rest is one piece */
-            ov[0] = ov[1] = len;
-            rc = 1;
+    /* Pieces are cut AHEAD pieces ahead of their encoding, and a whole-piece
+     * tokenizer's piece map slot of each is prefetched when it is cut: the
+     * slot is a random line of a table of megabytes (Llama 3: 4 MiB), whose
+     * load was most of a piece's cost; by its turn it has arrived. */
+    if (!tk->whole_piece) { /* nothing to prefetch (GPT-2: the ring cost it ~10%) */
+        for (size_t pos = 0, e = 0; pos < len; pos = e)
+            if (next_cut(tk, subject, len, pos, &e, err, err_len)) return -1;
+            else if (encode_piece(tk, text + pos, e - pos, out)) goto oom;
+        return 0;
+    }
+    enum { AHEAD = 8 };
+    size_t at[AHEAD], end[AHEAD], head = 0, queued = 0;
+    for (size_t pos = 0; pos < len || queued;) {
+        while (queued < AHEAD && pos < len) {
+            size_t k = (head + queued++) % AHEAD;
+            if (next_cut(tk, subject, len, pos, &end[k], err, err_len)) return -1;
+            at[k] = pos;
+            if (end[k] - pos > 1)
+                tokenizer_piece_prefetch(tk, text + pos, end[k] - pos);
+            pos = end[k];
         }
-        int gap = tk->pattern && rc >= 0 && ov[0] > pos;
-        if (rc < 0 || (!gap && ov[0] != pos) || (ov[1] <= ov[0] && ov[0] < len)) {
-            PCRE2_UCHAR msg[256];
-            if (rc < 0) pcre2_get_error_message(rc, msg, sizeof msg);
-            snprintf(err, err_len, "tokenizer: pre-tokenizer failed at byte %zu: %s", pos,
-                     rc < 0 ? (char *)msg : "no piece there, or an empty one");
-            return -1;
-        }
-        size_t end = gap ? ov[0] : ov[1];
-        if (encode_piece(tk, text + pos, end - pos, out)) {
-            snprintf(err, err_len, "tokenizer: out of memory (piece of %zu bytes at byte %zu)",
-                     end - pos, pos);
-            return -1;
-        }
-        pos = end;
+        size_t p = at[head], n = end[head] - at[head];
+        head = (head + 1) % AHEAD;
+        queued--;
+        if (encode_piece(tk, text + p, n, out)) goto oom;
     }
     return 0;
-}
-
-/* Unicode NFC (utf8proc: canonical decomposition, then composition) of
- * each well-formed UTF-8 run of text[0..len) into tk->norm; every
- * ill-formed byte is copied unchanged and ends the run before it, so no
- * byte is lost and nothing composes across one. *out_len: bytes written.
- * ASCII text is its own NFC and is not copied (*out = text). */
-static int normalize_nfc(Tokenizer *tk, const uint8_t *text, size_t len, const uint8_t **out,
-                         size_t *out_len, char *err, size_t err_len)
-{
-    size_t i = 0;
-    while (i < len && text[i] < 0x80) i++;
-    *out = text;
-    *out_len = len;
-    if (i == len) return 0;
-    size_t n = 0;
-    for (i = 0; i < len;) {
-        size_t run = i;
-        while (run < len) {
-            size_t k = utf8_len(text + run, len - run);
-            if (!k) break;
-            run += k;
-        }
-        utf8proc_uint8_t *nf = NULL;
-        utf8proc_ssize_t m = 0;
-        if (run > i) {
-            m = utf8proc_map(text + i, (utf8proc_ssize_t)(run - i), &nf,
-                             UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-            if (m < 0) {
-                snprintf(err, err_len, "tokenizer: NFC normalization failed at byte %zu: %s", i,
-                         utf8proc_errmsg(m));
-                return -1;
-            }
-        }
-        size_t bad = run < len; /* the ill-formed byte after the run, kept as it is */
-        if (grow((void **)&tk->norm, &tk->norm_cap, n + (size_t)m + bad, 1)) {
-            free(nf);
-            snprintf(err, err_len, "tokenizer: out of memory normalizing %zu bytes", len);
-            return -1;
-        }
-        if (m) memcpy(tk->norm + n, nf, (size_t)m);
-        free(nf);
-        n += (size_t)m;
-        if (bad) tk->norm[n++] = text[run];
-        i = run + bad;
-    }
-    *out = tk->norm;
-    *out_len = n;
-    return 0;
+oom:
+    snprintf(err, err_len, "tokenizer: out of memory encoding %zu bytes", len);
+    return -1;
 }
 
 static int encode_ordinary(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *out,
@@ -559,7 +461,7 @@ static int encode_ordinary(Tokenizer *tk, const uint8_t *text, size_t len, Token
     if (tk->nfc && len) {
         const uint8_t *t = NULL;
         size_t n = 0;
-        if (normalize_nfc(tk, text, len, &t, &n, err, err_len)) return -1;
+        if (tokenizer_nfc(tk, text, len, &t, &n, err, err_len)) return -1;
         return encode_split(tk, t, n, out, err, err_len);
     }
     return encode_split(tk, text, len, out, err, err_len);

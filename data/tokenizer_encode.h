@@ -15,19 +15,12 @@
 #include <stdint.h>
 
 #include "tokenizer.h"
+#include "tokenizer_pieces.h" /* the piece map (tokenizer_pieces.c) */
 
 /* Set up and release the pre-tokenizer, the BPE scratch and the cache
  * (tokenizer_load and tokenizer_free call these). */
 int tokenizer_encoder_init(Tokenizer *tk, char *err, size_t err_len);
 void tokenizer_encoder_free(Tokenizer *tk);
-
-/* The bytes -> id map over ids [0, n_ids) (tk->piece_slot; tokens of 0
- * bytes left out; a repeated byte string keeps its first id). -1: out of
- * memory. Loaders call it once the decode table is filled. */
-int tokenizer_piece_map(Tokenizer *tk, int n_ids);
-
-/* The id whose bytes are p[0..n), or -1. */
-int32_t tokenizer_piece_find(const Tokenizer *tk, const uint8_t *p, size_t n);
 
 /* murmur3's 64-bit finaliser: spreads keys over the merge and cache tables. */
 uint64_t tokenizer_mix64(uint64_t x);

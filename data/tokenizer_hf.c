@@ -33,6 +33,7 @@
 #include "tokenizer.h"
 #include "tokenizer_build.h"
 #include "tokenizer_encode.h"
+#include "tokenizer_scan.h"
 
 #define HF_JSON_MAX_BYTES ((size_t)256 << 20)
 /* GPT-2's pattern as Hugging Face's ByteLevel(use_regex) writes it. */
@@ -85,7 +86,7 @@ static int byte_level_ok(Ctx *c, const cJSON *bl, int want_regex)
 }
 
 /* The pattern the pre-tokenizer splits by, rewritten for PCRE2 (*pattern). */
-static int read_pre_tokenizer(Ctx *c, const cJSON *pt, char **pattern)
+static int read_pre_tokenizer(Ctx *c, const cJSON *pt, char **pattern, int *scan)
 {
     const char *src = NULL;
     int rc;
@@ -112,6 +113,7 @@ static int read_pre_tokenizer(Ctx *c, const cJSON *pt, char **pattern)
         return unsupported(c, "pre_tokenizer type", type_of(pt));
     }
     char why[200];
+    *scan = tokenizer_scan_fits(src);
     if (tokenizer_pattern_rewrite(src, pattern, why, sizeof why)) {
         snprintf(c->err, c->err_len, "%s: pre_tokenizer: %s", c->path, why);
         return TOKENIZER_UNSUPPORTED;
@@ -346,7 +348,7 @@ int tokenizer_load_hf(Tokenizer *tk, const char *path, int allow_special, char *
     }
     if ((rc = read_model_flags(&c, model, &ignore_merges)) ||
         (rc = read_pre_tokenizer(&c, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"),
-                                 &tk->pattern)) ||
+                                 &tk->pattern, &tk->scan)) ||
         (rc = read_tokens(&c, tk, vocab, added, &n_vocab_ids)))
         goto out;
     rc = -1;

@@ -22,6 +22,7 @@
 #include "tokenizer.h"
 #include "tokenizer_build.h"
 #include "tokenizer_encode.h"
+#include "tokenizer_scan.h"
 
 typedef struct {
     const char *text;
@@ -200,6 +201,7 @@ int tokenizer_load_tiktoken(Tokenizer *tk, const char *encoding, const char *pat
         goto out;
     }
     if (build_merges(tk, e->num_ranks, path, err, err_len)) goto out;
+    tk->scan = tokenizer_scan_fits(e->pattern);
     if (tokenizer_pattern_rewrite(e->pattern, &tk->pattern, why, sizeof why)) {
         snprintf(err, err_len, "%s: %s", e->name, why);
         goto out;
