@@ -33,8 +33,12 @@ layout GPT2LMHeadModel.from_pretrained(OUT) reads:
   generation_config.json  bos/eos = 50256 (<|endoftext|>)
   vocab.json, merges.txt  GPT-2's tokenizer: encoder.json and vocab.bpe
                           (found as ./tokenize --fetch gpt2 finds them, or
-                          --encoder/--vocab), when the vocabulary is GPT-2's
-                          50257 tokens; another vocabulary gets none (a note)
+                          --encoder/--vocab), when the model records GPT-2's
+                          tokenizer (or none, at 50257 tokens); a model of
+                          another tokenizer gets its tokenizer.json or
+                          *.tiktoken (--tokenizer FILE, checked against the
+                          identity the model records, or found in the user's
+                          cache: scripts/hf_tokenizer.py)
 OUT a file ending in .pt or .bin (torch.save: a plain dict of float32
 tensors, lm_head included) or .safetensors (this writer): that one file,
 with a config.json beside it, as before.
