@@ -451,7 +451,8 @@ FUZZ_LIB  := data/shard.c data/loader.c data/loader_open.c data/dataset_manifest
              ckpt/manifest.c interop/llmc_state.c data/tokenizer.c data/tokenizer_encode.c data/source.c \
              data/tokenizer_build.c data/tokenizer_hf.c data/tokenizer_tiktoken.c \
              data/tokenizer_pieces.c data/tokenizer_scan.c data/tokenizer_utf8.c \
-             eval/eval_file.c base/safefile.c data/jsonl_text.c interop/hf_folder.c
+             eval/eval_file.c base/safefile.c data/jsonl_text.c interop/hf_folder.c \
+             interop/hf_tokenizer.c interop/hf_folder_read.c
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 # The readers compiled once (fuzzer-no-link: the same coverage instrumentation

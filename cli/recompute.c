@@ -8,6 +8,7 @@
 #include "base/fileio.h"
 #include "base/procmem.h"
 #include "base/test_hooks.h"
+#include "interop/hf_folder.h"
 #include "kernels/backend.h"
 #include "kernels/device_info.h"
 #include "model/plan_choose.h"
@@ -137,8 +138,11 @@ static size_t host_copies(const TrainOptions *o, const GPTConfig *cfg)
     size_t ours = 3 * p + IO_READ_CHUNK_BYTES;
     if (o->checkpoint_dir || o->resume || o->resume_path) big = ours > big ? ours : big;
     if (o->llmc_save_dir || o->llmc_resume) big = 3 * p > big ? 3 * p : big;
-    /* the piece start-up streams the first parameters through (cli/params_load.c) */
-    if (gpt_params_piece_bytes(cfg) > big) big = gpt_params_piece_bytes(cfg);
+    /* the piece start-up streams the first parameters through (cli/params_load.c),
+     * and from a Hugging Face folder the reader's scratch beside it */
+    size_t start = gpt_params_piece_bytes(cfg);
+    if (o->init_from && hf_folder_is(o->init_from)) start += hf_folder_scratch_bytes(cfg);
+    if (start > big) big = start;
     return big;
 }
 

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "hf_folder_priv.h"
+#include "hf_tokenizer.h"
 
-#define INDEX_NAME "model.safetensors.index.json"
-#define MAX_HEADER (100u << 20) /* a safetensors header beyond 100 MB is not one */
 
 /* The message into err; returns -1. */
 static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -38,7 +38,7 @@ int hf_folder_is(const char *path)
 }
 
 /* The whole of a small file (config.json, an index) parsed as JSON. */
-static cJSON *read_json(const char *path, char *err, size_t len)
+cJSON *hf_read_json(const char *path, char *err, size_t len)
 {
     off_t size;
     int fd = io_open_regular(path, &size, err, len);
@@ -220,7 +220,7 @@ int hf_folder_config(const char *path, GPTConfig *cfg, char *err, size_t len)
 {
     char w[4200];
     snprintf(w, sizeof w, "%s/config.json", path);
-    cJSON *c = read_json(w, err, len);
+    cJSON *c = hf_read_json(w, err, len);
     if (!c) return -1;
     memset(cfg, 0, sizeof *cfg);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "model_type");
@@ -233,6 +233,8 @@ int hf_folder_config(const char *path, GPTConfig *cfg, char *err, size_t len)
     else
         rc = fail(err, len, "%s: model_type '%s' is not one of gpt2, llama, qwen2, qwen3",
                       w, mt);
+    if (rc == 0) /* the folder's tokenizer is the model's (hf_tokenizer.h) */
+        rc = hf_tokenizer_folder_id(path, c, &cfg->tokenizer_id, err, len);
     cJSON_Delete(c);
     char why[200];
     if (rc == 0 && config_validate(cfg, why, sizeof why) != 0)
@@ -240,35 +242,17 @@ int hf_folder_config(const char *path, GPTConfig *cfg, char *err, size_t len)
     return rc;
 }
 
-/* ---- the weights -------------------------------------------------------- */
-
-/* One tensor the model wants: its Hugging Face name, where it goes in the
- * flat parameter vector, its stored shape (rows x cols; cols 0 = 1-D) and
- * whether it is stored (in, out), to be transposed (GPT-2's Conv1D). */
-typedef struct {
-    char name[80];
-    size_t off;
-    int rows, cols, transpose, filled;
-} Want;
-
-typedef struct {
-    const char *folder;
-    GPTConfig cfg;
-    float *p;
-    Want *want;
-    int n;
-    float *head;   /* a tied lm_head.weight, compared with the embedding at the end */
-    int head_seen;
-} Load;
+/* ---- the weights the model wants (read by hf_folder_read.c) ---- */
 
 static void want(Load *ld, size_t off, int rows, int cols, int transpose, const char *fmt, int l)
 {
     Want *w = &ld->want[ld->n++];
     snprintf(w->name, sizeof w->name, fmt, l);
     w->off = off, w->rows = rows, w->cols = cols, w->transpose = transpose, w->filled = 0;
+    w->fd = -1;
 }
 
-static void want_table(Load *ld)
+void hf_want_table(Load *ld)
 {
     const GPTConfig *c = &ld->cfg;
     size_t sz[NUM_PARAM_TENSORS], b[NUM_PARAM_TENSORS], at = 0;
@@ -327,223 +311,4 @@ static void want_table(Load *ld)
         want(ld, b[12] + k * Cz * Fz, C, F, 0, "model.layers.%d.mlp.down_proj.weight", l);
     }
     want(ld, b[14], C, 0, 0, "model.norm.weight", 0);
-}
-
-static float half_to_float(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    float v = e == 0 ? ldexpf((float)m, -24)
-              : e == 31 ? (m ? NAN : INFINITY)
-                        : ldexpf((float)(m | 0x400), e - 25);
-    return h >> 15 ? -v : v;
-}
-
-/* src (n elements of dtype width) widened into dst[i] (or transposed:
- * stored rows x cols, written cols x rows). */
-static void widen(float *dst, const unsigned char *src, int width, int f16, int rows, int cols,
-                  int transpose)
-{
-    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
-    for (size_t i = 0; i < n; i++) {
-        float v;
-        if (width == 4) {
-            memcpy(&v, src + 4 * i, 4);
-        } else {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            uint32_t bits = (uint32_t)h << 16;
-            if (f16) v = half_to_float(h);
-            else memcpy(&v, &bits, 4);
-        }
-        size_t o = transpose ? (i % (size_t)cols) * (size_t)rows + i / (size_t)cols : i;
-        dst[o] = v;
-    }
-}
-
-/* Skipped: GPT-2's attention-mask buffers, old Llama's inv_freq buffers. */
-static int skipped(const char *name)
-{
-    size_t n = strlen(name);
-    static const char *const tails[] = {".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq"};
-    for (int i = 0; i < 3; i++) {
-        size_t k = strlen(tails[i]);
-        if (n >= k && strcmp(name + n - k, tails[i]) == 0) return 1;
-    }
-    return 0;
-}
-
-/* Tensor `name` (header entry t) of the file open at fd, data starting at
- * base: checked and widened into its place. */
-
-/* One entry of a tensor's "shape" as an int: -1 unless a whole number in
- * 0..2^30, so a value outside int's range (a hostile header's 3e118) never
- * reaches the conversion, which would be undefined. */
-static int shape_dim(const cJSON *v)
-{
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
-        v->valuedouble > (double)(1 << 30))
-        return -1;
-    return (int)v->valuedouble;
-}
-static int take(Load *ld, const char *path, const char *name, const cJSON *t, int fd, off_t base,
-                off_t size, char *err, size_t len)
-{
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
-    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
-    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
-    const char *dtype = cJSON_IsString(dt) ? dt->valuestring : "?";
-    int width = !strcmp(dtype, "F32") ? 4 : !strcmp(dtype, "BF16") || !strcmp(dtype, "F16") ? 2 : 0;
-    if (ld->cfg.arch == ARCH_GPT2 && strncmp(name, "transformer.", 12) == 0) name += 12;
-    if (skipped(name)) return 0;
-    int tied_head = strcmp(name, "lm_head.weight") == 0 && !ld->cfg.untied;
-    size_t nl = strlen(name);
-    int o_bias = ld->cfg.arch == ARCH_LLAMA && nl > 12 && !strcmp(name + nl - 12, ".o_proj.bias");
-    Want *w = NULL, tmp = {.rows = ld->cfg.vocab_size, .cols = ld->cfg.channels};
-    for (int i = 0; i < ld->n && !w; i++)
-        if (strcmp(ld->want[i].name, name) == 0) w = &ld->want[i];
-    if (o_bias) tmp.rows = ld->cfg.channels, tmp.cols = 0;
-    if (!w && (tied_head || o_bias)) w = &tmp;
-    if (!w)
-        return fail(err, len, "%s: tensor %s: not a tensor of this model", path, name);
-    if (!width)
-        return fail(err, len, "%s: tensor %s: dtype %s (F32, BF16 or F16 are read)", path,
-                        name, dtype);
-    int dims = cJSON_GetArraySize(shape), r = -1, c = 0;
-    if (dims >= 1) r = shape_dim(cJSON_GetArrayItem(shape, 0));
-    if (dims == 2) c = shape_dim(cJSON_GetArrayItem(shape, 1));
-    if (dims < 1 || dims > 2 || r != w->rows || c != w->cols)
-        return fail(err, len, "%s: tensor %s has the wrong shape (expected %d x %d)", path,
-                        name, w->rows, w->cols);
-    size_t n = (size_t)r * (size_t)(c ? c : 1), bytes = n * (size_t)width;
-    double lo = cJSON_GetArraySize(offs) == 2 ? cJSON_GetArrayItem(offs, 0)->valuedouble : -1;
-    double hi = cJSON_GetArraySize(offs) == 2 ? cJSON_GetArrayItem(offs, 1)->valuedouble : -1;
-    if (lo < 0 || hi - lo != (double)bytes || hi > (double)size || base + (off_t)hi > size)
-        return fail(err, len, "%s: tensor %s: data_offsets do not hold %s %d x %d", path,
-                        name, dtype, r, c);
-    if (w->filled++)
-        return fail(err, len, "%s: tensor %s appears twice", path, name);
-    unsigned char *raw = malloc(bytes ? bytes : 1);
-    float *into = w == &tmp ? malloc(n * sizeof(float)) : ld->p + w->off;
-    int rc = raw && into ? io_pread_exact(fd, raw, bytes, base + (off_t)lo, path, err, len)
-                         : fail(err, len, "%s: out of host memory", path);
-    if (rc == 0) widen(into, raw, width, dtype[1] == '1', r, c, w->transpose);
-    free(raw);
-    if (w != &tmp) return rc;
-    if (rc == 0 && o_bias)
-        for (size_t i = 0; i < n && rc == 0; i++)
-            if (into[i] != 0)
-                rc = fail(err, len, "%s: tensor %s is not zero (this model has no o_proj "
-                              "bias)", path, name);
-    if (rc == 0 && tied_head) {
-        ld->head = into, ld->head_seen = 1;
-        return 0;
-    }
-    free(into);
-    return rc;
-}
-
-/* Every tensor of one safetensors file; with an index (map), each must be
- * the one the weight_map puts in this file. */
-static int read_file(Load *ld, const char *fname, const cJSON *map, char *err, size_t len)
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", ld->folder, fname);
-    off_t size;
-    int fd = io_open_regular(path, &size, err, len);
-    if (fd < 0) return -1;
-    uint64_t hn = 0;
-    unsigned char b8[8];
-    int rc = size < 8 ? -1 : io_pread_exact(fd, b8, 8, 0, path, err, len);
-    for (int i = 7; rc == 0 && i >= 0; i--) hn = hn << 8 | b8[i];
-    if (size < 8 || (rc == 0 && (hn > MAX_HEADER || (off_t)(8 + hn) > size))) {
-        snprintf(err, len, "%s: not a safetensors file (header length %llu, file %lld bytes)",
-                 path, (unsigned long long)hn, (long long)size);
-        close(fd);
-        return -1;
-    }
-    char *text = rc == 0 ? malloc(hn + 1) : NULL;
-    if (text && (rc = io_pread_exact(fd, text, hn, 8, path, err, len)) == 0) text[hn] = 0;
-    cJSON *h = text && rc == 0 ? cJSON_Parse(text) : NULL;
-    free(text);
-    if (!h && rc == 0) rc = fail(err, len, "%s: the safetensors header is not JSON", path);
-    /* names come from the object's keys: an array's items have none */
-    if (h && rc == 0 && !cJSON_IsObject(h))
-        rc = fail(err, len, "%s: the safetensors header is not a JSON object", path);
-    const cJSON *t;
-    cJSON_ArrayForEach(t, h)
-    {
-        if (rc != 0) break;
-        if (strcmp(t->string, "__metadata__") == 0) continue;
-        const cJSON *m = map ? cJSON_GetObjectItemCaseSensitive(map, t->string) : NULL;
-        if (map && !(cJSON_IsString(m) && strcmp(m->valuestring, fname) == 0))
-            rc = fail(err, len, "%s: holds %s, which %s does not put there", path,
-                          t->string, INDEX_NAME);
-        else
-            rc = take(ld, path, t->string, t, fd, (off_t)(8 + hn), size, err, len);
-    }
-    cJSON_Delete(h);
-    close(fd);
-    return rc;
-}
-
-/* model.safetensors, or each shard the index names (each once). */
-static int read_weights(Load *ld, char *err, size_t len)
-{
-    char ipath[4400];
-    snprintf(ipath, sizeof ipath, "%s/%s", ld->folder, INDEX_NAME);
-    if (access(ipath, F_OK) != 0) return read_file(ld, "model.safetensors", NULL, err, len);
-    cJSON *idx = read_json(ipath, err, len);
-    if (!idx) return -1;
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(idx, "weight_map"), *e, *f;
-    int rc = cJSON_IsObject(map) ? 0 : fail(err, len, "%s: no weight_map", ipath);
-    cJSON_ArrayForEach(e, map)
-    {
-        if (rc != 0) break;
-        int first = 1; /* read each shard at its first mention */
-        cJSON_ArrayForEach(f, map)
-        {
-            if (f == e) break;
-            if (cJSON_IsString(f) && cJSON_IsString(e) && !strcmp(f->valuestring, e->valuestring))
-                first = 0;
-        }
-        if (!cJSON_IsString(e) || strchr(e->valuestring, '/'))
-            rc = fail(err, len, "%s: %s: not a file of the folder", ipath, e->string);
-        else if (first)
-            rc = read_file(ld, e->valuestring, map, err, len);
-    }
-    cJSON_Delete(idx);
-    return rc;
-}
-
-int hf_folder_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t len)
-{
-    *params = NULL;
-    Load ld = {.folder = path};
-    if (hf_folder_config(path, &ld.cfg, err, len) != 0) return -1;
-    size_t n = config_num_params(&ld.cfg);
-    ld.p = calloc(n ? n : 1, sizeof(float)); /* the padded rows stay 0 */
-    want_table(&ld);
-    if (!ld.p || !ld.want) {
-        free(ld.p), free(ld.want);
-        return fail(err, len, "%s: out of host memory for %zu parameters", path, n);
-    }
-    int rc = read_weights(&ld, err, len);
-    for (int i = 0; rc == 0 && i < ld.n; i++)
-        if (!ld.want[i].filled)
-            rc = fail(err, len, "%s: tensor %s is missing%s", path, ld.want[i].name,
-                          strcmp(ld.want[i].name, "lm_head.weight") == 0
-                              ? " (config.json: tie_word_embeddings false)" : "");
-    size_t VC = (size_t)ld.cfg.vocab_size * (size_t)ld.cfg.channels;
-    if (rc == 0 && ld.head_seen && memcmp(ld.head, ld.p, VC * sizeof(float)) != 0)
-        rc = fail(err, len, "%s: lm_head.weight differs from the embedding, but the model "
-                      "ties them", path);
-    free(ld.head);
-    free(ld.want);
-    if (rc != 0) {
-        free(ld.p);
-        return -1;
-    }
-    *cfg = ld.cfg;
-    *params = ld.p;
-    return 0;
 }

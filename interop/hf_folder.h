@@ -28,8 +28,24 @@ int hf_folder_is(const char *path);
  * with "<file>: <fault>" in err. */
 int hf_folder_config(const char *path, GPTConfig *cfg, char *err, size_t err_len);
 
+/* The folder read tensor by tensor (interop/hf_folder_read.c): open reads
+ * config.json and every safetensors header, makes every refusal (a missing,
+ * misshapen, unknown or doubled tensor, a tied head that differs from the
+ * embedding, read in 1 MiB pieces), and keeps the files open; read fills
+ * out[0..k) with parameters [at, at + k) of config.h's order, reading only
+ * those tensors' bytes (pread), so the host holds one piece beyond out, or
+ * for GPT-2's transposed Conv1D weights one such tensor (at most 4C x C
+ * elements: hf_folder_scratch_bytes). 0, or -1 with "<file>: <fault>". */
+typedef struct HfFolder HfFolder;
+int hf_folder_open(HfFolder **h, const char *path, GPTConfig *cfg, char *err, size_t err_len);
+int hf_folder_read(HfFolder *h, size_t at, float *out, size_t k, char *err, size_t err_len);
+void hf_folder_close(HfFolder *h);
+/* The most host memory hf_folder_read holds beyond out, bytes. */
+size_t hf_folder_scratch_bytes(const GPTConfig *cfg);
+
 /* cfg as hf_folder_config, and *params a malloc'd fp32 array of
- * config_num_params(cfg) floats. 0, or -1 with a message in err. */
+ * config_num_params(cfg) floats (open, one read of them all, close). 0, or
+ * -1 with a message in err. */
 int hf_folder_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len);
 
 #endif

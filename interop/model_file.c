@@ -163,9 +163,9 @@ int model_file_open_read(ModelFileReader *r, const char *path, char *err, size_t
     off_t size;
     memset(r, 0, sizeof *r);
     r->path = path;
-    if (hf_folder_is(path)) { /* read whole, then handed out in pieces */
+    if (hf_folder_is(path)) { /* each piece read from its tensors when asked for */
         r->version = MODEL_FILE_FP32;
-        return hf_folder_load(path, &r->cfg, &r->mem, err, err_len);
+        return hf_folder_open(&r->hf, path, &r->cfg, err, err_len);
     }
     r->f = open_regular(path, &size, err, err_len);
     if (!r->f) return -1;
@@ -184,9 +184,9 @@ int model_file_read_next(ModelFileReader *r, float *out, size_t k, char *err, si
         return 1;
     }
     size_t elem = r->version == MODEL_FILE_FP32 ? sizeof(float) : sizeof(uint16_t);
-    if (r->mem)
-        memcpy(out, r->mem + r->at, k * sizeof(float));
-    else if (fread(out, elem, k, r->f) != k) {
+    if (r->hf) {
+        if (hf_folder_read(r->hf, r->at, out, k, err, err_len) != 0) return -1;
+    } else if (fread(out, elem, k, r->f) != k) {
         snprintf(err, err_len, "%s: read failed (file changed while reading?)", r->path);
         return -1;
     }
@@ -209,8 +209,8 @@ void model_file_close_read(ModelFileReader *r)
 {
     if (r->f) fclose(r->f);
     r->f = NULL;
-    free(r->mem);
-    r->mem = NULL;
+    hf_folder_close(r->hf);
+    r->hf = NULL;
 }
 
 int model_file_load(const char *path, GPTConfig *cfg, float **params, char *err, size_t err_len)

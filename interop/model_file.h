@@ -62,7 +62,7 @@ typedef struct {
     int version;
     size_t at; /* parameters read so far */
     size_t bad[NUM_PARAM_TENSORS], first[NUM_PARAM_TENSORS]; /* non-finite, per tensor */
-    float *mem; /* a Hugging Face folder's parameters, read whole at open */
+    struct HfFolder *hf; /* a Hugging Face folder, read tensor by tensor (hf_folder.h) */
 } ModelFileReader;
 int model_file_open_read(ModelFileReader *r, const char *path, char *err, size_t err_len);
 int model_file_read_next(ModelFileReader *r, float *out, size_t k, char *err, size_t err_len);

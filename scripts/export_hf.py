@@ -33,8 +33,12 @@ layout GPT2LMHeadModel.from_pretrained(OUT) reads:
   generation_config.json  bos/eos = 50256 (<|endoftext|>)
   vocab.json, merges.txt  GPT-2's tokenizer: encoder.json and vocab.bpe
                           (found as ./tokenize --fetch gpt2 finds them, or
-                          --encoder/--vocab), when the vocabulary is GPT-2's
-                          50257 tokens; another vocabulary gets none (a note)
+                          --encoder/--vocab), when the model records GPT-2's
+                          tokenizer (or none, at 50257 tokens); a model of
+                          another tokenizer gets its tokenizer.json or
+                          *.tiktoken (--tokenizer FILE, checked against the
+                          identity the model records, or found in the user's
+                          cache: scripts/hf_tokenizer.py)
 OUT a file ending in .pt or .bin (torch.save: a plain dict of float32
 tensors, lm_head included) or .safetensors (this writer): that one file,
 with a config.json beside it, as before.
@@ -74,6 +78,7 @@ import numpy as np
 
 import hf_llama
 import hf_safetensors
+import hf_tokenizer
 
 MAGIC = 20240326
 PROG = "export_hf"  # the name messages start with (scripts/import_hf.py sets its own)
@@ -106,6 +111,7 @@ def read_model(path):
                   ("fcw", (L, 4 * C, C)), ("fcb", (L, 4 * C)), ("fcprojw", (L, C, 4 * C)),
                   ("fcprojb", (L, C)), ("lnfw", (C,)), ("lnfb", (C,))]
     cfg["version"] = h[1]
+    cfg["tid"] = hf_tokenizer.header_id(h)
     n = sum(int(np.prod(s)) for _, s in shapes)
     width = 4 if h[1] == 3 else 2
     if len(raw) != 1024 + n * width:
@@ -468,10 +474,16 @@ def export_folder(args, cfg, p):
     files = {"config.json": json.dumps(hf_config(cfg), indent=2).encode(),
              "generation_config.json": json.dumps(
                  {"bos_token_id": EOT, "eos_token_id": EOT}, indent=2).encode()}
-    tokenizer = not args.no_tokenizer and cfg["V"] == GPT2_VOCAB
-    if tokenizer:
+    def gpt2_files():
         enc, bpe = find_tokenizer(args.encoder, args.vocab)
-        files["vocab.json"], files["merges.txt"] = read_bytes(enc), read_bytes(bpe)
+        return {"vocab.json": read_bytes(enc), "merges.txt": read_bytes(bpe)}
+    tok, mark = hf_tokenizer.export_files(PROG, args, cfg["tid"], cfg["V"], src, gpt2_files)
+    if mark:  # the model records no tokenizer: the import writes 0 again
+        conf = hf_config(cfg)
+        conf["llmc_defaults"] = [hf_tokenizer.MARK]
+        files["config.json"] = json.dumps(conf, indent=2).encode()
+    files.update(tok)
+    tokenizer = bool(tok)
     weights = "model.safetensors" if args.weights == "safetensors" else "pytorch_model.bin"
     for name in list(files) + [weights]:  # every refusal before the first write
         refuse_unsafe(os.path.join(out, name))
@@ -496,8 +508,9 @@ def export_folder(args, cfg, p):
     print(f"export_hf: wrote {out}/: {weights} ({len(sd)} tensors), "
           f"{', '.join(files)}: {shape_line(cfg)}")
     if not tokenizer and not args.no_tokenizer:
-        print(f"export_hf: note: the vocabulary ({cfg['V']} tokens) is not GPT-2's "
-              f"({GPT2_VOCAB}): no tokenizer files written")
+        print(f"export_hf: note: the model records no tokenizer and the vocabulary "
+              f"({cfg['V']} tokens) is not GPT-2's ({GPT2_VOCAB}): no tokenizer files written "
+              "(--tokenizer FILE writes one)")
 
 
 def main():
@@ -519,6 +532,10 @@ def main():
                     "the path ./tokenize --fetch gpt2 prints")
     ap.add_argument("--no-tokenizer", action="store_true",
                     help="write no tokenizer files")
+    ap.add_argument("--tokenizer", metavar="FILE", help="the tokenizer.json (or *.tiktoken) "
+                    "the model was trained with, written into the folder; refused when the "
+                    "model records another (default: GPT-2's, or the one in the user's cache "
+                    "whose identity the model records)")
     ap.add_argument("--tokenizer-dir", metavar="DIR", help="Llama family: copy the tokenizer "
                     "files found in DIR (tokenizer.json, tokenizer_config.json, ...)")
     ap.add_argument("--dtype", choices=("fp32", "bf16"), help="Llama family: the tensors' "

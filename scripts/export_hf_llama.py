@@ -16,35 +16,41 @@ import sys
 import export_hf as ex
 import hf_llama
 import hf_safetensors
+import hf_tokenizer
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "tokenizer.model", "vocab.json", "merges.txt", "added_tokens.json")
 
 
 def tokenizer_files(args, cfg):
-    """{name: bytes}: the tokenizer files in --tokenizer-dir; else, at GPT-2's
-    vocabulary, GPT-2's vocab.json and merges.txt with a tokenizer_config.json
-    naming GPT2Tokenizer (a llama model_type would otherwise get Llama's)."""
-    if args.no_tokenizer:
-        return {}
-    if args.tokenizer_dir:
+    """({name: bytes}, mark): the tokenizer files in --tokenizer-dir (the
+    model's tokenizer, when it records one); else hf_tokenizer.export_files'
+    choice: --tokenizer, GPT-2's vocab.json and merges.txt with a
+    tokenizer_config.json naming GPT2Tokenizer (a llama model_type would
+    otherwise get Llama's), or the cached file of the model's identity."""
+    if args.tokenizer_dir and not args.no_tokenizer:
+        hf_tokenizer.check_dir(ex.PROG, args.tokenizer_dir, cfg["tid"], args.model)
         got = {n: ex.read_bytes(os.path.join(args.tokenizer_dir, n)) for n in TOKENIZER_FILES
                if os.path.isfile(os.path.join(args.tokenizer_dir, n))}
         if not got:
             sys.exit(f"{ex.PROG}: --tokenizer-dir {args.tokenizer_dir}: holds none of "
                      f"{', '.join(TOKENIZER_FILES)}")
-        return got
-    if cfg["V"] != ex.GPT2_VOCAB:
-        print(f"{ex.PROG}: note: the vocabulary ({cfg['V']} tokens) is not GPT-2's "
-              f"({ex.GPT2_VOCAB}): no tokenizer files written (--tokenizer-dir DIR copies a "
-              "tokenizer's files)")
-        return {}
-    enc, bpe = ex.find_tokenizer(args.encoder, args.vocab)
-    tc = {"tokenizer_class": "GPT2Tokenizer", "bos_token": "<|endoftext|>",
-          "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
-          "model_max_length": cfg["maxT"]}
-    return {"vocab.json": ex.read_bytes(enc), "merges.txt": ex.read_bytes(bpe),
-            "tokenizer_config.json": json.dumps(tc, indent=2).encode()}
+        return got, False
+
+    def gpt2_files():
+        enc, bpe = ex.find_tokenizer(args.encoder, args.vocab)
+        tc = {"tokenizer_class": "GPT2Tokenizer", "bos_token": "<|endoftext|>",
+              "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+              "model_max_length": cfg["maxT"]}
+        return {"vocab.json": ex.read_bytes(enc), "merges.txt": ex.read_bytes(bpe),
+                "tokenizer_config.json": json.dumps(tc, indent=2).encode()}
+    got, mark = hf_tokenizer.export_files(ex.PROG, args, cfg["tid"], cfg["V"], args.model,
+                                          gpt2_files)
+    if not got and not args.no_tokenizer:
+        print(f"{ex.PROG}: note: the model records no tokenizer and the vocabulary "
+              f"({cfg['V']} tokens) is not GPT-2's ({ex.GPT2_VOCAB}): no tokenizer files "
+              "written (--tokenizer FILE or --tokenizer-dir DIR writes them)")
+    return got, mark
 
 
 def export(args, cfg, p):
@@ -58,11 +64,15 @@ def export(args, cfg, p):
     except ValueError as e:
         sys.exit(f"{ex.PROG}: --max-shard-size: {e}")
     eot = ex.EOT if cfg["V"] == ex.GPT2_VOCAB else None
-    files = {"config.json": hf_llama.dumps(hf_llama.hf_config(cfg, dtype, eot)).encode()}
+    tok, mark = tokenizer_files(args, cfg)
+    conf = hf_llama.hf_config(cfg, dtype, eot)
+    if mark:  # the model records no tokenizer: the import writes 0 again
+        conf["llmc_defaults"] = list(conf.get("llmc_defaults") or []) + [hf_tokenizer.MARK]
+    files = {"config.json": hf_llama.dumps(conf).encode()}
     if eot is not None:
         files["generation_config.json"] = json.dumps(
             {"bos_token_id": ex.EOT, "eos_token_id": ex.EOT}, indent=2).encode()
-    files.update(tokenizer_files(args, cfg))
+    files.update(tok)
     pad = [n for n in ("tok_emb", "lm_head") if n in p and p[n][cfg["V"]:].any()]
     sd = hf_llama.to_hf(cfg, p)
     weights = hf_safetensors.folder_files(sd, "BF16" if dtype == "bf16" else "F32", max_bytes)

@@ -44,6 +44,7 @@ import numpy as np
 import export_hf
 import hf_llama
 import hf_safetensors
+import hf_tokenizer
 
 export_hf.PROG = "import_hf"
 HEADER_INTS = 256
@@ -204,6 +205,12 @@ def main():
     order = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w",
              "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"]
     flat = np.concatenate([p[k].reshape(-1) for k in order]).astype(np.float32)
+    if os.path.isdir(args.src):  # a folder's tokenizer is the model's (hf_tokenizer.py)
+        conf = {}
+        if config is not None:
+            with open(config) as f:
+                conf = json.load(f)
+        hf_tokenizer.set_header_id(header, hf_tokenizer.folder_id(args.src, conf))
     write_model(args.out, header, flat, version, f"L={cfg['L']} NH={cfg['NH']} C={cfg['C']} "
                 f"V={cfg['V']} maxT={cfg['maxT']}")
 
@@ -258,8 +265,9 @@ def import_llama(args, src, c):
             "pytorch_model.bin")
     cfg, p = hf_llama.from_hf(c, sd, src, args.max_seq_len, args.allow_key)
     version = 3 if args.dtype == "fp32" else 5
-    write_model(args.out, hf_llama.header_words(cfg, version), hf_llama.flat_params(cfg, p),
-                version, hf_llama.shape_line(cfg))
+    header = hf_llama.header_words(cfg, version)
+    hf_tokenizer.set_header_id(header, hf_tokenizer.folder_id(src, c))
+    write_model(args.out, header, hf_llama.flat_params(cfg, p), version, hf_llama.shape_line(cfg))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_hf_folder.c — the Hugging Face folder reader's safetensors
- * parsing (interop/hf_folder.c): each input is the model.safetensors of a
+ * parsing (interop/hf_folder_read.c): each input is the model.safetensors of a
  * folder whose config.json is fixed (a Llama of 1 layer, C 8, 2 heads, 1 kv
  * head, F 16, V 16, tied), written into a folder made once under /dev/shm. */
 #include <stdlib.h>
