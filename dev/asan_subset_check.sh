@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# dev/asan_subset_check.sh — is `make test-asan`'s subset (tests/asan_subset.txt)
-# enough? ASan and UBSan see only the product code a test runs, so the subset
-# must run every product source line that the whole suite runs. This builds the
+# dev/asan_subset_check.sh — is `make test-asan`'s subset (the suite less the
+# tests tests/asan_skip.txt names) enough? ASan and UBSan see only the product
+# code a test runs, so the subset must run every product source line that the
+# whole suite runs. This builds the
 # suite with gcc --coverage (CPU-only, -Og for exact line numbers) in
 # build/cov, runs each test on its own with its counters in a folder of its
 # own (GCOV_PREFIX=build/cov/units/SUITE/@TEST; the programs the test starts
@@ -15,7 +16,7 @@
 #   make train_gpt tokenize        # some tests run the plain programs
 #   dev/asan_subset_check.sh            # build, run every test, compare (about
 #                                       # 40 min on 2 shared cores)
-#   dev/asan_subset_check.sh --compare  # only compare again (after editing the list)
+#   dev/asan_subset_check.sh --compare  # only compare again (after editing the skip list)
 #   COV_SUITES="decode schedule" dev/asan_subset_check.sh --run   # (re)run some suites
 #
 # The environment is make test-asan's (the Makefile's ASAN_ENV) without the
@@ -79,4 +80,4 @@ if [ "$mode" != --compare ]; then
     awk '{rc[$1] = $3} END {for (t in rc) if (rc[t] != 0) print "asan_subset_check: " t \
         " failed (exit " rc[t] "): " ENVIRON["out"] "/" t ".log"}' "$out/times.txt" | sed 's|/\([^/]*\)\.log$|/@\1.log|' >&2
 fi
-python3 dev/asan_subset_cov.py --build "$cov" --units "$out" --subset tests/asan_subset.txt
+python3 dev/asan_subset_cov.py --build "$cov" --units "$out" --skip tests/asan_skip.txt

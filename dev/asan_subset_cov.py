@@ -127,7 +127,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--units", required=True)
-    ap.add_argument("--subset", required=True)
+    # the subset: a list of the tests it runs (--subset), or of those it
+    # leaves out (--skip: tests/asan_skip.txt, make test-asan's list)
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--subset")
+    which.add_argument("--skip")
     a = ap.parse_args()
     # the units: DIR/SUITE/@TEST, one test's counters each
     units = sorted("%s/%s" % (os.path.basename(os.path.dirname(d)), os.path.basename(d)[1:])
@@ -145,11 +149,13 @@ def main():
             for row in f:
                 name, secs, rc = row.split()
                 times[name] = int(secs)
-    subset = read_subset(a.subset)
-    chosen = [u for u in units if any(fnmatch.fnmatchcase(u, g) for g in subset)]
+    listfile = a.subset or a.skip
+    subset = read_subset(listfile)
+    matched = [u for u in units if any(fnmatch.fnmatchcase(u, g) for g in subset)]
+    chosen = matched if a.subset else [u for u in units if u not in set(matched)]
     unknown = [g for g in subset if not any(fnmatch.fnmatchcase(u, g) for u in units)]
     if unknown:
-        sys.exit("asan_subset_cov: %s: no test matches %s" % (a.subset, ", ".join(unknown)))
+        sys.exit("asan_subset_cov: %s: no test matches %s" % (listfile, ", ".join(unknown)))
     dirs = [os.path.join(a.units, u.split("/")[0], "@" + u.split("/")[1]) for u in units]
     with multiprocessing.Pool(os.cpu_count()) as pool:
         got = pool.starmap(suite_cover, [(a.build, d) for d in dirs])
