@@ -139,7 +139,7 @@ static int ids_reserve(TokenIds *out, size_t extra)
 
 /* ---- the piece cache ---- */
 
-static uint64_t piece_hash(const uint8_t *p, size_t n)
+uint64_t tokenizer_fold_bytes(const uint8_t *p, size_t n)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
     size_t i = 0;
@@ -151,7 +151,12 @@ static uint64_t piece_hash(const uint8_t *p, size_t n)
     }
     uint64_t w = 0;
     memcpy(&w, p + i, n - i);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ w;
+}
+
+static uint64_t piece_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = tokenizer_fold_bytes(p, n) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 29;
     return h | 1; /* never 0, the empty mark */
 }

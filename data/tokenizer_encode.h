@@ -25,4 +25,9 @@ void tokenizer_encoder_free(Tokenizer *tk);
 /* murmur3's 64-bit finaliser: spreads keys over the merge and cache tables. */
 uint64_t tokenizer_mix64(uint64_t x);
 
+/* A piece's n bytes folded 8 at a time (one multiply a word: a byte loop cost
+ * more than the lookup's cache miss); not yet finalised: each table mixes the
+ * result its own way. */
+uint64_t tokenizer_fold_bytes(const uint8_t *p, size_t n);
+
 #endif

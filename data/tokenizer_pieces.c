@@ -12,21 +12,10 @@ typedef struct {
     uint32_t k1;
 } PieceKey;
 
-/* Word-at-a-time hash of a long piece (8 bytes per multiply: a byte loop
- * over each piece cost more than the lookup's one cache miss). */
+/* A long piece's hash (its bytes don't fit a slot's key). */
 static uint64_t long_hash(const uint8_t *p, size_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-    }
-    uint64_t w = 0;
-    memcpy(&w, p + i, n - i);
-    return tokenizer_mix64(h ^ w);
+    return tokenizer_mix64(tokenizer_fold_bytes(p, n));
 }
 
 static PieceKey piece_key(const uint8_t *p, size_t n)

@@ -18,9 +18,7 @@
 #include "hf_tokenizer.h"
 
 
-/* The message into err; returns -1. */
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
+int hf_fail(char *err, size_t len, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -121,14 +119,14 @@ static int llama_rope_scaling(const cJSON *rs, const char *w, GPTConfig *cfg, ch
     const char *kind = cJSON_IsString(t) ? t->valuestring : "?";
     if (strcmp(kind, "default") == 0) return 0;
     if (strcmp(kind, "llama3") != 0)
-        return fail(err, len, "%s: rope_scaling type '%s' is not supported (llama3 only)",
+        return hf_fail(err, len, "%s: rope_scaling type '%s' is not supported (llama3 only)",
                         w, kind);
     static const char *const keys[] = {"rope_type", "type", "factor", "low_freq_factor",
                                        "high_freq_factor", "original_max_position_embeddings",
                                        NULL};
     const cJSON *e;
     cJSON_ArrayForEach(e, rs) if (!listed(keys, e->string))
-        return fail(err, len, "%s: rope_scaling key '%s' not supported", w, e->string);
+        return hf_fail(err, len, "%s: rope_scaling key '%s' not supported", w, e->string);
     cfg->rope_factor = (float)get_num(rs, "factor", 0);
     cfg->rope_low_freq = (float)get_num(rs, "low_freq_factor", 0);
     cfg->rope_high_freq = (float)get_num(rs, "high_freq_factor", 0);
@@ -141,30 +139,30 @@ static int llama_config(const cJSON *c, const char *w, const char *mt, GPTConfig
 {
     const cJSON *e;
     cJSON_ArrayForEach(e, c) if (!listed(USED, e->string) && !listed(INERT, e->string))
-        return fail(err, len, "%s: key '%s' is not understood by this reader; if it does not "
+        return hf_fail(err, len, "%s: key '%s' is not understood by this reader; if it does not "
                     "change the model's outputs, convert with scripts/import_hf.py --allow-key "
                     "%s", w, e->string, e->string);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(c, "hidden_act");
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(c, "layer_types");
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
     if (act && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0))
-        return fail(err, len, "%s: hidden_act '%s' is not supported (the MLP is SwiGLU: "
+        return hf_fail(err, len, "%s: hidden_act '%s' is not supported (the MLP is SwiGLU: "
                         "silu only)", w, cJSON_IsString(act) ? act->valuestring : "?");
     if (is_true(c, "mlp_bias"))
-        return fail(err, len, "%s: mlp_bias true is not supported", w);
+        return hf_fail(err, len, "%s: mlp_bias true is not supported", w);
     if (is_true(c, "use_sliding_window"))
-        return fail(err, len, "%s: use_sliding_window true is not supported (attention is "
+        return hf_fail(err, len, "%s: use_sliding_window true is not supported (attention is "
                         "full causal)", w);
     cJSON_ArrayForEach(e, lt) if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention"))
-        return fail(err, len, "%s: layer_types holds sliding attention; only "
+        return hf_fail(err, len, "%s: layer_types holds sliding attention; only "
                         "full_attention is supported", w);
     if (get_num(c, "attention_dropout", 0) != 0)
-        return fail(err, len, "%s: attention_dropout is not supported (0 only)", w);
+        return hf_fail(err, len, "%s: attention_dropout is not supported (0 only)", w);
     int C, L, NH, V, F, NKV, hd;
     if (get_int(c, "hidden_size", &C) || get_int(c, "num_hidden_layers", &L) ||
         get_int(c, "num_attention_heads", &NH) || get_int(c, "vocab_size", &V) ||
         get_int(c, "intermediate_size", &F))
-        return fail(err, len, "%s: hidden_size, num_hidden_layers, num_attention_heads, "
+        return hf_fail(err, len, "%s: hidden_size, num_hidden_layers, num_attention_heads, "
                         "vocab_size and intermediate_size must be positive integers", w);
     if (get_int(c, "num_key_value_heads", &NKV)) NKV = NH;
     /* head_dim: Hugging Face's default is hidden_size / num_attention_heads;
@@ -173,14 +171,14 @@ static int llama_config(const cJSON *c, const char *w, const char *mt, GPTConfig
         cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c, "head_dim")))
         hd = 0;
     else if (get_int(c, "head_dim", &hd))
-        return fail(err, len, "%s: head_dim must be a positive integer", w);
+        return hf_fail(err, len, "%s: head_dim must be a positive integer", w);
     if (C % NH && !hd)
-        return fail(err, len, "%s: num_attention_heads does not divide hidden_size and no "
+        return hf_fail(err, len, "%s: num_attention_heads does not divide hidden_size and no "
                         "head_dim is given", w);
     if (C % NH == 0 && hd == C / NH) hd = 0;
     if (cJSON_IsObject(rs) && llama_rope_scaling(rs, w, cfg, err, len) != 0) return -1;
     if (get_int(c, "max_position_embeddings", &cfg->max_seq_len))
-        return fail(err, len, "%s: no positive integer max_position_embeddings", w);
+        return hf_fail(err, len, "%s: no positive integer max_position_embeddings", w);
     cfg->arch = ARCH_LLAMA;
     cfg->channels = C, cfg->num_layers = L, cfg->num_heads = NH, cfg->vocab_size = V;
     cfg->padded_vocab = config_pad_vocab(V);
@@ -202,14 +200,14 @@ static int gpt2_config(const cJSON *c, const char *w, GPTConfig *cfg, char *err,
 {
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(c, "activation_function");
     if (act && !(cJSON_IsString(act) && strcmp(act->valuestring, "gelu_new") == 0))
-        return fail(err, len, "%s: activation_function '%s' is not supported (gelu_new "
+        return hf_fail(err, len, "%s: activation_function '%s' is not supported (gelu_new "
                         "only)", w, cJSON_IsString(act) ? act->valuestring : "?");
     if (fabs(get_num(c, "layer_norm_epsilon", 1e-5) - 1e-5) > 1e-12)
-        return fail(err, len, "%s: layer_norm_epsilon is not 1e-5", w);
+        return hf_fail(err, len, "%s: layer_norm_epsilon is not 1e-5", w);
     if (get_int(c, "n_layer", &cfg->num_layers) || get_int(c, "n_head", &cfg->num_heads) ||
         get_int(c, "n_embd", &cfg->channels) || get_int(c, "vocab_size", &cfg->vocab_size) ||
         (get_int(c, "n_positions", &cfg->max_seq_len) && get_int(c, "n_ctx", &cfg->max_seq_len)))
-        return fail(err, len, "%s: n_layer, n_head, n_embd, n_positions and vocab_size must "
+        return hf_fail(err, len, "%s: n_layer, n_head, n_embd, n_positions and vocab_size must "
                         "be positive integers", w);
     cfg->arch = ARCH_GPT2;
     cfg->padded_vocab = config_pad_vocab(cfg->vocab_size);
@@ -231,14 +229,14 @@ int hf_folder_config(const char *path, GPTConfig *cfg, char *err, size_t len)
     else if (!strcmp(mt, "llama") || !strcmp(mt, "qwen2") || !strcmp(mt, "qwen3"))
         rc = llama_config(c, w, mt, cfg, err, len);
     else
-        rc = fail(err, len, "%s: model_type '%s' is not one of gpt2, llama, qwen2, qwen3",
+        rc = hf_fail(err, len, "%s: model_type '%s' is not one of gpt2, llama, qwen2, qwen3",
                       w, mt);
     if (rc == 0) /* the folder's tokenizer is the model's (hf_tokenizer.h) */
         rc = hf_tokenizer_folder_id(path, c, &cfg->tokenizer_id, err, len);
     cJSON_Delete(c);
     char why[200];
     if (rc == 0 && config_validate(cfg, why, sizeof why) != 0)
-        return fail(err, len, "%s: %s", w, why);
+        return hf_fail(err, len, "%s: %s", w, why);
     return rc;
 }
 

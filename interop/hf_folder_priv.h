@@ -45,4 +45,7 @@ cJSON *hf_read_json(const char *path, char *err, size_t len);
 /* ld->want: every tensor of ld->cfg, by Hugging Face name (ld->n of them). */
 void hf_want_table(Load *ld);
 
+/* The message into err; returns -1 (both files' refusals). */
+int hf_fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -12,16 +12,6 @@
 #include "base/fileio.h"
 #include "hf_folder_priv.h"
 
-/* The message into err; returns -1. */
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static float half_to_float(uint16_t h)
 {
@@ -68,7 +58,7 @@ static int read_run(Load *ld, const Want *w, size_t from, size_t n, float *dst, 
     while (n > 0) {
         size_t k = n < per ? n : per;
         if (scratch(ld, k * (size_t)w->width) != 0)
-            return fail(err, len, "%s: out of host memory", ld->folder);
+            return hf_fail(err, len, "%s: out of host memory", ld->folder);
         if (io_pread_exact(w->fd, ld->raw, k * (size_t)w->width,
                            w->at + (off_t)(from * (size_t)w->width), ld->folder, err, len) != 0)
             return -1;
@@ -124,24 +114,24 @@ static int take(Load *ld, const char *path, const char *name, const cJSON *t, in
     if (tied_head) tmp.filled = ld->head_seen;
     if (!w && (tied_head || o_bias)) w = &tmp;
     if (!w)
-        return fail(err, len, "%s: tensor %s: not a tensor of this model", path, name);
+        return hf_fail(err, len, "%s: tensor %s: not a tensor of this model", path, name);
     if (!width)
-        return fail(err, len, "%s: tensor %s: dtype %s (F32, BF16 or F16 are read)", path,
+        return hf_fail(err, len, "%s: tensor %s: dtype %s (F32, BF16 or F16 are read)", path,
                         name, dtype);
     int dims = cJSON_GetArraySize(shape), r = -1, c = 0;
     if (dims >= 1) r = shape_dim(cJSON_GetArrayItem(shape, 0));
     if (dims == 2) c = shape_dim(cJSON_GetArrayItem(shape, 1));
     if (dims < 1 || dims > 2 || r != w->rows || c != w->cols)
-        return fail(err, len, "%s: tensor %s has the wrong shape (expected %d x %d)", path,
+        return hf_fail(err, len, "%s: tensor %s has the wrong shape (expected %d x %d)", path,
                         name, w->rows, w->cols);
     size_t n = (size_t)r * (size_t)(c ? c : 1), bytes = n * (size_t)width;
     double lo = cJSON_GetArraySize(offs) == 2 ? cJSON_GetArrayItem(offs, 0)->valuedouble : -1;
     double hi = cJSON_GetArraySize(offs) == 2 ? cJSON_GetArrayItem(offs, 1)->valuedouble : -1;
     if (lo < 0 || hi - lo != (double)bytes || hi > (double)size || base + (off_t)hi > size)
-        return fail(err, len, "%s: tensor %s: data_offsets do not hold %s %d x %d", path,
+        return hf_fail(err, len, "%s: tensor %s: data_offsets do not hold %s %d x %d", path,
                         name, dtype, r, c);
     if (w->filled++)
-        return fail(err, len, "%s: tensor %s appears twice", path, name);
+        return hf_fail(err, len, "%s: tensor %s appears twice", path, name);
     w->fd = fd, w->at = base + (off_t)lo, w->width = width, w->f16 = dtype[1] == '1';
     if (tied_head) {
         ld->head = tmp, ld->head_seen = 1;
@@ -149,10 +139,11 @@ static int take(Load *ld, const char *path, const char *name, const cJSON *t, in
     }
     if (!o_bias) return 0;
     float *v = malloc(n * sizeof(float)); /* C floats */
-    int rc = v ? read_run(ld, w, 0, n, v, err, len) : fail(err, len, "%s: out of host memory", path);
+    int rc = v ? read_run(ld, w, 0, n, v, err, len)
+               : hf_fail(err, len, "%s: out of host memory", path);
     for (size_t i = 0; i < n && rc == 0; i++)
         if (v[i] != 0)
-            rc = fail(err, len, "%s: tensor %s is not zero (this model has no o_proj bias)",
+            rc = hf_fail(err, len, "%s: tensor %s is not zero (this model has no o_proj bias)",
                       path, name);
     free(v);
     return rc;
@@ -169,7 +160,7 @@ static int read_file(Load *ld, const char *fname, const cJSON *map, char *err, s
     if (fd < 0) return -1;
     if (ld->nfd == (int)(sizeof ld->fds / sizeof ld->fds[0])) {
         close(fd);
-        return fail(err, len, "%s: more than %d safetensors files", path, ld->nfd);
+        return hf_fail(err, len, "%s: more than %d safetensors files", path, ld->nfd);
     }
     ld->fds[ld->nfd++] = fd; /* open until hf_folder_close: tensors are read from it later */
     uint64_t hn = 0;
@@ -185,10 +176,10 @@ static int read_file(Load *ld, const char *fname, const cJSON *map, char *err, s
     if (text && (rc = io_pread_exact(fd, text, hn, 8, path, err, len)) == 0) text[hn] = 0;
     cJSON *h = text && rc == 0 ? cJSON_Parse(text) : NULL;
     free(text);
-    if (!h && rc == 0) rc = fail(err, len, "%s: the safetensors header is not JSON", path);
+    if (!h && rc == 0) rc = hf_fail(err, len, "%s: the safetensors header is not JSON", path);
     /* names come from the object's keys: an array's items have none */
     if (h && rc == 0 && !cJSON_IsObject(h))
-        rc = fail(err, len, "%s: the safetensors header is not a JSON object", path);
+        rc = hf_fail(err, len, "%s: the safetensors header is not a JSON object", path);
     const cJSON *t;
     cJSON_ArrayForEach(t, h)
     {
@@ -196,7 +187,7 @@ static int read_file(Load *ld, const char *fname, const cJSON *map, char *err, s
         if (strcmp(t->string, "__metadata__") == 0) continue;
         const cJSON *m = map ? cJSON_GetObjectItemCaseSensitive(map, t->string) : NULL;
         if (map && !(cJSON_IsString(m) && strcmp(m->valuestring, fname) == 0))
-            rc = fail(err, len, "%s: holds %s, which %s does not put there", path,
+            rc = hf_fail(err, len, "%s: holds %s, which %s does not put there", path,
                           t->string, INDEX_NAME);
         else
             rc = take(ld, path, t->string, t, fd, (off_t)(8 + hn), size, err, len);
@@ -214,7 +205,7 @@ static int read_weights(Load *ld, char *err, size_t len)
     cJSON *idx = hf_read_json(ipath, err, len);
     if (!idx) return -1;
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(idx, "weight_map"), *e, *f;
-    int rc = cJSON_IsObject(map) ? 0 : fail(err, len, "%s: no weight_map", ipath);
+    int rc = cJSON_IsObject(map) ? 0 : hf_fail(err, len, "%s: no weight_map", ipath);
     cJSON_ArrayForEach(e, map)
     {
         if (rc != 0) break;
@@ -226,7 +217,7 @@ static int read_weights(Load *ld, char *err, size_t len)
                 first = 0;
         }
         if (!cJSON_IsString(e) || strchr(e->valuestring, '/'))
-            rc = fail(err, len, "%s: %s: not a file of the folder", ipath, e->string);
+            rc = hf_fail(err, len, "%s: %s: not a file of the folder", ipath, e->string);
         else if (first)
             rc = read_file(ld, e->valuestring, map, err, len);
     }
@@ -249,13 +240,13 @@ static int same_head(Load *ld, char *err, size_t len)
 {
     size_t n = (size_t)ld->cfg.vocab_size * (size_t)ld->cfg.channels, per = 1u << 18;
     float *a = malloc(per * sizeof(float)), *b = malloc(per * sizeof(float));
-    int rc = a && b ? 0 : fail(err, len, "%s: out of host memory", ld->folder);
+    int rc = a && b ? 0 : hf_fail(err, len, "%s: out of host memory", ld->folder);
     for (size_t at = 0; rc == 0 && at < n; at += per) {
         size_t k = n - at < per ? n - at : per;
         rc = read_run(ld, &ld->head, at, k, a, err, len);
         if (rc == 0) rc = read_run(ld, &ld->want[0], at, k, b, err, len);
         if (rc == 0 && memcmp(a, b, k * sizeof(float)) != 0)
-            rc = fail(err, len, "%s: lm_head.weight differs from the embedding, but the model "
+            rc = hf_fail(err, len, "%s: lm_head.weight differs from the embedding, but the model "
                       "ties them", ld->folder);
     }
     free(a), free(b);
@@ -266,17 +257,18 @@ int hf_folder_open(HfFolder **out, const char *path, GPTConfig *cfg, char *err, 
 {
     *out = NULL;
     Load *ld = calloc(1, sizeof *ld);
-    if (!ld) return fail(err, len, "%s: out of host memory", path);
+    if (!ld) return hf_fail(err, len, "%s: out of host memory", path);
     ld->folder = path, ld->raw_of = -1;
     if (hf_folder_config(path, &ld->cfg, err, len) != 0) {
         free(ld);
         return -1;
     }
     hf_want_table(ld);
-    int rc = ld->want ? read_weights(ld, err, len) : fail(err, len, "%s: out of host memory", path);
+    int rc = ld->want ? read_weights(ld, err, len)
+                      : hf_fail(err, len, "%s: out of host memory", path);
     for (int i = 0; rc == 0 && i < ld->n; i++)
         if (!ld->want[i].filled)
-            rc = fail(err, len, "%s: tensor %s is missing%s", path, ld->want[i].name,
+            rc = hf_fail(err, len, "%s: tensor %s is missing%s", path, ld->want[i].name,
                       strcmp(ld->want[i].name, "lm_head.weight") == 0
                           ? " (config.json: tie_word_embeddings false)" : "");
     if (rc == 0 && ld->head_seen) rc = same_head(ld, err, len);
@@ -307,7 +299,8 @@ int hf_folder_read(HfFolder *ld, size_t at, float *out, size_t k, char *err, siz
         size_t bytes = n * (size_t)w->width;
         if (ld->raw_of != i) {
             if (scratch(ld, bytes) != 0)
-                return fail(err, len, "%s: out of host memory for tensor %s", ld->folder, w->name);
+                return hf_fail(err, len, "%s: out of host memory for tensor %s", ld->folder,
+                               w->name);
             if (io_pread_exact(w->fd, ld->raw, bytes, w->at, ld->folder, err, len) != 0) return -1;
             ld->raw_of = i;
         }
@@ -326,7 +319,7 @@ int hf_folder_load(const char *path, GPTConfig *cfg, float **params, char *err, 
     size_t n = config_num_params(cfg);
     float *p = malloc((n ? n : 1) * sizeof(float));
     int rc = p ? hf_folder_read(h, 0, p, n, err, len)
-               : fail(err, len, "%s: out of host memory for %zu parameters", path, n);
+               : hf_fail(err, len, "%s: out of host memory for %zu parameters", path, n);
     hf_folder_close(h);
     if (rc != 0) {
         free(p);
