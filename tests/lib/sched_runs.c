@@ -1,0 +1,78 @@
+/* tests/lib/sched_runs.c — see sched_runs.h. */
+#include "tests/lib/sched_runs.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/planner.h"
+#include "tests/lib/test_util.h"
+
+SchedRun sched_runs_run(Schedule *s, int mode, const GPTConfig *cfg, SchedShape sh)
+{
+    SchedRun r;
+    memset(&r, 0, sizeof r);
+    cr_assert(sh.steps >= 1 && sh.steps <= SCHED_RUNS_MAX_STEPS);
+    Backend *be = tu_cpu();
+    GPT g;
+    char err[256];
+    int rc = s ? gpt_init_schedule(&g, cfg, be, sh.B, sh.T, s, 0, NULL, NULL, NULL, err, sizeof err)
+               : gpt_init(&g, cfg, be, sh.B, sh.T, mode, 0, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
+        cr_assert_eq(g.arenas[c].used, g.plan.bytes[c], "%s: carved %zu, planned %zu",
+                     planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
+    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total);
+    r.peak = g.plan.total;
+    size_t n = g.plan.num_params;
+    cr_assert_eq(n, config_num_params(cfg));
+    float *p = tu_random_params(cfg, 7);
+    gpt_set_params(&g, p);
+    free(p);
+    r.grads = malloc(n * sizeof(float));
+    r.params = malloc(n * sizeof(float));
+    int N = sh.B * sh.T, *in = malloc(sizeof(int) * (size_t)N), *tg = malloc(sizeof(int) * (size_t)N);
+    AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    for (int step = 0; step < sh.steps; step++) {
+        tu_random_tokens(in, (size_t)N, cfg->vocab_size, 10 + step);
+        tu_random_tokens(tg, (size_t)N, cfg->vocab_size, 20 + step);
+        gpt_zero_grads(&g);
+        r.loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
+        cr_assert(isfinite(r.loss[step]));
+        if (step == 0) gpt_get_grads(&g, r.grads);
+        gpt_update(&g, &adam, 1e-3f, gpt_grad_norm(&g));
+    }
+    gpt_get_params(&g, r.params);
+    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total, "nothing carved during the steps");
+    free(in);
+    free(tg);
+    gpt_free(&g);
+    backend_close(be);
+    return r;
+}
+
+SchedRun sched_runs_reference(const GPTConfig *cfg, SchedShape sh)
+{
+    Schedule s;
+    char err[256];
+    cr_assert_eq(schedule_build(&s, block_desc_of(cfg), RECOMPUTE_NONE, cfg->num_layers, err,
+                                sizeof err),
+                 0, "%s", err);
+    return sched_runs_run(&s, 0, cfg, sh);
+}
+
+void sched_runs_expect_same(const SchedRun *a, const SchedRun *b, size_t n, const char *what)
+{
+    cr_assert_eq(memcmp(a->loss, b->loss, sizeof a->loss), 0, "%s: losses %.17g vs %.17g", what,
+                 a->loss[0], b->loss[0]);
+    cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
+    cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
+                 "%s: parameters differ after the AdamW steps", what);
+}
+
+void sched_runs_drop(SchedRun *r)
+{
+    free(r->grads);
+    free(r->params);
+}
