@@ -4,9 +4,11 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "model/planner.h"
+#include "model/tape.h"
 #include "tests/lib/test_util.h"
 
 SchedRun sched_runs_run(Schedule *s, int mode, const GPTConfig *cfg, SchedShape sh)
@@ -69,6 +71,47 @@ void sched_runs_expect_same(const SchedRun *a, const SchedRun *b, size_t n, cons
     cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
     cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
                  "%s: parameters differ after the AdamW steps", what);
+}
+
+void sched_runs_expect_kinds_kept(const SchedRun *ref, const GPTConfig *cfg, SchedShape sh)
+{
+    cr_assert_eq(cfg->num_layers, 8, "8 blocks, 8 kinds a run");
+    const BlockDesc *bd = block_desc_of(cfg);
+    size_t n = config_num_params(cfg);
+    char err[256], what[96];
+    int kinds = tape_kinds(bd);
+    for (int first = 0; first < kinds; first += 8) {
+        Schedule s;
+        cr_assert_eq(schedule_build(&s, bd, RECOMPUTE_NONE, 8, err, sizeof err), 0, "%s", err);
+        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
+        schedule_fuse_layernorms(&s); /* the kinds decide which LN1s may be fused */
+        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
+        SchedRun r = sched_runs_run(&s, 0, cfg, sh);
+        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
+        sched_runs_expect_same(ref, &r, n, what);
+        sched_runs_drop(&r);
+    }
+}
+
+void sched_runs_expect_inputs_kept(const SchedRun *ref, const GPTConfig *cfg, SchedShape sh)
+{
+    cr_assert_eq(cfg->num_layers, 8);
+    const BlockDesc *bd = block_desc_of(cfg);
+    size_t n = config_num_params(cfg);
+    char err[256], what[96], a[BLOCK_MAX_TENSORS + 1], b[BLOCK_MAX_TENSORS + 1];
+    int kinds = tape_kinds(bd);
+    for (int i = 0; i < 16; i++) {
+        int hi = (i * 37 + 3) % kinds, lo = (i * 53 + 5) % kinds;
+        Schedule s;
+        cr_assert_eq(schedule_build_inputs_kept(&s, bd, 8, i % 3, 2 + i % 4, hi, lo, err,
+                                                sizeof err),
+                     0, "%s", err);
+        SchedRun r = sched_runs_run(&s, 0, cfg, sh);
+        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(bd, hi, a),
+                 tape_kind_name(bd, lo, b));
+        sched_runs_expect_same(ref, &r, n, what);
+        sched_runs_drop(&r);
+    }
 }
 
 void sched_runs_drop(SchedRun *r)

@@ -49,6 +49,17 @@ SchedRun sched_runs_reference(const GPTConfig *cfg, SchedShape sh);
  * parameters; each failure message starts with `what`. */
 void sched_runs_expect_same(const SchedRun *a, const SchedRun *b, size_t n, const char *what);
 
+/* The every-tape-kind sweeps against ref (sched_runs_reference of the
+ * same cfg and sh), cfg having 8 layers, block d = block_desc_of(cfg):
+ * kinds_kept: mode 0's program with block l keeping tape kind first + l
+ * (LayerNorms fused where the kinds allow), first = 0, 8, ... below
+ * tape_kinds(d); inputs_kept: 16 inputs-kept programs re-forwarding into
+ * workspace tapes of pairs of kinds (hi (37i + 3) mod kinds, lo (53i + 5)
+ * mod kinds). Each program built, validated, run and expected the same as
+ * ref (messages "kinds a..b kept", "inputs kept, hi X, lo Y"). */
+void sched_runs_expect_kinds_kept(const SchedRun *ref, const GPTConfig *cfg, SchedShape sh);
+void sched_runs_expect_inputs_kept(const SchedRun *ref, const GPTConfig *cfg, SchedShape sh);
+
 /* Free r's grads and params. */
 void sched_runs_drop(SchedRun *r);
 

@@ -133,32 +133,10 @@ Test(llama_model, auto_at_many_budgets_matches_mode_0, .timeout = 600)
 Test(llama_model, every_tape_kind_matches_mode_0, .timeout = 300)
 {
     GPTConfig cfg = llama_cfg(8);
-    size_t n = config_num_params(&cfg);
+    cr_assert_eq(block_desc_of(&cfg), &LLAMA_BLOCK);
     SchedRun ref = sched_runs_reference(&cfg, SMALL);
-    char err[256], what[96], a[BLOCK_MAX_TENSORS + 1], b[BLOCK_MAX_TENSORS + 1];
-    int kinds = tape_kinds(&LLAMA_BLOCK);
-    for (int first = 0; first < kinds; first += 8) {
-        Schedule s;
-        cr_assert_eq(schedule_build(&s, &LLAMA_BLOCK, RECOMPUTE_NONE, 8, err, sizeof err), 0);
-        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
-        schedule_fuse_layernorms(&s);
-        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
-        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
-        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
-        sched_runs_expect_same(&ref, &r, n, what);
-        sched_runs_drop(&r);
-    }
-    for (int i = 0; i < 16; i++) {
-        int hi = (i * 37 + 3) % kinds, lo = (i * 53 + 5) % kinds;
-        Schedule s;
-        cr_assert_eq(schedule_build_inputs_kept(&s, &LLAMA_BLOCK, 8, i % 3, 2 + i % 4, hi, lo, err,
-                                                sizeof err), 0, "%s", err);
-        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
-        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(&LLAMA_BLOCK, hi, a),
-                 tape_kind_name(&LLAMA_BLOCK, lo, b));
-        sched_runs_expect_same(&ref, &r, n, what);
-        sched_runs_drop(&r);
-    }
+    sched_runs_expect_kinds_kept(&ref, &cfg, SMALL);
+    sched_runs_expect_inputs_kept(&ref, &cfg, SMALL);
     sched_runs_drop(&ref);
 }
 

@@ -139,33 +139,9 @@ Test(llama_options, auto_at_many_budgets_matches_mode_0, .timeout = 600)
 Test(llama_options, every_tape_kind_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = opt_cfg(8);
-    const BlockDesc *bd = block_desc_of(&cfg);
-    size_t n = config_num_params(&cfg);
     SchedRun ref = sched_runs_reference(&cfg, SMALL);
-    char err[256], what[96], a[BLOCK_MAX_TENSORS + 1], b[BLOCK_MAX_TENSORS + 1];
-    int kinds = tape_kinds(bd);
-    for (int first = 0; first < kinds; first += 8) {
-        Schedule s;
-        cr_assert_eq(schedule_build(&s, bd, RECOMPUTE_NONE, 8, err, sizeof err), 0);
-        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
-        schedule_fuse_layernorms(&s);
-        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
-        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
-        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
-        sched_runs_expect_same(&ref, &r, n, what);
-        sched_runs_drop(&r);
-    }
-    for (int i = 0; i < 16; i++) {
-        int hi = (i * 37 + 3) % kinds, lo = (i * 53 + 5) % kinds;
-        Schedule s;
-        cr_assert_eq(schedule_build_inputs_kept(&s, bd, 8, i % 3, 2 + i % 4, hi, lo, err,
-                                                sizeof err), 0, "%s", err);
-        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
-        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(bd, hi, a),
-                 tape_kind_name(bd, lo, b));
-        sched_runs_expect_same(&ref, &r, n, what);
-        sched_runs_drop(&r);
-    }
+    sched_runs_expect_kinds_kept(&ref, &cfg, SMALL);
+    sched_runs_expect_inputs_kept(&ref, &cfg, SMALL);
     sched_runs_drop(&ref);
 }
 

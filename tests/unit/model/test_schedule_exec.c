@@ -194,33 +194,10 @@ Test(schedule_exec, every_tape_kind_matches_mode_0, .timeout = 120)
 {
     GPTConfig cfg = tu_tiny_config();
     cfg.num_layers = 8;
-    size_t n = config_num_params(&cfg);
+    cr_assert(block_desc_of(&cfg) == &GPT2_BLOCK && tape_kinds(&GPT2_BLOCK) == GPT2_KINDS);
     SchedRun ref = sched_runs_reference(&cfg, SMALL);
-    char err[256], what[96], a[GPT2_TENSORS + 1], b[GPT2_TENSORS + 1];
-    for (int first = 0; first < GPT2_KINDS; first += 8) {
-        Schedule s;
-        cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, 8, err, sizeof err), 0, "%s",
-                     err);
-        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
-        schedule_fuse_layernorms(&s); /* the kinds decide which LN1s may be fused */
-        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
-        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
-        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
-        sched_runs_expect_same(&ref, &r, n, what);
-        sched_runs_drop(&r);
-    }
-    for (int i = 0; i < 16; i++) {
-        int hi = (i * 37 + 3) % GPT2_KINDS, lo = (i * 53 + 5) % GPT2_KINDS;
-        Schedule s;
-        cr_assert_eq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 8, i % 3, 2 + i % 4, hi, lo, err,
-                                                sizeof err),
-                     0, "%s", err);
-        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
-        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(&GPT2_BLOCK, hi, a),
-                 tape_kind_name(&GPT2_BLOCK, lo, b));
-        sched_runs_expect_same(&ref, &r, n, what);
-        sched_runs_drop(&r);
-    }
+    sched_runs_expect_kinds_kept(&ref, &cfg, SMALL);
+    sched_runs_expect_inputs_kept(&ref, &cfg, SMALL);
     sched_runs_drop(&ref);
 }
 
