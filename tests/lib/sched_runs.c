@@ -73,6 +73,39 @@ void sched_runs_expect_same(const SchedRun *a, const SchedRun *b, size_t n, cons
                  "%s: parameters differ after the AdamW steps", what);
 }
 
+int sched_runs_expect_auto_budgets(const SchedRun *ref, const GPTConfig *cfg, SchedShape sh,
+                                   int steps)
+{
+    size_t n = config_num_params(cfg);
+    Backend *be = tu_cpu();
+    PlanInput in = {.cfg = *cfg, .B = sh.B, .T = sh.T, .dtype = DTYPE_FP32,
+                    .attn_scratch = gpt_attn_scratch_bytes(be, cfg)};
+    backend_close(be);
+    char err[512], desc[16], seen[32][16], what[64];
+    int distinct = 0;
+    Schedule s;
+    AutoResult ar;
+    cr_assert_eq(planner_auto(&in, 0, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
+    schedule_free(&s);
+    size_t lo = ar.min_peak, hi = ref->peak;
+    for (int i = 0; i <= steps; i++) {
+        size_t budget = lo + (hi - lo) / (size_t)steps * (size_t)i;
+        cr_assert_eq(planner_auto(&in, budget, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
+        cr_assert(ar.fits && ar.peak <= budget);
+        schedule_describe(&s, desc, sizeof desc);
+        int is_new = 1;
+        for (int j = 0; j < distinct; j++) is_new &= strcmp(seen[j], desc) != 0;
+        if (is_new && distinct < 32) strcpy(seen[distinct++], desc);
+        size_t planned = ar.peak;
+        SchedRun r = sched_runs_run(&s, 0, cfg, sh);
+        cr_assert_eq(r.peak, planned, "auto's predicted peak is the arenas' high-water mark");
+        snprintf(what, sizeof what, "auto at %zu bytes (%s)", budget, desc);
+        sched_runs_expect_same(ref, &r, n, what);
+        sched_runs_drop(&r);
+    }
+    return distinct;
+}
+
 void sched_runs_expect_kinds_kept(const SchedRun *ref, const GPTConfig *cfg, SchedShape sh)
 {
     cr_assert_eq(cfg->num_layers, 8, "8 blocks, 8 kinds a run");

@@ -49,6 +49,15 @@ SchedRun sched_runs_reference(const GPTConfig *cfg, SchedShape sh);
  * parameters; each failure message starts with `what`. */
 void sched_runs_expect_same(const SchedRun *a, const SchedRun *b, size_t n, const char *what);
 
+/* --recompute auto (FLOP costs, the cpu backend's attention scratch) at
+ * steps + 1 budgets evenly spaced from its minimum peak to ref's (mode
+ * 0's, sched_runs_reference of the same cfg and sh): each fits its budget,
+ * its predicted peak is the arenas' high-water mark, and it trains as ref
+ * does ("auto at N bytes (desc)"). Returns how many different schedules
+ * (schedule_describe) it chose, counting up to 32. */
+int sched_runs_expect_auto_budgets(const SchedRun *ref, const GPTConfig *cfg, SchedShape sh,
+                                   int steps);
+
 /* The every-tape-kind sweeps against ref (sched_runs_reference of the
  * same cfg and sh), cfg having 8 layers, block d = block_desc_of(cfg):
  * kinds_kept: mode 0's program with block l keeping tape kind first + l

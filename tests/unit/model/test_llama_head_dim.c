@@ -104,7 +104,7 @@ static void modes_match_mode_0(GPTConfig cfg)
     const BlockDesc *bd = block_desc_of(&cfg);
     size_t n = config_num_params(&cfg);
     SchedRun ref = sched_runs_reference(&cfg, SMALL);
-    char err[512], what[64], desc[16];
+    char err[512], what[64];
     for (int k = 1; k <= cfg.num_layers; k++) {
         Schedule s;
         cr_assert_eq(schedule_build_segments(&s, bd, cfg.num_layers, k, err, sizeof err), 0,
@@ -121,27 +121,7 @@ static void modes_match_mode_0(GPTConfig cfg)
         sched_runs_expect_same(&ref, &r, n, schedule_mode_name(all[i]));
         sched_runs_drop(&r);
     }
-    Backend *be = tu_cpu();
-    PlanInput in = {.cfg = cfg, .B = B_, .T = T_, .dtype = DTYPE_FP32,
-                    .attn_scratch = gpt_attn_scratch_bytes(be, &cfg)};
-    backend_close(be);
-    Schedule s;
-    AutoResult ar;
-    cr_assert_eq(planner_auto(&in, 0, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
-    schedule_free(&s);
-    size_t lo = ar.min_peak, hi = ref.peak;
-    for (int i = 0; i <= 4; i++) {
-        size_t budget = lo + (hi - lo) / 4 * (size_t)i;
-        cr_assert_eq(planner_auto(&in, budget, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
-        cr_assert(ar.fits && ar.peak <= budget);
-        schedule_describe(&s, desc, sizeof desc);
-        size_t planned = ar.peak;
-        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
-        cr_assert_eq(r.peak, planned, "auto's predicted peak is the arenas' high-water mark");
-        snprintf(what, sizeof what, "auto at %zu bytes (%s)", budget, desc);
-        sched_runs_expect_same(&ref, &r, n, what);
-        sched_runs_drop(&r);
-    }
+    sched_runs_expect_auto_budgets(&ref, &cfg, SMALL, 4);
     sched_runs_drop(&ref);
 }
 

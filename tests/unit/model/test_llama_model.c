@@ -95,33 +95,8 @@ Test(llama_model, selective_mode_1_and_segments_match_mode_0, .timeout = 300)
 Test(llama_model, auto_at_many_budgets_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = llama_cfg(6);
-    size_t n = config_num_params(&cfg);
     SchedRun ref = sched_runs_reference(&cfg, SMALL);
-    PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32,
-                    .attn_scratch = gpt_attn_scratch_bytes(tu_cpu(), &cfg)};
-    char err[512], desc[16], seen[32][16];
-    int distinct = 0;
-    Schedule s;
-    AutoResult ar;
-    cr_assert_eq(planner_auto(&in, 0, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
-    schedule_free(&s);
-    size_t lo = ar.min_peak, hi = ref.peak;
-    for (int i = 0; i <= 12; i++) {
-        size_t budget = lo + (hi - lo) / 12 * (size_t)i;
-        cr_assert_eq(planner_auto(&in, budget, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
-        cr_assert(ar.fits && ar.peak <= budget);
-        schedule_describe(&s, desc, sizeof desc);
-        int is_new = 1;
-        for (int j = 0; j < distinct; j++) is_new &= strcmp(seen[j], desc) != 0;
-        if (is_new && distinct < 32) strcpy(seen[distinct++], desc);
-        size_t planned = ar.peak;
-        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
-        cr_assert_eq(r.peak, planned, "auto's predicted peak is the arenas' high-water mark");
-        char what[64];
-        snprintf(what, sizeof what, "auto at %zu bytes (%s)", budget, desc);
-        sched_runs_expect_same(&ref, &r, n, what);
-        sched_runs_drop(&r);
-    }
+    int distinct = sched_runs_expect_auto_budgets(&ref, &cfg, SMALL, 12);
     cr_assert_geq(distinct, 3, "budgets should give several different schedules (got %d)",
                   distinct);
     sched_runs_drop(&ref);
