@@ -34,7 +34,8 @@ SchedRun sched_runs_run(Schedule *s, int mode, const GPTConfig *cfg, SchedShape 
     free(p);
     r.grads = malloc(n * sizeof(float));
     r.params = malloc(n * sizeof(float));
-    int N = sh.B * sh.T, *in = malloc(sizeof(int) * (size_t)N), *tg = malloc(sizeof(int) * (size_t)N);
+    int N = sh.B * sh.T;
+    int *in = malloc(sizeof(int) * (size_t)N), *tg = malloc(sizeof(int) * (size_t)N);
     AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     for (int step = 0; step < sh.steps; step++) {
         tu_random_tokens(in, (size_t)N, cfg->vocab_size, 10 + step);
