@@ -25,47 +25,18 @@
 #include <string.h>
 
 #include "tests/lib/cli_harness.h"
+#include "tests/lib/family_cli.h"
 #include "tests/lib/test_util.h"
 
 #define LLAMA "--arch llama --kv-heads 2 --ffn 64"
-
-/* Expect exit rc and `want` in stderr, which is one line when rc is 2. */
-static void expect_refused(const char *dir, const char *args, const char *want)
-{
-    char prefix[4200], err_path[4300];
-    snprintf(prefix, sizeof prefix, "%s/refused", dir);
-    int rc = tc_run("", args, prefix);
-    snprintf(err_path, sizeof err_path, "%s.err", prefix);
-    char *e = tu_read_file(err_path, NULL);
-    cr_expect_eq(rc, 2, "%s: exit %d, stderr: %s", args, rc, e ? e : "");
-    cr_expect(e && strstr(e, want), "%s: want '%s' in stderr: %s", args, want, e ? e : "");
-    int lines = 0;
-    for (const char *p = e; p && *p; p++) lines += *p == '\n';
-    cr_expect_eq(lines, 1, "%s: %d lines of stderr: %s", args, lines, e ? e : "");
-    free(e);
-}
 
 Test(llama_cli, every_recompute_mode_writes_mode_0s_gradients, .timeout = 240)
 {
     char *d = tu_tempdir(), args[8192], prefix[4200], a[1024], b[4300];
     tc_make_shards(d, 1, 2000);
-    static const char *modes[] = {"0", "1", "2", "selective", "auto"};
-    for (int i = 0; i < 5; i++) {
-        snprintf(a, sizeof a, "%s/grads_%s.bin", d, modes[i]);
-        snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --recompute %s --op-costs flops "
-                 "--memory-budget 4GiB --dump-grads %s", tc_model_args(d), modes[i], a);
-        snprintf(prefix, sizeof prefix, "%s/run_%s", d, modes[i]);
-        int rc = tc_run("", args, prefix);
-        snprintf(b, sizeof b, "%s.out", prefix);
-        cr_assert_eq(rc, 0, "--recompute %s: exit %d", modes[i], rc);
-        cr_expect(tc_file_has(b, "llama NKV=2 F=64"), "the header names the family");
-        if (i == 3)
-            cr_expect(tc_file_has(b, "without the RMSNorm and SwiGLU outputs"), "selective's name");
-        if (i == 0) continue;
-        snprintf(b, sizeof b, "%s/grads_0.bin", d);
-        cr_expect(tc_files_equal(a, b), "--recompute %s: gradients differ from mode 0's",
-                  modes[i]);
-    }
+    family_cli_expect_modes_write_mode_0s_grads(d, LLAMA, "llama NKV=2 F=64",
+                                                "the header names the family",
+                                                "without the RMSNorm and SwiGLU outputs");
     /* --op-costs auto (the default) measures the Llama block's ops and
      * caches them keyed by the family; auto chooses by measured time and
      * still writes mode 0's bits */
@@ -140,25 +111,9 @@ Test(llama_cli, measured_costs_are_the_familys_own, .timeout = 240)
 
 Test(llama_cli, cached_generation_writes_the_uncached_samples, .timeout = 120)
 {
-    char *d = tu_tempdir(), args[8192], prefix[4200], a[4300], b[4300];
+    char *d = tu_tempdir();
     tc_make_shards(d, 1, 2000);
-    for (int kv = 0; kv <= 1; kv++) {
-        snprintf(args, sizeof args, "%s " LLAMA " --steps 2 --generate 40 --num-samples 2 "
-                 "--seed 7 --prompt 'ROMEO:' --kv-cache %d", tc_model_args(d), kv);
-        snprintf(prefix, sizeof prefix, "%s/gen%d", d, kv);
-        cr_assert_eq(tc_run("", args, prefix), 0, "--kv-cache %d failed", kv);
-    }
-    /* the samples: stdout from the first prompt to its end (the lines
-     * before it hold timings, which differ) */
-    snprintf(a, sizeof a, "%s/gen0.out", d);
-    snprintf(b, sizeof b, "%s/gen1.out", d);
-    char *x = tu_read_file(a, NULL), *y = tu_read_file(b, NULL);
-    cr_assert(x && y);
-    const char *sx = strstr(x, "ROMEO:"), *sy = strstr(y, "ROMEO:");
-    cr_assert(sx && sy, "the samples start with the prompt: %s", x);
-    cr_expect(strstr(sx, "sample 2/2:"), "both samples are printed: %s", sx);
-    cr_expect_str_eq(sx, sy, "the samples differ with and without the cache");
-    free(x), free(y);
+    family_cli_expect_cached_generation_same(d, LLAMA, 40);
     tu_remove_tree(d);
 }
 
@@ -178,7 +133,7 @@ Test(llama_cli, what_it_cannot_do_yet_is_refused_by_name, .timeout = 60)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(args, sizeof args, "%s --steps 1 %s", tc_model_args(d), cases[i][0]);
-        expect_refused(d, args, cases[i][1]);
+        family_cli_expect_refused(d, args, cases[i][1]);
     }
     tu_remove_tree(d);
 }
@@ -229,16 +184,16 @@ Test(llama_cli, a_model_file_or_checkpoint_of_the_other_family_is_refused, .time
     cr_assert_eq(tc_run("", args, prefix), 0);
     /* the other family asked for: refused, naming both */
     snprintf(args, sizeof args, "%s --steps 1 --init-from %s/llama.bin", tc_data_args(d), d);
-    expect_refused(d, args, "holds a llama model (give --arch llama");
+    family_cli_expect_refused(d, args, "holds a llama model (give --arch llama");
     snprintf(args, sizeof args, "%s --arch llama --steps 1 --init-from %s/gpt2.bin",
              tc_data_args(d), d);
-    expect_refused(d, args, "holds a gpt2 model (give --arch gpt2");
+    family_cli_expect_refused(d, args, "holds a gpt2 model (give --arch gpt2");
     snprintf(args, sizeof args, "%s --steps 2 --checkpoint-dir %s/ck --resume", tc_model_args(d),
              d);
-    expect_refused(d, args, "holds a llama model (give --arch llama");
+    family_cli_expect_refused(d, args, "holds a llama model (give --arch llama");
     snprintf(args, sizeof args, "%s --arch llama --kv-heads 4 --steps 1 --init-from %s/llama.bin",
              tc_data_args(d), d);
-    expect_refused(d, args, "--kv-heads 4: contradicts");
+    family_cli_expect_refused(d, args, "--kv-heads 4: contradicts");
     /* its own family: taken, and the resume goes on */
     snprintf(args, sizeof args, "%s --arch llama --steps 1 --init-from %s/llama.bin",
              tc_data_args(d), d);

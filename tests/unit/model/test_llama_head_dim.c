@@ -27,6 +27,7 @@
 #include "model/llama_block.h"
 #include "model/planner.h"
 #include "model/tape.h"
+#include "tests/lib/sched_runs.h"
 #include "tests/lib/test_util.h"
 
 /* L layers, C 32, NH 4 of head size hd, NKV kv, F 48, T 8, B 2, V 64,
@@ -45,79 +46,9 @@ static GPTConfig hd_cfg(int layers, int hd, int kv, int wide)
     return c;
 }
 
-enum { B_ = 2, T_ = 8, STEPS = 2 };
-
-typedef struct {
-    double loss[STEPS];
-    float *grads, *params;
-    size_t peak;
-} Run;
-
-/* STEPS AdamW steps on schedule s (taken over) or gpt_init's for `mode`
- * when s is NULL; the arenas carved equal the plan. */
-static Run run(Schedule *s, int mode, const GPTConfig *cfg)
-{
-    Run r;
-    memset(&r, 0, sizeof r);
-    Backend *be = tu_cpu();
-    GPT g;
-    char err[256];
-    int rc = s ? gpt_init_schedule(&g, cfg, be, B_, T_, s, 0, NULL, NULL, NULL, err, sizeof err)
-               : gpt_init(&g, cfg, be, B_, T_, mode, 0, err, sizeof err);
-    cr_assert_eq(rc, 0, "%s", err);
-    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
-        cr_assert_eq(g.arenas[c].used, g.plan.bytes[c], "%s: carved %zu, planned %zu",
-                     planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
-    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total);
-    r.peak = g.plan.total;
-    size_t n = g.plan.num_params;
-    cr_assert_eq(n, config_num_params(cfg));
-    float *p = tu_random_params(cfg, 7);
-    gpt_set_params(&g, p);
-    free(p);
-    r.grads = malloc(n * sizeof(float));
-    r.params = malloc(n * sizeof(float));
-    int N = B_ * T_, in[B_ * T_], tg[B_ * T_];
-    AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    for (int step = 0; step < STEPS; step++) {
-        tu_random_tokens(in, (size_t)N, cfg->vocab_size, 10 + step);
-        tu_random_tokens(tg, (size_t)N, cfg->vocab_size, 20 + step);
-        gpt_zero_grads(&g);
-        r.loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
-        cr_assert(isfinite(r.loss[step]));
-        if (step == 0) gpt_get_grads(&g, r.grads);
-        gpt_update(&g, &adam, 1e-3f, gpt_grad_norm(&g));
-    }
-    gpt_get_params(&g, r.params);
-    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total, "nothing carved during the steps");
-    gpt_free(&g);
-    backend_close(be);
-    return r;
-}
-
-static Run reference(const GPTConfig *cfg)
-{
-    Schedule s;
-    char err[256];
-    cr_assert_eq(schedule_build(&s, block_desc_of(cfg), RECOMPUTE_NONE, cfg->num_layers, err,
-                                sizeof err), 0);
-    return run(&s, 0, cfg);
-}
-
-static void expect_same(const Run *a, const Run *b, size_t n, const char *what)
-{
-    cr_assert_eq(memcmp(a->loss, b->loss, sizeof a->loss), 0, "%s: losses %.17g vs %.17g", what,
-                 a->loss[0], b->loss[0]);
-    cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
-    cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
-                 "%s: parameters differ after the AdamW steps", what);
-}
-
-static void drop(Run *r)
-{
-    free(r->grads);
-    free(r->params);
-}
+enum { B_ = 2, T_ = 8 };
+/* Two AdamW steps at B=2, T=8. */
+static const SchedShape SMALL = {B_, T_, 2};
 
 Test(llama_head_dim, widths_and_parameter_slots)
 {
@@ -172,46 +103,26 @@ static void modes_match_mode_0(GPTConfig cfg)
 {
     const BlockDesc *bd = block_desc_of(&cfg);
     size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
-    char err[512], what[64], desc[16];
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
+    char err[512], what[64];
     for (int k = 1; k <= cfg.num_layers; k++) {
         Schedule s;
         cr_assert_eq(schedule_build_segments(&s, bd, cfg.num_layers, k, err, sizeof err), 0,
                      "%s", err);
-        Run r = run(&s, 0, &cfg);
+        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
         snprintf(what, sizeof what, "segments k=%d", k);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
+        sched_runs_expect_same(&ref, &r, n, what);
+        sched_runs_drop(&r);
     }
     static const int all[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK,
                               RECOMPUTE_SEGMENTS};
     for (int i = 0; i < 4; i++) {
-        Run r = run(NULL, all[i], &cfg);
-        expect_same(&ref, &r, n, schedule_mode_name(all[i]));
-        drop(&r);
+        SchedRun r = sched_runs_run(NULL, all[i], &cfg, SMALL);
+        sched_runs_expect_same(&ref, &r, n, schedule_mode_name(all[i]));
+        sched_runs_drop(&r);
     }
-    Backend *be = tu_cpu();
-    PlanInput in = {.cfg = cfg, .B = B_, .T = T_, .dtype = DTYPE_FP32,
-                    .attn_scratch = gpt_attn_scratch_bytes(be, &cfg)};
-    backend_close(be);
-    Schedule s;
-    AutoResult ar;
-    cr_assert_eq(planner_auto(&in, 0, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
-    schedule_free(&s);
-    size_t lo = ar.min_peak, hi = ref.peak;
-    for (int i = 0; i <= 4; i++) {
-        size_t budget = lo + (hi - lo) / 4 * (size_t)i;
-        cr_assert_eq(planner_auto(&in, budget, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
-        cr_assert(ar.fits && ar.peak <= budget);
-        schedule_describe(&s, desc, sizeof desc);
-        size_t planned = ar.peak;
-        Run r = run(&s, 0, &cfg);
-        cr_assert_eq(r.peak, planned, "auto's predicted peak is the arenas' high-water mark");
-        snprintf(what, sizeof what, "auto at %zu bytes (%s)", budget, desc);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
-    }
-    drop(&ref);
+    sched_runs_expect_auto_budgets(&ref, &cfg, SMALL, 4);
+    sched_runs_drop(&ref);
 }
 
 Test(llama_head_dim, wider_heads_every_mode_matches_mode_0, .timeout = 600)
@@ -229,24 +140,10 @@ Test(llama_head_dim, narrower_heads_every_mode_matches_mode_0, .timeout = 600)
 Test(llama_head_dim, every_tape_kind_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = hd_cfg(8, 12, 2, 1);
-    const BlockDesc *bd = block_desc_of(&cfg);
-    size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
-    char err[256], what[96];
-    int kinds = tape_kinds(bd);
-    cr_assert_eq(kinds, 256);
-    for (int first = 0; first < kinds; first += 8) {
-        Schedule s;
-        cr_assert_eq(schedule_build(&s, bd, RECOMPUTE_NONE, 8, err, sizeof err), 0);
-        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
-        schedule_fuse_layernorms(&s);
-        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
-        Run r = run(&s, 0, &cfg);
-        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
-    }
-    drop(&ref);
+    cr_assert_eq(tape_kinds(block_desc_of(&cfg)), 256);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
+    sched_runs_expect_kinds_kept(&ref, &cfg, SMALL);
+    sched_runs_drop(&ref);
 }
 
 static void decode_matches_forward(GPTConfig cfg)

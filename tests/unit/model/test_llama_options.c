@@ -25,6 +25,7 @@
 #include "model/llama_block.h"
 #include "model/planner.h"
 #include "model/tape.h"
+#include "tests/lib/sched_runs.h"
 #include "tests/lib/test_util.h"
 
 /* L layers, C=32, NH=4, NKV=2 (hs 8), F=48, T=8, B=2, V=64, untied, qk-norm,
@@ -46,78 +47,9 @@ static GPTConfig opt_cfg(int layers)
     return c;
 }
 
-enum { B_ = 2, T_ = 8, STEPS = 2 };
-
-typedef struct {
-    double loss[STEPS];
-    float *grads, *params;
-    size_t peak;
-} Run;
-
-/* STEPS AdamW steps on schedule s (taken over) or gpt_init's for `mode`
- * when s is NULL; the arenas carved equal the plan. */
-static Run run(Schedule *s, int mode, const GPTConfig *cfg)
-{
-    Run r;
-    memset(&r, 0, sizeof r);
-    Backend *be = tu_cpu();
-    GPT g;
-    char err[256];
-    int rc = s ? gpt_init_schedule(&g, cfg, be, B_, T_, s, 0, NULL, NULL, NULL, err, sizeof err)
-               : gpt_init(&g, cfg, be, B_, T_, mode, 0, err, sizeof err);
-    cr_assert_eq(rc, 0, "%s", err);
-    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
-        cr_assert_eq(g.arenas[c].used, g.plan.bytes[c], "%s: carved %zu, planned %zu",
-                     planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
-    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total);
-    r.peak = g.plan.total;
-    size_t n = g.plan.num_params;
-    float *p = tu_random_params(cfg, 7);
-    gpt_set_params(&g, p);
-    free(p);
-    r.grads = malloc(n * sizeof(float));
-    r.params = malloc(n * sizeof(float));
-    int N = B_ * T_, in[B_ * T_], tg[B_ * T_];
-    AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    for (int step = 0; step < STEPS; step++) {
-        tu_random_tokens(in, (size_t)N, cfg->vocab_size, 10 + step);
-        tu_random_tokens(tg, (size_t)N, cfg->vocab_size, 20 + step);
-        gpt_zero_grads(&g);
-        r.loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
-        cr_assert(isfinite(r.loss[step]));
-        if (step == 0) gpt_get_grads(&g, r.grads);
-        gpt_update(&g, &adam, 1e-3f, gpt_grad_norm(&g));
-    }
-    gpt_get_params(&g, r.params);
-    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total, "nothing carved during the steps");
-    gpt_free(&g);
-    backend_close(be);
-    return r;
-}
-
-static Run reference(const GPTConfig *cfg)
-{
-    Schedule s;
-    char err[256];
-    cr_assert_eq(schedule_build(&s, block_desc_of(cfg), RECOMPUTE_NONE, cfg->num_layers, err,
-                                sizeof err), 0);
-    return run(&s, 0, cfg);
-}
-
-static void expect_same(const Run *a, const Run *b, size_t n, const char *what)
-{
-    cr_assert_eq(memcmp(a->loss, b->loss, sizeof a->loss), 0, "%s: losses %.17g vs %.17g", what,
-                 a->loss[0], b->loss[0]);
-    cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
-    cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
-                 "%s: parameters differ after the AdamW steps", what);
-}
-
-static void drop(Run *r)
-{
-    free(r->grads);
-    free(r->params);
-}
+enum { B_ = 2, T_ = 8 };
+/* Two AdamW steps at B=2, T=8. */
+static const SchedShape SMALL = {B_, T_, 2};
 
 Test(llama_options, qk_norm_description_is_consistent_and_picked)
 {
@@ -152,53 +84,32 @@ Test(llama_options, selective_mode_1_and_segments_match_mode_0, .timeout = 300)
     GPTConfig cfg = opt_cfg(6);
     const BlockDesc *bd = block_desc_of(&cfg);
     size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
     for (int k = 1; k <= 6; k++) {
         Schedule s;
         char err[256], what[32];
         cr_assert_eq(schedule_build_segments(&s, bd, 6, k, err, sizeof err), 0, "%s", err);
-        Run r = run(&s, 0, &cfg);
+        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
         snprintf(what, sizeof what, "segments k=%d", k);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
+        sched_runs_expect_same(&ref, &r, n, what);
+        sched_runs_drop(&r);
     }
     static const int all[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK,
                               RECOMPUTE_SEGMENTS};
     for (int i = 0; i < 4; i++) {
-        Run r = run(NULL, all[i], &cfg);
-        expect_same(&ref, &r, n, schedule_mode_name(all[i]));
-        drop(&r);
+        SchedRun r = sched_runs_run(NULL, all[i], &cfg, SMALL);
+        sched_runs_expect_same(&ref, &r, n, schedule_mode_name(all[i]));
+        sched_runs_drop(&r);
     }
-    drop(&ref);
+    sched_runs_drop(&ref);
 }
 
 Test(llama_options, auto_at_many_budgets_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = opt_cfg(6);
-    size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
-    PlanInput in = {.cfg = cfg, .B = B_, .T = T_, .dtype = DTYPE_FP32,
-                    .attn_scratch = gpt_attn_scratch_bytes(tu_cpu(), &cfg)};
-    char err[512], desc[16];
-    Schedule s;
-    AutoResult ar;
-    cr_assert_eq(planner_auto(&in, 0, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
-    schedule_free(&s);
-    size_t lo = ar.min_peak, hi = ref.peak;
-    for (int i = 0; i <= 8; i++) {
-        size_t budget = lo + (hi - lo) / 8 * (size_t)i;
-        cr_assert_eq(planner_auto(&in, budget, NULL, &s, &ar, err, sizeof err), 0, "%s", err);
-        cr_assert(ar.fits && ar.peak <= budget);
-        schedule_describe(&s, desc, sizeof desc);
-        size_t planned = ar.peak;
-        Run r = run(&s, 0, &cfg);
-        cr_assert_eq(r.peak, planned, "auto's predicted peak is the arenas' high-water mark");
-        char what[64];
-        snprintf(what, sizeof what, "auto at %zu bytes (%s)", budget, desc);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
-    }
-    drop(&ref);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
+    sched_runs_expect_auto_budgets(&ref, &cfg, SMALL, 8);
+    sched_runs_drop(&ref);
 }
 
 /* Every tape kind of the eight-tensor block: mode 0's program with block l
@@ -207,34 +118,10 @@ Test(llama_options, auto_at_many_budgets_matches_mode_0, .timeout = 600)
 Test(llama_options, every_tape_kind_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = opt_cfg(8);
-    const BlockDesc *bd = block_desc_of(&cfg);
-    size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
-    char err[256], what[96], a[BLOCK_MAX_TENSORS + 1], b[BLOCK_MAX_TENSORS + 1];
-    int kinds = tape_kinds(bd);
-    for (int first = 0; first < kinds; first += 8) {
-        Schedule s;
-        cr_assert_eq(schedule_build(&s, bd, RECOMPUTE_NONE, 8, err, sizeof err), 0);
-        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
-        schedule_fuse_layernorms(&s);
-        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
-        Run r = run(&s, 0, &cfg);
-        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
-    }
-    for (int i = 0; i < 16; i++) {
-        int hi = (i * 37 + 3) % kinds, lo = (i * 53 + 5) % kinds;
-        Schedule s;
-        cr_assert_eq(schedule_build_inputs_kept(&s, bd, 8, i % 3, 2 + i % 4, hi, lo, err,
-                                                sizeof err), 0, "%s", err);
-        Run r = run(&s, 0, &cfg);
-        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(bd, hi, a),
-                 tape_kind_name(bd, lo, b));
-        expect_same(&ref, &r, n, what);
-        drop(&r);
-    }
-    drop(&ref);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
+    sched_runs_expect_kinds_kept(&ref, &cfg, SMALL);
+    sched_runs_expect_inputs_kept(&ref, &cfg, SMALL);
+    sched_runs_drop(&ref);
 }
 
 /* The cached decode runs the bias and the norm as the forward does: the

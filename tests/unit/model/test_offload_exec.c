@@ -15,6 +15,7 @@
 #include "model/gpt2_block.h"
 #include "model/gpt.h"
 #include "model/planner.h"
+#include "tests/lib/sched_runs.h"
 #include "tests/lib/test_util.h"
 
 static GPTConfig cfg6(void)
@@ -24,17 +25,13 @@ static GPTConfig cfg6(void)
     return c;
 }
 
-typedef struct {
-    double loss[3];
-    float *grads, *params;
-} Run;
-
 #define STEPS 3
+_Static_assert(STEPS <= SCHED_RUNS_MAX_STEPS, "a SchedRun holds every step's loss");
 
 /* STEPS AdamW steps from the same parameters and tokens (schedule s taken over). */
-static Run run(Schedule *s, const GPTConfig *cfg, int offload, int B, int T)
+static SchedRun run(Schedule *s, const GPTConfig *cfg, int offload, int B, int T)
 {
-    Run r;
+    SchedRun r;
     memset(&r, 0, sizeof r);
     Backend *be = tu_cpu();
     GPT g;
@@ -76,21 +73,6 @@ static Run run(Schedule *s, const GPTConfig *cfg, int offload, int B, int T)
     return r;
 }
 
-static void expect_same(const Run *a, const Run *b, size_t n, const char *what)
-{
-    cr_assert_eq(memcmp(a->loss, b->loss, sizeof a->loss), 0, "%s: losses %.17g vs %.17g", what,
-                 a->loss[0], b->loss[0]);
-    cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
-    cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
-                 "%s: parameters differ after the AdamW steps", what);
-}
-
-static void drop(Run *r)
-{
-    free(r->grads);
-    free(r->params);
-}
-
 /* mode: a RecomputeMode, or -k for segments of k blocks, or 100 + n_hi*10 + n_lo for an
  * inputs-kept schedule of full and selective tapes. */
 static void build(Schedule *s, int mode, int L)
@@ -109,7 +91,7 @@ static void offload_matches_mode_0(const GPTConfig *cfg, int B, int T)
     int L = cfg->num_layers;
     Schedule s;
     build(&s, RECOMPUTE_NONE, L);
-    Run ref = run(&s, cfg, 0, B, T);
+    SchedRun ref = run(&s, cfg, 0, B, T);
     size_t n = config_num_params(cfg);
     int modes[32], nm = 0;
     modes[nm++] = RECOMPUTE_NONE;
@@ -127,11 +109,11 @@ static void offload_matches_mode_0(const GPTConfig *cfg, int B, int T)
             snprintf(what, sizeof what, "mode %d, L=%d B=%d T=%d, --offload %s", modes[i], L, B,
                      T, planner_offload_name(off));
             build(&s, modes[i], L);
-            Run r = run(&s, cfg, off, B, T);
-            expect_same(&ref, &r, n, what);
-            drop(&r);
+            SchedRun r = run(&s, cfg, off, B, T);
+            sched_runs_expect_same(&ref, &r, n, what);
+            sched_runs_drop(&r);
         }
-    drop(&ref);
+    sched_runs_drop(&ref);
 }
 
 Test(offload_exec, every_mode_matches_mode_0_without_offload, .timeout = 300)

@@ -15,6 +15,7 @@
 #include "model/gpt.h"
 #include "model/opcost.h"
 #include "model/planner.h"
+#include "tests/lib/sched_runs.h"
 #include "tests/lib/test_util.h"
 
 /* 6 layers, C=32, NH=4, T=8, B=2: small, deep enough for auto to mix
@@ -26,125 +27,44 @@ static GPTConfig cfg6(void)
     return c;
 }
 
-/* A run's batch, sequence length and optimizer steps. */
-typedef struct {
-    int B, T, steps;
-} Shape;
-#define MAX_STEPS 3
-static const Shape SMALL = {2, 8, 2};
-
-typedef struct {
-    double loss[MAX_STEPS];
-    float *grads, *params;
-    size_t peak;
-} Run;
-
-/* sh.steps AdamW steps from the same parameters and tokens: the losses of
- * each, the gradients of the first, the parameters after the last. The
- * model runs schedule s (taken over) or, when s is NULL, the one gpt_init
- * builds for `mode`. */
-static Run run_on(Schedule *s, int mode, const GPTConfig *cfg, Shape sh)
-{
-    Run r;
-    memset(&r, 0, sizeof r);
-    Backend *be = tu_cpu();
-    GPT g;
-    char err[256];
-    int rc = s ? gpt_init_schedule(&g, cfg, be, sh.B, sh.T, s, 0, NULL, NULL, NULL, err, sizeof err)
-               : gpt_init(&g, cfg, be, sh.B, sh.T, mode, 0, err, sizeof err);
-    cr_assert_eq(rc, 0, "%s", err);
-    for (int c = 0; c < MEM_NUM_CATEGORIES; c++)
-        cr_assert_eq(g.arenas[c].used, g.plan.bytes[c], "%s: carved %zu, planned %zu",
-                     planner_category_name(c), g.arenas[c].used, g.plan.bytes[c]);
-    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total);
-    r.peak = g.plan.total;
-    size_t n = g.plan.num_params;
-    float *p = tu_random_params(cfg, 7);
-    gpt_set_params(&g, p);
-    free(p);
-    r.grads = malloc(n * sizeof(float));
-    r.params = malloc(n * sizeof(float));
-    int N = sh.B * sh.T, *in = malloc(sizeof(int) * (size_t)N), *tg = malloc(sizeof(int) * (size_t)N);
-    AdamWConfig adam = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    cr_assert(sh.steps >= 1 && sh.steps <= MAX_STEPS);
-    for (int step = 0; step < sh.steps; step++) {
-        tu_random_tokens(in, (size_t)N, cfg->vocab_size, 10 + step);
-        tu_random_tokens(tg, (size_t)N, cfg->vocab_size, 20 + step);
-        gpt_zero_grads(&g);
-        r.loss[step] = gpt_forward_backward(&g, in, tg, 1.0f / N);
-        if (step == 0) gpt_get_grads(&g, r.grads);
-        gpt_update(&g, &adam, 1e-3f, gpt_grad_norm(&g));
-    }
-    gpt_get_params(&g, r.params);
-    cr_assert_eq(gpt_arena_high_water(&g), g.plan.total, "nothing carved during the steps");
-    free(in);
-    free(tg);
-    gpt_free(&g);
-    backend_close(be);
-    return r;
-}
-
-/* Two steps at B=2, T=8. */
-static Run run(Schedule *s, const GPTConfig *cfg) { return run_on(s, 0, cfg, SMALL); }
-
-static Run reference(const GPTConfig *cfg)
-{
-    Schedule s;
-    char err[256];
-    cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, cfg->num_layers, err, sizeof err),
-                 0);
-    return run(&s, cfg);
-}
-
-static void expect_same(const Run *a, const Run *b, size_t n, const char *what)
-{
-    cr_assert_eq(memcmp(a->loss, b->loss, sizeof a->loss), 0, "%s: losses %.17g vs %.17g", what,
-                 a->loss[0], b->loss[0]);
-    cr_assert_eq(memcmp(a->grads, b->grads, n * sizeof(float)), 0, "%s: gradients differ", what);
-    cr_assert_eq(memcmp(a->params, b->params, n * sizeof(float)), 0,
-                 "%s: parameters differ after the AdamW steps", what);
-}
-
-static void drop(Run *r)
-{
-    free(r->grads);
-    free(r->params);
-}
+/* Two AdamW steps at B=2, T=8. */
+static const SchedShape SMALL = {2, 8, 2};
 
 Test(schedule_exec, selective_and_mode_1_match_mode_0)
 {
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
     static const int modes[] = {RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK};
     for (int i = 0; i < 2; i++) {
         Schedule s;
         char err[256];
         cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, modes[i], 6, err, sizeof err), 0);
-        Run r = run(&s, &cfg);
-        expect_same(&ref, &r, n, schedule_mode_name(modes[i]));
-        drop(&r);
+        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
+        sched_runs_expect_same(&ref, &r, n, schedule_mode_name(modes[i]));
+        sched_runs_drop(&r);
     }
-    drop(&ref);
+    sched_runs_drop(&ref);
 }
 
 /* Mode 1 against mode 0 through gpt_init (the schedule it builds from the
  * mode), three AdamW steps: at the tiny shape (2 layers), and at odd
  * shapes (5 layers, C=40, T=7, B=3: nothing a multiple of a nice tile
  * size). */
-static void expect_mode_1_is_mode_0(const GPTConfig *cfg, Shape sh)
+static void expect_mode_1_is_mode_0(const GPTConfig *cfg, SchedShape sh)
 {
     size_t n = config_num_params(cfg);
-    Run a = run_on(NULL, RECOMPUTE_NONE, cfg, sh), b = run_on(NULL, RECOMPUTE_BLOCK, cfg, sh);
-    expect_same(&a, &b, n, "mode 1 through gpt_init");
-    drop(&a);
-    drop(&b);
+    SchedRun a = sched_runs_run(NULL, RECOMPUTE_NONE, cfg, sh);
+    SchedRun b = sched_runs_run(NULL, RECOMPUTE_BLOCK, cfg, sh);
+    sched_runs_expect_same(&a, &b, n, "mode 1 through gpt_init");
+    sched_runs_drop(&a);
+    sched_runs_drop(&b);
 }
 
 Test(schedule_exec, mode_1_through_gpt_init_matches_mode_0_tiny)
 {
     GPTConfig c = tu_tiny_config();
-    expect_mode_1_is_mode_0(&c, (Shape){2, 8, 3});
+    expect_mode_1_is_mode_0(&c, (SchedShape){2, 8, 3});
 }
 
 Test(schedule_exec, mode_1_through_gpt_init_matches_mode_0_odd_shapes)
@@ -154,24 +74,24 @@ Test(schedule_exec, mode_1_through_gpt_init_matches_mode_0_odd_shapes)
     c.channels = 40;
     c.num_heads = 4;
     c.max_seq_len = 7;
-    expect_mode_1_is_mode_0(&c, (Shape){3, 7, 3});
+    expect_mode_1_is_mode_0(&c, (SchedShape){3, 7, 3});
 }
 
 Test(schedule_exec, segments_every_k_match_mode_0)
 {
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
     for (int k = 1; k <= 6; k++) {
         Schedule s;
         char err[256], what[32];
         cr_assert_eq(schedule_build_segments(&s, &GPT2_BLOCK, 6, k, err, sizeof err), 0, "%s", err);
-        Run r = run(&s, &cfg);
+        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
         snprintf(what, sizeof what, "segments k=%d", k);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
+        sched_runs_expect_same(&ref, &r, n, what);
+        sched_runs_drop(&r);
     }
-    drop(&ref);
+    sched_runs_drop(&ref);
 }
 
 /* The LayerNorm fusions (fuse_next_ln: the next LayerNorm written by a
@@ -182,7 +102,7 @@ Test(schedule_exec, unfused_layernorms_match_fused)
 {
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
     static const int modes[] = {RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_BLOCK,
                                 RECOMPUTE_SEGMENTS};
     for (int i = 0; i < 4; i++) {
@@ -199,11 +119,11 @@ Test(schedule_exec, unfused_layernorms_match_fused)
         }
         cr_assert_geq(fused, 6, "%s: the forward sweep fuses", schedule_mode_name(modes[i]));
         cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
-        Run r = run(&s, &cfg);
-        expect_same(&ref, &r, n, schedule_mode_name(modes[i]));
-        drop(&r);
+        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
+        sched_runs_expect_same(&ref, &r, n, schedule_mode_name(modes[i]));
+        sched_runs_drop(&r);
     }
-    drop(&ref);
+    sched_runs_drop(&ref);
 }
 
 /* Step k is a backward whose tape was written by a forward that overwrote
@@ -225,7 +145,7 @@ Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
     /* with the cpu backend's attention scratch, which the model's plan holds */
     PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32,
                     .attn_scratch = gpt_attn_scratch_bytes(tu_cpu(), &cfg)};
@@ -250,18 +170,18 @@ Test(schedule_exec, auto_at_many_budgets_matches_mode_0, .timeout = 600)
         }
         selective |= schedule_count_tapes(&s, GPT2_SELECTIVE, NULL) > 0;
         size_t planned = ar.peak;
-        Run r = run(&s, &cfg);
+        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
         cr_assert_eq(r.peak, planned);
         char what[64];
         snprintf(what, sizeof what, "auto at %zu bytes (%s)", budget, desc);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
+        sched_runs_expect_same(&ref, &r, n, what);
+        sched_runs_drop(&r);
     }
     cr_assert(held && in_place && selective, "coverage: held tape %d, in-place forward %d, "
               "selective tape %d", held, in_place, selective);
     cr_assert_geq(distinct, 5, "budgets should give several different schedules (got %d)",
                   distinct);
-    drop(&ref);
+    sched_runs_drop(&ref);
 }
 
 /* Every one of the 128 tape kinds (tape.h), so every kind any frontier can
@@ -274,34 +194,11 @@ Test(schedule_exec, every_tape_kind_matches_mode_0, .timeout = 120)
 {
     GPTConfig cfg = tu_tiny_config();
     cfg.num_layers = 8;
-    size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
-    char err[256], what[96], a[GPT2_TENSORS + 1], b[GPT2_TENSORS + 1];
-    for (int first = 0; first < GPT2_KINDS; first += 8) {
-        Schedule s;
-        cr_assert_eq(schedule_build(&s, &GPT2_BLOCK, RECOMPUTE_NONE, 8, err, sizeof err), 0, "%s",
-                     err);
-        for (int l = 0; l < 8; l++) s.tape_kind[l] = (uint32_t)(first + l);
-        schedule_fuse_layernorms(&s); /* the kinds decide which LN1s may be fused */
-        cr_assert_eq(schedule_validate(&s, err, sizeof err), 0, "%s", err);
-        Run r = run(&s, &cfg);
-        snprintf(what, sizeof what, "kinds %d..%d kept", first, first + 7);
-        expect_same(&ref, &r, n, what);
-        drop(&r);
-    }
-    for (int i = 0; i < 16; i++) {
-        int hi = (i * 37 + 3) % GPT2_KINDS, lo = (i * 53 + 5) % GPT2_KINDS;
-        Schedule s;
-        cr_assert_eq(schedule_build_inputs_kept(&s, &GPT2_BLOCK, 8, i % 3, 2 + i % 4, hi, lo, err,
-                                                sizeof err),
-                     0, "%s", err);
-        Run r = run(&s, &cfg);
-        snprintf(what, sizeof what, "inputs kept, hi %s, lo %s", tape_kind_name(&GPT2_BLOCK, hi, a),
-                 tape_kind_name(&GPT2_BLOCK, lo, b));
-        expect_same(&ref, &r, n, what);
-        drop(&r);
-    }
-    drop(&ref);
+    cr_assert(block_desc_of(&cfg) == &GPT2_BLOCK && tape_kinds(&GPT2_BLOCK) == GPT2_KINDS);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
+    sched_runs_expect_kinds_kept(&ref, &cfg, SMALL);
+    sched_runs_expect_inputs_kept(&ref, &cfg, SMALL);
+    sched_runs_drop(&ref);
 }
 
 /* Costs shaped like a CPU's: the FLOP counts, with the memory-bound ops
@@ -325,7 +222,7 @@ Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 600)
 {
     GPTConfig cfg = cfg6();
     size_t n = config_num_params(&cfg);
-    Run ref = reference(&cfg);
+    SchedRun ref = sched_runs_reference(&cfg, SMALL);
     OpCosts oc = timed_costs(&cfg);
     /* with the cpu backend's attention scratch, which the model's plan holds */
     PlanInput in = {.cfg = cfg, .B = SMALL.B, .T = SMALL.T, .dtype = DTYPE_FP32,
@@ -344,14 +241,14 @@ Test(schedule_exec, timed_auto_at_many_budgets_matches_mode_0, .timeout = 600)
         for (int j = 0; j < s.n_tape_slots; j++)
             other_kinds |= s.tape_kind[j] != TAPE_FULL && s.tape_kind[j] != GPT2_SELECTIVE;
         size_t planned = ar.peak;
-        Run r = run(&s, &cfg);
+        SchedRun r = sched_runs_run(&s, 0, &cfg, SMALL);
         cr_assert_eq(r.peak, planned);
         char what[80];
         snprintf(what, sizeof what, "timed auto at %zu bytes (%s)", budget,
                  schedule_describe(&s, desc, sizeof desc));
-        expect_same(&ref, &r, n, what);
-        drop(&r);
+        sched_runs_expect_same(&ref, &r, n, what);
+        sched_runs_drop(&r);
     }
     cr_assert(other_kinds, "coverage: some schedule keeps a kind other than full and selective");
-    drop(&ref);
+    sched_runs_drop(&ref);
 }
