@@ -65,8 +65,10 @@ extern "C" {
     X(nccl, GetUniqueId)                                                                       \
     X(nccl, GroupEnd)                                                                          \
     X(nccl, GroupStart)                                                                        \
+    X(nccl, Recv)                                                                              \
     X(nccl, Reduce)                                                                            \
-    X(nccl, ReduceScatter)
+    X(nccl, ReduceScatter)                                                                     \
+    X(nccl, Send)
 
 #define CUDA_LIBS_MEMBER(prefix, name) CUDA_LIBS_TYPEOF(prefix##name) *name;
 #ifndef CUDA_EMU

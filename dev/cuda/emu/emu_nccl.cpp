@@ -15,11 +15,21 @@
  * function (cudaLaunchHostFunc): when the emulator runs that stream's queue
  * (EMU_ORDER), not at the call. Between ncclGroupStart and ncclGroupEnd the
  * calls are collected and enqueued at the outermost ncclGroupEnd, as one
- * item, on their one stream. Sums run in rank order (rank 0's value, then
- * rank 1's added, ...) in fp32, a bf16 result rounded once at the end: the
- * same bits on every rank and at every run (NCCL on a GPU rounds bf16 after
- * each step of its ring, and orders fp32 sums by its algorithm: the
- * emulator's bits are not the GPU's, its sums are as exact).
+ * item, on their one stream; ncclSend and ncclRecv in a group are posted
+ * (MPI_Isend/MPI_Irecv) before its collectives run and completed after, so
+ * a group may hold every rank's sends and receives in any order, as on NCCL.
+ * Sums run in the order of NCCL's ring, modelled, not in rank order: the
+ * sum that ends on rank k (a reduce-scatter's block k, a reduce's root k,
+ * an all-reduce's k-th of W equal chunks) starts from rank k+1's value and
+ * adds the ranks in ring order, k+2, ..., ending with rank k's, rounding
+ * to the data type after each add (NCCL on a GPU rounds bf16 at each step
+ * of its ring). So, from 3 ranks, an all-reduce and a reduce-scatter of
+ * the same values differ in the last bits, as they may on GPUs, and a
+ * caller that needs one order whatever the collective (dist_nccl.c's
+ * rank-order sums, with ncclSend/ncclRecv and a kernel of its own) is
+ * checked against a library order that is not its own. The bits are
+ * still the same on every rank and at every run; they are not a GPU's
+ * (whose ring, tree or NVLS order follows topology and size).
  *
  * Limits: a communicator spans MPI_COMM_WORLD in its rank order (what
  * dist_nccl_open makes); one stream per group; ncclSum on ncclFloat32 and
@@ -64,7 +74,8 @@ static ncclResult_t fail(ncclResult_t r, const char *fmt, ...)
     return r;
 }
 
-enum OpKind { OP_ALLREDUCE, OP_REDUCESCATTER, OP_ALLGATHER, OP_BROADCAST, OP_REDUCE };
+enum OpKind { OP_ALLREDUCE, OP_REDUCESCATTER, OP_ALLGATHER, OP_BROADCAST, OP_REDUCE, OP_SEND,
+              OP_RECV };
 
 struct Op {
     OpKind kind;
@@ -74,7 +85,7 @@ struct Op {
                      AllGather (sendcount), else the whole buffer */
     size_t elem;  /* bytes per element */
     int bf16;
-    int root;
+    int root;     /* ncclSend/ncclRecv: the peer */
     ncclComm_t comm;
     cudaStream_t stream;
 };
@@ -111,14 +122,26 @@ static void store(const Op &o, char *p, size_t i, float v)
     memcpy(p + i * 2, &b.bits, 2);
 }
 
-/* dst[i] = sum over q in rank order of blocks[q][i], i < n; blocks[q] at
- * all + q * stride bytes. */
-static void sum_blocks(const Op &o, char *dst, const char *all, size_t stride, size_t n)
+/* A value rounded to the op's data type (bf16: to nearest even). */
+static float round_to(const Op &o, float v)
+{
+    return o.bf16 ? __bfloat162float(__float2bfloat16(v)) : v;
+}
+
+/* dst[i] = the ranks' blocks[q][i] summed in the ring order that ends on
+ * rank last(i) (see the top: from last + 1 round to last, each partial sum
+ * rounded to the data type), i < n; blocks[q] at all + q * stride bytes.
+ * last(i) is `last`, or with chunk > 0 the chunk i lies in (i / chunk, an
+ * all-reduce's). */
+static void sum_blocks(const Op &o, char *dst, const char *all, size_t stride, size_t n,
+                       int last, size_t chunk)
 {
     const int world = o.comm->nranks;
     for (size_t i = 0; i < n; i++) {
-        float acc = load(o, all, i);
-        for (int q = 1; q < world; q++) acc += load(o, all + (size_t)q * stride, i);
+        const int k = chunk ? (int)(i / chunk) % world : last;
+        float acc = load(o, all + (size_t)((k + 1) % world) * stride, i);
+        for (int s = 2; s <= world; s++)
+            acc = round_to(o, acc + load(o, all + (size_t)((k + s) % world) * stride, i));
         store(o, dst, i, acc);
     }
 }
@@ -133,13 +156,14 @@ static void run_op(const Op &o)
     case OP_ALLREDUCE:
         tmp.resize(n * (size_t)c.nranks);
         MPI_Allgather(o.send, bytes, MPI_BYTE, tmp.data(), bytes, MPI_BYTE, c.mpi);
-        sum_blocks(o, (char *)o.recv, tmp.data(), n, o.count);
+        sum_blocks(o, (char *)o.recv, tmp.data(), n, o.count, 0,
+                   (o.count + (size_t)c.nranks - 1) / (size_t)c.nranks);
         break;
     case OP_REDUCESCATTER:
         /* rank q's block of every rank's send buffer goes to rank q */
         tmp.resize(n * (size_t)c.nranks);
         MPI_Alltoall(o.send, bytes, MPI_BYTE, tmp.data(), bytes, MPI_BYTE, c.mpi);
-        sum_blocks(o, (char *)o.recv, tmp.data(), n, o.count);
+        sum_blocks(o, (char *)o.recv, tmp.data(), n, o.count, c.rank, 0);
         break;
     case OP_ALLGATHER:
         tmp.assign((const char *)o.send, (const char *)o.send + n); /* in place: send is in recv */
@@ -152,15 +176,37 @@ static void run_op(const Op &o)
     case OP_REDUCE:
         if (c.rank == o.root) tmp.resize(n * (size_t)c.nranks);
         MPI_Gather(o.send, bytes, MPI_BYTE, tmp.data(), bytes, MPI_BYTE, o.root, c.mpi);
-        if (c.rank == o.root) sum_blocks(o, (char *)o.recv, tmp.data(), n, o.count);
+        if (c.rank == o.root) sum_blocks(o, (char *)o.recv, tmp.data(), n, o.count, o.root, 0);
         break;
+    case OP_SEND:
+    case OP_RECV:
+        break; /* posted and completed by run_ops */
     }
 }
 
+/* The tag of ncclSend/ncclRecv's messages on a communicator's MPI
+ * duplicate (its only point-to-point messages: pairs match in order). */
+#define TAG_P2P 7
+
+/* A group's sends and receives are posted first, its collectives run in
+ * order, then the point-to-point requests complete: every rank posts all
+ * of a group's before it waits, so no order of them within a group can
+ * deadlock (NCCL's rule for grouped ncclSend/ncclRecv). */
 static void run_ops(void *p)
 {
     std::vector<Op> *ops = (std::vector<Op> *)p;
+    std::vector<MPI_Request> reqs;
+    for (const Op &o : *ops) {
+        const int bytes = (int)(o.count * o.elem); /* checked at the call */
+        if (o.kind != OP_SEND && o.kind != OP_RECV) continue;
+        reqs.emplace_back();
+        if (o.kind == OP_SEND)
+            MPI_Isend(o.send, bytes, MPI_BYTE, o.root, TAG_P2P, o.comm->mpi, &reqs.back());
+        else
+            MPI_Irecv(o.recv, bytes, MPI_BYTE, o.root, TAG_P2P, o.comm->mpi, &reqs.back());
+    }
     for (const Op &o : *ops) run_op(o);
+    if (!reqs.empty()) MPI_Waitall((int)reqs.size(), reqs.data(), MPI_STATUSES_IGNORE);
     delete ops;
 }
 
@@ -195,7 +241,8 @@ static ncclResult_t issue(const char *what, Op o, ncclDataType_t dt, ncclRedOp_t
         return fail(ncclInvalidArgument, "%s: reduction %d (the emulator has ncclSum only)",
                     what, (int)op);
     if (o.root < 0 || o.root >= o.comm->nranks)
-        return fail(ncclInvalidArgument, "%s: root %d of %d ranks", what, o.root,
+        return fail(ncclInvalidArgument, "%s: %s %d of %d ranks", what,
+                    o.kind == OP_SEND || o.kind == OP_RECV ? "peer" : "root", o.root,
                     o.comm->nranks);
     o.elem = dt == ncclBfloat16 ? 2 : 4;
     o.bf16 = dt == ncclBfloat16;
@@ -280,6 +327,20 @@ ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
     Op o = {OP_REDUCE, sendbuff, recvbuff, count, 0, 0, root, comm, stream};
     const int is_root = comm && comm->rank == root;
     return issue("ncclReduce", o, datatype, op, count, is_root ? count : 0, recvbuff);
+}
+
+ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream)
+{
+    Op o = {OP_SEND, sendbuff, NULL, count, 0, 0, peer, comm, stream};
+    return issue("ncclSend", o, datatype, ncclSum, count, 0, NULL);
+}
+
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream)
+{
+    Op o = {OP_RECV, NULL, recvbuff, count, 0, 0, peer, comm, stream};
+    return issue("ncclRecv", o, datatype, ncclSum, 0, count, NULL);
 }
 
 ncclResult_t ncclGroupStart(void)

@@ -96,13 +96,18 @@ static void run_until(EmuEventRec *ev, unsigned long long gen);
 static void pump(void);
 
 /* Runs the head of s: a wait first has the record it names run (that record
- * is on another stream: one on s itself came before the wait). Nothing is
- * enqueued meanwhile (host functions may not call the runtime), so the head
- * stays where it is. */
+ * is on another stream: one on s itself came before the wait), and returns:
+ * nothing is enqueued meanwhile (host functions may not call the runtime),
+ * but in rev running the other stream pumps the eager ones, s among them,
+ * which may already have run the wait and what follows it; the caller's
+ * next step takes whatever s's head is then. */
 static void step(EmuStream *s)
 {
     EmuItem &head = s->q.front();
-    if (head.kind == ITEM_WAIT && head.ev->done < head.gen) run_until(head.ev, head.gen);
+    if (head.kind == ITEM_WAIT && head.ev->done < head.gen) {
+        run_until(head.ev, head.gen);
+        return;
+    }
     EmuItem it = std::move(s->q.front());
     s->q.pop_front();
     if (it.kind == ITEM_RECORD) {

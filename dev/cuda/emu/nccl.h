@@ -8,7 +8,8 @@
  * dist_nccl.c compiles against this header unchanged and cuda_libs.h's
  * table (each member typed by decltype of the function) is the same one.
  * Only the data types and operations the trainer uses are accepted
- * (ncclFloat32, ncclBfloat16; ncclSum): the others are declared so the
+ * (ncclFloat32, ncclBfloat16; ncclSum; ncclSend/ncclRecv move those
+ * types too): the others are declared so the
  * enumerations are NCCL's, and refused with ncclInvalidArgument.
  *
  * C++ only, as the rest of the emulator (cudaStream_t is emu.h's). */
@@ -80,6 +81,10 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
                                cudaStream_t stream);
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 }
