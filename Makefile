@@ -278,7 +278,7 @@ llmc-compat: train_gpt tokenize
 VARIANT_SRC := $(wildcard dev/cuda/attention*.cu)
 CHECK_SRC := dev/cuda/check_kernels.c dev/cuda/check_attention.c dev/cuda/check_util.c \
              dev/cuda/check_timing.c dev/cuda/check_sweep.c dev/cuda/check_fused.c \
-             dev/cuda/check_offload.c dev/cuda/check_llama.c
+             dev/cuda/check_offload.c dev/cuda/check_llama.c dev/cuda/check_rank_sum.c
 EMU_SRC := $(filter-out kernels/cuda/gemm.cu,$(CU_SRC)) $(VARIANT_SRC) dev/cuda/emu/emu.cpp dev/cuda/emu/emu_wgmma.cpp \
            dev/cuda/emu/emu_stream.cpp dev/cuda/emu/emu_gemm.cpp dev/cuda/check_hang.cu
 EMU_OBJ := $(patsubst %,$(BUILD)/emu/%.o,$(EMU_SRC) $(CHECK_SRC)) $(filter-out $(CU_OBJ),$(LIB_OBJ))

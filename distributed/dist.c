@@ -153,16 +153,6 @@ int dist_select_device(Dist *d, char *err, size_t err_len)
 #endif
 }
 
-/* ZeRO-1 reduce-scatters after backward instead, ZeRO-2 through
- * dist_grads_scatter, and ordered sums at --zero 0 wait for
- * dist_finish_grads (see dist.h). */
-void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n)
-{
-    Dist *d = ctx;
-    if (d->armed && d->comm && !d->m.zero && !d->comm->ordered)
-        d->comm->allreduce_start(d->comm, d->m.grads, offs, counts, n);
-}
-
 /* counts[q]: how much of [lo, hi) of the flat vector lies in rank q's
  * block [q B, (q+1) B); the blocks are contiguous and in rank order, so
  * the parts are too. */
@@ -176,12 +166,29 @@ static void cut_to_blocks(const Dist *d, size_t lo, size_t hi, size_t *counts)
     }
 }
 
+/* --zero 0 on NCCL: each range's ordered sum starts as soon as the range
+ * is final, on NCCL's stream (allreduce_start), overlapping the backward
+ * of earlier layers. ZeRO-1 sums after backward instead, ZeRO-2/3 through
+ * dist_grads_scatter, and MPI at --zero 0 in dist_finish_grads (see
+ * dist.h). */
+void dist_grads_ready(void *ctx, const size_t *offs, const size_t *counts, int n)
+{
+    Dist *d = ctx;
+    if (!d->armed || !d->comm || d->m.zero || !d->comm->allreduce_start || d->world == 1) return;
+    size_t eb = (size_t)d->m.be->par_bytes;
+    for (int k = 0; k < n; k++) {
+        cut_to_blocks(d, offs[k], offs[k] + counts[k], d->rs_counts);
+        d->comm->allreduce_start(d->comm, (char *)d->m.grads + offs[k] * eb, d->rs_counts);
+    }
+}
+
 /* Ordered sums after backward: --zero 0 sums the whole gradient (each
  * rank its block) and all-gathers the sums, ZeRO-1 the padded vector,
  * each rank keeping its block's. */
 static void ordered_finish(Dist *d)
 {
     if (d->m.zero >= 2 || d->world == 1) return; /* >= 2: summed block by block */
+    if (!d->m.zero && d->comm->allreduce_start) return; /* summed during backward */
     size_t n = d->m.zero ? d->m.padded_params : d->m.num_params;
     cut_to_blocks(d, 0, n, d->rs_counts);
     size_t at = d->comm->reduce_scatterv(d->comm, d->m.grads, d->rs_counts);
@@ -274,8 +281,7 @@ void dist_begin_micro(Dist *d, int last) { d->armed = last && d->comm; }
 void dist_finish_grads(Dist *d)
 {
     if (!d->comm) return;
-    if (d->comm->ordered) ordered_finish(d);
-    else if (d->m.zero == 1) d->comm->reduce_scatter_start(d->comm, d->m.grads, d->m.shard_params);
+    ordered_finish(d);
     d->comm->wait(d->comm);
     d->armed = 0;
 }

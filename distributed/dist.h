@@ -29,41 +29,46 @@
  *
  * Order of sums. Every float sum over ranks is added by train_gpt in a
  * fixed order, not by the collective library (whose algorithm, and so
- * order, changes with message size and world size): on the MPI path
- * (cpu) each element's sum is ((x_0 + x_1) + x_2) + ... + x_{W-1}, x_q
- * being rank q's value, at every --zero, message size and world size.
- * The gradient vector is cut into rank blocks (block_params: ZeRO-1's
- * shards, the same cut at --zero 0); for any range of it, each rank
- * sends every other rank the part inside that rank's block
- * (MPI_Isend/MPI_Irecv) and adds the W copies of its own part in rank
- * order (an ordered reduce-scatter, dist_mpi.c). Received pieces go
- * through a buffer of W x reduce_chunk elements that the planner plans
- * (model/planner.h, PLANNER_REDUCE_CHUNK); longer pieces go in rounds,
- * which changes no element's sum. Each rank sends (W-1)/W of the range,
- * as a ring reduce-scatter does. The gradient norm is the rank-order sum
+ * order, changes with message size and world size), on both paths: each
+ * element's sum is ((x_0 + x_1) + x_2) + ... + x_{W-1}, x_q being rank q's
+ * value, at every --zero, message size and world size. The gradient
+ * vector is cut into rank blocks (block_params: ZeRO-1's shards, the same
+ * cut at --zero 0); for any range of it, each rank sends every other rank
+ * the part inside that rank's block and adds the W copies of its own part
+ * in rank order (an ordered reduce-scatter): on MPI (cpu) with
+ * MPI_Isend/MPI_Irecv and a loop (dist_mpi.c), on NCCL (cuda) with
+ * ncclSend/ncclRecv in one group and a kernel (dist_nccl.c,
+ * kernels/rank_sum.h; bf16 copies are added in fp32 and rounded once).
+ * Received pieces go through a buffer of W x reduce_chunk elements that
+ * the planner plans (model/planner.h, PLANNER_REDUCE_CHUNK; device memory
+ * on cuda); longer pieces go in rounds, which changes no element's sum.
+ * Each rank sends (W-1)/W of the range, as a ring reduce-scatter does, but
+ * as W-1 messages at once to every other rank instead of a ring's W-1
+ * steps to one neighbour. The gradient norm is the rank-order sum
  * of each block's squared norm at every stage; scalars (loss, val loss,
- * counts, evaluation sums) are all-gathered and added in rank order. So
- * --zero 0, 1, 2 and 3 give the same bits at any world size (with one
- * micro-batch a step; see ZeRO-2 for grad-accum). The NCCL path (cuda)
- * still uses NCCL's reductions, whose order is NCCL's
- * (docs/multi-gpu.md).
+ * counts, evaluation sums) are all-gathered and added in rank order (MPI on
+ * the host, on both paths). So --zero 0, 1, 2 and 3 give the same bits at
+ * any world size (with one micro-batch a step; see ZeRO-2 for grad-accum),
+ * on either path (the two paths' kernels differ, so cpu and cuda do not
+ * give each other's bits).
  *
  * Gradients (--zero 0). Each rank's backward scales its loss gradient by
  * 1/(B*T*grad_accum*world). MPI: after the last micro-batch's backward
  * (dist_finish_grads) the whole gradient is summed by the ordered
  * reduce-scatter and the sums all-gathered (MPI_Allgatherv, a copy), so
  * nothing overlaps the backward. NCCL: on the last micro-batch of a step,
- * every layer's gradient slices are summed over ranks (ncclAllReduce on a
- * separate CUDA stream that waits on an event of the compute stream) as
- * soon as the model's grad hook reports them final, so the reduction
- * overlaps the backward of earlier layers; dist_finish_grads makes the
- * compute stream wait.
+ * every layer's gradient slices are summed over ranks (the ordered
+ * reduce-scatter of each slice, then each rank's sums sent to every rank,
+ * a copy, on a separate CUDA stream that waits on an event of the compute
+ * stream) as soon as the model's grad hook reports them final, so
+ * the reduction overlaps the backward of earlier layers; dist_finish_grads
+ * makes the compute stream wait.
  *
  * ZeRO-1 (--zero 1). AdamW m, v and the fp32 master are sharded by
  * contiguous ranges of the flat parameter vector (model/planner.h:
  * planner_shard_range, PLANNER_SHARD_ALIGN). After backward the padded
- * gradient vector is reduce-scattered (the ordered reduce-scatter /
- * ncclReduceScatter): rank r receives the sum of its own block. The
+ * gradient vector is reduce-scattered (the ordered reduce-scatter): rank r
+ * receives the sum of its own block. The
  * clipping norm is the square root of the sum over ranks of each shard's
  * squared norm, i.e. the norm of the full reduced gradient. Each rank
  * updates its range (weight decay follows each element's tensor), then the
@@ -80,9 +85,8 @@
  * the full gradients of one block (or of wte, wpe and LN_f) into a
  * full-size buffer; as soon as a range is final (dist_grads_scatter, in
  * every micro-batch, not only the last) it is reduce-scattered with one
- * count per rank (the ordered reduce-scatter; on NCCL one ncclReduce per
- * owning rank in a group, since ncclReduceScatter needs equal blocks), and each
- * rank adds its part into its shard. Blocking, so the buffer can be reused
+ * count per rank (the ordered reduce-scatter), and each rank adds its
+ * part into its shard. Blocking, so the buffer can be reused
  * by the next block: no overlap with backward. With one micro-batch a
  * step the shard holds the same sums as ZeRO-1's block; with grad-accum
  * the ranks' micro-batch sums are added in micro-batch order instead of

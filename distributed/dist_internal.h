@@ -14,21 +14,20 @@
 
 struct DistComm {
     const char *name; /* "mpi" or "nccl" */
-    /* 1: reduce_scatterv adds in rank order (dist.h, Order of sums) and
-     * serves every stage; allreduce_start and reduce_scatter_start are
-     * NULL. 0 (NCCL): the library's order. */
-    int ordered;
-    /* Start summing n ranges [offs[k], offs[k] + counts[k]) of grads over
-     * ranks, in place; returns before they finish. */
-    void (*allreduce_start)(DistComm *c, void *grads, const size_t *offs, const size_t *counts,
-                            int n);
-    /* Start the ZeRO-1 reduce-scatter of grads (world * shard elements):
-     * rank r's block [r * shard, (r+1) * shard) receives the sum over ranks. */
-    void (*reduce_scatter_start)(DistComm *c, void *grads, size_t shard);
+    /* Every float sum over ranks goes through reduce_scatterv or
+     * allreduce_start, both adding in rank order (dist.h, Order of sums). */
+    /* Optional (NCCL; NULL on MPI, where --zero 0 sums the whole vector
+     * after backward: reduce_scatterv, then allgatherv). Start --zero 0's
+     * sum of buf over ranks, in place: buf is world pieces of counts[q]
+     * elements in rank order (a range of the gradient cut at the rank
+     * blocks), piece q is summed in rank order on rank q, then every
+     * rank's sums are gathered to every rank. Returns before it finishes;
+     * complete for later backend ops after wait. */
+    void (*allreduce_start)(DistComm *c, void *buf, const size_t *counts);
     /* Sum buf over ranks, where buf is world pieces of counts[q] elements
      * in rank order (any may be 0), rank q receiving the sum of piece q.
-     * Returns the element offset in buf at which this rank's sum lies (with
-     * ordered: its own piece's); complete for later backend ops on return. */
+     * Returns the element offset in buf at which this rank's sum lies (its
+     * own piece's); complete for later backend ops on return. */
     size_t (*reduce_scatterv)(DistComm *c, void *buf, const size_t *counts);
     /* Everything started is complete as far as later backend ops see it. */
     void (*wait)(DistComm *c);

@@ -183,7 +183,7 @@ DistComm *dist_mpi_open(const Dist *d, Backend *be, char *err, size_t err_len)
         snprintf(err, err_len, "out of host memory for MPI's %d-rank requests", d->world);
         return NULL;
     }
-    m->base = (DistComm){.name = "mpi", .ordered = 1,
+    m->base = (DistComm){.name = "mpi",
                          .reduce_scatterv = mpi_reduce_scatterv, .wait = mpi_wait,
                          .allgather = mpi_allgather, .allgatherv = mpi_allgatherv,
                          .gather_wait = mpi_gather_wait,

@@ -8,12 +8,28 @@
  * Streams: the backend runs every op on one compute stream (its
  * native_stream op). Collectives run on a second stream: each start
  * records an event on the compute stream and makes the comm stream wait
- * on it, so a layer's all-reduce begins when that layer's backward has
- * finished and runs while the compute stream goes on with earlier layers.
- * wait records an event on the comm stream and makes the compute stream
- * wait on it: the optimizer sees summed gradients, and no host sync is
- * needed. ncclAllReduce and ncclReduceScatter sum (ncclSum): each rank's
- * loss gradient already carries the 1/world factor. */
+ * on it, so a layer's sum begins when that layer's backward has finished
+ * and runs while the compute stream goes on with earlier layers. wait
+ * records an event on the comm stream and makes the compute stream wait
+ * on it: the optimizer sees summed gradients, and no host sync is needed.
+ *
+ * Sums: in rank order, ours, not NCCL's (dist.h, Order of sums): NCCL's
+ * ncclAllReduce, ncclReduceScatter and ncclReduce add in the order of
+ * their algorithm (ring, tree or NVLS, by topology, size, version and
+ * NCCL_ALGO) and in bf16 round each partial sum, so --zero 0 and --zero
+ * 1..3 could differ in the last bits from 3 GPUs. Here NCCL only moves
+ * bytes (ncclSend/ncclRecv; ncclBroadcast and ncclAllGather for
+ * parameters) and a kernel of ours adds (ordered_sum, kernels/rank_sum.h). Each rank's loss gradient
+ * already carries the 1/world factor. The cost against NCCL's ring,
+ * unmeasured (no machine here has two GPUs): the same bytes leave each
+ * rank, (W-1)/W of the range, but as W-1 point-to-point messages at once
+ * instead of a pipelined ring; each rank's sum is one extra kernel
+ * reading W slices (NCCL fuses the add into its copy); --zero 0 sends
+ * the sums back the same way (W-1 sends of each rank's piece) instead of
+ * the ring all-gather half of an all-reduce. Within a node (NVLink, all pairs connected) the
+ * bytes are the same; across nodes the all-to-all pattern loads the
+ * network at once where a ring spreads it, and NCCL's tree and NVLS
+ * algorithms, which can beat a ring at scale, are not used. */
 #ifdef HAVE_CUDA
 
 #include <cuda_runtime_api.h>
@@ -37,6 +53,7 @@ extern "C" {
 }
 #endif
 #include "kernels/cuda_libs.h"
+#include "kernels/rank_sum.h"
 
 #ifndef NO_MPI
 typedef struct {
@@ -90,26 +107,79 @@ static char *at(NcclComm *n, void *base, size_t elem)
     return (char *)base + elem * n->elem_bytes;
 }
 
-static void nccl_allreduce_start(DistComm *c, void *grads, const size_t *offs,
-                                 const size_t *counts, int k)
+/* Elements of a piece of `count` that round `i` (of `chunk` elements each) holds. */
+static size_t round_part(size_t count, size_t i, size_t chunk)
 {
-    NcclComm *n = (NcclComm *)c;
-    comm_after_compute(n);
-    NCCL_OK(n, n->nc->GroupStart());
-    for (int i = 0; i < k; i++) {
-        void *p = at(n, grads, offs[i]);
-        NCCL_OK(n, n->nc->AllReduce(p, p, counts[i], n->dtype, ncclSum, n->comm, n->stream));
-    }
-    NCCL_OK(n, n->nc->GroupEnd());
+    return count > i ? (count - i < chunk ? count - i : chunk) : 0;
 }
 
-static void nccl_reduce_scatter_start(DistComm *c, void *grads, size_t shard)
+/* The ordered sum (dist.h, Order of sums), enqueued on the comm stream
+ * (the caller has ordered it after the compute stream): buf is world
+ * pieces of counts[q] elements in rank order; rank r's piece becomes,
+ * element by element, ((x_0 + x_1) + x_2) + ... + x_{W-1}. In one group
+ * each rank sends piece q to rank q (ncclSend) and receives every other
+ * rank's copy of its own piece into slot q of reduce_buf (ncclRecv); then
+ * cuda_rank_sum adds the copies in rank order from rank 0's, its own read
+ * in place. Pieces longer than reduce_chunk go in rounds, as on MPI; the
+ * next round's receives follow the kernel on the same stream, so they
+ * never overwrite slots it still reads. Returns where this rank's sum lies
+ * in buf (its own piece). */
+static size_t ordered_sum(NcclComm *n, void *buf, const size_t *counts)
+{
+    const Dist *d = n->base.d;
+    int W = d->world, r = d->rank;
+    size_t chunk = d->m.reduce_chunk, most = 0, pos = 0, mine = 0;
+    for (int q = 0; q < W; q++) {
+        if (q == r) mine = pos;
+        pos += counts[q];
+        if (counts[q] > most) most = counts[q];
+    }
+    if (W == 1) return mine;
+    if (!d->m.reduce_buf || !chunk)
+        dist_fail(d, 1, "internal error: no receive buffer for sums over ranks");
+    for (size_t i = 0; i < most; i += chunk) {
+        size_t nr = round_part(counts[r], i, chunk), off = 0;
+        NCCL_OK(n, n->nc->GroupStart());
+        for (int q = 0; q < W; q++) {
+            size_t nq = round_part(counts[q], i, chunk);
+            if (q != r && nr)
+                NCCL_OK(n, n->nc->Recv(at(n, d->m.reduce_buf, (size_t)q * chunk), nr, n->dtype, q,
+                                       n->comm, n->stream));
+            if (q != r && nq)
+                NCCL_OK(n, n->nc->Send(at(n, buf, off + i), nq, n->dtype, q, n->comm, n->stream));
+            off += counts[q];
+        }
+        NCCL_OK(n, n->nc->GroupEnd());
+        /* every round on every rank, nr = 0 too: see kernels/rank_sum.h */
+        CUDA_OK(d, (cudaError_t)cuda_rank_sum(n->stream, at(n, buf, mine + i), d->m.reduce_buf,
+                                              chunk, nr, W, r, n->elem_bytes == 2));
+    }
+    return mine;
+}
+
+/* --zero 0, as the grad hook reports a range final: the ordered sum of its
+ * pieces, then, in one group, each rank sends its piece's sums to every
+ * other rank and receives theirs into place (an all-gather with one count
+ * per rank: bytes move, nothing is added; ncclAllGather needs equal
+ * blocks), both on the comm stream after the backward so far, so they
+ * overlap the backward of earlier layers; nccl_wait orders the optimizer
+ * after them. */
+static void nccl_allreduce_start(DistComm *c, void *buf, const size_t *counts)
 {
     NcclComm *n = (NcclComm *)c;
+    int W = c->d->world, r = c->d->rank;
+    if (W == 1) return;
     comm_after_compute(n);
-    /* In place: the receive buffer is this rank's own block of the send buffer. */
-    void *mine = at(n, grads, (size_t)c->d->rank * shard);
-    NCCL_OK(n, n->nc->ReduceScatter(grads, mine, shard, n->dtype, ncclSum, n->comm, n->stream));
+    size_t mine = ordered_sum(n, buf, counts), off = 0;
+    NCCL_OK(n, n->nc->GroupStart());
+    for (int q = 0; q < W; q++) {
+        if (q != r && counts[r])
+            NCCL_OK(n, n->nc->Send(at(n, buf, mine), counts[r], n->dtype, q, n->comm, n->stream));
+        if (q != r && counts[q])
+            NCCL_OK(n, n->nc->Recv(at(n, buf, off), counts[q], n->dtype, q, n->comm, n->stream));
+        off += counts[q];
+    }
+    NCCL_OK(n, n->nc->GroupEnd());
 }
 
 static void nccl_wait(DistComm *c)
@@ -121,27 +191,17 @@ static void nccl_wait(DistComm *c)
     n->pending = 0;
 }
 
-/* ZeRO-2: NCCL's reduce-scatter takes equal blocks, and a piece of a
- * tensor's slice cuts the ranks' ranges unevenly: one ncclReduce per rank,
- * rooted at the rank that owns that part, in place, in one group. The
- * compute stream waits for it (nccl_wait) before the shard's add reads it
- * and the next block's backward overwrites the buffer. Unmeasured: no
- * machine here has two GPUs. */
+/* ZeRO-1 (the whole padded vector, after backward) and ZeRO-2/3 (each
+ * piece of a block as its backward ends): the ordered sum, then the
+ * compute stream waits for it (nccl_wait) before the optimizer or the
+ * shard's add reads it and the next block's backward overwrites the
+ * buffer. Unmeasured on GPUs: no machine here has two. */
 static size_t nccl_reduce_scatterv(DistComm *c, void *buf, const size_t *counts)
 {
     NcclComm *n = (NcclComm *)c;
+    if (c->d->world == 1) return 0;
     comm_after_compute(n);
-    size_t off = 0, mine = 0;
-    NCCL_OK(n, n->nc->GroupStart());
-    for (int q = 0; q < c->d->world; q++) {
-        if (q == c->d->rank) mine = off;
-        if (counts[q]) {
-            void *p = at(n, buf, off);
-            NCCL_OK(n, n->nc->Reduce(p, p, counts[q], n->dtype, ncclSum, q, n->comm, n->stream));
-        }
-        off += counts[q];
-    }
-    NCCL_OK(n, n->nc->GroupEnd());
+    size_t mine = ordered_sum(n, buf, counts);
     nccl_wait(c);
     return mine;
 }
@@ -305,7 +365,6 @@ DistComm *dist_nccl_open(const Dist *d, Backend *be, char *err, size_t err_len)
         CUDA_OK(d, cudaEventCreateWithFlags(&n->gdone, cudaEventDisableTiming));
     }
     n->base = (DistComm){.name = "nccl", .allreduce_start = nccl_allreduce_start,
-                         .reduce_scatter_start = nccl_reduce_scatter_start,
                          .reduce_scatterv = nccl_reduce_scatterv, .wait = nccl_wait,
                          .allgather = nccl_allgather, .allgatherv = nccl_allgatherv,
                          .gather_wait = nccl_gather_wait,

@@ -104,6 +104,9 @@ void check_llama(Ctx *c, const Shape *s, const char *sh);
 /* check_offload.c: the host tier (group "offload") */
 void check_offload(Ctx *c);
 
+/* check_rank_sum.c: kernels/rank_sum.h on n elements (group "optimizer") */
+void check_rank_sum(Ctx *c, size_t n, const char *sh);
+
 /* check_fused.c: the fused ops (group "fused") */
 void check_residual_layernorm(Ctx *c, const char *sh, int N, int C);
 void check_matmul_gelu(Ctx *c, const char *sh, int N, int IC, int OC);

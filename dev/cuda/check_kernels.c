@@ -13,7 +13,8 @@
  *   --only   one group of ops: encoder, layernorm, attention, decode (the
  *            KV-cache attention_decode), elementwise, llama (RMSNorm,
  *            SwiGLU and RoPE: check_llama.c), matmul, fused, head
- *            or optimizer (fused: check_fused.c; run it
+ *            or optimizer (with the NCCL path's rank-order sum,
+ *            kernels/rank_sum.h; fused: check_fused.c; run it
  *            with TRAIN_GPT_FUSE_GELU=1 for the cuBLASLt GELU epilogues)
  *   --sweep-b B,...  with --sweep: only the shapes of these batch sizes
  *            (dev/gpu_check/gpu_check.sh's first-run plan: 4,64)
@@ -682,6 +683,7 @@ int main(int argc, char **argv)
                 check_attention(c, &att_shapes[i], sh, i == 0, i > 0);
             }
             if (want("optimizer")) test_optimizer(c, 100003, "n100003");
+            if (want("optimizer")) check_rank_sum(c, 4099, "n4099");
             if (want("offload")) check_offload(c);
             /* the embedding backward on text's ids: GPT-2 124M's B=4 T=1024
              * at C=64 (the emulator's cost is in C) */

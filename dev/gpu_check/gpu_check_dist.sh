@@ -2,15 +2,15 @@
 # dev/gpu_check/gpu_check_dist.sh — the NCCL path end to end on one GPU.
 #
 # A 1-rank job under mpirun (MPI bootstrap, ncclUniqueId broadcast,
-# ncclCommInitRank, per-layer ncclAllReduce on the comm stream, including
-# the recomputed blocks) and the same job with --zero 1 (ncclReduceScatter,
-# ncclAllGather), --zero 2 (each block's gradients reduced as backward
-# makes them) and --zero 3 (each block's parameters gathered on their own
-# communicator and stream, again before each recomputed block) must train
-# exactly like the run without a launcher (no MPI, no NCCL): a sum over one
-# rank changes nothing, so the model files must be bitwise equal and the
-# per-step losses the same. Prints the losses side by side; exits non-zero
-# on any difference.
+# ncclCommInitRank, the comm stream's events; at one rank no gradient is
+# sent: the rank-order sums of distributed/dist_nccl.c start at 2 ranks)
+# and the same job with --zero 1 (ncclAllGather), --zero 2 (each block's
+# gradients taken as backward makes them) and --zero 3 (each block's
+# parameters gathered on their own communicator and stream, again before
+# each recomputed block) must train exactly like the run without a
+# launcher (no MPI, no NCCL): a sum over one rank changes nothing, so the
+# model files must be bitwise equal and the per-step losses the same.
+# Prints the losses side by side; exits non-zero on any difference.
 #
 # Usage: dev/gpu_check/gpu_check_dist.sh            (after `make`, on a GPU machine)
 #        DEVICE=cpu dev/gpu_check/gpu_check_dist.sh (the same check through MPI on the cpu)
@@ -18,10 +18,11 @@
 # Two ranks cannot share one GPU (NCCL refuses it), so one rank is what a
 # one-GPU machine can check. With NP > 1 the reference is the same job at
 # --zero 0 under mpirun -np NP: --zero 1, 2 and 3 must give its model file
-# bit for bit (dev/cuda/check_nccl_emu.py shows they do on the emulator,
-# whose collectives add the ranks in rank order; NCCL's all-reduce and
-# reduce-scatter may add them in other orders, so a difference there is
-# reported with the losses beside it, to be read, not hidden).
+# bit for bit, since every stage adds the ranks in rank order itself
+# (ncclSend/ncclRecv and a kernel; docs/multi-gpu.md, "Order of sums";
+# dev/cuda/check_nccl_emu.py shows it at 2 and 4 ranks on the emulator,
+# whose own reductions add in another order). A difference is reported
+# with the losses beside it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
