@@ -347,7 +347,8 @@ cuda-emu-train: build/train_gpt_emu
 	python3 dev/cuda/check_train_emu.py build/train_gpt_emu
 # The NCCL path on the emulator (dev/cuda/README.md): build/train_gpt_emu under
 # mpirun -np 2, --device cuda through the emulated NCCL against --device cpu, at
-# --zero 0, 1 and 2 (about 30 s on two cores); cuda-emu-check runs it after the above.
+# --zero 0 to 3, and at 4 ranks every --zero bitwise --zero 0 (the sums' order;
+# about 50 CPU-s); cuda-emu-check runs it after the above.
 EMU_NCCL_CHECK = $(if $(NO_MPI),@echo "cuda-emu-nccl: a NO_MPI build has no ranks: the NCCL path is not checked" >&2,python3 dev/cuda/check_nccl_emu.py build/train_gpt_emu)
 cuda-emu-nccl: build/train_gpt_emu
 	$(EMU_NCCL_CHECK)
