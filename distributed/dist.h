@@ -44,7 +44,9 @@
  * on cuda); longer pieces go in rounds, which changes no element's sum.
  * Each rank sends (W-1)/W of the range, as a ring reduce-scatter does, but
  * as W-1 messages at once to every other rank instead of a ring's W-1
- * steps to one neighbour. The gradient norm is the rank-order sum
+ * steps to one neighbour (on GPUs also one more kernel, and no NCCL tree
+ * or NVLS: dist_nccl.c; unmeasured, no machine here has two GPUs). The
+ * gradient norm is the rank-order sum
  * of each block's squared norm at every stage; scalars (loss, val loss,
  * counts, evaluation sums) are all-gathered and added in rank order (MPI on
  * the host, on both paths). So --zero 0, 1, 2 and 3 give the same bits at
