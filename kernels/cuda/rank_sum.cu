@@ -7,11 +7,11 @@
  * (distributed/dist_mpi.c), so fp32 sums are bit for bit that loop's.
  *
  * bf16: the W copies are added in fp32 and rounded to bf16 once, at the
- * end. Rounding each partial sum (as NCCL's ring does) would make the
- * result depend on how many partial sums there are and where they are cut;
- * one rounding of the fp32 sum is exact to fp32 until the store, and is
- * the same for any split of the vector into pieces and rounds, so every
- * --zero stage, which cuts the gradient differently, gets the same bits. */
+ * end: one rounding error in the sum instead of W - 1 (NCCL's ring rounds
+ * each partial sum to bf16, so its error grows with the world size), at no
+ * cost (the adds are fp32 in registers either way). The stages agree
+ * whichever it were, since each element's sum is a function of its W
+ * values taken in rank order; one rounding is the more exact. */
 #include "cuda_common.cuh"
 
 extern "C" {
