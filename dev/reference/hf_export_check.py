@@ -17,7 +17,6 @@ only summation order differs). Exits 1 with the worst difference otherwise.
 """
 import math
 import os
-import subprocess
 import sys
 
 import torch
@@ -27,6 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 import gpt2_reference as ref  # noqa: E402
 import export_hf  # noqa: E402
 import import_hf  # noqa: E402
+import script_runs  # noqa: E402
 
 # One thread: the tensors here are tiny, and a pool of OMP_NUM_THREADS threads
 # spinning beside the suite's other job on two cores made llama_ops_reference's
@@ -78,8 +78,11 @@ def main():
             os.path.join(work, "hf_folder")]
     worst = 0.0
     for out in outs:
-        subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "scripts", "export_hf.py"),
-                        model, out], check=True, stdout=subprocess.DEVNULL)
+        # a fork of this process (dev/reference/script_runs.py): torch is imported once
+        rc, _, err = script_runs.run(os.path.join(script_runs.SCRIPTS, "export_hf.py"),
+                                     [model, out])
+        if rc:
+            sys.exit(f"hf_export_check: export_hf.py {model} {out}: exit {rc}: {err}")
         if out.endswith(".pt"):
             sd = torch.load(out)
         else:
