@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""dev/reference/hf_export_check.py MODEL.bin WORKDIR — scripts/export_hf.py against the PyTorch reference.
+"""dev/reference/hf_export_check.py MODEL.bin WORKDIR [MODEL.bin WORKDIR]... — scripts/export_hf.py
+against the PyTorch reference.
 
 1. The repository's reference (dev/reference/gpt2_reference.py: llm.c's names and
    layouts, y = x W^T + b) computes logits from the model file directly.
@@ -13,7 +14,10 @@
    into q, k, v; tied lm_head over the V real rows) runs on the loaded dict.
 Both in float64 on the same tokens; the logits must agree within 1e-9
 relative to their largest magnitude (the same float32 values feed both, so
-only summation order differs). Exits 1 with the worst difference otherwise.
+only summation order differs). Prints "hf_export_check: MODEL.bin: PASS" for
+each model that passes, else "hf_export_check: MODEL.bin: FAIL: ..." with the
+worst difference; then "hf_export_check: PASS", or exits 1 when any failed.
+More pairs are checked in the same start of torch (most of a check's time).
 """
 import math
 import os
@@ -66,8 +70,12 @@ def hf_forward(sd, n_layer, n_head, tokens):
     return x @ sd["lm_head.weight"].T
 
 
-def main():
-    model, work = sys.argv[1], sys.argv[2]
+class Failed(Exception):
+    pass
+
+
+def check(model, work):
+    """Model's three exports under work against the reference; raises Failed."""
     cfg, p = export_hf.read_model(model)
     gen = torch.Generator().manual_seed(5)
     B, T = 2, min(cfg["maxT"], 7)
@@ -82,7 +90,7 @@ def main():
         rc, _, err = script_runs.run(os.path.join(script_runs.SCRIPTS, "export_hf.py"),
                                      [model, out])
         if rc:
-            sys.exit(f"hf_export_check: export_hf.py {model} {out}: exit {rc}: {err}")
+            raise Failed(f"export_hf.py {model} {out}: exit {rc}: {err}")
         if out.endswith(".pt"):
             sd = torch.load(out)
         else:
@@ -95,13 +103,28 @@ def main():
         sd.setdefault("lm_head.weight", sd["transformer.wte.weight"])
         got = hf_forward(sd, cfg["L"], cfg["NH"], tokens)
         if got.shape != want.shape:
-            sys.exit(f"hf_export_check: {out}: logits shape {tuple(got.shape)} != "
-                     f"{tuple(want.shape)}")
+            raise Failed(f"{out}: logits shape {tuple(got.shape)} != {tuple(want.shape)}")
         err = ((got - want).abs().max() / want.abs().max()).item()
         worst = max(worst, err)
         print(f"hf_export_check: {os.path.basename(out)}: logits max rel diff {err:.3e}")
     if worst > 1e-9:
-        sys.exit(f"hf_export_check: FAIL: logits differ by {worst:.3e} (tol 1e-9)")
+        raise Failed(f"logits differ by {worst:.3e} (tol 1e-9)")
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or len(args) % 2:
+        sys.exit("usage: hf_export_check.py MODEL.bin WORKDIR [MODEL.bin WORKDIR]...")
+    failed = 0
+    for model, work in zip(args[0::2], args[1::2]):  # one start of torch for them all
+        try:
+            check(model, work)
+            print(f"hf_export_check: {model}: PASS")
+        except Failed as e:
+            print(f"hf_export_check: {model}: FAIL: {e}")
+            failed += 1
+    if failed:
+        sys.exit(f"hf_export_check: FAIL: {failed} of {len(args) // 2} models")
     print("hf_export_check: PASS")
 
 

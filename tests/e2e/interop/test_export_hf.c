@@ -3,8 +3,9 @@
  * repository's PyTorch reference on the model file and an HF-convention
  * forward (Conv1D weights stored (in, out)) on the exported dict, and
  * requires the same logits (1e-9 relative, float64); here for a version 3
- * (fp32) and a version 5 (bf16) file of the tiny model. Needs Debian's
- * python3-torch (scripts/setup.sh installs it). */
+ * (fp32) and a version 5 (bf16) file of the tiny model, both in one run of
+ * the check a run (tests/lib/run_once.h). Needs Debian's python3-torch
+ * (scripts/setup.sh installs it). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "interop/model_file.h"
 #include "tests/lib/test_util.h"
 #include "tests/lib/cli_harness.h"
+#include "tests/lib/run_once.h"
 
 /* A model file of random weights (seed) at path, llm.c version 3 or 5. */
 static void save_random_model(const char *path, const GPTConfig *cfg, uint64_t seed, int version)
@@ -37,13 +39,49 @@ static void expect_check_passes(const char *name, const char *model, const char 
     free(out);
 }
 
+/* run_once's build: the version 3 and 5 files of the tiny model (seed 21)
+ * in dir/v3 and dir/v5, and hf_export_check.py on both in one start of
+ * torch (most of a check's time); its output in dir/check.txt, whatever its
+ * status: each test finds its own model's line. */
+static void build_checks(const char *dir, void *arg)
+{
+    (void)arg;
+    char cmd[4096], *out = NULL;
+    GPTConfig cfg = tu_tiny_config();
+    for (int version = 3; version <= 5; version += 2) {
+        snprintf(cmd, sizeof cmd, "mkdir %s/v%d", dir, version);
+        cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+        snprintf(cmd, sizeof cmd, "%s/v%d/m.bin", dir, version);
+        save_random_model(cmd, &cfg, 21, version);
+    }
+    /* in dir, so that the lines name v3/m.bin and v5/m.bin, not the
+     * folder's name while it is built */
+    char cwd[1024];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(cmd, sizeof cmd, "cd %s && /usr/bin/python3 %s/dev/reference/hf_export_check.py "
+             "v3/m.bin v3 v5/m.bin v5", dir, cwd);
+    tu_run_output(cmd, &out, &out);
+    tu_write_text(tu_path(dir, "check.txt"), out ? out : "");
+    free(out);
+}
+
+/* The check of the version's file, from the run's one run of the
+ * reference (tests/lib/run_once.h): "hf_export_check: MODEL: PASS". */
 static void check_export(int version)
 {
-    char *d = tu_tempdir(), path[600];
+    char *d = tu_tempdir(), path[600], sub[16], pass[700];
     GPTConfig cfg = tu_tiny_config();
     snprintf(path, sizeof path, "%s/m.bin", d);
     save_random_model(path, &cfg, 21, version);
-    expect_check_passes("hf_export_check", path, d);
+    char *shared = run_once("export_hf_check", build_checks, NULL);
+    snprintf(sub, sizeof sub, "v%d/m.bin", version);
+    char *model = strdup(tu_path(shared, sub));
+    cr_assert(tc_files_equal(path, model), "%s is not this test's model file", model);
+    char *out = tu_read_file(tu_path(shared, "check.txt"), NULL);
+    snprintf(pass, sizeof pass, "hf_export_check: v%d/m.bin: PASS", version);
+    cr_expect(out && strstr(out, pass), "no '%s' in:\n%s (needs /usr/bin/python3 with torch)",
+              pass, out);
+    free(out), free(model), free(shared);
     tu_remove_tree(d);
 }
 
