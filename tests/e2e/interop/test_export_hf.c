@@ -16,6 +16,7 @@
 #include "tests/lib/test_util.h"
 #include "tests/lib/cli_harness.h"
 #include "tests/lib/run_once.h"
+#include "tests/lib/script_runs.h"
 
 /* A model file of random weights (seed) at path, llm.c version 3 or 5. */
 static void save_random_model(const char *path, const GPTConfig *cfg, uint64_t seed, int version)
@@ -91,7 +92,8 @@ Test(export_hf, bf16_model_gives_the_reference_logits, .timeout = 120) { check_e
 /* What would fail after the work with a Python traceback is refused first,
  * exit 1, one line naming the path: a missing or folder MODEL.bin, an OUT
  * (a folder, or a weights file) in a missing folder, a file where the
- * folder is to be. */
+ * folder is to be. The five runs are forks of one Python
+ * (tests/lib/script_runs.h), each with its own status and output. */
 Test(export_hf, bad_paths_are_named_without_a_traceback, .timeout = 60)
 {
     char *d = tu_tempdir(), model[600], cmd[4096];
@@ -113,15 +115,20 @@ Test(export_hf, bad_paths_are_named_without_a_traceback, .timeout = 60)
         {model, nodir, "no/hf: its folder"},
         {model, missing, "no/x.pt: its folder"},
     };
+    ScriptRuns sr = script_runs_new(d);
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s %s 2> %s/err.txt",
-                 c[i].src, c[i].out, d);
-        cr_expect_eq(tu_run(cmd), 1, "case %zu", i);
-        char *e = tu_read_file(tu_path(d, "err.txt"), NULL);
-        cr_expect(e && strstr(e, "export_hf: ") && strstr(e, c[i].msg) && !strstr(e, "Traceback"),
+        snprintf(cmd, sizeof cmd, "%s %s", c[i].src, c[i].out);
+        script_runs_add(&sr, "scripts/export_hf.py", cmd);
+    }
+    script_runs_go(&sr, 0);
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        cr_expect_eq(script_runs_rc(&sr, (int)i), 1, "case %zu", i);
+        char *e = script_runs_output(&sr, (int)i); /* stdout and stderr */
+        cr_expect(strstr(e, "export_hf: ") && strstr(e, c[i].msg) && !strstr(e, "Traceback"),
                   "case %zu: %s", i, e);
         free(e);
     }
+    script_runs_free(&sr);
     tu_remove_tree(d);
 }
 
@@ -269,29 +276,44 @@ Test(export_hf, a_signal_mid_write_leaves_no_temporary_file, .timeout = 60)
                   "export_hf.sync_file = sync_file\n"
                   "sys.argv = [script] + sys.argv[3:]\n"
                   "(export_hf if script == 'export' else import_hf).main()\n");
+    /* the five runs as forks of one Python (tests/lib/script_runs.h), in
+     * order: the two exports under the wrapper, a plain export for the
+     * imports to read, the two imports under the wrapper */
+    char cmd[4096], script_path[700], *out;
+    snprintf(cmd, sizeof cmd, "mkdir %s/hf %s/o0 %s/o1 %s/o2 %s/o3", d, d, d, d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    snprintf(script_path, sizeof script_path, "%s/term.py", d);
+    ScriptRuns sr = script_runs_new(d);
+    int run[4], plain = -1;
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) {
+            snprintf(cmd, sizeof cmd, "%s %s/hf/model.safetensors", model, d);
+            plain = script_runs_add(&sr, "scripts/export_hf.py", cmd);
+        }
+        snprintf(cmd, sizeof cmd, "%d %s %s/%s %s/o%d/%s", sigs[i % 2], i < 2 ? "export" : "import",
+                 d, i < 2 ? "m.bin" : "hf", d, i, i < 2 ? "out.safetensors" : "out.bin");
+        run[i] = script_runs_add(&sr, script_path, cmd);
+    }
+    script_runs_go(&sr, 0);
+    out = script_runs_output(&sr, plain);
+    cr_assert_eq(script_runs_rc(&sr, plain), 0, "the plain export: %s", out);
+    free(out);
     for (int i = 0; i < 4; i++) {
         int sig = sigs[i % 2];
         const char *script = i < 2 ? "export" : "import";
-        char cmd[4096], *out, want[16];
-        /* import reads an export made here without the wrapper */
-        if (i == 2) {
-            snprintf(cmd, sizeof cmd, "mkdir %s/hf && /usr/bin/python3 scripts/export_hf.py %s "
-                     "%s/hf/model.safetensors", d, model, d);
-            cr_assert_eq(tu_run_output(cmd, &out, &out), 0, "%s", out);
-            free(out);
-        }
-        /* term.py imports from ./scripts: a link to the project's, in d */
-        snprintf(cmd, sizeof cmd, "ln -sfn \"$PWD/scripts\" %s/scripts && cd %s && mkdir o%d && "
-                 "/usr/bin/python3 term.py %d %s %s o%d/%s; echo rc=$?; ls o%d", d, d, i, sig,
-                 script, i < 2 ? "m.bin" : "hf", i, i < 2 ? "out.safetensors" : "out.bin", i);
-        tu_run_output(cmd, &out, &out);
-        cr_assert_not_null(out);
-        snprintf(want, sizeof want, "rc=%d\n", 128 + sig);
-        cr_expect(strstr(out, want) != NULL, "%s, signal %d: not %s:\n%s", script, sig, want, out);
-        cr_expect(strstr(out, ".tmp") == NULL, "%s, signal %d left a temporary file:\n%s", script,
-                  sig, out);
-        cr_expect(strstr(out, "out.") == NULL, "%s, signal %d: OUT made:\n%s", script, sig, out);
-        free(out);
+        char want[16], *ls;
+        snprintf(cmd, sizeof cmd, "ls %s/o%d", d, i);
+        tu_run_output(cmd, &ls, &ls);
+        cr_assert_not_null(ls);
+        out = script_runs_output(&sr, run[i]);
+        snprintf(want, sizeof want, "rc=%d", script_runs_rc(&sr, run[i]));
+        cr_expect_eq(script_runs_rc(&sr, run[i]), 128 + sig, "%s, signal %d: not rc=%d:\n%s%s",
+                     script, sig, 128 + sig, want, out);
+        cr_expect(strstr(ls, ".tmp") == NULL, "%s, signal %d left a temporary file:\n%s", script,
+                  sig, ls);
+        cr_expect(strstr(ls, "out.") == NULL, "%s, signal %d: OUT made:\n%s", script, sig, ls);
+        free(out), free(ls);
     }
+    script_runs_free(&sr);
     tu_remove_tree(d);
 }
