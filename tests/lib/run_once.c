@@ -22,6 +22,10 @@ static int is_dir(const char *path)
 char *run_once(const char *key, void (*build)(const char *dir, void *arg), void *arg)
 {
     char done[PATH_MAX], lock[PATH_MAX + 8], tmp[PATH_MAX + 32];
+    /* only under the suite's own root (test_util.c's PRE_ALL): a folder in
+     * a lasting $TMPDIR would hand one run's results to the next */
+    cr_assert(strstr(tu_tmp(), "/train_gpt_tests."), "run_once(%s): $TMPDIR %s is not the "
+              "suite's root", key, tu_tmp());
     snprintf(done, sizeof done, "%s/once-%s", tu_tmp(), key);
     char *path = strdup(done);
     cr_assert_not_null(path);
