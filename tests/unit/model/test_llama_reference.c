@@ -292,7 +292,10 @@ Test(llama_reference, head_dim_narrower_mha_qk_norm_matches_pytorch, .timeout = 
 
 Test(llama_reference, qkv_bias_matches_pytorch, .timeout = 120) { against_reference(OPT_BIAS); }
 Test(llama_reference, qk_norm_matches_pytorch, .timeout = 120) { against_reference(OPT_QKN); }
-Test(llama_reference, rope_scaling_matches_pytorch, .timeout = 120) { against_reference(OPT_SCALED); }
+Test(llama_reference, rope_scaling_matches_pytorch, .timeout = 120)
+{
+    against_reference(OPT_SCALED);
+}
 Test(llama_reference, all_options_together_match_pytorch, .timeout = 120)
 {
     against_reference(OPT_ALL);
