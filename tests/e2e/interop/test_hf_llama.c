@@ -282,30 +282,39 @@ Test(hf_llama, hf_reference_gives_train_gpts_val_loss, .timeout = 600)
     tu_remove_tree(d);
 }
 
-/* Set config.json's keys (a JSON object) in folder hf, or drop the key
- * named by "-KEY". */
+/* Set config.json's keys (a JSON object json[i]) in folder hf[i], or drop
+ * the key named by "-KEY", for i < n: one start of Python for them all. */
+static void edit_configs(int n, char (*hf)[700], const char *const *json)
+{
+    char cmd[16384];
+    int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import json, sys\n"
+                       "for p, e in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+                       "    p += \"/config.json\"; c = json.load(open(p))\n"
+                       "    c.pop(e[1:]) if e.startswith(\"-\") else c.update(json.loads(e))\n"
+                       "    json.dump(c, open(p, \"w\"))'");
+    for (int i = 0; i < n; i++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %s '%s'", hf[i], json[i]);
+    cr_assert_lt((size_t)len, sizeof cmd);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+}
+
 static void edit_config(const char *hf, const char *json)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import json, sys; p = sys.argv[1] + "
-             "\"/config.json\"; c = json.load(open(p)); e = sys.argv[2]; "
-             "c.pop(e[1:]) if e.startswith(\"-\") else c.update(json.loads(e)); "
-             "json.dump(c, open(p, \"w\"))' %s '%s'", hf, json);
-    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    char one[1][700];
+    snprintf(one[0], sizeof one[0], "%s", hf);
+    edit_configs(1, one, &json);
 }
 
 /* The refusals' import_hf.py runs, as forks of one Python
  * (tests/lib/script_runs.h): run k imports d/xk, a copy of folder `src`
- * with config.json edited, into d/xk.bin. */
+ * (its config.json edited by the caller), into d/xk.bin. */
 static int add_refused_import(ScriptRuns *sr, const char *d, int k, const char *src,
-                              const char *edit, const char *flags)
+                              const char *flags)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "rm -rf %s/x%d %s/x%d.bin && cp -r %s/%s %s/x%d", d, k, d, k, d,
              src, d, k);
     cr_assert_eq(tu_run(cmd), 0);
-    snprintf(cmd, sizeof cmd, "x%d", k);
-    if (edit) edit_config(tu_path(d, cmd), edit);
     snprintf(cmd, sizeof cmd, "%s/x%d %s/x%d.bin %s", d, k, d, k, flags);
     return script_runs_add(sr, "scripts/import_hf.py", cmd);
 }
@@ -369,13 +378,22 @@ Test(hf_llama, what_the_model_cannot_compute_is_refused_by_name, .timeout = 240)
          "holds sliding attention"},
         {"hfq", NULL, "--heads 7", "--heads 7:"},
     };
-    int nc = (int)(sizeof c / sizeof c[0]);
+    int nc = (int)(sizeof c / sizeof c[0]), ne = 0;
+    char folders[16][700];
+    const char *edits[16];
     sr = script_runs_new(d);
-    for (int i = 0; i < nc; i++) add_refused_import(&sr, d, i, c[i].src, c[i].edit, c[i].flags);
+    for (int i = 0; i < nc; i++) {
+        add_refused_import(&sr, d, i, c[i].src, c[i].flags);
+        if (!c[i].edit) continue;
+        snprintf(folders[ne], sizeof folders[ne], "%s/x%d", d, i);
+        edits[ne++] = c[i].edit;
+    }
     /* an unknown key the user vouches for is taken */
     snprintf(cmd, sizeof cmd, "rm -rf %s/y && cp -r %s/hf %s/y", d, d, d);
     cr_assert_eq(tu_run(cmd), 0);
-    edit_config(tu_path(d, "y"), "{\"sliding_window_pattern\": 6}");
+    snprintf(folders[ne], sizeof folders[ne], "%s/y", d);
+    edits[ne++] = "{\"sliding_window_pattern\": 6}";
+    edit_configs(ne, folders, edits); /* before the runs below read them */
     snprintf(cmd, sizeof cmd, "%s/y %s/y.bin --allow-key sliding_window_pattern", d, d);
     int allow = script_runs_add(&sr, "scripts/import_hf.py", cmd);
     /* export: q/k/v biases with q/k norms fit no Hugging Face family */
