@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""dev/reference/hf_export_check.py MODEL.bin WORKDIR — scripts/export_hf.py against the PyTorch reference.
+"""dev/reference/hf_export_check.py MODEL.bin WORKDIR [MODEL.bin WORKDIR]... — scripts/export_hf.py
+against the PyTorch reference.
 
 1. The repository's reference (dev/reference/gpt2_reference.py: llm.c's names and
    layouts, y = x W^T + b) computes logits from the model file directly.
@@ -13,11 +14,13 @@
    into q, k, v; tied lm_head over the V real rows) runs on the loaded dict.
 Both in float64 on the same tokens; the logits must agree within 1e-9
 relative to their largest magnitude (the same float32 values feed both, so
-only summation order differs). Exits 1 with the worst difference otherwise.
+only summation order differs). Prints "hf_export_check: MODEL.bin: PASS" for
+each model that passes, else "hf_export_check: MODEL.bin: FAIL: ..." with the
+worst difference; then "hf_export_check: PASS", or exits 1 when any failed.
+More pairs are checked in the same start of torch (most of a check's time).
 """
 import math
 import os
-import subprocess
 import sys
 
 import torch
@@ -27,6 +30,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 import gpt2_reference as ref  # noqa: E402
 import export_hf  # noqa: E402
 import import_hf  # noqa: E402
+import script_runs  # noqa: E402
 
 # One thread: the tensors here are tiny, and a pool of OMP_NUM_THREADS threads
 # spinning beside the suite's other job on two cores made llama_ops_reference's
@@ -66,8 +70,12 @@ def hf_forward(sd, n_layer, n_head, tokens):
     return x @ sd["lm_head.weight"].T
 
 
-def main():
-    model, work = sys.argv[1], sys.argv[2]
+class Failed(Exception):
+    pass
+
+
+def check(model, work):
+    """Model's three exports under work against the reference; raises Failed."""
     cfg, p = export_hf.read_model(model)
     gen = torch.Generator().manual_seed(5)
     B, T = 2, min(cfg["maxT"], 7)
@@ -78,8 +86,11 @@ def main():
             os.path.join(work, "hf_folder")]
     worst = 0.0
     for out in outs:
-        subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "scripts", "export_hf.py"),
-                        model, out], check=True, stdout=subprocess.DEVNULL)
+        # a fork of this process (dev/reference/script_runs.py): torch is imported once
+        rc, _, err = script_runs.run(os.path.join(script_runs.SCRIPTS, "export_hf.py"),
+                                     [model, out])
+        if rc:
+            raise Failed(f"export_hf.py {model} {out}: exit {rc}: {err}")
         if out.endswith(".pt"):
             sd = torch.load(out)
         else:
@@ -92,13 +103,28 @@ def main():
         sd.setdefault("lm_head.weight", sd["transformer.wte.weight"])
         got = hf_forward(sd, cfg["L"], cfg["NH"], tokens)
         if got.shape != want.shape:
-            sys.exit(f"hf_export_check: {out}: logits shape {tuple(got.shape)} != "
-                     f"{tuple(want.shape)}")
+            raise Failed(f"{out}: logits shape {tuple(got.shape)} != {tuple(want.shape)}")
         err = ((got - want).abs().max() / want.abs().max()).item()
         worst = max(worst, err)
         print(f"hf_export_check: {os.path.basename(out)}: logits max rel diff {err:.3e}")
     if worst > 1e-9:
-        sys.exit(f"hf_export_check: FAIL: logits differ by {worst:.3e} (tol 1e-9)")
+        raise Failed(f"logits differ by {worst:.3e} (tol 1e-9)")
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or len(args) % 2:
+        sys.exit("usage: hf_export_check.py MODEL.bin WORKDIR [MODEL.bin WORKDIR]...")
+    failed = 0
+    for model, work in zip(args[0::2], args[1::2]):  # one start of torch for them all
+        try:
+            check(model, work)
+            print(f"hf_export_check: {model}: PASS")
+        except Failed as e:
+            print(f"hf_export_check: {model}: FAIL: {e}")
+            failed += 1
+    if failed:
+        sys.exit(f"hf_export_check: FAIL: {failed} of {len(args) // 2} models")
     print("hf_export_check: PASS")
 
 

@@ -14,12 +14,15 @@ and must refuse, exit 1, one line naming the file and the fault, writing
 nothing: an untied lm_head, a NaN, a tensor of the wrong shape, a missing
 tensor (each a .safetensors file of the .pt export's tensors, so that its
 import starts without torch: from_hf checks either format's tensors alike),
-and no head count. Prints "hf_import_check: PASS" or exits non-zero.
+and no head count. Also imports the .pt export with --dtype bf16 into
+WORKDIR/b16.bin (tests/e2e/interop/test_export_hf.c compares it with the C
+writer's version 5 file). Each run of the scripts is a fork of this process
+(dev/reference/script_runs.py), so torch and numpy are imported once.
+Prints "hf_import_check: PASS" or exits non-zero.
 """
 import json
 import os
 import struct
-import subprocess
 import sys
 
 import numpy as np
@@ -32,11 +35,23 @@ import torch
 torch.set_num_threads(1)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.join(HERE, "..", "..", "scripts")
+sys.path.insert(0, HERE)
+import script_runs  # noqa: E402
+
+SCRIPTS = script_runs.SCRIPTS
+script_runs.preload(torch=True)
 
 
-def run(*args):
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True)
+class Run:
+    def __init__(self, rc, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = rc, stdout, stderr
+
+
+def run(script, *args):
+    """`python3 SCRIPT ARGS` as a fork of this process (dev/reference/script_runs.py):
+    its exit status and output as the interpreter's, without importing torch
+    and numpy again for each of the ten runs."""
+    return Run(*script_runs.run(script, args))
 
 
 def write_safetensors(path, tensors):
@@ -77,6 +92,12 @@ def main():
     with open(out, "rb") as f:
         if f.read() != want:
             fail(f"{out} differs from {model}")
+    # the .pt export as bf16: WORK/b16.bin, for the caller to compare with its
+    # own writer's version 5 file of the same weights (this script has no bf16
+    # rounding of its own to hold it against)
+    r = run(imp, pt, os.path.join(work, "b16.bin"), "--dtype", "bf16")
+    if r.returncode:
+        fail(f"--dtype bf16 import of {pt}: {r.stderr}")
     # 2. GPT2Model-style safetensors with buffers, no config.json: --heads
     sd = {k: v.numpy() for k, v in torch.load(pt, weights_only=True).items()}
     plain = {k[len("transformer."):]: v for k, v in sd.items() if k.startswith("transformer.")}

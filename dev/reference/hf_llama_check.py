@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""dev/reference/hf_llama_check.py HF_FOLDER VAL.bin B T — the loss of a Hugging Face
-Llama / Qwen2 / Qwen3 folder on llm.c's first val batch, by Hugging Face's conventions.
+"""dev/reference/hf_llama_check.py HF_FOLDER VAL.bin B T [HF_FOLDER...] — the loss of a
+Hugging Face Llama / Qwen2 / Qwen3 folder on llm.c's first val batch, by Hugging Face's
+conventions.
 
 Written for the export's check (tests/e2e/interop/test_hf_llama.c) from Hugging
 Face transformers' published model definitions and file formats, sharing no code
@@ -23,7 +24,9 @@ LlamaForCausalLM's forward in float64:
     version 2: uint32), inputs the first B*T (B rows of T), targets the same
     shifted by one.
 Prints "hf_llama_check: loss %.17g" (the mean cross-entropy over B*T) and
-"hf_llama_check: PASS"; a fault exits 1 with one line.
+"hf_llama_check: PASS"; a fault exits 1 with one line. More HF_FOLDERs after
+T (the same batch) print their losses in order, on lines of their own, in the
+same start of torch (most of a check's time).
 """
 import json
 import math
@@ -156,15 +159,22 @@ def forward(c, sd, ids):
     return x @ head.T
 
 
-def main():
-    if len(sys.argv) != 5:
-        fail("usage: hf_llama_check.py HF_FOLDER VAL.bin B T")
-    folder, val, B, T = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+def loss_of(folder, ids, targets, B, T):
+    """The mean cross-entropy of folder's model on (ids, targets)."""
     with open(os.path.join(folder, "config.json")) as f:
         c = json.load(f)
     if c.get("model_type") not in ("llama", "qwen2", "qwen3"):
-        fail(f"model_type {c.get('model_type')} is not llama, qwen2 or qwen3")
+        fail(f"{folder}: model_type {c.get('model_type')} is not llama, qwen2 or qwen3")
     sd = load_folder(folder)
+    logits = forward(c, sd, ids)
+    return torch.nn.functional.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1))
+
+
+def main():
+    if len(sys.argv) < 5:
+        fail("usage: hf_llama_check.py HF_FOLDER VAL.bin B T [HF_FOLDER...]")
+    val, B, T = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    folders = [sys.argv[1]] + sys.argv[5:]
     with open(val, "rb") as f:
         raw = f.read()
     h = struct.unpack("<256i", raw[:1024])
@@ -175,9 +185,8 @@ def main():
         fail(f"{val}: {len(toks)} tokens, fewer than B*T+1")
     buf = torch.from_numpy(toks[:B * T + 1].astype(np.int64))
     ids, targets = buf[:-1].view(B, T), buf[1:].view(B, T)
-    logits = forward(c, sd, ids)
-    loss = torch.nn.functional.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1))
-    print("hf_llama_check: loss %.17g" % loss.item())
+    for folder in folders:  # one start of torch for them all
+        print("hf_llama_check: loss %.17g" % loss_of(folder, ids, targets, B, T).item())
     print("hf_llama_check: PASS")
 
 

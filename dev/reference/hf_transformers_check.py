@@ -13,26 +13,31 @@ Prints "hf_transformers_check: SKIP: ..." and exits 0 where transformers is
 not installed (Debian has no package of it); "hf_transformers_check: PASS"
 otherwise, or exits 1 with the worst difference.
 """
+import importlib.util
 import os
 import subprocess
 import sys
 
-import torch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-import gpt2_reference as ref  # noqa: E402
-import export_hf  # noqa: E402
-
-# One thread: the tensors here are tiny, and a pool of OMP_NUM_THREADS threads
-# spinning beside the suite's other job on two cores made llama_ops_reference's
-# selfcheck 3 to 7 times slower (9 to 21 s against 3 s); no result here depends
-# on the thread count beyond the last bits, far inside every tolerance checked.
-torch.set_num_threads(1)
 
 
 def main():
     model, work = sys.argv[1], sys.argv[2]
+    # transformers first: where it is not installed (Debian has no package of
+    # it) the check skips without importing torch (2 to 3 CPU-s a start on
+    # the 2-core build VM)
+    if importlib.util.find_spec("transformers") is None:
+        print("hf_transformers_check: SKIP: transformers is not installed")
+        return
+    import torch
+    # One thread: the tensors here are tiny, and a pool of OMP_NUM_THREADS threads
+    # spinning beside the suite's other job on two cores made llama_ops_reference's
+    # selfcheck 3 to 7 times slower (9 to 21 s against 3 s); no result here depends
+    # on the thread count beyond the last bits, far inside every tolerance checked.
+    torch.set_num_threads(1)
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+    import gpt2_reference as ref
+    import export_hf
     try:
         import transformers
     except ImportError:

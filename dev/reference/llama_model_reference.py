@@ -15,6 +15,7 @@ never from the C code.
 usage:
     llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED
                              [QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG [HEAD_DIM]]
+                             [-- DIR B T ...]...
 
 The six optional arguments (all or none; default 0 0 0 0 0 0): QKV_BIAS 1
 adds bqkv, QK_NORM 1 adds q_norm and k_norm, FACTOR > 0 scales RoPE's
@@ -29,7 +30,9 @@ when UNTIED is 1, then per layer stacked over L: rms1w (C), q_norm (hs) with
 QK_NORM, wqkv (NH hs + 2 KVH hs, C) with q rows, then k, then v, bqkv
 (NH hs + 2 KVH hs) with QKV_BIAS, wo (C, NH hs), rms2w (C), k_norm (hs) with QK_NORM,
 w_gateup (2F, C) with gate rows then up rows, w_down (C,F); then rmsfw (C)) and
-DIR/tokens.i32 (int32: inputs (B,T), then targets (B,T)). Writes, raw
+DIR/tokens.i32 (int32: inputs (B,T), then targets (B,T)). More jobs, each
+after a "--", run in order in the same process (one import of torch, most
+of a job's time). Writes, raw
 little-endian float64: DIR/ref_logits.f64 (B,T,V: the real vocabulary),
 DIR/ref_loss.f64 (the mean cross-entropy over B*T) and DIR/ref_grads.f64
 (d loss / d params, the same layout as params.f32). Prints
@@ -124,16 +127,17 @@ def model_loss(p, inputs, targets, d):
     return logits, loss
 
 
-def main():
-    if len(sys.argv) not in (14, 20, 21):
+def run_job(argv):
+    """One job: argv is DIR B T ... as in the usage."""
+    if len(argv) not in (13, 19, 20):
         fail("usage: llama_model_reference.py DIR B T L C NH KVH F V Vp THETA EPS UNTIED "
-             "[QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG [HEAD_DIM]]")
-    out = sys.argv[1]
+             "[QKV_BIAS QK_NORM FACTOR LOW HIGH ORIG [HEAD_DIM]] [-- DIR ...]...")
+    out = argv[0]
     keys = ["B", "T", "L", "C", "NH", "KVH", "F", "V", "Vp"]
-    d = {k: int(v) for k, v in zip(keys, sys.argv[2:11])}
-    d["theta"], d["eps"], d["untied"] = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13])
-    opt = sys.argv[14:20] if len(sys.argv) >= 20 else ["0"] * 6
-    head_dim = int(sys.argv[20]) if len(sys.argv) == 21 else 0
+    d = {k: int(v) for k, v in zip(keys, argv[1:10])}
+    d["theta"], d["eps"], d["untied"] = float(argv[10]), float(argv[11]), int(argv[12])
+    opt = argv[13:19] if len(argv) >= 19 else ["0"] * 6
+    head_dim = int(argv[19]) if len(argv) == 20 else 0
     d["qkv_bias"], d["qk_norm"] = int(opt[0]), int(opt[1])
     d["factor"], d["low"], d["high"], d["orig"] = (float(x) for x in opt[2:])
     B, T, L, C, NH, KVH, Fw, V, Vp = (d[k] for k in keys)
@@ -181,6 +185,18 @@ def main():
     logits.detach().numpy().astype("<f8").tofile(out + "/ref_logits.f64")
     loss.detach().reshape(1).numpy().astype("<f8").tofile(out + "/ref_loss.f64")
     grads.numpy().astype("<f8").tofile(out + "/ref_grads.f64")
+
+
+def main():
+    jobs, job = [], []
+    for a in sys.argv[1:] + ["--"]:
+        if a == "--":
+            jobs.append(job)
+            job = []
+        else:
+            job.append(a)
+    for job in jobs:  # in order, in one start of torch
+        run_job(job)
     print("llama_model_reference: PASS")
 
 

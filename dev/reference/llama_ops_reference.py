@@ -11,6 +11,8 @@ F.silu), never from the C code.
 usage:
     llama_ops_reference.py OP DIR KEY=VALUE... [-- OP DIR KEY=VALUE...]...
     llama_ops_reference.py selfcheck
+    (selfcheck may also be one of the jobs: "-- selfcheck" prints its own
+    "llama_ops_reference: selfcheck PASS")
 
 OP DIR reads the op's inputs from DIR/NAME.f32 (raw little-endian float32,
 row-major, the shapes below), runs the op in float64 on those values, and
@@ -260,7 +262,10 @@ def selfcheck():
 
 
 def run_job(job):
-    if len(job) >= 2 and job[0] in ("rmsnorm", "rope", "swiglu", "attention"):
+    if job == ["selfcheck"]:
+        selfcheck()
+        print("llama_ops_reference: selfcheck PASS")
+    elif len(job) >= 2 and job[0] in ("rmsnorm", "rope", "swiglu", "attention"):
         if not os.path.isdir(job[1]):
             fail("%s is not a folder" % job[1])
         {"rmsnorm": run_rmsnorm, "rope": run_rope, "swiglu": run_swiglu,

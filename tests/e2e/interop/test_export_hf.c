@@ -3,8 +3,9 @@
  * repository's PyTorch reference on the model file and an HF-convention
  * forward (Conv1D weights stored (in, out)) on the exported dict, and
  * requires the same logits (1e-9 relative, float64); here for a version 3
- * (fp32) and a version 5 (bf16) file of the tiny model. Needs Debian's
- * python3-torch (scripts/setup.sh installs it). */
+ * (fp32) and a version 5 (bf16) file of the tiny model, both in one run of
+ * the check a run (tests/lib/run_once.h). Needs Debian's python3-torch
+ * (scripts/setup.sh installs it). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 #include "interop/model_file.h"
 #include "tests/lib/test_util.h"
 #include "tests/lib/cli_harness.h"
+#include "tests/lib/run_once.h"
+#include "tests/lib/script_runs.h"
 
 /* A model file of random weights (seed) at path, llm.c version 3 or 5. */
 static void save_random_model(const char *path, const GPTConfig *cfg, uint64_t seed, int version)
@@ -37,13 +40,49 @@ static void expect_check_passes(const char *name, const char *model, const char 
     free(out);
 }
 
+/* run_once's build: the version 3 and 5 files of the tiny model (seed 21)
+ * in dir/v3 and dir/v5, and hf_export_check.py on both in one start of
+ * torch (most of a check's time); its output in dir/check.txt, whatever its
+ * status: each test finds its own model's line. */
+static void build_checks(const char *dir, void *arg)
+{
+    (void)arg;
+    char cmd[4096], *out = NULL;
+    GPTConfig cfg = tu_tiny_config();
+    for (int version = 3; version <= 5; version += 2) {
+        snprintf(cmd, sizeof cmd, "mkdir %s/v%d", dir, version);
+        cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+        snprintf(cmd, sizeof cmd, "%s/v%d/m.bin", dir, version);
+        save_random_model(cmd, &cfg, 21, version);
+    }
+    /* in dir, so that the lines name v3/m.bin and v5/m.bin, not the
+     * folder's name while it is built */
+    char cwd[1024];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(cmd, sizeof cmd, "cd %s && /usr/bin/python3 %s/dev/reference/hf_export_check.py "
+             "v3/m.bin v3 v5/m.bin v5", dir, cwd);
+    tu_run_output(cmd, &out, &out);
+    tu_write_text(tu_path(dir, "check.txt"), out ? out : "");
+    free(out);
+}
+
+/* The check of the version's file, from the run's one run of the
+ * reference (tests/lib/run_once.h): "hf_export_check: MODEL: PASS". */
 static void check_export(int version)
 {
-    char *d = tu_tempdir(), path[600];
+    char *d = tu_tempdir(), path[600], sub[16], pass[700];
     GPTConfig cfg = tu_tiny_config();
     snprintf(path, sizeof path, "%s/m.bin", d);
     save_random_model(path, &cfg, 21, version);
-    expect_check_passes("hf_export_check", path, d);
+    char *shared = run_once("export_hf_check", build_checks, NULL);
+    snprintf(sub, sizeof sub, "v%d/m.bin", version);
+    char *model = strdup(tu_path(shared, sub));
+    cr_assert(tc_files_equal(path, model), "%s is not this test's model file", model);
+    char *out = tu_read_file(tu_path(shared, "check.txt"), NULL);
+    snprintf(pass, sizeof pass, "hf_export_check: v%d/m.bin: PASS", version);
+    cr_expect(out && strstr(out, pass), "no '%s' in:\n%s (needs /usr/bin/python3 with torch)",
+              pass, out);
+    free(out), free(model), free(shared);
     tu_remove_tree(d);
 }
 
@@ -53,7 +92,8 @@ Test(export_hf, bf16_model_gives_the_reference_logits, .timeout = 120) { check_e
 /* What would fail after the work with a Python traceback is refused first,
  * exit 1, one line naming the path: a missing or folder MODEL.bin, an OUT
  * (a folder, or a weights file) in a missing folder, a file where the
- * folder is to be. */
+ * folder is to be. The five runs are forks of one Python
+ * (tests/lib/script_runs.h), each with its own status and output. */
 Test(export_hf, bad_paths_are_named_without_a_traceback, .timeout = 60)
 {
     char *d = tu_tempdir(), model[600], cmd[4096];
@@ -75,15 +115,20 @@ Test(export_hf, bad_paths_are_named_without_a_traceback, .timeout = 60)
         {model, nodir, "no/hf: its folder"},
         {model, missing, "no/x.pt: its folder"},
     };
+    ScriptRuns sr = script_runs_new(d);
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s %s 2> %s/err.txt",
-                 c[i].src, c[i].out, d);
-        cr_expect_eq(tu_run(cmd), 1, "case %zu", i);
-        char *e = tu_read_file(tu_path(d, "err.txt"), NULL);
-        cr_expect(e && strstr(e, "export_hf: ") && strstr(e, c[i].msg) && !strstr(e, "Traceback"),
+        snprintf(cmd, sizeof cmd, "%s %s", c[i].src, c[i].out);
+        script_runs_add(&sr, "scripts/export_hf.py", cmd);
+    }
+    script_runs_go(&sr, 0);
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        cr_expect_eq(script_runs_rc(&sr, (int)i), 1, "case %zu", i);
+        char *e = script_runs_output(&sr, (int)i); /* stdout and stderr */
+        cr_expect(strstr(e, "export_hf: ") && strstr(e, c[i].msg) && !strstr(e, "Traceback"),
                   "case %zu: %s", i, e);
         free(e);
     }
+    script_runs_free(&sr);
     tu_remove_tree(d);
 }
 
@@ -144,16 +189,15 @@ Test(export_hf, existing_files_are_kept, .timeout = 120)
  * of the same weights, byte for byte (round to nearest even, in C here). */
 Test(export_hf, import_gives_the_model_file_back, .timeout = 180)
 {
-    char *d = tu_tempdir(), path[600], v5[600], cmd[4096];
+    char *d = tu_tempdir(), path[600], v5[600];
     GPTConfig cfg = tu_tiny_config();
     snprintf(path, sizeof path, "%s/m.bin", d);
     save_random_model(path, &cfg, 23, 3);
     snprintf(v5, sizeof v5, "%s/m5.bin", d);
     save_random_model(v5, &cfg, 23, 5);
+    /* it also writes d/b16.bin: import_hf.py --dtype bf16 of the .pt export */
     expect_check_passes("hf_import_check", path, d);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/import_hf.py %s/hf/model.pt %s/b16.bin "
-             "--dtype bf16 > /dev/null", d, d);
-    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    cr_assert(tu_exists(tu_path(d, "b16.bin")), "hf_import_check wrote no b16.bin");
     cr_expect(tc_files_equal(tu_path(d, "b16.bin"), v5), "bf16 import differs from the C writer's");
     tu_remove_tree(d);
 }
@@ -232,29 +276,44 @@ Test(export_hf, a_signal_mid_write_leaves_no_temporary_file, .timeout = 60)
                   "export_hf.sync_file = sync_file\n"
                   "sys.argv = [script] + sys.argv[3:]\n"
                   "(export_hf if script == 'export' else import_hf).main()\n");
+    /* the five runs as forks of one Python (tests/lib/script_runs.h), in
+     * order: the two exports under the wrapper, a plain export for the
+     * imports to read, the two imports under the wrapper */
+    char cmd[4096], script_path[700], *out;
+    snprintf(cmd, sizeof cmd, "mkdir %s/hf %s/o0 %s/o1 %s/o2 %s/o3", d, d, d, d, d);
+    cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
+    snprintf(script_path, sizeof script_path, "%s/term.py", d);
+    ScriptRuns sr = script_runs_new(d);
+    int run[4], plain = -1;
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) {
+            snprintf(cmd, sizeof cmd, "%s %s/hf/model.safetensors", model, d);
+            plain = script_runs_add(&sr, "scripts/export_hf.py", cmd);
+        }
+        snprintf(cmd, sizeof cmd, "%d %s %s/%s %s/o%d/%s", sigs[i % 2], i < 2 ? "export" : "import",
+                 d, i < 2 ? "m.bin" : "hf", d, i, i < 2 ? "out.safetensors" : "out.bin");
+        run[i] = script_runs_add(&sr, script_path, cmd);
+    }
+    script_runs_go(&sr, 0);
+    out = script_runs_output(&sr, plain);
+    cr_assert_eq(script_runs_rc(&sr, plain), 0, "the plain export: %s", out);
+    free(out);
     for (int i = 0; i < 4; i++) {
         int sig = sigs[i % 2];
         const char *script = i < 2 ? "export" : "import";
-        char cmd[4096], *out, want[16];
-        /* import reads an export made here without the wrapper */
-        if (i == 2) {
-            snprintf(cmd, sizeof cmd, "mkdir %s/hf && /usr/bin/python3 scripts/export_hf.py %s "
-                     "%s/hf/model.safetensors", d, model, d);
-            cr_assert_eq(tu_run_output(cmd, &out, &out), 0, "%s", out);
-            free(out);
-        }
-        /* term.py imports from ./scripts: a link to the project's, in d */
-        snprintf(cmd, sizeof cmd, "ln -sfn \"$PWD/scripts\" %s/scripts && cd %s && mkdir o%d && "
-                 "/usr/bin/python3 term.py %d %s %s o%d/%s; echo rc=$?; ls o%d", d, d, i, sig,
-                 script, i < 2 ? "m.bin" : "hf", i, i < 2 ? "out.safetensors" : "out.bin", i);
-        tu_run_output(cmd, &out, &out);
-        cr_assert_not_null(out);
-        snprintf(want, sizeof want, "rc=%d\n", 128 + sig);
-        cr_expect(strstr(out, want) != NULL, "%s, signal %d: not %s:\n%s", script, sig, want, out);
-        cr_expect(strstr(out, ".tmp") == NULL, "%s, signal %d left a temporary file:\n%s", script,
-                  sig, out);
-        cr_expect(strstr(out, "out.") == NULL, "%s, signal %d: OUT made:\n%s", script, sig, out);
-        free(out);
+        char want[16], *ls;
+        snprintf(cmd, sizeof cmd, "ls %s/o%d", d, i);
+        tu_run_output(cmd, &ls, &ls);
+        cr_assert_not_null(ls);
+        out = script_runs_output(&sr, run[i]);
+        snprintf(want, sizeof want, "rc=%d", script_runs_rc(&sr, run[i]));
+        cr_expect_eq(script_runs_rc(&sr, run[i]), 128 + sig, "%s, signal %d: not rc=%d:\n%s%s",
+                     script, sig, 128 + sig, want, out);
+        cr_expect(strstr(ls, ".tmp") == NULL, "%s, signal %d left a temporary file:\n%s", script,
+                  sig, ls);
+        cr_expect(strstr(ls, "out.") == NULL, "%s, signal %d: OUT made:\n%s", script, sig, ls);
+        free(out), free(ls);
     }
+    script_runs_free(&sr);
     tu_remove_tree(d);
 }

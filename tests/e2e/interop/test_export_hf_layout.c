@@ -20,6 +20,7 @@
 #include "data/source.h"
 #include "interop/model_file.h"
 #include "tests/lib/cli_harness.h"
+#include "tests/lib/script_runs.h"
 #include "tests/lib/test_util.h"
 
 /* GPT-2's vocabulary on a model small enough to write fast (1.6 MB). */
@@ -246,22 +247,37 @@ Test(export_hf_layout, folder_holds_what_from_pretrained_reads, .timeout = 120)
 
 /* model file -> export (the default folder) -> import_hf.py -> the same
  * bytes: fp32 for GPT-2's vocabulary and the tiny one, and a bf16 (version
- * 5) file back through --dtype bf16. */
+ * 5) file back through --dtype bf16. The six runs are forks of one Python
+ * (tests/lib/script_runs.h), each with its own exit status. */
 Test(export_hf_layout, folder_round_trips_byte_exact, .timeout = 180)
 {
-    char *d = tu_tempdir(), cmd[4096];
+    char *d = tu_tempdir(), cmd[4096], model[600], *out;
     GPTConfig cfgs[] = {gpt2_vocab_config(), tu_tiny_config(), tu_tiny_config()};
     int versions[] = {3, 3, 5};
+    ScriptRuns sr = script_runs_new(d);
     for (int i = 0; i < 3; i++) {
-        char model[600];
         snprintf(model, sizeof model, "%s/m%d.bin", d, i);
         free(save_model(model, &cfgs[i], 40 + (uint64_t)i, versions[i]));
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s %s/hf%d && "
-                 "/usr/bin/python3 scripts/import_hf.py %s/hf%d %s/back%d.bin%s && "
-                 "cmp %s %s/back%d.bin", model, d, i, d, i, d, i,
-                 versions[i] == 5 ? " --dtype bf16" : "", model, d, i);
-        run_ok(cmd);
+        snprintf(cmd, sizeof cmd, "%s %s/hf%d", model, d, i);
+        script_runs_add(&sr, "scripts/export_hf.py", cmd);
+        snprintf(cmd, sizeof cmd, "%s/hf%d %s/back%d.bin%s", d, i, d, i,
+                 versions[i] == 5 ? " --dtype bf16" : "");
+        script_runs_add(&sr, "scripts/import_hf.py", cmd);
     }
+    script_runs_go(&sr, 0);
+    for (int i = 0; i < 3; i++) {
+        for (int k = 2 * i; k <= 2 * i + 1; k++) {
+            out = script_runs_output(&sr, k);
+            cr_assert_eq(script_runs_rc(&sr, k), 0, "model %d, %s: %s", i,
+                         k == 2 * i ? "export" : "import", out);
+            free(out);
+        }
+        snprintf(model, sizeof model, "%s/m%d.bin", d, i);
+        snprintf(cmd, sizeof cmd, "%s/back%d.bin", d, i);
+        cr_expect(tc_files_equal(model, cmd), "model %d (version %d): the import differs", i,
+                  versions[i]);
+    }
+    script_runs_free(&sr);
     tu_remove_tree(d);
 }
 

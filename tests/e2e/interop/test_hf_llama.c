@@ -16,7 +16,9 @@
  *    windows, mlp_bias, an odd head_dim, unknown keys, other families) and an export
  *    no family fits; --init-from a folder refuses the same config values, and
  *    one without config.json names import_hf.py.
- * Needs Debian's python3-torch (the reference) and numpy (the scripts). */
+ * Most runs of the scripts are forks of one Python (tests/lib/script_runs.h);
+ * sharded_export_round_trips starts them as plain processes. Needs Debian's
+ * python3-torch (the reference) and numpy (the scripts). */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
@@ -26,6 +28,7 @@
 
 #include "interop/model_file.h"
 #include "tests/lib/cli_harness.h"
+#include "tests/lib/script_runs.h"
 #include "tests/lib/test_util.h"
 
 typedef struct {
@@ -108,19 +111,39 @@ static void export_import(const char *d, const char *model, const char *hf, cons
     free(out);
 }
 
+/* Each family's export and import run as forks of one Python
+ * (tests/lib/script_runs.h): 24 runs, one import of numpy. */
 Test(hf_llama, each_family_round_trips_byte_for_byte, .timeout = 240)
 {
-    char *d = tu_tempdir(), model[600], hf[64], back[64], cmd[4096];
+    char *d = tu_tempdir(), model[600], hf[64], back[64], cmd[4096], *out;
     static const char *arch[] = {"LlamaForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM",
                                  "Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"};
+    ScriptRuns sr = script_runs_new(d);
     for (size_t i = 0; i < NFAM; i++) {
         GPTConfig cfg = family_config(&FAMILIES[i]);
         for (int version = 3; version <= 5; version += 2) {
             snprintf(model, sizeof model, "%s/%s_v%d.bin", d, FAMILIES[i].name, version);
             save_model(model, &cfg, 40 + i, version);
+            snprintf(cmd, sizeof cmd, "%s %s/hf_%s_v%d", model, d, FAMILIES[i].name, version);
+            script_runs_add(&sr, "scripts/export_hf.py", cmd);
+            snprintf(cmd, sizeof cmd, "%s/hf_%s_v%d %s/back_%s_v%d.bin %s", d, FAMILIES[i].name,
+                     version, d, FAMILIES[i].name, version, version == 5 ? "--dtype bf16" : "");
+            script_runs_add(&sr, "scripts/import_hf.py", cmd);
+        }
+    }
+    script_runs_go(&sr, 0);
+    for (size_t i = 0; i < NFAM; i++) {
+        for (int version = 3; version <= 5; version += 2) {
+            int k = (int)(2 * (2 * i + (version == 5)));
+            for (int j = k; j <= k + 1; j++) {
+                out = script_runs_output(&sr, j);
+                cr_assert_eq(script_runs_rc(&sr, j), 0, "%s %s:\n%s", FAMILIES[i].name,
+                             j == k ? "export" : "import", out);
+                free(out);
+            }
+            snprintf(model, sizeof model, "%s/%s_v%d.bin", d, FAMILIES[i].name, version);
             snprintf(hf, sizeof hf, "hf_%s_v%d", FAMILIES[i].name, version);
             snprintf(back, sizeof back, "back_%s_v%d.bin", FAMILIES[i].name, version);
-            export_import(d, model, hf, "", version == 5 ? "--dtype bf16" : "", back);
             cr_expect(tc_files_equal(model, tu_path(d, back)), "%s version %d: the import "
                       "differs from the model file", FAMILIES[i].name, version);
             snprintf(cmd, sizeof cmd, "grep -q '\"%s\"' %s/%s/config.json && grep -q "
@@ -131,6 +154,7 @@ Test(hf_llama, each_family_round_trips_byte_for_byte, .timeout = 240)
             cr_expect_eq(tu_run(cmd), 0, "%s: config.json or dtypes: %s", hf, cmd);
         }
     }
+    script_runs_free(&sr);
     tu_remove_tree(d);
 }
 
@@ -177,104 +201,161 @@ static double train_gpt_val_loss(const char *d, const char *model, const char *t
     return v;
 }
 
-static double reference_loss(const char *d, const char *hf)
+/* The losses of the folders d/hf[0..n) by dev/reference/hf_llama_check.py,
+ * one start of torch for them all (the first val batch, B=2, T=16). */
+static void reference_losses(const char *d, const char *const *hf, int n, double *loss)
 {
-    char cmd[4096], *out;
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 dev/reference/hf_llama_check.py %s/%s "
-             "%s/val.bin 2 16", d, hf, d);
+    char cmd[8192], *out;
+    int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 dev/reference/hf_llama_check.py %s/%s "
+                       "%s/val.bin 2 16", d, hf[0], d);
+    for (int i = 1; i < n; i++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %s/%s", d, hf[i]);
+    cr_assert_lt((size_t)len, sizeof cmd);
     cr_assert_eq(run(cmd, &out), 0, "%s:\n%s", cmd, out);
-    char *l = strstr(out, "hf_llama_check: loss ");
-    cr_assert(l && strstr(out, "hf_llama_check: PASS"), "%s", out);
-    double v = atof(l + strlen("hf_llama_check: loss "));
+    cr_assert(strstr(out, "hf_llama_check: PASS"), "%s", out);
+    const char *l = out;
+    for (int i = 0; i < n; i++) {
+        l = strstr(l, "hf_llama_check: loss ");
+        cr_assert_not_null(l, "%s: no loss for %s:\n%s", cmd, hf[i], out);
+        l += strlen("hf_llama_check: loss ");
+        loss[i] = atof(l);
+    }
     free(out);
-    return v;
 }
 
 /* The exported folder, read by Hugging Face's names and conventions, gives
  * train_gpt's loss (fp32 in C against float64: measured differences below
  * 1e-6 at these sizes); each family, a bf16 file (BF16 tensors), and the
  * sharded folder (its loss the unsharded one's, exactly). A random model's
- * loss is near ln 200 = 5.3. */
+ * loss is near ln 200 = 5.3. The seven exports run as forks of one Python
+ * (tests/lib/script_runs.h), the reference's seven losses in one start of
+ * torch. */
 Test(hf_llama, hf_reference_gives_train_gpts_val_loss, .timeout = 600)
 {
-    char *d = tu_tempdir(), model[600], hf[64], cmd[4096], *out;
+    char *d = tu_tempdir(), model[600], cmd[4096], *out;
+    char hf[NFAM + 1][64];
+    const char *hfs[NFAM + 1];
+    double ref[NFAM + 1];
     tc_make_shards(d, 1, 2000);
+    ScriptRuns sr = script_runs_new(d);
     for (size_t i = 0; i < NFAM; i++) {
         GPTConfig cfg = family_config(&FAMILIES[i]);
         int version = i == 2 ? 5 : 3;
         snprintf(model, sizeof model, "%s/%s.bin", d, FAMILIES[i].name);
         save_model(model, &cfg, 60 + i, version);
-        snprintf(hf, sizeof hf, "hf_%s", FAMILIES[i].name);
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s %s/%s", model, d, hf);
-        cr_assert_eq(run(cmd, &out), 0, "%s", out);
+        snprintf(hf[i], sizeof hf[i], "hf_%s", FAMILIES[i].name);
+        snprintf(cmd, sizeof cmd, "%s %s/%s", model, d, hf[i]);
+        script_runs_add(&sr, "scripts/export_hf.py", cmd);
+    }
+    /* family 1's model again, as bf16 tensors in shards */
+    snprintf(hf[NFAM], sizeof hf[NFAM], "sharded");
+    snprintf(cmd, sizeof cmd, "%s/%s.bin %s/sharded --max-shard-size 20kB --dtype bf16", d,
+             FAMILIES[1].name, d);
+    script_runs_add(&sr, "scripts/export_hf.py", cmd);
+    script_runs_go(&sr, 0);
+    for (size_t i = 0; i <= NFAM; i++) {
+        out = script_runs_output(&sr, (int)i);
+        cr_assert_eq(script_runs_rc(&sr, (int)i), 0, "export of %s:\n%s", hf[i], out);
         free(out);
-        double ref = reference_loss(d, hf);
+        hfs[i] = hf[i];
+    }
+    reference_losses(d, hfs, NFAM + 1, ref);
+    for (size_t i = 0; i < NFAM; i++) {
+        int version = i == 2 ? 5 : 3;
+        snprintf(model, sizeof model, "%s/%s.bin", d, FAMILIES[i].name);
         double ours = train_gpt_val_loss(d, model, FAMILIES[i].name);
-        cr_expect(fabs(ref - ours) <= 1e-5 && ref > 4 && ref < 8, "%s (version %d): Hugging "
-                  "Face's convention %.9f, train_gpt %.9f", FAMILIES[i].name, version, ref, ours);
+        cr_expect(fabs(ref[i] - ours) <= 1e-5 && ref[i] > 4 && ref[i] < 8, "%s (version %d): "
+                  "Hugging Face's convention %.9f, train_gpt %.9f", FAMILIES[i].name, version,
+                  ref[i], ours);
         /* --init-from the folder itself (interop/hf_folder.c): the same parameters */
         char tag[64];
         snprintf(tag, sizeof tag, "%s_folder", FAMILIES[i].name);
-        cr_expect_eq(train_gpt_val_loss(d, tu_path(d, hf), tag), ours,
-                     "%s: --init-from the folder differs from the model file", hf);
+        cr_expect_eq(train_gpt_val_loss(d, tu_path(d, hf[i]), tag), ours,
+                     "%s: --init-from the folder differs from the model file", hf[i]);
         if (i != 1) continue;
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s %s/sharded "
-                 "--max-shard-size 20kB --dtype bf16", model, d);
-        cr_assert_eq(run(cmd, &out), 0, "%s", out);
-        free(out);
         /* bf16 tensors, in shards: the reference and train_gpt on the folder agree */
-        double ref16 = reference_loss(d, "sharded");
         double ours16 = train_gpt_val_loss(d, tu_path(d, "sharded"), "sharded_folder");
-        cr_expect(fabs(ref16 - ours16) <= 1e-5 && ref16 != ref, "sharded bf16: %.9f vs %.9f",
-                  ref16, ours16);
+        cr_expect(fabs(ref[NFAM] - ours16) <= 1e-5 && ref[NFAM] != ref[i],
+                  "sharded bf16: %.9f vs %.9f", ref[NFAM], ours16);
     }
+    script_runs_free(&sr);
     tu_remove_tree(d);
 }
 
-/* Set config.json's keys (a JSON object) in folder hf, or drop the key
- * named by "-KEY". */
-static void edit_config(const char *hf, const char *json)
+/* Set config.json's keys (a JSON object json[i]) in folder hf[i], or drop
+ * the key named by "-KEY", for i < n: one start of Python for them all. */
+static void edit_configs(int n, char (*hf)[700], const char *const *json)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import json, sys; p = sys.argv[1] + "
-             "\"/config.json\"; c = json.load(open(p)); e = sys.argv[2]; "
-             "c.pop(e[1:]) if e.startswith(\"-\") else c.update(json.loads(e)); "
-             "json.dump(c, open(p, \"w\"))' %s '%s'", hf, json);
+    char cmd[16384];
+    int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import json, sys\n"
+                       "for p, e in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+                       "    p += \"/config.json\"; c = json.load(open(p))\n"
+                       "    c.pop(e[1:]) if e.startswith(\"-\") else c.update(json.loads(e))\n"
+                       "    json.dump(c, open(p, \"w\"))'");
+    for (int i = 0; i < n; i++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %s '%s'", hf[i], json[i]);
+    cr_assert_lt((size_t)len, sizeof cmd);
     cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
 }
 
-/* import_hf.py on a copy of folder `src` with config.json edited: exit 1,
- * one line with `want`, no traceback, no OUT. */
-static void expect_import_refused(const char *d, const char *src, const char *edit,
+static void edit_config(const char *hf, const char *json)
+{
+    char one[1][700];
+    snprintf(one[0], sizeof one[0], "%s", hf);
+    edit_configs(1, one, &json);
+}
+
+/* The refusals' import_hf.py runs, as forks of one Python
+ * (tests/lib/script_runs.h): run k imports d/xk, a copy of folder `src`
+ * (its config.json edited by the caller), into d/xk.bin. */
+static int add_refused_import(ScriptRuns *sr, const char *d, int k, const char *src,
+                              const char *flags)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/x%d %s/x%d.bin && cp -r %s/%s %s/x%d", d, k, d, k, d,
+             src, d, k);
+    cr_assert_eq(tu_run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/x%d %s/x%d.bin %s", d, k, d, k, flags);
+    return script_runs_add(sr, "scripts/import_hf.py", cmd);
+}
+
+/* Run k of add_refused_import: exit 1, one line with `want`, no traceback,
+ * no OUT. */
+static void expect_import_refused(const ScriptRuns *sr, const char *d, int k, const char *edit,
                                   const char *flags, const char *want)
 {
-    char cmd[4096], *out;
-    snprintf(cmd, sizeof cmd, "rm -rf %s/x %s/x.bin && cp -r %s/%s %s/x", d, d, d, src, d);
-    cr_assert_eq(tu_run(cmd), 0);
-    if (edit) edit_config(tu_path(d, "x"), edit);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/import_hf.py %s/x %s/x.bin %s", d, d,
-             flags);
-    int rc = run(cmd, &out);
-    int lines = 0;
+    char *out = script_runs_output(sr, k), name[32];
+    int rc = script_runs_rc(sr, k), lines = 0;
     for (const char *p = out; *p; p++) lines += *p == '\n';
+    snprintf(name, sizeof name, "x%d.bin", k);
     cr_expect(rc == 1 && strstr(out, want) && lines == 1 && !strstr(out, "Traceback") &&
-              !tu_exists(tu_path(d, "x.bin")),
+              !tu_exists(tu_path(d, name)),
               "%s (%s): exit %d, want '%s' in one line:\n%s", edit, flags, rc, want, out);
     free(out);
 }
 
+/* The imports and exports run as forks of one Python (tests/lib/script_runs.h),
+ * each with its own exit status and output. */
 Test(hf_llama, what_the_model_cannot_compute_is_refused_by_name, .timeout = 240)
 {
     char *d = tu_tempdir(), model[600], cmd[4096], *out;
     GPTConfig cfg = family_config(&FAMILIES[0]);
     snprintf(model, sizeof model, "%s/m.bin", d);
     save_model(model, &cfg, 5, 3);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s %s/hf > /dev/null && "
-             "/usr/bin/python3 scripts/export_hf.py %s/q.bin %s/hfq > /dev/null", model, d, d, d);
     GPTConfig q = family_config(&FAMILIES[2]);
     save_model(tu_path(d, "q.bin"), &q, 6, 3);
-    cr_assert_eq(run(cmd, &out), 0, "%s", out);
-    free(out);
+    ScriptRuns sr = script_runs_new(d);
+    snprintf(cmd, sizeof cmd, "%s %s/hf", model, d);
+    script_runs_add(&sr, "scripts/export_hf.py", cmd);
+    snprintf(cmd, sizeof cmd, "%s/q.bin %s/hfq", d, d);
+    script_runs_add(&sr, "scripts/export_hf.py", cmd);
+    script_runs_go(&sr, 0);
+    for (int k = 0; k < 2; k++) {
+        out = script_runs_output(&sr, k);
+        cr_assert_eq(script_runs_rc(&sr, k), 0, "export %d: %s", k, out);
+        free(out);
+    }
+    script_runs_free(&sr);
     struct {
         const char *src, *edit, *flags, *want;
     } c[] = {
@@ -297,30 +378,48 @@ Test(hf_llama, what_the_model_cannot_compute_is_refused_by_name, .timeout = 240)
          "holds sliding attention"},
         {"hfq", NULL, "--heads 7", "--heads 7:"},
     };
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        expect_import_refused(d, c[i].src, c[i].edit, c[i].flags, c[i].want);
+    int nc = (int)(sizeof c / sizeof c[0]), ne = 0;
+    char folders[16][700];
+    const char *edits[16];
+    sr = script_runs_new(d);
+    for (int i = 0; i < nc; i++) {
+        add_refused_import(&sr, d, i, c[i].src, c[i].flags);
+        if (!c[i].edit) continue;
+        snprintf(folders[ne], sizeof folders[ne], "%s/x%d", d, i);
+        edits[ne++] = c[i].edit;
+    }
     /* an unknown key the user vouches for is taken */
     snprintf(cmd, sizeof cmd, "rm -rf %s/y && cp -r %s/hf %s/y", d, d, d);
     cr_assert_eq(tu_run(cmd), 0);
-    edit_config(tu_path(d, "y"), "{\"sliding_window_pattern\": 6}");
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/import_hf.py %s/y %s/y.bin --allow-key "
-             "sliding_window_pattern && cmp %s/y.bin %s", d, d, d, model);
-    cr_expect_eq(run(cmd, &out), 0, "--allow-key: %s", out);
-    free(out);
+    snprintf(folders[ne], sizeof folders[ne], "%s/y", d);
+    edits[ne++] = "{\"sliding_window_pattern\": 6}";
+    edit_configs(ne, folders, edits); /* before the runs below read them */
+    snprintf(cmd, sizeof cmd, "%s/y %s/y.bin --allow-key sliding_window_pattern", d, d);
+    int allow = script_runs_add(&sr, "scripts/import_hf.py", cmd);
     /* export: q/k/v biases with q/k norms fit no Hugging Face family */
     GPTConfig both = family_config(&FAMILIES[3]);
     both.qkv_bias = 1;
     save_model(tu_path(d, "both.bin"), &both, 8, 3);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/both.bin %s/hfb", d, d);
-    cr_expect_eq(run(cmd, &out), 1, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s/both.bin %s/hfb", d, d);
+    int hfb = script_runs_add(&sr, "scripts/export_hf.py", cmd);
+    snprintf(cmd, sizeof cmd, "%s %s/hfs --max-shard-size 12parsecs", model, d);
+    int parsecs = script_runs_add(&sr, "scripts/export_hf.py", cmd);
+    script_runs_go(&sr, 0);
+    for (int i = 0; i < nc; i++) expect_import_refused(&sr, d, i, c[i].edit, c[i].flags, c[i].want);
+    out = script_runs_output(&sr, allow);
+    cr_expect(script_runs_rc(&sr, allow) == 0 && tc_files_equal(tu_path(d, "y.bin"), model),
+              "--allow-key: %s", out);
+    free(out);
+    out = script_runs_output(&sr, hfb);
+    cr_expect_eq(script_runs_rc(&sr, hfb), 1, "%s", out);
     cr_expect(strstr(out, "qkv bias together with qk-norm fits none of Llama, Qwen2, Qwen3") &&
               !tu_exists(tu_path(d, "hfb")), "%s", out);
     free(out);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s %s/hfs "
-             "--max-shard-size 12parsecs", model, d);
-    cr_expect_eq(run(cmd, &out), 1, "%s", out);
+    out = script_runs_output(&sr, parsecs);
+    cr_expect_eq(script_runs_rc(&sr, parsecs), 1, "%s", out);
     cr_expect(strstr(out, "--max-shard-size: '12parsecs' is not a size"), "%s", out);
     free(out);
+    script_runs_free(&sr);
     tu_remove_tree(d);
 }
 
@@ -337,9 +436,47 @@ Test(hf_llama, init_from_a_folder, .timeout = 120)
     GPTConfig g = tu_tiny_config();
     g.vocab_size = 200, g.padded_vocab = 256, g.max_seq_len = 16;
     save_model(tu_path(d, "g.bin"), &g, 9, 3);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/g.bin %s/hfg", d, d);
-    cr_assert_eq(run(cmd, &out), 0, "%s", out);
-    free(out);
+    save_model(tu_path(d, "g16.bin"), &g, 9, 5);
+    GPTConfig ls = family_config(&FAMILIES[1]);
+    save_model(tu_path(d, "ls.bin"), &ls, 11, 3);
+    GPTConfig l = family_config(&FAMILIES[0]);
+    save_model(tu_path(d, "l.bin"), &l, 10, 3);
+    /* OpenAI's style (below), written from export_hf.py's folder */
+    tu_write_text(tu_path(d, "openai.py"),
+                  "import sys, json, os, shutil\n"
+                  "sys.path.insert(0, 'scripts')\n"
+                  "import numpy as np, hf_safetensors as h\n"
+                  "src, dst = sys.argv[1], sys.argv[2]\n"
+                  "sd = h.read_file(src + '/model.safetensors', sys.exit)\n"
+                  "sd = {k[len('transformer.'):]: v for k, v in sd.items()}\n"
+                  "for l in range(2):\n"
+                  "    sd['h.%d.attn.bias' % l] = np.tril(np.ones((1, 1, 16, 16), np.float32))\n"
+                  "head, blobs = h.file_bytes(sd, 'BF16')\n"
+                  "os.mkdir(dst)\n"
+                  "shutil.copy(src + '/config.json', dst)\n"
+                  "open(dst + '/model.safetensors', 'wb').write(head + b''.join(blobs))\n");
+    /* the five Python runs as forks of one (tests/lib/script_runs.h), in order */
+    ScriptRuns sr = script_runs_new(d);
+    static const char *jobs[][2] = {
+        {"scripts/export_hf.py", "%s/g.bin %s/hfg"},
+        {"scripts/export_hf.py", "%s/g16.bin %s/hfg16"},
+        {"%s/openai.py", "%s/hfg16 %s/openai"},
+        {"scripts/export_hf.py", "%s/ls.bin %s/hfs --max-shard-size 20kB"},
+        {"scripts/export_hf.py", "%s/l.bin %s/hfl"},
+    };
+    for (int k = 0; k < 5; k++) {
+        char script[700];
+        snprintf(script, sizeof script, jobs[k][0], d);
+        snprintf(cmd, sizeof cmd, jobs[k][1], d, d);
+        script_runs_add(&sr, script, cmd);
+    }
+    script_runs_go(&sr, 0);
+    for (int k = 0; k < 5; k++) {
+        out = script_runs_output(&sr, k);
+        cr_assert_eq(script_runs_rc(&sr, k), 0, "%s %s: %s", jobs[k][0], jobs[k][1], out);
+        free(out);
+    }
+    script_runs_free(&sr);
     snprintf(args, sizeof args, "%s --init-from %s/g.bin --steps 0 --log %s/g.jsonl",
              tc_data_args(d), d, d);
     cr_assert_eq(tc_run("", args, tu_path(d, "g")), 0);
@@ -354,24 +491,6 @@ Test(hf_llama, init_from_a_folder, .timeout = 120)
     cJSON_Delete(b);
     /* OpenAI's style: GPT2Model's names (no "transformer."), the attention-mask
      * buffers present, BF16 tensors: the bf16 model file's loss */
-    save_model(tu_path(d, "g16.bin"), &g, 9, 5);
-    tu_write_text(tu_path(d, "openai.py"),
-                  "import sys, json, os, shutil\n"
-                  "sys.path.insert(0, 'scripts')\n"
-                  "import numpy as np, hf_safetensors as h\n"
-                  "src, dst = sys.argv[1], sys.argv[2]\n"
-                  "sd = h.read_file(src + '/model.safetensors', sys.exit)\n"
-                  "sd = {k[len('transformer.'):]: v for k, v in sd.items()}\n"
-                  "for l in range(2):\n"
-                  "    sd['h.%d.attn.bias' % l] = np.tril(np.ones((1, 1, 16, 16), np.float32))\n"
-                  "head, blobs = h.file_bytes(sd, 'BF16')\n"
-                  "os.mkdir(dst)\n"
-                  "shutil.copy(src + '/config.json', dst)\n"
-                  "open(dst + '/model.safetensors', 'wb').write(head + b''.join(blobs))\n");
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/g16.bin %s/hfg16 && "
-             "/usr/bin/python3 %s/openai.py %s/hfg16 %s/openai", d, d, d, d, d);
-    cr_assert_eq(run(cmd, &out), 0, "%s", out);
-    free(out);
     snprintf(args, sizeof args, "%s --init-from %s/g16.bin --steps 0 --log %s/g16.jsonl",
              tc_data_args(d), d, d);
     cr_assert_eq(tc_run("", args, tu_path(d, "g16")), 0);
@@ -387,19 +506,11 @@ Test(hf_llama, init_from_a_folder, .timeout = 120)
                   cJSON_GetObjectItem(a, "val_loss")->valuedouble, "bf16 changed nothing?");
     cJSON_Delete(a), cJSON_Delete(b), cJSON_Delete(a16);
     /* a shard the index names is missing */
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/l.bin %s/hfs "
-             "--max-shard-size 20kB > /dev/null && rm %s/hfs/model-00002-of-*", d, d, d);
-    GPTConfig ls = family_config(&FAMILIES[1]);
-    save_model(tu_path(d, "l.bin"), &ls, 11, 3);
+    snprintf(cmd, sizeof cmd, "rm %s/hfs/model-00002-of-*", d);
     cr_assert_eq(tu_run(cmd), 0, "%s", cmd);
     snprintf(args, sizeof args, "%s --arch llama --init-from %s/hfs --steps 0", tc_data_args(d), d);
     tc_run_expect(d, args, 1, "model-00002-of-");
     /* refusals */
-    GPTConfig l = family_config(&FAMILIES[0]);
-    save_model(tu_path(d, "l.bin"), &l, 10, 3);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/export_hf.py %s/l.bin %s/hfl", d, d);
-    cr_assert_eq(run(cmd, &out), 0, "%s", out);
-    free(out);
     edit_config(tu_path(d, "hfl"), "{\"hidden_act\": \"gelu\"}");
     snprintf(args, sizeof args, "%s --arch llama --init-from %s/hfl --steps 0", tc_data_args(d), d);
     tc_run_expect(d, args, 1, "config.json: hidden_act 'gelu' is not supported");

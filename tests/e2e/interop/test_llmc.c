@@ -25,6 +25,7 @@
 
 #include "tests/lib/test_util.h"
 #include "tests/lib/cli_harness.h"
+#include "tests/lib/script_runs.h"
 
 #define PY "/usr/bin/python3 dev/reference/llmc_state.py"
 
@@ -41,6 +42,23 @@ static void py(const char *d, const char *cmd, const char *want)
     free(text);
 }
 
+/* dev/reference/llmc_state.py with each of args[0..n), as forks of one
+ * Python (tests/lib/script_runs.h: numpy imported once); each must exit 0
+ * and print `want`. */
+static void py_runs(const char *d, char (*args)[1024], int n, const char *want)
+{
+    ScriptRuns sr = script_runs_new(d);
+    for (int i = 0; i < n; i++) script_runs_add(&sr, "dev/reference/llmc_state.py", args[i]);
+    script_runs_go(&sr, 0);
+    for (int i = 0; i < n; i++) {
+        char *text = script_runs_output(&sr, i);
+        cr_expect_eq(script_runs_rc(&sr, i), 0, "llmc_state.py %s: %s", args[i], text);
+        cr_expect(strstr(text, want), "llmc_state.py %s: %s", args[i], text);
+        free(text);
+    }
+    script_runs_free(&sr);
+}
+
 static void check_export(const char *dtype)
 {
     char *d = tu_tempdir(), args[4096], cmd[4096];
@@ -53,12 +71,12 @@ static void check_export(const char *dtype)
     cr_expect(stat(tu_path(d, "lc/DONE_00000005"), &st) == 0 && st.st_size == 0, "DONE_5");
     snprintf(cmd, sizeof cmd, "ls %s/lc | grep -q tmp", d);
     cr_expect_neq(tu_run(cmd), 0, "a temp file is left in the export folder");
-    for (int step = 4; step <= 5; step++) { /* 4: (shard 1, sample 1); 5: (1, 2) */
-        snprintf(cmd, sizeof cmd, PY " check %s/lc/state_%08d_00000.bin %s/lc/model_%08d.bin "
-                 "--step %d --shards '%s/train_*.bin' --reads %d --B 2 --T 16", d, step, d, step,
-                 step, d, step);
-        py(d, cmd, "llmc_state: PASS");
-    }
+    char checks[2][1024];
+    for (int step = 4; step <= 5; step++) /* 4: (shard 1, sample 1); 5: (1, 2) */
+        snprintf(checks[step - 4], sizeof checks[0], "check %s/lc/state_%08d_00000.bin "
+                 "%s/lc/model_%08d.bin --step %d --shards %s/train_*.bin --reads %d --B 2 --T 16",
+                 d, step, d, step, step, d, step);
+    py_runs(d, checks, 2, "llmc_state: PASS");
     tu_remove_tree(d);
 }
 
@@ -168,12 +186,12 @@ Test(llmc, two_ranks_export_and_resume_bitwise, .timeout = 180)
     snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --save-every 2 --save-checkpoint-llmc %s/lc "
              "--save %s/full.bin > %s/a.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d, d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", tu_read_file(tu_path(d, "a.txt"), NULL));
-    for (int r = 0; r < 2; r++) {
-        snprintf(cmd, sizeof cmd, PY " check %s/lc/state_00000002_%05d.bin "
-                 "%s/lc/model_00000002.bin --step 2 --nproc 2 --rank %d --shards '%s/train_*.bin' "
+    char checks[2][1024];
+    for (int r = 0; r < 2; r++)
+        snprintf(checks[r], sizeof checks[0], "check %s/lc/state_00000002_%05d.bin "
+                 "%s/lc/model_00000002.bin --step 2 --nproc 2 --rank %d --shards %s/train_*.bin "
                  "--reads 2 --B 2 --T 16", d, r, d, r, d);
-        py(d, cmd, "llmc_state: PASS");
-    }
+    py_runs(d, checks, 2, "llmc_state: PASS");
     snprintf(cmd, sizeof cmd, "%s %s %s --steps 4 --resume-llmc %s/lc/state_00000002_00000.bin "
              "--save %s/res.bin > %s/b.txt 2>&1", mpi, tc_bin(), tc_model_args(d), d, d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", tu_read_file(tu_path(d, "b.txt"), NULL));

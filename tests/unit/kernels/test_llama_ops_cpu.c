@@ -64,10 +64,30 @@ static int reference(RefBatch *rb, const char *op, const char *dir, const char *
     return ref_batch_job(rb, "%s %s %s", op, dir, args);
 }
 
+/* The four ops' cases and the reference's selfcheck share one run of the
+ * reference a run of the suite (one start of torch, most of its time;
+ * ref_batch_shared, tests/lib/run_once.h); each test checks its own. */
+static void rms_cases(RefBatch *rr);
+static void rope_cases(RefBatch *rr);
+static void swi_cases(RefBatch *rr);
+static void att_cases(RefBatch *rr);
+static void (*const GROUPS[])(RefBatch *) = {rms_cases, rope_cases, swi_cases, att_cases};
+
+/* group `mine`'s cases (-1: none) against the shared run; its output */
+static char *ref_shared(int mine)
+{
+    return ref_batch_shared(REF, "--", "llama_ops_reference: PASS", "needs /usr/bin/python3 "
+                            "with torch: Debian's python3-torch, which scripts/setup.sh "
+                            "installs", "llama_ops_cpu", GROUPS, 4, mine, "-- selfcheck");
+}
+
 static void ref_twice(void (*cases)(RefBatch *))
 {
-    ref_batch_twice(REF, "--", "llama_ops_reference: PASS", "needs /usr/bin/python3 with torch: "
-                    "Debian's python3-torch, which scripts/setup.sh installs", cases);
+    int mine = -1;
+    for (int g = 0; g < 4; g++)
+        if (GROUPS[g] == cases) mine = g;
+    cr_assert_geq(mine, 0);
+    free(ref_shared(mine));
 }
 
 /* The reference's result `name`, n doubles. */
@@ -613,9 +633,7 @@ Test(llama_ops_cpu, same_bits_at_1_2_and_3_threads, .timeout = 120)
 
 Test(llama_ops_cpu, reference_passes_its_selfcheck, .timeout = 120)
 {
-    char *out = NULL;
-    int rc = tu_run_output(REF " selfcheck", &out, &out);
-    cr_expect(rc == 0 && out && strstr(out, "llama_ops_reference: PASS"),
-              "exit %d: %s (needs /usr/bin/python3 with torch)", rc, out ? out : "");
+    char *out = ref_shared(-1);
+    cr_expect(strstr(out, "llama_ops_reference: selfcheck PASS"), "%s", out);
     free(out);
 }
