@@ -28,7 +28,7 @@
 #include "tests/lib/test_util.h"
 
 #define TINY_LLAMA                                                                             \
-    "--arch llama --layers 1 --channels 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 128256 "   \
+    "--arch llama --layers 1 --channels 16 --heads 2 --kv-heads 1 --ffn 32 --vocab 128256 "   \
     "--seq-len 16 --batch 2 --device cpu --threads 1 --lr 1e-3 --seed 7"
 #define TINY_GPT2                                                                              \
     "--layers 1 --channels 32 --heads 2 --seq-len 16 --batch 2 --device cpu --threads 1 "     \
