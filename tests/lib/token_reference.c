@@ -191,7 +191,7 @@ TokenIds token_reference(const char *which, const RefText *texts, int n, int k)
 {
     cr_assert(n > 0 && n <= MAX_TEXTS && k >= 0 && k < n);
     char dir[PATH_MAX], lock[PATH_MAX], err[512];
-    static char file[MAX_TEXTS][PATH_MAX];
+    char file[MAX_TEXTS][PATH_MAX]; /* 64 KiB of stack */
     cache_dir(dir, sizeof dir);
     if (io_mkdirs(dir, err, sizeof err)) { /* unwritable: this process's own */
         char *d = tu_tempdir();
