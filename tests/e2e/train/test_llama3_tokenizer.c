@@ -39,7 +39,7 @@
 #include "tests/lib/test_util.h"
 
 #define LLAMA_MODEL                                                                            \
-    "--arch llama --layers 1 --channels 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 128256 "   \
+    "--arch llama --layers 1 --channels 16 --heads 2 --kv-heads 1 --ffn 32 --vocab 128256 "   \
     "--seq-len 16 --batch 2 --device cpu --threads 1 --lr 1e-3 --seed 7"
 
 /* Run; returns the exit status, stdout and stderr (malloc'd) in *out, *err. */
@@ -330,13 +330,17 @@ Test(llama3_tokenizer, hellaswag_version_2_round_trips_and_scores, .timeout = 24
     }
     tokenizer_free(&tk);
 
-    /* a --vocab 128256 llama model, random */
+    /* a --vocab 128256 llama model, random; one narrow layer (its size is
+     * the vocabulary's: every run below allocates and reads it) */
     GPTConfig cfg = tu_tiny_config();
     cfg.arch = ARCH_LLAMA;
     cfg.vocab_size = cfg.padded_vocab = 128256;
     cfg.max_seq_len = 32;
-    cfg.kv_heads = 2;
-    cfg.ffn = 48;
+    cfg.num_layers = 1;
+    cfg.channels = 16;
+    cfg.num_heads = 2;
+    cfg.kv_heads = 1;
+    cfg.ffn = 32;
     cfg.rope_theta = 10000.0f;
     cfg.norm_eps = 1e-5f;
     float *p = tu_random_params(&cfg, 5);

@@ -19,19 +19,44 @@
  * regex judges differently from Rust's and ours) and on tinyshakespeare.
  * Ill-formed UTF-8 has no reference (both take strings): the tests check
  * decode(encode(x)) == x and that the ids of the text around the bad bytes
- * do not change (docs/tokenizer.md). */
+ * do not change (docs/tokenizer.md). The references' ids come through
+ * tests/lib/token_reference.h: one node start per encoding encodes every
+ * text below (TEXTS), and the ids are kept, keyed by all they depend on. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "data/source.h"
 #include "data/tokenizer.h"
 #include "tests/lib/cli_harness.h"
 #include "tests/lib/test_util.h"
+#include "tests/lib/token_reference.h"
 
 #define HOSTILE "tests/data/tokenizer_hostile.txt"
+
+static const char SPECIAL_TEXT[] =
+    "a<|begin_of_text|>b <|endoftext|> <|end_of_text|>\n<|fim_prefix|>x<|endofprompt|> "
+    "<|reserved_special_token_5|><|eot_id|>< |endoftext|><|endoftext|";
+
+/* NFC changes these bytes (qwen25_nfc_acts) */
+static const char DECOMPOSED[] = "cafe\xcc\x81 \xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab"
+                                 "\xe1\x84\x80\xe1\x85\xb3\xe1\x86\xaf A\xcc\x8a \xe2\x84\xab\n";
+
+/* Every text the suite compares with a reference, for each encoding (a
+ * few are compared under some encodings only: encoding the rest costs
+ * little in the same node start). */
+enum { HOSTILE_TEXT, SHAKESPEARE_TEXT, SPECIAL_ALLOWED, SPECIAL_PLAIN, DECOMPOSED_TEXT, TEXTS };
+
+static void suite_texts(RefText t[TEXTS])
+{
+    t[HOSTILE_TEXT] = (RefText){.path = HOSTILE};
+    t[SHAKESPEARE_TEXT] = (RefText){.path = TU_SHAKESPEARE};
+    t[SPECIAL_ALLOWED] = (RefText){.bytes = SPECIAL_TEXT, .len = sizeof SPECIAL_TEXT - 1,
+                                   .allow_special = 1};
+    t[SPECIAL_PLAIN] = (RefText){.bytes = SPECIAL_TEXT, .len = sizeof SPECIAL_TEXT - 1};
+    t[DECOMPOSED_TEXT] = (RefText){.bytes = DECOMPOSED, .len = sizeof DECOMPOSED - 1};
+}
 
 static void found(const SourceSpec *spec, char *path)
 {
@@ -58,27 +83,12 @@ static void load(Tokenizer *tk, const char *which, int allow_special)
     cr_assert_eq(rc, 0, "%s: %s", which, err);
 }
 
-static TokenIds reference(const char *which, const char *file, int allow_special)
+/* The reference's ids of TEXTS' text `text` under `which`. */
+static TokenIds reference(const char *which, int text)
 {
-    char cmd[8192], *out = NULL, *errs = NULL;
-    snprintf(cmd, sizeof cmd, "node dev/reference/tokenizer_ids.js %s %s '%s'", which,
-             allow_special ? "--allow-special" : "", file);
-    int rc = tu_run_output(cmd, &out, &errs);
-    cr_assert_eq(rc, 0, "%s failed (%d): %.500s", cmd, rc, errs ? errs : "");
-    TokenIds ids = {0};
-    for (char *p = out, *end; *p && *p != '\n'; p = end) {
-        long v = strtol(p, &end, 10);
-        cr_assert(end != p, "reference output: %.80s", p);
-        if (ids.len == ids.cap) {
-            ids.cap = ids.cap ? 2 * ids.cap : 1024;
-            ids.data = realloc(ids.data, ids.cap * sizeof *ids.data);
-        }
-        ids.data[ids.len++] = (int32_t)v;
-        while (*end == ' ') end++;
-    }
-    free(out);
-    free(errs);
-    return ids;
+    RefText t[TEXTS];
+    suite_texts(t);
+    return token_reference(which, t, TEXTS, text);
 }
 
 static void encode(Tokenizer *tk, const uint8_t *text, size_t len, TokenIds *ids)
@@ -123,50 +133,65 @@ static char *python_nfc(const char *file, size_t *len)
     return out;
 }
 
-static void compare_file(const char *which, const char *file, int allow_special)
+/* tk (loaded as `which`, with the text's allow_special) against the
+ * reference on TEXTS' text `text`: whole, round trip, and in chunks. */
+static void compare_text(Tokenizer *tk, const char *which, int text)
 {
-    Tokenizer tk;
-    load(&tk, which, allow_special);
-    size_t len;
-    uint8_t *text = (uint8_t *)tu_read_file(file, &len);
-    TokenIds ids = {0}, ref = reference(which, file, allow_special);
-    encode(&tk, text, len, &ids);
+    RefText t[TEXTS];
+    suite_texts(t);
+    const RefText *rt = &t[text];
+    size_t len = rt->len;
+    uint8_t *bytes = rt->path ? (uint8_t *)tu_read_file(rt->path, &len) : malloc(len + 1);
+    cr_assert_not_null(bytes, "%s: cannot read", rt->path);
+    if (!rt->path) memcpy(bytes, rt->bytes, len);
+    TokenIds ids = {0}, ref = reference(which, text);
+    encode(tk, bytes, len, &ids);
     char what[300];
-    snprintf(what, sizeof what, "%s on %s", which, file);
+    snprintf(what, sizeof what, "%s on %s", which, rt->path ? rt->path : "the special text");
     same_ids(what, &ids, &ref);
-    if (tk.nfc) {
+    if (tk->nfc) {
         size_t nfc_len;
-        char *nfc = python_nfc(file, &nfc_len);
-        round_trip(&tk, (const uint8_t *)nfc, nfc_len, &ids);
+        cr_assert_not_null(rt->path, "an NFC comparison needs a file");
+        char *nfc = python_nfc(rt->path, &nfc_len);
+        round_trip(tk, (const uint8_t *)nfc, nfc_len, &ids);
         free(nfc);
     } else {
-        round_trip(&tk, text, len, &ids);
+        round_trip(tk, bytes, len, &ids);
     }
     /* in chunks cut where tokenizer_safe_cut allows (./tokenize's big files) */
     TokenIds chunked = {0};
     char err[512];
     for (size_t pos = 0; pos < len;) {
         size_t want = len - pos < 500 ? len - pos : 500;
-        size_t cut = want == len - pos ? want : tokenizer_safe_cut(&tk, text + pos, want);
+        size_t cut = want == len - pos ? want : tokenizer_safe_cut(tk, bytes + pos, want);
         if (!cut) cut = len - pos; /* no cut: the rest whole */
-        cr_assert_eq(tokenizer_encode(&tk, text + pos, cut, &chunked, err, sizeof err), 0);
+        cr_assert_eq(tokenizer_encode(tk, bytes + pos, cut, &chunked, err, sizeof err), 0);
         pos += cut;
     }
     same_ids("chunked", &chunked, &ref);
     free(chunked.data);
     free(ids.data);
     free(ref.data);
-    free(text);
+    free(bytes);
+}
+
+static void compare_file(const char *which, int text)
+{
+    Tokenizer tk;
+    RefText t[TEXTS];
+    suite_texts(t);
+    load(&tk, which, t[text].allow_special);
+    compare_text(&tk, which, text);
     tokenizer_free(&tk);
 }
 
-Test(tokenizer_family, llama3_hostile) { compare_file("llama3", HOSTILE, 0); }
-Test(tokenizer_family, qwen25_hostile) { compare_file("qwen2_5", HOSTILE, 0); }
-Test(tokenizer_family, qwen3_hostile) { compare_file("qwen3", HOSTILE, 0); }
-Test(tokenizer_family, qwen3_shakespeare, .timeout = 300) { compare_file("qwen3", TU_SHAKESPEARE, 0); }
+Test(tokenizer_family, llama3_hostile) { compare_file("llama3", HOSTILE_TEXT); }
+Test(tokenizer_family, qwen25_hostile) { compare_file("qwen2_5", HOSTILE_TEXT); }
+Test(tokenizer_family, qwen3_hostile) { compare_file("qwen3", HOSTILE_TEXT); }
+Test(tokenizer_family, qwen3_shakespeare, .timeout = 300) { compare_file("qwen3", SHAKESPEARE_TEXT); }
 Test(tokenizer_family, qwen25_shakespeare, .timeout = 300)
 {
-    compare_file("qwen2_5", TU_SHAKESPEARE, 0);
+    compare_file("qwen2_5", SHAKESPEARE_TEXT);
 }
 
 /* NFC changes these bytes: "e" + U+0301 -> U+00E9, Hangul jamo L V T ->
@@ -176,18 +201,10 @@ Test(tokenizer_family, qwen25_shakespeare, .timeout = 300)
  * the same vocabulary gives without the normalizer (so it acts). */
 Test(tokenizer_family, qwen25_nfc_acts)
 {
-    static const char DECOMPOSED[] = "cafe\xcc\x81 \xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab"
-                                     "\xe1\x84\x80\xe1\x85\xb3\xe1\x86\xaf A\xcc\x8a \xe2\x84\xab\n";
     static const char COMPOSED[] = "caf\xc3\xa9 \xed\x95\x9c\xea\xb8\x80 \xc3\x85 \xc3\x85\n";
-    char file[] = "/tmp/train_gpt_nfc_XXXXXX";
-    int fd = mkstemp(file);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, DECOMPOSED, sizeof DECOMPOSED - 1), (ssize_t)(sizeof DECOMPOSED - 1));
-    close(fd);
     Tokenizer tk;
     load(&tk, "qwen2_5", 0);
-    TokenIds ids = {0}, composed = {0}, raw = {0}, ref = reference("qwen2_5", file, 0);
-    unlink(file);
+    TokenIds ids = {0}, composed = {0}, raw = {0}, ref = reference("qwen2_5", DECOMPOSED_TEXT);
     encode(&tk, (const uint8_t *)DECOMPOSED, sizeof DECOMPOSED - 1, &ids);
     same_ids("NFC text vs reference", &ids, &ref);
     encode(&tk, (const uint8_t *)COMPOSED, sizeof COMPOSED - 1, &composed);
@@ -212,36 +229,28 @@ Test(tokenizer_family, qwen25_nfc_acts)
     tokenizer_free(&tk);
 }
 
-Test(tokenizer_family, cl100k_hostile) { compare_file("cl100k_base", HOSTILE, 0); }
-Test(tokenizer_family, o200k_hostile) { compare_file("o200k_base", HOSTILE, 0); }
-Test(tokenizer_family, llama3_shakespeare, .timeout = 300) { compare_file("llama3", TU_SHAKESPEARE, 0); }
+Test(tokenizer_family, cl100k_hostile) { compare_file("cl100k_base", HOSTILE_TEXT); }
+Test(tokenizer_family, o200k_hostile) { compare_file("o200k_base", HOSTILE_TEXT); }
+Test(tokenizer_family, llama3_shakespeare, .timeout = 300) { compare_file("llama3", SHAKESPEARE_TEXT); }
 Test(tokenizer_family, cl100k_shakespeare, .timeout = 300)
 {
-    compare_file("cl100k_base", TU_SHAKESPEARE, 0);
+    compare_file("cl100k_base", SHAKESPEARE_TEXT);
 }
 Test(tokenizer_family, o200k_shakespeare, .timeout = 300)
 {
-    compare_file("o200k_base", TU_SHAKESPEARE, 0);
+    compare_file("o200k_base", SHAKESPEARE_TEXT);
 }
-
-static const char SPECIAL_TEXT[] =
-    "a<|begin_of_text|>b <|endoftext|> <|end_of_text|>\n<|fim_prefix|>x<|endofprompt|> "
-    "<|reserved_special_token_5|><|eot_id|>< |endoftext|><|endoftext|";
 
 /* With allow_special the special tokens' text is their id, as in the
  * references (the Llama 3 one always matches them); without it, plain text
- * (tiktoken's encode with disallowed_special=()). */
+ * (tiktoken's encode with disallowed_special=()). Each tokenizer is loaded
+ * once per setting, its checks all made on that load. */
 Test(tokenizer_family, special_tokens)
 {
-    char *dir = tu_tempdir();
-    const char *file = tu_path(dir, "special.txt");
-    tu_write_text(file, SPECIAL_TEXT);
-    compare_file("llama3", file, 1);
-    compare_file("cl100k_base", file, 1);
-    compare_file("cl100k_base", file, 0);
-    compare_file("o200k_base", file, 1);
-    compare_file("o200k_base", file, 0);
     Tokenizer tk;
+    load(&tk, "llama3", 1);
+    compare_text(&tk, "llama3", SPECIAL_ALLOWED);
+    tokenizer_free(&tk);
     load(&tk, "llama3", 0);
     TokenIds ids = {0};
     encode(&tk, (const uint8_t *)SPECIAL_TEXT, strlen(SPECIAL_TEXT), &ids);
@@ -252,16 +261,23 @@ Test(tokenizer_family, special_tokens)
     cr_assert_eq(tk.vocab_size, 128256);
     free(ids.data);
     tokenizer_free(&tk);
-    load(&tk, "o200k_base", 0);
-    cr_assert_eq(tk.doc_id, 199999);
-    cr_assert_eq(tk.vocab_size, 200019);
+    load(&tk, "cl100k_base", 1);
+    compare_text(&tk, "cl100k_base", SPECIAL_ALLOWED);
     tokenizer_free(&tk);
     load(&tk, "cl100k_base", 0);
+    compare_text(&tk, "cl100k_base", SPECIAL_PLAIN);
     cr_assert_eq(tk.vocab_size, 100277);
     size_t n;
     cr_assert_null(tokenizer_token_bytes(&tk, 100256, &n), "100256 is no cl100k token");
     tokenizer_free(&tk);
-    tu_remove_tree(dir);
+    load(&tk, "o200k_base", 1);
+    compare_text(&tk, "o200k_base", SPECIAL_ALLOWED);
+    tokenizer_free(&tk);
+    load(&tk, "o200k_base", 0);
+    compare_text(&tk, "o200k_base", SPECIAL_PLAIN);
+    cr_assert_eq(tk.doc_id, 199999);
+    cr_assert_eq(tk.vocab_size, 200019);
+    tokenizer_free(&tk);
 }
 
 /* An ill-formed byte is one character that is no letter, number or space
