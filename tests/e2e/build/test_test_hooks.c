@@ -19,6 +19,7 @@ static const char *const HOOKS[] = {
     "TRAIN_GPT_TEST_BLOCK_DELAY_MS", "TRAIN_GPT_TEST_EVAL_DUMP",
     "TRAIN_GPT_TEST_BASELINE",       "TRAIN_GPT_TEST_PAUSE_AT",
     "TRAIN_GPT_TEST_PAUSE_FILE",     "TRAIN_GPT_TEST_BLOCK_CLOCK_MS",
+    "TRAIN_GPT_TEST_CLOCK_JUMP",
 };
 
 static const char *product(const char *name)
