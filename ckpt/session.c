@@ -47,13 +47,14 @@ bad:
     return -1;
 }
 
-/* "RANK:STEP:SECONDS". */
-static int parse_stall(RunSession *s, const char *v, char *err, size_t err_len)
+/* $name="RANK:STEP:SECONDS" into rss[3]. */
+static int parse_rank_step_s(const char *name, const char *v, int rss[3], char *err,
+                             size_t err_len)
 {
     int used = 0;
-    if (sscanf(v, "%d:%d:%d%n", &s->stall_rank, &s->stall_step, &s->stall_s, &used) != 3 ||
-        v[used] || s->stall_rank < 0 || s->stall_step < 1 || s->stall_s < 0) {
-        io_err(err, err_len, "TRAIN_GPT_TEST_STALL=%s: expected RANK:STEP:SECONDS", v);
+    if (sscanf(v, "%d:%d:%d%n", &rss[0], &rss[1], &rss[2], &used) != 3 || v[used] ||
+        rss[0] < 0 || rss[1] < 1 || rss[2] < 0) {
+        io_err(err, err_len, "%s=%s: expected RANK:STEP:SECONDS", name, v);
         return -1;
     }
     return 0;
@@ -64,8 +65,12 @@ static int read_test_hooks(RunSession *s, char *err, size_t err_len)
 {
     const char *nan = getenv("TRAIN_GPT_TEST_NAN_STEP");
     if (nan && *nan && parse_nan_steps(s, nan, err, err_len) != 0) return -1;
-    const char *stall = getenv("TRAIN_GPT_TEST_STALL");
-    if (stall && *stall && parse_stall(s, stall, err, err_len) != 0) return -1;
+    const char *names[2] = {"TRAIN_GPT_TEST_STALL", "TRAIN_GPT_TEST_CLOCK_JUMP"};
+    int *into[2] = {s->stall, s->clock_jump};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v && parse_rank_step_s(names[i], v, into[i], err, err_len) != 0) return -1;
+    }
     return 0;
 }
 #endif
@@ -77,13 +82,22 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* The clock --save-minutes is paced by: now_ms, and in the test build the
+ * jumps TRAIN_GPT_TEST_CLOCK_JUMP has made. */
+static double pace_clock_ms(const RunSession *s)
+{
+    double ms = now_ms();
+    TEST_HOOK(ms += s->clock_jumped_ms);
+    return ms;
+}
+
 int session_init(RunSession *s, const RunConfig *c, const Dist *d, char *err,
                  size_t err_len)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *c;
     s->last_saved = -1;
-    s->last_save_ms = now_ms();
+    s->last_save_ms = now_ms(); /* no jump has been made yet */
     s->rank = d->rank;
     s->world_size = d->world;
     s->lock.fd = -1;
@@ -371,7 +385,7 @@ int session_save_due(const RunSession *s, Dist *d, int step)
     if (s->cfg.save_minutes <= 0) return 0;
     /* One clock decides: the ranks' saves end at different moments, and a
      * save is collective. */
-    int late = s->rank == 0 && now_ms() - s->last_save_ms >= s->cfg.save_minutes * 60e3;
+    int late = s->rank == 0 && pace_clock_ms(s) - s->last_save_ms >= s->cfg.save_minutes * 60e3;
     return d->world > 1 ? dist_mean(d, late) > 0 : late;
 }
 
@@ -438,7 +452,7 @@ int session_save(RunSession *s, GPT *g, Dist *d, const Loader *ld,
     }
     if (agree(d, rc) != 0) goto out;
     s->last_saved = step;
-    s->last_save_ms = now_ms();
+    s->last_save_ms = pace_clock_ms(s);
     /* the parameters, and m and v once over all the ranks' slices */
     printf("saved %s (%.1f MiB, %.0f ms)\n", step_dir, 3.0 * (double)np * 4 / 1048576.0,
            now_ms() - t0);
@@ -481,9 +495,11 @@ void session_test_inject_nan(const RunSession *s, GPT *g, int step)
         }
 }
 
-void session_test_stall(const RunSession *s, int step)
+void session_test_stall(RunSession *s, int step)
 {
-    if (s->stall_step == step && s->stall_rank == s->rank) io_sleep_ms(s->stall_s * 1000);
+    if (s->stall[1] == step && s->stall[0] == s->rank) io_sleep_ms(s->stall[2] * 1000);
+    if (s->clock_jump[1] == step && s->clock_jump[0] == s->rank)
+        s->clock_jumped_ms += s->clock_jump[2] * 1e3;
 }
 #endif
 

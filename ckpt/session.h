@@ -26,7 +26,10 @@
  *   TRAIN_GPT_TEST_SAVE_DELAY_MS=MS sleep between the files of a save, to
  *       widen the window a kill can land in (base/fileio.h);
  *   TRAIN_GPT_TEST_STALL=RANK:STEP:SECONDS  rank RANK sleeps before step
- *       STEP, so the others wait on it in a collective (the watchdog test). */
+ *       STEP, so the others wait on it in a collective (the watchdog test);
+ *   TRAIN_GPT_TEST_CLOCK_JUMP=RANK:STEP:SECONDS  before step STEP the clock
+ *       rank RANK paces --save-minutes by moves SECONDS on, with no sleep
+ *       (no other rank waits, and no other clock moves). */
 #ifndef CKPT_SESSION_H
 #define CKPT_SESSION_H
 
@@ -77,7 +80,9 @@ typedef struct {
     CkptEntry resumed;    /* the save session_locate chose (step -1: none) */
     int n_nan;
     int nan_lo[SESSION_MAX_NAN_RANGES], nan_hi[SESSION_MAX_NAN_RANGES];
-    int stall_rank, stall_step, stall_s; /* TRAIN_GPT_TEST_STALL; stall_step 0 = off */
+    int stall[3];         /* TRAIN_GPT_TEST_STALL: rank, step (0 = off), seconds */
+    int clock_jump[3];    /* TRAIN_GPT_TEST_CLOCK_JUMP: rank, step (0 = off), seconds */
+    double clock_jumped_ms; /* the jumps made so far (the pace's clock is this ahead) */
 } RunSession;
 
 /* Takes a copy of c, checks the settings that go together, reads the test
@@ -154,9 +159,10 @@ int session_save_due(const RunSession *s, Dist *d, int step);
 #ifdef TRAIN_GPT_TEST_HOOKS
 /* The test hooks (the test build only; callers wrap them in TEST_HOOK):
  * poison the gradients when TRAIN_GPT_TEST_NAN_STEP lists step; sleep
- * before step when TRAIN_GPT_TEST_STALL names it and this rank. */
+ * before step when TRAIN_GPT_TEST_STALL names it and this rank, and move
+ * the pace's clock on when TRAIN_GPT_TEST_CLOCK_JUMP does. */
 void session_test_inject_nan(const RunSession *s, GPT *g, int step);
-void session_test_stall(const RunSession *s, int step);
+void session_test_stall(RunSession *s, int step);
 #endif
 
 /* Release the folder's lock (at exit; the kernel also drops it). */

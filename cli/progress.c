@@ -13,11 +13,19 @@
 #include "model/flops.h"
 #include "base/stop.h"
 
+#ifdef TRAIN_GPT_TEST_HOOKS
+/* ms that TRAIN_GPT_TEST_BLOCK_CLOCK_MS has moved this process's clock on
+ * (progress.h): one run, one clock, so the file holds it. */
+static double test_clock_ms;
+#endif
+
 double progress_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    double ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    TEST_HOOK(ms += test_clock_ms);
+    return ms;
 }
 
 /* The in-step line: where the pass is, e.g.
@@ -46,6 +54,7 @@ static void draw(Progress *p, const GPT *g, int done)
 void progress_block_delay(const Progress *p)
 {
     if (p->block_delay_ms) io_sleep_ms(p->block_delay_ms);
+    TEST_HOOK(test_clock_ms += p->block_clock_ms);
     /* a block boundary of the pass labelled (a signal sent here lands in
      * the pass: cli/stop.c checks right after) */
     TEST_HOOK(io_test_pause("block", p->label));
@@ -76,6 +85,7 @@ void progress_init(Progress *p, GPT *g, double t_start, int grad_accum, double p
     p->steps = steps;
     p->tty = isatty(STDOUT_FILENO);
     p->block_delay_ms = TEST_HOOK_MS("TRAIN_GPT_TEST_BLOCK_DELAY_MS");
+    p->block_clock_ms = TEST_HOOK_MS("TRAIN_GPT_TEST_BLOCK_CLOCK_MS");
     FlopCounts f;
     flops_count(&g->cfg, g->B, g->T, &f);
     p->step_flops = (double)f.step * grad_accum;

@@ -14,10 +14,13 @@
  * (kernels/device_info.h's table, or --peak-tflops); with no known peak
  * (every CPU) only FLOP/s is printed.
  *
- * Test-only environment variable (the test build only, base/test_hooks.h):
+ * Test-only environment variables (the test build only, base/test_hooks.h):
  * TRAIN_GPT_TEST_BLOCK_DELAY_MS=MS sleeps
  * after every block, to make steps long enough for a test to land a signal
- * inside one or to see the in-step line. */
+ * inside one or to see the in-step line; TRAIN_GPT_TEST_BLOCK_CLOCK_MS=MS
+ * moves the clock this file's figures read (progress_now_ms: a step's and a
+ * val's ms, elapsed, the ETA) MS on at every block, with no sleep, so that
+ * a test of the ETA knows the time a pass took without waiting for it. */
 #ifndef CLI_PROGRESS_H
 #define CLI_PROGRESS_H
 
@@ -37,6 +40,7 @@ typedef struct {
     char peak_what[512];  /* where `peak` comes from, for the start-up line */
     int tty;              /* stdout is a terminal: draw the in-step line */
     int block_delay_ms;   /* TRAIN_GPT_TEST_BLOCK_DELAY_MS */
+    int block_clock_ms;   /* TRAIN_GPT_TEST_BLOCK_CLOCK_MS */
     int steps;            /* the run's last step (--steps) */
     /* the training loop's pace, for the ETA */
     double t_loop;        /* ms when this process's first step began; 0 before */

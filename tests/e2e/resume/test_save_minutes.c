@@ -4,16 +4,20 @@
  *
  *  - a pace shorter than any step saves after every step, each save
  *    complete; 0 saves only at the end; the header line says which;
- *  - a 2 s stall before step 3 with a 1.2 s pace: step 3 is saved (time
- *    passed) and step 4 is not (it ends well within 1.2 s of that save);
+ *  - the pace's clock moved 2 minutes on before step 3, with a 1-minute
+ *    pace (the clock-jump hook: no waiting): step 3 is saved (time passed)
+ *    and steps 1, 2 and 4 are not (each ends well within a minute);
  *  - a run killed with SIGKILL after a time-paced save resumes from it and
  *    ends with the same parameters as a run never killed (bitwise);
- *  - 2 ranks (mpirun, a 4 s stall, a 3 s pace): a stall on either rank
- *    makes both save after that step, every save complete, and no other
- *    step is saved but the last (the decision is rank 0's, shared by a
- *    collective: ranks deciding by their own clocks, whose saves end at
- *    different moments, could split near the pace and hang in the save;
- *    that race is argued in ckpt/session.c, not shown here);
+ *  - 2 ranks (mpirun, a 3 s pace): rank 0's clock moved past the pace
+ *    (the clock-jump hook) makes both save after that step, and a 4 s
+ *    stall (a real sleep) on rank 1, which rank 0 waits out in the step's
+ *    collectives, makes both save after that step too; every save is
+ *    complete, and no other step is saved but the last (the decision is
+ *    rank 0's, shared by a collective: ranks deciding by their own clocks,
+ *    whose saves end at different moments, could split near the pace and
+ *    hang in the save; that race is argued in ckpt/session.c, not shown
+ *    here);
  *  - --save-minutes without --checkpoint-dir: exit 2, naming the flag; a
  *    run with nowhere to write its weights says so at start-up. */
 #include <criterion/criterion.h>
@@ -81,15 +85,21 @@ Test(save_minutes, a_short_pace_saves_every_step_and_zero_only_the_end, .timeout
     tu_remove_tree(d);
 }
 
+/* The pace's clock moves 120 s on before step 3 (the clock-jump hook, in
+ * place of a real 2 s sleep against a 1.2 s pace: 2 s of the suite's
+ * serial part, and a step 4 that had to end within 1.2 s of step 3's save
+ * on a loaded machine); the pace is a minute, which a step of the tiny
+ * model never takes. That the pace's clock is the wall's (a sleep passes
+ * it) is the two-rank test's second half. */
 Test(save_minutes, the_pace_is_time_not_steps, .timeout = 120)
 {
     char *d = tu_tempdir(), ck[700];
     tc_make_shards(d, 1, 400);
-    /* rank 0 sleeps 2 s before step 3: more than the 1.2 s pace */
-    train_paced(d, "ck", "TRAIN_GPT_TEST_STALL=0:3:2", 5, "0.02");
+    train_paced(d, "ck", "TRAIN_GPT_TEST_CLOCK_JUMP=0:3:120", 5, "1");
     snprintf(ck, sizeof ck, "%s/ck", d);
-    cr_expect(saved(ck, 3), "2 s passed before step 3 ended: it must be saved");
-    cr_expect(!saved(ck, 4), "step 4 ended within 1.2 s of step 3's save");
+    cr_expect(!saved(ck, 1) && !saved(ck, 2), "steps 1 and 2 ended within a minute");
+    cr_expect(saved(ck, 3), "2 minutes passed before step 3 ended: it must be saved");
+    cr_expect(!saved(ck, 4), "step 4 ended within a minute of step 3's save");
     cr_expect(saved(ck, 5), "the last step");
     tu_remove_tree(d);
 }
@@ -136,10 +146,10 @@ Test(save_minutes, two_ranks_save_together_by_rank_0s_clock, .timeout = 180)
     char *d = tu_tempdir(), cmd[8192], ck[700];
     tc_make_shards(d, 2, 400);
     snprintf(ck, sizeof ck, "%s/ck", d);
-    /* rank 0 sleeps before step 3; rank 1 waits for it inside the step's
-     * collectives, so both clocks pass the pace there; at steps 2 and 4
-     * neither does */
-    snprintf(cmd, sizeof cmd, "TRAIN_GPT_TEST_STALL=0:3:4 %s -np 2 %s %s --steps 4 "
+    /* rank 0's clock moves past the pace before step 3 (no sleep: rank 1's
+     * does not move), so rank 0 decides to save there, and rank 1 saves
+     * with it; at steps 2 and 4 the clock has not passed the pace */
+    snprintf(cmd, sizeof cmd, "TRAIN_GPT_TEST_CLOCK_JUMP=0:3:4 %s -np 2 %s %s --steps 4 "
              "--checkpoint-dir %s --save-minutes 0.05 --keep 0 >%s/t.out 2>%s/t.err", MPIRUN,
              tc_bin(), tc_model_args(d), ck, d, d);
     cr_assert_eq(tu_run(cmd), 0, "%s", cmd);

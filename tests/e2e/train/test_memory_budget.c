@@ -144,7 +144,13 @@ Test(memory_budget, plan_is_printed_before_the_arenas_are_allocated, .timeout = 
  * held until the upload was done and so in VmHWM). At GPT-2's vocabulary,
  * two layers of 768 channels, B=1 T=64, recompute 1: VmHWM, over the
  * whole run, within 5% of the plan's total and under a --memory-budget
- * 2% over it, at one and two threads. */
+ * 2% over it, at one and two threads, from a fresh initialisation and from
+ * --init-from. Two runs cover the four: one thread fresh, two threads from
+ * the file (the threads change the BLAS buffers and the attention's
+ * scratch, which the baseline and the plan count at any start; the start
+ * streams through its piece at any thread count). Each run faults in
+ * 0.8 GiB of arenas (5 CPU-s on the build VM): a third run, two threads
+ * fresh, added no case. */
 Test(memory_budget, startup_parameters_within_the_plan, .timeout = 240)
 {
     SKIP_UNDER_ASAN();
@@ -160,7 +166,7 @@ Test(memory_budget, startup_parameters_within_the_plan, .timeout = 240)
     free(w);
     static const struct {
         int threads, from_file;
-    } runs[] = {{1, 0}, {2, 0}, {1, 1}};
+    } runs[] = {{1, 0}, {2, 1}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         char shape[1024], cmd[2048], args[3072], prefix[600], log[600], env[700];
         snprintf(shape, sizeof shape, "--device cpu --threads %d --batch 1 --seq-len 64 "

@@ -170,18 +170,20 @@ Test(progress, warns_when_the_run_takes_over_an_hour, .timeout = 120)
 
 /* The last step's ETA is the final val loss still to run. Measured: with
  * --val-every 2 a val ran before step 3 of 3, and the final one is
- * expected to take as long. By hand: TRAIN_GPT_TEST_BLOCK_DELAY_MS=300
- * sleeps 300 ms at each block of a val batch's forward (the hook, L = 2
- * blocks), so 2 batches take at least 2 x 2 x 300 = 1.2 s, and the tiny
- * model's compute adds little: the ETA must be in [1.2, 1.8] s. The line
- * shows it rounded (0:00:01). */
+ * expected to take as long. By hand: TRAIN_GPT_TEST_BLOCK_CLOCK_MS=300
+ * moves the run's clock 300 ms on at each block of a val batch's forward
+ * (the hook, L = 2 blocks), so 2 batches take at least 2 x 2 x 300 = 1.2 s
+ * by it, and the tiny model's compute adds little: the ETA must be in
+ * [1.2, 1.8] s. The line shows it rounded (0:00:01). (The hook's sleeping
+ * twin, TRAIN_GPT_TEST_BLOCK_DELAY_MS, made this test wait 7 s for blocks
+ * of every val and step.) */
 Test(progress, eta_of_the_last_step_counts_the_final_val, .timeout = 120)
 {
     char *d = tu_tempdir(), args[4096];
     tc_make_shards(d, 1, 2000);
     snprintf(args, sizeof args, "%s --steps 3 --val-every 2 --val-batches 2 --log %s",
              tc_model_args(d), tu_path(d, "v.jsonl"));
-    cr_assert_eq(tc_run("TRAIN_GPT_TEST_BLOCK_DELAY_MS=300", args, tu_path(d, "v")), 0);
+    cr_assert_eq(tc_run("TRAIN_GPT_TEST_BLOCK_CLOCK_MS=300", args, tu_path(d, "v")), 0);
     cJSON *j = tc_log_last_with(tu_path(d, "v.jsonl"), "eta_s");
     cr_assert_not_null(j);
     cr_expect_eq(cJSON_GetObjectItem(j, "step")->valueint, 3);
