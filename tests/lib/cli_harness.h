@@ -32,12 +32,18 @@
  *    core the rank they wait for needs; yielding in that loop took
  *    the zero3eval suite from 9.4 to 5.9 CPU-s and 41 to 26 s wall.
  * The ranks' results do not change: the same btl (vader), pml and
- * collective components; dev/notes/suite-speed.md has the runs. */
+ * collective components; dev/notes/suite-speed.md has the runs.
+ * Each launch's session files under its own folder, $TMPDIR/mpi.<the
+ * shell's pid>: mpirun makes $TMPDIR/ompi.<host>.<uid> and removes it at
+ * its end when empty, so two test jobs' launches in one $TMPDIR raced
+ * (the rank suites at --jobs 2 and 3, twice in eight runs: "mkdir ...
+ * ompi.vm.0: File exists", orte_session_dir failed, exit 1). */
 #define TC_MPIRUN                                                                              \
     "env HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_pci HWLOC_COMPONENTS=-linuxio "     \
     "PMIX_MCA_gds=hash "                                                                        \
     "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader "           \
-    "--mca btl_vader_single_copy_mechanism none --mca pml ob1 --mca mpi_yield_when_idle 1"
+    "--mca btl_vader_single_copy_mechanism none --mca pml ob1 --mca mpi_yield_when_idle 1 "     \
+    "--mca orte_tmpdir_base \"${TMPDIR:-/tmp}/mpi.$$\""
 
 const char *tc_bin(void);
 /* $TRAIN_GPT_TOKENIZE_BIN when set, else build/test/tokenize when it
