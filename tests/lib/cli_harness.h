@@ -16,10 +16,34 @@
 
 /* mpirun in a container, as root, on 2 cores: shared memory (vader)
  * without the single-copy (CMA/ptrace) path, no core binding. Callers add
- * a timeout in front and -np N after. */
+ * a timeout in front and -np N after.
+ * What a launch spends, cut (Open MPI 4.1 on one node; perf and strace of
+ * `mpirun -np 2` over MPI_Init + a barrier, then the suites):
+ *  - mpirun and each rank ran hwloc's whole I/O discovery (PCI config
+ *    space read through the hypervisor, libpciaccess naming, the GL plugin
+ *    probing X displays), PMIx set up its shared-memory job store (ds21)
+ *    for each job, and each rank opened pml cm with the psm/psm2 MTLs only
+ *    to select ob1: no I/O devices (nothing here uses their locality),
+ *    PMIx's hash store and ob1 named took a trivial launch from 0.42 to
+ *    0.25 CPU-s and 1.25 to 0.71 s wall (alternating runs, load 11);
+ *  - a rank waiting in a collective polls shared memory without pause
+ *    unless Open MPI counts the node oversubscribed (more ranks than
+ *    cores): 2 ranks beside another test job (and other load) burn the
+ *    core the rank they wait for needs; yielding in that loop took
+ *    the zero3eval suite from 9.4 to 5.9 CPU-s and 41 to 26 s wall.
+ * The ranks' results do not change: the same btl (vader), pml and
+ * collective components; dev/notes/suite-speed.md has the runs.
+ * Each launch's session files under its own folder, $TMPDIR/mpi.<the
+ * shell's pid>: mpirun makes $TMPDIR/ompi.<host>.<uid> and removes it at
+ * its end when empty, so two test jobs' launches in one $TMPDIR raced
+ * (the rank suites at --jobs 2 and 3, twice in eight runs: "mkdir ...
+ * ompi.vm.0: File exists", orte_session_dir failed, exit 1). */
 #define TC_MPIRUN                                                                              \
+    "env HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_pci HWLOC_COMPONENTS=-linuxio "     \
+    "PMIX_MCA_gds=hash "                                                                        \
     "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader "           \
-    "--mca btl_vader_single_copy_mechanism none"
+    "--mca btl_vader_single_copy_mechanism none --mca pml ob1 --mca mpi_yield_when_idle 1 "     \
+    "--mca orte_tmpdir_base \"${TMPDIR:-/tmp}/mpi.$$\""
 
 const char *tc_bin(void);
 /* $TRAIN_GPT_TOKENIZE_BIN when set, else build/test/tokenize when it

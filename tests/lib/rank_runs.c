@@ -28,7 +28,7 @@ void rank_runs_teardown(char *dir)
 int rank_runs_train(const char *dir, int np, const char *tag, const char *shape,
                     const char *flags)
 {
-    char cmd[4096], launch[256] = "";
+    char cmd[4096], launch[512] = "";
     if (np) snprintf(launch, sizeof launch, "timeout 120 " TC_MPIRUN " -np %d", np);
     snprintf(cmd, sizeof cmd,
              "rm -f %s/%s.bin %s/%s.log && %s %s %s %s --steps 3 --weight-decay 0.1 "

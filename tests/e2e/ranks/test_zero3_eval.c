@@ -73,7 +73,7 @@ static void write_eval(const char *name, int n, uint64_t seed)
  * <tag>.dump (<tag>.dump.rank<r> with ranks). */
 static int train(int np, const char *tag, const char *flags)
 {
-    char cmd[4096], launch[256] = "";
+    char cmd[4096], launch[512] = "";
     if (np) snprintf(launch, sizeof launch, MPIRUN " -np %d", np);
     snprintf(cmd, sizeof cmd,
              "rm -f %s/%s.log %s/%s.dump* && TRAIN_GPT_TEST_EVAL_DUMP=%s/%s.dump %s %s %s " SHAPE
