@@ -363,17 +363,51 @@ gpu-check-rehearsal: all build/check_kernels_emu
 	if command -v shellcheck >/dev/null; then shellcheck -x -S warning $(GPU_SCRIPTS); \
 	else echo "gpu-check-rehearsal: no shellcheck (apt-get install shellcheck): not run" >&2; fi
 	python3 dev/gpu_check/gpu_check_rehearsal.py
+# The kernels as ptxas sees them, without a GPU: every kernels/cuda/*.cu and
+# dev/cuda/attention*.cu compiled for sm_80 and for sm_90a, device code only
+# (-cubin, one nvcc per file and architecture: -j runs them in parallel) with
+# the device flags of NVFLAGS and -Xptxas -v, into $(KRES_DIR) with ptxas's
+# report beside each cubin (.log). cuda-resources reads the reports of both,
+# cuda-perf-model the sm_90a cubins and reports: each kernel is compiled once
+# for the two, and again only when its sources, nvcc or these flags change
+# (the stamp; not CFLAGS'). The same cubins as a two-architecture build's:
+# nvcc's kept sm_90a cubin of one was byte-identical to -cubin -arch=sm_90a's.
+# nvcc: the build's, else the one on PATH or in /usr/local/cuda (a CPU-only
+# build's tree still has kernels to report on); none: the two say so.
+KRES_DIR := $(BUILD)/kres
+KRES_FLAGS := -O3 -std=c++17 -I. -DHAVE_CUDA
+KRES_STAMP := $(KRES_DIR)/flags.stamp
+KRES_SRC := $(CU_SRC) $(VARIANT_SRC)
+ifneq ($(filter cuda-resources cuda-perf-model,$(MAKECMDGOALS)),)
+  KRES_NVCC := $(or $(NVCC),$(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null))
+  KRES_LOG := $(if $(KRES_NVCC),$(foreach a,sm_80 sm_90a,$(KRES_SRC:%.cu=$(KRES_DIR)/%.$(a).log)))
+  ifneq ($(KRES_LOG),)
+    $(shell mkdir -p $(KRES_DIR); [ "$$(cat $(KRES_STAMP) 2>/dev/null)" = '$(KRES_NVCC) $(KRES_FLAGS)' ] || echo '$(KRES_NVCC) $(KRES_FLAGS)' > $(KRES_STAMP))
+  endif
+endif
+# the report printed only when nvcc fails (with its errors): a table is made
+# of them; the line echoed is short, the command is this one
+KRES_NVCC_CMD = @echo "nvcc -arch=$(1) -cubin -Xptxas -v $< > $@"; \
+                $(KRES_NVCC) $(KRES_FLAGS) -arch=$(1) -cubin -Xptxas -v -MMD -MP -MT $@ -MF $(@:.log=.d) \
+                $< -o $(@:.log=.cubin) > $@.tmp 2>&1 && mv $@.tmp $@ || { cat $@.tmp >&2; rm -f $@.tmp; false; }
+$(KRES_DIR)/%.sm_80.log: %.cu $(KRES_STAMP)
+	@mkdir -p $(dir $@)
+	$(call KRES_NVCC_CMD,sm_80)
+$(KRES_DIR)/%.sm_90a.log: %.cu $(KRES_STAMP)
+	@mkdir -p $(dir $@)
+	$(call KRES_NVCC_CMD,sm_90a)
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
-# sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
-cuda-resources:
-	NVCC="$(NVCC)" dev/gpu_check/cuda_resources.sh
+# sm_90a (no GPU needed); fails on any spill or > 48 KiB static smem.
+cuda-resources: $(KRES_LOG)
+	NVCC="$(KRES_NVCC)" dev/gpu_check/cuda_resources.sh $(KRES_LOG)
 # The static performance model (dev/notes/perf-model.md): its own tests, then the
 # predicted time of every op, the step and MFU on an H200 from ptxas and the
-# SASS, and its calibration on the recorded old kernels (nvcc, no GPU;
-# python3's standard library only). Without nvcc it says so and skips.
-cuda-perf-model:
-	NVCC="$(NVCC)" python3 dev/cuda_perf_model.py --self-test
-	NVCC="$(NVCC)" python3 dev/cuda_perf_model.py
+# SASS of $(KRES_DIR)'s sm_90a cubins, and its calibration on the recorded old
+# kernels (nvcc, no GPU; python3's standard library only). Without nvcc it
+# says so and skips.
+cuda-perf-model: $(KRES_LOG)
+	NVCC="$(KRES_NVCC)" python3 dev/cuda_perf_model.py --self-test
+	NVCC="$(KRES_NVCC)" python3 dev/cuda_perf_model.py $(if $(KRES_LOG),--prebuilt $(KRES_DIR))
 
 clean:
 	rm -rf build train_gpt tokenize
