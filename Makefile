@@ -301,18 +301,41 @@ build/check_kernels_emu: $(EMU_OBJ)
 WGMMA_CHECK_OBJ := $(patsubst %,$(BUILD)/emu/dev/cuda/emu/%.o,emu.cpp emu_stream.cpp emu_wgmma.cpp emu_wgmma_check.cpp)
 build/emu_wgmma_check: $(WGMMA_CHECK_OBJ)
 	$(CXX) $^ -o $@
-cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check build/train_gpt_emu
+# cuda-emu-check's runs are independent (no file in common), each a target
+# of its own so that `make -j2 cuda-emu-check` runs two at a time: the
+# emulator runs a launch's blocks one after another on one core, and
+# check_train_emu.py's runs are one thread each. The longest start first
+# (CPU-s at load 9-14: 51 and 51 for the two orders, 35 NCCL, 24 the trainer,
+# 12 the sweep, the others 1 to 8).
+# Each run's output is printed together when it ends (-Otarget, set here for
+# this goal), not interleaved with the other's.
+EMU_CHECK_RUNS := kernels-fwd kernels-rev nccl train sweep cc80 fused grid-z enc-text enc-sort wgmma
+cuda-emu-check: $(EMU_CHECK_RUNS:%=emu-check-%)
+ifneq ($(filter cuda-emu-check,$(MAKECMDGOALS)),)
+  MAKEFLAGS += -Otarget
+endif
+.PHONY: $(EMU_CHECK_RUNS:%=emu-check-%)
+emu-check-wgmma: build/emu_wgmma_check
 	./build/emu_wgmma_check
-	for o in fwd rev; do EMU_ORDER=$$o ./build/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
+emu-check-kernels-fwd emu-check-kernels-rev: emu-check-kernels-%: build/check_kernels_emu
+	EMU_ORDER=$* ./build/check_kernels_emu --quick $(CHECK_ARGS)
+emu-check-fused: build/check_kernels_emu
 	TRAIN_GPT_FUSE_GELU=1 ./build/check_kernels_emu --quick --only fused $(CHECK_ARGS)
+emu-check-grid-z: build/check_kernels_emu
 	EMU_MAX_GRID_Z=2 ./build/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
+emu-check-cc80: build/check_kernels_emu
 	EMU_CC=80 ./build/check_kernels_emu --quick --only attention --dtype bf16 $(CHECK_ARGS)
+emu-check-sweep: build/check_kernels_emu
 	./build/check_kernels_emu --sweep --quick --dtype bf16
+emu-check-enc-sort: build/check_kernels_emu
 	EMU_ENC_SORT_CHUNK=256 ./build/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
+emu-check-enc-text: build/check_kernels_emu
 	if [ -f datasets/tinyshakespeare_train_000000.bin ]; then for o in fwd rev; do EMU_ORDER=$$o \
 	    CHECK_KERNELS_TOKENS=datasets/tinyshakespeare_train_000000.bin ./build/check_kernels_emu --quick --only encoder || exit 1; done; \
 	else echo "cuda-emu-check: no datasets/ (make data): the encoder on text ids not checked" >&2; fi
+emu-check-train: build/train_gpt_emu
 	python3 dev/cuda/check_train_emu.py build/train_gpt_emu
+emu-check-nccl: build/train_gpt_emu
 	$(EMU_NCCL_CHECK)
 # The whole trainer on the emulated kernels (dev/cuda/README.md, "The trainer on
 # the emulator"): ./train_gpt's objects with kernels/cuda/ compiled for the
@@ -321,7 +344,7 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check build/train_gpt_em
 # copies say no). `--device cuda` then runs every op of a step on the emulator:
 # tiny shapes only. `make cuda-emu-train` runs dev/cuda/check_train_emu.py on it
 # (the Llama family against the cpu backend, recompute modes bitwise, offload,
-# decode, op costs, the planner; about 50 s on one core); cuda-emu-check runs it last.
+# decode, op costs, the planner; about 50 s on one core); cuda-emu-check runs it too.
 # The NCCL path too: distributed/dist.c with HAVE_CUDA, dist_nccl.c compiled as C++
 # against the emulator's <cuda_runtime_api.h> and <nccl.h> (dev/cuda/emu), and
 # emu_nccl.cpp, the emulated NCCL over MPI, which also stands in for
@@ -347,7 +370,7 @@ cuda-emu-train: build/train_gpt_emu
 	python3 dev/cuda/check_train_emu.py build/train_gpt_emu
 # The NCCL path on the emulator (dev/cuda/README.md): build/train_gpt_emu under
 # mpirun -np 2, --device cuda through the emulated NCCL against --device cpu, at
-# --zero 0, 1 and 2 (about 30 s on two cores); cuda-emu-check runs it after the above.
+# --zero 0, 1 and 2 (about 30 s on two cores); cuda-emu-check runs it too.
 EMU_NCCL_CHECK = $(if $(NO_MPI),@echo "cuda-emu-nccl: a NO_MPI build has no ranks: the NCCL path is not checked" >&2,python3 dev/cuda/check_nccl_emu.py build/train_gpt_emu)
 cuda-emu-nccl: build/train_gpt_emu
 	$(EMU_NCCL_CHECK)
