@@ -378,7 +378,8 @@ cuda-emu-nccl: build/train_gpt_emu
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the
 # GPU run would print, then a hang injected on the emulator (85 to 230 s on
-# 2 shared cores, by their load; CI runs it). First
+# 2 shared cores, by their load; CI runs it; GPU_CHECK_REHEARSAL_JOBS=2 runs
+# two phases at a time: the script's header). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
 GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_offload.sh dev/gpu_check/gpu_check_llama.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
 gpu-check-rehearsal: all build/check_kernels_emu
@@ -428,7 +429,7 @@ cuda-resources: $(KRES_LOG)
 # SASS of $(KRES_DIR)'s sm_90a cubins, and its calibration on the recorded old
 # kernels (nvcc, no GPU; python3's standard library only). Without nvcc it
 # says so and skips.
-cuda-perf-model: $(KRES_LOG)
+cuda-perf-model: $(filter %.sm_90a.log,$(KRES_LOG))
 	NVCC="$(KRES_NVCC)" python3 dev/cuda_perf_model.py --self-test
 	NVCC="$(KRES_NVCC)" python3 dev/cuda_perf_model.py $(if $(KRES_LOG),--prebuilt $(KRES_DIR))
 
