@@ -19,8 +19,8 @@
 # than 48 KiB of static shared memory (the most a block may declare
 # statically); 2 when nvcc fails or a report given is not there; 0 otherwise.
 #
-# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
-# JOBS (parallel nvcc runs, default nproc).
+# Environment, when it compiles: NVCC (default: nvcc on PATH, else
+# /usr/local/cuda/bin/nvcc), JOBS (parallel nvcc runs, default nproc).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
