@@ -382,7 +382,7 @@ cuda-emu-nccl: build/train_gpt_emu
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the
 # GPU run would print, then a hang injected on the emulator (85 to 230 s on
-# 2 shared cores, by their load; CI runs it; GPU_CHECK_REHEARSAL_JOBS=2 runs
+# 2 shared cores, by their load; CI runs it with GPU_CHECK_REHEARSAL_JOBS=2,
 # two phases at a time: the script's header). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
 GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_offload.sh dev/gpu_check/gpu_check_llama.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
