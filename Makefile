@@ -312,18 +312,45 @@ build/check_kernels_emu: $(EMU_OBJ)
 WGMMA_CHECK_OBJ := $(patsubst %,$(BUILD)/emu/dev/cuda/emu/%.o,emu.cpp emu_stream.cpp emu_wgmma.cpp emu_wgmma_check.cpp)
 build/emu_wgmma_check: $(WGMMA_CHECK_OBJ)
 	$(CXX) $^ -o $@
-cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check build/train_gpt_emu
+# cuda-emu-check's runs are independent (no file in common), each a target
+# of its own so that `make -j2 cuda-emu-check` runs two at a time: the
+# emulator runs a launch's blocks one after another on one core, and
+# check_train_emu.py's runs are one thread each. The longest start first
+# (CPU-s at load 9-14: 51 and 51 for the two orders, 35 NCCL, 24 the trainer,
+# 12 the sweep, the others 1 to 8).
+# Each run's output is printed together when it ends (-Otarget, set here for
+# this goal), not interleaved with the other's.
+EMU_CHECK_RUNS := kernels-fwd kernels-rev nccl train sweep cc80 fused grid-z enc-text enc-sort wgmma
+cuda-emu-check: $(EMU_CHECK_RUNS:%=emu-check-%)
+ifneq ($(filter cuda-emu-check,$(MAKECMDGOALS)),)
+  MAKEFLAGS += -Otarget
+endif
+.PHONY: $(EMU_CHECK_RUNS:%=emu-check-%)
+# a cpu reference thread that waits sleeps instead of spinning against the
+# other run (as TEST_OMP): two concurrent --only attention --dtype fp32 runs
+# took 9.8 CPU-s with it against 11.4 without (load 4); no result depends on it
+$(EMU_CHECK_RUNS:%=emu-check-%): export OMP_WAIT_POLICY := PASSIVE
+emu-check-wgmma: build/emu_wgmma_check
 	./build/emu_wgmma_check
-	for o in fwd rev; do EMU_ORDER=$$o ./build/check_kernels_emu --quick $(CHECK_ARGS) || exit 1; done
+emu-check-kernels-fwd emu-check-kernels-rev: emu-check-kernels-%: build/check_kernels_emu
+	EMU_ORDER=$* ./build/check_kernels_emu --quick $(CHECK_ARGS)
+emu-check-fused: build/check_kernels_emu
 	TRAIN_GPT_FUSE_GELU=1 ./build/check_kernels_emu --quick --only fused $(CHECK_ARGS)
+emu-check-grid-z: build/check_kernels_emu
 	EMU_MAX_GRID_Z=2 ./build/check_kernels_emu --quick --only attention --dtype fp32 $(CHECK_ARGS)
+emu-check-cc80: build/check_kernels_emu
 	EMU_CC=80 ./build/check_kernels_emu --quick --only attention --dtype bf16 $(CHECK_ARGS)
+emu-check-sweep: build/check_kernels_emu
 	./build/check_kernels_emu --sweep --quick --dtype bf16
+emu-check-enc-sort: build/check_kernels_emu
 	EMU_ENC_SORT_CHUNK=256 ./build/check_kernels_emu --quick --only encoder $(CHECK_ARGS)
+emu-check-enc-text: build/check_kernels_emu
 	if [ -f datasets/tinyshakespeare_train_000000.bin ]; then for o in fwd rev; do EMU_ORDER=$$o \
 	    CHECK_KERNELS_TOKENS=datasets/tinyshakespeare_train_000000.bin ./build/check_kernels_emu --quick --only encoder || exit 1; done; \
 	else echo "cuda-emu-check: no datasets/ (make data): the encoder on text ids not checked" >&2; fi
+emu-check-train: build/train_gpt_emu
 	python3 dev/cuda/check_train_emu.py build/train_gpt_emu
+emu-check-nccl: build/train_gpt_emu
 	$(EMU_NCCL_CHECK)
 # The whole trainer on the emulated kernels (dev/cuda/README.md, "The trainer on
 # the emulator"): ./train_gpt's objects with kernels/cuda/ compiled for the
@@ -332,7 +359,7 @@ cuda-emu-check: build/check_kernels_emu build/emu_wgmma_check build/train_gpt_em
 # copies say no). `--device cuda` then runs every op of a step on the emulator:
 # tiny shapes only. `make cuda-emu-train` runs dev/cuda/check_train_emu.py on it
 # (the Llama family against the cpu backend, recompute modes bitwise, offload,
-# decode, op costs, the planner; about 50 s on one core); cuda-emu-check runs it last.
+# decode, op costs, the planner; about 50 s on one core); cuda-emu-check runs it too.
 # The NCCL path too: distributed/dist.c with HAVE_CUDA, dist_nccl.c compiled as C++
 # against the emulator's <cuda_runtime_api.h> and <nccl.h> (dev/cuda/emu), and
 # emu_nccl.cpp, the emulated NCCL over MPI, which also stands in for
@@ -359,7 +386,7 @@ cuda-emu-train: build/train_gpt_emu
 # The NCCL path on the emulator (dev/cuda/README.md): build/train_gpt_emu under
 # mpirun -np 2, --device cuda through the emulated NCCL against --device cpu, at
 # --zero 0 to 3, and at 4 ranks every --zero bitwise --zero 0 (the sums' order;
-# about 50 CPU-s); cuda-emu-check runs it after the above.
+# about 50 CPU-s); cuda-emu-check runs it too.
 EMU_NCCL_CHECK = $(if $(NO_MPI),@echo "cuda-emu-nccl: a NO_MPI build has no ranks: the NCCL path is not checked" >&2,python3 dev/cuda/check_nccl_emu.py build/train_gpt_emu)
 cuda-emu-nccl: build/train_gpt_emu
 	$(EMU_NCCL_CHECK)
@@ -367,7 +394,8 @@ cuda-emu-nccl: build/train_gpt_emu
 # shell and parsing on the cpu backend at tiny shapes, the kernel checks and
 # --sweep on the emulator; dev/gpu_check/gpu_check_rehearsal.py checks the rows the
 # GPU run would print, then a hang injected on the emulator (85 to 230 s on
-# 2 shared cores, by their load; CI runs it). First
+# 2 shared cores, by their load; CI runs it with GPU_CHECK_REHEARSAL_JOBS=2,
+# two phases at a time: the script's header). First
 # bash -n, and shellcheck's warnings when it is installed, on the GPU scripts.
 GPU_SCRIPTS := dev/gpu_check/gpu_check.sh dev/gpu_check/gpu_check_lib.sh dev/gpu_check/gpu_check_offload.sh dev/gpu_check/gpu_check_llama.sh dev/gpu_check/gpu_check_dist.sh dev/bench/bench_auto.sh dev/gpu_check/gpu_bundle.sh
 gpu-check-rehearsal: all build/check_kernels_emu
@@ -375,17 +403,51 @@ gpu-check-rehearsal: all build/check_kernels_emu
 	if command -v shellcheck >/dev/null; then shellcheck -x -S warning $(GPU_SCRIPTS); \
 	else echo "gpu-check-rehearsal: no shellcheck (apt-get install shellcheck): not run" >&2; fi
 	python3 dev/gpu_check/gpu_check_rehearsal.py
+# The kernels as ptxas sees them, without a GPU: every kernels/cuda/*.cu and
+# dev/cuda/attention*.cu compiled for sm_80 and for sm_90a, device code only
+# (-cubin, one nvcc per file and architecture: -j runs them in parallel) with
+# the device flags of NVFLAGS and -Xptxas -v, into $(KRES_DIR) with ptxas's
+# report beside each cubin (.log). cuda-resources reads the reports of both,
+# cuda-perf-model the sm_90a cubins and reports: each kernel is compiled once
+# for the two, and again only when its sources, nvcc or these flags change
+# (the stamp; not CFLAGS'). The same cubins as a two-architecture build's:
+# nvcc's kept sm_90a cubin of one was byte-identical to -cubin -arch=sm_90a's.
+# nvcc: the build's, else the one on PATH or in /usr/local/cuda (a CPU-only
+# build's tree still has kernels to report on); none: the two say so.
+KRES_DIR := $(BUILD)/kres
+KRES_FLAGS := -O3 -std=c++17 -I. -DHAVE_CUDA
+KRES_STAMP := $(KRES_DIR)/flags.stamp
+KRES_SRC := $(CU_SRC) $(VARIANT_SRC)
+ifneq ($(filter cuda-resources cuda-perf-model,$(MAKECMDGOALS)),)
+  KRES_NVCC := $(or $(NVCC),$(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null))
+  KRES_LOG := $(if $(KRES_NVCC),$(foreach a,sm_80 sm_90a,$(KRES_SRC:%.cu=$(KRES_DIR)/%.$(a).log)))
+  ifneq ($(KRES_LOG),)
+    $(shell mkdir -p $(KRES_DIR); [ "$$(cat $(KRES_STAMP) 2>/dev/null)" = '$(KRES_NVCC) $(KRES_FLAGS)' ] || echo '$(KRES_NVCC) $(KRES_FLAGS)' > $(KRES_STAMP))
+  endif
+endif
+# the report printed only when nvcc fails (with its errors): a table is made
+# of them; the line echoed is short, the command is this one
+KRES_NVCC_CMD = @echo "nvcc -arch=$(1) -cubin -Xptxas -v $< > $@"; \
+                $(KRES_NVCC) $(KRES_FLAGS) -arch=$(1) -cubin -Xptxas -v -MMD -MP -MT $@ -MF $(@:.log=.d) \
+                $< -o $(@:.log=.cubin) > $@.tmp 2>&1 && mv $@.tmp $@ || { cat $@.tmp >&2; rm -f $@.tmp; false; }
+$(KRES_DIR)/%.sm_80.log: %.cu $(KRES_STAMP)
+	@mkdir -p $(dir $@)
+	$(call KRES_NVCC_CMD,sm_80)
+$(KRES_DIR)/%.sm_90a.log: %.cu $(KRES_STAMP)
+	@mkdir -p $(dir $@)
+	$(call KRES_NVCC_CMD,sm_90a)
 # Per-kernel registers, spills and static shared memory from ptxas, sm_80 and
-# sm_90 (no GPU needed); fails on any spill or > 48 KiB static smem.
-cuda-resources:
-	NVCC="$(NVCC)" dev/gpu_check/cuda_resources.sh
+# sm_90a (no GPU needed); fails on any spill or > 48 KiB static smem.
+cuda-resources: $(KRES_LOG)
+	NVCC="$(KRES_NVCC)" dev/gpu_check/cuda_resources.sh $(KRES_LOG)
 # The static performance model (dev/notes/perf-model.md): its own tests, then the
 # predicted time of every op, the step and MFU on an H200 from ptxas and the
-# SASS, and its calibration on the recorded old kernels (nvcc, no GPU;
-# python3's standard library only). Without nvcc it says so and skips.
-cuda-perf-model:
-	NVCC="$(NVCC)" python3 dev/cuda_perf_model.py --self-test
-	NVCC="$(NVCC)" python3 dev/cuda_perf_model.py
+# SASS of $(KRES_DIR)'s sm_90a cubins, and its calibration on the recorded old
+# kernels (nvcc, no GPU; python3's standard library only). Without nvcc it
+# says so and skips.
+cuda-perf-model: $(filter %.sm_90a.log,$(KRES_LOG))
+	NVCC="$(KRES_NVCC)" python3 dev/cuda_perf_model.py --self-test
+	NVCC="$(KRES_NVCC)" python3 dev/cuda_perf_model.py $(if $(KRES_LOG),--prebuilt $(KRES_DIR))
 
 clean:
 	rm -rf build train_gpt tokenize

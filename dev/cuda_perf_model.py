@@ -43,6 +43,11 @@ dev/notes/perf-model.md says how it works and what it predicts.
   --self-test                 the model's own tests (test_perf_model.py)
   --verbose                   also the loop nest of every modelled kernel
   --jobs N                    parallel nvcc runs (default: the CPU count)
+  --prebuilt DIR              the working tree's sm_90a cubins and ptxas
+                              reports from DIR (the Makefile's build/kres/,
+                              which `make cuda-perf-model` brings up to date
+                              and passes) instead of compiling them; not
+                              with --commit
 
 Exit status: 0; 1 when an op of the step matches no compiled kernel (the
 table in dev/perf_model/ops.py needs an entry for it), a self-test
@@ -82,11 +87,12 @@ def fail(msg, code=2):
     sys.exit(code)
 
 
-def compile_at(rev, jobs):
-    """(kernels, tree root, label) for the working tree or commit rev."""
+def compile_at(rev, jobs, prebuilt=None):
+    """(kernels, tree root, label) for the working tree (its cubins from
+    prebuilt when given) or commit rev."""
     if rev is None:
-        return build.compile_tree(ROOT, jobs=jobs), ROOT, 'working tree at %s' % \
-            build.commit_id(ROOT)
+        return build.compile_tree(ROOT, jobs=jobs, prebuilt=prebuilt), ROOT, \
+            'working tree at %s' % build.commit_id(ROOT)
     tmp = tempfile.mkdtemp(prefix='perf_model_tree.')
     atexit.register(shutil.rmtree, tmp, True)
     build.tree_at_commit(ROOT, rev, tmp)
@@ -329,7 +335,10 @@ def main(argv):
     ap.add_argument('--self-test', action='store_true')
     ap.add_argument('--verbose', action='store_true')
     ap.add_argument('--jobs', type=int, default=int(os.environ.get('JOBS', 0)) or None)
+    ap.add_argument('--prebuilt')
     a = ap.parse_args(argv)
+    if a.prebuilt and a.commit:
+        fail('--prebuilt is the working tree\'s build: not with --commit')
     if a.self_test:
         return self_test()
     if a.compare or a.predictions:
@@ -369,7 +378,7 @@ def main(argv):
             show_calibration(P, kernels, root, label)
             out('(%.0f s)' % (time.time() - t0))
             return 0
-        kernels, root, label = compile_at(a.commit, a.jobs)
+        kernels, root, label = compile_at(a.commit, a.jobs, a.prebuilt)
         if a.measured:
             show_measured(P, kernels, root, label, a.measured, a.fuse_gelu)
             return 0

@@ -2,9 +2,13 @@
 # dev/gpu_check/cuda_resources.sh — per-kernel resources of the CUDA backend, from
 # ptxas, without a GPU (`make cuda-resources`).
 #
-# Compiles every kernels/cuda/*.cu, and the attention variants of the
-# checker's sweep (dev/cuda/attention*.cu), with the Makefile's device flags (sm_80 and
-# sm_90a, -O3) plus -Xptxas -v, one nvcc per file in parallel, and prints one
+# Reads ptxas's reports of every kernels/cuda/*.cu, and of the attention
+# variants of the checker's sweep (dev/cuda/attention*.cu), compiled with the
+# Makefile's device flags (sm_80 and sm_90a, -O3) plus -Xptxas -v: the files
+# given, NAME.ARCH.log as the Makefile writes them in build/kres/ (`make
+# cuda-resources` compiles what changed first; cuda-perf-model reads the same
+# build); with no argument it compiles them itself, one nvcc per file and
+# architecture in parallel, into a temporary folder. Prints one
 # row per kernel and architecture: registers per thread, spill stores and
 # loads (bytes per thread), static shared memory (bytes per block), and the
 # demangled kernel name. Dynamic shared memory (the attention tiles) is sized
@@ -13,37 +17,44 @@
 # Exit status: 1 when any kernel spills (local-memory traffic in a hot loop,
 # and usually a sign of a register cap the code did not mean) or has more
 # than 48 KiB of static shared memory (the most a block may declare
-# statically); 2 when nvcc fails; 0 otherwise.
+# statically); 2 when nvcc fails or a report given is not there; 0 otherwise.
 #
-# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
-# JOBS (parallel nvcc runs, default nproc).
+# Environment, when it compiles: NVCC (default: nvcc on PATH, else
+# /usr/local/cuda/bin/nvcc), JOBS (parallel nvcc runs, default nproc).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
 JOBS=${JOBS:-$(nproc)}
 STATIC_SMEM_MAX=49152
-if [ ! -x "$NVCC" ]; then
-    echo "cuda_resources.sh: nvcc not found (set NVCC=/path/to/nvcc)" >&2
-    exit 2
-fi
 tmp=$(mktemp -d /tmp/cuda_resources.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 t0=$SECONDS
 
-# one nvcc per .cu; each writes its ptxas report to $tmp/NAME.log
-export NVCC tmp
-ls kernels/cuda/*.cu dev/cuda/attention*.cu | xargs -P "$JOBS" -I{} sh -c '
-    f={}; n=$(basename "$f" .cu)
-    "$NVCC" -O3 -std=c++17 -I. -DHAVE_CUDA \
-        -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
-        -Xptxas -v -c "$f" -o "$tmp/$n.o" > "$tmp/$n.log" 2>&1 || { echo "$f" >> "$tmp/failed"; }'
-if [ -s "$tmp/failed" ]; then
-    while read -r f; do
-        echo "cuda_resources.sh: nvcc failed on $f:" >&2
-        cat "$tmp/$(basename "$f" .cu).log" >&2
-    done < "$tmp/failed"
-    exit 2
+if [ $# -eq 0 ]; then
+    if [ ! -x "$NVCC" ]; then
+        echo "cuda_resources.sh: nvcc not found (set NVCC=/path/to/nvcc)" >&2
+        exit 2
+    fi
+    # one nvcc per .cu and architecture, device code only, as the Makefile's
+    # build/kres/ rules; each writes its ptxas report to $tmp/NAME.ARCH.log
+    export NVCC tmp
+    for f in kernels/cuda/*.cu dev/cuda/attention*.cu; do echo "$f sm_80"; echo "$f sm_90a"; done |
+        xargs -P "$JOBS" -L1 sh -c '
+        f=$0 a=$1 n=$(basename "$0" .cu)
+        "$NVCC" -O3 -std=c++17 -I. -DHAVE_CUDA -arch="$a" -cubin -Xptxas -v "$f" \
+            -o "$tmp/$n.$a.cubin" > "$tmp/$n.$a.log" 2>&1 || { echo "$f $a" >> "$tmp/failed"; }'
+    if [ -s "$tmp/failed" ]; then
+        while read -r f a; do
+            echo "cuda_resources.sh: nvcc failed on $f ($a):" >&2
+            cat "$tmp/$(basename "$f" .cu).$a.log" >&2
+        done < "$tmp/failed"
+        exit 2
+    fi
+    set -- "$tmp"/*.log
 fi
+for log in "$@"; do
+    [ -f "$log" ] || { echo "cuda_resources.sh: $log: no such ptxas report" >&2; exit 2; }
+done
 
 # ptxas -v, per entry function:
 #   Compiling entry function 'MANGLED' for 'sm_90a'
@@ -51,8 +62,9 @@ fi
 #       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 #   Used 40 registers, used 1 barriers, 128 bytes smem, 392 bytes cmem[0]
 # ("N bytes smem" is absent when the kernel declares no static shared memory)
-for log in "$tmp"/*.log; do
-    awk -v file="$(basename "$log" .log).cu" '
+for log in "$@"; do
+    n=$(basename "$log" .log)
+    awk -v file="${n%.*}.cu" '
         /Compiling entry function/ {
             split($0, q, "'\''"); name = q[2]; arch = q[4]; st = 0; ld = 0; next
         }

@@ -37,6 +37,11 @@ compute-sanitizer that refuses the device: the bundle row PASSes, its
 checker runs from build/ (which the script creates), the sanitizer rows
 SKIP. The first run has a torch module without CUDA on its path (a stub):
 the reference row SKIPs with that reason.
+GPU_CHECK_REHEARSAL_JOBS=2 (CI): the first run (every section, the longest)
+runs beside the parsers, the budget-0 run and the fresh tree (one after
+another): each has its own OUTDIR and gpu_check.sh its own WORK folder; the
+hang and the wedge run after it, alone (their 4 s limits). Default 1: one
+phase at a time. Results are reported in the order above either way.
 Exit 0 when all hold; otherwise every failed assertion on stderr, exit 1.
 """
 import os
@@ -45,6 +50,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ALL = "kernels sweep grads sample recompute nccl perf sanitizer llama xlmax head auto offload"
@@ -485,73 +492,111 @@ def check_fresh_tree(tmp, errors):
     return p.stdout
 
 
+def check_all(sections, tmp, errors):
+    """1. every section: the rows, the runs, OUTDIR; its console when an
+    assertion failed."""
+    out = os.path.join(tmp, "out")
+    # a torch without CUDA (a stand-in module): the reference row SKIPs
+    stub = os.path.join(tmp, "stub", "torch")
+    os.makedirs(stub)
+    with open(os.path.join(stub, "__init__.py"), "w") as f:
+        f.write("__version__ = '0.0+rehearsal'\n\n\nclass cuda:\n"
+                "    @staticmethod\n    def is_available():\n        return False\n")
+    path = os.pathsep.join(p for p in (os.path.dirname(stub), os.environ.get("PYTHONPATH")) if p)
+    console = run(" ".join(sections), out, {"PYTHONPATH": path}, errors)
+    if "kernels" in sections and "without CUDA" not in summary_rows(out).get(TORCH, ("", ""))[1]:
+        errors.append(f"row {TORCH!r}: {summary_rows(out).get(TORCH)}, expected SKIP, without CUDA")
+    expected = [(lit(BUILD), 1, "skip"), (lit(PROBE), 1, "run")] + [r for s in sections for r in rows_of(s)]
+    if {"sweep", "perf"} & set(sections):  # the clock log ran during their rows
+        expected.append((lit(CLOCKS), 1, "run"))
+    check_summary(out, expected, errors)
+    log = open(os.path.join(out, "train.log")).read()
+    runs = re.findall(r"^=== (.*): exit (\d+) after", log, re.M)
+    if not runs:
+        errors.append("train.log: no train_gpt runs")
+    errors += [f"train.log: run {n!r} exited {rc}" for n, rc in runs if rc != "0"]
+    want = {"summary.txt", "train.log", "train_json.log", "nvidia-smi.txt", "build.log"}
+    want |= {"kernels.log"} if "kernels" in sections else set()
+    want |= {"timing.log"} if "sweep" in sections else set()
+    want |= {"clocks.csv"} if {"sweep", "perf"} & set(sections) else set()
+    have = set(os.listdir(out))
+    errors += [f"OUTDIR: no {f}" for f in sorted(want - have)]
+    errors += [f"OUTDIR: {f} is empty" for f in sorted(want - {"build.log"} & have)
+               if os.path.getsize(os.path.join(out, f)) == 0]
+    if len(have) > 8:
+        errors.append(f"OUTDIR: {len(have)} files, the device tool returns at most 8")
+    return console
+
+
+def check_budget0(late, tmp, errors):
+    """2. sections 6-9 past the time budget: SKIP rows, exit 0."""
+    out0 = os.path.join(tmp, "out_budget0")
+    console = run(" ".join(late), out0, {"GPU_CHECK_BUDGET": "0"}, errors)
+    check_summary(out0, [(lit(BUILD), 1, "skip"), (lit(PROBE), 1, "run")] +
+                  [r for s in late for r in budget_rows_of(s)], errors)
+    return console
+
+
+def phase(fn, *args):
+    """fn(*args, errors), which returns its gpu_check.sh console: (its
+    errors, that console when there are any, else '')."""
+    errors = []
+    try:
+        console = fn(*args, errors)
+    except Exception as e:  # e.g. no summary.txt: this phase fails, the others still report
+        errors.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+        console = traceback.format_exc()
+    return errors, (console or "") if errors else ""
+
+
 def main():
     sections = os.environ.get("GPU_CHECK_SECTIONS", ALL).split()
-    errors = []
+    # The phases are independent (each its own OUTDIR and gpu_check.sh WORK
+    # folder; the fresh tree its own copy). With GPU_CHECK_REHEARSAL_JOBS=2
+    # (CI's two idle cores) the first, every section (the longest: its
+    # train_gpt runs are one thread each), runs beside the parsers, budget 0
+    # and the fresh tree (limits of 30 s and more for runs of a few CPU-s);
+    # the hang and the wedge run after it, alone: their 4 s limits must not
+    # stop the rows before the hang, nor the wedge's first probe (about 1.3
+    # CPU-s). Beside the first phase on a machine loaded by others, the fresh
+    # tree's 40 s limits were missed, hence one at a time by default.
+    # Results in the phases' order either way.
+    jobs = os.environ.get("GPU_CHECK_REHEARSAL_JOBS", "1")
+    if jobs not in ("1", "2"):
+        print(f"gpu_check_rehearsal: GPU_CHECK_REHEARSAL_JOBS: expected 1 or 2, got {jobs!r}",
+              file=sys.stderr)
+        return 2
     tmp = tempfile.mkdtemp(prefix="gpu_check_rehearsal.")
+    late = [s for s in sections if s in ("perf", "xlmax", "head", "auto", "sample", "offload")]
+    results = {}
+    first = threading.Thread(target=lambda: results.update(all=phase(check_all, sections, tmp)))
     try:
-        check_gpu_parsers(tmp, errors)
-        # 1. every section
-        out = os.path.join(tmp, "out")
-        # a torch without CUDA (a stand-in module): the reference row SKIPs
-        stub = os.path.join(tmp, "stub", "torch")
-        os.makedirs(stub)
-        with open(os.path.join(stub, "__init__.py"), "w") as f:
-            f.write("__version__ = '0.0+rehearsal'\n\n\nclass cuda:\n"
-                    "    @staticmethod\n    def is_available():\n        return False\n")
-        path = os.pathsep.join(p for p in (os.path.dirname(stub), os.environ.get("PYTHONPATH")) if p)
-        console = run(" ".join(sections), out, {"PYTHONPATH": path}, errors)
-        if "kernels" in sections and "without CUDA" not in summary_rows(out).get(TORCH, ("", ""))[1]:
-            errors.append(f"row {TORCH!r}: {summary_rows(out).get(TORCH)}, expected SKIP, without CUDA")
-        expected = [(lit(BUILD), 1, "skip"), (lit(PROBE), 1, "run")] + [r for s in sections for r in rows_of(s)]
-        if {"sweep", "perf"} & set(sections):  # the clock log ran during their rows
-            expected.append((lit(CLOCKS), 1, "run"))
-        check_summary(out, expected, errors)
-        log = open(os.path.join(out, "train.log")).read()
-        runs = re.findall(r"^=== (.*): exit (\d+) after", log, re.M)
-        if not runs:
-            errors.append("train.log: no train_gpt runs")
-        errors += [f"train.log: run {n!r} exited {rc}" for n, rc in runs if rc != "0"]
-        want = {"summary.txt", "train.log", "train_json.log", "nvidia-smi.txt", "build.log"}
-        want |= {"kernels.log"} if "kernels" in sections else set()
-        want |= {"timing.log"} if "sweep" in sections else set()
-        want |= {"clocks.csv"} if {"sweep", "perf"} & set(sections) else set()
-        have = set(os.listdir(out))
-        errors += [f"OUTDIR: no {f}" for f in sorted(want - have)]
-        errors += [f"OUTDIR: {f} is empty" for f in sorted(want - {"build.log"} & have)
-                   if os.path.getsize(os.path.join(out, f)) == 0]
-        if len(have) > 8:
-            errors.append(f"OUTDIR: {len(have)} files, the device tool returns at most 8")
-        if errors:
-            sys.stderr.write(console)
-        # 2. sections 6-9 past the time budget: SKIP rows, exit 0
-        late = [s for s in sections if s in ("perf", "xlmax", "head", "auto", "sample", "offload")]
+        if jobs == "2":
+            first.start()
+        else:
+            first.run()  # here, before the others
+        results["parsers"] = phase(check_gpu_parsers, tmp)
         if late:
-            out0 = os.path.join(tmp, "out_budget0")
-            n = len(errors)
-            console = run(" ".join(late), out0, {"GPU_CHECK_BUDGET": "0"}, errors)
-            check_summary(out0, [(lit(BUILD), 1, "skip"), (lit(PROBE), 1, "run")] +
-                          [r for s in late for r in budget_rows_of(s)], errors)
-            if len(errors) > n:
-                sys.stderr.write(console)
-        # 3. an injected hang: timeouts fire, partial logs stay, later sections run
+            results["budget0"] = phase(check_budget0, late, tmp)
         if "kernels" in sections:
-            n = len(errors)
-            console = check_hang(tmp, errors)
-            if len(errors) > n:
-                sys.stderr.write(console)
-            # 4. a hang that wedges the device: the run stops at once
-            n = len(errors)
-            console = check_wedge(tmp, errors)
-            if len(errors) > n:
-                sys.stderr.write(console)
             # 5. the bundle, unpacked into a fresh copy of the tree
-            n = len(errors)
-            console = check_fresh_tree(tmp, errors)
-            if len(errors) > n:
-                sys.stderr.write(console)
+            results["fresh"] = phase(check_fresh_tree, tmp)
+        if first.is_alive():
+            first.join()
+        if "kernels" in sections:
+            # 3. an injected hang: timeouts fire, partial logs stay, later sections run
+            results["hang"] = phase(check_hang, tmp)
+            # 4. a hang that wedges the device: the run stops at once
+            results["wedge"] = phase(check_wedge, tmp)
     finally:
+        if first.is_alive():
+            first.join()
         shutil.rmtree(tmp, ignore_errors=True)
+    errors = []
+    for name in ("parsers", "all", "budget0", "hang", "wedge", "fresh"):
+        if name in results:
+            errors += results[name][0]
+            sys.stderr.write(results[name][1])
     for e in errors:
         print(f"gpu_check_rehearsal: {e}", file=sys.stderr)
     print(f"gpu_check_rehearsal: {'FAIL' if errors else 'PASS'} (sections: {' '.join(sections)})")

@@ -10,7 +10,11 @@ an old kernel is analysed exactly as it was built then).
 One nvcc per file (in parallel, JOBS at a time) with the Makefile's device
 flags for sm_90a (-O3 -std=c++17 -I. -DHAVE_CUDA) plus -cubin and
 -Xptxas -v: the cubin gives the SASS (sass.py), the report gives registers,
-spills, stack and static shared memory per kernel.
+spills, stack and static shared memory per kernel. Or none: `prebuilt`, a
+folder where the Makefile's build/kres/ rules (the same command) left
+PATH.sm_90a.cubin and its report PATH.sm_90a.log for each source PATH.cu,
+up to date (`make cuda-perf-model` builds them first; cuda-resources reads
+the same reports).
 """
 import os
 import re
@@ -91,12 +95,27 @@ def _compile_one(nvcc, root, src, outdir):
     return src, cubin, p.stdout + p.stderr
 
 
-def compile_tree(root, jobs=None, outdir=None, files=None):
+def _prebuilt_one(prebuilt, src):
+    base = os.path.join(prebuilt, os.path.splitext(src)[0] + '.sm_90a')
+    try:
+        with open(base + '.log') as f:
+            log = f.read()
+    except OSError as e:
+        raise BuildError('%s: no prebuilt report for %s (%s; `make cuda-perf-model` builds it)'
+                         % (prebuilt, src, e.strerror))
+    if not os.path.isfile(base + '.cubin'):
+        raise BuildError('%s: no prebuilt cubin for %s (`make cuda-perf-model` builds it)'
+                         % (prebuilt, src))
+    return src, base + '.cubin', log
+
+
+def compile_tree(root, jobs=None, outdir=None, files=None, prebuilt=None):
     """Every kernels/cuda/*.cu and dev/cuda/attention*.cu under root (or
     `files`, paths relative to root) -> list of KernelInfo, in file order,
-    then section order."""
+    then section order. With `prebuilt` (a folder), their cubins and
+    reports are read from there and nothing is compiled."""
     nvcc = find_nvcc()
-    if nvcc is None:
+    if nvcc is None and prebuilt is None:
         raise BuildError('nvcc not found (set NVCC=/path/to/nvcc)')
     kdir = os.path.join(root, 'kernels', 'cuda')
     if files is None:
@@ -108,11 +127,14 @@ def compile_tree(root, jobs=None, outdir=None, files=None):
         if os.path.isdir(vdir):
             files += sorted(os.path.join('dev', 'cuda', f) for f in os.listdir(vdir)
                             if f.startswith('attention') and f.endswith('.cu'))
-    own = outdir is None
-    outdir = outdir or tempfile.mkdtemp(prefix='perf_model.')
+    own = outdir is None and prebuilt is None
+    outdir = outdir or (None if prebuilt else tempfile.mkdtemp(prefix='perf_model.'))
     try:
-        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex:
-            results = list(ex.map(lambda f: _compile_one(nvcc, root, f, outdir), files))
+        if prebuilt:
+            results = [_prebuilt_one(prebuilt, f) for f in files]
+        else:
+            with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex:
+                results = list(ex.map(lambda f: _compile_one(nvcc, root, f, outdir), files))
         infos = []
         for src, cubin, log in results:
             res = parse_ptxas(log)

@@ -360,6 +360,22 @@ class ErrorPathTest(unittest.TestCase):
         p = self.cli(['--bogus'])
         self.assertEqual(p.returncode, 2)
 
+    def test_prebuilt_errors(self):
+        p = self.cli(['--prebuilt', '/nonexistent', '--commit', 'HEAD'])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('--prebuilt is the working tree', p.stderr)
+        # a folder without the cubins: the missing file is named, nothing compiled
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(build.BuildError) as e:
+                build.compile_tree(ROOT, files=['kernels/cuda/adamw.cu'], prebuilt=d)
+            self.assertIn('no prebuilt report for kernels/cuda/adamw.cu', str(e.exception))
+            os.makedirs(os.path.join(d, 'kernels', 'cuda'))
+            with open(os.path.join(d, 'kernels', 'cuda', 'adamw.sm_90a.log'), 'w') as f:
+                f.write('')
+            with self.assertRaises(build.BuildError) as e:
+                build.compile_tree(ROOT, files=['kernels/cuda/adamw.cu'], prebuilt=d)
+            self.assertIn('no prebuilt cubin for kernels/cuda/adamw.cu', str(e.exception))
+
     def test_without_nvcc_it_skips(self):
         p = self.cli([], env={'NVCC': '/nonexistent/nvcc'})
         self.assertEqual(p.returncode, 0, p.stderr)
